@@ -1,0 +1,51 @@
+"""The key store contract that surrogates/ and pipelines/ program against.
+
+Implementations (SQLite, PostgreSQL) live in this package; a patient is addressed by
+(assigning authority, patient id) and the store only ever keeps a keyed HMAC of that pair.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Protocol
+
+
+@dataclass
+class PatientState:
+    """Everything needed to de-identify one patient's documents consistently.
+
+    ``shift_days`` is negative or positive days added to every date (never 0).
+    Maps go original (normalised) → surrogate; they live only inside the sealed record.
+    """
+
+    shift_days: int
+    pseudonym: str
+    seed: bytes  # per-patient secret for deterministic surrogate choice
+    name_map: dict[str, str] = field(default_factory=dict)
+    id_map: dict[str, str] = field(default_factory=dict)
+    extra: dict[str, str] = field(default_factory=dict)
+
+
+class PatientStore(Protocol):
+    def get_or_create(
+        self, authority: str, patient_id: str, factory: Callable[[], PatientState]
+    ) -> PatientState:
+        """Return the stored state, or store ``factory()``; first writer wins across instances."""
+        ...
+
+    def save(self, authority: str, patient_id: str, state: PatientState) -> None:
+        """Persist updated maps (may be batched; ``flush`` forces it)."""
+        ...
+
+    def flush(self) -> None: ...
+
+
+class MarkStore(Protocol):
+    """Small non-secret per-key records (version-dedup marks: hashes, times, ranks — no text)."""
+
+    def get_mark(self, key: str) -> bytes | None: ...
+
+    def compare_and_set_mark(self, key: str, expected: bytes | None, value: bytes) -> bool:
+        """Atomically replace the mark if it still equals ``expected``; False if someone else won."""
+        ...

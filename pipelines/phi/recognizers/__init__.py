@@ -1,0 +1,1 @@
+"""Built-in recognizers; each module registers its classes with ``@register(name)``."""

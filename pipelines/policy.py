@@ -1,0 +1,69 @@
+"""The policy file: which recognizers run (with options and thresholds) and what happens
+to each PHI category (keep | surrogate | redact). TOML, see ``default_policy.toml``."""
+
+from __future__ import annotations
+
+import tomllib
+from dataclasses import dataclass, field
+from enum import StrEnum
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from pipelines.spans import Category
+
+
+class Action(StrEnum):
+    KEEP = "keep"
+    SURROGATE = "surrogate"
+    REDACT = "redact"
+
+
+@dataclass(frozen=True)
+class Policy:
+    recognizers: dict[str, dict[str, Any]] = field(default_factory=dict)  # name -> options
+    min_confidence: float = 0.5
+    category_thresholds: dict[Category, float] = field(default_factory=dict)
+    actions: dict[Category, Action] = field(default_factory=dict)
+    default_action: Action = Action.SURROGATE
+    date_shift_min_days: int = 1
+    date_shift_max_days: int = 730
+    age_ceiling: int = 89
+
+    def action_for(self, category: Category) -> Action:
+        return self.actions.get(category, self.default_action)
+
+    def threshold_for(self, category: Category) -> float:
+        return self.category_thresholds.get(category, self.min_confidence)
+
+    @classmethod
+    def from_mapping(cls, data: dict[str, Any]) -> Policy:
+        det = data.get("detector", {})
+        recs = {
+            name: {k: v for k, v in (opts or {}).items() if k != "enabled"}
+            for name, opts in data.get("recognizers", {}).items()
+            if (opts or {}).get("enabled", True)
+        }
+        cats = data.get("categories", {})
+        actions = {Category(k): Action(v) for k, v in cats.get("actions", {}).items()}
+        thresholds = {Category(k): float(v) for k, v in det.get("thresholds", {}).items()}
+        surrogates = data.get("surrogates", {})
+        return cls(
+            recognizers=recs,
+            min_confidence=float(det.get("min_confidence", 0.5)),
+            category_thresholds=thresholds,
+            actions=actions,
+            default_action=Action(cats.get("default", "surrogate")),
+            date_shift_min_days=int(surrogates.get("date_shift_min_days", 1)),
+            date_shift_max_days=int(surrogates.get("date_shift_max_days", 730)),
+            age_ceiling=int(surrogates.get("age_ceiling", 89)),
+        )
+
+    @classmethod
+    def load(cls, path: str | Path | None = None) -> Policy:
+        """Load a policy file; ``None`` gives the packaged default policy."""
+        if path is None:
+            raw = resources.files("pipelines").joinpath("default_policy.toml").read_text("utf-8")
+        else:
+            raw = Path(path).read_text(encoding="utf-8")
+        return cls.from_mapping(tomllib.loads(raw))

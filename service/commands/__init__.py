@@ -1,0 +1,1 @@
+"""Command modules: each defines ``register(app: typer.Typer) -> None``."""
