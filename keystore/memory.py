@@ -1,0 +1,82 @@
+"""An in-process PatientStore + MarkStore for unit tests of surrogates/ and pipelines/.
+
+Nothing is encrypted or persisted: it exists so callers can test against the store
+contract without a database or a master key. Thread-safe, so race tests can use it too.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from copy import deepcopy
+
+from keystore.api import PatientState
+
+
+class InMemoryStore:
+    """Implements :class:`keystore.api.PatientStore` and :class:`keystore.api.MarkStore`.
+
+    Like the real stores, ``get_or_create`` returns one shared object per patient (the
+    cached state); ``save`` replaces it. ``forget`` mimics crypto-shredding.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._states: dict[tuple[str, str], PatientState] = {}
+        self._marks: dict[str, bytes] = {}
+        self.saves = 0  # how many save() calls arrived (tests of batching can look)
+
+    # -- PatientStore -------------------------------------------------------------------
+    def get_or_create(
+        self, authority: str, patient_id: str, factory: Callable[[], PatientState]
+    ) -> PatientState:
+        key = (authority, patient_id)
+        with self._lock:
+            state = self._states.get(key)
+            if state is not None:
+                return state
+        made = factory()  # outside the lock: the factory may be slow or re-enter
+        with self._lock:
+            # First writer wins: a concurrent creator may have stored one meanwhile.
+            return self._states.setdefault(key, made)
+
+    def get(self, authority: str, patient_id: str) -> PatientState | None:
+        with self._lock:
+            return self._states.get((authority, patient_id))
+
+    def save(self, authority: str, patient_id: str, state: PatientState) -> None:
+        with self._lock:
+            self._states[(authority, patient_id)] = state
+            self.saves += 1
+
+    def flush(self) -> None:
+        return None
+
+    def forget(self, authority: str, patient_id: str) -> bool:
+        """Drop the patient's state; a later ``get_or_create`` makes a new identity."""
+        key = (authority, patient_id)
+        with self._lock:
+            return self._states.pop(key, None) is not None
+
+    def snapshot(self, authority: str, patient_id: str) -> PatientState:
+        """A deep copy of the stored state (what a fresh process would read back)."""
+        with self._lock:
+            state = self._states.get((authority, patient_id))
+            if state is None:
+                raise KeyError("no state for this patient")
+            return deepcopy(state)
+
+    # -- MarkStore ----------------------------------------------------------------------
+    def get_mark(self, key: str) -> bytes | None:
+        with self._lock:
+            return self._marks.get(key)
+
+    def compare_and_set_mark(self, key: str, expected: bytes | None, value: bytes) -> bool:
+        with self._lock:
+            if self._marks.get(key) != expected:
+                return False
+            self._marks[key] = bytes(value)
+            return True
+
+    def close(self) -> None:
+        return None
