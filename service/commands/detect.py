@@ -1,0 +1,126 @@
+"""``deidstream detect``: run the detector over a corpus file and write the spans it finds.
+
+Records that cannot be read (or make the detector fail) are reported on stderr by position
+only — never their content — and the run goes on; the exit status is 1 if any record failed.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterable, Iterator
+from enum import StrEnum
+from pathlib import Path
+from typing import Annotated, TextIO
+
+import typer
+
+from pipelines.corpus import (
+    Note,
+    RecordError,
+    load_patient_names,
+    read_notes,
+    spans_json,
+    write_phi,
+)
+from pipelines.document import Identifiers
+from pipelines.phi.base import Doc
+from pipelines.phi.detector import Detector
+from pipelines.policy import Policy
+from pipelines.spans import Span
+
+
+class OutputFormat(StrEnum):
+    PHYSIONET = "physionet"
+    JSON = "json"
+    TEXT = "text"
+
+
+class InputFormat(StrEnum):
+    AUTO = "auto"
+    PHYSIONET = "physionet"
+    JSON = "json"
+    TEXT = "text"
+
+
+def report_error(err: RecordError) -> None:
+    typer.echo(f"deidstream: could not read {err.describe()}; skipped", err=True)
+
+
+def detect_notes(
+    items: Iterable[Note | RecordError],
+    detector: Detector,
+    known: dict[str, Identifiers] | None = None,
+) -> Iterator[tuple[Note, list[Span]] | RecordError]:
+    """Detect spans note by note; unreadable records and detector failures become errors."""
+    known = known or {}
+    for item in items:
+        if isinstance(item, RecordError):
+            yield item
+            continue
+        doc = Doc(item.text, known.get(item.patient, Identifiers()))
+        try:
+            spans = detector.detect(doc)
+        except Exception as exc:  # noqa: BLE001 - one bad note must not stop the run
+            yield RecordError(
+                item.index,
+                item.line,
+                f"detector failed ({type(exc).__name__})",
+                item.patient,
+                item.note,
+            )
+            continue
+        yield item, spans
+
+
+def redacted(text: str, spans: list[Span]) -> str:
+    """The note with each detected region replaced by a ``[GROUP]`` tag (``[PHI]`` if several)."""
+    regions: dict[tuple[int, int], set[str]] = {}
+    for span in spans:
+        regions.setdefault((span.start, span.end), set()).add(span.category.group)
+    out: list[str] = []
+    pos = 0
+    for (start, end), groups in sorted(regions.items()):
+        if start < pos:  # merged spans never overlap; be safe with any other input
+            start = pos
+            if end <= start:
+                continue
+        out.append(text[pos:start])
+        out.append(f"[{next(iter(groups))}]" if len(groups) == 1 else "[PHI]")
+        pos = end
+    out.append(text[pos:])
+    return "".join(out)
+
+
+def write_note(out: TextIO, fmt: OutputFormat, note: Note, spans: list[Span]) -> None:
+    if fmt is OutputFormat.PHYSIONET:
+        write_phi(out, note.patient, note.note, spans)
+    elif fmt is OutputFormat.JSON:
+        out.write(spans_json(note.patient, note.note, spans) + "\n")
+    else:
+        out.write(f"Patient {note.patient}\tNote {note.note}\n{redacted(note.text, spans)}\n")
+
+
+def register(app: typer.Typer) -> None:
+    @app.command()
+    def detect(
+        file: Annotated[Path, typer.Argument(help="Corpus file: PhysioNet id.text, JSON lines or plain text.", exists=True, dir_okay=False)],
+        format: Annotated[OutputFormat, typer.Option("--format", help="Output: physionet (.phi spans), json (one line a note) or text (note with PHI replaced by tags).")] = OutputFormat.PHYSIONET,
+        input_format: Annotated[InputFormat, typer.Option("--input", help="Input format; auto sniffs the file.")] = InputFormat.AUTO,
+        known_names: Annotated[Path | None, typer.Option("--known-names", help="pid_patientname.txt lines (patient||||FIRST||||LAST): each note gets its patient's names as known identifiers.", exists=True, dir_okay=False)] = None,
+        policy: Annotated[Path | None, typer.Option("--policy", help="Policy TOML (default: the packaged policy).", exists=True, dir_okay=False)] = None,
+    ) -> None:
+        """Detect PHI spans in every note of FILE and write them to stdout."""
+        detector = Detector(Policy.load(policy))
+        known = load_patient_names(known_names) if known_names else {}
+        failed = 0
+        out = sys.stdout
+        for result in detect_notes(read_notes(file, input_format.value), detector, known):
+            if isinstance(result, RecordError):
+                failed += 1
+                report_error(result)
+                continue
+            write_note(out, format, *result)
+        out.flush()
+        if failed:
+            typer.echo(f"deidstream: {failed} record(s) could not be processed", err=True)
+            raise typer.Exit(1)

@@ -1,0 +1,95 @@
+"""``deidstream evaluate``: score the detector against a gold corpus (token level, NLM Scrubber).
+
+A developer tool: ``--show-errors N`` prints missed phrases and false-positive tokens from the
+corpus (already surrogate data) to the developer's terminal; the service never does this.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from enum import StrEnum
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from pipelines.corpus import RecordError, load_gold, load_patient_names, read_notes
+from pipelines.document import Identifiers
+from pipelines.evaluation import Evaluation
+from pipelines.phi.detector import Detector
+from pipelines.policy import Policy
+from service.commands.detect import detect_notes, report_error
+
+
+class CorpusKind(StrEnum):
+    PHYSIONET = "physionet"
+
+
+def register(app: typer.Typer) -> None:
+    @app.command()
+    def evaluate(
+        directory: Annotated[Path, typer.Argument(help="Corpus directory with id.text, id-phi.phrase and pid_patientname.txt.", exists=True, file_okay=False)],
+        corpus: Annotated[CorpusKind, typer.Option("--corpus", help="Corpus layout.")] = CorpusKind.PHYSIONET,
+        known_names: Annotated[bool, typer.Option("--known-names", help="Give each note its patient's names from DIR/pid_patientname.txt (as a PID segment would).")] = False,
+        names_file: Annotated[Path | None, typer.Option("--names-file", help="Another patient-names file; implies --known-names.", exists=True, dir_okay=False)] = None,
+        policy: Annotated[Path | None, typer.Option("--policy", help="Policy TOML (default: the packaged policy).", exists=True, dir_okay=False)] = None,
+        as_json: Annotated[bool, typer.Option("--json", help="Print the report as JSON.")] = False,
+        resamples: Annotated[int, typer.Option("--bootstrap", min=0, help="Bootstrap resamples (by patient) for the 95% intervals; 0 turns them off.")] = 1000,
+        seed: Annotated[int, typer.Option("--seed", help="Seed of the bootstrap.")] = 0,
+        show_errors: Annotated[int, typer.Option("--show-errors", min=0, help="Developer aid: print N missed gold phrases and frequent false-positive tokens (corpus text).")] = 0,
+    ) -> None:
+        """Token-level sensitivity, specificity, precision, F2, phrase recall with 95% CIs."""
+        text_path = directory / "id.text"
+        gold_path = directory / "id-phi.phrase"
+        if not text_path.is_file() or not gold_path.is_file():
+            typer.echo(f"deidstream: {directory} lacks id.text or id-phi.phrase", err=True)
+            raise typer.Exit(2)
+        use_names = known_names or names_file is not None
+        known: dict[str, Identifiers] = {}
+        if use_names:
+            pid = names_file or directory / "pid_patientname.txt"
+            if not pid.is_file():
+                typer.echo(f"deidstream: --known-names needs {pid}", err=True)
+                raise typer.Exit(2)
+            known = load_patient_names(pid)
+        gold = load_gold(gold_path)
+        detector = Detector(Policy.load(policy))
+        evaluation = Evaluation(collect_text=show_errors > 0)
+        failed = 0
+        seen: set[tuple[str, str]] = set()
+        began = time.perf_counter()
+        for result in detect_notes(read_notes(text_path, "physionet"), detector, known):
+            if isinstance(result, RecordError):
+                failed += 1
+                report_error(result)
+                continue
+            note, spans = result
+            seen.add(note.key)
+            evaluation.add(note.patient, note.note, note.text, gold.get(note.key, []), spans)
+        elapsed = time.perf_counter() - began
+        report = evaluation.report(resamples=resamples, seed=seed)
+        unmatched = len(set(gold) - seen)
+        if as_json:
+            data = report.to_dict(known_names=use_names, show_errors=show_errors)
+            data["recognizers"] = [r.name for r in detector.recognizers]
+            data["records_failed"] = failed
+            data["gold_notes_without_record"] = unmatched
+            data["detect_seconds"] = round(elapsed, 3)
+            typer.echo(json.dumps(data, indent=2))
+        else:
+            names = ", ".join(r.name for r in detector.recognizers) or "(none)"
+            typer.echo(f"corpus {directory}  recognizers: {names}")
+            typer.echo(report.format_text(known_names=use_names, show_errors=show_errors))
+            typer.echo(
+                f"detected {report.notes} notes in {elapsed:.2f} s"
+                f" ({report.notes / elapsed if elapsed else 0:.0f} notes/s incl. scoring)"
+            )
+        if unmatched:
+            typer.echo(
+                f"deidstream: {unmatched} gold note(s) have no readable record; not scored",
+                err=True,
+            )
+        if failed:
+            typer.echo(f"deidstream: {failed} record(s) could not be processed", err=True)
+            raise typer.Exit(1)

@@ -1,0 +1,148 @@
+"""`deidstream detect` and `deidstream evaluate` end to end (output format, bad input)."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import typer
+from typer.testing import CliRunner
+
+from service.commands import detect, evaluate
+
+MINI = Path(__file__).resolve().parent / "fixtures" / "physionet_mini"
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="module")
+def app() -> typer.Typer:
+    app = typer.Typer(pretty_exceptions_enable=False)
+    detect.register(app)
+    evaluate.register(app)
+    return app
+
+
+runner = CliRunner()
+
+PHI_HEADER = re.compile(r"^Patient \S+\tNote \S+$")
+PHI_SPAN = re.compile(r"^\d+\t\d+\t\d+\t[A-Z_]+$")
+
+
+def test_detect_physionet_format(app: typer.Typer) -> None:
+    result = runner.invoke(app, ["detect", str(MINI / "id.text"), "--known-names", str(MINI / "pid_patientname.txt")])
+    assert result.exit_code == 0, result.stderr
+    lines = result.stdout.splitlines()
+    headers = [ln for ln in lines if PHI_HEADER.match(ln)]
+    assert headers[0] == "Patient 1\tNote 1" and len(headers) == 6
+    assert all(PHI_HEADER.match(ln) or PHI_SPAN.match(ln) for ln in lines)
+
+
+def test_detect_json_format(app: typer.Typer) -> None:
+    result = runner.invoke(app, ["detect", str(MINI / "id.text"), "--format", "json"])
+    assert result.exit_code == 0
+    rows = [json.loads(ln) for ln in result.stdout.splitlines()]
+    assert [(r["patient"], r["note"]) for r in rows][:2] == [("1", "1"), ("1", "2")]
+    assert all(isinstance(r["spans"], list) for r in rows)
+
+
+def test_detect_text_input_and_text_output(app: typer.Typer, tmp_path: Path) -> None:
+    note = tmp_path / "note.txt"
+    note.write_text("Seen on 3/14 for follow-up.\n")
+    result = runner.invoke(app, ["detect", str(note), "--format", "text"])
+    assert result.exit_code == 0
+    assert result.stdout.startswith("Patient -\tNote note\n")
+
+
+BROKEN = (
+    b"START_OF_RECORD=1||||1||||\nfine note\n||||END_OF_RECORD\n\n"
+    b"START_OF_RECORD=1||||2||||\nSECRETWORD \xff\xfe\n||||END_OF_RECORD\n\n"
+    b"START_OF_RECORD=1||||3||||\n||||END_OF_RECORD\n\n"
+    b"START_OF_RECORD=bad header\nSECRETWORD\n||||END_OF_RECORD\n\n"
+    b"START_OF_RECORD=2||||1||||\n\x00\x01\x02 binary\n||||END_OF_RECORD\n\n"
+    b"START_OF_RECORD=2||||2||||\n" + b"x" * (5 * 1024 * 1024) + b"\n||||END_OF_RECORD\n\n"
+    b"START_OF_RECORD=2||||3||||\nno end marker SECRETWORD\n"
+)
+
+
+def test_detect_bad_input_reports_records_and_goes_on(app: typer.Typer, tmp_path: Path) -> None:
+    corpus = tmp_path / "id.text"
+    corpus.write_bytes(BROKEN)
+    result = runner.invoke(app, ["detect", str(corpus)])
+    assert result.exit_code == 1
+    headers = [ln for ln in result.stdout.splitlines() if ln.startswith("Patient ")]
+    assert headers == ["Patient 1\tNote 1", "Patient 1\tNote 3", "Patient 2\tNote 1", "Patient 2\tNote 2"]
+    err = result.stderr
+    assert "record 2 at line 5" in err and "UTF-8" in err
+    assert "record 4 at line 12" in err and "header" in err
+    assert "record 7" in err and "END_OF_RECORD" in err
+    assert "SECRETWORD" not in err and "SECRETWORD" not in result.stdout
+    assert "3 record(s) could not be processed" in err
+
+
+def test_detect_invalid_utf8_plain_text(app: typer.Typer, tmp_path: Path) -> None:
+    note = tmp_path / "bin.txt"
+    note.write_bytes(b"\x89PNG\r\n\x1a\n\xff\xff")
+    result = runner.invoke(app, ["detect", str(note), "--input", "text"])
+    assert result.exit_code == 1 and "record 1" in result.stderr
+
+
+def test_evaluate_on_fixture(app: typer.Typer) -> None:
+    result = runner.invoke(app, ["evaluate", "--corpus", "physionet", str(MINI), "--known-names", "--bootstrap", "50"])
+    assert result.exit_code == 0, result.stderr
+    out = result.stdout
+    for label in ("token sensitivity (recall)", "token precision", "token f2", "phrase recall (all tokens)"):
+        assert label in out
+    assert ">= 0.985" in out and "known names: yes" in out
+    assert "notes 6  patients 3" in out and "gold phrases 11" in out
+
+
+def test_evaluate_json_and_names_file(app: typer.Typer, tmp_path: Path) -> None:
+    names = tmp_path / "names.txt"
+    names.write_text("1||||X||||Y\n")
+    result = runner.invoke(app, ["evaluate", str(MINI), "--names-file", str(names), "--json", "--bootstrap", "20"])
+    assert result.exit_code == 0, result.stderr
+    data = json.loads(result.stdout)
+    assert data["known_names"] is True and data["notes"] == 6
+    assert data["counts"]["gold_phrases"] == 11 and data["records_failed"] == 0
+    assert set(data["ci95"]) == set(data["metrics"])
+
+
+def test_evaluate_show_errors_lists_missed_phrases(app: typer.Typer) -> None:
+    result = runner.invoke(app, ["evaluate", str(MINI), "--show-errors", "3", "--bootstrap", "0"])
+    assert result.exit_code == 0
+    assert "missed gold phrases (first 3 of" in result.stdout
+
+
+def test_evaluate_broken_corpus_exits_nonzero(app: typer.Typer, tmp_path: Path) -> None:
+    shutil.copy(MINI / "id-phi.phrase", tmp_path / "id-phi.phrase")
+    (tmp_path / "id.text").write_bytes((MINI / "id.text").read_bytes() + b"START_OF_RECORD=9||||9||||\ntrunc")
+    result = runner.invoke(app, ["evaluate", str(tmp_path), "--bootstrap", "0"])
+    assert result.exit_code == 1
+    assert "record 7" in result.stderr and "token sensitivity" in result.stdout
+
+
+def test_evaluate_missing_files(app: typer.Typer, tmp_path: Path) -> None:
+    result = runner.invoke(app, ["evaluate", str(tmp_path)])
+    assert result.exit_code == 2
+
+
+@pytest.mark.corpus
+def test_evaluate_dev_split_output_format(physionet_dev: Path) -> None:
+    """The exact command the hook runs, via the installed entry point."""
+    exe = Path(sys.executable).with_name("deidstream")
+    cmd = [str(exe), "evaluate", "--corpus", "physionet", str(physionet_dev), "--known-names"]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=120, check=False)
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    for key in ("sensitivity", "precision", "f2", "recall"):
+        assert any(key in ln for ln in lines), key
+    row = re.compile(r"^token sensitivity \(recall\)\s+(\d\.\d{4}|n/a)\s+(\[\d\.\d{4}, \d\.\d{4}\]|n/a)")
+    assert any(row.match(ln) for ln in lines)
+    assert "notes 1624  patients 109" in proc.stdout
+    for category in ("HCPName", "Date", "Location", "RelativeProxyName", "PTName", "Phone"):
+        assert any(ln.strip().startswith(category) for ln in lines), category
