@@ -1,0 +1,125 @@
+"""Detector throughput on the PhysioNet dev split: notes/s, MB/s, µs/note, peak memory,
+and the share of time each recognizer takes.
+
+    .venv/bin/python bench/detect.py [--corpus DIR] [--policy FILE] [--no-known-names]
+                                     [--repeat N] [--tracemalloc]
+
+Speed figures are printed here and never asserted in tests. Skips (exit 0) when the corpus
+is absent. Run on an otherwise idle machine; the target is >= 2,000 notes/s on one core.
+"""
+
+from __future__ import annotations
+
+import argparse
+import resource
+import sys
+import time
+import tracemalloc
+from collections import defaultdict
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from pipelines.corpus import Note, load_patient_names, read_notes  # noqa: E402
+from pipelines.document import Identifiers  # noqa: E402
+from pipelines.phi.base import Doc  # noqa: E402
+from pipelines.phi.detector import Detector  # noqa: E402
+from pipelines.phi.merge import merge_spans  # noqa: E402
+from pipelines.policy import Policy  # noqa: E402
+
+DEFAULT_CORPUS = ROOT.parent / "shared" / "data" / "physionet" / "dev"
+TARGET_NOTES_PER_S = 2000
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--corpus", type=Path, default=DEFAULT_CORPUS)
+    ap.add_argument("--policy", type=Path, default=None)
+    ap.add_argument("--no-known-names", action="store_true")
+    ap.add_argument("--repeat", type=int, default=3, help="timed passes; the best is reported")
+    ap.add_argument("--tracemalloc", action="store_true", help="also trace Python heap peak")
+    args = ap.parse_args()
+
+    text_path = args.corpus / "id.text"
+    if not text_path.is_file():
+        print(f"bench/detect.py: {text_path} not found; skipped")
+        return 0
+
+    notes = [n for n in read_notes(text_path, "physionet") if isinstance(n, Note)]
+    known: dict[str, Identifiers] = {}
+    names_path = args.corpus / "pid_patientname.txt"
+    if not args.no_known_names and names_path.is_file():
+        known = load_patient_names(names_path)
+    chars = sum(len(n.text) for n in notes)
+    mbytes = sum(len(n.text.encode("utf-8")) for n in notes) / 1e6
+    rss_before = _peak_rss_mb()
+
+    t0 = time.perf_counter()
+    detector = Detector(Policy.load(args.policy))
+    if notes:  # lexicons and compiled patterns load lazily on the first note
+        detector.detect(Doc(notes[0].text, known.get(notes[0].patient, Identifiers())))
+    setup = time.perf_counter() - t0
+
+    names = [r.name for r in detector.recognizers]
+    print(f"corpus {args.corpus}: {len(notes)} notes, {chars} characters, {mbytes:.2f} MB")
+    print(f"recognizers: {', '.join(names) or '(none)'}  known names: {bool(known)}")
+    print(f"setup (construct + first note): {setup * 1000:.0f} ms")
+
+    best = float("inf")
+    spans_total = 0
+    for _ in range(max(1, args.repeat)):
+        docs = [Doc(n.text, known.get(n.patient, Identifiers())) for n in notes]
+        t0 = time.perf_counter()
+        spans_total = sum(len(detector.detect(d)) for d in docs)
+        best = min(best, time.perf_counter() - t0)
+    n = len(notes) or 1
+    rate = len(notes) / best if best else float("inf")
+    verdict = "met" if rate >= TARGET_NOTES_PER_S else "NOT met"
+    print(
+        f"throughput: {rate:,.0f} notes/s  {mbytes / best:.2f} MB/s  "
+        f"{best / n * 1e6:.0f} µs/note  ({spans_total} spans, best of {args.repeat})"
+    )
+    print(f"target: >= {TARGET_NOTES_PER_S} notes/s on one core  {verdict}")
+    if not detector.recognizers:
+        print("note: the policy enables no recognizer, so this measures only the overhead")
+
+    # Per-recognizer share: each recognizer timed separately over the same notes.
+    per: dict[str, float] = defaultdict(float)
+    merge_time = 0.0
+    for note in notes:
+        doc = Doc(note.text, known.get(note.patient, Identifiers()))
+        found = []
+        for rec in detector.recognizers:
+            t = time.perf_counter()
+            found.extend(rec.detect(doc))
+            per[rec.name] += time.perf_counter() - t
+        t = time.perf_counter()
+        merge_spans(found)
+        merge_time += time.perf_counter() - t
+    total = sum(per.values()) + merge_time
+    if total > 0:
+        print("time share:")
+        rows = sorted(per.items(), key=lambda kv: -kv[1]) + [("(merge)", merge_time)]
+        for name, secs in rows:
+            print(f"  {name:<28}{secs / total:>7.1%}  {secs / n * 1e6:>8.1f} µs/note")
+
+    print(f"peak RSS: {_peak_rss_mb():.0f} MB (before detector: {rss_before:.0f} MB)")
+    if args.tracemalloc:
+        tracemalloc.start()
+        for note in notes:
+            detector.detect(Doc(note.text, known.get(note.patient, Identifiers())))
+        _, peak = tracemalloc.get_traced_memory()
+        tracemalloc.stop()
+        print(f"peak Python heap during detection (tracemalloc): {peak / 1e6:.1f} MB")
+    return 0
+
+
+def _peak_rss_mb() -> float:
+    """ru_maxrss is in KiB on Linux (bytes on macOS)."""
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return peak / 1024 / (1024 if sys.platform == "darwin" else 1)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
