@@ -1,0 +1,70 @@
+"""keystore — the encrypted per-patient state store (lowest package: imports nothing above).
+
+``open_store(url, keyring)`` gives an :class:`EncryptedStore` (PatientStore + MarkStore +
+admin operations) over SQLite (``sqlite:///relative/path``, ``sqlite:////absolute/path``)
+or PostgreSQL (``postgresql://user@host:port/db[?schema=name]``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+
+from keystore.api import MarkStore, PatientState, PatientStore, Pseudonymizer
+from keystore.errors import (
+    ForgottenPatientError,
+    IntegrityError,
+    KeystoreError,
+    KeystoreUnavailable,
+    MissingKeyError,
+)
+from keystore.keyring import Keyring, MasterKey
+from keystore.pseudonyms import Pseudonyms, pseudonym
+from keystore.records import Identity
+from keystore.store import EncryptedStore, RotationReport
+
+__all__ = [
+    "EncryptedStore",
+    "ForgottenPatientError",
+    "Identity",
+    "IntegrityError",
+    "Keyring",
+    "KeystoreError",
+    "KeystoreUnavailable",
+    "MarkStore",
+    "MasterKey",
+    "MissingKeyError",
+    "PatientState",
+    "PatientStore",
+    "Pseudonymizer",
+    "Pseudonyms",
+    "RotationReport",
+    "open_store",
+    "pseudonym",
+]
+
+
+def open_store(url: str, keyring: Keyring, **options: Any) -> EncryptedStore:
+    """Open (creating and migrating if needed) the key store at ``url``.
+
+    ``options`` go to :class:`EncryptedStore` (cache_size, cache_ttl_s, batch_size,
+    max_delay_s, keep_identity, clock).
+    """
+    parts = urlsplit(url)
+    scheme = parts.scheme.lower()
+    if scheme == "sqlite":
+        from keystore.sqlite import SqliteBackend
+
+        path = parts.path[1:] if parts.path.startswith("/") else parts.path
+        if parts.netloc or not path:
+            raise KeystoreError("SQLite key store URL must look like sqlite:///path/to/file")
+        return EncryptedStore(SqliteBackend(path), keyring, **options)
+    if scheme in ("postgresql", "postgres"):
+        from keystore.postgres import PostgresBackend
+
+        query = parse_qsl(parts.query, keep_blank_values=True)
+        schema = next((v for k, v in query if k == "schema"), None)
+        rest = urlencode([(k, v) for k, v in query if k != "schema"])
+        conninfo = urlunsplit((parts.scheme, parts.netloc, parts.path, rest, parts.fragment))
+        return EncryptedStore(PostgresBackend(conninfo, schema=schema), keyring, **options)
+    raise KeystoreError("unsupported key store URL scheme", scheme=scheme or "(none)")

@@ -49,3 +49,9 @@ class MarkStore(Protocol):
     def compare_and_set_mark(self, key: str, expected: bytes | None, value: bytes) -> bool:
         """Atomically replace the mark if it still equals ``expected``; False if someone else won."""
         ...
+
+
+class Pseudonymizer(Protocol):
+    """Keyed-HMAC research ids (``EncryptedStore``, ``InMemoryStore`` and ``Pseudonyms``)."""
+
+    def pseudonym(self, kind: str, *parts: str | bytes) -> str: ...

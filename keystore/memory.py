@@ -6,11 +6,13 @@ contract without a database or a master key. Thread-safe, so race tests can use 
 
 from __future__ import annotations
 
+import os
 import threading
 from collections.abc import Callable
 from copy import deepcopy
 
 from keystore.api import PatientState
+from keystore.pseudonyms import Pseudonyms
 
 
 class InMemoryStore:
@@ -25,6 +27,17 @@ class InMemoryStore:
         self._states: dict[tuple[str, str], PatientState] = {}
         self._marks: dict[str, bytes] = {}
         self.saves = 0  # how many save() calls arrived (tests of batching can look)
+        self._pseudonyms = Pseudonyms.random()
+
+    # -- Pseudonymizer (same contract as EncryptedStore) ----------------------------------
+    def pseudonym(self, kind: str, *parts: str | bytes) -> str:
+        return self._pseudonyms.pseudonym(kind, *parts)
+
+    def new_state(self, shift_days: int, seed: bytes | None = None) -> PatientState:
+        """A fresh PatientState whose pseudonym derives from its own random seed."""
+        seed = os.urandom(32) if seed is None else seed
+        return PatientState(shift_days=shift_days, pseudonym=self.pseudonym("patient", seed),
+                            seed=seed)
 
     # -- PatientStore -------------------------------------------------------------------
     def get_or_create(

@@ -1,0 +1,295 @@
+"""The SQL both backends share: tables, versioned migrations, and the few statements.
+
+Backends differ only in connection handling, transactions, placeholder style and column
+types; the SQL is written once here with ``?`` placeholders and ``{blob}``-style type slots.
+Nothing stored here is plaintext PHI: patients are addressed by HMAC, records are sealed,
+mark keys are HMACs and mark values AES-SIV ciphertexts, pseudonyms are stored as HMACs.
+"""
+
+from __future__ import annotations
+
+import threading
+from abc import ABC, abstractmethod
+from collections.abc import Iterator, Sequence
+from contextlib import AbstractContextManager
+from dataclasses import dataclass
+from typing import Any
+
+ROOT_NAME = "root"
+
+
+@dataclass(frozen=True)
+class Row:
+    """One sealed patient record as stored."""
+
+    lookup: bytes
+    key_id: str
+    wrapped_key: bytes
+    nonce: bytes
+    ciphertext: bytes
+    record_schema: int
+    revision: int
+
+
+@dataclass(frozen=True)
+class Dialect:
+    blob: str
+    real: str
+    bigint: str
+    serial: str
+    placeholder: str
+
+
+# Versioned migrations: (version, statements). Append only; never edit a shipped one.
+MIGRATIONS: list[tuple[int, list[str]]] = [
+    (
+        1,
+        [
+            "CREATE TABLE store_keys (name TEXT PRIMARY KEY, key_id TEXT NOT NULL,"
+            " wrapped {blob} NOT NULL, created_at {real} NOT NULL, updated_at {real} NOT NULL)",
+            "CREATE TABLE patients (lookup {blob} PRIMARY KEY, key_id TEXT NOT NULL,"
+            " wrapped_key {blob} NOT NULL, nonce {blob} NOT NULL, ciphertext {blob} NOT NULL,"
+            " record_schema INTEGER NOT NULL, revision {bigint} NOT NULL,"
+            " created_at {real} NOT NULL, updated_at {real} NOT NULL)",
+            "CREATE INDEX patients_key_id ON patients (key_id)",
+            "CREATE TABLE marks (key_hash {blob} PRIMARY KEY, value {blob} NOT NULL,"
+            " updated_at {real} NOT NULL)",
+            "CREATE TABLE pseudonyms (pseudonym_hash {blob} PRIMARY KEY, lookup {blob},"
+            " created_at {real} NOT NULL, forgotten_at {real})",
+            "CREATE INDEX pseudonyms_lookup ON pseudonyms (lookup)",
+            "CREATE TABLE audit (id {serial}, at {real} NOT NULL, action TEXT NOT NULL,"
+            " operator TEXT NOT NULL, reason TEXT NOT NULL, subject TEXT NOT NULL,"
+            " outcome TEXT NOT NULL)",
+            "@append_only_audit",
+        ],
+    ),
+]
+SCHEMA_VERSION = MIGRATIONS[-1][0]
+
+
+class SqlBackend(ABC):
+    """Storage primitives for :class:`keystore.store.EncryptedStore`."""
+
+    dialect: Dialect
+    name: str
+
+    def __init__(self) -> None:
+        self._lock = threading.RLock()
+
+    # -- what a concrete backend provides -------------------------------------------------
+    @abstractmethod
+    def _transaction(self) -> AbstractContextManager[Any]:
+        """A context manager yielding a cursor inside one transaction (lock held)."""
+
+    @abstractmethod
+    def _append_only_audit(self) -> list[str]:
+        """Statements that make the audit table refuse UPDATE and DELETE."""
+
+    @abstractmethod
+    def _begin_migration(self, cur: Any) -> None:
+        """Serialize concurrent migrations (called first inside the migration transaction)."""
+
+    @abstractmethod
+    def close(self) -> None: ...
+
+    # -- helpers --------------------------------------------------------------------------
+    def _sql(self, text: str) -> str:
+        d = self.dialect
+        text = text.format(blob=d.blob, real=d.real, bigint=d.bigint, serial=d.serial)
+        return text.replace("?", d.placeholder) if d.placeholder != "?" else text
+
+    def _exec(self, cur: Any, text: str, params: Sequence[Any] = ()) -> Any:
+        cur.execute(self._sql(text), tuple(params))
+        return cur
+
+    # -- schema ---------------------------------------------------------------------------
+    def migrate(self, now: float) -> int:
+        """Apply every migration newer than the stored schema version; return the version."""
+        with self._transaction() as cur:
+            self._begin_migration(cur)
+            self._exec(cur, "CREATE TABLE IF NOT EXISTS schema_version"
+                            " (version INTEGER PRIMARY KEY, applied_at {real} NOT NULL)")
+            current = self._exec(cur, "SELECT MAX(version) FROM schema_version").fetchone()[0]
+            current = int(current or 0)
+            if current > SCHEMA_VERSION:
+                from keystore.errors import KeystoreError
+
+                raise KeystoreError("store schema is newer than this program",
+                                    store_version=current, program_version=SCHEMA_VERSION)
+            for version, statements in MIGRATIONS:
+                if version <= current:
+                    continue
+                for statement in statements:
+                    if statement == "@append_only_audit":
+                        for extra in self._append_only_audit():
+                            self._exec(cur, extra)
+                    else:
+                        self._exec(cur, statement)
+                self._exec(cur, "INSERT INTO schema_version (version, applied_at) VALUES (?, ?)",
+                           (version, now))
+                current = version
+        return current
+
+    def schema_version(self) -> int:
+        with self._transaction() as cur:
+            value = self._exec(cur, "SELECT MAX(version) FROM schema_version").fetchone()[0]
+        return int(value or 0)
+
+    # -- the store root key ---------------------------------------------------------------
+    def get_root(self) -> tuple[str, bytes] | None:
+        with self._transaction() as cur:
+            row = self._exec(cur, "SELECT key_id, wrapped FROM store_keys WHERE name = ?",
+                             (ROOT_NAME,)).fetchone()
+        return (str(row[0]), bytes(row[1])) if row else None
+
+    def insert_root(self, key_id: str, wrapped: bytes, now: float) -> bool:
+        with self._transaction() as cur:
+            self._exec(cur, "INSERT INTO store_keys (name, key_id, wrapped, created_at, updated_at)"
+                            " VALUES (?, ?, ?, ?, ?) ON CONFLICT (name) DO NOTHING",
+                       (ROOT_NAME, key_id, wrapped, now, now))
+            return bool(cur.rowcount == 1)
+
+    def replace_root(self, key_id: str, wrapped: bytes, old_wrapped: bytes, now: float) -> bool:
+        with self._transaction() as cur:
+            self._exec(cur, "UPDATE store_keys SET key_id = ?, wrapped = ?, updated_at = ?"
+                            " WHERE name = ? AND wrapped = ?",
+                       (key_id, wrapped, now, ROOT_NAME, old_wrapped))
+            return bool(cur.rowcount == 1)
+
+    # -- patient records ------------------------------------------------------------------
+    @staticmethod
+    def _row(raw: Sequence[Any]) -> Row:
+        return Row(bytes(raw[0]), str(raw[1]), bytes(raw[2]), bytes(raw[3]), bytes(raw[4]),
+                   int(raw[5]), int(raw[6]))
+
+    def fetch(self, lookup: bytes) -> Row | None:
+        with self._transaction() as cur:
+            raw = self._exec(cur, "SELECT lookup, key_id, wrapped_key, nonce, ciphertext, record_schema, revision"
+                                  " FROM patients WHERE lookup = ?",
+                             (lookup,)).fetchone()
+        return self._row(raw) if raw else None
+
+    def insert(self, row: Row, pseudonym_hash: bytes | None, now: float) -> bool:
+        """Insert a new record unless one exists (first writer wins); index its pseudonym."""
+        with self._transaction() as cur:
+            self._exec(cur, "INSERT INTO patients (lookup, key_id, wrapped_key, nonce, ciphertext, record_schema, revision,"
+                            " created_at, updated_at)"
+                            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (lookup) DO NOTHING",
+                       (row.lookup, row.key_id, row.wrapped_key, row.nonce, row.ciphertext,
+                        row.record_schema, row.revision, now, now))
+            inserted = cur.rowcount == 1
+            if inserted and pseudonym_hash is not None:
+                self._index(cur, pseudonym_hash, row.lookup, now)
+        return inserted
+
+    def _index(self, cur: Any, pseudonym_hash: bytes, lookup: bytes, now: float) -> None:
+        self._exec(cur, "INSERT INTO pseudonyms (pseudonym_hash, lookup, created_at)"
+                        " VALUES (?, ?, ?) ON CONFLICT (pseudonym_hash) DO NOTHING",
+                   (pseudonym_hash, lookup, now))
+
+    def index_pseudonym(self, pseudonym_hash: bytes, lookup: bytes, now: float) -> None:
+        with self._transaction() as cur:
+            self._index(cur, pseudonym_hash, lookup, now)
+
+    def update_many(self, rows: Sequence[tuple[Row, int]], now: float) -> list[bool]:
+        """Write new revisions in one transaction; each only if its revision is unchanged."""
+        results: list[bool] = []
+        with self._transaction() as cur:
+            for row, expected in rows:
+                self._exec(cur, "UPDATE patients SET key_id = ?, wrapped_key = ?, nonce = ?,"
+                                " ciphertext = ?, record_schema = ?, revision = ?, updated_at = ?"
+                                " WHERE lookup = ? AND revision = ?",
+                           (row.key_id, row.wrapped_key, row.nonce, row.ciphertext,
+                            row.record_schema, row.revision, now, row.lookup, expected))
+                results.append(cur.rowcount == 1)
+        return results
+
+    def rewrap(self, lookup: bytes, key_id: str, wrapped: bytes, old_wrapped: bytes) -> bool:
+        """Swap in a re-wrapped data key unless the record changed meanwhile."""
+        with self._transaction() as cur:
+            self._exec(cur, "UPDATE patients SET key_id = ?, wrapped_key = ?"
+                            " WHERE lookup = ? AND wrapped_key = ?",
+                       (key_id, wrapped, lookup, old_wrapped))
+            return bool(cur.rowcount == 1)
+
+    def iter_rows(self, batch: int = 500) -> Iterator[list[Row]]:
+        """All records in lookup order, ``batch`` at a time (keyset pagination)."""
+        last = b""
+        while True:
+            with self._transaction() as cur:
+                raws = self._exec(cur, "SELECT lookup, key_id, wrapped_key, nonce, ciphertext, record_schema, revision"
+                                       " FROM patients"
+                                       " WHERE lookup > ? ORDER BY lookup LIMIT ?",
+                                  (last, batch)).fetchall()
+            if not raws:
+                return
+            rows = [self._row(r) for r in raws]
+            last = rows[-1].lookup
+            yield rows
+
+    def delete(self, lookup: bytes, now: float) -> bool:
+        """Crypto-shred: drop the sealed record and unlink its pseudonyms."""
+        with self._transaction() as cur:
+            self._exec(cur, "DELETE FROM patients WHERE lookup = ?", (lookup,))
+            deleted = cur.rowcount == 1
+            self._exec(cur, "UPDATE pseudonyms SET lookup = NULL, forgotten_at = ?"
+                            " WHERE lookup = ?", (now, lookup))
+        return deleted
+
+    def pseudonym_target(self, pseudonym_hash: bytes) -> tuple[bytes | None, bool] | None:
+        """(lookup, forgotten) for an indexed pseudonym, or None if never indexed."""
+        with self._transaction() as cur:
+            raw = self._exec(cur, "SELECT lookup, forgotten_at FROM pseudonyms"
+                                  " WHERE pseudonym_hash = ?", (pseudonym_hash,)).fetchone()
+        if raw is None:
+            return None
+        return (bytes(raw[0]) if raw[0] is not None else None, raw[1] is not None)
+
+    # -- marks ----------------------------------------------------------------------------
+    def get_mark(self, key_hash: bytes) -> bytes | None:
+        with self._transaction() as cur:
+            raw = self._exec(cur, "SELECT value FROM marks WHERE key_hash = ?",
+                             (key_hash,)).fetchone()
+        return bytes(raw[0]) if raw else None
+
+    def cas_mark(self, key_hash: bytes, expected: bytes | None, value: bytes, now: float) -> bool:
+        with self._transaction() as cur:
+            if expected is None:
+                self._exec(cur, "INSERT INTO marks (key_hash, value, updated_at) VALUES (?, ?, ?)"
+                                " ON CONFLICT (key_hash) DO NOTHING", (key_hash, value, now))
+            else:
+                self._exec(cur, "UPDATE marks SET value = ?, updated_at = ?"
+                                " WHERE key_hash = ? AND value = ?",
+                           (value, now, key_hash, expected))
+            return bool(cur.rowcount == 1)
+
+    # -- audit and counts -----------------------------------------------------------------
+    def audit(self, at: float, action: str, operator: str, reason: str, subject: str,
+              outcome: str) -> None:
+        with self._transaction() as cur:
+            self._exec(cur, "INSERT INTO audit (at, action, operator, reason, subject, outcome)"
+                            " VALUES (?, ?, ?, ?, ?, ?)",
+                       (at, action, operator, reason, subject, outcome))
+
+    def audit_rows(self) -> list[tuple[float, str, str, str, str, str]]:
+        with self._transaction() as cur:
+            raws = self._exec(cur, "SELECT at, action, operator, reason, subject, outcome"
+                                   " FROM audit ORDER BY id").fetchall()
+        return [(float(r[0]), str(r[1]), str(r[2]), str(r[3]), str(r[4]), str(r[5]))
+                for r in raws]
+
+    def counts(self) -> dict[str, object]:
+        with self._transaction() as cur:
+            def one(sql: str) -> int:
+                return int(self._exec(cur, sql).fetchone()[0])
+
+            by_key = {str(k): int(n) for k, n in self._exec(
+                cur, "SELECT key_id, COUNT(*) FROM patients GROUP BY key_id").fetchall()}
+            return {
+                "patients": one("SELECT COUNT(*) FROM patients"),
+                "marks": one("SELECT COUNT(*) FROM marks"),
+                "pseudonyms": one("SELECT COUNT(*) FROM pseudonyms WHERE lookup IS NOT NULL"),
+                "forgotten": one("SELECT COUNT(*) FROM pseudonyms WHERE forgotten_at IS NOT NULL"),
+                "audit_entries": one("SELECT COUNT(*) FROM audit"),
+                "records_by_key": by_key,
+            }

@@ -1,0 +1,99 @@
+"""PostgreSQL backend (psycopg 3) for several service instances sharing one state.
+
+One connection per store object, serialized by a lock; a broken connection is reopened
+on the next call and the failing call raises KeystoreUnavailable (retriable). An optional
+``schema`` keeps several stores (or test runs) apart in one database.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import psycopg
+
+from keystore.backend import Dialect, SqlBackend
+from keystore.errors import KeystoreError, KeystoreUnavailable
+
+POSTGRES = Dialect(blob="BYTEA", real="DOUBLE PRECISION", bigint="BIGINT",
+                   serial="BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY", placeholder="%s")
+_SCHEMA_RE = re.compile(r"^[a-z_][a-z0-9_]{0,62}$")
+_MIGRATION_LOCK = 0x6465_6964  # "deid": pg_advisory_xact_lock id for migrations
+
+
+class PostgresBackend(SqlBackend):
+    dialect = POSTGRES
+    name = "postgresql"
+
+    def __init__(self, conninfo: str, *, schema: str | None = None,
+                 connect_timeout_s: int = 5) -> None:
+        super().__init__()
+        if schema is not None and not _SCHEMA_RE.match(schema):
+            raise KeystoreError("invalid PostgreSQL schema name for the key store")
+        self._conninfo = conninfo
+        self._schema = schema
+        self._timeout = connect_timeout_s
+        self._conn: psycopg.Connection[Any] | None = None
+        self._closed = False
+        self._connect()
+
+    def _connect(self) -> psycopg.Connection[Any]:
+        if self._closed:
+            raise KeystoreUnavailable("the key store is closed")
+        try:
+            conn = psycopg.connect(self._conninfo, autocommit=True,
+                                   connect_timeout=self._timeout)
+            if self._schema:
+                conn.execute(f'CREATE SCHEMA IF NOT EXISTS "{self._schema}"')
+                conn.execute(f'SET search_path TO "{self._schema}"')
+        except psycopg.errors.UniqueViolation:
+            # Another instance created the schema at the same moment; it exists now.
+            return self._connect()
+        except psycopg.OperationalError as exc:
+            raise KeystoreUnavailable("cannot connect to the PostgreSQL key store",
+                                      error=type(exc).__name__) from None
+        self._conn = conn
+        return conn
+
+    @contextmanager
+    def _transaction(self) -> Iterator[Any]:
+        with self._lock:
+            conn = self._conn if self._conn is not None and not self._conn.closed \
+                else self._connect()
+            try:
+                with conn.transaction(), conn.cursor() as cur:
+                    yield cur
+            except psycopg.OperationalError as exc:
+                self._drop()
+                raise KeystoreUnavailable("PostgreSQL key store operation failed",
+                                          error=type(exc).__name__) from None
+            except psycopg.Error as exc:
+                if conn.broken:
+                    self._drop()
+                    raise KeystoreUnavailable("PostgreSQL connection broke",
+                                              error=type(exc).__name__) from None
+                raise KeystoreError("PostgreSQL key store statement failed",
+                                    error=type(exc).__name__) from None
+
+    def _drop(self) -> None:
+        if self._conn is not None:
+            try:
+                self._conn.close()
+            finally:
+                self._conn = None
+
+    def _append_only_audit(self) -> list[str]:
+        return [
+            "CREATE RULE audit_no_update AS ON UPDATE TO audit DO INSTEAD NOTHING",
+            "CREATE RULE audit_no_delete AS ON DELETE TO audit DO INSTEAD NOTHING",
+        ]
+
+    def _begin_migration(self, cur: Any) -> None:
+        cur.execute("SELECT pg_advisory_xact_lock(%s)", (_MIGRATION_LOCK,))
+
+    def close(self) -> None:
+        with self._lock:
+            self._closed = True
+            self._drop()

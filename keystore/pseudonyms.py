@@ -1,0 +1,55 @@
+"""Pseudonymous research ids: keyed HMACs, so nobody without the key can link them back.
+
+``Pseudonyms(key).pseudonym(kind, *parts)`` is the one function other packages use (the
+store exposes it as ``store.pseudonym``). ``kind`` separates id spaces ("patient",
+"visit", "research-key"…). For a patient, pass the patient's random ``seed`` from its
+sealed state rather than the MRN: then a forgotten (crypto-shredded) patient's old
+pseudonyms cannot be recomputed by anyone, and the patient's next identity is unrelated.
+"""
+
+from __future__ import annotations
+
+import base64
+import hmac
+import os
+
+PSEUDONYM_BYTES = 15  # 120 bits → 24 base32 characters
+
+
+def encode_parts(*parts: str | bytes) -> bytes:
+    """Unambiguous byte encoding of a tuple: type tag + length prefix per part."""
+    out = bytearray()
+    for part in parts:
+        if isinstance(part, str):
+            raw, tag = part.encode("utf-8"), b"s"
+        else:
+            raw, tag = bytes(part), b"b"
+        out += tag + len(raw).to_bytes(4, "big") + raw
+    return bytes(out)
+
+
+class Pseudonyms:
+    """Keyed-HMAC pseudonyms; FHIR-id safe (lowercase base32, 24 characters)."""
+
+    __slots__ = ("_key",)
+
+    def __init__(self, key: bytes) -> None:
+        if len(key) < 16:
+            raise ValueError("pseudonym key too short")
+        self._key = bytes(key)
+
+    @classmethod
+    def random(cls) -> Pseudonyms:
+        """For tests and in-memory stores: a key that lives as long as the object."""
+        return cls(os.urandom(32))
+
+    def pseudonym(self, kind: str, *parts: str | bytes) -> str:
+        digest = hmac.digest(self._key, encode_parts(kind, *parts), "sha256")
+        return base64.b32encode(digest[:PSEUDONYM_BYTES]).decode("ascii").lower()
+
+    __call__ = pseudonym
+
+
+def pseudonym(key: bytes, kind: str, *parts: str | bytes) -> str:
+    """Functional form of :meth:`Pseudonyms.pseudonym`."""
+    return Pseudonyms(key).pseudonym(kind, *parts)

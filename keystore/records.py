@@ -1,0 +1,60 @@
+"""PatientState ⇄ bytes (the plaintext inside a sealed record).
+
+The optional ``identity`` (assigning authority, patient id) rides inside the ciphertext so
+an authorized ``reveal`` can answer; it never appears outside the seal.
+"""
+
+from __future__ import annotations
+
+import base64
+from dataclasses import dataclass
+
+import orjson
+
+from keystore.api import PatientState
+from keystore.errors import IntegrityError
+
+RECORD_SCHEMA = 1
+
+
+@dataclass(frozen=True)
+class Identity:
+    authority: str
+    patient_id: str
+
+
+def dump_state(state: PatientState, identity: Identity | None) -> bytes:
+    doc: dict[str, object] = {
+        "v": RECORD_SCHEMA,
+        "shift": state.shift_days,
+        "pseudonym": state.pseudonym,
+        "seed": base64.b64encode(state.seed).decode("ascii"),
+        "names": state.name_map,
+        "ids": state.id_map,
+        "extra": state.extra,
+    }
+    if identity is not None:
+        doc["who"] = [identity.authority, identity.patient_id]
+    return orjson.dumps(doc)
+
+
+def load_state(raw: bytes) -> tuple[PatientState, Identity | None]:
+    try:
+        doc = orjson.loads(raw)
+        if doc.get("v") != RECORD_SCHEMA:
+            raise IntegrityError("record has an unknown format version", version=doc.get("v"))
+        state = PatientState(
+            shift_days=int(doc["shift"]),
+            pseudonym=str(doc["pseudonym"]),
+            seed=base64.b64decode(doc["seed"]),
+            name_map=dict(doc["names"]),
+            id_map=dict(doc["ids"]),
+            extra=dict(doc["extra"]),
+        )
+        who = doc.get("who")
+    except IntegrityError:
+        raise
+    except (orjson.JSONDecodeError, KeyError, TypeError, ValueError):
+        raise IntegrityError("record decrypted but its content is malformed") from None
+    identity = Identity(str(who[0]), str(who[1])) if who else None
+    return state, identity

@@ -1,0 +1,444 @@
+"""EncryptedStore: PatientStore + MarkStore over a SQL backend, with the admin operations.
+
+Reads go through an in-process LRU cache (a hit is a dict lookup under a lock); updated
+states are written in batches by ``flush`` (or when ``batch_size`` are pending, or the
+oldest pending save is ``max_delay_s`` old). Creating a patient is written at once, so two
+instances that meet the same new patient race on one INSERT ... ON CONFLICT DO NOTHING
+and the loser re-reads the winner's state: one patient, one date shift.
+
+Concurrent *updates* of one patient's maps from two instances are merged on flush: the
+stored entries win, entries only this instance added are kept (optimistic concurrency on
+a revision counter). Cached entries expire after ``cache_ttl_s`` so a patient forgotten or
+updated by another instance is re-read.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from keystore.api import PatientState
+from keystore.backend import Row, SqlBackend
+from keystore.envelope import Sealed, open_sealed, rewrap, seal, unwrap_key, wrap_key
+from keystore.errors import ForgottenPatientError, IntegrityError, KeystoreError
+from keystore.keyring import Keyring, fingerprint
+from keystore.records import RECORD_SCHEMA, Identity, dump_state, load_state
+from keystore.subkeys import ROOT_BYTES, StoreKeys
+
+ROOT_BINDING = b"deidstream/v1/store-root"
+_MAX_CONFLICT_RETRIES = 8
+
+
+@dataclass
+class _Entry:
+    key: tuple[str, str]
+    lookup: bytes
+    state: PatientState
+    revision: int | None  # None: not known to exist in the database
+    loaded_at: float
+    indexed_pseudonym: str | None = None
+
+
+@dataclass
+class RotationReport:
+    new_key_id: str
+    rewrapped: int = 0
+    already_current: int = 0
+    failed: list[str] = field(default_factory=list)  # record fingerprints, no ids
+
+
+class EncryptedStore:
+    """The real key store. Thread-safe; one instance per process and database is enough."""
+
+    def __init__(
+        self,
+        backend: SqlBackend,
+        keyring: Keyring,
+        *,
+        cache_size: int = 100_000,
+        cache_ttl_s: float | None = 60.0,
+        batch_size: int = 256,
+        max_delay_s: float = 1.0,
+        keep_identity: bool = True,
+        clock: Callable[[], float] = time.time,
+        monotonic: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._backend = backend
+        self._keyring = keyring
+        self._cache_size = cache_size
+        self._ttl = cache_ttl_s
+        self._batch_size = batch_size
+        self._max_delay = max_delay_s
+        self._keep_identity = keep_identity
+        self._clock = clock
+        self._mono = monotonic
+        self._lock = threading.RLock()
+        self._cache: OrderedDict[tuple[str, str], _Entry] = OrderedDict()
+        self._dirty: dict[tuple[str, str], _Entry] = {}
+        self._dirty_since: float | None = None
+        self.hits = 0
+        self.misses = 0
+        self.schema_version = backend.migrate(clock())
+        self._keys = self._load_root()
+
+    # -- root key -------------------------------------------------------------------------
+    def _load_root(self) -> StoreKeys:
+        stored = self._backend.get_root()
+        if stored is None:
+            key_id, wrapped = wrap_key(self._keyring, ROOT_BINDING, os.urandom(ROOT_BYTES))
+            self._backend.insert_root(key_id, wrapped, self._clock())
+            stored = self._backend.get_root()  # first writer wins: use whatever is stored
+            if stored is None:
+                raise KeystoreError("store root key vanished right after creation")
+        key_id, wrapped = stored
+        return StoreKeys(unwrap_key(self._keyring, ROOT_BINDING, key_id, wrapped))
+
+    # -- pseudonyms -----------------------------------------------------------------------
+    def pseudonym(self, kind: str, *parts: str | bytes) -> str:
+        """Keyed-HMAC research id; stable across restarts, instances and key rotation."""
+        return self._keys.pseudonyms.pseudonym(kind, *parts)
+
+    def new_state(self, shift_days: int, seed: bytes | None = None) -> PatientState:
+        """A fresh PatientState whose pseudonym derives from its own random seed."""
+        seed = os.urandom(32) if seed is None else seed
+        return PatientState(shift_days=shift_days, pseudonym=self.pseudonym("patient", seed),
+                            seed=seed)
+
+    # -- PatientStore ---------------------------------------------------------------------
+    def get_or_create(
+        self, authority: str, patient_id: str, factory: Callable[[], PatientState]
+    ) -> PatientState:
+        key = (authority, patient_id)
+        with self._lock:
+            entry = self._cache.get(key)
+            if entry is not None and (self._ttl is None
+                                      or self._mono() - entry.loaded_at < self._ttl):
+                self._cache.move_to_end(key)
+                self.hits += 1
+                return entry.state
+            self.misses += 1
+            return self._load_or_create(key, factory, entry)
+
+    def get(self, authority: str, patient_id: str) -> PatientState | None:
+        """The stored state, or None if this patient has none (no record is created)."""
+        key = (authority, patient_id)
+        with self._lock:
+            entry = self._cache.get(key)
+            if entry is not None:
+                return entry.state
+            row = self._backend.fetch(self._keys.lookup(authority, patient_id))
+            if row is None:
+                return None
+            state, _ = self._open(row)
+            self._remember(_Entry(key, row.lookup, state, row.revision, self._mono(),
+                                  state.pseudonym))
+            return state
+
+    def _load_or_create(self, key: tuple[str, str], factory: Callable[[], PatientState],
+                        stale: _Entry | None) -> PatientState:
+        if stale is not None and key in self._dirty:
+            self._flush_locked()
+        lookup = self._keys.lookup(*key)
+        for _ in range(_MAX_CONFLICT_RETRIES):
+            row = self._backend.fetch(lookup)
+            if row is not None:
+                return self._adopt(key, row, stale)
+            state = factory()
+            sealed = seal(self._keyring, lookup, self._plaintext(key, state), RECORD_SCHEMA)
+            row = _row(lookup, sealed, revision=1)
+            if self._backend.insert(row, self._keys.pseudonym_index(state.pseudonym),
+                                    self._clock()):
+                self._remember(_Entry(key, lookup, state, 1, self._mono(), state.pseudonym))
+                return state
+            # Lost the race: another writer created this patient first; read theirs.
+        raise KeystoreError("patient record kept appearing and disappearing",
+                            record=fingerprint(lookup))
+
+    def _adopt(self, key: tuple[str, str], row: Row, stale: _Entry | None) -> PatientState:
+        state, _ = self._open(row)
+        if stale is not None and stale.lookup == row.lookup:
+            if stale.revision != row.revision:
+                _overwrite(stale.state, state)  # keep the object callers already hold
+            stale.revision = row.revision
+            stale.loaded_at = self._mono()
+            self._remember(stale)
+            return stale.state
+        self._remember(_Entry(key, row.lookup, state, row.revision, self._mono(),
+                              state.pseudonym))
+        return state
+
+    def save(self, authority: str, patient_id: str, state: PatientState) -> None:
+        key = (authority, patient_id)
+        with self._lock:
+            entry = self._cache.get(key)
+            if entry is None:
+                entry = _Entry(key, self._keys.lookup(*key), state, None, self._mono())
+                self._remember(entry)
+            entry.state = state
+            self._dirty[key] = entry
+            now = self._mono()
+            if self._dirty_since is None:
+                self._dirty_since = now
+            if len(self._dirty) >= self._batch_size or now - self._dirty_since >= self._max_delay:
+                self._flush_locked()
+
+    def flush(self) -> None:
+        with self._lock:
+            self._flush_locked()
+
+    @property
+    def pending(self) -> int:
+        return len(self._dirty)
+
+    def _flush_locked(self) -> None:
+        if not self._dirty:
+            return
+        entries = list(self._dirty.values())
+        batch: list[tuple[Row, int]] = []
+        unknown: list[_Entry] = []
+        for entry in entries:
+            if entry.revision is None:
+                unknown.append(entry)
+                continue
+            sealed = seal(self._keyring, entry.lookup, self._plaintext(entry.key, entry.state),
+                          RECORD_SCHEMA)
+            batch.append((_row(entry.lookup, sealed, entry.revision + 1), entry.revision))
+        results = self._backend.update_many(batch, self._clock()) if batch else []
+        # Written (or about to be resolved one by one): nothing is pending any more.
+        self._dirty.clear()
+        self._dirty_since = None
+        conflicts = list(unknown)
+        known = [e for e in entries if e.revision is not None]
+        for entry, ok in zip(known, results, strict=True):
+            if ok:
+                entry.revision = (entry.revision or 0) + 1
+            else:
+                conflicts.append(entry)
+        for index, entry in enumerate(conflicts):
+            try:
+                self._resolve(entry)
+            except BaseException:
+                for pending in conflicts[index:]:  # keep what is not written yet
+                    self._dirty[pending.key] = pending
+                raise
+        for entry in entries:
+            if entry.revision is not None and entry.indexed_pseudonym != entry.state.pseudonym:
+                self._backend.index_pseudonym(self._keys.pseudonym_index(entry.state.pseudonym),
+                                              entry.lookup, self._clock())
+                entry.indexed_pseudonym = entry.state.pseudonym
+
+    def _resolve(self, entry: _Entry) -> None:
+        """Write one state whose stored revision moved on (or is unknown): merge and retry."""
+        for _ in range(_MAX_CONFLICT_RETRIES):
+            row = self._backend.fetch(entry.lookup)
+            if row is None:
+                if entry.revision is not None:
+                    # The record existed and is gone: the patient was forgotten meanwhile.
+                    # Never resurrect a shredded identity; the next document gets a new one.
+                    self._cache.pop(entry.key, None)
+                    return
+                sealed = seal(self._keyring, entry.lookup,
+                              self._plaintext(entry.key, entry.state), RECORD_SCHEMA)
+                if self._backend.insert(_row(entry.lookup, sealed, 1),
+                                        self._keys.pseudonym_index(entry.state.pseudonym),
+                                        self._clock()):
+                    entry.revision = 1
+                    entry.indexed_pseudonym = entry.state.pseudonym
+                    return
+                continue
+            theirs, _ = self._open(row)
+            _merge_into(entry.state, theirs)
+            sealed = seal(self._keyring, entry.lookup, self._plaintext(entry.key, entry.state),
+                          RECORD_SCHEMA)
+            if self._backend.update_many([(_row(entry.lookup, sealed, row.revision + 1),
+                                           row.revision)], self._clock())[0]:
+                entry.revision = row.revision + 1
+                entry.indexed_pseudonym = theirs.pseudonym
+                return
+        raise KeystoreError("could not write patient state: too many concurrent updates",
+                            record=fingerprint(entry.lookup))
+
+    # -- MarkStore ------------------------------------------------------------------------
+    def get_mark(self, key: str) -> bytes | None:
+        key_hash = self._keys.mark_key(key)
+        sealed = self._backend.get_mark(key_hash)
+        return None if sealed is None else self._keys.open_mark(key_hash, sealed)
+
+    def compare_and_set_mark(self, key: str, expected: bytes | None, value: bytes) -> bool:
+        key_hash = self._keys.mark_key(key)
+        old = None if expected is None else self._keys.seal_mark(key_hash, expected)
+        return self._backend.cas_mark(key_hash, old, self._keys.seal_mark(key_hash, value),
+                                      self._clock())
+
+    # -- admin ----------------------------------------------------------------------------
+    def rotate(self, new_keyring: Keyring, *, operator: str = "unknown") -> RotationReport:
+        """Re-wrap every data key (and the store root) under ``new_keyring.primary``.
+
+        Keys of the current keyring stay usable for reading until the operator removes
+        them from the configuration; ciphertexts are not touched.
+        """
+        with self._lock:
+            self._flush_locked()
+            combined = new_keyring.merged_with(self._keyring)
+            report = RotationReport(combined.primary.key_id)
+            for rows in self._backend.iter_rows():
+                for row in rows:
+                    self._rewrap_row(combined, row, report)
+            root_id, root_wrapped = self._backend.get_root() or ("", b"")
+            if root_id != combined.primary.key_id:
+                root = unwrap_key(combined, ROOT_BINDING, root_id, root_wrapped)
+                key_id, wrapped = wrap_key(combined, ROOT_BINDING, root)
+                if not self._backend.replace_root(key_id, wrapped, root_wrapped, self._clock()):
+                    raise KeystoreError("store root key changed during rotation; run it again")
+            self._keyring = combined
+            self._audit("rotate", operator, "", report.new_key_id,
+                        f"rewrapped={report.rewrapped} failed={len(report.failed)}")
+            return report
+
+    def _rewrap_row(self, keyring: Keyring, row: Row, report: RotationReport) -> None:
+        current: Row | None = row
+        for _ in range(_MAX_CONFLICT_RETRIES):
+            if current is None:
+                return  # forgotten meanwhile
+            if current.key_id == keyring.primary.key_id:
+                report.already_current += 1
+                return
+            try:
+                new = rewrap(keyring, current.lookup, _sealed(current))
+            except (IntegrityError, KeystoreError):
+                report.failed.append(fingerprint(current.lookup))
+                return
+            if self._backend.rewrap(current.lookup, new.key_id, new.wrapped_key,
+                                    current.wrapped_key):
+                report.rewrapped += 1
+                return
+            current = self._backend.fetch(current.lookup)  # rewritten meanwhile: again
+        report.failed.append(fingerprint(row.lookup))
+
+    def forget(self, authority: str, patient_id: str, *, operator: str = "unknown",
+               reason: str = "") -> bool:
+        """Crypto-shred one patient: delete the sealed record and its wrapped data key.
+
+        The mapping can never be read again (the data key existed nowhere else). Later
+        documents of this patient get a NEW identity: new shift, new surrogates, new
+        pseudonym — nothing links them to the forgotten one.
+        """
+        key = (authority, patient_id)
+        lookup = self._keys.lookup(authority, patient_id)
+        with self._lock:
+            self._cache.pop(key, None)
+            self._dirty.pop(key, None)
+            deleted = self._backend.delete(lookup, self._clock())
+            self._audit("forget", operator, reason, fingerprint(lookup),
+                        "deleted" if deleted else "absent")
+        return deleted
+
+    def reveal(self, pseudonym: str, *, operator: str, reason: str) -> Identity:
+        """Authorized re-identification of a patient pseudonym; always audited (no PHI)."""
+        if not reason.strip() or not operator.strip():
+            raise KeystoreError("reveal needs an operator and a reason")
+        subject = fingerprint(pseudonym.encode("utf-8"))
+        target = self._backend.pseudonym_target(self._keys.pseudonym_index(pseudonym))
+        if target is None:
+            self._audit("reveal", operator, reason, subject, "unknown_pseudonym")
+            raise KeystoreError("pseudonym not found in this store", pseudonym_hash=subject)
+        lookup, forgotten = target
+        row = self._backend.fetch(lookup) if lookup is not None else None
+        if forgotten or row is None:
+            self._audit("reveal", operator, reason, subject, "forgotten")
+            raise ForgottenPatientError("this patient was forgotten", pseudonym_hash=subject)
+        try:
+            _, identity = self._open(row)
+        except KeystoreError:
+            self._audit("reveal", operator, reason, subject, "unreadable")
+            raise
+        if identity is None:
+            self._audit("reveal", operator, reason, subject, "identity_not_kept")
+            raise KeystoreError("the store kept no identity for this pseudonym",
+                                pseudonym_hash=subject)
+        self._audit("reveal", operator, reason, subject, "revealed")
+        return identity
+
+    def audit_log(self) -> list[tuple[float, str, str, str, str, str]]:
+        return self._backend.audit_rows()
+
+    def stats(self) -> dict[str, object]:
+        counts = self._backend.counts()
+        with self._lock:
+            counts.update({
+                "backend": self._backend.name,
+                "schema_version": self.schema_version,
+                "primary_key_id": self._keyring.primary.key_id,
+                "configured_key_ids": list(self._keyring.key_ids),
+                "cache_entries": len(self._cache),
+                "cache_hits": self.hits,
+                "cache_misses": self.misses,
+                "pending_writes": len(self._dirty),
+            })
+        return counts
+
+    def close(self) -> None:
+        with self._lock:
+            self._flush_locked()
+            self._cache.clear()
+        self._backend.close()
+
+    def __enter__(self) -> EncryptedStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- internals ------------------------------------------------------------------------
+    def _plaintext(self, key: tuple[str, str], state: PatientState) -> bytes:
+        return dump_state(state, Identity(*key) if self._keep_identity else None)
+
+    def _open(self, row: Row) -> tuple[PatientState, Identity | None]:
+        if row.record_schema != RECORD_SCHEMA:
+            raise IntegrityError("record has an unknown schema", schema=row.record_schema,
+                                 record=fingerprint(row.lookup))
+        return load_state(open_sealed(self._keyring, row.lookup, _sealed(row), row.record_schema))
+
+    def _remember(self, entry: _Entry) -> None:
+        self._cache[entry.key] = entry
+        self._cache.move_to_end(entry.key)
+        while len(self._cache) > self._cache_size:
+            self._cache.popitem(last=False)  # a dirty entry stays referenced by _dirty
+
+    def _audit(self, action: str, operator: str, reason: str, subject: str,
+               outcome: str) -> None:
+        self._backend.audit(self._clock(), action, operator, reason, subject, outcome)
+
+
+def _row(lookup: bytes, sealed: Sealed, revision: int) -> Row:
+    return Row(lookup, sealed.key_id, sealed.wrapped_key, sealed.nonce, sealed.ciphertext,
+               RECORD_SCHEMA, revision)
+
+
+def _sealed(row: Row) -> Sealed:
+    return Sealed(row.key_id, row.wrapped_key, row.nonce, row.ciphertext)
+
+
+def _overwrite(target: PatientState, source: PatientState) -> None:
+    """Make ``target`` equal ``source`` in place (callers may hold the object or its maps)."""
+    target.shift_days = source.shift_days
+    target.pseudonym = source.pseudonym
+    target.seed = source.seed
+    for mine, theirs in ((target.name_map, source.name_map), (target.id_map, source.id_map),
+                         (target.extra, source.extra)):
+        mine.clear()
+        mine.update(theirs)
+
+
+def _merge_into(ours: PatientState, theirs: PatientState) -> None:
+    """Stored (theirs) wins on every conflict; entries only we added are kept."""
+    ours.shift_days = theirs.shift_days
+    ours.pseudonym = theirs.pseudonym
+    ours.seed = theirs.seed
+    for mine, stored in ((ours.name_map, theirs.name_map), (ours.id_map, theirs.id_map),
+                         (ours.extra, theirs.extra)):
+        mine.update(stored)

@@ -1,0 +1,60 @@
+"""The store's own keys: lookup HMAC, pseudonyms, pseudonym index, marks.
+
+They derive (HKDF, one label per purpose) from a random *store root* kept in the store,
+wrapped by the master key like any data key. Deriving them from the master key directly
+would change every lookup hash and pseudonym at each key rotation; the root survives
+rotation (it is re-wrapped), so research ids stay stable while master keys change.
+"""
+
+from __future__ import annotations
+
+import hmac
+
+from cryptography.exceptions import InvalidTag
+from cryptography.hazmat.primitives.ciphers.aead import AESSIV
+
+from keystore.errors import IntegrityError
+from keystore.keyring import (
+    PURPOSE_LOOKUP,
+    PURPOSE_MARK_KEY,
+    PURPOSE_MARK_VALUE,
+    PURPOSE_PSEUDONYM,
+    PURPOSE_PSEUDONYM_INDEX,
+    derive_subkey,
+)
+from keystore.pseudonyms import Pseudonyms, encode_parts
+
+ROOT_BYTES = 32
+
+
+class StoreKeys:
+    """Everything keyed by the store root; holds no master key."""
+
+    def __init__(self, root: bytes) -> None:
+        if len(root) != ROOT_BYTES:
+            raise IntegrityError("store root key has the wrong length")
+        self._lookup = derive_subkey(root, PURPOSE_LOOKUP)
+        self._pindex = derive_subkey(root, PURPOSE_PSEUDONYM_INDEX)
+        self._mark_key = derive_subkey(root, PURPOSE_MARK_KEY)
+        # AES-SIV: deterministic AEAD, so compare-and-set can compare ciphertexts in SQL.
+        self._mark_siv = AESSIV(derive_subkey(root, PURPOSE_MARK_VALUE, length=64))
+        self.pseudonyms = Pseudonyms(derive_subkey(root, PURPOSE_PSEUDONYM))
+
+    def lookup(self, authority: str, patient_id: str) -> bytes:
+        """The record address: HMAC(authority, patient id). No plaintext id is stored."""
+        return hmac.digest(self._lookup, encode_parts(authority, patient_id), "sha256")
+
+    def pseudonym_index(self, pseudonym: str) -> bytes:
+        return hmac.digest(self._pindex, encode_parts(pseudonym), "sha256")
+
+    def mark_key(self, key: str) -> bytes:
+        return hmac.digest(self._mark_key, encode_parts(key), "sha256")
+
+    def seal_mark(self, key_hash: bytes, value: bytes) -> bytes:
+        return self._mark_siv.encrypt(value, [key_hash])
+
+    def open_mark(self, key_hash: bytes, sealed: bytes) -> bytes:
+        try:
+            return self._mark_siv.decrypt(sealed, [key_hash])
+        except InvalidTag:
+            raise IntegrityError("mark failed authentication") from None
