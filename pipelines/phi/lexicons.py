@@ -1,0 +1,206 @@
+"""Dictionaries the name and location recognizers look words up in, and the word tokens of a
+text they are looked up against.
+
+Every list comes from a well-kept package, loaded lazily on first use and cached for the life
+of the process (never at import time, never per document):
+
+- US census first names (``names``: dist.male.first, dist.female.first) and last names
+  (dist.all.last), with their census frequency;
+- English word frequencies (``wordfreq``, Zipf scale) — a census name that is also a common
+  English word ("Will", "Care", "Floor") needs context before it counts as a name;
+- US cities (``zipcodes``), US states (``us``) and countries (``pycountry``).
+
+Clinical eponyms ("Foley", "Swan-Ganz", "Parkinson's") are census last names too; they are
+kept out by rule in ``recognizers/names.py`` (the word followed by a device/disease head such
+as "catheter", "'s disease", "sign"), not by a typed list.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+from functools import cache
+from importlib import resources
+from typing import TYPE_CHECKING, NamedTuple
+
+if TYPE_CHECKING:
+    from pipelines.phi.base import Doc
+
+TOKENS_KEY = "tokens"
+
+# A word: letters, optionally joined by an apostrophe ("O'Neil", "pt's").
+# Hyphens split words ("daughter-Ann", "Swan-Ganz"); the name recognizer joins "Retter-Moore".
+_WORD = re.compile(r"[A-Za-z]+(?:['’][A-Za-z]+)*")
+
+
+class Token(NamedTuple):
+    """One word of the text with the facts every recognizer asks about it."""
+
+    start: int
+    end: int
+    text: str
+    lower: str
+
+    @property
+    def is_title(self) -> bool:
+        """ "Smith", "McDonald" (not "MD's", "SMITH")."""
+        return self.text[0].isupper() and self.text[1:2].islower()
+
+    @property
+    def is_upper(self) -> bool:
+        return self.text.isupper()
+
+
+@dataclass(frozen=True, slots=True)
+class Tokens:
+    """The word tokens of a text plus whether its letters are all one case (many nursing notes
+    are written in all-uppercase or all-lowercase, where capitalisation tells nothing)."""
+
+    words: tuple[Token, ...]
+    mixed_case: bool
+
+
+def tokens(doc: Doc) -> Tokens:
+    """Word tokens of ``doc.text``, computed once per document and shared via ``doc.cache``."""
+    cached = doc.cache.get(TOKENS_KEY)
+    if isinstance(cached, Tokens):
+        return cached
+    text = doc.text
+    words = tuple(
+        Token(m.start(), m.end(), m.group(), m.group().lower()) for m in _WORD.finditer(text)
+    )
+    upper = sum(1 for t in words if t.text.isupper() and len(t.text) > 1)
+    lower = sum(1 for t in words if t.text.islower())
+    n = len(words) or 1
+    # a note is "one-case" when >= 85% of its words share a case
+    mixed = upper / n < 0.85 and lower / n < 0.85
+    result = Tokens(words, mixed)
+    doc.cache[TOKENS_KEY] = result
+    return result
+
+
+def _census(filename: str) -> dict[str, float]:
+    """Name -> share of the US population (percent) from a census file of the ``names`` package."""
+    text = resources.files("names").joinpath(filename).read_text("ascii")
+    out: dict[str, float] = {}
+    for line in text.splitlines():
+        parts = line.split()
+        if len(parts) >= 2:
+            out[parts[0].lower()] = float(parts[1])
+    return out
+
+
+@cache
+def first_names() -> dict[str, float]:
+    """Census first names (male and female), lower-case -> percent of the population."""
+    male = _census("dist.male.first")
+    female = _census("dist.female.first")
+    return {k: max(male.get(k, 0.0), female.get(k, 0.0)) for k in male.keys() | female.keys()}
+
+
+@cache
+def last_names() -> dict[str, float]:
+    """Census last names, lower-case -> percent of the population."""
+    return _census("dist.all.last")
+
+
+@cache
+def _english() -> dict[str, float]:
+    import wordfreq
+
+    return wordfreq.get_frequency_dict("en", "large")
+
+
+def zipf(word: str) -> float:
+    """English frequency of a lower-case word on the Zipf scale (0 = unseen, 7 = "the")."""
+    freq = _english().get(word)
+    if not freq:
+        return 0.0
+    return math.log10(freq) + 9.0
+
+
+def name_score(word: str) -> float:
+    """How much more a word is used as a name than as an English word.
+
+    Census share (percent) turned into a Zipf-like number minus the word's English Zipf
+    frequency: "smith" ~ +2, "will" ~ -0.5, "patient" ~ -3. Words in no census list get -9.
+    """
+    share = max(first_names().get(word, 0.0), last_names().get(word, 0.0))
+    if share <= 0.0 and ("'" in word or "’" in word):  # "o'hara" is listed as "ohara"
+        word = word.replace("'", "").replace("’", "")
+        share = last_names().get(word, 0.0)
+    if share <= 0.0:
+        return -9.0
+    return math.log10(share * 1e5) + 2.0 - zipf(word)
+
+
+def is_first_name(word: str) -> bool:
+    return word in first_names()
+
+
+def is_last_name(word: str) -> bool:
+    return word in last_names()
+
+
+def is_name(word: str) -> bool:
+    return (
+        word in first_names()
+        or word in last_names()
+        or ("'" in word and word.replace("'", "") in last_names())
+    )
+
+
+@cache
+def us_states() -> dict[str, str]:
+    """Lower-case state/territory names and postal abbreviations -> postal abbreviation."""
+    import us
+
+    out: dict[str, str] = {}
+    for state in us.states.STATES_AND_TERRITORIES + [us.states.DC]:
+        out[state.name.lower()] = state.abbr
+        out[state.abbr.lower()] = state.abbr
+    return out
+
+
+@cache
+def us_cities() -> frozenset[str]:
+    """Lower-case US city names (one or more words) from the zipcodes database."""
+    import zipcodes
+
+    cities: set[str] = set()
+    for row in zipcodes.list_all():
+        city = row.get("city")
+        if city:
+            cities.add(" ".join(city.lower().split()))
+    return frozenset(cities)
+
+
+@cache
+def city_first_words() -> frozenset[str]:
+    """First words of multi-word city names, so a scanner only tries a phrase where one may start."""
+    return frozenset(c.split(" ", 1)[0] for c in us_cities())
+
+
+@cache
+def countries() -> frozenset[str]:
+    """Lower-case country names (common and official) from ISO 3166 via pycountry."""
+    import pycountry
+
+    out: set[str] = set()
+    for country in pycountry.countries:
+        for attr in ("name", "common_name", "official_name"):
+            value = getattr(country, attr, None)
+            if value:
+                out.add(value.lower())
+    return frozenset(out)
+
+
+def warm() -> None:
+    """Load every lexicon now (a service calls this at start-up instead of on the first note)."""
+    first_names()
+    last_names()
+    _english()
+    us_states()
+    us_cities()
+    countries()

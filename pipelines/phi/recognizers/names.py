@@ -1,0 +1,371 @@
+"""Person names from context cues, capitalisation and census name lists.
+
+Why context first: in nursing notes half the names are written in all-uppercase or
+all-lowercase, and many census names are English words ("Will", "Bean") or clinical eponyms
+("Foley", "Parkinson"). So a word becomes a name when a cue says so — a title before it
+("Dr.", "Mrs."), a credential after it ("RN", "MD", "RRT"), a role word ("wife", "son",
+"per", "spoke with") — and the cue also gives the role: provider, relative or patient.
+Without a cue only a word that is far more a name than an English word counts, and only
+where capitalisation supports it. Eponym heads ("X catheter", "X's disease", "X sign") veto
+a word for the whole note unless a title stands before it.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+from pipelines.phi import lexicons as lx
+from pipelines.phi.base import Doc, Recognizer
+from pipelines.phi.lexicons import Token
+from pipelines.phi.registry import register
+from pipelines.spans import Category, Span
+
+P, R, PT, OTHER = (
+    Category.NAME_PROVIDER,
+    Category.NAME_RELATIVE,
+    Category.NAME_PATIENT,
+    Category.NAME_OTHER,
+)
+
+
+def _words(spaced: str) -> list[str]:
+    """A word list written as one spaced string (easier to read and extend)."""
+    return spaced.split()
+
+
+# Titles: the next word is a name whatever it looks like (unless it is a plain English word).
+TITLES: Final = {
+    "dr": P,
+    "drs": P,
+    "doctor": P,
+    "dr's": P,
+    "drs'": P,
+    "mr": PT,
+    "mrs": PT,
+    "ms": PT,
+    "miss": PT,
+    "mister": PT,
+}
+# Credentials written after a name ("Jane Doe, RN").
+CREDENTIALS: Final = frozenset(
+    _words("rn md np pa rrt bsn msn lpn cna crna phd pharmd rph np-c aprn licsw msw lcsw")
+)
+# Role words before a name ("daughter Jane", "per Smith", "spoke with Jones").
+ROLE_BEFORE: Final = {
+    **dict.fromkeys(
+        _words(
+            "wife husband daughter daughters dtr dtrs son sons sister sisters sis brother brothers "
+            "bro mother mom father dad friend friends niece nephew grandson granddaughter "
+            "grandaughter granddtr grandchild grandmother grandfather aunt uncle cousin fiance "
+            "fiancee boyfriend girlfriend partner companion proxy hcp neighbor neighbour "
+            "son-in-law daughter-in-law sister-in-law brother-in-law stepson stepdaughter "
+            "spouse children child relative"
+        ),
+        R,
+    ),
+    **dict.fromkeys(
+        _words(
+            "per attending resident fellow intern nurse np rn md pa rrt surgeon cardiologist "
+            "covering paged notified oncall physician physicians neurologist pcp"
+        ),
+        P,
+    ),
+    **dict.fromkeys(_words("contact contacts contacted"), OTHER),
+}
+# "with" / "by" / "to" cue a name only after a verb of talking or seeing ("spoke with Jones").
+VERB_THEN_NAME: Final = {
+    **dict.fromkeys(
+        _words(
+            "spoke speak speaking talked talk talking met meet discussed discussion conversation "
+            "conversed updated update called call contacted contact visit visited"
+        ),
+        OTHER,
+    ),
+    **dict.fromkeys(_words("seen evaluated examined consulted followed"), P),
+}
+# Words after a name that make it a provider ("Smith aware", "J. Smith notified").
+ROLE_AFTER: Final = {
+    **dict.fromkeys(_words("aware notified paged informed consulted"), P),
+}
+# Device, disease and sign heads that make the word before them an eponym, not a person.
+EPONYM_HEADS: Final = frozenset(
+    _words(
+        "catheter cath catheters disease diseases sign signs syndrome line lines test maneuver "
+        "manuever reflex score scale criteria tube drain bag stocking stockings boots boot collar "
+        "procedure operation repair ulcer lymphoma palsy fracture balloon pump valve shunt "
+        "classification phenomenon respiration breathing position dressing mask tip "
+        "needle dementia chorea aneurysm tumor tumour ring "
+        # what is done to a device, not to a person: "X placed", "X d/c'd", "X site"
+        "placed inserted removed pulled dc'd discontinued intact flushed draining clamped "
+        "sutured site sites insertion insertions correlating waveform dampened"
+    )
+)
+# Grammar words that may sit between a role word and the name ("son is Jim", "dtr named Ann").
+_SKIPPABLE: Final = frozenset(_words("is was named name in law of ho"))
+# Joiners inside a list of names ("Drs. Smith and Jones", "sons Al, Bob and Carl").
+_JOINERS: Final = frozenset({"and", "&", "or"})
+
+_VERY_COMMON = 5.0  # Zipf: a word this frequent is a name only after a title, in Title case
+_COMMON = 4.3  # Zipf: above this a lexicon name after a weak cue needs Title case
+_RARE = 2.6  # Zipf: an unknown word this rare after a strong cue is taken as a name
+
+
+def _plausible(tok: Token, mixed: bool, strength: int, lowered: frozenset[str]) -> bool:
+    """Can ``tok`` be (part of) a name given a cue of ``strength`` (3 title, 2 role, 1 none)?
+
+    ``lowered`` holds the words this (mixed-case) note also writes in lower case: those are
+    common nouns here ("Aline placed" … "aline dc'd"), whatever the census says.
+    """
+    word = _base(tok.lower)
+    if len(word) < 2 or (len(word) < 3 and strength < 3):
+        return False
+    f = lx.zipf(word)
+    if "-" in word:  # "Retterer-Moore": every part a name or a rare word
+        parts = word.split("-")
+        ns = min(
+            lx.name_score(p) if lx.is_name(p) else (1.0 if lx.zipf(p) < _RARE else -9.0)
+            for p in parts
+        )
+    else:
+        ns = lx.name_score(word)
+    named = ns > -9.0
+    titled = tok.is_title or (tok.is_upper and not mixed)
+    if mixed:
+        if not (tok.is_title or tok.is_upper) and (strength < 3 or f >= _COMMON):
+            return False  # a lower-case word in a mixed-case note is no name (but "dr smith")
+        if tok.is_upper and len(word) < 4 and strength < 3:
+            return False  # "HO", "ASA": abbreviations
+        if word in lowered and strength < 3:
+            return False
+    if strength >= 3:
+        if named:
+            return f < 5.5 or (mixed and titled)
+        return f < _RARE or (mixed and titled and f < 3.5)
+    if strength == 2:
+        if mixed and titled:
+            return (named and f < _VERY_COMMON) or f < _RARE
+        return ns >= 0.8 and f < 5.6
+    # no cue: a word used far more as a name than as an English word
+    return mixed and titled and ns > 1.5 and f < 3.5
+
+
+def _is_initial(tok: Token, text: str) -> bool:
+    """A single letter standing alone and followed by a period ("J. Smith", not "20's.")."""
+    return (
+        len(tok.text) == 1
+        and text[tok.end : tok.end + 1] == "."
+        and (tok.start == 0 or text[tok.start - 1] in " \t\n(,-")
+    )
+
+
+def _base(word: str) -> str:
+    """The word without a possessive "'s"."""
+    for suffix in ("'s", "’s"):
+        if word.endswith(suffix) and len(word) > len(suffix):
+            return word[: -len(suffix)]
+    return word
+
+
+def _gap(text: str, left: Token, right: Token) -> str:
+    return text[left.end : right.start]
+
+
+def _tight(gap: str) -> bool:
+    """Two words of one name: separated by spaces or an initial's period, not a line break."""
+    return len(gap) <= 3 and "\n" not in gap and gap.strip() in {"", ".", "-"}
+
+
+def _eponyms(words: tuple[Token, ...], text: str) -> set[str]:
+    """Words used as eponyms in this note: followed by an eponym head ("foley catheter")."""
+    found: set[str] = set()
+    for i in range(len(words) - 1):
+        nxt = words[i + 1]
+        head = nxt.lower
+        if head == "s" and i + 2 < len(words):  # "Parkinson's disease" tokenises as one word
+            head = words[i + 2].lower
+        if head in EPONYM_HEADS and "\n" not in _gap(text, words[i], nxt):
+            found.add(words[i].lower.removesuffix("'s").removesuffix("’s"))
+    return found
+
+
+@register("names")
+class NameRecognizer(Recognizer):
+    """Names of providers, relatives and patients found by cue words and capitalisation."""
+
+    categories = frozenset({P, R, PT, OTHER})
+
+    def detect(self, doc: Doc) -> list[Span]:
+        toks = lx.tokens(doc)
+        words, mixed, text = toks.words, toks.mixed_case, doc.text
+        if not words:
+            return []
+        eponyms = _eponyms(words, text)
+        lowered = frozenset(t.lower for t in words if t.text.islower()) if mixed else frozenset()
+        taken: dict[int, tuple[Category, float]] = {}
+
+        def take(i: int, cat: Category, conf: float) -> None:
+            old = taken.get(i)
+            if old is None or old[1] < conf:
+                taken[i] = (cat, conf)
+
+        def ok(i: int, strength: int) -> bool:
+            tok = words[i]
+            base = tok.lower.removesuffix("'s").removesuffix("’s")
+            if base in eponyms and strength < 3:
+                return False
+            return _plausible(tok, mixed, strength, lowered)
+
+        def run_right(i: int, cat: Category, conf: float, strength: int) -> int:
+            """Take the name starting at word ``i`` (first word already judged); return next index."""
+            take(i, cat, conf)
+            j = i + 1
+            count = 1
+            while j < len(words) and count < 4 and _tight(_gap(text, words[j - 1], words[j])):
+                if _is_initial(words[j], text) or ok(j, max(strength - 1, 2)):
+                    take(j, cat, conf)
+                    count += 1
+                    j += 1
+                else:
+                    break
+            # a list: "Drs. Smith and Jones", "sons Al, Bob and Carl"
+            while j + 1 < len(words):
+                gap = _gap(text, words[j - 1], words[j])
+                if "\n" in gap:
+                    break
+                if words[j].lower in _JOINERS and ok(j + 1, 2):
+                    take(j + 1, cat, conf)
+                    j += 2
+                elif gap.strip() == "," and cat is R and lx.is_name(words[j].lower) and ok(j, 2):
+                    take(j, cat, conf)
+                    j += 1
+                else:
+                    break
+            return j
+
+        def run_left(i: int, cat: Category, conf: float, credential: str = "") -> None:
+            """Take up to three name words ending at word ``i - 1`` (before a credential)."""
+            j = i - 1
+            got = 0
+            while j >= 0 and got < 3:
+                gap = _gap(text, words[j], words[j + 1])
+                if "\n" in gap or (got and not _tight(gap)):
+                    break
+                if not got and gap.strip() not in {"", ",", "(", "/"}:
+                    break
+                if not got and credential == "pa" and gap.strip() not in {"", ","}:
+                    break
+                # after an initial or a first name, any rare word before "RN" is a surname
+                strength = 2
+                if not got and credential and j > 0:
+                    prev = words[j - 1]
+                    if _is_initial(prev, text) or lx.name_score(prev.lower) >= 1.5:
+                        strength = 3
+                if _is_initial(words[j], text) or ok(j, strength):
+                    take(j, cat, conf)
+                    got += 1
+                    j -= 1
+                else:
+                    break
+
+        n = len(words)
+        i = 0
+        while i < n:
+            tok = words[i]
+            low = tok.lower
+            title = TITLES.get(low)
+            gap1 = _gap(text, tok, words[i + 1]) if i + 1 < n else "\n"
+            if "\n" in gap1 or gap1.strip() not in {"", "."}:
+                title = None
+            if title is PT and mixed and tok.is_upper:
+                title = None  # "MS." in a mixed-case note is mental status / multiple sclerosis
+            if title is not None:
+                nxt = i + 1
+                if _is_initial(words[nxt], text) and title is PT:  # "Ms. S." patient initial
+                    take(nxt, PT, 0.85)
+                    i = nxt + 1
+                    continue
+                if _is_initial(words[nxt], text) and nxt + 1 < n:
+                    nxt += 1  # "Dr. J. Smith"
+                if ok(nxt, 3):
+                    if nxt != i + 1:
+                        take(i + 1, title, 0.9)
+                    i = run_right(nxt, title, 0.9, 3)
+                    continue
+            if low in CREDENTIALS or (low in {"r", "m"} and _dotted_credential(text, tok)):
+                after = text[tok.end : tok.end + 3].strip()
+                if not (low == "pa" and after[:1].isdigit()):  # "PA 54/18": a pressure
+                    run_left(i, P, 0.85, low)
+                    i += 1
+                    continue
+            role = ROLE_AFTER.get(low)
+            if role is not None and i > 0 and _tight(_gap(text, words[i - 1], tok)):
+                j = i - 1
+                after_initial = j > 0 and _is_initial(words[j - 1], text)
+                if (after_initial and ok(j, 3)) or (
+                    ok(j, 2) and (words[j].is_title or lx.name_score(words[j].lower) >= 1.5)
+                ):
+                    run_left(i, role, 0.75, "initial" if after_initial else "")
+            role = ROLE_BEFORE.get(low)
+            if role is None and low in {"with", "w", "by", "to"} and i > 0:
+                role = VERB_THEN_NAME.get(words[i - 1].lower)
+            if role is not None and i + 1 < n:
+                j = i + 1
+                while j < n and words[j].lower in _SKIPPABLE and j - i < 3:
+                    j += 1
+                gap = text[tok.end : words[j].start] if j < n else "\n"
+                if j < n and len(gap) < 6 and "\n" not in gap and "." not in gap.strip(" ,:(-"):
+                    strength = 2
+                    # "per protocol", "per Carevue": after "per" only a census name counts
+                    weak = low == "per" and lx.name_score(words[j].lower) < 1.0
+                    if not weak and ok(j, strength):
+                        i = run_right(j, role, 0.8 if role is not OTHER else 0.7, strength)
+                        continue
+            if _is_initial(tok, text) and i + 1 < n and low not in {"a", "i"}:
+                sur = words[i + 1]
+                if (
+                    _tight(_gap(text, tok, sur))
+                    and lx.zipf(sur.lower) < 4.0
+                    and (lx.name_score(sur.lower) >= 1.5 or (mixed and sur.is_title))
+                    and ok(i + 1, 2)
+                ):
+                    take(i, OTHER, 0.7)
+                    i = run_right(i + 1, OTHER, 0.7, 2)
+                    continue
+            # no cue: a rare census first name in Title case, maybe with its last name
+            if mixed and tok.is_title and i not in taken and lx.is_first_name(low) and ok(i, 1):
+                i = run_right(i, OTHER, 0.6, 2)
+                continue
+            i += 1
+
+        return _spans(words, taken, text)
+
+
+def _dotted_credential(text: str, tok: Token) -> bool:
+    """``R.N.`` / ``M.D.`` written with periods."""
+    return text[tok.end : tok.end + 3].upper() in {".N.", ".D."}
+
+
+def _spans(
+    words: tuple[Token, ...], taken: dict[int, tuple[Category, float]], text: str
+) -> list[Span]:
+    out: list[Span] = []
+    for i in sorted(taken):
+        cat, conf = taken[i]
+        tok = words[i]
+        end = tok.end
+        for suffix in ("'s", "’s"):
+            if tok.lower.endswith(suffix) and len(tok.text) > len(suffix):
+                end -= len(suffix)
+        prev = out[-1] if out else None
+        if (
+            prev is not None
+            and i > 0
+            and prev.category is cat
+            and words[i - 1].end == prev.end
+            and _tight(text[prev.end : tok.start])
+        ):
+            # join adjacent words of one name into one span when only spaces/periods separate them
+            out[-1] = Span(prev.start, end, cat, max(prev.confidence, conf), "names")
+            continue
+        out.append(Span(tok.start, end, cat, conf, "names"))
+    return out
