@@ -327,6 +327,36 @@ def read_phi(stream: TextIO | Iterable[str]) -> dict[NoteKey, list[tuple[int, in
     return out
 
 
+@dataclass(frozen=True, slots=True)
+class PredictedSpan:
+    """A span read back from a span file; the category may be empty (deid.pl output)."""
+
+    start: int
+    end: int
+    category: str = ""
+
+
+def read_predictions(stream: TextIO | Iterable[str]) -> dict[NoteKey, list[PredictedSpan]]:
+    """Spans written by ``deidstream detect`` (``.phi`` or JSON lines) or by deid.pl."""
+    lines = list(stream)
+    first = next((ln for ln in lines if ln.strip()), "")
+    if first.lstrip().startswith("{"):
+        out: dict[NoteKey, list[PredictedSpan]] = {}
+        for line in lines:
+            if not line.strip():
+                continue
+            row = json.loads(line)
+            key = (str(row["patient"]), str(row["note"]))
+            out.setdefault(key, []).extend(
+                PredictedSpan(int(s["start"]), int(s["end"]), str(s.get("category", "")))
+                for s in row["spans"]
+            )
+        return out
+    return {
+        key: [PredictedSpan(*t) for t in spans] for key, spans in read_phi(lines).items()
+    }
+
+
 def mapping_of(notes: Iterable[Note]) -> Mapping[NoteKey, str]:
     """Convenience for tests: key → text."""
     return {n.key: n.text for n in notes}
@@ -345,6 +375,8 @@ __all__ = [
     "read_notes",
     "read_patient_names",
     "read_phi",
+    "read_predictions",
+    "PredictedSpan",
     "read_physionet",
     "read_plain_text",
     "sniff_format",

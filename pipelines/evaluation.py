@@ -19,7 +19,7 @@ import statistics
 from bisect import bisect_left, bisect_right
 from collections import Counter
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from operator import itemgetter
 from typing import Any, Protocol
 
@@ -143,7 +143,9 @@ class NoteScore:
     categories: dict[str, CategoryCounts]
     missed: list[MissedPhrase]
     fp_by_category: Counter[str]
-    fp_tokens: Counter[str]  # token text -> count, only when collecting errors
+    fp_tokens: Counter[tuple[str, str]]  # (predicted category, token text), when collecting
+    # gold category -> predicted category -> tokens (shows e.g. provider names tagged NAME_OTHER)
+    confusion: dict[str, Counter[str]] = field(default_factory=dict)
 
 
 def score_note(
@@ -207,14 +209,22 @@ def score_note(
                     _context(text, start, end) if collect_text else "",
                 )
             )
+    confusion: dict[str, Counter[str]] = {}
     for cat, ks_set in cat_tokens.items():
-        hit = sum(1 for k in ks_set if k in pred_tokens)
+        seen: Counter[str] = Counter()
+        hit = 0
+        for k in ks_set:
+            labels = pred_tokens.get(k)
+            if labels:
+                hit += 1
+                seen.update(labels)
+        confusion[cat] = seen
         cc = categories[cat]
         categories[cat] = CategoryCounts(cc.phrases, cc.phrases_found, len(ks_set), hit)
 
     tp = sum(1 for k in gold_tokens if k in pred_tokens)
     fp_by_category: Counter[str] = Counter()
-    fp_tokens: Counter[str] = Counter()
+    fp_tokens: Counter[tuple[str, str]] = Counter()
     fp = 0
     for k, labels in pred_tokens.items():
         if k in gold_tokens:
@@ -222,7 +232,8 @@ def score_note(
         fp += 1
         fp_by_category.update(labels)
         if collect_text:
-            fp_tokens[text[starts[k] : ends[k]]] += 1
+            token = text[starts[k] : ends[k]]
+            fp_tokens.update((label, token) for label in labels)
     fn = len(gold_tokens) - tp
     counts = Counts(
         tp=tp,
@@ -233,7 +244,7 @@ def score_note(
         phrases_found=found,
         phrases_touched=touched,
     )
-    return NoteScore(counts, categories, missed, fp_by_category, fp_tokens)
+    return NoteScore(counts, categories, missed, fp_by_category, fp_tokens, confusion)
 
 
 def _context(text: str, start: int, end: int, width: int = 30) -> str:
@@ -296,7 +307,8 @@ class Evaluation:
     categories: dict[str, CategoryCounts] = field(default_factory=dict)
     missed: list[MissedPhrase] = field(default_factory=list)
     fp_by_category: Counter[str] = field(default_factory=Counter)
-    fp_tokens: Counter[str] = field(default_factory=Counter)
+    fp_tokens: Counter[tuple[str, str]] = field(default_factory=Counter)
+    confusion: dict[str, Counter[str]] = field(default_factory=dict)
     notes: int = 0
     characters: int = 0
 
@@ -317,6 +329,8 @@ class Evaluation:
         self.missed.extend(score.missed)
         self.fp_by_category.update(score.fp_by_category)
         self.fp_tokens.update(score.fp_tokens)
+        for cat, seen in score.confusion.items():
+            self.confusion.setdefault(cat, Counter()).update(seen)
         self.notes += 1
         self.characters += len(text)
         return score
@@ -342,6 +356,7 @@ class Evaluation:
             fp_by_category=Counter(self.fp_by_category),
             missed=list(self.missed),
             fp_tokens=Counter(self.fp_tokens),
+            confusion={k: Counter(v) for k, v in sorted(self.confusion.items())},
         )
 
 
@@ -357,7 +372,24 @@ class Report:
     categories: dict[str, CategoryCounts]
     fp_by_category: Counter[str]
     missed: list[MissedPhrase]
-    fp_tokens: Counter[str]
+    fp_tokens: Counter[tuple[str, str]]
+    confusion: dict[str, Counter[str]] = field(default_factory=dict)
+
+    def only_categories(self, wanted: Iterable[str]) -> Report:
+        """Restrict the developer error lists to gold / predicted categories starting with
+        any of ``wanted`` (case-insensitive: ``name`` matches NAME_PROVIDER; ``date`` Date…)."""
+        prefixes = tuple(w.lower() for w in wanted)
+        if not prefixes:
+            return self
+
+        def keep(category: str) -> bool:
+            return category.lower().startswith(prefixes)
+
+        return replace(
+            self,
+            missed=[m for m in self.missed if keep(m.category)],
+            fp_tokens=Counter({k: v for k, v in self.fp_tokens.items() if keep(k[0])}),
+        )
 
     def targets(self, known_names: bool) -> dict[str, float]:
         return dict(TARGETS_KNOWN_NAMES if known_names else TARGETS_NO_NAMES)
@@ -397,6 +429,7 @@ class Report:
                     "tokens": cc.tokens,
                     "tokens_found": cc.tokens_found,
                     "token_recall": _round(_ratio(cc.tokens_found, cc.tokens)),
+                    "predicted_as": dict(self.confusion.get(cat, Counter()).most_common()),
                 }
                 for cat, cc in self.categories.items()
             },
@@ -415,7 +448,10 @@ class Report:
                 }
                 for m in self.missed[:show_errors]
             ]
-            out["false_positive_tokens"] = dict(self.fp_tokens.most_common(show_errors))
+            out["false_positive_tokens"] = [
+                {"category": cat, "text": tok, "count": n}
+                for (cat, tok), n in self.fp_tokens.most_common(show_errors)
+            ]
         return out
 
     def format_text(self, *, known_names: bool, show_errors: int = 0) -> str:
@@ -445,12 +481,17 @@ class Report:
             lines.append(f"{label:<30}{_fmt(value):>8}  {ci:<30}{target}".rstrip())
         lines.append(f"tokens: tp {c.tp}  fp {c.fp}  fn {c.fn}  tn {c.tn}")
         lines.append("recall per gold category:")
-        lines.append(f"  {'category':<20}{'phrases':>8}{'found':>7}{'recall':>8}{'tokens':>8}{'found':>7}{'recall':>8}")
+        lines.append(
+            f"  {'category':<20}{'phrases':>8}{'found':>7}{'recall':>8}"
+            f"{'tokens':>8}{'found':>7}{'recall':>8}  predicted as (tokens)"
+        )
         for cat, cc in self.categories.items():
+            seen = self.confusion.get(cat, Counter()).most_common(3)
             lines.append(
                 f"  {cat:<20}{cc.phrases:>8}{cc.phrases_found:>7}"
                 f"{_fmt(_ratio(cc.phrases_found, cc.phrases)):>8}"
                 f"{cc.tokens:>8}{cc.tokens_found:>7}{_fmt(_ratio(cc.tokens_found, cc.tokens)):>8}"
+                + ("  " + ", ".join(f"{k} {v}" for k, v in seen) if seen else "")
             )
         if self.fp_by_category:
             fp = ", ".join(f"{k} {v}" for k, v in self.fp_by_category.most_common())
@@ -463,8 +504,8 @@ class Report:
                     f"  p{m.patient} n{m.note} [{m.start},{m.end}) {m.category}{part}: {m.context}"
                 )
             lines.append(f"most frequent false-positive tokens (first {show_errors}):")
-            for tok, n in self.fp_tokens.most_common(show_errors):
-                lines.append(f"  {n:>5}  {tok}")
+            for (cat, tok), n in self.fp_tokens.most_common(show_errors):
+                lines.append(f"  {n:>5}  {cat:<18} {tok}")
         return "\n".join(lines)
 
 

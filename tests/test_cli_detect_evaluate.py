@@ -146,3 +146,34 @@ def test_evaluate_dev_split_output_format(physionet_dev: Path) -> None:
     assert "notes 1624  patients 109" in proc.stdout
     for category in ("HCPName", "Date", "Location", "RelativeProxyName", "PTName", "Phone"):
         assert any(ln.strip().startswith(category) for ln in lines), category
+
+
+def _gold_as_phi(path: Path, drop: int = 0) -> None:
+    """Write the fixture's gold phrases as a .phi span file, dropping the first ``drop``."""
+    from pipelines.corpus import load_gold
+
+    lines = []
+    for (patient, note), phrases in load_gold(MINI / "id-phi.phrase").items():
+        lines.append(f"Patient {patient}\tNote {note}")
+        lines += [f"{i}\t{p.start}\t{p.end}" for i, p in enumerate(phrases) if (patient, note, i) >= ("1", "1", drop)]
+    path.write_text("\n".join(lines) + "\n")
+
+
+def test_evaluate_scores_a_span_file(app: typer.Typer, tmp_path: Path) -> None:
+    phi = tmp_path / "gold.phi"
+    _gold_as_phi(phi)
+    result = runner.invoke(app, ["evaluate", str(MINI), "--predictions", str(phi), "--json", "--bootstrap", "20"])
+    assert result.exit_code == 0, result.stderr
+    data = json.loads(result.stdout)
+    assert data["metrics"]["sensitivity"] == 1.0 and data["metrics"]["precision"] == 1.0
+    assert data["metrics"]["phrase_recall"] == 1.0
+
+
+def test_evaluate_error_category_filter(app: typer.Typer, tmp_path: Path) -> None:
+    phi = tmp_path / "partial.phi"
+    _gold_as_phi(phi, drop=1)  # "Ada" (PTName) is missed
+    args = ["evaluate", str(MINI), "--predictions", str(phi), "--show-errors", "5", "--bootstrap", "0"]
+    shown = runner.invoke(app, [*args, "--error-category", "ptname"])
+    assert "missed gold phrases (first 5 of 1)" in shown.stdout and "[[Ada]]" in shown.stdout
+    hidden = runner.invoke(app, [*args, "--error-category", "Date"])
+    assert "missed gold phrases (first 5 of 0)" in hidden.stdout

@@ -57,7 +57,7 @@ def test_hand_computed_note() -> None:
     assert (cats["PTName"].tokens, cats["PTName"].tokens_found) == (2, 1)
     assert (cats["Date"].tokens, cats["Date"].tokens_found) == (2, 2)
     assert score.fp_by_category == {"NAME_PROVIDER": 1, "DATE": 1}
-    assert score.fp_tokens == {"Dr": 1, "today": 1}
+    assert score.fp_tokens == {("NAME_PROVIDER", "Dr"): 1, ("DATE", "today"): 1}
     assert [(m.start, m.category, m.touched, m.text) for m in score.missed] == [
         (0, "PTName", True, "John Smith")
     ]

@@ -8,18 +8,35 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Iterable, Iterator, Sequence
 from enum import StrEnum
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
-from pipelines.corpus import RecordError, load_gold, load_patient_names, read_notes
+from pipelines.corpus import (
+    Note,
+    NoteKey,
+    PredictedSpan,
+    RecordError,
+    load_gold,
+    load_patient_names,
+    read_notes,
+    read_predictions,
+)
 from pipelines.document import Identifiers
-from pipelines.evaluation import Evaluation
+from pipelines.evaluation import Evaluation, SpanLike
 from pipelines.phi.detector import Detector
 from pipelines.policy import Policy
 from service.commands.detect import detect_notes, report_error
+
+
+def _replay(
+    items: Iterable[Note | RecordError], predicted: dict[NoteKey, list[PredictedSpan]]
+) -> Iterator[tuple[Note, Sequence[PredictedSpan]] | RecordError]:
+    for item in items:
+        yield item if isinstance(item, RecordError) else (item, predicted.get(item.key, []))
 
 
 class CorpusKind(StrEnum):
@@ -38,6 +55,8 @@ def register(app: typer.Typer) -> None:
         resamples: Annotated[int, typer.Option("--bootstrap", min=0, help="Bootstrap resamples (by patient) for the 95% intervals; 0 turns them off.")] = 1000,
         seed: Annotated[int, typer.Option("--seed", help="Seed of the bootstrap.")] = 0,
         show_errors: Annotated[int, typer.Option("--show-errors", min=0, help="Developer aid: print N missed gold phrases and frequent false-positive tokens (corpus text).")] = 0,
+        error_category: Annotated[list[str] | None, typer.Option("--error-category", help="With --show-errors: only gold / predicted categories starting with this (repeatable; e.g. HCPName, date, NAME).")] = None,
+        predictions: Annotated[Path | None, typer.Option("--predictions", help="Score this span file (.phi or `detect --format json` output) instead of running the detector.", exists=True, dir_okay=False)] = None,
     ) -> None:
         """Token-level sensitivity, specificity, precision, F2, phrase recall with 95% CIs."""
         text_path = directory / "id.text"
@@ -54,12 +73,26 @@ def register(app: typer.Typer) -> None:
                 raise typer.Exit(2)
             known = load_patient_names(pid)
         gold = load_gold(gold_path)
-        detector = Detector(Policy.load(policy))
+        results: Iterator[tuple[Note, Sequence[SpanLike]] | RecordError]
+        if predictions is not None:
+            try:
+                with predictions.open(encoding="utf-8") as fh:
+                    predicted = read_predictions(fh)
+            except (ValueError, KeyError, TypeError) as exc:
+                typer.echo(f"deidstream: cannot read {predictions} ({type(exc).__name__})", err=True)
+                raise typer.Exit(2) from None
+            detector = Detector(Policy(recognizers={}))
+            source = f"span file {predictions.name}"
+            results = _replay(read_notes(text_path, "physionet"), predicted)
+        else:
+            detector = Detector(Policy.load(policy))
+            source = "recognizers: " + (", ".join(r.name for r in detector.recognizers) or "(none)")
+            results = detect_notes(read_notes(text_path, "physionet"), detector, known)
         evaluation = Evaluation(collect_text=show_errors > 0)
         failed = 0
         seen: set[tuple[str, str]] = set()
         began = time.perf_counter()
-        for result in detect_notes(read_notes(text_path, "physionet"), detector, known):
+        for result in results:
             if isinstance(result, RecordError):
                 failed += 1
                 report_error(result)
@@ -68,18 +101,20 @@ def register(app: typer.Typer) -> None:
             seen.add(note.key)
             evaluation.add(note.patient, note.note, note.text, gold.get(note.key, []), spans)
         elapsed = time.perf_counter() - began
-        report = evaluation.report(resamples=resamples, seed=seed)
+        report = evaluation.report(resamples=resamples, seed=seed).only_categories(
+            error_category or ()
+        )
         unmatched = len(set(gold) - seen)
         if as_json:
             data = report.to_dict(known_names=use_names, show_errors=show_errors)
             data["recognizers"] = [r.name for r in detector.recognizers]
+            data["predictions"] = str(predictions) if predictions else None
             data["records_failed"] = failed
             data["gold_notes_without_record"] = unmatched
             data["detect_seconds"] = round(elapsed, 3)
             typer.echo(json.dumps(data, indent=2))
         else:
-            names = ", ".join(r.name for r in detector.recognizers) or "(none)"
-            typer.echo(f"corpus {directory}  recognizers: {names}")
+            typer.echo(f"corpus {directory}  {source}")
             typer.echo(report.format_text(known_names=use_names, show_errors=show_errors))
             typer.echo(
                 f"detected {report.notes} notes in {elapsed:.2f} s"
