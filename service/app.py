@@ -1,0 +1,181 @@
+"""The HTTP side of the service (FastAPI), running in the same event loop as the consumer.
+
+``create_app(settings)`` builds everything (metrics registry, runner, routes) — nothing happens
+at import time. The app's lifespan starts the runner and drains it on shutdown, so
+``uvicorn --factory`` and ``deidstream run`` behave the same.
+"""
+
+from __future__ import annotations
+
+import logging
+import secrets
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from typing import Annotated, Any
+
+import orjson
+from fastapi import Depends, FastAPI, HTTPException, Request, Response, status
+from fastapi.responses import JSONResponse
+from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+
+from pipelines.errors import DeidstreamError
+from service.metrics import Metrics, package_version
+from service.runner import ProcessorFactory, Runner
+from service.settings import Settings
+
+log = logging.getLogger("deidstream.app")
+
+_bearer = HTTPBearer(auto_error=False)
+
+
+def _hint_from_content_type(content_type: str) -> str:
+    ct = content_type.lower()
+    if "fhir" in ct or "json" in ct:
+        return "fhir"
+    if "hl7" in ct or "er7" in ct:
+        return "hl7v2"
+    return "auto"
+
+
+def _outcome_json(out: Any) -> dict[str, Any]:
+    value = getattr(out, "value", None)
+    document: Any = None
+    if value:
+        try:
+            document = orjson.loads(value)
+        except orjson.JSONDecodeError:
+            document = None
+    return {
+        "kind": getattr(out, "kind", None),
+        "research_key": getattr(out, "research_key", None),
+        "reason_class": getattr(out, "reason_class", None),
+        "reason": getattr(out, "reason", None),
+        "span_counts": dict(getattr(out, "span_counts", None) or {}),
+        "document": document,
+    }
+
+
+def create_app(
+    settings: Settings,
+    *,
+    processor_factory: ProcessorFactory | None = None,
+    runner: Runner | None = None,
+    metrics: Metrics | None = None,
+    start_runner: bool = True,
+    on_fatal: Callable[[BaseException], None] | None = None,
+) -> FastAPI:
+    """Build the app. Pass ``runner`` to share one you manage; otherwise one is made here
+    from ``processor_factory`` (default: the real pipeline) and run by the lifespan."""
+    if runner is None:
+        metrics = metrics or Metrics()
+        if processor_factory is None:
+            from service.wiring import processor_factory_for
+
+            processor_factory = processor_factory_for(settings, metrics)
+        runner = Runner(settings, metrics, processor_factory, on_fatal=on_fatal)
+    metrics = runner.metrics
+    the_runner = runner
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        if start_runner:
+            the_runner.start_background()
+        try:
+            yield
+        finally:
+            if start_runner:
+                await the_runner.stop()
+
+    app = FastAPI(
+        title="deidstream",
+        version=package_version(),
+        description="Streaming de-identification of HL7 v2 / FHIR clinical reports.",
+        lifespan=lifespan,
+    )
+    app.state.settings = settings
+    app.state.runner = runner
+    app.state.metrics = metrics
+
+    def require_token(
+        credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)],
+    ) -> None:
+        if not settings.deidentify_api_enabled or settings.api_token is None:
+            raise HTTPException(status.HTTP_404_NOT_FOUND, "the de-identify API is disabled")
+        expected = settings.api_token.get_secret_value().encode()
+        given = (credentials.credentials if credentials else "").encode()
+        if not credentials or not secrets.compare_digest(given, expected):
+            raise HTTPException(
+                status.HTTP_401_UNAUTHORIZED,
+                "a valid bearer token is required",
+                headers={"WWW-Authenticate": "Bearer"},
+            )
+
+    @app.get("/healthz", tags=["operations"])
+    async def healthz() -> dict[str, str]:
+        """Liveness: the process and its event loop answer."""
+        return {"status": "ok"}
+
+    @app.get("/readyz", tags=["operations"])
+    async def readyz() -> JSONResponse:
+        """Readiness: broker and key store reachable, partitions assigned."""
+        st = the_runner.status()
+        body = {
+            "ready": st["ready"],
+            "broker_reachable": st["broker_reachable"],
+            "keystore_reachable": st["keystore_reachable"],
+            "assigned_partitions": len(st["assignments"]),
+        }
+        code = status.HTTP_200_OK if st["ready"] else status.HTTP_503_SERVICE_UNAVAILABLE
+        return JSONResponse(body, status_code=code)
+
+    @app.get("/metrics", tags=["operations"])
+    async def metrics_endpoint() -> Response:
+        """Prometheus text exposition of this instance's registry."""
+        body, content_type = metrics.exposition()
+        return Response(body, media_type=content_type)
+
+    @app.get("/v1/status", tags=["operations"])
+    async def status_endpoint() -> dict[str, Any]:
+        """Assignments, lag and counts (no message content)."""
+        return the_runner.status()
+
+    @app.post(
+        "/v1/deidentify",
+        tags=["integration testing"],
+        dependencies=[Depends(require_token)],
+        openapi_extra={
+            "requestBody": {
+                "required": True,
+                "content": {
+                    "x-application/hl7-v2+er7": {"schema": {"type": "string"}},
+                    "application/fhir+json": {"schema": {"type": "object"}},
+                },
+            }
+        },
+    )
+    async def deidentify(request: Request) -> JSONResponse:
+        """De-identify one posted HL7 v2 message or FHIR resource, synchronously.
+
+        Off unless ``DEIDSTREAM_DEIDENTIFY_API_ENABLED`` and ``DEIDSTREAM_API_TOKEN`` are set.
+        Dedup marks are not written, so test requests never change what the stream publishes.
+        """
+        raw = await request.body()
+        if len(raw) > settings.max_message_bytes:
+            raise HTTPException(status.HTTP_413_REQUEST_ENTITY_TOO_LARGE, "message too large")
+        hint = _hint_from_content_type(request.headers.get("content-type", ""))
+        try:
+            outcomes = await the_runner.deidentify(raw, hint)
+        except DeidstreamError as exc:
+            code = (
+                status.HTTP_503_SERVICE_UNAVAILABLE
+                if exc.retriable
+                else status.HTTP_422_UNPROCESSABLE_CONTENT
+            )
+            return JSONResponse(
+                {"reason_class": exc.reason_class, "reason": str(exc)}, status_code=code
+            )
+        except RuntimeError:
+            raise HTTPException(status.HTTP_503_SERVICE_UNAVAILABLE, "not started") from None
+        return JSONResponse({"outcomes": [_outcome_json(o) for o in outcomes]})
+
+    return app

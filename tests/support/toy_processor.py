@@ -1,0 +1,100 @@
+"""A small, real processor for testing the Kafka mechanics of the runner without the pipeline.
+
+Input: JSON ``{"patient": str, "doc": str, "v": int, "text": str, "status": str}``.
+It raises the project's real errors for bad input, keeps version marks in SQLite (written
+only on ``confirm``, like the real pipeline), and can be told to fail transiently.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import sqlite3
+import threading
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from pipelines.errors import InvalidJSON, KeystoreUnavailable, MissingPatientId
+
+
+@dataclass
+class ToyOutcome:
+    kind: str
+    research_key: str | None = None
+    value: bytes | None = None
+    headers: dict[str, str] = field(default_factory=dict)
+    reason_class: str | None = None
+    reason: str | None = None
+    span_counts: dict[str, int] = field(default_factory=dict)
+    stage_seconds: dict[str, float] = field(default_factory=dict)
+    mark: tuple[str, int] | None = None
+
+
+def research_key(patient: str, doc: str) -> str:
+    return hashlib.sha256(f"{patient}|{doc}".encode()).hexdigest()[:16]
+
+
+class ToyProcessor:
+    def __init__(self, marks_path: str | None = None, fail_file: str | None = None) -> None:
+        self._db = sqlite3.connect(marks_path or ":memory:", check_same_thread=False)
+        self._db.execute("create table if not exists marks (k text primary key, v int)")
+        self._db.commit()
+        self._pending: dict[str, int] = {}
+        self._lock = threading.Lock()
+        self.fail_file = fail_file  # while this file exists, processing is "database down"
+        self.calls = 0
+
+    def _seen(self, key: str) -> int | None:
+        if key in self._pending:
+            return self._pending[key]
+        row = self._db.execute("select v from marks where k = ?", (key,)).fetchone()
+        return int(row[0]) if row else None
+
+    def process(self, raw: bytes, *, content_hint: str, now: datetime) -> list[ToyOutcome]:
+        self.calls += 1
+        if self.fail_file and os.path.exists(self.fail_file):
+            raise KeystoreUnavailable("toy database unreachable")
+        try:
+            msg: dict[str, Any] = json.loads(raw)
+        except ValueError:
+            raise InvalidJSON("input is not JSON", length=len(raw)) from None
+        if not isinstance(msg, dict) or not msg.get("patient"):
+            raise MissingPatientId("no patient id")
+        key = research_key(str(msg["patient"]), str(msg.get("doc", "")))
+        version = int(msg.get("v", 1))
+        with self._lock:
+            seen = self._seen(key)
+            if seen is not None and version == seen:
+                return [ToyOutcome("duplicate", key)]
+            if seen is not None and version < seen:
+                return [ToyOutcome("superseded", key)]
+            self._pending[key] = version
+        if msg.get("status") == "entered-in-error":
+            return [ToyOutcome("tombstone", key, None, {"version": str(version)},
+                               mark=(key, version))]
+        if msg.get("hold"):
+            return [ToyOutcome("held", key, reason_class="leak_guard",
+                               reason="known identifier left (field PID-5)", mark=(key, version))]
+        body = {"resourceType": "DocumentReference", "id": key, "version": version,
+                "text": "[REDACTED] " + str(msg.get("text", "")).upper()}
+        return [ToyOutcome("publish", key, json.dumps(body).encode(),
+                           {"version": str(version), "source": content_hint},
+                           span_counts={"NAME": 1, "DATE": 2},
+                           stage_seconds={"parse": 0.0002, "detect": 0.001},
+                           mark=(key, version))]
+
+    def confirm(self, outcomes: list[ToyOutcome]) -> None:
+        with self._lock:
+            for out in outcomes:
+                if out.mark:
+                    self._db.execute("insert or replace into marks values (?, ?)", out.mark)
+            self._db.commit()
+
+
+def factory(settings: Any, metrics: Any) -> Any:
+    """For ``DEIDSTREAM_PROCESSOR=toy_processor:factory`` in subprocess tests."""
+    marks = os.environ.get("TOY_MARKS_PATH")
+    fail = os.environ.get("TOY_FAIL_FILE")
+    return lambda: ToyProcessor(marks, fail)
