@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sqlite3
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -24,6 +25,9 @@ class SqliteBackend(SqlBackend):
         self.path = str(path)
         if self.path != ":memory:":
             Path(self.path).parent.mkdir(parents=True, exist_ok=True)
+            if not Path(self.path).exists():
+                # Sealed content only, but no reason to let other users read it either.
+                os.close(os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
         try:
             # isolation_level=None: we issue BEGIN/COMMIT ourselves.
             self._conn: sqlite3.Connection | None = sqlite3.connect(

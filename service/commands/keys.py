@@ -1,0 +1,170 @@
+"""``deidstream keys …``: the privacy officer's commands (init, rotate, forget, reveal, stats).
+
+The store comes from ``DEIDSTREAM_KEYSTORE_URL`` and the key from ``DEIDSTREAM_MASTER_KEY``
+or ``DEIDSTREAM_MASTER_KEY_FILE``; with neither, a local SQLite store and key file under
+``./.deidstream/`` (see :mod:`keystore.config`). Other commands reuse
+:func:`default_store_from_env`.
+"""
+
+from __future__ import annotations
+
+import getpass
+import json
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from urllib.parse import urlsplit, urlunsplit
+
+import typer
+
+from keystore import Keyring, open_store
+from keystore.config import default_store_from_env, resolve
+from keystore.errors import DeidstreamError
+from keystore.store import EncryptedStore
+
+__all__ = ["default_store_from_env", "register", "keys_app"]
+
+keys_app = typer.Typer(name="keys", help="Master keys and the encrypted patient key store.",
+                       no_args_is_help=True)
+
+
+def _operator(value: str | None) -> str:
+    if value:
+        return value
+    try:
+        return getpass.getuser()
+    except (KeyError, OSError):
+        return "unknown"
+
+
+def _safe_url(url: str) -> str:
+    """The URL without any password, for messages."""
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    netloc = parts.netloc.replace(f":{parts.password}@", ":***@")
+    return urlunsplit((parts.scheme, netloc, parts.path, parts.query, parts.fragment))
+
+
+@contextmanager
+def _errors() -> Iterator[None]:
+    try:
+        yield
+    except DeidstreamError as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(75 if exc.retriable else 1) from None
+
+
+@contextmanager
+def _store(keyring: Keyring | None = None) -> Iterator[EncryptedStore]:
+    config, configured = resolve()
+    if config.created_default:
+        typer.echo(f"warning: created a local key store and master key under "
+                   f"{config.key_file.parent if config.key_file else '.deidstream'}", err=True)
+    store = open_store(config.url, keyring or configured)
+    try:
+        yield store
+    finally:
+        store.close()
+
+
+@keys_app.command("init")
+def init(
+    print_key: bool = typer.Option(
+        False, "--print-key",
+        help="Only print a new key entry (id:base64) for a secret manager; touch nothing."),
+) -> None:
+    """Create the master key (if needed) and the store; print where they are."""
+    if print_key:
+        typer.echo(Keyring.generate().primary.entry())
+        return
+    with _errors():
+        config, keyring = resolve()
+        with open_store(config.url, keyring) as store:
+            stats = store.stats()
+        where = "environment" if config.keys_from_env else str(config.key_file)
+        typer.echo(f"store: {_safe_url(config.url)}")
+        typer.echo(f"master key: {keyring.primary.key_id} (from {where})")
+        typer.echo(f"schema version: {stats['schema_version']}, patients: {stats['patients']}")
+
+
+@keys_app.command("rotate")
+def rotate(
+    generate: bool | None = typer.Option(
+        None, "--generate/--no-generate",
+        help="Generate a new master key first (default when keys come from a key file). "
+             "With keys from the environment, put the new key first there instead."),
+    retire_old: bool = typer.Option(
+        False, "--retire-old", help="After a clean rotation, remove old keys from the key file."),
+    operator: str | None = typer.Option(None, help="Recorded in the audit log."),
+) -> None:
+    """Re-wrap every data key under the first (new) master key."""
+    with _errors():
+        config, current = resolve(create=False)
+        make_new = (config.key_file is not None) if generate is None else generate
+        if make_new and config.key_file is None:
+            typer.echo("error: keys come from DEIDSTREAM_MASTER_KEY; generate one with "
+                       "`deidstream keys init --print-key`, put it first, then rotate",
+                       err=True)
+            raise typer.Exit(2)
+        target = Keyring.generate().merged_with(current) if make_new else current
+        if make_new and config.key_file is not None:
+            # Save the new key before any record depends on it.
+            target.write_file(config.key_file, overwrite=True)
+        with open_store(config.url, current) as store:
+            report = store.rotate(target, operator=_operator(operator))
+        typer.echo(f"new master key: {report.new_key_id}; re-wrapped {report.rewrapped}, "
+                   f"already current {report.already_current}, failed {len(report.failed)}")
+        if report.failed:
+            typer.echo("error: some records could not be re-wrapped; old keys kept", err=True)
+            raise typer.Exit(1)
+        if retire_old and config.key_file is not None:
+            target.without_others([report.new_key_id]).write_file(config.key_file,
+                                                                   overwrite=True)
+            typer.echo("old keys removed from the key file")
+        elif len(target) > 1:
+            typer.echo("old keys still decrypt; remove them once every instance uses the new "
+                       "key (--retire-old for a key file)")
+
+
+@keys_app.command("forget")
+def forget(
+    patient: str = typer.Argument(..., help="Patient id as the feed sends it."),
+    authority: str = typer.Option("", help="Assigning authority of the patient id."),
+    reason: str = typer.Option("", help="Why (recorded in the audit log; no PHI)."),
+    operator: str | None = typer.Option(None, help="Recorded in the audit log."),
+) -> None:
+    """Crypto-shred one patient: their mapping can never be read again.
+
+    Documents of this patient that arrive later get a NEW identity (new pseudonym, new
+    date shift, new surrogates), unlinked to the forgotten one.
+    """
+    with _errors(), _store() as store:
+        deleted = store.forget(authority, patient, operator=_operator(operator), reason=reason)
+    typer.echo("forgotten" if deleted else "no record for this patient (nothing to forget)")
+
+
+@keys_app.command("reveal")
+def reveal(
+    pseudonym: str = typer.Argument(..., help="A patient pseudonym from the research output."),
+    reason: str = typer.Option(..., help="Authorization (e.g. IRB protocol); audited."),
+    operator: str | None = typer.Option(None, help="Recorded in the audit log."),
+) -> None:
+    """Authorized re-identification of a patient pseudonym (audited, needs the master key)."""
+    with _errors(), _store() as store:
+        identity = store.reveal(pseudonym, operator=_operator(operator), reason=reason)
+    typer.echo(json.dumps({"authority": identity.authority,
+                           "patient_id": identity.patient_id}))
+
+
+@keys_app.command("stats")
+def stats() -> None:
+    """Counts: patients, marks, pseudonyms, forgotten, records per master key."""
+    with _errors(), _store() as store:
+        figures = store.stats()
+    json.dump(figures, sys.stdout, indent=2, sort_keys=True)
+    typer.echo("")
+
+
+def register(app: typer.Typer) -> None:
+    app.add_typer(keys_app, name="keys")
