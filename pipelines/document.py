@@ -121,3 +121,6 @@ class ClinicalDocument:
     document_date: datetime | None = None
     content_type: str = "text/plain"
     language: str = ""
+    # True for patient-context messages (HL7 ADT): identifiers only, empty text, nothing to
+    # publish; the service keeps the identifiers (leak guard) instead of dead-lettering them.
+    context_only: bool = False

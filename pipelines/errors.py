@@ -29,6 +29,7 @@ __all__ = [
     "NoMSH",
     "BadEncodingCharacters",
     "UnsupportedMessageType",
+    "UnsupportedVersion",
     "NoNarrative",
     "MissingPatientId",
     "InvalidJSON",
@@ -37,6 +38,7 @@ __all__ = [
     "UrlOnlyAttachment",
     "UnsupportedContentType",
     "LeakHeldBack",
+    "PartialInput",
 ]
 
 
@@ -76,6 +78,12 @@ class UnsupportedMessageType(InputError):
     reason_class = "unsupported_message_type"
 
 
+class UnsupportedVersion(UnsupportedMessageType):
+    """MSH-12 names an HL7 version outside the ones we read (2.3 to 2.8.x)."""
+
+    reason_class = "unsupported_version"
+
+
 class NoNarrative(InputError):
     reason_class = "no_narrative"
 
@@ -102,6 +110,29 @@ class UrlOnlyAttachment(InputError):
 
 class UnsupportedContentType(InputError):
     reason_class = "unsupported_content_type"
+
+
+class PartialInput(InputError):
+    """Some entries of a batch/Bundle/NDJSON parsed, others failed.
+
+    ``documents`` holds the good ones (publish them); ``entry_errors`` holds (entry index,
+    error) pairs (dead-letter the input with them). A caller that does not know this class
+    still dead-letters the whole input, so nothing is lost silently.
+    """
+
+    reason_class = "partial_input"
+
+    def __init__(
+        self,
+        reason: str,
+        *,
+        documents: tuple[object, ...] = (),
+        entry_errors: tuple[tuple[int, InputError], ...] = (),
+        **coordinates: object,
+    ) -> None:
+        self.documents = documents
+        self.entry_errors = entry_errors
+        super().__init__(reason, **coordinates)
 
 
 class LeakHeldBack(DeidstreamError):

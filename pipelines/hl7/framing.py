@@ -1,0 +1,106 @@
+"""Bytes → HL7 v2 messages: MLLP frames, batch envelopes (FHS/BHS/BTS/FTS), segment lines.
+
+Works on bytes so every message of a batch can then be decoded in the charset its own MSH-18
+declares (CR and LF are never trail bytes of the multi-byte charsets HL7 allows, so splitting
+lines before decoding is safe). Segment terminators CR, LF and CRLF are all accepted; trailing
+spaces/tabs at the end of a segment are dropped; blank lines are skipped.
+
+A line that does not start like a segment (three upper-case letters/digits then the field
+separator) is a *continuation* of the segment before it — senders wrap long OBX-5 values (one
+sample breaks a base64 payload with a stray CR after 4096 bytes) or put raw line breaks in
+text. It is joined back with ``"\\n"``: base64 decoding ignores it and in text it is the line
+break the author typed. Hand-written: no library does this splitting on bytes.
+"""
+
+from __future__ import annotations
+
+import re
+
+from pipelines.errors import NoMSH, NotHL7
+
+MLLP_START = 0x0B
+MLLP_END = b"\x1c"
+BATCH_SEGMENTS = frozenset((b"FHS", b"BHS", b"BTS", b"FTS"))
+_LINES = re.compile(rb"\r\n|\r|\n")
+
+
+def unframe_mllp(raw: bytes) -> list[bytes]:
+    """Remove MLLP framing (0x0B … 0x1C 0x0D); several frames give several chunks."""
+    stripped = raw.lstrip(b" \t\r\n")
+    if not stripped or stripped[0] != MLLP_START:
+        end = raw.rfind(MLLP_END)
+        if end != -1 and not raw[end + 1 :].strip():
+            return [raw[:end]]
+        return [raw]
+    frames = []
+    for chunk in stripped.split(b"\x0b"):
+        end = chunk.find(MLLP_END)
+        body = chunk if end == -1 else chunk[:end]
+        if body.strip():
+            frames.append(body)
+    return frames
+
+
+def _is_segment_start(line: bytes, fs: bytes) -> bool:
+    head = line[:3]
+    if len(head) != 3 or not head.isalnum() or not head.isupper() or not head[:1].isalpha():
+        return False
+    return len(line) == 3 or line[3:4] == fs
+
+
+def looks_like_hl7(data: bytes) -> bool:
+    """True when the first non-blank line starts like an HL7 segment (MSH, FHS, BHS, PID…)."""
+    first = data.lstrip(b" \t\r\n")[:4]
+    sep = first[3:4]
+    if sep.isalnum() or sep.isspace():
+        return False
+    return _is_segment_start(first, sep)
+
+
+def split_messages(data: bytes) -> list[bytes]:
+    """Split one chunk (a file, a frame, a batch) into messages, each as CR-separated bytes.
+
+    Raises NotHL7 when nothing looks like a segment and NoMSH when segments come without a
+    message header (or before the first one: they would otherwise be lost silently).
+    """
+    messages: list[list[bytes]] = []
+    current: list[bytes] | None = None
+    fs = b"|"
+    orphans = 0
+    first = True
+    for raw_line in _LINES.split(data):
+        line = raw_line.rstrip(b" \t")
+        if not line:
+            continue
+        if first:
+            first = False
+            sep = line[3:4]
+            if sep.isalnum() or sep.isspace() or not _is_segment_start(line, sep):
+                raise NotHL7("input does not start with an HL7 segment")
+        if line.startswith(b"MSH") and len(line) > 3:
+            fs = line[3:4]
+            current = [line]
+            messages.append(current)
+            continue
+        head = line[:3]
+        if head in BATCH_SEGMENTS and (len(line) == 3 or not line[3:4].isalnum()):
+            if head in (b"FHS", b"BHS") and len(line) > 3:
+                fs = line[3:4]
+            current = None
+            continue
+        if current is None:
+            orphans += 1
+            continue
+        if _is_segment_start(line, fs):
+            current.append(line)
+        else:
+            current[-1] = current[-1] + b"\n" + line
+    if orphans:
+        raise NoMSH(
+            "segments outside any message (no MSH before them)",
+            orphan_lines=orphans,
+            messages=len(messages),
+        )
+    if not messages:
+        raise NoMSH("no MSH segment in the input")
+    return [b"\r".join(m) for m in messages]

@@ -1,0 +1,471 @@
+"""One HL7 v2 message → :class:`ClinicalDocument` (ORU^R01, MDM^T02..T10, ADT context).
+
+Decisions where the standard leaves room (also in docs/ingest.md):
+
+- Narrative: OBX of value type TX, FT, ST, TN (the whole value, escapes decoded, repetitions
+  as line breaks), CE/CWE/CNE (the text component), ED (base64/hex/ASCII payloads of a text,
+  HTML, XML or RTF subtype), each OBX one block, joined by line breaks in message order; NTE
+  after the first OBR/TXA/OBX (order and result comments) are blocks too. NTE right after PID
+  are patient notes, not part of the report. Numeric results (NM, SN…) are not narrative.
+- ADT^A01/A03/A04/A08 carry no narrative: they give a *context-only* document (empty text,
+  ``context_only=True``) so the service can keep the patient's identifiers for the leak guard.
+- ORU/MDM without narrative raise NoNarrative, or UnsupportedContentType when the only
+  content is a binary ED (PDF…).
+- Status: TXA-17 for MDM (T06/T08/T10 of a final document → amended), else OBR-25, else the
+  OBX-11 of the narrative OBX. OBR-25 "A" (some results available) is preliminary.
+- Times are timezone-aware; a time without offset takes MSH-7's offset, else UTC.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import TypeVar
+
+from pipelines.document import (
+    Address,
+    ClinicalDocument,
+    Identifier,
+    Identifiers,
+    PersonName,
+    ReportType,
+    Source,
+    Status,
+    VersionMarker,
+)
+from pipelines.errors import (
+    BadEncoding,
+    MissingPatientId,
+    NoNarrative,
+    UnsupportedContentType,
+    UnsupportedMessageType,
+    UnsupportedVersion,
+)
+from pipelines.hl7 import datatypes as dt
+from pipelines.hl7.er7 import Delimiters, Er7Message, Segment, pick, read_message
+from pipelines.hl7.escapes import decode_escapes
+from pipelines.markup import decode_bytes, is_text_type, to_text
+
+SUPPORTED: dict[str, frozenset[str]] = {
+    "ORU": frozenset({"R01"}),
+    "MDM": frozenset({"T02", "T04", "T06", "T08", "T10"}),
+    "ADT": frozenset({"A01", "A03", "A04", "A08"}),
+}
+TEXT_TYPES = frozenset({"TX", "FT", "ST", "TN"})
+CODED_TYPES = frozenset({"CE", "CWE", "CNE"})
+
+# HL7 table 0271 (TXA-17 document completion status)
+TXA_STATUS = {
+    "AU": Status.FINAL,
+    "LA": Status.FINAL,
+    "DO": Status.FINAL,
+    "DI": Status.PRELIMINARY,
+    "IP": Status.PRELIMINARY,
+    "IN": Status.PRELIMINARY,
+    "PA": Status.PRELIMINARY,
+    "CA": Status.ENTERED_IN_ERROR,
+}
+# HL7 table 0123 (OBR-25 result status)
+OBR_STATUS = {
+    "F": Status.FINAL,
+    "C": Status.CORRECTED,
+    "P": Status.PRELIMINARY,
+    "A": Status.PRELIMINARY,  # some, not all, results available
+    "R": Status.PRELIMINARY,
+    "I": Status.PRELIMINARY,
+    "S": Status.PRELIMINARY,
+    "O": Status.PRELIMINARY,
+    "X": Status.ENTERED_IN_ERROR,  # no results: order cancelled
+}
+# HL7 table 0085 (OBX-11 observation result status)
+OBX_STATUS = {
+    "F": Status.FINAL,
+    "U": Status.FINAL,
+    "C": Status.CORRECTED,
+    "A": Status.AMENDED,
+    "P": Status.PRELIMINARY,
+    "R": Status.PRELIMINARY,
+    "S": Status.PRELIMINARY,
+    "I": Status.PRELIMINARY,
+    "D": Status.ENTERED_IN_ERROR,
+    "W": Status.ENTERED_IN_ERROR,
+    "X": Status.ENTERED_IN_ERROR,
+}
+_AMENDING_TRIGGERS = frozenset({"T06", "T08", "T10"})
+_T = TypeVar("_T")
+
+
+def _code(value: str) -> str:
+    """A protocol code fit for an error reason: short and alphanumeric, else '?'."""
+    v = value.strip()
+    return v if v and len(v) <= 8 and v.replace("_", "").isalnum() and v.isascii() else "?"
+
+
+@dataclass(slots=True)
+class _Collected:
+    patient_names: list[PersonName] = field(default_factory=list)
+    patient_ids: list[Identifier] = field(default_factory=list)
+    ssn: list[str] = field(default_factory=list)
+    accounts: list[str] = field(default_factory=list)
+    addresses: list[Address] = field(default_factory=list)
+    phones: list[str] = field(default_factory=list)
+    emails: list[str] = field(default_factory=list)
+    providers: list[PersonName] = field(default_factory=list)
+    relatives: list[PersonName] = field(default_factory=list)
+    other_ids: list[Identifier] = field(default_factory=list)
+
+
+def _uniq(items: list[_T]) -> tuple[_T, ...]:
+    return tuple(dict.fromkeys(items))
+
+
+class _Reader:
+    """Walks one message once; keeps the charset and delimiters at hand."""
+
+    def __init__(self, msg: Er7Message) -> None:
+        self.msg = msg
+        self.d = msg.delimiters
+        self.cs = msg.charset
+        self.c = _Collected()
+
+    def val(self, seg: Segment, n: int, comp: int = 0, sub: int = 0, rep: int = 0) -> str:
+        return decode_escapes(seg.raw(n, rep, comp, sub), self.d, charset=self.cs).strip()
+
+    # -- identifier groups -------------------------------------------------------------
+    def names(
+        self,
+        seg: Segment,
+        n: int,
+        into: list[PersonName],
+        reader: Callable[[str, Delimiters, str], PersonName | None] = dt.xpn,
+    ) -> None:
+        for rep in seg.repetitions(n):
+            name = reader(rep, self.d, self.cs)
+            if name is not None:
+                into.append(name)
+
+    def addresses(self, seg: Segment, n: int) -> None:
+        for rep in seg.repetitions(n):
+            a = dt.xad(rep, self.d, self.cs)
+            if a is not None:
+                self.c.addresses.append(a)
+
+    def phones(self, seg: Segment, n: int) -> None:
+        for rep in seg.repetitions(n):
+            phones, emails = dt.xtn(rep, self.d, self.cs)
+            self.c.phones.extend(phones)
+            self.c.emails.extend(emails)
+
+    def ids(self, seg: Segment, n: int, into: list[Identifier], type_code: str = "") -> None:
+        for rep in seg.repetitions(n):
+            ident = dt.cx(rep, self.d, self.cs)
+            if ident is not None:
+                if type_code and not ident.type_code:
+                    ident = Identifier(ident.value, ident.authority, type_code)
+                into.append(ident)
+
+    def providers(self, seg: Segment, *fields: int) -> None:
+        for n in fields:
+            self.names(seg, n, self.c.providers, dt.xcn)
+
+    def collect_identifiers(self) -> None:
+        c = self.c
+        for seg in self.msg.all("PID"):
+            self.ids(seg, 3, c.patient_ids)
+            self.ids(seg, 2, c.patient_ids)
+            self.ids(seg, 4, c.patient_ids)
+            self.names(seg, 5, c.patient_names)
+            self.names(seg, 9, c.patient_names)
+            self.names(seg, 6, c.relatives)
+            self.addresses(seg, 11)
+            self.phones(seg, 13)
+            self.phones(seg, 14)
+            account = self.val(seg, 18, comp=1, sub=1)
+            if account:
+                c.accounts.append(account)
+            for rep in range(len(seg.repetitions(19))):
+                ssn = self.val(seg, 19, rep=rep)
+                if ssn:
+                    c.ssn.append(ssn)
+            licence = self.val(seg, 20, comp=1)
+            if licence:
+                c.other_ids.append(Identifier(licence, self.val(seg, 20, comp=2), "DL"))
+            self.ids(seg, 21, c.other_ids, "MOTHER")
+            birth_place = self.val(seg, 23)
+            if birth_place:
+                c.addresses.append(Address(city=birth_place))
+        for seg in self.msg.all("NK1"):
+            self.names(seg, 2, c.relatives)
+            self.names(seg, 30, c.relatives)
+            self.addresses(seg, 4)
+            self.addresses(seg, 32)
+            for n in (5, 6, 31):
+                self.phones(seg, n)
+            self.ids(seg, 33, c.other_ids)
+        for seg in self.msg.all("GT1"):
+            self.names(seg, 3, c.relatives)
+            self.addresses(seg, 5)
+            self.phones(seg, 6)
+            self.phones(seg, 7)
+            ssn = self.val(seg, 12)
+            if ssn:
+                c.ssn.append(ssn)
+        for seg in self.msg.all("IN1"):
+            self.names(seg, 16, c.relatives)
+            self.addresses(seg, 19)
+            policy = self.val(seg, 36)
+            if policy:
+                c.other_ids.append(Identifier(policy, "", "HP"))
+            self.ids(seg, 49, c.other_ids)
+        for seg in self.msg.all("PV1"):
+            self.providers(seg, 7, 8, 9, 17)
+            visit = dt.cx(seg.raw(19, 0), self.d, self.cs)
+            if visit is not None:
+                c.other_ids.append(Identifier(visit.value, visit.authority, visit.type_code or "VN"))
+            self.ids(seg, 50, c.other_ids, "VN")
+        for seg in self.msg.all("EVN"):
+            self.providers(seg, 5)
+        for seg in self.msg.all("ORC"):
+            self.providers(seg, 10, 11, 12)
+        for seg in self.msg.all("OBR"):
+            self.providers(seg, 16, 28)
+            for n in (32, 33, 34, 35):
+                self.names(seg, n, c.providers, dt.ndl)
+        for seg in self.msg.all("OBX"):
+            self.providers(seg, 16)
+        for seg in self.msg.all("TXA"):
+            self.providers(seg, 5, 9, 10, 22, 23)
+
+    def identifiers(self, birth_date_raw: str) -> Identifiers:
+        c = self.c
+        return Identifiers(
+            patient_names=_uniq(c.patient_names),
+            birth_date=dt.parse_date(birth_date_raw),
+            patient_ids=_uniq(c.patient_ids),
+            ssn=_uniq(c.ssn),
+            account_numbers=_uniq(c.accounts),
+            addresses=_uniq(c.addresses),
+            phones=_uniq(c.phones),
+            emails=_uniq(c.emails),
+            provider_names=_uniq(c.providers),
+            relative_names=_uniq(c.relatives),
+            other_ids=_uniq(c.other_ids),
+        )
+
+    # -- narrative -----------------------------------------------------------------------
+    def ed_text(self, seg: Segment, rep: str) -> str | None:
+        """Text of one ED value, or None when the payload is not a text document."""
+        parts = rep.split(self.d.component, 4)
+        parts += [""] * (5 - len(parts))
+        data_type = parts[1].strip().lower()
+        subtype = parts[2].strip().lower()
+        encoding = parts[3].strip().lower()
+        media = subtype if "/" in subtype or subtype else data_type
+        if subtype in ("", "plain", "text") and data_type in ("text", "tx", ""):
+            media = "text/plain"
+        elif "/" not in media and media in ("html", "xml", "rtf", "xhtml"):
+            media = {"html": "text/html", "xml": "text/xml", "rtf": "text/rtf"}.get(media, media)
+        if not is_text_type(media):
+            return None
+        payload = parts[4]
+        try:
+            if encoding == "base64":
+                data = base64.b64decode("".join(payload.split()), validate=False)
+            elif encoding == "hex":
+                data = bytes.fromhex(payload)
+            else:  # "A" (ASCII), empty, or unknown: the value is the text, escapes apply
+                return to_text(decode_escapes(payload, self.d, charset=self.cs), media)
+        except (binascii.Error, ValueError):
+            raise BadEncoding(
+                "OBX-5 ED payload is not valid for its declared encoding",
+                segment=f"OBX#{seg.position}",
+                encoding=_code(encoding),
+            ) from None
+        return to_text(decode_bytes(data, media), media)
+
+    def obx_block(self, seg: Segment) -> tuple[str | None, bool]:
+        """(text block or None, True if a binary payload was skipped)."""
+        vtype = seg.raw(2, 0, 1).strip().upper()
+        reps = seg.repetitions(5)
+        if vtype in TEXT_TYPES:
+            return "\n".join(decode_escapes(r, self.d, charset=self.cs) for r in reps), False
+        if vtype in CODED_TYPES:
+            texts = []
+            for r in reps:
+                text = pick(r, self.d, 2) or pick(r, self.d, 5)
+                if text:
+                    texts.append(decode_escapes(text, self.d, charset=self.cs))
+            return ("\n".join(texts) if texts else None), False
+        if vtype == "ED":
+            blocks = [t for t in (self.ed_text(seg, r) for r in reps if r) if t is not None]
+            if blocks:
+                return "\n".join(blocks), False
+            return None, bool(reps)
+        return None, False
+
+    def narrative(self) -> tuple[str, list[Segment], bool]:
+        """(text, the OBX segments that gave text, whether a binary ED was skipped)."""
+        blocks: list[str] = []
+        sources: list[Segment] = []
+        skipped_binary = False
+        in_report = False
+        for seg in self.msg.segments:
+            name = seg.name
+            if name in ("OBR", "TXA"):
+                in_report = True
+            elif name == "OBX":
+                in_report = True
+                block, binary = self.obx_block(seg)
+                skipped_binary |= binary
+                if block is not None:
+                    blocks.append(block)
+                    sources.append(seg)
+            elif name == "NTE" and in_report:
+                comment = "\n".join(
+                    decode_escapes(r, self.d, charset=self.cs) for r in seg.repetitions(3)
+                )
+                blocks.append(comment)
+        text = "\n".join(blocks).strip()
+        return text, sources, skipped_binary
+
+
+def _status(msg: Er7Message, trigger: str, obx: list[Segment]) -> Status:
+    txa = msg.first("TXA")
+    if txa is not None:
+        s = TXA_STATUS.get(txa.raw(17, 0, 1).strip().upper())
+        if s is not None:
+            if s is Status.FINAL and trigger in _AMENDING_TRIGGERS:
+                return Status.AMENDED
+            return s
+    for obr in msg.all("OBR"):
+        s = OBR_STATUS.get(obr.raw(25, 0, 1).strip().upper())
+        if s is not None:
+            return s
+    found = [OBX_STATUS.get(seg.raw(11, 0, 1).strip().upper()) for seg in obx]
+    statuses = [s for s in found if s is not None]
+    if not statuses:
+        return Status.FINAL
+    if all(s is Status.ENTERED_IN_ERROR for s in statuses):
+        return Status.ENTERED_IN_ERROR
+    for s in (Status.CORRECTED, Status.AMENDED, Status.PRELIMINARY):
+        if s in statuses:
+            return s
+    return Status.FINAL
+
+
+def _patient_id(ids: list[Identifier]) -> Identifier | None:
+    for ident in ids:
+        if ident.type_code.upper() == "MR":
+            return ident
+    return ids[0] if ids else None
+
+
+def to_document(msg: Er7Message) -> ClinicalDocument:
+    """Map one read message; raises the typed input errors of :mod:`pipelines.errors`."""
+    msh = msg.segments[0]
+    mtype = msh.raw(9, 0, 1).strip().upper()
+    trigger = msh.raw(9, 0, 2).strip().upper()
+    if mtype not in SUPPORTED or trigger not in SUPPORTED[mtype]:
+        raise UnsupportedMessageType(
+            "MSH-9 message type is not one we handle", type=_code(mtype), trigger=_code(trigger)
+        )
+    version = msh.raw(12, 0, 1).strip()
+    vparts = version.split(".")
+    if not (
+        len(vparts) >= 2
+        and vparts[0] == "2"
+        and vparts[1].isdigit()
+        and 3 <= int(vparts[1]) <= 8
+    ):
+        raise UnsupportedVersion("MSH-12 version is outside 2.3 to 2.8", version=_code(version.replace(".", "_")))
+
+    r = _Reader(msg)
+    pid = msg.first("PID")
+    if pid is None:
+        raise MissingPatientId("no PID segment", message_type=mtype)
+    r.collect_identifiers()
+    pid_ids: list[Identifier] = []
+    r.ids(pid, 3, pid_ids)
+    if not pid_ids:
+        r.ids(pid, 2, pid_ids)
+    patient = _patient_id(pid_ids)
+    if patient is None:
+        raise MissingPatientId("PID-3 (and PID-2) hold no patient identifier", segment="PID")
+
+    default_tz = dt.parse_offset(msh.raw(7, 0, 1))
+    message_time = dt.parse_ts(msh.raw(7, 0, 1), default_tz)
+    identifiers = r.identifiers(pid.raw(7, 0, 1))
+    pv1 = msg.first("PV1")
+    visit = dt.cx(pv1.raw(19, 0), msg.delimiters, msg.charset) if pv1 is not None else None
+    common = {
+        "identifiers": identifiers,
+        "source": Source.HL7V2,
+        "message_id": r.val(msh, 10),
+        "patient_id": patient.value,
+        "assigning_authority": patient.authority,
+        "visit_id": visit.value if visit is not None else "",
+        "language": r.val(msh, 19, comp=1),
+    }
+    if mtype == "ADT":
+        return ClinicalDocument(
+            text="",
+            context_only=True,
+            version=VersionMarker(filing_time=message_time),
+            document_date=message_time,
+            **common,  # type: ignore[arg-type]
+        )
+
+    text, sources, skipped_binary = r.narrative()
+    if not text:
+        if skipped_binary:
+            raise UnsupportedContentType(
+                "OBX-5 ED payloads are not text (e.g. PDF); no narrative", message_type=mtype
+            )
+        raise NoNarrative("no OBX of a text type and no NTE comment", message_type=mtype)
+
+    status = _status(msg, trigger, sources)
+    report_type, document_id, replaces = ReportType(), "", None
+    filing: datetime | None = None
+    doc_date: datetime | None = None
+    txa = msg.first("TXA")
+
+    def ts(seg: Segment, n: int) -> datetime | None:
+        return dt.parse_ts(seg.raw(n, 0, 1), default_tz)
+
+    if txa is not None:
+        report_type = ReportType(
+            code=r.val(txa, 2, comp=1), display=r.val(txa, 2, comp=2), system=r.val(txa, 2, comp=3)
+        )
+        document_id = r.val(txa, 12, comp=1)
+        replaces = r.val(txa, 13, comp=1) or None
+        filing = ts(txa, 8) or ts(txa, 6) or ts(txa, 4)
+        doc_date = ts(txa, 4) or ts(txa, 6)
+    obr = next((s for s in msg.all("OBR") if s.field(4)), None)
+    if obr is not None:
+        if not report_type.code and not report_type.display:
+            report_type = ReportType(
+                code=r.val(obr, 4, comp=1), display=r.val(obr, 4, comp=2), system=r.val(obr, 4, comp=3)
+            )
+        document_id = document_id or r.val(obr, 3, comp=1) or r.val(obr, 2, comp=1)
+        filing = filing or ts(obr, 22)
+        doc_date = doc_date or ts(obr, 7) or ts(obr, 22)
+    return ClinicalDocument(
+        text=text,
+        document_id=document_id,
+        report_type=report_type,
+        status=status,
+        version=VersionMarker(filing_time=filing or message_time, replaces_id=replaces),
+        document_date=doc_date or message_time,
+        **common,  # type: ignore[arg-type]
+    )
+
+
+def parse_hl7v2(message: bytes) -> ClinicalDocument:
+    """One message (CR-separated bytes, as :func:`framing.split_messages` gives) → document."""
+    return to_document(read_message(message))
+
+
+__all__ = ["SUPPORTED", "parse_hl7v2", "to_document"]
