@@ -13,6 +13,9 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
+from pipelines.phi import registry
+from pipelines.phi.base import Doc, Recognizer
+from pipelines.spans import Category, Span
 from service.commands import detect, evaluate
 
 MINI = Path(__file__).resolve().parent / "fixtures" / "physionet_mini"
@@ -177,3 +180,61 @@ def test_evaluate_error_category_filter(app: typer.Typer, tmp_path: Path) -> Non
     assert "missed gold phrases (first 5 of 1)" in shown.stdout and "[[Ada]]" in shown.stdout
     hidden = runner.invoke(app, [*args, "--error-category", "Date"])
     assert "missed gold phrases (first 5 of 0)" in hidden.stdout
+
+
+class _SlashNumbers(Recognizer):
+    """Test-only recognizer: digits/digits as DATE; a note containing 'EXPLODE' makes it fail."""
+
+    name = "test_cli_slash_numbers"
+
+    def detect(self, doc: Doc) -> list[Span]:
+        if "EXPLODE" in doc.text:
+            raise RuntimeError("boom")
+        return [Span(m.start(), m.end(), Category.DATE, source=self.name) for m in re.finditer(r"\d+/\d+", doc.text)]
+
+
+@pytest.fixture
+def slash_policy(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setitem(registry._REGISTRY, _SlashNumbers.name, _SlashNumbers)
+    policy = tmp_path / "policy.toml"
+    policy.write_text(f"[recognizers.{_SlashNumbers.name}]\n")
+    return policy
+
+
+def test_detect_writes_span_offsets(app: typer.Typer, slash_policy: Path) -> None:
+    result = runner.invoke(app, ["detect", str(MINI / "id.text"), "--policy", str(slash_policy)])
+    assert result.exit_code == 0, result.stderr
+    out = result.stdout
+    # note 1 1: "3/14" at 41 and "120/80" in the second line; note 2 2 "3/10"
+    assert out.startswith("Patient 1\tNote 1\n1\t41\t45\tDATE\n2\t92\t98\tDATE\nPatient 1\tNote 2\n")
+    assert "Patient 2\tNote 1\n1\t32\t36\tDATE\n" in out
+
+
+def test_detect_text_output_redacts(app: typer.Typer, slash_policy: Path, tmp_path: Path) -> None:
+    note = tmp_path / "n.txt"
+    note.write_text("seen 3/14, BP 120/80")
+    result = runner.invoke(app, ["detect", str(note), "--format", "text", "--policy", str(slash_policy)])
+    assert result.stdout == "Patient -\tNote n\nseen [DATE], BP [DATE]\n"
+
+
+def test_detector_failure_is_reported_per_record(app: typer.Typer, slash_policy: Path, tmp_path: Path) -> None:
+    corpus = tmp_path / "id.text"
+    corpus.write_bytes(
+        b"START_OF_RECORD=1||||1||||\nEXPLODE 1/2\n||||END_OF_RECORD\n\n"
+        b"START_OF_RECORD=1||||2||||\nok 1/2\n||||END_OF_RECORD\n"
+    )
+    result = runner.invoke(app, ["detect", str(corpus), "--format", "json", "--policy", str(slash_policy)])
+    assert result.exit_code == 1
+    assert "record 1 at line 1 (patient 1 note 1): detector failed (RuntimeError)" in result.stderr
+    assert "EXPLODE" not in result.stderr
+    rows = [json.loads(ln) for ln in result.stdout.splitlines()]
+    assert rows == [{"patient": "1", "note": "2", "spans": [{"start": 3, "end": 6, "category": "DATE", "confidence": 1.0, "source": _SlashNumbers.name}]}]
+
+
+def test_evaluate_with_a_recognizer(app: typer.Typer, slash_policy: Path) -> None:
+    result = runner.invoke(app, ["evaluate", str(MINI), "--policy", str(slash_policy), "--json", "--bootstrap", "0"])
+    data = json.loads(result.stdout)
+    # gold tokens 14 (3/14 is two); predicted 3,14 (gold) + 120,80,3,10 (not gold)
+    assert data["counts"]["tp"] == 2 and data["counts"]["fp"] == 4
+    assert data["per_category"]["Date"]["phrase_recall"] == 1.0
+    assert data["false_positive_tokens_by_category"] == {"DATE": 4}
