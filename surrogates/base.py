@@ -1,0 +1,34 @@
+"""The one extension point of surrogates/: ``Surrogate.replace(span, ctx) -> str``.
+
+surrogates/ sits below pipelines/, so it does not import ``pipelines.spans``; any object with
+``start``, ``end`` and a string-valued ``category`` (``pipelines.spans.Span`` is one) will do.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from typing import TYPE_CHECKING, ClassVar, Protocol
+
+if TYPE_CHECKING:
+    from surrogates.context import ReplaceContext
+
+
+class SpanLike(Protocol):
+    @property
+    def start(self) -> int: ...
+
+    @property
+    def end(self) -> int: ...
+
+    @property
+    def category(self) -> str: ...
+
+
+class Surrogate(ABC):
+    """Makes the replacement text for one span of the categories it declares."""
+
+    categories: ClassVar[frozenset[str]] = frozenset()
+
+    @abstractmethod
+    def replace(self, span: SpanLike, ctx: ReplaceContext) -> str:
+        """Return the text that takes the place of ``ctx.original(span)`` in the output."""

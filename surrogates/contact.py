@@ -1,0 +1,182 @@
+"""Phone / fax numbers, e-mail addresses, URLs and IP addresses that look right but are not real.
+
+- Phones keep their format; the area code is a real US one (from Google's libphonenumber
+  metadata, the ``phonenumbers`` package), the exchange is 555 and the line 0100-0199, the
+  range the North American Numbering Plan reserves for fiction, so no surrogate rings anyone.
+- E-mail and URL hosts become ``example.com`` / ``.org`` / ``.net`` (RFC 2606) with the
+  other labels and the path reshaped; IPs come from the documentation ranges 192.0.2.0/24,
+  198.51.100.0/24, 203.0.113.0/24 and 2001:db8::/32 (RFC 5737, RFC 3849).
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import re
+from functools import lru_cache
+from urllib.parse import urlsplit
+
+from surrogates.base import SpanLike, Surrogate
+from surrogates.choice import reshape
+from surrogates.context import ReplaceContext
+from surrogates.identifiers import normalise_id, surrogate_chars
+
+RESERVED_TLDS = ("com", "org", "net")
+TEST_NETS = ("192.0.2", "198.51.100", "203.0.113")
+FICTIONAL_EXCHANGE = "555"
+
+
+@lru_cache(maxsize=1)
+def us_area_codes() -> tuple[str, ...]:
+    """Area codes libphonenumber knows as valid geographic US codes (about 380)."""
+    import phonenumbers
+
+    codes = []
+    for code in range(200, 1000):
+        number = phonenumbers.parse(f"+1{code}2345678")
+        if (
+            phonenumbers.is_valid_number(number)
+            and phonenumbers.region_code_for_number(number) == "US"
+        ):
+            codes.append(str(code))
+    return tuple(codes)
+
+
+def _phone_digits(ctx: ReplaceContext, digits: str) -> str:
+    """New digits for the digit string of a phone number (same count)."""
+    n = len(digits)
+    lead = ""
+    core = digits
+    if n == 11 and digits[0] == "1":
+        lead, core = "1", digits[1:]
+    if len(core) not in (7, 10):
+        return surrogate_chars(ctx, "phone", digits)
+    local = core[-7:]
+    chooser = ctx.chooser("phone-line", local)
+    line = "01" + chooser.digit() + chooser.digit()
+    if FICTIONAL_EXCHANGE + line == local:
+        line = "01" + f"{(int(line[2:]) + 1) % 100:02d}"
+    new_local = FICTIONAL_EXCHANGE + line
+    if len(core) == 7:
+        return lead + new_local
+    area_chooser = ctx.chooser("phone-area", core[:3])
+    area = area_chooser.pick(us_area_codes())
+    return lead + area + new_local
+
+
+class PhoneSurrogate(Surrogate):
+    categories = frozenset({"PHONE", "FAX"})
+
+    def replace(self, span: SpanLike, ctx: ReplaceContext) -> str:
+        text = ctx.original(span)
+        digits = "".join(c for c in text if c.isdigit())
+        if not digits:
+            return text
+        main_len = 11 if len(digits) >= 11 and digits[0] == "1" else 10
+        if len(digits) < 10:
+            main_len = 7 if len(digits) >= 7 else len(digits)
+        main, rest = digits[:main_len], digits[main_len:]
+        new_main = ctx.mapped(ctx.state.id_map, f"PHONE:{main}", lambda: _phone_digits(ctx, main))
+        new_rest = surrogate_chars(ctx, "phone-ext", rest) if rest else ""
+        return apply_digits(text, new_main + new_rest)
+
+
+def apply_digits(template: str, digits: str) -> str:
+    """Write ``digits`` into the digit positions of ``template``; letters ("x", "ext") stay."""
+    it = iter(digits)
+    return "".join(next(it, ch) if ch.isdigit() else ch for ch in template)
+
+
+def _host(ctx: ReplaceContext, host: str) -> str:
+    labels = host.split(".")
+    tld = labels[-1].lower() if len(labels) > 1 else ""
+    chooser = ctx.chooser("host", host.lower())
+    new_tld = tld if tld in RESERVED_TLDS else chooser.pick(RESERVED_TLDS)
+    keep = [reshape(chooser, label) if label.lower() != "www" else label for label in labels[:-2]]
+    out = ".".join([*keep, "example", new_tld])
+    return out.upper() if host.isupper() else out
+
+
+class EmailSurrogate(Surrogate):
+    categories = frozenset({"EMAIL"})
+
+    def replace(self, span: SpanLike, ctx: ReplaceContext) -> str:
+        text = ctx.original(span)
+        local, at, domain = text.partition("@")
+        if not at:
+            return ctx.mapped(ctx.state.id_map, f"EMAIL:{text.lower()}", lambda: _host(ctx, text))
+
+        def make() -> str:
+            chooser = ctx.chooser("email", text.lower())
+            new_local = reshape(chooser, local)
+            if new_local.lower() == local.lower():
+                new_local = "x" + new_local[1:]
+            return f"{new_local}@{_host(ctx, domain)}"
+
+        return ctx.mapped(ctx.state.id_map, f"EMAIL:{text.lower()}", make)
+
+
+class UrlSurrogate(Surrogate):
+    categories = frozenset({"URL"})
+
+    def replace(self, span: SpanLike, ctx: ReplaceContext) -> str:
+        text = ctx.original(span)
+
+        def make() -> str:
+            has_scheme = "://" in text
+            parts = urlsplit(text if has_scheme else "//" + text)
+            host = parts.hostname or ""
+            if not host:
+                return surrogate_chars(ctx, "url", text) if normalise_id(text) else text
+            netloc = parts.netloc
+            start = netloc.lower().find(host)
+            new_netloc = (
+                netloc[:start]
+                + _host(ctx, netloc[start : start + len(host)])
+                + netloc[start + len(host) :]
+            )
+            rest = text[text.find(netloc) + len(netloc) :]
+            chooser = ctx.chooser("url-path", text)
+            new_rest = reshape(chooser, rest)
+            prefix = text[: text.find(netloc)]
+            return prefix + new_netloc + new_rest
+
+        return ctx.mapped(ctx.state.id_map, f"URL:{text}", make)
+
+
+_IPV4 = re.compile(r"(?<![\d.])(?:\d{1,3}\.){3}\d{1,3}(?![\d.])")
+
+
+class IpSurrogate(Surrogate):
+    categories = frozenset({"IP"})
+
+    def replace(self, span: SpanLike, ctx: ReplaceContext) -> str:
+        text = ctx.original(span)
+        stripped = text.strip()
+        try:
+            address = ipaddress.ip_address(stripped)
+        except ValueError:
+            address = None
+        if isinstance(address, ipaddress.IPv6Address):
+            new = ctx.mapped(
+                ctx.state.id_map, f"IP:{address.compressed}", lambda: self._v6(ctx, stripped)
+            )
+            return text.replace(stripped, new.upper() if stripped.isupper() else new)
+        if not _IPV4.search(text):
+            return surrogate_chars(ctx, "ip", text) if normalise_id(text) else text
+        return _IPV4.sub(
+            lambda m: ctx.mapped(
+                ctx.state.id_map, f"IP:{m.group()}", lambda: self._v4(ctx, m.group())
+            ),
+            text,
+        )
+
+    @staticmethod
+    def _v4(ctx: ReplaceContext, original: str) -> str:
+        chooser = ctx.chooser("ipv4", original)
+        return f"{chooser.pick(TEST_NETS)}.{1 + chooser.below(254)}"
+
+    @staticmethod
+    def _v6(ctx: ReplaceContext, original: str) -> str:
+        chooser = ctx.chooser("ipv6", original.lower())
+        groups = [f"{chooser.below(0x10000):x}" for _ in range(2)]
+        return str(ipaddress.IPv6Address(f"2001:db8::{groups[0]}:{groups[1]}"))

@@ -1,0 +1,82 @@
+"""What a surrogate needs to know: the patient's state, the settings, the note itself.
+
+``ReplaceContext`` is built once per document by the pipeline. It never reads the clock:
+the reference date (the document's date) is passed in.
+"""
+
+from __future__ import annotations
+
+import re
+import secrets
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from datetime import date, timedelta
+from functools import cached_property
+
+from keystore.api import PatientState
+from surrogates.base import SpanLike
+from surrogates.choice import Chooser
+
+_WORD = re.compile(r"[^\W\d_]+(?:['’][^\W\d_]+)?|\d+")
+
+
+@dataclass(frozen=True)
+class SurrogateSettings:
+    """The policy's surrogate section (pipelines builds it from ``Policy``)."""
+
+    age_ceiling: int = 89
+    date_shift_min_days: int = 1
+    date_shift_max_days: int = 730
+
+
+def new_patient_state(
+    settings: SurrogateSettings,
+    randbelow: Callable[[int], int] = secrets.randbelow,
+    token_bytes: Callable[[int], bytes] = secrets.token_bytes,
+) -> PatientState:
+    """A fresh identity: a shift drawn once in [min, max] days back (never 0) and a seed."""
+    low = max(1, settings.date_shift_min_days)
+    high = max(low, settings.date_shift_max_days)
+    shift = low + randbelow(high - low + 1)
+    return PatientState(shift_days=-shift, pseudonym=token_bytes(16).hex(), seed=token_bytes(32))
+
+
+@dataclass
+class ReplaceContext:
+    """Per-document context; surrogates record new map entries in ``state`` and set ``changed``."""
+
+    state: PatientState
+    text: str
+    settings: SurrogateSettings = field(default_factory=SurrogateSettings)
+    reference_date: date | None = None
+    known_given: frozenset[str] = frozenset()  # lower-cased given names known for this document
+    known_family: frozenset[str] = frozenset()
+    changed: bool = False
+
+    def original(self, span: SpanLike) -> str:
+        return self.text[span.start : span.end]
+
+    @property
+    def shift(self) -> timedelta:
+        return timedelta(days=self.state.shift_days)
+
+    @cached_property
+    def original_tokens(self) -> frozenset[str]:
+        """Every word of the note, lower-cased: a surrogate may never be one of them."""
+        return frozenset(m.group().lower() for m in _WORD.finditer(self.text))
+
+    def chooser(self, purpose: str, original: str) -> Chooser:
+        return Chooser(self.state.seed, purpose, original)
+
+    def mapped(self, table: dict[str, str], key: str, make: Callable[[], str]) -> str:
+        """Look ``key`` up in a state map; on a miss make the surrogate and remember it."""
+        found = table.get(key)
+        if found is None:
+            found = make()
+            table[key] = found
+            self.changed = True
+        return found
+
+    def is_original_word(self, words: Iterable[str]) -> bool:
+        tokens = self.original_tokens
+        return any(w.lower() in tokens for w in words)

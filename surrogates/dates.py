@@ -1,0 +1,411 @@
+"""Date surrogates: every date of a patient moves by the patient's one shift, format kept.
+
+Rules (hand-written: no date library both parses *and* re-emits a text in its own format):
+- numeric dates keep order, separator, zero padding and year width ("07/22/2005" → "MM/DD/YYYY",
+  "7/22" → "M/DD", "05" stays two digits); ``YYYY-MM-DD`` and ``YYYYMMDD`` too;
+- month names keep full / abbreviated form, case and a trailing period; ordinals are recomputed;
+- weekday names are recomputed from the shifted date in the same span, else moved by the
+  shift modulo 7;
+- a date without a year takes the year (reference year − 1, + 0 or + 1) that puts it
+  closest to the reference date (the document's date); with no reference date, 2000;
+- a year alone (``1992``, ``'92``, a bare ``92``) moves by the years that 2 July of that year
+  moves; a month alone or month + year moves like the 15th of that month;
+- a holiday name is replaced by its shifted date as "Month D", since the name reveals the day;
+- two-digit years are read in the century that puts them within (reference − 89, reference + 10].
+Any span text with nothing recognisable as a date becomes ``[DATE]`` rather than be kept.
+"""
+
+from __future__ import annotations
+
+import calendar
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import date, timedelta
+from functools import lru_cache
+
+import holidays
+from dateutil.easter import easter
+
+from surrogates.base import SpanLike, Surrogate
+from surrogates.context import ReplaceContext
+
+DEFAULT_REFERENCE_YEAR = 2000
+MONTH_NAMES = [calendar.month_name[i] for i in range(1, 13)]
+WEEKDAY_NAMES = [calendar.day_name[i] for i in range(7)]
+
+_MONTH = (
+    r"(?P<mon>jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?"
+    r"|sep(?:t(?:ember)?)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)(?P<mdot>\.)?"
+)
+_DAY = r"(?P<day>\d{1,2})(?P<ord>st|nd|rd|th)?"
+_YEAR = r"(?P<year>\d{4}|'\d{2})"
+_B = r"(?<![\w/])"  # left boundary
+_E = r"(?![\w/])"  # right boundary
+
+_PATTERNS: list[tuple[str, re.Pattern[str]]] = [
+    ("compact", re.compile(_B + r"(?P<y>(?:19|20)\d{2})(?P<m>0[1-9]|1[0-2])(?P<d>[0-3]\d)" + _E)),
+    (
+        "mdy_name",
+        re.compile(_B + _MONTH + r"\s*" + _DAY + r"(?:,?\s*" + _YEAR + r")?" + r"(?![\w/])", re.I),
+    ),
+    (
+        "dmy_name",
+        re.compile(_B + _DAY + r"\s+(?:of\s+)?" + _MONTH + r"(?:,?\s*" + _YEAR + r")?" + _E, re.I),
+    ),
+    (
+        "numeric",
+        re.compile(
+            r"(?<![\w/.-])(?P<a>\d{1,4})(?P<sep>[/.-])(?P<b>\d{1,2})(?:(?P=sep)(?P<c>\d{4}|\d{2}))?"
+            r"(?![\w/]|[.-]\d)"
+        ),
+    ),
+    ("month_year_num", re.compile(r"(?<![\w/.-])(?P<m>\d{1,2})(?P<sep>[/-])(?P<y>\d{4})" + _E)),
+    ("month_year", re.compile(_B + _MONTH + r",?\s+" + _YEAR + _E, re.I)),
+    ("month", re.compile(_B + _MONTH + r"(?![\w])", re.I)),
+    ("year", re.compile(r"(?<![\w/.-])(?P<year>(?:19|20)\d{2}|'\d{2})(?![\w/]|[.-]\d)")),
+]
+_WEEKDAY = re.compile(
+    _B + r"(?P<wd>mon(?:day)?|tue(?:s(?:day)?)?|wed(?:nesday)?|thu(?:r(?:s(?:day)?)?)?|fri(?:day)?"
+    r"|sat(?:urday)?|sun(?:day)?)(?P<wdot>\.)?(?![\w])",
+    re.I,
+)
+_BARE_YEAR = re.compile(r"\s*(?P<year>\d{2})\s*")
+
+# Names people write that the `holidays` package (official names only) does not carry.
+_EXTRA_HOLIDAYS: dict[str, Callable[[int], date]] = {
+    "christmas": lambda y: date(y, 12, 25),
+    "xmas": lambda y: date(y, 12, 25),
+    "christmas eve": lambda y: date(y, 12, 24),
+    "new year's": lambda y: date(y, 1, 1),
+    "new years": lambda y: date(y, 1, 1),
+    "new year": lambda y: date(y, 1, 1),
+    "new year's eve": lambda y: date(y, 12, 31),
+    "new years eve": lambda y: date(y, 12, 31),
+    "thanksgiving": lambda y: _nth_weekday(y, 11, 3, 4),
+    "fourth of july": lambda y: date(y, 7, 4),
+    "4th of july": lambda y: date(y, 7, 4),
+    "mlk day": lambda y: _nth_weekday(y, 1, 0, 3),
+    "presidents day": lambda y: _nth_weekday(y, 2, 0, 3),
+    "presidents' day": lambda y: _nth_weekday(y, 2, 0, 3),
+    "easter": easter,
+    "easter sunday": easter,
+    "good friday": lambda y: easter(y) - timedelta(days=2),
+    "halloween": lambda y: date(y, 10, 31),
+    "valentine's day": lambda y: date(y, 2, 14),
+    "valentines day": lambda y: date(y, 2, 14),
+    "st. patrick's day": lambda y: date(y, 3, 17),
+    "st patrick's day": lambda y: date(y, 3, 17),
+    "mother's day": lambda y: _nth_weekday(y, 5, 6, 2),
+    "father's day": lambda y: _nth_weekday(y, 6, 6, 3),
+}
+
+
+def _nth_weekday(year: int, month: int, weekday: int, n: int) -> date:
+    first = date(year, month, 1)
+    offset = (weekday - first.weekday()) % 7
+    return first + timedelta(days=offset + 7 * (n - 1))
+
+
+@lru_cache(maxsize=64)
+def _holidays_of(year: int) -> dict[str, date]:
+    table: dict[str, date] = {}
+    for day, name in sorted(holidays.country_holidays("US", years=year).items()):
+        if "observed" not in name.lower():
+            table.setdefault(name.lower().replace("’", "'"), day)
+    for alias, make in _EXTRA_HOLIDAYS.items():
+        table.setdefault(alias, make(year))
+    return table
+
+
+_HOLIDAY = re.compile(r"^\s*(?P<name>[a-z.'’ 0-9]+?)(?:\s*,?\s*(?P<year>\d{4}))?\s*$", re.I)
+
+
+def _case_like(word: str, model: str) -> str:
+    letters = [c for c in model if c.isalpha()]
+    if letters and all(c.isupper() for c in letters) and len(letters) > 1:
+        return word.upper()
+    if letters and all(c.islower() for c in letters):
+        return word.lower()
+    return word[:1].upper() + word[1:].lower()
+
+
+def _month_number(token: str) -> int:
+    t = token.lower()[:3]
+    return [m.lower()[:3] for m in MONTH_NAMES].index(t) + 1
+
+
+def _weekday_number(token: str) -> int:
+    t = token.lower()[:3]
+    return [w.lower()[:3] for w in WEEKDAY_NAMES].index(t)
+
+
+def _month_text(month: int, model: str, dot: str) -> str:
+    name = MONTH_NAMES[month - 1]
+    if len(model) <= 4 and model.lower() != "june" and model.lower() != "july":
+        name = "Sept" if (len(model) == 4 and month == 9) else name[:3]
+    return _case_like(name, model) + dot
+
+
+def _weekday_text(weekday: int, model: str, dot: str) -> str:
+    name = WEEKDAY_NAMES[weekday]
+    if len(model) < 6:
+        name = name[:3]
+    return _case_like(name, model) + dot
+
+
+def _ordinal(day: int, model: str) -> str:
+    if not model:
+        return ""
+    suffix = "th" if 10 <= day % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(day % 10, "th")
+    return suffix.upper() if model.isupper() else suffix
+
+
+def _num(value: int, model: str) -> str:
+    """Zero-pad to the original width when the original was zero-padded ("07" → "03")."""
+    if len(model) == 2 and model.startswith("0"):
+        return f"{value:02d}"
+    return str(value)
+
+
+@dataclass(frozen=True)
+class DateShifter:
+    """Shifts date texts by ``shift``; ``reference`` fixes the year of dates written without one."""
+
+    shift: timedelta
+    reference: date | None = None
+
+    @property
+    def ref_year(self) -> int:
+        return self.reference.year if self.reference else DEFAULT_REFERENCE_YEAR
+
+    # -- year handling --------------------------------------------------------------------
+    def full_year(self, text: str) -> int:
+        digits = text.lstrip("'")
+        if len(digits) == 4:
+            return int(digits)
+        yy = int(digits)
+        century = (self.ref_year + 10) // 100 * 100
+        year = century + yy
+        while year > self.ref_year + 10:
+            year -= 100
+        return year
+
+    def year_text(self, year: int, model: str) -> str:
+        if model.startswith("'"):
+            return f"'{year % 100:02d}"
+        if len(model) == 2:
+            return f"{year % 100:02d}"
+        return f"{year:04d}"
+
+    def shift_year(self, year: int) -> int:
+        return (date(year, 7, 2) + self.shift).year
+
+    def infer_year(self, month: int, day: int) -> date | None:
+        """The year for a date written without one: the one closest to the reference date."""
+        ref = self.reference or date(DEFAULT_REFERENCE_YEAR, 7, 1)
+        best: date | None = None
+        for year in (ref.year - 1, ref.year, ref.year + 1):
+            try:
+                candidate = date(year, month, day)
+            except ValueError:
+                continue
+            if best is None or abs(candidate - ref) < abs(best - ref):
+                best = candidate
+        if best is None and month == 2 and day == 29:
+            year = ref.year
+            while not calendar.isleap(year):
+                year -= 1
+            best = date(year, 2, 29)
+        return best
+
+    # -- the span ---------------------------------------------------------------------------
+    def shift_text(self, text: str, bare_year: bool = True) -> str | None:
+        """The shifted text, or ``None`` when nothing in it reads as a date."""
+        holiday = self._holiday(text)
+        if holiday is not None:
+            return holiday
+        if bare_year:
+            m = _BARE_YEAR.fullmatch(text)
+            if m:
+                year = self.full_year(m.group("year"))
+                new = self.year_text(self.shift_year(year), m.group("year"))
+                return text[: m.start("year")] + new + text[m.end("year") :]
+        taken: list[tuple[int, int, str]] = []
+        anchor: date | None = None
+        for kind, pattern in _PATTERNS:
+            for m in pattern.finditer(text):
+                if any(m.start() < e and s < m.end() for s, e, _ in taken):
+                    continue
+                result = self._render(kind, m)
+                if result is None:
+                    continue
+                new_text, shifted = result
+                if anchor is None and shifted is not None:
+                    anchor = shifted
+                taken.append((m.start(), m.end(), new_text))
+        for m in _WEEKDAY.finditer(text):
+            if any(m.start() < e and s < m.end() for s, e, _ in taken):
+                continue
+            original_wd = _weekday_number(m.group("wd"))
+            weekday = anchor.weekday() if anchor else (original_wd + self.shift.days) % 7
+            taken.append(
+                (m.start(), m.end(), _weekday_text(weekday, m.group("wd"), m.group("wdot") or ""))
+            )
+        if not taken:
+            return None
+        out, pos = [], 0
+        for start, end, new in sorted(taken):
+            out.append(text[pos:start])
+            out.append(new)
+            pos = end
+        out.append(text[pos:])
+        return "".join(out)
+
+    def _holiday(self, text: str) -> str | None:
+        m = _HOLIDAY.match(text)
+        if not m:
+            return None
+        name = re.sub(r"\s+", " ", m.group("name").strip().lower().replace("’", "'"))
+        name = name.removeprefix("the ")
+        year = int(m.group("year")) if m.group("year") else None
+        table = _holidays_of(year or self.ref_year)
+        if name not in table and name.removesuffix(" day") not in table:
+            return None
+        day = table.get(name) or table[name.removesuffix(" day")]
+        shifted = day + self.shift
+        model = m.group("name").strip()
+        out = f"{_case_like(MONTH_NAMES[shifted.month - 1], model)} {shifted.day}"
+        if year is not None:
+            out += f", {shifted.year}"
+        return out
+
+    def _render(self, kind: str, m: re.Match[str]) -> tuple[str, date | None] | None:
+        g = m.groupdict()
+        if kind == "compact":
+            try:
+                d = date(int(g["y"]), int(g["m"]), int(g["d"]))
+            except ValueError:
+                return None
+            s = d + self.shift
+            return f"{s.year:04d}{s.month:02d}{s.day:02d}", s
+        if kind in ("mdy_name", "dmy_name"):
+            month = _month_number(g["mon"])
+            day = int(g["day"])
+            year_txt = g.get("year")
+            found: date | None
+            if year_txt:
+                try:
+                    found = date(self.full_year(year_txt), month, day)
+                except ValueError:
+                    return None
+            else:
+                found = self.infer_year(month, day)
+            if found is None:
+                return None
+            s = found + self.shift
+            mon = _month_text(s.month, g["mon"], g["mdot"] or "")
+            day_txt = _num(s.day, g["day"]) + _ordinal(s.day, g["ord"] or "")
+            year_out = self.year_text(s.year, year_txt) if year_txt else ""
+            # Rebuild in place: keep the original separators between the parts.
+            values = {"mon": mon, "day": day_txt, "year": year_out}
+            return _splice(m.group(), m, values, drop=("mdot", "ord")), s
+        if kind == "numeric":
+            return self._numeric(m)
+        if kind == "month_year_num":
+            month = int(g["m"])
+            if not 1 <= month <= 12:
+                return None
+            s = date(int(g["y"]), month, 15) + self.shift
+            return _splice(m.group(), m, {"m": _num(s.month, g["m"]), "y": f"{s.year:04d}"}), None
+        if kind == "month_year":
+            month = _month_number(g["mon"])
+            s = date(self.full_year(g["year"]), month, 15) + self.shift
+            return (
+                _splice(
+                    m.group(),
+                    m,
+                    {
+                        "mon": _month_text(s.month, g["mon"], g["mdot"] or ""),
+                        "year": self.year_text(s.year, g["year"]),
+                    },
+                    drop=("mdot",),
+                ),
+                None,
+            )
+        if kind == "month":
+            month = _month_number(g["mon"])
+            s = date(self.ref_year, month, 15) + self.shift
+            return _month_text(s.month, g["mon"], g["mdot"] or ""), None
+        if kind == "year":
+            year = self.full_year(g["year"])
+            return self.year_text(self.shift_year(year), g["year"]), None
+        return None
+
+    def _numeric(self, m: re.Match[str]) -> tuple[str, date | None] | None:
+        a, b, c, sep = m.group("a"), m.group("b"), m.group("c"), m.group("sep")
+        if len(a) == 4:  # YYYY-MM-DD
+            if c is None or len(c) > 2:
+                return None
+            try:
+                d = date(int(a), int(b), int(c))
+            except ValueError:
+                return None
+            s = d + self.shift
+            return f"{s.year:04d}{sep}{_num(s.month, b)}{sep}{_num(s.day, c)}", s
+        if len(a) == 3:
+            return None
+        x, y = int(a), int(b)
+        day_first = x > 12 and y <= 12
+        month, day = (y, x) if day_first else (x, y)
+        if c is None and not day_first and day > 31:  # "3/95": month / two-digit year
+            if not 1 <= month <= 12:
+                return None
+            s = date(self.full_year(b), month, 15) + self.shift
+            return f"{_num(s.month, a)}{sep}{s.year % 100:02d}", None
+        try:
+            if c is not None:
+                d2: date | None = date(self.full_year(c), month, day)
+            else:
+                date(2000, month, day)  # validates month/day (2000 is a leap year)
+                d2 = self.infer_year(month, day)
+        except ValueError:
+            return None
+        if d2 is None:
+            return None
+        s = d2 + self.shift
+        first, second = (s.day, s.month) if day_first else (s.month, s.day)
+        out = f"{_num(first, a)}{sep}{_num(second, b)}"
+        if c is not None:
+            out += sep + self.year_text(s.year, c)
+        return out, s
+
+
+def _splice(text: str, m: re.Match[str], values: dict[str, str], drop: tuple[str, ...] = ()) -> str:
+    """Replace named groups of match ``m`` (offsets relative to ``text``) with new values."""
+    base = m.start()
+    edits: list[tuple[int, int, str]] = []
+    for name, value in values.items():
+        if m.group(name) is None:
+            continue
+        edits.append((m.start(name) - base, m.end(name) - base, value))
+    for name in drop:
+        if m.group(name) is not None:
+            edits.append((m.start(name) - base, m.end(name) - base, ""))
+    out, pos = [], 0
+    for start, end, new in sorted(edits):
+        out.append(text[pos:start])
+        out.append(new)
+        pos = end
+    out.append(text[pos:])
+    return "".join(out)
+
+
+class DateSurrogate(Surrogate):
+    """Moves every date by the patient's shift; see the module docstring for the rules."""
+
+    categories = frozenset({"DATE"})
+
+    def replace(self, span: SpanLike, ctx: ReplaceContext) -> str:
+        shifter = DateShifter(ctx.shift, ctx.reference_date)
+        return shifter.shift_text(ctx.original(span)) or "[DATE]"

@@ -1,0 +1,168 @@
+"""Location surrogates: streets, cities, states, zips, hospitals and other places.
+
+The text is replaced token by token following its own pattern: house and unit numbers are
+reshaped, five-digit zips become real zips (``zipcodes`` package), states become other
+states (``us`` package), place words become words of real US city names (``zipcodes``),
+street-name words become census surnames, acronyms ("GH") become other letters of the same
+length, and the generic words that carry no identity ("Hospital", "Street", "Apt", "of") are
+kept. Each place word maps through ``state.id_map`` so "CALVERT HOSPITAL" and "calvert" get
+the same surrogate word for the patient.
+"""
+
+from __future__ import annotations
+
+import re
+from functools import lru_cache, partial
+
+from surrogates.base import SpanLike, Surrogate
+from surrogates.context import ReplaceContext
+from surrogates.identifiers import surrogate_chars
+from surrogates.names import case_like, census
+
+MAX_DRAWS = 64
+GENERIC_WORDS = frozenset(
+    """
+    street st avenue ave av road rd boulevard blvd lane ln drive dr court ct place pl way
+    terrace ter circle cir highway hwy parkway pkwy square sq trail trl alley expressway
+    freeway route rte apt apartment suite ste unit floor fl room rm building bldg box po p o
+    north south east west n s e w ne nw se sw n.e n.w s.e s.w
+    hospital hosp medical med center centre ctr clinic clinics general memorial health
+    healthcare rehab rehabilitation nursing home homes care university univ college of the
+    and at in a an for on children's childrens women's womens county regional community
+    institute infirmary sanatorium facility unit house manor village senior living assisted
+    state veterans va affairs hospice skilled center's hospitals pavilion wing tower campus
+    emergency department dept er ed icu ccu micu sicu nicu or pacu floor ward pediatric
+    pediatrics cancer heart surgical surgery specialty family practice associates group
+    city town township
+    """.split()  # noqa: SIM905 - a word list reads better as text
+)
+
+
+@lru_cache(maxsize=1)
+def _zip_data() -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """(five-digit zips of standard, active zip codes; single-word city names, lower-case)."""
+    import zipcodes
+
+    zips: list[str] = []
+    words: set[str] = set()
+    for row in zipcodes.list_all():
+        if row.get("zip_code_type") != "STANDARD" or not row.get("active", True):
+            continue
+        zips.append(row["zip_code"])
+        city = str(row.get("city", "")).lower()
+        if city.isalpha() and 4 <= len(city) <= 12 and city not in GENERIC_WORDS:
+            words.add(city)
+    return tuple(sorted(set(zips))), tuple(sorted(words))
+
+
+@lru_cache(maxsize=1)
+def _states() -> tuple[dict[str, str], dict[str, str], tuple[tuple[str, str], ...]]:
+    """(abbr → name, lower name → abbr, all (abbr, name)) from the ``us`` package."""
+    import us
+
+    pairs = tuple((s.abbr, s.name) for s in us.states.STATES)
+    return {a: n for a, n in pairs}, {n.lower(): a for a, n in pairs}, pairs
+
+
+_TOKEN = re.compile(r"\d+|[^\W\d_]+(?:['’][^\W\d_]+)*")
+
+
+def _is_acronym(word: str) -> bool:
+    if not word.isupper() or not word.isalpha():
+        return False
+    return len(word) <= 3 or (len(word) == 4 and not set("AEIOU") & set(word))
+
+
+def _place_word(ctx: ReplaceContext, low: str, street: bool) -> str:
+    pool = census().pools[("L", "")] if street else _zip_data()[1]
+    chooser = ctx.chooser("place", low)
+    taken = set(ctx.state.id_map.values())
+    for _ in range(MAX_DRAWS):
+        candidate = chooser.pick(pool)
+        if candidate != low and candidate not in ctx.original_tokens and candidate not in taken:
+            return candidate
+    return chooser.pick(pool) + "ton"
+
+
+def _zip(ctx: ReplaceContext, original: str) -> str:
+    zips = _zip_data()[0]
+    chooser = ctx.chooser("zip", original)
+    for _ in range(MAX_DRAWS):
+        candidate = chooser.pick(zips)
+        if candidate != original and candidate not in ctx.original_tokens:
+            return candidate
+    return surrogate_chars(ctx, "zip", original)
+
+
+def _state(ctx: ReplaceContext, abbr: str) -> str:
+    pairs = _states()[2]
+    chooser = ctx.chooser("state", abbr)
+    for _ in range(MAX_DRAWS):
+        candidate = chooser.pick(pairs)[0]
+        if candidate != abbr:
+            return candidate
+    return "VT" if abbr != "VT" else "NH"
+
+
+class LocationSurrogate(Surrogate):
+    categories = frozenset(
+        {"LOCATION_STREET", "LOCATION_CITY", "LOCATION_ZIP", "LOCATION_HOSPITAL", "LOCATION_OTHER"}
+    )
+
+    def replace(self, span: SpanLike, ctx: ReplaceContext) -> str:
+        text = ctx.original(span)
+        street = span.category == "LOCATION_STREET"
+        by_abbr, by_name, _ = _states()
+        edits: list[tuple[int, int, str]] = []
+        tokens = list(_TOKEN.finditer(text))
+        for i, m in enumerate(tokens):
+            word = m.group()
+            low = word.lower()
+            if word.isdigit():
+                after_zip = (
+                    i > 0 and tokens[i - 1].group().isdigit() and len(tokens[i - 1].group()) == 5
+                )
+                house_number = street and i == 0
+                if len(word) == 5 and not house_number:
+                    new = ctx.mapped(ctx.state.id_map, f"ZIP:{word}", partial(_zip, ctx, word))
+                elif after_zip and len(word) == 4:
+                    new = surrogate_chars(ctx, "zip4", word)
+                else:
+                    new = ctx.mapped(
+                        ctx.state.id_map,
+                        f"LOCNUM:{word}",
+                        partial(surrogate_chars, ctx, "locnum", word),
+                    )
+                edits.append((m.start(), m.end(), new))
+                continue
+            if low in GENERIC_WORDS:
+                continue
+            prev = text[: m.start()].rstrip()
+            if word in by_abbr and (
+                prev.endswith(",")
+                or i == len(tokens) - 1
+                or (i + 1 < len(tokens) and tokens[i + 1].group().isdigit())
+            ):
+                edits.append((m.start(), m.end(), _state(ctx, word)))
+                continue
+            if low in by_name:
+                new_abbr = _state(ctx, by_name[low])
+                edits.append((m.start(), m.end(), case_like(by_abbr[new_abbr], word)))
+                continue
+            if _is_acronym(word):
+                new = ctx.mapped(
+                    ctx.state.id_map,
+                    f"LOCACR:{word}",
+                    partial(surrogate_chars, ctx, "acronym", word),
+                )
+                edits.append((m.start(), m.end(), new))
+                continue
+            new = ctx.mapped(ctx.state.id_map, f"LOC:{low}", partial(_place_word, ctx, low, street))
+            edits.append((m.start(), m.end(), case_like(new, word)))
+        out, pos = [], 0
+        for start, end, new in edits:
+            out.append(text[pos:start])
+            out.append(new)
+            pos = end
+        out.append(text[pos:])
+        return "".join(out)

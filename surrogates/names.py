@@ -1,0 +1,265 @@
+"""Person-name surrogates: consistent per patient, gender kept, case kept, forms kept.
+
+Names are mapped part by part (``state.name_map``: normalised original part → surrogate part),
+never as whole strings, so "John Smith", "SMITH, JOHN", "Mr. Smith" and "J. Smith" all use the
+same surrogates. Initials follow a per-patient letter derangement derived from the seed, and
+every surrogate part starts with the image of its original's initial, so "J. Smith" and "JS"
+are the initials of the surrogate of "John Smith". Surrogates come from the US census lists
+shipped by the ``names`` package; a surrogate never equals any word of the note, the original
+part, another part's surrogate or a known name of the document.
+"""
+
+from __future__ import annotations
+
+import re
+import string
+from dataclasses import dataclass
+from functools import lru_cache
+from importlib import resources
+
+from surrogates.base import SpanLike, Surrogate
+from surrogates.choice import Chooser
+from surrogates.context import ReplaceContext
+
+MAX_DRAWS = 64
+LAST_NAME_POOL = 20000  # the most frequent census surnames; rarer ones read oddly
+VOWELS = set("AEIOUY")
+TITLES_MALE = {"mr", "mister", "sir"}
+TITLES_FEMALE = {"mrs", "ms", "miss", "madam", "mme"}
+TITLES = TITLES_MALE | TITLES_FEMALE | {"dr", "doctor", "prof", "professor", "rev", "fr", "sr"}
+SUFFIXES = {
+    "jr",
+    "sr",
+    "ii",
+    "iii",
+    "iv",
+    "md",
+    "do",
+    "rn",
+    "np",
+    "pa",
+    "phd",
+    "lpn",
+    "cnm",
+    "dds",
+    "esq",
+    "crna",
+    "pharmd",
+    "msw",
+    "lcsw",
+    "rrt",
+    "pt",
+    "ot",
+    "mph",
+    "facs",
+    "facp",
+}
+_TOKEN = re.compile(r"[^\W\d_]+(?:['’\-][^\W\d_]+)*\.?")
+
+
+@dataclass(frozen=True)
+class Census:
+    male: dict[str, float]
+    female: dict[str, float]
+    last: dict[str, float]
+    pools: dict[tuple[str, str], tuple[str, ...]]  # (pool, initial) → names, lower-case
+
+
+def _read(name: str) -> list[tuple[str, float]]:
+    raw = resources.files("names").joinpath(name).read_text("ascii")
+    rows = []
+    for line in raw.splitlines():
+        parts = line.split()
+        if len(parts) >= 2:
+            rows.append((parts[0].lower(), float(parts[1])))
+    return rows
+
+
+@lru_cache(maxsize=1)
+def census() -> Census:
+    """The census name lists (dist.male.first, dist.female.first, dist.all.last), indexed."""
+    male = _read("dist.male.first")
+    female = _read("dist.female.first")
+    last = _read("dist.all.last")
+    pools: dict[tuple[str, str], list[str]] = {}
+    for pool, rows in (("M", male), ("F", female), ("L", last[:LAST_NAME_POOL])):
+        for name, _ in rows:
+            pools.setdefault((pool, name[0]), []).append(name)
+            pools.setdefault((pool, ""), []).append(name)
+    return Census(
+        male=dict(male),
+        female=dict(female),
+        last=dict(last),
+        pools={k: tuple(v) for k, v in pools.items()},
+    )
+
+
+def letter_map(seed: bytes) -> dict[str, str]:
+    """A per-patient derangement of a-z: no letter maps to itself, so initials never survive."""
+    chooser = Chooser(seed, "initials", "")
+    letters = list(string.ascii_lowercase)
+    while True:
+        perm = letters[:]
+        for i in range(len(perm) - 1, 0, -1):
+            j = chooser.below(i + 1)
+            perm[i], perm[j] = perm[j], perm[i]
+        if all(a != b for a, b in zip(letters, perm, strict=True)):
+            return dict(zip(letters, perm, strict=True))
+
+
+def case_like(word: str, model: str) -> str:
+    letters = [c for c in model if c.isalpha()]
+    if len(letters) > 1 and all(c.isupper() for c in letters):
+        return word.upper()
+    if letters and all(c.islower() for c in letters):
+        return word.lower()
+    return re.sub(r"(^|['’\-\s])([a-z])", lambda m: m.group(1) + m.group(2).upper(), word.lower())
+
+
+@dataclass
+class _Token:
+    start: int
+    end: int
+    core: str  # without trailing period / possessive
+    kind: str  # part | initial | initials | title | suffix
+    role: str = ""  # given | family
+
+
+def _tokens(text: str) -> list[_Token]:
+    c = census()
+    out: list[_Token] = []
+    for m in _TOKEN.finditer(text):
+        word = m.group()
+        core = word[:-1] if word.endswith(".") else word
+        if core.lower().endswith(("'s", "’s")) and len(core) > 3:
+            core = core[:-2]
+        low = core.lower()
+        end = m.start() + len(core)
+        if low in TITLES and (word.endswith(".") or len(out) == 0):
+            kind = "title"
+        elif low in SUFFIXES and out:
+            kind = "suffix"
+        elif len(core) == 1:
+            kind = "initial"
+        elif (
+            2 <= len(core) <= 3
+            and core.isupper()
+            and not VOWELS & set(core)
+            and low not in c.male
+            and low not in c.female
+            and low not in c.last
+        ):
+            kind = "initials"
+        else:
+            kind = "part"
+        out.append(_Token(m.start(), end, core, kind))
+    return out
+
+
+def _assign_roles(text: str, tokens: list[_Token], ctx: ReplaceContext) -> None:
+    parts = [t for t in tokens if t.kind == "part"]
+    if not parts:
+        return
+    comma = text.find(",")
+    if comma != -1 and parts[0].end <= comma:
+        for t in parts:
+            t.role = "family" if t.end <= comma else "given"
+        return
+    if len(parts) > 1:
+        for t in parts[:-1]:
+            t.role = "given"
+        parts[-1].role = "family"
+        return
+    only = parts[0]
+    low = only.core.lower()
+    c = census()
+    if any(t.kind == "title" for t in tokens) or any(t.kind == "initial" for t in tokens):
+        only.role = "family"
+    elif low in ctx.known_given:
+        only.role = "given"
+    elif low in ctx.known_family:
+        only.role = "family"
+    else:
+        first = max(c.male.get(low, 0.0), c.female.get(low, 0.0))
+        only.role = "given" if first > c.last.get(low, 0.0) else "family"
+
+
+def _gender(low: str, tokens: list[_Token], chooser: Chooser) -> str:
+    titles = {t.core.lower() for t in tokens if t.kind == "title"}
+    if titles & TITLES_MALE:
+        return "M"
+    if titles & TITLES_FEMALE:
+        return "F"
+    c = census()
+    male, female = c.male.get(low, 0.0), c.female.get(low, 0.0)
+    if male or female:
+        return "M" if male >= female else "F"
+    return chooser.pick(("M", "F"))
+
+
+def _draw(ctx: ReplaceContext, low: str, role: str, gender: str) -> str:
+    c = census()
+    chooser = ctx.chooser(f"name:{role}", low)
+    pool_name = gender if role == "given" else "L"
+    initial = letter_map(ctx.state.seed).get(low[0], "")
+    taken = set(ctx.state.name_map.values())
+    forbidden = ctx.known_given | ctx.known_family
+    for pool in (c.pools.get((pool_name, initial), ()), c.pools[(pool_name, "")]):
+        if not pool:
+            continue
+        for _ in range(MAX_DRAWS):
+            candidate = chooser.pick(pool)
+            if (
+                candidate != low
+                and candidate not in ctx.original_tokens
+                and candidate not in taken
+                and candidate not in forbidden
+            ):
+                return candidate
+    # Practically unreachable (tens of thousands of names); still never return the original.
+    return (initial or "x") + "".join(chooser.letter(False) for _ in range(max(3, len(low) - 1)))
+
+
+def surrogate_part(ctx: ReplaceContext, low: str, role: str, gender_hint: str) -> str:
+    """The surrogate of one normalised name part (lower-case), made and stored on first use."""
+    return ctx.mapped(ctx.state.name_map, low, lambda: _draw(ctx, low, role, gender_hint))
+
+
+class NameSurrogate(Surrogate):
+    categories = frozenset({"NAME_PATIENT", "NAME_PROVIDER", "NAME_RELATIVE", "NAME_OTHER"})
+
+    def replace(self, span: SpanLike, ctx: ReplaceContext) -> str:
+        text = ctx.original(span)
+        tokens = _tokens(text)
+        _assign_roles(text, tokens, ctx)
+        letters = letter_map(ctx.state.seed)
+        edits: list[tuple[int, int, str]] = []
+        for t in tokens:
+            if t.kind in ("title", "suffix"):
+                continue
+            if t.kind in ("initial", "initials"):
+                new = "".join(letters.get(ch.lower(), ch.lower()) for ch in t.core)
+                new = "".join(
+                    n.upper() if o.isupper() else n for n, o in zip(new, t.core, strict=True)
+                )
+                edits.append((t.start, t.end, new))
+                continue
+            pieces = re.split(r"([\-])", t.core)
+            out = []
+            for piece in pieces:
+                if piece == "-" or not piece:
+                    out.append(piece)
+                    continue
+                low = piece.lower().replace("’", "'")
+                gender = (
+                    _gender(low, tokens, ctx.chooser("gender", low)) if t.role == "given" else ""
+                )
+                out.append(case_like(surrogate_part(ctx, low, t.role or "family", gender), piece))
+            edits.append((t.start, t.end, "".join(out)))
+        result, pos = [], 0
+        for start, end, new in edits:
+            result.append(text[pos:start])
+            result.append(new)
+            pos = end
+        result.append(text[pos:])
+        return "".join(result)
