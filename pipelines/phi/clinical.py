@@ -1,0 +1,120 @@
+"""Clinical-number exclusions shared by the date, phone, age and identifier recognizers.
+
+Nursing notes are full of numbers that look like PHI by shape: "BP 120/80", "PSV 10/5",
+"pain 7/10", "GCS 3/15", "5/5 strength", "1/2 NS", "sats 95-97", "0800", "2130". These
+helpers judge a numeric candidate by its neighbourhood (the cue word before it, the unit
+after it) so that recognizers keep clinical values and only report identifiers. The word
+lists are clinical vocabulary written by hand (abbreviations of vitals, ventilator settings
+and units) — no library ships them — never strings from the PHI of any corpus.
+"""
+
+from __future__ import annotations
+
+import re
+
+from pipelines.phi.scan import next_char, word_set, words_after, words_before
+
+# Cue words after which a number is a measurement (vitals, haemodynamics, ventilator, labs).
+VITAL_CUES = word_set(
+    """
+    bp sbp dbp nbp abp map maps hr pulse rr resp rate temp tmax tm sat sats spo2 o2 sao2
+    svo2 svo2s fio2 fi02 cvp pap paps pa pas pad pads pcwp pcw wedge ci co svr pvr ps psv peep
+    cpap ips ipap epap imv simv ac vt tv mv rsbi abg vbg ph pco2 po2 hco3 be k na cl bun cr
+    creat glu glucose bs fs fsbs hct hgb wbc plt inr ptt ck cpk trop mg ca phos alb lactate
+    wt weight ht height uo u/o i/o io intake output ins outs drain icp cpp gcs pain cp
+    rate rating rated scale score strength perrla pupils rales crackles bottles sets ls bs
+    ekg ecg qtc pr qrs ef lvef dose doses gtt drip bolus setting settings vent
+    """
+)
+
+# Words after a number that make it a quantity, not an identifier or a date.
+UNIT_WORDS = word_set(
+    """
+    mg mcg ug g gm gram grams kg lb lbs oz ml cc l liter liters litre dl meq mmol mmhg mm cm
+    inch inches ft u unit units iu mu mcg/kg/min mcg/min mg/hr mg/h units/hr u/hr ml/hr
+    cc/hr cc/h ml/h l/min lpm bpm min mins minute minutes hr hrs hour hours h sec secs
+    day days wk wks week weeks mo mos month months x times tabs tab caps puffs drops gtts
+    french fr gauge ga % degrees deg f c kcal cal calories beats breaths mph mgs mls ccs
+    pain cp angina strength bottles sets liters/min bottle ns nss lr yr yrs year years yo
+    pillows
+    """
+)
+
+PAIN_CUES = word_set(
+    "pain cp discomfort ha headache angina rating rated rates scale score c/o complains"
+    " pressure incisional ache aching"
+)
+# Ventilator settings come in lists ("SIMV/PS, 500x10, 40%, & 5/8", "BIPAP 10/5 50%").
+VENT_CUES = word_set(
+    "vent vented ventilator settings setting simv imv ac ps psv peep cpap bipap ipap epap "
+    "ips flowby fio2 fi02 tv vt mv rsbi co ci svr pcwp"
+)
+
+GCS_CUES = word_set("gcs glasgow coma score scale")
+
+_TIME_AFTER = re.compile(r"\s*(?:a\.?m\.?|p\.?m\.?|hrs?\b|h\b|o'?clock)", re.I)
+
+
+def unit_follows(text: str, end: int) -> bool:
+    """True when a unit / quantity word or ``%`` follows the number ending at ``end``."""
+    ch = next_char(text, end)
+    if ch == "%":
+        return True
+    after = words_after(text, end, 1, 16)
+    return bool(after) and after[0] in UNIT_WORDS
+
+
+_CONNECTORS = word_set("of to at was is now = : down up approx ~ @ remains")
+
+
+def vital_before(text: str, start: int, count: int = 2) -> bool:
+    """True when the number at ``start`` is the value slot of a vital / lab / vent cue:
+    the nearest word is a cue, or only connectors ("to", "of", "now") lie between. A number
+    in between ("WBC 16.0 8/22") fills that slot, so the candidate is not the measurement."""
+    for word in reversed(words_before(text, start, count + 1, 28)):
+        if word in VITAL_CUES:
+            return True
+        if word not in _CONNECTORS:
+            return False
+    return False
+
+
+def vent_context(text: str, start: int, end: int) -> bool:
+    """True when ventilator / haemodynamic vocabulary surrounds the candidate on its line."""
+    percent_near = "%" in text[max(0, start - 16) : start]
+    near = words_before(text, start, 8 if percent_near else 2, 56) + words_after(text, end, 2, 20)
+    return any(part in VENT_CUES for w in near for part in w.split("/"))
+
+
+def time_follows(text: str, end: int) -> bool:
+    return _TIME_AFTER.match(text, end) is not None
+
+
+def is_hhmm(value: str) -> bool:
+    """A 4-digit 24-hour clock time (0000-2400) such as "0800" or "2130"."""
+    if len(value) != 4 or not value.isdigit():
+        return False
+    hh, mm = int(value[:2]), int(value[2:])
+    return (hh < 24 and mm < 60) or value == "2400"
+
+
+def is_fraction(num: int, den: int) -> bool:
+    """Small proper fractions ("1/2 NS", "2/3 of", "3/4 up") rather than dates."""
+    return 0 < num < den <= 4
+
+
+def is_score(num: int, den: int, text: str, start: int, end: int) -> bool:
+    """Scores and strengths: "pain 7/10", "GCS 3/15", "5/5 strength", "4/4 bottles"."""
+    if den not in (10, 15) and not (num == den and num <= 5):
+        return False
+    before = words_before(text, start, 3, 30)
+    after = words_after(text, end, 1, 16)
+    if num == den and num <= 5:
+        return True  # "5/5 strength", "4/4 bottles", "2/2 pupils"
+    cues = GCS_CUES if den == 15 else PAIN_CUES
+    return any(w in cues for w in before) or bool(after and after[0] in cues)
+
+
+def clinical_number(text: str, start: int, end: int) -> bool:
+    """The generic check: a measurement cue before or a unit after the candidate."""
+    return vital_before(text, start) or unit_follows(text, end)

@@ -1,0 +1,357 @@
+"""Dates (HIPAA: every element of a date except the year, and years tied to the patient).
+
+Covers the formats the NLM Scrubber paper lists: numeric dates with any delimiter and 2- or
+4-digit years, month names and abbreviations ("Aug 7", "Aug7", "7-August", "the 7th of
+August", "Oct, 1989"), vague dates ("mid-2012", "early July"), day names attached to dates,
+holidays (names taken from the ``holidays`` package), and years alone where the text ties
+them to the patient ("MI 1992", "s/p CABG '95", "in 2003", "CVA in 94 and 00").
+
+Clinical numbers with the same shapes stay: "BP 120/80" and "PSV 10/5" (cue before),
+"pain 7/10" and "GCS 3/15" (scores), "1/2 NS" (fractions), "5/5 strength", "sats 95-97"
+(dash ranges need a date cue), "0800"/"2130" (clock times), "5 mg" (units).
+"""
+
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+from typing import Any
+
+from pipelines.phi import clinical
+from pipelines.phi.base import Doc, Recognizer
+from pipelines.phi.registry import register
+from pipelines.phi.scan import cached, compile_words, word_set, words_after, words_before
+from pipelines.spans import Category, Span
+
+# Words before a number that make a date reading likely ("on 7/22", "since 3-5").
+DATE_CUES = word_set(
+    """
+    on since from until till thru through dated date of as by starting started last next
+    admitted admission adm admit discharged discharge dc d/c d/c'd transferred post before
+    after prior dob born birth birthday seen done performed drawn sent obtained
+    """
+)
+
+# Slash dates (with ranges and pairs), dash and dot dates with a year. The left boundary is
+# checked in Python: a leading look-behind would cost the regex its fast digit prefix search.
+_NUMERIC = re.compile(
+    r"\d{1,4}(?:/\d{1,4}(?:[/\-]\d{1,4}){0,2}|-\d{1,2}-\d{2,4}|\.\d{1,2}\.\d{2,4})"
+    r"(?![\d/]|[.\-]\d)"
+)
+# Month-day with a dash ("BC from 3-5", "back to OR on 7-8") needs a date cue before it.
+_CUED_DASH = compile_words(
+    r"(?i)\b(?:on|from|since|until|till|dated)\s+(\d{1,2}-\d{1,2})\b"
+)
+
+_MONTHS = {
+    "jan": 1, "feb": 2, "mar": 3, "apr": 4, "may": 5, "jun": 6,
+    "jul": 7, "aug": 8, "sep": 9, "oct": 10, "nov": 11, "dec": 12,
+}  # fmt: skip
+# Month words that are also common words or clinical abbreviations ("may", "MAR" = the
+# medication administration record, "dec" = decreased, "Jan"/"June" names): need a day/year.
+_AMBIGUOUS_MONTHS = frozenset({"may", "mar", "march", "dec", "jan", "jun", "june", "aug"})
+_MONTH = (
+    r"(?:jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?"
+    r"|sep(?:t(?:ember)?)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)"
+)
+_WEEKDAY = (
+    r"(?:mon(?:day)?|tue(?:s(?:day)?)?|wed(?:nesday)?|thu(?:r(?:s(?:day)?)?)?|fri(?:day)?"
+    r"|sat(?:urday)?|sun(?:day)?)"
+)
+_ORD = r"\d{1,2}(?:st|nd|rd|th)?"
+_NAMED = compile_words(
+    r"(?i)(?:\b(?P<wd>" + _WEEKDAY + r")\.?,?\s+)?"
+    r"(?:\b(?P<rel>early|mid|late)[\s\-]+)?"
+    r"(?:\b(?:the\s+)?(?P<d1>" + _ORD + r")(?:\s+of)?[\s\-]*)?"
+    r"(?:\b(?P<m>" + _MONTH + r")\b\.?(?:[\s\-,/]*(?P<d2>" + _ORD + r")\b)?"
+    r"|\b(?P<m2>" + _MONTH + r")(?P<d3>\d{1,2})\b)"
+    r"(?:,?\s*(?P<y>'?(?:1[89]|20)\d\d\b|'\d{2}\b|,\s*\d{2}\b))?"
+)
+_D1 = _NAMED.groupindex["d1"]
+_ORDINAL_DAY = compile_words(r"(?i)\bthe\s+(\d{1,2})(?:st|nd|rd|th)\b")
+_ORDINAL_OK_AFTER = frozenset({"", ".", ",", ";", ":", ")", '"', "!", "?", "at", "of", "and", "or"})
+_ORDINAL_CUES = frozenset({"on", "is", "it's", "its", "since", "by", "until", "till", "before",
+                           "after", "from", "thru", "through", "was"})  # fmt: skip
+
+
+@lru_cache(maxsize=1)
+def holiday_pattern() -> Any:
+    """A re2 pattern of US holiday names from the ``holidays`` package, plus short forms
+    shared by several names ("Christmas" from "Christmas Day" / "Christmas Eve")."""
+    import holidays
+
+    names: set[str] = set()
+    every: set[str] = set()
+    for subdiv in (None, *holidays.US.subdivisions):
+        for cat in ("public", "unofficial"):
+            try:
+                found = holidays.country_holidays(
+                    "US", subdiv=subdiv, years=(2023, 2024), categories=(cat,)
+                )
+            except (NotImplementedError, ValueError, KeyError):
+                continue
+            for value in found.values():
+                for name in value.split(";"):
+                    clean = name.replace("(observed)", "").strip()
+                    every.add(clean)
+                    if subdiv is None:
+                        names.add(clean)
+    stems: dict[str, int] = {}
+    suffix = re.compile(r"^(.+?) (?:Day|Eve|Sunday|Monday|Second Day)$")
+    prefix = re.compile(r"^(?:Day|Friday) After (.+)$")
+    for name in every:
+        m = suffix.match(name) or prefix.match(name)
+        if m:
+            stems[m.group(1)] = stems.get(m.group(1), 0) + 1
+    names.update(stem for stem, n in stems.items() if n >= 2)
+    alternatives = sorted((re.escape(n).replace(r"\ ", r"\s+") for n in names), key=len)
+    return compile_words(r"(?i)\b(?:" + "|".join(reversed(alternatives)) + r")\b")
+
+
+_LEFT_BLOCK = frozenset("0123456789/.-")
+
+
+def _valid_md(month: int, day: int) -> bool:
+    return 1 <= month <= 12 and 1 <= day <= 31
+
+
+def _valid_year(part: str) -> bool:
+    return len(part) == 2 or (len(part) == 4 and 1900 <= int(part) <= 2099)
+
+
+@register("dates")
+class DateRecognizer(Recognizer):
+    """Full and partial dates: numeric, with month names, weekdays and holidays."""
+
+    categories = frozenset({Category.DATE})
+
+    def detect(self, doc: Doc) -> list[Span]:
+        text = doc.text
+        spans: list[Span] = []
+        for m in _NUMERIC.finditer(text):
+            start = m.start()
+            if (start and text[start - 1] in _LEFT_BLOCK) and not (
+                text[start - 1] == "." and text[start - 2 : start - 1].isalpha()
+            ):
+                continue
+            conf = self._numeric(text, start, m.end(), m.group())
+            if conf:
+                spans.append(Span(start, m.end(), Category.DATE, conf, self.name))
+        for m in _CUED_DASH.finditer(text):
+            start, end = m.start(1), m.end(1)
+            nxt = text[end : end + 2]
+            if (start and text[start - 1] in _LEFT_BLOCK) or nxt[:1] in ("-", "/") or (
+                nxt[:1] == "." and nxt[1:].isdigit()
+            ):
+                continue
+            after = words_after(text, end, 1, 20)
+            if after and after[0].endswith("s") and len(after[0]) > 3:
+                continue  # "on 1-2 pillows"
+            a, b = (int(p) for p in m.group(1).split("-"))
+            if _valid_md(a, b) and not clinical.clinical_number(text, start, end):
+                spans.append(Span(start, end, Category.DATE, 0.7, self.name))
+        for m in _NAMED.finditer(text):
+            span = self._named(text, m)
+            if span is not None:
+                spans.append(span)
+        for m in _ORDINAL_DAY.finditer(text):
+            # "it's the 11th.", "on the 3rd at noon" — not "the 4th ventricle", "the 2nd try"
+            before = words_before(text, m.start(), 1, 16)
+            if not (before and before[0] in _ORDINAL_CUES) or not 1 <= int(m.group(1)) <= 31:
+                continue
+            rest = text[m.end() : m.end() + 12].lstrip(" ")
+            after = words_after(text, m.end(), 1, 12)
+            if rest[:1] in _ORDINAL_OK_AFTER or (after and after[0] in _ORDINAL_OK_AFTER):
+                spans.append(Span(m.start(1), m.end(), Category.DATE, 0.7, self.name))
+        for m in holiday_pattern().finditer(text):
+            spans.append(Span(m.start(), m.end(), Category.DATE, 0.85, self.name))
+        cached(doc, "dates.spans", lambda: spans)
+        return spans
+
+    def _numeric(self, text: str, start: int, end: int, value: str) -> float:
+        parts = re.split(r"[/\-.]", value)
+        delims = re.findall(r"[/\-.]", value)
+        cue = any(w in DATE_CUES for w in words_before(text, start, 1, 16))
+        if len(parts) == 3 and delims[0] == delims[1]:
+            a, b, c = parts
+            if len(a) == 4:
+                ok = 1900 <= int(a) <= 2099 and _valid_md(int(b), int(c))
+                return 0.95 if ok else 0.0
+            if not _valid_year(c):
+                return 0.0
+            if _valid_md(int(a), int(b)) or _valid_md(int(b), int(a)):
+                if clinical.unit_follows(text, end) or clinical.vital_before(text, start):
+                    return 0.0
+                if clinical.vent_context(text, start, end):
+                    return 0.0
+                return 0.8 if delims[0] == "." else 0.92
+            return 0.0
+        if len(parts) == 4:
+            a, b, c, d = (int(p) for p in parts)
+            if delims in (["/", "/", "/"], ["/", "-", "/"]) and _valid_md(a, b) and _valid_md(c, d):
+                if clinical.vital_before(text, start) or clinical.unit_follows(text, end):
+                    return 0.0
+                if clinical.is_fraction(a, b) and clinical.is_fraction(c, d):
+                    return 0.0
+                return 0.85
+            return 0.0
+        if len(parts) != 2:
+            return 0.0
+        a_s, b_s = parts
+        a, b = int(a_s), int(b_s)
+        delim = delims[0]
+        if delim == "." or not 1 <= a <= 12 or len(a_s) > 2:
+            return 0.0
+        if clinical.unit_follows(text, end) or clinical.vital_before(text, start, 3):
+            return 0.0
+        before = text[max(0, start - 2) : start]
+        if before[-1:] in {"+", "-", "*", "~"} or (before[-1:] in {"x", "X"} and not before[:1].isalpha()):
+            return 0.0
+        if clinical.vent_context(text, start, end):
+            return 0.0
+        if len(b_s) <= 2 and 1 <= b <= 31:
+            if clinical.is_score(a, b, text, start, end):
+                return 0.0
+            if clinical.is_fraction(a, b) and not cue:
+                return 0.0
+            return 0.9 if cue else 0.75
+        if (len(b_s) == 2 and b > 31) or (len(b_s) == 4 and _valid_year(b_s)):
+            return 0.8 if cue else 0.65  # month/year: "8/88", "5/2017"
+        return 0.0
+
+    def _named(self, text: str, m: Any) -> Span | None:
+        g = m.group
+        month = (g("m") or g("m2") or "").lower()
+        day_before, day_after = g("d1"), g("d2") or g("d3")
+        year = g("y")
+        has_day = False
+        for d in (day_before, day_after):
+            if d:
+                num = int(re.sub(r"\D", "", d))
+                if 1 <= num <= 31:
+                    has_day = True
+                elif d is day_after and year is None and len(d) == 2:
+                    year = d  # "Jan 93"
+                else:
+                    return None
+        start, end = m.start(), m.end()
+        if month in _AMBIGUOUS_MONTHS:
+            if not (has_day or year or g("rel")):
+                return None
+            if day_after and not year and clinical.unit_follows(text, end):
+                return None
+            if (day_before and not day_after and not year) and (
+                day_before.isdigit() and " of" not in m.group(0).lower()
+            ):
+                return None  # "nc 02 dec from 4": needs "2nd dec" or "2 of dec"
+        if has_day or year:
+            conf = 0.92
+        elif len(month) > 3 and month not in {"june", "august"}:
+            conf = 0.8
+        else:
+            conf = 0.7
+        return Span(start, end, Category.DATE, conf, self.name)
+
+
+# --- years alone --------------------------------------------------------------------
+
+# Clinical events after which a bare year dates the patient's history ("MI 92", "CABG '95").
+EVENT_WORDS = word_set(
+    """
+    mi nqwmi nstemi stemi imi ami cabg cabgx2 cabgx3 cabgx4 redo cva tia stroke ptca pci stent
+    stents stented avr mvr tvr valve turp cath cholecystectomy chole appy appendectomy
+    hernia repair resection nephrectomy mastectomy lumpectomy colectomy hysterectomy ablation
+    cardioversion pacer pacemaker ppm aicd icd defibrillator dx diagnosed diagnosis surgery
+    surg op operation transplant amputation bka aka thr tkr orif fx fracture ca cancer
+    lymphoma leukemia chemo xrt radiation dvt pe bleed gib ugib lgib chf afib aflutter
+    hemorrhage sah sdh seizure arrest hospitalized admission
+    admitted smoking quit stopped etoh sober retired married widowed widow divorced moved
+    """
+)
+_YEAR_LEFT_BLOCK = frozenset("0123456789/.:-'")
+_YEAR_CUES = frozenset({"in", "since", "year", "yr", "from", "of", "until", "circa", "c", "is"})
+_TIME_CUES = frozenset({"at", "@", "by", "until", "till", "around", "approx", "approximately",
+                        "from", "to", "since", "after", "before", "til", "about", "between"})  # fmt: skip
+
+_APOS_BEFORE = re.compile(r"'(\d{2})(?![\d'\"/]|\.\d)")  # '95
+_APOS_AFTER = re.compile(r"(\d{2})'(?![\d'\"sS])")  # 74'
+_FOUR = re.compile(r"(?:1[89]|20)\d\d(?![\d/%:]|[.\-]\d)")
+_EVENT = compile_words(
+    r"(?i)\b(?:" + "|".join(sorted(EVENT_WORDS, key=len, reverse=True)) + r"|\w{1,4}mi)\b"
+    r"(?:\s+(?:in|x\s?\d))?\s*,?\s+(\d{2})\b"
+)
+_CHAIN = re.compile(r"\s*(?:,|and|&|/)\s*'?(\d{4}|\d{2})\b'?(?![\d/%:.\-])")
+
+
+@register("years")
+class YearRecognizer(Recognizer):
+    """Years alone where they date the patient's history: apostrophe years ('95, 74'),
+    4-digit years that cannot be clock times or follow a year cue, and 2-digit years right
+    after a clinical event word ("MI 92", "CVA in 94 and 00")."""
+
+    categories = frozenset({Category.DATE})
+
+    def detect(self, doc: Doc) -> list[Span]:
+        text = doc.text
+        found: list[Span] = []
+        if "'" in text:
+            for m in _APOS_BEFORE.finditer(text):
+                if m.start() and text[m.start() - 1].isdigit():
+                    continue  # 5'10"
+                if not clinical.unit_follows(text, m.end(1)):
+                    found.append(Span(m.start(1), m.end(1), Category.DATE, 0.85, self.name))
+            for m in _APOS_AFTER.finditer(text):
+                if m.start() and text[m.start() - 1] in _YEAR_LEFT_BLOCK:
+                    continue
+                before = words_before(text, m.start(), 1, 30)
+                if not before or not (before[0] in EVENT_WORDS or before[0] == "in"):
+                    continue  # "ambulated 30'", "HOB 30'" are feet and degrees
+                found.append(Span(m.start(1), m.end(1), Category.DATE, 0.8, self.name))
+        for m in _FOUR.finditer(text):
+            start = m.start()
+            if start and text[start - 1] in _YEAR_LEFT_BLOCK:
+                continue
+            conf = self._four(text, start, m.end(), m.group())
+            if conf:
+                found.append(Span(start, m.end(), Category.DATE, conf, self.name))
+        for m in _EVENT.finditer(text):
+            start, end = m.start(1), m.end(1)
+            nxt = text[end : end + 2]
+            if nxt[:1] in ("/", "%", ":", "'") or (nxt[:1] in ".-" and nxt[1:].isdigit()):
+                continue
+            if not clinical.unit_follows(text, end):
+                found.append(Span(start, end, Category.DATE, 0.75, self.name))
+        # chained years: "CABG 1957, 1971", "CVA in 94 and 00"
+        extra: list[Span] = []
+        for span in found:
+            pos = span.end
+            while True:
+                c = _CHAIN.match(text, pos)
+                if not c or clinical.unit_follows(text, c.end()):
+                    break
+                extra.append(Span(c.start(1), c.end(1), Category.DATE, span.confidence, self.name))
+                pos = c.end()
+        return found + extra
+
+    def _four(self, text: str, start: int, end: int, value: str) -> float:
+        if clinical.unit_follows(text, end) or clinical.vital_before(text, start, 2):
+            return 0.0
+        if clinical.time_follows(text, end):
+            return 0.0
+        before = words_before(text, start, 2, 24)
+        prev = before[-1] if before else ""
+        if not clinical.is_hhmm(value):
+            return 0.85 if (prev in _YEAR_CUES or prev in EVENT_WORDS) else 0.7
+        # could be a clock time ("at 2000", "1900-0700"): needs a year reading
+        nxt = text[end : end + 3]
+        if re.match(r"\s*(?:-|to\b|->)", nxt):
+            return 0.0
+        if prev in _TIME_CUES and prev not in {"since", "from", "until"}:
+            return 0.0
+        if prev in EVENT_WORDS or prev in {"year", "yr", "is", "its", "it's", "circa", "c"}:
+            return 0.8
+        if prev in {"in", "of"}:
+            return 0.75
+        if prev == "since" and int(value[2:]) % 5:
+            return 0.7  # "since 2006"; "since 2000" is as likely a clock time
+        return 0.0
