@@ -1,0 +1,381 @@
+"""The processing facade the service calls: raw bytes in, decided outcomes out.
+
+``Processor.process(raw, content_hint=..., now=...)`` parses the input (one message may hold
+several documents), and for each document: finds the patient's state, computes the research
+key, decides the version rule (:mod:`pipelines.versions`), de-identifies (detect → replace →
+leak guard), renders the research DocumentReference (:mod:`pipelines.research`) and records
+the decision in the key's mark with compare-and-set (so two instances agree; on a lost race
+the decision is taken again against the new mark).
+
+Delivery contract (at-least-once in, effectively-once out):
+
+1. ``process()`` writes every decided mark **unacknowledged** before returning.
+2. The caller publishes the ``publish``/``tombstone`` outcomes (and ``held`` ones wherever
+   held documents go), waits for the broker's acknowledgement, then calls
+   ``processor.commit(outcomes)`` — which flushes the patient store and marks those versions
+   acknowledged — and only then commits its input offsets.
+3. A crash before ``commit``: the replay meets unacknowledged marks with the same text and
+   produces the same outcomes again (same research key, same bytes) instead of dropping them
+   as duplicates. A crash after ``commit``: the replay yields ``duplicate`` and publishes
+   nothing. The only double publish possible is a crash between the broker's ack and
+   ``commit`` (the same key and value again: harmless on a compacted topic).
+
+Input errors (:class:`pipelines.errors.InputError`) and retriable errors propagate. A
+:class:`~pipelines.errors.PartialInput` (some entries of a batch failed) is re-raised after
+its good documents were processed, with their outcomes attached as ``exc.outcomes``.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from datetime import datetime
+from functools import partial
+from types import MappingProxyType
+from typing import Literal, Protocol
+
+from keystore.api import MarkStore, PatientState, PatientStore
+from pipelines.document import ClinicalDocument
+from pipelines.errors import MissingPatientId, PartialInput, TransientError
+from pipelines.policy import Action, Policy
+from pipelines.research import MEDIA_TYPE, ResearchDocument, build_resource, render
+from pipelines.spans import Span
+from pipelines.versions import (
+    Decision,
+    Fingerprint,
+    Mark,
+    SketchMark,
+    State,
+    Verdict,
+    acknowledge,
+    decide,
+    fingerprint,
+    settle,
+    sketch,
+    update_mark,
+)
+
+OutcomeKind = Literal["publish", "tombstone", "duplicate", "superseded", "held", "context"]
+NEAR_DUPLICATE_THRESHOLD = 0.8
+_EMPTY_COUNTS: Mapping[str, int] = MappingProxyType({})
+_EMPTY_TIMES: Mapping[str, float] = MappingProxyType({})
+
+
+@dataclass(frozen=True, slots=True)
+class AckToken:
+    """What ``commit`` needs to mark one decided version acknowledged (no PHI)."""
+
+    key: str
+    text_hash: bytes
+    state: State
+
+
+@dataclass(frozen=True)
+class Outcome:
+    kind: OutcomeKind
+    research_key: str | None  # Kafka key for publish / tombstone (and held, for routing)
+    value: bytes | None  # research DocumentReference JSON (publish); None otherwise
+    headers: tuple[tuple[str, str], ...]  # no PHI: source, version, content-type, reason…
+    reason_class: str | None = None
+    reason: str | None = None  # no PHI
+    span_counts: Mapping[str, int] = field(default_factory=lambda: _EMPTY_COUNTS)
+    stage_seconds: Mapping[str, float] = field(default_factory=lambda: _EMPTY_TIMES)
+    ack: AckToken | None = field(default=None, compare=False, repr=False)
+
+
+class Store(PatientStore, MarkStore, Protocol):
+    """The keystore as the processor uses it: patient states and version marks."""
+
+
+class Pseudonymizer(Protocol):
+    def __call__(self, kind: str, *parts: str | bytes) -> str: ...
+
+
+@dataclass(frozen=True, slots=True)
+class Deidentified:
+    """What the processor needs from the de-identification pipeline."""
+
+    text: str
+    spans: tuple[Span, ...]  # surrogate / tag spans, offsets in ``text``
+    held_reason: str | None  # set when the leak guard held the document back
+    stage_seconds: Mapping[str, float]
+
+
+DeidentifyFn = Callable[[ClinicalDocument, PatientState], Deidentified]
+ParseFn = Callable[..., list[ClinicalDocument]]
+
+
+def _type_key(document: ClinicalDocument) -> str:
+    rt = document.report_type
+    if rt.code.strip():
+        return f"{rt.system.strip()}|{rt.code.strip()}"
+    return "|" + " ".join(rt.display.split()).casefold()
+
+
+class Processor:
+    """Turns one input message into outcomes; see the module docstring for the contract."""
+
+    def __init__(
+        self,
+        *,
+        policy: Policy,
+        store: Store,
+        pseudonyms: Pseudonymizer | None = None,
+        deidentify: DeidentifyFn | None = None,
+        parse: ParseFn | None = None,
+        state_factory: Callable[[], PatientState] | None = None,
+        annotations: bool = False,
+        near_duplicate_threshold: float = NEAR_DUPLICATE_THRESHOLD,
+        timer: Callable[[], float] = time.perf_counter,
+    ) -> None:
+        self.policy = policy
+        self.store = store
+        found = pseudonyms or getattr(store, "pseudonym", None)
+        if found is None:
+            raise TypeError("the store has no pseudonym(); pass pseudonyms=")
+        self._pseudonym: Pseudonymizer = found
+        self._deidentify = deidentify or _default_deidentify(policy, store)
+        self._parse = parse or _default_parse()
+        self._state_factory = state_factory or _default_state_factory(policy)
+        self.annotations = annotations
+        self.near_duplicate_threshold = near_duplicate_threshold
+        self._timer = timer
+
+    # -- the facade -------------------------------------------------------------------
+    def process(
+        self, raw: bytes, *, content_hint: str | None = None, now: datetime
+    ) -> list[Outcome]:
+        started = self._timer()
+        partial: PartialInput | None = None
+        try:
+            documents = self._parse(raw, content_hint=content_hint)
+        except PartialInput as exc:
+            partial = exc
+            documents = [d for d in exc.documents if isinstance(d, ClinicalDocument)]
+        parse_seconds = self._timer() - started
+        outcomes = []
+        for i, document in enumerate(documents):
+            outcome = self.process_document(document, now=now)
+            if i == 0:
+                times = {"parse": parse_seconds, **outcome.stage_seconds}
+                outcome = _with_times(outcome, times)
+            outcomes.append(outcome)
+        if partial is not None:
+            partial.outcomes = outcomes  # type: ignore[attr-defined]
+            raise partial
+        return outcomes
+
+    def commit(self, outcomes: Iterable[Outcome]) -> None:
+        """Call after the outcomes' outputs were acknowledged, before committing offsets."""
+        tokens = [o.ack for o in outcomes if o.ack is not None]
+        if not tokens:
+            return
+        self.store.flush()
+        for token in tokens:
+            update_mark(self.store, token.key, partial(_ack_step, token), Mark.decode)
+
+    # -- one document -----------------------------------------------------------------
+    def process_document(self, document: ClinicalDocument, *, now: datetime) -> Outcome:
+        del now  # documents carry their own dates; kept in the signature for the service
+        times: dict[str, float] = {}
+        source = document.source.value
+        if not document.patient_id:
+            raise MissingPatientId("document has no patient id", message=document.message_id)
+        state = self.store.get_or_create(
+            document.assigning_authority, document.patient_id, self._state_factory
+        )
+        if getattr(document, "context_only", False):
+            return Outcome("context", None, None, (("source", source),))
+        t0 = self._timer()
+        key = self._pseudonym("research-key", state.seed, document.visit_id, _type_key(document))
+        fp = fingerprint(document, key)
+        work = _Work(self, document, state, fp)
+        for _ in range(32):
+            raw = self.store.get_mark(key)
+            mark = Mark.decode(raw)
+            verdict = decide(mark, fp)
+            times["dedup"] = times.get("dedup", 0.0) + self._timer() - t0
+            outcome, held = work.outcome(verdict, times)
+            new = settle(mark, fp, verdict, held=held)
+            t0 = self._timer()
+            if new == mark or self.store.compare_and_set_mark(key, raw, new.encode()):
+                times["dedup"] += self._timer() - t0
+                if verdict.decision is Decision.PUBLISH and not held:
+                    work.remember_sketch()
+                return _with_times(outcome, times)
+        raise TransientError("version mark contention: compare-and-set kept losing", key=key)
+
+    # -- helpers used by _Work ----------------------------------------------------------
+    def security_codes(self, spans: Sequence[Span]) -> list[str]:
+        """PSEUDED always (the subject is a pseudonym); REDACTED if any text was tagged."""
+        codes = ["PSEUDED"]
+        if any(self.policy.action_for(s.category) is Action.REDACT for s in spans):
+            codes.append("REDACTED")
+        return codes
+
+
+class _Work:
+    """Per-document work that survives a lost compare-and-set (de-identify only once)."""
+
+    def __init__(
+        self, proc: Processor, document: ClinicalDocument, state: PatientState, fp: Fingerprint
+    ) -> None:
+        self.proc = proc
+        self.document = document
+        self.state = state
+        self.fp = fp
+        self._deid: Deidentified | None = None
+        self._renders: dict[tuple[str | None, str], ResearchDocument] = {}
+        self._signature: tuple[int, ...] | None = None
+        self._sketch_key = proc._pseudonym("near-duplicate", state.seed, _type_key(document))
+
+    def _base_headers(self, kind: str) -> list[tuple[str, str]]:
+        return [
+            ("source", self.document.source.value),
+            ("decision", kind),
+        ]
+
+    def outcome(self, verdict: Verdict, times: dict[str, float]) -> tuple[Outcome, bool]:
+        fp = self.fp
+        headers = self._base_headers(verdict.decision.value)
+        if verdict.decision is Decision.DUPLICATE:
+            reason = "same text as a version already seen"
+            return Outcome("duplicate", None, None, tuple(headers), "duplicate", reason), False
+        if verdict.decision is Decision.SUPERSEDED:
+            reason = "a newer version of this report was already seen"
+            return Outcome("superseded", None, None, tuple(headers), "superseded", reason), False
+        if verdict.decision is Decision.TOMBSTONE:
+            headers.append(("reason", "entered-in-error"))
+            token = AckToken(fp.key, fp.text_hash, State.TOMBSTONE)
+            return Outcome("tombstone", fp.key, None, tuple(headers), ack=token), False
+        deid = self._run_deidentify(times)
+        counts = MappingProxyType(dict(Counter(s.category.value for s in deid.spans)))
+        if deid.held_reason is not None:
+            headers = self._base_headers("held") + [("reason", deid.held_reason)]
+            token = AckToken(fp.key, fp.text_hash, State.HELD)
+            outcome = Outcome(
+                "held",
+                fp.key,
+                None,
+                tuple(headers),
+                reason_class="leak_guard",
+                reason=deid.held_reason,
+                span_counts=counts,
+                ack=token,
+            )
+            return outcome, True
+        near = self._near_duplicate()
+        doc = self._render(verdict.replaces, deid, near, times)
+        headers += [
+            ("version", doc.version_id),
+            ("content-type", MEDIA_TYPE),
+            ("fhir-version", "4.0.1"),
+        ]
+        if verdict.replaces:
+            headers.append(("replaces", verdict.replaces))
+        if near is not None:
+            headers.append(("near-duplicate-score", f"{near[1]:.3f}"))
+        token = AckToken(fp.key, fp.text_hash, State.LIVE)
+        outcome = Outcome(
+            "publish", fp.key, doc.value, tuple(headers), span_counts=counts, ack=token
+        )
+        return outcome, False
+
+    def _run_deidentify(self, times: dict[str, float]) -> Deidentified:
+        if self._deid is None:
+            self._deid = self.proc._deidentify(self.document, self.state)
+            for stage, seconds in self._deid.stage_seconds.items():
+                times[stage] = times.get(stage, 0.0) + seconds
+        return self._deid
+
+    def _near_duplicate(self) -> tuple[str, float] | None:
+        if self._signature is None:
+            self._signature = sketch(self.document.text, self._sketch_key)
+        marks = SketchMark.decode(self.proc.store.get_mark(self._sketch_key))
+        nearest = marks.nearest(self.fp.key, self._signature)
+        if nearest is None or nearest[1] < self.proc.near_duplicate_threshold:
+            return None
+        return nearest
+
+    def remember_sketch(self) -> None:
+        if self._signature is None:
+            return
+        signature = self._signature
+        update_mark(
+            self.proc.store,
+            self._sketch_key,
+            lambda m: m.with_visit(self.fp.key, signature),
+            SketchMark.decode,
+        )
+
+    def _render(
+        self,
+        replaces: str | None,
+        deid: Deidentified,
+        near: tuple[str, float] | None,
+        times: dict[str, float],
+    ) -> ResearchDocument:
+        cache_key = (replaces, "" if near is None else f"{near[0]}:{near[1]:.3f}")
+        found = self._renders.get(cache_key)
+        if found is not None:
+            return found
+        t0 = self.proc._timer()
+        document, state = self.document, self.state
+        encounter = (
+            self.proc._pseudonym("visit", state.seed, document.visit_id)
+            if document.visit_id
+            else None
+        )
+        resource = build_resource(
+            document,
+            text=deid.text,
+            version_id=self.fp.version_id,
+            patient_pseudonym=state.pseudonym,
+            encounter_pseudonym=encounter,
+            shift_days=state.shift_days,
+            security=self.proc.security_codes(deid.spans),
+            replaces=replaces,
+            near_duplicate=near,
+            annotations=deid.spans if self.proc.annotations else None,
+        )
+        doc = render(self.fp.key, resource)
+        times["render"] = times.get("render", 0.0) + self.proc._timer() - t0
+        self._renders[cache_key] = doc
+        return doc
+
+
+def _ack_step(token: AckToken, mark: Mark) -> Mark:
+    return acknowledge(mark, token.text_hash, token.state)
+
+
+def _with_times(outcome: Outcome, times: Mapping[str, float]) -> Outcome:
+    return replace(outcome, stage_seconds=MappingProxyType(dict(times)))
+
+
+# -- defaults wired to the other packages (imported lazily: they may be absent) ---------
+
+
+def _default_parse() -> ParseFn:
+    from pipelines.ingest import parse_input
+
+    return parse_input
+
+
+def _default_state_factory(policy: Policy) -> Callable[[], PatientState]:
+    from surrogates.context import SurrogateSettings, new_patient_state
+
+    settings = SurrogateSettings(
+        age_ceiling=policy.age_ceiling,
+        date_shift_min_days=policy.date_shift_min_days,
+        date_shift_max_days=policy.date_shift_max_days,
+    )
+    return lambda: new_patient_state(settings)
+
+
+def _default_deidentify(policy: Policy, store: PatientStore) -> DeidentifyFn:
+    raise NotImplementedError("pipelines.deidentify is not wired yet")
+
+
+__all__ = ["AckToken", "Deidentified", "Outcome", "Processor"]

@@ -1,0 +1,344 @@
+"""The version rule (pipelines/versions.py) on documents we build here, against the real
+in-memory MarkStore: duplicate, superseded, newer, tombstone, out-of-order arrival, replay,
+unacknowledged redo, and concurrent instances agreeing through compare-and-set."""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from keystore.memory import InMemoryStore
+from pipelines.document import ClinicalDocument, ReportType, Status, VersionMarker
+from pipelines.versions import (
+    Decision,
+    Mark,
+    SketchMark,
+    State,
+    acknowledge,
+    decide,
+    fingerprint,
+    keyed_hash,
+    normalise,
+    settle,
+    similarity,
+    sketch,
+    update_mark,
+)
+
+KEY = "researchkeyabc"
+T0 = datetime(2024, 3, 1, 8, 0, tzinfo=UTC)
+
+
+def doc(
+    text: str,
+    *,
+    minutes: int = 0,
+    status: Status = Status.FINAL,
+    version: int | None = None,
+    message_id: str = "m1",
+) -> ClinicalDocument:
+    return ClinicalDocument(
+        text=text,
+        patient_id="P1",
+        visit_id="V1",
+        report_type=ReportType("11506-3", "Progress note", "http://loinc.org"),
+        status=status,
+        version=VersionMarker(filing_time=T0 + timedelta(minutes=minutes), version_number=version),
+        message_id=message_id,
+    )
+
+
+@dataclass
+class Ledger:
+    """The decide → settle → compare-and-set loop the processor runs, minus de-identification."""
+
+    store: InMemoryStore = field(default_factory=InMemoryStore)
+    ack_now: bool = True
+    pending: list[tuple[bytes, State]] = field(default_factory=list)
+    emitted: list[tuple[Decision, bytes, str | None]] = field(default_factory=list)
+
+    def feed(self, document: ClinicalDocument, key: str = KEY) -> Decision:
+        fp = fingerprint(document, key)
+        while True:
+            raw = self.store.get_mark(key)
+            mark = Mark.decode(raw)
+            verdict = decide(mark, fp)
+            new = settle(mark, fp, verdict)
+            if new == mark or self.store.compare_and_set_mark(key, raw, new.encode()):
+                break
+        if verdict.decision in (Decision.PUBLISH, Decision.TOMBSTONE):
+            self.emitted.append((verdict.decision, fp.text_hash, verdict.replaces))
+            state = State.LIVE if verdict.decision is Decision.PUBLISH else State.TOMBSTONE
+            self.pending.append((fp.text_hash, state))
+            if self.ack_now:
+                self.ack(key)
+        return verdict.decision
+
+    def ack(self, key: str = KEY) -> None:
+        for text_hash, state in self.pending:
+            update_mark(
+                self.store,
+                key,
+                lambda m, h=text_hash, s=state: acknowledge(m, h, s),
+                Mark.decode,
+            )
+        self.pending.clear()
+
+    def mark(self, key: str = KEY) -> Mark:
+        return Mark.decode(self.store.get_mark(key))
+
+
+def test_first_version_publishes_and_exact_repeat_is_duplicate() -> None:
+    ledger = Ledger()
+    assert ledger.feed(doc("Chest clear.  No acute findings.")) is Decision.PUBLISH
+    # whitespace and case do not make a new version; a new message id does not either
+    repeat = doc("chest clear. no acute\nfindings.", message_id="m2")
+    assert ledger.feed(repeat) is Decision.DUPLICATE
+    assert len(ledger.emitted) == 1
+
+
+def test_newer_version_publishes_and_names_what_it_replaces() -> None:
+    ledger = Ledger()
+    first = doc("Impression: small effusion.", status=Status.PRELIMINARY)
+    second = doc("Impression: small left effusion.", minutes=30, message_id="m2")
+    ledger.feed(first)
+    assert ledger.feed(second) is Decision.PUBLISH
+    first_id = fingerprint(first, KEY).version_id
+    assert ledger.emitted[-1][2] == first_id
+    assert ledger.mark().current is not None
+    assert ledger.mark().current.version_id == fingerprint(second, KEY).version_id
+
+
+def test_older_version_arriving_late_is_superseded() -> None:
+    ledger = Ledger()
+    ledger.feed(doc("Final report text.", minutes=60, message_id="m2"))
+    late = doc("Preliminary report text.", status=Status.PRELIMINARY)
+    assert ledger.feed(late) is Decision.SUPERSEDED
+    assert [e[0] for e in ledger.emitted] == [Decision.PUBLISH]
+
+
+def test_status_rank_breaks_a_filing_time_tie() -> None:
+    ledger = Ledger()
+    ledger.feed(doc("corrected text", status=Status.CORRECTED, message_id="m1"))
+    assert ledger.feed(doc("final text", status=Status.FINAL, message_id="m2")) is (
+        Decision.SUPERSEDED
+    )
+    other = Ledger()
+    other.feed(doc("final text", status=Status.FINAL, message_id="m2"))
+    assert other.feed(doc("corrected text", status=Status.CORRECTED)) is Decision.PUBLISH
+
+
+def test_version_number_breaks_a_time_and_status_tie() -> None:
+    ledger = Ledger()
+    ledger.feed(doc("version two", version=2, message_id="a"))
+    assert ledger.feed(doc("version one", version=1, message_id="b")) is Decision.SUPERSEDED
+
+
+def test_same_text_with_a_higher_status_is_a_new_version() -> None:
+    ledger = Ledger()
+    ledger.feed(doc("Same words.", status=Status.PRELIMINARY))
+    assert ledger.feed(doc("Same words.", minutes=5, message_id="m2")) is Decision.PUBLISH
+    # …but a later re-send of the final with the same words is a duplicate
+    assert ledger.feed(doc("Same words.", minutes=9, message_id="m3")) is Decision.DUPLICATE
+
+
+def test_a_duplicate_that_is_newer_moves_the_order_forward() -> None:
+    ledger = Ledger()
+    ledger.feed(doc("Same words."))
+    assert ledger.feed(doc("Same words.", minutes=20, message_id="m3")) is Decision.DUPLICATE
+    # filed between the two: older than the newest re-send, so it must not replace it
+    assert ledger.feed(doc("Other words.", minutes=10, message_id="m2")) is Decision.SUPERSEDED
+
+
+def test_entered_in_error_tombstones_and_a_later_version_revives() -> None:
+    ledger = Ledger()
+    ledger.feed(doc("Report on the wrong patient."))
+    retract = doc("", minutes=10, status=Status.ENTERED_IN_ERROR, message_id="m2")
+    assert ledger.feed(retract) is Decision.TOMBSTONE
+    assert ledger.mark().current is not None
+    assert ledger.mark().current.state is State.TOMBSTONE
+    assert ledger.feed(retract) is Decision.DUPLICATE  # replayed retraction
+    older = doc("An even older text.", minutes=-5, message_id="m0")
+    assert ledger.feed(older) is Decision.SUPERSEDED
+    revived = doc("Re-issued report.", minutes=20, message_id="m3")
+    assert ledger.feed(revived) is Decision.PUBLISH
+    assert ledger.emitted[-1][2] is None  # nothing live to replace after a tombstone
+
+
+def test_retraction_older_than_the_current_version_is_superseded() -> None:
+    ledger = Ledger()
+    ledger.feed(doc("corrected", minutes=30, status=Status.CORRECTED))
+    stale = doc("", minutes=10, status=Status.ENTERED_IN_ERROR, message_id="x")
+    assert ledger.feed(stale) is Decision.SUPERSEDED
+
+
+def test_replay_of_everything_publishes_nothing_new() -> None:
+    ledger = Ledger()
+    stream = [
+        doc("v1", status=Status.PRELIMINARY),
+        doc("v2", minutes=1, message_id="m2"),
+        doc("v1", status=Status.PRELIMINARY),
+        doc("v3", minutes=2, status=Status.CORRECTED, message_id="m3"),
+    ]
+    for d in stream:
+        ledger.feed(d)
+    published = len(ledger.emitted)
+    decisions = [ledger.feed(d) for d in stream]
+    assert len(ledger.emitted) == published
+    assert set(decisions) <= {Decision.DUPLICATE, Decision.SUPERSEDED}
+    # an exact repeat of an older version is recognised as a duplicate, not "superseded"
+    assert decisions[0] is Decision.DUPLICATE
+
+
+def test_unacknowledged_output_is_redone_on_replay_then_dropped_after_ack() -> None:
+    ledger = Ledger(ack_now=False)
+    report = doc("Awaiting acknowledgement.")
+    assert ledger.feed(report) is Decision.PUBLISH
+    # crash before the broker acknowledged: the replay must publish again, same version id
+    assert ledger.feed(report) is Decision.PUBLISH
+    assert ledger.emitted[0][1] == ledger.emitted[1][1]
+    ledger.ack()
+    assert ledger.feed(report) is Decision.DUPLICATE
+
+
+def test_unacknowledged_tombstone_is_redone() -> None:
+    ledger = Ledger(ack_now=False)
+    retract = doc("", status=Status.ENTERED_IN_ERROR)
+    assert ledger.feed(retract) is Decision.TOMBSTONE
+    assert ledger.feed(retract) is Decision.TOMBSTONE
+    ledger.ack()
+    assert ledger.feed(retract) is Decision.DUPLICATE
+
+
+def test_stale_acknowledgement_does_not_ack_a_newer_version() -> None:
+    ledger = Ledger(ack_now=False)
+    ledger.feed(doc("one"))
+    ledger.feed(doc("two", minutes=1, message_id="m2"))
+    mark = ledger.mark()
+    stale = acknowledge(mark, fingerprint(doc("one"), KEY).text_hash, State.LIVE)
+    assert stale == mark
+
+
+def test_held_version_keeps_the_older_live_id_for_the_next_replacement() -> None:
+    store = InMemoryStore()
+    first, second, third = (
+        doc("first"),
+        doc("second", minutes=1, message_id="b"),
+        doc("third", minutes=2, message_id="c"),
+    )
+    fp1, fp2, fp3 = (fingerprint(d, KEY) for d in (first, second, third))
+    mark = settle(Mark(), fp1, decide(Mark(), fp1))
+    mark = acknowledge(mark, fp1.text_hash, State.LIVE)
+    held = settle(mark, fp2, decide(mark, fp2), held=True)
+    assert held.current is not None and held.current.state is State.HELD
+    verdict = decide(held, fp3)
+    assert verdict.decision is Decision.PUBLISH
+    assert verdict.replaces == fp1.version_id  # the held one never reached the topic
+    store.compare_and_set_mark(KEY, None, held.encode())
+    assert Mark.decode(store.get_mark(KEY)) == held
+
+
+def test_mark_holds_no_text_and_round_trips() -> None:
+    ledger = Ledger()
+    ledger.feed(doc("Patient Zebulon Quixote seen for cough."))
+    ledger.feed(doc("Patient Zebulon Quixote seen for cough and fever.", minutes=1))
+    raw = ledger.store.get_mark(KEY)
+    assert raw is not None
+    for word in (b"Zebulon", b"zebulon", b"Quixote", b"cough", b"P1", b"V1"):
+        assert word not in raw
+    assert Mark.decode(raw).encode() == raw
+
+
+def test_keyed_hash_depends_on_the_key() -> None:
+    text = normalise("Same note")
+    assert keyed_hash("key-a", text) != keyed_hash("key-b", text)
+
+
+_texts = st.sampled_from(["alpha", "beta", "gamma", "Alpha"])
+_statuses = st.sampled_from(list(Status))
+_versions = st.lists(
+    st.tuples(_texts, st.integers(0, 3), _statuses, st.sampled_from(["a", "b", "c"])),
+    min_size=1,
+    max_size=7,
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(versions=_versions, data=st.data(), ack_now=st.booleans())
+def test_any_arrival_order_converges_to_the_newest_version(
+    versions: list[tuple[str, int, Status, str]], data: st.DataObject, ack_now: bool
+) -> None:
+    docs = [doc(t, minutes=m, status=s, message_id=i) for t, m, s, i in versions]
+    order = data.draw(st.permutations(docs))
+    ledger = Ledger(ack_now=ack_now)
+    for d in order:
+        ledger.feed(d)
+    newest = max((fingerprint(d, KEY) for d in docs), key=lambda fp: fp.order)
+    current = ledger.mark().current
+    assert current is not None
+    assert ledger.emitted, "something must be emitted for a new key"
+    last_kind, last_hash, _ = ledger.emitted[-1]
+    if newest.retraction:
+        assert current.state is State.TOMBSTONE
+        assert last_kind is Decision.TOMBSTONE
+    else:
+        assert current.state is State.LIVE
+        assert current.text_hash == newest.text_hash
+        assert (last_kind, last_hash) == (Decision.PUBLISH, newest.text_hash)
+    # replaying everything after acknowledgement emits nothing
+    ledger.ack()
+    before = len(ledger.emitted)
+    for d in data.draw(st.permutations(docs)):
+        ledger.feed(d)
+    assert len(ledger.emitted) == before
+
+
+def test_two_instances_racing_on_one_store_publish_each_version_once() -> None:
+    store = InMemoryStore()
+    versions = [doc(f"text {i}", minutes=i, message_id=f"m{i}") for i in range(30)]
+    results: dict[str, list[Decision]] = {"a": [], "b": []}
+    barrier = threading.Barrier(2)
+
+    def run(name: str) -> None:
+        ledger = Ledger(store=store)
+        barrier.wait()
+        for d in versions:
+            results[name].append(ledger.feed(d))
+
+    threads = [threading.Thread(target=run, args=(n,)) for n in results]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    for i in range(len(versions)):
+        # never both instances publishing the same version
+        assert [results["a"][i], results["b"][i]].count(Decision.PUBLISH) <= 1
+    final = Mark.decode(store.get_mark(KEY)).current
+    assert final is not None
+    assert final.text_hash == fingerprint(versions[-1], KEY).text_hash
+
+
+def test_sketch_scores_near_duplicates_high_and_unrelated_low() -> None:
+    base = " ".join(f"word{i}" for i in range(200))
+    edited = base.replace("word50", "changed").replace("word150", "other")
+    unrelated = " ".join(f"term{i}" for i in range(200))
+    a, b, c = (sketch(t, "patient-key") for t in (base, edited, unrelated))
+    assert len(a) == 64
+    assert similarity(a, b) > 0.8
+    assert similarity(a, c) < 0.1
+    assert similarity(a, a) == 1.0
+    assert sketch(base, "other-key") != a
+
+
+def test_sketch_mark_reports_the_nearest_other_visit() -> None:
+    text = "the patient was seen today for follow up of hypertension and is doing well"
+    marks = SketchMark().with_visit("visit-1", sketch(text, "k"))
+    marks = marks.with_visit("visit-2", sketch("completely different words here", "k"))
+    found = marks.nearest("visit-3", sketch(text + " again", "k"))
+    assert found is not None and found[0] == "visit-1" and found[1] > 0.8
+    assert marks.nearest("visit-1", sketch(text, "k")) != ("visit-1", 1.0)
+    assert SketchMark.decode(marks.encode()) == marks
