@@ -54,7 +54,8 @@ class RecordError:
 
     def describe(self) -> str:
         ids = f" (patient {self.patient} note {self.note})" if self.patient else ""
-        return f"record {self.index} at line {self.line}{ids}: {self.reason}"
+        where = f"record {self.index} at line {self.line}" if self.index else f"line {self.line}"
+        return f"{where}{ids}: {self.reason}"
 
 
 @dataclass(frozen=True, slots=True)

@@ -188,3 +188,32 @@ def test_plain_text_and_json_inputs(tmp_path: Path) -> None:
     notes, _ = _split(list(read_notes(arr)))
     assert [(n.note, n.text) for n in notes] == [("1", "x"), ("n2", "y")]
     assert sniff_format(MINI / "id.text") == "physionet"
+
+
+fragments = st.sampled_from(
+    [
+        b"START_OF_RECORD=1||||2||||\n",
+        b"START_OF_RECORD=x\n",
+        b"START_OF_RECORD=",
+        b"||||END_OF_RECORD\n",
+        b"||||END_OF_RECORD",
+        b"text line\n",
+        b"\n",
+        b"\xff\xfe",
+        b"\x00\x01",
+        "é".encode(),
+        b"\r\n",
+    ]
+)
+
+
+@given(st.lists(fragments, max_size=30))
+def test_reader_never_raises_on_any_bytes(parts: list[bytes]) -> None:
+    items = list(read_physionet(io.BytesIO(b"".join(parts))))
+    indices = [i.index for i in items]
+    assert indices == sorted(indices)
+    for item in items:
+        if isinstance(item, RecordError):
+            assert item.line >= 1 and "text line" not in item.describe()
+        else:
+            assert "||||END_OF_RECORD" not in item.text
