@@ -137,6 +137,19 @@ class MissedPhrase:
     context: str = ""
 
 
+@dataclass(frozen=True, slots=True)
+class FalsePositive:
+    """A predicted span holding at least one token that is not gold PHI."""
+
+    patient: str
+    note: str
+    start: int
+    end: int
+    category: str
+    source: str
+    context: str = ""  # filled only when errors are collected for a developer
+
+
 @dataclass
 class NoteScore:
     counts: Counts
@@ -146,6 +159,7 @@ class NoteScore:
     fp_tokens: Counter[tuple[str, str]]  # (predicted category, token text), when collecting
     # gold category -> predicted category -> tokens (shows e.g. provider names tagged NAME_OTHER)
     confusion: dict[str, Counter[str]] = field(default_factory=dict)
+    false_positives: list[FalsePositive] = field(default_factory=list)
 
 
 def score_note(
@@ -168,12 +182,14 @@ def score_note(
 
     pred_tokens: dict[int, set[str]] = {}
     pred_chars: list[tuple[int, int]] = []
+    pred_list: list[tuple[int, int, str, str]] = []
     for span in predicted:
         start, end = max(0, span.start), min(size, span.end)
         if end <= start:
             continue
         pred_chars.append((start, end))
         label = str(getattr(span.category, "value", span.category))
+        pred_list.append((start, end, label, str(getattr(span, "source", ""))))
         for k in covered(start, end):
             pred_tokens.setdefault(k, set()).add(label)
 
@@ -235,6 +251,14 @@ def score_note(
             token = text[starts[k] : ends[k]]
             fp_tokens.update((label, token) for label in labels)
     fn = len(gold_tokens) - tp
+    false_positives = [
+        FalsePositive(
+            patient, note, start, end, label, source,
+            _context(text, start, end) if collect_text else "",
+        )
+        for start, end, label, source in pred_list
+        if any(k not in gold_tokens for k in covered(start, end))
+    ]
     counts = Counts(
         tp=tp,
         fp=fp,
@@ -244,7 +268,9 @@ def score_note(
         phrases_found=found,
         phrases_touched=touched,
     )
-    return NoteScore(counts, categories, missed, fp_by_category, fp_tokens, confusion)
+    return NoteScore(
+        counts, categories, missed, fp_by_category, fp_tokens, confusion, false_positives
+    )
 
 
 def _context(text: str, start: int, end: int, width: int = 30) -> str:
@@ -309,6 +335,7 @@ class Evaluation:
     fp_by_category: Counter[str] = field(default_factory=Counter)
     fp_tokens: Counter[tuple[str, str]] = field(default_factory=Counter)
     confusion: dict[str, Counter[str]] = field(default_factory=dict)
+    false_positives: list[FalsePositive] = field(default_factory=list)
     notes: int = 0
     characters: int = 0
 
@@ -329,6 +356,7 @@ class Evaluation:
         self.missed.extend(score.missed)
         self.fp_by_category.update(score.fp_by_category)
         self.fp_tokens.update(score.fp_tokens)
+        self.false_positives.extend(score.false_positives)
         for cat, seen in score.confusion.items():
             self.confusion.setdefault(cat, Counter()).update(seen)
         self.notes += 1
@@ -357,6 +385,7 @@ class Evaluation:
             missed=list(self.missed),
             fp_tokens=Counter(self.fp_tokens),
             confusion={k: Counter(v) for k, v in sorted(self.confusion.items())},
+            false_positives=list(self.false_positives),
         )
 
 
@@ -374,6 +403,7 @@ class Report:
     missed: list[MissedPhrase]
     fp_tokens: Counter[tuple[str, str]]
     confusion: dict[str, Counter[str]] = field(default_factory=dict)
+    false_positives: list[FalsePositive] = field(default_factory=list)
 
     def only_categories(self, wanted: Iterable[str]) -> Report:
         """Restrict the developer error lists to gold / predicted categories starting with
@@ -389,6 +419,7 @@ class Report:
             self,
             missed=[m for m in self.missed if keep(m.category)],
             fp_tokens=Counter({k: v for k, v in self.fp_tokens.items() if keep(k[0])}),
+            false_positives=[f for f in self.false_positives if keep(f.category)],
         )
 
     def targets(self, known_names: bool) -> dict[str, float]:
@@ -452,6 +483,18 @@ class Report:
                 {"category": cat, "text": tok, "count": n}
                 for (cat, tok), n in self.fp_tokens.most_common(show_errors)
             ]
+            out["false_positive_spans"] = [
+                {
+                    "patient": f.patient,
+                    "note": f.note,
+                    "start": f.start,
+                    "end": f.end,
+                    "category": f.category,
+                    "source": f.source,
+                    "context": f.context,
+                }
+                for f in self.false_positives[:show_errors]
+            ]
         return out
 
     def format_text(self, *, known_names: bool, show_errors: int = 0) -> str:
@@ -506,6 +549,14 @@ class Report:
             lines.append(f"most frequent false-positive tokens (first {show_errors}):")
             for (cat, tok), n in self.fp_tokens.most_common(show_errors):
                 lines.append(f"  {n:>5}  {cat:<18} {tok}")
+            lines.append(
+                f"false-positive spans (first {show_errors} of {len(self.false_positives)}):"
+            )
+            for f in self.false_positives[:show_errors]:
+                lines.append(
+                    f"  p{f.patient} n{f.note} [{f.start},{f.end}) {f.category}"
+                    f" ({f.source or '?'}): {f.context}"
+                )
         return "\n".join(lines)
 
 

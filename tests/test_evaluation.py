@@ -58,6 +58,11 @@ def test_hand_computed_note() -> None:
     assert (cats["Date"].tokens, cats["Date"].tokens_found) == (2, 2)
     assert score.fp_by_category == {"NAME_PROVIDER": 1, "DATE": 1}
     assert score.fp_tokens == {("NAME_PROVIDER", "Dr"): 1, ("DATE", "today"): 1}
+    assert [(f.start, f.end, f.category) for f in score.false_positives] == [
+        (15, 21, "NAME_PROVIDER"),
+        (30, 35, "DATE"),
+    ]
+    assert score.false_positives[0].context == "John Smith saw [[Dr Who]] on 3/14 today"
     assert [(m.start, m.category, m.touched, m.text) for m in score.missed] == [
         (0, "PTName", True, "John Smith")
     ]
