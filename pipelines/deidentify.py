@@ -1,0 +1,400 @@
+"""The de-identification pipeline: detect → replace → leak guard.
+
+``Deidentifier.deidentify(document, state)`` returns the output text, the spans of the
+surrogates / redaction tags *in the output* (category and offsets: a ready training corpus)
+and, when the leak guard finds a known identifier or a detected PHI string surviving outside
+those spans, ``held_reason`` — categories and counts only, never the text. A held document
+must not be published. ``Deidentifier.run(document, store)`` wraps it with the key store:
+state fetched (or created once), maps saved when they grew.
+
+Replacement rules per region (the detector merges overlaps into regions with equal bounds):
+- any category of the region with action ``redact`` → one tag, ``[PHI]`` if the region's
+  categories belong to several groups;
+- else any with ``surrogate`` → the surrogate of the most confident such span;
+- else (all ``keep``) the text stays and the guard ignores it.
+No clock is read here: stage timing is measured only when the caller passes a ``timer``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import date
+from types import MappingProxyType
+
+from keystore.api import PatientState, PatientStore
+from pipelines.document import ClinicalDocument, Identifiers, PersonName
+from pipelines.phi.detector import Detector
+from pipelines.phi.merge import merge_spans
+from pipelines.policy import Action, Policy
+from pipelines.spans import Category, Span
+from surrogates import ReplaceContext, SurrogateSettings, new_patient_state, redaction_tag
+from surrogates import replacer_for as _replacer_for
+from surrogates.names import SUFFIXES, TITLES
+
+_EMPTY: Mapping[str, float] = MappingProxyType({})
+# Categories whose surrogate may legitimately read like the original: a year-only date can
+# stay in its year, an age under the ceiling is kept.
+_MAY_EQUAL = frozenset({Category.DATE, Category.AGE})
+MIN_ID_CHARS = 4  # shorter identifiers (e.g. "1") would match everywhere
+MIN_NUMERIC_PHRASE = 4  # detected all-digit phrases shorter than this are not scanned
+
+
+@dataclass(frozen=True, slots=True)
+class DeidResult:
+    """What one document became. Field names match ``pipelines.process.Deidentified``."""
+
+    text: str
+    spans: tuple[Span, ...]  # surrogate / tag spans, offsets in ``text``
+    held_reason: str | None  # set when the leak guard held the document back (no PHI)
+    stage_seconds: Mapping[str, float] = field(default_factory=lambda: _EMPTY)
+    state_changed: bool = False  # the patient's maps grew: save the state
+    leaks: Mapping[str, int] = field(default_factory=dict)  # category → terms that survived
+    detected: int = 0  # spans the detector (or the caller) gave
+
+    @property
+    def held(self) -> bool:
+        return self.held_reason is not None
+
+
+@dataclass(frozen=True, slots=True)
+class _Region:
+    start: int
+    end: int
+    spans: tuple[Span, ...]
+
+
+def surrogate_settings(policy: Policy) -> SurrogateSettings:
+    return SurrogateSettings(
+        age_ceiling=policy.age_ceiling,
+        date_shift_min_days=policy.date_shift_min_days,
+        date_shift_max_days=policy.date_shift_max_days,
+    )
+
+
+class Deidentifier:
+    """Holds the policy and the detector; callable as ``(document, state) -> DeidResult``."""
+
+    def __init__(
+        self,
+        policy: Policy | None = None,
+        detector: Detector | None = None,
+        timer: Callable[[], float] | None = None,
+    ) -> None:
+        self.policy = policy or Policy.load()
+        self.detector = detector or Detector(self.policy)
+        self.settings = surrogate_settings(self.policy)
+        self.timer = timer
+
+    def new_state(self) -> PatientState:
+        return new_patient_state(self.settings)
+
+    def __call__(self, document: ClinicalDocument, state: PatientState) -> DeidResult:
+        return self.deidentify(document, state)
+
+    def run(
+        self,
+        document: ClinicalDocument,
+        store: PatientStore,
+        authority: str | None = None,
+        patient_id: str | None = None,
+    ) -> DeidResult:
+        """Fetch or create the patient's state, de-identify, save the state if it grew."""
+        auth = document.assigning_authority if authority is None else authority
+        pid = document.patient_id if patient_id is None else patient_id
+        state = store.get_or_create(auth, pid, self.new_state)
+        result = self.deidentify(document, state)
+        if result.state_changed:
+            store.save(auth, pid, state)
+        return result
+
+    def deidentify(
+        self,
+        document: ClinicalDocument,
+        state: PatientState,
+        spans: Sequence[Span] | None = None,
+    ) -> DeidResult:
+        """De-identify ``document``; ``spans`` replaces the detector when given."""
+        times: dict[str, float] = {}
+        tick = self.timer() if self.timer else 0.0
+        text = document.text
+        found = (
+            self.detector.detect(document)
+            if spans is None
+            else merge_spans(s for s in spans if s.end <= len(text))
+        )
+        tick = self._lap(times, "detect", tick)
+        ctx = ReplaceContext(
+            state=state,
+            text=text,
+            settings=self.settings,
+            reference_date=_reference_date(document),
+            known_given=_known_parts(document.identifiers, given=True),
+            known_family=_known_parts(document.identifiers, given=False),
+        )
+        out_text, out_spans, replaced = self._replace(text, _regions(found), ctx)
+        tick = self._lap(times, "replace", tick)
+        leaks = leak_guard(text, out_text, out_spans, replaced, document.identifiers, self.policy)
+        self._lap(times, "guard", tick)
+        held = None
+        if leaks:
+            held = "leak guard: " + ", ".join(f"{cat}={n}" for cat, n in sorted(leaks.items()))
+        return DeidResult(
+            text=out_text,
+            spans=tuple(out_spans),
+            held_reason=held,
+            stage_seconds=MappingProxyType(times) if self.timer else _EMPTY,
+            state_changed=ctx.changed,
+            leaks=dict(leaks),
+            detected=len(found),
+        )
+
+    def _lap(self, times: dict[str, float], stage: str, since: float) -> float:
+        if self.timer is None:
+            return 0.0
+        now = self.timer()
+        times[stage] = now - since
+        return now
+
+    def _replace(
+        self, text: str, regions: list[_Region], ctx: ReplaceContext
+    ) -> tuple[str, list[Span], list[tuple[_Region, Span, str]]]:
+        """Build the output; returns it, its spans and (region, chosen span, new text)."""
+        parts: list[str] = []
+        out_spans: list[Span] = []
+        replaced: list[tuple[_Region, Span, str]] = []
+        pos = 0
+        shift = 0  # output offset minus input offset so far
+        for region in regions:
+            actions = {self.policy.action_for(s.category) for s in region.spans}
+            if actions == {Action.KEEP}:
+                continue
+            if Action.REDACT in actions:
+                new = redaction_tag(s.category for s in region.spans)
+                chosen = max(region.spans, key=_rank)
+                categories = sorted({s.category for s in region.spans}, key=lambda c: c.value)
+            else:
+                candidates = [
+                    s
+                    for s in region.spans
+                    if self.policy.action_for(s.category) is Action.SURROGATE
+                ]
+                chosen = max(candidates, key=_rank)
+                new = _replacer_for(chosen.category).replace(chosen, ctx)
+                categories = [chosen.category]
+            parts.append(text[pos : region.start])
+            parts.append(new)
+            start = region.start + shift
+            if new:
+                for category in categories:
+                    out_spans.append(
+                        Span(start, start + len(new), category, chosen.confidence, "surrogate")
+                    )
+            shift += len(new) - (region.end - region.start)
+            pos = region.end
+            replaced.append((region, chosen, new))
+        parts.append(text[pos:])
+        return "".join(parts), out_spans, replaced
+
+
+def _rank(span: Span) -> tuple[float, int]:
+    return (span.confidence, span.length)
+
+
+def _regions(spans: Iterable[Span]) -> list[_Region]:
+    """Group merged spans by their (equal) bounds; overlapping leftovers join the region."""
+    regions: list[_Region] = []
+    for span in sorted(spans, key=lambda s: (s.start, -s.end)):
+        if regions and span.start < regions[-1].end:
+            last = regions[-1]
+            end = max(last.end, span.end)
+            members = tuple(s.with_bounds(last.start, end) for s in (*last.spans, span))
+            regions[-1] = _Region(last.start, end, members)
+            continue
+        regions.append(_Region(span.start, span.end, (span,)))
+    return regions
+
+
+def _reference_date(document: ClinicalDocument) -> date | None:
+    moment = document.document_date or document.version.filing_time
+    return moment.date() if moment is not None else None
+
+
+def _names(identifiers: Identifiers) -> Iterable[PersonName]:
+    yield from identifiers.patient_names
+    yield from identifiers.provider_names
+    yield from identifiers.relative_names
+
+
+def _known_parts(identifiers: Identifiers, given: bool) -> frozenset[str]:
+    out: set[str] = set()
+    for name in _names(identifiers):
+        for part in name.given if given else (name.family,):
+            out.update(p.lower() for p in re.split(r"[\s\-]+", part) if p)
+    return frozenset(out)
+
+
+# --------------------------------------------------------------------------- the leak guard
+
+_SEPARATORS = r"[\s().\-/]*"
+
+
+def _word(term: str) -> str:
+    """A case-insensitive whole-word pattern, whitespace-flexible."""
+    body = r"\s+".join(re.escape(w) for w in term.split())
+    return rf"(?<!\w){body}(?!\w)"
+
+
+def _digits(digits: str) -> str:
+    return r"(?<!\d)" + _SEPARATORS.join(digits) + r"(?!\d)"
+
+
+def _alnum_id(value: str) -> str | None:
+    chars = [c for c in value if c.isalnum()]
+    if len(chars) < MIN_ID_CHARS:
+        return None
+    return r"(?<![A-Za-z0-9])" + r"[\s\-./]?".join(re.escape(c) for c in chars) + r"(?![A-Za-z0-9])"
+
+
+def _date_forms(day: date) -> list[str]:
+    m, d, y = day.month, day.day, day.year
+    month = day.strftime("%B")
+    return [
+        f"{m:02d}/{d:02d}/{y}",
+        f"{m}/{d}/{y}",
+        f"{m:02d}/{d:02d}/{y % 100:02d}",
+        f"{m}/{d}/{y % 100:02d}",
+        f"{m}-{d}-{y}",
+        f"{m:02d}-{d:02d}-{y}",
+        day.isoformat(),
+        f"{y}{m:02d}{d:02d}",
+        f"{month} {d}, {y}",
+        f"{month} {d} {y}",
+        f"{month[:3]} {d}, {y}",
+        f"{month[:3]} {d} {y}",
+        f"{d} {month} {y}",
+        f"{d} {month[:3]} {y}",
+    ]
+
+
+def known_terms(identifiers: Identifiers, policy: Policy) -> list[tuple[str, str]]:
+    """(category, regex) for every known identifier of the document the policy does not keep."""
+    terms: list[tuple[str, str]] = []
+
+    def add(category: Category, pattern: str | None) -> None:
+        if pattern and policy.action_for(category) is not Action.KEEP:
+            terms.append((category.value, pattern))
+
+    for names, category in (
+        (identifiers.patient_names, Category.NAME_PATIENT),
+        (identifiers.provider_names, Category.NAME_PROVIDER),
+        (identifiers.relative_names, Category.NAME_RELATIVE),
+    ):
+        for name in names:
+            for part in name.parts:
+                for piece in re.split(r"[\s\-]+", part):
+                    if len(piece.strip(".")) >= 2:
+                        add(category, _word(piece.strip(".")))
+    for ident in identifiers.patient_ids:
+        add(Category.MRN, _alnum_id(ident.value))
+    for ident in identifiers.other_ids:
+        add(Category.ID, _alnum_id(ident.value))
+    for value in identifiers.account_numbers:
+        add(Category.ACCOUNT, _alnum_id(value))
+    for value in identifiers.ssn:
+        add(Category.SSN, _alnum_id(value))
+    for phone in identifiers.phones:
+        digits = "".join(c for c in phone if c.isdigit())
+        if len(digits) == 11 and digits[0] == "1":
+            digits = digits[1:]
+        if len(digits) >= 7:
+            add(Category.PHONE, _digits(digits))
+            if len(digits) == 10:
+                add(Category.PHONE, _digits(digits[3:]))
+    for email in identifiers.emails:
+        if email.strip():
+            add(Category.EMAIL, re.escape(email.strip()))
+    for address in identifiers.addresses:
+        for line in address.street:
+            if len(line.strip()) >= 4:
+                add(Category.LOCATION_STREET, _word(line.strip()))
+        if len(address.city.strip()) >= 2:
+            add(Category.LOCATION_CITY, _word(address.city.strip()))
+        if len(address.postal_code.strip()) >= 5:
+            add(Category.LOCATION_ZIP, _alnum_id(address.postal_code.strip()[:5]))
+    if identifiers.birth_date is not None:
+        for form in _date_forms(identifiers.birth_date):
+            add(Category.DATE, _word(form))
+    return terms
+
+
+def _found_terms(text: str, replaced: Sequence[tuple[_Region, Span, str]]) -> list[tuple[str, str]]:
+    terms: list[tuple[str, str]] = []
+    for region, chosen, _ in replaced:
+        phrase = " ".join(text[region.start : region.end].split())
+        if len(phrase) < 2:
+            continue
+        if phrase.isdigit() and len(phrase) < MIN_NUMERIC_PHRASE:
+            continue
+        terms.append((chosen.category.value, _word(phrase)))
+        if chosen.category.is_name:
+            for piece in re.findall(r"[^\W\d_]+(?:['’][^\W\d_]+)?", phrase):
+                low = piece.lower()
+                if (
+                    len(piece) >= 3
+                    and low not in TITLES
+                    and low not in SUFFIXES
+                    and piece != phrase
+                ):
+                    terms.append((chosen.category.value, _word(piece)))
+    return terms
+
+
+def leak_guard(
+    original: str,
+    output: str,
+    out_spans: Sequence[Span],
+    replaced: Sequence[tuple[_Region, Span, str]],
+    identifiers: Identifiers,
+    policy: Policy,
+) -> Counter[str]:
+    """Count, by category, the known identifiers and detected PHI strings left in ``output``.
+
+    Text we generated (surrogates, tags) is masked first: a surrogate that happens to read
+    like another original of the note is not a leak. A surrogate equal to its own original is.
+    """
+    masked = list(output)
+    for span in out_spans:
+        masked[span.start : span.end] = "\x00" * span.length
+    scan = "".join(masked)
+    leaks: Counter[str] = Counter()
+    seen: set[str] = set()
+    for category, pattern in (*known_terms(identifiers, policy), *_found_terms(original, replaced)):
+        if pattern in seen:
+            continue
+        seen.add(pattern)
+        if re.search(pattern, scan, re.IGNORECASE):
+            leaks[category] += 1
+    for region, chosen, new in replaced:
+        if chosen.category in _MAY_EQUAL:
+            continue
+        old = original[region.start : region.end]
+        if new.casefold() == old.casefold():
+            leaks[chosen.category.value] += 1
+    return leaks
+
+
+def deidentify_text(
+    text: str,
+    state: PatientState,
+    spans: Sequence[Span],
+    policy: Policy | None = None,
+    identifiers: Identifiers | None = None,
+) -> DeidResult:
+    """Replace the given spans of ``text`` (no detector): for tests and re-annotation tools."""
+    policy = policy or Policy()
+    deidentifier = Deidentifier(policy, detector=Detector(Policy(actions=policy.actions)))
+    document = ClinicalDocument(text=text, identifiers=identifiers or Identifiers())
+    return deidentifier.deidentify(document, state, spans=spans)
