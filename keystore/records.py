@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import orjson
 
 from keystore.api import PatientState
-from keystore.errors import IntegrityError
+from keystore.errors import IntegrityError, KeystoreError
 
 RECORD_SCHEMA = 1
 
@@ -35,7 +35,11 @@ def dump_state(state: PatientState, identity: Identity | None) -> bytes:
     }
     if identity is not None:
         doc["who"] = [identity.authority, identity.patient_id]
-    return orjson.dumps(doc)
+    try:
+        return orjson.dumps(doc)
+    except TypeError:  # lone surrogates or non-str map values
+        raise KeystoreError("patient state holds text that cannot be stored (not valid "
+                            "Unicode, or a map value that is not a string)") from None
 
 
 def load_state(raw: bytes) -> tuple[PatientState, Identity | None]:

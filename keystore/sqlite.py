@@ -60,11 +60,14 @@ class SqliteBackend(SqlBackend):
                 cur.execute("COMMIT")
             except sqlite3.OperationalError as exc:
                 # "database is locked", disk I/O errors: another try may succeed.
+                # The message may quote stored bytes: report only SQLite's error name.
                 raise KeystoreUnavailable("SQLite key store operation failed",
-                                          error=str(exc).split(":")[0][:60]) from None
+                                          error=getattr(exc, "sqlite_errorname",
+                                                        type(exc).__name__)) from None
             except sqlite3.DatabaseError as exc:
-                raise KeystoreError("SQLite key store is damaged",
-                                    error=type(exc).__name__) from None
+                raise KeystoreError("SQLite key store statement failed",
+                                    error=getattr(exc, "sqlite_errorname",
+                                                  type(exc).__name__)) from None
             finally:
                 cur.close()
 
