@@ -17,6 +17,7 @@ from typing import Final
 from pipelines.phi import lexicons as lx
 from pipelines.phi.base import Doc, Recognizer
 from pipelines.phi.lexicons import Token
+from pipelines.phi.recognizers.known import known_name_forms
 from pipelines.phi.registry import register
 from pipelines.spans import Category, Span
 
@@ -70,14 +71,20 @@ ROLE_BEFORE: Final = {
         ),
         P,
     ),
-    **dict.fromkeys(_words("contact contacts contacted"), OTHER),
+    **dict.fromkeys(
+        _words(
+            "contact contacts contacted caseworker chaplain rabbi priest pastor reverend rev "
+            "lawyer attorney guardian interpreter"
+        ),
+        OTHER,
+    ),
 }
 # "with" / "by" / "to" cue a name only after a verb of talking or seeing ("spoke with Jones").
 VERB_THEN_NAME: Final = {
     **dict.fromkeys(
         _words(
             "spoke speak speaking talked talk talking met meet discussed discussion conversation "
-            "conversed updated update called call contacted contact visit visited"
+            "conversed updated update called call contacted contact visit visited accompanied"
         ),
         OTHER,
     ),
@@ -101,7 +108,9 @@ EPONYM_HEADS: Final = frozenset(
     )
 )
 # Grammar words that may sit between a role word and the name ("son is Jim", "dtr named Ann").
-_SKIPPABLE: Final = frozenset(_words("is was named name in law of ho"))
+_SKIPPABLE: Final = frozenset(_words("is was named name in law of ho person"))
+# Words that are cues themselves are never the name ("updated by MD, Husband called").
+_CUE_WORDS: Final = frozenset({*TITLES, *CREDENTIALS, *ROLE_BEFORE, *ROLE_AFTER, *VERB_THEN_NAME})
 # Joiners inside a list of names ("Drs. Smith and Jones", "sons Al, Bob and Carl").
 _JOINERS: Final = frozenset({"and", "&", "or"})
 
@@ -117,33 +126,31 @@ def _plausible(tok: Token, mixed: bool, strength: int, lowered: frozenset[str]) 
     common nouns here ("Aline placed" … "aline dc'd"), whatever the census says.
     """
     word = _base(tok.lower)
-    if len(word) < 2 or (len(word) < 3 and strength < 3):
+    if len(word) < 2:
         return False
+    if len(word) < 3 and strength < 3 and not (mixed and tok.is_title and lx.is_first_name(word)):
+        return False  # two letters: a name only as "Ed", "Al" in Title case, or after a title
     f = lx.zipf(word)
-    if "-" in word:  # "Retterer-Moore": every part a name or a rare word
-        parts = word.split("-")
-        ns = min(
-            lx.name_score(p) if lx.is_name(p) else (1.0 if lx.zipf(p) < _RARE else -9.0)
-            for p in parts
-        )
-    else:
-        ns = lx.name_score(word)
+    ns = lx.name_score(word)
     named = ns > -9.0
     titled = tok.is_title or (tok.is_upper and not mixed)
     if mixed:
-        if not (tok.is_title or tok.is_upper) and (strength < 3 or f >= _COMMON):
-            return False  # a lower-case word in a mixed-case note is no name (but "dr smith")
+        if not (tok.is_title or tok.is_upper):
+            # a lower-case word in a mixed-case note is no name, except after a title: "dr smith"
+            return strength >= 3 and ((named and f < 5.5) or f < _RARE)
         if tok.is_upper and len(word) < 4 and strength < 3:
             return False  # "HO", "ASA": abbreviations
         if word in lowered and strength < 3:
             return False
     if strength >= 3:
         if named:
+            if f >= 4.5 and ns < -0.5:  # "Ms. given", "Dr. check": English words
+                return False
             return f < 5.5 or (mixed and titled)
         return f < _RARE or (mixed and titled and f < 3.5)
     if strength == 2:
         if mixed and titled:
-            return (named and f < _VERY_COMMON) or f < _RARE
+            return (named and f < 5.6) or f < _RARE
         return ns >= 0.8 and f < 5.6
     # no cue: a word used far more as a name than as an English word
     return mixed and titled and ns > 1.5 and f < 3.5
@@ -170,9 +177,12 @@ def _gap(text: str, left: Token, right: Token) -> str:
     return text[left.end : right.start]
 
 
-def _tight(gap: str) -> bool:
-    """Two words of one name: separated by spaces or an initial's period, not a line break."""
-    return len(gap) <= 3 and "\n" not in gap and gap.strip() in {"", ".", "-"}
+def _tight(gap: str, left: Token | None = None) -> bool:
+    """Two words of one name: separated by spaces, a hyphen or an initial's period."""
+    if len(gap) > 3 or "\n" in gap:
+        return False
+    mark = gap.strip()
+    return mark in {"", "-"} or (mark == "." and (left is None or len(left.text) == 1))
 
 
 def _eponyms(words: tuple[Token, ...], text: str) -> set[str]:
@@ -210,8 +220,8 @@ class NameRecognizer(Recognizer):
 
         def ok(i: int, strength: int) -> bool:
             tok = words[i]
-            base = tok.lower.removesuffix("'s").removesuffix("’s")
-            if base in eponyms and strength < 3:
+            base = _base(tok.lower)
+            if base in _CUE_WORDS or (base in eponyms and strength < 3):
                 return False
             return _plausible(tok, mixed, strength, lowered)
 
@@ -220,8 +230,16 @@ class NameRecognizer(Recognizer):
             take(i, cat, conf)
             j = i + 1
             count = 1
-            while j < len(words) and count < 4 and _tight(_gap(text, words[j - 1], words[j])):
-                if _is_initial(words[j], text) or ok(j, max(strength - 1, 2)):
+            while (
+                j < len(words)
+                and count < 4
+                and _tight(_gap(text, words[j - 1], words[j]), words[j - 1])
+            ):
+                if (
+                    _is_initial(words[j], text)
+                    or ok(j, max(strength - 1, 2))
+                    or _surname_after_first(words[j - 1], words[j], mixed)
+                ) and words[j].lower not in CREDENTIALS:
                     take(j, cat, conf)
                     count += 1
                     j += 1
@@ -232,7 +250,7 @@ class NameRecognizer(Recognizer):
                 gap = _gap(text, words[j - 1], words[j])
                 if "\n" in gap:
                     break
-                if words[j].lower in _JOINERS and ok(j + 1, 2):
+                if words[j].lower in _JOINERS and ok(j + 1, 3 if mixed and strength >= 3 else 2):
                     take(j + 1, cat, conf)
                     j += 2
                 elif gap.strip() == "," and cat is R and lx.is_name(words[j].lower) and ok(j, 2):
@@ -278,6 +296,13 @@ class NameRecognizer(Recognizer):
                 title = None
             if title is PT and mixed and tok.is_upper:
                 title = None  # "MS." in a mixed-case note is mental status / multiple sclerosis
+            if title is PT and not mixed and i + 1 < n:
+                # "ms" in a one-case note may be morphine or mental status: need a real name
+                nw = words[i + 1].lower
+                if lx.name_score(nw) < 0.5 and not (
+                    lx.name_score(nw) == -9.0 and lx.zipf(nw) < _RARE
+                ):
+                    title = None
             if title is not None:
                 nxt = i + 1
                 if _is_initial(words[nxt], text) and title is PT:  # "Ms. S." patient initial
@@ -295,8 +320,6 @@ class NameRecognizer(Recognizer):
                 after = text[tok.end : tok.end + 3].strip()
                 if not (low == "pa" and after[:1].isdigit()):  # "PA 54/18": a pressure
                     run_left(i, P, 0.85, low)
-                    i += 1
-                    continue
             role = ROLE_AFTER.get(low)
             if role is not None and i > 0 and _tight(_gap(text, words[i - 1], tok)):
                 j = i - 1
@@ -315,6 +338,15 @@ class NameRecognizer(Recognizer):
                 gap = text[tok.end : words[j].start] if j < n else "\n"
                 if j < n and len(gap) < 6 and "\n" not in gap and "." not in gap.strip(" ,:(-"):
                     strength = 2
+                    if (  # "per E. Welsh"
+                        _is_initial(words[j], text)
+                        and j + 1 < n
+                        and _tight(_gap(text, words[j], words[j + 1]))
+                        and ok(j + 1, 3)
+                    ):
+                        take(j, role, 0.8)
+                        i = run_right(j + 1, role, 0.8, 3)
+                        continue
                     # "per protocol", "per Carevue": after "per" only a census name counts
                     weak = low == "per" and lx.name_score(words[j].lower) < 1.0
                     if not weak and ok(j, strength):
@@ -324,9 +356,16 @@ class NameRecognizer(Recognizer):
                 sur = words[i + 1]
                 if (
                     _tight(_gap(text, tok, sur))
-                    and lx.zipf(sur.lower) < 4.0
-                    and (lx.name_score(sur.lower) >= 1.5 or (mixed and sur.is_title))
-                    and ok(i + 1, 2)
+                    and (
+                        (lx.name_score(sur.lower) >= 1.5 and lx.zipf(sur.lower) < 5.0)
+                        or (
+                            mixed
+                            and sur.is_title
+                            and ok(i + 1, 2)
+                            and (lx.name_score(sur.lower) >= 1.0 or lx.zipf(sur.lower) < _RARE)
+                        )
+                    )
+                    and ok(i + 1, 3)
                 ):
                     take(i, OTHER, 0.7)
                     i = run_right(i + 1, OTHER, 0.7, 2)
@@ -335,9 +374,43 @@ class NameRecognizer(Recognizer):
             if mixed and tok.is_title and i not in taken and lx.is_first_name(low) and ok(i, 1):
                 i = run_right(i, OTHER, 0.6, 2)
                 continue
+            # no cue, one-case note: "AGNES MUNROE" (first name + census surname). A first name
+            # alone is not enough here: "MAE", "PERLA", "ALINE" are clinical abbreviations too.
+            if not mixed and i not in taken and lx.is_first_name(low) and low not in eponyms:
+                ns = lx.name_score(low)
+                nxt_ok = (
+                    i + 1 < n
+                    and _tight(_gap(text, tok, words[i + 1]))
+                    and lx.name_score(_base(words[i + 1].lower)) >= 1.5
+                    and _surname_after_first(tok, words[i + 1], mixed)
+                )
+                if ns >= 1.5 and lx.zipf(low) < 4.5 and nxt_ok:
+                    take(i, OTHER, 0.6)
+                    i = run_right(i + 1, OTHER, 0.6, 2)
+                    continue
             i += 1
 
+        known = known_name_forms(doc)
+        if known:  # the structured part of the message tells the role
+            for idx, (_, conf) in list(taken.items()):
+                role = known.get(_base(words[idx].lower))
+                if role is not None:
+                    taken[idx] = (role, max(conf, 0.95))
         return _spans(words, taken, text)
+
+
+def _surname_after_first(first: Token, word: Token, mixed: bool) -> bool:
+    """``word`` right after a census first name is its surname: a census surname far more a name
+    than a word, or a rare unknown word ("Leslie Kiezulas")."""
+    if not lx.is_first_name(first.lower) or lx.name_score(first.lower) < 1.0:
+        return False
+    if mixed and not (word.is_title or word.is_upper):
+        return False
+    low = _base(word.lower)
+    if len(low) < 3:
+        return False
+    ns = lx.name_score(low)
+    return (ns >= 1.5 and lx.zipf(low) < 4.5) or (ns == -9.0 and lx.zipf(low) < 2.0)
 
 
 def _dotted_credential(text: str, tok: Token) -> bool:

@@ -1,0 +1,320 @@
+"""The document's own identifiers, found again in its narrative (presidio-style context).
+
+Why: the structured part of the message (PID, NK1, PV1 or the FHIR Patient) already tells us
+the patient's names, MRNs, birth date, phones and address. Whatever form they take in the
+text — "SMITH, JOHN", "Mr. Smith", "J. Smith", "Smith's", "john", MRN "00123-45" for
+"12345", "Jan 2, 1950" for 1950-01-02 — they are PHI with near certainty. The spans come out
+with confidence 1.0, so where another recognizer found the same words with a weaker guess
+(a name with an unknown role) the merge keeps this one: the known identifier boosts it. The
+name forms are also left in ``doc.cache[KNOWN_NAMES_KEY]`` so the name recognizer can give a
+found name its role.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Iterator
+from datetime import date
+
+from pipelines.document import Identifiers, PersonName
+from pipelines.phi import lexicons as lx
+from pipelines.phi.base import Doc, Recognizer
+from pipelines.phi.registry import register
+from pipelines.spans import Category, Span
+
+KNOWN_NAMES_KEY = "known_names"
+SOURCE = "known"
+
+# A name part this frequent in English ("Will", "Rose", "Hope") counts only where the text
+# makes it a name: Title case in a mixed-case note, or next to a title / another known part.
+_COMMON_WORD = 4.5
+
+_TITLES = frozenset({"mr", "mrs", "ms", "miss", "dr", "mister"})
+
+_DIGIT_RUN = re.compile(r"(?<![\w])[A-Za-z]{0,3}\d(?:[./-]?\d)*(?![\w])")
+_PHONE = re.compile(r"(?<!\d)(?:\+?1[\s.-]?)?(?:\(\d{3}\)\s*|\d{3}[\s.-]?)?\d{3}[\s.-]?\d{4}(?!\d)")
+_NUMERIC_DATE = re.compile(r"(?<!\d)(\d{1,4})([/.-])(\d{1,2})\2(\d{1,4})(?!\d)")
+_COMPACT_DATE = re.compile(r"(?<!\d)(\d{8})(?!\d)")
+_MONTHS = {
+    m: i + 1
+    for i, names in enumerate(
+        [
+            ("jan", "january"),
+            ("feb", "february"),
+            ("mar", "march"),
+            ("apr", "april"),
+            ("may",),
+            ("jun", "june"),
+            ("jul", "july"),
+            ("aug", "august"),
+            ("sep", "sept", "september"),
+            ("oct", "october"),
+            ("nov", "november"),
+            ("dec", "december"),
+        ]
+    )
+    for m in names
+}
+_MONTH = r"(jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?|sept?(?:ember)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)"
+_ORD = r"(?:st|nd|rd|th)?"
+_MONTH_FIRST = re.compile(rf"\b{_MONTH}\.?\s+(\d{{1,2}}){_ORD},?\s+(\d{{2,4}})\b", re.I)
+_DAY_FIRST = re.compile(
+    rf"\b(\d{{1,2}}){_ORD}[\s-]+(?:of\s+)?{_MONTH}\.?,?[\s-]+(\d{{2,4}})\b", re.I
+)
+
+# USPS street-suffix abbreviations (a handful; the full table has no maintained package).
+_STREET_SUFFIX = {
+    "street": "st",
+    "avenue": "ave",
+    "road": "rd",
+    "drive": "dr",
+    "lane": "ln",
+    "boulevard": "blvd",
+    "court": "ct",
+    "place": "pl",
+    "terrace": "ter",
+    "circle": "cir",
+    "parkway": "pkwy",
+    "highway": "hwy",
+    "square": "sq",
+}
+
+
+@register("known")
+class KnownIdentifierRecognizer(Recognizer):
+    """Every form of the document's known identifiers (names, MRNs, birth date, phones,
+    email, address) found in its text."""
+
+    categories = frozenset(
+        {
+            Category.NAME_PATIENT,
+            Category.NAME_PROVIDER,
+            Category.NAME_RELATIVE,
+            Category.MRN,
+            Category.SSN,
+            Category.ACCOUNT,
+            Category.ID,
+            Category.DATE,
+            Category.PHONE,
+            Category.EMAIL,
+            Category.LOCATION_STREET,
+            Category.LOCATION_CITY,
+            Category.LOCATION_ZIP,
+        }
+    )
+
+    def detect(self, doc: Doc) -> list[Span]:
+        ids = doc.identifiers
+        if ids.is_empty() or not doc.text:
+            return []
+        out: list[Span] = []
+        out.extend(self._names(doc))
+        out.extend(_numbers(doc.text, ids))
+        if ids.birth_date is not None:
+            out.extend(_birth_dates(doc.text, ids.birth_date))
+        out.extend(_phones(doc.text, ids.phones))
+        out.extend(_literal(doc.text, ids.emails, Category.EMAIL))
+        out.extend(_addresses(doc))
+        return out
+
+    def _names(self, doc: Doc) -> Iterator[Span]:
+        forms = known_name_forms(doc)
+        if not forms:
+            return
+        toks = lx.tokens(doc)
+        words, text, mixed = toks.words, doc.text, toks.mixed_case
+        initials = _known_initials(doc.identifiers)
+        for i, tok in enumerate(words):
+            base = _base(tok.lower)
+            cat = forms.get(base)
+            if cat is not None:
+                if lx.zipf(base) >= _COMMON_WORD and not _supported(words, i, forms, mixed):
+                    continue
+                yield Span(tok.start, tok.start + len(base), cat, 1.0, SOURCE)
+                continue
+            # an initial: "J. Smith", "Ms. S." (a single letter with a period)
+            if len(tok.text) == 1 and text[tok.end : tok.end + 1] == "." and tok.lower in initials:
+                prev_title = i > 0 and words[i - 1].lower in _TITLES
+                next_known = i + 1 < len(words) and _base(words[i + 1].lower) in forms
+                if prev_title or next_known:
+                    yield Span(tok.start, tok.end, initials[tok.lower], 0.95, SOURCE)
+
+
+def known_name_forms(doc: Doc) -> dict[str, Category]:
+    """Lower-case name parts of the document's known people -> their role (patient first)."""
+    cached = doc.cache.get(KNOWN_NAMES_KEY)
+    if isinstance(cached, dict):
+        return cached
+    ids = doc.identifiers
+    forms: dict[str, Category] = {}
+    for people, cat in (
+        (ids.provider_names, Category.NAME_PROVIDER),
+        (ids.relative_names, Category.NAME_RELATIVE),
+        (ids.patient_names, Category.NAME_PATIENT),
+    ):
+        for part in _name_parts(people):
+            forms[part] = cat  # later roles win: the patient's own name is the most sensitive
+    doc.cache[KNOWN_NAMES_KEY] = forms
+    return forms
+
+
+def _name_parts(people: Iterable[PersonName]) -> Iterator[str]:
+    for person in people:
+        for part in person.parts:
+            low = part.lower().strip()
+            if not low:
+                continue
+            pieces = [p for p in re.split(r"[\s-]+", low) if len(p) >= 2]
+            yield from pieces
+            if "'" in low or "’" in low:
+                yield low.replace("’", "'")
+
+
+def _known_initials(ids: Identifiers) -> dict[str, Category]:
+    out: dict[str, Category] = {}
+    for people, cat in (
+        (ids.provider_names, Category.NAME_PROVIDER),
+        (ids.relative_names, Category.NAME_RELATIVE),
+        (ids.patient_names, Category.NAME_PATIENT),
+    ):
+        for person in people:
+            for part in person.parts:
+                if part[:1].isalpha():
+                    out[part[0].lower()] = cat
+    return out
+
+
+def _base(word: str) -> str:
+    for suffix in ("'s", "’s"):
+        if word.endswith(suffix) and len(word) > 2:
+            return word[: -len(suffix)]
+    return word
+
+
+def _supported(
+    words: tuple[lx.Token, ...], i: int, forms: dict[str, Category], mixed: bool
+) -> bool:
+    """A common-word name part ("Will") is a name here if the text says so."""
+    if mixed and words[i].is_title:
+        return True
+    before = words[i - 1].lower if i > 0 else ""
+    after = _base(words[i + 1].lower) if i + 1 < len(words) else ""
+    return before in _TITLES or before in forms or after in forms
+
+
+def _norm_digits(value: str) -> str:
+    return re.sub(r"[^0-9A-Za-z]", "", value).upper().lstrip("0")
+
+
+def _numbers(text: str, ids: Identifiers) -> Iterator[Span]:
+    """MRN, SSN, account and other ids with or without leading zeros and separators."""
+    wanted: dict[str, Category] = {}
+    for ident in ids.patient_ids:
+        code = ident.type_code.upper()
+        cat = {"MR": Category.MRN, "SS": Category.SSN, "AN": Category.ACCOUNT}.get(
+            code, Category.MRN if not code else Category.ID
+        )
+        wanted[_norm_digits(ident.value)] = cat
+    for value in ids.ssn:
+        wanted[_norm_digits(value)] = Category.SSN
+    for value in ids.account_numbers:
+        wanted[_norm_digits(value)] = Category.ACCOUNT
+    for ident in ids.other_ids:
+        wanted[_norm_digits(ident.value)] = Category.ID
+    wanted.pop("", None)
+    if not wanted:
+        return
+    for m in _DIGIT_RUN.finditer(text):
+        found = wanted.get(_norm_digits(m.group()))
+        if found is not None:
+            yield Span(m.start(), m.end(), found, 1.0, SOURCE)
+
+
+def _years(value: int) -> set[int]:
+    return {value} if value >= 100 else {value, 1900 + value, 2000 + value}
+
+
+def _is_birth(birth: date, y: int, m: int, d: int) -> bool:
+    return m == birth.month and d == birth.day and birth.year in _years(y)
+
+
+def _birth_dates(text: str, birth: date) -> Iterator[Span]:
+    """The birth date in numeric (any order, any delimiter), compact or month-name form."""
+    for mt in _NUMERIC_DATE.finditer(text):
+        a, b, c = int(mt.group(1)), int(mt.group(3)), int(mt.group(4))
+        if _is_birth(birth, c, a, b) or _is_birth(birth, c, b, a) or _is_birth(birth, a, b, c):
+            yield Span(mt.start(), mt.end(), Category.DATE, 1.0, SOURCE)
+    for mt in _COMPACT_DATE.finditer(text):
+        v = mt.group(1)
+        if v in {birth.strftime("%Y%m%d"), birth.strftime("%m%d%Y"), birth.strftime("%d%m%Y")}:
+            yield Span(mt.start(), mt.end(), Category.DATE, 1.0, SOURCE)
+    for mt in _MONTH_FIRST.finditer(text):
+        month = _MONTHS[mt.group(1).lower()]
+        if _is_birth(birth, int(mt.group(3)), month, int(mt.group(2))):
+            yield Span(mt.start(), mt.end(), Category.DATE, 1.0, SOURCE)
+    for mt in _DAY_FIRST.finditer(text):
+        month = _MONTHS[mt.group(2).lower()]
+        if _is_birth(birth, int(mt.group(3)), month, int(mt.group(1))):
+            yield Span(mt.start(), mt.end(), Category.DATE, 1.0, SOURCE)
+
+
+def _phones(text: str, phones: Iterable[str]) -> Iterator[Span]:
+    wanted: set[str] = set()
+    for phone in phones:
+        digits = re.sub(r"\D", "", phone)
+        if len(digits) >= 7:
+            wanted.add(digits[-10:])
+            wanted.add(digits[-7:])
+    if not wanted:
+        return
+    for m in _PHONE.finditer(text):
+        digits = re.sub(r"\D", "", m.group())
+        if digits[-10:] in wanted or (len(digits) == 7 and digits in wanted):
+            yield Span(m.start(), m.end(), Category.PHONE, 1.0, SOURCE)
+
+
+def _literal(text: str, values: Iterable[str], cat: Category) -> Iterator[Span]:
+    for value in values:
+        value = value.strip()
+        if len(value) < 3:
+            continue
+        for m in re.finditer(re.escape(value), text, re.I):
+            yield Span(m.start(), m.end(), cat, 1.0, SOURCE)
+
+
+def _street_pattern(street: str) -> re.Pattern[str] | None:
+    parts = re.findall(r"[A-Za-z0-9]+", street)
+    if len(parts) < 2:
+        return None
+    pieces = []
+    for part in parts:
+        low = part.lower()
+        alts = {re.escape(low)}
+        for full, short in _STREET_SUFFIX.items():
+            if low in {full, short}:
+                alts |= {full, short}
+        pieces.append("(?:" + "|".join(sorted(alts)) + ")")
+    return re.compile(r"\b" + r"[\s,.#]+".join(pieces) + r"\b\.?", re.I)
+
+
+def _addresses(doc: Doc) -> Iterator[Span]:
+    text = doc.text
+    for address in doc.identifiers.addresses:
+        for street in address.street:
+            pattern = _street_pattern(street)
+            if pattern is not None:
+                for m in pattern.finditer(text):
+                    yield Span(m.start(), m.end(), Category.LOCATION_STREET, 1.0, SOURCE)
+        city = address.city.strip()
+        if len(city) >= 3:
+            words = lx.tokens(doc)
+            common = lx.zipf(city.lower()) >= _COMMON_WORD
+            pattern = re.compile(r"\b" + r"\s+".join(map(re.escape, city.split())) + r"\b", re.I)
+            for m in pattern.finditer(text):
+                if common and words.mixed_case and not m.group()[:1].isupper():
+                    continue
+                yield Span(m.start(), m.end(), Category.LOCATION_CITY, 1.0, SOURCE)
+        zip5 = re.sub(r"\D", "", address.postal_code)[:5]
+        if len(zip5) == 5:
+            for m in re.finditer(rf"(?<!\d){zip5}(?:-\d{{4}})?(?!\d)", text):
+                yield Span(m.start(), m.end(), Category.LOCATION_ZIP, 1.0, SOURCE)
