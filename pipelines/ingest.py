@@ -1,0 +1,145 @@
+"""The one entry point for raw input: bytes in, ClinicalDocuments out (service and convert).
+
+Sniffing, in order: size limit → empty → MLLP framing → byte-order mark → ``content_hint``
+(a MIME type or 'hl7v2' / 'fhir' / 'ndjson') → first byte: ``{`` or ``[`` is JSON (several
+lines of objects is NDJSON), a segment id (MSH, FHS, BHS, …) is HL7 v2, anything else NotHL7.
+
+Several documents can come from one input (HL7 batch or several MLLP frames, Bundle, NDJSON).
+Per-entry errors never lose the good entries: :func:`ingest` returns both; :func:`parse_input`
+returns the documents when every entry parsed, re-raises the error when the input held a
+single entry (or all entries failed the same way), and raises :class:`PartialInput` carrying
+the good documents and the (index, error) pairs when some failed — a caller that does not
+know PartialInput dead-letters the whole input, so nothing is dropped silently.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from pipelines.document import ClinicalDocument
+from pipelines.errors import (
+    BadEncoding,
+    DeidstreamError,
+    EmptyInput,
+    InputError,
+    NotHL7,
+    OversizeInput,
+    PartialInput,
+)
+from pipelines.fhir.parse import loads, parse_ndjson, parse_resource
+from pipelines.hl7.framing import looks_like_hl7, split_messages, unframe_mllp
+from pipelines.hl7.mapping import parse_hl7v2
+
+DEFAULT_MAX_BYTES = 10 * 1024 * 1024
+_UTF8_BOM = b"\xef\xbb\xbf"
+_UTF16_BOMS = (b"\xff\xfe", b"\xfe\xff")
+_HL7_HINTS = ("hl7", "x-application/hl7-v2+er7", "application/hl7-v2", "application/edi-hl7")
+_NDJSON_HINTS = ("ndjson", "application/fhir+ndjson", "application/x-ndjson")
+_JSON_HINTS = ("fhir", "json", "application/fhir+json", "application/json")
+
+
+@dataclass(frozen=True, slots=True)
+class IngestResult:
+    """Documents in input order, and the entries that failed (index, error)."""
+
+    documents: tuple[ClinicalDocument, ...]
+    errors: tuple[tuple[int, InputError], ...]
+    kind: str  # "hl7v2" | "fhir" | "ndjson"
+
+
+def _kind(data: bytes, hint: str | None) -> str:
+    h = (hint or "").lower().strip()
+    if h:
+        if any(x in h for x in _NDJSON_HINTS):
+            return "ndjson"
+        if any(x in h for x in _HL7_HINTS):
+            return "hl7v2"
+        if any(x in h for x in _JSON_HINTS):
+            return "json"
+    head = data.lstrip(b" \t\r\n")[:1]
+    if head in (b"{", b"["):
+        body = data.strip()
+        if b"\n" in body and body[:1] == b"{":
+            first = body.split(b"\n", 1)[0].strip()
+            if first.endswith(b"}"):
+                try:
+                    loads(first)
+                    return "ndjson"
+                except InputError:
+                    pass
+        return "json"
+    if looks_like_hl7(data):
+        return "hl7v2"
+    raise NotHL7("input is neither HL7 v2 (no segment at the start) nor FHIR JSON")
+
+
+def _hl7(chunks: list[bytes]) -> tuple[list[ClinicalDocument], list[tuple[int, InputError]]]:
+    docs: list[ClinicalDocument] = []
+    errors: list[tuple[int, InputError]] = []
+    index = 0
+    for chunk in chunks:
+        for message in split_messages(chunk):
+            try:
+                docs.append(parse_hl7v2(message))
+            except InputError as e:
+                e.coordinates["message"] = index
+                e.args = (str(e),)
+                errors.append((index, e))
+            index += 1
+    return docs, errors
+
+
+def ingest(raw: bytes, *, content_hint: str | None = None, max_bytes: int = DEFAULT_MAX_BYTES) -> IngestResult:
+    """Parse everything in ``raw``; whole-input problems raise, per-entry ones are returned."""
+    if len(raw) > max_bytes:
+        raise OversizeInput("input is larger than the configured limit", size=len(raw), limit=max_bytes)
+    chunks = [c.lstrip(b" \t\r\n").removeprefix(_UTF8_BOM) for c in unframe_mllp(raw)]
+    chunks = [c for c in chunks if c.strip(b" \t\r\n\x00")]
+    if not chunks:
+        raise EmptyInput("input holds no data")
+    if chunks[0][:2] in _UTF16_BOMS:
+        raise BadEncoding("UTF-16 input is not supported; send UTF-8")
+    kind = _kind(chunks[0], content_hint)
+    if kind == "hl7v2":
+        docs, errors = _hl7(chunks)
+        return IngestResult(tuple(docs), tuple(errors), "hl7v2")
+    data = b"\n".join(chunks)
+    outcomes = parse_ndjson(data) if kind == "ndjson" else parse_resource(loads(data))
+    return IngestResult(
+        tuple(o.document for o in outcomes if o.document is not None),
+        tuple((o.index, o.error) for o in outcomes if o.error is not None),
+        "fhir" if kind == "json" else "ndjson",
+    )
+
+
+def parse_input(
+    raw: bytes, *, content_hint: str | None = None, max_bytes: int
+) -> list[ClinicalDocument]:
+    """Bytes → documents, or the typed error for the dead-letter path (see module doc)."""
+    result = ingest(raw, content_hint=content_hint, max_bytes=max_bytes)
+    if not result.errors:
+        return list(result.documents)
+    first = result.errors[0][1]
+    if not result.documents and len({type(e) for _, e in result.errors}) == 1:
+        if len(result.errors) > 1:
+            first.coordinates["failed_entries"] = len(result.errors)
+            first.args = (str(first),)
+        raise first
+    raise PartialInput(
+        "some entries failed to parse",
+        documents=result.documents,
+        entry_errors=result.errors,
+        parsed=len(result.documents),
+        failed=len(result.errors),
+        first_reason=first.reason_class,
+    )
+
+
+def reason_headers(error: DeidstreamError) -> dict[str, str]:
+    """Dead-letter headers for an ingest error: class, reason text, coordinates (no PHI)."""
+    headers = {"reason_class": error.reason_class, "reason": str(error)}
+    if isinstance(error, PartialInput):
+        headers["entry_errors"] = "; ".join(
+            f"{i}:{e.reason_class}" for i, e in error.entry_errors
+        )[:1000]
+    return headers
