@@ -42,18 +42,26 @@ class PostgresBackend(SqlBackend):
     def _connect(self) -> psycopg.Connection[Any]:
         if self._closed:
             raise KeystoreUnavailable("the key store is closed")
-        try:
-            conn = psycopg.connect(self._conninfo, autocommit=True,
-                                   connect_timeout=self._timeout)
-            if self._schema:
-                conn.execute(f'CREATE SCHEMA IF NOT EXISTS "{self._schema}"')
-                conn.execute(f'SET search_path TO "{self._schema}"')
-        except psycopg.errors.UniqueViolation:
-            # Another instance created the schema at the same moment; it exists now.
-            return self._connect()
-        except psycopg.OperationalError as exc:
-            raise KeystoreUnavailable("cannot connect to the PostgreSQL key store",
-                                      error=type(exc).__name__) from None
+        for _ in range(3):
+            try:
+                conn = psycopg.connect(self._conninfo, autocommit=True,
+                                       connect_timeout=self._timeout)
+            except psycopg.OperationalError as exc:
+                raise KeystoreUnavailable("cannot connect to the PostgreSQL key store",
+                                          error=type(exc).__name__) from None
+            try:
+                if self._schema:
+                    conn.execute(f'CREATE SCHEMA IF NOT EXISTS "{self._schema}"')
+                    conn.execute(f'SET search_path TO "{self._schema}"')
+                break
+            except psycopg.errors.UniqueViolation:
+                # Another instance created the schema at the same moment; it exists now.
+                conn.close()
+            except BaseException:
+                conn.close()
+                raise
+        else:
+            raise KeystoreUnavailable("could not prepare the PostgreSQL key store schema")
         self._conn = conn
         return conn
 
