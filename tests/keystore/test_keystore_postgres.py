@@ -7,6 +7,7 @@ import threading
 
 import psycopg
 import pytest
+from psycopg import sql
 
 from keystore import EncryptedStore, Keyring, PatientState, open_store
 from keystore.errors import ForgottenPatientError, IntegrityError, KeystoreUnavailable
@@ -129,10 +130,11 @@ def test_rotate_forget_reveal_and_tamper(pg_url: str, keyring: Keyring) -> None:
         assert s.reveal(states["4"].pseudonym, operator="o", reason="irb").patient_id == "4"
     schema = pg_url.rsplit("schema=", 1)[1]
     with psycopg.connect(pg_url.split("?")[0], autocommit=True) as conn:
-        conn.execute(f'UPDATE "{schema}".patients SET ciphertext = '
-                     "overlay(ciphertext placing '\\x00'::bytea from 5 for 1)")
-        conn.execute(f'DELETE FROM "{schema}".audit')  # append-only: silently nothing
-        assert conn.execute(f'SELECT COUNT(*) FROM "{schema}".audit').fetchone()[0] >= 3
+        conn.execute(sql.SQL("SET search_path TO {}").format(sql.Identifier(schema)))
+        conn.execute("UPDATE patients SET ciphertext ="
+                     " overlay(ciphertext placing '\\x00'::bytea from 5 for 1)")
+        conn.execute("DELETE FROM audit")  # append-only: silently nothing
+        assert conn.execute("SELECT COUNT(*) FROM audit").fetchone()[0] >= 3
     with open_store(pg_url, new) as s, pytest.raises(IntegrityError):
         s.get_or_create("H", "0", _never)
 
