@@ -104,3 +104,8 @@ def split_messages(data: bytes) -> list[bytes]:
     if not messages:
         raise NoMSH("no MSH segment in the input")
     return [b"\r".join(m) for m in messages]
+
+
+def mllp_frame(payload: bytes) -> bytes:
+    """Wrap one message for MLLP: 0x0B payload 0x1C 0x0D."""
+    return b"\x0b" + payload + b"\x1c\x0d"

@@ -1,0 +1,166 @@
+"""hl7apy where its knowledge of the standard matters: ACK/NAK messages and precise reasons.
+
+- :func:`build_ack` answers a received message (AA accepted, AE error, AR rejected) with a
+  standard ACK built by hl7apy: MSH addressed back to the sender, MSA echoing MSH-10, and for
+  AE/AR an ERR segment (ERR-3 code from HL7 table 0357 in 2.5+, ERR-1 in older versions).
+  The MLLP gateway frames it with :func:`pipelines.hl7.framing.mllp_frame`.
+- :func:`diagnose` runs hl7apy's parser over a message the fast reader refused (the
+  dead-letter path only: it costs ~1 ms per segment) and returns findings that name segment
+  positions, element names and exception kinds — never values.
+
+The pipelines never read the clock: pass ``now`` for MSH-7 (without it the received message's
+MSH-7 is reused).
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import datetime
+
+from hl7apy import exceptions as hl7_errors
+from hl7apy.consts import VALIDATION_LEVEL
+from hl7apy.core import Message
+from hl7apy.parser import parse_message, parse_segment
+
+from pipelines.errors import InputError
+from pipelines.hl7.er7 import Delimiters
+
+ACK_CODES = frozenset({"AA", "AE", "AR", "CA", "CE", "CR"})
+HL7APY_VERSIONS = ("2.3", "2.3.1", "2.4", "2.5", "2.5.1", "2.6", "2.7", "2.8", "2.8.1", "2.8.2")
+# reason_class → HL7 table 0357 (message error condition codes)
+ERROR_CODES: dict[str, tuple[str, str]] = {
+    "unsupported_message_type": ("200", "Unsupported message type"),
+    "unsupported_version": ("203", "Unsupported version id"),
+    "missing_patient_id": ("101", "Required field missing"),
+    "no_msh": ("100", "Segment sequence error"),
+    "bad_encoding_characters": ("102", "Data type error"),
+    "bad_encoding": ("102", "Data type error"),
+}
+_DEFAULT_ERROR = ("207", "Application internal error")
+_UNSAFE = re.compile(r"[|^~\\&#\r\n\x00-\x1f]")
+_ELEMENT = re.compile(r"\b[A-Z][A-Z0-9]{1,3}(?:_\d+)+\b")
+
+
+def _clean(text: str, limit: int = 200) -> str:
+    """Our own reason text with every delimiter removed (so it cannot break the ACK)."""
+    return _UNSAFE.sub(" ", text)[:limit].strip()
+
+
+def _header(raw: bytes) -> tuple[list[str], Delimiters | None]:
+    text = raw.lstrip(b"\x0b \t\r\n").removeprefix(b"\xef\xbb\xbf").decode("latin-1")
+    first = re.split(r"\r\n|\r|\n", text, maxsplit=1)[0]
+    try:
+        d = Delimiters.from_msh(first)
+    except InputError:
+        return [], None
+    fields = first.split(d.field)
+    fields.insert(1, d.field)
+    return fields, d
+
+
+def _field(fields: list[str], n: int) -> str:
+    return fields[n] if n < len(fields) else ""
+
+
+def build_ack(
+    raw: bytes,
+    code: str,
+    error_text_without_phi: str = "",
+    *,
+    reason_class: str = "",
+    now: datetime | None = None,
+    control_id: str = "",
+    sending_application: str = "DEIDSTREAM",
+    sending_facility: str = "",
+) -> bytes:
+    """An ACK for ``raw`` (the received message bytes, framed or not) as ER7 bytes (CR)."""
+    if code not in ACK_CODES:
+        raise ValueError(f"ACK code must be one of {sorted(ACK_CODES)}")
+    fields, d = _header(raw)
+    comp = d.component if d else "^"
+    version = _field(fields, 12).split(comp)[0].strip() if fields else ""
+    if version not in HL7APY_VERSIONS:
+        version = "2.5"
+    original_id = _field(fields, 10)[:199] if fields else ""
+    trigger = _field(fields, 9).split(comp)[1] if comp in _field(fields, 9) else ""
+    trigger = trigger if trigger.isalnum() and len(trigger) <= 3 else ""
+
+    ack = Message("ACK", version=version, validation_level=VALIDATION_LEVEL.TOLERANT)
+    ack.msh.msh_3 = _clean(sending_application, 40)
+    if sending_facility:
+        ack.msh.msh_4 = _clean(sending_facility, 40)
+    if fields:
+        for ours, theirs in ((5, 3), (6, 4)):
+            value = _field(fields, theirs)
+            if value:
+                setattr(ack.msh, f"msh_{ours}", value)
+    stamp = now.strftime("%Y%m%d%H%M%S%z") if now is not None else _field(fields, 7).split(comp)[0]
+    if stamp:
+        ack.msh.msh_7 = stamp
+    ack.msh.msh_9 = f"ACK^{trigger}^ACK" if trigger else "ACK"
+    ack.msh.msh_10 = _clean(control_id, 20) or f"ACK{_clean(original_id, 17)}"
+    ack.msh.msh_11 = _field(fields, 11).split(comp)[0] or "P"
+    ack.msa.msa_1 = code
+    if original_id:
+        ack.msa.msa_2 = original_id
+    text = _clean(error_text_without_phi)
+    if code[1] != "A":
+        err_code, err_text = ERROR_CODES.get(reason_class, _DEFAULT_ERROR)
+        err = ack.add_segment("ERR")
+        if version in ("2.3", "2.3.1", "2.4"):
+            if text and version != "2.4":
+                ack.msa.msa_3 = text
+            err.err_1 = f"^^^{err_code}&{err_text}&HL70357"
+        else:
+            err.err_3 = f"{err_code}^{err_text}^HL70357"
+            err.err_4 = "E" if code[1] == "E" else "F"
+            if text:
+                err.err_8 = text
+    er7: str = ack.to_er7()
+    return er7.encode("utf-8")
+
+
+def _safe_finding(kind: str, message: str) -> str:
+    names = sorted(set(_ELEMENT.findall(message)))
+    return f"{kind}: {', '.join(names)}" if names else kind
+
+
+def diagnose(message: bytes, limit: int = 5) -> tuple[str, ...]:
+    """hl7apy's view of what is wrong with one message, as PHI-free findings (may be empty)."""
+    text = message.lstrip(b"\x0b \t\r\n").removeprefix(b"\xef\xbb\xbf").decode("latin-1")
+    lines = [line.rstrip(" \t") for line in re.split(r"\r\n|\r|\n", text) if line.strip()]
+    if not lines:
+        return ("empty message",)
+    try:
+        d = Delimiters.from_msh(lines[0])
+    except InputError as e:
+        return (e.reason,)
+    fields = lines[0].split(d.field)
+    version = fields[11].split(d.component)[0].strip() if len(fields) > 11 else ""
+    if version not in HL7APY_VERSIONS:
+        return ("MSH-12: version unknown to hl7apy",)
+    enc = {"FIELD": d.field, "COMPONENT": d.component, "REPETITION": d.repetition,
+           "ESCAPE": d.escape or "\\", "SUBCOMPONENT": d.subcomponent or "&"}
+    findings: list[str] = []
+    for i, line in enumerate(lines[1:], start=1):
+        name = line[:3]
+        where = f"segment #{i}"
+        try:
+            parse_segment(line, version=version, encoding_chars=enc)
+        except hl7_errors.InvalidName:
+            findings.append(f"{where}: not a segment of HL7 {version}")
+        except hl7_errors.HL7apyException as e:
+            where += f" {name}"  # the name parsed as a known segment: a protocol token
+            findings.append(_safe_finding(f"{where}: {type(e).__name__}", str(e)))
+        except (ValueError, TypeError, KeyError, IndexError, AttributeError) as e:
+            findings.append(f"{where}: {type(e).__name__}")
+        if len(findings) >= limit:
+            return tuple(findings)
+    try:
+        msg = parse_message("\r".join(lines), validation_level=VALIDATION_LEVEL.STRICT)
+        msg.validate()
+    except hl7_errors.HL7apyException as e:
+        findings.append(_safe_finding(f"message: {type(e).__name__}", str(e)))
+    except (ValueError, TypeError, KeyError, IndexError, AttributeError) as e:
+        findings.append(f"message: {type(e).__name__}")
+    return tuple(findings[:limit])
