@@ -93,14 +93,27 @@ class Pseudonymizer(Protocol):
     def __call__(self, kind: str, *parts: str | bytes) -> str: ...
 
 
-@dataclass(frozen=True, slots=True)
-class Deidentified:
-    """What the processor needs from the de-identification pipeline."""
+class Deidentified(Protocol):
+    """What the processor reads from the de-identification pipeline's result
+    (:class:`pipelines.deidentify.DeidResult`)."""
 
-    text: str
-    spans: tuple[Span, ...]  # surrogate / tag spans, offsets in ``text``
-    held_reason: str | None  # set when the leak guard held the document back
-    stage_seconds: Mapping[str, float]
+    @property
+    def text(self) -> str: ...
+
+    @property
+    def spans(self) -> tuple[Span, ...]:  # surrogate / tag spans, offsets in ``text``
+        ...
+
+    @property
+    def held_reason(self) -> str | None:  # set when the leak guard held the document back
+        ...
+
+    @property
+    def stage_seconds(self) -> Mapping[str, float]: ...
+
+    @property
+    def state_changed(self) -> bool:  # the patient's maps grew: save the state
+        ...
 
 
 DeidentifyFn = Callable[[ClinicalDocument, PatientState], Deidentified]
@@ -136,9 +149,9 @@ class Processor:
         if found is None:
             raise TypeError("the store has no pseudonym(); pass pseudonyms=")
         self._pseudonym: Pseudonymizer = found
-        self._deidentify = deidentify or _default_deidentify(policy, store)
+        self._deidentify = deidentify or _default_deidentify(policy, timer)
         self._parse = parse or _default_parse()
-        self._state_factory = state_factory or _default_state_factory(policy)
+        self._state_factory = state_factory or _default_state_factory(policy, store)
         self.annotations = annotations
         self.near_duplicate_threshold = near_duplicate_threshold
         self._timer = timer
@@ -204,6 +217,8 @@ class Processor:
                 times["dedup"] += self._timer() - t0
                 if verdict.decision is Decision.PUBLISH and not held:
                     work.remember_sketch()
+                elif verdict.decision is Decision.TOMBSTONE:
+                    work.forget_sketch()
                 return _with_times(outcome, times)
         raise TransientError("version mark contention: compare-and-set kept losing", key=key)
 
@@ -286,6 +301,9 @@ class _Work:
     def _run_deidentify(self, times: dict[str, float]) -> Deidentified:
         if self._deid is None:
             self._deid = self.proc._deidentify(self.document, self.state)
+            if getattr(self._deid, "state_changed", False):
+                doc = self.document
+                self.proc.store.save(doc.assigning_authority, doc.patient_id, self.state)
             for stage, seconds in self._deid.stage_seconds.items():
                 times[stage] = times.get(stage, 0.0) + seconds
         return self._deid
@@ -308,6 +326,12 @@ class _Work:
             self._sketch_key,
             lambda m: m.with_visit(self.fp.key, signature),
             SketchMark.decode,
+        )
+
+    def forget_sketch(self) -> None:
+        key = self.fp.key
+        update_mark(
+            self.proc.store, self._sketch_key, lambda m: m.without_visit(key), SketchMark.decode
         )
 
     def _render(
@@ -363,19 +387,29 @@ def _default_parse() -> ParseFn:
     return parse_input
 
 
-def _default_state_factory(policy: Policy) -> Callable[[], PatientState]:
-    from surrogates.context import SurrogateSettings, new_patient_state
+def _default_state_factory(policy: Policy, store: object) -> Callable[[], PatientState]:
+    """A fresh identity: surrogates draw the shift and seed; the store (when it can) derives
+    the pseudonym from the seed, so the keystore can reveal it later."""
+    from pipelines.deidentify import surrogate_settings
+    from surrogates import new_patient_state
 
-    settings = SurrogateSettings(
-        age_ceiling=policy.age_ceiling,
-        date_shift_min_days=policy.date_shift_min_days,
-        date_shift_max_days=policy.date_shift_max_days,
-    )
-    return lambda: new_patient_state(settings)
+    settings = surrogate_settings(policy)
+    new_state = getattr(store, "new_state", None)
+
+    def make() -> PatientState:
+        fresh = new_patient_state(settings)
+        if new_state is None:
+            return fresh
+        made: PatientState = new_state(fresh.shift_days, fresh.seed)
+        return made
+
+    return make
 
 
-def _default_deidentify(policy: Policy, store: PatientStore) -> DeidentifyFn:
-    raise NotImplementedError("pipelines.deidentify is not wired yet")
+def _default_deidentify(policy: Policy, timer: Callable[[], float]) -> DeidentifyFn:
+    from pipelines.deidentify import Deidentifier
+
+    return Deidentifier(policy, timer=timer)
 
 
 __all__ = ["AckToken", "Deidentified", "Outcome", "Processor"]

@@ -41,6 +41,18 @@ DOC_STATUS = {
 }
 
 _SPACES = re.compile(r"\s+")
+# HL7 v2 coding-system names (table 0396) → FHIR system URIs; other non-URI names are dropped
+# rather than published as a bogus ``system``.
+CODE_SYSTEMS = {
+    "LN": "http://loinc.org",
+    "LOINC": "http://loinc.org",
+    "SCT": "http://snomed.info/sct",
+    "SNM": "http://snomed.info/sct",
+    "SNOMED": "http://snomed.info/sct",
+    "C4": "http://www.ama-assn.org/go/cpt",
+    "CPT": "http://www.ama-assn.org/go/cpt",
+    "I10": "http://hl7.org/fhir/sid/icd-10",
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,9 +79,16 @@ def _instant(moment: datetime, shift_days: int) -> str:
     return shifted.isoformat(timespec="seconds").replace("+00:00", "Z")
 
 
+def _system(name: str) -> str:
+    name = name.strip()
+    if ":" in name:  # already a URI (FHIR input) or a URN
+        return name
+    return CODE_SYSTEMS.get(name.upper(), "")
+
+
 def _type(document: ClinicalDocument) -> dict[str, Any] | None:
     rt = document.report_type
-    code, display, system = _code(rt.code), rt.display.strip(), rt.system.strip()
+    code, display, system = _code(rt.code), rt.display.strip(), _system(rt.system)
     if not code and not display:
         return None
     concept: dict[str, Any] = {}

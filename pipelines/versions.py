@@ -401,6 +401,9 @@ class SketchMark:
                 best = (key, score)
         return best
 
+    def without_visit(self, research_key: str) -> SketchMark:
+        return SketchMark(tuple((k, s) for k, s in self.visits if k != research_key))
+
     def with_visit(self, research_key: str, signature: tuple[int, ...]) -> SketchMark:
         kept = tuple((k, s) for k, s in self.visits if k != research_key)
         return SketchMark((*kept, (research_key, signature))[-SKETCH_VISITS:])
