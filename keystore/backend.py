@@ -78,8 +78,8 @@ class SqlBackend(ABC):
 
     # -- what a concrete backend provides -------------------------------------------------
     @abstractmethod
-    def _transaction(self) -> AbstractContextManager[Any]:
-        """A context manager yielding a cursor inside one transaction (lock held)."""
+    def _transaction(self, write: bool = True) -> AbstractContextManager[Any]:
+        """A cursor inside one transaction (lock held); ``write=False``: a plain read."""
 
     @abstractmethod
     def _append_only_audit(self) -> list[str]:
@@ -131,13 +131,13 @@ class SqlBackend(ABC):
         return current
 
     def schema_version(self) -> int:
-        with self._transaction() as cur:
+        with self._transaction(write=False) as cur:
             value = self._exec(cur, "SELECT MAX(version) FROM schema_version").fetchone()[0]
         return int(value or 0)
 
     # -- the store root key ---------------------------------------------------------------
     def get_root(self) -> tuple[str, bytes] | None:
-        with self._transaction() as cur:
+        with self._transaction(write=False) as cur:
             row = self._exec(cur, "SELECT key_id, wrapped FROM store_keys WHERE name = ?",
                              (ROOT_NAME,)).fetchone()
         return (str(row[0]), bytes(row[1])) if row else None
@@ -163,7 +163,7 @@ class SqlBackend(ABC):
                    int(raw[5]), int(raw[6]))
 
     def fetch(self, lookup: bytes) -> Row | None:
-        with self._transaction() as cur:
+        with self._transaction(write=False) as cur:
             raw = self._exec(cur, "SELECT lookup, key_id, wrapped_key, nonce, ciphertext, record_schema, revision"
                                   " FROM patients WHERE lookup = ?",
                              (lookup,)).fetchone()
@@ -216,7 +216,7 @@ class SqlBackend(ABC):
         """All records in lookup order, ``batch`` at a time (keyset pagination)."""
         last = b""
         while True:
-            with self._transaction() as cur:
+            with self._transaction(write=False) as cur:
                 raws = self._exec(cur, "SELECT lookup, key_id, wrapped_key, nonce, ciphertext, record_schema, revision"
                                        " FROM patients"
                                        " WHERE lookup > ? ORDER BY lookup LIMIT ?",
@@ -238,7 +238,7 @@ class SqlBackend(ABC):
 
     def pseudonym_target(self, pseudonym_hash: bytes) -> tuple[bytes | None, bool] | None:
         """(lookup, forgotten) for an indexed pseudonym, or None if never indexed."""
-        with self._transaction() as cur:
+        with self._transaction(write=False) as cur:
             raw = self._exec(cur, "SELECT lookup, forgotten_at FROM pseudonyms"
                                   " WHERE pseudonym_hash = ?", (pseudonym_hash,)).fetchone()
         if raw is None:
@@ -247,7 +247,7 @@ class SqlBackend(ABC):
 
     # -- marks ----------------------------------------------------------------------------
     def get_mark(self, key_hash: bytes) -> bytes | None:
-        with self._transaction() as cur:
+        with self._transaction(write=False) as cur:
             raw = self._exec(cur, "SELECT value FROM marks WHERE key_hash = ?",
                              (key_hash,)).fetchone()
         return bytes(raw[0]) if raw else None
@@ -272,14 +272,14 @@ class SqlBackend(ABC):
                        (at, action, operator, reason, subject, outcome))
 
     def audit_rows(self) -> list[tuple[float, str, str, str, str, str]]:
-        with self._transaction() as cur:
+        with self._transaction(write=False) as cur:
             raws = self._exec(cur, "SELECT at, action, operator, reason, subject, outcome"
                                    " FROM audit ORDER BY id").fetchall()
         return [(float(r[0]), str(r[1]), str(r[2]), str(r[3]), str(r[4]), str(r[5]))
                 for r in raws]
 
     def counts(self) -> dict[str, object]:
-        with self._transaction() as cur:
+        with self._transaction(write=False) as cur:
             def one(sql: str) -> int:
                 return int(self._exec(cur, sql).fetchone()[0])
 

@@ -66,13 +66,17 @@ class PostgresBackend(SqlBackend):
         return conn
 
     @contextmanager
-    def _transaction(self) -> Iterator[Any]:
+    def _transaction(self, write: bool = True) -> Iterator[Any]:
         with self._lock:
             conn = self._conn if self._conn is not None and not self._conn.closed \
                 else self._connect()
             try:
-                with conn.transaction(), conn.cursor() as cur:
-                    yield cur
+                if write:
+                    with conn.transaction(), conn.cursor() as cur:
+                        yield cur
+                else:  # single autocommit statements: no BEGIN/COMMIT round trips
+                    with conn.cursor() as cur:
+                        yield cur
             except psycopg.OperationalError as exc:
                 self._drop()
                 raise KeystoreUnavailable("PostgreSQL key store operation failed",

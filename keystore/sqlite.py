@@ -45,12 +45,15 @@ class SqliteBackend(SqlBackend):
                                 error=type(exc).__name__) from None
 
     @contextmanager
-    def _transaction(self) -> Iterator[Any]:
+    def _transaction(self, write: bool = True) -> Iterator[Any]:
         with self._lock:
             if self._conn is None:
                 raise KeystoreUnavailable("the key store is closed")
             cur = self._conn.cursor()
             try:
+                if not write:  # autocommit reads: never take the write lock
+                    yield cur
+                    return
                 cur.execute("BEGIN IMMEDIATE")
                 try:
                     yield cur

@@ -1,0 +1,113 @@
+"""Key store throughput: create, cold get, cached get, batched save, mark CAS.
+
+    .venv/bin/python bench/keystore.py [--patients 2000] [--pg postgresql://postgres@127.0.0.1:5432/test]
+
+SQLite always; PostgreSQL when reachable (a throw-away schema, dropped afterwards).
+Figures are printed, never asserted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from keystore import EncryptedStore, Keyring, PatientState, open_store  # noqa: E402
+from keystore.errors import KeystoreUnavailable  # noqa: E402
+
+
+def _rate(label: str, n: int, fn: Callable[[], None]) -> None:
+    start = time.perf_counter()
+    fn()
+    took = time.perf_counter() - start
+    print(f"  {label:<34} {n / took:>12,.0f} /s   {took / n * 1e6:>9.2f} µs/op")
+
+
+def run(url: str, keyring: Keyring, patients: int) -> None:
+    ids = [f"{i:08d}" for i in range(patients)]
+    store = open_store(url, keyring, batch_size=256)
+
+    def factory(s: EncryptedStore) -> Callable[[], PatientState]:
+        return lambda: s.new_state(-100)
+
+    def create() -> None:
+        for pid in ids:
+            store.get_or_create("BENCH", pid, factory(store))
+
+    def cached() -> None:
+        for _ in range(20):
+            for pid in ids:
+                store.get_or_create("BENCH", pid, factory(store))
+
+    def save() -> None:
+        for pid in ids:
+            state = store.get_or_create("BENCH", pid, factory(store))
+            state.name_map[f"name{pid}"] = "Surrogate Name"
+            state.id_map[pid] = "99999999"
+            store.save("BENCH", pid, state)
+        store.flush()
+
+    _rate("create (insert, sealed)", patients, create)
+    _rate("get, cached", patients * 20, cached)
+    _rate("save + flush (batched updates)", patients, save)
+    store.close()
+
+    cold = open_store(url, keyring)
+
+    def cold_get() -> None:
+        for pid in ids:
+            cold.get_or_create("BENCH", pid, factory(cold))
+
+    def marks() -> None:
+        for pid in ids:
+            cold.compare_and_set_mark(f"dedup:{pid}", None, b"rank-1")
+
+    def mark_get() -> None:
+        for pid in ids:
+            cold.get_mark(f"dedup:{pid}")
+
+    _rate("get, cold (read + decrypt)", patients, cold_get)
+    _rate("mark compare-and-set (insert)", patients, marks)
+    _rate("mark get", patients, mark_get)
+    cold.close()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--patients", type=int, default=2000)
+    parser.add_argument("--pg", default="postgresql://postgres@127.0.0.1:5432/test")
+    args = parser.parse_args()
+    keyring = Keyring.generate("bench")
+    print(f"patients={args.patients} cpu_count={os.cpu_count()}")
+    with tempfile.TemporaryDirectory() as tmp:
+        print("SQLite (file, WAL):")
+        run(f"sqlite:///{Path(tmp) / 'bench.sqlite3'}", keyring, args.patients)
+
+    import psycopg
+    from psycopg import sql
+
+    schema = f"ks_bench_{uuid.uuid4().hex[:10]}"
+    try:
+        admin = psycopg.connect(args.pg, autocommit=True, connect_timeout=3)
+    except psycopg.OperationalError:
+        print("PostgreSQL: not reachable, skipped")
+        return
+    try:
+        print("PostgreSQL (loopback, one connection per store):")
+        run(f"{args.pg}?schema={schema}", keyring, args.patients)
+    except KeystoreUnavailable as exc:
+        print(f"PostgreSQL: {exc}")
+    finally:
+        admin.execute(sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(sql.Identifier(schema)))
+        admin.close()
+
+
+if __name__ == "__main__":
+    main()
