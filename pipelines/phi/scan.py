@@ -17,6 +17,7 @@ from typing import Any, TypeVar
 import re2
 
 from pipelines.phi.base import Doc
+from pipelines.spans import Span
 
 T = TypeVar("T")
 
@@ -75,3 +76,13 @@ def prev_char(text: str, pos: int, skip_space: bool = True) -> str:
     while skip_space and pos >= 0 and text[pos] in " \t":
         pos -= 1
     return text[pos] if pos >= 0 else ""
+
+
+def keep_best(spans: list[Span]) -> list[Span]:
+    """One reading per region within a recognizer: the most confident span wins over the
+    weaker ones it overlaps (a cue-confirmed reading over the same digits seen by shape)."""
+    kept: list[Span] = []
+    for span in sorted(spans, key=lambda s: (-s.confidence, -s.length, s.start)):
+        if not any(span.overlaps(k) for k in kept):
+            kept.append(span)
+    return kept

@@ -39,9 +39,7 @@ _NUMERIC = re.compile(
     r"(?![\d/]|[.\-]\d)"
 )
 # Month-day with a dash ("BC from 3-5", "back to OR on 7-8") needs a date cue before it.
-_CUED_DASH = compile_words(
-    r"(?i)\b(?:on|from|since|until|till|dated)\s+(\d{1,2}-\d{1,2})\b"
-)
+_CUED_DASH = compile_words(r"(?i)\b(?:on|from|since|until|till|dated)\s+(\d{1,2}-\d{1,2})\b")
 
 _MONTHS = {
     "jan": 1, "feb": 2, "mar": 3, "apr": 4, "may": 5, "jun": 6,
@@ -140,8 +138,10 @@ class DateRecognizer(Recognizer):
         for m in _CUED_DASH.finditer(text):
             start, end = m.start(1), m.end(1)
             nxt = text[end : end + 2]
-            if (start and text[start - 1] in _LEFT_BLOCK) or nxt[:1] in ("-", "/") or (
-                nxt[:1] == "." and nxt[1:].isdigit()
+            if (
+                (start and text[start - 1] in _LEFT_BLOCK)
+                or nxt[:1] in ("-", "/")
+                or (nxt[:1] == "." and nxt[1:].isdigit())
             ):
                 continue
             after = words_after(text, end, 1, 20)
@@ -205,7 +205,9 @@ class DateRecognizer(Recognizer):
         if clinical.unit_follows(text, end) or clinical.vital_before(text, start, 3):
             return 0.0
         before = text[max(0, start - 2) : start]
-        if before[-1:] in {"+", "-", "*", "~"} or (before[-1:] in {"x", "X"} and not before[:1].isalpha()):
+        if before[-1:] in {"+", "-", "*", "~"} or (
+            before[-1:] in {"x", "X"} and not before[:1].isalpha()
+        ):
             return 0.0
         if clinical.vent_context(text, start, end):
             return 0.0
