@@ -142,7 +142,7 @@ def _weekday_number(token: str) -> int:
 
 def _month_text(month: int, model: str, dot: str) -> str:
     name = MONTH_NAMES[month - 1]
-    if len(model) <= 4 and model.lower() != "june" and model.lower() != "july":
+    if len(model) <= 4 and model.lower() not in ("may", "june", "july"):
         name = "Sept" if (len(model) == 4 and month == 9) else name[:3]
     return _case_like(name, model) + dot
 
@@ -162,10 +162,25 @@ def _ordinal(day: int, model: str) -> str:
 
 
 def _num(value: int, model: str) -> str:
-    """Zero-pad to the original width when the original was zero-padded ("07" → "03")."""
+    """Zero-pad to two digits when the model is ("07" → "03"; "22" and "7" → "3")."""
     if len(model) == 2 and model.startswith("0"):
         return f"{value:02d}"
     return str(value)
+
+
+def _padding_models(*parts: str) -> tuple[str, ...]:
+    """Zero padding per part: "07" is padded, "7" is not; "22" does not tell.
+
+    A part that does not tell follows the parts that do ("10/3" → "M/D", "1/02" → "M/DD");
+    when none tells ("10/22") the date counts as padded (the MM/DD form).
+    """
+    evident = [
+        True if len(p) == 2 and p.startswith("0") else False if len(p) == 1 else None
+        for p in parts
+    ]
+    told = [e for e in evident if e is not None]
+    fallback = told[0] if told and all(t == told[0] for t in told) else True
+    return tuple("00" if (fallback if e is None else e) else "0" for e in evident)
 
 
 @dataclass(frozen=True)
@@ -352,9 +367,11 @@ class DateShifter:
             except ValueError:
                 return None
             s = d + self.shift
-            return f"{s.year:04d}{sep}{_num(s.month, b)}{sep}{_num(s.day, c)}", s
+            pad_b, pad_c = _padding_models(b, c)
+            return f"{s.year:04d}{sep}{_num(s.month, pad_b)}{sep}{_num(s.day, pad_c)}", s
         if len(a) == 3:
             return None
+        pad_a, pad_b = _padding_models(a, b)
         x, y = int(a), int(b)
         day_first = x > 12 and y <= 12
         month, day = (y, x) if day_first else (x, y)
@@ -375,7 +392,7 @@ class DateShifter:
             return None
         s = d2 + self.shift
         first, second = (s.day, s.month) if day_first else (s.month, s.day)
-        out = f"{_num(first, a)}{sep}{_num(second, b)}"
+        out = f"{_num(first, pad_a)}{sep}{_num(second, pad_b)}"
         if c is not None:
             out += sep + self.year_text(s.year, c)
         return out, s

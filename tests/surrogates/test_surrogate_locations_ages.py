@@ -1,0 +1,76 @@
+"""Locations follow the original's pattern from real lists; ages fold above the ceiling."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+import zipcodes
+from surrogate_helpers import make_ctx, replace_all, replace_one
+
+from surrogates.ages import AgeSurrogate
+from surrogates.context import SurrogateSettings
+from surrogates.locations import LocationSurrogate
+from surrogates.redaction import redaction_tag
+
+LOC = LocationSurrogate()
+
+
+def test_hospital_words_kept_place_words_replaced_consistently() -> None:
+    text = "transfer from CALVERT HOSPITAL; back to calvert later"
+    ctx = make_ctx(text)
+    hospital, alone = replace_all(LOC, ctx, "LOCATION_HOSPITAL", "CALVERT HOSPITAL", "calvert")
+    word = hospital.split()[0]
+    assert hospital.endswith(" HOSPITAL") and word.isupper() and word != "CALVERT"
+    assert alone == word.lower()
+
+
+def test_acronym_stays_an_acronym() -> None:
+    out = replace_one(LOC, "GH", "LOCATION_HOSPITAL")
+    assert re.fullmatch(r"[A-Z]{2}", out) and out != "GH"
+
+
+def test_address_city_state_zip() -> None:
+    out = replace_one(LOC, "12 Elm Street, Boston, MA 02115-1234", "LOCATION_STREET")
+    m = re.fullmatch(r"(\d{2}) (\w+) Street, (\w+), ([A-Z]{2}) (\d{5})-(\d{4})", out)
+    assert m, out
+    assert m.group(2) != "Elm" and m.group(3) != "Boston" and m.group(4) != "MA"
+    assert zipcodes.matching(m.group(5))
+    assert m.group(5) != "02115"
+
+
+def test_zip_is_real_and_different() -> None:
+    out = replace_one(LOC, "21228", "LOCATION_ZIP")
+    assert out != "21228" and zipcodes.matching(out)
+
+
+def test_state_name_becomes_another_state() -> None:
+    out = replace_one(LOC, "Maryland", "LOCATION_OTHER")
+    assert out != "Maryland" and out[0].isupper()
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("92", "90+"),
+        ("92 yo", "90+ yo"),
+        ("age 104", "age 90+"),
+        ("89", "89"),
+        ("ninety-two year old", "90+ year old"),
+        ("eighty", "eighty"),
+    ],
+)
+def test_ages_over_the_ceiling_fold(text: str, expected: str) -> None:
+    assert replace_one(AgeSurrogate(), text, "AGE") == expected
+
+
+def test_age_ceiling_comes_from_the_policy() -> None:
+    out = replace_one(AgeSurrogate(), "85", "AGE", settings=SurrogateSettings(age_ceiling=80))
+    assert out == "81+"
+
+
+def test_redaction_tags() -> None:
+    assert redaction_tag(["NAME_PATIENT"]) == "[NAME]"
+    assert redaction_tag(["NAME_PATIENT", "NAME_PROVIDER"]) == "[NAME]"
+    assert redaction_tag(["LOCATION_CITY"]) == "[LOCATION]"
+    assert redaction_tag(["DATE", "ID"]) == "[PHI]"

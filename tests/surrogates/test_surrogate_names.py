@@ -1,0 +1,113 @@
+"""Names: part-wise consistent per patient, forms kept, gender and case kept, never an original."""
+
+from __future__ import annotations
+
+import re
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from surrogate_helpers import FakeSpan, make_ctx, make_state, replace_all
+
+from surrogates.names import NameSurrogate, census, letter_map
+
+NAMES = NameSurrogate()
+CAT = "NAME_PATIENT"
+
+
+def test_all_forms_of_one_name_map_to_forms_of_one_surrogate() -> None:
+    text = "John Smith | SMITH, JOHN | Mr. Smith | J. Smith | JS | smith"
+    ctx = make_ctx(text)
+    full, inverted, titled, initial, initials, lower = replace_all(
+        NAMES, ctx, CAT, "John Smith", "SMITH, JOHN", "Mr. Smith", "J. Smith", "JS", "smith"
+    )
+    first, last = full.split()
+    assert inverted == f"{last.upper()}, {first.upper()}"
+    assert titled == f"Mr. {last}"
+    assert initial == f"{first[0]}. {last}"
+    assert initials == f"{first[0]}{last[0]}"
+    assert lower == last.lower()
+    assert first.lower() != "john" and last.lower() != "smith"
+
+
+def test_the_same_patient_gets_the_same_surrogate_in_another_note() -> None:
+    state = make_state()
+    one = replace_all(NAMES, make_ctx("Seen: Mary Jones.", state), CAT, "Mary Jones")[0]
+    two = replace_all(NAMES, make_ctx("Daughter of JONES, MARY", state), CAT, "JONES, MARY")[0]
+    first, last = one.split()
+    assert two == f"{last.upper()}, {first.upper()}"
+    assert state.name_map["mary"] == first.lower()
+
+
+def test_same_seed_and_empty_maps_give_the_same_choice() -> None:
+    a = replace_all(NAMES, make_ctx("Peter Brown"), CAT, "Peter Brown")
+    b = replace_all(NAMES, make_ctx("Peter Brown"), CAT, "Peter Brown")
+    c = replace_all(NAMES, make_ctx("Peter Brown", make_state(b"t" * 32)), CAT, "Peter Brown")
+    assert a == b
+    assert a != c
+
+
+def test_gender_is_kept_from_census_lists_and_titles() -> None:
+    c = census()
+    text = "James Carter, Patricia Carter, Mrs. Quinn"
+    ctx = make_ctx(text)
+    james, patricia, _ = replace_all(
+        NAMES, ctx, CAT, "James Carter", "Patricia Carter", "Mrs. Quinn"
+    )
+    assert james.split()[0].lower() in c.male
+    assert patricia.split()[0].lower() in c.female
+
+
+def test_case_is_kept() -> None:
+    ctx = make_ctx("ANNA LEE / anna lee / Anna Lee")
+    upper, lower, title = replace_all(NAMES, ctx, CAT, "ANNA LEE", "anna lee", "Anna Lee")
+    assert upper.isupper() and lower.islower()
+    assert title == " ".join(w.capitalize() for w in lower.split())
+
+
+def test_unknown_and_hyphenated_names_still_get_surrogates() -> None:
+    ctx = make_ctx("Xqzwv Smith-Jones")
+    out = replace_all(NAMES, ctx, CAT, "Xqzwv Smith-Jones")[0]
+    first, last = out.split(" ")
+    assert first.lower() != "xqzwv"
+    assert re.fullmatch(r"[A-Z][a-z']+-[A-Z][a-z']+", last)
+
+
+def test_titles_and_suffixes_stay() -> None:
+    out = replace_all(NAMES, make_ctx("Dr. Alan Grant Jr."), "NAME_PROVIDER", "Dr. Alan Grant Jr.")[
+        0
+    ]
+    assert out.startswith("Dr. ") and out.endswith(" Jr.")
+    assert "Alan" not in out and "Grant" not in out
+
+
+def test_initials_never_survive() -> None:
+    letters = letter_map(b"x" * 32)
+    assert all(k != v for k, v in letters.items())
+    assert sorted(letters.values()) == sorted(letters)
+
+
+common = st.sampled_from(list(census().pools[("M", "")][:300] + census().pools[("L", "")][:300]))
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    parts=st.lists(common, min_size=2, max_size=8, unique=True),
+    seed=st.binary(min_size=32, max_size=32),
+)
+def test_a_surrogate_is_never_a_word_of_the_note(parts: list[str], seed: bytes) -> None:
+    text = " ".join(p.capitalize() for p in parts) + " was seen with the family"
+    ctx = make_ctx(text, make_state(seed))
+    out = NAMES.replace(FakeSpan(0, text.index(" was"), CAT), ctx)
+    words = {w.lower() for w in re.findall(r"[A-Za-z']+", text)}
+    new = [w.lower() for w in out.split()]
+    assert not words & set(new)
+    assert len(new) == len(parts)
+    # distinct originals get distinct surrogates (two people never merge)
+    assert len(set(new)) == len(new)
+
+
+def test_known_names_steer_roles() -> None:
+    ctx = make_ctx("Seen by Taylor", known_given=frozenset({"taylor"}))
+    out = replace_all(NAMES, ctx, CAT, "Taylor")[0]
+    c = census()
+    assert out.lower() in c.male or out.lower() in c.female
