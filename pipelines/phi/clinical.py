@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 
-from pipelines.phi.scan import next_char, word_set, words_after, words_before
+from pipelines.phi.scan import next_char, prev_char, word_set, words_after, words_before
 
 # Cue words after which a number is a measurement (vitals, haemodynamics, ventilator, labs).
 VITAL_CUES = word_set(
@@ -50,8 +50,10 @@ VENT_CUES = word_set(
     "ips flowby fio2 fi02 tv vt mv rsbi co ci svr pcwp"
 )
 
+_VENT_AFTER = word_set("fio2 fi02 peep ips ipap epap bipap cpap psv simv imv")
 GCS_CUES = word_set("gcs glasgow coma score scale")
 
+_GAP = re.compile(r"[ \t]*")
 _TIME_AFTER = re.compile(r"\s*(?:a\.?m\.?|p\.?m\.?|hrs?\b|h\b|o'?clock)", re.I)
 
 
@@ -60,8 +62,9 @@ def unit_follows(text: str, end: int) -> bool:
     ch = next_char(text, end)
     if ch == "%":
         return True
-    after = words_after(text, end, 1, 16)
-    return bool(after) and after[0] in UNIT_WORDS
+    gap = _GAP.match(text, end)
+    after = words_after(text, gap.end() if gap else end, 1, 16)
+    return bool(after) and text[gap.end() if gap else end : gap.end() + 1 if gap else end + 1].isalpha() and after[0] in UNIT_WORDS
 
 
 _CONNECTORS = word_set("of to at was is now = : down up approx ~ @ remains")
@@ -71,7 +74,11 @@ def vital_before(text: str, start: int, count: int = 2) -> bool:
     """True when the number at ``start`` is the value slot of a vital / lab / vent cue:
     the nearest word is a cue, or only connectors ("to", "of", "now") lie between. A number
     in between ("WBC 16.0 8/22") fills that slot, so the candidate is not the measurement."""
-    for word in reversed(words_before(text, start, count + 1, 28)):
+    lo = max(0, start - 28)
+    stop = max(text.rfind(". ", lo, start), text.rfind(";", lo, start))
+    if stop >= 0:
+        lo = stop + 1  # a sentence break ends the cue's reach ("... O2. 10/1 went")
+    for word in reversed(words_before(text, start, count + 1, start - lo)):
         if word in VITAL_CUES:
             return True
         if word not in _CONNECTORS:
@@ -81,9 +88,14 @@ def vital_before(text: str, start: int, count: int = 2) -> bool:
 
 def vent_context(text: str, start: int, end: int) -> bool:
     """True when ventilator / haemodynamic vocabulary surrounds the candidate on its line."""
-    percent_near = "%" in text[max(0, start - 16) : start]
-    near = words_before(text, start, 8 if percent_near else 2, 56) + words_after(text, end, 2, 20)
-    return any(part in VENT_CUES for w in near for part in w.split("/"))
+    after = re.split(r"[)\n]|\. ", text[end : end + 16], maxsplit=1)[0]
+    percent_near = "%" in text[max(0, start - 16) : start] or "%" in after
+    if not percent_near and prev_char(text, start) == "(":
+        return False  # "CO/CI/SVR (10/17 0500)": a date in brackets after the label
+    before = words_before(text, start, 8 if percent_near else 1, 56)
+    if any(part in VENT_CUES for w in before for part in w.split("/")):
+        return True
+    return any(w in _VENT_AFTER for w in words_after(text, end, 2, 20))
 
 
 def time_follows(text: str, end: int) -> bool:

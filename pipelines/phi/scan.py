@@ -21,7 +21,7 @@ from pipelines.spans import Span
 
 T = TypeVar("T")
 
-_WORD = re.compile(r"[A-Za-z][A-Za-z'/]*[A-Za-z]|[A-Za-z]|\d+(?:\.\d+)?|[#@%&]")
+_WORD = re.compile(r"[A-Za-z](?:[A-Za-z0-9'/]*[A-Za-z0-9])?|\d+(?:\.\d+)?|[#@%&]")
 
 
 def word_set(words: str) -> frozenset[str]:
