@@ -40,7 +40,7 @@ from keystore.api import MarkStore, PatientState, PatientStore
 from pipelines.document import ClinicalDocument
 from pipelines.errors import MissingPatientId, PartialInput, TransientError
 from pipelines.policy import Action, Policy
-from pipelines.research import MEDIA_TYPE, ResearchDocument, build_resource, render
+from pipelines.research import MEDIA_TYPE, ResearchDocument, build_resource, render, system_uri
 from pipelines.spans import Span
 from pipelines.versions import (
     Decision,
@@ -122,8 +122,8 @@ ParseFn = Callable[..., list[ClinicalDocument]]
 
 def _type_key(document: ClinicalDocument) -> str:
     rt = document.report_type
-    if rt.code.strip():
-        return f"{rt.system.strip()}|{rt.code.strip()}"
+    if rt.code.strip():  # "LN" (HL7 v2) and "http://loinc.org" (FHIR) give one key
+        return f"{system_uri(rt.system) or rt.system.strip()}|{rt.code.strip()}"
     return "|" + " ".join(rt.display.split()).casefold()
 
 
@@ -140,6 +140,7 @@ class Processor:
         parse: ParseFn | None = None,
         state_factory: Callable[[], PatientState] | None = None,
         annotations: bool = False,
+        max_bytes: int | None = None,
         near_duplicate_threshold: float = NEAR_DUPLICATE_THRESHOLD,
         timer: Callable[[], float] = time.perf_counter,
     ) -> None:
@@ -150,7 +151,7 @@ class Processor:
             raise TypeError("the store has no pseudonym(); pass pseudonyms=")
         self._pseudonym: Pseudonymizer = found
         self._deidentify = deidentify or _default_deidentify(policy, timer)
-        self._parse = parse or _default_parse()
+        self._parse = parse or _default_parse(max_bytes)
         self._state_factory = state_factory or _default_state_factory(policy, store)
         self.annotations = annotations
         self.near_duplicate_threshold = near_duplicate_threshold
@@ -381,10 +382,10 @@ def _with_times(outcome: Outcome, times: Mapping[str, float]) -> Outcome:
 # -- defaults wired to the other packages (imported lazily: they may be absent) ---------
 
 
-def _default_parse() -> ParseFn:
-    from pipelines.ingest import parse_input
+def _default_parse(max_bytes: int | None) -> ParseFn:
+    from pipelines.ingest import DEFAULT_MAX_BYTES, parse_input
 
-    return parse_input
+    return partial(parse_input, max_bytes=max_bytes or DEFAULT_MAX_BYTES)
 
 
 def _default_state_factory(policy: Policy, store: object) -> Callable[[], PatientState]:

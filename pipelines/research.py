@@ -79,7 +79,8 @@ def _instant(moment: datetime, shift_days: int) -> str:
     return shifted.isoformat(timespec="seconds").replace("+00:00", "Z")
 
 
-def _system(name: str) -> str:
+def system_uri(name: str) -> str:
+    """The FHIR system URI for an HL7 v2 coding-system name (or the URI itself); '' if unknown."""
     name = name.strip()
     if ":" in name:  # already a URI (FHIR input) or a URN
         return name
@@ -88,7 +89,7 @@ def _system(name: str) -> str:
 
 def _type(document: ClinicalDocument) -> dict[str, Any] | None:
     rt = document.report_type
-    code, display, system = _code(rt.code), rt.display.strip(), _system(rt.system)
+    code, display, system = _code(rt.code), rt.display.strip(), system_uri(rt.system)
     if not code and not display:
         return None
     concept: dict[str, Any] = {}
