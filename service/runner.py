@@ -44,7 +44,7 @@ from aiokafka.errors import (
 )
 from tenacity import AsyncRetrying, retry_if_exception, wait_exponential, wait_random
 
-from pipelines.errors import DeidstreamError, LeakHeldBack
+from pipelines.errors import DeidstreamError, LeakHeldBack, PartialInput
 from service.metrics import Metrics, package_version
 from service.settings import Settings
 
@@ -138,6 +138,15 @@ class Handled:
     outputs: list[OutRecord] = field(default_factory=list)
     outcomes: Sequence[Any] = ()
     kind: str = ""  # summary for status counts
+    effects: list[Callable[[], None]] = field(default_factory=list)  # metrics, once accepted
+
+    def research_keys(self) -> set[str]:
+        return {str(k) for o in self.outcomes if (k := getattr(o, "research_key", None))}
+
+    def apply(self) -> None:
+        for effect in self.effects:
+            effect()
+        self.effects.clear()
 
 
 @dataclass
@@ -371,25 +380,41 @@ class Runner:
                 return
             self.metrics.in_flight.set(count)
             try:
-                handled: list[Handled] = []
+                pending: list[Handled] = []
+                pending_keys: set[str] = set()
                 for recs in work.values():
                     for rec in recs:
-                        handled.append(await self._handle_record(rec))
-                await self._publish([o for h in handled for o in h.outputs])
-                await self._confirm(handled)
-                for h in handled:
-                    self.counts[h.kind] += 1
+                        self.metrics.consumed.labels(
+                            rec.topic, content_hint(rec.topic, rec.headers)).inc()
+                        self.counts["consumed"] += 1
+                        h = await self._handle_record(rec)
+                        keys = h.research_keys()
+                        if keys & pending_keys:
+                            # Decided against a version of this batch that is not confirmed
+                            # yet: make the earlier outputs durable first, then decide again,
+                            # so a repeat inside one batch is dropped, not published twice.
+                            await self._flush(pending)
+                            pending, pending_keys = [], set()
+                            h = await self._handle_record(rec)
+                            keys = h.research_keys()
+                        h.apply()
+                        pending.append(h)
+                        pending_keys |= keys
+                await self._flush(pending)
                 await self._commit({tp: recs[-1].offset + 1 for tp, recs in work.items()})
             finally:
                 self.metrics.in_flight.set(0)
+
+    async def _flush(self, handled: list[Handled]) -> None:
+        """Publish every output, wait for the acks, then confirm to the processor."""
+        await self._publish([o for h in handled for o in h.outputs])
+        await self._confirm(handled)
 
     # ---------------------------------------------------------------- one record
 
     async def _handle_record(self, rec: Any) -> Handled:
         raw: bytes = rec.value if rec.value is not None else b""
         hint = content_hint(rec.topic, rec.headers)
-        self.metrics.consumed.labels(rec.topic, hint).inc()
-        self.counts["consumed"] += 1
         first_seen = datetime.now(UTC)
         if len(raw) > self.settings.max_message_bytes:
             return self._dead_letter(
@@ -401,6 +426,15 @@ class Runner:
             raise
         except LeakHeldBack as exc:
             return self._held(rec, None, exc.reason_class, str(exc), first_seen)
+        except PartialInput as exc:
+            # the good documents go out; the whole input goes to the dead-letter topic too,
+            # with the reason naming the failed entries (coordinates only)
+            good = self._route(rec, hint, getattr(exc, "outcomes", ()) or (), first_seen)
+            dead = self._dead_letter(rec, exc.reason_class, str(exc), first_seen)
+            good.outputs.extend(dead.outputs)
+            good.effects.extend(dead.effects)
+            good.kind = (good.kind + ",deadletter").lstrip(",")
+            return good
         except Exception as exc:  # noqa: BLE001 - the input (or the code) is at fault: never block
             reason_class, reason = _safe_reason(exc)
             if reason_class == "internal_error":
@@ -436,11 +470,13 @@ class Runner:
             kind = str(getattr(out, "kind", ""))
             kinds.append(kind)
             for stage, seconds in (getattr(out, "stage_seconds", None) or {}).items():
-                self.metrics.stage_seconds.labels(str(stage)).observe(float(seconds))
+                handled.effects.append(
+                    partial(self.metrics.stage_seconds.labels(str(stage)).observe, float(seconds))
+                )
             if kind in ("publish", "tombstone"):
                 handled.outputs.append(self._research_record(rec, hint, out, kind))
             elif kind in ("duplicate", "superseded"):
-                self.metrics.dropped.labels(kind).inc()
+                handled.effects.append(partial(self._count_drop, kind))
             elif kind == "held":
                 reason_class = str(getattr(out, "reason_class", None) or "leak_guard")
                 reason = str(getattr(out, "reason", None) or "held back by the leak guard")
@@ -448,12 +484,19 @@ class Runner:
                                   reason, first_seen)
                 handled.outputs.extend(held.outputs)
             elif kind == "context":
-                self.metrics.context.inc()
+                handled.effects.append(partial(self._count_drop, kind))
             else:
                 log.error("unknown outcome kind %r at %s/%d@%d", kind, rec.topic,
                           rec.partition, rec.offset)
-        handled.kind = ",".join(sorted(set(kinds))) or "empty"
+        handled.kind = ",".join(sorted(set(kinds)))
         return handled
+
+    def _count_drop(self, kind: str) -> None:
+        if kind == "context":
+            self.metrics.context.inc()
+        else:
+            self.metrics.dropped.labels(kind).inc()
+        self.counts[kind] += 1
 
     def _research_record(self, rec: Any, hint: str, out: Any, kind: str) -> OutRecord:
         key = getattr(out, "research_key", None)
@@ -523,7 +566,7 @@ class Runner:
 
         def on_ack() -> None:
             self.metrics.held.labels(reason_class).inc()
-            self.counts["held_sent"] += 1
+            self.counts["held"] += 1
 
         key = research_key.encode() if research_key else None
         return Handled(rec, [OutRecord(self.settings.held_topic, key, value, headers, on_ack)],
@@ -577,8 +620,10 @@ class Runner:
             remaining = retry
 
     async def _confirm(self, handled: list[Handled]) -> None:
-        """Outputs are durable: let the processor record dedup marks (if it has that step)."""
-        confirm = getattr(self._need(self._processor), "confirm", None)
+        """Outputs are durable: the processor marks those versions acknowledged
+        (``Processor.commit``; ``confirm`` is accepted too) before offsets are committed."""
+        processor = self._need(self._processor)
+        confirm = getattr(processor, "commit", None) or getattr(processor, "confirm", None)
         if confirm is None:
             return
         loop = asyncio.get_running_loop()

@@ -53,7 +53,8 @@ class Settings(BaseSettings):
     ssl_check_hostname: bool = True
 
     # Key store and policy
-    keystore_url: str = "sqlite:///deidstream-keystore.db"
+    # unset: the keystore package's local default (./.deidstream/, key created on first use)
+    keystore_url: str | None = None
     master_key: SecretStr | None = None
     policy_file: Path | None = None
     # Held-back documents: the held topic gets coordinates and the reason only, unless the

