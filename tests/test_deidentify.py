@@ -1,0 +1,235 @@
+"""The de-identification pipeline: policy actions, output spans, the leak guard, the store."""
+
+from __future__ import annotations
+
+import re
+from copy import deepcopy
+from datetime import datetime, timedelta
+from pathlib import Path
+
+import pytest
+
+from keystore import Keyring, open_store
+from keystore.api import PatientState
+from keystore.memory import InMemoryStore
+from pipelines.deidentify import Deidentifier, deidentify_text
+from pipelines.document import ClinicalDocument, Identifier, Identifiers, PersonName
+from pipelines.phi.detector import Detector
+from pipelines.policy import Action, Policy
+from pipelines.spans import Category as C
+from pipelines.spans import Span
+
+TEXT = "Pt John Smith seen 07/22/2005 by Dr. Healey; call 617-732-5500. MRN 4412345."
+SPANS = [
+    Span(3, 13, C.NAME_PATIENT),
+    Span(19, 29, C.DATE),
+    Span(33, 43, C.NAME_PROVIDER),
+    Span(50, 62, C.PHONE),
+    Span(68, 75, C.MRN),
+]
+KNOWN = Identifiers(
+    patient_names=(PersonName("Smith", ("John",)),),
+    patient_ids=(Identifier("4412345", "HOSP", "MR"),),
+)
+
+
+def _state(shift: int = -10) -> PatientState:
+    return PatientState(shift_days=shift, pseudonym="p", seed=b"q" * 32)
+
+
+def _no_detector(actions: dict[C, Action] | None = None) -> Deidentifier:
+    policy = Policy(actions=actions or {})  # no recognizers: the detector finds nothing
+    return Deidentifier(policy, Detector(policy))
+
+
+def _doc(text: str = TEXT, identifiers: Identifiers = KNOWN) -> ClinicalDocument:
+    return ClinicalDocument(
+        text=text, identifiers=identifiers, patient_id="7", assigning_authority="HOSP"
+    )
+
+
+def test_surrogates_replace_every_span_and_output_spans_point_at_them() -> None:
+    result = _no_detector().deidentify(_doc(), _state(), spans=SPANS)
+    assert not result.held, result.held_reason
+    for original in ("John", "Smith", "07/22/2005", "Healey", "617-732-5500", "4412345"):
+        assert original not in result.text
+    assert [s.category for s in result.spans] == [s.category for s in SPANS]
+    date_span = result.spans[1]
+    assert re.fullmatch(r"\d{2}/\d{2}/\d{4}", result.text[date_span.start : date_span.end])
+    assert result.text[date_span.start : date_span.end] == "07/12/2005"
+    name = result.text[result.spans[0].start : result.spans[0].end]
+    assert re.fullmatch(r"[A-Z][a-z]+ [A-Z][a-z]+", name)
+    assert result.text.startswith("Pt " + name + " seen ")
+    assert result.state_changed
+
+
+def test_redact_writes_group_tags() -> None:
+    deid = _no_detector({c: Action.REDACT for c in C})
+    result = deid.deidentify(_doc(), _state(), spans=SPANS)
+    assert result.text == "Pt [NAME] seen [DATE] by [NAME]; call [PHONE]. MRN [MRN]."
+    assert [result.text[s.start : s.end] for s in result.spans] == [
+        "[NAME]",
+        "[DATE]",
+        "[NAME]",
+        "[PHONE]",
+        "[MRN]",
+    ]
+    assert not result.held
+
+
+def test_conflicting_categories_on_one_region_redact_as_phi() -> None:
+    deid = _no_detector({C.DATE: Action.REDACT})
+    text = "ref 07/22/2005 filed"
+    spans = [Span(4, 14, C.DATE, 0.9), Span(4, 14, C.ID, 0.6)]
+    result = deid.deidentify(_doc(text, Identifiers()), _state(), spans=spans)
+    assert result.text == "ref [PHI] filed"
+    assert {s.category for s in result.spans} == {C.DATE, C.ID}
+
+
+def test_conflict_under_surrogate_uses_the_most_confident_span() -> None:
+    spans = [Span(4, 14, C.DATE, 0.9), Span(4, 14, C.ID, 0.6)]
+    result = _no_detector().deidentify(
+        _doc("ref 07/22/2005 filed", Identifiers()), _state(), spans=spans
+    )
+    assert result.text == "ref 07/12/2005 filed"
+
+
+def test_keep_leaves_the_category_and_the_guard_ignores_it() -> None:
+    deid = _no_detector({C.DATE: Action.KEEP})
+    result = deid.deidentify(_doc(), _state(), spans=SPANS)
+    assert "07/22/2005" in result.text
+    assert C.DATE not in {s.category for s in result.spans}
+    assert not result.held
+
+
+def test_leak_guard_holds_back_a_known_name_the_detector_missed() -> None:
+    text = "John Smith seen. Later Smith walked."
+    result = _no_detector().deidentify(_doc(text), _state(), spans=[Span(0, 10, C.NAME_PATIENT)])
+    assert result.held
+    assert result.held_reason == "leak guard: NAME_PATIENT=1"
+    assert "Smith" not in (result.held_reason or "")
+
+
+def test_leak_guard_holds_back_when_nothing_was_detected() -> None:
+    result = _no_detector().deidentify(_doc("Seen with smith; mrn 4412345"), _state())
+    assert result.held
+    assert result.leaks == {"NAME_PATIENT": 1, "MRN": 1}
+    assert "smith" not in (result.held_reason or "").lower()
+    assert "4412345" not in (result.held_reason or "")
+
+
+def test_leak_guard_catches_a_detected_phrase_that_survives_elsewhere() -> None:
+    text = "Transferred from Calvert Hospital; Calvert Hospital sent records."
+    result = _no_detector().deidentify(
+        _doc(text, Identifiers()), _state(), spans=[Span(17, 33, C.LOCATION_HOSPITAL)]
+    )
+    assert result.held and result.leaks == {"LOCATION_HOSPITAL": 1}
+
+
+def test_leak_guard_checks_phones_digits_and_birth_dates() -> None:
+    from datetime import date
+
+    ids = Identifiers(phones=("(617) 732-5500",), birth_date=date(1950, 1, 2))
+    text = "Call 6177325500 or 732 5500; born January 2, 1950."
+    result = _no_detector().deidentify(_doc(text, ids), _state())
+    assert result.leaks == {"PHONE": 2, "DATE": 1}
+
+
+def test_surrogates_are_not_counted_as_leaks() -> None:
+    # A surrogate that reads like another original of the note is ours, not a leak.
+    state = _state()
+    state.name_map["smith"] = "jones"
+    text = "Smith and Jones"
+    spans = [Span(0, 5, C.NAME_PATIENT), Span(10, 15, C.NAME_OTHER)]
+    result = _no_detector().deidentify(_doc(text, Identifiers()), state, spans=spans)
+    assert result.text.startswith("Jones and ")
+    assert not result.held
+
+
+def test_same_patient_same_surrogates_across_documents_and_restart(tmp_path: Path) -> None:
+    keyring = Keyring.generate()
+    url = f"sqlite:///{tmp_path / 'ks.sqlite3'}"
+    deid = _no_detector()
+    with open_store(url, keyring) as store:
+        first = _run(deid, store, TEXT)
+        second = _run(deid, store, "Note 2: SMITH, JOHN seen 07/23/2005.")
+        shift = store.get_or_create("HOSP", "7", deid.new_state).shift_days
+        store.flush()
+    with open_store(url, keyring) as store:  # a new process: state read back and decrypted
+        third = _run(deid, store, "Mr. Smith again on 07/24/2005.")
+    name = first.text[first.spans[0].start : first.spans[0].end]
+    given, family = name.split()
+    moved = (datetime(2005, 7, 23) + timedelta(days=shift)).strftime("%m/%d/%Y")
+    assert second.text == f"Note 2: {family.upper()}, {given.upper()} seen {moved}."
+    moved = (datetime(2005, 7, 24) + timedelta(days=shift)).strftime("%m/%d/%Y")
+    assert third.text == f"Mr. {family} again on {moved}."
+
+
+def _run(deid: Deidentifier, store: object, text: str):  # type: ignore[no-untyped-def]
+    spans = _spans_for(text)
+    doc = _doc(text)
+    state = store.get_or_create("HOSP", "7", deid.new_state)  # type: ignore[attr-defined]
+    result = deid.deidentify(doc, state, spans=spans)
+    if result.state_changed:
+        store.save("HOSP", "7", state)  # type: ignore[attr-defined]
+    return result
+
+
+def _spans_for(text: str) -> list[Span]:
+    spans = []
+    for m in re.finditer(r"(?:Mr\. )?(?:John Smith|SMITH, JOHN|Smith)", text):
+        spans.append(Span(m.start(), m.end(), C.NAME_PATIENT))
+    for m in re.finditer(r"\d{2}/\d{2}/\d{4}", text):
+        spans.append(Span(m.start(), m.end(), C.DATE))
+    for m in re.finditer(r"Dr\. Healey", text):
+        spans.append(Span(m.start(), m.end(), C.NAME_PROVIDER))
+    for m in re.finditer(r"617-732-5500|4412345", text):
+        spans.append(Span(m.start(), m.end(), C.PHONE if "-" in m.group() else C.MRN))
+    return spans
+
+
+def test_run_creates_state_once_and_saves_only_when_maps_grow() -> None:
+    store = InMemoryStore()
+    deid = _no_detector()
+    doc = _doc()
+    result = deid.deidentify(doc, store.get_or_create("HOSP", "7", deid.new_state), spans=SPANS)
+    assert result.state_changed
+    state = store.snapshot("HOSP", "7")
+    assert -730 <= state.shift_days <= -1
+    again = deid.deidentify(doc, state, spans=SPANS)
+    assert not again.state_changed
+    assert again.text == deid.deidentify(doc, deepcopy(state), spans=SPANS).text
+
+
+def test_end_to_end_with_the_detector_replaces_known_names() -> None:
+    policy = Policy(recognizers={"known": {}})
+    deid = Deidentifier(policy)
+    text = "SMITH, JOHN was seen. Mr. Smith is stable; MRN 4412345."
+    store = InMemoryStore()
+    result = deid.run(_doc(text), store)
+    assert not result.held, result.held_reason
+    assert "smith" not in result.text.lower() and "4412345" not in result.text
+    assert store.get("HOSP", "7") is not None
+
+
+def test_reference_date_fixes_year_of_dates_without_year() -> None:
+    doc = ClinicalDocument(text="seen 12/30", document_date=datetime(2006, 1, 2, 9, 0))
+    result = _no_detector().deidentify(doc, _state(-3), spans=[Span(5, 10, C.DATE)])
+    assert result.text == "seen 12/27"
+
+
+def test_deidentify_text_helper_needs_no_detector() -> None:
+    result = deidentify_text("on 7/22", _state(-1), [Span(3, 7, C.DATE)])
+    assert result.text == "on 7/21"
+
+
+@pytest.mark.parametrize("category", list(C))
+def test_every_category_has_a_surrogate_that_differs(category: C) -> None:
+    text = "value: Abc 12-34 Street"
+    result = _no_detector().deidentify(
+        _doc(text, Identifiers()), _state(), spans=[Span(7, 23, category)]
+    )
+    if category in (C.DATE, C.AGE):  # "12-34" is month/year: a 10-day shift keeps Dec 1934
+        assert not result.held
+    else:
+        assert result.text != text
