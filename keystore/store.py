@@ -82,8 +82,12 @@ class EncryptedStore:
         self._dirty_since: float | None = None
         self.hits = 0
         self.misses = 0
-        self.schema_version = backend.migrate(clock())
-        self._keys = self._load_root()
+        try:
+            self.schema_version = backend.migrate(clock())
+            self._keys = self._load_root()
+        except BaseException:
+            backend.close()  # a store that cannot open must not leak its connection
+            raise
 
     # -- root key -------------------------------------------------------------------------
     def _load_root(self) -> StoreKeys:
