@@ -1,0 +1,125 @@
+"""``deidstream convert`` on our fixtures and on ../shared/data/samples (skipped if absent):
+research JSON lines on stdout or files under --out, per-input errors on stderr, exit status."""
+
+from __future__ import annotations
+
+import base64
+import os
+import re
+from pathlib import Path
+
+import orjson
+import pytest
+import typer
+from fhir.resources.R4B.documentreference import DocumentReference
+from typer.testing import CliRunner
+
+from service.commands import convert as convert_command
+
+FIXTURES = Path(__file__).resolve().parent / "fixtures" / "versions"
+KNOWN = ("MRN448812", "Fairweather", "Ottoline", "Keller", "VIS7788", "218-555-0147", "Lakeside")
+
+
+def _app() -> typer.Typer:
+    app = typer.Typer()
+
+    @app.callback()
+    def root() -> None:
+        """Test root so ``convert`` stays a subcommand."""
+
+    convert_command.register(app)
+    return app
+
+
+APP = _app()
+
+
+@pytest.fixture
+def env(tmp_path: Path) -> dict[str, str]:
+    key = base64.b64encode(os.urandom(32)).decode()
+    return {
+        "DEIDSTREAM_KEYSTORE_URL": f"sqlite:///{tmp_path / 'keystore.sqlite3'}",
+        "DEIDSTREAM_MASTER_KEY": f"test:{key}",
+    }
+
+
+def invoke(env: dict[str, str], *args: str | Path):  # type: ignore[no-untyped-def]
+    return CliRunner().invoke(APP, ["convert", *map(str, args)], env=env)
+
+
+def fixtures(*prefixes: str) -> list[Path]:
+    return [next(FIXTURES.glob(f"{p}_*.hl7")) for p in prefixes]
+
+
+def test_fixtures_to_stdout_one_document_per_line(env: dict[str, str]) -> None:
+    result = invoke(env, *fixtures("00", "01", "02", "03", "04", "05", "06"))
+    assert result.exit_code == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert len(lines) == 4  # preliminary, final, corrected, next visit
+    for line in lines:
+        model = DocumentReference.model_validate_json(line)
+        assert model.subject.reference.startswith("Patient/")
+        for value in KNOWN:
+            assert value not in line
+            assert value.encode() not in (model.content[0].attachment.data or b"")  # decoded
+    assert "duplicate" in result.stderr
+    assert "tombstone" in result.stderr
+    assert "context" in result.stderr
+    # a second run against the same key store publishes nothing new
+    again = invoke(env, *fixtures("01", "03"))
+    assert again.exit_code == 0
+    assert again.stdout == ""
+    assert again.stderr.count("duplicate") == 2
+
+
+def test_out_dir_gets_one_file_per_document(env: dict[str, str], tmp_path: Path) -> None:
+    out = tmp_path / "research"
+    result = invoke(env, *fixtures("01", "03"), "--out", out)
+    assert result.exit_code == 0, result.stderr
+    assert result.stdout == ""
+    files = sorted(out.glob("*.json"))
+    assert len(files) == 2
+    for path in files:
+        resource = orjson.loads(path.read_bytes())
+        assert path.stem == resource["id"]
+        DocumentReference.model_validate(resource)
+
+
+def test_bad_inputs_are_reported_per_file_and_the_rest_still_converts(
+    env: dict[str, str], tmp_path: Path
+) -> None:
+    missing = tmp_path / "absent.hl7"
+    result = invoke(env, *fixtures("07"), missing, *fixtures("03"))
+    assert result.exit_code == 1
+    assert len(result.stdout.splitlines()) == 1
+    assert "Traceback" not in result.stderr
+    assert re.search(r"07_not_hl7\.hl7: error \[not_hl7\] ", result.stderr)
+    assert re.search(r"absent\.hl7: error \[unreadable\]", result.stderr)
+    assert "2 of 3 inputs failed" in result.stderr
+
+
+def test_missing_key_for_a_configured_store_is_a_clean_start_error(tmp_path: Path) -> None:
+    env = {"DEIDSTREAM_KEYSTORE_URL": f"sqlite:///{tmp_path / 'k.sqlite3'}"}
+    env.update({"DEIDSTREAM_MASTER_KEY": "", "DEIDSTREAM_MASTER_KEY_FILE": ""})
+    result = invoke(env, *fixtures("03"))
+    assert result.exit_code == 2
+    assert "missing_key" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+@pytest.mark.corpus
+def test_every_sample_converts_or_fails_with_a_reason(
+    env: dict[str, str], samples_dir: Path
+) -> None:
+    files = sorted(p for p in samples_dir.rglob("*") if p.suffix in (".hl7", ".json", ".ndjson"))
+    result = invoke(env, *files)
+    assert "Traceback" not in result.stderr
+    assert "[internal_error]" not in result.stderr
+    for line in result.stdout.splitlines():
+        DocumentReference.model_validate_json(line)
+    mentioned = {line.split(": ", 1)[0] for line in result.stderr.splitlines() if ": " in line}
+    silent = [p for p in files if str(p) not in mentioned]
+    # every input either produced documents or is named on stderr
+    assert len(result.stdout.splitlines()) >= len(silent)
+    assert result.stdout.strip(), "some sample must convert"
+    assert result.exit_code == (1 if re.search(r": (error|document \d+: held) ", result.stderr) else 0)
