@@ -72,7 +72,7 @@ def _entries(resources: list[Entry], message_id: str, validate: bool, kind: str)
             continue
         outcomes.append(Outcome(index, document=doc))
     if not outcomes:
-        raise NotADocument(f"no DocumentReference or DiagnosticReport in the {kind}s", entries=len(resources))
+        raise NotADocument("no DocumentReference or DiagnosticReport entry", entries=len(resources))
     return outcomes
 
 
