@@ -162,7 +162,8 @@ class Keyring:
         extra = [k for k in older._keys if k.key_id not in self._by_id]
         return Keyring([*self._keys, *extra])
 
-    def without_others(self, keep: Iterable[str]) -> Keyring:
+    def subset(self, keep: Iterable[str]) -> Keyring:
+        """Only the keys named in ``keep`` (in this keyring's order)."""
         wanted = set(keep)
         return Keyring([k for k in self._keys if k.key_id in wanted])
 

@@ -33,7 +33,7 @@ ROOT_BINDING = b"deidstream/v1/store-root"
 _MAX_CONFLICT_RETRIES = 8
 
 
-@dataclass
+@dataclass(slots=True)
 class _Entry:
     key: tuple[str, str]
     lookup: bytes
@@ -59,7 +59,7 @@ class EncryptedStore:
         backend: SqlBackend,
         keyring: Keyring,
         *,
-        cache_size: int = 100_000,
+        cache_size: int = 20_000,
         cache_ttl_s: float | None = 60.0,
         batch_size: int = 256,
         max_delay_s: float = 1.0,

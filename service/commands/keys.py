@@ -119,7 +119,7 @@ def rotate(
             typer.echo("error: some records could not be re-wrapped; old keys kept", err=True)
             raise typer.Exit(1)
         if retire_old and config.key_file is not None:
-            target.without_others([report.new_key_id]).write_file(config.key_file,
+            target.subset([report.new_key_id]).write_file(config.key_file,
                                                                    overwrite=True)
             typer.echo("old keys removed from the key file")
         elif len(target) > 1:

@@ -50,3 +50,24 @@ def test_store_round_trip_across_restart(patients: list[tuple[str, str, PatientS
                 again = store.get_or_create(authority, pid, lambda: PatientState(1, "", b""))
                 assert again == state
                 assert again.name_map["added"] == "later"
+
+
+keys = st.sampled_from(["a", "b", "dedup:x"])
+values = st.binary(min_size=0, max_size=12)
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.lists(st.tuples(keys, st.one_of(st.none(), values), values), max_size=12))
+def test_marks_behave_like_a_compare_and_set_dict(
+    ops: list[tuple[str, bytes | None, bytes]],
+) -> None:
+    model: dict[str, bytes] = {}
+    with tempfile.TemporaryDirectory() as tmp, \
+            open_store(f"sqlite:///{Path(tmp) / 'm.sqlite3'}", KEYRING) as store:
+        for key, expected, value in ops:
+            wins = model.get(key) == expected
+            if wins:
+                model[key] = value
+            assert store.compare_and_set_mark(key, expected, value) is wins
+        for key in ("a", "b", "dedup:x"):
+            assert store.get_mark(key) == model.get(key)
