@@ -91,6 +91,19 @@ class Deidentifier:
     def new_state(self) -> PatientState:
         return new_patient_state(self.settings)
 
+    def state_factory(self, store: object) -> Callable[[], PatientState]:
+        """A new patient's state; a store that mints pseudonyms (``new_state``) gets to."""
+        mint = getattr(store, "new_state", None)
+        if not callable(mint):
+            return self.new_state
+
+        def make() -> PatientState:
+            fresh = self.new_state()
+            state = mint(fresh.shift_days, fresh.seed)
+            return state if isinstance(state, PatientState) else fresh
+
+        return make
+
     def __call__(self, document: ClinicalDocument, state: PatientState) -> DeidResult:
         return self.deidentify(document, state)
 
@@ -104,7 +117,7 @@ class Deidentifier:
         """Fetch or create the patient's state, de-identify, save the state if it grew."""
         auth = document.assigning_authority if authority is None else authority
         pid = document.patient_id if patient_id is None else patient_id
-        state = store.get_or_create(auth, pid, self.new_state)
+        state = store.get_or_create(auth, pid, self.state_factory(store))
         result = self.deidentify(document, state)
         if result.state_changed:
             store.save(auth, pid, state)

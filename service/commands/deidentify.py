@@ -1,0 +1,233 @@
+"""``deidstream deidentify``: de-identify a corpus file and write it back in its own format.
+
+PhysioNet input keeps its records (same patient / note numbers, de-identified bodies); the
+patient number is the patient's identity in the key store under the authority ``physionet``,
+so a patient keeps one date shift and one set of surrogate names across runs. A note the leak
+guard holds back is not written; stderr gets counts and categories only, never content.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections import Counter
+from enum import StrEnum
+from pathlib import Path
+from typing import Annotated, TextIO
+
+import typer
+
+from keystore.api import PatientState, PatientStore
+from pipelines.corpus import (
+    Note,
+    RecordError,
+    load_patient_names,
+    read_notes,
+    spans_json,
+    write_phi,
+    write_physionet_record,
+)
+from pipelines.deidentify import Deidentifier, DeidResult
+from pipelines.document import ClinicalDocument, Identifiers
+from pipelines.policy import Policy
+
+PHYSIONET_AUTHORITY = "physionet"
+NO_PATIENT = "-"
+
+
+class Format(StrEnum):
+    AUTO = "auto"
+    PHYSIONET = "physionet"
+    TEXT = "text"
+    JSON = "json"
+
+
+class Annotations:
+    """Writes the output spans: ``.phi`` form, or JSON lines when the file ends in .json(l)."""
+
+    def __init__(self, path: Path | None) -> None:
+        self.out: TextIO | None = path.open("w", encoding="utf-8") if path else None
+        self.json = path is not None and path.suffix.lower() in (".json", ".jsonl")
+
+    def write(self, note: Note, result: DeidResult) -> None:
+        if self.out is None:
+            return
+        spans = list(result.spans)
+        if self.json:
+            self.out.write(spans_json(note.patient, note.note, spans) + "\n")
+        else:
+            write_phi(self.out, note.patient, note.note, spans)
+
+    def close(self) -> None:
+        if self.out is not None:
+            self.out.close()
+
+
+def deidentify_note(
+    deid: Deidentifier,
+    store: PatientStore | None,
+    note: Note,
+    identifiers: Identifiers,
+    authority: str,
+    patient_id: str | None,
+) -> DeidResult:
+    """One note through detect → replace → guard, with the patient's stored state if any."""
+    document = ClinicalDocument(
+        text=note.text,
+        identifiers=identifiers,
+        patient_id=patient_id or "",
+        assigning_authority=authority,
+        document_id=note.note,
+    )
+    if store is None or not patient_id:
+        state: PatientState = deid.new_state()  # no identity: a one-off state, never stored
+        return deid.deidentify(document, state)
+    return deid.run(document, store, authority=authority, patient_id=patient_id)
+
+
+def write_output(out: TextIO, fmt: Format, note: Note, result: DeidResult) -> None:
+    if fmt is Format.PHYSIONET:
+        write_physionet_record(out, note.patient, note.note, result.text)
+    elif fmt is Format.JSON:
+        import json
+
+        out.write(
+            json.dumps({"patient": note.patient, "note": note.note, "text": result.text}) + "\n"
+        )
+    else:
+        out.write(result.text)
+
+
+def _sniffed(file: Path, fmt: Format) -> Format:
+    if fmt is not Format.AUTO:
+        return fmt
+    from pipelines.corpus import sniff_format
+
+    return Format(sniff_format(file))
+
+
+def register(app: typer.Typer) -> None:
+    @app.command()
+    def deidentify(
+        file: Annotated[
+            Path,
+            typer.Argument(
+                help="PhysioNet id.text, JSON lines or a plain-text note.",
+                exists=True,
+                dir_okay=False,
+            ),
+        ],
+        format: Annotated[
+            Format,
+            typer.Option("--format", help="Input (and output) format; auto sniffs the file."),
+        ] = Format.AUTO,
+        known_names: Annotated[
+            Path | None,
+            typer.Option(
+                "--known-names",
+                help="pid_patientname.txt (patient||||FIRST||||LAST): known names per patient.",
+                exists=True,
+                dir_okay=False,
+            ),
+        ] = None,
+        policy: Annotated[
+            Path | None,
+            typer.Option(
+                "--policy",
+                help="Policy TOML (default: the packaged policy).",
+                exists=True,
+                dir_okay=False,
+            ),
+        ] = None,
+        annotations: Annotated[
+            Path | None,
+            typer.Option(
+                "--annotations",
+                help="Write the surrogate spans (offsets in the output): .phi form, or JSON lines for *.json / *.jsonl.",
+                dir_okay=False,
+            ),
+        ] = None,
+        output: Annotated[
+            Path | None,
+            typer.Option("--output", "-o", help="Output file (default: stdout).", dir_okay=False),
+        ] = None,
+        patient_id: Annotated[
+            str | None,
+            typer.Option(
+                "--patient-id",
+                help="Patient identity for text input (keeps the shift and names across runs).",
+            ),
+        ] = None,
+        authority: Annotated[
+            str,
+            typer.Option(
+                "--authority", help="Assigning authority of the patient ids in the key store."
+            ),
+        ] = PHYSIONET_AUTHORITY,
+        no_store: Annotated[
+            bool,
+            typer.Option(
+                "--no-store", help="Use one-off states (nothing read or written): a dry run."
+            ),
+        ] = False,
+    ) -> None:
+        """De-identify every note of FILE: PHI replaced by surrogates (or tags, per the policy)."""
+        fmt = _sniffed(file, format)
+        deid = Deidentifier(Policy.load(policy))
+        known = load_patient_names(known_names) if known_names else {}
+        store = None
+        if not no_store:
+            from keystore.config import default_store_from_env
+
+            store = default_store_from_env()
+        notes = Annotations(annotations)
+        out = output.open("w", encoding="utf-8") if output else sys.stdout
+        failed = 0
+        held: Counter[str] = Counter()
+        written = 0
+        try:
+            for item in read_notes(file, fmt.value):
+                if isinstance(item, RecordError):
+                    failed += 1
+                    typer.echo(f"deidstream: could not read {item.describe()}; skipped", err=True)
+                    continue
+                pid = item.patient if item.patient != NO_PATIENT else patient_id
+                try:
+                    result = deidentify_note(
+                        deid, store, item, known.get(item.patient, Identifiers()), authority, pid
+                    )
+                except Exception as exc:  # noqa: BLE001 - one bad note must not stop the run
+                    failed += 1
+                    typer.echo(
+                        f"deidstream: record {item.index} (patient {item.patient} note {item.note}) "
+                        f"failed ({type(exc).__name__}); skipped",
+                        err=True,
+                    )
+                    continue
+                if result.held:
+                    held.update(result.leaks)
+                    held["notes"] += 1
+                    continue
+                write_output(out, fmt, item, result)
+                notes.write(item, result)
+                written += 1
+        finally:
+            if store is not None:
+                store.flush()
+                close = getattr(store, "close", None)
+                if close is not None:
+                    close()
+            notes.close()
+            if output:
+                out.close()
+            else:
+                out.flush()
+        typer.echo(f"deidstream: {written} note(s) de-identified", err=True)
+        if held:
+            notes_held = held.pop("notes")
+            detail = ", ".join(f"{k}={v}" for k, v in sorted(held.items()))
+            typer.echo(
+                f"deidstream: {notes_held} note(s) held back by the leak guard ({detail})", err=True
+            )
+        if failed:
+            typer.echo(f"deidstream: {failed} record(s) could not be processed", err=True)
+            raise typer.Exit(1)
