@@ -240,11 +240,7 @@ class Runner:
 
     async def start(self) -> None:
         """Connect (retrying while the broker is unreachable), create topics, subscribe."""
-        loop = asyncio.get_running_loop()
-        self._processor = await self._retry(
-            "keystore", lambda: loop.run_in_executor(self._executor, self.processor_factory)
-        )
-        self.keystore_ok = True
+        await self.prepare_processor()
         await self._retry("connect", self._connect_producer)
         if self.settings.create_topics:
             await self._retry("connect", self._ensure_topics)
@@ -265,6 +261,16 @@ class Runner:
         self.started = True
         self._update_ready()
         log.info("runner started: %d input topics, group %s", len(s.input_topics), s.group_id)
+
+    async def prepare_processor(self) -> None:
+        """Build the processor on the worker thread (it owns the key store connection)."""
+        if self._processor is not None:
+            return
+        loop = asyncio.get_running_loop()
+        self._processor = await self._retry(
+            "keystore", lambda: loop.run_in_executor(self._executor, self.processor_factory)
+        )
+        self.keystore_ok = True
 
     async def _connect_producer(self) -> None:
         s = self.settings
