@@ -73,9 +73,10 @@ class PhoneRecognizer(Recognizer):
                 continue
             if not cued and "/" in seps and clinical.vent_context(text, start, end):
                 continue
-            if start and text[start - 1] == "(":
-                start -= 1
-            category = Category.FAX if any(w in _FAX_CUES for w in before) else Category.PHONE
+            if start and text[start - 1] == "(" and ")" in value:
+                start -= 1  # "(301) 944-5032"
+            fax = any(w in _FAX_CUES for w in words_before(text, start, 4, 40))
+            category = Category.FAX if fax else Category.PHONE
             spaced = not any(c in value for c in "-.()/")
             conf = 0.95 if cued else (0.6 if spaced else 0.85)
             spans.append(Span(start, end, category, conf, self.name))
