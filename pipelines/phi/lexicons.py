@@ -70,9 +70,10 @@ def tokens(doc: Doc) -> Tokens:
     words = tuple(
         Token(m.start(), m.end(), m.group(), m.group().lower()) for m in _WORD.finditer(text)
     )
-    upper = sum(1 for t in words if t.text.isupper() and len(t.text) > 1)
-    lower = sum(1 for t in words if t.text.islower())
-    n = len(words) or 1
+    longer = [t.text for t in words if len(t.text) > 1]
+    upper = sum(1 for w in longer if w.isupper())
+    lower = sum(1 for w in longer if w.islower())
+    n = len(longer) or 1
     # a note is "one-case" when >= 85% of its words share a case
     mixed = upper / n < 0.85 and lower / n < 0.85
     result = Tokens(words, mixed)

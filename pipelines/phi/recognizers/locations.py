@@ -1,0 +1,416 @@
+"""Hospitals, other facilities and cities named in the narrative.
+
+Why by context: facility names are mostly invented or local ("X Memorial", "X rehab", an
+acronym like "XYZ ER"), so no list can hold them; what gives them away is the facility head
+after them ("Hospital", "Medical Center", "Rehab", "Nursing Home", "campus") or a movement
+cue before them ("transferred from", "sent to", "lives in"). Cities come from the zipcodes
+database, but only after such a cue, since many city names are English words. States and
+countries alone are not identifying under Safe Harbor; they are kept unless part of a name.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+from pipelines.phi import lexicons as lx
+from pipelines.phi.base import Doc, Recognizer
+from pipelines.phi.lexicons import Token
+from pipelines.phi.registry import register
+from pipelines.spans import Category, Span
+
+HOSPITAL, CITY, OTHER = (
+    Category.LOCATION_HOSPITAL,
+    Category.LOCATION_CITY,
+    Category.LOCATION_OTHER,
+)
+
+
+def _words(spaced: str) -> frozenset[str]:
+    return frozenset(spaced.split())
+
+
+# Facility heads that close a name and are not part of the PHI ("Calvert [Hospital]").
+GENERIC_HEADS: Final = _words(
+    "hospital hosp hospitals hospial hosptial hopital center centre ctr rehab rehabilitation "
+    "clinic clinics nh snf campus infirmary hospice institute ltac ltach"
+)
+# Strong heads: a hospital for sure, so any non-function word before them is its name.
+STRONG_HEADS: Final = _words("hospital hosp hospitals hospial hosptial hopital memorial infirmary")
+# Words between a name and its head ("X [Medical] Center", "X [Nursing] Home").
+HEAD_FILLERS: Final = _words(
+    "medical med heart health care cancer nursing rehab rehabilitation surgical children's"
+)
+# Heads that are part of the facility's name ("X Memorial", "X Health", "X House NH").
+NAMED_HEADS: Final = _words("memorial health healthcare manor house square general")
+# Movement / residence cues before a place ("transferred to X", "lives in X").
+MOVE_VERBS: Final = _words(
+    "transferred transfered tranfered transfer trans tx xfer xferred sent admitted taken "
+    "brought medflighted medflight flighted flown flew went came presented presenting "
+    "discharged arrived arrival enroute accepted screened transported referred followed works "
+    "worked lives living lived resides residing moved visiting vacation recieved received "
+    "leave go going goes retired"
+)
+RESIDENCE_VERBS: Final = _words("lives living lived resides residing moved born native home")
+# Who comes from a place ("daughter from X", "he is from X").
+PEOPLE: Final = _words(
+    "wife husband daughter son sister brother mother father friend niece nephew cousin aunt "
+    "uncle family he she they pt patient dtr sons daughters children grandson granddaughter"
+)
+# Care units and departments: where a patient goes inside a hospital, not a facility name.
+# Written by hand: generic hospital vocabulary that no package lists.
+UNITS: Final = _words(
+    "icu micu sicu ccu csru nicu picu cvicu ctu ticu nsicu cticu cvu pacu or er ed ew eu "
+    "cath lab ir ct mri us cxr floor ward unit units rehab home snf ltac nh hospice tele "
+    "telemetry stepdown sdu ecu radiology dialysis endoscopy echo surgery oncology cardiology "
+    "neuro neurology psych ob gi ent osh ama pt ot bed chair room bathroom commode "
+    "vent cpap bipap the a an his her their this that our your my bb lab labs angio "
+    "baseline blood bank pharmacy morgue"
+)
+# Adjectives that describe rather than name a hospital ("outside hospital").
+GENERIC_MODIFIERS: Final = _words(
+    "outside local previous other another same referring transferring nearby receiving "
+    "community private state area va veterans"
+)
+_FUNCTION_ZIPF = 5.6  # function words ("to", "from", "the", "at") are more frequent than this
+
+
+@register("locations")
+class LocationRecognizer(Recognizer):
+    """Hospitals and facilities (by head word or movement cue) and cities (after a cue)."""
+
+    categories = frozenset({HOSPITAL, CITY, OTHER})
+
+    def detect(self, doc: Doc) -> list[Span]:
+        toks = lx.tokens(doc)
+        words, mixed, text = toks.words, toks.mixed_case, doc.text
+        out: list[Span] = []
+        n = len(words)
+        for h, tok in enumerate(words):
+            low = tok.lower
+            span: Span | None = None
+            is_home = low == "home" and h > 0 and words[h - 1].lower == "nursing"
+            if low in GENERIC_HEADS or low in NAMED_HEADS or is_home:
+                span = self._facility(words, h, text, mixed)
+            elif low in {"to", "from", "at", "in", "of"} and h + 1 < n:
+                span = self._after_cue(words, h, text, mixed)
+                if span is None and low == "of" and h > 0:
+                    span = _university_of(words, h, text, mixed)
+            elif low in _EMERGENCY and h > 0:
+                span = _acronym_before_unit(words, h, text, mixed)
+            elif low in lx.us_states() and h > 0 and text[words[h - 1].end : tok.start] == ", ":
+                span = _city_before_state(words, h, text, mixed)
+            if span is not None:
+                out.append(span)
+        return _propagate(out, words, text, mixed)
+
+    def _facility(self, words: tuple[Token, ...], h: int, text: str, mixed: bool) -> Span | None:
+        """The name words before a facility head: "Calvert Hospital", "Univ of X Medical"."""
+        head = words[h]
+        if mixed and not (head.is_title or head.is_upper) and head.lower in NAMED_HEADS:
+            return None  # "general hospital", "good health" written in lower case
+        named_head = head.lower in NAMED_HEADS
+        strong = head.lower in STRONG_HEADS
+        if named_head and not strong and not _head_closes(words, h, text, mixed):
+            return None
+        j = h - 1
+        first = None
+        while j >= 0 and h - j <= 4:
+            tok = words[j]
+            gap = text[tok.end : words[j + 1].start]
+            if "\n" in gap or gap.strip() not in {"", "-", "'", "."}:
+                break
+            if gap.strip() == "." and tok.lower not in {"st", "mt"}:
+                break
+            if tok.lower == "of" and first is not None and j > 0 and _namelike(words[j - 1], mixed):
+                j -= 1
+                continue
+            if (tok.lower in HEAD_FILLERS or tok.lower in GENERIC_HEADS) and first is None:
+                j -= 1  # "X Medical Center": skip "Medical"
+                continue
+            if not _namelike(tok, mixed, strong) or tok.lower in GENERIC_MODIFIERS:
+                break
+            first = j
+            j -= 1
+        if first is None:
+            return None
+        end_tok = h if named_head else _last_name_word(words, first, h)
+        if (
+            named_head
+            and words[h].lower == "general"
+            and h + 1 < len(words)
+            and words[h + 1].lower not in GENERIC_HEADS
+        ):
+            return None
+        start, end = words[first].start, words[end_tok].end
+        if start >= end:
+            return None
+        return Span(start, end, HOSPITAL, 0.8, "locations")
+
+    def _after_cue(self, words: tuple[Token, ...], c: int, text: str, mixed: bool) -> Span | None:
+        """A place right after "to/from/at/in/of" when a movement verb or place shape says so."""
+        cue = words[c].lower
+        before = {w.lower for w in words[max(0, c - 3) : c]}
+        prev = words[c - 1].lower if c > 0 else ""
+        moved = not before.isdisjoint(MOVE_VERBS)
+        resident = not before.isdisjoint(RESIDENCE_VERBS)
+        travel = not before.isdisjoint(TRAVEL_VERBS)
+        j = c + 1
+        if j < len(words) and words[j].lower == "the":
+            j += 1
+        if j >= len(words):
+            return None
+        if cue == "of" and not resident and (c == 0 or not _person_before(words[c - 1], mixed)):
+            return None
+        gap = text[words[c].end : words[j].start]
+        if "\n" in gap or gap.strip() not in {"", ":"}:
+            return None
+        tok = words[j]
+        # a city from the zipcodes list (longest first, up to three words)
+        city_end = _city_at(words, j, text, mixed)
+        if city_end is not None:
+            phrase = " ".join(w.lower for w in words[j : city_end + 1])
+            single = city_end == j
+            f = lx.zipf(phrase)
+            rare = not single or f < 3.5
+            people = prev in PEOPLE or (c > 1 and words[c - 2].lower in PEOPLE)
+            loose = cue == "of" or (
+                cue in {"in", "from"} and (people or f < (3.0 if mixed else 2.5))
+            )
+            if (
+                (resident or (travel and f < 5.0) or ((moved or loose) and rare))
+                and phrase not in lx.us_states()
+                and (not single or tok.lower not in UNITS)
+                and not _facility_follows(words, city_end)
+            ):
+                return Span(tok.start, words[city_end].end, CITY, 0.75, "locations")
+        # a country after a residence or travel cue ("lives in Italy"): not identifying alone
+        if (resident or travel) and tok.lower in lx.countries():
+            return Span(tok.start, tok.end, OTHER, 0.55, "locations")
+        if cue in {"in", "of"} and not resident:
+            return None
+        if not moved:
+            return None
+        return self._facility_after_cue(words, j, text, mixed) or _title_run(words, j, text, mixed)
+
+    def _facility_after_cue(
+        self, words: tuple[Token, ...], j: int, text: str, mixed: bool
+    ) -> Span | None:
+        """ "sent to XYZ", "transferred from XYZ ER", "to X 2" (a building and its floor)."""
+        tok = words[j]
+        low = tok.lower
+        if low in UNITS or low in GENERIC_HEADS or low in GENERIC_MODIFIERS or low in HEAD_FILLERS:
+            return None
+        if mixed and not (tok.is_title or tok.is_upper):
+            return None
+        nxt = words[j + 1] if j + 1 < len(words) else None
+        if (  # "St. Mary's", "Mt Sinai"
+            low in {"st", "saint", "mt", "mount"}
+            and nxt is not None
+            and (nxt.is_title or not mixed)
+            and len(text[tok.end : nxt.start]) <= 2
+            and "\n" not in text[tok.end : nxt.start]
+        ):
+            return Span(tok.start, nxt.end, HOSPITAL, 0.7, "locations")
+        gap = text[tok.end : nxt.start] if nxt is not None else ""
+        tail = text[tok.end : tok.end + 4]
+        f = lx.zipf(low)
+        followed_by_unit = (
+            nxt is not None
+            and "\n" not in gap
+            and gap.strip() == ""
+            and nxt.lower in {"er", "ew", "ed", "icu", "campus", "ccu", "micu"}
+        )
+        followed_by_floor = tail[:1] == " " and tail[1:2].isdigit() and not tail[2:3].isalpha()
+        after = text[tok.end : tok.end + 2].lstrip(" ")[:1]
+        clause_end = (after == "" or after in ".,;:)\n") or (
+            nxt is not None and "\n" not in gap and nxt.lower in _CLAUSE_WORDS
+        )
+        short = 2 <= len(low) <= 5 and (tok.is_upper if mixed else f < 3.6)
+        if low in lx.us_states():
+            return None
+        if short and (
+            followed_by_unit or followed_by_floor or clause_end or (mixed and tok.is_upper)
+        ):
+            if f >= 4.5 and not followed_by_unit:
+                return None
+            return Span(tok.start, tok.end, HOSPITAL, 0.7, "locations")
+        rare = f < 3.0 and len(low) > 3 and lx.name_score(low) < 1.0
+        if rare and (followed_by_unit or followed_by_floor or (mixed and tok.is_title)):
+            return Span(tok.start, tok.end, HOSPITAL, 0.65, "locations")
+        if followed_by_floor and f < 3.5 and len(low) > 3:
+            return Span(tok.start, tok.end, HOSPITAL, 0.65, "locations")
+        return None
+
+
+# Words that may follow a facility named after a movement cue ("sent to XYZ for cath").
+_CLAUSE_WORDS: Final = _words(
+    "for with via on by and at to after today yesterday tomorrow this in where s/p"
+)
+
+
+# Emergency-department words after a hospital's acronym ("XYZ ER", "XYZ EW").
+_EMERGENCY: Final = _words("er ew ed")
+# Travel verbs: a city after them may be a common word ("flying in from Rome").
+TRAVEL_VERBS: Final = _words("fly flying flew flown arrive arriving drove driving visiting trip")
+
+
+def _acronym_before_unit(words: tuple[Token, ...], h: int, text: str, mixed: bool) -> Span | None:
+    """ "XYZ ER": an unknown acronym right before an emergency department is a hospital."""
+    tok = words[h - 1]
+    low = tok.lower
+    if text[tok.end : words[h].start] != " " or low in UNITS or low in GENERIC_MODIFIERS:
+        return None
+    if not (2 <= len(low) <= 5) or (mixed and not tok.is_upper) or lx.zipf(low) >= 4.0:
+        return None
+    if mixed and not words[h].is_upper:
+        return None
+    return Span(tok.start, tok.end, HOSPITAL, 0.7, "locations")
+
+
+def _university_of(words: tuple[Token, ...], c: int, text: str, mixed: bool) -> Span | None:
+    """ "University of X", "U of X": the university's (hospital's) name."""
+    uni = words[c - 1]
+    if uni.lower not in {"university", "univ", "u"} or c + 1 >= len(words):
+        return None
+    nxt = words[c + 1]
+    if "\n" in text[uni.end : nxt.start] or (mixed and not (nxt.is_title or nxt.is_upper)):
+        return None
+    if nxt.lower not in lx.us_states() and nxt.lower not in lx.us_cities():
+        return None
+    return Span(uni.start, nxt.end, HOSPITAL, 0.75, "locations")
+
+
+def _city_before_state(words: tuple[Token, ...], h: int, text: str, mixed: bool) -> Span | None:
+    """ "Middle River, MD": a listed city right before ", <state>"."""
+    state = words[h]
+    if mixed and not (state.is_upper or state.is_title):
+        return None
+    for size in (3, 2, 1):
+        first = h - size
+        if first < 0:
+            continue
+        parts = words[first:h]
+        if any(text[a.end : b.start] != " " for a, b in zip(parts, parts[1:], strict=False)):
+            continue
+        if mixed and not all(p.is_title or p.is_upper for p in parts):
+            continue
+        phrase = " ".join(p.lower for p in parts)
+        if phrase in lx.us_cities() and (size > 1 or lx.zipf(phrase) < 4.5):
+            return Span(parts[0].start, parts[-1].end, CITY, 0.75, "locations")
+    return None
+
+
+def _title_run(words: tuple[Token, ...], j: int, text: str, mixed: bool) -> Span | None:
+    """ "transferred from Good Sam": Title-case words after a movement cue in a mixed-case note."""
+    if not mixed:
+        return None
+    k = j
+    while k < len(words) and k - j < 3 and words[k].is_title:
+        low = words[k].lower
+        if low in UNITS or low in GENERIC_MODIFIERS or low in GENERIC_HEADS or low in HEAD_FILLERS:
+            break
+        if k > j and text[words[k - 1].end : words[k].start] != " ":
+            break
+        k += 1
+    if k - j < 2 and not (k - j == 1 and lx.zipf(words[j].lower) < 3.0):
+        return None
+    if all(lx.zipf(w.lower) >= 5.0 for w in words[j:k]):
+        return None
+    return Span(words[j].start, words[k - 1].end, HOSPITAL, 0.6, "locations")
+
+
+def _propagate(spans: list[Span], words: tuple[Token, ...], text: str, mixed: bool) -> list[Span]:
+    """A place named once in a note is the same place wherever its word recurs there."""
+    if not spans:
+        return spans
+    found: dict[str, Category] = {}
+    for span in spans:
+        phrase = text[span.start : span.end]
+        if " " not in phrase and "\n" not in phrase and span.confidence >= 0.7:
+            low = phrase.lower()
+            if lx.zipf(low) < 3.5 and low not in UNITS and not lx.is_first_name(low):
+                found[low] = span.category
+    if not found:
+        return spans
+    covered = {(s.start, s.end) for s in spans}
+    out = list(spans)
+    for tok in words:
+        cat = found.get(tok.lower)
+        if cat is not None and (tok.start, tok.end) not in covered:
+            if mixed and not (tok.is_title or tok.is_upper):
+                continue
+            out.append(Span(tok.start, tok.end, cat, 0.65, "locations"))
+    return out
+
+
+def _person_before(tok: Token, mixed: bool) -> bool:
+    """ "Neil Smith of Towson": the word before "of" looks like a surname."""
+    if mixed:
+        return tok.is_title and (lx.name_score(tok.lower) > -9.0 or lx.zipf(tok.lower) < 2.5)
+    return lx.name_score(tok.lower) >= 1.5
+
+
+def _head_closes(words: tuple[Token, ...], h: int, text: str, mixed: bool) -> bool:
+    """A name-part head ("House", "Health") ends a facility name only when a generic head or
+    the end of the clause follows: "X House NH", "works for X health." — not "house diet"."""
+    if mixed and not (words[h].is_title or words[h].is_upper):
+        return False
+    if h + 1 < len(words) and words[h + 1].lower in GENERIC_HEADS:
+        return True
+    after = text[words[h].end : words[h].end + 2].lstrip(" ")[:1]
+    return after == "" or after in ".,;)\n"
+
+
+def _namelike(tok: Token, mixed: bool, strong: bool = True) -> bool:
+    """Could this word be part of a facility name? Before a weak head ("rehab", "center") a
+    one-case note needs a rare word ("cardiac rehab" is no name)."""
+    low = tok.lower
+    if low in UNITS or (len(low) < 2 and low != "u"):
+        return False
+    f = lx.zipf(low)
+    if f >= _FUNCTION_ZIPF:
+        return False
+    if mixed and not (tok.is_title or tok.is_upper):
+        return False
+    if low.endswith(("ing", "ed")) and lx.name_score(low) < 1.0:
+        return False  # "tolerating", "indicated": verbs, not names
+    if strong:
+        return mixed or f < 5.0
+    # before a weak head ("rehab", "center") only a city or a surname ("cardiac rehab" is none)
+    return (low in lx.us_cities() and f < 5.0) or lx.name_score(low) >= 1.0
+
+
+def _last_name_word(words: tuple[Token, ...], first: int, h: int) -> int:
+    """The last word before the generic head(s) at ``h`` (skipping "Medical" in "X Medical Center")."""
+    end = h - 1
+    while end > first and (words[end].lower in GENERIC_HEADS or words[end].lower in HEAD_FILLERS):
+        end -= 1
+    return end
+
+
+def _city_at(words: tuple[Token, ...], j: int, text: str, mixed: bool) -> int | None:
+    """Index of the last word of a city name starting at word ``j``, or None."""
+    tok = words[j]
+    if mixed and not tok.is_title:
+        return None  # an all-caps word in a mixed-case note is an abbreviation ("RA", "TLC")
+    if tok.lower not in lx.city_first_words():
+        return None
+    cities = lx.us_cities()
+    best = None
+    phrase = tok.lower
+    if phrase in cities:
+        best = j
+    for k in range(j + 1, min(j + 3, len(words))):
+        gap = text[words[k - 1].end : words[k].start]
+        if gap != " ":
+            break
+        phrase = phrase + " " + words[k].lower
+        if phrase in cities:
+            best = k
+    return best
+
+
+def _facility_follows(words: tuple[Token, ...], k: int) -> bool:
+    return k + 1 < len(words) and (
+        words[k + 1].lower in GENERIC_HEADS or words[k + 1].lower in NAMED_HEADS
+    )
