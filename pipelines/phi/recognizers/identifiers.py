@@ -100,8 +100,8 @@ class IdentifierRecognizer(Recognizer):
             # weak cues ("unit 3", "group 2", "order 5", "case 1") need a marker or a long value
             if digits < 4 and not (numbered and (digits >= 2 or value[:1].isalpha())):
                 continue
-            if cue in _WEAK_CUES and not numbered and digits < 5:
-                continue
+            if cue in _WEAK_CUES and not numbered and (digits < 5 or not value.isalnum()):
+                continue  # "unit 3", "hospital 8/20/02" (a date), "group 2-3"
             conf = 0.9 if numbered else 0.75
             spans.append(Span(m.start(2), m.end(2), category, conf, self.name))
         if "#" in text:
