@@ -76,6 +76,26 @@ def run(url: str, keyring: Keyring, patients: int) -> None:
     _rate("get, cold (read + decrypt)", patients, cold_get)
     _rate("mark compare-and-set (insert)", patients, marks)
     _rate("mark get", patients, mark_get)
+
+    notes = patients * 5
+
+    def note_round_trip() -> None:
+        """What the processor does per note: state, a new surrogate now and then, the
+        version mark read + compare-and-set, and a flush per 50 notes (commit)."""
+        for n in range(notes):
+            pid = ids[n % patients]
+            state = cold.get_or_create("BENCH", pid, factory(cold))
+            if n % 3 == 0:
+                state.name_map[f"n{n}"] = "Surrogate"
+                cold.save("BENCH", pid, state)
+            key = f"note:{pid}:{n % 7}"
+            old = cold.get_mark(key)
+            cold.compare_and_set_mark(key, old, n.to_bytes(4, "big"))
+            if n % 50 == 49:
+                cold.flush()
+        cold.flush()
+
+    _rate("note round trip (store share)", notes, note_round_trip)
     cold.close()
 
 
