@@ -363,13 +363,14 @@ def sketch(text: str, key: str, size: int = SKETCH_SIZE) -> tuple[int, ...]:
 
 
 def similarity(a: Sequence[int], b: Sequence[int], size: int = SKETCH_SIZE) -> float:
-    """Estimated Jaccard similarity of two bottom-k sketches (exact for short texts)."""
+    """Estimated Jaccard similarity of two bottom-k sketches (exact for short texts):
+    the share of the union's k smallest values that both sketches hold."""
     if not a or not b:
         return 0.0
     sa, sb = set(a), set(b)
-    union = heapq.nsmallest(size, sa | sb)
-    both = sum(1 for v in union if v in sa and v in sb)
-    return both / len(union)
+    union = sorted(sa | sb)[:size]
+    cutoff = union[-1]
+    return sum(1 for v in sa & sb if v <= cutoff) / len(union)
 
 
 @dataclass(frozen=True, slots=True)

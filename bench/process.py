@@ -1,0 +1,134 @@
+"""Processor benchmark: ``Processor.process`` + ``commit`` rate on one core, no broker.
+
+    .venv/bin/python bench/process.py [--count 2000] [--batch 64] [--corpus DIR]
+
+Inputs: PhysioNet dev notes wrapped as HL7 v2 ORU^R01 and FHIR DocumentReference (the same
+builders as bench/stream.py, half each, every document its own (patient, visit, type)), or,
+without the corpus, our version fixtures with the visit number varied. For each store —
+the in-memory one and the encrypted SQLite store (temporary file, generated key) — it runs
+three passes: first sight (publish / held), a replay of the same inputs after ``commit``
+(must all be duplicate: nothing published), and the mean time per stage from
+``Outcome.stage_seconds``. ``commit`` runs once per ``--batch`` inputs, as the service does.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import statistics
+import sys
+import tempfile
+import time
+from collections import Counter, defaultdict
+from collections.abc import Callable, Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+# bench/keystore.py would shadow the keystore package: take bench/ off the path.
+sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != ROOT / "bench"]
+sys.path.insert(0, str(ROOT))
+
+from keystore import Keyring, open_store  # noqa: E402
+from keystore.memory import InMemoryStore  # noqa: E402
+from pipelines.corpus import Note, load_patient_names, read_notes  # noqa: E402
+from pipelines.policy import Policy  # noqa: E402
+from pipelines.process import Outcome, Processor  # noqa: E402
+
+DEFAULT_CORPUS = ROOT.parent / "shared" / "data" / "physionet" / "dev"
+FIXTURES = ROOT / "tests" / "fixtures" / "versions"
+NOW = datetime(2026, 1, 1, tzinfo=UTC)
+
+
+def corpus_inputs(corpus: Path, count: int) -> list[tuple[bytes, str]] | None:
+    text = corpus / "id.text"
+    if not text.is_file():
+        return None
+    # bench/stream.py: the same message builders as the stream benchmark
+    spec = importlib.util.spec_from_file_location("bench_stream", ROOT / "bench" / "stream.py")
+    assert spec is not None and spec.loader is not None
+    stream = importlib.util.module_from_spec(spec)
+    sys.modules["bench_stream"] = stream
+    spec.loader.exec_module(stream)
+
+    notes = [n for n in read_notes(text, "physionet") if isinstance(n, Note) and n.text.strip()]
+    names_path = corpus / "pid_patientname.txt"
+    names = load_patient_names(names_path) if names_path.is_file() else {}
+    messages = stream.build_messages(notes, names, 0, count)
+    return [(m.value, "fhir" if m.topic == stream.FHIR_TOPIC else "hl7v2") for m in messages]
+
+
+def fixture_inputs(count: int) -> list[tuple[bytes, str]]:
+    template = next(FIXTURES.glob("03_*.hl7")).read_bytes()
+    return [(template.replace(b"VIS7788", f"VIS{i:07d}".encode()), "hl7v2") for i in range(count)]
+
+
+def run_pass(
+    proc: Processor, inputs: Sequence[tuple[bytes, str]], batch: int
+) -> tuple[float, Counter[str], dict[str, list[float]]]:
+    kinds: Counter[str] = Counter()
+    stages: dict[str, list[float]] = defaultdict(list)
+    pending: list[Outcome] = []
+    started = time.perf_counter()
+    for i, (raw, hint) in enumerate(inputs, 1):
+        try:
+            outs = proc.process(raw, content_hint=hint, now=NOW)
+        except Exception as exc:  # noqa: BLE001 - counted, like the service's dead-letter path
+            kinds[f"error:{getattr(exc, 'reason_class', type(exc).__name__)}"] += 1
+            continue
+        for out in outs:
+            kinds[out.kind] += 1
+            for stage, seconds in out.stage_seconds.items():
+                stages[stage].append(seconds)
+        pending.extend(outs)
+        if i % batch == 0:
+            proc.commit(pending)
+            pending.clear()
+    proc.commit(pending)
+    return time.perf_counter() - started, kinds, stages
+
+
+def bench_store(
+    name: str, make_store: Callable[[], Any], inputs: Sequence[tuple[bytes, str]], batch: int
+) -> None:
+    store = make_store()
+    proc = Processor(policy=Policy.load(), store=store)
+    proc.process(fixture_inputs(1)[0][0].replace(b"VIS", b"WARM"), content_hint="hl7v2", now=NOW)
+    for label in ("first sight", "replay"):
+        seconds, kinds, stages = run_pass(proc, inputs, batch)
+        rate = len(inputs) / seconds
+        print(f"  {name:<8} {label:<12} {len(inputs):>6} inputs  {seconds:7.2f} s  "
+              f"{rate:8.0f} inputs/s   {dict(kinds)}")
+        if label == "first sight":
+            means = {s: statistics.fmean(v) * 1000 for s, v in sorted(stages.items())}
+            print("           mean ms/doc by stage: "
+                  + ", ".join(f"{s}={ms:.3f}" for s, ms in means.items()))
+    close = getattr(store, "close", None)
+    if close is not None:
+        close()
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--count", type=int, default=2000)
+    ap.add_argument("--batch", type=int, default=64, help="inputs per commit() call")
+    ap.add_argument("--corpus", type=Path, default=DEFAULT_CORPUS)
+    args = ap.parse_args()
+    inputs = corpus_inputs(args.corpus, args.count)
+    source = "PhysioNet dev notes as ORU^R01 + DocumentReference"
+    if inputs is None:
+        inputs, source = fixture_inputs(args.count), "fixture 03_final.hl7, visit varied"
+    sizes = [len(raw) for raw, _ in inputs]
+    print(f"bench/process.py: {len(inputs)} inputs ({source}), "
+          f"mean {statistics.fmean(sizes):.0f} bytes, commit every {args.batch}")
+    bench_store("memory", InMemoryStore, inputs, args.batch)
+    with tempfile.TemporaryDirectory(prefix="deidstream-bench-") as tmp:
+        url = f"sqlite:///{Path(tmp) / 'bench.sqlite3'}"
+        keyring = Keyring.generate()
+        bench_store("sqlite", lambda: open_store(url, keyring), inputs, args.batch)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
