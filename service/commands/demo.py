@@ -56,7 +56,16 @@ def _input_text(raw: bytes) -> str:
         resource = orjson.loads(stripped)
         header = f"FHIR {resource.get('resourceType')} (attachment decoded):"
         return header + "\n" + _attachment_text(resource)
-    return stripped.replace(b"\r", b"\n").decode("utf-8", "replace")
+    lines = []
+    for segment in stripped.replace(b"\r\n", b"\r").replace(b"\n", b"\r").split(b"\r"):
+        fields = segment.decode("utf-8", "replace").split("|")
+        if fields[0] in ("PID", "NK1"):
+            lines.append(segment.decode("utf-8", "replace"))
+        elif fields[0] == "OBX" and len(fields) > 5:
+            lines.append(fields[5])
+    if not lines:  # not HL7 we can show nicely: the bytes as they are
+        return stripped.decode("utf-8", "replace")
+    return "HL7 v2 (PID segment, then the OBX-5 narrative):\n" + "\n".join(lines)
 
 
 def _type_code(resource: dict[str, Any]) -> str:

@@ -1,0 +1,165 @@
+"""The real pipeline behind the real service: demo HL7 + FHIR in, research documents out."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import json
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from fhir.resources.R4B.documentreference import DocumentReference
+from kafka_helpers import headers_of, read_all, unique
+from prometheus_client.parser import text_string_to_metric_families
+
+from keystore.keyring import Keyring
+from service.broker import EmbeddedBroker, free_port
+from service.commands.demo import demo_files, run_demo
+from service.commands.replay import messages_of, publish
+from service.commands.run import serve
+from service.metrics import Metrics
+from service.runner import Runner
+from service.settings import Settings
+from service.wiring import processor_factory_for
+
+pytestmark = pytest.mark.integration
+
+# identifiers of our synthetic demo patients (service/demo_data): none may reach the output
+KNOWN = ["Vance", "Eleanor", "Okafor", "Grace", "Hartley", "Tobias", "Lindqvist", "Raman",
+         "Priya", "Ortega", "Okonkwo", "Chidi", "Brandt", "100234", "200871", "300552",
+         "400918", "555-0142", "555-0199", "555-0123", "Birch Lane", "Harbor View",
+         "Cedar Court", "priya.raman", "123-45-6789", "1958", "1947", "03/14/2025",
+         "03/15/2025", "04/02/2025"]
+
+
+def pipeline_settings(broker: EmbeddedBroker, tmp: Path, **over: Any) -> Settings:
+    base = unique("p")
+    values: dict[str, Any] = dict(
+        bootstrap_servers=broker.bootstrap_servers,
+        input_topics=(f"{base}.hl7v2", f"{base}.fhir"),
+        research_topic=f"{base}.research",
+        deadletter_topic=f"{base}.dlq",
+        held_topic=f"{base}.held",
+        group_id=f"{base}.g",
+        keystore_url=f"sqlite:///{tmp / 'keystore.sqlite3'}",
+        master_key=Keyring.generate().to_text(),
+        http_port=free_port(),
+        session_timeout_ms=6000,
+        heartbeat_interval_ms=500,
+        retry_initial_seconds=0.05,
+        retry_max_seconds=0.5,
+    )
+    values.update(over)
+    return Settings(**values)
+
+
+async def _until(pred: Any, within: float = 30.0) -> None:
+    loop = asyncio.get_running_loop()
+    end = loop.time() + within
+    while loop.time() < end:
+        if pred():
+            return
+        await asyncio.sleep(0.1)
+    raise AssertionError("condition not reached in time")
+
+
+async def test_demo_messages_through_the_service(tansu: EmbeddedBroker, tmp_path: Path) -> None:
+    s = pipeline_settings(tansu, tmp_path)
+    metrics = Metrics()
+    runner = Runner(s, metrics, processor_factory_for(s, metrics))
+    stop = asyncio.Event()
+    service = asyncio.create_task(serve(s, stop=stop, runner=runner))
+    base = f"http://127.0.0.1:{s.http_port}"
+    try:
+        await _until(lambda: runner.ready or service.done())
+        assert not service.done()
+        total = 0
+        for path in demo_files():
+            topic = s.input_topics[0] if path.suffix == ".hl7" else s.input_topics[1]
+            total += await publish(s.bootstrap_servers, topic, list(messages_of(path)))
+        await _until(lambda: runner.counts["consumed"] == total
+                     and runner.status()["total_lag"] == 0)
+        async with httpx.AsyncClient(base_url=base) as http:
+            ready = await http.get("/readyz")
+            exposition = (await http.get("/metrics")).text
+            status = (await http.get("/v1/status")).json()
+    finally:
+        stop.set()
+        assert await service == 0  # drained and exited cleanly
+
+    research = await read_all(s.bootstrap_servers, s.research_topic, expect=6)
+    dead = await read_all(s.bootstrap_servers, s.deadletter_topic, expect=1)
+
+    docs = [r for r in research if r.value is not None]
+    tombstones = [r for r in research if r.value is None]
+    # 01 (then 02, an exact resend: dropped), 03 corrected, 04, 05, 06 published; 07 tombstone
+    assert len(docs) == 5 and len(tombstones) == 1
+    assert len({r.key for r in docs}) == 4  # the corrected report reuses its key
+    texts = []
+    for r in docs:
+        resource = DocumentReference.model_validate(json.loads(r.value))  # valid FHIR R4(B)
+        assert resource.subject is not None and resource.subject.reference.startswith("Patient/")
+        data = json.loads(r.value)["content"][0]["attachment"]["data"]
+        text = base64.b64decode(data).decode()
+        texts.append(text)
+        whole = r.value.decode() + text
+        for ident in KNOWN:
+            assert ident not in whole, f"known identifier left in {headers_of(r)['version']}"
+        assert headers_of(r)["content-type"] == "application/fhir+json"
+    corrected = [r for r in docs if "replaces" in headers_of(r)]
+    assert len(corrected) == 1
+    assert any("pleural effusion" in t for t in texts)  # the correction's content is kept
+    okonkwo_key = tombstones[0].key
+    assert sum(1 for r in docs if r.key == okonkwo_key) == 1  # published, then removed
+
+    assert len(dead) == 1
+    h = headers_of(dead[0])
+    assert h["reason-class"] == "not_hl7" and dead[0].value.startswith(b"PATIENT ADMIT NOTE")
+
+    assert ready.status_code == 200 and ready.json()["ready"] is True
+    assert status["counts"]["consumed"] == 8 and status["total_lag"] == 0
+    samples = {
+        (sample.name, tuple(sorted(sample.labels.items()))): sample.value
+        for family in text_string_to_metric_families(exposition)
+        for sample in family.samples
+    }
+
+    def value(name: str, **labels: str) -> float:
+        return samples.get((name, tuple(sorted(labels.items()))), 0.0)
+
+    assert value("deidstream_messages_consumed_total", topic=s.input_topics[0],
+                 source="hl7v2") == 7
+    assert value("deidstream_messages_consumed_total", topic=s.input_topics[1],
+                 source="fhir") == 1
+    assert value("deidstream_documents_published_total", kind="document") == 5
+    assert value("deidstream_documents_published_total", kind="tombstone") == 1
+    assert value("deidstream_documents_dropped_total", reason="duplicate") == 1
+    assert value("deidstream_messages_deadlettered_total", reason_class="not_hl7") == 1
+    assert value("deidstream_end_to_end_latency_seconds_count") == 6
+    assert sum(v for (n, _), v in samples.items() if n == "deidstream_phi_spans_total") > 10
+    assert sum(v for (n, _), v in samples.items()
+               if n == "deidstream_keystore_operations_total") > 0
+    assert value("deidstream_processing_stage_seconds_count", stage="parse") >= 7
+
+
+async def test_demo_command_runs_to_the_end(tmp_path: Path) -> None:
+    lines: list[str] = []
+
+    def echo(message: str = "", err: bool = False) -> None:
+        lines.extend(str(message).splitlines())
+
+    from service.broker import find_tansu
+
+    if find_tansu() is None:
+        pytest.skip("no tansu binary")
+    assert await run_demo(tmp_path, exit_after=0, echo=echo) == 0
+    out = "\n".join(lines)
+    assert out.count("=== research document") == 3
+    assert "reason-class     : not_hl7" in out
+    assert "/metrics" in out and "stopped the service and the broker" in out
+    # the right-hand column (research text) never shows a demo identifier
+    right = "\n".join(line.split(" | ", 1)[1] for line in lines if " | " in line)
+    for ident in ("Vance", "Hartley", "Raman", "100234", "555-0142", "Birch Lane"):
+        assert ident not in right
