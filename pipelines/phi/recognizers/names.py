@@ -12,6 +12,7 @@ a word for the whole note unless a title stands before it.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Final
 
 from pipelines.phi import lexicons as lx
@@ -74,6 +75,7 @@ ROLE_BEFORE: Final = {
     **dict.fromkeys(
         _words(
             "contact contacts contacted caseworker chaplain rabbi priest pastor reverend rev "
+            "caregiver sitter aide "
             "lawyer attorney guardian interpreter"
         ),
         OTHER,
@@ -84,7 +86,8 @@ VERB_THEN_NAME: Final = {
     **dict.fromkeys(
         _words(
             "spoke speak speaking talked talk talking met meet discussed discussion conversation "
-            "conversed updated update called call contacted contact visit visited accompanied"
+            "conversed updated update called call contacted contact visit visited accompanied "
+            "work working consult consulting meet meeting"
         ),
         OTHER,
     ),
@@ -111,6 +114,9 @@ EPONYM_HEADS: Final = frozenset(
 _SKIPPABLE: Final = frozenset(_words("is was named name in law of ho person"))
 # Words that are cues themselves are never the name ("updated by MD, Husband called").
 _CUE_WORDS: Final = frozenset({*TITLES, *CREDENTIALS, *ROLE_BEFORE, *ROLE_AFTER, *VERB_THEN_NAME})
+# Single letters that are clinical shorthand, not initials: right, left, with (c-bar),
+# without (s-bar), after (p-bar), times, every, discontinue, and the pronoun/article.
+_CLINICAL_LETTERS: Final = frozenset("a i o r l c s p x q w d e".split())
 # Joiners inside a list of names ("Drs. Smith and Jones", "sons Al, Bob and Carl").
 _JOINERS: Final = frozenset({"and", "&", "or"})
 
@@ -150,8 +156,8 @@ def _plausible(tok: Token, mixed: bool, strength: int, lowered: frozenset[str]) 
         return f < _RARE or (mixed and titled and f < 3.5)
     if strength == 2:
         if mixed and titled:
-            return (named and f < 5.6) or f < _RARE
-        return ns >= 0.8 and f < 5.6
+            return (named and f < 5.6) or f < 3.5
+        return ns >= 0.5 and f < 5.6
     # no cue: a word used far more as a name than as an English word
     return mixed and titled and ns > 1.5 and f < 3.5
 
@@ -266,18 +272,21 @@ class NameRecognizer(Recognizer):
             got = 0
             while j >= 0 and got < 3:
                 gap = _gap(text, words[j], words[j + 1])
-                if "\n" in gap or (got and not _tight(gap)):
+                if "\n" in gap or (got and not _tight(gap, words[j])):
                     break
                 if not got and gap.strip() not in {"", ",", "(", "/"}:
                     break
                 if not got and credential == "pa" and gap.strip() not in {"", ","}:
                     break
-                # after an initial or a first name, any rare word before "RN" is a surname
+                # after an initial or a first name, any rare word before "RN" is a surname;
+                # a signature line ("Jane Doe RN" alone on its line) is sure as well
                 strength = 2
-                if not got and credential and j > 0:
+                if credential and j > 0:
                     prev = words[j - 1]
                     if _is_initial(prev, text) or lx.name_score(prev.lower) >= 1.5:
                         strength = 3
+                if credential and got and _line_start(text, words[j].start):
+                    strength = 3  # a signature line: "Jane Doe RN" alone on its line
                 if _is_initial(words[j], text) or ok(j, strength):
                     take(j, cat, conf)
                     got += 1
@@ -292,7 +301,7 @@ class NameRecognizer(Recognizer):
             low = tok.lower
             title = TITLES.get(low)
             gap1 = _gap(text, tok, words[i + 1]) if i + 1 < n else "\n"
-            if "\n" in gap1 or gap1.strip() not in {"", "."}:
+            if "\n" in gap1 or gap1.strip() not in {"", ".", "'"}:
                 title = None
             if title is PT and mixed and tok.is_upper:
                 title = None  # "MS." in a mixed-case note is mental status / multiple sclerosis
@@ -309,8 +318,18 @@ class NameRecognizer(Recognizer):
                     take(nxt, PT, 0.85)
                     i = nxt + 1
                     continue
-                if _is_initial(words[nxt], text) and nxt + 1 < n:
-                    nxt += 1  # "Dr. J. Smith"
+                bare = len(words[nxt].text) == 1 and nxt + 1 < n and words[nxt].text.isalpha()
+                if (_is_initial(words[nxt], text) or bare) and nxt + 1 < n:
+                    nxt += 1  # "Dr. J. Smith", "Dr B Smith"
+                elif (  # "Dr Will Cole": a common first name, then a surname
+                    nxt + 1 < n
+                    and lx.is_first_name(words[nxt].lower)
+                    and _tight(_gap(text, words[nxt], words[nxt + 1]), words[nxt])
+                    and ok(nxt + 1, 3)
+                    and (words[nxt + 1].is_title or not mixed)
+                ):
+                    take(nxt, title, 0.85)
+                    nxt += 1
                 if ok(nxt, 3):
                     if nxt != i + 1:
                         take(i + 1, title, 0.9)
@@ -323,7 +342,10 @@ class NameRecognizer(Recognizer):
             role = ROLE_AFTER.get(low)
             if role is not None and i > 0 and _tight(_gap(text, words[i - 1], tok)):
                 j = i - 1
-                after_initial = j > 0 and _is_initial(words[j - 1], text)
+                after_initial = j > 0 and (
+                    _is_initial(words[j - 1], text)
+                    or _surname_after_first(words[j - 1], words[j], mixed)
+                )
                 if (after_initial and ok(j, 3)) or (
                     ok(j, 2) and (words[j].is_title or lx.name_score(words[j].lower) >= 1.5)
                 ):
@@ -331,11 +353,13 @@ class NameRecognizer(Recognizer):
             role = ROLE_BEFORE.get(low)
             if role is None and low in {"with", "w", "by", "to"} and i > 0:
                 role = VERB_THEN_NAME.get(words[i - 1].lower)
+            if role is None and low == "other" and i > 0 and words[i - 1].lower == "significant":
+                role = R
             if role is not None and i + 1 < n:
                 j = i + 1
                 while j < n and words[j].lower in _SKIPPABLE and j - i < 3:
                     j += 1
-                gap = text[tok.end : words[j].start] if j < n else "\n"
+                gap = text[words[j - 1].end : words[j].start] if j < n else "\n"
                 if j < n and len(gap) < 6 and "\n" not in gap and "." not in gap.strip(" ,:(-"):
                     strength = 2
                     if (  # "per E. Welsh"
@@ -349,6 +373,9 @@ class NameRecognizer(Recognizer):
                         continue
                     # "per protocol", "per Carevue": after "per" only a census name counts
                     weak = low == "per" and lx.name_score(words[j].lower) < 1.0
+                    if role is R and not mixed and _rare_unknown(words[j]):
+                        i = run_right(j, role, 0.7, strength)  # "BROTHER VINNY"
+                        continue
                     if not weak and ok(j, strength):
                         i = run_right(j, role, 0.8 if role is not OTHER else 0.7, strength)
                         continue
@@ -370,6 +397,40 @@ class NameRecognizer(Recognizer):
                     take(i, OTHER, 0.7)
                     i = run_right(i + 1, OTHER, 0.7, 2)
                     continue
+            # no cue: two Title-case words that are each a name or rare ("Radu Crosson")
+            if (
+                mixed
+                and tok.is_title
+                and i + 1 < n
+                and i not in taken
+                and words[i + 1].is_title
+                and _tight(_gap(text, tok, words[i + 1]), tok)
+                and _namey(tok)
+                and _namey(words[i + 1])
+                and (lx.is_first_name(low) or _rare_unknown(tok))
+                and low not in eponyms
+                and _base(words[i + 1].lower) not in eponyms
+                and ok(i, 2)
+                and ok(i + 1, 2)
+            ):
+                take(i, OTHER, 0.6)
+                i = run_right(i + 1, OTHER, 0.6, 2)
+                continue
+            # "J SMITH": a bare capital initial and a surname that is far more a name than a word
+            if (
+                len(tok.text) == 1
+                and tok.text.isupper()
+                and low not in _CLINICAL_LETTERS
+                and (tok.start == 0 or text[tok.start - 1] in " \n\t(")
+                and i + 1 < n
+                and text[tok.end : words[i + 1].start] == " "
+                and lx.name_score(words[i + 1].lower) >= 1.8
+                and lx.zipf(words[i + 1].lower) < 5.0
+                and (words[i + 1].is_upper or words[i + 1].is_title)
+            ):
+                take(i, OTHER, 0.6)
+                i = run_right(i + 1, OTHER, 0.6, 2)
+                continue
             # no cue: a rare census first name in Title case, maybe with its last name
             if mixed and tok.is_title and i not in taken and lx.is_first_name(low) and ok(i, 1):
                 i = run_right(i, OTHER, 0.6, 2)
@@ -390,6 +451,8 @@ class NameRecognizer(Recognizer):
                     continue
             i += 1
 
+        _signature(words, text, mixed, take)
+        _propagate(words, mixed, taken)
         known = known_name_forms(doc)
         if known:  # the structured part of the message tells the role
             for idx, (_, conf) in list(taken.items()):
@@ -411,6 +474,73 @@ def _surname_after_first(first: Token, word: Token, mixed: bool) -> bool:
         return False
     ns = lx.name_score(low)
     return (ns >= 1.5 and lx.zipf(low) < 4.5) or (ns == -9.0 and lx.zipf(low) < 2.0)
+
+
+def _namey(tok: Token) -> bool:
+    """A word that is more a name than an English word, or is almost never seen in English."""
+    low = _base(tok.lower)
+    return (lx.name_score(low) >= 1.0 and lx.zipf(low) < 5.0) or (
+        lx.name_score(low) == -9.0 and lx.zipf(low) < 2.5 and len(low) >= 3
+    )
+
+
+def _signature(
+    words: tuple[Token, ...], text: str, mixed: bool, take: Callable[[int, Category, float], None]
+) -> None:
+    """The note's last line as a signature: "Jane Doe" / "SUSAN" (a first name, maybe a surname)."""
+    if not words or text[words[-1].end :].strip(" \t\r\n."):
+        return
+    k = len(words) - 1
+    first = k
+    while (
+        first > 0 and k - first < 2 and "\n" not in text[words[first - 1].end : words[first].start]
+    ):
+        first -= 1
+    while first < k and not lx.is_first_name(words[first].lower):
+        first += 1
+    head = words[first]
+    if not lx.is_first_name(head.lower) or lx.name_score(head.lower) < 1.0:
+        return
+    if mixed and not (head.is_title or head.is_upper):
+        return
+    before = text[words[first - 1].end : head.start] if first > 0 else "\n"
+    # on a line with other words: only right after a sentence ("... 1400U/HR. SUSAN")
+    if "\n" not in before and not before.strip().endswith("."):
+        return
+    for idx in range(first, k + 1):
+        if words[idx].lower not in CREDENTIALS:
+            take(idx, P, 0.6)
+
+
+def _propagate(
+    words: tuple[Token, ...], mixed: bool, taken: dict[int, tuple[Category, float]]
+) -> None:
+    """A name found once in a note is a name wherever the same word recurs in that note."""
+    found: dict[str, tuple[Category, float]] = {}
+    for idx, (cat, conf) in taken.items():
+        low = _base(words[idx].lower)
+        if len(low) >= 3 and (lx.zipf(low) < 4.5 or lx.name_score(low) >= 1.5):
+            found.setdefault(low, (cat, min(conf, 0.7)))
+    if not found:
+        return
+    for idx, tok in enumerate(words):
+        if idx in taken:
+            continue
+        hit = found.get(_base(tok.lower))
+        if hit is not None and (not mixed or tok.is_title or tok.is_upper):
+            taken[idx] = hit
+
+
+def _line_start(text: str, pos: int) -> bool:
+    """Only spaces between the last line break (or the start) and ``pos``."""
+    line = text.rfind("\n", 0, pos)
+    return not text[line + 1 : pos].strip()
+
+
+def _rare_unknown(tok: Token) -> bool:
+    """A word in no census list and (almost) never seen in English: a foreign or rare name."""
+    low = _base(tok.lower)
+    return len(low) >= 3 and lx.name_score(low) == -9.0 and lx.zipf(low) < 1.5
 
 
 def _dotted_credential(text: str, tok: Token) -> bool:
