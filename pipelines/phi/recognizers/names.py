@@ -116,7 +116,7 @@ _SKIPPABLE: Final = frozenset(_words("is was named name in law of ho person"))
 _CUE_WORDS: Final = frozenset({*TITLES, *CREDENTIALS, *ROLE_BEFORE, *ROLE_AFTER, *VERB_THEN_NAME})
 # Single letters that are clinical shorthand, not initials: right, left, with (c-bar),
 # without (s-bar), after (p-bar), times, every, discontinue, and the pronoun/article.
-_CLINICAL_LETTERS: Final = frozenset("a i o r l c s p x q w d e".split())
+_CLINICAL_LETTERS: Final = frozenset(_words("a i o r l c s p x q w d e"))
 # Joiners inside a list of names ("Drs. Smith and Jones", "sons Al, Bob and Carl").
 _JOINERS: Final = frozenset({"and", "&", "or"})
 
