@@ -257,7 +257,8 @@ _SEPARATORS = r"[\s().\-/]*"
 def _word(term: str) -> str:
     """A case-insensitive whole-word pattern, whitespace-flexible."""
     body = r"\s+".join(re.escape(w) for w in term.split())
-    return rf"(?<!\w){body}(?!\w)"
+    # An apostrophe between letters continues the word: "Don" is not in "don't".
+    return rf"(?<!\w)(?<!\w['’]){body}(?!\w)(?!['’]\w)"
 
 
 def _digits(digits: str) -> str:
@@ -292,13 +293,21 @@ def _date_forms(day: date) -> list[str]:
     ]
 
 
-def known_terms(identifiers: Identifiers, policy: Policy) -> list[tuple[str, str]]:
-    """(category, regex) for every known identifier of the document the policy does not keep."""
-    terms: list[tuple[str, str]] = []
+Term = tuple[str, str, str]  # (category, regex, lower-case literal that must occur, or "")
 
-    def add(category: Category, pattern: str | None) -> None:
+
+def _needle(term: str) -> str:
+    """The longest word of a term: a cheap substring test before the regex runs."""
+    return max(term.split(), key=len).lower() if term.split() else ""
+
+
+def known_terms(identifiers: Identifiers, policy: Policy) -> list[Term]:
+    """(category, regex, needle) for each known identifier the policy does not keep."""
+    terms: list[Term] = []
+
+    def add(category: Category, pattern: str | None, needle: str = "") -> None:
         if pattern and policy.action_for(category) is not Action.KEEP:
-            terms.append((category.value, pattern))
+            terms.append((category.value, pattern, needle))
 
     for names, category in (
         (identifiers.patient_names, Category.NAME_PATIENT),
@@ -309,7 +318,7 @@ def known_terms(identifiers: Identifiers, policy: Policy) -> list[tuple[str, str
             for part in name.parts:
                 for piece in re.split(r"[\s\-]+", part):
                     if len(piece.strip(".")) >= 2:
-                        add(category, _word(piece.strip(".")))
+                        add(category, _word(piece.strip(".")), _needle(piece.strip(".")))
     for ident in identifiers.patient_ids:
         add(Category.MRN, _alnum_id(ident.value))
     for ident in identifiers.other_ids:
@@ -328,30 +337,30 @@ def known_terms(identifiers: Identifiers, policy: Policy) -> list[tuple[str, str
                 add(Category.PHONE, _digits(digits[3:]))
     for email in identifiers.emails:
         if email.strip():
-            add(Category.EMAIL, re.escape(email.strip()))
+            add(Category.EMAIL, re.escape(email.strip()), email.strip().lower())
     for address in identifiers.addresses:
         for line in address.street:
             if len(line.strip()) >= 4:
-                add(Category.LOCATION_STREET, _word(line.strip()))
+                add(Category.LOCATION_STREET, _word(line.strip()), _needle(line))
         if len(address.city.strip()) >= 2:
-            add(Category.LOCATION_CITY, _word(address.city.strip()))
+            add(Category.LOCATION_CITY, _word(address.city.strip()), _needle(address.city))
         if len(address.postal_code.strip()) >= 5:
             add(Category.LOCATION_ZIP, _alnum_id(address.postal_code.strip()[:5]))
     if identifiers.birth_date is not None:
         for form in _date_forms(identifiers.birth_date):
-            add(Category.DATE, _word(form))
+            add(Category.DATE, _word(form), _needle(form))
     return terms
 
 
-def _found_terms(text: str, replaced: Sequence[tuple[_Region, Span, str]]) -> list[tuple[str, str]]:
-    terms: list[tuple[str, str]] = []
+def _found_terms(text: str, replaced: Sequence[tuple[_Region, Span, str]]) -> list[Term]:
+    terms: list[Term] = []
     for region, chosen, _ in replaced:
         phrase = " ".join(text[region.start : region.end].split())
         if len(phrase) < 2:
             continue
         if phrase.isdigit() and len(phrase) < MIN_NUMERIC_PHRASE:
             continue
-        terms.append((chosen.category.value, _word(phrase)))
+        terms.append((chosen.category.value, _word(phrase), _needle(phrase)))
         if chosen.category.is_name:
             for piece in re.findall(r"[^\W\d_]+(?:['’][^\W\d_]+)?", phrase):
                 low = piece.lower()
@@ -361,7 +370,7 @@ def _found_terms(text: str, replaced: Sequence[tuple[_Region, Span, str]]) -> li
                     and low not in SUFFIXES
                     and piece != phrase
                 ):
-                    terms.append((chosen.category.value, _word(piece)))
+                    terms.append((chosen.category.value, _word(piece), low))
     return terms
 
 
@@ -382,10 +391,14 @@ def leak_guard(
     for span in out_spans:
         masked[span.start : span.end] = "\x00" * span.length
     scan = "".join(masked)
+    lowered = scan.lower()
     leaks: Counter[str] = Counter()
     seen: set[str] = set()
-    for category, pattern in (*known_terms(identifiers, policy), *_found_terms(original, replaced)):
-        if pattern in seen:
+    for category, pattern, needle in (
+        *known_terms(identifiers, policy),
+        *_found_terms(original, replaced),
+    ):
+        if pattern in seen or (needle and needle not in lowered):
             continue
         seen.add(pattern)
         if re.search(pattern, scan, re.IGNORECASE):

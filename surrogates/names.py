@@ -94,6 +94,7 @@ def census() -> Census:
     )
 
 
+@lru_cache(maxsize=4096)
 def letter_map(seed: bytes) -> dict[str, str]:
     """A per-patient derangement of a-z: no letter maps to itself, so initials never survive."""
     chooser = Chooser(seed, "initials", "")

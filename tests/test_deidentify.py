@@ -233,3 +233,11 @@ def test_every_category_has_a_surrogate_that_differs(category: C) -> None:
         assert not result.held
     else:
         assert result.text != text
+
+
+def test_a_known_name_inside_a_contraction_is_not_a_leak() -> None:
+    ids = Identifiers(patient_names=(PersonName("Smith", ("Don",)),))
+    result = _no_detector().deidentify(_doc("I don't remember", ids), _state())
+    assert not result.held
+    held = _no_detector().deidentify(_doc("Don's wife called", ids), _state())
+    assert held.leaks == {"NAME_PATIENT": 1}
