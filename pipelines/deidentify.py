@@ -257,8 +257,9 @@ _SEPARATORS = r"[\s().\-/]*"
 def _word(term: str) -> str:
     """A case-insensitive whole-word pattern, whitespace-flexible."""
     body = r"\s+".join(re.escape(w) for w in term.split())
-    # An apostrophe between letters continues the word: "Don" is not in "don't".
-    return rf"(?<!\w)(?<!\w['’]){body}(?!\w)(?!['’]\w)"
+    # An apostrophe between letters continues the word ("Don" is not in "don't"), except
+    # the possessive: "Don's" is Don.
+    return rf"(?<!\w)(?<!\w['’]){body}(?!\w)(?!['’](?![sS]\b)\w)"
 
 
 def _digits(digits: str) -> str:
