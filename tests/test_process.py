@@ -272,3 +272,51 @@ def test_store_pseudonyms_and_new_state_are_used_by_default(policy) -> None:  # 
     assert out.research_key == store.pseudonym(
         "research-key", state.seed, "VIS7788", "http://loinc.org|36643-5"
     )
+
+
+# -- two instances through the real encrypted store (SQLite file; PostgreSQL if reachable) --
+
+
+def _shared_store_agreement(policy: Policy, url: str) -> None:
+    from keystore import Keyring, open_store
+
+    keyring = Keyring.generate("shared")
+    one, two = open_store(url, keyring), open_store(url, keyring)
+    try:
+        a, b = Processor(policy=policy, store=one), Processor(policy=policy, store=two)
+        final = run(a, "03")[0]
+        assert final.kind == "publish"
+        assert kinds(run(b, "03", "01")) == ["duplicate", "superseded"]
+        corrected = run(b, "04")[0]
+        assert corrected.kind == "publish"
+        assert corrected.research_key == final.research_key
+        assert dict(corrected.headers)["replaces"] == dict(final.headers)["version"]
+        subjects = {orjson.loads(o.value or b"")["subject"]["reference"] for o in (final, corrected)}
+        assert len(subjects) == 1  # one patient pseudonym whichever instance saw it
+        assert kinds(run(a, "04", "05")) == ["duplicate", "tombstone"]
+        assert kinds(run(b, "05")) == ["duplicate"]
+    finally:
+        one.close()
+        two.close()
+
+
+def test_two_store_instances_on_one_sqlite_file_agree(policy, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    _shared_store_agreement(policy, f"sqlite:///{tmp_path / 'shared.sqlite3'}")
+
+
+@pytest.mark.integration
+def test_two_store_instances_on_postgresql_agree(policy) -> None:  # type: ignore[no-untyped-def]
+    import uuid
+
+    psycopg = pytest.importorskip("psycopg")
+    base = "postgresql://postgres@127.0.0.1:5432/test"
+    try:
+        admin = psycopg.connect(base, autocommit=True, connect_timeout=3)
+    except psycopg.OperationalError:
+        pytest.skip("PostgreSQL on 127.0.0.1:5432 is not reachable")
+    schema = f"process_test_{uuid.uuid4().hex[:12]}"
+    try:
+        _shared_store_agreement(policy, f"{base}?schema={schema}")
+    finally:
+        admin.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
+        admin.close()
