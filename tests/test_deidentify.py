@@ -241,3 +241,81 @@ def test_a_known_name_inside_a_contraction_is_not_a_leak() -> None:
     assert not result.held
     held = _no_detector().deidentify(_doc("Don's wife called", ids), _state())
     assert held.leaks == {"NAME_PATIENT": 1}
+
+
+# --------------------------------------------------------------------------- the command line
+
+PHYSIONET = (
+    "START_OF_RECORD=7||||1||||\nPt SMITH, JOHN seen 07/22/2005, stable.\n||||END_OF_RECORD\n\n"
+    "START_OF_RECORD=7||||2||||\nMr. Smith called on 07/24/2005.\n||||END_OF_RECORD\n\n"
+    "START_OF_RECORD=8||||1||||\nNothing to hide here.\n||||END_OF_RECORD\n\n"
+)
+
+
+def _cli(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, policy: str, *extra: str
+) -> tuple[int, str]:
+    import typer
+    from typer.testing import CliRunner
+
+    from service.commands.deidentify import register
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("DEIDSTREAM_KEYSTORE_URL", f"sqlite:///{tmp_path / 'ks.sqlite3'}")
+    monkeypatch.setenv("DEIDSTREAM_MASTER_KEY", KEY_ENTRY)
+    (tmp_path / "id.text").write_text(PHYSIONET, encoding="utf-8")
+    (tmp_path / "names.txt").write_text("7||||JOHN||||SMITH\n", encoding="utf-8")
+    (tmp_path / "policy.toml").write_text(policy, encoding="utf-8")
+    app = typer.Typer()
+
+    @app.callback()
+    def main() -> None:
+        """Test root."""
+
+    register(app)
+    args = ["deidentify", "id.text", "--known-names", "names.txt", "--policy", "policy.toml"]
+    result = CliRunner().invoke(app, [*args, *extra])
+    return result.exit_code, result.output
+
+
+KEY_ENTRY = "test:" + __import__("base64").b64encode(b"k" * 32).decode()
+WITH_RECOGNIZERS = "[recognizers.known]\n[recognizers.dates]\n"
+
+
+def test_cli_writes_the_same_records_with_deidentified_bodies(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from pipelines.corpus import read_notes, read_phi
+
+    code, out = _cli(
+        tmp_path, monkeypatch, WITH_RECOGNIZERS, "-o", "out.text", "--annotations", "out.phi"
+    )
+    assert code == 0, out
+    notes = [n for n in read_notes(tmp_path / "out.text", "physionet")]
+    assert [(n.patient, n.note) for n in notes] == [("7", "1"), ("7", "2"), ("8", "1")]  # type: ignore[union-attr]
+    body = "".join(n.text for n in notes)  # type: ignore[union-attr]
+    assert "smith" not in body.lower() and "john" not in body.lower()
+    assert "07/22/2005" not in body and "Nothing to hide here." in body
+    with (tmp_path / "out.phi").open(encoding="utf-8") as fh:
+        spans = read_phi(fh)
+    first = notes[0].text  # type: ignore[union-attr]
+    categories = [c for _, _, c in spans[("7", "1")]]
+    assert set(categories) == {"NAME_PATIENT", "DATE"} and categories[-1] == "DATE"
+    start, end, _ = spans[("7", "1")][-1]
+    assert re.fullmatch(r"\d{2}/\d{2}/\d{4}", first[start:end])
+    # A second run reads the same patient state back: same output.
+    again_code, _ = _cli(tmp_path, monkeypatch, WITH_RECOGNIZERS, "-o", "again.text")
+    assert again_code == 0
+    assert (tmp_path / "again.text").read_text() == (tmp_path / "out.text").read_text()
+
+
+def test_cli_holds_back_notes_that_would_leak(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    code, out = _cli(tmp_path, monkeypatch, "[recognizers]\n", "-o", "out.text")
+    assert code == 0, out
+    written = (tmp_path / "out.text").read_text()
+    assert "START_OF_RECORD=8||||1||||" in written
+    assert "START_OF_RECORD=7" not in written  # both notes of 7 name the patient: held
+    assert "2 note(s) held back by the leak guard (NAME_PATIENT=3)" in out
+    assert "smith" not in out.lower()
