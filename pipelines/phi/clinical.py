@@ -88,7 +88,7 @@ def vital_before(text: str, start: int, count: int = 2) -> bool:
 
 def vent_context(text: str, start: int, end: int) -> bool:
     """True when ventilator / haemodynamic vocabulary surrounds the candidate on its line."""
-    after = re.split(r"[)\n]|\. ", text[end : end + 16], maxsplit=1)[0]
+    after = re.split(r"\n|\. ", text[end : end + 16], maxsplit=1)[0]
     percent_near = "%" in text[max(0, start - 16) : start] or "%" in after
     if not percent_near and prev_char(text, start) == "(":
         return False  # "CO/CI/SVR (10/17 0500)": a date in brackets after the label
