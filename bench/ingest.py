@@ -1,0 +1,123 @@
+"""Ingest throughput, one core: HL7 v2 and FHIR messages parsed per second.
+
+Run: .venv/bin/python bench/ingest.py [--seconds 2]
+
+Inputs: the public samples in ../shared/data/samples (when present) and our fixtures. Every
+rate is messages (or documents) per second of wall time in this process, single-threaded,
+including the dead-letter outcomes (errors are part of the stream too). hl7apy's
+``parse_message`` and fhir.resources validation are measured on the same inputs for scale.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from pipelines.errors import InputError  # noqa: E402
+from pipelines.fhir.parse import loads, parse_ndjson, parse_resource  # noqa: E402
+from pipelines.hl7.er7 import read_message  # noqa: E402
+from pipelines.hl7.framing import split_messages  # noqa: E402
+from pipelines.ingest import parse_input  # noqa: E402
+
+SAMPLES = ROOT.parent / "shared" / "data" / "samples"
+FIXTURES = ROOT / "tests" / "fixtures"
+LIMIT = 16 << 20
+
+
+def _files(sub: str, suffixes: tuple[str, ...]) -> list[bytes]:
+    paths = sorted((FIXTURES / sub).glob("*"))
+    if (SAMPLES / sub).exists():
+        paths += sorted((SAMPLES / sub).glob("*"))
+    return [p.read_bytes() for p in paths if p.suffix in suffixes and not p.name.startswith("err-")]
+
+
+def rate(fn: Callable[[bytes], int], inputs: list[bytes], seconds: float) -> tuple[float, int]:
+    """(units per second, units per pass): repeat passes over ``inputs`` for ``seconds``."""
+    per_pass = sum(fn(raw) for raw in inputs)
+    done = 0
+    start = time.perf_counter()
+    while True:
+        for raw in inputs:
+            done += fn(raw)
+        elapsed = time.perf_counter() - start
+        if elapsed >= seconds:
+            return done / elapsed, per_pass
+
+
+def ingest_count(raw: bytes) -> int:
+    try:
+        return max(1, len(parse_input(raw, max_bytes=LIMIT)))
+    except InputError as e:
+        docs = getattr(e, "documents", ())
+        return max(1, len(docs))
+
+
+def reader_only(raw: bytes) -> int:
+    n = 0
+    for m in split_messages(raw.removeprefix(b"\xef\xbb\xbf")):
+        with contextlib.suppress(InputError):
+            read_message(m)
+        n += 1
+    return n
+
+
+def hl7apy_parse(raw: bytes) -> int:
+    import re
+
+    from hl7apy.parser import parse_message
+
+    text = raw.removeprefix(b"\xef\xbb\xbf").decode("latin-1")
+    # hl7apy raises many kinds of errors on the samples; only its speed matters here
+    with contextlib.suppress(Exception):
+        parse_message(re.sub(r"\r\n|\n", "\r", text).strip(), find_groups=False)
+    return 1
+
+
+def fhir_validated(raw: bytes) -> int:
+    body = raw.removeprefix(b"\xef\xbb\xbf")
+    try:
+        if body.lstrip()[:1] == b"{" and b"\n{" in body.strip():
+            outcomes = parse_ndjson(body, validate=True)
+        else:
+            outcomes = parse_resource(loads(body), validate=True)
+    except InputError:
+        return 1
+    return max(1, len(outcomes))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--seconds", type=float, default=2.0)
+    args = parser.parse_args()
+    hl7 = _files("hl7v2", (".hl7",))
+    fhir = _files("fhir", (".json", ".ndjson"))
+    big = [r for r in hl7 if len(r) > 20_000]
+    small = [r for r in hl7 if len(r) <= 20_000]
+
+    print(f"inputs: {len(hl7)} HL7 v2 files, {len(fhir)} FHIR files (samples present: {SAMPLES.exists()})")
+    rows = [
+        ("HL7 v2 parse_input (all, msgs/s)", ingest_count, hl7),
+        ("HL7 v2 parse_input (files <= 20 KB, msgs/s)", ingest_count, small),
+        ("HL7 v2 parse_input (files > 20 KB: 70 KB HTML ED, 17 KB CDA, msgs/s)", ingest_count, big),
+        ("HL7 v2 ER7 reader only (split+decode+fields, msgs/s)", reader_only, hl7),
+        ("FHIR parse_input (documents/s)", ingest_count, fhir),
+        ("FHIR with fhir.resources validation (documents/s)", fhir_validated, fhir),
+    ]
+    for label, fn, inputs in rows:
+        if not inputs:
+            continue
+        per_second, per_pass = rate(fn, inputs, args.seconds)
+        print(f"{label:<72} {per_second:>10,.0f}   ({per_pass} per pass)")
+    per_second, _ = rate(hl7apy_parse, small[:8], min(args.seconds, 2.0))
+    print(f"{'reference: hl7apy parse_message (files <= 20 KB, msgs/s)':<72} {per_second:>10,.0f}")
+
+
+if __name__ == "__main__":
+    main()
