@@ -320,3 +320,32 @@ def test_two_store_instances_on_postgresql_agree(policy) -> None:  # type: ignor
     finally:
         admin.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
         admin.close()
+
+
+def test_adt_context_is_remembered_for_later_reports(policy, pseudonyms) -> None:  # type: ignore[no-untyped-def]
+    from pipelines.process import context_of
+
+    store = InMemoryStore()
+    proc = make(policy, store, pseudonyms)
+    assert kinds(run(proc, "00")) == ["context"]
+    state = store.get("GENHOSP", "MRN448812")
+    assert state is not None
+    known = context_of(state)
+    assert known is not None
+    assert "Brightwater" in {n.family for n in known.relative_names}
+    assert kinds(run(proc, "00")) == ["context"]  # the same context again changes nothing
+    out = run(proc, "08")[0]
+    assert out.kind == "publish"
+    text = attachment_text(orjson.loads(out.value or b""))
+    assert "Brightwater" not in text and "Odalys" not in text
+    assert "Emergency contact" in text
+
+
+def test_context_identifiers_reach_the_known_identifier_recognizer(pseudonyms) -> None:  # type: ignore[no-untyped-def]
+    known_only = Policy.from_mapping({"recognizers": {"known": {}}})
+    without = run(make(known_only, InMemoryStore(), pseudonyms), "08")[0]
+    assert "Brightwater" in attachment_text(orjson.loads(without.value or b""))
+    proc = make(known_only, InMemoryStore(), pseudonyms)
+    with_context = run(proc, "00", "08")[-1]
+    assert with_context.kind == "publish"
+    assert "Brightwater" not in attachment_text(orjson.loads(with_context.value or b""))
