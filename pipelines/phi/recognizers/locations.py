@@ -330,10 +330,15 @@ def _propagate(spans: list[Span], words: tuple[Token, ...], text: str, mixed: bo
             low = phrase.lower()
             if lx.zipf(low) < 3.5 and low not in UNITS and not lx.is_first_name(low):
                 found[low] = span.category
+    best: dict[tuple[int, int], Span] = {}
+    for span in spans:
+        old = best.get((span.start, span.end))
+        if old is None or old.confidence < span.confidence:
+            best[(span.start, span.end)] = span
+    out = list(best.values())
     if not found:
-        return spans
-    covered = {(s.start, s.end) for s in spans}
-    out = list(spans)
+        return out
+    covered = set(best)
     for tok in words:
         cat = found.get(tok.lower)
         if cat is not None and (tok.start, tok.end) not in covered:
@@ -411,6 +416,8 @@ def _city_at(words: tuple[Token, ...], j: int, text: str, mixed: bool) -> int | 
 
 
 def _facility_follows(words: tuple[Token, ...], k: int) -> bool:
-    return k + 1 < len(words) and (
-        words[k + 1].lower in GENERIC_HEADS or words[k + 1].lower in NAMED_HEADS
-    )
+    """A facility head or an emergency department after the words: a hospital, not a city."""
+    if k + 1 >= len(words):
+        return False
+    nxt = words[k + 1].lower
+    return nxt in GENERIC_HEADS or nxt in NAMED_HEADS or nxt in _EMERGENCY

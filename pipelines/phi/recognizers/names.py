@@ -111,7 +111,7 @@ EPONYM_HEADS: Final = frozenset(
     )
 )
 # Grammar words that may sit between a role word and the name ("son is Jim", "dtr named Ann").
-_SKIPPABLE: Final = frozenset(_words("is was named name in law of ho person"))
+_SKIPPABLE: Final = frozenset(_words("is was named name in law ho person"))
 # Words that are cues themselves are never the name ("updated by MD, Husband called").
 _CUE_WORDS: Final = frozenset({*TITLES, *CREDENTIALS, *ROLE_BEFORE, *ROLE_AFTER, *VERB_THEN_NAME})
 # Single letters that are clinical shorthand, not initials: right, left, with (c-bar),
@@ -337,7 +337,7 @@ class NameRecognizer(Recognizer):
                     continue
             if low in CREDENTIALS or (low in {"r", "m"} and _dotted_credential(text, tok)):
                 after = text[tok.end : tok.end + 3].strip()
-                if not (low == "pa" and after[:1].isdigit()):  # "PA 54/18": a pressure
+                if not (low == "pa" and after[:1].isdigit()) and not _city_state(words, i, text):
                     run_left(i, P, 0.85, low)
             role = ROLE_AFTER.get(low)
             if role is not None and i > 0 and _tight(_gap(text, words[i - 1], tok)):
@@ -529,6 +529,15 @@ def _propagate(
         hit = found.get(_base(tok.lower))
         if hit is not None and (not mixed or tok.is_title or tok.is_upper):
             taken[idx] = hit
+
+
+def _city_state(words: tuple[Token, ...], i: int, text: str) -> bool:
+    """ "Silver Spring, MD": a listed city before ", MD" / ", PA" makes it a state."""
+    if i < 1 or text[words[i - 1].end : words[i].start] != ", ":
+        return False
+    one = words[i - 1].lower
+    two = f"{words[i - 2].lower} {one}" if i > 1 else ""
+    return one in lx.us_cities() or two in lx.us_cities()
 
 
 def _line_start(text: str, pos: int) -> bool:

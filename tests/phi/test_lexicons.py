@@ -1,0 +1,73 @@
+"""Lexicons: loaded from packages, lazily and once; frequency facts the rules rely on."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from pipelines.phi import lexicons as lx
+from pipelines.phi.base import Doc
+
+
+def test_census_names_are_loaded_from_the_names_package() -> None:
+    assert lx.is_first_name("mary") and lx.is_first_name("james")
+    assert lx.is_last_name("smith") and not lx.is_first_name("smith")
+    assert len(lx.first_names()) > 5000 and len(lx.last_names()) > 80000
+
+
+def test_name_score_separates_names_from_english_words() -> None:
+    assert lx.name_score("smith") > 1.5
+    assert lx.name_score("will") < 0 and lx.name_score("patient") < 0
+    assert lx.name_score("o'hara") > 0  # listed without the apostrophe
+    assert lx.name_score("zzqx") == -9.0
+
+
+def test_english_frequency() -> None:
+    assert lx.zipf("the") > 7 > lx.zipf("patient") > lx.zipf("kerlix")
+    assert lx.zipf("notawordatall") == 0.0
+
+
+def test_places() -> None:
+    assert "baltimore" in lx.us_cities() and "silver spring" in lx.us_cities()
+    assert "silver" in lx.city_first_words()
+    assert lx.us_states()["maryland"] == "MD" and lx.us_states()["md"] == "MD"
+    assert "italy" in lx.countries()
+
+
+def test_lexicons_are_cached_objects() -> None:
+    assert lx.first_names() is lx.first_names()
+    assert lx.us_cities() is lx.us_cities()
+
+
+def test_importing_loads_nothing() -> None:
+    code = (
+        "import sys, pipelines.phi.lexicons as lx, pipelines.phi.recognizers.names, "
+        "pipelines.phi.recognizers.locations, pipelines.phi.recognizers.known;"
+        "print(lx.first_names.cache_info().currsize, 'wordfreq' in sys.modules, "
+        "'zipcodes' in sys.modules)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["0", "False", "False"]
+
+
+def test_tokens_are_shared_through_the_doc_cache() -> None:
+    doc = Doc("Dr. O'Hara saw pt-x")
+    first = lx.tokens(doc)
+    assert lx.tokens(doc) is first
+    assert [t.text for t in first.words] == ["Dr", "O'Hara", "saw", "pt", "x"]
+
+
+def test_one_case_notes_are_recognised() -> None:
+    assert not lx.tokens(Doc("PT RESTING IN BED, WIFE AT BEDSIDE.")).mixed_case
+    assert not lx.tokens(Doc("pt resting in bed, wife at bedside.")).mixed_case
+    assert lx.tokens(Doc("Pt resting in bed, wife Mary at bedside.")).mixed_case
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.text(max_size=200))
+def test_tokens_are_words_of_the_text(text: str) -> None:
+    for tok in lx.tokens(Doc(text)).words:
+        assert text[tok.start : tok.end] == tok.text and tok.lower == tok.text.lower()

@@ -1,0 +1,112 @@
+"""Hospitals, facilities and cities; care units and clinical phrases stay untouched."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from pipelines.phi.base import Doc
+from pipelines.phi.recognizers.locations import LocationRecognizer
+from pipelines.spans import Category
+
+LOCATIONS = LocationRecognizer()
+
+
+def found(text: str) -> dict[str, Category]:
+    spans = LOCATIONS.detect(Doc(text))
+    return {text[s.start : s.end]: s.category for s in spans if s.confidence >= 0.5}
+
+
+@pytest.mark.parametrize(
+    ("text", "place", "category"),
+    [
+        ("Transferred from Pemberton Hospital for cath.", "Pemberton", Category.LOCATION_HOSPITAL),
+        ("PT TO BE SENT TO WESTBROOK REHAB TOMORROW.", "WESTBROOK", Category.LOCATION_HOSPITAL),
+        ("pt taken to pemberton hosp by ambulance", "pemberton", Category.LOCATION_HOSPITAL),
+        (
+            "Husband works at Fairview Memorial Hospital.",
+            "Fairview Memorial",
+            Category.LOCATION_HOSPITAL,
+        ),
+        ("Resident of Oakwood Nursing Home for 2 years.", "Oakwood", Category.LOCATION_HOSPITAL),
+        (
+            "Transferred from University of Vermont Medical Center.",
+            "University of Vermont",
+            Category.LOCATION_HOSPITAL,
+        ),
+        ("Arrived from BVMC ED via ambulance.", "BVMC", Category.LOCATION_HOSPITAL),
+        ("Sent to Hollins ER for eval.", "Hollins", Category.LOCATION_HOSPITAL),
+        ("will transfer to St. Brendan's tomorrow", "St. Brendan's", Category.LOCATION_HOSPITAL),
+        ("She lives in Frostburg with her husband.", "Frostburg", Category.LOCATION_CITY),
+        ("Daughter flying in from Denver tonight.", "Denver", Category.LOCATION_CITY),
+        ("Family from Silver Spring, MD visited today.", "Silver Spring", Category.LOCATION_CITY),
+    ],
+)
+def test_places(text: str, place: str, category: Category) -> None:
+    assert found(text).get(place) is category
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Admitted to MICU from CCU, then to the floor.",
+        "Tolerating house diet, cardiac rehab to follow.",
+        "HR returned to NSR, vent changed back to SIMV.",
+        "Clot sent to BB, labs sent from A-line.",
+        "Good diuresis from lasix 40 iv, Kerlix to L leg.",
+        "Pt states he is in the hospital; health care proxy is wife.",
+        "Lives in Maryland with his wife.",
+        "OUTSIDE HOSPITAL RECORDS REVIEWED.",
+    ],
+)
+def test_units_and_clinical_phrases_are_not_places(text: str) -> None:
+    assert found(text) == {}
+
+
+def test_a_place_named_once_is_found_again_in_the_note() -> None:
+    text = "Came from BVMC ED. Records from BVMC requested."
+    assert [text[s.start : s.end] for s in LOCATIONS.detect(Doc(text))] == ["BVMC", "BVMC"]
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.text(max_size=300))
+def test_never_raises_and_spans_in_bounds(text: str) -> None:
+    for span in LOCATIONS.detect(Doc(text)):
+        assert 0 <= span.start < span.end <= len(text)
+        assert span.category.group == "LOCATION"
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    st.lists(
+        st.sampled_from(
+            [
+                "to",
+                "from",
+                "transferred",
+                "Hospital",
+                "hosp",
+                "Medical",
+                "Center",
+                "of",
+                "University",
+                "ER",
+                "XYZ",
+                "lives",
+                "in",
+                "Denver",
+                ",",
+                "MD",
+                "\n",
+                "St.",
+                "2",
+            ]
+        ),
+        max_size=40,
+    )
+)
+def test_cue_soup_never_raises(parts: list[str]) -> None:
+    text = " ".join(parts)
+    for span in LOCATIONS.detect(Doc(text)):
+        assert 0 <= span.start < span.end <= len(text)

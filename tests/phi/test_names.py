@@ -1,0 +1,148 @@
+"""Names from context: providers, relatives, patients; clinical traps stay untouched."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from pipelines.document import Identifiers, PersonName
+from pipelines.phi.base import Doc
+from pipelines.phi.recognizers.names import NameRecognizer
+from pipelines.spans import Category
+
+NAMES = NameRecognizer()
+
+
+def found(text: str, identifiers: Identifiers | None = None) -> dict[str, Category]:
+    doc = Doc(text, identifiers or Identifiers())
+    return {text[s.start : s.end]: s.category for s in NAMES.detect(doc) if s.confidence >= 0.5}
+
+
+@pytest.mark.parametrize(
+    ("text", "name", "category"),
+    [
+        ("Seen by Dr. Okonkwo this am, plan discussed.", "Okonkwo", Category.NAME_PROVIDER),
+        ("per dr hadley, lasix 40 iv given.", "hadley", Category.NAME_PROVIDER),
+        ("SPOKE WITH DR. BRENNAN RE: PLAN.", "BRENNAN", Category.NAME_PROVIDER),
+        ("Plan discussed with Dr. Will Harcourt.", "Will Harcourt", Category.NAME_PROVIDER),
+        ("Report given to Ellen Whitcombe, RN", "Ellen Whitcombe", Category.NAME_PROVIDER),
+        ("E. Kowalczyk aware of K 3.1, repleted.", "E. Kowalczyk", Category.NAME_PROVIDER),
+        ("Wife Margaret called twice overnight.", "Margaret", Category.NAME_RELATIVE),
+        ("Daughter, Philippa, updated by phone.", "Philippa", Category.NAME_RELATIVE),
+        ("social: son bartholomew in to visit.", "bartholomew", Category.NAME_RELATIVE),
+        ("DISCUSSED WITH DAUGHTER ROSALIND TODAY.", "ROSALIND", Category.NAME_RELATIVE),
+        ("Mrs. Castellano is a 70 yo woman with CHF.", "Castellano", Category.NAME_PATIENT),
+        ("Ms. T. refused her meds.", "T", Category.NAME_PATIENT),
+    ],
+)
+def test_names_from_cues(text: str, name: str, category: Category) -> None:
+    assert found(text).get(name) is category
+
+
+def test_name_lists_after_one_cue() -> None:
+    got = found("drs. lindqvist and abernathy at bedside. Sons Tobias and Reginald in.")
+    assert got == {
+        "lindqvist": Category.NAME_PROVIDER,
+        "abernathy": Category.NAME_PROVIDER,
+        "Tobias": Category.NAME_RELATIVE,
+        "Reginald": Category.NAME_RELATIVE,
+    }
+
+
+def test_a_name_found_once_is_found_again_in_the_note() -> None:
+    text = "Daughter Ottoline called. Later Ottoline visited with her husband."
+    spans = NAMES.detect(Doc(text))
+    assert [(text[s.start : s.end], s.category) for s in spans] == [
+        ("Ottoline", Category.NAME_RELATIVE),
+        ("Ottoline", Category.NAME_RELATIVE),
+    ]
+
+
+def test_signature_line_at_the_end_of_a_note() -> None:
+    assert "Harriet Quimby" in found("Pt resting comfortably, no complaints.\n Harriet Quimby\n")
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Foley catheter draining clear urine; Foley to be changed.",
+        "Hx of Parkinson's disease and Hodgkin lymphoma, Hickman line in place.",
+        "Swan-Ganz catheter in place, wedge 18.",
+        "Patient states pain 4/10. MORPHINE 2 MG IV GIVEN.",
+        "Haldol 5 mg IV for agitation; Lasix 20 mg given.",
+        "Transferred from MICU to CCU, Kerlix dressing changed.",
+        "Mr. pt is resting, MS: alert and oriented.",
+        "MD aware. RN to follow. Will continue to monitor, may need lasix.",
+        "R Hickman flushed. L ALINE CORRELATING WELL.",
+        "Family from Silver Spring, MD visited today.",
+        "pt seen by PT and OT, son will call in am.",
+    ],
+)
+def test_clinical_traps_are_not_names(text: str) -> None:
+    assert found(text) == {}
+
+
+def test_eponym_context_vetoes_the_word_for_the_whole_note() -> None:
+    text = "Foley catheter placed. FOLEY DRAINING WELL. Foley output 40 cc."
+    assert found(text) == {}
+    # ... but a title still makes it a person
+    assert found("Foley catheter placed, Dr. Foley aware.") == {"Foley": Category.NAME_PROVIDER}
+
+
+def test_known_patient_names_give_the_role() -> None:
+    ids = Identifiers(patient_names=(PersonName(family="Quennell", given=("Ada",)),))
+    assert found("Spoke with Ada Quennell about the plan.", ids) == {
+        "Ada Quennell": Category.NAME_PATIENT
+    }
+
+
+def test_spans_never_include_the_possessive() -> None:
+    text = "plan per Dr. Abernathy's note"
+    spans = NAMES.detect(Doc(text))
+    assert [text[s.start : s.end] for s in spans] == ["Abernathy"]
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.text(max_size=300))
+def test_never_raises_and_spans_in_bounds(text: str) -> None:
+    for span in NAMES.detect(Doc(text)):
+        assert 0 <= span.start < span.end <= len(text)
+        assert span.category.is_name
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    st.lists(
+        st.sampled_from(
+            [
+                "Dr.",
+                "dr",
+                "wife",
+                "son",
+                "RN",
+                "per",
+                "J.",
+                "Smith",
+                "SMITH",
+                "and",
+                ",",
+                "\n",
+                "Foley",
+                "catheter",
+                "Mr.",
+                "aware",
+                "Ms.",
+                "x",
+                "'s",
+                "-",
+                "MD",
+            ]
+        ),
+        max_size=40,
+    )
+)
+def test_cue_soup_never_raises(parts: list[str]) -> None:
+    text = " ".join(parts)
+    for span in NAMES.detect(Doc(text)):
+        assert 0 <= span.start < span.end <= len(text)
