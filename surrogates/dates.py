@@ -168,18 +168,18 @@ def _num(value: int, model: str) -> str:
     return str(value)
 
 
-def _padding_models(*parts: str) -> tuple[str, ...]:
+def _padding_models(*parts: str, default: bool = True) -> tuple[str, ...]:
     """Zero padding per part: "07" is padded, "7" is not; "22" does not tell.
 
     A part that does not tell follows the parts that do ("10/3" → "M/D", "1/02" → "M/DD");
-    when none tells ("10/22") the date counts as padded (the MM/DD form).
+    when none tells, ``default`` decides (callers: padded for MM/DD/YYYY and YYYY-MM-DD,
+    unpadded for the short "10/22" forms that notes write unpadded).
     """
     evident = [
-        True if len(p) == 2 and p.startswith("0") else False if len(p) == 1 else None
-        for p in parts
+        True if len(p) == 2 and p.startswith("0") else False if len(p) == 1 else None for p in parts
     ]
     told = [e for e in evident if e is not None]
-    fallback = told[0] if told and all(t == told[0] for t in told) else True
+    fallback = told[0] if told and all(t == told[0] for t in told) else default
     return tuple("00" if (fallback if e is None else e) else "0" for e in evident)
 
 
@@ -371,7 +371,7 @@ class DateShifter:
             return f"{s.year:04d}{sep}{_num(s.month, pad_b)}{sep}{_num(s.day, pad_c)}", s
         if len(a) == 3:
             return None
-        pad_a, pad_b = _padding_models(a, b)
+        pad_a, pad_b = _padding_models(a, b, default=c is not None and len(c) == 4)
         x, y = int(a), int(b)
         day_first = x > 12 and y <= 12
         month, day = (y, x) if day_first else (x, y)

@@ -114,55 +114,138 @@ class LocationSurrogate(Surrogate):
         street = span.category == "LOCATION_STREET"
         by_abbr, by_name, _ = _states()
         edits: list[tuple[int, int, str]] = []
+        run: list[re.Match[str]] = []  # consecutive place words: "Middle River", "Bel Air"
+
+        def flush() -> None:
+            if not run:
+                return
+            in_street = street and "," not in text[: run[0].start()]  # "…, Boston" is a city
+            edits.extend(_place_run(ctx, run, in_street))
+            run.clear()
+
         tokens = list(_TOKEN.finditer(text))
         for i, m in enumerate(tokens):
             word = m.group()
             low = word.lower()
-            if word.isdigit():
-                after_zip = (
-                    i > 0 and tokens[i - 1].group().isdigit() and len(tokens[i - 1].group()) == 5
-                )
-                house_number = street and i == 0
-                if len(word) == 5 and not house_number:
-                    new = ctx.mapped(ctx.state.id_map, f"ZIP:{word}", partial(_zip, ctx, word))
-                elif after_zip and len(word) == 4:
-                    new = surrogate_chars(ctx, "zip4", word)
-                else:
-                    new = ctx.mapped(
-                        ctx.state.id_map,
-                        f"LOCNUM:{word}",
-                        partial(surrogate_chars, ctx, "locnum", word),
-                    )
-                edits.append((m.start(), m.end(), new))
+            kind = self._kind(text, tokens, i, street, by_abbr, by_name)
+            if kind == "place":
+                if run and not text[run[-1].end() : m.start()].isspace():
+                    flush()
+                run.append(m)
                 continue
-            if low in GENERIC_WORDS:
-                continue
-            prev = text[: m.start()].rstrip()
-            if word in by_abbr and (
-                prev.endswith(",")
-                or i == len(tokens) - 1
-                or (i + 1 < len(tokens) and tokens[i + 1].group().isdigit())
-            ):
+            flush()
+            if kind == "number":
+                edits.append((m.start(), m.end(), self._number(ctx, tokens, i, street)))
+            elif kind == "state_abbr":
                 edits.append((m.start(), m.end(), _state(ctx, word)))
-                continue
-            if low in by_name:
+            elif kind == "state_name":
                 new_abbr = _state(ctx, by_name[low])
                 edits.append((m.start(), m.end(), case_like(by_abbr[new_abbr], word)))
-                continue
-            if _is_acronym(word):
+            elif kind == "acronym":
                 new = ctx.mapped(
                     ctx.state.id_map,
                     f"LOCACR:{word}",
                     partial(surrogate_chars, ctx, "acronym", word),
                 )
                 edits.append((m.start(), m.end(), new))
-                continue
-            new = ctx.mapped(ctx.state.id_map, f"LOC:{low}", partial(_place_word, ctx, low, street))
-            edits.append((m.start(), m.end(), case_like(new, word)))
+        flush()
         out, pos = [], 0
-        for start, end, new in edits:
+        for start, end, new in sorted(edits):
             out.append(text[pos:start])
             out.append(new)
             pos = end
         out.append(text[pos:])
         return "".join(out)
+
+    @staticmethod
+    def _kind(
+        text: str,
+        tokens: list[re.Match[str]],
+        i: int,
+        street: bool,
+        by_abbr: dict[str, str],
+        by_name: dict[str, str],
+    ) -> str:
+        word = tokens[i].group()
+        low = word.lower()
+        if word.isdigit():
+            return "number"
+        if low in GENERIC_WORDS:
+            return "generic"
+        prev = text[: tokens[i].start()].rstrip()
+        if word in by_abbr and (
+            prev.endswith(",")
+            or i == len(tokens) - 1
+            or (i + 1 < len(tokens) and tokens[i + 1].group().isdigit())
+        ):
+            return "state_abbr"
+        if low in by_name:
+            return "state_name"
+        if _is_acronym(word):
+            return "acronym"
+        return "place"
+
+    @staticmethod
+    def _number(ctx: ReplaceContext, tokens: list[re.Match[str]], i: int, street: bool) -> str:
+        word = tokens[i].group()
+        after_zip = i > 0 and tokens[i - 1].group().isdigit() and len(tokens[i - 1].group()) == 5
+        house_number = street and i == 0
+        if len(word) == 5 and not house_number:
+            return ctx.mapped(ctx.state.id_map, f"ZIP:{word}", partial(_zip, ctx, word))
+        if after_zip and len(word) == 4:
+            return surrogate_chars(ctx, "zip4", word)
+        return ctx.mapped(
+            ctx.state.id_map, f"LOCNUM:{word}", partial(surrogate_chars, ctx, "locnum", word)
+        )
+
+
+def _place_run(
+    ctx: ReplaceContext, run: list[re.Match[str]], street: bool
+) -> list[tuple[int, int, str]]:
+    """A run of place words: a real city name of as many words, else word by word."""
+    words = [m.group() for m in run]
+    pool = _multiword_cities().get(len(words), ()) if not street and len(words) > 1 else ()
+    if pool:
+        key = " ".join(w.lower() for w in words)
+        new = ctx.mapped(ctx.state.id_map, f"LOCRUN:{key}", partial(_city_run, ctx, key, pool))
+        return [
+            (m.start(), m.end(), case_like(part, m.group()))
+            for m, part in zip(run, new.split(" "), strict=True)
+        ]
+    return [
+        (
+            m.start(),
+            m.end(),
+            case_like(
+                ctx.mapped(
+                    ctx.state.id_map,
+                    f"LOC:{m.group().lower()}",
+                    partial(_place_word, ctx, m.group().lower(), street),
+                ),
+                m.group(),
+            ),
+        )
+        for m in run
+    ]
+
+
+def _city_run(ctx: ReplaceContext, key: str, pool: tuple[str, ...]) -> str:
+    chooser = ctx.chooser("city-run", key)
+    for _ in range(MAX_DRAWS):
+        candidate = chooser.pick(pool)
+        if candidate != key and not ctx.is_original_word(candidate.split()):
+            return candidate
+    return chooser.pick(pool)
+
+
+@lru_cache(maxsize=1)
+def _multiword_cities() -> dict[int, tuple[str, ...]]:
+    """Real US city names of two and three words (``zipcodes``), lower-case, by word count."""
+    import zipcodes
+
+    by_count: dict[int, set[str]] = {}
+    for row in zipcodes.list_all():
+        words = str(row.get("city", "")).lower().split()
+        if 2 <= len(words) <= 3 and all(w.isalpha() for w in words):
+            by_count.setdefault(len(words), set()).add(" ".join(words))
+    return {n: tuple(sorted(names)) for n, names in by_count.items()}

@@ -74,3 +74,11 @@ def test_redaction_tags() -> None:
     assert redaction_tag(["NAME_PATIENT", "NAME_PROVIDER"]) == "[NAME]"
     assert redaction_tag(["LOCATION_CITY"]) == "[LOCATION]"
     assert redaction_tag(["DATE", "ID"]) == "[PHI]"
+
+
+def test_multi_word_city_becomes_a_real_city_of_as_many_words() -> None:
+    from surrogates.locations import _multiword_cities
+
+    out = replace_one(LOC, "Middle River", "LOCATION_CITY")
+    assert len(out.split()) == 2 and out != "Middle River"
+    assert out.lower() in _multiword_cities()[2]
