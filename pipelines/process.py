@@ -20,6 +20,14 @@ Delivery contract (at-least-once in, effectively-once out):
    nothing. The only double publish possible is a crash between the broker's ack and
    ``commit`` (the same key and value again: harmless on a compacted topic).
 
+Outcomes: ``publish`` (key + DocumentReference JSON), ``tombstone`` (key, value None: the
+report was entered in error), ``duplicate`` / ``superseded`` (nothing to send), ``held``
+(the leak guard kept it back: key and a PHI-free reason, value None — route the *input*
+wherever held documents go; its mark is recorded so older versions stay superseded, and
+once acknowledged a replay is a duplicate), ``context`` (an ADT message: its identifiers are
+kept in the patient's sealed state and added to later reports' known identifiers, so the
+detector and the leak guard know e.g. next-of-kin names that an ORU does not repeat).
+
 Input errors (:class:`pipelines.errors.InputError`) and retriable errors propagate. A
 :class:`~pipelines.errors.PartialInput` (some entries of a batch failed) is re-raised after
 its good documents were processed, with their outcomes attached as ``exc.outcomes``.
@@ -164,11 +172,11 @@ class Processor:
         self, raw: bytes, *, content_hint: str | None = None, now: datetime
     ) -> list[Outcome]:
         started = self._timer()
-        partial: PartialInput | None = None
+        incomplete: PartialInput | None = None
         try:
             documents = self._parse(raw, content_hint=content_hint)
         except PartialInput as exc:
-            partial = exc
+            incomplete = exc
             documents = [d for d in exc.documents if isinstance(d, ClinicalDocument)]
         parse_seconds = self._timer() - started
         outcomes = []
@@ -178,9 +186,9 @@ class Processor:
                 times = {"parse": parse_seconds, **outcome.stage_seconds}
                 outcome = _with_times(outcome, times)
             outcomes.append(outcome)
-        if partial is not None:
-            partial.outcomes = outcomes  # type: ignore[attr-defined]
-            raise partial
+        if incomplete is not None:
+            incomplete.outcomes = outcomes  # type: ignore[attr-defined]
+            raise incomplete
         return outcomes
 
     def commit(self, outcomes: Iterable[Outcome]) -> None:
