@@ -44,6 +44,7 @@ def test_addresses(text: str, value: str, category: Category) -> None:
         "MG SULFATE 2 GMS GIVEN IVP PER DR SMITH",
         "heparin 25000 units",
         "given 12345 units",
+        "IN 12345 units",
         "3L CORDIS STILL IN PLACE",
     ],
 )

@@ -18,20 +18,20 @@ from pipelines.phi.registry import register
 from pipelines.phi.scan import compile_words, keep_best, word_set, words_before
 from pipelines.spans import Category, Span
 
-# 10 digits in 3-3-4 groups (any separators, area code possibly in parentheses) or 7 digits
-# in 3-4 groups; an optional extension. Left boundary is checked in Python (fast prefix).
-_PHONE = re.compile(
-    r"\d{3}(?:\)?[ \t]{0,3}[.\-/]?[ \t]{0,3}\d{3}|)[ \t]{0,3}[.\-/]?[ \t]{0,3}\d{4}(?!\d)"
-    r"(?:[ \t]{0,2}(?:x|ext\.?|extension)[ \t]?\d{1,6}\b)?",
-    re.I,
-)
-# Cue-led numbers: "Pager #12345", "PG 23456", "beeper: 4-1234", "fax 555 1234", "cell# ...".
-_CUED = compile_words(
-    r"(?i)\b(pager|pgr|pg|beeper|beep|page|tel|telephone|phone|cell|mobile|office"
+# One re2 pass (no look-around; edges are checked in Python):
+# - cue-led numbers: "Pager #12345", "PG 23456", "beeper: 4-1234", "cell# 410-322-1419";
+# - phone shapes: 10 digits in 3-3-4 groups (any separators, area code possibly in
+#   parentheses) or 7 digits in 3-4 groups, with an optional extension;
+# - a lone extension ("x45", "ext. 221"), kept only right after a found number.
+_SCAN = compile_words(
+    r"(?i:\b(?P<cue>pager|pgr|pg|beeper|beep|page|tel|telephone|phone|cell|mobile|office"
     r"|fax|facsimile|call|contact|reached|extension|ext)\b\.?(?:\s*(?:number|no\.?|num|#))?"
-    r"\s*[:#=]?\s*#?\s*(\d[\d\-. ]{3,14}\d)"
+    r"\s*[:#=]?\s*#?\s*)(?P<cued>\d[\d\-. ]{3,14}\d)"
+    r"|(?P<phone>\d{3}(?:\)?[ \t]{0,3}[.\-/]?[ \t]{0,3}\d{3}|)[ \t]{0,3}[.\-/]?[ \t]{0,3}\d{4}"
+    r"(?i:[ \t]{0,2}(?:x|ext\.?|extension)[ \t]?\d{1,6}\b)?)"
+    r"|(?i:\b(?:x|ext\.?\s?))(?P<ext>\d{2,5})\b"
 )
-_EXTENSION = compile_words(r"(?i)\b(?:x|ext\.?\s?)(\d{2,5})\b")
+_G = {name: _SCAN.groupindex[name] for name in ("cued", "phone", "ext")}
 _FAX_CUES = frozenset({"fax", "facsimile", "fx"})
 _PHONE_CUES = word_set(
     "pager pgr pg beeper tel telephone phone ph cell mobile home work office fax call called "
@@ -48,51 +48,59 @@ class PhoneRecognizer(Recognizer):
     def detect(self, doc: Doc) -> list[Span]:
         text = doc.text
         spans: list[Span] = []
-        for m in _PHONE.finditer(text):
-            start, end = m.start(), m.end()
-            left = text[start - 2 : start] if start >= 2 else " " + text[:start]
-            if (
-                left[-1:].isdigit()
-                or left[-1:] in ("/", ".")
-                or left == "-"
-                or (left[-1:] == "-" and left[:1].isdigit())
-            ):
-                continue
-            digits = sum(c.isdigit() for c in m.group())
-            value = m.group()
-            seps = value.strip("0123456789")
-            before = words_before(text, start, 2, 30)
-            cued = any(w in _PHONE_CUES for w in before)
-            if (digits < 10 or (value[:10].isdigit() and digits == 10)) and not cued:
-                # 7 digits (944-5032) or 10 bare digits: a dash/dot layout that is not a
-                # range ("500-1000", "930-1130PM") and a valid exchange (2-9 first)
-                seven = re.fullmatch(r"([2-9]\d\d)[.\-](\d{4})", value)
-                if not seven or int(seven.group(2)) % 50 == 0 or text[end : end + 1].isalpha():
+        extensions: list[tuple[int, int]] = []
+        for m in _SCAN.finditer(text):
+            if m.group("cued") is not None:
+                start, end = m.start(_G["cued"]), m.end(_G["cued"])
+                digits = sum(c.isdigit() for c in m.group("cued"))
+                if digits < 4 or text[end : end + 1].isdigit() or clinical.unit_follows(text, end):
                     continue
-            if clinical.unit_follows(text, end) or clinical.vital_before(text, start, 2):
-                continue
-            if not cued and "/" in seps and clinical.vent_context(text, start, end):
-                continue
-            if start and text[start - 1] == "(" and ")" in value:
-                start -= 1  # "(301) 944-5032"
-            fax = any(w in _FAX_CUES for w in words_before(text, start, 4, 40))
-            category = Category.FAX if fax else Category.PHONE
-            spaced = not any(c in value for c in "-.()/")
-            conf = 0.95 if cued else (0.6 if spaced else 0.85)
-            spans.append(Span(start, end, category, conf, self.name))
-        for m in _CUED.finditer(text):
-            start, end = m.start(2), m.end(2)
-            cue = m.group(1).lower()
-            digits = sum(c.isdigit() for c in m.group(2))
-            if digits < 4 or clinical.unit_follows(text, end):
-                continue
-            category = Category.FAX if cue in _FAX_CUES else Category.PHONE
-            spans.append(Span(start, end, category, 0.9, self.name))
-        if spans:
-            for m in _EXTENSION.finditer(text):  # an extension right after a found number
-                if any(0 <= m.start() - s.end <= 3 for s in spans):
-                    spans.append(Span(m.start(), m.end(), Category.PHONE, 0.85, self.name))
+                fax = m.group("cue").lower() in _FAX_CUES
+                spans.append(
+                    Span(start, end, Category.FAX if fax else Category.PHONE, 0.9, self.name)
+                )
+            elif m.group("phone") is not None:
+                span = self._shaped(text, m.start(), m.end(), m.group("phone"))
+                if span is not None:
+                    spans.append(span)
+            else:
+                extensions.append((m.start(), m.end()))
+        for start, end in extensions:  # an extension right after a found number
+            if any(0 <= start - s.end <= 3 for s in spans):
+                spans.append(Span(start, end, Category.PHONE, 0.85, self.name))
         return keep_best(spans)
+
+    def _shaped(self, text: str, start: int, end: int, value: str) -> Span | None:
+        """A number with phone shape; 7-digit and bare 10-digit forms need more evidence."""
+        left = text[start - 2 : start] if start >= 2 else " " + text[:start]
+        if (
+            left[-1:].isdigit()
+            or left[-1:] in ("/", ".")
+            or left == "-"
+            or (left[-1:] == "-" and left[:1].isdigit())
+            or text[end : end + 1].isdigit()
+        ):
+            return None
+        digits = sum(c.isdigit() for c in value)
+        seps = value.strip("0123456789")
+        before = words_before(text, start, 2, 30)
+        cued = any(w in _PHONE_CUES for w in before)
+        if (digits < 10 or (value[:10].isdigit() and digits == 10)) and not cued:
+            # 7 digits (944-5032) or 10 bare digits: a dash/dot layout that is not a
+            # range ("500-1000", "930-1130PM") and a valid exchange (2-9 first)
+            seven = re.fullmatch(r"([2-9]\d\d)[.\-](\d{4})", value)
+            if not seven or int(seven.group(2)) % 50 == 0 or text[end : end + 1].isalpha():
+                return None
+        if clinical.unit_follows(text, end) or clinical.vital_before(text, start, 2):
+            return None
+        if not cued and "/" in seps and clinical.vent_context(text, start, end):
+            return None
+        if start and text[start - 1] == "(" and ")" in value:
+            start -= 1  # "(301) 944-5032"
+        fax = any(w in _FAX_CUES for w in words_before(text, start, 4, 40))
+        spaced = not any(c in value for c in "-.()/")
+        conf = 0.95 if cued else (0.6 if spaced else 0.85)
+        return Span(start, end, Category.FAX if fax else Category.PHONE, conf, self.name)
 
 
 _EMAIL = re.compile(r"[A-Za-z0-9._%+\-]+@[A-Za-z0-9\-]+(?:\.[A-Za-z0-9\-]+)*\.[A-Za-z]{2,}")
