@@ -53,6 +53,7 @@ class DeidResult:
     state_changed: bool = False  # the patient's maps grew: save the state
     leaks: Mapping[str, int] = field(default_factory=dict)  # category → terms that survived
     detected: int = 0  # spans the detector (or the caller) gave
+    replaced: tuple[Span, ...] = ()  # the spans acted on, offsets in the *input* text
 
     @property
     def held(self) -> bool:
@@ -162,6 +163,7 @@ class Deidentifier:
             state_changed=ctx.changed,
             leaks=dict(leaks),
             detected=len(found),
+            replaced=tuple(chosen.with_bounds(r.start, r.end) for r, chosen, _ in replaced),
         )
 
     def _lap(self, times: dict[str, float], stage: str, since: float) -> float:
