@@ -45,7 +45,7 @@ KNOWN = (
 
 
 def raw(name: str) -> bytes:
-    return next(FIXTURES.glob(f"{name}_*.hl7")).read_bytes()
+    return next(FIXTURES.glob(f"{name}_*.*")).read_bytes()
 
 
 def _parse_fn():  # type: ignore[no-untyped-def]
@@ -77,7 +77,8 @@ def make(policy: Policy, store: InMemoryStore, pseudonyms: Pseudonyms, **kw: obj
 def run(proc: Processor, *names: str, commit: bool = True) -> list[Outcome]:
     outs: list[Outcome] = []
     for name in names:
-        got = proc.process(raw(name), content_hint="hl7v2", now=NOW)
+        hint = "fhir" if name.startswith("1") else "hl7v2"
+        got = proc.process(raw(name), content_hint=hint, now=NOW)
         if commit:
             proc.commit(got)
         outs.extend(got)
@@ -349,3 +350,22 @@ def test_context_identifiers_reach_the_known_identifier_recognizer(pseudonyms) -
     with_context = run(proc, "00", "08")[-1]
     assert with_context.kind == "publish"
     assert "Brightwater" not in attachment_text(orjson.loads(with_context.value or b""))
+
+
+def test_fhir_versions_follow_the_same_rules(policy, pseudonyms) -> None:  # type: ignore[no-untyped-def]
+    proc = make(policy, InMemoryStore(), pseudonyms)
+    # same lastUpdated: the final outranks the preliminary whichever comes first
+    assert kinds(run(proc, "11", "10")) == ["publish", "superseded"]
+    assert kinds(run(proc, "12", "12")) == ["tombstone", "duplicate"]
+    other = make(policy, InMemoryStore(), pseudonyms)
+    prelim, final = run(other, "10", "11")
+    assert dict(final.headers)["replaces"] == dict(prelim.headers)["version"]
+    body = (final.value or b"").decode()
+    text = attachment_text(orjson.loads(final.value or b""))
+    for value in ("Ashcombe", "Perpetua", "MRN550231", "enc-3301", "pat-1", "doc-77", "Vowell",
+                  "Harborview", "1948", "05/02/2024", "2.16.840.1.113883.19.5"):
+        assert value not in body and value not in text, value
+    resource = DocumentReference.model_validate_json(final.value or b"")
+    assert resource.docStatus == "final"
+    assert resource.type.coding[0].code == "18842-5"
+    assert resource.author is None and resource.custodian is None
