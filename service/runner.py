@@ -151,14 +151,17 @@ class Handled:
 
 @dataclass
 class PartitionState:
-    committed: int | None = None
+    committed: int | None = None  # last offset this instance committed (next to read)
+    position: int | None = None  # consumer position (committed + what is fetched)
     highwater: int | None = None
 
     @property
     def lag(self) -> int | None:
-        if self.highwater is None:
+        """Messages not yet committed; None until both ends are known."""
+        done = self.committed if self.committed is not None else self.position
+        if self.highwater is None or done is None:
             return None
-        return max(0, self.highwater - (self.committed or 0))
+        return max(0, self.highwater - done)
 
 
 class _RebalanceListener(ConsumerRebalanceListener):  # type: ignore[misc]
@@ -374,7 +377,7 @@ class Runner:
                 await self.handle_batch(batch)
             else:
                 await self._probe_broker()
-            self._refresh_lag()
+            await self._refresh_lag()
 
     async def handle_batch(self, batch: Mapping[TopicPartition, Sequence[Any]]) -> None:
         async with self.batch_lock:
@@ -718,14 +721,17 @@ class Runner:
     def _update_ready(self) -> None:
         self.metrics.ready.set(1 if self.ready else 0)
 
-    def _refresh_lag(self) -> None:
-        if self._consumer is None:
+    async def _refresh_lag(self) -> None:
+        consumer = self._consumer
+        if consumer is None:
             return
-        for tp in self._consumer.assignment():
+        for tp in consumer.assignment():
             state = self.partitions.setdefault(tp, PartitionState())
-            high = self._consumer.highwater(tp)
+            high = consumer.highwater(tp)
             if high is not None:
                 state.highwater = high
+            with contextlib.suppress(Exception):  # position is unknown during a rebalance
+                state.position = await asyncio.wait_for(consumer.position(tp), 1.0)
             if state.lag is not None:
                 self.metrics.lag.labels(tp.topic, str(tp.partition)).set(state.lag)
 
@@ -747,6 +753,7 @@ class Runner:
                 "topic": tp.topic,
                 "partition": tp.partition,
                 "committed": st.committed,
+                "position": st.position,
                 "highwater": st.highwater,
                 "lag": st.lag,
             })
@@ -758,6 +765,10 @@ class Runner:
             "group_id": self.settings.group_id,
             "input_topics": list(self.settings.input_topics),
             "assignments": parts,
-            "total_lag": sum(p["lag"] or 0 for p in parts),
+            # None while any assigned partition's lag is still unknown
+            "total_lag": (
+                sum(p["lag"] for p in parts)
+                if parts and all(p["lag"] is not None for p in parts) else None
+            ),
             "counts": dict(sorted(self.counts.items())),
         }

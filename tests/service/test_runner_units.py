@@ -48,4 +48,6 @@ def test_headers_normalised() -> None:
 def test_partition_lag() -> None:
     assert PartitionState().lag is None
     assert PartitionState(committed=5, highwater=9).lag == 4
-    assert PartitionState(committed=None, highwater=3).lag == 3
+    assert PartitionState(committed=None, highwater=3).lag is None
+    assert PartitionState(position=2, highwater=3).lag == 1
+    assert PartitionState(committed=3, position=9, highwater=9).lag == 6

@@ -53,7 +53,8 @@ async def read_all(bootstrap: str, topic: str, *, expect: int | None = None,
         if expect is None:
             ends = await consumer.end_offsets(tps)
             while time.monotonic() < deadline:
-                if all(await consumer.position(tp) >= ends[tp] for tp in tps):
+                positions = [await consumer.position(tp) for tp in tps]
+                if all(pos >= ends[tp] for pos, tp in zip(positions, tps, strict=True)):
                     return records
                 batch = await consumer.getmany(timeout_ms=200)
                 for recs in batch.values():

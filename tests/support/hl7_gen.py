@@ -1,0 +1,35 @@
+"""Synthetic HL7 v2 reports for stream tests (invented names and numbers only)."""
+
+from __future__ import annotations
+
+import random
+
+GIVEN = ["Alma", "Boris", "Cecile", "Dorian", "Edith", "Farid", "Greta", "Hugo", "Ines", "Jonas",
+         "Kira", "Lionel", "Maren", "Nils", "Odette", "Pavel", "Quinn", "Rosa", "Stellan", "Thea"]
+FAMILY = ["Abernathy", "Bellweather", "Castellano", "Dunmore", "Eskildsen", "Fairbrook",
+          "Grunewald", "Halloran", "Ingersoll", "Jablonski", "Kettering", "Lindgren",
+          "Marchetti", "Northcott", "Oyelaran", "Pemberton", "Quartermain", "Rasmussen"]
+FINDINGS = ["stable mild anemia", "improving cough", "resolved rash", "controlled hypertension",
+            "new ankle swelling", "persistent headache", "normal sinus rhythm"]
+
+
+def report(n: int, visit: int = 1, *, rng: random.Random | None = None) -> bytes:
+    """Patient ``n``'s report for ``visit``: a final ORU^R01 with a short narrative."""
+    r = rng or random.Random(n * 1000 + visit)
+    given, family = r.choice(GIVEN), r.choice(FAMILY)
+    mrn = f"{700000 + n}"
+    phone = f"(312) 555-{1000 + n % 9000:04d}"
+    day = 1 + (n + visit) % 27
+    finding = r.choice(FINDINGS)
+    segments = [
+        f"MSH|^~\\&|LAB|TESTHOSP|DEID|RES|202503{day:02d}0900||ORU^R01^ORU_R01|M{n}-{visit}|P|2.5",
+        f"PID|1||{mrn}^^^TESTHOSP^MR||{family}^{given}||1960{1 + n % 12:02d}{day:02d}|F|||"
+        f"{10 + n} Maple Ave^^Chicago^IL^60601||{phone}",
+        f"PV1|1|O|CLIN^^^TESTHOSP||||77^Reyes^Ana^^^Dr||||||||||||V{n}-{visit}",
+        f"OBR|1|O{n}{visit}|R{n}{visit}|11506-3^Progress note^LN|||202503{day:02d}0800||||||||"
+        f"|77^Reyes^Ana^^^Dr||||||202503{day:02d}0850|||F",
+        f"OBX|1|TX|11506-3^Progress note^LN||{given} {family} (MRN {mrn}) was seen on "
+        f"03/{day:02d}/2025 for {finding}. Call {phone} with results.||||||F",
+        f"OBX|2|TX|11506-3^Progress note^LN||Visit {visit} of the series; plan unchanged.||||||F",
+    ]
+    return ("\r".join(segments) + "\r").encode()
