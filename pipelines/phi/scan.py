@@ -10,6 +10,7 @@ work on a window. Results shared by several recognizers are cached on ``Doc.cach
 
 from __future__ import annotations
 
+import bisect
 import re
 from collections.abc import Callable
 from typing import Any, TypeVar
@@ -32,6 +33,13 @@ def word_set(words: str) -> frozenset[str]:
 def compile_words(pattern: str) -> Any:
     """Compile a look-around-free pattern with re2 (fast alternations of words)."""
     return re2.compile(pattern)
+
+
+def grab(text: str, match: Any, group: int) -> str:
+    """``match.group(group)`` for re2 matches, ~10x cheaper (re2's ``group`` re-validates and
+    re-decodes on every call; ``span`` is a tuple lookup). "" if the group did not take part."""
+    start, end = match.span(group)
+    return "" if start < 0 else text[start:end]
 
 
 def cached(doc: Doc, key: str, build: Callable[[], T]) -> T:
@@ -81,8 +89,14 @@ def prev_char(text: str, pos: int, skip_space: bool = True) -> str:
 def keep_best(spans: list[Span]) -> list[Span]:
     """One reading per region within a recognizer: the most confident span wins over the
     weaker ones it overlaps (a cue-confirmed reading over the same digits seen by shape)."""
+    starts: list[int] = []  # kept spans never overlap, so sorted by start = sorted by end
     kept: list[Span] = []
     for span in sorted(spans, key=lambda s: (-s.confidence, -s.length, s.start)):
-        if not any(span.overlaps(k) for k in kept):
-            kept.append(span)
+        i = bisect.bisect_left(starts, span.start)
+        if i < len(kept) and kept[i].start < span.end:
+            continue
+        if i > 0 and kept[i - 1].end > span.start:
+            continue
+        starts.insert(i, span.start)
+        kept.insert(i, span)
     return kept

@@ -18,7 +18,7 @@ from typing import Any
 from pipelines.phi import clinical
 from pipelines.phi.base import Doc, Recognizer
 from pipelines.phi.registry import register
-from pipelines.phi.scan import compile_words, next_char, word_set
+from pipelines.phi.scan import compile_words, grab, next_char, word_set
 from pipelines.spans import Category, Span
 
 _SUFFIXES = (
@@ -47,6 +47,12 @@ _WEAK_NAME_WORDS = word_set(
 
 
 @lru_cache(maxsize=1)
+def address_groups() -> dict[str, int]:
+    """Group numbers of ``address_scan()`` (re2's name lookups are slow)."""
+    return dict(address_scan().groupindex)
+
+
+@lru_cache(maxsize=1)
 def address_scan() -> Any:
     """One re2 pass for streets, PO boxes and ZIPs. A ZIP needs a state (name or postal
     code, from ``us``) or "zip" before it, or the ZIP+4 layout."""
@@ -65,13 +71,17 @@ def address_scan() -> Any:
     )
 
 
-def _zip_exists(code: str) -> bool:
+@lru_cache(maxsize=1)
+def _real_zips() -> frozenset[str]:
+    """Every ZIP code the ``zipcodes`` package knows (one load, then set lookups: its own
+    ``is_real`` scans the list each call)."""
     import zipcodes
 
-    try:
-        return bool(zipcodes.is_real(code[:5]))
-    except (TypeError, ValueError):
-        return False
+    return frozenset(str(z["zip_code"]) for z in zipcodes.list_all())
+
+
+def _zip_exists(code: str) -> bool:
+    return code[:5] in _real_zips()
 
 
 @register("addresses")
@@ -84,30 +94,30 @@ class AddressRecognizer(Recognizer):
         text = doc.text
         spans: list[Span] = []
         scan = address_scan()
-        zip_group = scan.groupindex["zip"]
+        index = address_groups()
         for m in scan.finditer(text):
-            if m.group("street") is not None:
-                span = self._street(text, m)
+            if grab(text, m, index["street"]):
+                span = self._street(text, m, index)
                 if span is not None:
                     spans.append(span)
-            elif m.group("box") is not None:
+            elif grab(text, m, index["box"]):
                 spans.append(Span(m.start(), m.end(), Category.LOCATION_STREET, 0.9, self.name))
-            elif m.group("zip") is not None:
-                code = m.group("zip")
+            elif grab(text, m, index["zip"]):
+                code = grab(text, m, index["zip"])
                 if text[m.end() : m.end() + 1].isdigit() or clinical.unit_follows(text, m.end()):
                     continue  # "IN 12345 units"
                 conf = 0.9 if _zip_exists(code) else 0.6
-                start = m.start(zip_group)
+                start = m.start(index["zip"])
                 spans.append(Span(start, m.end(), Category.LOCATION_ZIP, conf, self.name))
-            elif _zip_exists(m.group("zip4")):
+            elif _zip_exists(grab(text, m, index["zip4"])):
                 spans.append(Span(m.start(), m.end(), Category.LOCATION_ZIP, 0.7, self.name))
         return spans
 
-    def _street(self, text: str, m: Any) -> Span | None:
+    def _street(self, text: str, m: Any, index: dict[str, int]) -> Span | None:
         start = m.start()
         if start and text[start - 1] in "-/.":
             return None
-        raw = m.group("street").split()
+        raw = grab(text, m, index["street"]).split()
         words = [w.strip(".").lower() for w in raw[:-1]]
         suffix = raw[-1].strip(".").lower()
         if not words or any(w in _WEAK_NAME_WORDS for w in words):

@@ -15,7 +15,7 @@ from typing import Any
 from pipelines.phi import clinical
 from pipelines.phi.base import Doc, Recognizer
 from pipelines.phi.registry import register
-from pipelines.phi.scan import compile_words, word_set, words_before
+from pipelines.phi.scan import compile_words, grab, word_set, words_before
 from pipelines.spans import Category, Span
 
 # Number words 90-119 (the tens and units are plain English; no library parses them here).
@@ -37,7 +37,7 @@ _AGES = compile_words(
     r"|\b(?:(?P<owner>his|her|their|pt'?s|patient'?s|the)\s+)?(?P<rel>early|mid|late)?[\s\-]*"
     r"(?P<decade>nineties|9\d'?s|hundreds)\b"
 )
-_G = {name: _AGES.groupindex[name] for name in ("num", "cued", "decade", "rel")}
+_G = dict(_AGES.groupindex)  # numbers: re2 name lookups are slow
 _PERSON = word_set("his her their pt's pts patient's")
 
 
@@ -61,12 +61,12 @@ class AgeRecognizer(Recognizer):
         spans: list[Span] = []
         for m in _AGES.finditer(text):
             g = m.group
-            if g("num") is not None:
+            if g("num"):
                 span = self._numeric(text, m, ceiling)
-            elif g("cued") is not None:
+            elif g("cued"):
                 span = self._cued(text, m, ceiling)
-            elif g("head") is not None:
-                span = self._words(m, ceiling)
+            elif g("head"):
+                span = self._words(text, m, ceiling)
             else:
                 span = self._decade(text, m, ceiling)
             if span is not None:
@@ -77,37 +77,41 @@ class AgeRecognizer(Recognizer):
         start = m.start()
         if start and (text[start - 1].isdigit() or text[start - 1] in "./"):
             return None
-        if not _over_ceiling(int(m.group("num")), ceiling):
+        if not _over_ceiling(int(grab(text, m, _G["num"])), ceiling):
             return None
-        unit = m.group("unit").lower()
+        unit = grab(text, m, _G["unit"]).lower()
         strong = "old" in unit or "age" in unit or unit.startswith(("y/o", "y.o", "yo", "bi", "bd"))
         return Span(start, m.end(), Category.AGE, 0.95 if strong else 0.7, self.name)
 
     def _cued(self, text: str, m: Any, ceiling: int) -> Span | None:
         start, end = m.start(_G["cued"]), m.end(_G["cued"])
-        if not _over_ceiling(int(m.group("cued")), ceiling) or clinical.unit_follows(text, end):
+        if not _over_ceiling(int(grab(text, m, _G["cued"])), ceiling) or clinical.unit_follows(
+            text, end
+        ):
             return None
         return Span(start, end, Category.AGE, 0.9, self.name)
 
-    def _words(self, m: Any, ceiling: int) -> Span | None:
-        if not m.group("wunit"):
+    def _words(self, text: str, m: Any, ceiling: int) -> Span | None:
+        if not grab(text, m, _G["wunit"]):
             return None  # "ninety" alone is a count ("ninety minutes"), not an age
-        value = 100 if "hundred" in m.group("head").lower() else 90
-        if m.group("wunits"):
-            value += _UNITS[m.group("wunits").lower()]
+        value = 100 if "hundred" in grab(text, m, _G["head"]).lower() else 90
+        if grab(text, m, _G["wunits"]):
+            value += _UNITS[grab(text, m, _G["wunits"]).lower()]
         if not _over_ceiling(value, ceiling):
             return None
         return Span(m.start(), m.end(), Category.AGE, 0.9, self.name)
 
     def _decade(self, text: str, m: Any, ceiling: int) -> Span | None:
-        decade = m.group("decade").lower()
+        decade = grab(text, m, _G["decade"]).lower()
         if decade[:1].isdigit() and int(decade[:2]) <= max(ceiling, 89):
             return None
-        owner = (m.group("owner") or "").lower()
-        start = m.start(_G["rel"]) if m.group("rel") else m.start(_G["decade"])
+        owner = (grab(text, m, _G["owner"]) or "").lower()
+        start = m.start(_G["rel"]) if grab(text, m, _G["rel"]) else m.start(_G["decade"])
         if owner in _PERSON:
             conf = 0.9
-        elif owner == "the" and m.group("rel") and "in" in words_before(text, m.start(), 1):
+        elif (
+            owner == "the" and grab(text, m, _G["rel"]) and "in" in words_before(text, m.start(), 1)
+        ):
             # "in the late 90s" — unless a vital sign owns the number ("sats in the 90s")
             conf = 0.0 if _vital_near(text, m.start()) else 0.6
         elif decade == "nineties" and not _vital_near(text, start):

@@ -15,7 +15,7 @@ import re
 from pipelines.phi import clinical
 from pipelines.phi.base import Doc, Recognizer
 from pipelines.phi.registry import register
-from pipelines.phi.scan import compile_words, keep_best, word_set, words_before
+from pipelines.phi.scan import compile_words, grab, keep_best, word_set, words_before
 from pipelines.spans import Category, Span
 
 # One re2 pass (no look-around; edges are checked in Python):
@@ -31,7 +31,7 @@ _SCAN = compile_words(
     r"(?i:[ \t]{0,2}(?:x|ext\.?|extension)[ \t]?\d{1,6}\b)?)"
     r"|(?i:\b(?:x|ext\.?\s?))(?P<ext>\d{2,5})\b"
 )
-_G = {name: _SCAN.groupindex[name] for name in ("cued", "phone", "ext")}
+_G = dict(_SCAN.groupindex)  # numbers: re2 name lookups are slow
 _FAX_CUES = frozenset({"fax", "facsimile", "fx"})
 _PHONE_CUES = word_set(
     "pager pgr pg beeper tel telephone phone ph cell mobile home work office fax call called "
@@ -50,23 +50,24 @@ class PhoneRecognizer(Recognizer):
         spans: list[Span] = []
         extensions: list[tuple[int, int]] = []
         for m in _SCAN.finditer(text):
-            if m.group("cued") is not None:
+            if grab(text, m, _G["cued"]):
                 start, end = m.start(_G["cued"]), m.end(_G["cued"])
-                digits = sum(c.isdigit() for c in m.group("cued"))
+                digits = sum(c.isdigit() for c in grab(text, m, _G["cued"]))
                 if digits < 4 or text[end : end + 1].isdigit() or clinical.unit_follows(text, end):
                     continue
-                fax = m.group("cue").lower() in _FAX_CUES
+                fax = grab(text, m, _G["cue"]).lower() in _FAX_CUES
                 spans.append(
                     Span(start, end, Category.FAX if fax else Category.PHONE, 0.9, self.name)
                 )
-            elif m.group("phone") is not None:
-                span = self._shaped(text, m.start(), m.end(), m.group("phone"))
+            elif grab(text, m, _G["phone"]):
+                span = self._shaped(text, m.start(), m.end(), grab(text, m, _G["phone"]))
                 if span is not None:
                     spans.append(span)
             else:
                 extensions.append((m.start(), m.end()))
+        ends = {s.end for s in spans}
         for start, end in extensions:  # an extension right after a found number
-            if any(0 <= start - s.end <= 3 for s in spans):
+            if any(start - gap in ends for gap in range(4)):
                 spans.append(Span(start, end, Category.PHONE, 0.85, self.name))
         return keep_best(spans)
 

@@ -20,7 +20,7 @@ from typing import Any
 from pipelines.phi import clinical
 from pipelines.phi.base import Doc, Recognizer
 from pipelines.phi.registry import register
-from pipelines.phi.scan import cached, compile_words, word_set, words_after, words_before
+from pipelines.phi.scan import compile_words, grab, word_set, words_after, words_before
 from pipelines.spans import Category, Span
 
 # Words before a number that make a date reading likely ("on 7/22", "since 3-5").
@@ -110,6 +110,12 @@ def holiday_pattern() -> Any:
 
 
 @lru_cache(maxsize=1)
+def word_groups() -> dict[str, int]:
+    """Group numbers of ``word_scan()`` (re2's name lookups rebuild a dict on every call)."""
+    return dict(word_scan().groupindex)
+
+
+@lru_cache(maxsize=1)
 def word_scan() -> Any:
     """One re2 pass for every word-led date form (month names, weekdays, ordinals, holidays):
     one scan costs about what each separate scan did (measured ~4 µs vs ~20 µs for four)."""
@@ -157,21 +163,20 @@ class DateRecognizer(Recognizer):
             if conf:
                 spans.append(Span(start, m.end(), Category.DATE, conf, self.name))
         scan = word_scan()
-        index = scan.groupindex
+        index = word_groups()
         for m in scan.finditer(text):
-            if m.group("hol") is not None:
+            if grab(text, m, index["hol"]):
                 spans.append(Span(m.start(), m.end(), Category.DATE, 0.85, self.name))
-            elif m.group("dash") is not None:
+            elif grab(text, m, index["dash"]):
                 self._cued_dash(text, m.start(index["dash"]), m.end(index["dash"]), spans)
-            elif m.group("ord") is not None:
+            elif grab(text, m, index["ord"]):
                 self._ordinal(text, m, index["ord"], spans)
-            elif m.group("vague") is not None:
+            elif grab(text, m, index["vague"]):
                 spans.append(Span(m.start(), m.end(), Category.DATE, 0.8, self.name))
             else:
-                span = self._named(text, m, index["d1"])
+                span = self._named(text, m, index)
                 if span is not None:
                     spans.append(span)
-        cached(doc, "dates.spans", lambda: spans)
         return spans
 
     def _cued_dash(self, text: str, start: int, end: int, spans: list[Span]) -> None:
@@ -192,7 +197,7 @@ class DateRecognizer(Recognizer):
     def _ordinal(self, text: str, m: Any, group: int, spans: list[Span]) -> None:
         # "it's the 11th.", "on the 3rd at noon" — not "the 4th ventricle", "the 2nd try"
         before = words_before(text, m.start(), 1, 16)
-        if not (before and before[0] in _ORDINAL_CUES) or not 1 <= int(m.group("ord")) <= 31:
+        if not (before and before[0] in _ORDINAL_CUES) or not 1 <= int(m.group(group)) <= 31:
             return
         rest = text[m.end() : m.end() + 12].lstrip(" ")
         after = words_after(text, m.end(), 1, 12)
@@ -252,18 +257,20 @@ class DateRecognizer(Recognizer):
             return 0.8 if cue else 0.65  # month/year: "8/88", "5/2017"
         return 0.0
 
-    def _named(self, text: str, m: Any, d1_group: int) -> Span | None:
-        g = m.group
+    def _named(self, text: str, m: Any, index: dict[str, int]) -> Span | None:
+        def g(name: str) -> Any:
+            return grab(text, m, index[name])
+
         month = (g("m") or g("m2") or "").lower()
         day_before, day_after = g("d1"), g("d2") or g("d3")
         year = g("y")
         has_day = False
-        for d in (day_before, day_after):
+        for after, d in ((False, day_before), (True, day_after)):
             if d:
                 num = int(re.sub(r"\D", "", d))
                 if 1 <= num <= 31:
                     has_day = True
-                elif d is day_after and year is None and len(d) == 2:
+                elif after and not year and len(d) == 2:
                     year = d  # "Jan 93"
                 else:
                     return None
@@ -274,7 +281,7 @@ class DateRecognizer(Recognizer):
             if day_after and not year and clinical.unit_follows(text, end):
                 return None
             if (day_before and not day_after and not year) and (
-                day_before.isdigit() and " of" not in m.group(0).lower()
+                day_before.isdigit() and " of" not in text[start:end].lower()
             ):
                 return None  # "nc 02 dec from 4": needs "2nd dec" or "2 of dec"
         if has_day or year:
@@ -314,7 +321,7 @@ _YEAR_SCAN = compile_words(
     r"(?:\s+(?:in|x\s?\d))?\s*,?\s+(?P<ev>\d{2})\b"
     r"|(?P<pre>\d{2})\s+(?:" + "|".join(sorted(EVENT_WORDS, key=len, reverse=True)) + r")\b"
 )
-_YG = {name: _YEAR_SCAN.groupindex[name] for name in ("a1", "a2", "four", "ev", "pre")}
+_YG = dict(_YEAR_SCAN.groupindex)  # numbers: re2 name lookups are slow
 _CLAUSE_START = frozenset(".,;:\n(")
 _CHAIN = re.compile(r"\s*(?:,|and|&|/)\s*'?(\d{4}|\d{2})\b'?(?![\d/%:.\-])")
 
@@ -331,19 +338,19 @@ class YearRecognizer(Recognizer):
         text = doc.text
         found: list[Span] = []
         for m in _YEAR_SCAN.finditer(text):
-            if m.group("four") is not None:
+            if grab(text, m, _YG["four"]):
                 start, end = m.start(), m.end()
                 nxt = text[end : end + 2]
                 if (start and text[start - 1] in _YEAR_LEFT_BLOCK) or _blocked_after(nxt, "/%:"):
                     continue
-                conf = self._four(text, start, end, m.group("four"))
-            elif m.group("a1") is not None:  # '95
+                conf = self._four(text, start, end, grab(text, m, _YG["four"]))
+            elif grab(text, m, _YG["a1"]):  # '95
                 start, end = m.start(_YG["a1"]), m.end(_YG["a1"])
                 nxt = text[end : end + 2]
                 if (m.start() and text[m.start() - 1].isdigit()) or _blocked_after(nxt, "'\"/"):
                     continue  # 5'10"
                 conf = 0.0 if clinical.unit_follows(text, end) else 0.85
-            elif m.group("a2") is not None:  # 74'
+            elif grab(text, m, _YG["a2"]):  # 74'
                 start, end = m.start(_YG["a2"]), m.end(_YG["a2"])
                 if (
                     (start and text[start - 1] in _YEAR_LEFT_BLOCK)
@@ -355,7 +362,7 @@ class YearRecognizer(Recognizer):
                 # "ambulated 30'", "HOB 30'" are feet and degrees
                 ok = bool(before) and (before[0] in EVENT_WORDS or before[0] == "in")
                 conf = 0.8 if ok else 0.0
-            elif m.group("pre") is not None:  # "PMH: ... NIDDM. 09 PTCA to LCX"
+            elif grab(text, m, _YG["pre"]):  # "PMH: ... NIDDM. 09 PTCA to LCX"
                 start, end = m.start(_YG["pre"]), m.end(_YG["pre"])
                 head = text[max(0, start - 3) : start].rstrip(" \t")
                 conf = 0.6 if (start == 0 or head[-1:] in _CLAUSE_START) else 0.0

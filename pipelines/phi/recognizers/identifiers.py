@@ -16,7 +16,7 @@ from typing import Any
 from pipelines.phi import clinical
 from pipelines.phi.base import Doc, Recognizer
 from pipelines.phi.registry import register
-from pipelines.phi.scan import compile_words, keep_best, word_set, words_before
+from pipelines.phi.scan import compile_words, grab, keep_best, word_set, words_before
 from pipelines.spans import Category, Span
 
 # cue word (lower-case, spaces collapsed) -> category
@@ -57,7 +57,7 @@ _SCAN = compile_words(
     r"|(?P<ssn>(?P<area>\d{3})(?P<sep1>[- ])(?P<group>\d{2})(?P<sep2>[- ])(?P<serial>\d{4}))"
     r"|(?P<long>[A-Z]{1,3}\d{6,}|\d{7,})"
 )
-_G = {name: _SCAN.groupindex[name] for name in ("cue", "value")}
+_G = dict(_SCAN.groupindex)  # numbers: re2 name lookups are slow
 # A number sign before a code: "#rg17", "# 8336652" (but not "#20", "#8ETT", "#7.5").
 _HASH = re.compile(r"#\s?([A-Za-z]{1,4}\d{2,}|\d{4,}[A-Za-z]?)(?![\w.])")
 # Cue words that are everyday words too ("unit 3", "group B", "order 2") need "#"/"no."
@@ -89,9 +89,9 @@ class IdentifierRecognizer(Recognizer):
         text = doc.text
         spans: list[Span] = []
         for m in _SCAN.finditer(text):
-            if m.group("value") is not None:
+            if grab(text, m, _G["value"]):
                 span = self._cued(text, m)
-            elif m.group("ssn") is not None:
+            elif grab(text, m, _G["ssn"]):
                 span = self._ssn(text, m)
             else:
                 span = self._long(text, m.start(), m.end())
@@ -107,8 +107,8 @@ class IdentifierRecognizer(Recognizer):
         return keep_best(spans)
 
     def _cued(self, text: str, m: Any) -> Span | None:
-        cue = re.sub(r"\s+", " ", m.group("cue").lower())
-        value = m.group("value")
+        cue = re.sub(r"\s+", " ", grab(text, m, _G["cue"]).lower())
+        value = grab(text, m, _G["value"])
         start, end = m.start(_G["value"]), m.end(_G["value"])
         category = _CUES.get(cue, Category.ID)
         digits = sum(c.isdigit() for c in value)
@@ -132,11 +132,15 @@ class IdentifierRecognizer(Recognizer):
             return None
         if text[end : end + 1] in ("-", "/") or text[end : end + 1].isdigit():
             return None
-        if m.group("sep1") != m.group("sep2"):
+        if grab(text, m, _G["sep1"]) != grab(text, m, _G["sep2"]):
             return None
-        if not _valid_ssn(m.group("area"), m.group("group"), m.group("serial")):
+        if not _valid_ssn(
+            grab(text, m, _G["area"]), grab(text, m, _G["group"]), grab(text, m, _G["serial"])
+        ):
             return None
-        return Span(start, end, Category.SSN, 0.9 if m.group("sep1") == "-" else 0.6, self.name)
+        return Span(
+            start, end, Category.SSN, 0.9 if grab(text, m, _G["sep1"]) == "-" else 0.6, self.name
+        )
 
     def _long(self, text: str, start: int, end: int) -> Span | None:
         if start and (text[start - 1].isalnum() or text[start - 1] in "-/.,"):
