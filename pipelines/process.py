@@ -229,10 +229,15 @@ class Processor:
             t0 = self._timer()
             if new == mark or self.store.compare_and_set_mark(key, raw, new.encode()):
                 times["dedup"] += self._timer() - t0
+                t0 = self._timer()
                 if verdict.decision is Decision.PUBLISH and not held:
                     work.remember_sketch()
                 elif verdict.decision is Decision.TOMBSTONE:
                     work.forget_sketch()
+                if verdict.decision in (Decision.PUBLISH, Decision.TOMBSTONE):
+                    times["near_duplicate"] = (
+                        times.get("near_duplicate", 0.0) + self._timer() - t0
+                    )
                 return _with_times(outcome, times)
         raise TransientError("version mark contention: compare-and-set kept losing", key=key)
 
@@ -295,7 +300,9 @@ class _Work:
                 ack=token,
             )
             return outcome, True
+        t0 = self.proc._timer()
         near = self._near_duplicate()
+        times["near_duplicate"] = times.get("near_duplicate", 0.0) + self.proc._timer() - t0
         doc = self._render(verdict.replaces, deid, near, times)
         headers += [
             ("version", doc.version_id),

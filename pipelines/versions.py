@@ -26,9 +26,11 @@ a ``duplicate``. Near-duplicates across visits are found with a small keyed bott
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import heapq
 import re
+import struct
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
@@ -373,14 +375,25 @@ def similarity(a: Sequence[int], b: Sequence[int], size: int = SKETCH_SIZE) -> f
     return sum(1 for v in sa & sb if v <= cutoff) / len(union)
 
 
+def _pack(signature: Sequence[int]) -> str:
+    return base64.b64encode(struct.pack(f"<{len(signature)}I", *signature)).decode("ascii")
+
+
+def _unpack(text: str) -> tuple[int, ...]:
+    data = base64.b64decode(text)
+    return struct.unpack(f"<{len(data) // 4}I", data)
+
+
 @dataclass(frozen=True, slots=True)
 class SketchMark:
-    """Sketches of the latest version of each recent visit of one (patient, report type)."""
+    """Sketches of the latest version of each recent visit of one (patient, report type).
+
+    Stored as little-endian uint32 arrays in base64 (about 350 bytes per visit)."""
 
     visits: tuple[tuple[str, tuple[int, ...]], ...] = field(default=())  # (research key, sketch)
 
     def encode(self) -> bytes:
-        return orjson.dumps({"f": MARK_FORMAT, "v": [[k, list(s)] for k, s in self.visits]})
+        return orjson.dumps({"f": MARK_FORMAT, "v": [[k, _pack(s)] for k, s in self.visits]})
 
     @classmethod
     def decode(cls, raw: bytes | None) -> SketchMark:
@@ -389,7 +402,7 @@ class SketchMark:
         body = orjson.loads(raw)
         if body.get("f") != MARK_FORMAT:
             raise ValueError(f"unknown sketch-mark format {body.get('f')!r}")
-        return cls(tuple((str(k), tuple(int(x) for x in s)) for k, s in body.get("v", ())))
+        return cls(tuple((str(k), _unpack(s)) for k, s in body.get("v", ())))
 
     def nearest(self, research_key: str, signature: Sequence[int]) -> tuple[str, float] | None:
         """The most similar *other* visit and its score, if any."""
