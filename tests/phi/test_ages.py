@@ -33,6 +33,9 @@ def found(text: str, recognizer: AgeRecognizer = AGES) -> list[str]:
         ("his 93rd birthday", "93rd birthday"),
         ("a woman in her late 90s", "late 90s"),
         ("he is in his nineties", "nineties"),
+        ("aged 93 years", "93"),
+        ("93yo F", "93yo"),
+        ("93-yr-old", "93-yr-old"),
     ],
 )
 def test_ages_over_89(text: str, expected: str) -> None:

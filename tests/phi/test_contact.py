@@ -35,6 +35,9 @@ def found(recognizer: object, text: str) -> list[tuple[str, Category]]:
         ("home 944-5032", "944-5032"),
         ("call 410 392 0780 x45.", "410 392 0780 x45"),
         ("office 410-555-1234 ext. 221", "410-555-1234 ext. 221"),
+        ("call 1-800-555-1212 now", "1-800-555-1212"),
+        ("cell +1 301 944 5032", "+1 301 944 5032"),
+        ("home (301)944-5032", "(301)944-5032"),
         ("Pager #12345", "12345"),
         ("PG 23456", "23456"),
         ("beeper: 4-1234", "4-1234"),
@@ -61,6 +64,8 @@ def test_fax_cue_gives_fax() -> None:
         "gave 1000 ml",
         "abg 7.35/66/55",
         "tylenol #3 q6",
+        "MR# 1234567",
+        "21-800-555-1212",
     ],
 )
 def test_clinical_numbers_are_not_phones(text: str) -> None:

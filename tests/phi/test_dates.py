@@ -44,6 +44,12 @@ def found(recognizer: DateRecognizer | YearRecognizer, text: str) -> list[str]:
         ("visit on Thanksgiving Day", "Thanksgiving Day"),
         ("he said it's the 11th.", "11th"),
         ("transferred in September", "September"),
+        ("seen 2019/12/25 in ED", "2019/12/25"),
+        ("onset 25 Dec 2019 at home", "25 Dec 2019"),
+        ("seen Dec. 25 by PCP", "Dec. 25"),
+        ("last colonoscopy 12/2019", "12/2019"),
+        ("symptoms since mid-2012", "mid-2012"),
+        ("DOB: 1/2/1930", "1/2/1930"),
     ],
 )
 def test_dates_found(text: str, expected: str) -> None:

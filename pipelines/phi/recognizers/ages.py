@@ -15,7 +15,7 @@ from typing import Any
 from pipelines.phi import clinical
 from pipelines.phi.base import Doc, Recognizer
 from pipelines.phi.registry import register
-from pipelines.phi.scan import compile_words, grab, word_set, words_before
+from pipelines.phi.scan import compile_words, grab, word_set, words_after, words_before
 from pipelines.spans import Category, Span
 
 # Number words 90-119 (the tens and units are plain English; no library parses them here).
@@ -38,6 +38,7 @@ _AGES = compile_words(
     r"(?P<decade>nineties|9\d'?s|hundreds)\b"
 )
 _G = dict(_AGES.groupindex)  # numbers: re2 name lookups are slow
+_AGE_UNITS = word_set("y yo yr yrs year years")
 _PERSON = word_set("his her their pt's pts patient's")
 
 
@@ -85,10 +86,13 @@ class AgeRecognizer(Recognizer):
 
     def _cued(self, text: str, m: Any, ceiling: int) -> Span | None:
         start, end = m.start(_G["cued"]), m.end(_G["cued"])
-        if not _over_ceiling(int(grab(text, m, _G["cued"])), ceiling) or clinical.unit_follows(
-            text, end
-        ):
+        if not _over_ceiling(int(grab(text, m, _G["cued"])), ceiling):
             return None
+        after = words_after(text, end, 1, 12)
+        if after and after[0] in _AGE_UNITS:
+            return Span(start, end, Category.AGE, 0.95, self.name)  # "aged 93 years"
+        if clinical.unit_follows(text, end):
+            return None  # "age 93 mg" is no age
         return Span(start, end, Category.AGE, 0.9, self.name)
 
     def _words(self, text: str, m: Any, ceiling: int) -> Span | None:

@@ -32,10 +32,11 @@ _SCAN = compile_words(
     r"|(?i:\b(?:x|ext\.?\s?))(?P<ext>\d{2,5})\b"
 )
 _G = dict(_SCAN.groupindex)  # numbers: re2 name lookups are slow
+_COUNTRY = re.compile(r"(?<![\w+])\+?1[ .\-]$")
 _FAX_CUES = frozenset({"fax", "facsimile", "fx"})
 _PHONE_CUES = word_set(
     "pager pgr pg beeper tel telephone phone ph cell mobile home work office fax call called "
-    "contact reached number no # at"
+    "contact reached"
 )
 
 
@@ -73,6 +74,9 @@ class PhoneRecognizer(Recognizer):
 
     def _shaped(self, text: str, start: int, end: int, value: str) -> Span | None:
         """A number with phone shape; 7-digit and bare 10-digit forms need more evidence."""
+        country = _COUNTRY.search(text, max(0, start - 4), start)
+        if country and len(value) >= 10:
+            start = country.start()  # "1-800-555-1212", "+1 301 944 5032"
         left = text[start - 2 : start] if start >= 2 else " " + text[:start]
         if (
             left[-1:].isdigit()
