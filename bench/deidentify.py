@@ -37,7 +37,7 @@ sys.path.insert(0, str(ROOT))
 from keystore import Keyring, open_store  # noqa: E402
 from keystore.memory import InMemoryStore  # noqa: E402
 from pipelines.corpus import Note, load_gold, load_patient_names, read_notes  # noqa: E402
-from pipelines.deidentify import Deidentifier, DeidResult, _word  # noqa: E402
+from pipelines.deidentify import Deidentifier, DeidResult, word_pattern  # noqa: E402
 from pipelines.document import ClinicalDocument, Identifiers  # noqa: E402
 from pipelines.policy import Policy  # noqa: E402
 
@@ -203,7 +203,7 @@ def leak_report(
                 if len(part) < 2:
                     continue
                 known_total += 1
-                if re.search(_word(part), result.text, re.IGNORECASE):  # "don't" is not "Don"
+                if re.search(word_pattern(part), result.text, re.IGNORECASE):  # "don't" is not "Don"
                     known_all += 1
                     known_pub += 0 if result.held else 1
     print(

@@ -256,7 +256,7 @@ def _known_parts(identifiers: Identifiers, given: bool) -> frozenset[str]:
 _SEPARATORS = r"[\s().\-/]*"
 
 
-def _word(term: str) -> str:
+def word_pattern(term: str) -> str:
     """A case-insensitive whole-word pattern, whitespace-flexible."""
     body = r"\s+".join(re.escape(w) for w in term.split())
     # An apostrophe between letters continues the word ("Don" is not in "don't"), except
@@ -321,7 +321,7 @@ def known_terms(identifiers: Identifiers, policy: Policy) -> list[Term]:
             for part in name.parts:
                 for piece in re.split(r"[\s\-]+", part):
                     if len(piece.strip(".")) >= 2:
-                        add(category, _word(piece.strip(".")), _needle(piece.strip(".")))
+                        add(category, word_pattern(piece.strip(".")), _needle(piece.strip(".")))
     for ident in identifiers.patient_ids:
         add(Category.MRN, _alnum_id(ident.value))
     for ident in identifiers.other_ids:
@@ -344,14 +344,14 @@ def known_terms(identifiers: Identifiers, policy: Policy) -> list[Term]:
     for address in identifiers.addresses:
         for line in address.street:
             if len(line.strip()) >= 4:
-                add(Category.LOCATION_STREET, _word(line.strip()), _needle(line))
+                add(Category.LOCATION_STREET, word_pattern(line.strip()), _needle(line))
         if len(address.city.strip()) >= 2:
-            add(Category.LOCATION_CITY, _word(address.city.strip()), _needle(address.city))
+            add(Category.LOCATION_CITY, word_pattern(address.city.strip()), _needle(address.city))
         if len(address.postal_code.strip()) >= 5:
             add(Category.LOCATION_ZIP, _alnum_id(address.postal_code.strip()[:5]))
     if identifiers.birth_date is not None:
         for form in _date_forms(identifiers.birth_date):
-            add(Category.DATE, _word(form), _needle(form))
+            add(Category.DATE, word_pattern(form), _needle(form))
     return terms
 
 
@@ -363,7 +363,7 @@ def _found_terms(text: str, replaced: Sequence[tuple[_Region, Span, str]]) -> li
             continue
         if phrase.isdigit() and len(phrase) < MIN_NUMERIC_PHRASE:
             continue
-        terms.append((chosen.category.value, _word(phrase), _needle(phrase)))
+        terms.append((chosen.category.value, word_pattern(phrase), _needle(phrase)))
         if chosen.category.is_name:
             for piece in re.findall(r"[^\W\d_]+(?:['’][^\W\d_]+)?", phrase):
                 low = piece.lower()
@@ -373,7 +373,7 @@ def _found_terms(text: str, replaced: Sequence[tuple[_Region, Span, str]]) -> li
                     and low not in SUFFIXES
                     and piece != phrase
                 ):
-                    terms.append((chosen.category.value, _word(piece), low))
+                    terms.append((chosen.category.value, word_pattern(piece), low))
     return terms
 
 

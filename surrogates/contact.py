@@ -69,8 +69,8 @@ class PhoneSurrogate(Surrogate):
     def replace(self, span: SpanLike, ctx: ReplaceContext) -> str:
         text = ctx.original(span)
         digits = "".join(c for c in text if c.isdigit())
-        if not digits:
-            return text
+        if not digits:  # no number to keep the format of: reshape, never keep
+            return surrogate_chars(ctx, "phone-text", text) if normalise_id(text) else text
         main_len = 11 if len(digits) >= 11 and digits[0] == "1" else 10
         if len(digits) < 10:
             main_len = 7 if len(digits) >= 7 else len(digits)

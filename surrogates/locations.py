@@ -149,6 +149,11 @@ class LocationSurrogate(Surrogate):
                 )
                 edits.append((m.start(), m.end(), new))
         flush()
+        if not edits and any(c.isalnum() for c in text):
+            # Only generic words ("the VA", "Hospital"): a place word instead, never the text.
+            key = " ".join(text.lower().split())
+            new = ctx.mapped(ctx.state.id_map, f"LOC:{key}", partial(_place_word, ctx, key, False))
+            return case_like(new, text)
         out, pos = [], 0
         for start, end, new in sorted(edits):
             out.append(text[pos:start])

@@ -20,6 +20,7 @@ from importlib import resources
 from surrogates.base import SpanLike, Surrogate
 from surrogates.choice import Chooser
 from surrogates.context import ReplaceContext
+from surrogates.identifiers import surrogate_chars
 
 MAX_DRAWS = 64
 LAST_NAME_POOL = 20000  # the most frequent census surnames; rarer ones read oddly
@@ -257,8 +258,10 @@ class NameSurrogate(Surrogate):
                 )
                 out.append(case_like(surrogate_part(ctx, low, t.role or "family", gender), piece))
             edits.append((t.start, t.end, "".join(out)))
+        for m in re.finditer(r"\d+", text):  # digits in a name span (rare): reshaped, never kept
+            edits.append((m.start(), m.end(), surrogate_chars(ctx, "name-digits", m.group())))
         result, pos = [], 0
-        for start, end, new in edits:
+        for start, end, new in sorted(edits):
             result.append(text[pos:start])
             result.append(new)
             pos = end
