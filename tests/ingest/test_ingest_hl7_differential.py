@@ -24,19 +24,18 @@ from tests.conftest import FIXTURES, SAMPLES
 _VERSIONS = ("2.3", "2.3.1", "2.4", "2.5", "2.5.1", "2.6", "2.7", "2.8")
 
 
-def _strip(value: str, d: Delimiters) -> str:
-    return value.rstrip(d.component + (d.subcomponent or "") + d.repetition)
-
-
 # hl7apy escapes the escape character of sequences it does not know (formatting commands,
 # hex): '\\.br\\' comes back as '\\E\\.br\\E\\'. Undo that before comparing.
 _REESCAPED = re.compile(r"\\E\\(\.[a-z]{2}[^\\]*|[XZCM][^\\]*)\\E\\")
 
 
 def _same(ours: str, theirs: str) -> bool:
-    """Equal, or the same number (hl7apy re-serialises NM values: '0070007' → '70007')."""
+    """Equal, or the same number (hl7apy re-serialises NM values: '0070007' → '70007').
+
+    hl7apy also drops whitespace-only values: those count as empty.
+    """
     theirs = _REESCAPED.sub(lambda m: "\\" + m.group(1) + "\\", theirs)
-    if ours == theirs:
+    if ours == theirs or (not ours.strip() and not theirs.strip()):
         return True
     try:
         return float(ours) == float(theirs)
@@ -44,13 +43,22 @@ def _same(ours: str, theirs: str) -> bool:
         return False
 
 
+def _parts(er7: str, d: Delimiters) -> list[list[str]]:
+    comps = [c.split(d.subcomponent or "\0") for c in er7.split(d.component)]
+    comps = [[x if x.strip() else "" for x in c] for c in comps]
+    for c in comps:
+        while len(c) > 1 and not c[-1]:
+            c.pop()
+    while len(comps) > 1 and comps[-1] == [""]:
+        comps.pop()
+    return comps
+
+
 def _same_er7(ours: str, theirs: str, d: Delimiters) -> bool:
-    a = _strip(ours, d).split(d.component)
-    b = _strip(theirs, d).split(d.component)
+    a, b = _parts(ours, d), _parts(theirs, d)
     if len(a) != len(b):
         return False
-    for x, y in zip(a, b, strict=True):
-        xs, ys = x.split(d.subcomponent or "\0"), y.split(d.subcomponent or "\0")
+    for xs, ys in zip(a, b, strict=True):
         if len(xs) != len(ys) or not all(_same(p, q) for p, q in zip(xs, ys, strict=True)):
             return False
     return True
@@ -114,7 +122,7 @@ def compare_segment(ours: Segment, theirs: ApySegment, d: Delimiters) -> int:
                     continue
                 assert _same(pick(raw, d, j, k), sc.to_er7()), f"{where}.{j}.{k}"
                 compared += 1
-        ours_comps = [j for j, c in enumerate(raw.split(d.component), 1) if c]
+        ours_comps = [j for j, c in enumerate(raw.split(d.component), 1) if c.strip()]
         unnamed = sum(1 for c in children if _position(c.name) is None)
         assert len([j for j in ours_comps if j not in named]) == unnamed, where
     start = 3 if ours.name == "MSH" else 1
