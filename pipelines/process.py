@@ -151,6 +151,7 @@ class Processor:
         state_factory: Callable[[], PatientState] | None = None,
         annotations: bool = False,
         max_bytes: int | None = None,
+        near_duplicates: bool = True,
         near_duplicate_threshold: float = NEAR_DUPLICATE_THRESHOLD,
         timer: Callable[[], float] = time.perf_counter,
     ) -> None:
@@ -164,6 +165,7 @@ class Processor:
         self._parse = parse or _default_parse(max_bytes)
         self._state_factory = state_factory or _default_state_factory(policy, store)
         self.annotations = annotations
+        self.near_duplicates = near_duplicates  # off: no sketch, no cross-visit flag
         self.near_duplicate_threshold = near_duplicate_threshold
         self._timer = timer
 
@@ -330,6 +332,8 @@ class _Work:
         return self._deid
 
     def _near_duplicate(self) -> tuple[str, float] | None:
+        if not self.proc.near_duplicates:
+            return None
         if self._signature is None:
             self._signature = sketch(self.document.text, self._sketch_key)
         marks = SketchMark.decode(self.proc.store.get_mark(self._sketch_key))
@@ -350,6 +354,8 @@ class _Work:
         )
 
     def forget_sketch(self) -> None:
+        if not self.proc.near_duplicates:
+            return
         key = self.fp.key
         update_mark(
             self.proc.store, self._sketch_key, lambda m: m.without_visit(key), SketchMark.decode

@@ -229,6 +229,15 @@ def test_near_duplicate_of_another_visit_is_flagged_not_dropped(policy, pseudony
     assert "near-duplicate-score" not in dict(final.headers)
 
 
+def test_near_duplicate_check_can_be_switched_off(policy, pseudonyms) -> None:  # type: ignore[no-untyped-def]
+    store = InMemoryStore()
+    proc = make(policy, store, pseudonyms, near_duplicates=False)
+    outs = run(proc, "03", "06")
+    assert kinds(outs) == ["publish", "publish"]
+    assert "near-duplicate-score" not in dict(outs[1].headers)
+    assert len(store._marks) == 2  # the two version marks, no sketch mark
+
+
 def test_tombstoned_visit_is_no_longer_a_near_duplicate_candidate(policy, pseudonyms) -> None:  # type: ignore[no-untyped-def]
     proc = make(policy, InMemoryStore(), pseudonyms)
     outs = run(proc, "03", "05", "06")
