@@ -123,3 +123,20 @@ def test_every_sample_converts_or_fails_with_a_reason(
     assert len(result.stdout.splitlines()) >= len(silent)
     assert result.stdout.strip(), "some sample must convert"
     assert result.exit_code == (1 if re.search(r": (error|document \d+: held) ", result.stderr) else 0)
+
+
+def test_annotations_option_adds_surrogate_offsets(env: dict[str, str]) -> None:
+    from pipelines.research import ANNOTATION_URL, attachment_text
+
+    result = invoke(env, "--annotations", *fixtures("03"))
+    assert result.exit_code == 0, result.stderr
+    resource = orjson.loads(result.stdout.splitlines()[0])
+    DocumentReference.model_validate(resource)
+    text = attachment_text(resource)
+    notes = resource["content"][0]["extension"]
+    assert notes and all(n["url"] == ANNOTATION_URL for n in notes)
+    for note in notes:
+        fields = {e["url"]: e.get("valueInteger", e.get("valueCode")) for e in note["extension"]}
+        start, end = fields["start"], fields["end"]
+        assert 0 <= start < end <= len(text)
+        assert text[start:end] not in KNOWN  # the annotated span holds the surrogate
