@@ -130,6 +130,16 @@ DeidentifyFn = Callable[[ClinicalDocument, PatientState], Deidentified]
 ParseFn = Callable[..., list[ClinicalDocument]]
 
 
+def _grouping(document: ClinicalDocument) -> str:
+    """The 'visit' part of the research key. Without a visit number, versions are grouped by
+    the document they revise (the id they replace, else their own id) instead of merging
+    every visit-less report of a patient into one key; with neither, by the patient alone."""
+    if document.visit_id:
+        return document.visit_id
+    anchor = document.version.replaces_id or document.document_id
+    return f"\x1fdocument\x1f{anchor}" if anchor else ""
+
+
 def _type_key(document: ClinicalDocument) -> str:
     rt = document.report_type
     if rt.code.strip():  # "LN" (HL7 v2) and "http://loinc.org" (FHIR) give one key
@@ -218,7 +228,7 @@ class Processor:
             return Outcome("context", None, None, (("source", source),))
         document = with_context(document, state)
         t0 = self._timer()
-        key = self._pseudonym("research-key", state.seed, document.visit_id, _type_key(document))
+        key = self._pseudonym("research-key", state.seed, _grouping(document), _type_key(document))
         fp = fingerprint(document, key)
         work = _Work(self, document, state, fp)
         for _ in range(32):

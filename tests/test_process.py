@@ -378,3 +378,27 @@ def test_fhir_versions_follow_the_same_rules(policy, pseudonyms) -> None:  # typ
     assert resource.docStatus == "final"
     assert resource.type.coding[0].code == "18842-5"
     assert resource.author is None and resource.custodian is None
+
+
+def test_reports_without_a_visit_are_grouped_by_document_not_merged(policy, pseudonyms) -> None:  # type: ignore[no-untyped-def]
+    from pipelines.document import ClinicalDocument, ReportType, Status, VersionMarker
+
+    def note(doc_id: str, text: str, day: int, replaces: str | None = None) -> ClinicalDocument:
+        return ClinicalDocument(
+            text=text,
+            patient_id="P-9",
+            assigning_authority="urn:test",
+            document_id=doc_id,
+            report_type=ReportType("11506-3", "Progress note", "http://loinc.org"),
+            status=Status.AMENDED if replaces else Status.FINAL,
+            version=VersionMarker(datetime(2024, 1, day, tzinfo=UTC), replaces_id=replaces),
+        )
+
+    proc = make(policy, InMemoryStore(), pseudonyms)
+    first = proc.process_document(note("d1", "Day one: stable.", 1), now=NOW)
+    second = proc.process_document(note("d2", "Day two: improving.", 2), now=NOW)
+    assert (first.kind, second.kind) == ("publish", "publish")
+    assert first.research_key != second.research_key  # an older note is not "superseded"
+    fix = proc.process_document(note("d3", "Day one: stable, afebrile.", 3, "d1"), now=NOW)
+    assert fix.kind == "publish" and fix.research_key == first.research_key
+    assert dict(fix.headers)["replaces"] == dict(first.headers)["version"]
