@@ -55,10 +55,16 @@ class Token(NamedTuple):
 @dataclass(frozen=True, slots=True)
 class Tokens:
     """The word tokens of a text plus whether its letters are all one case (many nursing notes
-    are written in all-uppercase or all-lowercase, where capitalisation tells nothing)."""
+    are written in all-uppercase or all-lowercase, where capitalisation tells nothing), and the
+    set of lower-case words (so a recognizer can skip a note that holds none of its cues)."""
 
     words: tuple[Token, ...]
     mixed_case: bool
+    lower_set: frozenset[str]
+
+
+_new_token = tuple.__new__
+_span = re.Match.span
 
 
 def tokens(doc: Doc) -> Tokens:
@@ -67,16 +73,20 @@ def tokens(doc: Doc) -> Tokens:
     if isinstance(cached, Tokens):
         return cached
     text = doc.text
+    low = text.lower()
     words = tuple(
-        Token(m.start(), m.end(), m.group(), m.group().lower()) for m in _WORD.finditer(text)
+        [
+            _new_token(Token, (s, e, text[s:e], low[s:e]))
+            for s, e in map(_span, _WORD.finditer(text))
+        ]
     )
-    longer = [t.text for t in words if len(t.text) > 1]
-    upper = sum(1 for w in longer if w.isupper())
-    lower = sum(1 for w in longer if w.islower())
-    n = len(longer) or 1
+    texts = [t[2] for t in words if len(t[2]) > 1]
+    n = len(texts) or 1
+    upper = sum(map(str.isupper, texts))
+    lower = sum(map(str.islower, texts))
     # a note is "one-case" when >= 85% of its words share a case
     mixed = upper / n < 0.85 and lower / n < 0.85
-    result = Tokens(words, mixed)
+    result = Tokens(words, mixed, frozenset([t[3] for t in words]))
     doc.cache[TOKENS_KEY] = result
     return result
 
@@ -113,15 +123,31 @@ def _english() -> dict[str, float]:
     return wordfreq.get_frequency_dict("en", "large")
 
 
+_ZIPF: dict[str, float] = {}
+_NAME_SCORE: dict[str, float] = {}
+
+
 def zipf(word: str) -> float:
     """English frequency of a lower-case word on the Zipf scale (0 = unseen, 7 = "the")."""
-    freq = _english().get(word)
-    if not freq:
-        return 0.0
-    return math.log10(freq) + 9.0
+    value = _ZIPF.get(word)
+    if value is None:
+        freq = _english().get(word)
+        value = math.log10(freq) + 9.0 if freq else 0.0
+        if len(_ZIPF) < 200_000:  # memo of words seen in notes, bounded
+            _ZIPF[word] = value
+    return value
 
 
 def name_score(word: str) -> float:
+    value = _NAME_SCORE.get(word)
+    if value is None:
+        value = _name_score(word)
+        if len(_NAME_SCORE) < 200_000:
+            _NAME_SCORE[word] = value
+    return value
+
+
+def _name_score(word: str) -> float:
     """How much more a word is used as a name than as an English word.
 
     Census share (percent) turned into a Zipf-like number minus the word's English Zipf
@@ -169,8 +195,14 @@ def us_cities() -> frozenset[str]:
     """Lower-case US city names (one or more words) from the zipcodes database."""
     import zipcodes
 
+    # zipcodes.list_all() keeps its 42k row dicts cached for the life of the process: 170k
+    # objects the garbage collector would walk on every full collection (it doubled the time
+    # of tokenising a note). Read the rows from the extension directly when it is there, so
+    # only the set of names stays.
+    native = getattr(zipcodes, "_zipcodes", None)
+    rows = native.list_all() if native is not None else zipcodes.list_all()
     cities: set[str] = set()
-    for row in zipcodes.list_all():
+    for row in rows:
         city = row.get("city")
         if city:
             cities.add(" ".join(city.lower().split()))

@@ -114,6 +114,10 @@ EPONYM_HEADS: Final = frozenset(
 _SKIPPABLE: Final = frozenset(_words("is was named name in law ho person"))
 # Words that are cues themselves are never the name ("updated by MD, Husband called").
 _CUE_WORDS: Final = frozenset({*TITLES, *CREDENTIALS, *ROLE_BEFORE, *ROLE_AFTER, *VERB_THEN_NAME})
+# Words that may start a rule wherever they stand.
+_TRIGGERS: Final = frozenset(
+    {*TITLES, *CREDENTIALS, *ROLE_BEFORE, *ROLE_AFTER, "with", "w", "by", "to", "other", "r", "m"}
+)
 # Single letters that are clinical shorthand, not initials: right, left, with (c-bar),
 # without (s-bar), after (p-bar), times, every, discontinue, and the pronoun/article.
 _CLINICAL_LETTERS: Final = frozenset(_words("a i o r l c s p x q w d e"))
@@ -215,8 +219,8 @@ class NameRecognizer(Recognizer):
         words, mixed, text = toks.words, toks.mixed_case, doc.text
         if not words:
             return []
-        eponyms = _eponyms(words, text)
-        lowered = frozenset(t.lower for t in words if t.text.islower()) if mixed else frozenset()
+        eponyms = _eponyms(words, text) if not toks.lower_set.isdisjoint(EPONYM_HEADS) else set()
+        lowered = frozenset([t[3] for t in words if t[2].islower()]) if mixed else frozenset()
         taken: dict[int, tuple[Category, float]] = {}
 
         def take(i: int, cat: Category, conf: float) -> None:
@@ -295,10 +299,20 @@ class NameRecognizer(Recognizer):
                     break
 
         n = len(words)
+        first_names = lx.first_names()
         i = 0
         while i < n:
             tok = words[i]
             low = tok.lower
+            # fast path: a word that is no cue, no initial, not capitalised in a mixed-case note
+            # and no census first name in a one-case note can start no rule
+            if (
+                low not in _TRIGGERS
+                and len(low) > 1
+                and ((not tok.text[0].isupper()) if mixed else (low not in first_names))
+            ):
+                i += 1
+                continue
             title = TITLES.get(low)
             gap1 = _gap(text, tok, words[i + 1]) if i + 1 < n else "\n"
             if "\n" in gap1 or gap1.strip() not in {"", ".", "'"}:
@@ -524,6 +538,8 @@ def _propagate(
     if not found:
         return
     for idx, tok in enumerate(words):
+        if tok[3] not in found and _base(tok[3]) not in found:
+            continue
         if idx in taken:
             continue
         hit = found.get(_base(tok.lower))
