@@ -121,6 +121,17 @@ def _holidays_of(year: int) -> dict[str, date]:
 _HOLIDAY = re.compile(r"^\s*(?P<name>[a-z.'’ 0-9]+?)(?:\s*,?\s*(?P<year>\d{4}))?\s*$", re.I)
 
 
+@lru_cache(maxsize=1)
+def _holiday_names() -> frozenset[str]:
+    """Every holiday name we know, whatever the year (official names barely change)."""
+    names = {
+        name.lower().replace("’", "'")
+        for name in holidays.country_holidays("US", years=range(1990, 2031)).values()
+        if "observed" not in name.lower()
+    }
+    return frozenset(names | set(_EXTRA_HOLIDAYS))
+
+
 def _case_like(word: str, model: str) -> str:
     letters = [c for c in model if c.isalpha()]
     if letters and all(c.isupper() for c in letters) and len(letters) > 1:
@@ -283,6 +294,9 @@ class DateShifter:
             return None
         name = re.sub(r"\s+", " ", m.group("name").strip().lower().replace("’", "'"))
         name = name.removeprefix("the ")
+        known = _holiday_names()
+        if name not in known and name.removesuffix(" day") not in known:
+            return None
         year = int(m.group("year")) if m.group("year") else None
         table = _holidays_of(year or self.ref_year)
         if name not in table and name.removesuffix(" day") not in table:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import ipaddress
 import re
 
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 from surrogate_helpers import FakeSpan, make_ctx, make_state, replace_one
 
@@ -33,6 +33,7 @@ three = st.from_regex(r"[2-9][0-9]{2}", fullmatch=True)
 four = st.from_regex(r"[0-9]{4}", fullmatch=True)
 
 
+@settings(deadline=None)  # CI machines are shared: no per-example deadline
 @given(fmt=phone_formats, a=three, e=three, line=four, seed=st.binary(min_size=32, max_size=32))
 def test_phone_format_kept_area_code_real_number_fictional(
     fmt: str, a: str, e: str, line: str, seed: bytes
@@ -64,6 +65,7 @@ def test_seven_digit_and_ten_digit_forms_of_one_number_agree() -> None:
     assert ten.endswith(seven)
 
 
+@settings(deadline=None)  # CI machines are shared: no per-example deadline
 @given(
     local=st.from_regex(r"[a-z][a-z0-9._]{0,10}", fullmatch=True),
     host=st.from_regex(r"[a-z]{2,8}(\.[a-z]{2,8}){0,2}\.(com|org|edu|net)", fullmatch=True),
@@ -82,6 +84,7 @@ def test_urls_keep_scheme_and_path_shape() -> None:
     assert re.fullmatch(r"https://www\.example\.org/[a-z]{2}/\d{4}\?[a-z]=\d", out)
 
 
+@settings(deadline=None)  # CI machines are shared: no per-example deadline
 @given(value=st.ip_addresses(v=4))
 def test_ipv4_goes_to_documentation_ranges(value: ipaddress.IPv4Address) -> None:
     out = replace_one(IpSurrogate(), str(value), "IP")
@@ -89,6 +92,7 @@ def test_ipv4_goes_to_documentation_ranges(value: ipaddress.IPv4Address) -> None
     assert any(ipaddress.ip_address(out) in n for n in nets)
 
 
+@settings(deadline=None)  # CI machines are shared: no per-example deadline
 @given(value=st.ip_addresses(v=6))
 def test_ipv6_goes_to_the_documentation_prefix(value: ipaddress.IPv6Address) -> None:
     out = replace_one(IpSurrogate(), str(value), "IP")

@@ -8,7 +8,7 @@ from collections.abc import Callable
 from datetime import date, datetime, timedelta
 
 import pytest
-from hypothesis import assume, given
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 from surrogate_helpers import make_state, replace_one
 
@@ -46,6 +46,7 @@ dates = st.dates(min_value=date(1950, 1, 1), max_value=date(2035, 12, 31))
 shifts = st.integers(min_value=-730, max_value=-1)
 
 
+@settings(deadline=None)  # CI machines are shared: no per-example deadline
 @given(d=dates, shift=shifts, name=st.sampled_from(sorted(FORMATS)))
 def test_every_format_is_kept_and_moved_by_the_shift(d: date, shift: int, name: str) -> None:
     fmt = FORMATS[name]
@@ -55,6 +56,7 @@ def test_every_format_is_kept_and_moved_by_the_shift(d: date, shift: int, name: 
     assert shifter.shift_text(fmt(d)) == fmt(d + timedelta(days=shift))
 
 
+@settings(deadline=None)  # CI machines are shared: no per-example deadline
 @given(d=dates, shift=shifts, name=st.sampled_from(sorted(ABBREVIATED)))
 def test_abbreviated_months_stay_abbreviated(d: date, shift: int, name: str) -> None:
     target = d + timedelta(days=shift)
@@ -67,6 +69,7 @@ def test_abbreviated_months_stay_abbreviated(d: date, shift: int, name: str) -> 
     }
 
 
+@settings(deadline=None)  # CI machines are shared: no per-example deadline
 @given(a=dates, b=dates, shift=shifts)
 def test_intervals_are_preserved_exactly(a: date, b: date, shift: int) -> None:
     shifter = DateShifter(timedelta(days=shift))
@@ -78,6 +81,7 @@ def test_intervals_are_preserved_exactly(a: date, b: date, shift: int) -> None:
     assert out_a.date() != a
 
 
+@settings(deadline=None)  # CI machines are shared: no per-example deadline
 @given(d=dates, shift=shifts)
 def test_two_digit_years_stay_two_digits(d: date, shift: int) -> None:
     reference = date(2030, 1, 1)  # two-digit years then read as 1941..2040
@@ -87,6 +91,7 @@ def test_two_digit_years_stay_two_digits(d: date, shift: int) -> None:
     assert out == (d + timedelta(days=shift)).strftime("%m/%d/%y")
 
 
+@settings(deadline=None)  # CI machines are shared: no per-example deadline
 @given(month=st.integers(1, 9), day=st.integers(1, 9), shift=shifts)
 def test_dates_without_a_year_use_the_reference_year(month: int, day: int, shift: int) -> None:
     reference = date(2006, 5, 15)  # every 2006 date with month 1-9 is closer than 2005 / 2007
@@ -125,6 +130,7 @@ def test_year_and_month_mentions_move_consistently(text: str, expected: str) -> 
     assert DateShifter(timedelta(days=-400), date(2006, 1, 1)).shift_text(text) == expected
 
 
+@settings(deadline=None)  # CI machines are shared: no per-example deadline
 @given(shift=shifts, weekday=st.integers(min_value=0, max_value=6))
 def test_lone_weekday_moves_by_the_shift_modulo_seven(shift: int, weekday: int) -> None:
     name = calendar.day_name[weekday]
@@ -182,6 +188,7 @@ def test_surrogate_uses_the_patient_shift_and_reference() -> None:
     assert out == "7/31"
 
 
+@settings(deadline=None)  # CI machines are shared: no per-example deadline
 @given(
     low=st.integers(min_value=0, max_value=800),
     span=st.integers(min_value=0, max_value=800),
