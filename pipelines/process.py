@@ -39,15 +39,15 @@ import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from datetime import date, datetime
+from datetime import datetime
 from functools import partial
 from types import MappingProxyType
 from typing import Any, Literal, Protocol
 
-import orjson
+from pydantic import TypeAdapter
 
 from keystore.api import MarkStore, PatientState, PatientStore
-from pipelines.document import Address, ClinicalDocument, Identifier, Identifiers, PersonName
+from pipelines.document import ClinicalDocument, Identifiers
 from pipelines.errors import MissingPatientId, PartialInput, TransientError
 from pipelines.policy import Action, Policy
 from pipelines.research import MEDIA_TYPE, ResearchDocument, build_resource, render, system_uri
@@ -413,50 +413,7 @@ CONTEXT_KEY = "context.identifiers"
 CONTEXT_LIMIT = 16  # values kept per identifier kind
 
 
-def _names_json(names: Iterable[PersonName]) -> list[list[object]]:
-    return [[n.family, list(n.given), n.prefix, n.suffix] for n in names]
-
-
-def _names_from(raw: Iterable[Sequence[Any]]) -> tuple[PersonName, ...]:
-    return tuple(PersonName(str(f), tuple(map(str, g)), str(p), str(x)) for f, g, p, x in raw)
-
-
-def _identifiers_json(ids: Identifiers) -> dict[str, Any]:
-    return {
-        "patient_names": _names_json(ids.patient_names),
-        "birth_date": ids.birth_date.isoformat() if ids.birth_date else None,
-        "patient_ids": [[i.value, i.authority, i.type_code] for i in ids.patient_ids],
-        "ssn": list(ids.ssn),
-        "account_numbers": list(ids.account_numbers),
-        "addresses": [
-            [list(a.street), a.city, a.state, a.postal_code, a.country] for a in ids.addresses
-        ],
-        "phones": list(ids.phones),
-        "emails": list(ids.emails),
-        "provider_names": _names_json(ids.provider_names),
-        "relative_names": _names_json(ids.relative_names),
-        "other_ids": [[i.value, i.authority, i.type_code] for i in ids.other_ids],
-    }
-
-
-def _identifiers_from(data: Mapping[str, Any]) -> Identifiers:
-    born = data.get("birth_date")
-    return Identifiers(
-        patient_names=_names_from(data.get("patient_names", ())),
-        birth_date=date.fromisoformat(born) if born else None,
-        patient_ids=tuple(Identifier(*map(str, i)) for i in data.get("patient_ids", ())),
-        ssn=tuple(map(str, data.get("ssn", ()))),
-        account_numbers=tuple(map(str, data.get("account_numbers", ()))),
-        addresses=tuple(
-            Address(tuple(map(str, st)), str(c), str(s), str(z), str(k))
-            for st, c, s, z, k in data.get("addresses", ())
-        ),
-        phones=tuple(map(str, data.get("phones", ()))),
-        emails=tuple(map(str, data.get("emails", ()))),
-        provider_names=_names_from(data.get("provider_names", ())),
-        relative_names=_names_from(data.get("relative_names", ())),
-        other_ids=tuple(Identifier(*map(str, i)) for i in data.get("other_ids", ())),
-    )
+_IDENTIFIERS = TypeAdapter(Identifiers)  # pydantic (de)serialises the frozen dataclasses
 
 
 def merge_identifiers(first: Identifiers, second: Identifiers) -> Identifiers:
@@ -473,7 +430,7 @@ def merge_identifiers(first: Identifiers, second: Identifiers) -> Identifiers:
 
 def context_of(state: PatientState) -> Identifiers | None:
     raw = state.extra.get(CONTEXT_KEY)
-    return _identifiers_from(orjson.loads(raw)) if raw else None
+    return _IDENTIFIERS.validate_json(raw) if raw else None
 
 
 def remember_context(state: PatientState, identifiers: Identifiers) -> bool:
@@ -484,7 +441,7 @@ def remember_context(state: PatientState, identifiers: Identifiers) -> bool:
     merged = identifiers if known is None else merge_identifiers(known, identifiers)
     if known == merged:
         return False
-    state.extra[CONTEXT_KEY] = orjson.dumps(_identifiers_json(merged)).decode("utf-8")
+    state.extra[CONTEXT_KEY] = _IDENTIFIERS.dump_json(merged).decode("utf-8")
     return True
 
 
