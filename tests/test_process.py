@@ -402,3 +402,35 @@ def test_reports_without_a_visit_are_grouped_by_document_not_merged(policy, pseu
     fix = proc.process_document(note("d3", "Day one: stable, afebrile.", 3, "d1"), now=NOW)
     assert fix.kind == "publish" and fix.research_key == first.research_key
     assert dict(fix.headers)["replaces"] == dict(first.headers)["version"]
+
+
+class _RacingStore(InMemoryStore):
+    """The real in-memory store, with a hook that lets another instance act between this
+    instance's read of a mark and its compare-and-set (a deterministic lost race)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.before_next_cas: list[object] = []
+
+    def compare_and_set_mark(self, key: str, expected: bytes | None, value: bytes) -> bool:
+        if self.before_next_cas:
+            self.before_next_cas.pop()()  # type: ignore[operator]
+        return super().compare_and_set_mark(key, expected, value)
+
+
+def test_a_lost_compare_and_set_is_decided_again(policy, pseudonyms) -> None:  # type: ignore[no-untyped-def]
+    store = _RacingStore()
+    a, b = make(policy, store, pseudonyms), make(policy, store, pseudonyms)
+    seen: list[Outcome] = []
+    store.before_next_cas.append(lambda: seen.extend(run(b, "04")))
+    outcome = run(a, "03")[0]
+    assert kinds(seen) == ["publish"]  # the other instance won with the newer version
+    assert outcome.kind == "superseded"  # re-decided against the mark it lost to
+    # and the reverse: losing to an older version still publishes, replacing it
+    store2 = _RacingStore()
+    c, d = make(policy, store2, pseudonyms), make(policy, store2, pseudonyms)
+    lost: list[Outcome] = []
+    store2.before_next_cas.append(lambda: lost.extend(run(d, "03")))
+    newer = run(c, "04")[0]
+    assert kinds(lost) == ["publish"] and newer.kind == "publish"
+    assert dict(newer.headers)["replaces"] == dict(lost[0].headers)["version"]
