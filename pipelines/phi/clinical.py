@@ -51,6 +51,14 @@ VENT_CUES = word_set(
 )
 
 _VENT_AFTER = word_set("fio2 fi02 peep ips ipap epap bipap cpap psv simv imv")
+# Cues whose values are written "a/b" with both parts small enough to pass for a month/day:
+# ventilator settings, haemodynamic pairs, pupils, lung-field fractions, strength, scores.
+# A lab name before "7/22" ("WBC 16.0 7/22", "HCT 7/22 was 30") does not make it a value.
+SLASH_VALUE_CUES = VENT_CUES | word_set(
+    "bp sbp nbp abp map pa pap pas pad cvp perrla pupils rales crackles ls bs strength gcs "
+    "pain cp scale score rating rated bottles sets"
+)
+
 GCS_CUES = word_set("gcs glasgow coma score scale")
 
 _GAP = re.compile(r"[ \t]*")
@@ -64,13 +72,17 @@ def unit_follows(text: str, end: int) -> bool:
         return True
     gap = _GAP.match(text, end)
     after = words_after(text, gap.end() if gap else end, 1, 16)
-    return bool(after) and text[gap.end() if gap else end : gap.end() + 1 if gap else end + 1].isalpha() and after[0] in UNIT_WORDS
+    return (
+        bool(after)
+        and text[gap.end() if gap else end : gap.end() + 1 if gap else end + 1].isalpha()
+        and after[0] in UNIT_WORDS
+    )
 
 
 _CONNECTORS = word_set("of to at was is now = : down up approx ~ @ remains")
 
 
-def vital_before(text: str, start: int, count: int = 2) -> bool:
+def vital_before(text: str, start: int, count: int = 2, cues: frozenset[str] = VITAL_CUES) -> bool:
     """True when the number at ``start`` is the value slot of a vital / lab / vent cue:
     the nearest word is a cue, or only connectors ("to", "of", "now") lie between. A number
     in between ("WBC 16.0 8/22") fills that slot, so the candidate is not the measurement."""
@@ -79,7 +91,7 @@ def vital_before(text: str, start: int, count: int = 2) -> bool:
     if stop >= 0:
         lo = stop + 1  # a sentence break ends the cue's reach ("... O2. 10/1 went")
     for word in reversed(words_before(text, start, count + 1, start - lo)):
-        if word in VITAL_CUES:
+        if word in cues:
             return True
         if word not in _CONNECTORS:
             return False

@@ -50,6 +50,7 @@ def found(recognizer: DateRecognizer | YearRecognizer, text: str) -> list[str]:
         ("last colonoscopy 12/2019", "12/2019"),
         ("symptoms since mid-2012", "mid-2012"),
         ("DOB: 1/2/1930", "1/2/1930"),
+        ("WBC 16.0 8/22, remains afebrile", "8/22"),
     ],
 )
 def test_dates_found(text: str, expected: str) -> None:
@@ -105,6 +106,8 @@ def test_clinical_numbers_kept(text: str) -> None:
         ("chest ache since 2006 but", "2006"),
         ("old CVA 2008 with right hemi", "2008"),
         ("quit smoking in 1985", "1985"),
+        ("PSH: TAH 85, appy", "85"),
+        ("Recently diagnosed NIDDM. 09 PTCA to LCX", "09"),
     ],
 )
 def test_years_tied_to_patient(text: str, expected: str) -> None:
@@ -126,6 +129,9 @@ def test_years_tied_to_patient(text: str, expected: str) -> None:
         "HOB 30'",
         "MI 50 mg",
         "UO 1960 cc",
+        "ica 1.05 replaced w 1 amp",
+        "ca~1.08 repleted",
+        "3 stents placed",
     ],
 )
 def test_year_lookalikes_kept(text: str) -> None:

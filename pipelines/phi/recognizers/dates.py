@@ -238,7 +238,9 @@ class DateRecognizer(Recognizer):
         delim = delims[0]
         if delim == "." or not 1 <= a <= 12 or len(a_s) > 2:
             return 0.0
-        if clinical.unit_follows(text, end) or clinical.vital_before(text, start, 3):
+        if clinical.unit_follows(text, end) or clinical.vital_before(
+            text, start, 3, clinical.SLASH_VALUE_CUES
+        ):
             return 0.0
         before = text[max(0, start - 2) : start]
         if before[-1:] in {"+", "-", "*", "~"} or (
@@ -301,6 +303,10 @@ EVENT_WORDS = word_set(
     mi nqwmi nstemi stemi imi ami cabg cabgx2 cabgx3 cabgx4 redo cva tia stroke ptca pci stent
     stents stented avr mvr tvr valve turp cath cholecystectomy chole appy appendectomy
     hernia repair resection nephrectomy mastectomy lumpectomy colectomy hysterectomy ablation
+    tah bso lap lapchole lobectomy thyroidectomy prostatectomy craniotomy laminectomy fusion
+    angioplasty bypass endarterectomy cea colostomy polypectomy hemicolectomy whipple
+    splenectomy thoracotomy sternotomy valvuloplasty tka tha arthroplasty hemiarthroplasty
+    replacement csection c-section dx'd dx'ed
     cardioversion pacer pacemaker ppm aicd icd defibrillator dx diagnosed diagnosis surgery
     surg op operation transplant amputation bka aka thr tkr orif fx fracture ca cancer
     lymphoma leukemia chemo xrt radiation dvt pe bleed gib ugib lgib chf afib aflutter
@@ -365,7 +371,8 @@ class YearRecognizer(Recognizer):
             elif grab(text, m, _YG["pre"]):  # "PMH: ... NIDDM. 09 PTCA to LCX"
                 start, end = m.start(_YG["pre"]), m.end(_YG["pre"])
                 head = text[max(0, start - 3) : start].rstrip(" \t")
-                conf = 0.6 if (start == 0 or head[-1:] in _CLAUSE_START) else 0.0
+                decimal = head[-1:] == "." and head[-2:-1].isdigit()  # "ca 1.08 ..."
+                conf = 0.6 if (start == 0 or head[-1:] in _CLAUSE_START) and not decimal else 0.0
             else:
                 start, end = m.start(_YG["ev"]), m.end(_YG["ev"])
                 nxt = text[end : end + 2]
