@@ -304,12 +304,45 @@ def _needle(term: str) -> str:
     return max(term.split(), key=len).lower() if term.split() else ""
 
 
-def known_terms(identifiers: Identifiers, policy: Policy) -> list[Term]:
-    """(category, regex, needle) for each known identifier the policy does not keep."""
+# A name part that is a common English word and more a word than a name ("Will", "May",
+# "Hope", "Young"); "Smith" and "Brown" are frequent words too but mostly names: strict.
+COMMON_WORD_ZIPF = 4.5
+NAME_OVER_WORD = 1.0  # pipelines.phi.lexicons.name_score threshold
+_TITLE_BEFORE = r"(?i:\b(?:mr|mrs|ms|miss|mister|dr|doctor)\.?\s+)"
+
+
+def _name_part_pattern(part: str, mixed_case: bool) -> str:
+    """Whole word, case-insensitive — unless the part is a common English word.
+
+    A common-word part ("Will", "May") counts where the text makes it a name: after a
+    title anywhere, or capitalised ("Will", "WILL") in a mixed-case note. Otherwise every
+    "will" and every "MAY" of an all-caps note would hold the document back.
+    """
+    from pipelines.phi.lexicons import name_score, zipf
+
+    low = part.lower()
+    if zipf(low) < COMMON_WORD_ZIPF or name_score(low) >= NAME_OVER_WORD:
+        return f"(?i:{word_pattern(part)})"
+    titled = _TITLE_BEFORE + "(?i:" + re.escape(part) + r")(?!\w)"
+    if not mixed_case:
+        return titled
+    cased = "|".join(re.escape(form) for form in {part.capitalize(), part.upper()})
+    return rf"{titled}|(?<!\w)(?:{cased})(?!\w)(?!['’](?![sS]\b)\w)"
+
+
+def known_terms(identifiers: Identifiers, policy: Policy, text: str = "") -> list[Term]:
+    """(category, regex, needle) for each known identifier the policy does not keep.
+
+    Patterns carry their own case flags (``(?i:…)``); ``text`` (the original note) tells
+    whether the note is mixed-case, which common-word name parts need.
+    """
     terms: list[Term] = []
+    mixed_case = any(c.islower() for c in text) and any(c.isupper() for c in text)
 
     def add(category: Category, pattern: str | None, needle: str = "") -> None:
         if pattern and policy.action_for(category) is not Action.KEEP:
+            if not pattern.startswith("(?i:") and not category.is_name:
+                pattern = f"(?i:{pattern})"
             terms.append((category.value, pattern, needle))
 
     for names, category in (
@@ -321,7 +354,8 @@ def known_terms(identifiers: Identifiers, policy: Policy) -> list[Term]:
             for part in name.parts:
                 for piece in re.split(r"[\s\-]+", part):
                     if len(piece.strip(".")) >= 2:
-                        add(category, word_pattern(piece.strip(".")), _needle(piece.strip(".")))
+                        piece = piece.strip(".")
+                        add(category, _name_part_pattern(piece, mixed_case), _needle(piece))
     for ident in identifiers.patient_ids:
         add(Category.MRN, _alnum_id(ident.value))
     for ident in identifiers.other_ids:
@@ -356,24 +390,33 @@ def known_terms(identifiers: Identifiers, policy: Policy) -> list[Term]:
 
 
 def _found_terms(text: str, replaced: Sequence[tuple[_Region, Span, str]]) -> list[Term]:
+    """Every detected PHI string (and each part of a detected name), as whole words.
+
+    Name words go through the same common-word rule as known names (see
+    ``_name_part_pattern``): a detected "Will" must not make every "will" a leak.
+    """
     terms: list[Term] = []
+    mixed_case = any(c.islower() for c in text) and any(c.isupper() for c in text)
     for region, chosen, _ in replaced:
         phrase = " ".join(text[region.start : region.end].split())
         if len(phrase) < 2:
             continue
         if phrase.isdigit() and len(phrase) < MIN_NUMERIC_PHRASE:
             continue
-        terms.append((chosen.category.value, word_pattern(phrase), _needle(phrase)))
-        if chosen.category.is_name:
-            for piece in re.findall(r"[^\W\d_]+(?:['’][^\W\d_]+)?", phrase):
-                low = piece.lower()
-                if (
-                    len(piece) >= 3
-                    and low not in TITLES
-                    and low not in SUFFIXES
-                    and piece != phrase
-                ):
-                    terms.append((chosen.category.value, word_pattern(piece), low))
+        category = chosen.category.value
+        if not chosen.category.is_name:
+            terms.append((category, f"(?i:{word_pattern(phrase)})", _needle(phrase)))
+            continue
+        pieces = [
+            p
+            for p in re.findall(r"[^\W\d_]+(?:['’][^\W\d_]+)?", phrase)
+            if len(p) >= 2 and p.lower() not in TITLES and p.lower() not in SUFFIXES
+        ]
+        if len(pieces) > 1 or (pieces and pieces[0] != phrase):
+            terms.append((category, f"(?i:{word_pattern(phrase)})", _needle(phrase)))
+        for piece in pieces:
+            if len(piece) >= 3 or piece == phrase:
+                terms.append((category, _name_part_pattern(piece, mixed_case), piece.lower()))
     return terms
 
 
@@ -398,13 +441,13 @@ def leak_guard(
     leaks: Counter[str] = Counter()
     seen: set[str] = set()
     for category, pattern, needle in (
-        *known_terms(identifiers, policy),
+        *known_terms(identifiers, policy, original),
         *_found_terms(original, replaced),
     ):
         if pattern in seen or (needle and needle not in lowered):
             continue
         seen.add(pattern)
-        if re.search(pattern, scan, re.IGNORECASE):
+        if re.search(pattern, scan):
             leaks[category] += 1
     for region, chosen, new in replaced:
         if chosen.category in _MAY_EQUAL:

@@ -319,3 +319,16 @@ def test_cli_holds_back_notes_that_would_leak(
     assert "START_OF_RECORD=7" not in written  # both notes of 7 name the patient: held
     assert "2 note(s) held back by the leak guard (NAME_PATIENT=3)" in out
     assert "smith" not in out.lower()
+
+
+def test_common_word_name_parts_count_only_where_they_read_as_names() -> None:
+    ids = Identifiers(patient_names=(PersonName("Smith", ("Will",)),))
+    deid = _no_detector()
+    assert not deid.deidentify(_doc("We will call back.", ids), _state()).held
+    assert not deid.deidentify(_doc("PT WILL CALL BACK.", ids), _state()).held
+    assert deid.deidentify(_doc("Spoke with Will today.", ids), _state()).leaks == {
+        "NAME_PATIENT": 1
+    }
+    assert deid.deidentify(_doc("SPOKE WITH MR. WILL TODAY.", ids), _state()).held
+    # A part that is mostly a name stays strict, in any case.
+    assert deid.deidentify(_doc("family: smith", ids), _state()).held
