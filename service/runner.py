@@ -355,6 +355,14 @@ class Runner:
         if producer is not None:
             with contextlib.suppress(Exception):
                 await producer.stop()
+        processor, self._processor = self._processor, None
+        closer = getattr(processor, "close", None) or getattr(
+            getattr(processor, "store", None), "close", None)
+        if callable(closer):
+            try:  # on the worker thread, which owns the store's connection
+                await asyncio.get_running_loop().run_in_executor(self._executor, closer)
+            except Exception as exc:  # noqa: BLE001 - closing must not hide the real exit
+                log.warning("closing the processor failed: %s", type(exc).__name__)
         self._executor.shutdown(wait=True, cancel_futures=True)
 
     # ---------------------------------------------------------------- the loop
@@ -646,7 +654,10 @@ class Runner:
         consumer = self._need(self._consumer)
 
         async def attempt() -> None:
-            await consumer.commit(offsets)
+            # aiokafka waits for a coordinator without limit; bound it so an unreachable
+            # broker becomes a retry (and readiness false) instead of a silent hang
+            await asyncio.wait_for(consumer.commit(offsets),
+                                   self.settings.request_timeout_ms / 1000)
 
         try:
             await self._retry("commit", attempt)

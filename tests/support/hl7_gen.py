@@ -15,8 +15,9 @@ FINDINGS = ["stable mild anemia", "improving cough", "resolved rash", "controlle
 
 def report(n: int, visit: int = 1, *, rng: random.Random | None = None) -> bytes:
     """Patient ``n``'s report for ``visit``: a final ORU^R01 with a short narrative."""
+    person = random.Random(n)  # the same name for a patient on every visit
+    given, family = person.choice(GIVEN), person.choice(FAMILY)
     r = rng or random.Random(n * 1000 + visit)
-    given, family = r.choice(GIVEN), r.choice(FAMILY)
     mrn = f"{700000 + n}"
     phone = f"(312) 555-{1000 + n % 9000:04d}"
     day = 1 + (n + visit) % 27

@@ -85,6 +85,9 @@ class ToyProcessor:
                            stage_seconds={"parse": 0.0002, "detect": 0.001},
                            mark=(key, version))]
 
+    def close(self) -> None:
+        self._db.close()
+
     def confirm(self, outcomes: list[ToyOutcome]) -> None:
         with self._lock:
             for out in outcomes:
