@@ -39,7 +39,7 @@ def found(recognizer: DateRecognizer | YearRecognizer, text: str) -> list[str]:
         ("knows it is 20th Oct, 1989 now", "20th Oct, 1989"),
         ("drainage in nov. 2016 then", "nov. 2016"),
         ("symptoms since mid-July", "mid-July"),
-        ("seen Monday, March 3rd by PCP", "Monday, March 3rd"),
+        ("seen Monday, March 3rd by PCP", "March 3rd"),
         ("home for Christmas with family", "Christmas"),
         ("visit on Thanksgiving Day", "Thanksgiving Day"),
         ("he said it's the 11th.", "11th"),
@@ -51,6 +51,7 @@ def found(recognizer: DateRecognizer | YearRecognizer, text: str) -> list[str]:
         ("symptoms since mid-2012", "mid-2012"),
         ("DOB: 1/2/1930", "1/2/1930"),
         ("WBC 16.0 8/22, remains afebrile", "8/22"),
+        ("seen Tues 7/22 in clinic", "7/22"),
     ],
 )
 def test_dates_found(text: str, expected: str) -> None:
@@ -136,6 +137,13 @@ def test_years_tied_to_patient(text: str, expected: str) -> None:
 )
 def test_year_lookalikes_kept(text: str) -> None:
     assert found(YEARS, text) == []
+
+
+def test_weekday_joins_the_span_only_when_asked() -> None:
+    text = "seen Monday, March 3rd and Tues 7/22"
+    with_days = DateRecognizer({"include_weekday": True})
+    assert found(with_days, text) == ["Monday, March 3rd", "Tues 7/22"]
+    assert found(DATES, text) == ["7/22", "March 3rd"]
 
 
 def test_holidays_come_from_the_package() -> None:

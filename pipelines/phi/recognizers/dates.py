@@ -39,10 +39,6 @@ _NUMERIC = re.compile(
     r"(?![\d/]|[.\-]\d)"
 )
 
-_MONTHS = {
-    "jan": 1, "feb": 2, "mar": 3, "apr": 4, "may": 5, "jun": 6,
-    "jul": 7, "aug": 8, "sep": 9, "oct": 10, "nov": 11, "dec": 12,
-}  # fmt: skip
 # Month words that are also common words or clinical abbreviations ("may", "MAR" = the
 # medication administration record, "dec" = decreased, "Jan"/"June" names): need a day/year.
 _AMBIGUOUS_MONTHS = frozenset({"may", "mar", "march", "dec", "jan", "jun", "june", "aug"})
@@ -55,6 +51,8 @@ _WEEKDAY = (
     r"|sat(?:urday)?|sun(?:day)?)"
 )
 _ORD = r"\d{1,2}(?:st|nd|rd|th)?"
+# A weekday right before a numeric date belongs to it ("Tues 7/22", "Monday, 3/4/19").
+_WEEKDAY_BEFORE = re.compile(r"(?i)\b" + _WEEKDAY + r"\.?,?[ \t]*$")
 _NAMED = (
     r"(?:\b(?P<wd>" + _WEEKDAY + r")\.?,?\s+)?"
     r"(?:\b(?P<rel>early|mid|late)[\s\-]+)?"
@@ -146,9 +144,18 @@ def _valid_year(part: str) -> bool:
 
 @register("dates")
 class DateRecognizer(Recognizer):
-    """Full and partial dates: numeric, with month names, weekdays and holidays."""
+    """Full and partial dates: numeric, with month names, weekdays and holidays.
+
+    Option ``include_weekday`` (default false): whether a day name next to a date ("Friday
+    10/7") is part of the span. A weekday alone identifies nobody and HIPAA does not list it;
+    the PhysioNet gold leaves it out, so by default only the date itself is reported.
+    """
 
     categories = frozenset({Category.DATE})
+
+    @property
+    def weekdays(self) -> bool:
+        return bool(self.options.get("include_weekday", False))
 
     def detect(self, doc: Doc) -> list[Span]:
         text = doc.text
@@ -161,6 +168,9 @@ class DateRecognizer(Recognizer):
                 continue
             conf = self._numeric(text, start, m.end(), m.group())
             if conf:
+                day = self.weekdays and _WEEKDAY_BEFORE.search(text, max(0, start - 12), start)
+                if day:
+                    start = day.start()
                 spans.append(Span(start, m.end(), Category.DATE, conf, self.name))
         scan = word_scan()
         index = word_groups()
@@ -277,6 +287,16 @@ class DateRecognizer(Recognizer):
                 else:
                     return None
         start, end = m.start(), m.end()
+        if g("wd") and not self.weekdays:
+            start = m.start(
+                index["rel"]
+                if g("rel")
+                else index["d1"]
+                if g("d1")
+                else index["m"]
+                if g("m")
+                else index["m2"]
+            )
         if month in _AMBIGUOUS_MONTHS:
             if not (has_day or year or g("rel")):
                 return None
