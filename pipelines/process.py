@@ -56,9 +56,9 @@ from pipelines.versions import (
     Decision,
     Fingerprint,
     Mark,
-    SketchMark,
     State,
     Verdict,
+    VisitSketches,
     acknowledge,
     decide,
     fingerprint,
@@ -275,7 +275,9 @@ class _Work:
         self._deid: Deidentified | None = None
         self._renders: dict[tuple[str | None, str], ResearchDocument] = {}
         self._signature: tuple[int, ...] | None = None
+        # one hashing key per (patient, report type): the visits' sketches are comparable
         self._sketch_key = proc._pseudonym("near-duplicate", state.seed, _type_key(document))
+        self._sketches = VisitSketches(state.extra, f"near-duplicate:{self._sketch_key}:")
 
     def _base_headers(self, kind: str) -> list[tuple[str, str]]:
         return [
@@ -346,30 +348,24 @@ class _Work:
             return None
         if self._signature is None:
             self._signature = sketch(self.document.text, self._sketch_key)
-        marks = SketchMark.decode(self.proc.store.get_mark(self._sketch_key))
-        nearest = marks.nearest(self.fp.key, self._signature)
+        nearest = self._sketches.nearest(self.fp.key, self._signature)
         if nearest is None or nearest[1] < self.proc.near_duplicate_threshold:
             return None
         return nearest
 
     def remember_sketch(self) -> None:
-        if self._signature is None:
-            return
-        signature = self._signature
-        update_mark(
-            self.proc.store,
-            self._sketch_key,
-            lambda m: m.with_visit(self.fp.key, signature),
-            SketchMark.decode,
-        )
+        if self._signature is not None and self._sketches.add(
+            self.fp.key, self.fp.order.filing_us, self._signature
+        ):
+            self._save_state()
 
     def forget_sketch(self) -> None:
-        if not self.proc.near_duplicates:
-            return
-        key = self.fp.key
-        update_mark(
-            self.proc.store, self._sketch_key, lambda m: m.without_visit(key), SketchMark.decode
-        )
+        if self._sketches.remove(self.fp.key):
+            self._save_state()
+
+    def _save_state(self) -> None:
+        doc = self.document
+        self.proc.store.save(doc.assigning_authority, doc.patient_id, self.state)
 
     def _render(
         self,

@@ -21,7 +21,7 @@ before the output leaves; a replay that meets an unacknowledged mark with the sa
 the work again (same research key, same bytes) instead of dropping it as a duplicate. Once
 the output is acknowledged, :func:`acknowledge` flips the mark, and from then on a replay is
 a ``duplicate``. Near-duplicates across visits are found with a small keyed bottom-k sketch
-(:func:`sketch`) kept per (patient, report type) in a second mark (:class:`SketchMark`).
+(:func:`sketch`) per visit, kept in the patient's sealed state (:class:`VisitSketches`).
 """
 
 from __future__ import annotations
@@ -31,8 +31,8 @@ import hashlib
 import heapq
 import re
 import struct
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, replace
+from collections.abc import Callable, MutableMapping, Sequence
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Protocol, TypeVar
@@ -384,40 +384,49 @@ def _unpack(text: str) -> tuple[int, ...]:
     return struct.unpack(f"<{len(data) // 4}I", data)
 
 
-@dataclass(frozen=True, slots=True)
-class SketchMark:
+class VisitSketches:
     """Sketches of the latest version of each recent visit of one (patient, report type).
 
-    Stored as little-endian uint32 arrays in base64 (about 350 bytes per visit)."""
+    Kept as entries of a str → str table — the patient's sealed state (``PatientState.extra``),
+    which the keystore caches and writes in batches — one entry per visit under ``prefix``,
+    so two instances that add different visits merge cleanly. Best effort by design: it only
+    feeds a flag. Each entry: filing time (for evicting the oldest) and the packed sketch.
+    """
 
-    visits: tuple[tuple[str, tuple[int, ...]], ...] = field(default=())  # (research key, sketch)
+    def __init__(self, table: MutableMapping[str, str], prefix: str) -> None:
+        self.table = table
+        self.prefix = prefix
 
-    def encode(self) -> bytes:
-        return orjson.dumps({"f": MARK_FORMAT, "v": [[k, _pack(s)] for k, s in self.visits]})
-
-    @classmethod
-    def decode(cls, raw: bytes | None) -> SketchMark:
-        if raw is None:
-            return cls()
-        body = orjson.loads(raw)
-        if body.get("f") != MARK_FORMAT:
-            raise ValueError(f"unknown sketch-mark format {body.get('f')!r}")
-        return cls(tuple((str(k), _unpack(s)) for k, s in body.get("v", ())))
+    def _entries(self) -> list[tuple[str, int, str]]:
+        out = []
+        for name, value in list(self.table.items()):
+            if name.startswith(self.prefix):
+                filed, _, packed = value.partition(":")
+                out.append((name[len(self.prefix) :], int(filed), packed))
+        return out
 
     def nearest(self, research_key: str, signature: Sequence[int]) -> tuple[str, float] | None:
         """The most similar *other* visit and its score, if any."""
         best: tuple[str, float] | None = None
-        for key, other in self.visits:
+        for key, _, packed in self._entries():
             if key == research_key:
                 continue
-            score = similarity(signature, other)
+            score = similarity(signature, _unpack(packed))
             if best is None or score > best[1]:
                 best = (key, score)
         return best
 
-    def without_visit(self, research_key: str) -> SketchMark:
-        return SketchMark(tuple((k, s) for k, s in self.visits if k != research_key))
+    def add(self, research_key: str, filed_us: int, signature: Sequence[int]) -> bool:
+        """Remember the visit's sketch (evicting the oldest visits); True if the table changed."""
+        value = f"{filed_us}:{_pack(signature)}"
+        name = self.prefix + research_key
+        if self.table.get(name) == value:
+            return False
+        self.table[name] = value
+        entries = sorted(self._entries(), key=lambda e: (e[1], e[0]))
+        for key, _, _ in entries[: max(0, len(entries) - SKETCH_VISITS)]:
+            del self.table[self.prefix + key]
+        return True
 
-    def with_visit(self, research_key: str, signature: tuple[int, ...]) -> SketchMark:
-        kept = tuple((k, s) for k, s in self.visits if k != research_key)
-        return SketchMark((*kept, (research_key, signature))[-SKETCH_VISITS:])
+    def remove(self, research_key: str) -> bool:
+        return self.table.pop(self.prefix + research_key, None) is not None

@@ -14,10 +14,11 @@ from hypothesis import strategies as st
 from keystore.memory import InMemoryStore
 from pipelines.document import ClinicalDocument, ReportType, Status, VersionMarker
 from pipelines.versions import (
+    SKETCH_VISITS,
     Decision,
     Mark,
-    SketchMark,
     State,
+    VisitSketches,
     acknowledge,
     decide,
     fingerprint,
@@ -334,11 +335,21 @@ def test_sketch_scores_near_duplicates_high_and_unrelated_low() -> None:
     assert sketch(base, "other-key") != a
 
 
-def test_sketch_mark_reports_the_nearest_other_visit() -> None:
+def test_visit_sketches_report_the_nearest_other_visit_and_evict_the_oldest() -> None:
     text = "the patient was seen today for follow up of hypertension and is doing well"
-    marks = SketchMark().with_visit("visit-1", sketch(text, "k"))
-    marks = marks.with_visit("visit-2", sketch("completely different words here", "k"))
-    found = marks.nearest("visit-3", sketch(text + " again", "k"))
+    table: dict[str, str] = {"unrelated": "entry"}
+    visits = VisitSketches(table, "nd:k:")
+    assert visits.add("visit-1", 100, sketch(text, "k"))
+    assert not visits.add("visit-1", 100, sketch(text, "k"))  # unchanged
+    visits.add("visit-2", 200, sketch("completely different words here", "k"))
+    found = visits.nearest("visit-3", sketch(text + " again", "k"))
     assert found is not None and found[0] == "visit-1" and found[1] > 0.8
-    assert marks.nearest("visit-1", sketch(text, "k")) != ("visit-1", 1.0)
-    assert SketchMark.decode(marks.encode()) == marks
+    assert visits.nearest("visit-1", sketch(text, "k")) != ("visit-1", 1.0)
+    for i in range(SKETCH_VISITS + 3):
+        visits.add(f"later-{i}", 1000 + i, sketch(f"note number {i} of many", "k"))
+    kept = [name for name in table if name.startswith("nd:k:")]
+    assert len(kept) == SKETCH_VISITS
+    assert "nd:k:visit-1" not in table and "nd:k:visit-2" not in table  # oldest went first
+    assert table["unrelated"] == "entry"
+    assert visits.remove(f"later-{SKETCH_VISITS + 2}")
+    assert not visits.remove("never-there")
