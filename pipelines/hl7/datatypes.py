@@ -13,14 +13,23 @@ from pipelines.hl7.er7 import Delimiters
 from pipelines.hl7.escapes import decode_escapes
 
 
-def _comps(raw: str, d: Delimiters, charset: str, sub_joiner: str | None = None) -> list[str]:
-    """Decoded components; subcomponents keep only the first unless ``sub_joiner`` is given."""
+def _comps(
+    raw: str, d: Delimiters, charset: str, sub_joiner: str | None = None, limit: int = 12
+) -> list[str]:
+    """The first ``limit`` components, decoded; subcomponents keep only the first unless
+    ``sub_joiner`` is given."""
     out = []
-    for c in raw.split(d.component):
+    esc = d.escape
+    for c in raw.split(d.component, limit)[:limit]:
+        if not c:
+            out.append("")
+            continue
         if d.subcomponent and d.subcomponent in c:
             subs = c.split(d.subcomponent)
             c = sub_joiner.join(s for s in subs if s) if sub_joiner is not None else subs[0]
-        out.append(decode_escapes(c, d, charset=charset).strip() if c else "")
+        if esc and esc in c:
+            c = decode_escapes(c, d, charset=charset)
+        out.append(c.strip())
     return out
 
 
@@ -41,13 +50,13 @@ def _name(family: str, given: str, middle: str, suffix: str, prefix: str, degree
 
 def xpn(raw: str, d: Delimiters, charset: str) -> PersonName | None:
     """XPN: family(FN&…)^given^middle^suffix^prefix^degree."""
-    c = _comps(raw, d, charset)
+    c = _comps(raw, d, charset, limit=6)
     return _name(_at(c, 1), _at(c, 2), _at(c, 3), _at(c, 4), _at(c, 5), _at(c, 6))
 
 
 def xcn(raw: str, d: Delimiters, charset: str) -> PersonName | None:
     """XCN / PPN / CN: id^family(FN&…)^given^middle^suffix^prefix^degree."""
-    c = _comps(raw, d, charset)
+    c = _comps(raw, d, charset, limit=7)
     return _name(_at(c, 2), _at(c, 3), _at(c, 4), _at(c, 5), _at(c, 6), _at(c, 7))
 
 
@@ -63,7 +72,7 @@ def ndl(raw: str, d: Delimiters, charset: str) -> PersonName | None:
 
 def xad(raw: str, d: Delimiters, charset: str) -> Address | None:
     """XAD: street(SAD&…)^other^city^state^zip^country^type…"""
-    c = _comps(raw, d, charset, sub_joiner=" ")
+    c = _comps(raw, d, charset, sub_joiner=" ", limit=6)
     street = tuple(p for p in (_at(c, 1), _at(c, 2)) if p)
     a = Address(street=street, city=_at(c, 3), state=_at(c, 4), postal_code=_at(c, 5), country=_at(c, 6))
     if not (a.street or a.city or a.state or a.postal_code):
