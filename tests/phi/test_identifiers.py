@@ -35,6 +35,7 @@ def found(text: str) -> list[tuple[str, Category]]:
         ("per hospital policy #rg17, at 1400", "rg17", Category.ID),
         ("protocol no. 2004-117", "2004-117", Category.ID),
         ("id band 48812345", "48812345", Category.ID),
+        ("see form no. 44719", "44719", Category.ID),
     ],
 )
 def test_identifiers(text: str, value: str, category: Category) -> None:
@@ -62,6 +63,8 @@ def test_one_reading_per_value() -> None:
         "000-12-3456",
         "heparin 25000 units",
         "plt 1234567 mcg",
+        "no. 3 foley",
+        "no 4 drains",
     ],
 )
 def test_clinical_numbers_are_not_ids(text: str) -> None:

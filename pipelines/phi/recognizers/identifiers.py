@@ -43,6 +43,7 @@ _CUES: dict[str, Category] = {
     "policy": Category.ID, "case": Category.ID, "claim": Category.ID, "order": Category.ID,
     "accession": Category.ID, "specimen": Category.ID, "study": Category.ID, "id": Category.ID,
     "confirmation": Category.ID, "ticket": Category.ID, "tracking": Category.ID,
+    "no": Category.ID,
 }  # fmt: skip
 _CUE_RE = "|".join(
     sorted((re.escape(c).replace(r"\ ", r"\s+") for c in _CUES), key=len, reverse=True)
@@ -63,7 +64,7 @@ _HASH = re.compile(r"#\s?([A-Za-z]{1,4}\d{2,}|\d{4,}[A-Za-z]?)(?![\w.])")
 # Cue words that are everyday words too ("unit 3", "group B", "order 2") need "#"/"no."
 # or a long value.
 _WEAK_CUES = word_set(
-    "unit hospital record group order case visit model lot id study policy protocol chart"
+    "unit hospital record group order case visit model lot id study policy protocol chart no"
 )
 _NUMBERED = re.compile(r"(?i)\b(?:no|num|number|id)\b")
 _PHONE_WORDS = word_set("pager pgr pg beeper cell home work phone tel fax office mobile ph")
@@ -117,6 +118,8 @@ class IdentifierRecognizer(Recognizer):
         after = text[end : end + 2]
         if clinical.unit_follows(text, end) or (after[:1] == "." and after[1:].isdigit()):
             return None
+        if cue == "no" and not between.startswith("."):
+            return None  # "no." is a cue; "no 12345" is a negation before a number
         if cue == "id" and digits < 4:
             return None  # "ID:" heads the infectious-disease section of nursing notes
         # weak cues ("unit 3", "group 2", "order 5", "case 1") need a marker or a long value
