@@ -91,7 +91,7 @@ class LocationRecognizer(Recognizer):
             is_home = low == "home" and h > 0 and words[h - 1].lower == "nursing"
             if low in GENERIC_HEADS or low in NAMED_HEADS or is_home:
                 span = self._facility(words, h, text, mixed)
-            elif low in {"to", "from", "at", "in", "of"} and h + 1 < n:
+            elif low in {"to", "from", "at", "in", "of", "on", "leave"} and h + 1 < n:
                 span = self._after_cue(words, h, text, mixed)
                 if span is None and low == "of" and h > 0:
                     span = _university_of(words, h, text, mixed)
@@ -109,7 +109,8 @@ class LocationRecognizer(Recognizer):
         if mixed and not (head.is_title or head.is_upper) and head.lower in NAMED_HEADS:
             return None  # "general hospital", "good health" written in lower case
         named_head = head.lower in NAMED_HEADS
-        strong = head.lower in STRONG_HEADS
+        # a strong head, or any head written as a name in a mixed-case note ("Heart Center")
+        strong = head.lower in STRONG_HEADS or (mixed and head.is_title)
         if named_head and not strong and not _head_closes(words, h, text, mixed):
             return None
         j = h - 1
@@ -121,7 +122,12 @@ class LocationRecognizer(Recognizer):
                 break
             if gap.strip() == "." and tok.lower not in {"st", "mt"}:
                 break
-            if tok.lower == "of" and first is not None and j > 0 and _namelike(words[j - 1], mixed):
+            if (
+                tok.lower == "of"
+                and first is not None
+                and j > 0
+                and words[j - 1].lower in {"university", "univ", "u", "college", "sisters"}
+            ):
                 j -= 1
                 continue
             if (tok.lower in HEAD_FILLERS or tok.lower in GENERIC_HEADS) and first is None:
@@ -186,10 +192,19 @@ class LocationRecognizer(Recognizer):
         # a country after a residence or travel cue ("lives in Italy"): not identifying alone
         if (resident or travel) and tok.lower in lx.countries():
             return Span(tok.start, tok.end, OTHER, 0.55, "locations")
+        floor = _building_floor(words, j, text, mixed)
+        if floor is not None and cue in {"to", "on", "from", "at"}:
+            return floor
+        if cue == "on":
+            return None  # "on X 2" is a floor; "received on SIMV" is a ventilator mode
+        if mixed and cue in {"at", "from"} and not moved:
+            placed = _title_place(words, j, text)
+            if placed is not None:
+                return placed
         if cue in {"in", "of"} and not resident:
-            return None
-        if not moved:
-            return None
+            return _area(words, j, text, mixed) if cue == "in" else None
+        if not moved or (cue == "from" and not before.isdisjoint(_SAMPLED)):
+            return None  # "blood sent from the A-line": a sample, not a patient, moves
         return self._facility_after_cue(words, j, text, mixed) or _title_run(words, j, text, mixed)
 
     def _facility_after_cue(
@@ -215,10 +230,7 @@ class LocationRecognizer(Recognizer):
         tail = text[tok.end : tok.end + 4]
         f = lx.zipf(low)
         followed_by_unit = (
-            nxt is not None
-            and "\n" not in gap
-            and gap.strip() == ""
-            and nxt.lower in {"er", "ew", "ed", "icu", "campus", "ccu", "micu"}
+            nxt is not None and "\n" not in gap and gap.strip() == "" and nxt.lower in _UNIT_AFTER
         )
         followed_by_floor = tail[:1] == " " and tail[1:2].isdigit() and not tail[2:3].isalpha()
         after = text[tok.end : tok.end + 2].lstrip(" ")[:1]
@@ -242,6 +254,15 @@ class LocationRecognizer(Recognizer):
         return None
 
 
+# Verbs of taking a sample: "sent from X" names a line or a site, not a place.
+_SAMPLED: Final = _words("sent drawn obtained taken cultured")
+# Words after an acronym that make it a hospital ("XYZ ER", "XYZ cath lab", "XYZ TCU").
+_UNIT_AFTER: Final = _words("er ew ed icu ccu micu sicu campus cath tcu rehab clinic")
+# Words after a number that make it a dose or a setting, not a floor ("lasix 20 iv").
+_DOSE_AFTER: Final = _words(
+    "mg mcg g gm gram grams kg ml cc l u units unit iu meq mmol mm cm iv po sq sc im pr sl prn "
+    "q x times % mcg/kg/min mg/hr cc/hr ml/hr l/min lpm amp amps tabs tab puffs"
+)
 # Words that may follow a facility named after a movement cue ("sent to XYZ for cath").
 _CLAUSE_WORDS: Final = _words(
     "for with via on by and at to after today yesterday tomorrow this in where s/p"
@@ -298,6 +319,56 @@ def _city_before_state(words: tuple[Token, ...], h: int, text: str, mixed: bool)
         if phrase in lx.us_cities() and (size > 1 or lx.zipf(phrase) < 4.5):
             return Span(parts[0].start, parts[-1].end, CITY, 0.75, "locations")
     return None
+
+
+def _building_floor(words: tuple[Token, ...], j: int, text: str, mixed: bool) -> Span | None:
+    """ "to X 2", "on X 2": a rare word and a one-digit floor (not a dose: "lasix 2 mg")."""
+    tok = words[j]
+    low = tok.lower
+    tail = text[tok.end : tok.end + 3]
+    if not (tail[:1] == " " and tail[1:2].isdigit() and not tail[2:3].isalnum()):
+        return None
+    if tail[2:3] in {".", "/", ":"} and text[tok.end + 3 : tok.end + 4].isdigit():
+        return None  # "2.5", "2/3", "2:30"
+    if (
+        j + 1 < len(words)
+        and words[j + 1].start - tok.end <= 5
+        and words[j + 1].lower in _DOSE_AFTER
+    ):
+        return None
+    if low in UNITS or len(low) < 5 or lx.zipf(low) >= 3.0 or lx.name_score(low) >= 1.0:
+        return None
+    if mixed and not (tok.is_title or tok.is_upper):
+        return None
+    return Span(tok.start, tok.end, HOSPITAL, 0.6, "locations")
+
+
+def _title_place(words: tuple[Token, ...], j: int, text: str) -> Span | None:
+    """ "at Holy Cross", "to Harbor": a Title-case listed city or surname after at/to/from."""
+    tok = words[j]
+    low = tok.lower
+    if not tok.is_title or low in UNITS or low in GENERIC_MODIFIERS or low in GENERIC_HEADS:
+        return None
+    if lx.zipf(low) >= 5.2 or not (low in lx.us_cities() or lx.name_score(low) > 0.0):
+        return None
+    if low in lx.us_states() or low in lx.countries():
+        return None
+    end = tok
+    if j + 1 < len(words) and words[j + 1].is_title and text[tok.end : words[j + 1].start] == " ":
+        nxt = words[j + 1]
+        if nxt.lower not in UNITS and lx.zipf(nxt.lower) < 5.2:
+            end = nxt
+    return Span(tok.start, end.end, HOSPITAL, 0.55, "locations")
+
+
+def _area(words: tuple[Token, ...], j: int, text: str, mixed: bool) -> Span | None:
+    """ "in X area", "in X county": the word before is a place."""
+    if j + 1 >= len(words) or words[j + 1].lower not in {"area", "county"}:
+        return None
+    tok = words[j]
+    if (mixed and not tok.is_title) or tok.lower in UNITS or lx.zipf(tok.lower) >= 4.0:
+        return None
+    return Span(tok.start, tok.end, CITY, 0.6, "locations")
 
 
 def _title_run(words: tuple[Token, ...], j: int, text: str, mixed: bool) -> Span | None:
@@ -368,21 +439,22 @@ def _head_closes(words: tuple[Token, ...], h: int, text: str, mixed: bool) -> bo
 
 def _namelike(tok: Token, mixed: bool, strong: bool = True) -> bool:
     """Could this word be part of a facility name? Before a weak head ("rehab", "center") a
-    one-case note needs a rare word ("cardiac rehab" is no name)."""
+    one-case note needs a city, a surname or a rare word ("cardiac rehab" is no name)."""
     low = tok.lower
     if low in UNITS or (len(low) < 2 and low != "u"):
         return False
+    place = low in lx.us_cities() or (len(low) > 2 and low in lx.us_states())
     f = lx.zipf(low)
-    if f >= _FUNCTION_ZIPF:
+    if f >= _FUNCTION_ZIPF and not place:
         return False
     if mixed and not (tok.is_title or tok.is_upper):
         return False
     if low.endswith(("ing", "ed")) and lx.name_score(low) < 1.0:
         return False  # "tolerating", "indicated": verbs, not names
     if strong:
-        return mixed or f < 5.0
+        return mixed or f < 5.2 or place
     # before a weak head ("rehab", "center") only a city or a surname ("cardiac rehab" is none)
-    return (low in lx.us_cities() and f < 5.0) or lx.name_score(low) >= 1.0
+    return place or lx.name_score(low) >= 1.0 or (f < 2.0 and len(low) > 3 and low.isalpha())
 
 
 def _last_name_word(words: tuple[Token, ...], first: int, h: int) -> int:
