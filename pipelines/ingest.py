@@ -19,12 +19,17 @@ from dataclasses import dataclass
 from pipelines.document import ClinicalDocument
 from pipelines.errors import (
     BadEncoding,
+    BadEncodingCharacters,
     DeidstreamError,
     EmptyInput,
     InputError,
+    MissingPatientId,
+    NoMSH,
+    NoNarrative,
     NotHL7,
     OversizeInput,
     PartialInput,
+    UnsupportedVersion,
 )
 from pipelines.fhir.parse import loads, parse_ndjson, parse_resource
 from pipelines.hl7.framing import looks_like_hl7, split_messages, unframe_mllp
@@ -135,11 +140,29 @@ def parse_input(
     )
 
 
-def reason_headers(error: DeidstreamError) -> dict[str, str]:
-    """Dead-letter headers for an ingest error: class, reason text, coordinates (no PHI)."""
+# Errors where hl7apy's reading of the standard adds something precise (structure, fields)
+_DIAGNOSED = (BadEncodingCharacters, NoMSH, UnsupportedVersion, MissingPatientId, NoNarrative)
+
+
+def reason_headers(error: DeidstreamError, raw: bytes | None = None) -> dict[str, str]:
+    """Dead-letter headers for an ingest error: class, reason text, coordinates (no PHI).
+
+    With ``raw`` HL7 v2 bytes and a structural error, hl7apy's findings on the first message
+    are added as ``hl7_findings`` (slow, ~1 ms per segment: the dead-letter path only).
+    """
     headers = {"reason_class": error.reason_class, "reason": str(error)}
     if isinstance(error, PartialInput):
         headers["entry_errors"] = "; ".join(
             f"{i}:{e.reason_class}" for i, e in error.entry_errors
         )[:1000]
+    if raw is not None and isinstance(error, _DIAGNOSED):
+        from pipelines.hl7.ack import diagnose  # hl7apy: loaded on the dead-letter path only
+
+        frames = unframe_mllp(raw)
+        body = frames[0].lstrip(b" \t\r\n").removeprefix(_UTF8_BOM) if frames else b""
+        start = body.find(b"MSH")
+        if start != -1:
+            findings = diagnose(body[start:])
+            if findings:
+                headers["hl7_findings"] = "; ".join(findings)[:1000]
     return headers

@@ -31,8 +31,6 @@ class Resolver:
             self._by_key[full_url] = resource
         if isinstance(rtype, str) and isinstance(rid, str):
             self._by_key[f"{rtype}/{rid}"] = resource
-            if full_url and not full_url.endswith(f"{rtype}/{rid}"):
-                self._by_key[f"{full_url}"] = resource
 
     def with_contained(self, resource: Json, path: str) -> Resolver:
         contained = objs(resource, "contained", path)

@@ -69,3 +69,15 @@ def test_diagnose_names_positions_not_values() -> None:
     assert not any("Quillfeather" in f or "Q9Z" in f for f in findings)
     assert diagnose(b"MSH|^^\\&|x") == ("MSH-1/MSH-2 encoding characters are not distinct",)
     assert diagnose(b"") == ("empty message",)
+
+
+def test_reason_headers_add_hl7apy_findings_for_structural_errors() -> None:
+    from pipelines.ingest import reason_headers
+
+    raw = (H / "err-missing-patient-id.hl7").read_bytes()
+    with pytest.raises(InputError) as info:
+        parse_input(raw, max_bytes=1 << 20)
+    headers = reason_headers(info.value, raw)
+    assert headers["reason_class"] == "missing_patient_id"
+    assert "PID_3" in headers["hl7_findings"]
+    assert "Nobody" not in "".join(headers.values())
