@@ -42,6 +42,12 @@ def test_identifiers(text: str, value: str, category: Category) -> None:
     assert (value, category) in found(text)
 
 
+def test_compact_timestamps_are_dates() -> None:
+    assert found("msg 20190423113910 sent") == [("20190423113910", Category.DATE)]
+    assert found("dob 19720227") == [("19720227", Category.DATE)]
+    assert found("acct 20191399") == [("20191399", Category.ACCOUNT)]
+
+
 def test_one_reading_per_value() -> None:
     assert found("MRN: 1234567") == [("1234567", Category.MRN)]
 

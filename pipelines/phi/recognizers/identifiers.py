@@ -5,7 +5,9 @@ Two ways in: the cue word in front ("MRN: 1234567", "acct # 55-1234", "unit no. 
 cue only distinctive shapes count — SSN layout (3-2-4 with the SSA's validity rules), long
 digit runs (7+ digits that are not phone-shaped) and letter+digit codes ("AB1234567").
 Short "#" values stay: they are catheter gauges, tube sizes and "Tylenol #3" in clinical
-text ("#20 IV", "#8 ETT", "#7.5", "#20fr").
+text ("#20 IV", "#8 ETT", "#7.5", "#20fr"). Long digit runs that are compact HL7-style
+timestamps ("20190423", "201904231139") are reported as DATE, so that date shifting rather
+than ID replacement handles them.
 """
 
 from __future__ import annotations
@@ -70,6 +72,16 @@ _NUMBERED = re.compile(r"(?i)\b(?:no|num|number|id)\b")
 _PHONE_WORDS = word_set("pager pgr pg beeper cell home work phone tel fax office mobile ph")
 
 
+def _compact_timestamp(value: str) -> bool:
+    """HL7-style dates and times written without separators: YYYYMMDD[hhmm[ss]]."""
+    if len(value) not in (8, 12, 14) or not value.isdigit() or value[:2] not in ("19", "20"):
+        return False
+    month, day = int(value[4:6]), int(value[6:8])
+    if not (1 <= month <= 12 and 1 <= day <= 31):
+        return False
+    return len(value) == 8 or (int(value[8:10]) < 24 and int(value[10:12]) < 60)
+
+
 def _valid_ssn(area: str, group: str, serial: str) -> bool:
     """SSA rules: area not 000, 666 or 9xx; group not 00; serial not 0000."""
     return area not in {"000", "666"} and area[0] != "9" and group != "00" and serial != "0000"
@@ -82,7 +94,7 @@ class IdentifierRecognizer(Recognizer):
     categories = frozenset(
         {
             Category.SSN, Category.MRN, Category.ACCOUNT, Category.HEALTH_PLAN,
-            Category.LICENSE, Category.DEVICE, Category.VEHICLE, Category.ID,
+            Category.LICENSE, Category.DEVICE, Category.VEHICLE, Category.ID, Category.DATE,
         }
     )  # fmt: skip
 
@@ -154,4 +166,6 @@ class IdentifierRecognizer(Recognizer):
             return None
         if clinical.unit_follows(text, end):
             return None
+        if _compact_timestamp(text[start:end]):
+            return Span(start, end, Category.DATE, 0.7, self.name)  # 20190423 / 201904231139
         return Span(start, end, Category.ID, 0.6, self.name)
