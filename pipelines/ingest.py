@@ -83,7 +83,17 @@ def _hl7(chunks: list[bytes]) -> tuple[list[ClinicalDocument], list[tuple[int, I
     errors: list[tuple[int, InputError]] = []
     index = 0
     for chunk in chunks:
-        for message in split_messages(chunk):
+        try:
+            messages = split_messages(chunk)
+        except InputError as e:
+            if len(chunks) == 1:
+                raise
+            e.coordinates["frame"] = index  # one bad MLLP frame must not lose the others
+            e.args = (str(e),)
+            errors.append((index, e))
+            index += 1
+            continue
+        for message in messages:
             try:
                 docs.append(parse_hl7v2(message))
             except InputError as e:

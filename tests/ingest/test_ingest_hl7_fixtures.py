@@ -194,3 +194,11 @@ def test_error_classes(name: str, error: type[InputError]) -> None:
 def test_oversize_is_checked_before_parsing() -> None:
     with pytest.raises(OversizeInput):
         parse_input((H / "mdm-t02-v25.hl7").read_bytes(), max_bytes=100)
+
+
+def test_a_bad_mllp_frame_does_not_lose_the_good_ones() -> None:
+    good = (H / "mdm-t02-v25.hl7").read_bytes()
+    framed = mllp_frame(good) + mllp_frame(b"PID|1|orphan") + mllp_frame(good)
+    result = ingest(framed, max_bytes=LIMIT)
+    assert len(result.documents) == 2
+    assert [(i, type(e)) for i, e in result.errors] == [(1, NoMSH)]
