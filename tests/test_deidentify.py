@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from copy import deepcopy
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -332,3 +333,60 @@ def test_common_word_name_parts_count_only_where_they_read_as_names() -> None:
     assert deid.deidentify(_doc("SPOKE WITH MR. WILL TODAY.", ids), _state()).held
     # A part that is mostly a name stays strict, in any case.
     assert deid.deidentify(_doc("family: smith", ids), _state()).held
+
+
+# --------------------------------------------------------------------------- two instances
+
+
+@pytest.fixture
+def pg_url() -> Iterator[str]:
+    import uuid
+
+    import psycopg
+
+    base = "postgresql://postgres@127.0.0.1:5432/test"
+    try:
+        admin = psycopg.connect(base, autocommit=True, connect_timeout=3)
+    except psycopg.OperationalError:
+        pytest.skip("PostgreSQL on 127.0.0.1:5432 is not reachable")
+    schema = f"deid_test_{uuid.uuid4().hex[:12]}"
+    try:
+        yield f"{base}?schema={schema}"
+    finally:
+        admin.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
+        admin.close()
+
+
+@pytest.mark.integration
+def test_two_instances_on_postgresql_meeting_a_new_patient_agree(pg_url: str) -> None:
+    import threading
+
+    keyring = Keyring.generate()
+    deid = _no_detector()
+    stores = [open_store(pg_url, keyring), open_store(pg_url, keyring)]
+    texts = ["Pt John Smith seen 07/22/2005.", "SMITH, JOHN seen again 07/23/2005."]
+    results: list[str] = ["", ""]
+    barrier = threading.Barrier(2)
+
+    def work(i: int) -> None:
+        barrier.wait()  # both meet the new patient at the same moment
+        results[i] = _run(deid, stores[i], texts[i]).text
+        stores[i].flush()
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    states = [s.get_or_create("HOSP", "7", deid.new_state) for s in stores]
+    assert states[0].shift_days == states[1].shift_days
+    given, family = results[0].split(" seen")[0].removeprefix("Pt ").split()
+    assert results[1].startswith(f"{family.upper()}, {given.upper()} seen again ")
+    d1 = datetime.strptime(results[0].rsplit(" ", 1)[1].rstrip("."), "%m/%d/%Y")
+    d2 = datetime.strptime(results[1].rsplit(" ", 1)[1].rstrip("."), "%m/%d/%Y")
+    assert d2 - d1 == timedelta(days=1)
+    for s in stores:
+        s.close()
+    with open_store(pg_url, keyring) as third:  # a third instance reads the same identity
+        again = _run(deid, third, "Mr. Smith, 07/22/2005.")
+    assert again.text == f"Mr. {family}, {results[0].rsplit(' ', 1)[1]}"
