@@ -227,6 +227,22 @@ class MemorySampler:
         return [kb for _, ph, w, kb in self.samples if w == who and (phase is None or ph == phase)]
 
 
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time of a process so far (from /proc/<pid>/stat)."""
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            fields = fh.read().rsplit(")", 1)[1].split()
+    except OSError:
+        return float("nan")
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def cpu_snapshot(pids: dict[str, int]) -> dict[str, float]:
+    snap = {who: cpu_seconds(pid) for who, pid in pids.items()}
+    snap["bench"] = time.process_time()
+    return snap
+
+
 # --------------------------------------------------------------------------- outputs
 
 
@@ -403,7 +419,8 @@ async def produce_at_rate(producer: AIOKafkaProducer, messages: Sequence[Message
 
 
 def start_service(workdir: Path, bootstrap: str, http_port: int,
-                  profile: Path | None = None) -> subprocess.Popen[bytes]:
+                  profile: Path | None = None,
+                  fetch_wait_ms: int | None = None) -> subprocess.Popen[bytes]:
     from keystore.keyring import Keyring
 
     env = {
@@ -424,6 +441,22 @@ def start_service(workdir: Path, bootstrap: str, http_port: int,
     env.pop("DEIDSTREAM_CONFIG_FILE", None)
     exe = Path(sys.executable).with_name("deidstream")
     cmd = [str(exe), "run"] if exe.is_file() else [sys.executable, "-m", "service.cli", "run"]
+    if fetch_wait_ms is not None:
+        # What-if measurement only: the same `deidstream run`, with aiokafka's consumer
+        # default fetch_max_wait_ms changed before the service builds its consumer.
+        patch = (
+            "import functools, aiokafka, sys\n"
+            "init = aiokafka.AIOKafkaConsumer.__init__\n"
+            "@functools.wraps(init)\n"
+            "def patched(self, *a, **k):\n"
+            f"    k.setdefault('fetch_max_wait_ms', {int(fetch_wait_ms)})\n"
+            "    init(self, *a, **k)\n"
+            "aiokafka.AIOKafkaConsumer.__init__ = patched\n"
+            "sys.argv = ['deidstream', 'run']\n"
+            "from service.cli import main\n"
+            "main()\n"
+        )
+        cmd = [sys.executable, "-c", patch]
     if profile is not None:  # cProfile writes its file when the service exits on SIGTERM
         script = cmd[0] if exe.is_file() else "-m"
         cmd = [sys.executable, "-m", "cProfile", "-o", str(profile.resolve()), script, *cmd[1:]]
@@ -451,9 +484,12 @@ async def wait_ready(base: str, proc: subprocess.Popen[bytes], within: float) ->
     raise TimeoutError("the service did not become ready")
 
 
-async def scrape(base: str) -> dict[str, dict[tuple[tuple[str, str], ...], float]]:
+async def scrape(base: str, save: Path | None = None
+                 ) -> dict[str, dict[tuple[tuple[str, str], ...], float]]:
     async with httpx.AsyncClient(timeout=5.0) as client:
         text = (await client.get(f"{base}/metrics")).text
+    if save is not None:
+        save.write_text(text, encoding="utf-8")  # noqa: ASYNC240 - after the measurement
     out: dict[str, dict[tuple[tuple[str, str], ...], float]] = defaultdict(dict)
     for family in text_string_to_metric_families(text):
         for s in family.samples:
@@ -538,7 +574,11 @@ async def run(args: argparse.Namespace, notes: list[Note], names: dict[str, Iden
     broker.start()
     http_port = free_port()
     base = f"http://127.0.0.1:{http_port}"
-    service = start_service(workdir, broker.bootstrap_servers, http_port, args.profile)
+    service = start_service(workdir, broker.bootstrap_servers, http_port, args.profile,
+                            args.what_if_fetch_wait_ms)
+    if args.what_if_fetch_wait_ms is not None:
+        print(f"WHAT-IF run: the service's consumer uses fetch_max_wait_ms="
+              f"{args.what_if_fetch_wait_ms} (patched in; not what `deidstream run` does today)")
     assert broker.pid is not None
     sampler = MemorySampler({"service": service.pid, "tansu": broker.pid})
     sampler.start()
@@ -564,9 +604,11 @@ async def run(args: argparse.Namespace, notes: list[Note], names: dict[str, Iden
         # 1. throughput
         sampler.phase = "throughput"
         sent_at: dict[int, float] = {}
+        cpu_before = cpu_snapshot(sampler.pids)
         first = time.perf_counter()
         produced = await produce_all(producer, bulk, collector, sent_at)
         last = await collector.wait_for([m.seq for m in bulk], args.idle_timeout)
+        cpu_after = cpu_snapshot(sampler.pids)
         bulk_missing = [m.seq for m in bulk if m.seq not in collector.received]
         if last is None:
             last = max((collector.received[m.seq][0] for m in bulk
@@ -588,7 +630,7 @@ async def run(args: argparse.Namespace, notes: list[Note], names: dict[str, Iden
         paced_missing = len(paced) - len(lat)
         sampler.phase = "idle"
         await asyncio.sleep(2.0)
-        final = await scrape(base)
+        final = await scrape(base, workdir / "metrics.txt")
         sampler.phase = "shutdown"
     finally:
         await collector.stop()
@@ -615,6 +657,14 @@ async def run(args: argparse.Namespace, notes: list[Note], names: dict[str, Iden
               "met" if throughput >= TARGET_RATE else "NOT met"))
     print(row("  elapsed / producer alone", f"{elapsed:.1f} s / {produce_rate:,.0f}/s"))
     print(row("  outputs matched / missing", f"{got:,} / {len(bulk_missing):,}"))
+    cpu = {who: cpu_after[who] - cpu_before[who] for who in cpu_before}
+    print(row("  CPU s: service / tansu / load generator",
+              f"{cpu['service']:.1f} / {cpu['tansu']:.1f} / {cpu['bench']:.1f}"))
+    per_cpu = got / cpu["service"] if cpu["service"] > 0 else float("nan")
+    print(row("  service: docs per CPU-second (one core, no contention)",
+              f"{per_cpu:,.0f} docs/s", f">= {TARGET_RATE:,.0f}/s",
+              "met" if per_cpu >= TARGET_RATE else "NOT met"))
+    print(row("  service: CPU per document", f"{cpu['service'] / max(got, 1) * 1e3:.2f} ms"))
     print(row(f"latency at {args.rate:g}/s for {args.rate_seconds:g} s: p50", f"{p50:,.1f} ms"))
     print(row("  p99", f"{p99:,.1f} ms", f"< {TARGET_P99_MS:.0f} ms",
               "met" if p99 < TARGET_P99_MS else "NOT met"))
@@ -624,6 +674,12 @@ async def run(args: argparse.Namespace, notes: list[Note], names: dict[str, Iden
               f"{len(paced) / sending:,.1f}/s / {paced_missing}"))
     for line in memory_lines(sampler, ("warmup", "throughput", "rate", "idle")):
         print(line)
+    series = [kb for _, ph, who, kb in sampler.samples
+              if who == "service" and ph not in ("startup", "shutdown")]
+    if series:
+        step = max(1, len(series) // 12)
+        points = " ".join(f"{kb / 1024:.0f}" for kb in series[::step])
+        print(f"  service RSS over the run, MB (every {step * SAMPLE_SECONDS:g} s): {points}")
     growth = rss_end - rss_mid
     print(row("service RSS growth during the rate phase", f"{growth / 1024:+.1f} MB",
               "flat", "flat" if abs(growth) < 0.05 * max(rss_mid, 1) else "GROWS"))
@@ -679,6 +735,9 @@ def main() -> int:
                     help="give up waiting when no output arrives for S seconds")
     ap.add_argument("--corpus", type=Path, default=DEFAULT_CORPUS)
     ap.add_argument("--keep", action="store_true", help="keep the temporary directory (logs)")
+    ap.add_argument("--what-if-fetch-wait-ms", type=int, default=None, metavar="MS",
+                    help="measure the service with its consumer's fetch_max_wait_ms set to MS "
+                         "(patched in at start; for comparison only)")
     ap.add_argument("--profile", type=Path, default=None,
                     help="run the service under cProfile and write its stats to FILE")
     args = ap.parse_args()
