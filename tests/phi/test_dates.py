@@ -52,6 +52,8 @@ def found(recognizer: DateRecognizer | YearRecognizer, text: str) -> list[str]:
         ("DOB: 1/2/1930", "1/2/1930"),
         ("WBC 16.0 8/22, remains afebrile", "8/22"),
         ("seen Tues 7/22 in clinic", "7/22"),
+        ("decreased UO-9/10 lasix given", "9/10"),
+        ("HCT 30 post 3/3 tx", "3/3"),
     ],
 )
 def test_dates_found(text: str, expected: str) -> None:
@@ -88,6 +90,8 @@ def test_dates_found(text: str, expected: str) -> None:
         "wean 10/5/40% tonight",
         "co/ci 5/2.5/800",
         "+3/6 SEM",
+        "remained on 5/5, 40% till 4PM",
+        "extubated from 5/5 PSV/CPAP",
     ],
 )
 def test_clinical_numbers_kept(text: str) -> None:

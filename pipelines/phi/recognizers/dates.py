@@ -32,6 +32,9 @@ DATE_CUES = word_set(
     """
 )
 
+# Cues after which even "3/3" reads as a date ("post 3/3"; "on 5/5" is a vent setting).
+_STRONG_CUES = DATE_CUES - word_set("on from of as by next last starting started")
+
 # Slash dates (with ranges and pairs), dash and dot dates with a year. The left boundary is
 # checked in Python: a leading look-behind would cost the regex its fast digit prefix search.
 _NUMERIC = re.compile(
@@ -253,15 +256,16 @@ class DateRecognizer(Recognizer):
         ):
             return 0.0
         before = text[max(0, start - 2) : start]
-        if before[-1:] in {"+", "-", "*", "~"} or (
-            before[-1:] in {"x", "X"} and not before[:1].isalpha()
+        if before[-1:] in {"+", "*", "~"} or (
+            before[-1:] in {"-", "x", "X"} and not before[:1].isalpha()
         ):
-            return 0.0
+            return 0.0  # "+3/6 SEM", "5-6/3-4", "600x4/5"; but "UO-9/10", "fx4/97" are labels
         if clinical.vent_context(text, start, end):
             return 0.0
         if len(b_s) <= 2 and 1 <= b <= 31:
-            if clinical.is_score(a, b, text, start, end):
-                return 0.0
+            strong = a == b and bool(set(words_before(text, start, 1, 16)) & _STRONG_CUES)
+            if clinical.is_score(a, b, text, start, end) and not strong:
+                return 0.0  # "5/5 strength" — but "post 3/3" is a date
             if clinical.is_fraction(a, b) and not cue:
                 return 0.0
             return 0.9 if cue else 0.75
