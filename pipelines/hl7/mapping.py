@@ -95,6 +95,18 @@ OBX_STATUS = {
     "X": Status.ENTERED_IN_ERROR,
 }
 _AMENDING_TRIGGERS = frozenset({"T06", "T08", "T10"})
+# ED-2/ED-3 short forms (HL7 tables 0191/0291) → media types
+_ED_MEDIA = {
+    "": "text/plain",
+    "text": "text/plain",
+    "tx": "text/plain",
+    "plain": "text/plain",
+    "html": "text/html",
+    "xhtml": "application/xhtml+xml",
+    "xml": "text/xml",
+    "sgml": "text/xml",
+    "rtf": "text/rtf",
+}
 _T = TypeVar("_T")
 
 
@@ -263,11 +275,8 @@ class _Reader:
         data_type = parts[1].strip().lower()
         subtype = parts[2].strip().lower()
         encoding = parts[3].strip().lower()
-        media = subtype if "/" in subtype or subtype else data_type
-        if subtype in ("", "plain", "text") and data_type in ("text", "tx", ""):
-            media = "text/plain"
-        elif "/" not in media and media in ("html", "xml", "rtf", "xhtml"):
-            media = {"html": "text/html", "xml": "text/xml", "rtf": "text/rtf"}.get(media, media)
+        media = subtype or data_type  # ED-3 subtype ("text/html", "HTML", "PDF"), else ED-2
+        media = _ED_MEDIA.get(media, media)
         if not is_text_type(media):
             return None
         payload = parts[4]
