@@ -166,7 +166,7 @@ class DateRecognizer(Recognizer):
         for m in _NUMERIC.finditer(text):
             start = m.start()
             if (start and text[start - 1] in _LEFT_BLOCK) and not (
-                text[start - 1] == "." and text[start - 2 : start - 1].isalpha()
+                text[start - 1] in ".-" and text[start - 2 : start - 1].isalpha()
             ):
                 continue
             conf = self._numeric(text, start, m.end(), m.group())
