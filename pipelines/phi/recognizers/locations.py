@@ -159,7 +159,7 @@ class LocationRecognizer(Recognizer):
         prev = words[c - 1].lower if c > 0 else ""
         moved = not before.isdisjoint(MOVE_VERBS)
         resident = not before.isdisjoint(RESIDENCE_VERBS)
-        travel = not before.isdisjoint(TRAVEL_VERBS)
+        travel = not {w.lower for w in words[max(0, c - 6) : c]}.isdisjoint(TRAVEL_VERBS)
         j = c + 1
         if j < len(words) and words[j].lower == "the":
             j += 1
@@ -197,6 +197,9 @@ class LocationRecognizer(Recognizer):
             return floor
         if cue == "on":
             return None  # "on X 2" is a floor; "received on SIMV" is a ventilator mode
+        bare = _bare_acronym(words, j, text, mixed)
+        if bare is not None and cue in {"at", "leave"}:
+            return bare
         if mixed and cue in {"at", "from"} and not moved:
             placed = _title_place(words, j, text)
             if placed is not None:
@@ -205,7 +208,11 @@ class LocationRecognizer(Recognizer):
             return _area(words, j, text, mixed) if cue == "in" else None
         if not moved or (cue == "from" and not before.isdisjoint(_SAMPLED)):
             return None  # "blood sent from the A-line": a sample, not a patient, moves
-        return self._facility_after_cue(words, j, text, mixed) or _title_run(words, j, text, mixed)
+        return (
+            self._facility_after_cue(words, j, text, mixed)
+            or _title_run(words, j, text, mixed)
+            or (_title_place(words, j, text) if mixed else None)
+        )
 
     def _facility_after_cue(
         self, words: tuple[Token, ...], j: int, text: str, mixed: bool
@@ -341,6 +348,21 @@ def _building_floor(words: tuple[Token, ...], j: int, text: str, mixed: bool) ->
     if mixed and not (tok.is_title or tok.is_upper):
         return None
     return Span(tok.start, tok.end, HOSPITAL, 0.6, "locations")
+
+
+def _bare_acronym(words: tuple[Token, ...], j: int, text: str, mixed: bool) -> Span | None:
+    """ "at XYZ,", "leave XYZ.": an unknown acronym ending a clause after a place preposition
+    (a mixed-case note only, where all-caps marks an acronym)."""
+    tok = words[j]
+    low = tok.lower
+    if not mixed or not tok.is_upper or not 2 <= len(low) <= 4 or low in UNITS:
+        return None
+    if low in lx.us_states() or lx.zipf(low) >= 3.5 or low in GENERIC_MODIFIERS:
+        return None
+    after = text[tok.end : tok.end + 2].lstrip(" ")[:1]
+    if after not in {",", ".", ";", ")", "\n", ""}:
+        return None
+    return Span(tok.start, tok.end, HOSPITAL, 0.55, "locations")
 
 
 def _title_place(words: tuple[Token, ...], j: int, text: str) -> Span | None:

@@ -551,9 +551,12 @@ def _city_state(words: tuple[Token, ...], i: int, text: str) -> bool:
     """ "Silver Spring, MD": a listed city before ", MD" / ", PA" makes it a state."""
     if i < 1 or text[words[i - 1].end : words[i].start] != ", ":
         return False
+    if words[i].lower not in {"md", "pa"}:
+        return False
     one = words[i - 1].lower
     two = f"{words[i - 2].lower} {one}" if i > 1 else ""
-    return one in lx.us_cities() or two in lx.us_cities()
+    # "Jones, MD" is a doctor although Jones is also a town: a surname wins for one word
+    return two in lx.us_cities() or (one in lx.us_cities() and lx.name_score(one) < 1.0)
 
 
 def _line_start(text: str, pos: int) -> bool:
