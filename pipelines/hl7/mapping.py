@@ -240,6 +240,10 @@ class _Reader:
             self.ids(seg, 50, c.other_ids, "VN")
         for seg in self.msg.all("EVN"):
             self.providers(seg, 5)
+        for seg in self.msg.all("PD1"):
+            self.providers(seg, 4)  # patient's primary care provider
+        for seg in self.msg.all("ROL"):
+            self.providers(seg, 4)
         for seg in self.msg.all("ORC"):
             self.providers(seg, 10, 11, 12)
         for seg in self.msg.all("OBR"):
@@ -263,7 +267,7 @@ class _Reader:
             phones=_uniq(c.phones),
             emails=_uniq(c.emails),
             provider_names=_uniq(c.providers),
-            relative_names=_uniq(c.relatives),
+            relative_names=_uniq([r for r in c.relatives if r not in c.patient_names]),
             other_ids=_uniq(c.other_ids),
         )
 
