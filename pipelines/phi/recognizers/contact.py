@@ -22,7 +22,9 @@ from pipelines.spans import Category, Span
 # - cue-led numbers: "Pager #12345", "PG 23456", "beeper: 4-1234", "cell# 410-322-1419";
 # - phone shapes: 10 digits in 3-3-4 groups (any separators, area code possibly in
 #   parentheses) or 7 digits in 3-4 groups, with an optional extension;
-# - a lone extension ("x45", "ext. 221"), kept only right after a found number.
+# - a lone extension ("x45", "ext. 221"), kept only right after a found number;
+# - three digit groups alone in brackets, 10-11 digits ("(301 273 45166)"): a number
+#   given as a contact, even when mistyped.
 _SCAN = compile_words(
     r"(?i:\b(?P<cue>pager|pgr|pg|beeper|beep|page|tel|telephone|phone|cell|mobile|office"
     r"|fax|facsimile|call|contact|reached|extension|ext)\b\.?(?:\s*(?:number|no\.?|num|#))?"
@@ -30,6 +32,7 @@ _SCAN = compile_words(
     r"|(?P<phone>\d{3}(?:\)?[ \t]{0,3}[.\-/]?[ \t]{0,3}\d{3}|)[ \t]{0,3}[.\-/]?[ \t]{0,3}\d{4}"
     r"(?i:[ \t]{0,2}(?:x|ext\.?|extension)[ \t]?\d{1,6}\b)?)"
     r"|(?i:\b(?:x|ext\.?\s?))(?P<ext>\d{2,5})\b"
+    r"|\((?P<paren>\d{3}[ \-]\d{3}[ \-]\d{4,5})\)"
 )
 _G = dict(_SCAN.groupindex)  # numbers: re2 name lookups are slow
 _COUNTRY = re.compile(r"(?<![\w+])\+?1[ .\-]$")
@@ -60,6 +63,9 @@ class PhoneRecognizer(Recognizer):
                 spans.append(
                     Span(start, end, Category.FAX if fax else Category.PHONE, 0.9, self.name)
                 )
+            elif grab(text, m, _G["paren"]):
+                start, end = m.start(_G["paren"]), m.end(_G["paren"])
+                spans.append(Span(start, end, Category.PHONE, 0.7, self.name))
             elif grab(text, m, _G["phone"]):
                 span = self._shaped(text, m.start(), m.end(), grab(text, m, _G["phone"]))
                 if span is not None:
