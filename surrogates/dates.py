@@ -44,7 +44,13 @@ _B = r"(?<![\w/])"  # left boundary
 _E = r"(?![\w/])"  # right boundary
 
 _PATTERNS: list[tuple[str, re.Pattern[str]]] = [
-    ("compact", re.compile(_B + r"(?P<y>(?:19|20)\d{2})(?P<m>0[1-9]|1[0-2])(?P<d>[0-3]\d)" + _E)),
+    (
+        "compact",  # YYYYMMDD, also as the head of an HL7 timestamp (YYYYMMDDHHMM[SS])
+        re.compile(
+            _B + r"(?P<y>(?:19|20)\d{2})(?P<m>0[1-9]|1[0-2])(?P<d>[0-3]\d)"
+            r"(?=(?:[0-2]\d[0-5]\d(?:[0-5]\d)?)?(?![\w/]))"
+        ),
+    ),
     (
         "mdy_name",
         re.compile(_B + _MONTH + r"\s*" + _DAY + r"(?:,?\s*" + _YEAR + r")?" + r"(?![\w/])", re.I),
@@ -57,7 +63,7 @@ _PATTERNS: list[tuple[str, re.Pattern[str]]] = [
         "numeric",
         re.compile(
             r"(?<![\w/.-])(?P<a>\d{1,4})(?P<sep>[/.-])(?P<b>\d{1,2})(?:(?P=sep)(?P<c>\d{4}|\d{2}))?"
-            r"(?![\w/]|[.-]\d)"
+            r"(?:(?![\w/]|[.-]\d)|(?=T\d))"
         ),
     ),
     ("month_year_num", re.compile(r"(?<![\w/.-])(?P<m>\d{1,2})(?P<sep>[/-])(?P<y>\d{4})" + _E)),
@@ -71,6 +77,13 @@ _WEEKDAY = re.compile(
     re.I,
 )
 _BARE_YEAR = re.compile(r"\s*(?P<year>\d{2})\s*")
+_RANGE = re.compile(
+    r"(?P<left>.*?\d(?:st|nd|rd|th)?)(?P<sep>\s*(?:-|–|to|through|thru)\s*)(?P<right>\S.*)",
+    re.I,
+)
+# The month part of a range's left end: "7/" of "7/22", "July " of "July 22".
+_RANGE_HEAD = re.compile(r"^(?:\d{1,2}/|[A-Za-z]+\.?\s*)")
+
 
 # Names people write that the `holidays` package (official names only) does not carry.
 _EXTRA_HOLIDAYS: dict[str, Callable[[int], date]] = {
@@ -248,6 +261,38 @@ class DateShifter:
     # -- the span ---------------------------------------------------------------------------
     def shift_text(self, text: str, bare_year: bool = True) -> str | None:
         """The shifted text, or ``None`` when nothing in it reads as a date."""
+        stripped = text.strip()
+        if not any(p.fullmatch(stripped) for _, p in _PATTERNS):
+            ranged = self._range(text)
+            if ranged is not None:
+                return ranged
+        return self._shift_one(text, bare_year)
+
+    def _range(self, text: str) -> str | None:
+        """ "7/22-7/24", "July 22 - 24", "7/22-24": both ends move; a lone day keeps the form."""
+        m = _RANGE.fullmatch(text)
+        if m is None:
+            return None
+        left, sep, right = m.group("left"), m.group("sep"), m.group("right")
+        new_left = self._shift_one(left, bare_year=False)
+        if new_left is None or new_left == "[DATE]":
+            return None
+        if not (right.isdigit() and len(right) <= 2):
+            new_right = self._shift_one(right, bare_year=False)
+            return None if new_right is None else f"{new_left}{sep}{new_right}"
+        head = _RANGE_HEAD.match(left)
+        if head is None:
+            return None
+        new_full = self._shift_one(head.group() + right, bare_year=False)
+        if new_full is None:
+            return None
+        left_head = _RANGE_HEAD.match(new_left)
+        full_head = _RANGE_HEAD.match(new_full)
+        if left_head and full_head and left_head.group() == full_head.group():
+            return f"{new_left}{sep}{new_full[full_head.end() :]}"  # same month: the day only
+        return f"{new_left}{sep}{new_full}"
+
+    def _shift_one(self, text: str, bare_year: bool = True) -> str | None:
         holiday = self._holiday(text)
         if holiday is not None:
             return holiday

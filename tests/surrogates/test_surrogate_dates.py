@@ -205,3 +205,31 @@ def test_new_state_shift_is_in_range_and_never_zero(low: int, span: int, draw: i
 def test_output_shape_matches_for_numeric_dates() -> None:
     out = DateShifter(timedelta(days=-100)).shift_text("07/22/2005") or ""
     assert re.fullmatch(r"\d{2}/\d{2}/\d{4}", out)
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("7/22-7/24", "7/12-7/14"),
+        ("July 22-24", "July 12-14"),
+        ("7/3-5", "6/23-25"),
+        ("7/2-7/30", "6/22-7/20"),
+        ("July 22 to July 25", "July 12 to July 15"),
+        ("7/22/2005 - 7/24/2005", "7/12/2005 - 7/14/2005"),
+        ("2005-07-22", "2005-07-12"),  # a dash-separated date is one date, not a range
+        ("2005-07-22T14:30:00", "2005-07-12T14:30:00"),
+        ("20050722143000", "20050712143000"),
+    ],
+)
+def test_ranges_and_timestamps(text: str, expected: str) -> None:
+    assert DateShifter(timedelta(days=-10), date(2005, 8, 1)).shift_text(text) == expected
+
+
+@settings(deadline=None)
+@given(start=dates, length=st.integers(0, 40), shift=shifts)
+def test_a_range_keeps_its_length(start: date, length: int, shift: int) -> None:
+    end = start + timedelta(days=length)
+    text = f"{start:%m/%d/%Y}-{end:%m/%d/%Y}"
+    out = DateShifter(timedelta(days=shift)).shift_text(text) or ""
+    left, right = (datetime.strptime(p, "%m/%d/%Y") for p in out.split("-"))
+    assert (right - left).days == length
