@@ -87,7 +87,7 @@ VERB_THEN_NAME: Final = {
         _words(
             "spoke speak speaking talked talk talking met meet discussed discussion conversation "
             "conversed updated update called call contacted contact visit visited accompanied "
-            "work working consult consulting meet meeting"
+            "work working consult consulting meet meeting explained explain reach reached"
         ),
         OTHER,
     ),
@@ -112,8 +112,19 @@ EPONYM_HEADS: Final = frozenset(
 )
 # Grammar words that may sit between a role word and the name ("son is Jim", "dtr named Ann").
 _SKIPPABLE: Final = frozenset(_words("is was named name in law ho person"))
+# Clinical services that are "seen by" / "per" like people ("per Neuro", "Renal consulted").
+# Written by hand: the usual hospital service names, which no package lists.
+SERVICES: Final = frozenset(
+    _words(
+        "neuro neurology nsurg neurosurg neurosurgery csurg cardiology cards renal nephrology "
+        "pulm pulmonary gi surgery surg ortho ortho's id psych psychiatry team service heme "
+        "onc oncology derm ent urology uro vascular ctsurg hepatology micu sicu ccu ns"
+    )
+)
 # Words that are cues themselves are never the name ("updated by MD, Husband called").
-_CUE_WORDS: Final = frozenset({*TITLES, *CREDENTIALS, *ROLE_BEFORE, *ROLE_AFTER, *VERB_THEN_NAME})
+_CUE_WORDS: Final = frozenset(
+    {*TITLES, *CREDENTIALS, *ROLE_BEFORE, *ROLE_AFTER, *VERB_THEN_NAME, *SERVICES}
+)
 # Words that may start a rule wherever they stand.
 _TRIGGERS: Final = frozenset(
     {*TITLES, *CREDENTIALS, *ROLE_BEFORE, *ROLE_AFTER, "with", "w", "by", "to", "other", "r", "m"}
@@ -366,7 +377,10 @@ class NameRecognizer(Recognizer):
                     run_left(i, role, 0.75, "initial" if after_initial else "")
             role = ROLE_BEFORE.get(low)
             if role is None and low in {"with", "w", "by", "to"} and i > 0:
+                # "spoke (at length / extensively) with X", "explained to X"
                 role = VERB_THEN_NAME.get(words[i - 1].lower)
+                if role is None and i > 1:
+                    role = VERB_THEN_NAME.get(words[i - 2].lower)
             if role is None and low == "other" and i > 0 and words[i - 1].lower == "significant":
                 role = R
             if role is not None and i + 1 < n:
@@ -421,7 +435,11 @@ class NameRecognizer(Recognizer):
                 and _tight(_gap(text, tok, words[i + 1]), tok)
                 and _namey(tok)
                 and _namey(words[i + 1])
-                and (lx.is_first_name(low) or _rare_unknown(tok))
+                and (
+                    lx.is_first_name(low)
+                    or _rare_unknown(tok)
+                    or (lx.zipf(low) < 2.5 and not _sentence_start(text, tok.start))
+                )
                 and low not in eponyms
                 and _base(words[i + 1].lower) not in eponyms
                 and ok(i, 2)
@@ -557,6 +575,12 @@ def _city_state(words: tuple[Token, ...], i: int, text: str) -> bool:
     two = f"{words[i - 2].lower} {one}" if i > 1 else ""
     # "Jones, MD" is a doctor although Jones is also a town: a surname wins for one word
     return two in lx.us_cities() or (one in lx.us_cities() and lx.name_score(one) < 1.0)
+
+
+def _sentence_start(text: str, pos: int) -> bool:
+    """The word at ``pos`` opens a sentence, a line or a heading (so its capital says nothing)."""
+    before = text[max(0, pos - 4) : pos].rstrip(" \t")
+    return not before or before[-1] in ".:;!?\n-(\"'"
 
 
 def _line_start(text: str, pos: int) -> bool:
