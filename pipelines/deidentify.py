@@ -257,7 +257,7 @@ _SEPARATORS = r"[\s().\-/]*"
 
 
 def word_pattern(term: str) -> str:
-    """A case-insensitive whole-word pattern, whitespace-flexible."""
+    """A whole-word pattern, whitespace-flexible (callers wrap it in ``(?i:…)``)."""
     body = r"\s+".join(re.escape(w) for w in term.split())
     # An apostrophe between letters continues the word ("Don" is not in "don't"), except
     # the possessive: "Don's" is Don.

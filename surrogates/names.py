@@ -171,6 +171,13 @@ def _assign_roles(text: str, tokens: list[_Token], ctx: ReplaceContext) -> None:
         for t in parts[:-1]:
             t.role = "given"
         parts[-1].role = "family"
+        # The document's known names beat position: "SMITH JOHN" is family-first.
+        for t in parts:
+            low = t.core.lower()
+            if low in ctx.known_family and low not in ctx.known_given:
+                t.role = "family"
+            elif low in ctx.known_given and low not in ctx.known_family:
+                t.role = "given"
         return
     only = parts[0]
     low = only.core.lower()

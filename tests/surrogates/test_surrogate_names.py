@@ -111,3 +111,15 @@ def test_known_names_steer_roles() -> None:
     out = replace_all(NAMES, ctx, CAT, "Taylor")[0]
     c = census()
     assert out.lower() in c.male or out.lower() in c.female
+
+
+def test_known_names_fix_roles_in_family_first_order() -> None:
+    ctx = make_ctx(
+        "SMITH JOHN / John Smith",
+        known_given=frozenset({"john"}),
+        known_family=frozenset({"smith"}),
+    )
+    reversed_order, natural = replace_all(NAMES, ctx, CAT, "SMITH JOHN", "John Smith")
+    first, last = natural.split()
+    assert reversed_order == f"{last.upper()} {first.upper()}"
+    assert first.lower() in census().male
