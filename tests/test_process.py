@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import random
 import threading
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -48,16 +49,6 @@ def raw(name: str) -> bytes:
     return next(FIXTURES.glob(f"{name}_*.*")).read_bytes()
 
 
-def _parse_fn():  # type: ignore[no-untyped-def]
-    try:
-        import pipelines.ingest  # noqa: F401
-    except ImportError:
-        from pipelines.hl7.mapping import parse_hl7v2
-
-        return lambda data, content_hint=None: [parse_hl7v2(data)]
-    return None  # the processor's default: pipelines.ingest.parse_input
-
-
 @pytest.fixture(scope="module")
 def policy() -> Policy:
     return Policy.load()
@@ -68,9 +59,11 @@ def pseudonyms() -> Pseudonyms:
     return Pseudonyms.random()
 
 
-def make(policy: Policy, store: InMemoryStore, pseudonyms: Pseudonyms, **kw: object) -> Processor:
+def make(
+    policy: Policy, store: InMemoryStore, pseudonyms: Pseudonyms, *, near_duplicates: bool = True
+) -> Processor:
     return Processor(
-        policy=policy, store=store, pseudonyms=pseudonyms, parse=_parse_fn(), **kw  # type: ignore[arg-type]
+        policy=policy, store=store, pseudonyms=pseudonyms, near_duplicates=near_duplicates
     )
 
 
@@ -89,7 +82,7 @@ def kinds(outs: list[Outcome]) -> list[str]:
     return [o.kind for o in outs]
 
 
-def test_fixture_stream_follows_the_version_rules(policy, pseudonyms) -> None:  # type: ignore[no-untyped-def]
+def test_fixture_stream_follows_the_version_rules(policy: Policy, pseudonyms: Pseudonyms) -> None:
     proc = make(policy, InMemoryStore(), pseudonyms)
     outs = run(proc, "00", "01", "02", "03", "04", "05", "06")
     assert kinds(outs) == [
@@ -116,7 +109,7 @@ def test_fixture_stream_follows_the_version_rules(policy, pseudonyms) -> None:  
     assert doc["docStatus"] == "amended"
 
 
-def test_research_output_is_valid_fhir_without_known_identifiers(policy, pseudonyms) -> None:  # type: ignore[no-untyped-def]
+def test_research_output_is_valid_fhir_without_known_identifiers(policy: Policy, pseudonyms: Pseudonyms) -> None:
     store = InMemoryStore()
     proc = make(policy, store, pseudonyms)
     outs = [o for o in run(proc, "01", "03", "04", "06") if o.kind == "publish"]
@@ -138,14 +131,14 @@ def test_research_output_is_valid_fhir_without_known_identifiers(policy, pseudon
         assert {"parse", "dedup", "detect", "render"} <= set(out.stage_seconds)
 
 
-def test_out_of_order_arrival_keeps_only_the_newest(policy, pseudonyms) -> None:  # type: ignore[no-untyped-def]
+def test_out_of_order_arrival_keeps_only_the_newest(policy: Policy, pseudonyms: Pseudonyms) -> None:
     proc = make(policy, InMemoryStore(), pseudonyms)
     outs = run(proc, "04", "03", "01", "02")
     assert kinds(outs) == ["publish", "superseded", "superseded", "superseded"]
     assert "CORRECTED REPORT" in attachment_text(orjson.loads(outs[0].value or b""))
 
 
-def test_replay_after_commit_publishes_nothing(policy, pseudonyms) -> None:  # type: ignore[no-untyped-def]
+def test_replay_after_commit_publishes_nothing(policy: Policy, pseudonyms: Pseudonyms) -> None:
     proc = make(policy, InMemoryStore(), pseudonyms)
     names = ("00", "01", "02", "03", "04", "05", "06")
     run(proc, *names)
@@ -153,7 +146,7 @@ def test_replay_after_commit_publishes_nothing(policy, pseudonyms) -> None:  # t
     assert not [o for o in replay if o.kind in ("publish", "tombstone", "held")]
 
 
-def test_crash_before_commit_redoes_the_same_output(policy, pseudonyms) -> None:  # type: ignore[no-untyped-def]
+def test_crash_before_commit_redoes_the_same_output(policy: Policy, pseudonyms: Pseudonyms) -> None:
     store = InMemoryStore()
     first = run(make(policy, store, pseudonyms), "03", commit=False)
     restarted = make(policy, store, pseudonyms)  # a new process, same store and keys
@@ -164,7 +157,7 @@ def test_crash_before_commit_redoes_the_same_output(policy, pseudonyms) -> None:
     assert kinds(run(restarted, "03")) == ["duplicate"]
 
 
-def test_unacknowledged_tombstone_is_redone_on_replay(policy, pseudonyms) -> None:  # type: ignore[no-untyped-def]
+def test_unacknowledged_tombstone_is_redone_on_replay(policy: Policy, pseudonyms: Pseudonyms) -> None:
     proc = make(policy, InMemoryStore(), pseudonyms)
     run(proc, "03")
     assert kinds(run(proc, "05", commit=False)) == ["tombstone"]
@@ -172,7 +165,7 @@ def test_unacknowledged_tombstone_is_redone_on_replay(policy, pseudonyms) -> Non
     assert kinds(run(proc, "05")) == ["duplicate"]
 
 
-def test_two_processors_on_one_store_agree(policy, pseudonyms) -> None:  # type: ignore[no-untyped-def]
+def test_two_processors_on_one_store_agree(policy: Policy, pseudonyms: Pseudonyms) -> None:
     store = InMemoryStore()
     a, b = make(policy, store, pseudonyms), make(policy, store, pseudonyms)
     final_a = run(a, "03")[0]
@@ -184,7 +177,7 @@ def test_two_processors_on_one_store_agree(policy, pseudonyms) -> None:  # type:
     assert len(subject) == 1
 
 
-def test_two_processors_racing_publish_each_version_at_most_once(policy, pseudonyms) -> None:  # type: ignore[no-untyped-def]
+def test_two_processors_racing_publish_each_version_at_most_once(policy: Policy, pseudonyms: Pseudonyms) -> None:
     store = InMemoryStore()
     names = ["01", "02", "03", "04", "05"]
     order = names * 2
@@ -217,7 +210,7 @@ def test_two_processors_racing_publish_each_version_at_most_once(policy, pseudon
     assert kinds(run(late, "04")) == ["duplicate"]  # an exact repeat of an older version
 
 
-def test_near_duplicate_of_another_visit_is_flagged_not_dropped(policy, pseudonyms) -> None:  # type: ignore[no-untyped-def]
+def test_near_duplicate_of_another_visit_is_flagged_not_dropped(policy: Policy, pseudonyms: Pseudonyms) -> None:
     proc = make(policy, InMemoryStore(), pseudonyms)
     final, other = run(proc, "03", "06")
     assert other.kind == "publish"
@@ -229,7 +222,7 @@ def test_near_duplicate_of_another_visit_is_flagged_not_dropped(policy, pseudony
     assert "near-duplicate-score" not in dict(final.headers)
 
 
-def test_near_duplicate_check_can_be_switched_off(policy, pseudonyms) -> None:  # type: ignore[no-untyped-def]
+def test_near_duplicate_check_can_be_switched_off(policy: Policy, pseudonyms: Pseudonyms) -> None:
     store = InMemoryStore()
     proc = make(policy, store, pseudonyms, near_duplicates=False)
     outs = run(proc, "03", "06")
@@ -240,14 +233,14 @@ def test_near_duplicate_check_can_be_switched_off(policy, pseudonyms) -> None:  
     assert not [k for k in state.extra if k.startswith("near-duplicate:")]  # no sketch kept
 
 
-def test_tombstoned_visit_is_no_longer_a_near_duplicate_candidate(policy, pseudonyms) -> None:  # type: ignore[no-untyped-def]
+def test_tombstoned_visit_is_no_longer_a_near_duplicate_candidate(policy: Policy, pseudonyms: Pseudonyms) -> None:
     proc = make(policy, InMemoryStore(), pseudonyms)
     outs = run(proc, "03", "05", "06")
     assert kinds(outs) == ["publish", "tombstone", "publish"]
     assert "near-duplicate-score" not in dict(outs[-1].headers)
 
 
-def test_leak_guard_hold_is_an_outcome_and_keeps_the_topic_version(pseudonyms) -> None:  # type: ignore[no-untyped-def]
+def test_leak_guard_hold_is_an_outcome_and_keeps_the_topic_version(pseudonyms: Pseudonyms) -> None:
     store = InMemoryStore()
     # no recognizers: the patient's known name stays in the text, so the guard must hold it
     blind = Policy.from_mapping({"recognizers": {}})
@@ -265,16 +258,16 @@ def test_leak_guard_hold_is_an_outcome_and_keeps_the_topic_version(pseudonyms) -
     assert kinds(retry) == ["tombstone"]
 
 
-def test_input_errors_propagate(policy, pseudonyms) -> None:  # type: ignore[no-untyped-def]
+def test_input_errors_propagate(policy: Policy, pseudonyms: Pseudonyms) -> None:
     proc = make(policy, InMemoryStore(), pseudonyms)
     with pytest.raises(InputError) as info:
         proc.process(raw("07"), content_hint="hl7v2", now=NOW)
     assert info.value.reason_class != "invalid_input" or info.value.reason
 
 
-def test_store_pseudonyms_and_new_state_are_used_by_default(policy) -> None:  # type: ignore[no-untyped-def]
+def test_store_pseudonyms_and_new_state_are_used_by_default(policy: Policy) -> None:
     store = InMemoryStore()
-    proc = Processor(policy=policy, store=store, parse=_parse_fn())
+    proc = Processor(policy=policy, store=store)
     out = run(proc, "03")[0]
     state = store.get("GENHOSP", "MRN448812")
     assert state is not None
@@ -312,12 +305,12 @@ def _shared_store_agreement(policy: Policy, url: str) -> None:
         two.close()
 
 
-def test_two_store_instances_on_one_sqlite_file_agree(policy, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+def test_two_store_instances_on_one_sqlite_file_agree(policy: Policy, tmp_path: Path) -> None:
     _shared_store_agreement(policy, f"sqlite:///{tmp_path / 'shared.sqlite3'}")
 
 
 @pytest.mark.integration
-def test_two_store_instances_on_postgresql_agree(policy) -> None:  # type: ignore[no-untyped-def]
+def test_two_store_instances_on_postgresql_agree(policy: Policy) -> None:
     import uuid
 
     psycopg = pytest.importorskip("psycopg")
@@ -334,7 +327,7 @@ def test_two_store_instances_on_postgresql_agree(policy) -> None:  # type: ignor
         admin.close()
 
 
-def test_adt_context_is_remembered_for_later_reports(policy, pseudonyms) -> None:  # type: ignore[no-untyped-def]
+def test_adt_context_is_remembered_for_later_reports(policy: Policy, pseudonyms: Pseudonyms) -> None:
     from pipelines.process import context_of
 
     store = InMemoryStore()
@@ -353,7 +346,7 @@ def test_adt_context_is_remembered_for_later_reports(policy, pseudonyms) -> None
     assert "Emergency contact" in text
 
 
-def test_context_identifiers_reach_the_known_identifier_recognizer(pseudonyms) -> None:  # type: ignore[no-untyped-def]
+def test_context_identifiers_reach_the_known_identifier_recognizer(pseudonyms: Pseudonyms) -> None:
     known_only = Policy.from_mapping({"recognizers": {"known": {}}})
     without = run(make(known_only, InMemoryStore(), pseudonyms), "08")[0]
     assert "Brightwater" in attachment_text(orjson.loads(without.value or b""))
@@ -363,7 +356,7 @@ def test_context_identifiers_reach_the_known_identifier_recognizer(pseudonyms) -
     assert "Brightwater" not in attachment_text(orjson.loads(with_context.value or b""))
 
 
-def test_fhir_versions_follow_the_same_rules(policy, pseudonyms) -> None:  # type: ignore[no-untyped-def]
+def test_fhir_versions_follow_the_same_rules(policy: Policy, pseudonyms: Pseudonyms) -> None:
     proc = make(policy, InMemoryStore(), pseudonyms)
     # same lastUpdated: the final outranks the preliminary whichever comes first
     assert kinds(run(proc, "11", "10")) == ["publish", "superseded"]
@@ -382,7 +375,7 @@ def test_fhir_versions_follow_the_same_rules(policy, pseudonyms) -> None:  # typ
     assert resource.author is None and resource.custodian is None
 
 
-def test_reports_without_a_visit_are_grouped_by_document_not_merged(policy, pseudonyms) -> None:  # type: ignore[no-untyped-def]
+def test_reports_without_a_visit_are_grouped_by_document_not_merged(policy: Policy, pseudonyms: Pseudonyms) -> None:
     from pipelines.document import ClinicalDocument, ReportType, Status, VersionMarker
 
     def note(doc_id: str, text: str, day: int, replaces: str | None = None) -> ClinicalDocument:
@@ -412,15 +405,15 @@ class _RacingStore(InMemoryStore):
 
     def __init__(self) -> None:
         super().__init__()
-        self.before_next_cas: list[object] = []
+        self.before_next_cas: list[Callable[[], object]] = []
 
     def compare_and_set_mark(self, key: str, expected: bytes | None, value: bytes) -> bool:
         if self.before_next_cas:
-            self.before_next_cas.pop()()  # type: ignore[operator]
+            self.before_next_cas.pop()()
         return super().compare_and_set_mark(key, expected, value)
 
 
-def test_a_lost_compare_and_set_is_decided_again(policy, pseudonyms) -> None:  # type: ignore[no-untyped-def]
+def test_a_lost_compare_and_set_is_decided_again(policy: Policy, pseudonyms: Pseudonyms) -> None:
     store = _RacingStore()
     a, b = make(policy, store, pseudonyms), make(policy, store, pseudonyms)
     seen: list[Outcome] = []
