@@ -30,6 +30,24 @@ _ALL: tuple[Surrogate, ...] = (
 _BY_CATEGORY: dict[str, Surrogate] = {c: s for s in _ALL for c in s.categories}
 
 
+def warm() -> None:
+    """Load the lists (census names, zip codes, area codes, holidays) now, not on first use.
+
+    The service calls it at start-up so the first documents are not the slow ones.
+    """
+    from surrogates.contact import us_area_codes
+    from surrogates.dates import _holiday_names
+    from surrogates.locations import _multiword_cities, _states, _zip_data
+    from surrogates.names import census
+
+    census()
+    _zip_data()
+    _multiword_cities()
+    _states()
+    us_area_codes()
+    _holiday_names()
+
+
 def replacer_for(category: str) -> Surrogate:
     """The surrogate maker for ``category`` (a ``pipelines.spans.Category`` or its value)."""
     try:
@@ -48,4 +66,5 @@ __all__ = [
     "new_patient_state",
     "redaction_tag",
     "replacer_for",
+    "warm",
 ]
