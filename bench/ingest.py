@@ -105,11 +105,17 @@ def main() -> None:
     plain = [r for r in hl7 if r not in markup]
     small = [r for r in hl7 if len(r) <= 20_000]
 
-    print(f"inputs: {len(hl7)} HL7 v2 files, {len(fhir)} FHIR files (samples present: {SAMPLES.exists()})")
+    print(
+        f"inputs: {len(hl7)} HL7 v2 files, {len(fhir)} FHIR files (samples present: {SAMPLES.exists()})"
+    )
     rows = [
         ("HL7 v2 parse_input (all files, msgs/s)", ingest_count, hl7),
         ("HL7 v2 parse_input (no embedded HTML/XML document, msgs/s)", ingest_count, plain),
-        ("HL7 v2 parse_input (OBX ED HTML/XML: 70 KB HTML, 17 KB CDA, msgs/s)", ingest_count, markup),
+        (
+            "HL7 v2 parse_input (OBX ED HTML/XML: 70 KB HTML, 17 KB CDA, msgs/s)",
+            ingest_count,
+            markup,
+        ),
         ("HL7 v2 ER7 reader only (split+decode+fields, msgs/s)", reader_only, hl7),
         ("FHIR parse_input (documents/s)", ingest_count, fhir),
         ("FHIR with fhir.resources validation (documents/s)", fhir_validated, fhir),

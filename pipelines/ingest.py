@@ -33,7 +33,7 @@ from pipelines.errors import (
 )
 from pipelines.fhir.parse import loads, parse_ndjson, parse_resource
 from pipelines.hl7.framing import looks_like_hl7, split_messages, unframe_mllp
-from pipelines.hl7.mapping import parse_hl7v2
+from pipelines.hl7.mapping import parse_hl7v2_all
 
 DEFAULT_MAX_BYTES = 10 * 1024 * 1024
 _UTF8_BOM = b"\xef\xbb\xbf"
@@ -95,7 +95,7 @@ def _hl7(chunks: list[bytes]) -> tuple[list[ClinicalDocument], list[tuple[int, I
             continue
         for message in messages:
             try:
-                docs.append(parse_hl7v2(message))
+                docs.extend(parse_hl7v2_all(message))
             except InputError as e:
                 e.coordinates["message"] = index
                 e.args = (str(e),)
@@ -104,10 +104,14 @@ def _hl7(chunks: list[bytes]) -> tuple[list[ClinicalDocument], list[tuple[int, I
     return docs, errors
 
 
-def ingest(raw: bytes, *, content_hint: str | None = None, max_bytes: int = DEFAULT_MAX_BYTES) -> IngestResult:
+def ingest(
+    raw: bytes, *, content_hint: str | None = None, max_bytes: int = DEFAULT_MAX_BYTES
+) -> IngestResult:
     """Parse everything in ``raw``; whole-input problems raise, per-entry ones are returned."""
     if len(raw) > max_bytes:
-        raise OversizeInput("input is larger than the configured limit", size=len(raw), limit=max_bytes)
+        raise OversizeInput(
+            "input is larger than the configured limit", size=len(raw), limit=max_bytes
+        )
     chunks = [c.lstrip(b" \t\r\n").removeprefix(_UTF8_BOM) for c in unframe_mllp(raw)]
     chunks = [c for c in chunks if c.strip(b" \t\r\n\x00")]
     if not chunks:
@@ -162,9 +166,9 @@ def reason_headers(error: DeidstreamError, raw: bytes | None = None) -> dict[str
     """
     headers = {"reason_class": error.reason_class, "reason": str(error)}
     if isinstance(error, PartialInput):
-        headers["entry_errors"] = "; ".join(
-            f"{i}:{e.reason_class}" for i, e in error.entry_errors
-        )[:1000]
+        headers["entry_errors"] = "; ".join(f"{i}:{e.reason_class}" for i, e in error.entry_errors)[
+            :1000
+        ]
     if raw is not None and isinstance(error, _DIAGNOSED):
         from pipelines.hl7.ack import diagnose  # hl7apy: loaded on the dead-letter path only
 

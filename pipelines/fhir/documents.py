@@ -100,7 +100,9 @@ def attachment_text(content: list[Json], path: str) -> tuple[str, str, str]:
         try:
             raw = base64.b64decode("".join(data.split()), validate=True)
         except (binascii.Error, ValueError):
-            raise BadEncoding("attachment data is not valid base64", element=f"{apath}.data") from None
+            raise BadEncoding(
+                "attachment data is not valid base64", element=f"{apath}.data"
+            ) from None
         media = media or "text/plain"
         text = to_text(decode_bytes(raw, media), media)
         rank = _PREFERENCE.index(_kind(media))
@@ -164,12 +166,18 @@ class _DocumentReader:
         for i, ref in enumerate(refs):
             rpath = f"{path}[{i}]"
             reference = string(ref, "reference", rpath)
-            if reference and not reference.startswith(("Encounter", "#", "urn:")) and "/Encounter/" not in reference:
+            if (
+                reference
+                and not reference.startswith(("Encounter", "#", "urn:"))
+                and "/Encounter/" not in reference
+            ):
                 continue  # R5 context may point to EpisodeOfCare
             target = self.follow(ref, rpath, "encounter")
             if target is not None and isinstance(target.get("id"), str):
                 return str(target["id"])
-            value = logical_id(reference)[0] or string(obj(ref, "identifier", rpath), "value", rpath)
+            value = logical_id(reference)[0] or string(
+                obj(ref, "identifier", rpath), "value", rpath
+            )
             if value:
                 return value
         return ""
@@ -209,9 +217,14 @@ def _version_number(res: Json, path: str) -> int | None:
     return int(v) if v.isdigit() and len(v) < 18 else None
 
 
-def document_reference(res: Json, resolver: Resolver, path: str, message_id: str = "") -> ClinicalDocument:
+def document_reference(
+    res: Json, resolver: Resolver, path: str, message_id: str = ""
+) -> ClinicalDocument:
     r = _DocumentReader(res, resolver, path)
-    content = [obj(c, "attachment", f"{path}.content[{i}]") for i, c in enumerate(objs(res, "content", path))]
+    content = [
+        obj(c, "attachment", f"{path}.content[{i}]")
+        for i, c in enumerate(objs(res, "content", path))
+    ]
     text, media, language = attachment_text(content, f"{path}.content")
     patient_id, authority = r.patient()
 
@@ -255,7 +268,9 @@ def document_reference(res: Json, resolver: Resolver, path: str, message_id: str
         string(obj(res, "meta", path), "lastUpdated", f"{path}.meta")
     )
     filing = parse_instant(string(obj(res, "meta", path), "lastUpdated", f"{path}.meta")) or date
-    document_id = string(res, "id", path) or string(obj(res, "masterIdentifier", path), "value", path)
+    document_id = string(res, "id", path) or string(
+        obj(res, "masterIdentifier", path), "value", path
+    )
     if not document_id:
         ids = objs(res, "identifier", path)
         document_id = string(ids[0], "value", path) if ids else ""
@@ -271,7 +286,9 @@ def document_reference(res: Json, resolver: Resolver, path: str, message_id: str
         report_type=_report_type(obj(res, "type", path), f"{path}.type"),
         status=status,
         version=VersionMarker(
-            filing_time=filing, version_number=_version_number(res, path), replaces_id=replaces or None
+            filing_time=filing,
+            version_number=_version_number(res, path),
+            replaces_id=replaces or None,
         ),
         document_date=date,
         content_type="text/plain",
@@ -292,9 +309,13 @@ DIAGNOSTIC_STATUS = {
 }
 
 
-def diagnostic_report(res: Json, resolver: Resolver, path: str, message_id: str = "") -> ClinicalDocument:
+def diagnostic_report(
+    res: Json, resolver: Resolver, path: str, message_id: str = ""
+) -> ClinicalDocument:
     r = _DocumentReader(res, resolver, path)
-    text, _media, language = attachment_text(objs(res, "presentedForm", path), f"{path}.presentedForm")
+    text, _media, language = attachment_text(
+        objs(res, "presentedForm", path), f"{path}.presentedForm"
+    )
     patient_id, authority = r.patient()
     enc = obj(res, "encounter", path)
     visit_id = r.visit([enc] if enc else [], f"{path}.encounter")
@@ -318,9 +339,7 @@ def diagnostic_report(res: Json, resolver: Resolver, path: str, message_id: str 
         report_type=_report_type(obj(res, "code", path), f"{path}.code"),
         status=DIAGNOSTIC_STATUS.get(string(res, "status", path), Status.FINAL),
         version=VersionMarker(
-            filing_time=parse_instant(
-                string(obj(res, "meta", path), "lastUpdated", f"{path}.meta")
-            )
+            filing_time=parse_instant(string(obj(res, "meta", path), "lastUpdated", f"{path}.meta"))
             or issued
             or effective,
             version_number=_version_number(res, path),
@@ -331,4 +350,3 @@ def diagnostic_report(res: Json, resolver: Resolver, path: str, message_id: str 
 
 
 MAPPERS = {"DocumentReference": document_reference, "DiagnosticReport": diagnostic_report}
-

@@ -41,7 +41,9 @@ def _with_entry(e: InputError, **where: object) -> InputError:
     return e
 
 
-def _map(res: Json, resolver: Resolver, path: str, validate: bool, message_id: str) -> ClinicalDocument:
+def _map(
+    res: Json, resolver: Resolver, path: str, validate: bool, message_id: str
+) -> ClinicalDocument:
     if validate:
         validate_resource(res, path)
     mapper = MAPPERS[str(res.get("resourceType"))]
@@ -68,7 +70,9 @@ def _entries(resources: list[Entry], message_id: str, validate: bool, kind: str)
         try:
             doc = _map(res, resolver, path, validate, message_id)
         except InputError as e:
-            outcomes.append(Outcome(index, error=_with_entry(e, **where, resource=res.get("resourceType"))))
+            outcomes.append(
+                Outcome(index, error=_with_entry(e, **where, resource=res.get("resourceType")))
+            )
             continue
         outcomes.append(Outcome(index, document=doc))
     if not outcomes:

@@ -139,8 +139,13 @@ def diagnose(message: bytes, limit: int = 5) -> tuple[str, ...]:
     version = fields[11].split(d.component)[0].strip() if len(fields) > 11 else ""
     if version not in HL7APY_VERSIONS:
         return ("MSH-12: version unknown to hl7apy",)
-    enc = {"FIELD": d.field, "COMPONENT": d.component, "REPETITION": d.repetition,
-           "ESCAPE": d.escape or "\\", "SUBCOMPONENT": d.subcomponent or "&"}
+    enc = {
+        "FIELD": d.field,
+        "COMPONENT": d.component,
+        "REPETITION": d.repetition,
+        "ESCAPE": d.escape or "\\",
+        "SUBCOMPONENT": d.subcomponent or "&",
+    }
     findings: list[str] = []
     for i, line in enumerate(lines[1:], start=1):
         name = line[:3]

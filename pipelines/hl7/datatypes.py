@@ -37,7 +37,9 @@ def _at(comps: list[str], i: int) -> str:
     return comps[i - 1] if i <= len(comps) else ""
 
 
-def _name(family: str, given: str, middle: str, suffix: str, prefix: str, degree: str) -> PersonName | None:
+def _name(
+    family: str, given: str, middle: str, suffix: str, prefix: str, degree: str
+) -> PersonName | None:
     if not (family or given or middle):
         return None
     return PersonName(
@@ -74,7 +76,9 @@ def xad(raw: str, d: Delimiters, charset: str) -> Address | None:
     """XAD: street(SAD&…)^other^city^state^zip^country^type…"""
     c = _comps(raw, d, charset, sub_joiner=" ", limit=6)
     street = tuple(p for p in (_at(c, 1), _at(c, 2)) if p)
-    a = Address(street=street, city=_at(c, 3), state=_at(c, 4), postal_code=_at(c, 5), country=_at(c, 6))
+    a = Address(
+        street=street, city=_at(c, 3), state=_at(c, 4), postal_code=_at(c, 5), country=_at(c, 6)
+    )
     if not (a.street or a.city or a.state or a.postal_code):
         return None
     return a

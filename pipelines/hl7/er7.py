@@ -80,11 +80,15 @@ class Delimiters:
         enc = msh[4:] if end == -1 else msh[4:end]
         chars = fs + enc
         if not 2 <= len(enc) <= 5:
-            raise BadEncodingCharacters("MSH-2 must hold 2 to 5 encoding characters", length=len(enc))
+            raise BadEncodingCharacters(
+                "MSH-2 must hold 2 to 5 encoding characters", length=len(enc)
+            )
         if len(set(chars)) != len(chars):
             raise BadEncodingCharacters("MSH-1/MSH-2 encoding characters are not distinct")
         if any(c.isalnum() or c.isspace() or not c.isprintable() for c in chars):
-            raise BadEncodingCharacters("MSH-1/MSH-2 encoding characters must be printable non-alphanumeric")
+            raise BadEncodingCharacters(
+                "MSH-1/MSH-2 encoding characters must be printable non-alphanumeric"
+            )
         enc = enc.ljust(5, "\0")
         return cls(
             field=fs,
@@ -253,11 +257,22 @@ class Er7Message:
         lines = text.split("\r")
         self.delimiters = d = Delimiters.from_msh(lines[0])
         self.charset = charset
-        self.segments = [Segment(line, d, i) for i, line in enumerate(lines) if line]
+        self._index([Segment(line, d, i) for i, line in enumerate(lines) if line])
+
+    def _index(self, segments: list[Segment]) -> None:
+        self.segments = segments
         by_name: dict[str, list[Segment]] = {}
-        for seg in self.segments:
+        for seg in segments:
             by_name.setdefault(seg.name, []).append(seg)
         self._by_name = by_name
+
+    def subset(self, segments: list[Segment]) -> Er7Message:
+        """A message made of some of these segments (same delimiters, charset, positions)."""
+        sub = object.__new__(Er7Message)
+        sub.delimiters = self.delimiters
+        sub.charset = self.charset
+        sub._index(segments)
+        return sub
 
     def all(self, name: str) -> list[Segment]:
         return self._by_name.get(name, [])

@@ -236,7 +236,9 @@ class _Reader:
             self.providers(seg, 7, 8, 9, 17)
             visit = dt.cx(seg.raw(19, 0), self.d, self.cs)
             if visit is not None:
-                c.other_ids.append(Identifier(visit.value, visit.authority, visit.type_code or "VN"))
+                c.other_ids.append(
+                    Identifier(visit.value, visit.authority, visit.type_code or "VN")
+                )
             self.ids(seg, 50, c.other_ids, "VN")
         for seg in self.msg.all("EVN"):
             self.providers(seg, 5)
@@ -388,12 +390,11 @@ def to_document(msg: Er7Message) -> ClinicalDocument:
     version = msh.raw(12, 0, 1).strip()
     vparts = version.split(".")
     if not (
-        len(vparts) >= 2
-        and vparts[0] == "2"
-        and vparts[1].isdigit()
-        and 3 <= int(vparts[1]) <= 8
+        len(vparts) >= 2 and vparts[0] == "2" and vparts[1].isdigit() and 3 <= int(vparts[1]) <= 8
     ):
-        raise UnsupportedVersion("MSH-12 version is outside 2.3 to 2.8", version=_code(version.replace(".", "_")))
+        raise UnsupportedVersion(
+            "MSH-12 version is outside 2.3 to 2.8", version=_code(version.replace(".", "_"))
+        )
 
     r = _Reader(msg)
     pid = msg.first("PID")
@@ -460,7 +461,9 @@ def to_document(msg: Er7Message) -> ClinicalDocument:
     if obr is not None:
         if not report_type.code and not report_type.display:
             report_type = ReportType(
-                code=r.val(obr, 4, comp=1), display=r.val(obr, 4, comp=2), system=r.val(obr, 4, comp=3)
+                code=r.val(obr, 4, comp=1),
+                display=r.val(obr, 4, comp=2),
+                system=r.val(obr, 4, comp=3),
             )
         document_id = document_id or r.val(obr, 3, comp=1) or r.val(obr, 2, comp=1)
         filing = filing or ts(obr, 22)
@@ -476,9 +479,36 @@ def to_document(msg: Er7Message) -> ClinicalDocument:
     )
 
 
+def patient_groups(msg: Er7Message) -> list[Er7Message]:
+    """One message per patient: an ORU^R01 may carry several PATIENT_RESULT groups.
+
+    Each PID starts a group; the segments before the first PID (MSH, SFT, EVN…) are shared.
+    Mixing two patients' results in one document would file one under the other's key.
+    """
+    starts = [i for i, seg in enumerate(msg.segments) if seg.name == "PID"]
+    if len(starts) <= 1:
+        return [msg]
+    header = msg.segments[: starts[0]]
+    bounds = [*starts, len(msg.segments)]
+    return [
+        msg.subset(header + msg.segments[a:b]) for a, b in zip(bounds, bounds[1:], strict=False)
+    ]
+
+
+def parse_hl7v2_all(message: bytes) -> list[ClinicalDocument]:
+    """One message (CR-separated bytes) → one document per patient group (usually one)."""
+    return [to_document(group) for group in patient_groups(read_message(message))]
+
+
 def parse_hl7v2(message: bytes) -> ClinicalDocument:
-    """One message (CR-separated bytes, as :func:`framing.split_messages` gives) → document."""
-    return to_document(read_message(message))
+    """One single-patient message (CR-separated bytes, as :func:`split_messages` gives)."""
+    msg = read_message(message)
+    groups = patient_groups(msg)
+    if len(groups) > 1:
+        raise UnsupportedMessageType(
+            "message holds several patients; use parse_hl7v2_all", patients=len(groups)
+        )
+    return to_document(msg)
 
 
-__all__ = ["SUPPORTED", "parse_hl7v2", "to_document"]
+__all__ = ["SUPPORTED", "parse_hl7v2", "parse_hl7v2_all", "patient_groups", "to_document"]

@@ -48,7 +48,9 @@ def test_nak_for_a_dead_lettered_message_has_err_and_no_phi() -> None:
 
 def test_reject_codes_and_old_versions_use_err1() -> None:
     raw = (H / "mdm-t10-replacement-v231.hl7").read_bytes()
-    ack = build_ack(raw, "AR", "unsupported | type ^ x", reason_class="unsupported_message_type", now=NOW)
+    ack = build_ack(
+        raw, "AR", "unsupported | type ^ x", reason_class="unsupported_message_type", now=NOW
+    )
     seg = _segments(ack)
     assert seg["MSA"][1] == "AR" and seg["MSA"][3] == "unsupported   type   x"
     assert seg["ERR"][1] == "^^^200&Unsupported message type&HL70357"

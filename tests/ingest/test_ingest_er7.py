@@ -79,12 +79,20 @@ def test_escaping_then_decoding_round_trips(text: str) -> None:
 
 def test_delimiters_from_msh() -> None:
     d = Delimiters.from_msh("MSH#!@$%#APP")
-    assert (d.field, d.component, d.repetition, d.escape, d.subcomponent) == ("#", "!", "@", "$", "%")
+    assert (d.field, d.component, d.repetition, d.escape, d.subcomponent) == (
+        "#",
+        "!",
+        "@",
+        "$",
+        "%",
+    )
     assert Delimiters.from_msh("MSH|^~\\&#|X").truncation == "#"
     assert Delimiters.from_msh("MSH|^~|X").escape == ""
 
 
-@pytest.mark.parametrize("msh", ["MSH|^^\\&|X", "MSH|^|X", "MSH|^~\\&|||", "MSH|A~\\&|X", "MSH", "MSH| ~\\&|"])
+@pytest.mark.parametrize(
+    "msh", ["MSH|^^\\&|X", "MSH|^|X", "MSH|^~\\&|||", "MSH|A~\\&|X", "MSH", "MSH| ~\\&|"]
+)
 def test_bad_encoding_characters(msh: str) -> None:
     if msh == "MSH|^~\\&|||":
         Delimiters.from_msh(msh)  # fine: empty fields after MSH-2
@@ -166,6 +174,9 @@ def test_timestamps_and_dates() -> None:
 
 
 def test_xtn_forms() -> None:
-    assert xtn("(919)007-0007^^PH^^^919^0070007", D, "utf-8") == (["(919)007-0007", "9190070007"], [])
+    assert xtn("(919)007-0007^^PH^^^919^0070007", D, "utf-8") == (
+        ["(919)007-0007", "9190070007"],
+        [],
+    )
     assert xtn("^NET^X.400^someone@example.org", D, "utf-8") == ([], ["someone@example.org"])
     assert xtn("^^^^^^4042808", D, "utf-8") == (["4042808"], [])

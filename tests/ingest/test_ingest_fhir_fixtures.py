@@ -40,7 +40,9 @@ def test_r4_document_reference() -> None:
     assert doc.report_type.code == "11506-3" and doc.report_type.system == "http://loinc.org"
     assert doc.status is Status.FINAL
     assert doc.version.version_number == 2
-    assert doc.version.filing_time == datetime(2024, 3, 5, 10, 15, tzinfo=timezone(timedelta(hours=-5)))
+    assert doc.version.filing_time == datetime(
+        2024, 3, 5, 10, 15, tzinfo=timezone(timedelta(hours=-5))
+    )
     # unresolved author reference: its display names the provider
     assert PersonName("Vandermeer", ("Otto",), "", "MD") in doc.identifiers.provider_names
 

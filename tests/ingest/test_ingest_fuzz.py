@@ -45,7 +45,25 @@ def mutate(data: bytes, rng: random.Random) -> bytes:
         elif op == 1:
             del b[i : i + rng.randint(1, 16)]
         elif op == 2:
-            b[i:i] = rng.choice([b"|", b"^", b"~", b"\\", b"&", b"\r", b"\n", b"\x0b", b"\x1c", b'"', b"{", b"}", b"\\X0\\", b"\xff", b"MSH|"])
+            b[i:i] = rng.choice(
+                [
+                    b"|",
+                    b"^",
+                    b"~",
+                    b"\\",
+                    b"&",
+                    b"\r",
+                    b"\n",
+                    b"\x0b",
+                    b"\x1c",
+                    b'"',
+                    b"{",
+                    b"}",
+                    b"\\X0\\",
+                    b"\xff",
+                    b"MSH|",
+                ]
+            )
         elif op == 3:
             j = rng.randrange(len(b))
             b[i:i] = b[j : j + rng.randint(1, 64)]
@@ -55,7 +73,9 @@ def mutate(data: bytes, rng: random.Random) -> bytes:
 
 
 def _inputs() -> list[Path]:
-    files = sorted(p for p in (FIXTURES / "hl7v2").iterdir()) + sorted((FIXTURES / "fhir").iterdir())
+    files = sorted(p for p in (FIXTURES / "hl7v2").iterdir()) + sorted(
+        (FIXTURES / "fhir").iterdir()
+    )
     if SAMPLES.exists():
         files += sorted(p for p in SAMPLES.rglob("*") if p.is_file() and p.suffix != ".md")
     return files
@@ -79,11 +99,63 @@ def test_random_bytes(raw: bytes) -> None:
 
 _HL7_TOKENS = st.sampled_from(
     [
-        "MSH|^~\\&|", "MSH|", "PID|", "OBX|", "OBR|", "TXA|", "NTE|", "PV1|", "NK1|", "FHS|^~\\&", "BHS|", "BTS|",
-        "ORU^R01", "MDM^T02", "MDM^T10", "ADT^A08", "2.5", "2.3", "8859/1", "UNICODE UTF-8", "ASCII",
-        "|", "^", "~", "&", "\\", "\\F\\", "\\.br\\", "\\X0D\\", "\\XZZ\\", "\\.sp 99\\", "\r", "\n", "\r\n",
-        "TX", "FT", "ED", "CE", "ST", "Base64", "text/html", "text/rtf", "PDF", "MR", "F", "C", "X", "CA",
-        "20240101", "2024010112-0500", "12345", "PGh0bWw+", "<p>", "{\\rtf1 x}", "\x0b", "\x1c\r", "\xe9",
+        "MSH|^~\\&|",
+        "MSH|",
+        "PID|",
+        "OBX|",
+        "OBR|",
+        "TXA|",
+        "NTE|",
+        "PV1|",
+        "NK1|",
+        "FHS|^~\\&",
+        "BHS|",
+        "BTS|",
+        "ORU^R01",
+        "MDM^T02",
+        "MDM^T10",
+        "ADT^A08",
+        "2.5",
+        "2.3",
+        "8859/1",
+        "UNICODE UTF-8",
+        "ASCII",
+        "|",
+        "^",
+        "~",
+        "&",
+        "\\",
+        "\\F\\",
+        "\\.br\\",
+        "\\X0D\\",
+        "\\XZZ\\",
+        "\\.sp 99\\",
+        "\r",
+        "\n",
+        "\r\n",
+        "TX",
+        "FT",
+        "ED",
+        "CE",
+        "ST",
+        "Base64",
+        "text/html",
+        "text/rtf",
+        "PDF",
+        "MR",
+        "F",
+        "C",
+        "X",
+        "CA",
+        "20240101",
+        "2024010112-0500",
+        "12345",
+        "PGh0bWw+",
+        "<p>",
+        "{\\rtf1 x}",
+        "\x0b",
+        "\x1c\r",
+        "\xe9",
     ]
 )
 
@@ -95,16 +167,47 @@ def test_hl7_shaped_token_soup(tokens: list[str]) -> None:
 
 
 _SCALARS = st.one_of(
-    st.none(), st.booleans(), st.integers(-5, 5), st.text(max_size=8),
-    st.sampled_from(["Patient/1", "#p", "urn:uuid:x", "Encounter/e", "Patient?identifier=a|b", "replaces", "text/html", "text/rtf", "application/pdf"]),
+    st.none(),
+    st.booleans(),
+    st.integers(-5, 5),
+    st.text(max_size=8),
+    st.sampled_from(
+        [
+            "Patient/1",
+            "#p",
+            "urn:uuid:x",
+            "Encounter/e",
+            "Patient?identifier=a|b",
+            "replaces",
+            "text/html",
+            "text/rtf",
+            "application/pdf",
+        ]
+    ),
 )
 _JSON = st.recursive(
     _SCALARS,
-    lambda inner: st.one_of(st.lists(inner, max_size=3), st.dictionaries(st.text(max_size=6), inner, max_size=3)),
+    lambda inner: st.one_of(
+        st.lists(inner, max_size=3), st.dictionaries(st.text(max_size=6), inner, max_size=3)
+    ),
     max_leaves=8,
 )
 _KEYS = st.sampled_from(
-    ["subject", "context", "content", "relatesTo", "type", "meta", "date", "status", "docStatus", "author", "contained", "id", "identifier"]
+    [
+        "subject",
+        "context",
+        "content",
+        "relatesTo",
+        "type",
+        "meta",
+        "date",
+        "status",
+        "docStatus",
+        "author",
+        "contained",
+        "id",
+        "identifier",
+    ]
 )
 
 
@@ -112,18 +215,26 @@ _KEYS = st.sampled_from(
 @given(
     overrides=st.dictionaries(_KEYS, _JSON, max_size=5),
     text=st.binary(max_size=40),
-    media=st.sampled_from(["text/plain", "text/html", "text/rtf", "application/xhtml+xml", "image/png", ""]),
+    media=st.sampled_from(
+        ["text/plain", "text/html", "text/rtf", "application/xhtml+xml", "image/png", ""]
+    ),
     wrap=st.sampled_from(["single", "bundle", "ndjson"]),
 )
-def test_document_reference_shaped_json(overrides: dict, text: bytes, media: str, wrap: str) -> None:  # type: ignore[type-arg]
+def test_document_reference_shaped_json(
+    overrides: dict, text: bytes, media: str, wrap: str
+) -> None:  # type: ignore[type-arg]
     res: dict = {  # type: ignore[type-arg]
         "resourceType": "DocumentReference",
         "subject": {"reference": "Patient/1"},
-        "content": [{"attachment": {"contentType": media, "data": base64.b64encode(text).decode()}}],
+        "content": [
+            {"attachment": {"contentType": media, "data": base64.b64encode(text).decode()}}
+        ],
     }
     res.update(overrides)
     if wrap == "bundle":
-        raw = orjson.dumps({"resourceType": "Bundle", "entry": [{"resource": res}, {"resource": overrides}]})
+        raw = orjson.dumps(
+            {"resourceType": "Bundle", "entry": [{"resource": res}, {"resource": overrides}]}
+        )
     elif wrap == "ndjson":
         raw = orjson.dumps(res) + b"\n" + orjson.dumps(overrides)
     else:

@@ -155,7 +155,9 @@ def _files(root: Path) -> list[Path]:
 
 
 @pytest.mark.corpus
-@pytest.mark.parametrize("path", _files(SAMPLES / "hl7v2") if SAMPLES.exists() else [], ids=lambda p: p.name)
+@pytest.mark.parametrize(
+    "path", _files(SAMPLES / "hl7v2") if SAMPLES.exists() else [], ids=lambda p: p.name
+)
 def test_reader_matches_hl7apy_on_samples(path: Path) -> None:
     raw = path.read_bytes().removeprefix(b"\xef\xbb\xbf")
     assert sum(compare_message(m) for m in split_messages(raw)) > 10
@@ -179,7 +181,9 @@ _FIELD = st.lists(_REP, min_size=1, max_size=3).map("~".join)
     fields=st.lists(_FIELD, min_size=1, max_size=12),
     version=st.sampled_from(_VERSIONS),
 )
-def test_reader_matches_hl7apy_on_generated_segments(seg: str, fields: list[str], version: str) -> None:
+def test_reader_matches_hl7apy_on_generated_segments(
+    seg: str, fields: list[str], version: str
+) -> None:
     msh = f"MSH|^~\\&|A|B|C|D|20240101||ORU^R01|1|P|{version}"
     line = "|".join([seg, *fields])
     data = (msh + "\r" + line).encode()

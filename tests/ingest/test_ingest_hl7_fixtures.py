@@ -77,7 +77,9 @@ def test_identifiers_from_pid_nk1_pv1_obr() -> None:
     assert ids.account_numbers == ("ACCT-3321",)
     assert Identifier("Q1234567", "VT", "DL") in ids.other_ids
     assert Identifier("V5521", "NORTHCLINIC", "VN") in ids.other_ids
-    assert Address(("42 Larkspur Way", "Apt 3"), "Brambleton", "VT", "05009", "USA") in ids.addresses
+    assert (
+        Address(("42 Larkspur Way", "Apt 3"), "Brambleton", "VT", "05009", "USA") in ids.addresses
+    )
     assert {"(802)555-0143", "(802)555-0199", "(802)555-0177"} <= set(ids.phones)
     assert ids.emails == ("ondine.q@example.org",)
     families = {p.family for p in ids.provider_names}
@@ -202,3 +204,21 @@ def test_a_bad_mllp_frame_does_not_lose_the_good_ones() -> None:
     result = ingest(framed, max_bytes=LIMIT)
     assert len(result.documents) == 2
     assert [(i, type(e)) for i, e in result.errors] == [(1, NoMSH)]
+
+
+def test_an_oru_with_two_patients_gives_one_document_each() -> None:
+    raw = (
+        b"MSH|^~\\&|A|B|C|D|20240101||ORU^R01|M2|P|2.5\r"
+        b"PID|1||P-ONE^^^H^MR||First^Patient\rOBR|1||F-1|XR^X-ray\rOBX|1|TX|XR||Report one.\r"
+        b"PID|2||P-TWO^^^H^MR||Second^Patient\rOBR|1||F-2|CT^CT\rOBX|1|TX|CT||Report two.\r"
+    )
+    docs = parse_input(raw, max_bytes=LIMIT)
+    assert [(d.patient_id, d.document_id, d.text) for d in docs] == [
+        ("P-ONE", "F-1", "Report one."),
+        ("P-TWO", "F-2", "Report two."),
+    ]
+    assert [n.family for n in docs[1].identifiers.patient_names] == ["Second"]
+    from pipelines.hl7.mapping import parse_hl7v2
+
+    with pytest.raises(UnsupportedMessageType):
+        parse_hl7v2(raw)

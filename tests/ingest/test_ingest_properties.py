@@ -12,11 +12,17 @@ from pipelines.document import PersonName
 from pipelines.ingest import parse_input
 
 LIMIT = 1 << 20
-_LINE = st.text(
-    alphabet=st.characters(blacklist_categories=("Cs", "Cc", "Zl", "Zp"), blacklist_characters="\x85"),
-    min_size=1,
-    max_size=40,
-).map(str.strip).filter(bool)
+_LINE = (
+    st.text(
+        alphabet=st.characters(
+            blacklist_categories=("Cs", "Cc", "Zl", "Zp"), blacklist_characters="\x85"
+        ),
+        min_size=1,
+        max_size=40,
+    )
+    .map(str.strip)
+    .filter(bool)
+)
 _WORD = st.text(alphabet=st.characters(whitelist_categories=("Lu", "Ll")), min_size=1, max_size=12)
 
 
@@ -42,7 +48,9 @@ def oru(obx_lines: list[str], family: str, given_name: str) -> bytes:
 
 @settings(max_examples=200, deadline=None)
 @given(lines=st.lists(_LINE, min_size=1, max_size=6), family=_WORD, given_name=_WORD)
-def test_escaped_obx_text_and_names_come_back_unchanged(lines: list[str], family: str, given_name: str) -> None:
+def test_escaped_obx_text_and_names_come_back_unchanged(
+    lines: list[str], family: str, given_name: str
+) -> None:
     (doc,) = parse_input(oru(lines, family, given_name), max_bytes=LIMIT)
     assert doc.text == "\n".join(lines)
     assert doc.identifiers.patient_names == (PersonName(family, (given_name,)),)
@@ -53,8 +61,7 @@ def test_escaped_obx_text_and_names_come_back_unchanged(lines: list[str], family
 def test_repetitions_are_line_breaks(lines: list[str]) -> None:
     value = "~".join(escape(line) for line in lines)
     raw = (
-        "MSH|^~\\&|A|B|C|D|20240101||MDM^T02|X2|P|2.3\rPID|1||P1\r"
-        f"TXA|1|PN|TX\rOBX|1|TX|T||{value}"
+        f"MSH|^~\\&|A|B|C|D|20240101||MDM^T02|X2|P|2.3\rPID|1||P1\rTXA|1|PN|TX\rOBX|1|TX|T||{value}"
     ).encode()
     (doc,) = parse_input(raw, max_bytes=LIMIT)
     assert doc.text == "\n".join(lines)
@@ -67,8 +74,19 @@ def test_fhir_plain_attachment_round_trips(text: str, wrap: bool) -> None:
         "resourceType": "DocumentReference",
         "status": "current",
         "subject": {"reference": "Patient/p1"},
-        "content": [{"attachment": {"contentType": "text/plain", "data": base64.b64encode(text.encode()).decode()}}],
+        "content": [
+            {
+                "attachment": {
+                    "contentType": "text/plain",
+                    "data": base64.b64encode(text.encode()).decode(),
+                }
+            }
+        ],
     }
-    body = {"resourceType": "Bundle", "type": "collection", "entry": [{"resource": res}]} if wrap else res
+    body = (
+        {"resourceType": "Bundle", "type": "collection", "entry": [{"resource": res}]}
+        if wrap
+        else res
+    )
     (doc,) = parse_input(orjson.dumps(body), max_bytes=LIMIT)
     assert doc.text == text and doc.patient_id == "p1"

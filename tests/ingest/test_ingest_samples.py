@@ -47,7 +47,11 @@ EXPECTED: dict[str, tuple[int, int, str]] = {
     "hl7v2/simhospital-mdm-t02-progress-note-v23.hl7": (1, 0, ""),
     "hl7v2/simhospital-oru-r01-mri-ft-tx-v23.hl7": (1, 0, ""),
     "hl7v2/simhospital-oru-r01-mri-tx-ft-nte-v23.hl7": (1, 0, ""),
-    "fhir/msfhirserver-documentreference-r4-spec-example-appends.json": (0, 0, "url_only_attachment"),
+    "fhir/msfhirserver-documentreference-r4-spec-example-appends.json": (
+        0,
+        0,
+        "url_only_attachment",
+    ),
     "fhir/msfhirserver-documentreference-r4-spec-example-base64.json": (1, 0, ""),
     "fhir/synthea-bundle-denis399-schmitt836-12notes.json": (12, 0, ""),
     "fhir/synthea-bundle-devin82-cole117-12notes.json": (12, 0, ""),
