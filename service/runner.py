@@ -172,13 +172,13 @@ class _RebalanceListener(ConsumerRebalanceListener):  # type: ignore[misc]
         # Taking the batch lock waits for the batch in flight: it publishes, confirms and
         # commits before the partitions go to another member.
         async with self.runner.batch_lock:
+            self.runner.generation += 1  # batches fetched before this point are stale
             for tp in revoked:
-                self.runner.partitions.pop(tp, None)
-                with contextlib.suppress(KeyError):
-                    self.runner.metrics.lag.remove(tp.topic, str(tp.partition))
+                self.runner.forget_partition(tp)
         log.info("partitions revoked: %d", len(list(revoked)))
 
     async def on_partitions_assigned(self, assigned: Iterable[TopicPartition]) -> None:
+        self.runner.generation += 1
         for tp in assigned:
             self.runner.partitions.setdefault(tp, PartitionState())
         log.info("partitions assigned: %s", sorted(f"{t.topic}/{t.partition}" for t in assigned))
@@ -201,6 +201,7 @@ class Runner:
         self.on_fatal = on_fatal
         self.batch_lock = asyncio.Lock()
         self.partitions: dict[TopicPartition, PartitionState] = {}
+        self.generation = 0  # bumped on every revoke/assign
         self.counts: Tally[str] = Tally()
         self.broker_ok = False
         self.keystore_ok = False
@@ -370,6 +371,7 @@ class Runner:
     async def run(self) -> None:
         consumer = self._need(self._consumer)
         while not self._stop.is_set():
+            generation = self.generation
             try:
                 batch = await consumer.getmany(
                     timeout_ms=300, max_records=self.settings.max_in_flight
@@ -382,15 +384,23 @@ class Runner:
                 await self._sleep(self.settings.retry_initial_seconds)
                 continue
             if batch:
-                await self.handle_batch(batch)
+                await self.handle_batch(batch, generation)
             else:
                 await self._probe_broker()
             await self._refresh_lag()
 
-    async def handle_batch(self, batch: Mapping[TopicPartition, Sequence[Any]]) -> None:
+    async def handle_batch(self, batch: Mapping[TopicPartition, Sequence[Any]],
+                           generation: int | None = None) -> None:
         async with self.batch_lock:
-            assigned = self._need(self._consumer).assignment()
-            # records of a partition revoked since the fetch belong to its new owner now
+            consumer = self._need(self._consumer)
+            assigned = consumer.assignment()
+            if generation is not None and generation != self.generation:
+                # fetched before a rebalance: the records belong to whoever owns the partition
+                # now, from its committed offset; if we still own it, read them again
+                for tp, recs in batch.items():
+                    if tp in assigned and recs:
+                        consumer.seek(tp, recs[0].offset)
+                return
             work = {tp: recs for tp, recs in batch.items() if tp in assigned and recs}
             count = sum(len(r) for r in work.values())
             if not count:
@@ -667,7 +677,8 @@ class Runner:
             return
         self.metrics.commits.inc()
         for tp, offset in offsets.items():
-            self.partitions.setdefault(tp, PartitionState()).committed = offset
+            if tp in self.partitions:
+                self.partitions[tp].committed = offset
 
     # ---------------------------------------------------------------- retries and health
 
@@ -732,11 +743,19 @@ class Runner:
     def _update_ready(self) -> None:
         self.metrics.ready.set(1 if self.ready else 0)
 
+    def forget_partition(self, tp: TopicPartition) -> None:
+        self.partitions.pop(tp, None)
+        with contextlib.suppress(KeyError):
+            self.metrics.lag.remove(tp.topic, str(tp.partition))
+
     async def _refresh_lag(self) -> None:
         consumer = self._consumer
         if consumer is None:
             return
-        for tp in consumer.assignment():
+        assigned = consumer.assignment()
+        for tp in [t for t in self.partitions if t not in assigned]:
+            self.forget_partition(tp)
+        for tp in assigned:
             state = self.partitions.setdefault(tp, PartitionState())
             high = consumer.highwater(tp)
             if high is not None:
