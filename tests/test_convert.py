@@ -140,3 +140,11 @@ def test_annotations_option_adds_surrogate_offsets(env: dict[str, str]) -> None:
         start, end = fields["start"], fields["end"]
         assert 0 <= start < end <= len(text)
         assert text[start:end] not in KNOWN  # the annotated span holds the surrogate
+
+
+def test_content_hint_follows_the_file_suffix() -> None:
+    hint = convert_command.content_hint
+    assert hint(Path("a.hl7")) == "hl7v2"
+    assert hint(Path("a.JSON")) == "fhir"
+    assert hint(Path("a.ndjson")) == "ndjson"  # one resource per line, not one JSON document
+    assert hint(Path("a.bin")) is None

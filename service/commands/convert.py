@@ -21,16 +21,19 @@ import typer
 from pipelines.errors import DeidstreamError, PartialInput
 
 HL7_SUFFIXES = {".hl7", ".er7", ".hl7v2", ".mllp", ".txt"}
-FHIR_SUFFIXES = {".json", ".ndjson", ".fhir", ".jsonl"}
+FHIR_SUFFIXES = {".json", ".fhir"}
+NDJSON_SUFFIXES = {".ndjson", ".jsonl"}
 
 
 def content_hint(path: Path) -> str | None:
     suffix = path.suffix.lower()
     if suffix in HL7_SUFFIXES:
         return "hl7v2"
+    if suffix in NDJSON_SUFFIXES:
+        return "ndjson"
     if suffix in FHIR_SUFFIXES:
         return "fhir"
-    return None
+    return None  # let the parser sniff
 
 
 def build_processor(policy_file: Path | None, *, annotations: bool) -> Any:
