@@ -48,7 +48,7 @@ MOVE_VERBS: Final = _words(
     "brought medflighted medflight flighted flown flew went came presented presenting "
     "discharged arrived arrival enroute accepted screened transported referred followed works "
     "worked lives living lived resides residing moved visiting vacation recieved received "
-    "leave go going goes retired"
+    "leave go going goes retired adm admit"
 )
 RESIDENCE_VERBS: Final = _words("lives living lived resides residing moved born native home")
 # Who comes from a place ("daughter from X", "he is from X").
@@ -95,7 +95,11 @@ class LocationRecognizer(Recognizer):
                 span = self._after_cue(words, h, text, mixed)
                 if span is None and low == "of" and h > 0:
                     span = _university_of(words, h, text, mixed)
-            elif low in _EMERGENCY and h > 0:
+            elif low == "plan" and h + 1 < n and text[tok.end : words[h + 1].start].strip() == ":":
+                span = _building_floor(words, h + 1, text, mixed)
+            elif h > 0 and (
+                low in _EMERGENCY or (low == "cath" and h + 1 < n and words[h + 1].lower == "lab")
+            ):
                 span = _acronym_before_unit(words, h, text, mixed)
             elif low in lx.us_states() and h > 0 and text[words[h - 1].end : tok.start] == ", ":
                 span = _city_before_state(words, h, text, mixed)
@@ -277,7 +281,7 @@ _CLAUSE_WORDS: Final = _words(
 
 
 # Emergency-department words after a hospital's acronym ("XYZ ER", "XYZ EW").
-_EMERGENCY: Final = _words("er ew ed")
+_EMERGENCY: Final = _words("er ew ed tcu")
 # Travel verbs: a city after them may be a common word ("flying in from Rome").
 TRAVEL_VERBS: Final = _words("fly flying flew flown arrive arriving drove driving visiting trip")
 
@@ -332,7 +336,8 @@ def _building_floor(words: tuple[Token, ...], j: int, text: str, mixed: bool) ->
     """ "to X 2", "on X 2": a rare word and a one-digit floor (not a dose: "lasix 2 mg")."""
     tok = words[j]
     low = tok.lower
-    tail = text[tok.end : tok.end + 3]
+    pad = 2 if text[tok.end : tok.end + 2] == "  " else 1
+    tail = text[tok.end + pad - 1 : tok.end + pad + 2]
     if not (tail[:1] == " " and tail[1:2].isdigit() and not tail[2:3].isalnum()):
         return None
     if tail[2:3] in {".", "/", ":"} and text[tok.end + 3 : tok.end + 4].isdigit():
@@ -419,7 +424,7 @@ def _propagate(spans: list[Span], words: tuple[Token, ...], text: str, mixed: bo
     found: dict[str, Category] = {}
     for span in spans:
         phrase = text[span.start : span.end]
-        if " " not in phrase and "\n" not in phrase and span.confidence >= 0.7:
+        if " " not in phrase and "\n" not in phrase and span.confidence >= 0.6:
             low = phrase.lower()
             if lx.zipf(low) < 3.5 and low not in UNITS and not lx.is_first_name(low):
                 found[low] = span.category
