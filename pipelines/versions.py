@@ -6,7 +6,9 @@ above all so it wins a tie), then version number, then a keyed hash of the messa
 the text hash — a total order, so every arrival order ends in the same state:
 
 - same normalised text as the key's current version → ``duplicate`` (a replay, or a re-send;
-  a re-send that only raises the status rank, preliminary → final, is published instead);
+  a re-send that only raises the status rank, preliminary → final, is published instead; a
+  re-send filed later moves the mark's order forward, so a version filed in between stays
+  ``superseded`` whatever the arrival order);
 - same text as a recently seen older version, or older than the current one → ``duplicate``
   or ``superseded``;
 - newer → ``publish`` under the same research key, replacing the current version's id;
