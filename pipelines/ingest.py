@@ -59,10 +59,9 @@ def _kind(data: bytes, hint: str | None) -> str:
             return "ndjson"
         if any(x in h for x in _HL7_HINTS):
             return "hl7v2"
-        if any(x in h for x in _JSON_HINTS):
-            return "json"
     head = data.lstrip(b" \t\r\n")[:1]
-    if head in (b"{", b"["):
+    json_hint = bool(h) and any(x in h for x in _JSON_HINTS)
+    if json_hint or head in (b"{", b"["):  # a JSON hint still tells NDJSON from one document
         body = data.strip()
         if b"\n" in body and body[:1] == b"{":
             first = body.split(b"\n", 1)[0].strip()

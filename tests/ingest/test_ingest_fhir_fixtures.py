@@ -144,3 +144,8 @@ def test_validation_accepts_r4_and_r5_and_names_the_element_only() -> None:
     assert "date" in str(info.value) and "Quillfeather" not in str(info.value)
     with pytest.raises(InvalidFHIR):
         parse_resource(r4, validate=True)
+
+
+def test_json_hint_still_detects_ndjson() -> None:
+    raw = (F / "docrefs-partial.ndjson").read_bytes()
+    assert ingest(raw, content_hint="application/fhir+json", max_bytes=LIMIT).kind == "ndjson"
