@@ -165,7 +165,7 @@ def _plausible(tok: Token, mixed: bool, strength: int, lowered: frozenset[str]) 
             return False
     if strength >= 3:
         if named:
-            if f >= 4.5 and ns < -0.5:  # "Ms. given", "Dr. check": English words
+            if f >= 4.5 and ns < -0.5 and not (mixed and titled):  # "ms given", "dr check"
                 return False
             return f < 5.5 or (mixed and titled)
         return f < _RARE or (mixed and titled and f < 3.5)
@@ -232,6 +232,8 @@ class NameRecognizer(Recognizer):
             return []
         eponyms = _eponyms(words, text) if not toks.lower_set.isdisjoint(EPONYM_HEADS) else set()
         lowered = frozenset([t[3] for t in words if t[2].islower()]) if mixed else frozenset()
+        # a lower-case note: its few capitalised words are as telling as in a mixed-case one
+        lower_note = not mixed and sum(map(str.islower, [t[2] for t in words[:40]])) > 20
         taken: dict[int, tuple[Category, float]] = {}
 
         def take(i: int, cat: Category, conf: float) -> None:
@@ -241,6 +243,10 @@ class NameRecognizer(Recognizer):
 
         def ok(i: int, strength: int) -> bool:
             tok = words[i]
+            if lower_note and tok.is_title:  # a capital in a lower-case note is a signal
+                return _plausible(tok, True, strength, lowered) and _base(tok.lower) not in (
+                    _CUE_WORDS if strength >= 3 else _CUE_WORDS | eponyms
+                )
             base = _base(tok.lower)
             if base in _CUE_WORDS or (base in eponyms and strength < 3):
                 return False
@@ -320,7 +326,11 @@ class NameRecognizer(Recognizer):
             if (
                 low not in _TRIGGERS
                 and len(low) > 1
-                and ((not tok.text[0].isupper()) if mixed else (low not in first_names))
+                and (
+                    (not tok.text[0].isupper())
+                    if mixed
+                    else (low not in first_names and not (lower_note and tok.is_title))
+                )
             ):
                 i += 1
                 continue
@@ -427,7 +437,7 @@ class NameRecognizer(Recognizer):
                     continue
             # no cue: two Title-case words that are each a name or rare ("Radu Crosson")
             if (
-                mixed
+                (mixed or lower_note)
                 and tok.is_title
                 and i + 1 < n
                 and i not in taken
@@ -464,7 +474,13 @@ class NameRecognizer(Recognizer):
                 i = run_right(i + 1, OTHER, 0.6, 2)
                 continue
             # no cue: a rare census first name in Title case, maybe with its last name
-            if mixed and tok.is_title and i not in taken and lx.is_first_name(low) and ok(i, 1):
+            if (
+                (mixed or lower_note)
+                and tok.is_title
+                and i not in taken
+                and lx.is_first_name(low)
+                and ok(i, 1)
+            ):
                 i = run_right(i, OTHER, 0.6, 2)
                 continue
             # no cue, one-case note: "AGNES MUNROE" (first name + census surname). A first name
