@@ -38,8 +38,12 @@ from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, ConsumerRebalanceListen
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 from aiokafka.errors import (
     CommitFailedError,
+    CorruptRecordException,
     IllegalStateError,
     KafkaError,
+    KafkaTimeoutError,
+    MessageSizeTooLargeError,
+    RecordTooLargeError,
     TopicAlreadyExistsError,
 )
 from tenacity import AsyncRetrying, retry_if_exception, wait_exponential, wait_random
@@ -75,9 +79,16 @@ class Stopping(Exception):  # noqa: N818 - control flow, not an error
     """Raised inside a batch when a stop was requested while waiting on a retry."""
 
 
+# the broker refuses this one record (size, corruption): retrying cannot help, so the record
+# is replaced (research/held output → dead-letter of the input; dead letter → without value)
+RECORD_REJECTED = (MessageSizeTooLargeError, RecordTooLargeError, CorruptRecordException)
+
+
 def _is_retriable(exc: BaseException) -> bool:
     if isinstance(exc, DeidstreamError):
         return bool(exc.retriable)
+    if isinstance(exc, KafkaTimeoutError):
+        return True  # aiokafka marks it final, but it is what an unreachable broker gives
     if isinstance(exc, KafkaError):
         return bool(getattr(exc, "retriable", True))
     return isinstance(exc, (ConnectionError, TimeoutError))
@@ -128,6 +139,7 @@ class OutRecord:
     value: bytes | None
     headers: list[tuple[str, bytes]]
     on_ack: Callable[[], None] = lambda: None
+    on_reject: Callable[[BaseException], OutRecord | None] | None = None
 
 
 @dataclass
@@ -138,6 +150,7 @@ class Handled:
     outputs: list[OutRecord] = field(default_factory=list)
     outcomes: Sequence[Any] = ()
     kind: str = ""  # summary for status counts
+    rejected: bool = False  # an output was refused by the broker: do not confirm
     effects: list[Callable[[], None]] = field(default_factory=list)  # metrics, once accepted
 
     def research_keys(self) -> set[str]:
@@ -516,7 +529,18 @@ class Runner:
                 log.error("unknown outcome kind %r at %s/%d@%d", kind, rec.topic,
                           rec.partition, rec.offset)
         handled.kind = ",".join(sorted(set(kinds)))
+        for output in handled.outputs:
+            if output.on_reject is None:
+                output.on_reject = partial(self._output_rejected, handled, rec, first_seen)
         return handled
+
+    def _output_rejected(self, handled: Handled, rec: Any, first_seen: datetime,
+                         exc: BaseException) -> OutRecord | None:
+        """A research/held record the broker refuses: dead-letter the input instead, and do
+        not confirm the version (a later replay from the dead-letter topic decides again)."""
+        handled.rejected = True
+        reason = f"output refused by the broker ({type(exc).__name__})"
+        return self._dead_letter(rec, "output_rejected", reason, first_seen).outputs[0]
 
     def _count_drop(self, kind: str) -> None:
         if kind == "context":
@@ -572,7 +596,14 @@ class Runner:
             self.metrics.deadlettered.labels(reason_class).inc()
             self.counts["deadlettered"] += 1
 
-        out = OutRecord(self.settings.deadletter_topic, rec.key, rec.value or b"", headers, on_ack)
+        def without_value(exc: BaseException) -> OutRecord:
+            # the original is too big for the dead-letter topic: keep the coordinates
+            note = [("value-dropped", type(exc).__name__.encode())]
+            return OutRecord(self.settings.deadletter_topic, rec.key, b"", headers + note,
+                             on_ack, on_reject=lambda _exc: None)
+
+        out = OutRecord(self.settings.deadletter_topic, rec.key, rec.value or b"", headers, on_ack,
+                        on_reject=without_value)
         return Handled(rec, [out], kind="deadletter")
 
     def _held(self, rec: Any, research_key: str | None, reason_class: str, reason: str,
@@ -606,6 +637,7 @@ class Runner:
         keep per-key order) with backoff until acknowledged or a stop is requested."""
         remaining = outputs
         attempt = 0
+        sent_any = bool(outputs)
         while remaining:
             if self._producer is None:
                 await self._retry("connect", self._connect_producer)
@@ -623,19 +655,23 @@ class Runner:
             results = await asyncio.gather(*futures, return_exceptions=True)
             failed_keys = {
                 (o.topic, o.key) for o, r in zip(remaining, results, strict=True)
-                if isinstance(r, BaseException)
+                if isinstance(r, BaseException) and not isinstance(r, RECORD_REJECTED)
             }
             retry: list[OutRecord] = []
             for out, res in zip(remaining, results, strict=True):
-                if (out.topic, out.key) in failed_keys:
+                if isinstance(res, RECORD_REJECTED):
+                    log.error("broker refused a record for %s: %s", out.topic,
+                              type(res).__name__)
+                    replacement = out.on_reject(res) if out.on_reject else None
+                    if replacement is not None:
+                        retry.append(replacement)
+                elif (out.topic, out.key) in failed_keys:
                     retry.append(out)
                 elif not isinstance(res, BaseException):
                     out.on_ack()
-            if not retry:
-                if not self.broker_ok:
-                    self.broker_ok = True
-                    self._update_ready()
-                return
+            if not failed_keys:
+                remaining = retry  # only replacements of refused records (or nothing) left
+                continue
             errors = {type(r).__name__ for r in results if isinstance(r, BaseException)}
             log.warning("publish failed for %d records (%s); retrying", len(retry),
                         ",".join(sorted(errors)))
@@ -645,6 +681,9 @@ class Runner:
             await self._sleep(self._backoff(attempt))
             attempt += 1
             remaining = retry
+        if sent_any and not self.broker_ok:
+            self.broker_ok = True
+            self._update_ready()
 
     async def _confirm(self, handled: list[Handled]) -> None:
         """Outputs are durable: the processor marks those versions acknowledged
@@ -655,7 +694,7 @@ class Runner:
             return
         loop = asyncio.get_running_loop()
         for h in handled:
-            if not h.outcomes:
+            if not h.outcomes or h.rejected:
                 continue
             call = partial(confirm, h.outcomes)
             await self._retry("confirm", lambda c=call: loop.run_in_executor(self._executor, c))

@@ -220,3 +220,24 @@ async def test_secure_held_topic_gets_the_original_bytes(tansu: EmbeddedBroker) 
     h = headers_of(held[0])
     assert h["reason-class"] == "leak_guard" and h["source-topic"] == s.input_topics[1]
     assert await read_all(s.bootstrap_servers, s.research_topic) == []
+
+
+async def test_output_the_broker_refuses_is_dead_lettered(tansu: EmbeddedBroker) -> None:
+    """A research document too large for the broker cannot block its partition: the input
+    goes to the dead-letter topic and the next message is published."""
+    s = settings_for(tansu, max_message_bytes=256 * 1024)  # producer limit: 1 MiB
+    runner = await start_runner(s, ToyProcessor())
+    try:
+        await produce(s.bootstrap_servers, s.input_topics[0], [
+            (b"p1", toy("p1", "d1", 1, "huge output", pad=2_000_000)),
+            (b"p1", toy("p1", "d2", 1, "next one")),
+        ])
+        await wait_for(lambda: runner.counts["published"] == 1
+                       and runner.counts["deadlettered"] == 1)
+    finally:
+        await runner.stop()
+    dead = await read_all(s.bootstrap_servers, s.deadletter_topic, expect=1)
+    assert headers_of(dead[0])["reason-class"] == "output_rejected"
+    assert b"huge output" in dead[0].value  # the original input, for a later replay
+    research = await read_all(s.bootstrap_servers, s.research_topic, expect=1)
+    assert [json.loads(r.value)["text"] for r in research] == ["[REDACTED] NEXT ONE"]
