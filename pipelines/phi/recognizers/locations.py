@@ -64,7 +64,7 @@ UNITS: Final = _words(
     "telemetry stepdown sdu ecu radiology dialysis endoscopy echo surgery oncology cardiology "
     "neuro neurology psych ob gi ent osh ama pt ot bed chair room bathroom commode "
     "vent cpap bipap the a an his her their this that our your my bb lab labs angio "
-    "baseline blood bank pharmacy morgue"
+    "baseline blood bank pharmacy morgue hob kvo ett ngt ogt hs noc bedside rest tko"
 )
 # Adjectives that describe rather than name a hospital ("outside hospital").
 GENERIC_MODIFIERS: Final = _words(
@@ -101,7 +101,11 @@ class LocationRecognizer(Recognizer):
                 low in _EMERGENCY or (low == "cath" and h + 1 < n and words[h + 1].lower == "lab")
             ):
                 span = _acronym_before_unit(words, h, text, mixed)
-            elif low in lx.us_states() and h > 0 and text[words[h - 1].end : tok.start] == ", ":
+            elif (
+                low in lx.us_states()
+                and h > 0
+                and text[words[h - 1].end : tok.start] in {", ", " "}
+            ):
                 span = _city_before_state(words, h, text, mixed)
             if span is not None:
                 out.append(span)
@@ -313,8 +317,10 @@ def _university_of(words: tuple[Token, ...], c: int, text: str, mixed: bool) -> 
 
 
 def _city_before_state(words: tuple[Token, ...], h: int, text: str, mixed: bool) -> Span | None:
-    """ "Middle River, MD": a listed city right before ", <state>"."""
+    """ "Middle River, MD", "Towson Maryland": a listed city right before a state."""
     state = words[h]
+    if text[words[h - 1].end : state.start] == " " and len(state.lower) <= 2:
+        return None  # "X MD" without a comma: a doctor, not a state
     if mixed and not (state.is_upper or state.is_title):
         return None
     for size in (3, 2, 1):
@@ -360,8 +366,12 @@ def _bare_acronym(words: tuple[Token, ...], j: int, text: str, mixed: bool) -> S
     (a mixed-case note only, where all-caps marks an acronym)."""
     tok = words[j]
     low = tok.lower
-    if not mixed or not tok.is_upper or not 2 <= len(low) <= 4 or low in UNITS:
+    if not 2 <= len(low) <= 4 or low in UNITS:
         return None
+    if mixed and not tok.is_upper:
+        return None
+    if not mixed and (len(low) > 3 or lx.zipf(low) >= 3.3 or not tok.text.islower()):
+        return None  # one-case note: a short lower-case unknown ("at xyz.") only
     if low in lx.us_states() or lx.zipf(low) >= 3.5 or low in GENERIC_MODIFIERS:
         return None
     after = text[tok.end : tok.end + 2].lstrip(" ")[:1]
@@ -376,14 +386,19 @@ def _title_place(words: tuple[Token, ...], j: int, text: str) -> Span | None:
     low = tok.lower
     if not tok.is_title or low in UNITS or low in GENERIC_MODIFIERS or low in GENERIC_HEADS:
         return None
-    if lx.zipf(low) >= 5.2 or not (low in lx.us_cities() or lx.name_score(low) > 0.0):
+    if lx.zipf(low) >= 5.2 or not (low in lx.us_cities() or lx.name_score(low) > -1.0):
         return None
     if low in lx.us_states() or low in lx.countries():
         return None
     end = tok
     if j + 1 < len(words) and words[j + 1].is_title and text[tok.end : words[j + 1].start] == " ":
         nxt = words[j + 1]
-        if nxt.lower not in UNITS and lx.zipf(nxt.lower) < 5.2:
+        if (
+            nxt.lower not in UNITS
+            and nxt.lower not in GENERIC_HEADS
+            and nxt.lower not in HEAD_FILLERS
+            and lx.zipf(nxt.lower) < 5.2
+        ):
             end = nxt
     return Span(tok.start, end.end, HOSPITAL, 0.55, "locations")
 
