@@ -74,6 +74,13 @@ GENERIC_MODIFIERS: Final = _words(
 _FUNCTION_ZIPF = 5.6  # function words ("to", "from", "the", "at") are more frequent than this
 
 
+_CUES: Final = _words("to from at in of on leave")
+# Words at which some rule starts (heads, cues, unit words); any other word is skipped fast.
+_TRIGGERS: Final = frozenset(
+    {*GENERIC_HEADS, *NAMED_HEADS, *_CUES, "home", "plan", "cath", "er", "ew", "ed", "tcu"}
+)
+
+
 @register("locations")
 class LocationRecognizer(Recognizer):
     """Hospitals and facilities (by head word or movement cue) and cities (after a cue)."""
@@ -85,13 +92,18 @@ class LocationRecognizer(Recognizer):
         words, mixed, text = toks.words, toks.mixed_case, doc.text
         out: list[Span] = []
         n = len(words)
+        states = lx.us_states()
+        if toks.lower_set.isdisjoint(_TRIGGERS) and toks.lower_set.isdisjoint(states):
+            return []
         for h, tok in enumerate(words):
             low = tok.lower
+            if low not in _TRIGGERS and low not in states:
+                continue
             span: Span | None = None
             is_home = low == "home" and h > 0 and words[h - 1].lower == "nursing"
             if low in GENERIC_HEADS or low in NAMED_HEADS or is_home:
                 span = self._facility(words, h, text, mixed)
-            elif low in {"to", "from", "at", "in", "of", "on", "leave"} and h + 1 < n:
+            elif low in _CUES and h + 1 < n:
                 span = self._after_cue(words, h, text, mixed)
                 if span is None and low == "of" and h > 0:
                     span = _university_of(words, h, text, mixed)
@@ -101,11 +113,7 @@ class LocationRecognizer(Recognizer):
                 low in _EMERGENCY or (low == "cath" and h + 1 < n and words[h + 1].lower == "lab")
             ):
                 span = _acronym_before_unit(words, h, text, mixed)
-            elif (
-                low in lx.us_states()
-                and h > 0
-                and text[words[h - 1].end : tok.start] in {", ", " "}
-            ):
+            elif low in states and h > 0 and text[words[h - 1].end : tok.start] in {", ", " "}:
                 span = _city_before_state(words, h, text, mixed)
             if span is not None:
                 out.append(span)
@@ -163,6 +171,18 @@ class LocationRecognizer(Recognizer):
     def _after_cue(self, words: tuple[Token, ...], c: int, text: str, mixed: bool) -> Span | None:
         """A place right after "to/from/at/in/of" when a movement verb or place shape says so."""
         cue = words[c].lower
+        nxt = words[c + 1] if words[c + 1].lower != "the" or c + 2 >= len(words) else words[c + 2]
+        # fast reject: every rule below wants a capitalised word in a mixed-case note, and a
+        # rare word, a city or a country in a one-case note; none wants a care unit
+        if nxt.lower in UNITS or (mixed and not nxt.text[0].isupper()):
+            return None
+        if (
+            not mixed
+            and lx.zipf(nxt.lower) >= 5.0
+            and nxt.lower not in lx.city_first_words()
+            and nxt.lower not in lx.countries()
+        ):
+            return None
         before = {w.lower for w in words[max(0, c - 3) : c]}
         prev = words[c - 1].lower if c > 0 else ""
         moved = not before.isdisjoint(MOVE_VERBS)
