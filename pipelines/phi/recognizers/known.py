@@ -124,7 +124,12 @@ class KnownIdentifierRecognizer(Recognizer):
         toks = lx.tokens(doc)
         words, text, mixed = toks.words, doc.text, toks.mixed_case
         initials = _known_initials(doc.identifiers)
+        wanted = {*forms, *(f + "'s" for f in forms), *(f + "’s" for f in forms), *initials}
+        if toks.lower_set.isdisjoint(wanted):
+            return  # none of the known names (nor their initials) occurs in this note
         for i, tok in enumerate(words):
+            if tok.lower not in wanted:
+                continue
             base = _base(tok.lower)
             cat = forms.get(base)
             if cat is not None:
