@@ -318,7 +318,7 @@ def _acronym_before_unit(words: tuple[Token, ...], h: int, text: str, mixed: boo
         return None
     if not (2 <= len(low) <= 5) or (mixed and not tok.is_upper) or lx.zipf(low) >= 4.0:
         return None
-    if mixed and not words[h].is_upper:
+    if mixed and not words[h].is_upper and words[h].lower != "cath":
         return None
     return Span(tok.start, tok.end, HOSPITAL, 0.7, "locations")
 
@@ -337,8 +337,17 @@ def _university_of(words: tuple[Token, ...], c: int, text: str, mixed: bool) -> 
 
 
 def _city_before_state(words: tuple[Token, ...], h: int, text: str, mixed: bool) -> Span | None:
-    """ "Middle River, MD", "Towson Maryland": a listed city right before a state."""
+    """ "Middle River, MD", "Towson Maryland": a listed city right before a state; also
+    "U Maryland" (a state university's hospital)."""
     state = words[h]
+    uni = words[h - 1]
+    if (
+        uni.lower in {"u", "uof", "univ", "university"}
+        and text[uni.end : state.start] == " "
+        and len(state.lower) > 2
+        and (state.is_title or state.is_upper or not mixed)
+    ):
+        return Span(uni.start, state.end, HOSPITAL, 0.7, "locations")
     if text[words[h - 1].end : state.start] == " " and len(state.lower) <= 2:
         return None  # "X MD" without a comma: a doctor, not a state
     if mixed and not (state.is_upper or state.is_title):
