@@ -42,6 +42,7 @@ import asyncio
 import base64
 import contextlib
 import os
+import re
 import shutil
 import signal
 import statistics
@@ -173,6 +174,40 @@ def build_messages(notes: Sequence[Note], names: dict[str, Identifiers], start: 
             value, topic = document_reference(seq, note, first, last, visit, mrn), FHIR_TOPIC
         out.append(Message(seq, topic, mrn.encode(), value))
     return out
+
+
+# --------------------------------------------------------------------------- pass-through
+
+
+_SEQ = re.compile(rb"(?:BENCH|doc)(\d{9})")
+
+
+@dataclass(frozen=True)
+class PassOutcome:
+    kind: str
+    research_key: str | None
+    value: bytes | None
+    headers: tuple[tuple[str, str], ...] = ()
+
+
+class PassThrough:
+    """A processor that does no de-identification: it reads the bench's sequence number and
+    publishes a tiny JSON with the matching date. Measures the service shell (consume,
+    worker-thread hop, publish, commit) and the broker without the pipeline's cost."""
+
+    def process(self, raw: bytes, *, content_hint: str, now: datetime) -> list[PassOutcome]:
+        found = _SEQ.search(raw)
+        if found is None:
+            return []
+        seq = int(found.group(1))
+        value = orjson.dumps({"resourceType": "DocumentReference",
+                              "date": observed_at(seq).isoformat().replace("+00:00", "Z")})
+        return [PassOutcome("publish", f"bench-{seq}", value)]
+
+
+def passthrough_factory(settings: Any, metrics: Any) -> Any:
+    """``DEIDSTREAM_PROCESSOR=bench.stream:passthrough_factory`` (see --passthrough)."""
+    return PassThrough
 
 
 # --------------------------------------------------------------------------- memory
@@ -420,7 +455,8 @@ async def produce_at_rate(producer: AIOKafkaProducer, messages: Sequence[Message
 
 def start_service(workdir: Path, bootstrap: str, http_port: int,
                   profile: Path | None = None,
-                  fetch_wait_ms: int | None = None) -> subprocess.Popen[bytes]:
+                  fetch_wait_ms: int | None = None,
+                  passthrough: bool = False) -> subprocess.Popen[bytes]:
     from keystore.keyring import Keyring
 
     env = {
@@ -439,6 +475,9 @@ def start_service(workdir: Path, bootstrap: str, http_port: int,
         "DEIDSTREAM_FETCH_MAX_WAIT_MS": "20",
     }
     env.pop("DEIDSTREAM_CONFIG_FILE", None)
+    if passthrough:
+        env["DEIDSTREAM_PROCESSOR"] = "bench.stream:passthrough_factory"
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
     exe = Path(sys.executable).with_name("deidstream")
     cmd = [str(exe), "run"] if exe.is_file() else [sys.executable, "-m", "service.cli", "run"]
     if fetch_wait_ms is not None:
@@ -575,7 +614,10 @@ async def run(args: argparse.Namespace, notes: list[Note], names: dict[str, Iden
     http_port = free_port()
     base = f"http://127.0.0.1:{http_port}"
     service = start_service(workdir, broker.bootstrap_servers, http_port, args.profile,
-                            args.what_if_fetch_wait_ms)
+                            args.what_if_fetch_wait_ms, args.passthrough)
+    if args.passthrough:
+        print("PASS-THROUGH run: the service runs with a processor that does no "
+              "de-identification (measures the service shell and the broker only)")
     if args.what_if_fetch_wait_ms is not None:
         print(f"WHAT-IF run: the service's consumer uses fetch_max_wait_ms="
               f"{args.what_if_fetch_wait_ms} (patched in; not what `deidstream run` does today)")
@@ -738,6 +780,9 @@ def main() -> int:
     ap.add_argument("--what-if-fetch-wait-ms", type=int, default=None, metavar="MS",
                     help="measure the service with its consumer's fetch_max_wait_ms set to MS "
                          "(patched in at start; for comparison only)")
+    ap.add_argument("--passthrough", action="store_true",
+                    help="run the service with a no-op processor (bench.stream:passthrough_factory)"
+                         " to measure the runner and broker without the pipeline")
     ap.add_argument("--profile", type=Path, default=None,
                     help="run the service under cProfile and write its stats to FILE")
     args = ap.parse_args()
