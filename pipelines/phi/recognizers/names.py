@@ -127,7 +127,20 @@ _CUE_WORDS: Final = frozenset(
 )
 # Words that may start a rule wherever they stand.
 _TRIGGERS: Final = frozenset(
-    {*TITLES, *CREDENTIALS, *ROLE_BEFORE, *ROLE_AFTER, "with", "w", "by", "to", "other", "r", "m"}
+    {
+        *TITLES,
+        *CREDENTIALS,
+        *ROLE_BEFORE,
+        *ROLE_AFTER,
+        "with",
+        "w",
+        "by",
+        "to",
+        "other",
+        "r",
+        "m",
+        "is",
+    }
 )
 # Single letters that are clinical shorthand, not initials: right, left, with (c-bar),
 # without (s-bar), after (p-bar), times, every, discontinue, and the pronoun/article.
@@ -386,6 +399,23 @@ class NameRecognizer(Recognizer):
                 ):
                     run_left(i, role, 0.75, "initial" if after_initial else "")
             role = ROLE_BEFORE.get(low)
+            if (  # "Jane Doe (daughter)", "J. Doe (resident)": the role in parentheses
+                role is not None
+                and i > 0
+                and text[words[i - 1].end : tok.start].strip() == "("
+                and text[tok.end : tok.end + 1] == ")"
+            ):
+                run_left(i, role, 0.75, "paren")
+            if (  # "Anne is family contact", "Jim is the HCP"
+                low == "is"
+                and 0 < i < n - 1
+                and _tight(_gap(text, words[i - 1], tok))
+                and (
+                    ROLE_BEFORE.get(words[i + 1].lower) is R
+                    or words[i + 1].lower in {"family", "contact", "spokesperson"}
+                )
+            ):
+                run_left(i, R, 0.7)
             if role is None and low in {"with", "w", "by", "to"} and i > 0:
                 # "spoke (at length / extensively) with X", "explained to X"
                 role = VERB_THEN_NAME.get(words[i - 1].lower)
@@ -556,7 +586,7 @@ def _signature(
     if "\n" not in before and not before.strip().endswith("."):
         return
     for idx in range(first, k + 1):
-        if words[idx].lower not in CREDENTIALS:
+        if words[idx].lower not in CREDENTIALS and lx.zipf(words[idx].lower) < 5.5:
             take(idx, P, 0.6)
 
 
