@@ -41,6 +41,9 @@ def found(text: str) -> dict[str, Category]:
         ("She lives in Frostburg with her husband.", "Frostburg", Category.LOCATION_CITY),
         ("Daughter flying in from Denver tonight.", "Denver", Category.LOCATION_CITY),
         ("Family from Silver Spring, MD visited today.", "Silver Spring", Category.LOCATION_CITY),
+        ("Pt admitted to U Vermont ER with chest pain.", "U Vermont", Category.LOCATION_HOSPITAL),
+        ("Plan: transfer to Westerbrook 2 today.", "Westerbrook", Category.LOCATION_HOSPITAL),
+        ("sent to XQH cath lab for PCI", "XQH", Category.LOCATION_HOSPITAL),
     ],
 )
 def test_places(text: str, place: str, category: Category) -> None:
@@ -58,6 +61,9 @@ def test_places(text: str, place: str, category: Category) -> None:
         "Pt states he is in the hospital; health care proxy is wife.",
         "Lives in Maryland with his wife.",
         "OUTSIDE HOSPITAL RECORDS REVIEWED.",
+        "Increased to lasix 2 mg iv, SIMV 12 on arrival.",
+        "FOLEY CATH DRAINING WELL, received on PSV 10.",
+        "Blood cultures sent from TLC and RA.",
     ],
 )
 def test_units_and_clinical_phrases_are_not_places(text: str) -> None:

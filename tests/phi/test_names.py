@@ -34,6 +34,14 @@ def found(text: str, identifiers: Identifiers | None = None) -> dict[str, Catego
         ("DISCUSSED WITH DAUGHTER ROSALIND TODAY.", "ROSALIND", Category.NAME_RELATIVE),
         ("Mrs. Castellano is a 70 yo woman with CHF.", "Castellano", Category.NAME_PATIENT),
         ("Ms. T. refused her meds.", "T", Category.NAME_PATIENT),
+        ("Call Bartholomew Quist (son) at home.", "Bartholomew Quist", Category.NAME_RELATIVE),
+        ("Family at bedside. Henrietta is family contact.", "Henrietta", Category.NAME_RELATIVE),
+        (
+            "Team has spoken extensively with Radomir Okafor today.",
+            "Radomir Okafor",
+            Category.NAME_OTHER,
+        ),
+        ("pt resting. mrs. Park ate well.", "Park", Category.NAME_PATIENT),
     ],
 )
 def test_names_from_cues(text: str, name: str, category: Category) -> None:

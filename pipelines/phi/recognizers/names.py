@@ -85,7 +85,7 @@ ROLE_BEFORE: Final = {
 VERB_THEN_NAME: Final = {
     **dict.fromkeys(
         _words(
-            "spoke speak speaking talked talk talking met meet discussed discussion conversation "
+            "spoke spoken speak speaking talked talk talking met meet discussed discussion conversation "
             "conversed updated update called call contacted contact visit visited accompanied "
             "work working consult consulting meet meeting explained explain reach reached"
         ),
