@@ -44,6 +44,12 @@ def found(text: str) -> dict[str, Category]:
         ("Pt admitted to U Vermont ER with chest pain.", "U Vermont", Category.LOCATION_HOSPITAL),
         ("Plan: transfer to Westerbrook 2 today.", "Westerbrook", Category.LOCATION_HOSPITAL),
         ("sent to XQH cath lab for PCI", "XQH", Category.LOCATION_HOSPITAL),
+        (
+            "wishes to return to St Brigid's after weaning",
+            "St Brigid's",
+            Category.LOCATION_HOSPITAL,
+        ),
+        ("Family drove in from the Eastern Shore.", "Eastern Shore", Category.LOCATION_OTHER),
     ],
 )
 def test_places(text: str, place: str, category: Category) -> None:
@@ -64,6 +70,7 @@ def test_places(text: str, place: str, category: Category) -> None:
         "Increased to lasix 2 mg iv, SIMV 12 on arrival.",
         "FOLEY CATH DRAINING WELL, received on PSV 10.",
         "Blood cultures sent from TLC and RA.",
+        "cv: nsr to st hr 78-107, sr to st w/ pacs.",
     ],
 )
 def test_units_and_clinical_phrases_are_not_places(text: str) -> None:

@@ -64,7 +64,7 @@ UNITS: Final = _words(
     "telemetry stepdown sdu ecu radiology dialysis endoscopy echo surgery oncology cardiology "
     "neuro neurology psych ob gi ent osh ama pt ot bed chair room bathroom commode "
     "vent cpap bipap the a an his her their this that our your my bb lab labs angio "
-    "baseline blood bank pharmacy morgue hob kvo ett ngt ogt hs noc bedside rest tko"
+    "baseline blood bank pharmacy morgue hob kvo ett ngt ogt hs noc bedside rest tko tol prn"
 )
 # Adjectives that describe rather than name a hospital ("outside hospital").
 GENERIC_MODIFIERS: Final = _words(
@@ -78,6 +78,7 @@ _CUES: Final = _words("to from at in of on leave")
 # Words at which some rule starts (heads, cues, unit words); any other word is skipped fast.
 _TRIGGERS: Final = frozenset(
     {*GENERIC_HEADS, *NAMED_HEADS, *_CUES, "home", "plan", "cath", "er", "ew", "ed", "tcu"}
+    | {"shore", "coast", "side", "end"}
 )
 
 
@@ -107,6 +108,8 @@ class LocationRecognizer(Recognizer):
                 span = self._after_cue(words, h, text, mixed)
                 if span is None and low == "of" and h > 0:
                     span = _university_of(words, h, text, mixed)
+            elif low in {"shore", "coast", "side", "end"}:
+                span = _region(words, h, text, mixed)
             elif low == "plan" and h + 1 < n and text[tok.end : words[h + 1].start].strip() == ":":
                 span = _building_floor(words, h + 1, text, mixed)
             elif h > 0 and (
@@ -225,6 +228,9 @@ class LocationRecognizer(Recognizer):
             return floor
         if cue == "on":
             return None  # "on X 2" is a floor; "received on SIMV" is a ventilator mode
+        saint = _saint(words, j, text, mixed)
+        if saint is not None and cue in {"to", "from", "at"}:
+            return saint
         bare = _bare_acronym(words, j, text, mixed)
         if bare is not None and cue in {"at", "leave"}:
             return bare
@@ -390,6 +396,38 @@ def _building_floor(words: tuple[Token, ...], j: int, text: str, mixed: bool) ->
     return Span(tok.start, tok.end, HOSPITAL, 0.6, "locations")
 
 
+def _saint(words: tuple[Token, ...], j: int, text: str, mixed: bool) -> Span | None:
+    """ "to St. Mary's", "from Mt Sinai": a saint's or mount's name after a place preposition."""
+    tok = words[j]
+    if tok.lower not in {"st", "saint", "mt", "mount"} or j + 1 >= len(words):
+        return None
+    nxt = words[j + 1]
+    gap = text[tok.end : nxt.start]
+    if len(gap) > 2 or "\n" in gap or gap.strip() not in {"", "."}:
+        return None
+    if (mixed and not nxt.is_title) or lx.zipf(nxt.lower) >= 5.5 or nxt.lower in UNITS:
+        return None
+    base = nxt.lower.removesuffix("'s")
+    if not (lx.is_first_name(base) or (mixed and tok.text[0].isupper())):
+        return None  # "sr to st": sinus tachycardia, not a saint
+    return Span(tok.start, nxt.end, HOSPITAL, 0.7, "locations")
+
+
+def _region(words: tuple[Token, ...], h: int, text: str, mixed: bool) -> Span | None:
+    """ "the Eastern Shore", "the west coast": a region named by a compass word."""
+    if h < 2 or words[h - 2].lower != "the":
+        return None
+    compass = words[h - 1]
+    if compass.lower not in _COMPASS or text[compass.end : words[h].start] != " ":
+        return None
+    if mixed and not (compass.is_title or compass.is_upper):
+        return None
+    return Span(compass.start, words[h].end, OTHER, 0.6, "locations")
+
+
+_COMPASS: Final = _words("eastern western northern southern east west north south")
+
+
 def _bare_acronym(words: tuple[Token, ...], j: int, text: str, mixed: bool) -> Span | None:
     """ "at XYZ,", "leave XYZ.": an unknown acronym ending a clause after a place preposition
     (a mixed-case note only, where all-caps marks an acronym)."""
@@ -399,8 +437,8 @@ def _bare_acronym(words: tuple[Token, ...], j: int, text: str, mixed: bool) -> S
         return None
     if mixed and not tok.is_upper:
         return None
-    if not mixed and (len(low) > 3 or lx.zipf(low) >= 3.3 or not tok.text.islower()):
-        return None  # one-case note: a short lower-case unknown ("at xyz.") only
+    if not mixed and (len(low) > 3 or lx.zipf(low) >= 3.3):
+        return None  # one-case note: a short unknown word only ("at xyz.")
     if low in lx.us_states() or lx.zipf(low) >= 3.5 or low in GENERIC_MODIFIERS:
         return None
     after = text[tok.end : tok.end + 2].lstrip(" ")[:1]
