@@ -75,6 +75,7 @@ ROLE_BEFORE: Final = {
     **dict.fromkeys(
         _words(
             "contact contacts contacted caseworker chaplain rabbi priest pastor reverend rev "
+            "meet reach reached "
             "caregiver sitter aide "
             "lawyer attorney guardian interpreter"
         ),
@@ -171,7 +172,7 @@ def _plausible(tok: Token, mixed: bool, strength: int, lowered: frozenset[str]) 
     if mixed:
         if not (tok.is_title or tok.is_upper):
             # a lower-case word in a mixed-case note is no name, except after a title: "dr smith"
-            return strength >= 3 and ((named and f < 5.5) or f < _RARE)
+            return strength >= 3 and ((named and f < 5.6) or f < _RARE)
         if tok.is_upper and len(word) < 4 and strength < 3:
             return False  # "HO", "ASA": abbreviations
         if word in lowered and strength < 3:
@@ -430,6 +431,17 @@ class NameRecognizer(Recognizer):
                 gap = text[words[j - 1].end : words[j].start] if j < n else "\n"
                 if j < n and len(gap) < 6 and "\n" not in gap and "." not in gap.strip(" ,:(-"):
                     strength = 2
+                    if (  # "per d ross": a bare lower-case initial and a census surname
+                        len(words[j].text) == 1
+                        and j + 1 < n
+                        and words[j].lower not in _CLINICAL_LETTERS - {"d", "s", "e", "p", "c"}
+                        and text[words[j].end : words[j + 1].start] == " "
+                        and lx.name_score(words[j + 1].lower) >= 1.5
+                        and ok(j + 1, 3)
+                    ):
+                        take(j, role, 0.7)
+                        i = run_right(j + 1, role, 0.7, 3)
+                        continue
                     if (  # "per E. Welsh"
                         _is_initial(words[j], text)
                         and j + 1 < n
@@ -446,6 +458,19 @@ class NameRecognizer(Recognizer):
                         continue
                     if not weak and ok(j, strength):
                         i = run_right(j, role, 0.8 if role is not OTHER else 0.7, strength)
+                        continue
+                    if (  # "son: Vladimir Erickson": two capitalised words make a full name
+                        (mixed or lower_note)
+                        and j + 1 < n
+                        and words[j].is_title
+                        and words[j + 1].is_title
+                        and _tight(_gap(text, words[j], words[j + 1]), words[j])
+                        and lx.zipf(words[j].lower) < 4.5
+                        and _namey(words[j + 1])
+                        and words[j].lower not in _CUE_WORDS
+                    ):
+                        take(j, role, 0.7)
+                        i = run_right(j + 1, role, 0.7, strength)
                         continue
             if _is_initial(tok, text) and i + 1 < n and low not in {"a", "i"}:
                 sur = words[i + 1]
