@@ -10,6 +10,7 @@ import json
 import re
 import shutil
 import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -383,3 +384,23 @@ def test_kustomize_builds_the_manifests() -> None:
     kinds = {d["kind"] for d in yaml.safe_load_all(proc.stdout) if d}
     assert kinds == {"ServiceAccount", "ConfigMap", "Deployment", "Service",
                      "PodDisruptionBudget"}
+
+
+def test_compose_file_matches_the_compose_specification() -> None:
+    pytest.importorskip("check_jsonschema")
+    proc = subprocess.run(
+        [sys.executable, "-m", "check_jsonschema", "--builtin-schema", "vendor.compose-spec",
+         str(DEPLOY / "compose.yaml")],
+        capture_output=True, text=True, timeout=120,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def test_k8s_objects_match_the_kubernetes_schemas() -> None:
+    kubernetes_validate = pytest.importorskip("kubernetes_validate")
+    objects = k8s_objects()
+    secret = load(K8S / "secret.example.yaml")[0]
+    assert secret["metadata"]["name"] == "deidstream-secrets"
+    for doc in [*objects.values(), secret]:
+        # strict: unknown fields (typos such as "readinesProbe") are errors too
+        kubernetes_validate.validate(doc, "1.30", strict=True)
