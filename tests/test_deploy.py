@@ -404,3 +404,15 @@ def test_k8s_objects_match_the_kubernetes_schemas() -> None:
     for doc in [*objects.values(), secret]:
         # strict: unknown fields (typos such as "readinesProbe") are errors too
         kubernetes_validate.validate(doc, "1.30", strict=True)
+
+
+def test_grafana_provisioning_finds_the_mounted_dashboard() -> None:
+    grafana = load(DEPLOY / "compose.yaml")[0]["services"]["grafana"]
+    mounts = dict(m.split(":")[:2] for m in grafana["volumes"])
+    target = mounts["./grafana/deidstream.json"]
+    provider = load(DEPLOY / "grafana" / "provisioning" / "dashboards" / "deidstream.yaml")[0]
+    assert provider["providers"][0]["options"]["path"] == str(Path(target).parent)
+    datasource = load(DEPLOY / "grafana" / "provisioning" / "datasources" / "prometheus.yaml")[0]
+    dash = load(DASHBOARD)[0]
+    default = next(v for v in dash["templating"]["list"] if v["name"] == "datasource")
+    assert datasource["datasources"][0]["uid"] == default["current"]["value"]
