@@ -64,7 +64,9 @@ UNITS: Final = _words(
     "telemetry stepdown sdu ecu radiology dialysis endoscopy echo surgery oncology cardiology "
     "neuro neurology psych ob gi ent osh ama pt ot bed chair room bathroom commode "
     "vent cpap bipap the a an his her their this that our your my bb lab labs angio "
-    "baseline blood bank pharmacy morgue hob kvo ett ngt ogt hs noc bedside rest tko tol prn"
+    "baseline blood bank pharmacy morgue hob kvo ett ngt ogt hs noc bedside rest tko tol prn "
+    # rhythms, states and lung fields that follow "in" ("in NSR", "in NAD", "in RLL")
+    "nsr sr sb af afib aflutter svt vt vf pea nad nard rll rul lll lul rml chf arf rij lij ij"
 )
 # Adjectives that describe rather than name a hospital ("outside hospital").
 GENERIC_MODIFIERS: Final = _words(
@@ -98,7 +100,7 @@ class LocationRecognizer(Recognizer):
             return []
         for h, tok in enumerate(words):
             low = tok.lower
-            if low not in _TRIGGERS and low not in states:
+            if low not in _TRIGGERS and low not in states and low.removesuffix("'s") not in states:
                 continue
             span: Span | None = None
             is_home = low == "home" and h > 0 and words[h - 1].lower == "nursing"
@@ -116,7 +118,11 @@ class LocationRecognizer(Recognizer):
                 low in _EMERGENCY or (low == "cath" and h + 1 < n and words[h + 1].lower == "lab")
             ):
                 span = _acronym_before_unit(words, h, text, mixed)
-            elif low in states and h > 0 and text[words[h - 1].end : tok.start] in {", ", " "}:
+            elif (
+                (low in states or low.removesuffix("'s") in states)
+                and h > 0
+                and text[words[h - 1].end : tok.start] in {", ", " "}
+            ):
                 span = _city_before_state(words, h, text, mixed)
             if span is not None:
                 out.append(span)
@@ -214,12 +220,23 @@ class LocationRecognizer(Recognizer):
                 cue in {"in", "from"} and (people or f < (3.0 if mixed else 2.5))
             )
             if (
-                (resident or (travel and f < 5.0) or ((moved or loose) and rare))
+                (
+                    resident
+                    or (travel and f < 5.0)
+                    or ((moved or loose) and rare)
+                    or (people and cue == "from" and f < 5.0)  # "daughter from Miami"
+                )
                 and phrase not in lx.us_states()
                 and (not single or tok.lower not in UNITS)
                 and not _facility_follows(words, city_end)
             ):
                 return Span(tok.start, words[city_end].end, CITY, 0.75, "locations")
+        if resident and tok.lower == "dc" and (tok.is_upper or not mixed):
+            return Span(tok.start, tok.end, CITY, 0.7, "locations")  # the District: a city
+        if cue in {"in", "at"} and prev in _BEING and c > 0:
+            where = _bare_acronym(words, j, text, mixed)  # "knows he is in XYZ,"
+            if where is not None:
+                return where
         # a country after a residence or travel cue ("lives in Italy"): not identifying alone
         if (resident or travel) and tok.lower in lx.countries():
             return Span(tok.start, tok.end, OTHER, 0.55, "locations")
@@ -425,6 +442,7 @@ def _region(words: tuple[Token, ...], h: int, text: str, mixed: bool) -> Span | 
     return Span(compass.start, words[h].end, OTHER, 0.6, "locations")
 
 
+_BEING: Final = _words("is am i'm are was were")
 _COMPASS: Final = _words("eastern western northern southern east west north south")
 
 
@@ -530,9 +548,9 @@ def _propagate(spans: list[Span], words: tuple[Token, ...], text: str, mixed: bo
 
 def _person_before(tok: Token, mixed: bool) -> bool:
     """ "Neil Smith of Towson": the word before "of" looks like a surname."""
-    if mixed:
-        return tok.is_title and (lx.name_score(tok.lower) > -9.0 or lx.zipf(tok.lower) < 2.5)
-    return lx.name_score(tok.lower) >= 1.5
+    if tok.is_title and (lx.name_score(tok.lower) > -9.0 or lx.zipf(tok.lower) < 2.5):
+        return True
+    return not mixed and lx.name_score(tok.lower) >= 1.5
 
 
 def _head_closes(words: tuple[Token, ...], h: int, text: str, mixed: bool) -> bool:
