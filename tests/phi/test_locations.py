@@ -50,6 +50,9 @@ def found(text: str) -> dict[str, Category]:
             Category.LOCATION_HOSPITAL,
         ),
         ("Family drove in from the Eastern Shore.", "Eastern Shore", Category.LOCATION_OTHER),
+        ("Her proxy lives in DC with her son.", "DC", Category.LOCATION_CITY),
+        ('DAUGHTER ("FROM PHOENIX") IN TO VISIT.', "PHOENIX", Category.LOCATION_CITY),
+        ("Oriented x3, knows she is in XQH, knows the date.", "XQH", Category.LOCATION_HOSPITAL),
     ],
 )
 def test_places(text: str, place: str, category: Category) -> None:
@@ -71,6 +74,7 @@ def test_places(text: str, place: str, category: Category) -> None:
         "FOLEY CATH DRAINING WELL, received on PSV 10.",
         "Blood cultures sent from TLC and RA.",
         "cv: nsr to st hr 78-107, sr to st w/ pacs.",
+        "HR is in NSR, remains in NAD. Swan is in RIJ.",
     ],
 )
 def test_units_and_clinical_phrases_are_not_places(text: str) -> None:
