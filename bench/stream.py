@@ -456,13 +456,14 @@ async def produce_at_rate(producer: AIOKafkaProducer, messages: Sequence[Message
 def start_service(workdir: Path, bootstrap: str, http_port: int,
                   profile: Path | None = None,
                   fetch_wait_ms: int | None = None,
-                  passthrough: bool = False) -> subprocess.Popen[bytes]:
+                  passthrough: bool = False,
+                  keystore_url: str | None = None) -> subprocess.Popen[bytes]:
     from keystore.keyring import Keyring
 
     env = {
         **os.environ,
         "DEIDSTREAM_BOOTSTRAP_SERVERS": bootstrap,
-        "DEIDSTREAM_KEYSTORE_URL": f"sqlite:///{workdir / 'keystore.sqlite3'}",
+        "DEIDSTREAM_KEYSTORE_URL": keystore_url or f"sqlite:///{workdir / 'keystore.sqlite3'}",
         "DEIDSTREAM_MASTER_KEY": Keyring.generate().to_text(),
         "DEIDSTREAM_GROUP_ID": "deidstream-bench",
         "DEIDSTREAM_HTTP_PORT": str(http_port),
@@ -609,12 +610,39 @@ async def run(args: argparse.Namespace, notes: list[Note], names: dict[str, Iden
           f"{time.perf_counter() - t0:.1f} s from {len(notes):,} notes "
           f"(bulk: {total_bytes / 1e6:.1f} MB, {total_bytes / max(1, len(bulk)):,.0f} B/msg)")
 
+    keystore_url, schema = None, None
+    if args.postgres:
+        schema = f"deidstream_bench_{os.getpid()}"  # a fresh, private schema; dropped after
+        sep = "&" if "?" in args.postgres else "?"
+        keystore_url = f"{args.postgres}{sep}schema={schema}"
+    print(f"key store: {'PostgreSQL ' + args.postgres if args.postgres else 'SQLite'} "
+          f"(temporary{', schema ' + schema if schema else ' file'}, generated master key)")
+    try:
+        return await _run_with_store(args, notes, names, workdir, warm, bulk, paced,
+                                     keystore_url)
+    finally:
+        if args.postgres and schema:
+            drop_schema(args.postgres, schema)
+
+
+def drop_schema(url: str, schema: str) -> None:
+    import psycopg
+
+    with contextlib.suppress(psycopg.Error), psycopg.connect(url.split("?")[0],
+                                                             autocommit=True) as conn:
+        conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
+
+
+async def _run_with_store(args: argparse.Namespace, notes: list[Note],
+                          names: dict[str, Identifiers], workdir: Path, warm: list[Message],
+                          bulk: list[Message], paced: list[Message],
+                          keystore_url: str | None) -> int:
     broker = EmbeddedBroker(log_path=workdir / "tansu.log")
     broker.start()
     http_port = free_port()
     base = f"http://127.0.0.1:{http_port}"
     service = start_service(workdir, broker.bootstrap_servers, http_port, args.profile,
-                            args.what_if_fetch_wait_ms, args.passthrough)
+                            args.what_if_fetch_wait_ms, args.passthrough, keystore_url)
     if args.passthrough:
         print("PASS-THROUGH run: the service runs with a processor that does no "
               "de-identification (measures the service shell and the broker only)")
@@ -780,6 +808,9 @@ def main() -> int:
     ap.add_argument("--what-if-fetch-wait-ms", type=int, default=None, metavar="MS",
                     help="measure the service with its consumer's fetch_max_wait_ms set to MS "
                          "(patched in at start; for comparison only)")
+    ap.add_argument("--postgres", metavar="URL", default=None,
+                    help="use a PostgreSQL key store (a temporary schema in this database), "
+                         "e.g. postgresql://postgres@127.0.0.1:5432/test")
     ap.add_argument("--passthrough", action="store_true",
                     help="run the service with a no-op processor (bench.stream:passthrough_factory)"
                          " to measure the runner and broker without the pipeline")
