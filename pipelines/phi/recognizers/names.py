@@ -343,153 +343,162 @@ class NameRecognizer(Recognizer):
                 and (
                     (not tok.text[0].isupper())
                     if mixed
-                    else (low not in first_names and not (lower_note and tok.is_title))
+                    else (low not in first_names and not (lower_note and tok.text[0].isupper()))
                 )
             ):
                 i += 1
                 continue
-            title = TITLES.get(low)
-            gap1 = _gap(text, tok, words[i + 1]) if i + 1 < n else "\n"
-            if "\n" in gap1 or gap1.strip() not in {"", ".", "'"}:
-                title = None
-            if title is PT and mixed and tok.is_upper:
-                title = None  # "MS." in a mixed-case note is mental status / multiple sclerosis
-            if title is PT and not mixed and i + 1 < n:
-                # "ms" in a one-case note may be morphine or mental status: need a real name
-                nw = words[i + 1].lower
-                if lx.name_score(nw) < 0.5 and not (
-                    lx.name_score(nw) == -9.0 and lx.zipf(nw) < _RARE
-                ):
-                    title = None
-            if title is not None:
-                nxt = i + 1
-                if _is_initial(words[nxt], text) and title is PT:  # "Ms. S." patient initial
-                    take(nxt, PT, 0.85)
-                    i = nxt + 1
-                    continue
-                bare = len(words[nxt].text) == 1 and nxt + 1 < n and words[nxt].text.isalpha()
-                if (_is_initial(words[nxt], text) or bare) and nxt + 1 < n:
-                    nxt += 1  # "Dr. J. Smith", "Dr B Smith"
-                elif (  # "Dr Will Cole": a common first name, then a surname
-                    nxt + 1 < n
-                    and lx.is_first_name(words[nxt].lower)
-                    and _tight(_gap(text, words[nxt], words[nxt + 1]), words[nxt])
-                    and ok(nxt + 1, 3)
-                    and (words[nxt + 1].is_title or not mixed)
-                ):
-                    take(nxt, title, 0.85)
-                    nxt += 1
-                if ok(nxt, 3):
-                    if nxt != i + 1:
-                        take(i + 1, title, 0.9)
-                    i = run_right(nxt, title, 0.9, 3)
-                    continue
-            if low in CREDENTIALS or (low in {"r", "m"} and _dotted_credential(text, tok)):
-                after = text[tok.end : tok.end + 3].strip()
-                if not (low == "pa" and after[:1].isdigit()) and not _city_state(words, i, text):
-                    run_left(i, P, 0.85, low)
-            role = ROLE_AFTER.get(low)
-            if role is not None and i > 0 and _tight(_gap(text, words[i - 1], tok)):
-                j = i - 1
-                after_initial = j > 0 and (
-                    _is_initial(words[j - 1], text)
-                    or _surname_after_first(words[j - 1], words[j], mixed)
-                )
-                if (after_initial and ok(j, 3)) or (
-                    ok(j, 2) and (words[j].is_title or lx.name_score(words[j].lower) >= 1.5)
-                ):
-                    run_left(i, role, 0.75, "initial" if after_initial else "")
-            role = ROLE_BEFORE.get(low)
-            if (  # "Jane Doe (daughter)", "J. Doe (resident)": the role in parentheses
-                role is not None
-                and i > 0
-                and text[words[i - 1].end : tok.start].strip() == "("
-                and text[tok.end : tok.end + 1] == ")"
-            ):
-                run_left(i, role, 0.75, "paren")
-            if (  # "Anne is family contact", "Jim is the HCP"
-                low == "is"
-                and 0 < i < n - 1
-                and _tight(_gap(text, words[i - 1], tok))
-                and (
-                    ROLE_BEFORE.get(words[i + 1].lower) is R
-                    or words[i + 1].lower in {"family", "contact", "spokesperson"}
-                )
-            ):
-                run_left(i, R, 0.7)
-            if role is None and low in {"with", "w", "by", "to"} and i > 0:
-                # "spoke (at length / extensively) with X", "explained to X"
-                role = VERB_THEN_NAME.get(words[i - 1].lower)
-                if role is None and i > 1:
-                    role = VERB_THEN_NAME.get(words[i - 2].lower)
-            if role is None and low == "other" and i > 0 and words[i - 1].lower == "significant":
-                role = R
-            if role is not None and i + 1 < n:
-                j = i + 1
-                while j < n and words[j].lower in _SKIPPABLE and j - i < 3:
-                    j += 1
-                gap = text[words[j - 1].end : words[j].start] if j < n else "\n"
-                if j < n and len(gap) < 6 and "\n" not in gap and "." not in gap.strip(" ,:(-"):
-                    strength = 2
-                    if (  # "per d ross": a bare lower-case initial and a census surname
-                        len(words[j].text) == 1
-                        and j + 1 < n
-                        and words[j].lower not in _CLINICAL_LETTERS - {"d", "s", "e", "p", "c"}
-                        and text[words[j].end : words[j + 1].start] == " "
-                        and lx.name_score(words[j + 1].lower) >= 1.5
-                        and ok(j + 1, 3)
+            if low in _TRIGGERS or len(low) == 1:  # cue words and initials
+                title = TITLES.get(low)
+                if title is not None:
+                    gap1 = _gap(text, tok, words[i + 1]) if i + 1 < n else "\n"
+                    if "\n" in gap1 or gap1.strip() not in {"", ".", "'"}:
+                        title = None
+                if title is PT and mixed and tok.is_upper:
+                    title = None  # "MS." in a mixed-case note is mental status / multiple sclerosis
+                if title is PT and not mixed and i + 1 < n:
+                    # "ms" in a one-case note may be morphine or mental status: need a real name
+                    nw = words[i + 1].lower
+                    if lx.name_score(nw) < 0.5 and not (
+                        lx.name_score(nw) == -9.0 and lx.zipf(nw) < _RARE
                     ):
-                        take(j, role, 0.7)
-                        i = run_right(j + 1, role, 0.7, 3)
+                        title = None
+                if title is not None:
+                    nxt = i + 1
+                    if _is_initial(words[nxt], text) and title is PT:  # "Ms. S." patient initial
+                        take(nxt, PT, 0.85)
+                        i = nxt + 1
                         continue
-                    if (  # "per E. Welsh"
-                        _is_initial(words[j], text)
-                        and j + 1 < n
-                        and _tight(_gap(text, words[j], words[j + 1]))
-                        and ok(j + 1, 3)
+                    bare = len(words[nxt].text) == 1 and nxt + 1 < n and words[nxt].text.isalpha()
+                    if (_is_initial(words[nxt], text) or bare) and nxt + 1 < n:
+                        nxt += 1  # "Dr. J. Smith", "Dr B Smith"
+                    elif (  # "Dr Will Cole": a common first name, then a surname
+                        nxt + 1 < n
+                        and lx.is_first_name(words[nxt].lower)
+                        and _tight(_gap(text, words[nxt], words[nxt + 1]), words[nxt])
+                        and ok(nxt + 1, 3)
+                        and (words[nxt + 1].is_title or not mixed)
                     ):
-                        take(j, role, 0.8)
-                        i = run_right(j + 1, role, 0.8, 3)
+                        take(nxt, title, 0.85)
+                        nxt += 1
+                    if ok(nxt, 3):
+                        if nxt != i + 1:
+                            take(i + 1, title, 0.9)
+                        i = run_right(nxt, title, 0.9, 3)
                         continue
-                    # "per protocol", "per Carevue": after "per" only a census name counts
-                    weak = low == "per" and lx.name_score(words[j].lower) < 1.0
-                    if role is R and not mixed and _rare_unknown(words[j]):
-                        i = run_right(j, role, 0.7, strength)  # "BROTHER VINNY"
-                        continue
-                    if not weak and ok(j, strength):
-                        i = run_right(j, role, 0.8 if role is not OTHER else 0.7, strength)
-                        continue
-                    if (  # "son: Vladimir Erickson": two capitalised words make a full name
-                        (mixed or lower_note)
-                        and j + 1 < n
-                        and words[j].is_title
-                        and words[j + 1].is_title
-                        and _tight(_gap(text, words[j], words[j + 1]), words[j])
-                        and lx.zipf(words[j].lower) < 4.5
-                        and _namey(words[j + 1])
-                        and words[j].lower not in _CUE_WORDS
+                if low in CREDENTIALS or (low in {"r", "m"} and _dotted_credential(text, tok)):
+                    after = text[tok.end : tok.end + 3].strip()
+                    if not (low == "pa" and after[:1].isdigit()) and not _city_state(
+                        words, i, text
                     ):
-                        take(j, role, 0.7)
-                        i = run_right(j + 1, role, 0.7, strength)
-                        continue
-            if _is_initial(tok, text) and i + 1 < n and low not in {"a", "i"}:
-                sur = words[i + 1]
-                if (
-                    _tight(_gap(text, tok, sur))
-                    and (
-                        (lx.name_score(sur.lower) >= 1.5 and lx.zipf(sur.lower) < 5.0)
-                        or (
-                            mixed
-                            and sur.is_title
-                            and ok(i + 1, 2)
-                            and (lx.name_score(sur.lower) >= 1.0 or lx.zipf(sur.lower) < _RARE)
-                        )
+                        run_left(i, P, 0.85, low)
+                role = ROLE_AFTER.get(low)
+                if role is not None and i > 0 and _tight(_gap(text, words[i - 1], tok)):
+                    j = i - 1
+                    after_initial = j > 0 and (
+                        _is_initial(words[j - 1], text)
+                        or _surname_after_first(words[j - 1], words[j], mixed)
                     )
-                    and ok(i + 1, 3)
+                    if (after_initial and ok(j, 3)) or (
+                        ok(j, 2) and (words[j].is_title or lx.name_score(words[j].lower) >= 1.5)
+                    ):
+                        run_left(i, role, 0.75, "initial" if after_initial else "")
+                role = ROLE_BEFORE.get(low)
+                if (  # "Jane Doe (daughter)", "J. Doe (resident)": the role in parentheses
+                    role is not None
+                    and i > 0
+                    and text[words[i - 1].end : tok.start].strip() == "("
+                    and text[tok.end : tok.end + 1] == ")"
                 ):
-                    take(i, OTHER, 0.7)
-                    i = run_right(i + 1, OTHER, 0.7, 2)
-                    continue
+                    run_left(i, role, 0.75, "paren")
+                if (  # "Anne is family contact", "Jim is the HCP"
+                    low == "is"
+                    and 0 < i < n - 1
+                    and _tight(_gap(text, words[i - 1], tok))
+                    and (
+                        ROLE_BEFORE.get(words[i + 1].lower) is R
+                        or words[i + 1].lower in {"family", "contact", "spokesperson"}
+                    )
+                ):
+                    run_left(i, R, 0.7)
+                if role is None and low in {"with", "w", "by", "to"} and i > 0:
+                    # "spoke (at length / extensively) with X", "explained to X"
+                    role = VERB_THEN_NAME.get(words[i - 1].lower)
+                    if role is None and i > 1:
+                        role = VERB_THEN_NAME.get(words[i - 2].lower)
+                if (
+                    role is None
+                    and low == "other"
+                    and i > 0
+                    and words[i - 1].lower == "significant"
+                ):
+                    role = R
+                if role is not None and i + 1 < n:
+                    j = i + 1
+                    while j < n and words[j].lower in _SKIPPABLE and j - i < 3:
+                        j += 1
+                    gap = text[words[j - 1].end : words[j].start] if j < n else "\n"
+                    if j < n and len(gap) < 6 and "\n" not in gap and "." not in gap.strip(" ,:(-"):
+                        strength = 2
+                        if (  # "per d ross": a bare lower-case initial and a census surname
+                            len(words[j].text) == 1
+                            and j + 1 < n
+                            and words[j].lower not in _CLINICAL_LETTERS - {"d", "s", "e", "p", "c"}
+                            and text[words[j].end : words[j + 1].start] == " "
+                            and lx.name_score(words[j + 1].lower) >= 1.5
+                            and ok(j + 1, 3)
+                        ):
+                            take(j, role, 0.7)
+                            i = run_right(j + 1, role, 0.7, 3)
+                            continue
+                        if (  # "per E. Welsh"
+                            _is_initial(words[j], text)
+                            and j + 1 < n
+                            and _tight(_gap(text, words[j], words[j + 1]))
+                            and ok(j + 1, 3)
+                        ):
+                            take(j, role, 0.8)
+                            i = run_right(j + 1, role, 0.8, 3)
+                            continue
+                        # "per protocol", "per Carevue": after "per" only a census name counts
+                        weak = low == "per" and lx.name_score(words[j].lower) < 1.0
+                        if role is R and not mixed and _rare_unknown(words[j]):
+                            i = run_right(j, role, 0.7, strength)  # "BROTHER VINNY"
+                            continue
+                        if not weak and ok(j, strength):
+                            i = run_right(j, role, 0.8 if role is not OTHER else 0.7, strength)
+                            continue
+                        if (  # "son: Vladimir Erickson": two capitalised words make a full name
+                            (mixed or lower_note)
+                            and j + 1 < n
+                            and words[j].is_title
+                            and words[j + 1].is_title
+                            and _tight(_gap(text, words[j], words[j + 1]), words[j])
+                            and lx.zipf(words[j].lower) < 4.5
+                            and _namey(words[j + 1])
+                            and words[j].lower not in _CUE_WORDS
+                        ):
+                            take(j, role, 0.7)
+                            i = run_right(j + 1, role, 0.7, strength)
+                            continue
+                if _is_initial(tok, text) and i + 1 < n and low not in {"a", "i"}:
+                    sur = words[i + 1]
+                    if (
+                        _tight(_gap(text, tok, sur))
+                        and (
+                            (lx.name_score(sur.lower) >= 1.5 and lx.zipf(sur.lower) < 5.0)
+                            or (
+                                mixed
+                                and sur.is_title
+                                and ok(i + 1, 2)
+                                and (lx.name_score(sur.lower) >= 1.0 or lx.zipf(sur.lower) < _RARE)
+                            )
+                        )
+                        and ok(i + 1, 3)
+                    ):
+                        take(i, OTHER, 0.7)
+                        i = run_right(i + 1, OTHER, 0.7, 2)
+                        continue
             # no cue: two Title-case words that are each a name or rare ("Radu Crosson")
             if (
                 (mixed or lower_note)
