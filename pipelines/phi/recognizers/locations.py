@@ -76,11 +76,24 @@ GENERIC_MODIFIERS: Final = _words(
 _FUNCTION_ZIPF = 5.6  # function words ("to", "from", "the", "at") are more frequent than this
 
 
+# Staff of a place: "XYZ nurse", "XYZ attorneys" make the acronym before them a hospital.
+_STAFF: Final = _words(
+    "nurse nurses staff team attorney attorneys lawyer lawyers physician physicians doctor "
+    "doctors surgeon surgeons"
+)
+# Acronyms of people and tests, never places.
+# ... and clinical services, whose staff are people too ("pulm team", "nsg staff").
+_NOT_PLACES: Final = _words(
+    "rn md np pa ho pt ot sw cm iv rt rrt lpn cna ekg cxr abg "
+    "pulm neuro renal gi cards surg nsg nsurg csurg ortho psych onc heme id micu sicu ccu "
+    "resp medical surgical nursing primary care"
+)
 _CUES: Final = _words("to from at in of on leave")
 # Words at which some rule starts (heads, cues, unit words); any other word is skipped fast.
 _TRIGGERS: Final = frozenset(
     {*GENERIC_HEADS, *NAMED_HEADS, *_CUES, "home", "plan", "cath", "er", "ew", "ed", "tcu"}
     | {"shore", "coast", "side", "end"}
+    | _STAFF
 )
 
 
@@ -118,6 +131,10 @@ class LocationRecognizer(Recognizer):
                 low in _EMERGENCY or (low == "cath" and h + 1 < n and words[h + 1].lower == "lab")
             ):
                 span = _acronym_before_unit(words, h, text, mixed)
+            elif h > 0 and low in _STAFF:
+                prev = words[h - 1]
+                if prev.lower not in _NOT_PLACES and lx.zipf(prev.lower) < 3.3:
+                    span = _acronym_before_unit(words, h, text, mixed)
             elif (
                 (low in states or low.removesuffix("'s") in states)
                 and h > 0
@@ -249,8 +266,8 @@ class LocationRecognizer(Recognizer):
         if saint is not None and cue in {"to", "from", "at"}:
             return saint
         bare = _bare_acronym(words, j, text, mixed)
-        if bare is not None and cue in {"at", "leave"}:
-            return bare
+        if bare is not None and (cue in {"at", "leave"} or (cue == "from" and j == c + 2)):
+            return bare  # "at XYZ,", "leave XYZ.", "a consult from the XYZ."
         if mixed and cue in {"at", "from"} and not moved:
             placed = _title_place(words, j, text)
             if placed is not None:
@@ -466,26 +483,35 @@ def _bare_acronym(words: tuple[Token, ...], j: int, text: str, mixed: bool) -> S
 
 
 def _title_place(words: tuple[Token, ...], j: int, text: str) -> Span | None:
-    """ "at Holy Cross", "to Harbor": a Title-case listed city or surname after at/to/from."""
+    """ "at Holy Cross", "to Harbor": Title-case words after at/to/from, one of them a listed
+    city or a surname (not a state, a country or a care unit)."""
+
+    def usable(tok: Token) -> bool:
+        low = tok.lower
+        return (
+            tok.is_title
+            and low not in UNITS
+            and low not in GENERIC_MODIFIERS
+            and low not in GENERIC_HEADS
+            and low not in HEAD_FILLERS
+            and lx.zipf(low) < 5.2
+            and low not in lx.us_states()
+            and low not in lx.countries()
+        )
+
+    def placeish(tok: Token) -> bool:
+        return tok.lower in lx.us_cities() or lx.name_score(tok.lower) > -1.0
+
     tok = words[j]
-    low = tok.lower
-    if not tok.is_title or low in UNITS or low in GENERIC_MODIFIERS or low in GENERIC_HEADS:
+    if not usable(tok):
         return None
-    if lx.zipf(low) >= 5.2 or not (low in lx.us_cities() or lx.name_score(low) > -1.0):
-        return None
-    if low in lx.us_states() or low in lx.countries():
-        return None
-    end = tok
-    if j + 1 < len(words) and words[j + 1].is_title and text[tok.end : words[j + 1].start] == " ":
-        nxt = words[j + 1]
-        if (
-            nxt.lower not in UNITS
-            and nxt.lower not in GENERIC_HEADS
-            and nxt.lower not in HEAD_FILLERS
-            and lx.zipf(nxt.lower) < 5.2
-        ):
-            end = nxt
-    return Span(tok.start, end.end, HOSPITAL, 0.55, "locations")
+    nxt = words[j + 1] if j + 1 < len(words) else None
+    pair = nxt is not None and text[tok.end : nxt.start] == " " and usable(nxt)
+    if pair and nxt is not None and (placeish(tok) or placeish(nxt)):
+        return Span(tok.start, nxt.end, HOSPITAL, 0.55, "locations")
+    if placeish(tok):
+        return Span(tok.start, tok.end, HOSPITAL, 0.55, "locations")
+    return None
 
 
 def _area(words: tuple[Token, ...], j: int, text: str, mixed: bool) -> Span | None:
