@@ -53,6 +53,8 @@ def found(text: str) -> dict[str, Category]:
         ("Her proxy lives in DC with her son.", "DC", Category.LOCATION_CITY),
         ('DAUGHTER ("FROM PHOENIX") IN TO VISIT.', "PHOENIX", Category.LOCATION_CITY),
         ("Oriented x3, knows she is in XQH, knows the date.", "XQH", Category.LOCATION_HOSPITAL),
+        ("SEEN BY XQH NURSE FOR ARRANGEMENTS.", "XQH", Category.LOCATION_HOSPITAL),
+        ("Had a heart transplant at Holy Carlisle.", "Holy Carlisle", Category.LOCATION_HOSPITAL),
     ],
 )
 def test_places(text: str, place: str, category: Category) -> None:
@@ -75,6 +77,7 @@ def test_places(text: str, place: str, category: Category) -> None:
         "Blood cultures sent from TLC and RA.",
         "cv: nsr to st hr 78-107, sr to st w/ pacs.",
         "HR is in NSR, remains in NAD. Swan is in RIJ.",
+        "Amiodarone stopped per pulm team; NSG STAFF AWARE.",
     ],
 )
 def test_units_and_clinical_phrases_are_not_places(text: str) -> None:
