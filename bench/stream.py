@@ -457,7 +457,8 @@ def start_service(workdir: Path, bootstrap: str, http_port: int,
                   profile: Path | None = None,
                   fetch_wait_ms: int | None = None,
                   passthrough: bool = False,
-                  keystore_url: str | None = None) -> subprocess.Popen[bytes]:
+                  keystore_url: str | None = None,
+                  gc_freeze: bool = False) -> subprocess.Popen[bytes]:
     from keystore.keyring import Keyring
 
     env = {
@@ -477,22 +478,35 @@ def start_service(workdir: Path, bootstrap: str, http_port: int,
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
     exe = Path(sys.executable).with_name("deidstream")
     cmd = [str(exe), "run"] if exe.is_file() else [sys.executable, "-m", "service.cli", "run"]
+    prelude = []  # what-if measurements only: the same `deidstream run`, patched at start
     if fetch_wait_ms is not None:
-        # What-if measurement only: the same `deidstream run`, with aiokafka's consumer
-        # default fetch_max_wait_ms changed before the service builds its consumer.
-        patch = (
-            "import functools, aiokafka, sys\n"
+        # the consumer's fetch_max_wait_ms forced, whatever the settings say
+        prelude.append(
+            "import functools, aiokafka\n"
             "init = aiokafka.AIOKafkaConsumer.__init__\n"
             "@functools.wraps(init)\n"
             "def patched(self, *a, **k):\n"
             f"    k['fetch_max_wait_ms'] = {int(fetch_wait_ms)}\n"
             "    init(self, *a, **k)\n"
             "aiokafka.AIOKafkaConsumer.__init__ = patched\n"
-            "sys.argv = ['deidstream', 'run']\n"
-            "from service.cli import main\n"
-            "main()\n"
         )
-        cmd = [sys.executable, "-c", patch]
+    if gc_freeze:
+        # once the bench's warm-up is through (it creates the file), move everything alive
+        # (lexicons, compiled patterns) out of the garbage collector's reach
+        prelude.append(
+            "import gc, os, threading, time\n"
+            "def freeze_when_warm():\n"
+            f"    while not os.path.exists({str(workdir / 'warm')!r}):\n"
+            "        time.sleep(0.1)\n"
+            "    gc.collect(); gc.freeze()\n"
+            "threading.Thread(target=freeze_when_warm, daemon=True).start()\n"
+        )
+    if prelude:
+        script = "".join(prelude) + (
+            "import sys\nsys.argv = ['deidstream', 'run']\n"
+            "from service.cli import main\nmain()\n"
+        )
+        cmd = [sys.executable, "-c", script]
     if profile is not None:  # cProfile writes its file when the service exits on SIGTERM
         script = cmd[0] if exe.is_file() else "-m"
         cmd = [sys.executable, "-m", "cProfile", "-o", str(profile.resolve()), script, *cmd[1:]]
@@ -638,7 +652,10 @@ async def _run_with_store(args: argparse.Namespace, notes: list[Note],
     http_port = free_port()
     base = f"http://127.0.0.1:{http_port}"
     service = start_service(workdir, broker.bootstrap_servers, http_port, args.profile,
-                            args.what_if_fetch_wait_ms, args.passthrough, keystore_url)
+                            args.what_if_fetch_wait_ms, args.passthrough, keystore_url,
+                            args.what_if_gc_freeze)
+    if args.what_if_gc_freeze:
+        print("WHAT-IF run: gc.freeze() in the service after the warm-up (patched in)")
     if args.passthrough:
         print("PASS-THROUGH run: the service runs with a processor that does no "
               "de-identification (measures the service shell and the broker only)")
@@ -666,6 +683,8 @@ async def _run_with_store(args: argparse.Namespace, notes: list[Note],
         if await collector.wait_for([m.seq for m in warm], 60) is None:
             print("warm-up stalled: see the service log", file=sys.stderr)
             return 1
+        (workdir / "warm").touch()  # noqa: ASYNC240 - a marker for --what-if-gc-freeze
+        await asyncio.sleep(0.5)
 
         # 1. throughput
         sampler.phase = "throughput"
@@ -814,6 +833,8 @@ def main() -> int:
     ap.add_argument("--postgres", metavar="URL", default=None,
                     help="use a PostgreSQL key store (a temporary schema in this database), "
                          "e.g. postgresql://postgres@127.0.0.1:5432/test")
+    ap.add_argument("--what-if-gc-freeze", action="store_true",
+                    help="call gc.collect(); gc.freeze() in the service after the warm-up")
     ap.add_argument("--passthrough", action="store_true",
                     help="run the service with a no-op processor (bench.stream:passthrough_factory)"
                          " to measure the runner and broker without the pipeline")
