@@ -268,6 +268,7 @@ class Runner:
             auto_offset_reset="earliest",
             session_timeout_ms=s.session_timeout_ms,
             heartbeat_interval_ms=s.heartbeat_interval_ms,
+            fetch_max_wait_ms=s.fetch_max_wait_ms,
             max_partition_fetch_bytes=s.max_message_bytes + 65536,
             fetch_max_bytes=max(16 * 1024 * 1024, 2 * s.max_message_bytes),
             **s.kafka_common(),
@@ -687,17 +688,18 @@ class Runner:
 
     async def _confirm(self, handled: list[Handled]) -> None:
         """Outputs are durable: the processor marks those versions acknowledged
-        (``Processor.commit``; ``confirm`` is accepted too) before offsets are committed."""
+        (``Processor.commit``; ``confirm`` is accepted too) before offsets are committed.
+        One call per flush, in input order, so the key store flushes once per batch."""
         processor = self._need(self._processor)
         confirm = getattr(processor, "commit", None) or getattr(processor, "confirm", None)
         if confirm is None:
             return
+        outcomes = [o for h in handled if not h.rejected for o in h.outcomes]
+        if not outcomes:
+            return
         loop = asyncio.get_running_loop()
-        for h in handled:
-            if not h.outcomes or h.rejected:
-                continue
-            call = partial(confirm, h.outcomes)
-            await self._retry("confirm", lambda c=call: loop.run_in_executor(self._executor, c))
+        call = partial(confirm, outcomes)
+        await self._retry("confirm", lambda: loop.run_in_executor(self._executor, call))
 
     async def _commit(self, offsets: dict[TopicPartition, int]) -> None:
         consumer = self._need(self._consumer)

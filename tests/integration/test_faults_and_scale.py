@@ -30,7 +30,7 @@ async def test_broker_outage_mid_stream_loses_nothing(own_tansu: EmbeddedBroker,
                                                       tmp_path: Path) -> None:
     """Tansu keeps data in memory only, so the outage is a frozen broker (SIGSTOP): clients
     time out exactly as with a dead one, and the data is still there when it comes back."""
-    s = settings_for(own_tansu, request_timeout_ms=8000, max_in_flight=10)
+    s = settings_for(own_tansu, request_timeout_ms=7000, max_in_flight=10)
     runner = await start_runner(s, ToyProcessor(str(tmp_path / "marks.db")))
     topic = s.input_topics[0]
     try:
@@ -119,3 +119,27 @@ async def test_two_instances_agree_on_surrogates(tansu: EmbeddedBroker, pg_schem
     # ... and the same surrogate name in every one of that patient's reports
     for texts in by_subject.values():
         assert len({" ".join(t.split()[:2]) for t in texts}) == 1
+
+
+async def test_starts_while_the_broker_is_still_down(tmp_path: Path) -> None:
+    """No broker yet: the runner retries with backoff and is not ready; once the broker
+    listens it connects, creates its topics and works."""
+    from service.broker import find_tansu, free_port
+
+    if find_tansu() is None:
+        pytest.skip("no tansu binary")
+    broker = EmbeddedBroker(port=free_port(), log_path=tmp_path / "tansu.log")
+    s = settings_for(broker, request_timeout_ms=7000)
+    runner = Runner(s, Metrics(), lambda: ToyProcessor())
+    runner.start_background()
+    try:
+        await wait_for(lambda: runner.metrics.value(
+            "deidstream_retries_total", operation="connect") >= 2, within=30)
+        assert not runner.ready
+        broker.start()
+        await wait_for(lambda: runner.ready, within=60)
+        await produce(s.bootstrap_servers, s.input_topics[0], [(b"k", toy("p1", "d1"))])
+        await wait_for(lambda: runner.counts["published"] == 1)
+    finally:
+        await runner.stop()
+        broker.stop()

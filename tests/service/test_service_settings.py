@@ -60,6 +60,10 @@ def test_frozen_and_validated() -> None:
         Settings(max_in_flight=0)
     with pytest.raises(ValidationError):
         Settings(security_protocol="TLS")  # type: ignore[arg-type]
+    with pytest.raises(ValidationError, match="request_timeout_ms"):
+        Settings(session_timeout_ms=6000, request_timeout_ms=3000)
+    with pytest.raises(ValidationError, match="heartbeat"):
+        Settings(session_timeout_ms=6000, heartbeat_interval_ms=6000)
 
 
 def test_secrets_do_not_print() -> None:
