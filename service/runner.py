@@ -809,11 +809,17 @@ class Runner:
     # ---------------------------------------------------------------- HTTP helpers
 
     async def deidentify(self, raw: bytes, hint: str) -> Sequence[Any]:
-        """Synchronous de-identification for /v1/deidentify: same processor, no confirm, so
-        the stream's dedup marks are never touched by a test request."""
-        if self._processor is None:
+        """Synchronous de-identification for /v1/deidentify: the processor's ``preview`` (real
+        patient state, private dedup marks) when it has one; never confirmed either way."""
+        processor = self._processor
+        if processor is None:
             raise RuntimeError("the processor is not started")
-        return await self.process(raw, hint, datetime.now(UTC))
+        preview = getattr(processor, "preview", None)
+        if preview is None:
+            return await self.process(raw, hint, datetime.now(UTC))
+        loop = asyncio.get_running_loop()
+        call = partial(preview, raw, content_hint=hint, now=datetime.now(UTC))
+        return await loop.run_in_executor(self._executor, call)
 
     def status(self) -> dict[str, Any]:
         """Assignments, lag and counts: coordinates and numbers only, no message content."""

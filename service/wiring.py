@@ -54,6 +54,55 @@ def open_keystore(settings: Settings) -> Any:
     return default_store_from_env(environ)
 
 
+class PrivateMarks:
+    """The key store with version marks kept in a private dict, for ``/v1/deidentify``:
+    patient state (shift, surrogates, pseudonym) is the real, shared one, so a preview shows
+    exactly what the stream would publish, but dedup marks never reach the stream's store."""
+
+    def __init__(self, inner: Any) -> None:
+        self._inner = inner
+        self._marks: dict[str, bytes] = {}
+
+    def reset(self) -> None:
+        self._marks.clear()
+
+    def get_mark(self, key: str) -> bytes | None:
+        return self._marks.get(key)
+
+    def compare_and_set_mark(self, key: str, expected: bytes | None, value: bytes) -> bool:
+        if self._marks.get(key) != expected:
+            return False
+        self._marks[key] = value
+        return True
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+
+class ServiceProcessor:
+    """The stream's processor plus a side-effect-free twin for previews."""
+
+    def __init__(self, stream: Any, preview: Any, preview_marks: PrivateMarks, store: Any
+                 ) -> None:
+        self._stream = stream
+        self._preview = preview
+        self._preview_marks = preview_marks
+        self._store = store
+
+    def process(self, raw: bytes, *, content_hint: str, now: Any) -> Any:
+        return self._stream.process(raw, content_hint=content_hint, now=now)
+
+    def commit(self, outcomes: Any) -> None:
+        self._stream.commit(outcomes)
+
+    def preview(self, raw: bytes, *, content_hint: str, now: Any) -> Any:
+        self._preview_marks.reset()  # every preview decides as if the document were new
+        return self._preview.process(raw, content_hint=content_hint, now=now)
+
+    def close(self) -> None:
+        self._store.close()
+
+
 def real_processor_factory(settings: Settings, metrics: Metrics) -> ProcessorFactory:
     """A factory (run on the runner's worker thread) for the real pipeline."""
 
@@ -63,7 +112,13 @@ def real_processor_factory(settings: Settings, metrics: Metrics) -> ProcessorFac
 
         store = InstrumentedStore(open_keystore(settings), metrics)
         policy = Policy.load(settings.policy_file)
-        return RealProcessor(policy=policy, store=store)
+        marks = PrivateMarks(store)
+        return ServiceProcessor(
+            RealProcessor(policy=policy, store=store),
+            RealProcessor(policy=policy, store=marks),
+            marks,
+            store,
+        )
 
     return build
 

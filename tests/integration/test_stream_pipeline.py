@@ -163,3 +163,44 @@ async def test_demo_command_runs_to_the_end(tmp_path: Path) -> None:
     right = "\n".join(line.split(" | ", 1)[1] for line in lines if " | " in line)
     for ident in ("Vance", "Hartley", "Raman", "100234", "555-0142", "Birch Lane"):
         assert ident not in right
+
+
+def _first_demo_message() -> bytes:
+    return demo_files()[0].read_bytes()
+
+
+async def test_deidentify_endpoint_with_the_real_pipeline(tmp_path: Path) -> None:
+    """POST one demo message: the research document comes back; asking twice gives the same
+    document (private marks: previews never become duplicates), and the shared store's marks
+    stay empty, so the stream would still publish it."""
+    from service.app import create_app
+
+    s = Settings(keystore_url=f"sqlite:///{tmp_path / 'ks.sqlite3'}",
+                 master_key=Keyring.generate().to_text(), deidentify_api_enabled=True,
+                 api_token="t0ken")
+    metrics = Metrics()
+    runner = Runner(s, metrics, processor_factory_for(s, metrics))
+    app = create_app(s, runner=runner, start_runner=False)
+    await runner.prepare_processor()
+    raw = _first_demo_message()
+    headers = {"Authorization": "Bearer t0ken", "Content-Type": "x-application/hl7-v2+er7"}
+    try:
+        async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app),
+                                     base_url="http://t") as http:
+            first = (await http.post("/v1/deidentify", content=raw, headers=headers)).json()
+            again = (await http.post("/v1/deidentify", content=raw, headers=headers)).json()
+            bad = await http.post("/v1/deidentify", content=b"MSH|broken", headers=headers)
+        assert [o["kind"] for o in first["outcomes"]] == ["publish"]
+        assert again["outcomes"][0]["kind"] == "publish"
+        assert again["outcomes"][0]["research_key"] == first["outcomes"][0]["research_key"]
+        doc = first["outcomes"][0]["document"]
+        DocumentReference.model_validate(doc)
+        text = base64.b64decode(doc["content"][0]["attachment"]["data"]).decode()
+        for ident in ("Vance", "Eleanor", "100234", "555-0142", "Birch Lane"):
+            assert ident not in text
+        assert bad.status_code == 422 and bad.json()["reason_class"]
+        processor = runner._processor  # noqa: SLF001 - inspect the stream's store
+        store = processor._store  # noqa: SLF001
+        assert store.get_mark(first["outcomes"][0]["research_key"]) is None
+    finally:
+        await runner.stop()
