@@ -772,7 +772,8 @@ class Runner:
             return
         self._last_probe = now
         try:
-            await asyncio.wait_for(self._producer.client.fetch_all_metadata(), 3.0)
+            await asyncio.wait_for(self._producer.client.fetch_all_metadata(),
+                                   self.settings.request_timeout_ms / 1000)
             ok = True
         except Exception:  # noqa: BLE001 - any failure means not reachable
             ok = False

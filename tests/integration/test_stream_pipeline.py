@@ -55,7 +55,7 @@ def pipeline_settings(broker: EmbeddedBroker, tmp: Path, **over: Any) -> Setting
     return Settings(**values)
 
 
-async def _until(pred: Any, within: float = 30.0) -> None:
+async def _until(pred: Any, within: float = 60.0) -> None:
     loop = asyncio.get_running_loop()
     end = loop.time() + within
     while loop.time() < end:
