@@ -9,8 +9,23 @@ URL-only attachment is never fetched (pipelines do no I/O): UrlOnlyAttachment. O
 inline data (PDF…): UnsupportedContentType. Of several text attachments the plain one wins,
 then HTML, then RTF.
 
-Patient id: the subject's MR identifier (Bundle/contained Patient, Reference.identifier or
-a conditional reference), else its first identifier, else the reference's logical id.
+Patient id (the keystore identity: one patient must get one identity whether or not its
+Patient resource came along in the same Bundle), first that applies:
+
+1. ``subject.identifier`` (or a conditional reference ``Patient?identifier=system|value``):
+   (value, system) — what the sender says, the same in every packaging;
+2. a literal reference ``Patient/123`` (relative, absolute or versioned): the logical id
+   under the authority ``"fhir"`` — whether the Patient is included or not. The server base
+   is not part of the authority, so relative and absolute references to one server agree
+   (one deployment = one FHIR id space; several servers should send rule 1);
+3. a bundle-local ``urn:uuid:`` reference: the included Patient's ``id`` under ``"fhir"``
+   (as rule 2 would give for the same patient), else its MR identifier (else its first);
+   a contained Patient (``#p``): its MR identifier (else its first) — a local ``#id`` names
+   nobody;
+4. otherwise MissingPatientId.
+
+An included Patient's identifiers (MR…) always go into ``Identifiers.patient_ids`` for the
+detector and the leak guard, whichever rule keyed the document.
 Visit id: the logical id of the encounter reference (resolved resources give their ``id``).
 """
 
@@ -54,6 +69,7 @@ DOC_STATUS = {
 }
 REPLACING = frozenset({"replaces", "appends", "transforms"})
 _PREFERENCE = ("plain", "html", "rtf")
+FHIR_AUTHORITY = "fhir"  # assigning authority of patients keyed by a FHIR logical id
 _T = TypeVar("_T")
 
 
@@ -118,6 +134,37 @@ def attachment_text(content: list[Json], path: str) -> tuple[str, str, str]:
     raise NoNarrative("no attachment with text", element=path)
 
 
+_NO_CONTENT = (NoNarrative, UrlOnlyAttachment, UnsupportedContentType)
+
+
+def _text_or_retraction(content: list[Json], path: str, status: Status) -> tuple[str, str, str]:
+    """The attachment text; a retraction (entered-in-error) needs none: its version facts
+    are enough to tombstone the research key, so missing / URL-only / binary content gives
+    empty text instead of an error."""
+    try:
+        return attachment_text(content, path)
+    except _NO_CONTENT:
+        if status is Status.ENTERED_IN_ERROR:
+            return "", "text/plain", ""
+        raise
+
+
+def _docref_status(res: Json, path: str) -> Status:
+    if string(res, "status", path) == "entered-in-error":
+        return Status.ENTERED_IN_ERROR
+    return DOC_STATUS.get(string(res, "docStatus", path), Status.FINAL)
+
+
+def _authority_of(reference: str) -> str:
+    """``"fhir"`` for a Patient reference; a subject of another type (Group, Device…) gets
+    its own id space so ``Group/5`` never shares an identity with ``Patient/5``."""
+    parts = reference.rstrip("/").split("/")
+    if len(parts) >= 4 and parts[-2] == "_history":
+        parts = parts[:-2]
+    rtype = parts[-2] if len(parts) >= 2 else "Patient"
+    return FHIR_AUTHORITY if rtype == "Patient" else f"{FHIR_AUTHORITY}:{rtype}"
+
+
 class _DocumentReader:
     def __init__(self, res: Json, resolver: Resolver, path: str) -> None:
         self.res = res
@@ -140,27 +187,32 @@ class _DocumentReader:
         return target
 
     def patient(self) -> tuple[str, str]:
+        """(patient id, assigning authority): the keystore identity (rule in the module doc)."""
         path = f"{self.path}.subject"
         ref = obj(self.res, "subject", self.path)
         if not ref:
             raise MissingPatientId("no subject reference", element=path)
-        target = self.follow(ref, path, "subject")
-        ids = list(self.c.patient_ids) if target is not None else []
-        ident = obj(ref, "identifier", path)
-        if string(ident, "value", path):
-            ids.append(Identifier(string(ident, "value", path), string(ident, "system", path)))
-        chosen = next((i for i in ids if i.type_code == "MR"), ids[0] if ids else None)
-        if chosen is not None:
-            return chosen.value, chosen.authority
+        target = self.follow(ref, path, "subject")  # an included Patient's MR → identifiers
         reference = string(ref, "reference", path)
-        if target is not None and isinstance(target.get("id"), str):
-            return str(target["id"]), ""
-        value, authority = logical_id(reference)
-        if not value:
-            raise MissingPatientId("subject reference names no patient", element=path)
-        if reference.startswith("Patient?"):
-            self.c.patient_ids.append(Identifier(value, authority))
-        return value, authority
+        ident = obj(ref, "identifier", path)
+        value, system = string(ident, "value", path), string(ident, "system", path)
+        if not value and reference.startswith("Patient?"):  # conditional reference
+            value, system = logical_id(reference)
+        if value:  # 1. a business identifier the sender put on the reference
+            self.c.patient_ids.append(Identifier(value, system))
+            return value, system
+        if reference and not reference.startswith(("#", "urn:")):
+            value, _base = logical_id(reference)
+            if value:  # 2. a server's logical id, whether or not the Patient came along
+                return value, _authority_of(reference)
+        if target is not None:  # 3. contained / bundle-local (urn:uuid) Patient
+            if reference.startswith("urn:") and isinstance(target.get("id"), str):
+                return str(target["id"]), FHIR_AUTHORITY
+            ids = self.c.patient_ids
+            chosen = next((i for i in ids if i.type_code == "MR"), ids[0] if ids else None)
+            if chosen is not None:
+                return chosen.value, chosen.authority
+        raise MissingPatientId("subject reference names no patient we can key on", element=path)
 
     def visit(self, refs: list[Json], path: str) -> str:
         for i, ref in enumerate(refs):
@@ -225,7 +277,8 @@ def document_reference(
         obj(c, "attachment", f"{path}.content[{i}]")
         for i, c in enumerate(objs(res, "content", path))
     ]
-    text, media, language = attachment_text(content, f"{path}.content")
+    status = _docref_status(res, path)
+    text, media, language = _text_or_retraction(content, f"{path}.content", status)
     patient_id, authority = r.patient()
 
     context = res.get("context")
@@ -245,11 +298,6 @@ def document_reference(
     for i, att in enumerate(objs(res, "attester", path)):  # R5
         r.follow(obj(att, "party", path), f"{path}.attester[{i}].party", "author")
 
-    status = Status.FINAL
-    if string(res, "status", path) == "entered-in-error":
-        status = Status.ENTERED_IN_ERROR
-    else:
-        status = DOC_STATUS.get(string(res, "docStatus", path), Status.FINAL)
     replaces = None
     for i, rel in enumerate(objs(res, "relatesTo", path)):
         rpath = f"{path}.relatesTo[{i}]"
@@ -313,8 +361,9 @@ def diagnostic_report(
     res: Json, resolver: Resolver, path: str, message_id: str = ""
 ) -> ClinicalDocument:
     r = _DocumentReader(res, resolver, path)
-    text, _media, language = attachment_text(
-        objs(res, "presentedForm", path), f"{path}.presentedForm"
+    status = DIAGNOSTIC_STATUS.get(string(res, "status", path), Status.FINAL)
+    text, _media, language = _text_or_retraction(
+        objs(res, "presentedForm", path), f"{path}.presentedForm", status
     )
     patient_id, authority = r.patient()
     enc = obj(res, "encounter", path)
@@ -337,7 +386,7 @@ def diagnostic_report(
         assigning_authority=authority,
         visit_id=visit_id,
         report_type=_report_type(obj(res, "code", path), f"{path}.code"),
-        status=DIAGNOSTIC_STATUS.get(string(res, "status", path), Status.FINAL),
+        status=status,
         version=VersionMarker(
             filing_time=parse_instant(string(obj(res, "meta", path), "lastUpdated", f"{path}.meta"))
             or issued

@@ -10,7 +10,9 @@ Decisions where the standard leaves room (also in docs/ingest.md):
 - ADT^A01/A03/A04/A08 carry no narrative: they give a *context-only* document (empty text,
   ``context_only=True``) so the service can keep the patient's identifiers for the leak guard.
 - ORU/MDM without narrative raise NoNarrative, or UnsupportedContentType when the only
-  content is a binary ED (PDF…).
+  content is a binary ED (PDF…) — unless the message is a *retraction* (MDM^T11 document
+  cancel, TXA-17 "CA", OBR-25 "X", or every OBX-11 D/W/X): then it is an entered-in-error
+  document with empty text and its version facts, so the research key gets a tombstone.
 - Status: TXA-17 for MDM (T06/T08/T10 of a final document → amended), else OBR-25, else the
   OBX-11 of the narrative OBX. OBR-25 "A" (some results available) is preliminary.
 - Times are timezone-aware; a time without offset takes MSH-7's offset, else UTC.
@@ -51,7 +53,7 @@ from pipelines.markup import decode_bytes, is_text_type, to_text
 
 SUPPORTED: dict[str, frozenset[str]] = {
     "ORU": frozenset({"R01"}),
-    "MDM": frozenset({"T02", "T04", "T06", "T08", "T10"}),
+    "MDM": frozenset({"T02", "T04", "T06", "T08", "T10", "T11"}),
     "ADT": frozenset({"A01", "A03", "A04", "A08"}),
 }
 TEXT_TYPES = frozenset({"TX", "FT", "ST", "TN"})
@@ -347,7 +349,12 @@ class _Reader:
         return text, sources, skipped_binary
 
 
+_CANCEL_TRIGGERS = frozenset({"T11"})  # MDM^T11: document cancel notification (no content)
+
+
 def _status(msg: Er7Message, trigger: str, obx: list[Segment]) -> Status:
+    if trigger in _CANCEL_TRIGGERS:
+        return Status.ENTERED_IN_ERROR
     txa = msg.first("TXA")
     if txa is not None:
         s = TXA_STATUS.get(txa.raw(17, 0, 1).strip().upper())
@@ -433,14 +440,17 @@ def to_document(msg: Er7Message) -> ClinicalDocument:
         )
 
     text, sources, skipped_binary = r.narrative()
-    if not text:
-        if skipped_binary:
-            raise UnsupportedContentType(
-                "OBX-5 ED payloads are not text (e.g. PDF); no narrative", message_type=mtype
-            )
-        raise NoNarrative("no OBX of a text type and no NTE comment", message_type=mtype)
-
-    status = _status(msg, trigger, sources)
+    if text:
+        status = _status(msg, trigger, sources)
+    else:
+        # a retraction needs no narrative: its version facts are enough to tombstone the key
+        status = _status(msg, trigger, msg.all("OBX"))
+        if status is not Status.ENTERED_IN_ERROR:
+            if skipped_binary:
+                raise UnsupportedContentType(
+                    "OBX-5 ED payloads are not text (e.g. PDF); no narrative", message_type=mtype
+                )
+            raise NoNarrative("no OBX of a text type and no NTE comment", message_type=mtype)
     report_type, document_id, replaces = ReportType(), "", None
     filing: datetime | None = None
     doc_date: datetime | None = None

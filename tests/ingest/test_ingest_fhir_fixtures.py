@@ -87,7 +87,10 @@ def test_bundle_resolves_urn_uuid_and_keeps_good_entries() -> None:
     assert [d.document_id for d in result.documents] == ["doc-6", "doc-8"]
     assert [(i, type(e)) for i, e in result.errors] == [(4, UrlOnlyAttachment)]
     first = result.documents[0]
-    assert first.patient_id == "MRN00417"  # urn:uuid subject resolved to the bundled Patient
+    # urn:uuid subject resolved to the bundled Patient: keyed on its logical id, as a
+    # stand-alone reference Patient/pat-1 would be; the MR is a known identifier
+    assert (first.patient_id, first.assigning_authority) == ("pat-1", "fhir")
+    assert Identifier("MRN00417", "urn:oid:1.2.3.4", "MR") in first.identifiers.patient_ids
     assert "Vandermeer" in {p.family for p in first.identifiers.provider_names}  # Practitioner
     assert Identifier("V5521", "", "VN") in first.identifiers.other_ids  # bundled Encounter
     assert all(d.message_id == "b-1" for d in result.documents)
@@ -102,7 +105,11 @@ def test_ndjson_lines_are_entries_and_context() -> None:
     result = ingest(raw, max_bytes=LIMIT)
     assert result.kind == "ndjson"
     assert [d.document_id for d in result.documents] == ["doc-20", "doc-21"]
-    assert all(d.patient_id == "MRN00417" for d in result.documents)  # Patient line resolves
+    assert all(d.patient_id == "pat-1" for d in result.documents)
+    assert all(  # the Patient line resolves: its identifiers are known
+        Identifier("MRN00417", "urn:oid:1.2.3.4", "MR") in d.identifiers.patient_ids
+        for d in result.documents
+    )
     assert [(i, type(e)) for i, e in result.errors] == [(3, InvalidJSON)]
 
 
