@@ -131,7 +131,21 @@ async def run_demo(workdir: Path, *, exit_after: float | None, echo: Any = typer
                 echo("the service did not start; see the log above", err=True)
                 return await service or 1
             echo(f"service  : ready, HTTP on {base}")
-            return await _replay_and_show(settings, runner, base, stop, exit_after, echo)
+            show = asyncio.create_task(
+                _replay_and_show(settings, runner, base, stop, exit_after, echo))
+            stopped = asyncio.create_task(stop.wait())
+            await asyncio.wait({show, stopped}, return_when=asyncio.FIRST_COMPLETED)
+            stopped.cancel()
+            if not show.done():  # Ctrl-C (or the service stopped) while replaying
+                show.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await show
+                if service.done() and service.result() != 0:
+                    echo("the service stopped on an error; see the log above", err=True)
+                    return 1
+                echo("interrupted")
+                return 0
+            return show.result()
         finally:
             stop.set()
             with contextlib.suppress(Exception):

@@ -241,3 +241,22 @@ async def test_output_the_broker_refuses_is_dead_lettered(tansu: EmbeddedBroker)
     assert b"huge output" in dead[0].value  # the original input, for a later replay
     research = await read_all(s.bootstrap_servers, s.research_topic, expect=1)
     assert [json.loads(r.value)["text"] for r in research] == ["[REDACTED] NEXT ONE"]
+
+
+async def test_partial_input_publishes_the_good_part_and_dead_letters_the_input(
+        tansu: EmbeddedBroker) -> None:
+    s = settings_for(tansu)
+    runner = await start_runner(s, ToyProcessor())
+    raw = toy("p1", "d1", 1, "good half", partial=True)
+    try:
+        await produce(s.bootstrap_servers, s.input_topics[0], [(b"p1", raw)])
+        await wait_for(lambda: runner.counts["published"] == 1
+                       and runner.counts["deadlettered"] == 1)
+    finally:
+        await runner.stop()
+    research = await read_all(s.bootstrap_servers, s.research_topic, expect=1)
+    dead = await read_all(s.bootstrap_servers, s.deadletter_topic, expect=1)
+    assert json.loads(research[0].value)["text"] == "[REDACTED] GOOD HALF"
+    assert dead[0].value == raw
+    h = headers_of(dead[0])
+    assert h["reason-class"] == "partial_input" and "entry=1" in h["reason"]

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from pipelines.errors import InvalidJSON, KeystoreUnavailable, MissingPatientId
+from pipelines.errors import InvalidJSON, KeystoreUnavailable, MissingPatientId, PartialInput
 
 
 @dataclass
@@ -81,6 +81,12 @@ class ToyProcessor:
                 "text": "[REDACTED] " + str(msg.get("text", "")).upper()}
         if msg.get("pad"):  # an output too big for the broker
             body["pad"] = "x" * int(msg["pad"])
+        if msg.get("partial"):  # a batch input whose second entry is broken
+            good = ToyOutcome("publish", key, json.dumps(body).encode(), {"version": str(version)},
+                              mark=(key, version))
+            exc = PartialInput("1 of 2 entries failed", entry=1)
+            exc.outcomes = [good]  # type: ignore[attr-defined]
+            raise exc
         return [ToyOutcome("publish", key, json.dumps(body).encode(),
                            {"version": str(version), "source": content_hint},
                            span_counts={"NAME": 1, "DATE": 2},
