@@ -385,8 +385,8 @@ def _patient_id(ids: list[Identifier]) -> Identifier | None:
     return ids[0] if ids else None
 
 
-def to_document(msg: Er7Message) -> ClinicalDocument:
-    """Map one read message; raises the typed input errors of :mod:`pipelines.errors`."""
+def message_type(msg: Er7Message) -> tuple[str, str]:
+    """(MSH-9.1, MSH-9.2) of a message we handle; UnsupportedMessageType/Version otherwise."""
     msh = msg.segments[0]
     mtype = msh.raw(9, 0, 1).strip().upper()
     trigger = msh.raw(9, 0, 2).strip().upper()
@@ -402,19 +402,36 @@ def to_document(msg: Er7Message) -> ClinicalDocument:
         raise UnsupportedVersion(
             "MSH-12 version is outside 2.3 to 2.8", version=_code(version.replace(".", "_"))
         )
+    return mtype, trigger
 
+
+def patient_identifier(msg: Er7Message) -> Identifier:
+    """The patient id a document is filed under: the first PID-3 of type MR, else the first
+    PID-3, else PID-2 (MissingPatientId when there is none). The MLLP gateway keys by it."""
+    pid = msg.first("PID")
+    if pid is None:
+        raise MissingPatientId("no PID segment")
+    ids: list[Identifier] = []
+    for n in (3, 2):
+        ids = [i for r in pid.repetitions(n) if (i := dt.cx(r, msg.delimiters, msg.charset))]
+        if ids:
+            break
+    patient = _patient_id(ids)
+    if patient is None:
+        raise MissingPatientId("PID-3 (and PID-2) hold no patient identifier", segment="PID")
+    return patient
+
+
+def to_document(msg: Er7Message) -> ClinicalDocument:
+    """Map one read message; raises the typed input errors of :mod:`pipelines.errors`."""
+    msh = msg.segments[0]
+    mtype, trigger = message_type(msg)
     r = _Reader(msg)
     pid = msg.first("PID")
     if pid is None:
         raise MissingPatientId("no PID segment", message_type=mtype)
     r.collect_identifiers()
-    pid_ids: list[Identifier] = []
-    r.ids(pid, 3, pid_ids)
-    if not pid_ids:
-        r.ids(pid, 2, pid_ids)
-    patient = _patient_id(pid_ids)
-    if patient is None:
-        raise MissingPatientId("PID-3 (and PID-2) hold no patient identifier", segment="PID")
+    patient = patient_identifier(msg)
 
     default_tz = dt.parse_offset(msh.raw(7, 0, 1))
     message_time = dt.parse_ts(msh.raw(7, 0, 1), default_tz)
@@ -521,4 +538,12 @@ def parse_hl7v2(message: bytes) -> ClinicalDocument:
     return to_document(msg)
 
 
-__all__ = ["SUPPORTED", "parse_hl7v2", "parse_hl7v2_all", "patient_groups", "to_document"]
+__all__ = [
+    "SUPPORTED",
+    "message_type",
+    "parse_hl7v2",
+    "parse_hl7v2_all",
+    "patient_groups",
+    "patient_identifier",
+    "to_document",
+]

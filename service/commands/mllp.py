@@ -1,0 +1,56 @@
+"""``deidstream mllp``: the MLLP gateway — HL7 v2 over TCP in, the HL7 input topic out, an
+ACK per message only after the broker acknowledged it (see service/mllp.py)."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+
+def register(app: typer.Typer) -> None:
+    @app.command()
+    def mllp(
+        host: Annotated[
+            str, typer.Option(envvar="DEIDSTREAM_MLLP_HOST", help="Address to listen on")
+        ] = "127.0.0.1",
+        port: Annotated[
+            int, typer.Option(envvar="DEIDSTREAM_MLLP_PORT", help="TCP port (2575: HL7)")
+        ] = 2575,
+        bootstrap_servers: Annotated[
+            str | None, typer.Option(help="Overrides DEIDSTREAM_BOOTSTRAP_SERVERS")
+        ] = None,
+        topic: Annotated[
+            str | None, typer.Option(help="HL7 input topic (default: the configured one)")
+        ] = None,
+        config: Annotated[
+            Path | None, typer.Option("--config", "-c", help="TOML, JSON or .env settings file")
+        ] = None,
+    ) -> None:
+        """Receive HL7 v2 over MLLP, publish each message keyed by patient, ACK after the broker."""
+        from service.mllp import serve
+        from service.settings import load_settings
+
+        settings = load_settings(config)
+        logging.basicConfig(
+            level=settings.log_level.upper(),
+            format="%(asctime)s %(levelname)s %(name)s %(message)s",
+        )
+
+        def started(address: tuple[str, int]) -> None:
+            typer.echo(f"MLLP gateway on {address[0]}:{address[1]}", err=True)
+
+        code = asyncio.run(
+            serve(
+                settings,
+                host=host,
+                port=port,
+                bootstrap_servers=bootstrap_servers,
+                topic=topic,
+                started=started,
+            )
+        )
+        raise typer.Exit(code)

@@ -1,0 +1,438 @@
+"""The MLLP gateway: interface engines send HL7 v2 over TCP and expect an ACK per message.
+
+Per frame (``0x0B payload 0x1C 0x0D``), in the order received on a connection:
+
+1. route it with the fast ER7 reader (:func:`pipelines.hl7.routing.route`): HL7 v2 of a type
+   we handle, and whose (the patient id, the Kafka key — one patient, one partition, in order);
+2. produce the payload bytes unchanged to the HL7 input topic (``acks=all``), key = patient;
+3. only when the broker acknowledged: reply ``AA`` (:func:`pipelines.hl7.ack.build_ack`).
+
+A message we cannot take is never lost: its bytes go to the dead-letter topic with the reason
+in headers (as the runner does) and the reply is ``AR`` (header-level: not HL7, no MSH, bad
+encoding characters, unsupported type or version) or ``AE`` (content: no patient id, bad
+bytes) with an ERR segment naming the reason — never a value. A broker failure (the message
+was *not* stored) is ``AE`` with ERR-3 ``207`` so the sender resends; the gateway never ACKs
+before the broker did. A frame over the size limit is answered ``AR`` and the connection is
+closed (its bytes were not kept in full: the sender still holds the message).
+
+A send that times out may still land later; the sender's resend is then a duplicate on the
+input topic, which version dedup drops (at-least-once in, effectively-once out).
+Hand-written: the frame decoder (a dozen lines; the MLLP libraries on PyPI are unmaintained
+or wrap hl7 parsing we already do).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from pipelines.errors import DeidstreamError, InputError, OversizeInput, TransientError
+from pipelines.hl7.ack import build_ack
+from pipelines.hl7.framing import mllp_frame
+from pipelines.hl7.routing import route
+from pipelines.ingest import reason_headers
+from service.settings import Settings
+
+log = logging.getLogger("deidstream.mllp")
+
+START = 0x0B
+END = b"\x1c\x0d"
+CONTENT_TYPE = b"x-application/hl7-v2+er7"
+# rejected at the header: resending the same bytes cannot help
+REJECT_CLASSES = frozenset(
+    {
+        "not_hl7",
+        "no_msh",
+        "bad_encoding_characters",
+        "unsupported_message_type",
+        "unsupported_version",
+        "oversize",
+    }
+)
+MAX_REASON_CHARS = 400
+
+
+class NotStored(TransientError):
+    """The broker did not acknowledge the record in time: the sender must resend."""
+
+    reason_class = "broker_unavailable"
+
+
+class FrameTooLarge(Exception):  # noqa: N818 - a condition of the stream, named as such
+    """A frame grew past the limit before its end marker arrived."""
+
+    def __init__(self, size: int, limit: int, head: bytes) -> None:
+        super().__init__(f"MLLP frame over {limit} bytes")
+        self.size = size
+        self.limit = limit
+        self.head = head  # the first bytes (to address the NAK), never logged
+
+
+class FrameDecoder:
+    """Incremental MLLP decoder: ``feed(chunk)`` returns the frames completed by it.
+
+    Robust to any chunking (a frame over many reads, several frames in one read, the end
+    marker split across reads). Bytes outside a frame (blank lines some senders put between
+    frames) are skipped and counted in ``skipped``. A frame that grows past
+    ``max_frame_bytes`` sets ``too_large`` (the frames completed before it are still
+    returned) and the decoder takes nothing more: the connection is to be closed.
+    """
+
+    def __init__(self, max_frame_bytes: int) -> None:
+        self.max_frame_bytes = max_frame_bytes
+        self._buf = bytearray()
+        self._scan = 0  # where to resume looking for the end marker
+        self.skipped = 0
+        self.too_large: FrameTooLarge | None = None
+
+    def _refuse(self, size: int) -> None:
+        self.too_large = FrameTooLarge(size, self.max_frame_bytes, bytes(self._buf[1:4097]))
+        self._buf.clear()
+        self._scan = 0
+
+    def feed(self, chunk: bytes) -> list[bytes]:
+        if self.too_large is not None:
+            return []
+        buf = self._buf
+        buf += chunk
+        frames: list[bytes] = []
+        while buf:
+            if buf[0] != START:
+                start = buf.find(START)
+                cut = len(buf) if start == -1 else start
+                self.skipped += cut
+                del buf[:cut]
+                self._scan = 0
+                if not buf:
+                    break
+            end = buf.find(END, max(1, self._scan))
+            if end == -1:
+                if len(buf) - 1 > self.max_frame_bytes:
+                    self._refuse(len(buf) - 1)
+                else:
+                    self._scan = max(1, len(buf) - 1)  # 0x1C may be the last byte so far
+                break
+            if end - 1 > self.max_frame_bytes:
+                self._refuse(end - 1)
+                break
+            frames.append(bytes(buf[1:end]))
+            del buf[: end + 2]
+            self._scan = 0
+        return frames
+
+    @property
+    def pending(self) -> int:
+        """Bytes of an incomplete frame held (0 between frames)."""
+        return len(self._buf)
+
+
+Producer = Any  # aiokafka.AIOKafkaProducer (typed loosely: tests may pass a real one only)
+
+
+@dataclass
+class GatewayConfig:
+    topic: str
+    deadletter_topic: str
+    max_frame_bytes: int = 4 * 1024 * 1024
+    send_timeout: float = 15.0
+    read_size: int = 64 * 1024
+    sending_application: str = "DEIDSTREAM"
+
+
+@dataclass
+class Reply:
+    code: str  # AA | AE | AR
+    reason_class: str = ""
+    ack: bytes = b""
+
+
+@dataclass
+class GatewayCounts:
+    """What happened, by ACK code and reason class (no PHI); logged at stop."""
+
+    acks: Counter[str] = field(default_factory=Counter)
+    reasons: Counter[str] = field(default_factory=Counter)
+    connections: int = 0
+    oversize: int = 0
+
+
+class MllpGateway:
+    """One listening socket; one producer shared by all connections."""
+
+    def __init__(
+        self,
+        producer: Producer,
+        config: GatewayConfig,
+        *,
+        clock: Callable[[], datetime] = lambda: datetime.now(UTC),
+    ) -> None:
+        self.producer = producer
+        self.config = config
+        self.clock = clock
+        self.counts = GatewayCounts()
+        self._server: asyncio.Server | None = None
+        self._handlers: set[asyncio.Task[None]] = set()
+
+    # -- server ---------------------------------------------------------------------------
+    async def start(self, host: str, port: int) -> tuple[str, int]:
+        self._server = await asyncio.start_server(self._handle, host, port)
+        sock = self._server.sockets[0].getsockname()
+        log.info("MLLP gateway listening on %s:%d", sock[0], sock[1])
+        return str(sock[0]), int(sock[1])
+
+    async def stop(self, grace: float = 5.0) -> None:
+        """Stop listening; let connections finish the frame in hand, then close them."""
+        if self._server is not None:
+            self._server.close()
+        pending = [t for t in self._handlers if not t.done()]
+        if pending:
+            _, still = await asyncio.wait(pending, timeout=grace)
+            for task in still:
+                task.cancel()
+            await asyncio.gather(*still, return_exceptions=True)
+        if self._server is not None:
+            await self._server.wait_closed()
+            self._server = None
+        log.info(
+            "MLLP gateway stopped: connections=%d acks=%s reasons=%s",
+            self.counts.connections,
+            dict(self.counts.acks),
+            dict(self.counts.reasons),
+        )
+
+    async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        task = asyncio.current_task()
+        if task is not None:
+            self._handlers.add(task)
+            task.add_done_callback(self._handlers.discard)
+        self.counts.connections += 1
+        peer = writer.get_extra_info("peername")
+        peer_text = f"{peer[0]}:{peer[1]}" if isinstance(peer, tuple) else "?"
+        decoder = FrameDecoder(self.config.max_frame_bytes)
+        try:
+            while True:
+                chunk = await reader.read(self.config.read_size)
+                if not chunk:
+                    break
+                for payload in decoder.feed(chunk):
+                    reply = await self.accept(payload, peer=peer_text)
+                    writer.write(mllp_frame(reply.ack))
+                    await writer.drain()
+                if decoder.too_large is not None:
+                    await self._refuse_oversize(writer, decoder.too_large)
+                    break
+        except (ConnectionError, asyncio.IncompleteReadError):
+            pass  # the sender went away: whatever it did not get an ACK for, it resends
+        finally:
+            writer.close()
+            with contextlib.suppress(Exception):
+                await writer.wait_closed()
+
+    async def _refuse_oversize(self, writer: asyncio.StreamWriter, e: FrameTooLarge) -> None:
+        self.counts.oversize += 1
+        self._count("AR", "oversize")
+        log.warning("MLLP frame over %d bytes refused; closing the connection", e.limit)
+        ack = self._ack(e.head, "AR", OversizeInput("message is larger than the limit"))
+        with contextlib.suppress(ConnectionError):
+            writer.write(mllp_frame(ack))
+            await writer.drain()
+
+    # -- one message ----------------------------------------------------------------------
+    async def accept(self, payload: bytes, *, peer: str = "?") -> Reply:
+        """Store one payload (input topic, or dead-letter topic) and build the reply."""
+        first_seen = self.clock()
+        try:
+            routed = route(payload)
+        except InputError as error:
+            return await self._dead_letter(payload, error, peer, first_seen)
+        headers = [
+            ("content-type", CONTENT_TYPE),
+            ("source", b"mllp"),
+            ("message-type", f"{routed.message_type}^{routed.trigger}".encode()),
+            ("received", first_seen.isoformat().encode()),
+        ]
+        failed = await self._send(self.config.topic, payload, routed.key, headers)
+        return self._reply(payload, "AE" if failed else "AA", failed)
+
+    async def _dead_letter(
+        self, payload: bytes, error: InputError, peer: str, first_seen: datetime
+    ) -> Reply:
+        headers = _dead_letter_headers(error, payload) + [
+            ("source", b"mllp"),
+            ("source-peer", peer.encode()),
+            ("first-seen", first_seen.isoformat().encode()),
+            ("content-type", CONTENT_TYPE),
+        ]
+        failed = await self._send(self.config.deadletter_topic, payload, None, headers)
+        if failed is not None:
+            return self._reply(payload, "AE", failed)
+        code = "AR" if error.reason_class in REJECT_CLASSES else "AE"
+        return self._reply(payload, code, error)
+
+    async def _send(
+        self, topic: str, value: bytes, key: bytes | None, headers: list[tuple[str, bytes]]
+    ) -> DeidstreamError | None:
+        """None when the broker acknowledged the record; else the (retriable) failure."""
+        started = time.perf_counter()
+        try:
+            async with asyncio.timeout(self.config.send_timeout):
+                await self.producer.send_and_wait(topic, value, key=key, headers=headers)
+        except Exception as exc:  # noqa: BLE001 - every failure means "not stored": AE
+            log.warning("MLLP publish to %s failed: %s", topic, type(exc).__name__)
+            return NotStored(
+                "the message was not stored (broker unavailable); resend it",
+                error=type(exc).__name__,
+            )
+        log.debug("stored on %s in %.1f ms", topic, (time.perf_counter() - started) * 1e3)
+        return None
+
+    def _reply(self, payload: bytes, code: str, error: DeidstreamError | None) -> Reply:
+        reason_class = error.reason_class if error is not None else ""
+        self._count(code, reason_class)
+        return Reply(code, reason_class, self._ack(payload, code, error))
+
+    def _ack(self, payload: bytes, code: str, error: DeidstreamError | None) -> bytes:
+        text = str(error)[:MAX_REASON_CHARS] if error is not None else ""
+        reason_class = error.reason_class if error is not None else ""
+        options = {"reason_class": reason_class, "now": self.clock(),
+                   "sending_application": self.config.sending_application}
+        try:
+            return build_ack(payload, code, text, **options)  # type: ignore[arg-type]
+        except Exception as exc:  # noqa: BLE001 - a header hl7apy cannot echo: answer anyway
+            log.warning("ACK addressed to the sender failed (%s); plain ACK", type(exc).__name__)
+            return build_ack(b"", code, text, **options)  # type: ignore[arg-type]
+
+    def _count(self, code: str, reason_class: str) -> None:
+        self.counts.acks[code] += 1
+        if reason_class:
+            self.counts.reasons[reason_class] += 1
+
+
+def _dead_letter_headers(error: InputError, payload: bytes) -> list[tuple[str, bytes]]:
+    """reason-class, reason (and hl7apy's findings when it has some) — no values."""
+    try:
+        found = reason_headers(error, payload)
+    except Exception:  # noqa: BLE001 - the diagnosis is a bonus; the reason is enough
+        found = {"reason_class": error.reason_class, "reason": str(error)}
+    return [(k.replace("_", "-"), v.encode()[:MAX_REASON_CHARS]) for k, v in found.items()]
+
+
+__all__ = ["FrameDecoder", "FrameTooLarge", "GatewayConfig", "MllpGateway", "Reply", "serve"]
+
+
+# -- running it ---------------------------------------------------------------------------
+
+
+def hl7_topic(settings: Settings) -> str:
+    """The HL7 input topic among the configured ones (the first naming hl7, else the first)."""
+    topics = settings.input_topics
+    return next((t for t in topics if "hl7" in t.lower()), topics[0] if topics else "clinical.hl7v2")
+
+
+def make_producer(settings: Settings, bootstrap_servers: str | None = None) -> Producer:
+    from aiokafka import AIOKafkaProducer
+
+    common = settings.kafka_common()
+    if bootstrap_servers:
+        common["bootstrap_servers"] = bootstrap_servers
+    return AIOKafkaProducer(
+        acks="all",
+        enable_idempotence=False,  # Tansu refuses idempotent producers
+        linger_ms=0,  # one message per ACK round trip: nothing to batch, do not wait
+        max_request_size=max(1024 * 1024, 2 * settings.max_message_bytes),
+        **common,
+    )
+
+
+async def ensure_topics(settings: Settings, topics: list[str], bootstrap: str | None) -> None:
+    from aiokafka.admin import AIOKafkaAdminClient, NewTopic
+    from aiokafka.errors import TopicAlreadyExistsError
+
+    common = settings.kafka_common()
+    if bootstrap:
+        common["bootstrap_servers"] = bootstrap
+    admin = AIOKafkaAdminClient(**common)
+    await admin.start()
+    try:
+        existing = set(await admin.list_topics())
+        wanted = [
+            NewTopic(t, settings.topic_partitions, settings.replication_factor)
+            for t in dict.fromkeys(topics)
+            if t not in existing
+        ]
+        if wanted:
+            with contextlib.suppress(TopicAlreadyExistsError):
+                await admin.create_topics(wanted)
+    finally:
+        await admin.close()
+
+
+async def serve(
+    settings: Settings,
+    *,
+    host: str = "127.0.0.1",
+    port: int = 2575,
+    bootstrap_servers: str | None = None,
+    topic: str | None = None,
+    stop: asyncio.Event | None = None,
+    started: Callable[[tuple[str, int]], None] | None = None,
+) -> int:
+    """Connect the producer (retrying while the broker is unreachable), listen, run until
+    ``stop`` (or SIGTERM/SIGINT), then drain. Returns the exit status."""
+    import signal
+
+    loop = asyncio.get_running_loop()
+    stop = stop or asyncio.Event()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
+            loop.add_signal_handler(sig, stop.set)
+    config = GatewayConfig(
+        topic=topic or hl7_topic(settings),
+        deadletter_topic=settings.deadletter_topic,
+        max_frame_bytes=settings.max_message_bytes,
+        send_timeout=max(1.0, settings.request_timeout_ms / 1000),
+    )
+    delay = settings.retry_initial_seconds
+    producer = None
+    while not stop.is_set():  # the port opens only once messages can be stored
+        producer = make_producer(settings, bootstrap_servers)
+        try:
+            await producer.start()
+            if settings.create_topics:
+                await ensure_topics(
+                    settings, [config.topic, config.deadletter_topic], bootstrap_servers
+                )
+            break
+        except Exception as exc:  # noqa: BLE001 - broker not reachable yet: retry
+            log.warning("broker not reachable (%s); retrying in %.1f s", type(exc).__name__, delay)
+            with contextlib.suppress(Exception):
+                await producer.stop()
+            producer = None
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(stop.wait(), delay)
+            delay = min(delay * 2, settings.retry_max_seconds)
+    if producer is None:
+        return 0
+    gateway = MllpGateway(producer, config)
+    try:
+        address = await gateway.start(host, port)
+        if started is not None:
+            started(address)
+        await stop.wait()
+    except OSError as exc:
+        log.error("cannot listen on %s:%d (%s)", host, port, type(exc).__name__)
+        return 1
+    finally:
+        await gateway.stop()
+        await producer.stop()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
+                loop.remove_signal_handler(sig)
+    return 0
