@@ -1,0 +1,201 @@
+"""The MLLP gateway against a real Tansu broker: framed messages over a real socket, ACK codes
+read back, and the input / dead-letter topics consumed to check keys and bytes."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+from kafka_helpers import headers_of, read_all, unique
+
+from pipelines.hl7.framing import mllp_frame
+from service.broker import EmbeddedBroker
+from service.mllp import FrameDecoder, serve
+from service.settings import Settings
+from tests.conftest import FIXTURES
+
+pytestmark = pytest.mark.integration
+
+H = FIXTURES / "hl7v2"
+PHI = (b"Quillfeather", b"MRN00417", b"999-00-1234", b"Larkspur")
+
+
+def settings_for(broker: EmbeddedBroker, **over: Any) -> Settings:
+    base = unique("mllp")
+    values: dict[str, Any] = dict(
+        bootstrap_servers=broker.bootstrap_servers,
+        input_topics=(f"{base}.hl7v2", f"{base}.fhir"),
+        deadletter_topic=f"{base}.dlq",
+        topic_partitions=3,
+        retry_initial_seconds=0.05,
+        retry_max_seconds=0.5,
+    )
+    values.update(over)
+    return Settings(**values)
+
+
+@dataclass
+class Gateway:
+    settings: Settings
+    host: str
+    port: int
+
+
+@contextlib.asynccontextmanager
+async def running(settings: Settings) -> AsyncIterator[Gateway]:
+    stop = asyncio.Event()
+    ready: asyncio.Future[tuple[str, int]] = asyncio.get_running_loop().create_future()
+    task = asyncio.create_task(
+        serve(settings, host="127.0.0.1", port=0, stop=stop, started=ready.set_result)
+    )
+    try:
+        host, port = await asyncio.wait_for(ready, 20)
+        yield Gateway(settings, host, port)
+    finally:
+        stop.set()
+        assert await asyncio.wait_for(task, 20) == 0
+
+
+def ack_fields(ack: bytes) -> dict[str, list[str]]:
+    segs = {line[:3].decode(): line.decode().split("|") for line in ack.split(b"\r") if line}
+    return segs
+
+
+async def exchange(gw: Gateway, stream: bytes, replies: int, chunk: int = 0) -> list[bytes]:
+    """Send ``stream`` (in ``chunk``-sized writes if given) and read ``replies`` ACK frames."""
+    reader, writer = await asyncio.open_connection(gw.host, gw.port)
+    try:
+        if chunk:
+            for i in range(0, len(stream), chunk):
+                writer.write(stream[i : i + chunk])
+                await writer.drain()
+                await asyncio.sleep(0)
+        else:
+            writer.write(stream)
+            await writer.drain()
+        decoder = FrameDecoder(1 << 20)
+        acks: list[bytes] = []
+        while len(acks) < replies:
+            data = await asyncio.wait_for(reader.read(65536), 30)
+            if not data:
+                break
+            acks.extend(decoder.feed(data))
+        return acks
+    finally:
+        writer.close()
+        with contextlib.suppress(Exception):
+            await writer.wait_closed()
+
+
+async def test_messages_are_published_keyed_by_patient_then_acked(tansu: EmbeddedBroker) -> None:
+    names = ["oru-r01-tx-ft-nte-v251.hl7", "mdm-t02-v25.hl7", "adt-a01-v25.hl7"]
+    payloads = [(H / n).read_bytes() for n in names]
+    t11 = (H / "mdm-t11-cancel-v25.hl7").read_bytes()
+    async with running(settings_for(tansu)) as gw:
+        # three frames in one write (with a blank line between two of them) ...
+        stream = mllp_frame(payloads[0]) + b"\r\n" + mllp_frame(payloads[1]) + mllp_frame(
+            payloads[2]
+        )
+        acks = await exchange(gw, stream, 3)
+        # ... and one frame dribbled in 7-byte writes
+        acks += await exchange(gw, mllp_frame(t11), 1, chunk=7)
+        topic = gw.settings.input_topics[0]
+        records = await read_all(tansu.bootstrap_servers, topic, expect=4)
+    assert [ack_fields(a)["MSA"][1] for a in acks] == ["AA"] * 4
+    assert [ack_fields(a)["MSA"][2] for a in acks] == ["ORU-0001", "MDM-0001", "ADT-A01", "MDM-0007"]
+    assert "ERR" not in ack_fields(acks[0])
+    assert ack_fields(acks[0])["MSH"][8] == "ACK^R01^ACK"
+    assert len(records) == 4
+    assert sorted(r.value for r in records) == sorted([*payloads, t11])  # bytes unchanged
+    assert {r.key for r in records} == {b"MRN00417"}
+    assert len({r.partition for r in records}) == 1  # one patient, one partition, in order
+    ordered = sorted(records, key=lambda r: r.offset)
+    assert [r.value for r in ordered] == [*payloads, t11]
+    headers = headers_of(records[0])
+    assert headers["source"] == "mllp" and "hl7" in headers["content-type"]
+
+
+async def test_bad_messages_are_dead_lettered_and_answered_without_phi(
+    tansu: EmbeddedBroker,
+) -> None:
+    not_hl7 = (H / "err-not-hl7.txt").read_bytes()
+    no_patient = (H / "err-missing-patient-id.hl7").read_bytes()
+    unsupported = (H / "err-unsupported-type.hl7").read_bytes()
+    good = (H / "mdm-t02-v25.hl7").read_bytes()
+    async with running(settings_for(tansu)) as gw:
+        stream = b"".join(mllp_frame(p) for p in (not_hl7, no_patient, unsupported, good))
+        acks = await exchange(gw, stream, 4)
+        dead = await read_all(tansu.bootstrap_servers, gw.settings.deadletter_topic, expect=3)
+        taken = await read_all(tansu.bootstrap_servers, gw.settings.input_topics[0], expect=1)
+    codes = [ack_fields(a)["MSA"][1] for a in acks]
+    assert codes == ["AR", "AE", "AR", "AA"]  # the stream goes on after bad messages
+    err = ack_fields(acks[1])["ERR"]
+    assert err[3].startswith("101^") and "patient" in err[8].lower()
+    assert ack_fields(acks[2])["ERR"][3].startswith("200^")
+    for ack in acks:
+        assert not any(value in ack for value in PHI if value != b"MRN00417")
+    reasons = {r.value: headers_of(r)["reason-class"] for r in dead}  # unkeyed: any partition
+    assert len(dead) == 3 and reasons == {
+        not_hl7: "not_hl7",
+        no_patient: "missing_patient_id",
+        unsupported: "unsupported_message_type",
+    }
+    for rec in dead:
+        h = headers_of(rec)
+        assert h["source"] == "mllp" and h["first-seen"]
+        assert rec.key is None
+        assert not any(value.decode() in " ".join(h.values()) for value in PHI)
+    assert [r.value for r in taken] == [good]
+
+
+async def test_oversize_frame_gets_a_nak_and_the_connection_closes(tansu: EmbeddedBroker) -> None:
+    small = (H / "oru-r01-corrected-crlf-v23.hl7").read_bytes()
+    big = (H / "mdm-t02-v25.hl7").read_bytes() + b"OBX|3|TX|X||" + b"x" * 4000 + b"\r"
+    settings = settings_for(tansu, max_message_bytes=2048)
+    assert len(small) < 2048 < len(big)
+    async with running(settings) as gw:
+        reader, writer = await asyncio.open_connection(gw.host, gw.port)
+        writer.write(mllp_frame(small) + mllp_frame(big) + mllp_frame(small))
+        await writer.drain()
+        data = b""
+        while True:
+            got = await asyncio.wait_for(reader.read(65536), 30)
+            if not got:
+                break  # the gateway closed the connection
+            data += got
+        writer.close()
+        taken = await read_all(tansu.bootstrap_servers, settings.input_topics[0], expect=1)
+    acks = FrameDecoder(1 << 20).feed(data)
+    assert [ack_fields(a)["MSA"][1] for a in acks] == ["AA", "AR"]
+    assert ack_fields(acks[1])["MSA"][2] == "MDM-0001"  # addressed from the frame's head
+    assert [r.value for r in taken] == [small]
+
+
+async def test_broker_failure_is_ae_and_never_an_early_ack(own_tansu: EmbeddedBroker) -> None:
+    payload = (H / "mdm-t02-v25.hl7").read_bytes()
+    settings = settings_for(
+        own_tansu, request_timeout_ms=2500, session_timeout_ms=2000, heartbeat_interval_ms=500
+    )
+    async with running(settings) as gw:
+        assert [ack_fields(a)["MSA"][1] for a in await exchange(gw, mllp_frame(payload), 1)] == [
+            "AA"
+        ]
+        own_tansu.pause()
+        try:
+            (ack,) = await exchange(gw, mllp_frame(payload), 1)
+        finally:
+            own_tansu.resume()
+        fields = ack_fields(ack)
+        assert fields["MSA"][1] == "AE"
+        assert fields["ERR"][3].startswith("207^")  # application error: resend
+        assert "resend" in fields["ERR"][8]
+        (again,) = await exchange(gw, mllp_frame(payload), 1)  # the sender resends
+        assert ack_fields(again)["MSA"][1] == "AA"
+        records = await read_all(own_tansu.bootstrap_servers, settings.input_topics[0])
+    # stored at least for each AA; the AE'd send may have landed late (dedup drops it)
+    assert 2 <= len(records) <= 3
+    assert all(r.value == payload and r.key == b"MRN00417" for r in records)
