@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any
@@ -13,6 +14,7 @@ import pytest
 from kafka_helpers import headers_of, read_all, unique
 
 from pipelines.hl7.framing import mllp_frame
+from pipelines.research import attachment_text
 from service.broker import EmbeddedBroker
 from service.mllp import FrameDecoder, serve
 from service.settings import Settings
@@ -199,3 +201,47 @@ async def test_broker_failure_is_ae_and_never_an_early_ack(own_tansu: EmbeddedBr
     # stored at least for each AA; the AE'd send may have landed late (dedup drops it)
     assert 2 <= len(records) <= 3
     assert all(r.value == payload and r.key == b"MRN00417" for r in records)
+
+
+async def test_mllp_to_research_topic_publish_then_tombstone(
+    tansu: EmbeddedBroker, tmp_path: Any
+) -> None:
+    """The whole way: MLLP gateway → HL7 topic → the real service → research topic; a
+    retraction without narrative (OBR-25 X, no OBX) tombstones the published report."""
+    from keystore.keyring import Keyring
+    from service.metrics import Metrics
+    from service.runner import Runner
+    from service.wiring import processor_factory_for
+
+    base = unique("e2e")
+    settings = settings_for(
+        tansu,
+        input_topics=(f"{base}.hl7v2",),
+        research_topic=f"{base}.research",
+        held_topic=f"{base}.held",
+        group_id=f"{base}.g",
+        keystore_url=f"sqlite:///{tmp_path / 'keystore.sqlite3'}",
+        master_key=Keyring.generate().to_text(),
+        session_timeout_ms=6000,
+        heartbeat_interval_ms=500,
+    )
+    report = (H / "oru-r01-tx-ft-nte-v251.hl7").read_bytes()
+    retraction = (H / "oru-r01-retracted-no-obx-v25.hl7").read_bytes()
+    metrics = Metrics()
+    runner = Runner(settings, metrics, processor_factory_for(settings, metrics))
+    runner.start_background()
+    try:
+        async with running(settings) as gw:
+            acks = await exchange(gw, mllp_frame(report) + mllp_frame(retraction), 2)
+            assert [ack_fields(a)["MSA"][1] for a in acks] == ["AA", "AA"]
+            out = await read_all(tansu.bootstrap_servers, settings.research_topic, expect=2,
+                                 within=60)
+    finally:
+        await runner.stop()
+    assert len(out) == 2
+    published, tombstone = sorted(out, key=lambda r: r.offset)
+    assert published.value and published.key == tombstone.key
+    assert tombstone.value is None
+    text = attachment_text(json.loads(published.value)).encode()
+    assert "CT CHEST" in text.decode() or "FINDINGS" in text.decode()
+    assert not any(v in published.value or v in text for v in PHI)
