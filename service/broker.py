@@ -7,11 +7,13 @@ data kept" pause the process (:meth:`EmbeddedBroker.pause`) instead of stopping 
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import signal
 import socket
 import subprocess
+import sys
 import time
 from importlib import resources
 from pathlib import Path
@@ -41,6 +43,16 @@ def find_tansu() -> Path | None:
         pass
     found = shutil.which("tansu")
     return Path(found) if found else None
+
+
+def _die_with_parent() -> None:
+    """In the child before exec: ask Linux for SIGTERM when the parent exits."""
+    if sys.platform.startswith("linux"):
+        import ctypes
+
+        with contextlib.suppress(OSError, AttributeError):
+            libc = ctypes.CDLL(None, use_errno=True)
+            libc.prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
 
 
 def free_port(host: str = "127.0.0.1") -> int:
@@ -114,8 +126,12 @@ class EmbeddedBroker:
         out = open(self.log_path, "ab") if self.log_path else subprocess.DEVNULL  # noqa: SIM115
         env = {**os.environ, "RUST_LOG": os.environ.get("RUST_LOG", "warn")}
         try:
+            # Own session: a Ctrl-C in the terminal reaches us, not the broker, so we can
+            # drain the service first and stop the broker last. On Linux the broker also
+            # gets SIGTERM if we die without cleaning up (no orphaned broker).
             self._proc = subprocess.Popen(  # noqa: S603 - fixed binary, our own arguments
-                args, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env
+                args, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env,
+                start_new_session=True, preexec_fn=_die_with_parent,  # noqa: PLW1509
             )
         finally:
             if out is not subprocess.DEVNULL:
