@@ -8,7 +8,9 @@ of the process (never at import time, never per document):
   (dist.all.last), with their census frequency;
 - English word frequencies (``wordfreq``, Zipf scale) — a census name that is also a common
   English word ("Will", "Care", "Floor") needs context before it counts as a name;
-- US cities (``zipcodes``), US states (``us``) and countries (``pycountry``).
+- US cities (``zipcodes``), US states (``us``) and countries (``pycountry``);
+- drug names, generic and brand (``drug-named-entity-recognition``'s dictionary): a rare
+  unknown capitalised word near a person cue is a name unless it is a drug ("Zosyn").
 
 Clinical eponyms ("Foley", "Swan-Ganz", "Parkinson's") are census last names too; they are
 kept out by rule in ``recognizers/names.py`` (the word followed by a device/disease head such
@@ -22,7 +24,7 @@ import re
 from dataclasses import dataclass
 from functools import cache
 from importlib import resources
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING, Final, NamedTuple
 
 if TYPE_CHECKING:
     from pipelines.phi.base import Doc
@@ -61,6 +63,8 @@ class Tokens:
     words: tuple[Token, ...]
     mixed_case: bool
     lower_set: frozenset[str]
+    # a one-case note written in lower case: its few capitalised words are signals
+    lower_note: bool = False
 
 
 _new_token = tuple.__new__
@@ -86,7 +90,8 @@ def tokens(doc: Doc) -> Tokens:
     lower = sum(map(str.islower, texts))
     # a note is "one-case" when >= 85% of its words share a case
     mixed = upper / n < 0.85 and lower / n < 0.85
-    result = Tokens(words, mixed, frozenset([t[3] for t in words]))
+    lower_note = not mixed and sum(map(str.islower, [t[2] for t in words[:40]])) > 20
+    result = Tokens(words, mixed, frozenset([t[3] for t in words]), lower_note)
     doc.cache[TOKENS_KEY] = result
     return result
 
@@ -229,6 +234,78 @@ def countries() -> frozenset[str]:
     return frozenset(out)
 
 
+@cache
+def drug_words() -> frozenset[str]:
+    """Lower-case one-word drug names (generic and brand) and their 5-6 letter heads, the
+    way notes shorten them ("vanco", "ceftaz"); from drug-named-entity-recognition's data."""
+    import bz2
+    import pickle
+
+    data = resources.files("drug_named_entity_recognition").joinpath(
+        "drug_ner_dictionary.pkl.bz2"
+    )
+    with data.open("rb") as raw, bz2.open(raw) as fh:
+        table = pickle.load(fh)["drug_variant_to_canonical"]  # noqa: S301 - packaged data
+    out: set[str] = set()
+    for variant in table:
+        if variant.isalpha() and len(variant) >= 4:
+            out.add(variant)
+            if len(variant) >= 8:
+                out.add(variant[:5])
+                out.add(variant[:6])
+    return frozenset(out)
+
+
+# Endings of drug, anatomy, disease and procedure words (INN stems and Greek/Latin morphology).
+# Written by hand: the WHO INN stem list is not packaged; these are the common ones.
+_CLINICAL_ENDINGS: Final = (
+    "olol", "pril", "sartan", "azole", "cillin", "mycin", "micin", "cycline", "floxacin",
+    "statin", "dipine", "tidine", "prazole", "parin", "oxacin", "vir", "mab", "nib", "pam",
+    "lam", "done", "phine", "caine", "azepam", "semide", "thiazide", "sone", "olone",
+    "itis", "osis", "emia", "oma", "ectomy", "otomy", "ostomy", "plasty", "scopy", "gram",
+    "graphy", "algia", "pathy", "penia", "uria", "pnea", "cardia", "trophy", "plegia",
+)
+
+
+def clinical_word(word: str) -> bool:
+    """A lower-case word that looks like clinical vocabulary: a listed drug, or a word with a
+    drug stem / medical suffix ("metoprolol", "pancreatitis", "thoracotomy")."""
+    return word in drug_words() or (len(word) >= 6 and word.endswith(_CLINICAL_ENDINGS))
+
+
+def rare_unknown(word: str, max_zipf: float = 1.8) -> bool:
+    """A lower-case word of 4+ letters almost never seen in English and not clinical
+    vocabulary: in a note that is mostly a surname or a place name ("cucchiara")."""
+    return (
+        len(word) >= 4
+        and word.isalpha()
+        and zipf(word) < max_zipf
+        and first_names().get(word, 0.0) == 0.0
+        and not clinical_word(word)
+    )
+
+
+@cache
+def _common_words() -> tuple[frozenset[str], frozenset[str]]:
+    """English words of 4+ letters with Zipf >= 3.3, and every form with one letter dropped."""
+    floor = 10 ** (3.3 - 9.0)
+    common = frozenset(w for w, f in _english().items() if f >= floor and len(w) >= 4 and w.isalpha())
+    drops = frozenset(w[:i] + w[i + 1 :] for w in common for i in range(len(w)))
+    return common, drops
+
+
+def near_english(word: str) -> bool:
+    """A lower-case word one typing slip (a letter dropped or added) away from a common English
+    word: "notifed", "awating", "presnt" — typos, not names (SymSpell's delete index over
+    wordfreq)."""
+    common, drops = _common_words()
+    if word in common or word in drops:
+        return True
+    # a letter added ("dertermine"); a changed letter is not tested: too many surnames are
+    # one letter from a word ("Vinny" / "vinyl")
+    return any(word[:i] + word[i + 1 :] in common for i in range(len(word)))
+
+
 def warm() -> None:
     """Load every lexicon now (a service calls this at start-up instead of on the first note)."""
     first_names()
@@ -237,3 +314,5 @@ def warm() -> None:
     us_states()
     us_cities()
     countries()
+    drug_words()
+    _common_words()

@@ -71,3 +71,19 @@ def test_one_case_notes_are_recognised() -> None:
 def test_tokens_are_words_of_the_text(text: str) -> None:
     for tok in lx.tokens(Doc(text)).words:
         assert text[tok.start : tok.end] == tok.text and tok.lower == tok.text.lower()
+
+
+def test_clinical_words_from_the_drug_dictionary_and_morphology() -> None:
+    assert lx.clinical_word("zosyn") and lx.clinical_word("lasix")  # brands, listed
+    assert lx.clinical_word("vanco")  # a listed drug's head, as notes shorten it
+    assert lx.clinical_word("pancreatitis") and lx.clinical_word("thoracotomy")  # suffixes
+    assert not lx.clinical_word("smith") and not lx.clinical_word("quellamott")
+
+
+def test_rare_unknown_and_typos() -> None:
+    assert lx.rare_unknown("quellamott") and not lx.rare_unknown("patient")
+    assert not lx.rare_unknown("levophed")  # a drug
+    assert not lx.rare_unknown("robert")  # a first name is judged as a name, not as rare
+    assert lx.near_english("notifed") and lx.near_english("dertermine")
+    assert lx.near_english("patient")
+    assert not lx.near_english("quellamott")

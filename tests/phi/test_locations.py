@@ -130,3 +130,41 @@ def test_cue_soup_never_raises(parts: list[str]) -> None:
     text = " ".join(parts)
     for span in LOCATIONS.detect(Doc(text)):
         assert 0 <= span.start < span.end <= len(text)
+
+
+# --- places in positions without a usual head or cue ---------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "place", "category"),
+    [
+        ("knows she is in General Hospital in Quondale.", "Quondale", Category.LOCATION_CITY),
+        ("pt knows she is in General Hospital today", "General", Category.LOCATION_HOSPITAL),
+        ("GOT A CONSULT FROM THE QXBH. SPOKE WITH TEAM.", "QXBH", Category.LOCATION_HOSPITAL),
+        ("SCREENED BY WESTBROOK REHAB AND ZANDERLY. MAY GO", "ZANDERLY", Category.LOCATION_HOSPITAL),
+        ("FOUND AT HOME IN MILFORD MILL BY EMS", "MILFORD MILL", Category.LOCATION_CITY),
+        ("pt transferred to 412 quillmore.", "quillmore", Category.LOCATION_HOSPITAL),
+        ("Daughter returned to new haven today.", "new haven", Category.LOCATION_CITY),
+        ("Plan to wait until QH attorneys review it.", "QH", Category.LOCATION_HOSPITAL),
+        ('I\'m in QH and it is 2019."', "QH", Category.LOCATION_HOSPITAL),
+        ("PLAN: TO QUARTERBY 2 WHEN BED AVAIL.", "QUARTERBY", Category.LOCATION_HOSPITAL),
+        ('knows he is in the hospital ("ZelmontBuilding")', "Zelmont", Category.LOCATION_HOSPITAL),
+    ],
+)
+def test_places_without_a_usual_cue(text: str, place: str, category: Category) -> None:
+    assert found(text).get(place) is category
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "titrated ntg to 100mcgs, map > 70",  # a dose glued to its unit
+        "NTG WEANED TO 67MCG'S, CORDIS CHANGED TO 3LCVL",
+        "afebrile on 3 ivab.",  # "on" a number of drugs
+        "TV'S 500. RETURNED TO SIMV.",  # a ventilator mode after "returned to"
+        "RCA 90% occ at PDA and PLB.",  # coronary branches
+        "Seen by ID. Plan to continue Zosyn and Flagyl.",
+    ],
+)
+def test_place_traps_for_the_looser_rules(text: str) -> None:
+    assert found(text) == {}

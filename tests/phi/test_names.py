@@ -154,3 +154,38 @@ def test_cue_soup_never_raises(parts: list[str]) -> None:
     text = " ".join(parts)
     for span in NAMES.detect(Doc(text)):
         assert 0 <= span.start < span.end <= len(text)
+
+
+# --- rules for names that a one-case note or a missing cue hides ---------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "name"),
+    [
+        # a word English never uses, after a role in parentheses (one-case note)
+        ("PLAN FOR TAP...ZORBIK QUELLAMOTT (RESIDENT) WORKING ON IT.", "QUELLAMOTT"),
+        # initial + unknown surname in an all-caps note
+        ("RN IN TO HELP AND T. VRANDOSKI PLACING A STITCH", "T. VRANDOSKI"),
+        # a first name far more a name than a word, inside a sentence
+        ("son here all day, supportive to pt, Robert. Plan unchanged.", "Robert"),
+        ('S: "Eleanor, I know where I am." O: calm', "Eleanor"),
+    ],
+)
+def test_names_without_a_usual_cue(text: str, name: str) -> None:
+    assert any(name in k for k in found(text))
+
+
+@pytest.mark.parametrize(
+    ("text", "word"),
+    [
+        ("DR QUILLBY NOTIFED AND PT RECIEVED 1MG IV", "NOTIFED"),  # a typo, not a surname
+        ("ON LIPOSOMAL AMPHO B. AWATING ID CONSULT", "AWATING"),  # a drug's letter + a typo
+        ("CONSULT TO DERTERMINE IF COLONIZED", "DERTERMINE"),
+        ("son: presnt till 2100, updated.", "presnt"),
+        ("WIFE ZOSYN STARTED", "ZOSYN"),  # a drug after a role word
+        ("Will continue plan. Rose to 38.2 overnight, tylenol given.", "Rose"),  # words
+        ("Robert's diet advanced.", "Robert"),  # at a sentence start the capital says nothing
+    ],
+)
+def test_names_traps_for_the_looser_rules(text: str, word: str) -> None:
+    assert not any(word in k for k in found(text))

@@ -50,6 +50,11 @@ MOVE_VERBS: Final = _words(
     "worked lives living lived resides residing moved visiting vacation recieved received "
     "leave go going goes retired adm admit"
 )
+# Verbs of going back or commuting: a city may follow, but so may a ventilator mode
+# ("returned to SIMV"), so only listed cities count after them.
+RETURN_VERBS: Final = _words(
+    "returned returning return returns headed heading drive drove driven commute commutes"
+)
 RESIDENCE_VERBS: Final = _words("lives living lived resides residing moved born native home")
 # Who comes from a place ("daughter from X", "he is from X").
 PEOPLE: Final = _words(
@@ -111,6 +116,9 @@ class LocationRecognizer(Recognizer):
         states = lx.us_states()
         if toks.lower_set.isdisjoint(_TRIGGERS) and toks.lower_set.isdisjoint(states):
             return []
+        glued = _glued_heads(text)
+        if glued:
+            out.extend(glued)
         for h, tok in enumerate(words):
             low = tok.lower
             if low not in _TRIGGERS and low not in states and low.removesuffix("'s") not in states:
@@ -118,7 +126,12 @@ class LocationRecognizer(Recognizer):
             span: Span | None = None
             is_home = low == "home" and h > 0 and words[h - 1].lower == "nursing"
             if low in GENERIC_HEADS or low in NAMED_HEADS or is_home:
-                span = self._facility(words, h, text, mixed)
+                # a capitalised head in a lower-case note reads as in a mixed-case one
+                span = self._facility(words, h, text, mixed or (toks.lower_note and tok.is_title))
+                if span is not None:
+                    also = _facility_list(words, h, text, mixed)
+                    if also is not None:
+                        out.append(also)
             elif low in _CUES and h + 1 < n:
                 span = self._after_cue(words, h, text, mixed)
                 if span is None and low == "of" and h > 0:
@@ -133,8 +146,11 @@ class LocationRecognizer(Recognizer):
                 span = _acronym_before_unit(words, h, text, mixed)
             elif h > 0 and low in _STAFF:
                 prev = words[h - 1]
-                if prev.lower not in _NOT_PLACES and lx.zipf(prev.lower) < 3.3:
-                    span = _acronym_before_unit(words, h, text, mixed)
+                short_caps = prev.is_upper and len(prev.lower) <= 4
+                if prev.lower not in _NOT_PLACES and lx.zipf(prev.lower) < (
+                    4.0 if short_caps else 3.3
+                ):
+                    span = _acronym_before_unit(words, h, text, mixed, staff=True)
             elif (
                 (low in states or low.removesuffix("'s") in states)
                 and h > 0
@@ -200,8 +216,11 @@ class LocationRecognizer(Recognizer):
         nxt = words[c + 1] if words[c + 1].lower != "the" or c + 2 >= len(words) else words[c + 2]
         # fast reject: every rule below wants a capitalised word in a mixed-case note, and a
         # rare word, a city or a country in a one-case note; none wants a care unit
-        if nxt.lower in UNITS or (mixed and not nxt.text[0].isupper()):
+        if nxt.lower in UNITS:
             return None
+        if mixed and not nxt.text[0].isupper():
+            # "returned to new haven": a lower-case city of two or more words, after a verb
+            return _lower_city(words, c, text)
         if (
             not mixed
             and lx.zipf(nxt.lower) >= 5.0
@@ -213,7 +232,9 @@ class LocationRecognizer(Recognizer):
         prev = words[c - 1].lower if c > 0 else ""
         moved = not before.isdisjoint(MOVE_VERBS)
         resident = not before.isdisjoint(RESIDENCE_VERBS)
-        travel = not {w.lower for w in words[max(0, c - 6) : c]}.isdisjoint(TRAVEL_VERBS)
+        travel = not {w.lower for w in words[max(0, c - 6) : c]}.isdisjoint(
+            TRAVEL_VERBS | RETURN_VERBS
+        )
         j = c + 1
         if j < len(words) and words[j].lower == "the":
             j += 1
@@ -222,7 +243,14 @@ class LocationRecognizer(Recognizer):
         if cue == "of" and not resident and (c == 0 or not _person_before(words[c - 1], mixed)):
             return None
         gap = text[words[c].end : words[j].start]
-        if "\n" in gap or gap.strip() not in {"", ":"}:
+        if j == c + 2:  # "from the XYZ": the article is no gap
+            gap = gap.replace(words[c + 1].text, " ", 1)
+        if "\n" in gap:
+            return None
+        if gap.strip().isdigit() and gap[:1] == " " and gap[-1:] == " " and cue in {"to", "from"}:
+            # "transferred to 209 Xward.": a room number, then the ward or building
+            return _ward_after_room(words, j, text, mixed) if moved else None
+        if gap.strip() not in {"", ":"}:
             return None
         tok = words[j]
         # a city from the zipcodes list (longest first, up to three words)
@@ -247,17 +275,34 @@ class LocationRecognizer(Recognizer):
                 and (not single or tok.lower not in UNITS)
                 and not _facility_follows(words, city_end)
             ):
-                return Span(tok.start, words[city_end].end, CITY, 0.75, "locations")
+                last = city_end
+                if (
+                    last + 1 < len(words)
+                    and words[last + 1].lower in PLACE_SUFFIXES
+                    and text[words[last].end : words[last + 1].start] == " "
+                    and (not mixed or words[last + 1].text[0].isupper())
+                ):
+                    last += 1  # "Milford Mill", "Glen Burnie Heights": a neighbouring place
+                return Span(tok.start, words[last].end, CITY, 0.75, "locations")
+        if (  # "Medical Center in Lochearn": a rare word after a facility and "in" is its town
+            cue == "in"
+            and prev in GENERIC_HEADS | NAMED_HEADS
+            and (tok.is_title or tok.is_upper or not mixed)
+            and lx.zipf(tok.lower) < 3.0
+            and tok.lower not in UNITS
+            and not lx.clinical_word(tok.lower)
+        ):
+            return Span(tok.start, tok.end, CITY, 0.6, "locations")
         if resident and tok.lower == "dc" and (tok.is_upper or not mixed):
             return Span(tok.start, tok.end, CITY, 0.7, "locations")  # the District: a city
         if cue in {"in", "at"} and prev in _BEING and c > 0:
-            where = _bare_acronym(words, j, text, mixed)  # "knows he is in XYZ,"
+            where = _bare_acronym(words, j, text, mixed, clause=True)  # "knows he is in XYZ,"
             if where is not None:
                 return where
         # a country after a residence or travel cue ("lives in Italy"): not identifying alone
         if (resident or travel) and tok.lower in lx.countries():
             return Span(tok.start, tok.end, OTHER, 0.55, "locations")
-        floor = _building_floor(words, j, text, mixed)
+        floor = _building_floor(words, j, text, mixed, cued=cue in {"to", "on", "from", "at"})
         if floor is not None and cue in {"to", "on", "from", "at"}:
             return floor
         if cue == "on":
@@ -350,7 +395,9 @@ _EMERGENCY: Final = _words("er ew ed tcu")
 TRAVEL_VERBS: Final = _words("fly flying flew flown arrive arriving drove driving visiting trip")
 
 
-def _acronym_before_unit(words: tuple[Token, ...], h: int, text: str, mixed: bool) -> Span | None:
+def _acronym_before_unit(
+    words: tuple[Token, ...], h: int, text: str, mixed: bool, staff: bool = False
+) -> Span | None:
     """ "XYZ ER": an unknown acronym right before an emergency department is a hospital."""
     tok = words[h - 1]
     low = tok.lower
@@ -358,7 +405,7 @@ def _acronym_before_unit(words: tuple[Token, ...], h: int, text: str, mixed: boo
         return None
     if not (2 <= len(low) <= 5) or (mixed and not tok.is_upper) or lx.zipf(low) >= 4.0:
         return None
-    if mixed and not words[h].is_upper and words[h].lower != "cath":
+    if mixed and not words[h].is_upper and words[h].lower != "cath" and not staff:
         return None
     return Span(tok.start, tok.end, HOSPITAL, 0.7, "locations")
 
@@ -407,7 +454,9 @@ def _city_before_state(words: tuple[Token, ...], h: int, text: str, mixed: bool)
     return None
 
 
-def _building_floor(words: tuple[Token, ...], j: int, text: str, mixed: bool) -> Span | None:
+def _building_floor(
+    words: tuple[Token, ...], j: int, text: str, mixed: bool, cued: bool = False
+) -> Span | None:
     """ "to X 2", "on X 2": a rare word and a one-digit floor (not a dose: "lasix 2 mg")."""
     tok = words[j]
     low = tok.lower
@@ -423,8 +472,10 @@ def _building_floor(words: tuple[Token, ...], j: int, text: str, mixed: bool) ->
         and words[j + 1].lower in _DOSE_AFTER
     ):
         return None
-    if low in UNITS or len(low) < 5 or lx.zipf(low) >= 3.0 or lx.name_score(low) >= 1.0:
+    if low in UNITS or len(low) < 5 or lx.zipf(low) >= 3.0 or lx.clinical_word(low):
         return None
+    if lx.name_score(low) >= 1.0 and not cued:
+        return None  # "Smith 2" alone; "to Smith 2" names a building after its donor
     if mixed and not (tok.is_title or tok.is_upper):
         return None
     return Span(tok.start, tok.end, HOSPITAL, 0.6, "locations")
@@ -463,7 +514,9 @@ _BEING: Final = _words("is am i'm are was were")
 _COMPASS: Final = _words("eastern western northern southern east west north south")
 
 
-def _bare_acronym(words: tuple[Token, ...], j: int, text: str, mixed: bool) -> Span | None:
+def _bare_acronym(
+    words: tuple[Token, ...], j: int, text: str, mixed: bool, clause: bool = False
+) -> Span | None:
     """ "at XYZ,", "leave XYZ.": an unknown acronym ending a clause after a place preposition
     (a mixed-case note only, where all-caps marks an acronym)."""
     tok = words[j]
@@ -472,13 +525,22 @@ def _bare_acronym(words: tuple[Token, ...], j: int, text: str, mixed: bool) -> S
         return None
     if mixed and not tok.is_upper:
         return None
-    if not mixed and (len(low) > 3 or lx.zipf(low) >= 3.3):
-        return None  # one-case note: a short unknown word only ("at xyz.")
+    if not mixed and (len(low) > 3 or lx.zipf(low) >= 3.3) and not (
+        len(low) == 4 and lx.zipf(low) < 1.0 and not lx.clinical_word(low)
+    ):
+        return None  # one-case note: a short unknown word only ("at xyz.", "the wxyz.")
     if low in lx.us_states() or lx.zipf(low) >= 3.5 or low in GENERIC_MODIFIERS:
         return None
     after = text[tok.end : tok.end + 2].lstrip(" ")[:1]
     if after not in {",", ".", ";", ")", "\n", ""}:
-        return None
+        nxt = words[j + 1] if j + 1 < len(words) else None
+        if (
+            not clause
+            or nxt is None
+            or nxt.lower not in _CLAUSE_WORDS
+            or text[tok.end : nxt.start] != " "
+        ):
+            return None  # "I'm in XYZ and ...": after a being-verb a clause word ends it too
     return Span(tok.start, tok.end, HOSPITAL, 0.55, "locations")
 
 
@@ -646,3 +708,78 @@ def _facility_follows(words: tuple[Token, ...], k: int) -> bool:
         return False
     nxt = words[k + 1].lower
     return nxt in GENERIC_HEADS or nxt in NAMED_HEADS or nxt in _EMERGENCY
+
+
+# Words after a city that name a neighbouring place ("Milford Mill", "Severna Park").
+# Written by hand: the generic words of US place names (USGS feature classes).
+PLACE_SUFFIXES: Final = _words(
+    "mill mills park heights hills hill falls village springs beach lake lakes valley ridge "
+    "creek station junction crossing harbor harbour point landing grove woods manor city "
+    "township county haven"
+)
+# Facility heads written glued to the name before them ("XyzBuilding", "XyzHospital").
+_GLUED_HEADS: Final = ("Building", "Hospital", "Center", "Pavilion", "Clinic")
+
+
+def _glued_heads(text: str) -> list[Span]:
+    """ "(XyzBuilding)": a capitalised name glued to a facility head (a typing slip)."""
+    out: list[Span] = []
+    for head in _GLUED_HEADS:
+        if head not in text:
+            continue
+        at = text.find(head)
+        while at > 0:
+            start = at
+            while start > 0 and text[start - 1].isalpha():
+                start -= 1
+            if at - start >= 3 and text[start].isupper() and text[at - 1].islower():
+                out.append(Span(start, at, HOSPITAL, 0.65, "locations"))
+            at = text.find(head, at + len(head))
+    return out
+
+
+def _facility_list(words: tuple[Token, ...], h: int, text: str, mixed: bool) -> Span | None:
+    """ "screened by X Rehab and Y.": a name joined to a facility names a facility too."""
+    if h + 2 >= len(words) or words[h + 1].lower not in {"and", "or", "&"}:
+        return None
+    tok = words[h + 2]
+    low = tok.lower
+    if "\n" in text[words[h].end : tok.start] or low in UNITS or low in GENERIC_MODIFIERS:
+        return None
+    if mixed and not (tok.is_title or tok.is_upper):
+        return None
+    if lx.zipf(low) >= 3.0 or len(low) < 3 or lx.clinical_word(low):
+        return None
+    after = text[tok.end : tok.end + 2].lstrip(" ")[:1]
+    if after not in {",", ".", ";", ")", "\n", ""}:
+        return None
+    return Span(tok.start, tok.end, HOSPITAL, 0.6, "locations")
+
+
+def _ward_after_room(words: tuple[Token, ...], j: int, text: str, mixed: bool) -> Span | None:
+    """ "transferred to 209 Xyz.": a rare word after a room number names a ward or building."""
+    tok = words[j]
+    low = tok.lower
+    if low in UNITS or len(low) < 4 or lx.zipf(low) >= 2.5 or lx.clinical_word(low):
+        return None
+    if low in _DOSE_AFTER or low.removesuffix("'s").removesuffix("s") in _DOSE_AFTER:
+        return None
+    after = text[tok.end : tok.end + 2].lstrip(" ")[:1]
+    if after not in {",", ".", ";", ")", "\n", ""}:
+        return None
+    return Span(tok.start, tok.end, HOSPITAL, 0.6, "locations")
+
+
+def _lower_city(words: tuple[Token, ...], c: int, text: str) -> Span | None:
+    """ "returned to new haven": in a mixed-case note a lower-case city counts only when it
+    has two or more words and a movement or residence verb comes just before the cue."""
+    if words[c].lower not in {"to", "from", "in"}:
+        return None
+    before = {w.lower for w in words[max(0, c - 3) : c]}
+    if before.isdisjoint(MOVE_VERBS | RETURN_VERBS | RESIDENCE_VERBS):
+        return None
+    j = c + 1
+    end = _city_at(words, j, text, False)
+    if end is None or end == j:
+        return None
+    return Span(words[j].start, words[end].end, CITY, 0.65, "locations")

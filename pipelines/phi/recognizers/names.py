@@ -186,9 +186,10 @@ def _plausible(tok: Token, mixed: bool, strength: int, lowered: frozenset[str]) 
     if strength == 2:
         if mixed and titled:
             return (named and f < 5.6) or f < 3.5
-        return ns >= 0.5 and f < 5.6
+        # one-case note: a census name, or a word English never uses that is no drug
+        return (ns >= 0.5 and f < 5.6) or (lx.rare_unknown(word) and not lx.near_english(word))
     # no cue: a word used far more as a name than as an English word
-    return mixed and titled and ns > 1.5 and f < 3.5
+    return mixed and titled and ((ns > 1.5 and f < 3.5) or (ns >= 2.0 and f < 4.0))
 
 
 def _is_initial(tok: Token, text: str) -> bool:
@@ -247,7 +248,7 @@ class NameRecognizer(Recognizer):
         eponyms = _eponyms(words, text) if not toks.lower_set.isdisjoint(EPONYM_HEADS) else set()
         lowered = frozenset([t[3] for t in words if t[2].islower()]) if mixed else frozenset()
         # a lower-case note: its few capitalised words are as telling as in a mixed-case one
-        lower_note = not mixed and sum(map(str.islower, [t[2] for t in words[:40]])) > 20
+        lower_note = toks.lower_note
         taken: dict[int, tuple[Category, float]] = {}
 
         def take(i: int, cat: Category, conf: float) -> None:
@@ -493,6 +494,14 @@ class NameRecognizer(Recognizer):
                                 and ok(i + 1, 2)
                                 and (lx.name_score(sur.lower) >= 1.0 or lx.zipf(sur.lower) < _RARE)
                             )
+                            # "M. PEPPLER" in a one-case note: a surname English never uses
+                            or (
+                                not mixed
+                                and tok.text.isupper()
+                                and text[tok.end : sur.start] == ". "
+                                and lx.rare_unknown(_base(sur.lower))
+                                and not (i > 0 and lx.clinical_word(words[i - 1].lower))
+                            )
                         )
                         and ok(i + 1, 3)
                     ):
@@ -543,7 +552,7 @@ class NameRecognizer(Recognizer):
                 and tok.is_title
                 and i not in taken
                 and lx.is_first_name(low)
-                and ok(i, 1)
+                and (ok(i, 1) or _common_first_name(tok, text, lowered, eponyms))
             ):
                 i = run_right(i, OTHER, 0.6, 2)
                 continue
@@ -586,6 +595,21 @@ def _surname_after_first(first: Token, word: Token, mixed: bool) -> bool:
         return False
     ns = lx.name_score(low)
     return (ns >= 1.5 and lx.zipf(low) < 4.5) or (ns == -9.0 and lx.zipf(low) < 2.0)
+
+
+def _common_first_name(tok: Token, text: str, lowered: frozenset[str], eponyms: set[str]) -> bool:
+    """ "supportive to pt, John.": a census first name used far more as a name than as a word
+    ("John", "Mary"; not "Will", "Rose"), in Title case inside a sentence of a mixed-case note."""
+    low = _base(tok.lower)
+    return (
+        len(low) >= 3
+        and lx.name_score(low) >= 2.0
+        and lx.zipf(low) < 5.5
+        and low not in lowered
+        and low not in eponyms
+        and low not in _CUE_WORDS
+        and not _sentence_start(text, tok.start)
+    )
 
 
 def _namey(tok: Token) -> bool:
@@ -672,7 +696,13 @@ def _line_start(text: str, pos: int) -> bool:
 def _rare_unknown(tok: Token) -> bool:
     """A word in no census list and (almost) never seen in English: a foreign or rare name."""
     low = _base(tok.lower)
-    return len(low) >= 3 and lx.name_score(low) == -9.0 and lx.zipf(low) < 1.5
+    return (
+        len(low) >= 3
+        and lx.name_score(low) == -9.0
+        and lx.zipf(low) < 1.5
+        and not lx.clinical_word(low)
+        and not lx.near_english(low)
+    )
 
 
 def _dotted_credential(text: str, tok: Token) -> bool:
