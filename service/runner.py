@@ -766,20 +766,32 @@ class Runner:
         raise AssertionError("unreachable")  # pragma: no cover
 
     async def _probe_broker(self) -> None:
-        """While idle, check every few seconds that the broker still answers."""
+        """While idle, check every few seconds that the broker and the key store still
+        answer (the processor's optional ``ping``), so readiness is true when it says so."""
         now = time.monotonic()
         if now - self._last_probe < 3.0 or self._producer is None:
             return
         self._last_probe = now
+        timeout = self.settings.request_timeout_ms / 1000
         try:
-            await asyncio.wait_for(self._producer.client.fetch_all_metadata(),
-                                   self.settings.request_timeout_ms / 1000)
+            await asyncio.wait_for(self._producer.client.fetch_all_metadata(), timeout)
             ok = True
         except Exception:  # noqa: BLE001 - any failure means not reachable
             ok = False
         if ok != self.broker_ok:
             log.warning("broker reachable: %s", ok)
         self.broker_ok = ok
+        ping = getattr(self._processor, "ping", None)
+        if callable(ping):
+            loop = asyncio.get_running_loop()
+            try:
+                await asyncio.wait_for(loop.run_in_executor(self._executor, ping), timeout)
+                store_ok = True
+            except Exception:  # noqa: BLE001 - any failure means not reachable
+                store_ok = False
+            if store_ok != self.keystore_ok:
+                log.warning("key store reachable: %s", store_ok)
+            self.keystore_ok = store_ok
         self._update_ready()
 
     def _update_ready(self) -> None:

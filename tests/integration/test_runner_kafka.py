@@ -155,6 +155,10 @@ async def test_transient_failure_retries_without_loss(tansu: EmbeddedBroker,
     proc = ToyProcessor(fail_file=str(fail))
     runner = await start_runner(s, proc)
     try:
+        fail.touch()  # while idle: the readiness probe notices the store is gone ...
+        await wait_for(lambda: not runner.ready, within=15)
+        fail.unlink()
+        await wait_for(lambda: runner.ready, within=15)  # ... and that it is back
         fail.touch()
         await produce(s.bootstrap_servers, s.input_topics[0],
                       [(None, toy(f"p{i}", "d", 1)) for i in range(5)])

@@ -93,6 +93,10 @@ class ToyProcessor:
                            stage_seconds={"parse": 0.0002, "detect": 0.001},
                            mark=(key, version))]
 
+    def ping(self) -> None:
+        if self.fail_file and os.path.exists(self.fail_file):
+            raise KeystoreUnavailable("toy database unreachable")
+
     def close(self) -> None:
         self._db.close()
 
