@@ -177,7 +177,7 @@ class PartitionState:
         return max(0, self.highwater - done)
 
 
-class _RebalanceListener(ConsumerRebalanceListener):  # type: ignore[misc]
+class _RebalanceListener(ConsumerRebalanceListener):
     def __init__(self, runner: Runner) -> None:
         self.runner = runner
 

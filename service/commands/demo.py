@@ -24,6 +24,7 @@ from typing import Annotated, Any
 import httpx
 import orjson
 import typer
+from pydantic import SecretStr
 
 from service.broker import BrokerUnavailable, EmbeddedBroker, free_port
 from service.commands.replay import messages_of, publish
@@ -110,7 +111,7 @@ async def run_demo(workdir: Path, *, exit_after: float | None, echo: Any = typer
             bootstrap_servers=broker.bootstrap_servers,
             group_id="deidstream-demo",
             keystore_url=f"sqlite:///{workdir / 'keystore.sqlite3'}",
-            master_key=Keyring.generate().to_text(),
+            master_key=SecretStr(Keyring.generate().to_text()),
             http_port=free_port(),
             session_timeout_ms=6000,
             heartbeat_interval_ms=500,
