@@ -471,7 +471,8 @@ class Runner:
             # the good documents go out; the whole input goes to the dead-letter topic too,
             # with the reason naming the failed entries (coordinates only)
             good = self._route(rec, hint, getattr(exc, "outcomes", ()) or (), first_seen)
-            dead = self._dead_letter(rec, exc.reason_class, str(exc), first_seen)
+            dead = self._dead_letter(rec, exc.reason_class, str(exc), first_seen,
+                                     await self._diagnose(exc, raw))
             good.outputs.extend(dead.outputs)
             good.effects.extend(dead.effects)
             good.kind = (good.kind + ",deadletter").lstrip(",")
@@ -481,8 +482,30 @@ class Runner:
             if reason_class == "internal_error":
                 log.error("processing failed at %s/%d@%d: %s", rec.topic, rec.partition,
                           rec.offset, type(exc).__name__)
-            return self._dead_letter(rec, reason_class, reason, first_seen)
+                extra: list[tuple[str, bytes]] = []
+            else:
+                extra = await self._diagnose(exc, raw)
+            return self._dead_letter(rec, reason_class, reason, first_seen, extra)
         return self._route(rec, hint, outcomes, first_seen)
+
+    async def _diagnose(self, exc: BaseException, raw: bytes) -> list[tuple[str, bytes]]:
+        """Extra dead-letter headers from the processor's optional ``diagnose(error, raw)``
+        (e.g. hl7apy's precise findings on a malformed HL7 message; coordinates, no PHI).
+        Slow and optional: run on the worker thread, and never fail the dead-lettering."""
+        diagnose = getattr(self._processor, "diagnose", None)
+        if not callable(diagnose):
+            return []
+        loop = asyncio.get_running_loop()
+        try:
+            found = await loop.run_in_executor(self._executor, partial(diagnose, exc, raw))
+        except Exception as err:  # noqa: BLE001 - diagnosis is best effort
+            log.warning("dead-letter diagnosis failed: %s", type(err).__name__)
+            return []
+        return [
+            (str(k).replace("_", "-"), str(v)[:MAX_REASON_CHARS * 2].encode())
+            for k, v in (found or {}).items()
+            if k not in ("reason_class", "reason") and v
+        ]
 
     async def process(self, raw: bytes, hint: str, now: datetime) -> Sequence[Any]:
         """Run the processor on the worker thread, retrying transient failures."""
@@ -588,10 +611,11 @@ class Runner:
             ("first-seen", first_seen.isoformat().encode()),
         ]
 
-    def _dead_letter(self, rec: Any, reason_class: str, reason: str, first_seen: datetime
-                     ) -> Handled:
+    def _dead_letter(self, rec: Any, reason_class: str, reason: str, first_seen: datetime,
+                     extra: Sequence[tuple[str, bytes]] = ()) -> Handled:
         original = [(k, v) for k, v in (rec.headers or ()) if not k.startswith("reason")]
-        headers = self._coordinates(rec, reason_class, reason, first_seen) + original
+        headers = self._coordinates(rec, reason_class, reason, first_seen) + list(extra)
+        headers += original
 
         def on_ack() -> None:
             self.metrics.deadlettered.labels(reason_class).inc()

@@ -99,6 +99,16 @@ class ServiceProcessor:
         self._preview_marks.reset()  # every preview decides as if the document were new
         return self._preview.process(raw, content_hint=content_hint, now=now)
 
+    def diagnose(self, error: BaseException, raw: bytes) -> dict[str, str]:
+        """Dead-letter headers beyond the reason: hl7apy's findings for a structurally bad
+        HL7 message, the failed entries of a partial batch (pipelines.ingest)."""
+        from pipelines.errors import DeidstreamError
+        from pipelines.ingest import reason_headers
+
+        if not isinstance(error, DeidstreamError):
+            return {}
+        return reason_headers(error, raw)
+
     def ping(self) -> None:
         """A real round trip to the key store's database (for readiness while idle)."""
         self._store.get_mark("deidstream:readiness-probe")
@@ -117,9 +127,10 @@ def real_processor_factory(settings: Settings, metrics: Metrics) -> ProcessorFac
         store = InstrumentedStore(open_keystore(settings), metrics)
         policy = Policy.load(settings.policy_file)
         marks = PrivateMarks(store)
+        limit = settings.max_message_bytes
         return ServiceProcessor(
-            RealProcessor(policy=policy, store=store),
-            RealProcessor(policy=policy, store=marks),
+            RealProcessor(policy=policy, store=store, max_bytes=limit),
+            RealProcessor(policy=policy, store=marks, max_bytes=limit),
             marks,
             store,
         )

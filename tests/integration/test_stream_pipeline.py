@@ -204,3 +204,24 @@ async def test_deidentify_endpoint_with_the_real_pipeline(tmp_path: Path) -> Non
         assert store.get_mark(first["outcomes"][0]["research_key"]) is None
     finally:
         await runner.stop()
+
+
+async def test_dead_letter_carries_hl7apy_findings(tansu: EmbeddedBroker, tmp_path: Path
+                                                   ) -> None:
+    s = pipeline_settings(tansu, tmp_path)
+    metrics = Metrics()
+    runner = Runner(s, metrics, processor_factory_for(s, metrics))
+    runner.start_background()
+    no_patient = (b"MSH|^~\\&|A|B|C|D|20250101||ORU^R01|77|P|2.5\rPID|1||\r"
+                  b"OBX|1|TX|x||some text||||||F\r")
+    try:
+        await _until(lambda: runner.ready)
+        await publish(s.bootstrap_servers, s.input_topics[0], [(None, no_patient)])
+        await _until(lambda: runner.counts["deadlettered"] == 1)
+    finally:
+        await runner.stop()
+    dead = await read_all(s.bootstrap_servers, s.deadletter_topic, expect=1)
+    h = headers_of(dead[0])
+    assert h["reason-class"] == "missing_patient_id"
+    assert "PID" in h["hl7-findings"]
+    assert dead[0].value == no_patient
