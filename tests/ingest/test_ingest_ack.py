@@ -6,9 +6,11 @@ from datetime import UTC, datetime
 
 import pytest
 from hl7apy.parser import parse_message
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from pipelines.errors import InputError
-from pipelines.hl7.ack import build_ack, diagnose
+from pipelines.hl7.ack import ACK_CODES, build_ack, diagnose
 from pipelines.hl7.framing import mllp_frame
 from pipelines.ingest import parse_input
 from tests.conftest import FIXTURES
@@ -83,3 +85,56 @@ def test_reason_headers_add_hl7apy_findings_for_structural_errors() -> None:
     assert headers["reason_class"] == "missing_patient_id"
     assert "PID_3" in headers["hl7_findings"]
     assert "Nobody" not in "".join(headers.values())
+
+
+# -- the direct ER7 composer gives hl7apy's bytes ----------------------------------------
+
+_TEXT = st.text(
+    alphabet=st.characters(codec="utf-8", exclude_categories=("Cs",)), max_size=40
+)
+_HD = st.text(alphabet="ABCXYZ09 ._-^&", max_size=12)
+_ID = st.text(alphabet="ABC0123456789-_.", max_size=25)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    app=_HD,
+    facility=_HD,
+    control=_ID,
+    trigger=st.sampled_from(["R01", "T02", "A08", "", "X^Y"]),
+    version=st.sampled_from(["2.3", "2.3.1", "2.4", "2.5", "2.5.1", "2.6", "2.8", "9.9", ""]),
+    processing=st.sampled_from(["P", "T", "D^A", ""]),
+    code=st.sampled_from(sorted(ACK_CODES)),
+    text=_TEXT,
+    reason=st.sampled_from(["", "missing_patient_id", "unsupported_version", "other"]),
+    stamp=st.sampled_from(["", "20240305101500-0500", "20240305"]),
+    with_now=st.booleans(),
+)
+def test_direct_ack_is_byte_identical_to_hl7apy(
+    app: str,
+    facility: str,
+    control: str,
+    trigger: str,
+    version: str,
+    processing: str,
+    code: str,
+    text: str,
+    reason: str,
+    stamp: str,
+    with_now: bool,
+) -> None:
+    mtype = f"ORU^{trigger}" if trigger else "ORU"
+    raw = f"MSH|^~\\&|{app}|{facility}|DEID|R|{stamp}||{mtype}|{control}|{processing}|{version}\r"
+    raw += "PID|1||X^^^A^MR\r"
+    now = NOW if with_now else None
+    if not with_now and not stamp:
+        return  # hl7apy stamps MSH-7 from its own clock: nothing to compare
+    kwargs = {"reason_class": reason, "now": now}
+    fast = build_ack(raw.encode(), code, text, **kwargs)  # type: ignore[arg-type]
+    reference = build_ack(raw.encode(), code, text, engine="hl7apy", **kwargs)  # type: ignore[arg-type]
+    assert fast == reference
+    if code[1] != "A" and version not in ("2.3", "2.3.1", "2.4"):
+        # ERR-3 is the third field in every version (hl7apy's own 2.8 ERR writes it one
+        # field early: build_ack writes that segment itself)
+        err = fast.split(b"\r")[-1].split(b"|")
+        assert err[3].endswith(b"^HL70357") and err[1:3] == [b"", b""]

@@ -1,5 +1,5 @@
 """The MLLP frame decoder (any chunking gives the same frames) and routing of payloads.
-The gateway against a real broker is in tests/integration/test_mllp.py."""
+The gateway against a real broker is in tests/integration/test_mllp_gateway.py."""
 
 from __future__ import annotations
 
