@@ -5,6 +5,8 @@ from __future__ import annotations
 import asyncio
 import base64
 import json
+import shutil
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -53,6 +55,12 @@ def pipeline_settings(broker: EmbeddedBroker, tmp: Path, **over: Any) -> Setting
     )
     values.update(over)
     return Settings(**values)
+
+
+def _promtool(exposition: str) -> str | None:
+    check = subprocess.run(["promtool", "check", "metrics"], input=exposition.encode(),
+                           capture_output=True, timeout=30, check=False)
+    return None if check.returncode == 0 else check.stdout.decode() + check.stderr.decode()
 
 
 async def _until(pred: Any, within: float = 60.0) -> None:
@@ -142,6 +150,9 @@ async def test_demo_messages_through_the_service(tansu: EmbeddedBroker, tmp_path
     assert sum(v for (n, _), v in samples.items()
                if n == "deidstream_keystore_operations_total") > 0
     assert value("deidstream_processing_stage_seconds_count", stage="parse") >= 7
+    if shutil.which("promtool"):  # the Prometheus linter, where installed
+        problems = _promtool(exposition)
+        assert problems is None, problems
 
 
 async def test_demo_command_runs_to_the_end(tmp_path: Path) -> None:
