@@ -241,9 +241,7 @@ def drug_words() -> frozenset[str]:
     import bz2
     import pickle
 
-    data = resources.files("drug_named_entity_recognition").joinpath(
-        "drug_ner_dictionary.pkl.bz2"
-    )
+    data = resources.files("drug_named_entity_recognition").joinpath("drug_ner_dictionary.pkl.bz2")
     with data.open("rb") as raw, bz2.open(raw) as fh:
         table = pickle.load(fh)["drug_variant_to_canonical"]  # noqa: S301 - packaged data
     out: set[str] = set()
@@ -258,13 +256,13 @@ def drug_words() -> frozenset[str]:
 
 # Endings of drug, anatomy, disease and procedure words (INN stems and Greek/Latin morphology).
 # Written by hand: the WHO INN stem list is not packaged; these are the common ones.
-_CLINICAL_ENDINGS: Final = (
-    "olol", "pril", "sartan", "azole", "cillin", "mycin", "micin", "cycline", "floxacin",
-    "statin", "dipine", "tidine", "prazole", "parin", "oxacin", "vir", "mab", "nib", "pam",
-    "lam", "done", "phine", "caine", "azepam", "semide", "thiazide", "sone", "olone",
-    "itis", "osis", "emia", "oma", "ectomy", "otomy", "ostomy", "plasty", "scopy", "gram",
-    "graphy", "algia", "pathy", "penia", "uria", "pnea", "cardia", "trophy", "plegia",
-)
+_ENDINGS = """
+    olol pril sartan azole cillin mycin micin cycline floxacin statin dipine tidine prazole
+    parin oxacin vir mab nib pam lam done phine caine azepam semide thiazide sone olone itis
+    osis emia oma ectomy otomy ostomy plasty scopy gram graphy algia pathy penia uria pnea
+    cardia trophy plegia
+"""
+_CLINICAL_ENDINGS: Final = tuple(_ENDINGS.split())
 
 
 def clinical_word(word: str) -> bool:
@@ -285,11 +283,22 @@ def rare_unknown(word: str, max_zipf: float = 1.8) -> bool:
     )
 
 
+def slips(word: str) -> set[str]:
+    """The forms of ``word`` with one typing slip: a letter dropped (not the first) or two
+    neighbours swapped ("daugher", "husabnd"). Callers drop the forms that are English words."""
+    out = {word[:i] + word[i + 1 :] for i in range(1, len(word))}
+    out |= {word[:i] + word[i + 1] + word[i] + word[i + 2 :] for i in range(1, len(word) - 1)}
+    out.discard(word)
+    return out
+
+
 @cache
 def _common_words() -> tuple[frozenset[str], frozenset[str]]:
     """English words of 4+ letters with Zipf >= 3.3, and every form with one letter dropped."""
     floor = 10 ** (3.3 - 9.0)
-    common = frozenset(w for w, f in _english().items() if f >= floor and len(w) >= 4 and w.isalpha())
+    common = frozenset(
+        w for w, f in _english().items() if f >= floor and len(w) >= 4 and w.isalpha()
+    )
     drops = frozenset(w[:i] + w[i + 1 :] for w in common for i in range(len(w)))
     return common, drops
 

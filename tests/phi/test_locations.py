@@ -141,12 +141,16 @@ def test_cue_soup_never_raises(parts: list[str]) -> None:
         ("knows she is in General Hospital in Quondale.", "Quondale", Category.LOCATION_CITY),
         ("pt knows she is in General Hospital today", "General", Category.LOCATION_HOSPITAL),
         ("GOT A CONSULT FROM THE QXBH. SPOKE WITH TEAM.", "QXBH", Category.LOCATION_HOSPITAL),
-        ("SCREENED BY WESTBROOK REHAB AND ZANDERLY. MAY GO", "ZANDERLY", Category.LOCATION_HOSPITAL),
+        (
+            "SCREENED BY WESTBROOK REHAB AND ZANDERLY. MAY GO",
+            "ZANDERLY",
+            Category.LOCATION_HOSPITAL,
+        ),
         ("FOUND AT HOME IN MILFORD MILL BY EMS", "MILFORD MILL", Category.LOCATION_CITY),
         ("pt transferred to 412 quillmore.", "quillmore", Category.LOCATION_HOSPITAL),
         ("Daughter returned to new haven today.", "new haven", Category.LOCATION_CITY),
         ("Plan to wait until QH attorneys review it.", "QH", Category.LOCATION_HOSPITAL),
-        ('I\'m in QH and it is 2019."', "QH", Category.LOCATION_HOSPITAL),
+        ("I'm in QH and it is 2019.\"", "QH", Category.LOCATION_HOSPITAL),
         ("PLAN: TO QUARTERBY 2 WHEN BED AVAIL.", "QUARTERBY", Category.LOCATION_HOSPITAL),
         ('knows he is in the hospital ("ZelmontBuilding")', "Zelmont", Category.LOCATION_HOSPITAL),
     ],
@@ -168,3 +172,30 @@ def test_places_without_a_usual_cue(text: str, place: str, category: Category) -
 )
 def test_place_traps_for_the_looser_rules(text: str) -> None:
     assert found(text) == {}
+
+
+@pytest.mark.parametrize(
+    ("text", "place", "category"),
+    [
+        ("ADDENDUM- DAUGHER FROM PHOENIX JUST CALLED", "PHOENIX", Category.LOCATION_CITY),
+        ("Plan: transfer to Quellmoor3 today.", "Quellmoor", Category.LOCATION_HOSPITAL),
+        ("Family from western Maryland visited.", "western Maryland", Category.LOCATION_OTHER),
+        ("Seen by Team. Wife lives in frostburg, HR 80 NSR.", "frostburg", Category.LOCATION_CITY),
+    ],
+)
+def test_places_after_slips_digits_and_compass_words(
+    text: str, place: str, category: Category
+) -> None:
+    assert found(text).get(place) is category
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Seen by Team. Titrated Levophed5 mcg. HR 80 NSR.",  # a drug glued to its dose
+        "Seen by Team. Wife lives in fear of falls, HR 80 NSR.",  # a word, not a city
+        "Family from west MD visited.",  # no part of a state without its name
+    ],
+)
+def test_slip_digit_and_compass_traps(text: str) -> None:
+    assert not any(k in {"Levophed", "fear", "west MD"} for k in found(text))

@@ -189,3 +189,35 @@ def test_names_without_a_usual_cue(text: str, name: str) -> None:
 )
 def test_names_traps_for_the_looser_rules(text: str, word: str) -> None:
     assert not any(word in k for k in found(text))
+
+
+def test_kinship_words_with_a_typing_slip_still_cue_a_name() -> None:
+    assert found("husabnd Gerald called twice.").get("Gerald") is Category.NAME_RELATIVE
+    assert not found("NO BOTHER TO HIM, PT COMFORTABLE")  # "bother" is a word, not a slip
+
+
+def test_first_name_before_a_surname_taken_before_a_role() -> None:
+    assert "DICK QUELLAMOTT" in found("TAP DONE...DICK QUELLAMOTT (RESIDENT) AWARE.")
+
+
+@pytest.mark.parametrize(
+    ("text", "name"),
+    [
+        ("Seen by Team. Later lisa kowalski in to visit, BP stable, HR 80 NSR.", "lisa kowalski"),
+        ("RN AND J. HARTWELL IN TO SEE PT", "J. HARTWELL"),
+    ],
+)
+def test_full_names_and_initials_without_cues(text: str, name: str) -> None:
+    assert name in found(text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Seen by Team. Will draw labs, mark time on chart. HR 80 NSR.",  # words, not names
+        "Seen by Team. Pt on heparin, bill paid by family. HR 80 NSR.",
+        "ON AMPHO B. HARTWELL IN TO SEE PT",  # a drug's letter is no initial
+    ],
+)
+def test_full_name_traps(text: str) -> None:
+    assert not any(k in {"mark time", "bill paid", "B. HARTWELL"} for k in found(text))

@@ -156,7 +156,9 @@ class LocationRecognizer(Recognizer):
                 and h > 0
                 and text[words[h - 1].end : tok.start] in {", ", " "}
             ):
-                span = _city_before_state(words, h, text, mixed)
+                span = _city_before_state(words, h, text, mixed) or _compass_state(
+                    words, h, text, mixed
+                )
             if span is not None:
                 out.append(span)
         return _propagate(out, words, text, mixed)
@@ -218,6 +220,9 @@ class LocationRecognizer(Recognizer):
         # rare word, a city or a country in a one-case note; none wants a care unit
         if nxt.lower in UNITS:
             return None
+        glued = _ward_glued_to_digit(nxt, text, mixed)
+        if glued is not None and cue in {"to", "from", "on", "at"}:
+            return glued  # "transferred to Xyzward3", "on xyzward4"
         if mixed and not nxt.text[0].isupper():
             # "returned to new haven": a lower-case city of two or more words, after a verb
             return _lower_city(words, c, text)
@@ -260,7 +265,7 @@ class LocationRecognizer(Recognizer):
             single = city_end == j
             f = lx.zipf(phrase)
             rare = not single or f < 3.5
-            people = prev in PEOPLE or (c > 1 and words[c - 2].lower in PEOPLE)
+            people = _people(prev) or (c > 1 and _people(words[c - 2].lower))
             loose = cue == "of" or (
                 cue in {"in", "from"} and (people or f < (3.0 if mixed else 2.5))
             )
@@ -498,6 +503,22 @@ def _saint(words: tuple[Token, ...], j: int, text: str, mixed: bool) -> Span | N
     return Span(tok.start, nxt.end, HOSPITAL, 0.7, "locations")
 
 
+def _compass_state(words: tuple[Token, ...], h: int, text: str, mixed: bool) -> Span | None:
+    """ "western Maryland", "NORTHERN VIRGINIA": a part of a state is a region, smaller than
+    a state (states alone are kept under Safe Harbor)."""
+    if h < 1:
+        return None
+    compass = words[h - 1]
+    if compass.lower not in _COMPASS or text[compass.end : words[h].start] != " ":
+        return None
+    state = words[h]
+    if len(state.lower) <= 2:
+        return None  # "west MD": a doctor or an abbreviation
+    if mixed and not (state.is_title or state.is_upper):
+        return None
+    return Span(compass.start, state.end, OTHER, 0.6, "locations")
+
+
 def _region(words: tuple[Token, ...], h: int, text: str, mixed: bool) -> Span | None:
     """ "the Eastern Shore", "the west coast": a region named by a compass word."""
     if h < 2 or words[h - 2].lower != "the":
@@ -525,8 +546,10 @@ def _bare_acronym(
         return None
     if mixed and not tok.is_upper:
         return None
-    if not mixed and (len(low) > 3 or lx.zipf(low) >= 3.3) and not (
-        len(low) == 4 and lx.zipf(low) < 1.0 and not lx.clinical_word(low)
+    if (
+        not mixed
+        and (len(low) > 3 or lx.zipf(low) >= 3.3)
+        and not (len(low) == 4 and lx.zipf(low) < 1.0 and not lx.clinical_word(low))
     ):
         return None  # one-case note: a short unknown word only ("at xyz.", "the wxyz.")
     if low in lx.us_states() or lx.zipf(low) >= 3.5 or low in GENERIC_MODIFIERS:
@@ -771,15 +794,55 @@ def _ward_after_room(words: tuple[Token, ...], j: int, text: str, mixed: bool) -
 
 
 def _lower_city(words: tuple[Token, ...], c: int, text: str) -> Span | None:
-    """ "returned to new haven": in a mixed-case note a lower-case city counts only when it
-    has two or more words and a movement or residence verb comes just before the cue."""
+    """ "returned to new haven", "lives in frostburg": in a mixed-case note a lower-case city
+    counts after a movement or residence verb when it has two or more words, or is one word
+    English hardly uses (after "lives in" / "from" a relative)."""
     if words[c].lower not in {"to", "from", "in"}:
         return None
     before = {w.lower for w in words[max(0, c - 3) : c]}
-    if before.isdisjoint(MOVE_VERBS | RETURN_VERBS | RESIDENCE_VERBS):
+    resident = not before.isdisjoint(RESIDENCE_VERBS)
+    people = c > 0 and _people(words[c - 1].lower)
+    if before.isdisjoint(MOVE_VERBS | RETURN_VERBS) and not resident and not people:
         return None
     j = c + 1
     end = _city_at(words, j, text, False)
-    if end is None or end == j:
+    if end is None:
         return None
+    if end == j:
+        low = words[j].lower
+        if not (resident or (people and words[c].lower == "from")) or lx.zipf(low) >= 3.0:
+            return None
+        if low in UNITS or low in lx.us_states() or lx.clinical_word(low):
+            return None
     return Span(words[j].start, words[end].end, CITY, 0.65, "locations")
+
+
+def _ward_glued_to_digit(tok: Token, text: str, mixed: bool) -> Span | None:
+    """ "to Xyzward3": a rare word glued to a one- or two-digit floor or bed number."""
+    end = tok.end
+    if not text[end : end + 1].isdigit():
+        return None
+    k = end
+    while k < len(text) and text[k].isdigit():
+        k += 1
+    if k - end > 2 or (k < len(text) and (text[k].isalnum() or text[k] in "./:-%")):
+        return None
+    low = tok.lower
+    if len(low) < 5 or lx.zipf(low) >= 2.5 or low in UNITS or lx.clinical_word(low):
+        return None
+    if lx.near_english(low) or lx.is_first_name(low):
+        return None
+    if mixed and not (tok.is_title or tok.is_upper or tok.text.islower()):
+        return None
+    return Span(tok.start, tok.end, HOSPITAL, 0.6, "locations")
+
+
+# Kinship words with one typing slip ("daugher from X"), English words left out at use.
+_PEOPLE_SLIPS: Final = frozenset(
+    slip for word in PEOPLE if len(word) >= 6 for slip in lx.slips(word)
+)
+
+
+def _people(low: str) -> bool:
+    """A word for a person or a relative, also with one typing slip ("daugher")."""
+    return low in PEOPLE or (low in _PEOPLE_SLIPS and lx.zipf(low) < 2.0)

@@ -82,6 +82,14 @@ ROLE_BEFORE: Final = {
         OTHER,
     ),
 }
+# Kinship words written with one slip ("daugher", "husabnd"); a form that is an English word
+# ("bother") is checked away where it is used (``_role_slip``).
+ROLE_SLIPS: Final = {
+    slip: R
+    for word, cat in ROLE_BEFORE.items()
+    if cat is R and len(word) >= 6 and "-" not in word
+    for slip in lx.slips(word)
+}
 # "with" / "by" / "to" cue a name only after a verb of talking or seeing ("spoke with Jones").
 VERB_THEN_NAME: Final = {
     **dict.fromkeys(
@@ -133,6 +141,7 @@ _TRIGGERS: Final = frozenset(
         *CREDENTIALS,
         *ROLE_BEFORE,
         *ROLE_AFTER,
+        *ROLE_SLIPS,
         "with",
         "w",
         "by",
@@ -323,7 +332,11 @@ class NameRecognizer(Recognizer):
                         strength = 3
                 if credential and got and _line_start(text, words[j].start):
                     strength = 3  # a signature line: "Jane Doe RN" alone on its line
-                if _is_initial(words[j], text) or ok(j, strength):
+                if (
+                    _is_initial(words[j], text)
+                    or ok(j, strength)
+                    or (got and _first_before_surname(words[j], mixed))
+                ):
                     take(j, cat, conf)
                     got += 1
                     j -= 1
@@ -347,6 +360,16 @@ class NameRecognizer(Recognizer):
                     else (low not in first_names and not (lower_note and tok.text[0].isupper()))
                 )
             ):
+                if (
+                    mixed
+                    and low in first_names
+                    and i not in taken
+                    and i + 1 < n
+                    and _lower_full_name(tok, words[i + 1], text, eponyms)
+                ):
+                    take(i, OTHER, 0.6)  # "john kowalski in to visit", no cue at all
+                    i = run_right(i + 1, OTHER, 0.6, 3)
+                    continue
                 i += 1
                 continue
             if low in _TRIGGERS or len(low) == 1:  # cue words and initials
@@ -404,7 +427,7 @@ class NameRecognizer(Recognizer):
                         ok(j, 2) and (words[j].is_title or lx.name_score(words[j].lower) >= 1.5)
                     ):
                         run_left(i, role, 0.75, "initial" if after_initial else "")
-                role = ROLE_BEFORE.get(low)
+                role = ROLE_BEFORE.get(low) or _role_slip(low)
                 if (  # "Jane Doe (daughter)", "J. Doe (resident)": the role in parentheses
                     role is not None
                     and i > 0
@@ -482,7 +505,13 @@ class NameRecognizer(Recognizer):
                             take(j, role, 0.7)
                             i = run_right(j + 1, role, 0.7, strength)
                             continue
-                if _is_initial(tok, text) and i + 1 < n and low not in {"a", "i"}:
+                if (
+                    _is_initial(tok, text)
+                    and i + 1 < n
+                    and low not in {"a", "i"}
+                    # "AMPHO B.", "VIT K.": a drug's letter is no initial
+                    and not (i > 0 and lx.clinical_word(words[i - 1].lower))
+                ):
                     sur = words[i + 1]
                     if (
                         _tight(_gap(text, tok, sur))
@@ -499,8 +528,13 @@ class NameRecognizer(Recognizer):
                                 not mixed
                                 and tok.text.isupper()
                                 and text[tok.end : sur.start] == ". "
-                                and lx.rare_unknown(_base(sur.lower))
-                                and not (i > 0 and lx.clinical_word(words[i - 1].lower))
+                                and (
+                                    lx.rare_unknown(_base(sur.lower))
+                                    or (
+                                        lx.name_score(_base(sur.lower)) >= 0.5
+                                        and lx.zipf(_base(sur.lower)) < 4.0
+                                    )
+                                )
                             )
                         )
                         and ok(i + 1, 3)
@@ -595,6 +629,45 @@ def _surname_after_first(first: Token, word: Token, mixed: bool) -> bool:
         return False
     ns = lx.name_score(low)
     return (ns >= 1.5 and lx.zipf(low) < 4.5) or (ns == -9.0 and lx.zipf(low) < 2.0)
+
+
+def _lower_full_name(first: Token, sur: Token, text: str, eponyms: set[str]) -> bool:
+    """ "john kowalski" in lower case in a mixed-case note: a first name that is no common word
+    and a surname that is far more a name than a word, both lower case, one space apart."""
+    if not (first.text.islower() and sur.text.islower()) or text[first.end : sur.start] != " ":
+        return False
+    f_low, s_low = first.lower, _base(sur.lower)
+    return (
+        len(f_low) >= 3
+        and len(s_low) >= 3
+        and (
+            (lx.name_score(f_low) >= 1.0 and lx.zipf(f_low) < 4.5)
+            or (lx.name_score(f_low) >= 2.0 and lx.zipf(f_low) < 5.5)
+        )
+        and lx.name_score(s_low) >= 1.5
+        and lx.zipf(s_low) < 3.5
+        and s_low not in eponyms
+        and s_low not in _CUE_WORDS
+        and not lx.clinical_word(s_low)
+    )
+
+
+def _role_slip(low: str) -> Category | None:
+    """A kinship word with a typing slip ("daugher"), unless the form is an English word."""
+    role = ROLE_SLIPS.get(low)
+    return role if role is not None and lx.zipf(low) < 2.0 else None
+
+
+def _first_before_surname(tok: Token, mixed: bool) -> bool:
+    """ "DICK SMITH (RESIDENT)": a census first name right before a surname already taken."""
+    low = tok.lower
+    return (
+        lx.is_first_name(low)
+        and lx.zipf(low) < 5.5
+        and lx.name_score(low) > -0.5
+        and low not in _CUE_WORDS
+        and (not mixed or tok.is_title or tok.is_upper)
+    )
 
 
 def _common_first_name(tok: Token, text: str, lowered: frozenset[str], eponyms: set[str]) -> bool:
