@@ -22,7 +22,9 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import date
+from functools import lru_cache
 from types import MappingProxyType
+from typing import NamedTuple
 
 from keystore.api import PatientState, PatientStore
 from pipelines.document import ClinicalDocument, Identifiers, PersonName
@@ -243,6 +245,7 @@ def _names(identifiers: Identifiers) -> Iterable[PersonName]:
     yield from identifiers.relative_names
 
 
+@lru_cache(maxsize=2048)
 def _known_parts(identifiers: Identifiers, given: bool) -> frozenset[str]:
     out: set[str] = set()
     for name in _names(identifiers):
@@ -275,6 +278,12 @@ def _alnum_id(value: str) -> str | None:
     return r"(?<![A-Za-z0-9])" + r"[\s\-./]?".join(re.escape(c) for c in chars) + r"(?![A-Za-z0-9])"
 
 
+def _alnum_needle(value: str) -> str:
+    """The id's characters, lower-cased, for :data:`PROBE_SQUEEZED` ("" if not ASCII)."""
+    chars = "".join(c for c in value if c.isalnum())
+    return chars.lower() if chars.isascii() else ""
+
+
 def _date_forms(day: date) -> list[str]:
     m, d, y = day.month, day.day, day.year
     month = day.strftime("%B")
@@ -296,7 +305,20 @@ def _date_forms(day: date) -> list[str]:
     ]
 
 
-Term = tuple[str, str, str]  # (category, regex, lower-case literal that must occur, or "")
+# How a term's needle is looked for in the (masked, lower-cased) output before its regex
+# is compiled and run. Each is a necessary condition of a regex match, so skipping a term
+# whose needle is absent never misses a leak; "text" is the plain substring test.
+PROBE_TEXT = "text"  # anywhere
+PROBE_WORD = "word"  # as a whole word: no word character right before or after it
+PROBE_SQUEEZED = "squeezed"  # in the output without whitespace and - . / (alphanumeric ids)
+PROBE_DIGITS = "digits"  # in the output's digits only (phone numbers)
+
+
+class Term(NamedTuple):
+    category: str
+    pattern: str  # the regex (carries its own case flags)
+    needle: str = ""  # lower-case literal that must occur (see ``probe``), or "" (none)
+    probe: str = PROBE_TEXT
 
 
 def _needle(term: str) -> str:
@@ -311,6 +333,7 @@ NAME_OVER_WORD = 1.0  # pipelines.phi.lexicons.name_score threshold
 _TITLE_BEFORE = r"(?i:\b(?:mr|mrs|ms|miss|mister|dr|doctor)\.?\s+)"
 
 
+@lru_cache(maxsize=8192)
 def _name_part_pattern(part: str, mixed_case: bool) -> str:
     """Whole word, case-insensitive — unless the part is a common English word.
 
@@ -330,20 +353,50 @@ def _name_part_pattern(part: str, mixed_case: bool) -> str:
     return rf"{titled}|(?<!\w)(?:{cased})(?!\w)(?!['’](?![sS]\b)\w)"
 
 
+def is_mixed_case(text: str) -> bool:
+    """Does the text hold both a lower-case and an upper-case letter?
+
+    ``str.isupper``/``islower`` answer the common all-caps / all-lower notes in C; only
+    other texts are scanned (and those usually stop at the first few characters).
+    """
+    if text.isupper() or text.islower():
+        return False
+    return any(c.islower() for c in text) and any(c.isupper() for c in text)
+
+
+# Compiled guard patterns, shared by documents: a patient's known names recur in every one
+# of their notes. Bounded, and separate from ``re``'s own 512-entry cache, which the
+# detector's libraries also use (misses there recompiled the same patterns per document).
+_compiled = lru_cache(maxsize=4096)(re.compile)
+
+
 def known_terms(identifiers: Identifiers, policy: Policy, text: str = "") -> list[Term]:
     """(category, regex, needle) for each known identifier the policy does not keep.
 
     Patterns carry their own case flags (``(?i:…)``); ``text`` (the original note) tells
-    whether the note is mixed-case, which common-word name parts need.
+    whether the note is mixed-case, which common-word name parts need. Cached per
+    (identifiers, policy actions, mixed case): a patient's terms are built once.
     """
-    terms: list[Term] = []
-    mixed_case = any(c.islower() for c in text) and any(c.isupper() for c in text)
+    if policy.default_action is Action.KEEP:
+        kept = tuple(c for c in Category if policy.action_for(c) is Action.KEEP)
+    else:
+        kept = tuple(sorted(c for c, a in policy.actions.items() if a is Action.KEEP))
+    return list(_known_terms(identifiers, kept, is_mixed_case(text)))
 
-    def add(category: Category, pattern: str | None, needle: str = "") -> None:
-        if pattern and policy.action_for(category) is not Action.KEEP:
+
+@lru_cache(maxsize=2048)
+def _known_terms(
+    identifiers: Identifiers, kept: tuple[Category, ...], mixed_case: bool
+) -> tuple[Term, ...]:
+    terms: list[Term] = []
+
+    def add(
+        category: Category, pattern: str | None, needle: str = "", probe: str = PROBE_WORD
+    ) -> None:
+        if pattern and category not in kept:
             if not pattern.startswith("(?i:") and not category.is_name:
                 pattern = f"(?i:{pattern})"
-            terms.append((category.value, pattern, needle))
+            terms.append(Term(category.value, pattern, needle, probe))
 
     for names, category in (
         (identifiers.patient_names, Category.NAME_PATIENT),
@@ -357,24 +410,25 @@ def known_terms(identifiers: Identifiers, policy: Policy, text: str = "") -> lis
                         piece = piece.strip(".")
                         add(category, _name_part_pattern(piece, mixed_case), _needle(piece))
     for ident in identifiers.patient_ids:
-        add(Category.MRN, _alnum_id(ident.value))
+        add(Category.MRN, _alnum_id(ident.value), _alnum_needle(ident.value), PROBE_SQUEEZED)
     for ident in identifiers.other_ids:
-        add(Category.ID, _alnum_id(ident.value))
+        add(Category.ID, _alnum_id(ident.value), _alnum_needle(ident.value), PROBE_SQUEEZED)
     for value in identifiers.account_numbers:
-        add(Category.ACCOUNT, _alnum_id(value))
+        add(Category.ACCOUNT, _alnum_id(value), _alnum_needle(value), PROBE_SQUEEZED)
     for value in identifiers.ssn:
-        add(Category.SSN, _alnum_id(value))
+        add(Category.SSN, _alnum_id(value), _alnum_needle(value), PROBE_SQUEEZED)
     for phone in identifiers.phones:
         digits = "".join(c for c in phone if c.isdigit())
         if len(digits) == 11 and digits[0] == "1":
             digits = digits[1:]
         if len(digits) >= 7:
-            add(Category.PHONE, _digits(digits))
+            needle = digits if digits.isascii() else ""
+            add(Category.PHONE, _digits(digits), needle, PROBE_DIGITS)
             if len(digits) == 10:
-                add(Category.PHONE, _digits(digits[3:]))
+                add(Category.PHONE, _digits(digits[3:]), needle[3:], PROBE_DIGITS)
     for email in identifiers.emails:
         if email.strip():
-            add(Category.EMAIL, re.escape(email.strip()), email.strip().lower())
+            add(Category.EMAIL, re.escape(email.strip()), email.strip().lower(), PROBE_TEXT)
     for address in identifiers.addresses:
         for line in address.street:
             if len(line.strip()) >= 4:
@@ -382,11 +436,12 @@ def known_terms(identifiers: Identifiers, policy: Policy, text: str = "") -> lis
         if len(address.city.strip()) >= 2:
             add(Category.LOCATION_CITY, word_pattern(address.city.strip()), _needle(address.city))
         if len(address.postal_code.strip()) >= 5:
-            add(Category.LOCATION_ZIP, _alnum_id(address.postal_code.strip()[:5]))
+            zip5 = address.postal_code.strip()[:5]
+            add(Category.LOCATION_ZIP, _alnum_id(zip5), _alnum_needle(zip5), PROBE_SQUEEZED)
     if identifiers.birth_date is not None:
         for form in _date_forms(identifiers.birth_date):
             add(Category.DATE, word_pattern(form), _needle(form))
-    return terms
+    return tuple(terms)
 
 
 def _found_terms(text: str, replaced: Sequence[tuple[_Region, Span, str]]) -> list[Term]:
@@ -396,7 +451,7 @@ def _found_terms(text: str, replaced: Sequence[tuple[_Region, Span, str]]) -> li
     ``_name_part_pattern``): a detected "Will" must not make every "will" a leak.
     """
     terms: list[Term] = []
-    mixed_case = any(c.islower() for c in text) and any(c.isupper() for c in text)
+    mixed_case = is_mixed_case(text)
     for region, chosen, _ in replaced:
         phrase = " ".join(text[region.start : region.end].split())
         if len(phrase) < 2:
@@ -405,7 +460,7 @@ def _found_terms(text: str, replaced: Sequence[tuple[_Region, Span, str]]) -> li
             continue
         category = chosen.category.value
         if not chosen.category.is_name:
-            terms.append((category, f"(?i:{word_pattern(phrase)})", _needle(phrase)))
+            terms.append(Term(category, f"(?i:{word_pattern(phrase)})", _needle(phrase), PROBE_WORD))
             continue
         pieces = [
             p
@@ -413,11 +468,70 @@ def _found_terms(text: str, replaced: Sequence[tuple[_Region, Span, str]]) -> li
             if len(p) >= 2 and p.lower() not in TITLES and p.lower() not in SUFFIXES
         ]
         if len(pieces) > 1 or (pieces and pieces[0] != phrase):
-            terms.append((category, f"(?i:{word_pattern(phrase)})", _needle(phrase)))
+            terms.append(Term(category, f"(?i:{word_pattern(phrase)})", _needle(phrase), PROBE_WORD))
         for piece in pieces:
             if len(piece) >= 3 or piece == phrase:
-                terms.append((category, _name_part_pattern(piece, mixed_case), piece.lower()))
+                pattern = _name_part_pattern(piece, mixed_case)
+                terms.append(Term(category, pattern, piece.lower(), PROBE_WORD))
     return terms
+
+
+_ASCII_SPACE = "".join(chr(c) for c in range(128) if chr(c).isspace())  # what \s matches
+_SQUEEZE = str.maketrans("", "", _ASCII_SPACE + "-./")
+_NOT_DIGITS = str.maketrans("", "", "".join(chr(c) for c in range(128) if not chr(c).isdigit()))
+
+
+class _Probe:
+    r"""Cheap tests on the masked output that a term's regex could match at all.
+
+    Compiling a term's regex costs far more than running it, and most terms (ids, names,
+    dates of this document) are absent from the output. The exact probes (whole word,
+    squeezed, digits) are only used on ASCII output, where ``str.lower`` keeps offsets,
+    ``\w``/``\s``/``\d`` are the ASCII classes and case folding is ASCII; otherwise the
+    plain substring test of the lower-cased text is used, or none.
+    """
+
+    def __init__(self, scan: str) -> None:
+        self.lowered = scan.lower()
+        self.ascii = scan.isascii()
+        self._squeezed: str | None = None
+        self._digits: str | None = None
+
+    def may_hold(self, needle: str, how: str) -> bool:
+        low = self.lowered
+        if how == PROBE_TEXT:
+            return needle in low
+        if how == PROBE_WORD:
+            return _whole_word(low, needle) if self.ascii else needle in low
+        if not self.ascii:
+            return True
+        if how == PROBE_SQUEEZED:
+            if self._squeezed is None:
+                self._squeezed = low.translate(_SQUEEZE)
+            return needle in self._squeezed
+        if how == PROBE_DIGITS:
+            if self._digits is None:
+                self._digits = low.translate(_NOT_DIGITS)
+            return needle in self._digits
+        return True
+
+
+def _is_word_char(c: str) -> bool:
+    return c.isalnum() or c == "_"
+
+
+def _whole_word(text: str, needle: str) -> bool:
+    """Does ``needle`` occur in ``text`` with no word character right before or after it?"""
+    at = text.find(needle)
+    end = len(text)
+    while at >= 0:
+        after = at + len(needle)
+        if (at == 0 or not _is_word_char(text[at - 1])) and (
+            after >= end or not _is_word_char(text[after])
+        ):
+            return True
+        at = text.find(needle, at + 1)
+    return False
 
 
 def leak_guard(
@@ -433,21 +547,27 @@ def leak_guard(
     Text we generated (surrogates, tags) is masked first: a surrogate that happens to read
     like another original of the note is not a leak. A surrogate equal to its own original is.
     """
-    masked = list(output)
-    for span in out_spans:
-        masked[span.start : span.end] = "\x00" * span.length
-    scan = "".join(masked)
-    lowered = scan.lower()
+    pieces: list[str] = []
+    pos = 0
+    for span in sorted(out_spans, key=lambda s: s.start):
+        start = max(pos, span.start)
+        if span.end <= start:
+            continue
+        pieces += (output[pos:start], "\x00" * (span.end - start))
+        pos = span.end
+    pieces.append(output[pos:])
+    scan = "".join(pieces)
+    probe = _Probe(scan)
     leaks: Counter[str] = Counter()
     seen: set[str] = set()
-    for category, pattern, needle in (
+    for category, pattern, needle, how in (
         *known_terms(identifiers, policy, original),
         *_found_terms(original, replaced),
     ):
-        if pattern in seen or (needle and needle not in lowered):
+        if pattern in seen or (needle and not probe.may_hold(needle, how)):
             continue
         seen.add(pattern)
-        if re.search(pattern, scan):
+        if _compiled(pattern).search(scan):
             leaks[category] += 1
     for region, chosen, new in replaced:
         if chosen.category in _MAY_EQUAL:

@@ -1,0 +1,91 @@
+"""The leak guard's needle probes must never skip a term whose regex would match.
+
+The probes (whole word, squeezed id, digits) decide whether a term's regex is compiled and
+run at all; they are a speed device, so a probe saying "absent" while the regex matches
+would be a missed leak. Checked here against the regexes themselves.
+"""
+
+from __future__ import annotations
+
+import re
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from pipelines.deidentify import (
+    PROBE_DIGITS,
+    PROBE_SQUEEZED,
+    PROBE_WORD,
+    _alnum_id,
+    _alnum_needle,
+    _digits,
+    _name_part_pattern,
+    _needle,
+    _Probe,
+    word_pattern,
+)
+
+_ALPHABET = st.sampled_from(list("abAB01 -./'’()\n\t_éÉſK\x00İ"))
+_TEXT = st.text(_ALPHABET, max_size=40)
+_WORDISH = st.text(st.sampled_from(list("abAB01-./'é")), min_size=1, max_size=6)
+
+
+def _holds(pattern: str, text: str) -> bool:
+    return re.search(pattern, text) is not None
+
+
+@settings(max_examples=400, deadline=None)
+@given(words=st.lists(_WORDISH, min_size=1, max_size=3), before=_TEXT, after=_TEXT)
+def test_word_probe_never_skips_a_phrase_match(words: list[str], before: str, after: str) -> None:
+    term = " ".join(words)
+    pattern = f"(?i:{word_pattern(term)})"
+    for text in (before + term + after, before + term.upper() + after, before + after):
+        if _holds(pattern, text):
+            assert _Probe(text).may_hold(_needle(term), PROBE_WORD)
+
+
+@settings(max_examples=300, deadline=None)
+@given(part=st.sampled_from(["will", "may", "Smith", "Hope", "O'Neil"]), before=_TEXT,
+       after=_TEXT, mixed=st.booleans())
+def test_word_probe_never_skips_a_name_part_match(part: str, before: str, after: str,
+                                                  mixed: bool) -> None:
+    pattern = _name_part_pattern(part, mixed)
+    for text in (before + part + after, before + "Dr. " + part.upper() + after):
+        if _holds(pattern, text):
+            assert _Probe(text).may_hold(part.lower(), PROBE_WORD)
+
+
+@settings(max_examples=400, deadline=None)
+@given(value=st.text(st.sampled_from(list("AB12cd9")), min_size=4, max_size=8),
+       seps=st.lists(st.sampled_from(["", " ", "-", ".", "/", "\t"]), min_size=8, max_size=8),
+       before=_TEXT, after=_TEXT)
+def test_squeezed_probe_never_skips_an_id_match(value: str, seps: list[str], before: str,
+                                                after: str) -> None:
+    pattern = _alnum_id(value)
+    assert pattern is not None
+    written = "".join(c + s for c, s in zip(value, seps, strict=False))
+    for text in (before + written + after, before + written.lower() + after):
+        if _holds(f"(?i:{pattern})", text):
+            assert _Probe(text).may_hold(_alnum_needle(value), PROBE_SQUEEZED)
+
+
+@settings(max_examples=300, deadline=None)
+@given(digits=st.text(st.sampled_from(list("0123456789")), min_size=7, max_size=10),
+       seps=st.lists(st.sampled_from(["", " ", "-", "(", ")", ".", "/"]), min_size=10,
+                     max_size=10),
+       before=_TEXT, after=_TEXT)
+def test_digits_probe_never_skips_a_phone_match(digits: str, seps: list[str], before: str,
+                                                after: str) -> None:
+    written = "".join(c + s for c, s in zip(digits, seps, strict=False))
+    text = before + written + after
+    if _holds(f"(?i:{_digits(digits)})", text):
+        assert _Probe(text).may_hold(digits, PROBE_DIGITS)
+
+
+def test_probes_reject_what_cannot_match() -> None:
+    probe = _Probe("annual review, id 12-34 5x, call 555 0100")
+    assert not probe.may_hold("ann", PROBE_WORD)  # only inside "annual"
+    assert probe.may_hold("review", PROBE_WORD)
+    assert probe.may_hold("12345x", PROBE_SQUEEZED)
+    assert not probe.may_hold("12346", PROBE_SQUEEZED)
+    assert probe.may_hold("5550100", PROBE_DIGITS)
