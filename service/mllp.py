@@ -247,6 +247,14 @@ class MllpGateway:
     # -- one message ----------------------------------------------------------------------
     async def accept(self, payload: bytes, *, peer: str = "?") -> Reply:
         """Store one payload (input topic, or dead-letter topic) and build the reply."""
+        try:
+            return await self._accept(payload, peer)
+        except Exception as exc:  # noqa: BLE001 - a bug must not cost the sender its ACK
+            log.error("MLLP message not handled: %s", type(exc).__name__)
+            failed = NotStored("internal error; the message was not stored; resend it")
+            return self._reply(payload, "AE", failed)
+
+    async def _accept(self, payload: bytes, peer: str) -> Reply:
         first_seen = self.clock()
         try:
             routed = route(payload)

@@ -3,6 +3,8 @@ The gateway against a real broker is in tests/integration/test_mllp_gateway.py."
 
 from __future__ import annotations
 
+import contextlib
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -100,3 +102,37 @@ def test_route_keys_by_the_patient_the_pipeline_files_under() -> None:
 def test_route_errors_are_typed(name: str, error: type[Exception]) -> None:
     with pytest.raises(error):
         route((H / name).read_bytes())
+
+
+def _hl7_fixtures() -> list[bytes]:
+    return [p.read_bytes() for p in sorted(H.glob("*.hl7")) if not p.name.startswith("err-")]
+
+
+def test_route_key_is_the_patient_the_document_is_filed_under() -> None:
+    from pipelines.ingest import ingest
+
+    checked = 0
+    for raw in _hl7_fixtures():
+        docs = ingest(raw, max_bytes=1 << 20).documents
+        if docs:
+            assert route(raw).key == docs[0].patient_id.encode()
+            checked += 1
+    assert checked >= 15
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.sampled_from(_hl7_fixtures()),
+    st.lists(st.tuples(st.integers(0, 4000), st.binary(max_size=4)), max_size=6),
+)
+def test_route_raises_only_input_errors_on_mutated_messages(
+    raw: bytes, edits: list[tuple[int, bytes]]
+) -> None:
+    from pipelines.errors import InputError
+
+    data = bytearray(raw)
+    for pos, chunk in edits:
+        at = pos % (len(data) + 1)
+        data[at : at + len(chunk)] = chunk
+    with contextlib.suppress(InputError):
+        route(bytes(data))
