@@ -199,3 +199,17 @@ def test_places_after_slips_digits_and_compass_words(
 )
 def test_slip_digit_and_compass_traps(text: str) -> None:
     assert not any(k in {"Levophed", "fear", "west MD"} for k in found(text))
+
+
+def test_a_city_found_by_a_sure_cue_recurs_although_it_is_a_common_word() -> None:
+    text = "SISTER IS LIVING IN PHOENIX. SON FROM PHOENIX CALLED. WILL FLY FROM PHOENIX."
+    spans = LOCATIONS.detect(Doc(text))
+    assert [text[s.start : s.end] for s in spans] == ["PHOENIX"] * 3
+
+
+def test_a_multi_word_place_recurs_in_the_note() -> None:
+    text = "Pt went to Holy Carlisle with fever. Records from Holy Carlisle requested."
+    spans = LOCATIONS.detect(Doc(text))
+    assert [text[s.start : s.end] for s in spans] == ["Holy Carlisle", "Holy Carlisle"]
+    # a lower-case "holy carlisle" in a mixed-case note is no place by itself
+    assert len(LOCATIONS.detect(Doc(text + " holy carlisle"))) == 2

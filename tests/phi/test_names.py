@@ -221,3 +221,14 @@ def test_full_names_and_initials_without_cues(text: str, name: str) -> None:
 )
 def test_full_name_traps(text: str) -> None:
     assert not any(k in {"mark time", "bill paid", "B. HARTWELL"} for k in found(text))
+
+
+_LOWER_NOTE = (
+    "neuro: pt lethargic, yet arousable, oriented x3, cooperative with care and mae. resp: ls "
+    "clear, rr in the 20s, on 3l nc with sats above 94 percent. pt seen by team today, "
+)
+
+
+def test_initial_and_rare_surname_in_a_lower_case_note() -> None:
+    assert "m. quellamott" in found(_LOWER_NOTE + "m. quellamott placed a stitch.")
+    assert not found(_LOWER_NOTE + "pt.got v.agitat, calm now. pt got v. agitatd.")

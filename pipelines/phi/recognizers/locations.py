@@ -633,18 +633,28 @@ def _propagate(spans: list[Span], words: tuple[Token, ...], text: str, mixed: bo
     if not spans:
         return spans
     found: dict[str, Category] = {}
+    phrases: dict[str, Category] = {}
     for span in spans:
         phrase = text[span.start : span.end]
-        if " " not in phrase and "\n" not in phrase and span.confidence >= 0.6:
-            low = phrase.lower()
-            if lx.zipf(low) < 3.5 and low not in UNITS and not lx.is_first_name(low):
-                found[low] = span.category
+        if "\n" in phrase or span.confidence < 0.6:
+            continue
+        low = phrase.lower()
+        if " " in phrase:
+            if span.confidence >= 0.7 and len(low) >= 6:
+                phrases[" ".join(low.split())] = span.category  # "holy cross" again later
+            continue
+        # a listed city found by a sure cue recurs even when it is a commoner word ("Rome")
+        ceiling = 4.6 if span.category is CITY and span.confidence >= 0.7 else 3.5
+        if lx.zipf(low) < ceiling and low not in UNITS and not lx.is_first_name(low):
+            found[low] = span.category
     best: dict[tuple[int, int], Span] = {}
     for span in spans:
         old = best.get((span.start, span.end))
         if old is None or old.confidence < span.confidence:
             best[(span.start, span.end)] = span
     out = list(best.values())
+    if phrases:
+        out.extend(_phrase_again(phrases, words, text, mixed, set(best)))
     if not found:
         return out
     covered = set(best)
@@ -846,3 +856,28 @@ _PEOPLE_SLIPS: Final = frozenset(
 def _people(low: str) -> bool:
     """A word for a person or a relative, also with one typing slip ("daugher")."""
     return low in PEOPLE or (low in _PEOPLE_SLIPS and lx.zipf(low) < 2.0)
+
+
+def _phrase_again(
+    phrases: dict[str, Category],
+    words: tuple[Token, ...],
+    text: str,
+    mixed: bool,
+    covered: set[tuple[int, int]],
+) -> list[Span]:
+    """Multi-word places found once ("Holy Cross", "Chester River") wherever they recur."""
+    firsts = {p.split(" ", 1)[0]: p.count(" ") + 1 for p in phrases}
+    out: list[Span] = []
+    for i, tok in enumerate(words):
+        size = firsts.get(tok.lower)
+        if size is None or i + size > len(words):
+            continue
+        part = words[i : i + size]
+        if any(text[a.end : b.start] != " " for a, b in zip(part, part[1:], strict=False)):
+            continue
+        if mixed and not all(p.is_title or p.is_upper for p in part):
+            continue
+        cat = phrases.get(" ".join(p.lower for p in part))
+        if cat is not None and (part[0].start, part[-1].end) not in covered:
+            out.append(Span(part[0].start, part[-1].end, cat, 0.65, "locations"))
+    return out

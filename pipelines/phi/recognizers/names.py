@@ -526,10 +526,13 @@ class NameRecognizer(Recognizer):
                             # "M. PEPPLER" in a one-case note: a surname English never uses
                             or (
                                 not mixed
-                                and tok.text.isupper()
+                                and (tok.text.isupper() or lower_note)
                                 and text[tok.end : sur.start] == ". "
                                 and (
-                                    lx.rare_unknown(_base(sur.lower))
+                                    (
+                                        lx.rare_unknown(_base(sur.lower))
+                                        and (tok.text.isupper() or not lx.near_english(sur.lower))
+                                    )
                                     or (
                                         lx.name_score(_base(sur.lower)) >= 0.5
                                         and lx.zipf(_base(sur.lower)) < 4.0
