@@ -275,9 +275,24 @@ class _Work:
         self._deid: Deidentified | None = None
         self._renders: dict[tuple[str | None, str], ResearchDocument] = {}
         self._signature: tuple[int, ...] | None = None
-        # one hashing key per (patient, report type): the visits' sketches are comparable
-        self._sketch_key = proc._pseudonym("near-duplicate", state.seed, _type_key(document))
-        self._sketches = VisitSketches(state.extra, f"near-duplicate:{self._sketch_key}:")
+        self._sketch_table: tuple[str, VisitSketches] | None = None
+
+    @property
+    def _sketch_key(self) -> str:
+        return self._visit_sketches()[0]
+
+    @property
+    def _sketches(self) -> VisitSketches:
+        return self._visit_sketches()[1]
+
+    def _visit_sketches(self) -> tuple[str, VisitSketches]:
+        """One hashing key per (patient, report type), so the visits' sketches compare.
+        Made on first use: duplicates never need it. The kind names the sketch format
+        (``versions.sketch``), so sketches of an older format are never compared."""
+        if self._sketch_table is None:
+            key = self.proc._pseudonym("near-duplicate/2", self.state.seed, _type_key(self.document))
+            self._sketch_table = (key, VisitSketches(self.state.extra, f"near-duplicate:{key}:"))
+        return self._sketch_table
 
     def _base_headers(self, kind: str) -> list[tuple[str, str]]:
         return [

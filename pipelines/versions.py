@@ -30,13 +30,14 @@ from __future__ import annotations
 
 import base64
 import hashlib
-import heapq
 import re
 import struct
+import zlib
 from collections.abc import Callable, MutableMapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from enum import StrEnum
+from functools import lru_cache
 from typing import Protocol, TypeVar
 
 import orjson
@@ -61,6 +62,7 @@ STATUS_RANK: dict[Status, int] = {
 
 _WS = re.compile(r"\s+")
 _WORD = re.compile(r"\w+")
+_WORD_BYTES = re.compile(rb"\w+")
 
 
 class Decision(StrEnum):
@@ -350,20 +352,37 @@ def update_mark(
 def sketch(text: str, key: str, size: int = SKETCH_SIZE) -> tuple[int, ...]:
     """The ``size`` smallest keyed 32-bit hashes of the text's word 3-shingles, ascending.
 
-    Bottom-k MinHash (Broder; Cohen & Kaplan): one hash per shingle instead of k, so it is
-    cheap in pure Python; the key makes the values useless for guessing words.
+    Bottom-k MinHash (Broder; Cohen & Kaplan): one hash per shingle instead of k. The
+    shingle hash is a keyed vector multiply-shift (Dietzfelbinger; Thorup) over the words'
+    CRC-32 codes — ``(a1·w1 + a2·w2 + a3·w3 + b) mod 2^64``, top 32 bits, coefficients drawn
+    from the key — a universal hash family, which is what bottom-k estimates need, at a
+    fraction of the cost of a keyed BLAKE2b per shingle. Without the key the values cannot
+    be recomputed; they are kept only inside the patient's sealed state.
     """
-    words = _WORD.findall(text.casefold())
-    if not words:
+    folded = text.casefold()
+    if folded.isascii():  # the same words as bytes (ASCII \w), no encode per word
+        codes = list(map(zlib.crc32, _WORD_BYTES.findall(folded.encode("ascii"))))
+    else:
+        codes = [zlib.crc32(w.encode("utf-8")) for w in _WORD.findall(folded)]
+    if not codes:
         return ()
-    n = SHINGLE_WORDS
-    shingles = {" ".join(words[i : i + n]) for i in range(max(1, len(words) - n + 1))}
-    k = key.encode("utf-8")[:64]
+    a1, a2, a3, b = _coefficients(key)
+    if len(codes) < SHINGLE_WORDS:  # one short shingle, padded with 2^32 (never a CRC-32)
+        codes += [1 << 32] * (SHINGLE_WORDS - len(codes))
+    mask = (1 << 64) - 1
     values = {
-        int.from_bytes(hashlib.blake2b(s.encode("utf-8"), key=k, digest_size=4).digest(), "big")
-        for s in shingles
+        ((a1 * x + a2 * y + a3 * z + b) & mask) >> 32
+        for x, y, z in zip(codes, codes[1:], codes[2:], strict=False)
     }
-    return tuple(heapq.nsmallest(size, values))
+    return tuple(sorted(values)[:size])
+
+
+@lru_cache(maxsize=4096)
+def _coefficients(key: str) -> tuple[int, int, int, int]:
+    """Four 64-bit coefficients drawn from the key (the multipliers odd)."""
+    raw = hashlib.blake2b(key.encode("utf-8"), digest_size=32, person=b"dsketch-v2").digest()
+    a1, a2, a3, b = struct.unpack("<4Q", raw)
+    return a1 | 1, a2 | 1, a3 | 1, b
 
 
 def similarity(a: Sequence[int], b: Sequence[int], size: int = SKETCH_SIZE) -> float:
@@ -371,10 +390,18 @@ def similarity(a: Sequence[int], b: Sequence[int], size: int = SKETCH_SIZE) -> f
     the share of the union's k smallest values that both sketches hold."""
     if not a or not b:
         return 0.0
-    sa, sb = set(a), set(b)
-    union = sorted(sa | sb)[:size]
-    cutoff = union[-1]
-    return sum(1 for v in sa & sb if v <= cutoff) / len(union)
+    return _similarity(frozenset(a), frozenset(b), size)
+
+
+def _similarity(sa: frozenset[int], sb: frozenset[int], size: int) -> float:
+    shared = sa & sb
+    if not shared:
+        return 0.0
+    union = sa | sb
+    if len(union) <= size:
+        return len(shared) / len(union)
+    cutoff = sorted(union)[size - 1]
+    return sum(1 for v in shared if v <= cutoff) / size
 
 
 def _pack(signature: Sequence[int]) -> str:
@@ -384,6 +411,13 @@ def _pack(signature: Sequence[int]) -> str:
 def _unpack(text: str) -> tuple[int, ...]:
     data = base64.b64decode(text)
     return struct.unpack(f"<{len(data) // 4}I", data)
+
+
+@lru_cache(maxsize=8192)
+def _unpacked_set(text: str) -> frozenset[int]:
+    """A stored sketch as a set, decoded once: every document of the patient compares
+    against the same stored visits."""
+    return frozenset(_unpack(text))
 
 
 class VisitSketches:
@@ -410,10 +444,12 @@ class VisitSketches:
     def nearest(self, research_key: str, signature: Sequence[int]) -> tuple[str, float] | None:
         """The most similar *other* visit and its score, if any."""
         best: tuple[str, float] | None = None
+        mine = frozenset(signature)
         for key, _, packed in self._entries():
             if key == research_key:
                 continue
-            score = similarity(signature, _unpack(packed))
+            theirs = _unpacked_set(packed)
+            score = _similarity(mine, theirs, SKETCH_SIZE) if mine and theirs else 0.0
             if best is None or score > best[1]:
                 best = (key, score)
         return best
