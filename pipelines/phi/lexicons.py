@@ -90,7 +90,7 @@ def tokens(doc: Doc) -> Tokens:
     lower = sum(map(str.islower, texts))
     # a note is "one-case" when >= 85% of its words share a case
     mixed = upper / n < 0.85 and lower / n < 0.85
-    lower_note = not mixed and sum(map(str.islower, [t[2] for t in words[:40]])) > 20
+    lower_note = not mixed and sum(map(str.islower, texts[:40])) > 20
     result = Tokens(words, mixed, frozenset([t[3] for t in words]), lower_note)
     doc.cache[TOKENS_KEY] = result
     return result
@@ -239,11 +239,20 @@ def drug_words() -> frozenset[str]:
     """Lower-case one-word drug names (generic and brand) and their 5-6 letter heads, the
     way notes shorten them ("vanco", "ceftaz"); from drug-named-entity-recognition's data."""
     import bz2
+    import gc
+    import importlib.util
     import pickle
+    from pathlib import Path
 
-    data = resources.files("drug_named_entity_recognition").joinpath("drug_ner_dictionary.pkl.bz2")
-    with data.open("rb") as raw, bz2.open(raw) as fh:
+    # locate the data file without importing the package: its __init__ loads the dictionary
+    # and builds n-gram indexes at import time (seconds, and ~300k objects kept alive)
+    spec = importlib.util.find_spec("drug_named_entity_recognition")
+    if spec is None or not spec.submodule_search_locations:
+        raise ModuleNotFoundError("drug-named-entity-recognition is not installed")
+    data = Path(next(iter(spec.submodule_search_locations))) / "drug_ner_dictionary.pkl.bz2"
+    with bz2.open(data, "rb") as fh:
         table = pickle.load(fh)["drug_variant_to_canonical"]  # noqa: S301 - packaged data
+    gc.collect()  # drop the rest of the loaded tables now, not in the middle of a note
     out: set[str] = set()
     for variant in table:
         if variant.isalpha() and len(variant) >= 4:

@@ -237,9 +237,7 @@ class LocationRecognizer(Recognizer):
         prev = words[c - 1].lower if c > 0 else ""
         moved = not before.isdisjoint(MOVE_VERBS)
         resident = not before.isdisjoint(RESIDENCE_VERBS)
-        travel = not {w.lower for w in words[max(0, c - 6) : c]}.isdisjoint(
-            TRAVEL_VERBS | RETURN_VERBS
-        )
+        travel = not {w.lower for w in words[max(0, c - 6) : c]}.isdisjoint(_TRAVEL_OR_RETURN)
         j = c + 1
         if j < len(words) and words[j].lower == "the":
             j += 1
@@ -291,7 +289,7 @@ class LocationRecognizer(Recognizer):
                 return Span(tok.start, words[last].end, CITY, 0.75, "locations")
         if (  # "Medical Center in Lochearn": a rare word after a facility and "in" is its town
             cue == "in"
-            and prev in GENERIC_HEADS | NAMED_HEADS
+            and prev in _HEADS
             and (tok.is_title or tok.is_upper or not mixed)
             and lx.zipf(tok.lower) < 3.0
             and tok.lower not in UNITS
@@ -398,6 +396,9 @@ _CLAUSE_WORDS: Final = _words(
 _EMERGENCY: Final = _words("er ew ed tcu")
 # Travel verbs: a city after them may be a common word ("flying in from Rome").
 TRAVEL_VERBS: Final = _words("fly flying flew flown arrive arriving drove driving visiting trip")
+_TRAVEL_OR_RETURN: Final = TRAVEL_VERBS | RETURN_VERBS
+_MOVE_OR_RETURN: Final = MOVE_VERBS | RETURN_VERBS
+_HEADS: Final = GENERIC_HEADS | NAMED_HEADS
 
 
 def _acronym_before_unit(
@@ -812,7 +813,7 @@ def _lower_city(words: tuple[Token, ...], c: int, text: str) -> Span | None:
     before = {w.lower for w in words[max(0, c - 3) : c]}
     resident = not before.isdisjoint(RESIDENCE_VERBS)
     people = c > 0 and _people(words[c - 1].lower)
-    if before.isdisjoint(MOVE_VERBS | RETURN_VERBS) and not resident and not people:
+    if before.isdisjoint(_MOVE_OR_RETURN) and not resident and not people:
         return None
     j = c + 1
     end = _city_at(words, j, text, False)

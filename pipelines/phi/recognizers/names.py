@@ -87,7 +87,7 @@ ROLE_BEFORE: Final = {
 ROLE_SLIPS: Final = {
     slip: R
     for word, cat in ROLE_BEFORE.items()
-    if cat is R and len(word) >= 6 and "-" not in word
+    if cat is R and len(word) >= 7 and "-" not in word  # shorter ones slip into words
     for slip in lx.slips(word)
 }
 # "with" / "by" / "to" cue a name only after a verb of talking or seeing ("spoke with Jones").
