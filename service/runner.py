@@ -663,6 +663,8 @@ class Runner:
         remaining = outputs
         attempt = 0
         sent_any = bool(outputs)
+        if outputs and not self.broker_ok:
+            await self._after_outage()
         while remaining:
             if self._producer is None:
                 await self._retry("connect", self._connect_producer)
@@ -804,6 +806,8 @@ class Runner:
             ok = False
         if ok != self.broker_ok:
             log.warning("broker reachable: %s", ok)
+        if ok and not self.broker_ok:
+            await self._after_outage()
         self.broker_ok = ok
         ping = getattr(self._processor, "ping", None)
         if callable(ping):
@@ -817,6 +821,17 @@ class Runner:
                 log.warning("key store reachable: %s", store_ok)
             self.keystore_ok = store_ok
         self._update_ready()
+
+    async def _after_outage(self) -> None:
+        """The broker answers again: it may be a new one that lost its topics (a broker with
+        memory storage, a re-created cluster). Create them again before publishing — Tansu
+        acknowledges records for a topic it no longer has and drops them."""
+        if not self.settings.create_topics:
+            return
+        try:
+            await asyncio.wait_for(self._ensure_topics(), self.settings.request_timeout_ms / 1000)
+        except Exception as exc:  # noqa: BLE001 - retried on the next outage/probe
+            log.warning("re-creating topics after an outage failed: %s", type(exc).__name__)
 
     def _update_ready(self) -> None:
         self.metrics.ready.set(1 if self.ready else 0)

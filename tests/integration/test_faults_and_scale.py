@@ -143,3 +143,30 @@ async def test_starts_while_the_broker_is_still_down(tmp_path: Path) -> None:
     finally:
         await runner.stop()
         broker.stop()
+
+
+async def test_broker_restart_the_service_reconnects(tmp_path: Path) -> None:
+    """A real stop and start of the broker (Tansu's memory storage forgets everything): the
+    running service reconnects by itself and processes what is sent after the restart."""
+    from service.broker import find_tansu
+
+    if find_tansu() is None:
+        pytest.skip("no tansu binary")
+    broker = EmbeddedBroker(log_path=tmp_path / "tansu.log").start()
+    s = settings_for(broker, request_timeout_ms=7000)
+    runner = await start_runner(s, ToyProcessor())
+    try:
+        await produce(s.bootstrap_servers, s.input_topics[0],
+                      [(b"k", toy(f"p{i}", "d")) for i in range(10)])
+        await wait_for(lambda: runner.counts["published"] == 10)
+        broker.stop()
+        await wait_for(lambda: not runner.ready, within=30)
+        broker.start()
+        await produce(s.bootstrap_servers, s.input_topics[0],
+                      [(b"k", toy(f"q{i}", "d")) for i in range(10)])
+        await wait_for(lambda: runner.counts["published"] == 20 and runner.ready, within=90)
+        research = await read_all(s.bootstrap_servers, s.research_topic, expect=10)
+    finally:
+        await runner.stop()
+        broker.stop()
+    assert len(research) == 10  # the new broker holds the documents sent after its start
