@@ -8,12 +8,17 @@ Delivery contract (at-least-once in, effectively-once out):
    its database connection on one thread);
 3. send every output (research document, tombstone, dead-letter, held record) and wait for
    every acknowledgement (``acks=all``); failed sends are retried with backoff, in key order;
-4. tell the processor its outputs are durable (``confirm``), so dedup marks are written only
-   for documents that really went out;
+4. tell the processor its outputs are durable (``Processor.commit``: the version marks it
+   wrote unacknowledged become acknowledged), once per batch;
 5. commit the batch's offsets.
 
-A crash anywhere before (5) replays the uncommitted batch; version dedup turns the replay into
-drops. A rebalance waits for the batch in flight (the revoke callback takes the batch lock).
+A crash before (4) replays the uncommitted batch and the processor re-emits the same outcomes
+(same key, same bytes); after (4) the replay yields duplicates and publishes nothing. If a
+record repeats a research key already decided earlier in the same batch, the earlier outputs
+are flushed (3–4) first and the record is decided again, so in-batch repeats are dropped.
+Records fetched before a rebalance are not processed (the new owner reads them from the
+committed offset). A rebalance waits for the batch in flight (the revoke callback takes the
+batch lock). A record the broker refuses (too large) is replaced by a dead letter.
 Transient errors (broker, key store) are retried with exponential backoff and jitter — nothing
 is committed meanwhile and readiness goes false. Errors of the input go to the dead-letter topic
 and the stream goes on: no input can block its partition.
