@@ -232,3 +232,9 @@ _LOWER_NOTE = (
 def test_initial_and_rare_surname_in_a_lower_case_note() -> None:
     assert "m. quellamott" in found(_LOWER_NOTE + "m. quellamott placed a stitch.")
     assert not found(_LOWER_NOTE + "pt.got v.agitat, calm now. pt got v. agitatd.")
+
+
+def test_common_first_name_and_surname_in_an_all_caps_note() -> None:
+    text = "PT RESTING IN BED. JOHN KOWALSKI IN TO VISIT. MORPHINE 2 MG IV GIVEN FOR PAIN."
+    assert "JOHN KOWALSKI" in found(text)
+    assert not found("PT RESTING IN BED. WILL CONTINUE PLAN. MORPHINE 2 MG IV GIVEN FOR PAIN.")

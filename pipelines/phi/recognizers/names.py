@@ -603,7 +603,8 @@ class NameRecognizer(Recognizer):
                     and lx.name_score(_base(words[i + 1].lower)) >= 1.5
                     and _surname_after_first(tok, words[i + 1], mixed)
                 )
-                if ns >= 1.5 and lx.zipf(low) < 4.5 and nxt_ok:
+                f = lx.zipf(low)
+                if ((ns >= 1.5 and f < 4.5) or (ns >= 2.0 and f < 5.5)) and nxt_ok:
                     take(i, OTHER, 0.6)
                     i = run_right(i + 1, OTHER, 0.6, 2)
                     continue
