@@ -254,14 +254,28 @@ class SqlBackend(ABC):
 
     def cas_mark(self, key_hash: bytes, expected: bytes | None, value: bytes, now: float) -> bool:
         with self._transaction() as cur:
-            if expected is None:
-                self._exec(cur, "INSERT INTO marks (key_hash, value, updated_at) VALUES (?, ?, ?)"
-                                " ON CONFLICT (key_hash) DO NOTHING", (key_hash, value, now))
-            else:
-                self._exec(cur, "UPDATE marks SET value = ?, updated_at = ?"
-                                " WHERE key_hash = ? AND value = ?",
-                           (value, now, key_hash, expected))
-            return bool(cur.rowcount == 1)
+            return self._cas(cur, key_hash, expected, value, now)
+
+    def cas_marks(self, items: Sequence[tuple[bytes, bytes | None, bytes]],
+                  now: float) -> list[bool]:
+        """Several compare-and-sets in one transaction, in order, each decided on its own
+        (one commit instead of one per mark: acknowledging a batch of outputs)."""
+        if not items:
+            return []
+        with self._transaction() as cur:
+            return [self._cas(cur, key_hash, expected, value, now)
+                    for key_hash, expected, value in items]
+
+    def _cas(self, cur: Any, key_hash: bytes, expected: bytes | None, value: bytes,
+             now: float) -> bool:
+        if expected is None:
+            self._exec(cur, "INSERT INTO marks (key_hash, value, updated_at) VALUES (?, ?, ?)"
+                            " ON CONFLICT (key_hash) DO NOTHING", (key_hash, value, now))
+        else:
+            self._exec(cur, "UPDATE marks SET value = ?, updated_at = ?"
+                            " WHERE key_hash = ? AND value = ?",
+                       (value, now, key_hash, expected))
+        return bool(cur.rowcount == 1)
 
     # -- audit and counts -----------------------------------------------------------------
     def audit(self, at: float, action: str, operator: str, reason: str, subject: str,

@@ -31,6 +31,7 @@ from keystore.subkeys import ROOT_BYTES, StoreKeys
 
 ROOT_BINDING = b"deidstream/v1/store-root"
 _MAX_CONFLICT_RETRIES = 8
+_MARK_CACHE = 8192  # marks whose sealed form is remembered (see ``_sealed_mark``)
 
 
 @dataclass(slots=True)
@@ -80,6 +81,11 @@ class EncryptedStore:
         self._cache: OrderedDict[tuple[str, str], _Entry] = OrderedDict()
         self._dirty: dict[tuple[str, str], _Entry] = {}
         self._dirty_since: float | None = None
+        # mark key → (its HMAC, the plaintext last read or written, its sealed form): a
+        # compare-and-set then re-uses the stored ciphertext as the expected value instead of
+        # sealing the plaintext again (AES-SIV is deterministic: the bytes are the same).
+        # Never used to answer get_mark: reads always go to the database.
+        self._marks: OrderedDict[str, tuple[bytes, bytes | None, bytes | None]] = OrderedDict()
         self.hits = 0
         self.misses = 0
         try:
@@ -268,15 +274,53 @@ class EncryptedStore:
 
     # -- MarkStore ------------------------------------------------------------------------
     def get_mark(self, key: str) -> bytes | None:
-        key_hash = self._keys.mark_key(key)
+        key_hash = self._mark_hash(key)
         sealed = self._backend.get_mark(key_hash)
-        return None if sealed is None else self._keys.open_mark(key_hash, sealed)
+        value = None if sealed is None else self._keys.open_mark(key_hash, sealed)
+        self._remember_mark(key, key_hash, value, sealed)
+        return value
 
     def compare_and_set_mark(self, key: str, expected: bytes | None, value: bytes) -> bool:
-        key_hash = self._keys.mark_key(key)
-        old = None if expected is None else self._keys.seal_mark(key_hash, expected)
-        return self._backend.cas_mark(key_hash, old, self._keys.seal_mark(key_hash, value),
-                                      self._clock())
+        return self.compare_and_set_marks([(key, expected, value)])[0]
+
+    def compare_and_set_marks(self, items: list[tuple[str, bytes | None, bytes]]) -> list[bool]:
+        """Several compare-and-sets (key, expected, value) in one transaction, in order; each
+        succeeds or fails on its own, exactly as :meth:`compare_and_set_mark` would."""
+        sealed: list[tuple[bytes, bytes | None, bytes]] = []
+        for key, expected, value in items:
+            key_hash = self._mark_hash(key)
+            sealed.append((key_hash, self._sealed_mark(key, key_hash, expected),
+                           self._keys.seal_mark(key_hash, value)))
+        results = self._backend.cas_marks(sealed, self._clock())
+        for (key, _, value), (key_hash, _, new), ok in zip(items, sealed, results, strict=True):
+            if ok:
+                self._remember_mark(key, key_hash, value, new)
+            else:
+                with self._lock:
+                    self._marks.pop(key, None)
+        return results
+
+    def _mark_hash(self, key: str) -> bytes:
+        with self._lock:
+            found = self._marks.get(key)
+        return found[0] if found is not None else self._keys.mark_key(key)
+
+    def _sealed_mark(self, key: str, key_hash: bytes, plain: bytes | None) -> bytes | None:
+        if plain is None:
+            return None
+        with self._lock:
+            found = self._marks.get(key)
+        if found is not None and found[1] == plain and found[2] is not None:
+            return found[2]
+        return self._keys.seal_mark(key_hash, plain)
+
+    def _remember_mark(self, key: str, key_hash: bytes, plain: bytes | None,
+                       sealed: bytes | None) -> None:
+        with self._lock:
+            self._marks[key] = (key_hash, plain, sealed)
+            self._marks.move_to_end(key)
+            while len(self._marks) > _MARK_CACHE:
+                self._marks.popitem(last=False)
 
     # -- admin ----------------------------------------------------------------------------
     def rotate(self, new_keyring: Keyring, *, operator: str = "unknown") -> RotationReport:

@@ -80,6 +80,7 @@ class AckToken:
     key: str
     text_hash: bytes
     state: State
+    mark: bytes | None = None  # the mark as process() left it (commit's expected value)
 
 
 @dataclass(frozen=True)
@@ -209,7 +210,32 @@ class Processor:
         if not tokens:
             return
         self.store.flush()
+        # First try: compare-and-set from the mark process() wrote — no read — all in one
+        # transaction when the store can batch. A token whose mark moved on meanwhile (a
+        # later version of the key in the same batch, another instance) goes the long way:
+        # read, acknowledge if still current, compare-and-set, retry.
+        tries: list[tuple[str, bytes | None, bytes]] = []
+        tried: list[AckToken] = []
+        slow: list[AckToken] = []
         for token in tokens:
+            if token.mark is None:
+                slow.append(token)
+                continue
+            before = Mark.decode(token.mark)
+            after = _ack_step(token, before)
+            if after == before:
+                slow.append(token)
+                continue
+            tries.append((token.key, token.mark, after.encode()))
+            tried.append(token)
+        if tries:
+            batch = getattr(self.store, "compare_and_set_marks", None)
+            if batch is not None:
+                results = list(batch(tries))
+            else:
+                results = [self.store.compare_and_set_mark(*t) for t in tries]
+            slow += [t for t, ok in zip(tried, results, strict=True) if not ok]
+        for token in slow:
             update_mark(self.store, token.key, partial(_ack_step, token), Mark.decode)
 
     # -- one document -----------------------------------------------------------------
@@ -239,8 +265,13 @@ class Processor:
             outcome, held = work.outcome(verdict, times)
             new = settle(mark, fp, verdict, held=held)
             t0 = self._timer()
-            if new == mark or self.store.compare_and_set_mark(key, raw, new.encode()):
+            written = raw if new == mark else new.encode()
+            if new == mark or (
+                written is not None and self.store.compare_and_set_mark(key, raw, written)
+            ):
                 times["dedup"] += self._timer() - t0
+                if outcome.ack is not None:
+                    outcome = replace(outcome, ack=replace(outcome.ack, mark=written))
                 t0 = self._timer()
                 if verdict.decision is Decision.PUBLISH and not held:
                     work.remember_sketch()
