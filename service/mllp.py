@@ -179,6 +179,7 @@ class MllpGateway:
         self.counts = GatewayCounts()
         self._server: asyncio.Server | None = None
         self._handlers: set[asyncio.Task[None]] = set()
+        self._busy: set[asyncio.Task[Any]] = set()  # between a frame's arrival and its ACK
 
     # -- server ---------------------------------------------------------------------------
     async def start(self, host: str, port: int) -> tuple[str, int]:
@@ -191,6 +192,9 @@ class MllpGateway:
         """Stop listening; let connections finish the frame in hand, then close them."""
         if self._server is not None:
             self._server.close()
+        for task in self._handlers:
+            if task not in self._busy:
+                task.cancel()  # idle, waiting for a frame: nothing in hand to finish
         pending = [t for t in self._handlers if not t.done()]
         if pending:
             _, still = await asyncio.wait(pending, timeout=grace)
@@ -221,10 +225,16 @@ class MllpGateway:
                 chunk = await reader.read(self.config.read_size)
                 if not chunk:
                     break
-                for payload in decoder.feed(chunk):
-                    reply = await self.accept(payload, peer=peer_text)
-                    writer.write(mllp_frame(reply.ack))
-                    await writer.drain()
+                frames = decoder.feed(chunk)
+                if task is not None and frames:
+                    self._busy.add(task)
+                try:
+                    for payload in frames:
+                        reply = await self.accept(payload, peer=peer_text)
+                        writer.write(mllp_frame(reply.ack))
+                        await writer.drain()
+                finally:
+                    self._busy.discard(task)
                 if decoder.too_large is not None:
                     await self._refuse_oversize(writer, decoder.too_large)
                     break

@@ -245,3 +245,22 @@ async def test_mllp_to_research_topic_publish_then_tombstone(
     text = attachment_text(json.loads(published.value)).encode()
     assert "CT CHEST" in text.decode() or "FINDINGS" in text.decode()
     assert not any(v in published.value or v in text for v in PHI)
+
+
+async def test_stop_closes_idle_connections_and_answers_the_frame_in_hand(
+    tansu: EmbeddedBroker,
+) -> None:
+    payload = (H / "mdm-t02-v25.hl7").read_bytes()
+    async with running(settings_for(tansu)) as gw:
+        idle_reader, idle_writer = await asyncio.open_connection(gw.host, gw.port)
+        reader, writer = await asyncio.open_connection(gw.host, gw.port)
+        writer.write(mllp_frame(payload))
+        await writer.drain()
+        await asyncio.sleep(0.2)  # the frame reaches the gateway before the stop
+    # the gateway stopped (running() checked serve returned 0): the idle connection is
+    # closed, the busy one got its ACK first
+    assert await asyncio.wait_for(idle_reader.read(100), 5) == b""
+    acks = FrameDecoder(1 << 20).feed(await asyncio.wait_for(reader.read(65536), 5))
+    assert [ack_fields(a)["MSA"][1] for a in acks] == ["AA"]
+    idle_writer.close()
+    writer.close()
