@@ -35,6 +35,8 @@ ERROR_CODES: dict[str, tuple[str, str]] = {
     "unsupported_version": ("203", "Unsupported version id"),
     "missing_patient_id": ("101", "Required field missing"),
     "no_msh": ("100", "Segment sequence error"),
+    "not_hl7": ("100", "Segment sequence error"),  # no MSH where a message must start
+    "empty": ("100", "Segment sequence error"),
     "bad_encoding_characters": ("102", "Data type error"),
     "bad_encoding": ("102", "Data type error"),
 }

@@ -138,6 +138,7 @@ async def test_bad_messages_are_dead_lettered_and_answered_without_phi(
     err = ack_fields(acks[1])["ERR"]
     assert err[3].startswith("101^") and "patient" in err[8].lower()
     assert ack_fields(acks[2])["ERR"][3].startswith("200^")
+    assert ack_fields(acks[0])["ERR"][3].startswith("100^")  # not HL7: no MSH at the start
     for ack in acks:
         assert not any(value in ack for value in PHI if value != b"MRN00417")
     reasons = {r.value: headers_of(r)["reason-class"] for r in dead}  # unkeyed: any partition
