@@ -1,0 +1,211 @@
+"""Word-level judgments of the name recognizer: is this token plausibly (part of) a name given
+the strength of its cue, is it an initial, a surname after a first name, an eponym, a typo?"""
+
+from __future__ import annotations
+
+from pipelines.phi import lexicons as lx
+from pipelines.phi.lexicons import Token
+from pipelines.phi.recognizers.name_cues import (
+    _CUE_WORDS,
+    _RARE,
+    EPONYM_HEADS,
+    ROLE_SLIPS,
+)
+from pipelines.spans import Category
+
+
+def _plausible(tok: Token, mixed: bool, strength: int, lowered: frozenset[str]) -> bool:
+    """Can ``tok`` be (part of) a name given a cue of ``strength`` (3 title, 2 role, 1 none)?
+
+    ``lowered`` holds the words this (mixed-case) note also writes in lower case: those are
+    common nouns here ("Aline placed" … "aline dc'd"), whatever the census says.
+    """
+    word = _base(tok.lower)
+    if len(word) < 2:
+        return False
+    if len(word) < 3 and strength < 3 and not (mixed and tok.is_title and lx.is_first_name(word)):
+        return False  # two letters: a name only as "Ed", "Al" in Title case, or after a title
+    f = lx.zipf(word)
+    ns = lx.name_score(word)
+    named = ns > -9.0
+    titled = tok.is_title or (tok.is_upper and not mixed)
+    if mixed:
+        if not (tok.is_title or tok.is_upper):
+            # a lower-case word in a mixed-case note is no name, except after a title: "dr smith"
+            return strength >= 3 and ((named and f < 5.6) or f < _RARE)
+        if tok.is_upper and len(word) < 4 and strength < 3:
+            return False  # "HO", "ASA": abbreviations
+        if word in lowered and strength < 3:
+            return False
+    if strength >= 3:
+        if named:
+            if f >= 4.5 and ns < -0.5 and not (mixed and titled):  # "ms given", "dr check"
+                return False
+            return f < 5.5 or (mixed and titled)
+        return f < _RARE or (mixed and titled and f < 3.5)
+    if strength == 2:
+        if mixed and titled:
+            return (named and f < 5.6) or f < 3.5
+        # one-case note: a census name, or a word English never uses that is no drug
+        return (ns >= 0.5 and f < 5.6) or (lx.rare_unknown(word) and not lx.near_english(word))
+    # no cue: a word used far more as a name than as an English word
+    return mixed and titled and ((ns > 1.5 and f < 3.5) or (ns >= 2.0 and f < 4.0))
+
+
+def _is_initial(tok: Token, text: str) -> bool:
+    """A single letter standing alone and followed by a period ("J. Smith", not "20's.")."""
+    return (
+        len(tok.text) == 1
+        and text[tok.end : tok.end + 1] == "."
+        and (tok.start == 0 or text[tok.start - 1] in " \t\n(,-")
+    )
+
+
+def _base(word: str) -> str:
+    """The word without a possessive "'s"."""
+    for suffix in ("'s", "’s"):
+        if word.endswith(suffix) and len(word) > len(suffix):
+            return word[: -len(suffix)]
+    return word
+
+
+def _gap(text: str, left: Token, right: Token) -> str:
+    return text[left.end : right.start]
+
+
+def _tight(gap: str, left: Token | None = None) -> bool:
+    """Two words of one name: separated by spaces, a hyphen or an initial's period."""
+    if len(gap) > 3 or "\n" in gap:
+        return False
+    mark = gap.strip()
+    return mark in {"", "-"} or (mark == "." and (left is None or len(left.text) == 1))
+
+
+def _eponyms(words: tuple[Token, ...], text: str) -> set[str]:
+    """Words used as eponyms in this note: followed by an eponym head ("foley catheter")."""
+    found: set[str] = set()
+    for i in range(len(words) - 1):
+        nxt = words[i + 1]
+        head = nxt.lower
+        if head == "s" and i + 2 < len(words):  # "Parkinson's disease" tokenises as one word
+            head = words[i + 2].lower
+        if head in EPONYM_HEADS and "\n" not in _gap(text, words[i], nxt):
+            found.add(words[i].lower.removesuffix("'s").removesuffix("’s"))
+    return found
+
+
+def _surname_after_first(first: Token, word: Token, mixed: bool) -> bool:
+    """``word`` right after a census first name is its surname: a census surname far more a name
+    than a word, or a rare unknown word ("Leslie Kiezulas")."""
+    if not lx.is_first_name(first.lower) or lx.name_score(first.lower) < 1.0:
+        return False
+    if mixed and not (word.is_title or word.is_upper):
+        return False
+    low = _base(word.lower)
+    if len(low) < 3:
+        return False
+    ns = lx.name_score(low)
+    return (ns >= 1.5 and lx.zipf(low) < 4.5) or (ns == -9.0 and lx.zipf(low) < 2.0)
+
+
+def _lower_full_name(first: Token, sur: Token, text: str, eponyms: set[str]) -> bool:
+    """ "john kowalski" in lower case in a mixed-case note: a first name that is no common word
+    and a surname that is far more a name than a word, both lower case, one space apart."""
+    if not (first.text.islower() and sur.text.islower()) or text[first.end : sur.start] != " ":
+        return False
+    f_low, s_low = first.lower, _base(sur.lower)
+    return (
+        len(f_low) >= 3
+        and len(s_low) >= 3
+        and (
+            (lx.name_score(f_low) >= 1.0 and lx.zipf(f_low) < 4.5)
+            or (lx.name_score(f_low) >= 2.0 and lx.zipf(f_low) < 5.5)
+        )
+        and lx.name_score(s_low) >= 1.5
+        and lx.zipf(s_low) < 3.5
+        and s_low not in eponyms
+        and s_low not in _CUE_WORDS
+        and not lx.clinical_word(s_low)
+    )
+
+
+def _role_slip(low: str) -> Category | None:
+    """A kinship word with a typing slip ("daugher"), unless the form is an English word."""
+    role = ROLE_SLIPS.get(low)
+    return role if role is not None and lx.zipf(low) < 2.0 else None
+
+
+def _first_before_surname(tok: Token, mixed: bool) -> bool:
+    """ "DICK SMITH (RESIDENT)": a census first name right before a surname already taken."""
+    low = tok.lower
+    return (
+        lx.is_first_name(low)
+        and lx.zipf(low) < 5.5
+        and lx.name_score(low) > -0.5
+        and low not in _CUE_WORDS
+        and (not mixed or tok.is_title or tok.is_upper)
+    )
+
+
+def _common_first_name(tok: Token, text: str, lowered: frozenset[str], eponyms: set[str]) -> bool:
+    """ "supportive to pt, John.": a census first name used far more as a name than as a word
+    ("John", "Mary"; not "Will", "Rose"), in Title case inside a sentence of a mixed-case note."""
+    low = _base(tok.lower)
+    return (
+        len(low) >= 3
+        and lx.name_score(low) >= 2.0
+        and lx.zipf(low) < 5.5
+        and low not in lowered
+        and low not in eponyms
+        and low not in _CUE_WORDS
+        and not _sentence_start(text, tok.start)
+    )
+
+
+def _namey(tok: Token) -> bool:
+    """A word that is more a name than an English word, or is almost never seen in English."""
+    low = _base(tok.lower)
+    return (lx.name_score(low) >= 1.0 and lx.zipf(low) < 5.0) or (
+        lx.name_score(low) == -9.0 and lx.zipf(low) < 2.5 and len(low) >= 3
+    )
+
+
+def _city_state(words: tuple[Token, ...], i: int, text: str) -> bool:
+    """ "Silver Spring, MD": a listed city before ", MD" / ", PA" makes it a state."""
+    if i < 1 or text[words[i - 1].end : words[i].start] != ", ":
+        return False
+    if words[i].lower not in {"md", "pa"}:
+        return False
+    one = words[i - 1].lower
+    two = f"{words[i - 2].lower} {one}" if i > 1 else ""
+    # "Jones, MD" is a doctor although Jones is also a town: a surname wins for one word
+    return two in lx.us_cities() or (one in lx.us_cities() and lx.name_score(one) < 1.0)
+
+
+def _sentence_start(text: str, pos: int) -> bool:
+    """The word at ``pos`` opens a sentence, a line or a heading (so its capital says nothing)."""
+    before = text[max(0, pos - 4) : pos].rstrip(" \t")
+    return not before or before[-1] in ".:;!?\n-(\"'"
+
+
+def _line_start(text: str, pos: int) -> bool:
+    """Only spaces between the last line break (or the start) and ``pos``."""
+    line = text.rfind("\n", 0, pos)
+    return not text[line + 1 : pos].strip()
+
+
+def _rare_unknown(tok: Token) -> bool:
+    """A word in no census list and (almost) never seen in English: a foreign or rare name."""
+    low = _base(tok.lower)
+    return (
+        len(low) >= 3
+        and lx.name_score(low) == -9.0
+        and lx.zipf(low) < 1.5
+        and not lx.clinical_word(low)
+        and not lx.near_english(low)
+    )
+
+
+def _dotted_credential(text: str, tok: Token) -> bool:
+    """``R.N.`` / ``M.D.`` written with periods."""
+    return text[tok.end : tok.end + 3].upper() in {".N.", ".D."}
