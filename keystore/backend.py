@@ -92,6 +92,12 @@ class SqlBackend(ABC):
     @abstractmethod
     def close(self) -> None: ...
 
+    def _single_write(self) -> AbstractContextManager[Any]:
+        """A cursor for one write statement that is atomic on its own (a conditional UPDATE,
+        an INSERT ... ON CONFLICT DO NOTHING). Default: a transaction; a backend whose
+        transactions cost round trips may run it in autocommit instead."""
+        return self._transaction()
+
     # -- helpers --------------------------------------------------------------------------
     def _sql(self, text: str) -> str:
         d = self.dialect
@@ -253,7 +259,7 @@ class SqlBackend(ABC):
         return bytes(raw[0]) if raw else None
 
     def cas_mark(self, key_hash: bytes, expected: bytes | None, value: bytes, now: float) -> bool:
-        with self._transaction() as cur:
+        with self._single_write() as cur:
             return self._cas(cur, key_hash, expected, value, now)
 
     def cas_marks(self, items: Sequence[tuple[bytes, bytes | None, bytes]],

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from typing import Any
 
 import psycopg
@@ -88,6 +88,11 @@ class PostgresBackend(SqlBackend):
                                               error=type(exc).__name__) from None
                 raise KeystoreError("PostgreSQL key store statement failed",
                                     error=type(exc).__name__) from None
+
+    def _single_write(self) -> AbstractContextManager[Any]:
+        # One statement in autocommit is atomic in PostgreSQL (an UPDATE re-checks its WHERE
+        # on the row it locked, under READ COMMITTED): no BEGIN and COMMIT round trips.
+        return self._transaction(write=False)
 
     def _drop(self) -> None:
         if self._conn is not None:
