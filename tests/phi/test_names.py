@@ -238,3 +238,9 @@ def test_common_first_name_and_surname_in_an_all_caps_note() -> None:
     text = "PT RESTING IN BED. JOHN KOWALSKI IN TO VISIT. MORPHINE 2 MG IV GIVEN FOR PAIN."
     assert "JOHN KOWALSKI" in found(text)
     assert not found("PT RESTING IN BED. WILL CONTINUE PLAN. MORPHINE 2 MG IV GIVEN FOR PAIN.")
+
+
+def test_names_joined_by_a_slash_after_a_title() -> None:
+    got = found("Seen by Drs. Okonkwo/Lindqvist today, plan discussed.")
+    assert "Okonkwo" in got and "Lindqvist" in got
+    assert "Neuro" not in found("Seen by Dr. Okonkwo/Neuro today; d/c foley.")

@@ -220,12 +220,15 @@ class LocationRecognizer(Recognizer):
         # rare word, a city or a country in a one-case note; none wants a care unit
         if nxt.lower in UNITS:
             return None
-        glued = _ward_glued_to_digit(nxt, text, mixed)
-        if glued is not None and cue in {"to", "from", "on", "at"}:
-            return glued  # "transferred to Xyzward3", "on xyzward4"
+        if text[nxt.end : nxt.end + 1].isdigit() and cue in {"to", "from", "on", "at"}:
+            glued = _ward_glued_to_digit(nxt, text, mixed)  # "to Xyzward3", "on xyzward4"
+            if glued is not None:
+                return glued
         if mixed and not nxt.text[0].isupper():
             # "returned to new haven": a lower-case city of two or more words, after a verb
-            return _lower_city(words, c, text)
+            if nxt.lower in lx.city_first_words():
+                return _lower_city(words, c, text)
+            return None
         if (
             not mixed
             and lx.zipf(nxt.lower) >= 5.0

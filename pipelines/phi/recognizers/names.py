@@ -125,6 +125,9 @@ class NameRecognizer(Recognizer):
                 elif gap.strip() == "," and cat is R and lx.is_name(words[j].lower) and ok(j, 2):
                     take(j, cat, conf)
                     j += 1
+                elif gap.strip() == "/" and strength >= 3 and ok(j, 3):
+                    take(j, cat, conf)  # "Drs. Smith/Jones" (not "Dr. Smith/Neuro": a service)
+                    j += 1
                 else:
                     break
             return j
