@@ -35,8 +35,9 @@ its good documents were processed, with their outcomes attached as ``exc.outcome
 
 from __future__ import annotations
 
+import threading
 import time
-from collections import Counter
+from collections import Counter, OrderedDict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
@@ -69,6 +70,7 @@ from pipelines.versions import (
 
 OutcomeKind = Literal["publish", "tombstone", "duplicate", "superseded", "held", "context"]
 NEAR_DUPLICATE_THRESHOLD = 0.8
+PSEUDONYM_CACHE = 8192  # (kind, parts) → pseudonym, most recently used kept
 _EMPTY_COUNTS: Mapping[str, int] = MappingProxyType({})
 _EMPTY_TIMES: Mapping[str, float] = MappingProxyType({})
 
@@ -171,7 +173,11 @@ class Processor:
         found = pseudonyms or getattr(store, "pseudonym", None)
         if found is None:
             raise TypeError("the store has no pseudonym(); pass pseudonyms=")
-        self._pseudonym: Pseudonymizer = found
+        self._pseudonym_of: Pseudonymizer = found
+        # Pseudonyms are pure functions of (kind, parts): the versions of one report, and
+        # every report of a patient's type (near-duplicate key), ask for the same ones.
+        self._pseudonyms: OrderedDict[tuple[str | bytes, ...], str] = OrderedDict()
+        self._pseudonyms_lock = threading.Lock()
         self._deidentify = deidentify or _default_deidentify(policy, timer)
         self._parse = parse or _default_parse(max_bytes)
         self._state_factory = state_factory or _default_state_factory(policy, store)
@@ -179,6 +185,20 @@ class Processor:
         self.near_duplicates = near_duplicates  # off: no sketch, no cross-visit flag
         self.near_duplicate_threshold = near_duplicate_threshold
         self._timer = timer
+
+    def _pseudonym(self, kind: str, *parts: str | bytes) -> str:
+        key = (kind, *parts)
+        with self._pseudonyms_lock:
+            found = self._pseudonyms.get(key)
+            if found is not None:
+                self._pseudonyms.move_to_end(key)
+                return found
+        made = self._pseudonym_of(kind, *parts)
+        with self._pseudonyms_lock:
+            self._pseudonyms[key] = made
+            while len(self._pseudonyms) > PSEUDONYM_CACHE:
+                self._pseudonyms.popitem(last=False)
+        return made
 
     # -- the facade -------------------------------------------------------------------
     def process(

@@ -63,6 +63,8 @@ class ReplaceContext:
     @cached_property
     def original_tokens(self) -> frozenset[str]:
         """Every word of the note, lower-cased: a surrogate may never be one of them."""
+        if self.text.isascii():  # lower-casing ASCII first finds the same words, in C
+            return frozenset(_WORD.findall(self.text.lower()))
         return frozenset(m.group().lower() for m in _WORD.finditer(self.text))
 
     def chooser(self, purpose: str, original: str) -> Chooser:
