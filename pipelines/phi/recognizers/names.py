@@ -28,6 +28,7 @@ from pipelines.phi.recognizers.name_cues import (
     PT,
     ROLE_AFTER,
     ROLE_BEFORE,
+    ROLE_SLIPS,
     TITLES,
     VERB_THEN_NAME,
     P,
@@ -248,7 +249,9 @@ class NameRecognizer(Recognizer):
                         ok(j, 2) and (words[j].is_title or lx.name_score(words[j].lower) >= 1.5)
                     ):
                         run_left(i, role, 0.75, "initial" if after_initial else "")
-                role = ROLE_BEFORE.get(low) or _role_slip(low)
+                role = ROLE_BEFORE.get(low)
+                if role is None and low in ROLE_SLIPS:
+                    role = _role_slip(low)
                 if (  # "Jane Doe (daughter)", "J. Doe (resident)": the role in parentheses
                     role is not None
                     and i > 0
@@ -326,13 +329,7 @@ class NameRecognizer(Recognizer):
                             take(j, role, 0.7)
                             i = run_right(j + 1, role, 0.7, strength)
                             continue
-                if (
-                    _is_initial(tok, text)
-                    and i + 1 < n
-                    and low not in {"a", "i"}
-                    # "AMPHO B.", "VIT K.": a drug's letter is no initial
-                    and not (i > 0 and lx.clinical_word(words[i - 1].lower))
-                ):
+                if _is_initial(tok, text) and i + 1 < n and low not in {"a", "i"}:
                     sur = words[i + 1]
                     if (
                         _tight(_gap(text, tok, sur))
@@ -362,6 +359,8 @@ class NameRecognizer(Recognizer):
                             )
                         )
                         and ok(i + 1, 3)
+                        # "AMPHO B.", "VIT K.": a drug's letter is no initial
+                        and not (i > 0 and lx.clinical_word(words[i - 1].lower))
                     ):
                         take(i, OTHER, 0.7)
                         i = run_right(i + 1, OTHER, 0.7, 2)
