@@ -87,3 +87,13 @@ def test_rare_unknown_and_typos() -> None:
     assert lx.near_english("notifed") and lx.near_english("dertermine")
     assert lx.near_english("patient")
     assert not lx.near_english("quellamott")
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.text(alphabet="abcdefghijklmnopqrstuvwxyz'", min_size=0, max_size=14))
+def test_word_judgments_never_raise_and_agree(word: str) -> None:
+    for slip in lx.slips(word):
+        assert slip != word and len(slip) in {len(word), len(word) - 1}
+    assert isinstance(lx.near_english(word), bool)
+    if lx.rare_unknown(word):
+        assert not lx.clinical_word(word) and len(word) >= 4 and word.isalpha()
