@@ -13,7 +13,7 @@ of the process (never at import time, never per document):
   unknown capitalised word near a person cue is a name unless it is a drug ("Zosyn").
 
 Clinical eponyms ("Foley", "Swan-Ganz", "Parkinson's") are census last names too; they are
-kept out by rule in ``recognizers/names.py`` (the word followed by a device/disease head such
+kept out by rule in ``recognizers/name_words.py`` (the word followed by a device/disease head such
 as "catheter", "'s disease", "sign"), not by a typed list.
 """
 
