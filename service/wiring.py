@@ -117,6 +117,15 @@ class ServiceProcessor:
         self._store.close()
 
 
+def _warm() -> None:
+    import surrogates
+    from pipelines.phi import lexicons
+
+    for warm in (getattr(surrogates, "warm", None), getattr(lexicons, "warm", None)):
+        if callable(warm):
+            warm()
+
+
 def real_processor_factory(settings: Settings, metrics: Metrics) -> ProcessorFactory:
     """A factory (run on the runner's worker thread) for the real pipeline."""
 
@@ -126,6 +135,7 @@ def real_processor_factory(settings: Settings, metrics: Metrics) -> ProcessorFac
 
         store = InstrumentedStore(open_keystore(settings), metrics)
         policy = Policy.load(settings.policy_file)
+        _warm()  # word lists load now, before readiness, not on the first documents
         marks = PrivateMarks(store)
         limit = settings.max_message_bytes
         return ServiceProcessor(
