@@ -168,7 +168,7 @@ def test_cue_soup_never_raises(parts: list[str]) -> None:
         ("RN IN TO HELP AND T. VRANDOSKI PLACING A STITCH", "T. VRANDOSKI"),
         # a first name far more a name than a word, inside a sentence
         ("son here all day, supportive to pt, Robert. Plan unchanged.", "Robert"),
-        ('S: "Eleanor, I know where I am." O: calm', "Eleanor"),
+        ('S: "Dorothy, I know where I am." O: calm', "Dorothy"),
     ],
 )
 def test_names_without_a_usual_cue(text: str, name: str) -> None:
@@ -185,6 +185,7 @@ def test_names_without_a_usual_cue(text: str, name: str) -> None:
         ("WIFE ZOSYN STARTED", "ZOSYN"),  # a drug after a role word
         ("Will continue plan. Rose to 38.2 overnight, tylenol given.", "Rose"),  # words
         ("Robert's diet advanced.", "Robert"),  # at a sentence start the capital says nothing
+        ("Opens eyes when turned. Mae spontaneously. Pupils brisk.", "Mae"),  # moves all ext.
     ],
 )
 def test_names_traps_for_the_looser_rules(text: str, word: str) -> None:
@@ -244,3 +245,7 @@ def test_names_joined_by_a_slash_after_a_title() -> None:
     got = found("Seen by Drs. Okonkwo/Lindqvist today, plan discussed.")
     assert "Okonkwo" in got and "Lindqvist" in got
     assert "Neuro" not in found("Seen by Dr. Okonkwo/Neuro today; d/c foley.")
+
+
+def test_a_clinical_letter_with_a_period_is_no_initial_in_a_one_case_note() -> None:
+    assert not found(_LOWER_NOTE + "r > l. perl 3mm bilaterally and brisk.")

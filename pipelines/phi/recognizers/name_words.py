@@ -49,7 +49,7 @@ def _plausible(tok: Token, mixed: bool, strength: int, lowered: frozenset[str]) 
         # one-case note: a census name, or a word English never uses that is no drug
         return (ns >= 0.5 and f < 5.6) or (lx.rare_unknown(word) and not lx.near_english(word))
     # no cue: a word used far more as a name than as an English word
-    return mixed and titled and ((ns > 1.5 and f < 3.5) or (ns >= 2.0 and f < 4.0))
+    return mixed and titled and ((ns > 1.5 and f < 3.5) or (ns >= 2.5 and f < 4.0))
 
 
 def _is_initial(tok: Token, text: str) -> bool:

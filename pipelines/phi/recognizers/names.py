@@ -344,6 +344,7 @@ class NameRecognizer(Recognizer):
                             # "M. PEPPLER" in a one-case note: a surname English never uses
                             or (
                                 not mixed
+                                and low not in _CLINICAL_LETTERS  # "r > l. perl": left pupil
                                 and (tok.text.isupper() or lower_note)
                                 and text[tok.end : sur.start] == ". "
                                 and (
