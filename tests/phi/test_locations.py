@@ -213,3 +213,11 @@ def test_a_multi_word_place_recurs_in_the_note() -> None:
     assert [text[s.start : s.end] for s in spans] == ["Holy Carlisle", "Holy Carlisle"]
     # a lower-case "holy carlisle" in a mixed-case note is no place by itself
     assert len(LOCATIONS.detect(Doc(text + " holy carlisle"))) == 2
+
+
+def test_a_ward_glued_to_its_floor_needs_no_cue() -> None:
+    assert found("QUELLMOOR3 DEVELOPED CHEST PAIN, MORPHINE GIVEN.") == {
+        "QUELLMOOR": Category.LOCATION_HOSPITAL
+    }
+    # counts ("x2"), drugs with doses and lab values glued to numbers are no wards
+    assert found("ABSx4. Stoolsx2 today. REDO CABGX2 USING SVG. Levophed5 mcg. lasix40 iv") == {}

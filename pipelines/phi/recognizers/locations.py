@@ -16,6 +16,7 @@ from pipelines.phi import lexicons as lx
 from pipelines.phi.base import Doc, Recognizer
 from pipelines.phi.lexicons import Token
 from pipelines.phi.registry import register
+from pipelines.phi.scan import compile_words
 from pipelines.spans import Category, Span
 
 HOSPITAL, CITY, OTHER = (
@@ -111,14 +112,12 @@ class LocationRecognizer(Recognizer):
     def detect(self, doc: Doc) -> list[Span]:
         toks = lx.tokens(doc)
         words, mixed, text = toks.words, toks.mixed_case, doc.text
-        out: list[Span] = []
+        # places glued to a head or a number need no cue word
+        out: list[Span] = _glued_heads(text) + _wards_with_numbers(text, mixed)
         n = len(words)
         states = lx.us_states()
         if toks.lower_set.isdisjoint(_TRIGGERS) and toks.lower_set.isdisjoint(states):
-            return []
-        glued = _glued_heads(text)
-        if glued:
-            out.extend(glued)
+            return _propagate(out, words, text, mixed) if out else []
         for h, tok in enumerate(words):
             low = tok.lower
             if low not in _TRIGGERS and low not in states and low.removesuffix("'s") not in states:
@@ -829,6 +828,26 @@ def _lower_city(words: tuple[Token, ...], c: int, text: str) -> Span | None:
         if low in UNITS or low in lx.us_states() or lx.clinical_word(low):
             return None
     return Span(words[j].start, words[end].end, CITY, 0.65, "locations")
+
+
+# A word of 5+ letters glued to a one- or two-digit number ("Xyzward3"): re2 finds the few
+# candidates in a note in a microsecond or two; the rules below judge them.
+_GLUED_NUMBER: Final = compile_words(r"\b[A-Za-z]{4,}[A-WYZa-wyz]\d{1,2}\b")
+
+
+def _wards_with_numbers(text: str, mixed: bool) -> list[Span]:
+    """ "XYZWARD3 DEVELOPED CHEST PAIN": a ward glued to its floor needs no cue before it
+    (but "CABGX2", "stoolsx2" are counts: a glued "x" means times)."""
+    out: list[Span] = []
+    for match in _GLUED_NUMBER.finditer(text):
+        start, end = match.span()
+        while end > start and text[end - 1].isdigit():
+            end -= 1
+        word = text[start:end]
+        span = _ward_glued_to_digit(Token(start, end, word, word.lower()), text, mixed)
+        if span is not None:
+            out.append(span)
+    return out
 
 
 def _ward_glued_to_digit(tok: Token, text: str, mixed: bool) -> Span | None:
