@@ -27,11 +27,13 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections import Counter
+from collections import Counter as Tally
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
+
+from prometheus_client import CollectorRegistry, Counter, Histogram
 
 from pipelines.errors import DeidstreamError, InputError, OversizeInput, TransientError
 from pipelines.hl7.ack import build_ack
@@ -157,10 +159,44 @@ class Reply:
 class GatewayCounts:
     """What happened, by ACK code and reason class (no PHI); logged at stop."""
 
-    acks: Counter[str] = field(default_factory=Counter)
-    reasons: Counter[str] = field(default_factory=Counter)
+    acks: Tally[str] = field(default_factory=Tally)
+    reasons: Tally[str] = field(default_factory=Tally)
     connections: int = 0
     oversize: int = 0
+
+
+STORE_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1.0, 5.0, 15.0)
+
+
+class GatewayMetrics:
+    """Prometheus instruments of the gateway, in a registry of its own (labels: ACK code,
+    reason class, topic kind — never ids or text)."""
+
+    def __init__(self, registry: CollectorRegistry | None = None) -> None:
+        self.registry = registry or CollectorRegistry(auto_describe=True)
+        r = self.registry
+        self.messages = Counter(
+            "deidstream_mllp_messages_total",
+            "MLLP messages answered, by ACK code (AA stored on the input topic; AR/AE see reason).",
+            ["code"],
+            registry=r,
+        )
+        self.rejected = Counter(
+            "deidstream_mllp_rejected_total",
+            "MLLP messages not taken, by reason class (dead-lettered, oversize or not stored).",
+            ["reason_class"],
+            registry=r,
+        )
+        self.connections = Counter(
+            "deidstream_mllp_connections_total", "MLLP connections accepted.", registry=r
+        )
+        self.store_seconds = Histogram(
+            "deidstream_mllp_store_seconds",
+            "Time from a frame's arrival to the broker's acknowledgement, by topic kind.",
+            ["topic"],
+            buckets=STORE_BUCKETS,
+            registry=r,
+        )
 
 
 class MllpGateway:
@@ -172,11 +208,13 @@ class MllpGateway:
         config: GatewayConfig,
         *,
         clock: Callable[[], datetime] = lambda: datetime.now(UTC),
+        metrics: GatewayMetrics | None = None,
     ) -> None:
         self.producer = producer
         self.config = config
         self.clock = clock
         self.counts = GatewayCounts()
+        self.metrics = metrics or GatewayMetrics()
         self._server: asyncio.Server | None = None
         self._handlers: set[asyncio.Task[None]] = set()
         self._busy: set[asyncio.Task[Any]] = set()  # between a frame's arrival and its ACK
@@ -217,6 +255,7 @@ class MllpGateway:
             self._handlers.add(task)
             task.add_done_callback(self._handlers.discard)
         self.counts.connections += 1
+        self.metrics.connections.inc()
         peer = writer.get_extra_info("peername")
         peer_text = f"{peer[0]}:{peer[1]}" if isinstance(peer, tuple) else "?"
         decoder = FrameDecoder(self.config.max_frame_bytes)
@@ -308,7 +347,8 @@ class MllpGateway:
                 "the message was not stored (broker unavailable); resend it",
                 error=type(exc).__name__,
             )
-        log.debug("stored on %s in %.1f ms", topic, (time.perf_counter() - started) * 1e3)
+        kind = "input" if topic == self.config.topic else "deadletter"
+        self.metrics.store_seconds.labels(kind).observe(time.perf_counter() - started)
         return None
 
     def _reply(self, payload: bytes, code: str, error: DeidstreamError | None) -> Reply:
@@ -329,8 +369,10 @@ class MllpGateway:
 
     def _count(self, code: str, reason_class: str) -> None:
         self.counts.acks[code] += 1
+        self.metrics.messages.labels(code).inc()
         if reason_class:
             self.counts.reasons[reason_class] += 1
+            self.metrics.rejected.labels(reason_class).inc()
 
 
 def _dead_letter_headers(error: InputError, payload: bytes) -> list[tuple[str, bytes]]:
@@ -342,7 +384,15 @@ def _dead_letter_headers(error: InputError, payload: bytes) -> list[tuple[str, b
     return [(k.replace("_", "-"), v.encode()[:MAX_REASON_CHARS]) for k, v in found.items()]
 
 
-__all__ = ["FrameDecoder", "FrameTooLarge", "GatewayConfig", "MllpGateway", "Reply", "serve"]
+__all__ = [
+    "FrameDecoder",
+    "FrameTooLarge",
+    "GatewayConfig",
+    "GatewayMetrics",
+    "MllpGateway",
+    "Reply",
+    "serve",
+]
 
 
 # -- running it ---------------------------------------------------------------------------
@@ -401,6 +451,7 @@ async def serve(
     topic: str | None = None,
     stop: asyncio.Event | None = None,
     started: Callable[[tuple[str, int]], None] | None = None,
+    metrics_port: int | None = None,
 ) -> int:
     """Connect the producer (retrying while the broker is unreachable), listen, run until
     ``stop`` (or SIGTERM/SIGINT), then drain. Returns the exit status."""
@@ -438,7 +489,14 @@ async def serve(
             delay = min(delay * 2, settings.retry_max_seconds)
     if producer is None:
         return 0
-    gateway = MllpGateway(producer, config)
+    metrics = GatewayMetrics()
+    exporter = None
+    if metrics_port is not None:  # /metrics on its own port (0: the OS picks one)
+        from prometheus_client import start_http_server
+
+        exporter, _thread = start_http_server(metrics_port, host, registry=metrics.registry)
+        log.info("MLLP metrics on %s:%d/metrics", host, exporter.server_port)
+    gateway = MllpGateway(producer, config, metrics=metrics)
     try:
         address = await gateway.start(host, port)
         if started is not None:
@@ -450,6 +508,9 @@ async def serve(
     finally:
         await gateway.stop()
         await producer.stop()
+        if exporter is not None:
+            exporter.shutdown()
+            exporter.server_close()
         for sig in (signal.SIGTERM, signal.SIGINT):
             with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
                 loop.remove_signal_handler(sig)

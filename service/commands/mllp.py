@@ -26,6 +26,12 @@ def register(app: typer.Typer) -> None:
         topic: Annotated[
             str | None, typer.Option(help="HL7 input topic (default: the configured one)")
         ] = None,
+        metrics_port: Annotated[
+            int | None,
+            typer.Option(
+                envvar="DEIDSTREAM_MLLP_METRICS_PORT", help="Serve /metrics on this port (off)"
+            ),
+        ] = None,
         config: Annotated[
             Path | None, typer.Option("--config", "-c", help="TOML, JSON or .env settings file")
         ] = None,
@@ -51,6 +57,7 @@ def register(app: typer.Typer) -> None:
                 bootstrap_servers=bootstrap_servers,
                 topic=topic,
                 started=started,
+                metrics_port=metrics_port,
             )
         )
         raise typer.Exit(code)

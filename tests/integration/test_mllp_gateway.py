@@ -10,12 +10,14 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any
 
+import httpx
 import pytest
 from kafka_helpers import headers_of, read_all, unique
+from prometheus_client.parser import text_string_to_metric_families
 
 from pipelines.hl7.framing import mllp_frame
 from pipelines.research import attachment_text
-from service.broker import EmbeddedBroker
+from service.broker import EmbeddedBroker, free_port
 from service.mllp import FrameDecoder, serve
 from service.settings import Settings
 from tests.conftest import FIXTURES
@@ -48,11 +50,11 @@ class Gateway:
 
 
 @contextlib.asynccontextmanager
-async def running(settings: Settings) -> AsyncIterator[Gateway]:
+async def running(settings: Settings, **options: Any) -> AsyncIterator[Gateway]:
     stop = asyncio.Event()
     ready: asyncio.Future[tuple[str, int]] = asyncio.get_running_loop().create_future()
     task = asyncio.create_task(
-        serve(settings, host="127.0.0.1", port=0, stop=stop, started=ready.set_result)
+        serve(settings, host="127.0.0.1", port=0, stop=stop, started=ready.set_result, **options)
     )
     try:
         host, port = await asyncio.wait_for(ready, 20)
@@ -128,9 +130,12 @@ async def test_bad_messages_are_dead_lettered_and_answered_without_phi(
     no_patient = (H / "err-missing-patient-id.hl7").read_bytes()
     unsupported = (H / "err-unsupported-type.hl7").read_bytes()
     good = (H / "mdm-t02-v25.hl7").read_bytes()
-    async with running(settings_for(tansu)) as gw:
+    metrics_port = free_port()
+    async with running(settings_for(tansu), metrics_port=metrics_port) as gw:
         stream = b"".join(mllp_frame(p) for p in (not_hl7, no_patient, unsupported, good))
         acks = await exchange(gw, stream, 4)
+        async with httpx.AsyncClient() as client:
+            scraped = (await client.get(f"http://127.0.0.1:{metrics_port}/metrics")).text
         dead = await read_all(tansu.bootstrap_servers, gw.settings.deadletter_topic, expect=3)
         taken = await read_all(tansu.bootstrap_servers, gw.settings.input_topics[0], expect=1)
     codes = [ack_fields(a)["MSA"][1] for a in acks]
@@ -153,6 +158,17 @@ async def test_bad_messages_are_dead_lettered_and_answered_without_phi(
         assert rec.key is None
         assert not any(value.decode() in " ".join(h.values()) for value in PHI)
     assert [r.value for r in taken] == [good]
+    samples = {
+        (s.name, tuple(sorted(s.labels.values()))): s.value
+        for family in text_string_to_metric_families(scraped)
+        for s in family.samples
+    }
+    assert samples[("deidstream_mllp_messages_total", ("AR",))] == 2
+    assert samples[("deidstream_mllp_messages_total", ("AE",))] == 1
+    assert samples[("deidstream_mllp_messages_total", ("AA",))] == 1
+    assert samples[("deidstream_mllp_rejected_total", ("missing_patient_id",))] == 1
+    assert samples[("deidstream_mllp_store_seconds_count", ("deadletter",))] == 3
+    assert samples[("deidstream_mllp_connections_total", ())] == 1
 
 
 async def test_oversize_frame_gets_a_nak_and_the_connection_closes(tansu: EmbeddedBroker) -> None:
