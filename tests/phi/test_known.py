@@ -125,3 +125,19 @@ def test_detector_prefers_the_known_role_over_a_guess() -> None:
 def test_never_raises_and_spans_in_bounds(text: str) -> None:
     for span in KNOWN.detect(Doc(text, IDS)):
         assert 0 <= span.start < span.end <= len(text)
+
+
+def test_nicknames_of_the_known_first_name_need_support() -> None:
+    ids = Identifiers(patient_names=(PersonName(family="Quellamott", given=("Margaret",)),))
+    rec = KnownIdentifierRecognizer()
+
+    def got(text: str) -> list[str]:
+        return [text[s.start : s.end] for s in rec.detect(Doc(text, ids))]
+
+    # Title case in a mixed-case note, or next to a known part: the nickname is the patient
+    assert got("Pt comfortable. Peggy asked for water. PEG tube flushed, peg site clean.") == [
+        "Peggy"
+    ]
+    assert got("PT COMFORTABLE. PEGGY QUELLAMOTT ASKED FOR WATER.") == ["PEGGY", "QUELLAMOTT"]
+    # a nickname that is also a clinical word stays a word without such support
+    assert got("PT COMFORTABLE. PEG TUBE FLUSHED. PEG SITE CLEAN.") == []

@@ -6,8 +6,9 @@ text — "SMITH, JOHN", "Mr. Smith", "J. Smith", "Smith's", "john", MRN "00123-4
 "12345", "Jan 2, 1950" for 1950-01-02 — they are PHI with near certainty. The spans come out
 with confidence 1.0, so where another recognizer found the same words with a weaker guess
 (a name with an unknown role) the merge keeps this one: the known identifier boosts it. The
-name forms are also left in ``doc.cache[KNOWN_NAMES_KEY]`` so the name recognizer can give a
-found name its role.
+name forms (with nicknames of first names from the ``nicknames`` package: "Peggy" for
+Margaret, taken only where the text supports a name) are also left in
+``doc.cache[KNOWN_NAMES_KEY]`` so the name recognizer can give a found name its role.
 """
 
 from __future__ import annotations
@@ -15,6 +16,8 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Iterator
 from datetime import date
+from functools import cache
+from typing import Any
 
 from pipelines.document import Identifiers, PersonName
 from pipelines.phi import lexicons as lx
@@ -23,6 +26,7 @@ from pipelines.phi.registry import register
 from pipelines.spans import Category, Span
 
 KNOWN_NAMES_KEY = "known_names"
+KNOWN_NICKNAMES_KEY = "known_nicknames"
 SOURCE = "known"
 
 # A name part this frequent in English ("Will", "Rose", "Hope") counts only where the text
@@ -123,6 +127,7 @@ class KnownIdentifierRecognizer(Recognizer):
             return
         toks = lx.tokens(doc)
         words, text, mixed = toks.words, doc.text, toks.mixed_case
+        nicks: frozenset[str] = doc.cache.get(KNOWN_NICKNAMES_KEY, frozenset())
         initials = _known_initials(doc.identifiers)
         wanted = {*forms, *(f + "'s" for f in forms), *(f + "’s" for f in forms), *initials}
         if toks.lower_set.isdisjoint(wanted):
@@ -133,7 +138,9 @@ class KnownIdentifierRecognizer(Recognizer):
             base = _base(tok.lower)
             cat = forms.get(base)
             if cat is not None:
-                if lx.zipf(base) >= _COMMON_WORD and not _supported(words, i, forms, mixed):
+                # a common word, or a nickname ("Peg" is also a feeding tube), needs support
+                doubtful = lx.zipf(base) >= _COMMON_WORD or base in nicks
+                if doubtful and not _supported(words, i, forms, mixed):
                     continue
                 yield Span(tok.start, tok.start + len(base), cat, 1.0, SOURCE)
                 continue
@@ -152,6 +159,7 @@ def known_name_forms(doc: Doc) -> dict[str, Category]:
         return cached
     ids = doc.identifiers
     forms: dict[str, Category] = {}
+    nicks: set[str] = set()
     for people, cat in (
         (ids.provider_names, Category.NAME_PROVIDER),
         (ids.relative_names, Category.NAME_RELATIVE),
@@ -159,8 +167,33 @@ def known_name_forms(doc: Doc) -> dict[str, Category]:
     ):
         for part in _name_parts(people):
             forms[part] = cat  # later roles win: the patient's own name is the most sensitive
+        for nick in _nicknames(people):
+            if nick not in forms:  # "Bob" for Robert: a form, never over a real part
+                forms[nick] = cat
+                nicks.add(nick)
     doc.cache[KNOWN_NAMES_KEY] = forms
+    doc.cache[KNOWN_NICKNAMES_KEY] = frozenset(nicks)
     return forms
+
+
+@cache
+def _nicknamer() -> Any:
+    from nicknames import NickNamer
+
+    return NickNamer()
+
+
+def _nicknames(people: Iterable[PersonName]) -> Iterator[str]:
+    """Nicknames of the people's first names from the ``nicknames`` package's curated table
+    ("Peggy" for Margaret), kept when they are census first names used more as names than as
+    words ("Bill" stays, "Dob" — also date of birth — and "Daisy" the flower do not)."""
+    for person in people:
+        if not person.given or not person.given[0]:
+            continue
+        first = person.given[0].lower().strip()
+        for nick in _nicknamer().nicknames_of(first):
+            if len(nick) >= 3 and nick.isalpha() and lx.name_score(nick) >= 0.5:
+                yield nick
 
 
 def _name_parts(people: Iterable[PersonName]) -> Iterator[str]:
