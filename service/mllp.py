@@ -218,6 +218,7 @@ class MllpGateway:
         self._server: asyncio.Server | None = None
         self._handlers: set[asyncio.Task[None]] = set()
         self._busy: set[asyncio.Task[Any]] = set()  # between a frame's arrival and its ACK
+        self._stopping = False
 
     # -- server ---------------------------------------------------------------------------
     async def start(self, host: str, port: int) -> tuple[str, int]:
@@ -228,6 +229,7 @@ class MllpGateway:
 
     async def stop(self, grace: float = 5.0) -> None:
         """Stop listening; let connections finish the frame in hand, then close them."""
+        self._stopping = True
         if self._server is not None:
             self._server.close()
         for task in self._handlers:
@@ -254,6 +256,20 @@ class MllpGateway:
         if task is not None:
             self._handlers.add(task)
             task.add_done_callback(self._handlers.discard)
+        try:
+            await self._connection(reader, writer, task)
+        except asyncio.CancelledError:
+            if not self._stopping:
+                raise
+            # stop() ended this connection: end quietly (asyncio's stream callback would log a
+            # cancelled handler as an error); frames without an ACK are resent by the sender
+
+    async def _connection(
+        self,
+        reader: asyncio.StreamReader,
+        writer: asyncio.StreamWriter,
+        task: asyncio.Task[Any] | None,
+    ) -> None:
         self.counts.connections += 1
         self.metrics.connections.inc()
         peer = writer.get_extra_info("peername")
