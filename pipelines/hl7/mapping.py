@@ -16,6 +16,8 @@ Decisions where the standard leaves room (also in docs/ingest.md):
 - Status: TXA-17 for MDM (T06/T08/T10 of a final document → amended), else OBR-25, else the
   OBX-11 of the narrative OBX. OBR-25 "A" (some results available) is preliminary.
 - Times are timezone-aware; a time without offset takes MSH-7's offset, else UTC.
+- A retraction's filing time is at least MSH-7: it happens when it is sent, so a cancel that
+  repeats the document's older TXA-6/OBR-22 still orders after an edit filed in between.
 """
 
 from __future__ import annotations
@@ -495,12 +497,17 @@ def to_document(msg: Er7Message) -> ClinicalDocument:
         document_id = document_id or r.val(obr, 3, comp=1) or r.val(obr, 2, comp=1)
         filing = filing or ts(obr, 22)
         doc_date = doc_date or ts(obr, 7) or ts(obr, 22)
+    filing = filing or message_time
+    if status is Status.ENTERED_IN_ERROR and message_time is not None:
+        # a retraction happens when it is sent: a cancel that repeats the document's own
+        # (older) TXA-6 / OBR-22 must still order after an edit filed in between
+        filing = max(filing, message_time) if filing is not None else message_time
     return ClinicalDocument(
         text=text,
         document_id=document_id,
         report_type=report_type,
         status=status,
-        version=VersionMarker(filing_time=filing or message_time, replaces_id=replaces),
+        version=VersionMarker(filing_time=filing, replaces_id=replaces),
         document_date=doc_date or message_time,
         **common,  # type: ignore[arg-type]
     )

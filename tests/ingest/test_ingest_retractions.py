@@ -36,7 +36,7 @@ def one(path: str) -> ClinicalDocument:
         ("hl7v2/oru-r01-retracted-no-obx-v25.hl7", "FI-1", "24627-2", datetime(2024, 3, 6, 10, tzinfo=EST)),
         ("hl7v2/oru-r01-retracted-obx-d-v251.hl7", "FI-1", "24627-2", datetime(2024, 3, 6, 10, tzinfo=EST)),
         ("hl7v2/mdm-t11-cancel-v25.hl7", "DOC-1", "PN", datetime(2024, 3, 6, 8, 15, tzinfo=EST)),
-        ("hl7v2/mdm-t02-ca-no-obx-v25.hl7", "DOC-4", "PN", datetime(2024, 3, 5, 8, 15, tzinfo=EST)),  # TXA-6
+        ("hl7v2/mdm-t02-ca-no-obx-v25.hl7", "DOC-4", "PN", datetime(2024, 3, 5, 10, 15, tzinfo=EST)),  # MSH-7 > TXA-6
     ],
 )
 def test_hl7_retraction_without_narrative_is_an_empty_entered_in_error_document(
@@ -161,3 +161,19 @@ def test_retraction_of_an_unknown_report_still_tombstones(policy: Policy) -> Non
     proc = Processor(policy=policy, store=InMemoryStore(), pseudonyms=Pseudonyms.random())
     [(kind, key, has_value)] = _process(proc, "hl7v2/mdm-t02-ca-no-obx-v25.hl7")
     assert kind == "tombstone" and key and not has_value
+
+
+def test_cancel_repeating_old_document_times_still_wins_over_a_later_edit(policy: Policy) -> None:
+    """T02 → T08 edit (TXA-8 on the 7th) → T11 sent on the 8th that repeats only the original
+    TXA-6 (5th): the retraction is filed at MSH-7, so it tombstones the edited report."""
+    t11 = (H / "mdm-t11-cancel-v25.hl7").read_bytes()
+    t11 = t11.replace(b"|20240305101500-0500||MDM^T11", b"|20240308090000-0500||MDM^T11")
+    t11 = t11.replace(b"|20240306081500-0500|2002^", b"||2002^")
+    (doc,) = parse_input(t11, max_bytes=LIMIT)
+    assert doc.version.filing_time == datetime(2024, 3, 8, 9, tzinfo=EST)
+    proc = Processor(policy=policy, store=InMemoryStore(), pseudonyms=Pseudonyms.random())
+    [(k1, key, _)] = _process(proc, "hl7v2/mdm-t02-v25.hl7")
+    [(k2, key2, _)] = _process(proc, "hl7v2/mdm-t08-edit-v28.hl7")
+    outs = proc.process(t11, content_hint="hl7v2", now=NOW)
+    assert (k1, k2, key2) == ("publish", "publish", key)
+    assert [(o.kind, o.research_key, o.value) for o in outs] == [("tombstone", key, None)]
