@@ -406,7 +406,10 @@ class Runner:
                 await self.handle_batch(batch, generation)
             else:
                 await self._probe_broker()
-            await self._refresh_lag()
+            try:
+                await self._refresh_lag()
+            except Exception as exc:  # noqa: BLE001 - bookkeeping must never stop the stream
+                log.warning("lag refresh failed: %s", type(exc).__name__)
 
     async def handle_batch(self, batch: Mapping[TopicPartition, Sequence[Any]],
                            generation: int | None = None) -> None:
@@ -854,6 +857,8 @@ class Runner:
         for tp in [t for t in self.partitions if t not in assigned]:
             self.forget_partition(tp)
         for tp in assigned:
+            if tp not in consumer.assignment():
+                continue  # a rebalance happened while we awaited a position below
             state = self.partitions.setdefault(tp, PartitionState())
             high = consumer.highwater(tp)
             if high is not None:

@@ -7,11 +7,14 @@ Kept apart from the runner so the runner can be tested with any object that has
 from __future__ import annotations
 
 import importlib
+import logging
 from typing import Any
 
 from service.metrics import Metrics
 from service.runner import Processor, ProcessorFactory
 from service.settings import Settings
+
+log = logging.getLogger("deidstream.wiring")
 
 
 class InstrumentedStore:
@@ -123,7 +126,10 @@ def _warm() -> None:
 
     for warm in (getattr(surrogates, "warm", None), getattr(lexicons, "warm", None)):
         if callable(warm):
-            warm()
+            try:
+                warm()
+            except Exception as exc:  # noqa: BLE001 - the lists also load on first use
+                log.warning("warming %s failed: %s", warm.__module__, type(exc).__name__)
 
 
 def real_processor_factory(settings: Settings, metrics: Metrics) -> ProcessorFactory:
