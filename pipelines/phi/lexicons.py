@@ -301,27 +301,29 @@ def slips(word: str) -> set[str]:
     return out
 
 
-@cache
-def _common_words() -> tuple[frozenset[str], frozenset[str]]:
-    """English words of 4+ letters with Zipf >= 3.3, and every form with one letter dropped."""
-    floor = 10 ** (3.3 - 9.0)
-    common = frozenset(
-        w for w, f in _english().items() if f >= floor and len(w) >= 4 and w.isalpha()
-    )
-    drops = frozenset(w[:i] + w[i + 1 :] for w in common for i in range(len(w)))
-    return common, drops
+_LETTERS: Final = "abcdefghijklmnopqrstuvwxyz"
+_COMMON_FREQ: Final = 10 ** (3.3 - 9.0)  # Zipf 3.3: a word most adults know
 
 
 def near_english(word: str) -> bool:
     """A lower-case word one typing slip (a letter dropped or added) away from a common English
-    word: "notifed", "awating", "presnt" — typos, not names (SymSpell's delete index over
-    wordfreq)."""
-    common, drops = _common_words()
-    if word in common or word in drops:
+    word: "notifed", "awating", "dertermine" — typos, not names. The variants are looked up in
+    wordfreq directly (no index kept: this runs for a few rare words a note, and a 100k-entry
+    index of variants slowed every note through the garbage collector)."""
+    if len(word) < 4:
+        return False
+    english = _english()
+    if english.get(word, 0.0) >= _COMMON_FREQ:
         return True
-    # a letter added ("dertermine"); a changed letter is not tested: too many surnames are
-    # one letter from a word ("Vinny" / "vinyl")
-    return any(word[:i] + word[i + 1 :] in common for i in range(len(word)))
+    for i in range(len(word) if len(word) > 4 else 0):  # a letter added ("dertermine")
+        if english.get(word[:i] + word[i + 1 :], 0.0) >= _COMMON_FREQ:
+            return True
+    for i in range(1, len(word) + 1):  # a letter dropped (not the first)
+        head, tail = word[:i], word[i:]
+        for letter in _LETTERS:
+            if english.get(head + letter + tail, 0.0) >= _COMMON_FREQ:
+                return True
+    return False
 
 
 def warm() -> None:
@@ -333,4 +335,3 @@ def warm() -> None:
     us_cities()
     countries()
     drug_words()
-    _common_words()

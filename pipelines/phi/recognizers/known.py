@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Iterator
 from datetime import date
-from functools import cache
+from functools import cache, lru_cache
 from typing import Any
 
 from pipelines.document import Identifiers, PersonName
@@ -188,12 +188,17 @@ def _nicknames(people: Iterable[PersonName]) -> Iterator[str]:
     ("Peggy" for Margaret), kept when they are census first names used more as names than as
     words ("Bill" stays, "Dob" — also date of birth — and "Daisy" the flower do not)."""
     for person in people:
-        if not person.given or not person.given[0]:
-            continue
-        first = person.given[0].lower().strip()
-        for nick in _nicknamer().nicknames_of(first):
-            if len(nick) >= 3 and nick.isalpha() and lx.name_score(nick) >= 0.5:
-                yield nick
+        if person.given and person.given[0]:
+            yield from _nicknames_of(person.given[0].lower().strip())
+
+
+@lru_cache(maxsize=4096)
+def _nicknames_of(first: str) -> tuple[str, ...]:
+    return tuple(
+        nick
+        for nick in sorted(_nicknamer().nicknames_of(first))
+        if len(nick) >= 3 and nick.isalpha() and lx.name_score(nick) >= 0.5
+    )
 
 
 def _name_parts(people: Iterable[PersonName]) -> Iterator[str]:
