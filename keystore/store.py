@@ -31,7 +31,8 @@ from keystore.subkeys import ROOT_BYTES, StoreKeys
 
 ROOT_BINDING = b"deidstream/v1/store-root"
 _MAX_CONFLICT_RETRIES = 8
-_MARK_CACHE = 8192  # marks whose sealed form is remembered (see ``_sealed_mark``)
+_MARK_CACHE = 1024  # marks whose sealed form is remembered (see ``_sealed_mark``): a
+# CAS follows its read within one document, and commit carries the mark itself
 
 
 @dataclass(slots=True)

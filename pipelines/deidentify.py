@@ -367,7 +367,7 @@ def is_mixed_case(text: str) -> bool:
 # Compiled guard patterns, shared by documents: a patient's known names recur in every one
 # of their notes. Bounded, and separate from ``re``'s own 512-entry cache, which the
 # detector's libraries also use (misses there recompiled the same patterns per document).
-_compiled = lru_cache(maxsize=4096)(re.compile)
+_compiled = lru_cache(maxsize=2048)(re.compile)  # ~1.2 KB each
 
 
 def known_terms(identifiers: Identifiers, policy: Policy, text: str = "") -> list[Term]:

@@ -70,7 +70,7 @@ from pipelines.versions import (
 
 OutcomeKind = Literal["publish", "tombstone", "duplicate", "superseded", "held", "context"]
 NEAR_DUPLICATE_THRESHOLD = 0.8
-PSEUDONYM_CACHE = 8192  # (kind, parts) → pseudonym, most recently used kept
+PSEUDONYM_CACHE = 4096  # (kind, parts) → pseudonym, most recently used kept
 _EMPTY_COUNTS: Mapping[str, int] = MappingProxyType({})
 _EMPTY_TIMES: Mapping[str, float] = MappingProxyType({})
 

@@ -416,7 +416,7 @@ def _unpack(text: str) -> tuple[int, ...]:
     return struct.unpack(f"<{len(data) // 4}I", data)
 
 
-@lru_cache(maxsize=8192)
+@lru_cache(maxsize=2048)  # ~4.3 KB each: ~9 MB when full
 def _unpacked_set(text: str) -> frozenset[int]:
     """A stored sketch as a set, decoded once: every document of the patient compares
     against the same stored visits."""
