@@ -249,3 +249,10 @@ def test_names_joined_by_a_slash_after_a_title() -> None:
 
 def test_a_clinical_letter_with_a_period_is_no_initial_in_a_one_case_note() -> None:
     assert not found(_LOWER_NOTE + "r > l. perl 3mm bilaterally and brisk.")
+
+
+def test_an_everyday_word_surname_after_dr_in_a_one_case_note() -> None:
+    text = "spoke with dr okonkwo and dr white today about options. pt comfortable, family here."
+    assert found(text).get("white") is Category.NAME_PROVIDER
+    traps = "DR WILL SEE PT IN AM. DR MAY CHANGE ORDERS. DR AWARE. DR CALL BACK. DR CHECK LABS."
+    assert found(traps) == {}

@@ -209,3 +209,17 @@ def _rare_unknown(tok: Token) -> bool:
 def _dotted_credential(text: str, tok: Token) -> bool:
     """``R.N.`` / ``M.D.`` written with periods."""
     return text[tok.end : tok.end + 3].upper() in {".N.", ".D."}
+
+
+def _word_surname_after_dr(tok: Token) -> bool:
+    """ "dr small", "DR. PRICE" in a one-case note: after a doctor's title a census surname
+    that is also an everyday word is still the surname — but not a function word or a modal
+    verb ("dr will see", "dr may change": Zipf 5.9 and above), a rare surname that is mostly a
+word ("dr check", "dr call back") nor a cue ("dr aware")."""
+    low = _base(tok.lower)
+    return (
+        len(low) >= 3
+        and low not in _CUE_WORDS
+        and lx.last_names().get(low, 0.0) >= 0.01  # a surname at least 1 in 10,000 carry
+        and lx.zipf(low) < 5.9
+    )

@@ -57,6 +57,7 @@ from pipelines.phi.recognizers.name_words import (
     _sentence_start,
     _surname_after_first,
     _tight,
+    _word_surname_after_dr,
 )
 from pipelines.phi.registry import register
 from pipelines.spans import Category, Span
@@ -227,7 +228,9 @@ class NameRecognizer(Recognizer):
                     ):
                         take(nxt, title, 0.85)
                         nxt += 1
-                    if ok(nxt, 3):
+                    if ok(nxt, 3) or (
+                        title is P and not mixed and _word_surname_after_dr(words[nxt])
+                    ):
                         if nxt != i + 1:
                             take(i + 1, title, 0.9)
                         i = run_right(nxt, title, 0.9, 3)
