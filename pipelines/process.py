@@ -214,11 +214,9 @@ class Processor:
         parse_seconds = self._timer() - started
         outcomes = []
         for i, document in enumerate(documents):
-            outcome = self.process_document(document, now=now)
-            if i == 0:
-                times = {"parse": parse_seconds, **outcome.stage_seconds}
-                outcome = _with_times(outcome, times)
-            outcomes.append(outcome)
+            # the message's parse time goes with its first document
+            times = {"parse": parse_seconds} if i == 0 else {}
+            outcomes.append(self._process_document(document, times))
         if incomplete is not None:
             incomplete.outcomes = outcomes  # type: ignore[attr-defined]
             raise incomplete
@@ -261,7 +259,9 @@ class Processor:
     # -- one document -----------------------------------------------------------------
     def process_document(self, document: ClinicalDocument, *, now: datetime) -> Outcome:
         del now  # documents carry their own dates; kept in the signature for the service
-        times: dict[str, float] = {}
+        return self._process_document(document, {})
+
+    def _process_document(self, document: ClinicalDocument, times: dict[str, float]) -> Outcome:
         source = document.source.value
         if not document.patient_id:
             raise MissingPatientId("document has no patient id", message=document.message_id)
@@ -271,7 +271,9 @@ class Processor:
         if getattr(document, "context_only", False):
             if remember_context(state, document.identifiers):
                 self.store.save(document.assigning_authority, document.patient_id, state)
-            return Outcome("context", None, None, (("source", source),))
+            return Outcome(
+                "context", None, None, (("source", source),), stage_seconds=MappingProxyType(times)
+            )
         document = with_context(document, state)
         t0 = self._timer()
         key = self._pseudonym("research-key", state.seed, _grouping(document), _type_key(document))
@@ -290,8 +292,9 @@ class Processor:
                 written is not None and self.store.compare_and_set_mark(key, raw, written)
             ):
                 times["dedup"] += self._timer() - t0
-                if outcome.ack is not None:
-                    outcome = replace(outcome, ack=replace(outcome.ack, mark=written))
+                ack = outcome.ack
+                if ack is not None:
+                    ack = AckToken(ack.key, ack.text_hash, ack.state, written)
                 t0 = self._timer()
                 if verdict.decision is Decision.PUBLISH and not held:
                     work.remember_sketch()
@@ -301,7 +304,7 @@ class Processor:
                     times["near_duplicate"] = (
                         times.get("near_duplicate", 0.0) + self._timer() - t0
                     )
-                return _with_times(outcome, times)
+                return replace(outcome, ack=ack, stage_seconds=MappingProxyType(times))
         raise TransientError("version mark contention: compare-and-set kept losing", key=key)
 
     # -- helpers used by _Work ----------------------------------------------------------
@@ -517,10 +520,6 @@ def with_context(document: ClinicalDocument, state: PatientState) -> ClinicalDoc
 
 def _ack_step(token: AckToken, mark: Mark) -> Mark:
     return acknowledge(mark, token.text_hash, token.state)
-
-
-def _with_times(outcome: Outcome, times: Mapping[str, float]) -> Outcome:
-    return replace(outcome, stage_seconds=MappingProxyType(dict(times)))
 
 
 # -- defaults wired to the other packages (imported lazily: they may be absent) ---------
