@@ -213,9 +213,9 @@ def _dotted_credential(text: str, tok: Token) -> bool:
 
 def _word_surname_after_dr(tok: Token) -> bool:
     """ "dr small", "DR. PRICE" in a one-case note: after a doctor's title a census surname
-    that is also an everyday word is still the surname — but not a function word or a modal
-    verb ("dr will see", "dr may change": Zipf 5.9 and above), a rare surname that is mostly a
-word ("dr check", "dr call back") nor a cue ("dr aware")."""
+        that is also an everyday word is still the surname — but not a function word or a modal
+        verb ("dr will see", "dr may change": Zipf 5.9 and above), a rare surname that is mostly a
+    word ("dr check", "dr call back") nor a cue ("dr aware")."""
     low = _base(tok.lower)
     return (
         len(low) >= 3
