@@ -256,3 +256,9 @@ def test_an_everyday_word_surname_after_dr_in_a_one_case_note() -> None:
     assert found(text).get("white") is Category.NAME_PROVIDER
     traps = "DR WILL SEE PT IN AM. DR MAY CHANGE ORDERS. DR AWARE. DR CALL BACK. DR CHECK LABS."
     assert found(traps) == {}
+
+
+def test_a_possessive_kinship_word_before_name_is() -> None:
+    text = "PT RESTING. DAUGHTER'S NAME IS ROSALIND, SHE CALLED. HR 80 NSR."
+    assert found(text) == {"ROSALIND": Category.NAME_RELATIVE}
+    assert found("PT RESTING. WIFE'S CONCERNS ADDRESSED. HR 80 NSR.") == {}

@@ -77,6 +77,10 @@ ROLE_SLIPS: Final = {
     if cat is R and len(word) >= 7 and "-" not in word  # shorter ones slip into words
     for slip in lx.slips(word)
 }
+# Possessive kinship words: "daughter's name is Ann", "wife's (Mary)".
+ROLE_POSSESSIVE: Final = {
+    f"{word}{mark}": R for word, cat in ROLE_BEFORE.items() if cat is R for mark in ("'s", "’s")
+}
 # "with" / "by" / "to" cue a name only after a verb of talking or seeing ("spoke with Jones").
 VERB_THEN_NAME: Final = {
     **dict.fromkeys(
@@ -129,6 +133,7 @@ _TRIGGERS: Final = frozenset(
         *ROLE_BEFORE,
         *ROLE_AFTER,
         *ROLE_SLIPS,
+        *ROLE_POSSESSIVE,
         "with",
         "w",
         "by",

@@ -28,6 +28,7 @@ from pipelines.phi.recognizers.name_cues import (
     PT,
     ROLE_AFTER,
     ROLE_BEFORE,
+    ROLE_POSSESSIVE,
     ROLE_SLIPS,
     TITLES,
     VERB_THEN_NAME,
@@ -255,6 +256,13 @@ class NameRecognizer(Recognizer):
                 role = ROLE_BEFORE.get(low)
                 if role is None and low in ROLE_SLIPS:
                     role = _role_slip(low)
+                if (  # "daughter's name is Ann" (not "wife's concerns")
+                    role is None
+                    and low in ROLE_POSSESSIVE
+                    and i + 1 < n
+                    and words[i + 1].lower in {"name", "names", "named"}
+                ):
+                    role = R
                 if (  # "Jane Doe (daughter)", "J. Doe (resident)": the role in parentheses
                     role is not None
                     and i > 0
