@@ -119,11 +119,24 @@ def create_app(
     async def readyz() -> JSONResponse:
         """Readiness: broker and key store reachable, partitions assigned."""
         st = the_runner.status()
+        reasons = []
+        if not st["started"]:
+            reasons.append("starting")
+        if not st["broker_reachable"]:
+            reasons.append("broker_unreachable")
+        if st["keystore_fault"]:
+            reasons.append(f"keystore_fault:{st['keystore_fault']}")
+        elif not st["keystore_reachable"]:
+            reasons.append("keystore_unreachable")
+        if not st["assignments"]:
+            reasons.append("no_partitions")
         body = {
             "ready": st["ready"],
             "broker_reachable": st["broker_reachable"],
             "keystore_reachable": st["keystore_reachable"],
+            "keystore_fault": st["keystore_fault"],
             "assigned_partitions": len(st["assignments"]),
+            "reasons": [] if st["ready"] else reasons,
         }
         code = status.HTTP_200_OK if st["ready"] else status.HTTP_503_SERVICE_UNAVAILABLE
         return JSONResponse(body, status_code=code)

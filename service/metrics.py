@@ -135,6 +135,13 @@ class Metrics:
             "Offset commits after a batch's outputs were acknowledged.",
             registry=r,
         )
+        self.keystore_fault = Gauge(
+            "deidstream_keystore_fault",
+            "1 while the key store as a whole is unusable (wrong or missing master key, a store "
+            "that cannot be opened, many records failing authentication), by reason class.",
+            ["reason_class"],
+            registry=r,
+        )
         self.ready = Gauge(
             "deidstream_ready",
             "1 when broker and key store are reachable and partitions are assigned.",

@@ -22,12 +22,21 @@ batch lock). A record the broker refuses (too large) is replaced by a dead lette
 Transient errors (broker, key store) are retried with exponential backoff and jitter — nothing
 is committed meanwhile and readiness goes false. Errors of the input go to the dead-letter topic
 and the stream goes on: no input can block its partition.
+
+Key-store faults of the store as a whole are not the input's fault and are never dead-lettered:
+a missing or unknown master key (``MissingKeyError``), a store that cannot be opened, or
+``KEY_FAULT_STREAK`` records of different patients in a row failing authentication. They are
+retried with backoff like an outage (the processor is re-opened first, so a corrected key file
+is picked up), readiness goes false with the reason class (``/readyz``,
+``deidstream_keystore_fault``), and nothing is committed. One record failing authentication
+alone is dead-lettered (``keystore_integrity``), never given a new identity.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import hashlib
 import logging
 import time
 from collections import Counter as Tally
@@ -53,13 +62,23 @@ from aiokafka.errors import (
 )
 from tenacity import AsyncRetrying, retry_if_exception, wait_exponential, wait_random
 
-from pipelines.errors import DeidstreamError, LeakHeldBack, PartialInput
+from pipelines.errors import (
+    DeidstreamError,
+    IntegrityError,
+    KeystoreError,
+    LeakHeldBack,
+    MissingKeyError,
+    PartialInput,
+)
 from service.metrics import Metrics, package_version
 from service.settings import Settings
 
 log = logging.getLogger("deidstream.runner")
 
 MAX_REASON_CHARS = 400
+# this many records of different patients in a row failing authentication: the store (its
+# key) is wrong, not the records — stop and retry instead of dead-lettering the stream
+KEY_FAULT_STREAK = 3
 RESEARCH_CONTENT_TYPE = "application/fhir+json"
 
 
@@ -84,12 +103,23 @@ class Stopping(Exception):  # noqa: N818 - control flow, not an error
     """Raised inside a batch when a stop was requested while waiting on a retry."""
 
 
+class StoreFault(Exception):  # noqa: N818 - a retry signal, carries the reason class only
+    """The key store as a whole is unusable (wrong key, cannot open): retry, never
+    dead-letter. Carries the reason class, no content."""
+
+    def __init__(self, reason_class: str) -> None:
+        super().__init__(reason_class)
+        self.reason_class = reason_class
+
+
 # the broker refuses this one record (size, corruption): retrying cannot help, so the record
 # is replaced (research/held output → dead-letter of the input; dead letter → without value)
 RECORD_REJECTED = (MessageSizeTooLargeError, RecordTooLargeError, CorruptRecordException)
 
 
 def _is_retriable(exc: BaseException) -> bool:
+    if isinstance(exc, StoreFault):
+        return True
     if isinstance(exc, DeidstreamError):
         return bool(exc.retriable)
     if isinstance(exc, KafkaTimeoutError):
@@ -125,6 +155,15 @@ def _headers_list(raw: Any) -> list[tuple[str, bytes]]:
             continue
         out.append((str(name), value if isinstance(value, bytes) else str(value).encode()))
     return out
+
+
+def _subject(rec: Any) -> str | None:
+    """Who an input is about, to tell patients apart in memory only (inputs are keyed by
+    patient): a digest of the record key, never logged."""
+    key = getattr(rec, "key", None)
+    if not key:
+        return None
+    return hashlib.blake2b(key, digest_size=8).hexdigest()
 
 
 def _safe_reason(exc: BaseException) -> tuple[str, str]:
@@ -223,6 +262,8 @@ class Runner:
         self.counts: Tally[str] = Tally()
         self.broker_ok = False
         self.keystore_ok = False
+        self.keystore_fault: str | None = None  # reason class while the store is unusable
+        self._integrity_streak: list[str] = []  # patients whose records failed in a row
         self.started = False
         self._stop = asyncio.Event()
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="deidstream-proc")
@@ -289,11 +330,68 @@ class Runner:
         """Build the processor on the worker thread (it owns the key store connection)."""
         if self._processor is not None:
             return
-        loop = asyncio.get_running_loop()
-        self._processor = await self._retry(
-            "keystore", lambda: loop.run_in_executor(self._executor, self.processor_factory)
-        )
+        self._processor = await self._retry("keystore", self._open_processor)
         self.keystore_ok = True
+        self._clear_store_fault()
+
+    async def _open_processor(self) -> Processor:
+        """Run the factory on the worker thread; a key store that cannot be opened for a
+        reason other than an outage (wrong or missing key, unusable file) is a StoreFault."""
+        loop = asyncio.get_running_loop()
+        try:
+            made: Processor = await loop.run_in_executor(self._executor, self.processor_factory)
+        except KeystoreError as exc:
+            if exc.retriable:
+                raise
+            self._set_store_fault(exc.reason_class)
+            raise StoreFault(exc.reason_class) from exc
+        return made
+
+    async def _reopen_processor(self) -> None:
+        """After a store fault: open the store again (a corrected key file is read anew);
+        the old processor is closed (its store flushed) once the new one works."""
+        old = self._processor
+        new = await self._open_processor()
+        if new is old:
+            return
+        self._processor = new
+        closer = getattr(old, "close", None)
+        if callable(closer):
+            try:
+                await asyncio.get_running_loop().run_in_executor(self._executor, closer)
+            except Exception as exc:  # noqa: BLE001 - the old store is being replaced anyway
+                log.warning("closing the faulty processor failed: %s", type(exc).__name__)
+
+    def _set_store_fault(self, reason_class: str) -> None:
+        if self.keystore_fault != reason_class:
+            log.error("key store unusable (%s): not ready, retrying; nothing is committed or "
+                      "dead-lettered until it is fixed", reason_class)
+            if self.keystore_fault is not None:
+                self.metrics.keystore_fault.labels(self.keystore_fault).set(0)
+        self.keystore_fault = reason_class
+        self.keystore_ok = False
+        self.metrics.keystore_fault.labels(reason_class).set(1)
+        self._update_ready()
+
+    def _clear_store_fault(self) -> None:
+        if self.keystore_fault is not None:
+            log.warning("key store usable again (was %s)", self.keystore_fault)
+            self.metrics.keystore_fault.labels(self.keystore_fault).set(0)
+            self.keystore_fault = None
+        if not self.keystore_ok:
+            self.keystore_ok = True
+        self._update_ready()
+
+    def _store_wide(self, exc: DeidstreamError, subject: str | None) -> bool:
+        """Is this refusal about the whole store rather than this one record?"""
+        if isinstance(exc, MissingKeyError):
+            return True  # no key, or a key id the keyring does not have: configuration
+        if isinstance(exc, IntegrityError):
+            tag = str(exc.coordinates.get("record") or subject or "")
+            if tag not in self._integrity_streak:
+                self._integrity_streak.append(tag)
+            return len(self._integrity_streak) >= KEY_FAULT_STREAK
+        return False
 
     async def _connect_producer(self) -> None:
         s = self.settings
@@ -470,7 +568,7 @@ class Runner:
                 rec, "oversize", f"message of {len(raw)} bytes exceeds the limit", first_seen
             )
         try:
-            outcomes = await self.process(raw, hint, first_seen)
+            outcomes = await self.process(raw, hint, first_seen, subject=_subject(rec))
         except Stopping:
             raise
         except LeakHeldBack as exc:
@@ -515,22 +613,29 @@ class Runner:
             if k not in ("reason_class", "reason") and v
         ]
 
-    async def process(self, raw: bytes, hint: str, now: datetime) -> Sequence[Any]:
-        """Run the processor on the worker thread, retrying transient failures."""
+    async def process(self, raw: bytes, hint: str, now: datetime, *,
+                      subject: str | None = None) -> Sequence[Any]:
+        """Run the processor on the worker thread, retrying transient failures and faults of
+        the whole key store (``subject`` tells patients apart for the integrity streak)."""
         loop = asyncio.get_running_loop()
-        call = partial(self._need(self._processor).process, raw, content_hint=hint, now=now)
 
         async def attempt() -> Sequence[Any]:
+            if self.keystore_fault is not None:
+                await self._reopen_processor()  # raises StoreFault while still unusable
+            call = partial(self._need(self._processor).process, raw, content_hint=hint, now=now)
             try:
                 result = await loop.run_in_executor(self._executor, call)
             except DeidstreamError as exc:
                 if exc.retriable:
                     self.keystore_ok = False
                     self._update_ready()
+                elif self._store_wide(exc, subject):
+                    self._set_store_fault(exc.reason_class)
+                    raise StoreFault(exc.reason_class) from exc
                 raise
-            if not self.keystore_ok:
-                self.keystore_ok = True
-                self._update_ready()
+            self._integrity_streak.clear()
+            if not self.keystore_ok or self.keystore_fault is not None:
+                self._clear_store_fault()
             return result
 
         return await self._retry("process", attempt)
@@ -827,7 +932,7 @@ class Runner:
                 store_ok = False
             if store_ok != self.keystore_ok:
                 log.warning("key store reachable: %s", store_ok)
-            self.keystore_ok = store_ok
+            self.keystore_ok = store_ok and self.keystore_fault is None
         self._update_ready()
 
     async def _after_outage(self) -> None:
@@ -901,6 +1006,7 @@ class Runner:
             "started": self.started,
             "broker_reachable": self.broker_ok,
             "keystore_reachable": self.keystore_ok,
+            "keystore_fault": self.keystore_fault,
             "group_id": self.settings.group_id,
             "input_topics": list(self.settings.input_topics),
             "assignments": parts,
