@@ -7,11 +7,11 @@ still gives what it says (logical id, ``identifier``, ``display``).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from datetime import date
 
 from pipelines.document import Address, Identifier, PersonName
 from pipelines.fhir.json import Json, codes, obj, objs, string, strings
+from pipelines.identifiers import CollectedIdentifiers
 
 SSN_SYSTEMS = ("http://hl7.org/fhir/sid/us-ssn",)
 SSN_CODES = frozenset({"SS", "SSN", "SB"})
@@ -131,20 +131,10 @@ def birth_date(value: str) -> date | None:
         return None
 
 
-@dataclass(slots=True)
-class Collected:
-    """Identifiers gathered from the structured part, in the order found."""
+class Collected(CollectedIdentifiers):
+    """Identifiers gathered from FHIR resources, in the order found."""
 
-    patient_names: list[PersonName] = field(default_factory=list)
-    patient_ids: list[Identifier] = field(default_factory=list)
-    birth_date: date | None = None
-    ssn: list[str] = field(default_factory=list)
-    addresses: list[Address] = field(default_factory=list)
-    phones: list[str] = field(default_factory=list)
-    emails: list[str] = field(default_factory=list)
-    providers: list[PersonName] = field(default_factory=list)
-    relatives: list[PersonName] = field(default_factory=list)
-    other_ids: list[Identifier] = field(default_factory=list)
+    __slots__ = ()
 
     def telecom(self, res: Json, path: str) -> None:
         for t in objs(res, "telecom", path):

@@ -34,7 +34,6 @@ from __future__ import annotations
 import base64
 import binascii
 from datetime import UTC, datetime
-from typing import TypeVar
 
 from pipelines.document import (
     ClinicalDocument,
@@ -70,7 +69,6 @@ DOC_STATUS = {
 REPLACING = frozenset({"replaces", "appends", "transforms"})
 _PREFERENCE = ("plain", "html", "rtf")
 FHIR_AUTHORITY = "fhir"  # assigning authority of patients keyed by a FHIR logical id
-_T = TypeVar("_T")
 
 
 def parse_instant(value: str) -> datetime | None:
@@ -235,23 +233,7 @@ class _DocumentReader:
         return ""
 
     def identifiers(self) -> Identifiers:
-        c = self.c
-
-        def u(items: list[_T]) -> tuple[_T, ...]:
-            return tuple(dict.fromkeys(items))
-
-        return Identifiers(
-            patient_names=u(c.patient_names),
-            birth_date=c.birth_date,
-            patient_ids=u(c.patient_ids),
-            ssn=u(c.ssn),
-            addresses=u(c.addresses),
-            phones=u(c.phones),
-            emails=u(c.emails),
-            provider_names=u(c.providers),
-            relative_names=u(c.relatives),
-            other_ids=u(c.other_ids),
-        )
+        return self.c.freeze()
 
 
 def _report_type(concept: Json, path: str) -> ReportType:

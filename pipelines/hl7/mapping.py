@@ -25,9 +25,7 @@ from __future__ import annotations
 import base64
 import binascii
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from datetime import datetime
-from typing import TypeVar
 
 from pipelines.document import (
     Address,
@@ -51,6 +49,7 @@ from pipelines.errors import (
 from pipelines.hl7 import datatypes as dt
 from pipelines.hl7.er7 import Delimiters, Er7Message, Segment, pick, read_message
 from pipelines.hl7.escapes import decode_escapes
+from pipelines.identifiers import CollectedIdentifiers
 from pipelines.markup import decode_bytes, is_text_type, to_text
 
 SUPPORTED: dict[str, frozenset[str]] = {
@@ -111,31 +110,12 @@ _ED_MEDIA = {
     "sgml": "text/xml",
     "rtf": "text/rtf",
 }
-_T = TypeVar("_T")
 
 
 def _code(value: str) -> str:
     """A protocol code fit for an error reason: short and alphanumeric, else '?'."""
     v = value.strip()
     return v if v and len(v) <= 8 and v.replace("_", "").isalnum() and v.isascii() else "?"
-
-
-@dataclass(slots=True)
-class _Collected:
-    patient_names: list[PersonName] = field(default_factory=list)
-    patient_ids: list[Identifier] = field(default_factory=list)
-    ssn: list[str] = field(default_factory=list)
-    accounts: list[str] = field(default_factory=list)
-    addresses: list[Address] = field(default_factory=list)
-    phones: list[str] = field(default_factory=list)
-    emails: list[str] = field(default_factory=list)
-    providers: list[PersonName] = field(default_factory=list)
-    relatives: list[PersonName] = field(default_factory=list)
-    other_ids: list[Identifier] = field(default_factory=list)
-
-
-def _uniq(items: list[_T]) -> tuple[_T, ...]:
-    return tuple(dict.fromkeys(items))
 
 
 class _Reader:
@@ -145,7 +125,7 @@ class _Reader:
         self.msg = msg
         self.d = msg.delimiters
         self.cs = msg.charset
-        self.c = _Collected()
+        self.c = CollectedIdentifiers()
 
     def val(self, seg: Segment, n: int, comp: int = 0, sub: int = 0, rep: int = 0) -> str:
         return decode_escapes(seg.raw(n, rep, comp, sub), self.d, charset=self.cs).strip()
@@ -263,19 +243,10 @@ class _Reader:
 
     def identifiers(self, birth_date_raw: str) -> Identifiers:
         c = self.c
-        return Identifiers(
-            patient_names=_uniq(c.patient_names),
-            birth_date=dt.parse_date(birth_date_raw),
-            patient_ids=_uniq(c.patient_ids),
-            ssn=_uniq(c.ssn),
-            account_numbers=_uniq(c.accounts),
-            addresses=_uniq(c.addresses),
-            phones=_uniq(c.phones),
-            emails=_uniq(c.emails),
-            provider_names=_uniq(c.providers),
-            relative_names=_uniq([r for r in c.relatives if r not in c.patient_names]),
-            other_ids=_uniq(c.other_ids),
-        )
+        c.birth_date = dt.parse_date(birth_date_raw)
+        # NK1/GT1/IN1 may name the patient themself (relationship SEL): not a relative
+        c.relatives = [r for r in c.relatives if r not in c.patient_names]
+        return c.freeze()
 
     # -- narrative -----------------------------------------------------------------------
     def ed_text(self, seg: Segment, rep: str) -> str | None:

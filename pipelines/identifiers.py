@@ -1,0 +1,53 @@
+"""What a mapper (HL7 v2 or FHIR) gathers from the structured part, frozen into Identifiers.
+
+Both mappers walk their input once, appending what they find in order; duplicates are dropped
+on freezing (first occurrence kept) so the detector sees each value once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from datetime import date
+from typing import TypeVar
+
+from pipelines.document import Address, Identifier, Identifiers, PersonName
+
+_T = TypeVar("_T")
+
+
+def unique(items: Iterable[_T]) -> tuple[_T, ...]:
+    """The items once each, in first-seen order."""
+    return tuple(dict.fromkeys(items))
+
+
+@dataclass(slots=True)
+class CollectedIdentifiers:
+    """Identifiers gathered so far, in the order found (mutable while a message is read)."""
+
+    patient_names: list[PersonName] = field(default_factory=list)
+    patient_ids: list[Identifier] = field(default_factory=list)
+    birth_date: date | None = None
+    ssn: list[str] = field(default_factory=list)
+    accounts: list[str] = field(default_factory=list)
+    addresses: list[Address] = field(default_factory=list)
+    phones: list[str] = field(default_factory=list)
+    emails: list[str] = field(default_factory=list)
+    providers: list[PersonName] = field(default_factory=list)
+    relatives: list[PersonName] = field(default_factory=list)
+    other_ids: list[Identifier] = field(default_factory=list)
+
+    def freeze(self) -> Identifiers:
+        return Identifiers(
+            patient_names=unique(self.patient_names),
+            birth_date=self.birth_date,
+            patient_ids=unique(self.patient_ids),
+            ssn=unique(self.ssn),
+            account_numbers=unique(self.accounts),
+            addresses=unique(self.addresses),
+            phones=unique(self.phones),
+            emails=unique(self.emails),
+            provider_names=unique(self.providers),
+            relative_names=unique(self.relatives),
+            other_ids=unique(self.other_ids),
+        )
