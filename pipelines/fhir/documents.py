@@ -55,6 +55,8 @@ from pipelines.fhir.context import Collected, Resolver, logical_id, name_from_di
 from pipelines.fhir.json import Json, codes, obj, objs, string
 from pipelines.markup import decode_bytes, is_text_type, to_text
 
+# DocumentReference.docStatus (composition-status) and DiagnosticReport.status
+# (diagnostic-report-status) share these codes and their meaning here
 DOC_STATUS = {
     "preliminary": Status.PRELIMINARY,
     "registered": Status.PRELIMINARY,
@@ -326,24 +328,11 @@ def document_reference(
     )
 
 
-DIAGNOSTIC_STATUS = {
-    "registered": Status.PRELIMINARY,
-    "partial": Status.PRELIMINARY,
-    "preliminary": Status.PRELIMINARY,
-    "final": Status.FINAL,
-    "amended": Status.AMENDED,
-    "appended": Status.AMENDED,
-    "corrected": Status.CORRECTED,
-    "cancelled": Status.ENTERED_IN_ERROR,
-    "entered-in-error": Status.ENTERED_IN_ERROR,
-}
-
-
 def diagnostic_report(
     res: Json, resolver: Resolver, path: str, message_id: str = ""
 ) -> ClinicalDocument:
     r = _DocumentReader(res, resolver, path)
-    status = DIAGNOSTIC_STATUS.get(string(res, "status", path), Status.FINAL)
+    status = DOC_STATUS.get(string(res, "status", path), Status.FINAL)
     text, _media, language = _text_or_retraction(
         objs(res, "presentedForm", path), f"{path}.presentedForm", status
     )
