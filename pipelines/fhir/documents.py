@@ -38,7 +38,6 @@ from datetime import UTC, datetime
 from pipelines.document import (
     ClinicalDocument,
     Identifier,
-    Identifiers,
     ReportType,
     Source,
     Status,
@@ -234,8 +233,43 @@ class _DocumentReader:
                 return value
         return ""
 
-    def identifiers(self) -> Identifiers:
-        return self.c.freeze()
+    def document(
+        self,
+        text: str,
+        language: str,
+        status: Status,
+        patient: tuple[str, str],
+        visit_id: str,
+        *,
+        document_id: str,
+        message_id: str,
+        report_type: ReportType,
+        filing: datetime | None,
+        document_date: datetime | None,
+        replaces: str | None = None,
+    ) -> ClinicalDocument:
+        """The document, with what every FHIR resource gets alike: the message id defaults to
+        the document id, the version number is meta.versionId (R5: version), the language is
+        the attachment's, else the resource's."""
+        return ClinicalDocument(
+            text=text,
+            identifiers=self.c.freeze(),
+            source=Source.FHIR,
+            message_id=message_id or document_id,
+            document_id=document_id,
+            patient_id=patient[0],
+            assigning_authority=patient[1],
+            visit_id=visit_id,
+            report_type=report_type,
+            status=status,
+            version=VersionMarker(
+                filing_time=filing,
+                version_number=_version_number(self.res, self.path),
+                replaces_id=replaces or None,
+            ),
+            document_date=document_date,
+            language=language or string(self.res, "language", self.path),
+        )
 
 
 def _report_type(concept: Json, path: str) -> ReportType:
@@ -243,6 +277,10 @@ def _report_type(concept: Json, path: str) -> ReportType:
     loinc = [c for c in coded if "loinc" in c[0]]
     system, code, display = (loinc or coded or [("", "", "")])[0]
     return ReportType(code=code, display=display or string(concept, "text", path), system=system)
+
+
+def _last_updated(res: Json, path: str) -> datetime | None:
+    return parse_instant(string(obj(res, "meta", path), "lastUpdated", f"{path}.meta"))
 
 
 def _version_number(res: Json, path: str) -> int | None:
@@ -263,7 +301,7 @@ def document_reference(
     ]
     status = _docref_status(res, path)
     text, media, language = _text_or_retraction(content, f"{path}.content", status)
-    patient_id, authority = r.patient()
+    patient = r.patient()
 
     context = res.get("context")
     encounters: list[Json] = []
@@ -296,35 +334,26 @@ def document_reference(
             )
             if replaces:
                 break
-    date = parse_instant(string(res, "date", path)) or parse_instant(
-        string(obj(res, "meta", path), "lastUpdated", f"{path}.meta")
-    )
-    filing = parse_instant(string(obj(res, "meta", path), "lastUpdated", f"{path}.meta")) or date
+    date = parse_instant(string(res, "date", path))
+    last_updated = _last_updated(res, path)
     document_id = string(res, "id", path) or string(
         obj(res, "masterIdentifier", path), "value", path
     )
     if not document_id:
         ids = objs(res, "identifier", path)
         document_id = string(ids[0], "value", path) if ids else ""
-    return ClinicalDocument(
-        text=text,
-        identifiers=r.identifiers(),
-        source=Source.FHIR,
-        message_id=message_id or document_id,
+    return r.document(
+        text,
+        language,
+        status,
+        patient,
+        visit_id,
         document_id=document_id,
-        patient_id=patient_id,
-        assigning_authority=authority,
-        visit_id=visit_id,
+        message_id=message_id,
         report_type=_report_type(obj(res, "type", path), f"{path}.type"),
-        status=status,
-        version=VersionMarker(
-            filing_time=filing,
-            version_number=_version_number(res, path),
-            replaces_id=replaces or None,
-        ),
-        document_date=date,
-        content_type="text/plain",
-        language=language or string(res, "language", path),
+        filing=last_updated or date,
+        document_date=date or last_updated,
+        replaces=replaces,
     )
 
 
@@ -336,7 +365,7 @@ def diagnostic_report(
     text, _media, language = _text_or_retraction(
         objs(res, "presentedForm", path), f"{path}.presentedForm", status
     )
-    patient_id, authority = r.patient()
+    patient = r.patient()
     enc = obj(res, "encounter", path)
     visit_id = r.visit([enc] if enc else [], f"{path}.encounter")
     for key in ("performer", "resultsInterpreter"):
@@ -346,26 +375,17 @@ def diagnostic_report(
     effective = parse_instant(string(res, "effectiveDateTime", path)) or parse_instant(
         string(obj(res, "effectivePeriod", path), "start", path)
     )
-    document_id = string(res, "id", path)
-    return ClinicalDocument(
-        text=text,
-        identifiers=r.identifiers(),
-        source=Source.FHIR,
-        message_id=message_id or document_id,
-        document_id=document_id,
-        patient_id=patient_id,
-        assigning_authority=authority,
-        visit_id=visit_id,
+    return r.document(
+        text,
+        language,
+        status,
+        patient,
+        visit_id,
+        document_id=string(res, "id", path),
+        message_id=message_id,
         report_type=_report_type(obj(res, "code", path), f"{path}.code"),
-        status=status,
-        version=VersionMarker(
-            filing_time=parse_instant(string(obj(res, "meta", path), "lastUpdated", f"{path}.meta"))
-            or issued
-            or effective,
-            version_number=_version_number(res, path),
-        ),
+        filing=_last_updated(res, path) or issued or effective,
         document_date=effective or issued,
-        language=language or string(res, "language", path),
     )
 
 
