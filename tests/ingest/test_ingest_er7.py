@@ -13,6 +13,7 @@ from pipelines.hl7.datatypes import parse_date, parse_ts, xtn
 from pipelines.hl7.er7 import Delimiters, Er7Message, decode_message, parse_path
 from pipelines.hl7.escapes import decode_escapes
 from pipelines.hl7.framing import mllp_frame, split_messages, unframe_mllp
+from tests.ingest.er7_escape import escape
 
 D = Delimiters()
 
@@ -67,13 +68,7 @@ def test_text_without_escape_char_is_unchanged(text: str) -> None:
 
 @given(st.text(alphabet=st.sampled_from("ab|^&~\\"), max_size=30))
 def test_escaping_then_decoding_round_trips(text: str) -> None:
-    escaped = (
-        text.replace("\\", "\\E\\")
-        .replace("|", "\\F\\")
-        .replace("^", "\\S\\")
-        .replace("&", "\\T\\")
-        .replace("~", "\\R\\")
-    )
+    escaped = escape(text)
     assert decode_escapes(escaped, D) == text
 
 

@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 
 from pipelines.document import PersonName
 from pipelines.ingest import parse_input
+from tests.ingest.er7_escape import escape
 
 LIMIT = 1 << 20
 _LINE = (
@@ -24,16 +25,6 @@ _LINE = (
     .filter(bool)
 )
 _WORD = st.text(alphabet=st.characters(whitelist_categories=("Lu", "Ll")), min_size=1, max_size=12)
-
-
-def escape(text: str) -> str:
-    return (
-        text.replace("\\", "\\E\\")
-        .replace("|", "\\F\\")
-        .replace("^", "\\S\\")
-        .replace("&", "\\T\\")
-        .replace("~", "\\R\\")
-    )
 
 
 def oru(obx_lines: list[str], family: str, given_name: str) -> bytes:
