@@ -7,6 +7,7 @@ from __future__ import annotations
 import platform
 from collections.abc import Iterator
 from contextlib import contextmanager
+from functools import cache
 from importlib.metadata import PackageNotFoundError
 from importlib.metadata import version as dist_version
 from time import perf_counter
@@ -26,7 +27,10 @@ LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0
 KEYSTORE_BUCKETS = (0.0001, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.5, 1.0)
 
 
+@cache
 def package_version() -> str:
+    """The installed distribution's version. Cached: the metadata lookup took ~116 µs and
+    ran for every research record (on the event loop)."""
     try:
         return dist_version("deidstream")
     except PackageNotFoundError:
