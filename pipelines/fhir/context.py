@@ -18,6 +18,14 @@ SSN_CODES = frozenset({"SS", "SSN", "SB"})
 OTHER_ID_CODES = frozenset({"DL", "PPN", "DR", "SR", "NPI"})
 
 
+def reference_parts(reference: str) -> list[str]:
+    """The ``/``-separated parts of a reference, without a version tail (``_history/2``)."""
+    parts = reference.rstrip("/").split("/")
+    if len(parts) >= 4 and parts[-2] == "_history":
+        parts = parts[:-2]
+    return parts
+
+
 class Resolver:
     """Finds resources by reference: ``#id`` (contained), ``Type/id``, absolute URL, fullUrl."""
 
@@ -50,10 +58,8 @@ class Resolver:
         hit = self._by_key.get(reference)
         if hit is not None:
             return hit
-        parts = reference.rstrip("/").split("/")
+        parts = reference_parts(reference)
         if len(parts) >= 2:  # absolute URL or versioned reference: try the Type/id tail
-            if len(parts) >= 4 and parts[-2] == "_history":
-                parts = parts[:-2]
             return self._by_key.get(f"{parts[-2]}/{parts[-1]}")
         return None
 
@@ -73,9 +79,7 @@ def logical_id(reference: str) -> tuple[str, str]:
         return "", ""
     if reference.startswith("urn:uuid:") or reference.startswith("urn:oid:"):
         return reference.rsplit(":", 1)[1], ""
-    parts = reference.rstrip("/").split("/")
-    if len(parts) >= 4 and parts[-2] == "_history":
-        parts = parts[:-2]
+    parts = reference_parts(reference)
     if len(parts) < 2:
         return parts[0], ""
     base = "/".join(parts[:-2])

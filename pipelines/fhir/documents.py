@@ -50,7 +50,13 @@ from pipelines.errors import (
     UnsupportedContentType,
     UrlOnlyAttachment,
 )
-from pipelines.fhir.context import Collected, Resolver, logical_id, name_from_display
+from pipelines.fhir.context import (
+    Collected,
+    Resolver,
+    logical_id,
+    name_from_display,
+    reference_parts,
+)
 from pipelines.fhir.json import Json, codes, obj, objs, string
 from pipelines.markup import decode_bytes, is_text_type, to_text
 
@@ -157,9 +163,7 @@ def _docref_status(res: Json, path: str) -> Status:
 def _authority_of(reference: str) -> str:
     """``"fhir"`` for a Patient reference; a subject of another type (Group, Device…) gets
     its own id space so ``Group/5`` never shares an identity with ``Patient/5``."""
-    parts = reference.rstrip("/").split("/")
-    if len(parts) >= 4 and parts[-2] == "_history":
-        parts = parts[:-2]
+    parts = reference_parts(reference)
     rtype = parts[-2] if len(parts) >= 2 else "Patient"
     return FHIR_AUTHORITY if rtype == "Patient" else f"{FHIR_AUTHORITY}:{rtype}"
 
