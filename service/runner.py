@@ -2,23 +2,33 @@
 
 Delivery contract (at-least-once in, effectively-once out):
 
-1. fetch at most ``max_in_flight`` records (one batch in flight at a time);
+1. fetch a batch: at most ``max_in_flight`` records minus those of earlier batches still
+   finishing (everything fetched and not committed counts against the limit);
 2. process each record, in partition order, on a single worker thread (CPU-bound work stays
    off the event loop so heartbeats keep flowing; one thread keeps the processor's state and
    its database connection on one thread);
-3. send every output (research document, tombstone, dead-letter, held record) and wait for
-   every acknowledgement (``acks=all``); failed sends are retried with backoff, in key order;
-4. tell the processor its outputs are durable (``Processor.commit``: the version marks it
+3. hand the batch to its *finisher* (a task) and go back to 1: the finisher waits for the
+   previous batch's finisher, then sends every output (research document, tombstone,
+   dead-letter, held record) and waits for every acknowledgement (``acks=all``; failed sends
+   are retried with backoff, in key order);
+4. tells the processor its outputs are durable (``Processor.commit``: the version marks it
    wrote unacknowledged become acknowledged), once per batch;
-5. commit the batch's offsets.
+5. and commits the batch's offsets.
+
+So the next batch is processed while the previous one is being acknowledged and committed,
+and finishers run strictly in batch order: offsets are committed only after every output of
+that batch and of all earlier ones is acknowledged and confirmed, and outputs are sent in input
+order per partition (a batch's sends start after the previous batch's acks).
 
 A crash before (4) replays the uncommitted batch and the processor re-emits the same outcomes
 (same key, same bytes); after (4) the replay yields duplicates and publishes nothing. If a
-record repeats a research key already decided earlier in the same batch, the earlier outputs
-are flushed (3–4) first and the record is decided again, so in-batch repeats are dropped.
+record repeats a research key already decided earlier in the same batch or in a batch still
+finishing, the earlier batches are finished and the earlier outputs flushed (3–4) first and the
+record is decided again, so repeats are dropped.
 Records fetched before a rebalance are not processed (the new owner reads them from the
-committed offset). A rebalance waits for the batch in flight (the revoke callback takes the
-batch lock). A record the broker refuses (too large) is replaced by a dead letter.
+committed offset). A rebalance waits for everything in flight (the revoke callback takes the
+batch lock, then waits for the finishers). A record the broker refuses (too large) is replaced
+by a dead letter.
 Transient errors (broker, key store) are retried with exponential backoff and jitter — nothing
 is committed meanwhile and readiness goes false. Errors of the input go to the dead-letter topic
 and the stream goes on: no input can block its partition.
@@ -229,6 +239,10 @@ class _RebalanceListener(ConsumerRebalanceListener):
         # Taking the batch lock waits for the batch in flight: it publishes, confirms and
         # commits before the partitions go to another member.
         async with self.runner.batch_lock:
+            try:
+                await self.runner.drain()  # earlier batches: acknowledged, confirmed, committed
+            except Exception as exc:  # noqa: BLE001 - the runner reports it on its next await
+                log.warning("draining before a revoke failed: %s", type(exc).__name__)
             self.runner.generation += 1  # batches fetched before this point are stale
             for tp in revoked:
                 self.runner.forget_partition(tp)
@@ -272,6 +286,9 @@ class Runner:
         self._consumer: AIOKafkaConsumer | None = None
         self._task: asyncio.Task[None] | None = None
         self._last_probe = 0.0
+        # batches processed and not yet committed: (finisher task, research keys, records)
+        self._finishing: list[tuple[asyncio.Task[None], set[str], int]] = []
+        self._processing = 0  # records of the batch being processed now
 
     # ---------------------------------------------------------------- lifecycle
 
@@ -465,6 +482,12 @@ class Runner:
     async def _close(self) -> None:
         self.started = False
         self._update_ready()
+        for task, _keys, _n in self._finishing:
+            if not task.done():
+                task.cancel()
+            with contextlib.suppress(BaseException):
+                await task
+        self._finishing.clear()
         consumer, self._consumer = self._consumer, None
         producer, self._producer = self._producer, None
         if consumer is not None:
@@ -488,10 +511,15 @@ class Runner:
     async def run(self) -> None:
         consumer = self._need(self._consumer)
         while not self._stop.is_set():
+            self._reap()
+            room = self.settings.max_in_flight - self.in_flight
+            if room <= 0:
+                await self._wait_oldest()  # bounded memory: the oldest batch first
+                continue
             generation = self.generation
             try:
                 batch = await consumer.getmany(
-                    timeout_ms=300, max_records=self.settings.max_in_flight
+                    timeout_ms=50 if self._finishing else 300, max_records=room
                 )
             except KafkaError as exc:
                 self.broker_ok = False
@@ -508,6 +536,35 @@ class Runner:
                 await self._refresh_lag()
             except Exception as exc:  # noqa: BLE001 - bookkeeping must never stop the stream
                 log.warning("lag refresh failed: %s", type(exc).__name__)
+        await self.drain()  # a stop: finish and commit everything in flight
+
+    @property
+    def in_flight(self) -> int:
+        """Records fetched and not committed (batches finishing + the one processed)."""
+        return sum(n for _task, _keys, n in self._finishing) + self._processing
+
+    def _set_in_flight_gauge(self) -> None:
+        self.metrics.in_flight.set(self.in_flight)
+
+    def _reap(self) -> None:
+        """Forget finished finishers; a failed one raises here (Stopping, a fatal error)."""
+        while self._finishing and self._finishing[0][0].done():
+            task = self._finishing.pop(0)[0]
+            self._set_in_flight_gauge()
+            task.result()
+
+    async def _wait_oldest(self) -> None:
+        if self._finishing:
+            await asyncio.shield(self._finishing[0][0])
+        self._reap()
+
+    async def drain(self) -> None:
+        """Wait until every batch handed to a finisher is acknowledged and committed."""
+        while self._finishing:
+            await self._wait_oldest()
+
+    def _finishing_keys(self) -> set[str]:
+        return {k for task, keys, _n in self._finishing if not task.done() for k in keys}
 
     async def handle_batch(self, batch: Mapping[TopicPartition, Sequence[Any]],
                            generation: int | None = None) -> None:
@@ -525,7 +582,8 @@ class Runner:
             count = sum(len(r) for r in work.values())
             if not count:
                 return
-            self.metrics.in_flight.set(count)
+            self._processing = count
+            self._set_in_flight_gauge()
             try:
                 pending: list[Handled] = []
                 pending_keys: set[str] = set()
@@ -536,21 +594,36 @@ class Runner:
                         self.counts["consumed"] += 1
                         h = await self._handle_record(rec)
                         keys = h.research_keys()
-                        if keys & pending_keys:
-                            # Decided against a version of this batch that is not confirmed
-                            # yet: make the earlier outputs durable first, then decide again,
-                            # so a repeat inside one batch is dropped, not published twice.
-                            await self._flush(pending)
-                            pending, pending_keys = [], set()
+                        if keys & (pending_keys | self._finishing_keys()):
+                            # Decided against a version that is not confirmed yet (this batch
+                            # or one still finishing): make the earlier outputs durable first,
+                            # in order, then decide again, so a repeat is dropped, not
+                            # published twice.
+                            await self.drain()
+                            if keys & pending_keys:
+                                await self._flush(pending)
+                                pending, pending_keys = [], set()
                             h = await self._handle_record(rec)
                             keys = h.research_keys()
                         h.apply()
                         pending.append(h)
                         pending_keys |= keys
-                await self._flush(pending)
-                await self._commit({tp: recs[-1].offset + 1 for tp, recs in work.items()})
+                offsets = {tp: recs[-1].offset + 1 for tp, recs in work.items()}
+                previous = self._finishing[-1][0] if self._finishing else None
+                finisher = asyncio.get_running_loop().create_task(
+                    self._finish(previous, pending, offsets), name="deidstream-finish")
+                self._finishing.append((finisher, pending_keys, count))
             finally:
-                self.metrics.in_flight.set(0)
+                self._processing = 0
+                self._set_in_flight_gauge()
+
+    async def _finish(self, previous: asyncio.Task[None] | None, handled: list[Handled],
+                      offsets: dict[TopicPartition, int]) -> None:
+        """After the previous batch's finisher: publish, await the acks, confirm, commit."""
+        if previous is not None:
+            await asyncio.shield(previous)  # its failure is this batch's failure too
+        await self._flush(handled)
+        await self._commit(offsets)
 
     async def _flush(self, handled: list[Handled]) -> None:
         """Publish every output, wait for the acks, then confirm to the processor."""

@@ -1,0 +1,177 @@
+"""Batches overlap: the next batch is processed while the previous one waits for its acks and
+commit — but commits stay in batch order after every earlier output is acknowledged and
+confirmed, a batch's sends start after the previous batch's acks, a research key repeated
+across overlapping batches is decided again after the earlier batch is durable, and
+everything fetched counts against max_in_flight. The consumer and producer here are small
+fakes that let the test hold acknowledgements back (the Kafka side is covered by
+tests/integration)."""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass, field
+from typing import Any
+
+from aiokafka import TopicPartition
+
+from service.metrics import Metrics
+from service.runner import Runner
+from service.settings import Settings
+
+TP = TopicPartition("in.hl7v2", 0)
+
+
+@dataclass
+class Rec:
+    offset: int
+    value: bytes
+    key: bytes = b"k"
+    topic: str = TP.topic
+    partition: int = TP.partition
+    timestamp: int = 0
+    headers: list[tuple[str, bytes]] = field(default_factory=list)
+
+
+@dataclass
+class Out:
+    kind: str
+    research_key: str | None
+    value: bytes | None = None
+
+
+class Proc:
+    """Publishes a key the first time, a duplicate once that key's publish is confirmed."""
+
+    def __init__(self, log: list[str]) -> None:
+        self.log = log
+        self.confirmed: set[str] = set()
+
+    def process(self, raw: bytes, *, content_hint: str, now: Any) -> list[Out]:
+        key = raw.decode()
+        self.log.append(f"process {key}")
+        if key in self.confirmed:
+            return [Out("duplicate", None)]
+        return [Out("publish", key, raw)]
+
+    def commit(self, outcomes: list[Out]) -> None:
+        keys = [o.research_key for o in outcomes if o.research_key]
+        self.log.append(f"confirm {','.join(keys)}")
+        self.confirmed.update(k for k in keys if k)
+
+
+class Producer:
+    def __init__(self, log: list[str]) -> None:
+        self.log = log
+        self.acks: list[tuple[bytes, asyncio.Future[Any]]] = []
+
+    async def send(self, topic: str, value: bytes | None, *, key: bytes | None,
+                   headers: Any) -> asyncio.Future[Any]:
+        self.log.append(f"send {key.decode() if key else ''}")
+        fut: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        self.acks.append((key or b"", fut))
+        return fut
+
+    def ack_all(self) -> None:
+        for _key, fut in self.acks:
+            if not fut.done():
+                fut.set_result(None)
+
+
+class Consumer:
+    def __init__(self, log: list[str]) -> None:
+        self.log = log
+
+    def assignment(self) -> set[TopicPartition]:
+        return {TP}
+
+    async def commit(self, offsets: dict[TopicPartition, int]) -> None:
+        self.log.append(f"commit {offsets[TP]}")
+
+
+def _runner(log: list[str], **over: Any) -> tuple[Runner, Producer]:
+    settings = Settings(create_topics=False, retry_initial_seconds=0.01,
+                        retry_max_seconds=0.02, **over)
+    proc = Proc(log)
+    runner = Runner(settings, Metrics(), lambda: proc)
+    producer = Producer(log)
+    runner._producer = producer  # type: ignore[assignment]
+    runner._consumer = Consumer(log)  # type: ignore[assignment]
+    runner.broker_ok = True
+    return runner, producer
+
+
+async def _until(pred: Any) -> None:
+    for _ in range(500):
+        if pred():
+            return
+        await asyncio.sleep(0.01)
+    raise AssertionError("condition not reached")
+
+
+def _batch(*items: tuple[int, str]) -> dict[TopicPartition, list[Rec]]:
+    return {TP: [Rec(offset, value.encode()) for offset, value in items]}
+
+
+async def test_next_batch_is_processed_while_the_previous_waits_for_acks() -> None:
+    log: list[str] = []
+    runner, producer = _runner(log)
+    await runner.prepare_processor()
+    await asyncio.wait_for(runner.handle_batch(_batch((0, "a"), (1, "b"))), 2)
+    await _until(lambda: len(producer.acks) == 2)
+    assert runner.in_flight == 2  # sent, not acknowledged: still in flight
+    # the first batch's acks are held back, yet the second batch is processed
+    await asyncio.wait_for(runner.handle_batch(_batch((2, "c"))), 2)
+    assert "process c" in log
+    assert runner.in_flight == 3
+    assert runner.metrics.value("deidstream_messages_in_flight") == 3
+    await asyncio.sleep(0.05)
+    assert not any(e.startswith("commit") for e in log)  # nothing acknowledged yet
+    assert "send c" not in log  # a batch's sends wait for the previous batch's acks
+    producer.ack_all()
+    await _until(lambda: "send c" in log)
+    producer.ack_all()
+    await asyncio.wait_for(runner.drain(), 2)
+    order = [e for e in log if not e.startswith("process")]
+    assert order == ["send a", "send b", "confirm a,b", "commit 2", "send c", "confirm c",
+                     "commit 3"]
+    assert runner.in_flight == 0
+    await runner.stop()
+
+
+async def test_a_key_repeated_across_overlapping_batches_is_decided_again() -> None:
+    log: list[str] = []
+    runner, producer = _runner(log)
+    await runner.prepare_processor()
+    await runner.handle_batch(_batch((0, "a")))
+    await _until(lambda: len(producer.acks) == 1)
+    second = asyncio.create_task(runner.handle_batch(_batch((1, "a"))))
+    await asyncio.sleep(0.05)
+    assert not second.done()  # waits for the earlier batch before deciding again
+    producer.ack_all()
+    await asyncio.wait_for(second, 2)
+    await asyncio.wait_for(runner.drain(), 2)
+    assert log == ["process a", "send a", "process a", "confirm a", "commit 1",
+                   "process a", "confirm ", "commit 2"]  # the repeat is a duplicate: sent once
+    assert runner.counts["duplicate"] == 1
+    await runner.stop()
+
+
+async def test_everything_fetched_counts_against_max_in_flight() -> None:
+    log: list[str] = []
+    runner, producer = _runner(log, max_in_flight=3)
+    await runner.prepare_processor()
+    await runner.handle_batch(_batch((0, "a"), (1, "b")))
+    assert runner.settings.max_in_flight - runner.in_flight == 1  # room for one more only
+    await runner.handle_batch(_batch((2, "c")))
+    assert runner.in_flight == 3
+    waiting = asyncio.create_task(runner._wait_oldest())
+    await asyncio.sleep(0.05)
+    assert not waiting.done()  # the run loop would wait here instead of fetching
+    producer.ack_all()
+    await asyncio.wait_for(waiting, 2)
+    assert runner.in_flight <= 1
+    producer.ack_all()
+    await _until(lambda: "send c" in log)
+    producer.ack_all()
+    await asyncio.wait_for(runner.drain(), 2)
+    await runner.stop()
