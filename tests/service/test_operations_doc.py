@@ -1,0 +1,44 @@
+"""docs/operations.md names what an operator meets that tests/test_deploy.py does not derive
+from the error hierarchy: the reason classes the runner sets itself, the dead-letter headers,
+the readiness reasons, the request-timeout rule and the MLLP gateway."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+DOC = (ROOT / "docs" / "operations.md").read_text(encoding="utf-8")
+
+
+def test_reason_classes_set_by_the_runner_are_explained() -> None:
+    runner = (ROOT / "service" / "runner.py").read_text(encoding="utf-8")
+    literal = set(re.findall(r'_dead_letter\(\s*\w+,\s*"(\w+)"', runner))
+    literal |= set(re.findall(r'return "(\w+)", f?"unexpected', runner))
+    assert {"oversize", "output_rejected", "internal_error"} <= literal
+    missing = sorted(r for r in literal if f"`{r}`" not in DOC)
+    assert not missing, missing
+
+
+def test_dead_letter_headers_are_explained() -> None:
+    ingest = (ROOT / "pipelines" / "ingest.py").read_text(encoding="utf-8")
+    extra = {h.replace("_", "-") for h in re.findall(r'headers\["(\w+)"\]', ingest)}
+    assert {"hl7-findings", "entry-errors"} <= extra
+    missing = sorted(h for h in extra | {"value-dropped"} if f"`{h}`" not in DOC)
+    assert not missing, missing
+
+
+def test_readiness_reasons_are_explained() -> None:
+    app = (ROOT / "service" / "app.py").read_text(encoding="utf-8")
+    reasons = set(re.findall(r'reasons\.append\(f?"(\w+)', app))
+    assert {"starting", "broker_unreachable", "keystore_fault", "no_partitions"} <= reasons
+    missing = sorted(r for r in reasons if f"`{r}" not in DOC)
+    assert not missing, missing
+
+
+def test_request_timeout_rule_and_mllp_gateway_are_documented() -> None:
+    assert re.search(r"DEIDSTREAM_REQUEST_TIMEOUT_MS.{0,80}greater than"
+                     r" `DEIDSTREAM_SESSION_TIMEOUT_MS`", DOC)
+    assert "`deidstream mllp" in DOC
+    for name in ("DEIDSTREAM_MLLP_PORT", "deidstream_mllp_messages_total"):
+        assert name in DOC, name
