@@ -834,7 +834,8 @@ def main() -> int:
                     help="use a PostgreSQL key store (a temporary schema in this database), "
                          "e.g. postgresql://postgres@127.0.0.1:5432/test")
     ap.add_argument("--what-if-gc-freeze", action="store_true",
-                    help="call gc.collect(); gc.freeze() in the service after the warm-up")
+                    help="call gc.collect(); gc.freeze() in the service after the warm-up "
+                         "(the service does this itself since 94d2e58; for older commits)")
     ap.add_argument("--passthrough", action="store_true",
                     help="run the service with a no-op processor (bench.stream:passthrough_factory)"
                          " to measure the runner and broker without the pipeline")
