@@ -32,3 +32,14 @@ class Surrogate(ABC):
     @abstractmethod
     def replace(self, span: SpanLike, ctx: ReplaceContext) -> str:
         """Return the text that takes the place of ``ctx.original(span)`` in the output."""
+
+
+def apply_edits(text: str, edits: list[tuple[int, int, str]]) -> str:
+    """Return ``text`` with each non-overlapping ``(start, end, new)`` range replaced."""
+    out, pos = [], 0
+    for start, end, new in sorted(edits):
+        out.append(text[pos:start])
+        out.append(new)
+        pos = end
+    out.append(text[pos:])
+    return "".join(out)

@@ -27,7 +27,7 @@ from functools import lru_cache
 import holidays
 from dateutil.easter import easter
 
-from surrogates.base import SpanLike, Surrogate
+from surrogates.base import SpanLike, Surrogate, apply_edits
 from surrogates.context import ReplaceContext
 
 DEFAULT_REFERENCE_YEAR = 2000
@@ -325,13 +325,7 @@ class DateShifter:
             )
         if not taken:
             return None
-        out, pos = [], 0
-        for start, end, new in sorted(taken):
-            out.append(text[pos:start])
-            out.append(new)
-            pos = end
-        out.append(text[pos:])
-        return "".join(out)
+        return apply_edits(text, taken)
 
     def _holiday(self, text: str) -> str | None:
         m = _HOLIDAY.match(text)
@@ -468,13 +462,7 @@ def _splice(text: str, m: re.Match[str], values: dict[str, str], drop: tuple[str
     for name in drop:
         if m.group(name) is not None:
             edits.append((m.start(name) - base, m.end(name) - base, ""))
-    out, pos = [], 0
-    for start, end, new in sorted(edits):
-        out.append(text[pos:start])
-        out.append(new)
-        pos = end
-    out.append(text[pos:])
-    return "".join(out)
+    return apply_edits(text, edits)
 
 
 class DateSurrogate(Surrogate):

@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 from functools import lru_cache, partial
 
-from surrogates.base import SpanLike, Surrogate
+from surrogates.base import SpanLike, Surrogate, apply_edits
 from surrogates.context import ReplaceContext
 from surrogates.identifiers import surrogate_chars
 from surrogates.names import case_like, census
@@ -154,13 +154,7 @@ class LocationSurrogate(Surrogate):
             key = " ".join(text.lower().split())
             new = ctx.mapped(ctx.state.id_map, f"LOC:{key}", partial(_place_word, ctx, key, False))
             return case_like(new, text)
-        out, pos = [], 0
-        for start, end, new in sorted(edits):
-            out.append(text[pos:start])
-            out.append(new)
-            pos = end
-        out.append(text[pos:])
-        return "".join(out)
+        return apply_edits(text, edits)
 
     @staticmethod
     def _kind(
