@@ -6,13 +6,12 @@ contract without a database or a master key. Thread-safe, so race tests can use 
 
 from __future__ import annotations
 
-import os
 import threading
 from collections.abc import Callable
 from copy import deepcopy
 
 from keystore.api import PatientState
-from keystore.pseudonyms import Pseudonyms
+from keystore.pseudonyms import Pseudonyms, new_patient_state
 
 
 class InMemoryStore:
@@ -35,9 +34,7 @@ class InMemoryStore:
 
     def new_state(self, shift_days: int, seed: bytes | None = None) -> PatientState:
         """A fresh PatientState whose pseudonym derives from its own random seed."""
-        seed = os.urandom(32) if seed is None else seed
-        return PatientState(shift_days=shift_days, pseudonym=self.pseudonym("patient", seed),
-                            seed=seed)
+        return new_patient_state(self.pseudonym, shift_days, seed)
 
     # -- PatientStore -------------------------------------------------------------------
     def get_or_create(

@@ -12,6 +12,9 @@ from __future__ import annotations
 import base64
 import hmac
 import os
+from collections.abc import Callable
+
+from keystore.api import PatientState
 
 PSEUDONYM_BYTES = 15  # 120 bits → 24 base32 characters
 
@@ -53,3 +56,11 @@ class Pseudonyms:
 def pseudonym(key: bytes, kind: str, *parts: str | bytes) -> str:
     """Functional form of :meth:`Pseudonyms.pseudonym`."""
     return Pseudonyms(key).pseudonym(kind, *parts)
+
+
+def new_patient_state(
+    pseudonym: Callable[..., str], shift_days: int, seed: bytes | None = None
+) -> PatientState:
+    """A fresh PatientState whose pseudonym derives from its own random seed (not the MRN)."""
+    seed = os.urandom(32) if seed is None else seed
+    return PatientState(shift_days=shift_days, pseudonym=pseudonym("patient", seed), seed=seed)

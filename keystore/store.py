@@ -26,6 +26,7 @@ from keystore.backend import Row, SqlBackend
 from keystore.envelope import Sealed, open_sealed, rewrap, seal, unwrap_key, wrap_key
 from keystore.errors import ForgottenPatientError, IntegrityError, KeystoreError
 from keystore.keyring import Keyring, fingerprint
+from keystore.pseudonyms import new_patient_state
 from keystore.records import RECORD_SCHEMA, Identity, dump_state, load_state
 from keystore.subkeys import ROOT_BYTES, StoreKeys
 
@@ -115,9 +116,7 @@ class EncryptedStore:
 
     def new_state(self, shift_days: int, seed: bytes | None = None) -> PatientState:
         """A fresh PatientState whose pseudonym derives from its own random seed."""
-        seed = os.urandom(32) if seed is None else seed
-        return PatientState(shift_days=shift_days, pseudonym=self.pseudonym("patient", seed),
-                            seed=seed)
+        return new_patient_state(self.pseudonym, shift_days, seed)
 
     # -- PatientStore ---------------------------------------------------------------------
     def get_or_create(
