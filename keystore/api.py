@@ -6,7 +6,7 @@ Implementations (SQLite, PostgreSQL) live in this package; a patient is addresse
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -46,8 +46,19 @@ class MarkStore(Protocol):
 
     def get_mark(self, key: str) -> bytes | None: ...
 
+    def get_marks(self, keys: Sequence[str]) -> dict[str, bytes | None]:
+        """Several marks in one store call: every requested key → its mark (None: absent)."""
+        ...
+
     def compare_and_set_mark(self, key: str, expected: bytes | None, value: bytes) -> bool:
         """Atomically replace the mark if it still equals ``expected``; False if someone else won."""
+        ...
+
+    def compare_and_set_marks(
+        self, items: Sequence[tuple[str, bytes | None, bytes]]
+    ) -> list[bool]:
+        """Several compare-and-sets (key, expected, value) in one transaction, in order; each
+        succeeds or fails on its own, exactly as :meth:`compare_and_set_mark` would."""
         ...
 
 

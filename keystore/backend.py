@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 ROOT_NAME = "root"
+MARKS_PER_QUERY = 500  # keys per SELECT ... IN (...) (SQLite's variable limit is >= 999)
 
 
 @dataclass(frozen=True)
@@ -257,6 +258,22 @@ class SqlBackend(ABC):
             raw = self._exec(cur, "SELECT value FROM marks WHERE key_hash = ?",
                              (key_hash,)).fetchone()
         return bytes(raw[0]) if raw else None
+
+    def get_marks(self, key_hashes: Sequence[bytes]) -> dict[bytes, bytes]:
+        """The stored marks of several keys (absent keys are left out), in as few statements
+        as the placeholder limit allows."""
+        unique = list(dict.fromkeys(key_hashes))
+        found: dict[bytes, bytes] = {}
+        if not unique:
+            return found
+        with self._transaction(write=False) as cur:
+            for start in range(0, len(unique), MARKS_PER_QUERY):
+                chunk = unique[start:start + MARKS_PER_QUERY]
+                marks = ", ".join("?" * len(chunk))  # placeholders only: no value in the SQL
+                query = f"SELECT key_hash, value FROM marks WHERE key_hash IN ({marks})"  # noqa: S608
+                rows = self._exec(cur, query, chunk).fetchall()
+                found.update((bytes(k), bytes(v)) for k, v in rows)
+        return found
 
     def cas_mark(self, key_hash: bytes, expected: bytes | None, value: bytes, now: float) -> bool:
         with self._single_write() as cur:

@@ -7,7 +7,7 @@ contract without a database or a master key. Thread-safe, so race tests can use 
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from copy import deepcopy
 
 from keystore.api import PatientState
@@ -81,12 +81,29 @@ class InMemoryStore:
         with self._lock:
             return self._marks.get(key)
 
+    def get_marks(self, keys: Sequence[str]) -> dict[str, bytes | None]:
+        with self._lock:
+            return {key: self._marks.get(key) for key in keys}
+
     def compare_and_set_mark(self, key: str, expected: bytes | None, value: bytes) -> bool:
         with self._lock:
             if self._marks.get(key) != expected:
                 return False
             self._marks[key] = bytes(value)
             return True
+
+    def compare_and_set_marks(
+        self, items: Sequence[tuple[str, bytes | None, bytes]]
+    ) -> list[bool]:
+        """All at once under the lock (one transaction), each decided on its own, in order."""
+        results = []
+        with self._lock:
+            for key, expected, value in items:
+                ok = self._marks.get(key) == expected
+                if ok:
+                    self._marks[key] = bytes(value)
+                results.append(ok)
+        return results
 
     def close(self) -> None:
         return None

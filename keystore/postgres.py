@@ -8,7 +8,7 @@ on the next call and the failing call raises KeystoreUnavailable (retriable). An
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from typing import Any
 
@@ -21,6 +21,25 @@ POSTGRES = Dialect(blob="BYTEA", real="DOUBLE PRECISION", bigint="BIGINT",
                    serial="BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY", placeholder="%s")
 _SCHEMA_RE = re.compile(r"^[a-z_][a-z0-9_]{0,62}$")
 _MIGRATION_LOCK = 0x6465_6964  # "deid": pg_advisory_xact_lock id for migrations
+# Many mark compare-and-sets of distinct keys as ONE statement (autocommit: one round trip,
+# one transaction, one commit). Each row is decided on its own exactly as the single-mark
+# statements decide it: an absent key is inserted unless another writer got there first
+# (ON CONFLICT DO NOTHING); a present one is updated only where its value still equals the
+# expected one (under READ COMMITTED, the UPDATE re-checks that on the row it locked).
+_CAS_MARKS = (
+    "WITH input AS ("
+    " SELECT * FROM unnest(%s::bytea[], %s::bytea[], %s::bytea[]) AS t(key_hash, expected, value)"
+    "), inserted AS ("
+    " INSERT INTO marks (key_hash, value, updated_at)"
+    " SELECT key_hash, value, %s FROM input WHERE expected IS NULL"
+    " ON CONFLICT (key_hash) DO NOTHING RETURNING key_hash"
+    "), updated AS ("
+    " UPDATE marks AS m SET value = input.value, updated_at = %s FROM input"
+    " WHERE input.expected IS NOT NULL AND m.key_hash = input.key_hash"
+    " AND m.value = input.expected RETURNING m.key_hash"
+    ")"
+    " SELECT key_hash FROM inserted UNION ALL SELECT key_hash FROM updated"
+)
 
 
 class PostgresBackend(SqlBackend):
@@ -93,6 +112,32 @@ class PostgresBackend(SqlBackend):
         # One statement in autocommit is atomic in PostgreSQL (an UPDATE re-checks its WHERE
         # on the row it locked, under READ COMMITTED): no BEGIN and COMMIT round trips.
         return self._transaction(write=False)
+
+    def get_marks(self, key_hashes: Sequence[bytes]) -> dict[bytes, bytes]:
+        """One statement, one round trip, whatever the number of keys."""
+        unique = list(dict.fromkeys(key_hashes))
+        if not unique:
+            return {}
+        with self._transaction(write=False) as cur:
+            rows = cur.execute("SELECT key_hash, value FROM marks WHERE key_hash = ANY(%s)",
+                               (unique,)).fetchall()
+        return {bytes(k): bytes(v) for k, v in rows}
+
+    def cas_marks(self, items: Sequence[tuple[bytes, bytes | None, bytes]],
+                  now: float) -> list[bool]:
+        """Distinct keys: one statement (one round trip, one commit). A key repeated in the
+        batch needs the in-order semantics of one statement after the other (a later item
+        may expect what an earlier one wrote): then one transaction of single statements."""
+        if not items:
+            return []
+        keys = [key_hash for key_hash, _, _ in items]
+        if len(set(keys)) != len(keys):
+            return super().cas_marks(items, now)
+        with self._transaction(write=False) as cur:
+            rows = cur.execute(_CAS_MARKS, (keys, [e for _, e, _ in items],
+                                            [v for _, _, v in items], now, now)).fetchall()
+        won = {bytes(r[0]) for r in rows}
+        return [key_hash in won for key_hash in keys]
 
     def _drop(self) -> None:
         if self._conn is not None:

@@ -9,37 +9,78 @@ pseudonyms cannot be recomputed by anyone, and the patient's next identity is un
 
 from __future__ import annotations
 
-import base64
-import hmac
+import hashlib
 import os
 from collections.abc import Callable
 
 from keystore.api import PatientState
 
 PSEUDONYM_BYTES = 15  # 120 bits → 24 base32 characters
+_BLOCK = 64  # SHA-256 block size (RFC 2104's B)
+_IPAD = bytes(x ^ 0x36 for x in range(256))
+_OPAD = bytes(x ^ 0x5C for x in range(256))
+# lowercase RFC 4648 base32, ten bits (two characters) at a time
+_B32 = "abcdefghijklmnopqrstuvwxyz234567"
+_B32_PAIRS = tuple(a + b for a in _B32 for b in _B32)
+_B32_SHIFTS = tuple(range(110, -1, -10))  # 120 bits → 12 pairs
 
 
 def encode_parts(*parts: str | bytes) -> bytes:
     """Unambiguous byte encoding of a tuple: type tag + length prefix per part."""
-    out = bytearray()
+    out = []
     for part in parts:
         if isinstance(part, str):
-            raw, tag = part.encode("utf-8"), b"s"
+            raw = part.encode("utf-8")
+            out.append(b"s" + len(raw).to_bytes(4, "big"))
         else:
-            raw, tag = bytes(part), b"b"
-        out += tag + len(raw).to_bytes(4, "big") + raw
-    return bytes(out)
+            raw = bytes(part)
+            out.append(b"b" + len(raw).to_bytes(4, "big"))
+        out.append(raw)
+    return b"".join(out)
+
+
+class KeyedHash:
+    """HMAC-SHA256 under one key, with the key's inner and outer pads hashed once.
+
+    The same bytes as ``hmac.digest(key, data, "sha256")`` (RFC 2104), about three times
+    cheaper per call: the one-shot ``hmac.digest`` fetches the digest by name and sets up a
+    fresh HMAC context (both pads) every time, while here each call only copies two
+    prepared SHA-256 states.
+    """
+
+    __slots__ = ("_inner", "_outer")
+
+    def __init__(self, key: bytes) -> None:
+        if len(key) > _BLOCK:
+            key = hashlib.sha256(key).digest()
+        key = key.ljust(_BLOCK, b"\0")
+        self._inner = hashlib.sha256(key.translate(_IPAD))
+        self._outer = hashlib.sha256(key.translate(_OPAD))
+
+    def digest(self, data: bytes) -> bytes:
+        inner = self._inner.copy()
+        inner.update(data)
+        outer = self._outer.copy()
+        outer.update(inner.digest())
+        return outer.digest()
+
+
+def b32_lower(data15: bytes) -> str:
+    """``base64.b32encode(data15).decode().lower()`` for exactly 15 bytes (no padding)."""
+    n = int.from_bytes(data15, "big")
+    pairs = _B32_PAIRS
+    return "".join([pairs[(n >> shift) & 1023] for shift in _B32_SHIFTS])
 
 
 class Pseudonyms:
     """Keyed-HMAC pseudonyms; FHIR-id safe (lowercase base32, 24 characters)."""
 
-    __slots__ = ("_key",)
+    __slots__ = ("_hmac",)
 
     def __init__(self, key: bytes) -> None:
         if len(key) < 16:
             raise ValueError("pseudonym key too short")
-        self._key = bytes(key)
+        self._hmac = KeyedHash(bytes(key))
 
     @classmethod
     def random(cls) -> Pseudonyms:
@@ -47,8 +88,7 @@ class Pseudonyms:
         return cls(os.urandom(32))
 
     def pseudonym(self, kind: str, *parts: str | bytes) -> str:
-        digest = hmac.digest(self._key, encode_parts(kind, *parts), "sha256")
-        return base64.b32encode(digest[:PSEUDONYM_BYTES]).decode("ascii").lower()
+        return b32_lower(self._hmac.digest(encode_parts(kind, *parts))[:PSEUDONYM_BYTES])
 
     __call__ = pseudonym
 

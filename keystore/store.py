@@ -18,7 +18,7 @@ import os
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from keystore.api import PatientState
@@ -32,7 +32,7 @@ from keystore.subkeys import ROOT_BYTES, StoreKeys
 
 ROOT_BINDING = b"deidstream/v1/store-root"
 _MAX_CONFLICT_RETRIES = 8
-_MARK_CACHE = 1024  # marks whose sealed form is remembered (see ``_sealed_mark``): a
+_MARK_CACHE = 4096  # marks whose sealed form is remembered (see ``_sealed_mark``): a
 # CAS follows its read within one document, and commit carries the mark itself
 
 
@@ -280,10 +280,24 @@ class EncryptedStore:
         self._remember_mark(key, key_hash, value, sealed)
         return value
 
+    def get_marks(self, keys: Sequence[str]) -> dict[str, bytes | None]:
+        """Several marks with one database call (one round trip on PostgreSQL)."""
+        hashes = {key: self._mark_hash(key) for key in keys}
+        stored = self._backend.get_marks(list(hashes.values()))
+        found: dict[str, bytes | None] = {}
+        for key, key_hash in hashes.items():
+            sealed = stored.get(key_hash)
+            value = None if sealed is None else self._keys.open_mark(key_hash, sealed)
+            self._remember_mark(key, key_hash, value, sealed)
+            found[key] = value
+        return found
+
     def compare_and_set_mark(self, key: str, expected: bytes | None, value: bytes) -> bool:
         return self.compare_and_set_marks([(key, expected, value)])[0]
 
-    def compare_and_set_marks(self, items: list[tuple[str, bytes | None, bytes]]) -> list[bool]:
+    def compare_and_set_marks(
+        self, items: Sequence[tuple[str, bytes | None, bytes]]
+    ) -> list[bool]:
         """Several compare-and-sets (key, expected, value) in one transaction, in order; each
         succeeds or fails on its own, exactly as :meth:`compare_and_set_mark` would."""
         sealed: list[tuple[bytes, bytes | None, bytes]] = []

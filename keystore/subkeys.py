@@ -8,8 +8,6 @@ rotation (it is re-wrapped), so research ids stay stable while master keys chang
 
 from __future__ import annotations
 
-import hmac
-
 from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives.ciphers.aead import AESSIV
 
@@ -22,7 +20,7 @@ from keystore.keyring import (
     PURPOSE_PSEUDONYM_INDEX,
     derive_subkey,
 )
-from keystore.pseudonyms import Pseudonyms, encode_parts
+from keystore.pseudonyms import KeyedHash, Pseudonyms, encode_parts
 
 ROOT_BYTES = 32
 
@@ -33,22 +31,22 @@ class StoreKeys:
     def __init__(self, root: bytes) -> None:
         if len(root) != ROOT_BYTES:
             raise IntegrityError("store root key has the wrong length")
-        self._lookup = derive_subkey(root, PURPOSE_LOOKUP)
-        self._pindex = derive_subkey(root, PURPOSE_PSEUDONYM_INDEX)
-        self._mark_key = derive_subkey(root, PURPOSE_MARK_KEY)
+        self._lookup = KeyedHash(derive_subkey(root, PURPOSE_LOOKUP))
+        self._pindex = KeyedHash(derive_subkey(root, PURPOSE_PSEUDONYM_INDEX))
+        self._mark_key = KeyedHash(derive_subkey(root, PURPOSE_MARK_KEY))
         # AES-SIV: deterministic AEAD, so compare-and-set can compare ciphertexts in SQL.
         self._mark_siv = AESSIV(derive_subkey(root, PURPOSE_MARK_VALUE, length=64))
         self.pseudonyms = Pseudonyms(derive_subkey(root, PURPOSE_PSEUDONYM))
 
     def lookup(self, authority: str, patient_id: str) -> bytes:
         """The record address: HMAC(authority, patient id). No plaintext id is stored."""
-        return hmac.digest(self._lookup, encode_parts(authority, patient_id), "sha256")
+        return self._lookup.digest(encode_parts(authority, patient_id))
 
     def pseudonym_index(self, pseudonym: str) -> bytes:
-        return hmac.digest(self._pindex, encode_parts(pseudonym), "sha256")
+        return self._pindex.digest(encode_parts(pseudonym))
 
     def mark_key(self, key: str) -> bytes:
-        return hmac.digest(self._mark_key, encode_parts(key), "sha256")
+        return self._mark_key.digest(encode_parts(key))
 
     def seal_mark(self, key_hash: bytes, value: bytes) -> bytes:
         return self._mark_siv.encrypt(value, [key_hash])
