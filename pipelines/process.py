@@ -204,6 +204,44 @@ class Processor:
     def process(
         self, raw: bytes, *, content_hint: str | None = None, now: datetime
     ) -> list[Outcome]:
+        result = self.process_many([(raw, content_hint, now)])[0]
+        if isinstance(result, BaseException):
+            raise result
+        return result
+
+    def process_many(self, items: Sequence[Item]) -> list[list[Outcome] | BaseException]:
+        """Several inputs ``(raw, content_hint, now)`` at once, with few store round trips.
+
+        Each result is what ``process(raw, content_hint=..., now=...)`` would have returned
+        for that item, called on the items one after the other — or the exception it would
+        have raised (a :class:`PartialInput` with ``.outcomes`` attached, an
+        :class:`InputError`, a retriable store error…), returned, not raised: one bad item
+        never affects the others. Later items see earlier items' decisions (several
+        versions or repeats of one report in a batch are decided as one by one).
+
+        The marks of every document are read with ONE store call, decided in order against
+        an in-batch overlay, and the changed ones written with ONE ``compare_and_set_marks``
+        transaction (from the value read to the value after the last decision). A key whose
+        compare-and-set lost (another instance wrote it meanwhile) has its documents decided
+        again, in order, the one-by-one way (read, decide, compare-and-set, retry) — their
+        de-identification is kept, not redone. The delivery contract is unchanged: every
+        decided mark is written unacknowledged before this returns; ``commit`` after the ack.
+        """
+        results: list[list[Outcome] | BaseException] = []
+        jobs: list[_Job] = []
+        for raw, content_hint, _now in items:
+            job = self._parse_item(raw, content_hint)
+            jobs.append(job)
+        docs = [d for job in jobs for d in job.docs if isinstance(d, _Doc) and d.key is not None]
+        batch = _MarkBatch(self, docs)
+        for job in jobs:
+            self._decide_job(job, batch)
+        batch.write()
+        for job in jobs:
+            results.append(job.result())
+        return results
+
+    def _parse_item(self, raw: bytes, content_hint: str | None) -> _Job:
         started = self._timer()
         incomplete: PartialInput | None = None
         try:
@@ -211,16 +249,37 @@ class Processor:
         except PartialInput as exc:
             incomplete = exc
             documents = [d for d in exc.documents if isinstance(d, ClinicalDocument)]
+        except Exception as exc:  # noqa: BLE001 - the item's result, as process() raises it
+            return _Job(error=exc)
         parse_seconds = self._timer() - started
-        outcomes = []
+        job = _Job(incomplete=incomplete)
         for i, document in enumerate(documents):
             # the message's parse time goes with its first document
             times = {"parse": parse_seconds} if i == 0 else {}
-            outcomes.append(self._process_document(document, times))
-        if incomplete is not None:
-            incomplete.outcomes = outcomes  # type: ignore[attr-defined]
-            raise incomplete
-        return outcomes
+            try:
+                job.docs.append(self._prepare(document, times))
+            except Exception as exc:  # noqa: BLE001 - raised when this document's turn comes
+                job.docs.append(exc)
+                break  # one by one, nothing after it would have been looked at
+        return job
+
+    def _decide_job(self, job: _Job, batch: _MarkBatch) -> None:
+        """The item's documents in order; the first failure ends the item (as in process())."""
+        for doc in job.docs:
+            if isinstance(doc, BaseException):
+                job.error = doc
+                return
+            try:
+                if doc.key is None:
+                    doc.outcome = self._context(doc)
+                elif batch.usable:
+                    doc.outcome = self._decide_in_batch(doc, batch)
+                else:  # the batch read failed: this document the one-by-one way
+                    doc.outcome = self._decide(self._work(doc), doc.times)
+            except Exception as exc:  # noqa: BLE001 - the item's result
+                job.error = exc
+                return
+            job.outs.append(doc)
 
     def commit(self, outcomes: Iterable[Outcome]) -> None:
         """Call after the outcomes' outputs were acknowledged, before committing offsets."""
@@ -247,11 +306,7 @@ class Processor:
             tries.append((token.key, token.mark, after.encode()))
             tried.append(token)
         if tries:
-            batch = getattr(self.store, "compare_and_set_marks", None)
-            if batch is not None:
-                results = list(batch(tries))
-            else:
-                results = [self.store.compare_and_set_mark(*t) for t in tries]
+            results = _compare_and_set_marks(self.store, tries)
             slow += [t for t, ok in zip(tried, results, strict=True) if not ok]
         for token in slow:
             update_mark(self.store, token.key, partial(_ack_step, token), Mark.decode)
@@ -262,50 +317,106 @@ class Processor:
         return self._process_document(document, {})
 
     def _process_document(self, document: ClinicalDocument, times: dict[str, float]) -> Outcome:
-        source = document.source.value
+        doc = self._prepare(document, times)
+        if doc.key is None:
+            return self._context(doc)
+        return self._decide(self._work(doc), doc.times)
+
+    def _prepare(self, document: ClinicalDocument, times: dict[str, float]) -> _Doc:
+        """The patient's state, the research key and the version fingerprint: everything a
+        decision needs besides the mark (context-only documents: key None)."""
         if not document.patient_id:
             raise MissingPatientId("document has no patient id", message=document.message_id)
         state = self.store.get_or_create(
             document.assigning_authority, document.patient_id, self._state_factory
         )
         if getattr(document, "context_only", False):
-            if remember_context(state, document.identifiers):
-                self.store.save(document.assigning_authority, document.patient_id, state)
-            return Outcome(
-                "context", None, None, (("source", source),), stage_seconds=MappingProxyType(times)
-            )
-        document = with_context(document, state)
+            return _Doc(document, state, times)
         t0 = self._timer()
         key = self._pseudonym("research-key", state.seed, _grouping(document), _type_key(document))
         fp = fingerprint(document, key)
-        work = _Work(self, document, state, fp)
+        times["dedup"] = times.get("dedup", 0.0) + self._timer() - t0
+        return _Doc(document, state, times, key, fp)
+
+    def _context(self, doc: _Doc) -> Outcome:
+        document, state = doc.document, doc.state
+        if remember_context(state, document.identifiers):
+            self.store.save(document.assigning_authority, document.patient_id, state)
+        return Outcome(
+            "context",
+            None,
+            None,
+            (("source", document.source.value),),
+            stage_seconds=MappingProxyType(doc.times),
+        )
+
+    def _work(self, doc: _Doc) -> _Work:
+        if doc.work is None:
+            if doc.fp is None:
+                raise TypeError("a context-only document has no version decision")
+            doc.work = _Work(self, with_context(doc.document, doc.state), doc.state, doc.fp)
+        return doc.work
+
+    def _decide_in_batch(self, doc: _Doc, batch: _MarkBatch) -> Outcome:
+        """Decide against the batch's view of the mark (what the store held, after the
+        batch's earlier decisions); the write happens once, in ``_MarkBatch.write``."""
+        work, times = self._work(doc), doc.times
+        key = work.fp.key
+        t0 = self._timer()
+        raw = batch.current(key)
+        mark = Mark.decode(raw)
+        verdict = decide(mark, work.fp)
+        times["dedup"] = times.get("dedup", 0.0) + self._timer() - t0
+        outcome, held = work.outcome(verdict, times)
+        t0 = self._timer()
+        new = settle(mark, work.fp, verdict, held=held)
+        written = raw if new == mark else new.encode()
+        batch.decided(doc, key, written)
+        times["dedup"] += self._timer() - t0
+        return self._settled(work, verdict, held, outcome, written, times)
+
+    def _decide(self, work: _Work, times: dict[str, float]) -> Outcome:
+        """Read the mark, decide, compare-and-set; on a lost race decide again."""
+        key = work.fp.key
+        t0 = self._timer()
         for _ in range(32):
             raw = self.store.get_mark(key)
             mark = Mark.decode(raw)
-            verdict = decide(mark, fp)
+            verdict = decide(mark, work.fp)
             times["dedup"] = times.get("dedup", 0.0) + self._timer() - t0
             outcome, held = work.outcome(verdict, times)
-            new = settle(mark, fp, verdict, held=held)
+            new = settle(mark, work.fp, verdict, held=held)
             t0 = self._timer()
             written = raw if new == mark else new.encode()
             if new == mark or (
                 written is not None and self.store.compare_and_set_mark(key, raw, written)
             ):
                 times["dedup"] += self._timer() - t0
-                ack = outcome.ack
-                if ack is not None:
-                    ack = AckToken(ack.key, ack.text_hash, ack.state, written)
-                t0 = self._timer()
-                if verdict.decision is Decision.PUBLISH and not held:
-                    work.remember_sketch()
-                elif verdict.decision is Decision.TOMBSTONE:
-                    work.forget_sketch()
-                if verdict.decision in (Decision.PUBLISH, Decision.TOMBSTONE):
-                    times["near_duplicate"] = (
-                        times.get("near_duplicate", 0.0) + self._timer() - t0
-                    )
-                return replace(outcome, ack=ack, stage_seconds=MappingProxyType(times))
+                return self._settled(work, verdict, held, outcome, written, times)
         raise TransientError("version mark contention: compare-and-set kept losing", key=key)
+
+    def _settled(
+        self,
+        work: _Work,
+        verdict: Verdict,
+        held: bool,
+        outcome: Outcome,
+        written: bytes | None,
+        times: dict[str, float],
+    ) -> Outcome:
+        """The decided outcome (its ack token carrying the mark as written); the visit's
+        near-duplicate sketch follows the decision."""
+        ack = outcome.ack
+        if ack is not None:
+            ack = AckToken(ack.key, ack.text_hash, ack.state, written)
+        t0 = self._timer()
+        if verdict.decision is Decision.PUBLISH and not held:
+            work.remember_sketch()
+        elif verdict.decision is Decision.TOMBSTONE:
+            work.forget_sketch()
+        if verdict.decision in (Decision.PUBLISH, Decision.TOMBSTONE):
+            times["near_duplicate"] = times.get("near_duplicate", 0.0) + self._timer() - t0
+        return replace(outcome, ack=ack, stage_seconds=MappingProxyType(times))
 
     # -- helpers used by _Work ----------------------------------------------------------
     def security_codes(self, spans: Sequence[Span]) -> list[str]:
@@ -330,6 +441,7 @@ class _Work:
         self._renders: dict[tuple[str | None, str], ResearchDocument] = {}
         self._signature: tuple[int, ...] | None = None
         self._sketch_table: tuple[str, VisitSketches] | None = None
+        self.sketch_undo: tuple[str, str | None] | None = None  # (entry, value before)
 
     @property
     def _sketch_key(self) -> str:
@@ -417,20 +529,41 @@ class _Work:
             return None
         if self._signature is None:
             self._signature = sketch(self.document.text, self._sketch_key)
-        nearest = self._sketches.nearest(self.fp.key, self._signature)
-        if nearest is None or nearest[1] < self.proc.near_duplicate_threshold:
-            return None
-        return nearest
+        threshold = self.proc.near_duplicate_threshold
+        return self._sketches.nearest(self.fp.key, self._signature, at_least=threshold)
 
     def remember_sketch(self) -> None:
-        if self._signature is not None and self._sketches.add(
-            self.fp.key, self.fp.order.filing_us, self._signature
-        ):
+        if self._signature is None:
+            return
+        self._note_undo()
+        if self._sketches.add(self.fp.key, self.fp.order.filing_us, self._signature):
             self._save_state()
 
     def forget_sketch(self) -> None:
+        self._note_undo()
         if self._sketches.remove(self.fp.key):
             self._save_state()
+
+    def _note_undo(self) -> None:
+        if self.sketch_undo is None:
+            name = self._sketches.prefix + self.fp.key
+            self.sketch_undo = (name, self._sketches.table.get(name))
+
+    def undo_sketch(self) -> None:
+        """Put the visit's sketch entry back as it was before this document's decision
+        (the decision is being taken again; best effort: an eviction is not undone)."""
+        if self.sketch_undo is None:
+            return
+        name, before = self.sketch_undo
+        self.sketch_undo = None
+        table = self._sketches.table
+        if table.get(name) == before:
+            return
+        if before is None:
+            table.pop(name, None)
+        else:
+            table[name] = before
+        self._save_state()
 
     def _save_state(self) -> None:
         doc = self.document
@@ -470,6 +603,146 @@ class _Work:
         times["render"] = times.get("render", 0.0) + self.proc._timer() - t0
         self._renders[cache_key] = doc
         return doc
+
+
+# -- batches ------------------------------------------------------------------------------
+
+Item = tuple[bytes, str | None, datetime]  # (raw, content_hint, now)
+
+
+@dataclass(slots=True)
+class _Doc:
+    """One parsed document of a batch item, prepared for its decision."""
+
+    document: ClinicalDocument
+    state: PatientState
+    times: dict[str, float]
+    key: str | None = None  # research key; None: a context-only (ADT) document
+    fp: Fingerprint | None = None
+    work: _Work | None = None
+    outcome: Outcome | None = None
+    error: BaseException | None = None  # deciding it again (a lost race) failed
+
+
+@dataclass(slots=True)
+class _Job:
+    """One batch item: its documents in order, and how it ended."""
+
+    docs: list[_Doc | BaseException] = field(default_factory=list)
+    outs: list[_Doc] = field(default_factory=list)  # decided, in order
+    incomplete: PartialInput | None = None
+    error: BaseException | None = None
+
+    def result(self) -> list[Outcome] | BaseException:
+        if self.error is not None:
+            return self.error
+        for doc in self.outs:  # one by one, process() would have raised at that document
+            if doc.error is not None:
+                return doc.error
+        outcomes = [d.outcome for d in self.outs if d.outcome is not None]
+        if self.incomplete is not None:
+            self.incomplete.outcomes = outcomes  # type: ignore[attr-defined]
+            return self.incomplete
+        return outcomes
+
+
+class _MarkBatch:
+    """The marks of a batch: read with one store call, decided against in order (each
+    decision sees the earlier ones), written with one compare-and-set transaction."""
+
+    def __init__(self, proc: Processor, docs: Sequence[_Doc]) -> None:
+        self.proc = proc
+        self.docs: list[_Doc] = []  # decided against the overlay, in order
+        self.read: dict[str, bytes | None] = {}
+        self.overlay: dict[str, bytes | None] = {}
+        self.usable = True
+        self.seconds = 0.0
+        keys = list(dict.fromkeys(d.key for d in docs if d.key is not None))
+        if not keys:
+            return
+        t0 = proc._timer()
+        try:
+            self.read = _get_marks(proc.store, keys)
+        except Exception:  # noqa: BLE001 - each document then reads its own mark (and meets
+            self.usable = False  # the fault itself if it lasts: its item's result)
+        self.seconds += proc._timer() - t0
+
+    def current(self, key: str) -> bytes | None:
+        return self.overlay[key] if key in self.overlay else self.read[key]
+
+    def decided(self, doc: _Doc, key: str, written: bytes | None) -> None:
+        self.overlay[key] = written
+        self.docs.append(doc)
+
+    def write(self) -> None:
+        """One compare-and-set per changed key, from the value read to the last decided one;
+        the documents of a key that lost are decided again the one-by-one way."""
+        proc = self.proc
+        t0 = proc._timer()
+        tries = [
+            (k, self.read[k], v)
+            for k, v in self.overlay.items()
+            if v is not None and v != self.read[k]
+        ]
+        lost: set[str] = set()
+        if tries:
+            try:
+                results = _compare_and_set_marks(proc.store, tries)
+            except Exception:  # noqa: BLE001 - outcome unknown: decide those keys again
+                results = [False] * len(tries)
+            lost = {k for (k, _, _), ok in zip(tries, results, strict=True) if not ok}
+        self.seconds += proc._timer() - t0
+        if self.docs:  # the batch's store calls, shared out over its decisions
+            share = self.seconds / len(self.docs)
+            for doc in self.docs:
+                doc.times["dedup"] = doc.times.get("dedup", 0.0) + share
+        if lost:
+            self._redo(lost)
+
+    def _redo(self, lost: set[str]) -> None:
+        again = [(d, d.work) for d in self.docs if d.key in lost and d.work is not None]
+        for _, work in reversed(again):  # newest first: each entry back to its first value
+            work.undo_sketch()
+        for doc, work in again:
+            try:
+                doc.outcome = self.proc._decide(work, doc.times)
+            except Exception as exc:  # noqa: BLE001 - as process() raising at this document
+                doc.outcome, doc.error = None, exc
+
+
+def _batch_method(store: object, single: str, batch: str) -> Callable[..., Any] | None:
+    """The store's ``batch`` method, unless the store's class overrides ``single`` below the
+    class that defines ``batch`` (a subclass or wrapper hooking the single-key call, which the
+    batch call would bypass). A pure proxy (neither defined on its class) delegates both."""
+    mro = type(store).__mro__
+
+    def owner(name: str) -> int | None:
+        return next((i for i, cls in enumerate(mro) if name in vars(cls)), None)
+
+    own_single, own_batch = owner(single), owner(batch)
+    if own_batch is None and own_single is not None:
+        return None
+    if own_batch is not None and own_single is not None and own_batch > own_single:
+        return None
+    found = getattr(store, batch, None)
+    return found if callable(found) else None
+
+
+def _get_marks(store: MarkStore, keys: Sequence[str]) -> dict[str, bytes | None]:
+    many = _batch_method(store, "get_mark", "get_marks")
+    if many is not None:
+        got: dict[str, bytes | None] = many(keys)
+        return {key: got.get(key) for key in keys}
+    return {key: store.get_mark(key) for key in keys}
+
+
+def _compare_and_set_marks(
+    store: MarkStore, items: Sequence[tuple[str, bytes | None, bytes]]
+) -> list[bool]:
+    many = _batch_method(store, "compare_and_set_mark", "compare_and_set_marks")
+    if many is not None:
+        return list(many(items))
+    return [store.compare_and_set_mark(*item) for item in items]
 
 
 # -- patient context (ADT): identifiers kept in the sealed patient state -----------------
@@ -556,4 +829,4 @@ def _default_deidentify(policy: Policy, timer: Callable[[], float]) -> Deidentif
     return Deidentifier(policy, timer=timer)
 
 
-__all__ = ["AckToken", "Deidentified", "Outcome", "Processor"]
+__all__ = ["AckToken", "Deidentified", "Item", "Outcome", "Processor"]

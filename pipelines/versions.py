@@ -33,6 +33,7 @@ import hashlib
 import re
 import struct
 import zlib
+from array import array
 from collections.abc import Callable, MutableMapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
@@ -61,7 +62,8 @@ STATUS_RANK: dict[Status, int] = {
 }
 
 _WORD = re.compile(r"\w+")
-_WORD_BYTES = re.compile(rb"\w+")
+# bytes.translate table: ASCII word characters (what rb"\w" matches) kept, all others → space
+_NON_WORD_BYTES = bytes(c if chr(c).isalnum() and c < 128 or c == 0x5F else 0x20 for c in range(256))
 
 
 class Decision(StrEnum):
@@ -361,23 +363,47 @@ def sketch(text: str, key: str, size: int = SKETCH_SIZE) -> tuple[int, ...]:
     from the key — a universal hash family, which is what bottom-k estimates need, at a
     fraction of the cost of a keyed BLAKE2b per shingle. Without the key the values cannot
     be recomputed; they are kept only inside the patient's sealed state.
+
+    Computed for all shingles at once with one big-integer multiplication (:func:`_lanes`),
+    not three multiplications per shingle in Python: the same values.
     """
     folded = text.casefold()
-    if folded.isascii():  # the same words as bytes (ASCII \w), no encode per word
-        codes = list(map(zlib.crc32, _WORD_BYTES.findall(folded.encode("ascii"))))
+    if folded.isascii():  # ASCII \w is [0-9a-z_] once folded: every other byte separates
+        words = folded.encode("ascii").translate(_NON_WORD_BYTES).split()
+        codes = array("Q", map(zlib.crc32, words))
     else:
-        codes = [zlib.crc32(w.encode("utf-8")) for w in _WORD.findall(folded)]
+        codes = array("Q", [zlib.crc32(w.encode("utf-8")) for w in _WORD.findall(folded)])
     if not codes:
         return ()
-    a1, a2, a3, b = _coefficients(key)
     if len(codes) < SHINGLE_WORDS:  # one short shingle, padded with 2^32 (never a CRC-32)
-        codes += [1 << 32] * (SHINGLE_WORDS - len(codes))
-    mask = (1 << 64) - 1
-    values = {
-        ((a1 * x + a2 * y + a3 * z + b) & mask) >> 32
-        for x, y, z in zip(codes, codes[1:], codes[2:], strict=False)
-    }
-    return tuple(sorted(values)[:size])
+        codes.extend([1 << 32] * (SHINGLE_WORDS - len(codes)))
+    return tuple(sorted(set(_lanes(codes, key)))[:size])
+
+
+def _lanes(codes: array[int], key: str) -> array[int]:
+    """``((a1·c[i] + a2·c[i+1] + a3·c[i+2] + b) mod 2^64) >> 32`` for every i, in C.
+
+    Each code gets a 128-bit lane of one big integer X; X · (a3 + a2·2^128 + a1·2^256) puts
+    ``a1·c[i] + a2·c[i+1] + a3·c[i+2]`` in lane i+2. A lane's sum stays below
+    3·2^64·2^32 + 2^64 < 2^128 (b added in every lane too), so nothing carries into the next
+    lane, and bits 32..63 of each lane are the shingle hash — the 32-bit word 4·lane + 1.
+    """
+    n = len(codes)
+    multiplier, offsets = _lane_constants(key)
+    lanes = array("Q", bytes(16 * n))
+    lanes[0::2] = codes
+    total = int.from_bytes(lanes, "little") * multiplier
+    total += int.from_bytes(offsets * n, "little")
+    words = array("I", total.to_bytes(16 * n + 48, "little"))
+    if words.itemsize != 4 or lanes.itemsize != 8:  # pragma: no cover - exotic platforms
+        raise RuntimeError("array type sizes differ from 4 and 8 bytes")
+    return words[9 : 4 * n : 4]  # lanes 2 .. n-1: one per 3-word shingle
+
+
+@lru_cache(maxsize=4096)
+def _lane_constants(key: str) -> tuple[int, array[int]]:
+    a1, a2, a3, b = _coefficients(key)
+    return a3 | (a2 << 128) | (a1 << 256), array("Q", (b, 0))
 
 
 @lru_cache(maxsize=4096)
@@ -437,24 +463,49 @@ class VisitSketches:
         self.prefix = prefix
 
     def _entries(self) -> list[tuple[str, int, str]]:
+        cut = len(self.prefix)
         out = []
-        for name, value in list(self.table.items()):
+        for name, value in self.table.items():
             if name.startswith(self.prefix):
                 filed, _, packed = value.partition(":")
-                out.append((name[len(self.prefix) :], int(filed), packed))
+                out.append((name[cut:], int(filed), packed))
         return out
 
-    def nearest(self, research_key: str, signature: Sequence[int]) -> tuple[str, float] | None:
-        """The most similar *other* visit and its score, if any."""
+    def __len__(self) -> int:
+        prefix = self.prefix
+        return sum(1 for name in self.table if name.startswith(prefix))
+
+    def nearest(
+        self, research_key: str, signature: Sequence[int], at_least: float = 0.0
+    ) -> tuple[str, float] | None:
+        """The most similar *other* visit and its score, if any (the first of equals).
+
+        With ``at_least``, None unless some visit scores that much: visits that cannot reach
+        it — or beat the best so far — are then ruled out by the shared-value count alone,
+        without ranking the union (the estimate never exceeds shared / size).
+        """
         best: tuple[str, float] | None = None
         mine = frozenset(signature)
-        for key, _, packed in self._entries():
+        cut, prefix, size = len(self.prefix), self.prefix, SKETCH_SIZE
+        for name, value in self.table.items():
+            if not name.startswith(prefix):
+                continue
+            key = name[cut:]
             if key == research_key:
                 continue
-            theirs = _unpacked_set(packed)
-            score = _similarity(mine, theirs, SKETCH_SIZE) if mine and theirs else 0.0
+            theirs = _unpacked_set(value.partition(":")[2])
+            shared = len(mine & theirs) if mine and theirs else 0
+            union = len(mine) + len(theirs) - shared
+            if shared == 0 or union <= size:
+                score = shared / union if shared else 0.0
+            elif best is not None and shared / size <= best[1] or shared / size < at_least:
+                continue  # its score is at most shared / size
+            else:
+                score = _similarity(mine, theirs, size)
             if best is None or score > best[1]:
                 best = (key, score)
+        if best is not None and best[1] < at_least:
+            return None
         return best
 
     def add(self, research_key: str, filed_us: int, signature: Sequence[int]) -> bool:
@@ -464,9 +515,10 @@ class VisitSketches:
         if self.table.get(name) == value:
             return False
         self.table[name] = value
-        entries = sorted(self._entries(), key=lambda e: (e[1], e[0]))
-        for key, _, _ in entries[: max(0, len(entries) - SKETCH_VISITS)]:
-            del self.table[self.prefix + key]
+        if len(self) > SKETCH_VISITS:
+            entries = sorted(self._entries(), key=lambda e: (e[1], e[0]))
+            for key, _, _ in entries[: max(0, len(entries) - SKETCH_VISITS)]:
+                del self.table[self.prefix + key]
         return True
 
     def remove(self, research_key: str) -> bool:

@@ -353,3 +353,63 @@ def test_visit_sketches_report_the_nearest_other_visit_and_evict_the_oldest() ->
     assert table["unrelated"] == "entry"
     assert visits.remove(f"later-{SKETCH_VISITS + 2}")
     assert not visits.remove("never-there")
+
+
+def _reference_sketch(text: str, key: str, size: int = 64) -> tuple[int, ...]:
+    """The sketch as specified, one shingle at a time: the bottom ``size`` of
+    ``((a1·w1 + a2·w2 + a3·w3 + b) mod 2^64) >> 32`` over the CRC-32 of \\w+ words."""
+    import re
+    import zlib
+
+    from pipelines.versions import _coefficients
+
+    codes = [zlib.crc32(w.encode("utf-8")) for w in re.findall(r"\w+", text.casefold())]
+    if not codes:
+        return ()
+    codes += [1 << 32] * max(0, 3 - len(codes))
+    a1, a2, a3, b = _coefficients(key)
+    values = {
+        ((a1 * x + a2 * y + a3 * z + b) % (1 << 64)) >> 32
+        for x, y, z in zip(codes, codes[1:], codes[2:], strict=False)
+    }
+    return tuple(sorted(values)[:size])
+
+
+_TEXT = st.text(
+    alphabet=st.sampled_from(list("abcXYZ019_ -.,;:\t\n/'") + ["é", "ß", "Ω", "İ", "\u00a0"]),
+    max_size=300,
+)
+
+
+@given(_TEXT, st.sampled_from(["k", "patient-key", "x" * 70]), st.sampled_from([4, 64]))
+def test_sketch_equals_the_shingle_by_shingle_definition(text: str, key: str, size: int) -> None:
+    assert sketch(text, key, size) == _reference_sketch(text, key, size)
+
+
+@settings(max_examples=200)
+@given(st.lists(st.tuples(st.integers(0, 40), st.integers(1, 80)), max_size=17),
+       st.integers(0, 40), st.sampled_from([0.0, 0.5, 0.8]))
+def test_nearest_with_a_threshold_agrees_with_the_plain_best(
+    visits: list[tuple[int, int]], mine_seed: int, at_least: float
+) -> None:
+    """Pruned search (``at_least``) returns the plain best when it reaches the threshold."""
+    def words(seed: int, count: int) -> str:
+        return " ".join(f"w{(seed * 7 + i) % 90}" for i in range(count))
+
+    table: dict[str, str] = {}
+    sketches = VisitSketches(table, "nd:")
+    for i, (seed, count) in enumerate(visits):
+        table[f"nd:v{i}"] = f"{i}:" + _pack_for_test(sketch(words(seed, count), "k"))
+    mine = sketch(words(mine_seed, 60), "k")
+    plain = sketches.nearest("v0", mine)
+    if plain is not None:  # the plain best is the first of the highest estimates
+        scores = [similarity(mine, sketch(words(s, c), "k")) for s, c in visits[1:]]
+        assert plain[1] == max(scores)
+    expected = plain if plain is not None and plain[1] >= at_least else None
+    assert sketches.nearest("v0", mine, at_least) == (expected if at_least else plain)
+
+
+def _pack_for_test(signature: tuple[int, ...]) -> str:
+    from pipelines.versions import _pack
+
+    return _pack(signature)
