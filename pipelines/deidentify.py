@@ -27,7 +27,7 @@ from types import MappingProxyType
 from typing import NamedTuple
 
 from keystore.api import PatientState, PatientStore
-from pipelines.document import ClinicalDocument, Identifiers, PersonName
+from pipelines.document import Address, ClinicalDocument, Identifiers, PersonName
 from pipelines.phi.detector import Detector
 from pipelines.phi.merge import merge_spans
 from pipelines.policy import Action, Policy
@@ -239,16 +239,22 @@ def _reference_date(document: ClinicalDocument) -> date | None:
     return moment.date() if moment is not None else None
 
 
-def _names(identifiers: Identifiers) -> Iterable[PersonName]:
-    yield from identifiers.patient_names
-    yield from identifiers.provider_names
-    yield from identifiers.relative_names
+def _known_parts(identifiers: Identifiers, given: bool) -> frozenset[str]:
+    # keyed by the names only: the other identifiers (visit, document ids) change per note
+    return _name_parts(
+        identifiers.patient_names, identifiers.provider_names, identifiers.relative_names, given
+    )
 
 
 @lru_cache(maxsize=2048)
-def _known_parts(identifiers: Identifiers, given: bool) -> frozenset[str]:
+def _name_parts(
+    patient: tuple[PersonName, ...],
+    provider: tuple[PersonName, ...],
+    relative: tuple[PersonName, ...],
+    given: bool,
+) -> frozenset[str]:
     out: set[str] = set()
-    for name in _names(identifiers):
+    for name in (*patient, *provider, *relative):
         for part in name.given if given else (name.family,):
             out.update(p.lower() for p in re.split(r"[\s\-]+", part) if p)
     return frozenset(out)
@@ -361,6 +367,8 @@ def is_mixed_case(text: str) -> bool:
     """
     if text.isupper() or text.islower():
         return False
+    if text.isascii():  # ASCII: a lower-case letter is a-z, which upper() changes (in C)
+        return text.upper() != text and text.lower() != text
     return any(c.islower() for c in text) and any(c.isupper() for c in text)
 
 
@@ -374,74 +382,137 @@ def known_terms(identifiers: Identifiers, policy: Policy, text: str = "") -> lis
     """(category, regex, needle) for each known identifier the policy does not keep.
 
     Patterns carry their own case flags (``(?i:…)``); ``text`` (the original note) tells
-    whether the note is mixed-case, which common-word name parts need. Cached per
-    (identifiers, policy actions, mixed case): a patient's terms are built once.
+    whether the note is mixed-case, which common-word name parts need. Cached per group of
+    identifiers (names of one kind, ids of one kind…): a patient's names recur in every note
+    while the visit and document ids change, so the terms are built once per value group.
     """
+    return list(_known_terms(identifiers, _kept(policy), is_mixed_case(text)))
+
+
+def _kept(policy: Policy) -> tuple[Category, ...]:
     if policy.default_action is Action.KEEP:
-        kept = tuple(c for c in Category if policy.action_for(c) is Action.KEEP)
-    else:
-        kept = tuple(sorted(c for c, a in policy.actions.items() if a is Action.KEEP))
-    return list(_known_terms(identifiers, kept, is_mixed_case(text)))
+        return tuple(c for c in Category if policy.action_for(c) is Action.KEEP)
+    return tuple(sorted(c for c, a in policy.actions.items() if a is Action.KEEP))
 
 
-@lru_cache(maxsize=2048)
-def _known_terms(
-    identifiers: Identifiers, kept: tuple[Category, ...], mixed_case: bool
+def _term(category: Category, pattern: str | None, needle: str, probe: str) -> Term | None:
+    if not pattern:
+        return None
+    if not pattern.startswith("(?i:") and not category.is_name:
+        pattern = f"(?i:{pattern})"
+    return Term(category.value, pattern, needle, probe)
+
+
+@lru_cache(maxsize=4096)
+def _name_terms(
+    names: tuple[PersonName, ...], category: Category, mixed_case: bool
 ) -> tuple[Term, ...]:
     terms: list[Term] = []
+    for name in names:
+        for part in name.parts:
+            for piece in re.split(r"[\s\-]+", part):
+                if len(piece.strip(".")) >= 2:
+                    piece = piece.strip(".")
+                    term = _term(
+                        category, _name_part_pattern(piece, mixed_case), _needle(piece), PROBE_WORD
+                    )
+                    if term is not None:
+                        terms.append(term)
+    return tuple(terms)
 
-    def add(
-        category: Category, pattern: str | None, needle: str = "", probe: str = PROBE_WORD
-    ) -> None:
-        if pattern and category not in kept:
-            if not pattern.startswith("(?i:") and not category.is_name:
-                pattern = f"(?i:{pattern})"
-            terms.append(Term(category.value, pattern, needle, probe))
 
-    for names, category in (
-        (identifiers.patient_names, Category.NAME_PATIENT),
-        (identifiers.provider_names, Category.NAME_PROVIDER),
-        (identifiers.relative_names, Category.NAME_RELATIVE),
-    ):
-        for name in names:
-            for part in name.parts:
-                for piece in re.split(r"[\s\-]+", part):
-                    if len(piece.strip(".")) >= 2:
-                        piece = piece.strip(".")
-                        add(category, _name_part_pattern(piece, mixed_case), _needle(piece))
-    for ident in identifiers.patient_ids:
-        add(Category.MRN, _alnum_id(ident.value), _alnum_needle(ident.value), PROBE_SQUEEZED)
-    for ident in identifiers.other_ids:
-        add(Category.ID, _alnum_id(ident.value), _alnum_needle(ident.value), PROBE_SQUEEZED)
-    for value in identifiers.account_numbers:
-        add(Category.ACCOUNT, _alnum_id(value), _alnum_needle(value), PROBE_SQUEEZED)
-    for value in identifiers.ssn:
-        add(Category.SSN, _alnum_id(value), _alnum_needle(value), PROBE_SQUEEZED)
-    for phone in identifiers.phones:
+@lru_cache(maxsize=8192)
+def _id_term(value: str, category: Category) -> Term | None:
+    return _term(category, _alnum_id(value), _alnum_needle(value), PROBE_SQUEEZED)
+
+
+@lru_cache(maxsize=4096)
+def _contact_terms(
+    phones: tuple[str, ...], emails: tuple[str, ...], addresses: tuple[Address, ...]
+) -> tuple[Term | None, ...]:
+    terms: list[Term | None] = []
+    for phone in phones:
         digits = "".join(c for c in phone if c.isdigit())
         if len(digits) == 11 and digits[0] == "1":
             digits = digits[1:]
         if len(digits) >= 7:
             needle = digits if digits.isascii() else ""
-            add(Category.PHONE, _digits(digits), needle, PROBE_DIGITS)
+            terms.append(_term(Category.PHONE, _digits(digits), needle, PROBE_DIGITS))
             if len(digits) == 10:
-                add(Category.PHONE, _digits(digits[3:]), needle[3:], PROBE_DIGITS)
-    for email in identifiers.emails:
+                terms.append(_term(Category.PHONE, _digits(digits[3:]), needle[3:], PROBE_DIGITS))
+    for email in emails:
         if email.strip():
-            add(Category.EMAIL, re.escape(email.strip()), email.strip().lower(), PROBE_TEXT)
-    for address in identifiers.addresses:
+            terms.append(
+                _term(Category.EMAIL, re.escape(email.strip()), email.strip().lower(), PROBE_TEXT)
+            )
+    for address in addresses:
         for line in address.street:
             if len(line.strip()) >= 4:
-                add(Category.LOCATION_STREET, word_pattern(line.strip()), _needle(line))
+                terms.append(
+                    _term(
+                        Category.LOCATION_STREET,
+                        word_pattern(line.strip()),
+                        _needle(line),
+                        PROBE_WORD,
+                    )
+                )
         if len(address.city.strip()) >= 2:
-            add(Category.LOCATION_CITY, word_pattern(address.city.strip()), _needle(address.city))
+            terms.append(
+                _term(
+                    Category.LOCATION_CITY,
+                    word_pattern(address.city.strip()),
+                    _needle(address.city),
+                    PROBE_WORD,
+                )
+            )
         if len(address.postal_code.strip()) >= 5:
             zip5 = address.postal_code.strip()[:5]
-            add(Category.LOCATION_ZIP, _alnum_id(zip5), _alnum_needle(zip5), PROBE_SQUEEZED)
-    if identifiers.birth_date is not None:
-        for form in _date_forms(identifiers.birth_date):
-            add(Category.DATE, word_pattern(form), _needle(form))
+            terms.append(_id_term(zip5, Category.LOCATION_ZIP))
     return tuple(terms)
+
+
+@lru_cache(maxsize=1024)
+def _birth_terms(birth_date: date) -> tuple[Term | None, ...]:
+    return tuple(
+        _term(Category.DATE, word_pattern(form), _needle(form), PROBE_WORD)
+        for form in _date_forms(birth_date)
+    )
+
+
+def _known_terms(
+    identifiers: Identifiers, kept: tuple[Category, ...], mixed_case: bool
+) -> list[Term]:
+    """The known terms in a fixed order: names (patient, provider, relative), MRNs, other
+    ids, accounts, SSNs, phones, emails, addresses, birth date. The order decides which
+    category a pattern shared by two kinds is counted under."""
+    terms: list[Term] = []
+    for names, category in (
+        (identifiers.patient_names, Category.NAME_PATIENT),
+        (identifiers.provider_names, Category.NAME_PROVIDER),
+        (identifiers.relative_names, Category.NAME_RELATIVE),
+    ):
+        if names and category not in kept:
+            terms += _name_terms(names, category, mixed_case)
+    optional: list[Term | None] = []
+    for ids, category in (
+        (identifiers.patient_ids, Category.MRN),
+        (identifiers.other_ids, Category.ID),
+    ):
+        optional += [_id_term(ident.value, category) for ident in ids]
+    for values, category in (
+        (identifiers.account_numbers, Category.ACCOUNT),
+        (identifiers.ssn, Category.SSN),
+    ):
+        optional += [_id_term(value, category) for value in values]
+    if identifiers.phones or identifiers.emails or identifiers.addresses:
+        optional += _contact_terms(identifiers.phones, identifiers.emails, identifiers.addresses)
+    if identifiers.birth_date is not None:
+        optional += _birth_terms(identifiers.birth_date)
+    if kept:
+        terms += [t for t in optional if t is not None and t.category not in kept]
+    else:
+        terms += [t for t in optional if t is not None]
+    return terms
 
 
 def _found_terms(text: str, replaced: Sequence[tuple[_Region, Span, str]]) -> list[Term]:
@@ -450,8 +521,13 @@ def _found_terms(text: str, replaced: Sequence[tuple[_Region, Span, str]]) -> li
     Name words go through the same common-word rule as known names (see
     ``_name_part_pattern``): a detected "Will" must not make every "will" a leak.
     """
+    return _found_terms_of(text, replaced, is_mixed_case(text))
+
+
+def _found_terms_of(
+    text: str, replaced: Sequence[tuple[_Region, Span, str]], mixed_case: bool
+) -> list[Term]:
     terms: list[Term] = []
-    mixed_case = is_mixed_case(text)
     for region, chosen, _ in replaced:
         phrase = " ".join(text[region.start : region.end].split())
         if len(phrase) < 2:
@@ -560,9 +636,10 @@ def leak_guard(
     probe = _Probe(scan)
     leaks: Counter[str] = Counter()
     seen: set[str] = set()
+    mixed_case = is_mixed_case(original)
     for category, pattern, needle, how in (
-        *known_terms(identifiers, policy, original),
-        *_found_terms(original, replaced),
+        *_known_terms(identifiers, _kept(policy), mixed_case),
+        *_found_terms_of(original, replaced, mixed_case),
     ):
         if pattern in seen or (needle and not probe.may_hold(needle, how)):
             continue
