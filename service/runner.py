@@ -55,7 +55,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from functools import partial
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 
 import orjson
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, ConsumerRebalanceListener, TopicPartition
@@ -208,12 +208,60 @@ class Handled:
     effects: list[Callable[[], None]] = field(default_factory=list)  # metrics, once accepted
 
     def research_keys(self) -> set[str]:
-        return {str(k) for o in self.outcomes if (k := getattr(o, "research_key", None))}
+        return research_keys(self.outcomes)
 
     def apply(self) -> None:
         for effect in self.effects:
             effect()
         self.effects.clear()
+
+
+@dataclass(slots=True)
+class Item:
+    """One input record on its way to the processor."""
+
+    rec: Any
+    raw: bytes
+    hint: str
+    first_seen: datetime  # also the ``now`` the processor is given
+    oversize: bool = False
+    retried: bool = False  # processed again after a retriable failure or a store fault
+    subject: str | None = None
+
+    def subject_of(self) -> str | None:
+        return self.subject if self.rec is None else _subject(self.rec)
+
+
+def research_keys(outcomes: Iterable[Any]) -> set[str]:
+    return {str(k) for o in outcomes if (k := getattr(o, "research_key", None))}
+
+
+def process_each(processor: Processor, items: Sequence[tuple[bytes, str | None, datetime]],
+                 unconfirmed: Iterable[str] = ()) -> list[Sequence[Any] | BaseException]:
+    """``process_many`` for a processor that has only ``process`` (runs on the worker
+    thread): each item's outcomes, or the exception its processing raised (returned, not
+    raised), in order — stopping after a retriable failure (the runner retries that item,
+    then processes the rest) and after an item deciding a research key in ``unconfirmed``
+    or decided by an earlier item (the runner confirms the earlier outputs and decides it
+    again before the rest are decided)."""
+    results: list[Sequence[Any] | BaseException] = []
+    seen = set(unconfirmed)
+    for raw, hint, now in items:
+        try:
+            got = processor.process(raw, content_hint=hint or "auto", now=now)
+        except Exception as exc:  # noqa: BLE001 - the caller routes it like process() raising
+            results.append(exc)
+            if _is_retriable(exc):
+                break
+            keys = research_keys(getattr(exc, "outcomes", None) or ())
+        else:
+            results.append(got)
+            keys = research_keys(got)
+        if keys:
+            if not seen.isdisjoint(keys):
+                break
+            seen |= keys
+    return results
 
 
 @dataclass
@@ -585,29 +633,8 @@ class Runner:
             self._processing = count
             self._set_in_flight_gauge()
             try:
-                pending: list[Handled] = []
-                pending_keys: set[str] = set()
-                for recs in work.values():
-                    for rec in recs:
-                        self.metrics.consumed.labels(
-                            rec.topic, content_hint(rec.topic, rec.headers)).inc()
-                        self.counts["consumed"] += 1
-                        h = await self._handle_record(rec)
-                        keys = h.research_keys()
-                        if keys & (pending_keys | self._finishing_keys()):
-                            # Decided against a version that is not confirmed yet (this batch
-                            # or one still finishing): make the earlier outputs durable first,
-                            # in order, then decide again, so a repeat is dropped, not
-                            # published twice.
-                            await self.drain()
-                            if keys & pending_keys:
-                                await self._flush(pending)
-                                pending, pending_keys = [], set()
-                            h = await self._handle_record(rec)
-                            keys = h.research_keys()
-                        h.apply()
-                        pending.append(h)
-                        pending_keys |= keys
+                records = [rec for recs in work.values() for rec in recs]
+                pending, pending_keys = await self._decide_batch(records)
                 offsets = {tp: recs[-1].offset + 1 for tp, recs in work.items()}
                 previous = self._finishing[-1][0] if self._finishing else None
                 finisher = asyncio.get_running_loop().create_task(
@@ -630,18 +657,115 @@ class Runner:
         await self._publish([o for h in handled for o in h.outputs])
         await self._confirm(handled)
 
-    # ---------------------------------------------------------------- one record
+    # ---------------------------------------------------------------- records of a batch
+
+    async def _decide_batch(self, records: Sequence[Any]) -> tuple[list[Handled], set[str]]:
+        """Process a batch's records in input order with one worker-thread hop for a run of
+        them (``process_many`` when the processor has it), then route each result on the
+        event loop. The run ends early, and the next hop starts after it, when
+
+        * a record decided a research key that is not confirmed yet (earlier in this batch,
+          or in a batch still finishing): the earlier outputs are made durable first, in
+          order, and the record is decided again, so a repeat is dropped, not published
+          twice (``process`` alone stops the run right after such a record, so the later
+          records are decided after it, exactly as one by one; ``process_many`` has decided
+          them already: they are decided again, with ``process`` one by one for the rest of
+          the batch, so a batch of repeats costs no more than one run per record — see
+          docs/operations.md);
+        * a record needed a retry (broker or key store outage, a fault of the whole store):
+          it is retried alone with backoff, and the records after it are processed again
+          (their first results were taken during the outage)."""
+        for rec in records:
+            self.metrics.consumed.labels(rec.topic, content_hint(rec.topic, rec.headers)).inc()
+        self.counts["consumed"] += len(records)
+        pending: list[Handled] = []
+        pending_keys: set[str] = set()
+        finishing = self._finishing_keys()
+        start = 0
+        many = True  # process_many if the processor has it, until a key repeats
+        while start < len(records):
+            items = [self._item(rec) for rec in records[start:]]
+            results = await self._process_batch([i for i in items if not i.oversize],
+                                                pending_keys | finishing, many=many)
+            done = 0
+            for item in items:
+                if item.oversize:
+                    h = self._oversize(item)
+                elif done < len(results):
+                    h = await self._decide(item, results[done])
+                    done += 1
+                else:
+                    break  # the processor stopped after a repeated key: a new run from here
+                start += 1
+                keys = h.research_keys()
+                again = False
+                if keys and not keys.isdisjoint(finishing):
+                    finishing = self._finishing_keys()  # some may have finished meanwhile
+                if keys and not (keys.isdisjoint(pending_keys) and keys.isdisjoint(finishing)):
+                    # decided against a version that is not confirmed yet
+                    await self.drain()
+                    finishing = set()
+                    if not keys.isdisjoint(pending_keys):
+                        await self._flush(pending)
+                        pending, pending_keys = [], set()
+                    h = await self._handle_record(item.rec)
+                    keys = h.research_keys()
+                    again, many = True, False
+                h.apply()
+                pending.append(h)
+                pending_keys |= keys
+                if again or item.retried:
+                    break  # later records were decided before this one settled: again
+        return pending, pending_keys
+
+    def _item(self, rec: Any) -> Item:
+        raw: bytes = rec.value if rec.value is not None else b""
+        return Item(rec, raw, content_hint(rec.topic, rec.headers), datetime.now(UTC),
+                    len(raw) > self.settings.max_message_bytes)
+
+    def _oversize(self, item: Item) -> Handled:
+        rec, size = item.rec, len(item.raw)
+        return self._dead_letter(rec, "oversize", f"message of {size} bytes exceeds the limit",
+                                 item.first_seen)
+
+    async def _process_batch(self, items: Sequence[Item], unconfirmed: set[str], *,
+                             many: bool = True) -> Sequence[Sequence[Any] | BaseException]:
+        """One hop to the worker thread for a run of items: each item's outcomes, or the
+        exception its processing raised (returned, not raised). ``process_many`` answers for
+        every item; without it ``process`` is called for each in turn, stopping after a
+        retriable failure or after an item deciding a research key that is ``unconfirmed``
+        or was decided earlier in the run."""
+        if not items:
+            return []
+        if self.keystore_fault is not None:  # the processor is unusable: each item retries
+            return [StoreFault(self.keystore_fault)] * len(items)
+        processor = self._need(self._processor)
+        args = [(i.raw, i.hint, i.first_seen) for i in items]
+        batch_call = getattr(processor, "process_many", None) if many else None
+        call = (partial(batch_call, args) if callable(batch_call)
+                else partial(process_each, processor, args, unconfirmed))
+        try:
+            results = await asyncio.get_running_loop().run_in_executor(self._executor, call)
+        except Exception as exc:  # noqa: BLE001 - the call itself failed: as if every item did
+            return [exc] * len(items)
+        if not results or len(results) > len(items):
+            error = RuntimeError("process_many must answer for every item")
+            return [error] * len(items)
+        return results
 
     async def _handle_record(self, rec: Any) -> Handled:
-        raw: bytes = rec.value if rec.value is not None else b""
-        hint = content_hint(rec.topic, rec.headers)
-        first_seen = datetime.now(UTC)
-        if len(raw) > self.settings.max_message_bytes:
-            return self._dead_letter(
-                rec, "oversize", f"message of {len(raw)} bytes exceeds the limit", first_seen
-            )
+        """One record alone (its own worker-thread hop)."""
+        item = self._item(rec)
+        if item.oversize:
+            return self._oversize(item)
+        return await self._decide(item, None)
+
+    async def _decide(self, item: Item, first: Sequence[Any] | BaseException | None) -> Handled:
+        """Route one record's result (``first``, or processed now when None): outcomes to
+        outputs, input errors to the dead-letter topic, retriable errors retried."""
+        rec, raw, hint, first_seen = item.rec, item.raw, item.hint, item.first_seen
         try:
-            outcomes = await self.process(raw, hint, first_seen, subject=_subject(rec))
+            outcomes = await self._process_item(item, first)
         except Stopping:
             raise
         except LeakHeldBack as exc:
@@ -690,28 +814,47 @@ class Runner:
                       subject: str | None = None) -> Sequence[Any]:
         """Run the processor on the worker thread, retrying transient failures and faults of
         the whole key store (``subject`` tells patients apart for the integrity streak)."""
+        return await self._process_item(Item(None, raw, hint, now, subject=subject), None)
+
+    async def _process_item(self, item: Item, first: Sequence[Any] | BaseException | None
+                            ) -> Sequence[Any]:
+        """The item's outcomes: ``first`` (a result already computed in a batch) unless it
+        calls for a retry, else processed now; retriable errors and store faults are retried
+        with backoff (``item.retried`` is set then). Input errors are raised."""
         loop = asyncio.get_running_loop()
+        given = [first] if first is not None else []
 
         async def attempt() -> Sequence[Any]:
             if self.keystore_fault is not None:
+                given.clear()  # computed by the faulty processor
                 await self._reopen_processor()  # raises StoreFault while still unusable
-            call = partial(self._need(self._processor).process, raw, content_hint=hint, now=now)
             try:
-                result = await loop.run_in_executor(self._executor, call)
+                if given:
+                    got = given.pop()
+                    if isinstance(got, BaseException):
+                        raise got
+                    result: Sequence[Any] = got
+                else:
+                    if first is not None:
+                        item.retried = True
+                    call = partial(self._need(self._processor).process, item.raw,
+                                   content_hint=item.hint, now=item.first_seen)
+                    result = await loop.run_in_executor(self._executor, call)
             except DeidstreamError as exc:
                 if exc.retriable:
                     self.keystore_ok = False
                     self._update_ready()
-                elif self._store_wide(exc, subject):
+                elif self._store_wide(exc, item.subject_of()):
                     self._set_store_fault(exc.reason_class)
                     raise StoreFault(exc.reason_class) from exc
                 raise
-            self._integrity_streak.clear()
+            if self._integrity_streak:
+                self._integrity_streak.clear()
             if not self.keystore_ok or self.keystore_fault is not None:
                 self._clear_store_fault()
             return result
 
-        return await self._retry("process", attempt)
+        return cast(Sequence[Any], await self._retry("process", attempt))
 
     def _route(self, rec: Any, hint: str, outcomes: Sequence[Any], first_seen: datetime) -> Handled:
         handled = Handled(rec, outcomes=outcomes)
