@@ -1,6 +1,6 @@
 """Processor benchmark: ``Processor.process`` + ``commit`` rate on one core, no broker.
 
-    .venv/bin/python bench/process.py [--count 2000] [--batch 64] [--corpus DIR]
+    .venv/bin/python bench/process.py [--count 2000] [--batch 64] [--corpus DIR] [--many]
 
 Inputs: PhysioNet dev notes wrapped as HL7 v2 ORU^R01 and FHIR DocumentReference (the same
 builders as bench/stream.py, half each, every document its own (patient, visit, type)), or,
@@ -11,8 +11,11 @@ three passes: first sight (publish / held), a replay of the same inputs after ``
 ``Outcome.stage_seconds``. ``commit`` runs once per ``--batch`` inputs, as the service does.
 Per pass it prints the CPU time per input (``time.process_time``: what one core pays) and,
 for first sight, the mean µs per stage and the part of the CPU no stage accounts for.
-``--store memory|sqlite|both`` picks the stores, ``--profile FILE`` writes a cProfile of the
-SQLite first-sight pass.
+``--store memory|sqlite|postgres|both`` picks the stores (postgres: a throw-away schema in
+``--pg``), ``--profile FILE`` writes a cProfile of the SQLite (or PostgreSQL) first-sight
+pass. ``--many``: one ``Processor.process_many`` call per ``--batch`` inputs (as the service
+calls it per Kafka batch) instead of ``process`` per input; ``stage_seconds`` then share the
+batch's mark read and compare-and-set out over its documents (in ``dedup``).
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ import statistics
 import sys
 import tempfile
 import time
+import uuid
 from collections import Counter, defaultdict
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
@@ -70,34 +74,43 @@ def fixture_inputs(count: int) -> list[tuple[bytes, str]]:
     return [(template.replace(b"VIS7788", f"VIS{i:07d}".encode()), "hl7v2") for i in range(count)]
 
 
+def _one_by_one(proc: Processor, chunk: Sequence[tuple[bytes, str]]) -> list[Any]:
+    results: list[Any] = []
+    for raw, hint in chunk:
+        try:
+            results.append(proc.process(raw, content_hint=hint, now=NOW))
+        except Exception as exc:  # noqa: BLE001 - counted, like the service's dead-letter path
+            results.append(exc)
+    return results
+
+
 def run_pass(
-    proc: Processor, inputs: Sequence[tuple[bytes, str]], batch: int
+    proc: Processor, inputs: Sequence[tuple[bytes, str]], batch: int, many: bool = False
 ) -> tuple[float, float, Counter[str], dict[str, list[float]]]:
     kinds: Counter[str] = Counter()
     stages: dict[str, list[float]] = defaultdict(list)
-    pending: list[Outcome] = []
     committing = 0.0
     cpu_started = time.process_time()
     started = time.perf_counter()
-    for i, (raw, hint) in enumerate(inputs, 1):
-        try:
-            outs = proc.process(raw, content_hint=hint, now=NOW)
-        except Exception as exc:  # noqa: BLE001 - counted, like the service's dead-letter path
-            kinds[f"error:{getattr(exc, 'reason_class', type(exc).__name__)}"] += 1
-            continue
-        for out in outs:
-            kinds[out.kind] += 1
-            for stage, seconds in out.stage_seconds.items():
-                stages[stage].append(seconds)
-        pending.extend(outs)
-        if i % batch == 0:
-            t0 = time.perf_counter()
-            proc.commit(pending)
-            committing += time.perf_counter() - t0
-            pending.clear()
-    t0 = time.perf_counter()
-    proc.commit(pending)
-    committing += time.perf_counter() - t0
+    for start in range(0, len(inputs), batch):
+        chunk = inputs[start : start + batch]
+        if many:
+            results: list[Any] = proc.process_many([(raw, hint, NOW) for raw, hint in chunk])
+        else:
+            results = _one_by_one(proc, chunk)
+        pending: list[Outcome] = []
+        for outs in results:
+            if isinstance(outs, BaseException):
+                kinds[f"error:{getattr(outs, 'reason_class', type(outs).__name__)}"] += 1
+                continue
+            for out in outs:
+                kinds[out.kind] += 1
+                for stage, seconds in out.stage_seconds.items():
+                    stages[stage].append(seconds)
+            pending.extend(outs)
+        t0 = time.perf_counter()
+        proc.commit(pending)
+        committing += time.perf_counter() - t0
     stages["commit (per input)"].append(committing / max(1, len(inputs)))
     return time.perf_counter() - started, time.process_time() - cpu_started, kinds, stages
 
@@ -108,11 +121,12 @@ def bench_store(
     inputs: Sequence[tuple[bytes, str]],
     batch: int,
     profile: Path | None = None,
+    many: bool = False,
 ) -> None:
     # warm-up (lexicons, compiled patterns, first-use caches) on a throwaway store
     surrogates.warm()  # as the service does at start-up (area codes, zip codes, census)
     warm = Processor(policy=Policy.load(), store=InMemoryStore())
-    run_pass(warm, inputs[:WARMUP], batch)
+    run_pass(warm, inputs[:WARMUP], batch, many)
     store = make_store()
     proc = Processor(policy=Policy.load(), store=store)
     for label in ("first sight", "replay"):
@@ -122,7 +136,7 @@ def bench_store(
 
             profiler = cProfile.Profile()
             profiler.enable()
-        seconds, cpu, kinds, stages = run_pass(proc, inputs, batch)
+        seconds, cpu, kinds, stages = run_pass(proc, inputs, batch, many)
         if profiler is not None and profile is not None:
             profiler.disable()
             profiler.dump_stats(str(profile))
@@ -149,25 +163,54 @@ def main() -> int:
     ap.add_argument("--count", type=int, default=2000)
     ap.add_argument("--batch", type=int, default=64, help="inputs per commit() call")
     ap.add_argument("--corpus", type=Path, default=DEFAULT_CORPUS)
-    ap.add_argument("--store", choices=("memory", "sqlite", "both"), default="both")
+    ap.add_argument("--store", choices=("memory", "sqlite", "postgres", "both"), default="both")
+    ap.add_argument("--pg", default="postgresql://postgres@127.0.0.1:5432/test",
+                    help="PostgreSQL for --store postgres (a throw-away schema is used)")
     ap.add_argument("--profile", type=Path, help="cProfile of the SQLite first-sight pass")
+    ap.add_argument("--many", action="store_true",
+                    help="process_many per --batch inputs instead of process per input")
     args = ap.parse_args()
     inputs = corpus_inputs(args.corpus, args.count)
     source = "PhysioNet dev notes as ORU^R01 + DocumentReference"
     if inputs is None:
         inputs, source = fixture_inputs(args.count), "fixture 03_final.hl7, visit varied"
     sizes = [len(raw) for raw, _ in inputs]
+    call = "process_many per batch" if args.many else "process per input"
     print(f"bench/process.py: {len(inputs)} inputs ({source}), "
-          f"mean {statistics.fmean(sizes):.0f} bytes, commit every {args.batch}")
+          f"mean {statistics.fmean(sizes):.0f} bytes, commit every {args.batch}, {call}")
     if args.store in ("memory", "both"):
-        bench_store("memory", InMemoryStore, inputs, args.batch)
+        bench_store("memory", InMemoryStore, inputs, args.batch, many=args.many)
     if args.store in ("sqlite", "both"):
         with tempfile.TemporaryDirectory(prefix="deidstream-bench-") as tmp:
             url = f"sqlite:///{Path(tmp) / 'bench.sqlite3'}"
             keyring = Keyring.generate()
             bench_store("sqlite", lambda: open_store(url, keyring), inputs, args.batch,
-                        args.profile)
+                        args.profile, args.many)
+    if args.store == "postgres":
+        bench_postgres(args.pg, inputs, args.batch, args.profile, args.many)
     return 0
+
+
+def bench_postgres(
+    pg: str, inputs: Sequence[tuple[bytes, str]], batch: int, profile: Path | None, many: bool
+) -> None:
+    import psycopg
+    from psycopg import sql
+
+    try:
+        admin = psycopg.connect(pg, autocommit=True, connect_timeout=3)
+    except psycopg.OperationalError:
+        print("  postgres: not reachable, skipped")
+        return
+    schema = f"process_bench_{uuid.uuid4().hex[:10]}"
+    sep = "&" if "?" in pg else "?"
+    url = f"{pg}{sep}schema={schema}"
+    keyring = Keyring.generate()
+    try:
+        bench_store("postgres", lambda: open_store(url, keyring), inputs, batch, profile, many)
+    finally:
+        admin.execute(sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(sql.Identifier(schema)))
+        admin.close()
 
 
 if __name__ == "__main__":
