@@ -7,6 +7,7 @@ the standard's (2.3 to 2.8 agree on the ones read here). Escapes are decoded per
 from __future__ import annotations
 
 from datetime import UTC, date, datetime, timedelta, timezone
+from functools import lru_cache
 
 from pipelines.document import Address, Identifier, PersonName
 from pipelines.hl7.er7 import Delimiters
@@ -124,8 +125,14 @@ def parse_ts(value: str, default_tz: timezone | None = None) -> datetime | None:
     """HL7 TS/DTM ``YYYY[MM[DD[HH[MM[SS[.S…]]]]]][±ZZZZ]`` → aware datetime (None if unreadable).
 
     Without an offset the sender's zone applies (``default_tz``: MSH-7's offset), else UTC, so
-    every time we hand out is comparable.
+    every time we hand out is comparable. Cached: one message repeats its times (MSH-7 for
+    the offset and the message time, OBR-7, OBR-22…), and datetimes are immutable.
     """
+    return _parse_ts(value, default_tz)
+
+
+@lru_cache(maxsize=1024)
+def _parse_ts(value: str, default_tz: timezone | None) -> datetime | None:
     v = value.strip()
     if len(v) < 4:
         return None

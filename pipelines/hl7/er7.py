@@ -181,7 +181,10 @@ class Segment:
 
         ``comp=0`` / ``sub=0`` mean the whole repetition / the whole component.
         """
-        raw = self.field(n)
+        f = self.fields  # field(n), inlined: the mapping calls this ~50 times a message
+        if n >= len(f):
+            return ""
+        raw = f[n]
         if not raw:
             return ""
         d = self.delimiters
@@ -194,7 +197,7 @@ class Segment:
             raw = reps[rep]
         elif rep:
             return ""
-        return pick(raw, d, comp, sub)
+        return pick(raw, d, comp, sub) if comp else raw
 
     def value(
         self, n: int, rep: int = 0, comp: int = 0, sub: int = 0, charset: str = "utf-8"

@@ -131,6 +131,8 @@ class _Reader:
         return decode_escapes(seg.raw(n, rep, comp, sub), self.d, charset=self.cs).strip()
 
     # -- identifier groups -------------------------------------------------------------
+    # Each reader first looks at the raw field: most of the fields read here are absent,
+    # and an absent field costs one list lookup instead of a chain of calls.
     def names(
         self,
         seg: Segment,
@@ -138,24 +140,36 @@ class _Reader:
         into: list[PersonName],
         reader: Callable[[str, Delimiters, str], PersonName | None] = dt.xpn,
     ) -> None:
+        f = seg.fields
+        if n >= len(f) or not f[n]:
+            return
         for rep in seg.repetitions(n):
             name = reader(rep, self.d, self.cs)
             if name is not None:
                 into.append(name)
 
     def addresses(self, seg: Segment, n: int) -> None:
+        f = seg.fields
+        if n >= len(f) or not f[n]:
+            return
         for rep in seg.repetitions(n):
             a = dt.xad(rep, self.d, self.cs)
             if a is not None:
                 self.c.addresses.append(a)
 
     def phones(self, seg: Segment, n: int) -> None:
+        f = seg.fields
+        if n >= len(f) or not f[n]:
+            return
         for rep in seg.repetitions(n):
             phones, emails = dt.xtn(rep, self.d, self.cs)
             self.c.phones.extend(phones)
             self.c.emails.extend(emails)
 
     def ids(self, seg: Segment, n: int, into: list[Identifier], type_code: str = "") -> None:
+        f = seg.fields
+        if n >= len(f) or not f[n]:
+            return
         for rep in seg.repetitions(n):
             ident = dt.cx(rep, self.d, self.cs)
             if ident is not None:
@@ -164,8 +178,11 @@ class _Reader:
                 into.append(ident)
 
     def providers(self, seg: Segment, *fields: int) -> None:
+        f = seg.fields
+        last = len(f)
         for n in fields:
-            self.names(seg, n, self.c.providers, dt.xcn)
+            if n < last and f[n]:
+                self.names(seg, n, self.c.providers, dt.xcn)
 
     def collect_identifiers(self) -> None:
         c = self.c
@@ -237,7 +254,8 @@ class _Reader:
             for n in (32, 33, 34, 35):
                 self.names(seg, n, c.providers, dt.ndl)
         for seg in self.msg.all("OBX"):
-            self.providers(seg, 16)
+            if len(seg.fields) > 16 and seg.fields[16]:  # many OBX per message, rarely OBX-16
+                self.providers(seg, 16)
         for seg in self.msg.all("TXA"):
             self.providers(seg, 5, 9, 10, 22, 23)
 
@@ -281,7 +299,9 @@ class _Reader:
         vtype = seg.raw(2, 0, 1).strip().upper()
         reps = seg.repetitions(5)
         if vtype in TEXT_TYPES:
-            return "\n".join(decode_escapes(r, self.d, charset=self.cs) for r in reps), False
+            if len(reps) == 1:
+                return decode_escapes(reps[0], self.d, charset=self.cs), False
+            return "\n".join([decode_escapes(r, self.d, charset=self.cs) for r in reps]), False
         if vtype in CODED_TYPES:
             texts = []
             for r in reps:
