@@ -29,6 +29,7 @@ a ``duplicate``. Near-duplicates across visits are found with a small keyed bott
 from __future__ import annotations
 
 import base64
+import binascii
 import hashlib
 import re
 import struct
@@ -437,16 +438,11 @@ def _pack(signature: Sequence[int]) -> str:
     return base64.b64encode(struct.pack(f"<{len(signature)}I", *signature)).decode("ascii")
 
 
-def _unpack(text: str) -> tuple[int, ...]:
-    data = base64.b64decode(text)
-    return struct.unpack(f"<{len(data) // 4}I", data)
-
-
-@lru_cache(maxsize=2048)  # ~4.3 KB each: ~9 MB when full
-def _unpacked_set(text: str) -> frozenset[int]:
-    """A stored sketch as a set, decoded once: every document of the patient compares
-    against the same stored visits."""
-    return frozenset(_unpack(text))
+@lru_cache(maxsize=4096)  # ~4.3 KB each: ~18 MB when full
+def _stored_set(entry: str) -> frozenset[int]:
+    """A stored table entry's sketch as a set, decoded once per entry string (whose hash
+    the string keeps): every document of the patient compares against the same visits."""
+    return frozenset(array("I", binascii.a2b_base64(entry.partition(":")[2])))
 
 
 class VisitSketches:
@@ -493,8 +489,8 @@ class VisitSketches:
             key = name[cut:]
             if key == research_key:
                 continue
-            theirs = _unpacked_set(value.partition(":")[2])
-            shared = len(mine & theirs) if mine and theirs else 0
+            theirs = _stored_set(value)
+            shared = len(mine & theirs)
             union = len(mine) + len(theirs) - shared
             if shared == 0 or union <= size:
                 score = shared / union if shared else 0.0
