@@ -4,6 +4,7 @@ once to its other occurrences in the note, and joining name words into spans."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from itertools import compress
 
 from pipelines.phi import lexicons as lx
 from pipelines.phi.lexicons import Token
@@ -47,7 +48,10 @@ def _signature(
 
 
 def _propagate(
-    words: tuple[Token, ...], mixed: bool, taken: dict[int, tuple[Category, float]]
+    words: tuple[Token, ...],
+    lowers: tuple[str, ...],
+    mixed: bool,
+    taken: dict[int, tuple[Category, float]],
 ) -> None:
     """A name found once in a note is a name wherever the same word recurs in that note."""
     found: dict[str, tuple[Category, float]] = {}
@@ -57,9 +61,10 @@ def _propagate(
             found.setdefault(low, (cat, min(conf, 0.7)))
     if not found:
         return
-    for idx, tok in enumerate(words):
-        if tok[3] not in found and _base(tok[3]) not in found:
-            continue
+    # the words whose base form was found, picked without a Python call per word
+    forms = {*found, *(k + "'s" for k in found), *(k + "’s" for k in found)}
+    for idx in compress(range(len(words)), map(forms.__contains__, lowers)):
+        tok = words[idx]
         if idx in taken:
             continue
         hit = found.get(_base(tok.lower))

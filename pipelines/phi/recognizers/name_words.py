@@ -3,6 +3,8 @@ the strength of its cue, is it an initial, a surname after a first name, an epon
 
 from __future__ import annotations
 
+from itertools import compress
+
 from pipelines.phi import lexicons as lx
 from pipelines.phi.lexicons import Token
 from pipelines.phi.recognizers.name_cues import (
@@ -81,16 +83,18 @@ def _tight(gap: str, left: Token | None = None) -> bool:
     return mark in {"", "-"} or (mark == "." and (left is None or len(left.text) == 1))
 
 
-def _eponyms(words: tuple[Token, ...], text: str) -> set[str]:
-    """Words used as eponyms in this note: followed by an eponym head ("foley catheter")."""
+def _eponyms(toks: lx.Tokens, text: str) -> set[str]:
+    """Words used as eponyms in this note: followed by an eponym head ("foley catheter").
+
+    Only the positions of head words are visited (picked with ``compress``), not every word."""
+    words, lows = toks.words, toks.lowers
     found: set[str] = set()
-    for i in range(len(words) - 1):
-        nxt = words[i + 1]
-        head = nxt.lower
-        if head == "s" and i + 2 < len(words):  # "Parkinson's disease" tokenises as one word
-            head = words[i + 2].lower
-        if head in EPONYM_HEADS and "\n" not in _gap(text, words[i], nxt):
-            found.add(words[i].lower.removesuffix("'s").removesuffix("’s"))
+    for h in compress(range(len(lows)), map(EPONYM_HEADS.__contains__, lows)):
+        # the word before the head, or before an "s" before it ("Parkinson's disease"
+        # tokenises as "Parkinson", "s"); "s" itself is no head
+        for nxt in (h, h - 1) if h >= 2 and lows[h - 1] == "s" else (h,):
+            if nxt >= 1 and "\n" not in _gap(text, words[nxt - 1], words[nxt]):
+                found.add(lows[nxt - 1].removesuffix("'s").removesuffix("’s"))
     return found
 
 

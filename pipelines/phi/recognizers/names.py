@@ -12,6 +12,9 @@ a word for the whole note unless a title stands before it.
 
 from __future__ import annotations
 
+from itertools import compress
+from operator import itemgetter, or_
+
 from pipelines.phi import lexicons as lx
 from pipelines.phi.base import Doc, Recognizer
 from pipelines.phi.recognizers.known import known_name_forms
@@ -64,6 +67,30 @@ from pipelines.phi.registry import register
 from pipelines.spans import Category, Span
 
 
+class _MayStart(dict[str, bool]):
+    """Lower-case word -> may it start a rule whatever its case: a cue word, a single letter
+    (an initial) or a census first name. Filled on first sight, bounded."""
+
+    def __missing__(self, low: str) -> bool:
+        verdict = low in _TRIGGERS or len(low) <= 1 or low in lx.first_names()
+        if len(self) < 100_000:
+            self[low] = verdict
+        return verdict
+
+
+_MAY_START = _MayStart()
+_first_char = itemgetter(0)
+
+
+def _rule_starts(toks: lx.Tokens, capitals_count: bool) -> list[int]:
+    """Indices of the words the main loop must visit, picked with C-level ``map``: a word that
+    may start a rule by itself, or (where case tells something) any capitalised word."""
+    may = map(_MAY_START.__getitem__, toks.lowers)
+    if capitals_count:
+        may = map(or_, may, map(str.isupper, map(_first_char, toks.texts)))
+    return list(compress(range(len(toks.lowers)), may))
+
+
 @register("names")
 class NameRecognizer(Recognizer):
     """Names of providers, relatives and patients found by cue words and capitalisation."""
@@ -75,8 +102,10 @@ class NameRecognizer(Recognizer):
         words, mixed, text = toks.words, toks.mixed_case, doc.text
         if not words:
             return []
-        eponyms = _eponyms(words, text) if not toks.lower_set.isdisjoint(EPONYM_HEADS) else set()
-        lowered = frozenset([t[3] for t in words if t[2].islower()]) if mixed else frozenset()
+        eponyms = _eponyms(toks, text) if not toks.lower_set.isdisjoint(EPONYM_HEADS) else set()
+        lowered = (
+            frozenset(compress(toks.lowers, map(str.islower, toks.texts))) if mixed else frozenset()
+        )
         # a lower-case note: its few capitalised words are as telling as in a mixed-case one
         lower_note = toks.lower_note
         taken: dict[int, tuple[Category, float]] = {}
@@ -169,8 +198,16 @@ class NameRecognizer(Recognizer):
 
         n = len(words)
         first_names = lx.first_names()
+        starts = _rule_starts(toks, mixed or lower_note)
+        k, m = 0, len(starts)
         i = 0
-        while i < n:
+        while True:
+            # every word that is not in ``starts`` would only do ``i += 1`` below: jump over them
+            while k < m and starts[k] < i:
+                k += 1
+            if k == m:
+                break
+            i = starts[k]
             tok = words[i]
             low = tok.lower
             # fast path: a word that is no cue, no initial, not capitalised in a mixed-case note
@@ -443,7 +480,7 @@ class NameRecognizer(Recognizer):
             i += 1
 
         _signature(words, text, mixed, take)
-        _propagate(words, mixed, taken)
+        _propagate(words, toks.lowers, mixed, taken)
         known = known_name_forms(doc)
         if known:  # the structured part of the message tells the role
             for idx, (_, conf) in list(taken.items()):
