@@ -73,6 +73,25 @@ def test_tokens_are_words_of_the_text(text: str) -> None:
         assert text[tok.start : tok.end] == tok.text and tok.lower == tok.text.lower()
 
 
+def _reference_tokens(text: str) -> list[tuple[int, int, str, str]]:
+    """The tokenizer's contract written plainly: word matches, lower case sliced from the
+    lower-cased text at the same offsets."""
+    low = text.lower()
+    return [
+        (m.start(), m.end(), m.group(), low[m.start() : m.end()]) for m in lx._WORD.finditer(text)
+    ]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet="abXY '’-.\n19İKéß", max_size=40) | st.text(max_size=80))
+def test_token_columns_match_the_plain_tokenizer(text: str) -> None:
+    toks = lx.tokens(Doc(text))
+    assert [tuple(t) for t in toks.words] == _reference_tokens(text)
+    assert toks.texts == tuple(t.text for t in toks.words)
+    assert toks.lowers == tuple(t.lower for t in toks.words)
+    assert toks.lower_set == frozenset(toks.lowers)
+
+
 def test_clinical_words_from_the_drug_dictionary_and_morphology() -> None:
     assert lx.clinical_word("zosyn") and lx.clinical_word("lasix")  # brands, listed
     assert lx.clinical_word("vanco")  # a listed drug's head, as notes shorten it
