@@ -17,6 +17,7 @@ from service.runner import Processor, ProcessorFactory
 from service.settings import Settings
 
 log = logging.getLogger("deidstream.wiring")
+SENT_MARK = b"sent"
 
 
 class InstrumentedStore:
@@ -143,6 +144,26 @@ class ServiceProcessor:
         if not isinstance(error, DeidstreamError):
             return {}
         return reason_headers(error, raw)
+
+    def sent_marks(self, marks: Sequence[str]) -> set[str]:
+        """Which dead letters (``service.runner.contract.dead_letter_mark``) were sent and
+        acknowledged before: a replayed batch does not send them again."""
+        get_many = getattr(self._store, "get_marks", None)
+        if callable(get_many):
+            found: dict[str, bytes | None] = dict(get_many(list(marks)))
+        else:
+            found = {k: self._store.get_mark(k) for k in marks}
+        return {k for k, v in found.items() if v is not None}
+
+    def mark_sent(self, marks: Sequence[str]) -> None:
+        """Remember dead letters the broker acknowledged (one mark each, kept for good)."""
+        items = [(k, None, SENT_MARK) for k in dict.fromkeys(marks)]
+        set_many = getattr(self._store, "compare_and_set_marks", None)
+        if callable(set_many):
+            set_many(items)  # False for a mark already there: fine
+        else:
+            for item in items:
+                self._store.compare_and_set_mark(*item)
 
     def ping(self) -> None:
         """A real round trip to the key store's database (for readiness while idle)."""

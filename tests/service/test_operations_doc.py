@@ -12,8 +12,9 @@ DOC = (ROOT / "docs" / "operations.md").read_text(encoding="utf-8")
 
 
 def test_reason_classes_set_by_the_runner_are_explained() -> None:
-    runner = (ROOT / "service" / "runner.py").read_text(encoding="utf-8")
-    literal = set(re.findall(r'_dead_letter\(\s*\w+,\s*"(\w+)"', runner))
+    runner = "\n".join(p.read_text(encoding="utf-8")
+                       for p in sorted((ROOT / "service" / "runner").glob("*.py")))
+    literal = set(re.findall(r'dead_letter\(\s*\w+,\s*"(\w+)"', runner))
     literal |= set(re.findall(r'return "(\w+)", f?"unexpected', runner))
     assert {"oversize", "output_rejected", "internal_error"} <= literal
     missing = sorted(r for r in literal if f"`{r}`" not in DOC)

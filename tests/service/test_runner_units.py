@@ -6,7 +6,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from pipelines.errors import InvalidJSON, KeystoreUnavailable, NotHL7
-from service.runner import PartitionState, _headers_list, _is_retriable, _safe_reason, content_hint
+from service.runner import PartitionState, content_hint, headers_list, is_retriable, safe_reason
 
 
 def test_content_hint_from_header_then_topic() -> None:
@@ -24,25 +24,25 @@ def test_content_hint_total(topic: str, headers: list[tuple[str, bytes]]) -> Non
 
 def test_reasons_never_carry_foreign_exception_text() -> None:
     phi = "Jane Doe 123-45-6789"
-    cls, reason = _safe_reason(ValueError(f"could not parse {phi}"))
+    cls, reason = safe_reason(ValueError(f"could not parse {phi}"))
     assert cls == "internal_error" and phi not in reason and "ValueError" in reason
-    cls, reason = _safe_reason(NotHL7("input does not start with MSH", offset=0))
+    cls, reason = safe_reason(NotHL7("input does not start with MSH", offset=0))
     assert cls == "not_hl7" and "offset=0" in reason
-    cls, _ = _safe_reason(InvalidJSON("bad json"))
+    cls, _ = safe_reason(InvalidJSON("bad json"))
     assert cls == "invalid_json"
 
 
 def test_retriable_classification() -> None:
-    assert _is_retriable(KeystoreUnavailable("db down"))
-    assert not _is_retriable(NotHL7("nope"))
-    assert _is_retriable(ConnectionError())
-    assert not _is_retriable(ValueError())
+    assert is_retriable(KeystoreUnavailable("db down"))
+    assert not is_retriable(NotHL7("nope"))
+    assert is_retriable(ConnectionError())
+    assert not is_retriable(ValueError())
 
 
 def test_headers_normalised() -> None:
-    assert _headers_list({"a": "x", "b": b"y", "c": None}) == [("a", b"x"), ("b", b"y")]
-    assert _headers_list((("v", 2),)) == [("v", b"2")]
-    assert _headers_list(None) == []
+    assert headers_list({"a": "x", "b": b"y", "c": None}) == [("a", b"x"), ("b", b"y")]
+    assert headers_list((("v", 2),)) == [("v", b"2")]
+    assert headers_list(None) == []
 
 
 def test_partition_lag() -> None:

@@ -1,0 +1,102 @@
+"""The Kafka runner: consume input topics, run the processor, publish, commit after ack.
+
+The package's modules: ``loop`` (the Runner: lifecycle, fetch loop, batches in flight),
+``batches`` (processing a batch: one worker-thread hop per run of records), ``delivery``
+(publish, confirm, commit), ``outputs`` (research, dead-letter and held records),
+``health`` (readiness, key store faults, status), ``partitions`` (assignment, lag, the
+rebalance listener), ``clients`` (Kafka producer, consumer, topics), ``retry`` (transient
+errors, backoff), ``contract`` (what a processor is), ``state`` (shared attributes).
+
+Delivery contract (at-least-once in, effectively-once out):
+
+1. fetch a batch: at most ``max_in_flight`` records minus those of earlier batches still
+   finishing (everything fetched and not committed counts against the limit);
+2. process each record, in partition order, on a single worker thread (CPU-bound work stays
+   off the event loop so heartbeats keep flowing; one thread keeps the processor's state and
+   its database connection on one thread);
+3. hand the batch to its *finisher* (a task) and go back to 1: the finisher waits for the
+   previous batch's finisher, then sends every output (research document, tombstone,
+   dead-letter, held record) and waits for every acknowledgement (``acks=all``; failed sends
+   are retried with backoff, in key order);
+4. tells the processor its outputs are durable (``Processor.commit``: the version marks it
+   wrote unacknowledged become acknowledged), once per batch;
+5. and commits the batch's offsets.
+
+So the next batch is processed while the previous one is being acknowledged and committed,
+and finishers run strictly in batch order: offsets are committed only after every output of
+that batch and of all earlier ones is acknowledged and confirmed, and outputs are sent in input
+order per partition (a batch's sends start after the previous batch's acks).
+
+A crash before (4) replays the uncommitted batch and the processor re-emits the same outcomes
+(same key, same bytes); after (4) the replay yields duplicates and publishes nothing. If a
+record repeats a research key already decided earlier in the same batch or in a batch still
+finishing, the earlier batches are finished and the earlier outputs flushed (3–4) first and the
+record is decided again, so repeats are dropped.
+Records fetched before a rebalance are not processed (the new owner reads them from the
+committed offset). A rebalance waits for everything in flight (the revoke callback takes the
+batch lock, then waits for the finishers). A record the broker refuses (too large) is replaced
+by a dead letter.
+Transient errors (broker, key store) are retried with exponential backoff and jitter — nothing
+is committed meanwhile and readiness goes false. Errors of the input go to the dead-letter topic
+and the stream goes on: no input can block its partition.
+
+Key-store faults of the store as a whole are not the input's fault and are never dead-lettered:
+a missing or unknown master key (``MissingKeyError``), a store that cannot be opened, or
+``KEY_FAULT_STREAK`` records of different patients in a row failing authentication. They are
+retried with backoff like an outage (the processor is re-opened first, so a corrected key file
+is picked up), readiness goes false with the reason class (``/readyz``,
+``deidstream_keystore_fault``), and nothing is committed. One record failing authentication
+alone is dead-lettered (``keystore_integrity``), never given a new identity.
+"""
+
+from service.runner.contract import (
+    Item,
+    Outcome,
+    Processor,
+    ProcessorFactory,
+    content_hint,
+    dead_letter_mark,
+    process_each,
+    record_subject,
+    research_keys,
+)
+from service.runner.health import KEY_FAULT_STREAK
+from service.runner.loop import Runner
+from service.runner.outputs import (
+    MAX_REASON_CHARS,
+    RESEARCH_CONTENT_TYPE,
+    Handled,
+    Outputs,
+    OutRecord,
+    headers_list,
+    safe_reason,
+)
+from service.runner.partitions import PartitionState, RebalanceListener
+from service.runner.retry import RECORD_REJECTED, Stopping, StoreFault, is_retriable
+
+__all__ = [
+    "KEY_FAULT_STREAK",
+    "MAX_REASON_CHARS",
+    "RECORD_REJECTED",
+    "RESEARCH_CONTENT_TYPE",
+    "Handled",
+    "Item",
+    "OutRecord",
+    "Outcome",
+    "Outputs",
+    "PartitionState",
+    "Processor",
+    "ProcessorFactory",
+    "RebalanceListener",
+    "Runner",
+    "Stopping",
+    "StoreFault",
+    "content_hint",
+    "dead_letter_mark",
+    "headers_list",
+    "is_retriable",
+    "process_each",
+    "record_subject",
+    "research_keys",
+    "safe_reason",
+]

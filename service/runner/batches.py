@@ -1,0 +1,278 @@
+"""Processing a fetched batch: one worker-thread hop for a run of records, each result
+routed to outputs, retriable failures retried alone, repeated research keys decided again
+after the earlier outputs are durable; then the batch goes to its finisher."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections import Counter as Tally
+from collections.abc import Mapping, Sequence
+from datetime import UTC, datetime
+from functools import partial
+from typing import Any, cast
+
+from aiokafka import TopicPartition
+
+from pipelines.errors import DeidstreamError, LeakHeldBack, PartialInput
+from service.runner.contract import Item, content_hint, process_each
+from service.runner.outputs import MAX_REASON_CHARS, Handled, safe_reason
+from service.runner.retry import Stopping, StoreFault
+from service.runner.state import RunnerState
+
+log = logging.getLogger("deidstream.runner")
+
+
+class Batches(RunnerState):
+    """From a fetched batch to a finisher task: process, route, hand over."""
+
+    async def handle_batch(self, batch: Mapping[TopicPartition, Sequence[Any]],
+                           generation: int | None = None) -> None:
+        async with self.batch_lock:
+            consumer = self._need(self._consumer)
+            assigned = consumer.assignment()
+            if generation is not None and generation != self.generation:
+                # fetched before a rebalance: the records belong to whoever owns the partition
+                # now, from its committed offset; if we still own it, read them again
+                for tp, recs in batch.items():
+                    if tp in assigned and recs:
+                        consumer.seek(tp, recs[0].offset)
+                return
+            work = {tp: recs for tp, recs in batch.items() if tp in assigned and recs}
+            count = sum(len(r) for r in work.values())
+            if not count:
+                return
+            self._processing = count
+            self._set_in_flight_gauge()
+            try:
+                records = [rec for recs in work.values() for rec in recs]
+                pending, pending_keys = await self._decide_batch(records)
+                offsets = {tp: recs[-1].offset + 1 for tp, recs in work.items()}
+                previous = self._finishing[-1][0] if self._finishing else None
+                finisher = asyncio.get_running_loop().create_task(
+                    self._finish(previous, pending, offsets), name="deidstream-finish")
+                self._finishing.append((finisher, pending_keys, count))
+            finally:
+                self._processing = 0
+                self._set_in_flight_gauge()
+
+    async def _decide_batch(self, records: Sequence[Any]) -> tuple[list[Handled], set[str]]:
+        """Process a batch's records in input order with one worker-thread hop for a run of
+        them (``process_many`` when the processor has it), then route each result on the
+        event loop. The run ends early, and the next hop starts after it, when
+
+        * a record decided a research key that is not confirmed yet (earlier in this batch,
+          or in a batch still finishing): the earlier outputs are made durable first, in
+          order, and the record is decided again, so a repeat is dropped, not published
+          twice (``process`` alone stops the run right after such a record, so the later
+          records are decided after it, exactly as one by one; ``process_many`` has decided
+          them already: they are decided again, with ``process`` one by one for the rest of
+          the batch, so a batch of repeats costs no more than one run per record — see
+          docs/operations.md);
+        * a record needed a retry (broker or key store outage, a fault of the whole store):
+          it is retried alone with backoff, and the records after it are processed again
+          (their first results were taken during the outage)."""
+        consumed = Tally(
+            (rec.topic, content_hint(rec.topic, rec.headers)) for rec in records)
+        for (topic, hint), n in consumed.items():
+            self.metrics.consumed.labels(topic, hint).inc(n)
+        self.counts["consumed"] += len(records)
+        pending: list[Handled] = []
+        pending_keys: set[str] = set()
+        finishing = self._finishing_keys()
+        start = 0
+        many = True  # process_many if the processor has it, until a key repeats
+        while start < len(records):
+            items = [self._item(rec) for rec in records[start:]]
+            results = await self._process_batch([i for i in items if not i.oversize],
+                                                pending_keys | finishing, many=many)
+            done = 0
+            for item in items:
+                if item.oversize:
+                    h = self._oversize(item)
+                elif done < len(results):
+                    h = await self._decide(item, results[done])
+                    done += 1
+                else:
+                    break  # the processor stopped after a repeated key: a new run from here
+                start += 1
+                keys = h.research_keys()
+                again = False
+                if keys and not keys.isdisjoint(finishing):
+                    finishing = self._finishing_keys()  # some may have finished meanwhile
+                if keys and not (keys.isdisjoint(pending_keys) and keys.isdisjoint(finishing)):
+                    # decided against a version that is not confirmed yet
+                    await self.drain()
+                    finishing = set()
+                    if not keys.isdisjoint(pending_keys):
+                        await self._flush(pending)
+                        pending, pending_keys = [], set()
+                    h = await self._handle_record(item.rec)
+                    keys = h.research_keys()
+                    again, many = True, False
+                h.apply()
+                pending.append(h)
+                pending_keys |= keys
+                if again or item.retried:
+                    break  # later records were decided before this one settled: again
+        return pending, pending_keys
+
+    def _item(self, rec: Any) -> Item:
+        raw: bytes = rec.value if rec.value is not None else b""
+        return Item(rec, raw, content_hint(rec.topic, rec.headers), datetime.now(UTC),
+                    len(raw) > self.settings.max_message_bytes)
+
+    def _oversize(self, item: Item) -> Handled:
+        rec, size = item.rec, len(item.raw)
+        reason = f"message of {size} bytes exceeds the limit"
+        return self.outputs.dead_letter(rec, "oversize", reason, item.first_seen)
+
+    async def _process_batch(self, items: Sequence[Item], unconfirmed: set[str], *,
+                             many: bool = True) -> Sequence[Sequence[Any] | BaseException]:
+        """One hop to the worker thread for a run of items: each item's outcomes, or the
+        exception its processing raised (returned, not raised). ``process_many`` answers for
+        every item; without it ``process`` is called for each in turn, stopping after a
+        retriable failure or after an item deciding a research key that is ``unconfirmed``
+        or was decided earlier in the run."""
+        if not items:
+            return []
+        if self.keystore_fault is not None:  # the processor is unusable: each item retries
+            return [StoreFault(self.keystore_fault)] * len(items)
+        processor = self._need(self._processor)
+        args = [(i.raw, i.hint, i.first_seen) for i in items]
+        batch_call = getattr(processor, "process_many", None) if many else None
+        call = (partial(batch_call, args) if callable(batch_call)
+                else partial(process_each, processor, args, unconfirmed))
+        try:
+            results = await asyncio.get_running_loop().run_in_executor(self._executor, call)
+        except Exception as exc:  # noqa: BLE001 - the call itself failed: as if every item did
+            return [exc] * len(items)
+        if not results or len(results) > len(items):
+            error = RuntimeError("process_many must answer for every item")
+            return [error] * len(items)
+        return results
+
+    async def _handle_record(self, rec: Any) -> Handled:
+        """One record alone (its own worker-thread hop)."""
+        item = self._item(rec)
+        if item.oversize:
+            return self._oversize(item)
+        return await self._decide(item, None)
+
+    async def _decide(self, item: Item, first: Sequence[Any] | BaseException | None) -> Handled:
+        """Route one record's result (``first``, or processed now when None): outcomes to
+        outputs, input errors to the dead-letter topic, retriable errors retried."""
+        rec, raw, hint, first_seen = item.rec, item.raw, item.hint, item.first_seen
+        try:
+            outcomes = await self._process_item(item, first)
+        except Stopping:
+            raise
+        except LeakHeldBack as exc:
+            return self.outputs.held(rec, None, exc.reason_class, str(exc), first_seen)
+        except PartialInput as exc:
+            # the good documents go out; the whole input goes to the dead-letter topic too,
+            # with the reason naming the failed entries (coordinates only)
+            good = self.outputs.route(rec, hint, getattr(exc, "outcomes", ()) or (), first_seen)
+            dead = self.outputs.dead_letter(rec, exc.reason_class, str(exc), first_seen,
+                                     await self._diagnose(exc, raw))
+            good.outputs.extend(dead.outputs)
+            good.effects.extend(dead.effects)
+            good.kind = (good.kind + ",deadletter").lstrip(",")
+            return good
+        except Exception as exc:  # noqa: BLE001 - the input (or the code) is at fault: never block
+            reason_class, reason = safe_reason(exc)
+            if reason_class == "internal_error":
+                log.error("processing failed at %s/%d@%d: %s", rec.topic, rec.partition,
+                          rec.offset, type(exc).__name__)
+                extra: list[tuple[str, bytes]] = []
+            else:
+                extra = await self._diagnose(exc, raw)
+            return self.outputs.dead_letter(rec, reason_class, reason, first_seen, extra)
+        return self.outputs.route(rec, hint, outcomes, first_seen)
+
+    async def _diagnose(self, exc: BaseException, raw: bytes) -> list[tuple[str, bytes]]:
+        """Extra dead-letter headers from the processor's optional ``diagnose(error, raw)``
+        (e.g. hl7apy's precise findings on a malformed HL7 message; coordinates, no PHI).
+        Slow and optional: run on the worker thread, and never fail the dead-lettering."""
+        diagnose = getattr(self._processor, "diagnose", None)
+        if not callable(diagnose):
+            return []
+        loop = asyncio.get_running_loop()
+        try:
+            found = await loop.run_in_executor(self._executor, partial(diagnose, exc, raw))
+        except Exception as err:  # noqa: BLE001 - diagnosis is best effort
+            log.warning("dead-letter diagnosis failed: %s", type(err).__name__)
+            return []
+        return [
+            (str(k).replace("_", "-"), str(v)[:MAX_REASON_CHARS * 2].encode())
+            for k, v in (found or {}).items()
+            if k not in ("reason_class", "reason") and v
+        ]
+
+    async def process(self, raw: bytes, hint: str, now: datetime, *,
+                      subject: str | None = None) -> Sequence[Any]:
+        """Run the processor on the worker thread, retrying transient failures and faults of
+        the whole key store (``subject`` tells patients apart for the integrity streak)."""
+        return await self._process_item(Item(None, raw, hint, now, subject=subject), None)
+
+    async def _process_item(self, item: Item, first: Sequence[Any] | BaseException | None
+                            ) -> Sequence[Any]:
+        """The item's outcomes: ``first`` (a result already computed in a batch) unless it
+        calls for a retry, else processed now; retriable errors and store faults are retried
+        with backoff (``item.retried`` is set then). Input errors are raised."""
+        if first is not None and not isinstance(first, BaseException) \
+                and self.keystore_fault is None:
+            self._settled()  # the common case: no retry machinery per record
+            return first
+        loop = asyncio.get_running_loop()
+        given = [first] if first is not None else []
+
+        async def attempt() -> Sequence[Any]:
+            if self.keystore_fault is not None:
+                given.clear()  # computed by the faulty processor
+                await self._reopen_processor()  # raises StoreFault while still unusable
+            try:
+                if given:
+                    got = given.pop()
+                    if isinstance(got, BaseException):
+                        raise got
+                    result: Sequence[Any] = got
+                else:
+                    if first is not None:
+                        item.retried = True
+                    call = partial(self._need(self._processor).process, item.raw,
+                                   content_hint=item.hint, now=item.first_seen)
+                    result = await loop.run_in_executor(self._executor, call)
+            except DeidstreamError as exc:
+                if exc.retriable:
+                    self.keystore_ok = False
+                    self._update_ready()
+                elif self._store_wide(exc, item.subject_of()):
+                    self._set_store_fault(exc.reason_class)
+                    raise StoreFault(exc.reason_class) from exc
+                raise
+            self._settled()
+            return result
+
+        return cast(Sequence[Any], await self._retry("process", attempt))
+
+    def _settled(self) -> None:
+        """A record was processed: the integrity streak ends, the store is usable."""
+        if self._integrity_streak:
+            self._integrity_streak.clear()
+        if not self.keystore_ok or self.keystore_fault is not None:
+            self._clear_store_fault()
+
+    async def deidentify(self, raw: bytes, hint: str) -> Sequence[Any]:
+        """Synchronous de-identification for /v1/deidentify: the processor's ``preview`` (real
+        patient state, private dedup marks) when it has one; never confirmed either way."""
+        processor = self._processor
+        if processor is None:
+            raise RuntimeError("the processor is not started")
+        preview = getattr(processor, "preview", None)
+        if preview is None:
+            return await self.process(raw, hint, datetime.now(UTC))
+        loop = asyncio.get_running_loop()
+        call = partial(preview, raw, content_hint=hint, now=datetime.now(UTC))
+        return await loop.run_in_executor(self._executor, call)
+

@@ -1,0 +1,115 @@
+"""What the runner expects of a processor, and the small pure helpers around one input
+record: its content hint, its subject (to tell patients apart), its research keys, and
+``process_each`` — ``process_many`` for a processor that only has ``process``."""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, Protocol
+
+from service.runner.retry import is_retriable
+
+
+class Outcome(Protocol):
+    """What the runner reads from one processing result (pipelines.process.Outcome)."""
+
+    kind: str  # publish | tombstone | duplicate | superseded | held | context
+    research_key: str | None
+    value: bytes | None
+
+
+class Processor(Protocol):
+    """The pure pipeline (pipelines.process.Processor): bytes in, outcomes out, no I/O."""
+
+    def process(self, raw: bytes, *, content_hint: str, now: datetime) -> Sequence[Any]: ...
+
+
+
+ProcessorFactory = Callable[[], Processor]
+
+
+def content_hint(topic: str, headers: Sequence[tuple[str, bytes]] | None) -> str:
+    """hl7v2 | fhir | auto, from a content-type header or else the topic name."""
+    for name, value in headers or ():
+        if name.lower() in ("content-type", "content_type") and value:
+            ctype = value.decode("ascii", "replace").lower()
+            if "fhir" in ctype or "json" in ctype:
+                return "fhir"
+            if "hl7" in ctype or "er7" in ctype:
+                return "hl7v2"
+    low = topic.lower()
+    if "fhir" in low:
+        return "fhir"
+    if "hl7" in low:
+        return "hl7v2"
+    return "auto"
+
+
+def record_subject(rec: Any) -> str | None:
+    """Who an input is about, to tell patients apart in memory only (inputs are keyed by
+    patient): a digest of the record key, never logged."""
+    key = getattr(rec, "key", None)
+    if not key:
+        return None
+    return hashlib.blake2b(key, digest_size=8).hexdigest()
+
+
+def dead_letter_mark(rec: Any) -> str:
+    """The mark saying an input was dead-lettered (and acknowledged): its coordinates and a
+    digest of its bytes, so a replay of the same input sends no second dead letter while
+    another input at the same coordinates (a re-created topic) is not mistaken for it. The
+    key store keys marks by a keyed hash and seals their values: nothing readable is kept."""
+    digest = hashlib.blake2b(rec.value or b"", digest_size=16).hexdigest()
+    return f"deadletter|{rec.topic}|{rec.partition}|{rec.offset}|{digest}"
+
+
+def research_keys(outcomes: Iterable[Any]) -> set[str]:
+    return {str(k) for o in outcomes if (k := getattr(o, "research_key", None))}
+
+
+@dataclass(slots=True)
+class Item:
+    """One input record on its way to the processor."""
+
+    rec: Any
+    raw: bytes
+    hint: str
+    first_seen: datetime  # also the ``now`` the processor is given
+    oversize: bool = False
+    retried: bool = False  # processed again after a retriable failure or a store fault
+    subject: str | None = None
+
+    def subject_of(self) -> str | None:
+        return self.subject if self.rec is None else record_subject(self.rec)
+
+
+def process_each(processor: Processor, items: Sequence[tuple[bytes, str | None, datetime]],
+                 unconfirmed: Iterable[str] = ()) -> list[Sequence[Any] | BaseException]:
+    """``process_many`` for a processor that has only ``process`` (runs on the worker
+    thread): each item's outcomes, or the exception its processing raised (returned, not
+    raised), in order — stopping after a retriable failure (the runner retries that item,
+    then processes the rest) and after an item deciding a research key in ``unconfirmed``
+    or decided by an earlier item (the runner confirms the earlier outputs and decides it
+    again before the rest are decided)."""
+    results: list[Sequence[Any] | BaseException] = []
+    seen = set(unconfirmed)
+    for raw, hint, now in items:
+        try:
+            got = processor.process(raw, content_hint=hint or "auto", now=now)
+        except Exception as exc:  # noqa: BLE001 - the caller routes it like process() raising
+            results.append(exc)
+            if is_retriable(exc):
+                break
+            keys = research_keys(getattr(exc, "outcomes", None) or ())
+        else:
+            results.append(got)
+            keys = research_keys(got)
+        if keys:
+            if not seen.isdisjoint(keys):
+                break
+            seen |= keys
+    return results
+

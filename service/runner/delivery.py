@@ -1,0 +1,162 @@
+"""Delivery of a batch's outputs: send every record and await every acknowledgement
+(``acks=all``, failed sends retried with backoff in key order, refused records replaced),
+confirm the outcomes to the processor, then commit the offsets — in batch order."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Sequence
+from functools import partial
+from typing import Any
+
+from aiokafka import TopicPartition
+from aiokafka.errors import CommitFailedError, IllegalStateError
+
+from service.runner.outputs import Handled, OutRecord
+from service.runner.retry import RECORD_REJECTED
+from service.runner.state import RunnerState
+
+log = logging.getLogger("deidstream.runner")
+
+
+class Delivery(RunnerState):
+    """Publish → confirm → commit for the batches handed to finishers."""
+
+    async def _finish(self, previous: asyncio.Task[None] | None, handled: list[Handled],
+                      offsets: dict[TopicPartition, int]) -> None:
+        """After the previous batch's finisher: publish, await the acks, confirm, commit."""
+        if previous is not None:
+            await asyncio.shield(previous)  # its failure is this batch's failure too
+        await self._flush(handled)
+        await self._commit(offsets)
+
+    async def _flush(self, handled: list[Handled]) -> None:
+        """Publish every output, wait for the acks, then confirm to the processor.
+
+        Dead letters are sent once per input: with a processor that keeps marks
+        (``sent_marks`` / ``mark_sent``), a dead letter whose input was dead-lettered and
+        acknowledged before (a batch replayed after a crash, before its offsets were
+        committed) is not sent again — it is counted, as the replayed input was consumed.
+        The marks are written with the confirmation, after the acks."""
+        outputs = [o for h in handled for o in h.outputs]
+        once = [o.once for o in outputs if o.once]
+        if once:
+            sent = await self._sent_marks(once)
+            if sent:
+                for out in outputs:
+                    if out.once in sent:
+                        out.on_ack()
+                outputs = [o for o in outputs if o.once not in sent]
+                once = [k for k in once if k not in sent]
+        await self._publish(outputs)
+        await self._confirm(handled, once)
+
+    async def _sent_marks(self, marks: list[str]) -> set[str]:
+        """Which of these dead letters were sent and acknowledged before (one worker hop)."""
+        check = getattr(self._processor, "sent_marks", None)
+        if not callable(check):
+            return set()
+        loop = asyncio.get_running_loop()
+        call = partial(check, marks)
+        found = await self._retry("confirm", lambda: loop.run_in_executor(self._executor, call))
+        return set(found or ())
+
+    async def _publish(self, outputs: list[OutRecord]) -> None:
+        """Send all, await every ack; resend failures (and later records of the same key, to
+        keep per-key order) with backoff until acknowledged or a stop is requested."""
+        remaining = outputs
+        attempt = 0
+        sent_any = bool(outputs)
+        if outputs and not self.broker_ok:
+            await self._after_outage()
+        while remaining:
+            if self._producer is None:
+                await self._retry("connect", self._connect_producer)
+            producer = self._need(self._producer)
+            futures: list[asyncio.Future[Any]] = []
+            for out in remaining:
+                try:
+                    fut = await producer.send(
+                        out.topic, out.value, key=out.key, headers=out.headers
+                    )
+                except Exception as exc:  # noqa: BLE001 - becomes a failed send below
+                    fut = asyncio.get_running_loop().create_future()
+                    fut.set_exception(exc)
+                futures.append(fut)
+            results = await asyncio.gather(*futures, return_exceptions=True)
+            failed_keys = {
+                (o.topic, o.key) for o, r in zip(remaining, results, strict=True)
+                if isinstance(r, BaseException) and not isinstance(r, RECORD_REJECTED)
+            }
+            retry: list[OutRecord] = []
+            for out, res in zip(remaining, results, strict=True):
+                if isinstance(res, RECORD_REJECTED):
+                    log.error("broker refused a record for %s: %s", out.topic,
+                              type(res).__name__)
+                    replacement = out.on_reject(res) if out.on_reject else None
+                    if replacement is not None:
+                        retry.append(replacement)
+                elif (out.topic, out.key) in failed_keys:
+                    retry.append(out)
+                elif not isinstance(res, BaseException):
+                    out.on_ack()
+            if not failed_keys:
+                remaining = retry  # only replacements of refused records (or nothing) left
+                continue
+            errors = {type(r).__name__ for r in results if isinstance(r, BaseException)}
+            log.warning("publish failed for %d records (%s); retrying", len(retry),
+                        ",".join(sorted(errors)))
+            self.broker_ok = False
+            self._update_ready()
+            self.metrics.retries.labels("publish").inc()
+            await self._sleep(self._backoff(attempt))
+            attempt += 1
+            remaining = retry
+        if sent_any and not self.broker_ok:
+            self.broker_ok = True
+            self._update_ready()
+
+    async def _confirm(self, handled: list[Handled], sent: Sequence[str] = ()) -> None:
+        """Outputs are durable: the processor marks those versions acknowledged
+        (``Processor.commit``; ``confirm`` is accepted too) before offsets are committed.
+        One call per flush, in input order, so the key store flushes once per batch."""
+        processor = self._need(self._processor)
+        confirm = getattr(processor, "commit", None) or getattr(processor, "confirm", None)
+        mark_sent = getattr(processor, "mark_sent", None)
+        outcomes = [o for h in handled if not h.rejected for o in h.outcomes]
+        if confirm is None:
+            outcomes = []
+        marks = list(sent) if callable(mark_sent) else []
+        if not outcomes and not marks:
+            return
+
+        def call() -> None:  # one worker hop for both
+            if outcomes and confirm is not None:
+                confirm(outcomes)
+            if marks and callable(mark_sent):
+                mark_sent(marks)
+
+        loop = asyncio.get_running_loop()
+        await self._retry("confirm", lambda: loop.run_in_executor(self._executor, call))
+
+    async def _commit(self, offsets: dict[TopicPartition, int]) -> None:
+        consumer = self._need(self._consumer)
+
+        async def attempt() -> None:
+            # aiokafka waits for a coordinator without limit; bound it so an unreachable
+            # broker becomes a retry (and readiness false) instead of a silent hang
+            await asyncio.wait_for(consumer.commit(offsets),
+                                   self.settings.request_timeout_ms / 1000)
+
+        try:
+            await self._retry("commit", attempt)
+        except (CommitFailedError, IllegalStateError) as exc:
+            # the group rebalanced: the new owner replays from its last commit; dedup drops it
+            log.warning("commit refused after rebalance: %s", type(exc).__name__)
+            return
+        self.metrics.commits.inc()
+        for tp, offset in offsets.items():
+            if tp in self.partitions:
+                self.partitions[tp].committed = offset
+

@@ -1,0 +1,219 @@
+"""What the runner sends for one input: research records, dead letters, held records — built
+from the processor's outcomes or the error it raised, with the metrics each one counts once
+the broker has acknowledged it. No I/O here."""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections import Counter as Tally
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from functools import partial
+from typing import Any
+
+import orjson
+
+from pipelines.errors import DeidstreamError
+from service.metrics import Metrics, package_version
+from service.runner.contract import dead_letter_mark, research_keys
+from service.settings import Settings
+
+log = logging.getLogger("deidstream.runner")
+
+MAX_REASON_CHARS = 400
+RESEARCH_CONTENT_TYPE = "application/fhir+json"
+
+
+def headers_list(raw: Any) -> list[tuple[str, bytes]]:
+    """Outcome headers may be a mapping or pairs, values str or bytes."""
+    items: Iterable[tuple[str, Any]] = raw.items() if isinstance(raw, Mapping) else (raw or ())
+    out = []
+    for name, value in items:
+        if value is None:
+            continue
+        out.append((str(name), value if isinstance(value, bytes) else str(value).encode()))
+    return out
+
+
+def safe_reason(exc: BaseException) -> tuple[str, str]:
+    """(reason_class, reason) with no message content: our errors carry coordinates only;
+    anything else is named by its type alone (its text might quote the input)."""
+    if isinstance(exc, DeidstreamError):
+        return exc.reason_class, str(exc)[:MAX_REASON_CHARS]
+    return "internal_error", f"unexpected {type(exc).__name__} while processing"
+
+
+@dataclass
+class OutRecord:
+    """One record to send; ``on_ack`` records metrics once the broker has it."""
+
+    topic: str
+    key: bytes | None
+    value: bytes | None
+    headers: list[tuple[str, bytes]]
+    on_ack: Callable[[], None] = lambda: None
+    on_reject: Callable[[BaseException], OutRecord | None] | None = None
+    # a dead letter's mark (``dead_letter_mark``): sent once per input, not again on a replay
+    once: str | None = None
+
+
+@dataclass
+class Handled:
+    """One input record after processing: what to send, and what to confirm after the acks."""
+
+    record: Any
+    outputs: list[OutRecord] = field(default_factory=list)
+    outcomes: Sequence[Any] = ()
+    kind: str = ""  # summary for status counts
+    rejected: bool = False  # an output was refused by the broker: do not confirm
+    effects: list[Callable[[], None]] = field(default_factory=list)  # metrics, once accepted
+
+    def research_keys(self) -> set[str]:
+        return research_keys(self.outcomes)
+
+    def apply(self) -> None:
+        for effect in self.effects:
+            effect()
+        self.effects.clear()
+
+
+
+class Outputs:
+    """Builds the records to send for each input (and their on-ack metrics)."""
+
+    def __init__(self, settings: Settings, metrics: Metrics, counts: Tally[str]) -> None:
+        self.settings = settings
+        self.metrics = metrics
+        self.counts = counts
+
+    def route(self, rec: Any, hint: str, outcomes: Sequence[Any], first_seen: datetime) -> Handled:
+        handled = Handled(rec, outcomes=outcomes)
+        kinds = []
+        for out in outcomes:
+            kind = str(getattr(out, "kind", ""))
+            kinds.append(kind)
+            for stage, seconds in (getattr(out, "stage_seconds", None) or {}).items():
+                handled.effects.append(
+                    partial(self.metrics.stage_seconds.labels(str(stage)).observe, float(seconds))
+                )
+            if kind in ("publish", "tombstone"):
+                handled.outputs.append(self.research_record(rec, hint, out, kind))
+            elif kind in ("duplicate", "superseded"):
+                handled.effects.append(partial(self.count_drop, kind))
+            elif kind == "held":
+                reason_class = str(getattr(out, "reason_class", None) or "leak_guard")
+                reason = str(getattr(out, "reason", None) or "held back by the leak guard")
+                held = self.held(rec, getattr(out, "research_key", None), reason_class,
+                                  reason, first_seen)
+                handled.outputs.extend(held.outputs)
+            elif kind == "context":
+                handled.effects.append(partial(self.count_drop, kind))
+            else:
+                log.error("unknown outcome kind %r at %s/%d@%d", kind, rec.topic,
+                          rec.partition, rec.offset)
+        handled.kind = ",".join(sorted(set(kinds)))
+        for output in handled.outputs:
+            if output.on_reject is None:
+                output.on_reject = partial(self.output_rejected, handled, rec, first_seen)
+        return handled
+
+    def output_rejected(self, handled: Handled, rec: Any, first_seen: datetime,
+                         exc: BaseException) -> OutRecord | None:
+        """A research/held record the broker refuses: dead-letter the input instead, and do
+        not confirm the version (a later replay from the dead-letter topic decides again)."""
+        handled.rejected = True
+        reason = f"output refused by the broker ({type(exc).__name__})"
+        return self.dead_letter(rec, "output_rejected", reason, first_seen).outputs[0]
+
+    def count_drop(self, kind: str) -> None:
+        if kind == "context":
+            self.metrics.context.inc()
+        else:
+            self.metrics.dropped.labels(kind).inc()
+        self.counts[kind] += 1
+
+    def research_record(self, rec: Any, hint: str, out: Any, kind: str) -> OutRecord:
+        key = getattr(out, "research_key", None)
+        headers = dict(headers_list(getattr(out, "headers", None)))
+        headers.setdefault("source", hint.encode())
+        headers.setdefault("content-type", RESEARCH_CONTENT_TYPE.encode())
+        headers.setdefault("deidstream-version", package_version().encode())
+        value = None if kind == "tombstone" else getattr(out, "value", None)
+        spans = dict(getattr(out, "span_counts", None) or {})
+        timestamp = getattr(rec, "timestamp", None)
+
+        def on_ack() -> None:
+            self.metrics.published.labels("tombstone" if value is None else "document").inc()
+            self.counts["published" if value is not None else "tombstoned"] += 1
+            for category, n in spans.items():
+                self.metrics.phi_spans.labels(str(category)).inc(int(n))
+            if timestamp:
+                self.metrics.end_to_end_seconds.observe(max(0.0, time.time() - timestamp / 1000))
+
+        return OutRecord(
+            self.settings.research_topic,
+            key.encode() if isinstance(key, str) else key,
+            value,
+            list(headers.items()),
+            on_ack,
+        )
+
+    def coordinates(self, rec: Any, reason_class: str, reason: str, first_seen: datetime
+                     ) -> list[tuple[str, bytes]]:
+        return [
+            ("reason-class", reason_class.encode()),
+            ("reason", reason[:MAX_REASON_CHARS].encode()),
+            ("source-topic", rec.topic.encode()),
+            ("source-partition", str(rec.partition).encode()),
+            ("source-offset", str(rec.offset).encode()),
+            ("source-timestamp", str(rec.timestamp or "").encode()),
+            ("first-seen", first_seen.isoformat().encode()),
+        ]
+
+    def dead_letter(self, rec: Any, reason_class: str, reason: str, first_seen: datetime,
+                     extra: Sequence[tuple[str, bytes]] = ()) -> Handled:
+        original = [(k, v) for k, v in (rec.headers or ()) if not k.startswith("reason")]
+        headers = self.coordinates(rec, reason_class, reason, first_seen) + list(extra)
+        headers += original
+
+        def on_ack() -> None:
+            self.metrics.deadlettered.labels(reason_class).inc()
+            self.counts["deadlettered"] += 1
+
+        def without_value(exc: BaseException) -> OutRecord:
+            # the original is too big for the dead-letter topic: keep the coordinates
+            note = [("value-dropped", type(exc).__name__.encode())]
+            return OutRecord(self.settings.deadletter_topic, rec.key, b"", headers + note,
+                             on_ack, on_reject=lambda _exc: None, once=once)
+
+        once = dead_letter_mark(rec)
+        out = OutRecord(self.settings.deadletter_topic, rec.key, rec.value or b"", headers,
+                        on_ack, on_reject=without_value, once=once)
+        return Handled(rec, [out], kind="deadletter")
+
+    def held(self, rec: Any, research_key: str | None, reason_class: str, reason: str,
+              first_seen: datetime) -> Handled:
+        headers = self.coordinates(rec, reason_class, reason, first_seen)
+        if self.settings.held_topic_secure:
+            value = rec.value or b""  # the original input only; never the half-cleaned text
+        else:
+            value = orjson.dumps({
+                "source_topic": rec.topic,
+                "source_partition": rec.partition,
+                "source_offset": rec.offset,
+                "reason_class": reason_class,
+                "reason": reason[:MAX_REASON_CHARS],
+                "research_key": research_key,
+                "first_seen": first_seen.isoformat(),
+            })
+
+        def on_ack() -> None:
+            self.metrics.held.labels(reason_class).inc()
+            self.counts["held"] += 1
+
+        key = research_key.encode() if research_key else None
+        return Handled(rec, [OutRecord(self.settings.held_topic, key, value, headers, on_ack)],
+                       kind="held")
+

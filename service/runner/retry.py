@@ -1,0 +1,98 @@
+"""Retries: which errors are transient, exponential backoff with jitter, and sleeps that a
+stop request cuts short (``Stopping``)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Callable
+from typing import Any
+
+from aiokafka.errors import (
+    CorruptRecordException,
+    KafkaError,
+    KafkaTimeoutError,
+    MessageSizeTooLargeError,
+    RecordTooLargeError,
+)
+from tenacity import AsyncRetrying, retry_if_exception, wait_exponential, wait_random
+
+from pipelines.errors import DeidstreamError
+from service.runner.state import RunnerState
+
+log = logging.getLogger("deidstream.runner")
+
+
+class Stopping(Exception):  # noqa: N818 - control flow, not an error
+    """Raised inside a batch when a stop was requested while waiting on a retry."""
+
+
+class StoreFault(Exception):  # noqa: N818 - a retry signal, carries the reason class only
+    """The key store as a whole is unusable (wrong key, cannot open): retry, never
+    dead-letter. Carries the reason class, no content."""
+
+    def __init__(self, reason_class: str) -> None:
+        super().__init__(reason_class)
+        self.reason_class = reason_class
+
+
+
+# the broker refuses this one record (size, corruption): retrying cannot help, so the record
+# is replaced (research/held output → dead-letter of the input; dead letter → without value)
+RECORD_REJECTED = (MessageSizeTooLargeError, RecordTooLargeError, CorruptRecordException)
+
+
+def is_retriable(exc: BaseException) -> bool:
+    if isinstance(exc, StoreFault):
+        return True
+    if isinstance(exc, DeidstreamError):
+        return bool(exc.retriable)
+    if isinstance(exc, KafkaTimeoutError):
+        return True  # aiokafka marks it final, but it is what an unreachable broker gives
+    if isinstance(exc, KafkaError):
+        return bool(getattr(exc, "retriable", True))
+    return isinstance(exc, (ConnectionError, TimeoutError))
+
+
+
+class Retries(RunnerState):
+    """The runner's retry loop and backoff (settings ``retry_initial_seconds`` /
+    ``retry_max_seconds``), counted in ``deidstream_retries_total{operation}``."""
+
+    def _backoff(self, attempt: int) -> float:
+        s = self.settings
+        return float(min(s.retry_max_seconds, s.retry_initial_seconds * (2 ** min(attempt, 16))))
+
+    async def _sleep(self, seconds: float) -> None:
+        """Sleep unless a stop is requested; raise Stopping then."""
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._stop.wait(), seconds)
+        if self._stop.is_set():
+            raise Stopping()
+
+    async def _retry(self, operation: str, fn: Callable[[], Any]) -> Any:
+        """Call ``fn`` (an awaitable factory) until it succeeds or a non-retriable error."""
+        s = self.settings
+
+        def before_sleep(state: Any) -> None:
+            self.metrics.retries.labels(operation).inc()
+            exc = state.outcome.exception() if state.outcome else None
+            log.warning("%s failed (%s), retry %d", operation, type(exc).__name__,
+                        state.attempt_number)
+            if operation in ("connect", "commit", "fetch"):
+                self.broker_ok = False
+            self._update_ready()
+
+        async for attempt in AsyncRetrying(
+            retry=retry_if_exception(is_retriable),
+            wait=wait_exponential(multiplier=s.retry_initial_seconds, max=s.retry_max_seconds)
+            + wait_random(0, s.retry_initial_seconds),
+            before_sleep=before_sleep,
+            sleep=self._sleep,
+            reraise=True,
+        ):
+            with attempt:
+                return await fn()
+        raise AssertionError("unreachable")  # pragma: no cover
+

@@ -1,0 +1,114 @@
+"""The state every part of the runner shares (declared once here; set in
+``Runner.__init__``), and the few methods the parts call across modules."""
+
+from __future__ import annotations
+
+import asyncio
+from collections import Counter as Tally
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from typing import TYPE_CHECKING, Any
+
+from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
+
+from service.metrics import Metrics
+from service.settings import Settings
+
+if TYPE_CHECKING:
+    from pipelines.errors import DeidstreamError
+    from service.runner.contract import Processor, ProcessorFactory
+    from service.runner.outputs import Handled, Outputs
+    from service.runner.partitions import PartitionState
+
+
+class RunnerState:
+    """Attributes of a :class:`service.runner.Runner` and the cross-part methods."""
+
+    settings: Settings
+    metrics: Metrics
+    processor_factory: ProcessorFactory
+    on_fatal: Callable[[BaseException], None] | None
+    batch_lock: asyncio.Lock
+    partitions: dict[TopicPartition, PartitionState]
+    generation: int  # bumped on every revoke/assign
+    counts: Tally[str]
+    outputs: Outputs
+    broker_ok: bool
+    keystore_ok: bool
+    keystore_fault: str | None  # reason class while the store is unusable
+    _integrity_streak: list[str]  # patients whose records failed in a row
+    started: bool
+    _stop: asyncio.Event
+    _executor: ThreadPoolExecutor
+    _processor: Processor | None
+    _producer: AIOKafkaProducer | None
+    _consumer: AIOKafkaConsumer | None
+    _task: asyncio.Task[None] | None
+    _last_probe: float
+    # batches processed and not yet committed: (finisher task, research keys, records)
+    _finishing: list[tuple[asyncio.Task[None], set[str], int]]
+    _processing: int  # records of the batch being processed now
+
+    @staticmethod
+    def _need(thing: Any) -> Any:
+        if thing is None:
+            raise RuntimeError("the runner is not started")
+        return thing
+
+    # implemented by the parts (see service.runner.loop.Runner's bases)
+
+    @property
+    def ready(self) -> bool:
+        raise NotImplementedError
+
+    def _update_ready(self) -> None:
+        raise NotImplementedError
+
+    async def _retry(self, operation: str, fn: Callable[[], Any]) -> Any:
+        raise NotImplementedError
+
+    async def _sleep(self, seconds: float) -> None:
+        raise NotImplementedError
+
+    def _backoff(self, attempt: int) -> float:
+        raise NotImplementedError
+
+    async def _connect_producer(self) -> None:
+        raise NotImplementedError
+
+    async def _ensure_topics(self) -> None:
+        raise NotImplementedError
+
+    async def _after_outage(self) -> None:
+        raise NotImplementedError
+
+    async def _reopen_processor(self) -> None:
+        raise NotImplementedError
+
+    def _set_store_fault(self, reason_class: str) -> None:
+        raise NotImplementedError
+
+    def _clear_store_fault(self) -> None:
+        raise NotImplementedError
+
+    def _store_wide(self, exc: DeidstreamError, subject: str | None) -> bool:
+        raise NotImplementedError
+
+    async def drain(self) -> None:
+        raise NotImplementedError
+
+    def _finishing_keys(self) -> set[str]:
+        raise NotImplementedError
+
+    def _set_in_flight_gauge(self) -> None:
+        raise NotImplementedError
+
+    async def _flush(self, handled: list[Handled]) -> None:
+        raise NotImplementedError
+
+    async def _finish(self, previous: asyncio.Task[None] | None, handled: list[Handled],
+                      offsets: dict[TopicPartition, int]) -> None:
+        raise NotImplementedError
+
+    def forget_partition(self, tp: TopicPartition) -> None:
+        raise NotImplementedError
