@@ -157,3 +157,40 @@ def test_lost_connection_is_retriable_then_recovers(pg_url: str, keyring: Keyrin
         s.flush()
         assert s.get("H", "1") == state  # reconnected on the next call
         assert s.compare_and_set_mark("x", None, b"1")
+
+
+def test_batched_state_writes_keep_the_revision_check(
+        pg_url: str, keyring: Keyring) -> None:
+    """Distinct records go in one batch (one UPDATE statement on PostgreSQL); a record
+    another instance moved on is not overwritten (its revision check fails) and is merged,
+    as with one UPDATE per record."""
+    a, b = open_store(pg_url, keyring), open_store(pg_url, keyring)
+    try:
+        states = {p: a.get_or_create("H", p, lambda: a.new_state(-5)) for p in ("x", "y", "z")}
+        assert b.get_or_create("H", "y", _never).shift_days == -5
+        b.get_or_create("H", "y", _never).name_map["theirs"] = "T"
+        b.save("H", "y", b.get_or_create("H", "y", _never))
+        b.flush()  # y's stored revision moved on under a
+        for p, state in states.items():
+            state.name_map[f"mine-{p}"] = p.upper()
+            a.save("H", p, state)
+        backend = a._backend
+        calls: list[int] = []
+        real = backend.update_many
+
+        def counting(batch: list[tuple[object, int]], now: float) -> list[bool]:
+            calls.append(len(batch))
+            return real(batch, now)  # type: ignore[arg-type]
+
+        backend.update_many = counting  # type: ignore[method-assign]
+        a.flush()
+        assert calls[0] == 3  # one batch for x, y, z; then y alone after its merge
+        assert calls[1:] == [1]
+    finally:
+        a.close()
+        b.close()
+    with open_store(pg_url, keyring) as c:
+        y = c.get_or_create("H", "y", _never)
+        assert y.name_map == {"theirs": "T", "mine-y": "Y"}  # both kept
+        for p in ("x", "z"):
+            assert c.get_or_create("H", p, _never).name_map == {f"mine-{p}": p.upper()}
