@@ -10,6 +10,9 @@ countries alone are not identifying under Safe Harbor; they are kept unless part
 
 from __future__ import annotations
 
+from functools import cache
+from itertools import compress
+from operator import attrgetter
 from typing import Final
 
 from pipelines.phi import lexicons as lx
@@ -18,6 +21,8 @@ from pipelines.phi.lexicons import Token
 from pipelines.phi.registry import register
 from pipelines.phi.scan import compile_words
 from pipelines.spans import Category, Span
+
+_lower = attrgetter("lower")
 
 HOSPITAL, CITY, OTHER = (
     Category.LOCATION_HOSPITAL,
@@ -103,6 +108,14 @@ _TRIGGERS: Final = frozenset(
 )
 
 
+@cache
+def _starts() -> frozenset[str]:
+    """The words at which a rule may start: triggers, states and "<state>'s" (the loop skips
+    every other word without a Python call per word)."""
+    states = lx.us_states()
+    return frozenset({*_TRIGGERS, *states, *(f"{s}'s" for s in states)})
+
+
 @register("locations")
 class LocationRecognizer(Recognizer):
     """Hospitals and facilities (by head word or movement cue) and cities (after a cue)."""
@@ -118,10 +131,9 @@ class LocationRecognizer(Recognizer):
         states = lx.us_states()
         if toks.lower_set.isdisjoint(_TRIGGERS) and toks.lower_set.isdisjoint(states):
             return _propagate(out, words, text, mixed) if out else []
-        for h, tok in enumerate(words):
+        for h in compress(range(n), map(_starts().__contains__, toks.lowers)):
+            tok = words[h]
             low = tok.lower
-            if low not in _TRIGGERS and low not in states and low.removesuffix("'s") not in states:
-                continue
             span: Span | None = None
             is_home = low == "home" and h > 0 and words[h - 1].lower == "nursing"
             if low in GENERIC_HEADS or low in NAMED_HEADS or is_home:
@@ -235,11 +247,11 @@ class LocationRecognizer(Recognizer):
             and nxt.lower not in lx.countries()
         ):
             return None
-        before = {w.lower for w in words[max(0, c - 3) : c]}
+        before = set(map(_lower, words[max(0, c - 3) : c]))
         prev = words[c - 1].lower if c > 0 else ""
         moved = not before.isdisjoint(MOVE_VERBS)
         resident = not before.isdisjoint(RESIDENCE_VERBS)
-        travel = not {w.lower for w in words[max(0, c - 6) : c]}.isdisjoint(_TRAVEL_OR_RETURN)
+        travel = not _TRAVEL_OR_RETURN.isdisjoint(map(_lower, words[max(0, c - 6) : c]))
         j = c + 1
         if j < len(words) and words[j].lower == "the":
             j += 1
