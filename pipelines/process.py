@@ -41,7 +41,7 @@ from collections import Counter, OrderedDict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
-from functools import partial
+from functools import lru_cache, partial
 from types import MappingProxyType
 from typing import Any, Literal, Protocol
 
@@ -768,7 +768,14 @@ def merge_identifiers(first: Identifiers, second: Identifiers) -> Identifiers:
 
 def context_of(state: PatientState) -> Identifiers | None:
     raw = state.extra.get(CONTEXT_KEY)
-    return _IDENTIFIERS.validate_json(raw) if raw else None
+    return _context_from_json(raw) if raw else None
+
+
+@lru_cache(maxsize=1024)
+def _context_from_json(raw: str) -> Identifiers:
+    """Parsed once per stored text: every report of the patient reads the same context
+    (Identifiers are frozen, so the parsed value can be shared)."""
+    return _IDENTIFIERS.validate_json(raw)
 
 
 def remember_context(state: PatientState, identifiers: Identifiers) -> bool:
