@@ -17,6 +17,7 @@ import re
 from collections.abc import Iterable, Iterator
 from datetime import date
 from functools import cache, lru_cache
+from itertools import compress
 from typing import Any
 
 from pipelines.document import Identifiers, PersonName
@@ -132,9 +133,8 @@ class KnownIdentifierRecognizer(Recognizer):
         wanted = {*forms, *(f + "'s" for f in forms), *(f + "’s" for f in forms), *initials}
         if toks.lower_set.isdisjoint(wanted):
             return  # none of the known names (nor their initials) occurs in this note
-        for i, tok in enumerate(words):
-            if tok.lower not in wanted:
-                continue
+        for i in compress(range(len(words)), map(wanted.__contains__, toks.lowers)):
+            tok = words[i]
             base = _base(tok.lower)
             cat = forms.get(base)
             if cat is not None:
