@@ -45,6 +45,10 @@ class Settings(BaseSettings):
     # waits the whole time: with aiokafka's 500 ms default p99 latency at 200 docs/s was
     # ~310 ms, with 20 ms ~34 ms (bench/stream.py --passthrough). The cost is idle polling.
     fetch_max_wait_ms: int = Field(default=25, ge=1, le=10_000)
+    # Longest time between two fetches before the consumer leaves the group by itself (a
+    # batch stuck retrying a key store outage): its partitions go to other members; it joins
+    # again once the batch is done (docs/operations.md, "Key store outages and the group").
+    max_poll_interval_ms: int = Field(default=300_000, ge=1_000)
 
     # Kafka security (passed through to aiokafka unchanged)
     security_protocol: SecurityProtocol = "PLAINTEXT"

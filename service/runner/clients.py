@@ -25,6 +25,7 @@ def new_consumer(s: Settings) -> AIOKafkaConsumer:
         session_timeout_ms=s.session_timeout_ms,
         heartbeat_interval_ms=s.heartbeat_interval_ms,
         fetch_max_wait_ms=s.fetch_max_wait_ms,
+        max_poll_interval_ms=s.max_poll_interval_ms,
         max_partition_fetch_bytes=s.max_message_bytes + 65536,
         fetch_max_bytes=max(16 * 1024 * 1024, 2 * s.max_message_bytes),
         **s.kafka_common(),
