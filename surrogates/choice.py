@@ -6,7 +6,6 @@ every process, so surrogates stay consistent even before the maps are saved.
 
 from __future__ import annotations
 
-import hashlib
 import hmac
 import string
 from collections.abc import Sequence
@@ -30,9 +29,8 @@ class Chooser:
 
     def _take(self, n: int) -> bytes:
         while len(self._buf) < n:
-            block = hmac.new(
-                self._seed, self._msg + self._counter.to_bytes(4, "big"), hashlib.sha256
-            ).digest()
+            # one-shot HMAC in C: the same bytes as hmac.new(...).digest(), no HMAC object
+            block = hmac.digest(self._seed, self._msg + self._counter.to_bytes(4, "big"), "sha256")
             self._counter += 1
             self._buf += block
         out, self._buf = self._buf[:n], self._buf[n:]

@@ -67,6 +67,19 @@ class ReplaceContext:
             return frozenset(_WORD.findall(self.text.lower()))
         return frozenset(m.group().lower() for m in _WORD.finditer(self.text))
 
+    @cached_property
+    def lowered(self) -> str:
+        return self.text.lower()
+
+    def is_note_word(self, word: str) -> bool:
+        """``word in self.original_tokens``, without building that set when an ASCII word
+        does not even occur in the lower-cased note: every ASCII token is a substring of
+        ``text.lower()`` (lower-casing is per character but for the final-sigma rule, which
+        never yields ASCII), so the substring test can only rule words out."""
+        if word.isascii() and word not in self.lowered:
+            return False
+        return word in self.original_tokens
+
     def chooser(self, purpose: str, original: str) -> Chooser:
         return Chooser(self.state.seed, purpose, original)
 
@@ -80,5 +93,4 @@ class ReplaceContext:
         return found
 
     def is_original_word(self, words: Iterable[str]) -> bool:
-        tokens = self.original_tokens
-        return any(w.lower() in tokens for w in words)
+        return any(self.is_note_word(w.lower()) for w in words)

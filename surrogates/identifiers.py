@@ -44,7 +44,7 @@ def surrogate_chars(ctx: ReplaceContext, purpose: str, normal: str, ssn: bool = 
         candidate = reshape(chooser, normal)
         if ssn and len(candidate) == 9 and candidate.isdigit():
             candidate = "9" + candidate[1:]
-        if candidate != normal and candidate.lower() not in ctx.original_tokens:
+        if candidate != normal and not ctx.is_note_word(candidate.lower()):
             return candidate
     # A one-character id can run out of fresh values; differing from the original is what counts.
     if candidate == normal:

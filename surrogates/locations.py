@@ -79,7 +79,7 @@ def _place_word(ctx: ReplaceContext, low: str, street: bool) -> str:
     taken = set(ctx.state.id_map.values())
     for _ in range(MAX_DRAWS):
         candidate = chooser.pick(pool)
-        if candidate != low and candidate not in ctx.original_tokens and candidate not in taken:
+        if candidate != low and not ctx.is_note_word(candidate) and candidate not in taken:
             return candidate
     return chooser.pick(pool) + "ton"
 
@@ -89,7 +89,7 @@ def _zip(ctx: ReplaceContext, original: str) -> str:
     chooser = ctx.chooser("zip", original)
     for _ in range(MAX_DRAWS):
         candidate = chooser.pick(zips)
-        if candidate != original and candidate not in ctx.original_tokens:
+        if candidate != original and not ctx.is_note_word(candidate):
             return candidate
     return surrogate_chars(ctx, "zip", original)
 

@@ -220,7 +220,7 @@ def _draw(ctx: ReplaceContext, low: str, role: str, gender: str) -> str:
             candidate = chooser.pick(pool)
             if (
                 candidate != low
-                and candidate not in ctx.original_tokens
+                and not ctx.is_note_word(candidate)
                 and candidate not in taken
                 and candidate not in forbidden
             ):
