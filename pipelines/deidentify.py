@@ -553,8 +553,10 @@ def _found_terms_of(
 
 
 _ASCII_SPACE = "".join(chr(c) for c in range(128) if chr(c).isspace())  # what \s matches
-_SQUEEZE = str.maketrans("", "", _ASCII_SPACE + "-./")
-_NOT_DIGITS = str.maketrans("", "", "".join(chr(c) for c in range(128) if not chr(c).isdigit()))
+# Deleted from the (ASCII) output by bytes.translate — C speed; str.translate with a table
+# looks every character up in a dict (~30 µs for a 2 KB note).
+_SQUEEZE = (_ASCII_SPACE + "-./").encode("ascii")
+_NOT_DIGITS = bytes(c for c in range(128) if not chr(c).isdigit())
 
 
 class _Probe:
@@ -570,8 +572,8 @@ class _Probe:
     def __init__(self, scan: str) -> None:
         self.lowered = scan.lower()
         self.ascii = scan.isascii()
-        self._squeezed: str | None = None
-        self._digits: str | None = None
+        self._squeezed: bytes | None = None
+        self._digits: bytes | None = None
 
     def may_hold(self, needle: str, how: str) -> bool:
         low = self.lowered
@@ -581,14 +583,16 @@ class _Probe:
             return _whole_word(low, needle) if self.ascii else needle in low
         if not self.ascii:
             return True
+        if how in (PROBE_SQUEEZED, PROBE_DIGITS) and not needle.isascii():
+            return False  # the output is ASCII here
         if how == PROBE_SQUEEZED:
             if self._squeezed is None:
-                self._squeezed = low.translate(_SQUEEZE)
-            return needle in self._squeezed
+                self._squeezed = low.encode("ascii").translate(None, _SQUEEZE)
+            return needle.encode("ascii") in self._squeezed
         if how == PROBE_DIGITS:
             if self._digits is None:
-                self._digits = low.translate(_NOT_DIGITS)
-            return needle in self._digits
+                self._digits = low.encode("ascii").translate(None, _NOT_DIGITS)
+            return needle.encode("ascii") in self._digits
         return True
 
 

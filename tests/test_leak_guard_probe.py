@@ -89,3 +89,23 @@ def test_probes_reject_what_cannot_match() -> None:
     assert probe.may_hold("12345x", PROBE_SQUEEZED)
     assert not probe.may_hold("12346", PROBE_SQUEEZED)
     assert probe.may_hold("5550100", PROBE_DIGITS)
+
+
+_SPACE = "".join(chr(c) for c in range(128) if chr(c).isspace())
+
+
+def _plain_probe(scan: str, needle: str, how: str) -> bool:
+    """The squeezed / digits probes as first written (str.translate on the ASCII output)."""
+    low = scan.lower()
+    if not scan.isascii():
+        return True
+    if how == PROBE_SQUEEZED:
+        return needle in low.translate(str.maketrans("", "", _SPACE + "-./"))
+    return needle in "".join(c for c in low if c.isdigit())
+
+
+@settings(max_examples=400, deadline=None)
+@given(scan=_TEXT, needle=st.text(_ALPHABET, max_size=5),
+       how=st.sampled_from([PROBE_SQUEEZED, PROBE_DIGITS]))
+def test_byte_probes_answer_as_the_plain_definition(scan: str, needle: str, how: str) -> None:
+    assert _Probe(scan).may_hold(needle, how) == _plain_probe(scan, needle, how)
