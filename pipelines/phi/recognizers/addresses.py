@@ -18,7 +18,7 @@ from typing import Any
 from pipelines.phi import clinical
 from pipelines.phi.base import Doc, Recognizer
 from pipelines.phi.registry import register
-from pipelines.phi.scan import compile_words, grab, next_char, word_set
+from pipelines.phi.scan import compile_words, finditer, grab, next_char, word_set
 from pipelines.spans import Category, Span
 
 _SUFFIXES = (
@@ -95,7 +95,7 @@ class AddressRecognizer(Recognizer):
         spans: list[Span] = []
         scan = address_scan()
         index = address_groups()
-        for m in scan.finditer(text):
+        for m in finditer(doc, scan):
             if grab(text, m, index["street"]):
                 span = self._street(text, m, index)
                 if span is not None:

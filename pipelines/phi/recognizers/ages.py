@@ -15,7 +15,7 @@ from typing import Any
 from pipelines.phi import clinical
 from pipelines.phi.base import Doc, Recognizer
 from pipelines.phi.registry import register
-from pipelines.phi.scan import compile_words, grab, word_set, words_after, words_before
+from pipelines.phi.scan import compile_words, finditer, grab, word_set, words_after, words_before
 from pipelines.spans import Category, Span
 
 # Number words 90-119 (the tens and units are plain English; no library parses them here).
@@ -60,7 +60,7 @@ class AgeRecognizer(Recognizer):
         text = doc.text
         ceiling = int(self.options.get("ceiling", 89))
         spans: list[Span] = []
-        for m in _AGES.finditer(text):
+        for m in finditer(doc, _AGES):
             g = m.group
             if g("num"):
                 span = self._numeric(text, m, ceiling)

@@ -15,7 +15,7 @@ import re
 from pipelines.phi import clinical
 from pipelines.phi.base import Doc, Recognizer
 from pipelines.phi.registry import register
-from pipelines.phi.scan import compile_words, grab, keep_best, word_set, words_before
+from pipelines.phi.scan import compile_words, finditer, grab, keep_best, word_set, words_before
 from pipelines.spans import Category, Span
 
 # One re2 pass (no look-around; edges are checked in Python):
@@ -53,7 +53,7 @@ class PhoneRecognizer(Recognizer):
         text = doc.text
         spans: list[Span] = []
         extensions: list[tuple[int, int]] = []
-        for m in _SCAN.finditer(text):
+        for m in finditer(doc, _SCAN):
             if grab(text, m, _G["cued"]):
                 start, end = m.start(_G["cued"]), m.end(_G["cued"])
                 digits = sum(c.isdigit() for c in grab(text, m, _G["cued"]))
@@ -147,7 +147,7 @@ class UrlRecognizer(Recognizer):
 
     def detect(self, doc: Doc) -> list[Span]:
         spans = []
-        for m in _URL.finditer(doc.text):
+        for m in finditer(doc, _URL):
             start, end = m.start(), m.end()
             if start and doc.text[start - 1] == "@":
                 continue  # the domain of an e-mail address

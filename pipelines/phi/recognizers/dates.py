@@ -20,7 +20,7 @@ from typing import Any
 from pipelines.phi import clinical
 from pipelines.phi.base import Doc, Recognizer
 from pipelines.phi.registry import register
-from pipelines.phi.scan import compile_words, grab, word_set, words_after, words_before
+from pipelines.phi.scan import compile_words, finditer, grab, word_set, words_after, words_before
 from pipelines.spans import Category, Span
 
 # Words before a number that make a date reading likely ("on 7/22", "since 3-5").
@@ -177,7 +177,7 @@ class DateRecognizer(Recognizer):
                 spans.append(Span(start, m.end(), Category.DATE, conf, self.name))
         scan = word_scan()
         index = word_groups()
-        for m in scan.finditer(text):
+        for m in finditer(doc, scan):
             if grab(text, m, index["hol"]):
                 spans.append(Span(m.start(), m.end(), Category.DATE, 0.85, self.name))
             elif grab(text, m, index["dash"]):
@@ -367,7 +367,7 @@ class YearRecognizer(Recognizer):
     def detect(self, doc: Doc) -> list[Span]:
         text = doc.text
         found: list[Span] = []
-        for m in _YEAR_SCAN.finditer(text):
+        for m in finditer(doc, _YEAR_SCAN):
             if grab(text, m, _YG["four"]):
                 start, end = m.start(), m.end()
                 nxt = text[end : end + 2]

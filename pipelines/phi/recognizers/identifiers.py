@@ -18,7 +18,7 @@ from typing import Any
 from pipelines.phi import clinical
 from pipelines.phi.base import Doc, Recognizer
 from pipelines.phi.registry import register
-from pipelines.phi.scan import compile_words, grab, keep_best, word_set, words_before
+from pipelines.phi.scan import compile_words, finditer, grab, keep_best, word_set, words_before
 from pipelines.spans import Category, Span
 
 # cue word (lower-case, spaces collapsed) -> category
@@ -101,7 +101,7 @@ class IdentifierRecognizer(Recognizer):
     def detect(self, doc: Doc) -> list[Span]:
         text = doc.text
         spans: list[Span] = []
-        for m in _SCAN.finditer(text):
+        for m in finditer(doc, _SCAN):
             if grab(text, m, _G["value"]):
                 span = self._cued(text, m)
             elif grab(text, m, _G["ssn"]):

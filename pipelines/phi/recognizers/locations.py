@@ -19,7 +19,7 @@ from pipelines.phi import lexicons as lx
 from pipelines.phi.base import Doc, Recognizer
 from pipelines.phi.lexicons import Token
 from pipelines.phi.registry import register
-from pipelines.phi.scan import compile_words
+from pipelines.phi.scan import compile_words, finditer
 from pipelines.spans import Category, Span
 
 _lower = attrgetter("lower")
@@ -126,7 +126,7 @@ class LocationRecognizer(Recognizer):
         toks = lx.tokens(doc)
         words, mixed, text = toks.words, toks.mixed_case, doc.text
         # places glued to a head or a number need no cue word
-        out: list[Span] = _glued_heads(text) + _wards_with_numbers(text, mixed)
+        out: list[Span] = _glued_heads(text) + _wards_with_numbers(doc, mixed)
         n = len(words)
         states = lx.us_states()
         if toks.lower_set.isdisjoint(_TRIGGERS) and toks.lower_set.isdisjoint(states):
@@ -847,11 +847,12 @@ def _lower_city(words: tuple[Token, ...], c: int, text: str) -> Span | None:
 _GLUED_NUMBER: Final = compile_words(r"\b[A-Za-z]{4,}[A-WYZa-wyz]\d{1,2}\b")
 
 
-def _wards_with_numbers(text: str, mixed: bool) -> list[Span]:
+def _wards_with_numbers(doc: Doc, mixed: bool) -> list[Span]:
     """ "XYZWARD3 DEVELOPED CHEST PAIN": a ward glued to its floor needs no cue before it
     (but "CABGX2", "stoolsx2" are counts: a glued "x" means times)."""
     out: list[Span] = []
-    for match in _GLUED_NUMBER.finditer(text):
+    text = doc.text
+    for match in finditer(doc, _GLUED_NUMBER):
         start, end = match.span()
         while end > start and text[end - 1].isdigit():
             end -= 1

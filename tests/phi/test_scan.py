@@ -1,0 +1,43 @@
+"""The shared RE2::Set prefilter: a scan is skipped only where its pattern cannot match."""
+
+from __future__ import annotations
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from pipelines.phi import scan
+from pipelines.phi.base import Doc
+from pipelines.phi.recognizers import addresses, ages, contact, dates, identifiers, locations
+
+_PATTERNS = [
+    ages._AGES,
+    identifiers._SCAN,
+    contact._SCAN,
+    contact._URL,
+    dates._YEAR_SCAN,
+    dates.word_scan(),
+    addresses.address_scan(),
+    locations._GLUED_NUMBER,
+]
+_PIECES = st.sampled_from(
+    ["92", "yo", " ", "MRN", ":", "#", "1234567", "555-1212", "www.x.org", "'95", "1988",
+     "MI", "Jan", "3rd", "Main St", "MD 21201", "Xyzward3", "y/o", "\n", "-", "/", "age"]
+)  # fmt: skip
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(_PIECES, max_size=12).map("".join) | st.text(max_size=60))
+def test_may_match_agrees_with_finditer(text: str) -> None:
+    doc = Doc(text)
+    for pattern in _PATTERNS:
+        found = list(pattern.finditer(text))
+        assert scan.may_match(doc, pattern) == bool(found)
+        assert [m.span() for m in scan.finditer(doc, pattern)] == [m.span() for m in found]
+
+
+def test_a_pattern_first_seen_later_rebuilds_the_set() -> None:
+    doc = Doc("age 92, seen 1988")
+    assert scan.may_match(doc, ages._AGES)
+    late = scan.compile_words(r"\bseen\s+\d{4}\b")
+    assert scan.may_match(doc, late)  # the cached answer of the old set is not reused
+    assert not scan.may_match(Doc("nothing here"), late)
