@@ -40,6 +40,19 @@ _CAS_MARKS = (
     ")"
     " SELECT key_hash FROM inserted UNION ALL SELECT key_hash FROM updated"
 )
+# A new patient record and its pseudonym index entry as ONE statement (one round trip
+# instead of BEGIN, two INSERTs and COMMIT): the index entry only if the record was inserted.
+_INSERT_INDEXED = (
+    "WITH ins AS ("
+    " INSERT INTO patients (lookup, key_id, wrapped_key, nonce, ciphertext, record_schema,"
+    " revision, created_at, updated_at) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s)"
+    " ON CONFLICT (lookup) DO NOTHING RETURNING lookup"
+    "), idx AS ("
+    " INSERT INTO pseudonyms (pseudonym_hash, lookup, created_at)"
+    " SELECT %s, lookup, %s FROM ins ON CONFLICT (pseudonym_hash) DO NOTHING"
+    ")"
+    " SELECT count(*) FROM ins"
+)
 # Several patient records' new revisions as ONE statement, each written only where its
 # stored revision is still the expected one (the same check as the single UPDATE).
 _UPDATE_MANY = (
@@ -150,6 +163,17 @@ class PostgresBackend(SqlBackend):
                                             [v for _, _, v in items], now, now)).fetchall()
         won = {bytes(r[0]) for r in rows}
         return [key_hash in won for key_hash in keys]
+
+    def insert(self, row: Row, pseudonym_hash: bytes | None, now: float) -> bool:
+        """First writer wins, the record and its pseudonym index entry in one statement."""
+        if pseudonym_hash is None:
+            return super().insert(row, pseudonym_hash, now)
+        with self._transaction(write=False) as cur:
+            found = cur.execute(_INSERT_INDEXED, (
+                row.lookup, row.key_id, row.wrapped_key, row.nonce, row.ciphertext,
+                row.record_schema, row.revision, now, now, pseudonym_hash, now,
+            )).fetchone()
+        return bool(found and found[0] == 1)
 
     def update_many(self, rows: Sequence[tuple[Row, int]], now: float) -> list[bool]:
         """Distinct records: one statement (one round trip, one commit) instead of a
