@@ -2,6 +2,9 @@
 
     .venv/bin/python bench/keystore.py [--patients 2000] [--pg postgresql://postgres@127.0.0.1:5432/test]
 
+The batched mark lines read and write 64 marks per call, as ``Processor.process_many`` does
+for a Kafka batch (one ``get_marks`` and one ``compare_and_set_marks`` per batch).
+
 SQLite always; PostgreSQL when reachable (a throw-away schema, dropped afterwards).
 Figures are printed, never asserted.
 """
@@ -76,6 +79,23 @@ def run(url: str, keyring: Keyring, patients: int) -> None:
     _rate("get, cold (read + decrypt)", patients, cold_get)
     _rate("mark compare-and-set (insert)", patients, marks)
     _rate("mark get", patients, mark_get)
+
+    batch = 64  # what Processor.process_many does per Kafka batch
+
+    def marks_batched() -> None:
+        for start in range(0, patients, batch):
+            chunk = ids[start:start + batch]
+            cold.get_marks([f"batch:{pid}" for pid in chunk])
+            cold.compare_and_set_marks([(f"batch:{pid}", None, b"rank-1") for pid in chunk])
+
+    def marks_batched_update() -> None:
+        for start in range(0, patients, batch):
+            chunk = ids[start:start + batch]
+            found = cold.get_marks([f"batch:{pid}" for pid in chunk])
+            cold.compare_and_set_marks([(k, v, b"rank-2") for k, v in found.items()])
+
+    _rate(f"mark get_marks + CAS batch of {batch} (insert)", patients, marks_batched)
+    _rate(f"mark get_marks + CAS batch of {batch} (update)", patients, marks_batched_update)
 
     notes = patients * 5
 
