@@ -7,9 +7,17 @@ leak guard), renders the research DocumentReference (:mod:`pipelines.research`) 
 the decision in the key's mark with compare-and-set (so two instances agree; on a lost race
 the decision is taken again against the new mark).
 
+``Processor.process_many(items)`` does the same for a batch of ``(raw, content_hint, now)``
+items — one result per item, in order: its outcomes, or the exception ``process`` would
+have raised for it (returned, not raised) — as if ``process`` had been called on the items
+one after the other (later items see earlier items' decisions), with the batch's marks read
+in one store call and written in one compare-and-set transaction. ``process`` is
+``process_many`` of one item.
+
 Delivery contract (at-least-once in, effectively-once out):
 
-1. ``process()`` writes every decided mark **unacknowledged** before returning.
+1. ``process()`` / ``process_many()`` write every decided mark **unacknowledged** before
+   returning.
 2. The caller publishes the ``publish``/``tombstone`` outcomes (and ``held`` ones wherever
    held documents go), waits for the broker's acknowledgement, then calls
    ``processor.commit(outcomes)`` — which flushes the patient store and marks those versions
