@@ -41,3 +41,11 @@ def test_a_pattern_first_seen_later_rebuilds_the_set() -> None:
     late = scan.compile_words(r"\bseen\s+\d{4}\b")
     assert scan.may_match(doc, late)  # the cached answer of the old set is not reused
     assert not scan.may_match(Doc("nothing here"), late)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet="0123456789١٢٣۴५/-. x", max_size=30))
+def test_numeric_dates_are_never_skipped(text: str) -> None:
+    """``_NUMERIC`` (stdlib re, any Unicode digit) runs only where its re2 shape matches."""
+    if dates._NUMERIC.search(text):
+        assert scan.may_match(Doc(text), dates._NUMERIC_SHAPE)

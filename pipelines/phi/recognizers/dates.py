@@ -20,7 +20,15 @@ from typing import Any
 from pipelines.phi import clinical
 from pipelines.phi.base import Doc, Recognizer
 from pipelines.phi.registry import register
-from pipelines.phi.scan import compile_words, finditer, grab, word_set, words_after, words_before
+from pipelines.phi.scan import (
+    compile_words,
+    finditer,
+    grab,
+    may_match,
+    word_set,
+    words_after,
+    words_before,
+)
 from pipelines.spans import Category, Span
 
 # Words before a number that make a date reading likely ("on 7/22", "since 3-5").
@@ -37,10 +45,12 @@ _STRONG_CUES = DATE_CUES - word_set("on from of as by next last starting started
 
 # Slash dates (with ranges and pairs), dash and dot dates with a year. The left boundary is
 # checked in Python: a leading look-behind would cost the regex its fast digit prefix search.
-_NUMERIC = re.compile(
-    r"\d{1,4}(?:/\d{1,4}(?:[/\-]\d{1,4}){0,2}|-\d{1,2}-\d{2,4}|\.\d{1,2}\.\d{2,4})"
-    r"(?![\d/]|[.\-]\d)"
-)
+_NUMERIC_BODY = r"\d{1,4}(?:/\d{1,4}(?:[/\-]\d{1,4}){0,2}|-\d{1,2}-\d{2,4}|\.\d{1,2}\.\d{2,4})"
+_NUMERIC = re.compile(_NUMERIC_BODY + r"(?![\d/]|[.\-]\d)")
+# The same shape without the look-ahead, for the shared re2 prefilter (``scan.may_match``):
+# where it matches nowhere, ``_NUMERIC`` cannot match either (half the notes). ``\p{Nd}``:
+# Python's ``\d`` takes every Unicode decimal digit, re2's only 0-9.
+_NUMERIC_SHAPE = compile_words(_NUMERIC_BODY.replace(r"\d", r"\p{Nd}"))
 
 # Month words that are also common words or clinical abbreviations ("may", "MAR" = the
 # medication administration record, "dec" = decreased, "Jan"/"June" names): need a day/year.
@@ -163,7 +173,7 @@ class DateRecognizer(Recognizer):
     def detect(self, doc: Doc) -> list[Span]:
         text = doc.text
         spans: list[Span] = []
-        for m in _NUMERIC.finditer(text):
+        for m in _NUMERIC.finditer(text) if may_match(doc, _NUMERIC_SHAPE) else ():
             start = m.start()
             if (start and text[start - 1] in _LEFT_BLOCK) and not (
                 text[start - 1] in ".-" and text[start - 2 : start - 1].isalpha()
