@@ -511,10 +511,18 @@ class VisitSketches:
         if self.table.get(name) == value:
             return False
         self.table[name] = value
-        if len(self) > SKETCH_VISITS:
-            entries = sorted(self._entries(), key=lambda e: (e[1], e[0]))
-            for key, _, _ in entries[: max(0, len(entries) - SKETCH_VISITS)]:
-                del self.table[self.prefix + key]
+        prefix = self.prefix
+        # (filing time, entry name) of this (patient, type)'s visits; the names share the
+        # prefix, so they order as the research keys do. Only the time is parsed.
+        visits = [
+            (int(v[: v.index(":")]), n) for n, v in self.table.items() if n.startswith(prefix)
+        ]
+        extra = len(visits) - SKETCH_VISITS
+        if extra == 1:
+            del self.table[min(visits)[1]]
+        elif extra > 1:
+            for _, oldest in sorted(visits)[:extra]:
+                del self.table[oldest]
         return True
 
     def remove(self, research_key: str) -> bool:
