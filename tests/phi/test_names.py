@@ -7,8 +7,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pipelines.document import Identifiers, PersonName
+from pipelines.phi import lexicons as lx
 from pipelines.phi.base import Doc
-from pipelines.phi.recognizers.names import NameRecognizer
+from pipelines.phi.recognizers.names import NameRecognizer, _rule_starts
 from pipelines.spans import Category
 
 NAMES = NameRecognizer()
@@ -262,3 +263,11 @@ def test_a_possessive_kinship_word_before_name_is() -> None:
     text = "PT RESTING. DAUGHTER'S NAME IS ROSALIND, SHE CALLED. HR 80 NSR."
     assert found(text) == {"ROSALIND": Category.NAME_RELATIVE}
     assert found("PT RESTING. WIFE'S CONCERNS ADDRESSED. HR 80 NSR.") == {}
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.text(alphabet="abSmithDrTo .,'\n", max_size=60))
+def test_rule_starts_keyed_by_text_agree_with_the_general_path(text: str) -> None:
+    """ASCII notes pick their rule starts by the word as written; same indices as by lower case."""
+    toks = lx.tokens(Doc(text))
+    assert _rule_starts(toks, True, True) == _rule_starts(toks, True, False)

@@ -78,16 +78,36 @@ class _MayStart(dict[str, bool]):
         return verdict
 
 
+class _MayStartCapital(dict[str, bool]):
+    """Word as written -> may it start a rule where capitals count: as ``_MayStart``, or
+    capitalised. Keyed by the text, so only for ASCII notes (the lower case of an ASCII word
+    is its token's ``lower``)."""
+
+    def __missing__(self, text: str) -> bool:
+        verdict = _MAY_START[text.lower()] or text[0].isupper()
+        if len(self) < 100_000:
+            self[text] = verdict
+        return verdict
+
+
 _MAY_START = _MayStart()
+_MAY_START_CAPITAL = _MayStartCapital()
 _first_char = itemgetter(0)
 
 
-def _rule_starts(toks: lx.Tokens, capitals_count: bool) -> list[int]:
+def _rule_starts(toks: lx.Tokens, capitals_count: bool, ascii_text: bool) -> list[int]:
     """Indices of the words the main loop must visit, picked with C-level ``map``: a word that
     may start a rule by itself, or (where case tells something) any capitalised word."""
-    may = map(_MAY_START.__getitem__, toks.lowers)
-    if capitals_count:
-        may = map(or_, may, map(str.isupper, map(_first_char, toks.texts)))
+    if capitals_count and ascii_text:
+        may = map(_MAY_START_CAPITAL.__getitem__, toks.texts)
+    elif capitals_count:
+        may = map(
+            or_,
+            map(_MAY_START.__getitem__, toks.lowers),
+            map(str.isupper, map(_first_char, toks.texts)),
+        )
+    else:
+        may = map(_MAY_START.__getitem__, toks.lowers)
     return list(compress(range(len(toks.lowers)), may))
 
 
@@ -198,7 +218,7 @@ class NameRecognizer(Recognizer):
 
         n = len(words)
         first_names = lx.first_names()
-        starts = _rule_starts(toks, mixed or lower_note)
+        starts = _rule_starts(toks, mixed or lower_note, text.isascii())
         k, m = 0, len(starts)
         i = 0
         while True:
