@@ -164,6 +164,17 @@ class PostgresBackend(SqlBackend):
         won = {bytes(r[0]) for r in rows}
         return [key_hash in won for key_hash in keys]
 
+    def fetch_many(self, lookups: Sequence[bytes]) -> dict[bytes, Row]:
+        """One statement, one round trip, whatever the number of records."""
+        unique = list(dict.fromkeys(lookups))
+        if not unique:
+            return {}
+        with self._transaction(write=False) as cur:
+            raws = cur.execute("SELECT lookup, key_id, wrapped_key, nonce, ciphertext,"
+                               " record_schema, revision FROM patients WHERE lookup = ANY(%s)",
+                               (unique,)).fetchall()
+        return {row.lookup: row for row in map(self._row, raws)}
+
     def insert(self, row: Row, pseudonym_hash: bytes | None, now: float) -> bool:
         """First writer wins, the record and its pseudonym index entry in one statement."""
         if pseudonym_hash is None:

@@ -32,6 +32,7 @@ from keystore.subkeys import ROOT_BYTES, StoreKeys
 
 ROOT_BINDING = b"deidstream/v1/store-root"
 _MAX_CONFLICT_RETRIES = 8
+_ABSENT_HINTS = 4096  # patients a prefetch found without a record (their create skips a read)
 _MARK_CACHE = 4096  # marks whose sealed form is remembered (see ``_sealed_mark``): a
 # CAS follows its read within one document, and commit carries the mark itself
 
@@ -88,6 +89,7 @@ class EncryptedStore:
         # sealing the plaintext again (AES-SIV is deterministic: the bytes are the same).
         # Never used to answer get_mark: reads always go to the database.
         self._marks: OrderedDict[str, tuple[bytes, bytes | None, bytes | None]] = OrderedDict()
+        self._absent: set[tuple[str, str]] = set()
         self.hits = 0
         self.misses = 0
         try:
@@ -133,6 +135,37 @@ class EncryptedStore:
             self.misses += 1
             return self._load_or_create(key, factory, entry)
 
+    def prefetch(self, patients: Sequence[tuple[str, str]]) -> None:
+        """Load the states of several patients (authority, patient id) with one database
+        read (one round trip on PostgreSQL) — those not cached, or cached too long — so the
+        ``get_or_create`` calls that follow are cache hits. Patients without a record are
+        remembered, so creating them skips the read. Never creates anything."""
+        now = self._mono()
+        wanted: dict[tuple[str, str], bytes] = {}
+        with self._lock:
+            for key in dict.fromkeys(patients):
+                entry = self._cache.get(key)
+                fresh = entry is not None and (self._ttl is None
+                                               or now - entry.loaded_at < self._ttl)
+                if fresh or key in self._dirty:  # dirty: get_or_create flushes it first
+                    continue
+                wanted[key] = entry.lookup if entry is not None else self._keys.lookup(*key)
+        if not wanted:
+            return
+        rows = self._backend.fetch_many(list(wanted.values()))
+        with self._lock:
+            for key, lookup in wanted.items():
+                row = rows.get(lookup)
+                if key in self._dirty:
+                    continue
+                if row is None:
+                    if len(self._absent) >= _ABSENT_HINTS:
+                        self._absent.clear()
+                    self._absent.add(key)
+                    continue
+                self._absent.discard(key)
+                self._adopt(key, row, self._cache.get(key))
+
     def get(self, authority: str, patient_id: str) -> PatientState | None:
         """The stored state, or None if this patient has none (no record is created)."""
         key = (authority, patient_id)
@@ -153,8 +186,11 @@ class EncryptedStore:
         if stale is not None and key in self._dirty:
             self._flush_locked()
         lookup = self._keys.lookup(*key)
+        absent = key in self._absent  # a prefetch just found no record: try the insert first
+        self._absent.discard(key)
         for _ in range(_MAX_CONFLICT_RETRIES):
-            row = self._backend.fetch(lookup)
+            row = None if absent else self._backend.fetch(lookup)
+            absent = False
             if row is not None:
                 return self._adopt(key, row, stale)
             state = factory()
@@ -394,6 +430,7 @@ class EncryptedStore:
         with self._lock:
             self._cache.pop(key, None)
             self._dirty.pop(key, None)
+            self._absent.discard(key)
             deleted = self._backend.delete(lookup, self._clock())
             self._audit("forget", operator, reason, fingerprint(lookup),
                         "deleted" if deleted else "absent")

@@ -43,6 +43,7 @@ its good documents were processed, with their outcomes attached as ``exc.outcome
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 from collections import Counter, OrderedDict
@@ -227,7 +228,9 @@ class Processor:
         never affects the others. Later items see earlier items' decisions (several
         versions or repeats of one report in a batch are decided as one by one).
 
-        The marks of every document are read with ONE store call, decided in order against
+        The batch's patients are read with one store call when the store has ``prefetch``
+        (their states are then cache hits). The marks of every document are read with ONE
+        store call, decided in order against
         an in-batch overlay, and the changed ones written with ONE ``compare_and_set_marks``
         transaction (from the value read to the value after the last decision). A key whose
         compare-and-set lost (another instance wrote it meanwhile) has its documents decided
@@ -235,19 +238,16 @@ class Processor:
         de-identification is kept, not redone. The delivery contract is unchanged: every
         decided mark is written unacknowledged before this returns; ``commit`` after the ack.
         """
-        results: list[list[Outcome] | BaseException] = []
-        jobs: list[_Job] = []
-        for raw, content_hint, _now in items:
-            job = self._parse_item(raw, content_hint)
-            jobs.append(job)
+        jobs = [self._parse_item(raw, content_hint) for raw, content_hint, _now in items]
+        self._prefetch(jobs)
+        for job in jobs:
+            self._prepare_item(job)
         docs = [d for job in jobs for d in job.docs if isinstance(d, _Doc) and d.key is not None]
         batch = _MarkBatch(self, docs)
         for job in jobs:
             self._decide_job(job, batch)
         batch.write()
-        for job in jobs:
-            results.append(job.result())
-        return results
+        return [job.result() for job in jobs]
 
     def _parse_item(self, raw: bytes, content_hint: str | None) -> _Job:
         started = self._timer()
@@ -259,17 +259,31 @@ class Processor:
             documents = [d for d in exc.documents if isinstance(d, ClinicalDocument)]
         except Exception as exc:  # noqa: BLE001 - the item's result, as process() raises it
             return _Job(error=exc)
-        parse_seconds = self._timer() - started
-        job = _Job(incomplete=incomplete)
-        for i, document in enumerate(documents):
+        return _Job(incomplete=incomplete, parsed=documents, parse_seconds=self._timer() - started)
+
+    def _prefetch(self, jobs: Sequence[_Job]) -> None:
+        """The batch's patients read with one store call when the store can (a cache warm-up:
+        each document still asks ``get_or_create`` in its turn); a failure is left to them."""
+        prefetch = _batch_method(self.store, "get_or_create", "prefetch")
+        if prefetch is None:
+            return
+        patients = [
+            (d.assigning_authority, d.patient_id) for job in jobs for d in job.parsed if d.patient_id
+        ]
+        if len(patients) < 2:
+            return
+        with contextlib.suppress(Exception):  # get_or_create meets a fault in its turn
+            prefetch(patients)
+
+    def _prepare_item(self, job: _Job) -> None:
+        for i, document in enumerate(job.parsed):
             # the message's parse time goes with its first document
-            times = {"parse": parse_seconds} if i == 0 else {}
+            times = {"parse": job.parse_seconds} if i == 0 else {}
             try:
                 job.docs.append(self._prepare(document, times))
             except Exception as exc:  # noqa: BLE001 - raised when this document's turn comes
                 job.docs.append(exc)
                 break  # one by one, nothing after it would have been looked at
-        return job
 
     def _decide_job(self, job: _Job, batch: _MarkBatch) -> None:
         """The item's documents in order; the first failure ends the item (as in process())."""
@@ -640,6 +654,8 @@ class _Job:
     outs: list[_Doc] = field(default_factory=list)  # decided, in order
     incomplete: PartialInput | None = None
     error: BaseException | None = None
+    parsed: list[ClinicalDocument] = field(default_factory=list)
+    parse_seconds: float = 0.0
 
     def result(self) -> list[Outcome] | BaseException:
         if self.error is not None:

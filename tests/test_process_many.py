@@ -87,7 +87,7 @@ def _factory(pseudonyms: Pseudonyms) -> Callable[[], PatientState]:
     return make
 
 
-def _processor(store: InMemoryStore, pseudonyms: Pseudonyms) -> Processor:
+def _processor(store: Any, pseudonyms: Pseudonyms) -> Processor:
     return Processor(policy=Policy.load(), store=store, pseudonyms=pseudonyms,
                      state_factory=_factory(pseudonyms))
 
@@ -311,3 +311,27 @@ def test_single_key_overrides_are_honoured_and_proxies_pass_batches_through() ->
                      pseudonyms=pseudonyms, state_factory=_factory(pseudonyms))
     proc.process_many(_items(["03", "11"]))
     assert counted.calls == ["get_marks", "compare_and_set_marks"]
+
+
+def test_the_encrypted_sqlite_store_gives_the_same_batch(tmp_path: Path) -> None:
+    """Through the real store (patients prefetched, marks sealed): the same as one by one."""
+    from keystore import Keyring, open_store
+
+    pseudonyms = Pseudonyms(bytes([3]) * 32)
+    keyring = Keyring.generate("t")
+    one = open_store(f"sqlite:///{tmp_path / 'one.sqlite3'}", keyring)
+    many = open_store(f"sqlite:///{tmp_path / 'many.sqlite3'}", keyring)
+    try:
+        items = _items(MIXED)
+        a, b = _processor(one, pseudonyms), _processor(many, pseudonyms)
+        expected = _one_by_one(a, items)
+        got = b.process_many(items)
+        assert [_view(r) for r in got] == [_view(r) for r in expected]
+        a.commit(_published(expected))
+        b.commit(_published(got))
+        assert [_view(r) for r in b.process_many(items)] == [
+            _view(r) for r in _one_by_one(a, items)
+        ]
+    finally:
+        one.close()
+        many.close()
