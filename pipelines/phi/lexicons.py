@@ -55,6 +55,20 @@ class Token(NamedTuple):
         return self.text.isupper()
 
 
+class _TitleCase(dict[str, bool]):
+    """Word -> ``Token.is_title`` of it, filled on first sight (bounded): a dict lookup where a
+    hot loop would call the property for every capitalised word."""
+
+    def __missing__(self, text: str) -> bool:
+        verdict = text[0].isupper() and text[1:2].islower()
+        if len(self) < 200_000:
+            self[text] = verdict
+        return verdict
+
+
+TITLE_CASE: Final = _TitleCase()
+
+
 @dataclass(frozen=True, slots=True)
 class Tokens:
     """The word tokens of a text plus whether its letters are all one case (many nursing notes

@@ -116,3 +116,9 @@ def test_word_judgments_never_raise_and_agree(word: str) -> None:
     assert isinstance(lx.near_english(word), bool)
     if lx.rare_unknown(word):
         assert not lx.clinical_word(word) and len(word) >= 4 and word.isalpha()
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.text(alphabet="aBcD'’xY", min_size=1, max_size=6))
+def test_title_case_memo_agrees_with_the_token_property(word: str) -> None:
+    assert lx.TITLE_CASE[word] == lx.Token(0, len(word), word, word.lower()).is_title

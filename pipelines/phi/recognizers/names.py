@@ -218,6 +218,7 @@ class NameRecognizer(Recognizer):
 
         n = len(words)
         first_names = lx.first_names()
+        title_case = lx.TITLE_CASE
         starts = _rule_starts(toks, mixed or lower_note, text.isascii())
         k, m = 0, len(starts)
         i = 0
@@ -397,7 +398,12 @@ class NameRecognizer(Recognizer):
                             take(j, role, 0.7)
                             i = run_right(j + 1, role, 0.7, strength)
                             continue
-                if _is_initial(tok, text) and i + 1 < n and low not in {"a", "i"}:
+                if (
+                    len(tok.text) == 1
+                    and _is_initial(tok, text)
+                    and i + 1 < n
+                    and low not in {"a", "i"}
+                ):
                     sur = words[i + 1]
                     if (
                         _tight(_gap(text, tok, sur))
@@ -437,15 +443,15 @@ class NameRecognizer(Recognizer):
             # no cue: two Title-case words that are each a name or rare ("Radu Crosson")
             if (
                 (mixed or lower_note)
-                and tok.is_title
+                and title_case[tok.text]
                 and i + 1 < n
                 and i not in taken
-                and words[i + 1].is_title
+                and title_case[words[i + 1].text]
                 and _tight(_gap(text, tok, words[i + 1]), tok)
                 and _namey(tok)
                 and _namey(words[i + 1])
                 and (
-                    lx.is_first_name(low)
+                    low in first_names
                     or _rare_unknown(tok)
                     or (lx.zipf(low) < 2.5 and not _sentence_start(text, tok.start))
                 )
@@ -475,16 +481,16 @@ class NameRecognizer(Recognizer):
             # no cue: a rare census first name in Title case, maybe with its last name
             if (
                 (mixed or lower_note)
-                and tok.is_title
+                and title_case[tok.text]
                 and i not in taken
-                and lx.is_first_name(low)
+                and low in first_names
                 and (ok(i, 1) or _common_first_name(tok, text, lowered, eponyms))
             ):
                 i = run_right(i, OTHER, 0.6, 2)
                 continue
             # no cue, one-case note: "AGNES MUNROE" (first name + census surname). A first name
             # alone is not enough here: "MAE", "PERLA", "ALINE" are clinical abbreviations too.
-            if not mixed and i not in taken and lx.is_first_name(low) and low not in eponyms:
+            if not mixed and i not in taken and low in first_names and low not in eponyms:
                 ns = lx.name_score(low)
                 nxt_ok = (
                     i + 1 < n
