@@ -158,12 +158,27 @@ def known_name_forms(doc: Doc) -> dict[str, Category]:
     if isinstance(cached, dict):
         return cached
     ids = doc.identifiers
+    forms, nicks = _name_forms(ids.provider_names, ids.relative_names, ids.patient_names)
+    forms = dict(forms)  # the memo's own dict is never handed out
+    doc.cache[KNOWN_NAMES_KEY] = forms
+    doc.cache[KNOWN_NICKNAMES_KEY] = nicks
+    return forms
+
+
+@lru_cache(maxsize=1024)
+def _name_forms(
+    providers: tuple[PersonName, ...],
+    relatives: tuple[PersonName, ...],
+    patients: tuple[PersonName, ...],
+) -> tuple[dict[str, Category], frozenset[str]]:
+    """Name forms and nicknames of the known people, memoised: a patient's documents come in
+    runs with the same names, and splitting parts and looking up nicknames is per-name work."""
     forms: dict[str, Category] = {}
     nicks: set[str] = set()
     for people, cat in (
-        (ids.provider_names, Category.NAME_PROVIDER),
-        (ids.relative_names, Category.NAME_RELATIVE),
-        (ids.patient_names, Category.NAME_PATIENT),
+        (providers, Category.NAME_PROVIDER),
+        (relatives, Category.NAME_RELATIVE),
+        (patients, Category.NAME_PATIENT),
     ):
         for part in _name_parts(people):
             forms[part] = cat  # later roles win: the patient's own name is the most sensitive
@@ -171,9 +186,7 @@ def known_name_forms(doc: Doc) -> dict[str, Category]:
             if nick not in forms:  # "Bob" for Robert: a form, never over a real part
                 forms[nick] = cat
                 nicks.add(nick)
-    doc.cache[KNOWN_NAMES_KEY] = forms
-    doc.cache[KNOWN_NICKNAMES_KEY] = frozenset(nicks)
-    return forms
+    return forms, frozenset(nicks)
 
 
 @cache
