@@ -11,9 +11,11 @@ Delivery contract (at-least-once in, effectively-once out):
 
 1. fetch a batch: at most ``max_in_flight`` records minus those of earlier batches still
    finishing (everything fetched and not committed counts against the limit);
-2. process each record, in partition order, on a single worker thread (CPU-bound work stays
-   off the event loop so heartbeats keep flowing; one thread keeps the processor's state and
-   its database connection on one thread);
+2. process the records, in partition order, on a single worker thread — one hop for a run of
+   records (``Processor.process_many`` when the processor has it, else ``process`` for each
+   inside the worker thread), not one per record (CPU-bound work stays off the event loop so
+   heartbeats keep flowing; one thread keeps the processor's state and its database
+   connection on one thread);
 3. hand the batch to its *finisher* (a task) and go back to 1: the finisher waits for the
    previous batch's finisher, then sends every output (research document, tombstone,
    dead-letter, held record) and waits for every acknowledgement (``acks=all``; failed sends
@@ -35,7 +37,8 @@ record is decided again, so repeats are dropped.
 Records fetched before a rebalance are not processed (the new owner reads them from the
 committed offset). A rebalance waits for everything in flight (the revoke callback takes the
 batch lock, then waits for the finishers). A record the broker refuses (too large) is replaced
-by a dead letter.
+by a dead letter. A dead letter is sent once per input: with a processor that keeps marks
+(``sent_marks`` / ``mark_sent``), a replayed batch skips the dead letters already acknowledged.
 Transient errors (broker, key store) are retried with exponential backoff and jitter — nothing
 is committed meanwhile and readiness goes false. Errors of the input go to the dead-letter topic
 and the stream goes on: no input can block its partition.

@@ -52,6 +52,7 @@ class Batches(RunnerState):
                 finisher = asyncio.get_running_loop().create_task(
                     self._finish(previous, pending, offsets), name="deidstream-finish")
                 self._finishing.append((finisher, pending_keys, count))
+                self._finishing_records += count
             finally:
                 self._processing = 0
                 self._set_in_flight_gauge()
@@ -59,33 +60,36 @@ class Batches(RunnerState):
     async def _decide_batch(self, records: Sequence[Any]) -> tuple[list[Handled], set[str]]:
         """Process a batch's records in input order with one worker-thread hop for a run of
         them (``process_many`` when the processor has it), then route each result on the
-        event loop. The run ends early, and the next hop starts after it, when
+        event loop.
 
-        * a record decided a research key that is not confirmed yet (earlier in this batch,
-          or in a batch still finishing): the earlier outputs are made durable first, in
-          order, and the record is decided again, so a repeat is dropped, not published
-          twice (``process`` alone stops the run right after such a record, so the later
-          records are decided after it, exactly as one by one; ``process_many`` has decided
-          them already: they are decided again, with ``process`` one by one for the rest of
-          the batch, so a batch of repeats costs no more than one run per record — see
-          docs/operations.md);
-        * a record needed a retry (broker or key store outage, a fault of the whole store):
-          it is retried alone with backoff, and the records after it are processed again
-          (their first results were taken during the outage)."""
+        A record that decided a research key not confirmed yet — decided earlier in this run
+        or batch, or in a batch still finishing — is decided again after the earlier outputs
+        are made durable (earlier batches finished, this batch's outputs so far flushed), so
+        a repeat is dropped, not published twice. ``process`` alone stops the run right after
+        such a record, and the next run starts after its new decision: exactly one by one.
+        ``process_many`` has decided the later records already; their results stand unless
+        they repeat a key too (then they are decided again in turn). The one difference from
+        one by one: a record decided again after a newer version of its report later in the
+        same run sees that version (it is dropped as superseded; the newest version is
+        published either way — docs/operations.md).
+
+        A record needing a retry (broker or key store outage, a fault of the whole store) is
+        retried alone with backoff, and the records after it are processed again (their first
+        results were taken during the outage)."""
         consumed = Tally(
             (rec.topic, content_hint(rec.topic, rec.headers)) for rec in records)
         for (topic, hint), n in consumed.items():
             self.metrics.consumed.labels(topic, hint).inc(n)
         self.counts["consumed"] += len(records)
         pending: list[Handled] = []
-        pending_keys: set[str] = set()
-        finishing = self._finishing_keys()
+        pending_keys: set[str] = set()  # keys decided in this batch, not yet flushed
+        finishing = self._unconfirmed_keys()
         start = 0
-        many = True  # process_many if the processor has it, until a key repeats
         while start < len(records):
             items = [self._item(rec) for rec in records[start:]]
             results = await self._process_batch([i for i in items if not i.oversize],
-                                                pending_keys | finishing, many=many)
+                                                [pending_keys, *finishing])
+            run_keys: set[str] = set()  # keys of this run's first decisions so far
             done = 0
             for item in items:
                 if item.oversize:
@@ -97,24 +101,26 @@ class Batches(RunnerState):
                     break  # the processor stopped after a repeated key: a new run from here
                 start += 1
                 keys = h.research_keys()
-                again = False
-                if keys and not keys.isdisjoint(finishing):
-                    finishing = self._finishing_keys()  # some may have finished meanwhile
-                if keys and not (keys.isdisjoint(pending_keys) and keys.isdisjoint(finishing)):
+                if keys and not all(keys.isdisjoint(f) for f in finishing):
+                    finishing = self._unconfirmed_keys()  # some may have finished meanwhile
+                if keys and not (keys.isdisjoint(run_keys) and keys.isdisjoint(pending_keys)
+                                 and all(keys.isdisjoint(f) for f in finishing)):
                     # decided against a version that is not confirmed yet
+                    run_keys |= keys
                     await self.drain()
-                    finishing = set()
+                    finishing = []
                     if not keys.isdisjoint(pending_keys):
                         await self._flush(pending)
                         pending, pending_keys = [], set()
                     h = await self._handle_record(item.rec)
                     keys = h.research_keys()
-                    again, many = True, False
+                else:
+                    run_keys |= keys
                 h.apply()
                 pending.append(h)
                 pending_keys |= keys
-                if again or item.retried:
-                    break  # later records were decided before this one settled: again
+                if item.retried:
+                    break  # the later records' results predate the retry: process them again
         return pending, pending_keys
 
     def _item(self, rec: Any) -> Item:
@@ -127,8 +133,8 @@ class Batches(RunnerState):
         reason = f"message of {size} bytes exceeds the limit"
         return self.outputs.dead_letter(rec, "oversize", reason, item.first_seen)
 
-    async def _process_batch(self, items: Sequence[Item], unconfirmed: set[str], *,
-                             many: bool = True) -> Sequence[Sequence[Any] | BaseException]:
+    async def _process_batch(self, items: Sequence[Item], unconfirmed: Sequence[set[str]]
+                             ) -> Sequence[Sequence[Any] | BaseException]:
         """One hop to the worker thread for a run of items: each item's outcomes, or the
         exception its processing raised (returned, not raised). ``process_many`` answers for
         every item; without it ``process`` is called for each in turn, stopping after a
@@ -140,7 +146,7 @@ class Batches(RunnerState):
             return [StoreFault(self.keystore_fault)] * len(items)
         processor = self._need(self._processor)
         args = [(i.raw, i.hint, i.first_seen) for i in items]
-        batch_call = getattr(processor, "process_many", None) if many else None
+        batch_call = getattr(processor, "process_many", None)
         call = (partial(batch_call, args) if callable(batch_call)
                 else partial(process_each, processor, args, unconfirmed))
         try:

@@ -22,10 +22,15 @@ class Outcome(Protocol):
 
 
 class Processor(Protocol):
-    """The pure pipeline (pipelines.process.Processor): bytes in, outcomes out, no I/O."""
+    """The pure pipeline (pipelines.process.Processor): bytes in, outcomes out, no I/O.
+
+    Only ``process`` is required (test doubles have just that). Used when present, all on
+    the worker thread: ``process_many(items)`` — ``(raw, content_hint, now)`` items → each
+    item's outcomes or its exception, returned; ``commit(outcomes)`` (or ``confirm``) after
+    the acks; ``sent_marks(marks)`` / ``mark_sent(marks)`` — dead letters already sent;
+    ``preview``, ``diagnose(error, raw)``, ``ping()``, ``close()``."""
 
     def process(self, raw: bytes, *, content_hint: str, now: datetime) -> Sequence[Any]: ...
-
 
 
 ProcessorFactory = Callable[[], Processor]
@@ -87,7 +92,7 @@ class Item:
 
 
 def process_each(processor: Processor, items: Sequence[tuple[bytes, str | None, datetime]],
-                 unconfirmed: Iterable[str] = ()) -> list[Sequence[Any] | BaseException]:
+                 unconfirmed: Sequence[set[str]] = ()) -> list[Sequence[Any] | BaseException]:
     """``process_many`` for a processor that has only ``process`` (runs on the worker
     thread): each item's outcomes, or the exception its processing raised (returned, not
     raised), in order — stopping after a retriable failure (the runner retries that item,
@@ -95,7 +100,7 @@ def process_each(processor: Processor, items: Sequence[tuple[bytes, str | None, 
     or decided by an earlier item (the runner confirms the earlier outputs and decides it
     again before the rest are decided)."""
     results: list[Sequence[Any] | BaseException] = []
-    seen = set(unconfirmed)
+    seen: set[str] = set()
     for raw, hint, now in items:
         try:
             got = processor.process(raw, content_hint=hint or "auto", now=now)
@@ -108,7 +113,7 @@ def process_each(processor: Processor, items: Sequence[tuple[bytes, str | None, 
             results.append(got)
             keys = research_keys(got)
         if keys:
-            if not seen.isdisjoint(keys):
+            if not seen.isdisjoint(keys) or not all(keys.isdisjoint(u) for u in unconfirmed):
                 break
             seen |= keys
     return results

@@ -64,6 +64,8 @@ class Runner(Batches, Delivery, Health, Partitions, Clients, Retries):
         self._last_probe = 0.0
         # batches processed and not yet committed: (finisher task, research keys, records)
         self._finishing: list[tuple[asyncio.Task[None], set[str], int]] = []
+        self._finishing_records = 0  # the records of those batches
+        self._last_lag = 0.0
         self._processing = 0  # records of the batch being processed now
 
     # ---------------------------------------------------------------- lifecycle
@@ -175,6 +177,7 @@ class Runner(Batches, Delivery, Health, Partitions, Clients, Retries):
             with contextlib.suppress(BaseException):
                 await task
         self._finishing.clear()
+        self._finishing_records = 0
         consumer, self._consumer = self._consumer, None
         producer, self._producer = self._producer, None
         if consumer is not None:
@@ -228,7 +231,7 @@ class Runner(Batches, Delivery, Health, Partitions, Clients, Retries):
     @property
     def in_flight(self) -> int:
         """Records fetched and not committed (batches finishing + the one processed)."""
-        return sum(n for _task, _keys, n in self._finishing) + self._processing
+        return self._finishing_records + self._processing
 
     def _set_in_flight_gauge(self) -> None:
         self.metrics.in_flight.set(self.in_flight)
@@ -236,7 +239,8 @@ class Runner(Batches, Delivery, Health, Partitions, Clients, Retries):
     def _reap(self) -> None:
         """Forget finished finishers; a failed one raises here (Stopping, a fatal error)."""
         while self._finishing and self._finishing[0][0].done():
-            task = self._finishing.pop(0)[0]
+            task, _keys, n = self._finishing.pop(0)
+            self._finishing_records -= n
             self._set_in_flight_gauge()
             task.result()
 
@@ -250,5 +254,6 @@ class Runner(Batches, Delivery, Health, Partitions, Clients, Retries):
         while self._finishing:
             await self._wait_oldest()
 
-    def _finishing_keys(self) -> set[str]:
-        return {k for task, keys, _n in self._finishing if not task.done() for k in keys}
+    def _unconfirmed_keys(self) -> list[set[str]]:
+        """The research keys of the batches still finishing (not yet confirmed)."""
+        return [keys for task, keys, _n in self._finishing if not task.done()]

@@ -87,6 +87,21 @@ class Outputs:
         self.settings = settings
         self.metrics = metrics
         self.counts = counts
+        # metric children by label, looked up once (labels() takes a lock and builds a key)
+        self._stage_observe: dict[str, Callable[[float], None]] = {}
+        self._spans_inc: dict[str, Callable[[float], None]] = {}
+
+    def _observe_stage(self, stage: str) -> Callable[[float], None]:
+        found = self._stage_observe.get(stage)
+        if found is None:
+            found = self._stage_observe[stage] = self.metrics.stage_seconds.labels(stage).observe
+        return found
+
+    def _count_spans(self, category: str) -> Callable[[float], None]:
+        found = self._spans_inc.get(category)
+        if found is None:
+            found = self._spans_inc[category] = self.metrics.phi_spans.labels(category).inc
+        return found
 
     def route(self, rec: Any, hint: str, outcomes: Sequence[Any], first_seen: datetime) -> Handled:
         handled = Handled(rec, outcomes=outcomes)
@@ -95,9 +110,7 @@ class Outputs:
             kind = str(getattr(out, "kind", ""))
             kinds.append(kind)
             for stage, seconds in (getattr(out, "stage_seconds", None) or {}).items():
-                handled.effects.append(
-                    partial(self.metrics.stage_seconds.labels(str(stage)).observe, float(seconds))
-                )
+                handled.effects.append(partial(self._observe_stage(str(stage)), float(seconds)))
             if kind in ("publish", "tombstone"):
                 handled.outputs.append(self.research_record(rec, hint, out, kind))
             elif kind in ("duplicate", "superseded"):
@@ -148,7 +161,7 @@ class Outputs:
             self.metrics.published.labels("tombstone" if value is None else "document").inc()
             self.counts["published" if value is not None else "tombstoned"] += 1
             for category, n in spans.items():
-                self.metrics.phi_spans.labels(str(category)).inc(int(n))
+                self._count_spans(str(category))(int(n))
             if timestamp:
                 self.metrics.end_to_end_seconds.observe(max(0.0, time.time() - timestamp / 1000))
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -18,6 +19,7 @@ if TYPE_CHECKING:
     from service.runner.loop import Runner
 
 log = logging.getLogger("deidstream.runner")
+LAG_REFRESH_SECONDS = 0.5
 
 
 @dataclass
@@ -69,9 +71,13 @@ class Partitions(RunnerState):
             self.metrics.lag.remove(tp.topic, str(tp.partition))
 
     async def _refresh_lag(self) -> None:
+        """Positions and high watermarks → lag, at most every ``LAG_REFRESH_SECONDS`` (it
+        awaits a position per partition: cheap, but not after every small batch)."""
         consumer = self._consumer
-        if consumer is None:
+        now = time.monotonic()
+        if consumer is None or now - self._last_lag < LAG_REFRESH_SECONDS:
             return
+        self._last_lag = now
         assigned = consumer.assignment()
         for tp in [t for t in self.partitions if t not in assigned]:
             self.forget_partition(tp)

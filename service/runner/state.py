@@ -47,6 +47,8 @@ class RunnerState:
     _last_probe: float
     # batches processed and not yet committed: (finisher task, research keys, records)
     _finishing: list[tuple[asyncio.Task[None], set[str], int]]
+    _finishing_records: int  # the records of those batches
+    _last_lag: float  # when the lag was last refreshed (monotonic)
     _processing: int  # records of the batch being processed now
 
     @staticmethod
@@ -97,7 +99,7 @@ class RunnerState:
     async def drain(self) -> None:
         raise NotImplementedError
 
-    def _finishing_keys(self) -> set[str]:
+    def _unconfirmed_keys(self) -> list[set[str]]:
         raise NotImplementedError
 
     def _set_in_flight_gauge(self) -> None:

@@ -207,7 +207,7 @@ def test_process_each_stops_after_a_repeat_or_a_retriable_failure() -> None:
     items = [(b"a", "hl7v2", now), (b"b", None, now), (b"a", None, now), (b"c", None, now)]
     got = process_each(Proc(log), items)
     assert [len(r) for r in got if not isinstance(r, BaseException)] == [1, 1, 1]  # a, b, a
-    got = process_each(Proc(log), items[1:], unconfirmed={"a"})
+    got = process_each(Proc(log), items[1:], unconfirmed=[{"a"}])
     assert len(got) == 2  # b, then a (unconfirmed): stop
     got = process_each(Flaky(log, "b", 1), items)
     assert len(got) == 2 and isinstance(got[1], KeystoreUnavailable)
