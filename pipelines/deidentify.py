@@ -530,26 +530,34 @@ def _found_terms_of(
     terms: list[Term] = []
     for region, chosen, _ in replaced:
         phrase = " ".join(text[region.start : region.end].split())
-        if len(phrase) < 2:
-            continue
-        if phrase.isdigit() and len(phrase) < MIN_NUMERIC_PHRASE:
-            continue
-        category = chosen.category.value
-        if not chosen.category.is_name:
-            terms.append(Term(category, f"(?i:{word_pattern(phrase)})", _needle(phrase), PROBE_WORD))
-            continue
-        pieces = [
-            p
-            for p in re.findall(r"[^\W\d_]+(?:['’][^\W\d_]+)?", phrase)
-            if len(p) >= 2 and p.lower() not in TITLES and p.lower() not in SUFFIXES
-        ]
-        if len(pieces) > 1 or (pieces and pieces[0] != phrase):
-            terms.append(Term(category, f"(?i:{word_pattern(phrase)})", _needle(phrase), PROBE_WORD))
-        for piece in pieces:
-            if len(piece) >= 3 or piece == phrase:
-                pattern = _name_part_pattern(piece, mixed_case)
-                terms.append(Term(category, pattern, piece.lower(), PROBE_WORD))
+        terms += _phrase_terms(phrase, chosen.category, mixed_case)
     return terms
+
+
+@lru_cache(maxsize=8192)
+def _phrase_terms(phrase: str, category: Category, mixed_case: bool) -> tuple[Term, ...]:
+    """The terms of one detected phrase (cached: a patient's names and ids recur)."""
+    if len(phrase) < 2:
+        return ()
+    if phrase.isdigit() and len(phrase) < MIN_NUMERIC_PHRASE:
+        return ()
+    value = category.value
+    whole = Term(value, f"(?i:{word_pattern(phrase)})", _needle(phrase), PROBE_WORD)
+    if not category.is_name:
+        return (whole,)
+    terms: list[Term] = []
+    pieces = [
+        p
+        for p in re.findall(r"[^\W\d_]+(?:['’][^\W\d_]+)?", phrase)
+        if len(p) >= 2 and p.lower() not in TITLES and p.lower() not in SUFFIXES
+    ]
+    if len(pieces) > 1 or (pieces and pieces[0] != phrase):
+        terms.append(whole)
+    for piece in pieces:
+        if len(piece) >= 3 or piece == phrase:
+            pattern = _name_part_pattern(piece, mixed_case)
+            terms.append(Term(value, pattern, piece.lower(), PROBE_WORD))
+    return tuple(terms)
 
 
 _ASCII_SPACE = "".join(chr(c) for c in range(128) if chr(c).isspace())  # what \s matches
