@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import bisect
 import re
+import threading
 from collections.abc import Callable, Iterator
 from typing import Any, TypeVar
 
@@ -54,23 +55,29 @@ def cached(doc: Doc, key: str, build: Callable[[], T]) -> T:
 
 # Every re2 scan pattern asked about with ``may_match``: pattern -> index in one RE2::Set.
 _WATCHED: dict[str, int] = {}
-_SEARCH_SET: list[Any] = []  # the compiled set, or empty when a new pattern needs a rebuild
+# the compiled set and how many patterns (indices 0..n-1) it holds; rebuilt when one is added
+_SEARCH_SET: list[tuple[Any, int]] = []
 _PRESENT_KEY = "scan.present"
+_REGISTER = threading.Lock()  # indices and rebuilds: two threads must not interleave them
 # RE2::Set runs its DFA in "many match" mode, which never gives up for slowness; a large
 # budget keeps it from running out of state memory on long texts (it would report no match)
 _SET_MAX_MEM = 64 << 20
 
 
-def _search_set() -> Any:
-    if not _SEARCH_SET:
-        options = re2.Options()
-        options.max_mem = _SET_MAX_MEM
-        search = re2.Set.SearchSet(options)
-        for pattern in list(_WATCHED):
-            search.Add(pattern)
-        search.Compile()
-        _SEARCH_SET[:] = [search]
-    return _SEARCH_SET[0]
+def _search_set(index: int) -> Any:
+    """The set holding pattern ``index`` (built again, under the lock, if it is new)."""
+    if not _SEARCH_SET or index >= _SEARCH_SET[0][1]:
+        with _REGISTER:
+            if not _SEARCH_SET or index >= _SEARCH_SET[0][1]:
+                options = re2.Options()
+                options.max_mem = _SET_MAX_MEM
+                search = re2.Set.SearchSet(options)
+                patterns = list(_WATCHED)  # in index order: indices are given under the lock
+                for pattern in patterns:
+                    search.Add(pattern)
+                search.Compile()
+                _SEARCH_SET[:] = [(search, len(patterns))]
+    return _SEARCH_SET[0][0]
 
 
 def may_match(doc: Doc, pattern: Any) -> bool:
@@ -81,10 +88,10 @@ def may_match(doc: Doc, pattern: Any) -> bool:
     answers for every watched pattern at once (~8 µs), shared through ``doc.cache``.
     """
     index = _WATCHED.get(pattern.pattern)
-    if index is None:  # first use of this pattern in the process: rebuild the set once
-        index = _WATCHED.setdefault(pattern.pattern, len(_WATCHED))
-        _SEARCH_SET.clear()
-    search = _search_set()
+    if index is None:  # first use of this pattern in the process
+        with _REGISTER:
+            index = _WATCHED.setdefault(pattern.pattern, len(_WATCHED))
+    search = _search_set(index)
     present = doc.cache.get(_PRESENT_KEY)
     if present is None or present[0] is not search:
         present = (search, frozenset(search.Match(doc.text) or ()))

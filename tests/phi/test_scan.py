@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 
 from hypothesis import given, settings
@@ -57,3 +58,22 @@ def test_numeric_dates_are_never_skipped(text: str) -> None:
     """``_NUMERIC`` (stdlib re, any Unicode digit) runs only where its re2 shape matches."""
     if dates._NUMERIC.search(text):
         assert scan.may_match(Doc(text), dates._NUMERIC_SHAPE)
+
+
+def test_patterns_first_seen_on_several_threads_each_get_their_own_answer() -> None:
+    words = [f"zqx{n}word" for n in range(8)]
+    patterns = [scan.compile_words(rf"\b{w}\b") for w in words]
+    results: dict[int, tuple[bool, bool]] = {}
+
+    def work(n: int) -> None:
+        results[n] = (
+            scan.may_match(Doc(f"a {words[n]} b"), patterns[n]),
+            scan.may_match(Doc("a b"), patterns[n]),
+        )
+
+    threads = [threading.Thread(target=work, args=(n,)) for n in range(len(words))]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert results == {n: (True, False) for n in range(len(words))}
