@@ -129,8 +129,8 @@ class KnownIdentifierRecognizer(Recognizer):
         toks = lx.tokens(doc)
         words, text, mixed = toks.words, doc.text, toks.mixed_case
         nicks: frozenset[str] = doc.cache.get(KNOWN_NICKNAMES_KEY, frozenset())
-        initials = _known_initials(doc.identifiers)
-        wanted = {*forms, *(f + "'s" for f in forms), *(f + "’s" for f in forms), *initials}
+        ids = doc.identifiers
+        initials, wanted = _name_lookup(ids.provider_names, ids.relative_names, ids.patient_names)
         if toks.lower_set.isdisjoint(wanted):
             return  # none of the known names (nor their initials) occurs in this note
         for i in compress(range(len(words)), map(wanted.__contains__, toks.lowers)):
@@ -226,12 +226,30 @@ def _name_parts(people: Iterable[PersonName]) -> Iterator[str]:
                 yield low.replace("’", "'")
 
 
-def _known_initials(ids: Identifiers) -> dict[str, Category]:
+@lru_cache(maxsize=1024)
+def _name_lookup(
+    providers: tuple[PersonName, ...],
+    relatives: tuple[PersonName, ...],
+    patients: tuple[PersonName, ...],
+) -> tuple[dict[str, Category], frozenset[str]]:
+    """The known names' initials, and every form a word of the note is looked up against
+    (parts, nicknames, their possessives, initials): per set of people, not per document."""
+    forms, _ = _name_forms(providers, relatives, patients)
+    initials = _known_initials(providers, relatives, patients)
+    wanted = {*forms, *(f + "'s" for f in forms), *(f + "’s" for f in forms), *initials}
+    return initials, frozenset(wanted)
+
+
+def _known_initials(
+    providers: tuple[PersonName, ...],
+    relatives: tuple[PersonName, ...],
+    patients: tuple[PersonName, ...],
+) -> dict[str, Category]:
     out: dict[str, Category] = {}
     for people, cat in (
-        (ids.provider_names, Category.NAME_PROVIDER),
-        (ids.relative_names, Category.NAME_RELATIVE),
-        (ids.patient_names, Category.NAME_PATIENT),
+        (providers, Category.NAME_PROVIDER),
+        (relatives, Category.NAME_RELATIVE),
+        (patients, Category.NAME_PATIENT),
     ):
         for person in people:
             for part in person.parts:
