@@ -3,6 +3,7 @@ the strength of its cue, is it an initial, a surname after a first name, an epon
 
 from __future__ import annotations
 
+from collections.abc import Container
 from itertools import compress
 
 from pipelines.phi import lexicons as lx
@@ -16,7 +17,7 @@ from pipelines.phi.recognizers.name_cues import (
 from pipelines.spans import Category
 
 
-def _plausible(tok: Token, mixed: bool, strength: int, lowered: frozenset[str]) -> bool:
+def _plausible(tok: Token, mixed: bool, strength: int, lowered: Container[str]) -> bool:
     """Can ``tok`` be (part of) a name given a cue of ``strength`` (3 title, 2 role, 1 none)?
 
     ``lowered`` holds the words this (mixed-case) note also writes in lower case: those are
@@ -151,7 +152,7 @@ def _first_before_surname(tok: Token, mixed: bool) -> bool:
     )
 
 
-def _common_first_name(tok: Token, text: str, lowered: frozenset[str], eponyms: set[str]) -> bool:
+def _common_first_name(tok: Token, text: str, lowered: Container[str], eponyms: set[str]) -> bool:
     """ "supportive to pt, John.": a census first name used far more as a name than as a word
     ("John", "Mary"; not "Will", "Rose"), in Title case inside a sentence of a mixed-case note."""
     low = _base(tok.lower)

@@ -12,6 +12,7 @@ a word for the whole note unless a title stands before it.
 
 from __future__ import annotations
 
+from collections.abc import Container
 from itertools import compress
 from operator import itemgetter, or_
 
@@ -65,6 +66,23 @@ from pipelines.phi.recognizers.name_words import (
 )
 from pipelines.phi.registry import register
 from pipelines.spans import Category, Span
+
+
+class _Lowered:
+    """The words a mixed-case note also writes in lower case, built on the first question:
+    only a few candidate words a note ask, and many notes ask none."""
+
+    __slots__ = ("_toks", "_words")
+
+    def __init__(self, toks: lx.Tokens) -> None:
+        self._toks = toks
+        self._words: frozenset[str] | None = None
+
+    def __contains__(self, word: object) -> bool:
+        if self._words is None:
+            toks = self._toks
+            self._words = frozenset(compress(toks.lowers, map(str.islower, toks.texts)))
+        return word in self._words
 
 
 class _MayStart(dict[str, bool]):
@@ -123,9 +141,7 @@ class NameRecognizer(Recognizer):
         if not words:
             return []
         eponyms = _eponyms(toks, text) if not toks.lower_set.isdisjoint(EPONYM_HEADS) else set()
-        lowered = (
-            frozenset(compress(toks.lowers, map(str.islower, toks.texts))) if mixed else frozenset()
-        )
+        lowered: Container[str] = _Lowered(toks) if mixed else frozenset()
         # a lower-case note: its few capitalised words are as telling as in a mixed-case one
         lower_note = toks.lower_note
         taken: dict[int, tuple[Category, float]] = {}
