@@ -179,8 +179,8 @@ class Batches(RunnerState):
             # the good documents go out; the whole input goes to the dead-letter topic too,
             # with the reason naming the failed entries (coordinates only)
             good = self.outputs.route(rec, hint, getattr(exc, "outcomes", ()) or (), first_seen)
-            dead = self.outputs.dead_letter(rec, exc.reason_class, str(exc), first_seen,
-                                     await self._diagnose(exc, raw))
+            found = await self._diagnose(exc, raw)
+            dead = self.outputs.dead_letter(rec, exc.reason_class, str(exc), first_seen, found)
             good.outputs.extend(dead.outputs)
             good.effects.extend(dead.effects)
             good.kind = (good.kind + ",deadletter").lstrip(",")

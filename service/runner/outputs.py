@@ -133,7 +133,7 @@ class Outputs:
         return handled
 
     def output_rejected(self, handled: Handled, rec: Any, first_seen: datetime,
-                         exc: BaseException) -> OutRecord | None:
+                        exc: BaseException) -> OutRecord | None:
         """A research/held record the broker refuses: dead-letter the input instead, and do
         not confirm the version (a later replay from the dead-letter topic decides again)."""
         handled.rejected = True
@@ -186,7 +186,7 @@ class Outputs:
         ]
 
     def dead_letter(self, rec: Any, reason_class: str, reason: str, first_seen: datetime,
-                     extra: Sequence[tuple[str, bytes]] = ()) -> Handled:
+                    extra: Sequence[tuple[str, bytes]] = ()) -> Handled:
         original = [(k, v) for k, v in (rec.headers or ()) if not k.startswith("reason")]
         headers = self.coordinates(rec, reason_class, reason, first_seen) + list(extra)
         headers += original
@@ -207,7 +207,7 @@ class Outputs:
         return Handled(rec, [out], kind="deadletter")
 
     def held(self, rec: Any, research_key: str | None, reason_class: str, reason: str,
-              first_seen: datetime) -> Handled:
+             first_seen: datetime) -> Handled:
         headers = self.coordinates(rec, reason_class, reason, first_seen)
         if self.settings.held_topic_secure:
             value = rec.value or b""  # the original input only; never the half-cleaned text
