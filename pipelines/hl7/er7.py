@@ -199,6 +199,18 @@ class Segment:
             return ""
         return pick(raw, d, comp, sub) if comp else raw
 
+    def first_component(self, n: int) -> str:
+        """``raw(n, 0, 1)``: the raw first component of the first repetition (codes, types,
+        times), without the general path."""
+        f = self.fields
+        if n >= len(f):
+            return ""
+        raw = f[n]
+        if not raw or (n <= 2 and self.name in _HEADER_SEGMENTS):
+            return raw
+        d = self.delimiters
+        return raw.split(d.repetition, 1)[0].split(d.component, 1)[0]
+
     def value(
         self, n: int, rep: int = 0, comp: int = 0, sub: int = 0, charset: str = "utf-8"
     ) -> str:

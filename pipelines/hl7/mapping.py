@@ -296,7 +296,7 @@ class _Reader:
 
     def obx_block(self, seg: Segment) -> tuple[str | None, bool]:
         """(text block or None, True if a binary payload was skipped)."""
-        vtype = seg.raw(2, 0, 1).strip().upper()
+        vtype = seg.first_component(2).strip().upper()
         reps = seg.repetitions(5)
         if vtype in TEXT_TYPES:
             if len(reps) == 1:
@@ -350,16 +350,16 @@ def _status(msg: Er7Message, trigger: str, obx: list[Segment]) -> Status:
         return Status.ENTERED_IN_ERROR
     txa = msg.first("TXA")
     if txa is not None:
-        s = TXA_STATUS.get(txa.raw(17, 0, 1).strip().upper())
+        s = TXA_STATUS.get(txa.first_component(17).strip().upper())
         if s is not None:
             if s is Status.FINAL and trigger in _AMENDING_TRIGGERS:
                 return Status.AMENDED
             return s
     for obr in msg.all("OBR"):
-        s = OBR_STATUS.get(obr.raw(25, 0, 1).strip().upper())
+        s = OBR_STATUS.get(obr.first_component(25).strip().upper())
         if s is not None:
             return s
-    found = [OBX_STATUS.get(seg.raw(11, 0, 1).strip().upper()) for seg in obx]
+    found = [OBX_STATUS.get(seg.first_component(11).strip().upper()) for seg in obx]
     statuses = [s for s in found if s is not None]
     if not statuses:
         return Status.FINAL
@@ -381,13 +381,13 @@ def _patient_id(ids: list[Identifier]) -> Identifier | None:
 def message_type(msg: Er7Message) -> tuple[str, str]:
     """(MSH-9.1, MSH-9.2) of a message we handle; UnsupportedMessageType/Version otherwise."""
     msh = msg.segments[0]
-    mtype = msh.raw(9, 0, 1).strip().upper()
+    mtype = msh.first_component(9).strip().upper()
     trigger = msh.raw(9, 0, 2).strip().upper()
     if mtype not in SUPPORTED or trigger not in SUPPORTED[mtype]:
         raise UnsupportedMessageType(
             "MSH-9 message type is not one we handle", type=_code(mtype), trigger=_code(trigger)
         )
-    version = msh.raw(12, 0, 1).strip()
+    version = msh.first_component(12).strip()
     vparts = version.split(".")
     if not (
         len(vparts) >= 2 and vparts[0] == "2" and vparts[1].isdigit() and 3 <= int(vparts[1]) <= 8
@@ -426,9 +426,9 @@ def to_document(msg: Er7Message) -> ClinicalDocument:
     r.collect_identifiers()
     patient = patient_identifier(msg)
 
-    default_tz = dt.parse_offset(msh.raw(7, 0, 1))
-    message_time = dt.parse_ts(msh.raw(7, 0, 1), default_tz)
-    identifiers = r.identifiers(pid.raw(7, 0, 1))
+    default_tz = dt.parse_offset(msh.first_component(7))
+    message_time = dt.parse_ts(msh.first_component(7), default_tz)
+    identifiers = r.identifiers(pid.first_component(7))
     pv1 = msg.first("PV1")
     visit = dt.cx(pv1.raw(19, 0), msg.delimiters, msg.charset) if pv1 is not None else None
     common = {
@@ -467,7 +467,7 @@ def to_document(msg: Er7Message) -> ClinicalDocument:
     txa = msg.first("TXA")
 
     def ts(seg: Segment, n: int) -> datetime | None:
-        return dt.parse_ts(seg.raw(n, 0, 1), default_tz)
+        return dt.parse_ts(seg.first_component(n), default_tz)
 
     if txa is not None:
         report_type = ReportType(

@@ -175,3 +175,22 @@ def test_xtn_forms() -> None:
     )
     assert xtn("^NET^X.400^someone@example.org", D, "utf-8") == ([], ["someone@example.org"])
     assert xtn("^^^^^^4042808", D, "utf-8") == (["4042808"], [])
+
+
+@given(
+    seps=st.sampled_from(["|^~\\&", "#*@!$", "|^~\\", "|^~"]),
+    name=st.sampled_from(["MSH", "PID", "OBX", "BHS"]),
+    fields=st.lists(st.text(st.sampled_from(list("ab|^~&#*@!\\ 1")), max_size=8), max_size=6),
+    n=st.integers(0, 8),
+)
+def test_first_component_is_raw_first_repetition_first_component(
+    seps: str, name: str, fields: list[str], n: int
+) -> None:
+    fs, enc = seps[0], seps[1:]
+    header = f"MSH{fs}{enc}{fs}A"
+    line = f"{name}{fs}{enc}" + fs.join(["", *fields]) if name in ("MSH", "BHS") else (
+        name + fs.join(["", *fields])
+    )
+    msg = Er7Message(header + "\r" + line)
+    seg = msg.segments[-1]
+    assert seg.first_component(n) == seg.raw(n, 0, 1)
