@@ -30,8 +30,8 @@ def merge_spans(spans: Iterable[Span]) -> list[Span]:
 
 
 def _resolve(cluster: list[Span]) -> list[Span]:
-    if not cluster:
-        return []
+    if len(cluster) < 2:  # most regions hold one span: already its own region
+        return cluster
     start = min(s.start for s in cluster)
     end = max(s.end for s in cluster)
     best: dict[str, Span] = {}
