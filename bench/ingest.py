@@ -1,8 +1,10 @@
 """Ingest throughput, one core: HL7 v2 and FHIR messages parsed per second.
 
-Run: .venv/bin/python bench/ingest.py [--seconds 2]
+Run: .venv/bin/python bench/ingest.py [--seconds 2] [--corpus DIR] [--count 2000]
 
-Inputs: the public samples in ../shared/data/samples (when present) and our fixtures. Every
+Inputs: the public samples in ../shared/data/samples (when present) and our fixtures; and,
+when the PhysioNet dev corpus is present, its notes wrapped as bench/process.py wraps them
+(ORU^R01 with one TX OBX per line, and DocumentReference with a base64 attachment). Every
 rate is messages (or documents) per second of this process's CPU time, single-threaded,
 including the dead-letter outcomes (errors are part of the stream too). hl7apy's
 ``parse_message`` and fhir.resources validation are measured on the same inputs for scale.
@@ -95,10 +97,34 @@ def fhir_validated(raw: bytes) -> int:
     return max(1, len(outcomes))
 
 
+def corpus_inputs(corpus: Path, count: int) -> list[tuple[bytes, str]]:
+    """The notes as bench/process.py feeds them (bench/stream.py's builders), or []."""
+    import importlib.util
+
+    if not (corpus / "id.text").is_file():
+        return []
+    spec = importlib.util.spec_from_file_location("bench_process", ROOT / "bench" / "process.py")
+    assert spec is not None and spec.loader is not None
+    process = importlib.util.module_from_spec(spec)
+    sys.modules["bench_process"] = process
+    spec.loader.exec_module(process)
+    found: list[tuple[bytes, str]] | None = process.corpus_inputs(corpus, count)
+    return found or []
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--seconds", type=float, default=2.0)
+    parser.add_argument("--corpus", type=Path, default=ROOT.parent / "shared/data/physionet/dev")
+    parser.add_argument("--count", type=int, default=2000, help="corpus inputs (half each)")
     args = parser.parse_args()
+    notes = corpus_inputs(args.corpus, args.count)
+    for kind, label in (("hl7v2", "ORU^R01"), ("fhir", "DocumentReference")):
+        inputs = [raw for raw, hint in notes if hint == kind]
+        if inputs:
+            per_second, _ = rate(ingest_count, inputs, args.seconds)
+            print(f"{'PhysioNet notes as ' + label + ' parse_input (µs/doc CPU)':<72} "
+                  f"{1e6 / per_second:>10,.1f}   ({len(inputs)} docs, {per_second:,.0f}/s)")
     hl7 = _files("hl7v2", (".hl7",))
     fhir = _files("fhir", (".json", ".ndjson"))
     markup = [r for r in hl7 if b"|ED|" in r and (b"html" in r.lower() or b"xml" in r.lower())]
