@@ -77,3 +77,10 @@ def test_patterns_first_seen_on_several_threads_each_get_their_own_answer() -> N
     for thread in threads:
         thread.join()
     assert results == {n: (True, False) for n in range(len(words))}
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet="0123456789١٢٣.x ", max_size=30))
+def test_ipv4_scan_is_never_skipped_where_it_matches(text: str) -> None:
+    if contact._IPV4_TAIL.search(text):
+        assert scan.may_match(Doc(text), contact._IPV4_SHAPE)

@@ -15,7 +15,15 @@ import re
 from pipelines.phi import clinical
 from pipelines.phi.base import Doc, Recognizer
 from pipelines.phi.registry import register
-from pipelines.phi.scan import compile_words, finditer, grab, keep_best, word_set, words_before
+from pipelines.phi.scan import (
+    compile_words,
+    finditer,
+    grab,
+    keep_best,
+    may_match,
+    word_set,
+    words_before,
+)
 from pipelines.spans import Category, Span
 
 # One re2 pass (no look-around; edges are checked in Python):
@@ -159,6 +167,9 @@ class UrlRecognizer(Recognizer):
 
 # Anchored on the literal "." (fast search); the first octet is found by looking left.
 _IPV4_TAIL = re.compile(r"\.\d{1,3}\.\d{1,3}\.\d{1,3}(?!\d|\.\d)")
+# Its look-ahead-free shape for the shared re2 prefilter (``scan.may_match``): hardly any
+# note has three dotted numbers in a row. ``\p{Nd}``: Python's ``\d`` is any Unicode digit.
+_IPV4_SHAPE = compile_words(r"\.\p{Nd}{1,3}\.\p{Nd}{1,3}\.\p{Nd}{1,3}")
 _IPV6 = compile_words(r"(?i)[0-9a-f]{0,4}(?::[0-9a-f]{0,4}){2,7}(?:%\w+)?")
 
 
@@ -171,7 +182,7 @@ class IpRecognizer(Recognizer):
     def detect(self, doc: Doc) -> list[Span]:
         text = doc.text
         spans: list[Span] = []
-        for m in _IPV4_TAIL.finditer(text):
+        for m in _IPV4_TAIL.finditer(text) if may_match(doc, _IPV4_SHAPE) else ():
             start = m.start()
             while start > 0 and m.start() - start < 3 and text[start - 1].isdigit():
                 start -= 1
