@@ -658,11 +658,11 @@ class _Job:
     parse_seconds: float = 0.0
 
     def result(self) -> list[Outcome] | BaseException:
+        for doc in self.outs:  # one by one, process() would have raised at that document,
+            if doc.error is not None:  # before any later document's failure
+                return doc.error
         if self.error is not None:
             return self.error
-        for doc in self.outs:  # one by one, process() would have raised at that document
-            if doc.error is not None:
-                return doc.error
         outcomes = [d.outcome for d in self.outs if d.outcome is not None]
         if self.incomplete is not None:
             self.incomplete.outcomes = outcomes  # type: ignore[attr-defined]
