@@ -335,3 +335,20 @@ def test_the_encrypted_sqlite_store_gives_the_same_batch(tmp_path: Path) -> None
     finally:
         one.close()
         many.close()
+
+
+def test_a_redo_that_meets_a_store_fault_is_its_items_result() -> None:
+    pseudonyms = Pseudonyms(bytes([3]) * 32)
+    store = FaultyStore()
+    ours = _processor(store, pseudonyms)
+    other = Processor(policy=Policy.load(), store=store, pseudonyms=pseudonyms)
+    ours.process_many(_items(["00"]))
+
+    def race_then_fail() -> None:
+        _process(other, "04")  # the other instance wins the key …
+        store.fail.append("get_mark")  # … and our redo's read of it fails
+
+    store.before["compare_and_set_marks"] = [race_then_fail]
+    lost, kept = ours.process_many(_items(["03", "11"]))
+    assert isinstance(lost, KeystoreUnavailable) and lost.retriable
+    assert isinstance(kept, list) and [o.kind for o in kept] == ["publish"]
