@@ -19,12 +19,20 @@ batch's mark read and compare-and-set out over its documents (in ``dedup``). ``-
 (default) times the stages with ``time.process_time`` and "outside the stages" is the CPU
 no stage accounts for (stable on a loaded machine); ``--clock wall``: ``perf_counter`` and
 wall time, as before.
+
+``--dump FILE``: instead of timing, write one JSON line per input — outcome kinds, research
+keys, SHA-256 of the values, headers, reasons, or the error class — for the inputs followed
+by the version fixtures (twice, in one batch) and a replay, through a fresh SQLite store with
+a fixed pseudonym key and deterministic patient identities; prints the file's SHA-256. Run
+it on two checkouts (``git archive``) to prove a change leaves the published outputs equal.
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import importlib.util
+import json
 import statistics
 import sys
 import tempfile
@@ -43,6 +51,7 @@ sys.path.insert(0, str(ROOT))
 
 import surrogates  # noqa: E402
 from keystore import Keyring, open_store  # noqa: E402
+from keystore.api import PatientState  # noqa: E402
 from keystore.memory import InMemoryStore  # noqa: E402
 from pipelines.corpus import Note, load_patient_names, read_notes  # noqa: E402
 from pipelines.policy import Policy  # noqa: E402
@@ -175,6 +184,7 @@ def main() -> int:
                     help="process_many per --batch inputs instead of process per input")
     ap.add_argument("--clock", choices=("cpu", "wall"), default="cpu",
                     help="stage timer: CPU time (default) or wall time")
+    ap.add_argument("--dump", type=Path, help="write the published outputs (no timing)")
     args = ap.parse_args()
     global CLOCK
     CLOCK = time.process_time if args.clock == "cpu" else time.perf_counter
@@ -183,6 +193,12 @@ def main() -> int:
     if inputs is None:
         inputs, source = fixture_inputs(args.count), "fixture 03_final.hl7, visit varied"
     sizes = [len(raw) for raw, _ in inputs]
+    if args.dump is not None:
+        surrogates.warm()
+        digest = dump_outputs(args.dump, inputs, args.batch, args.many)
+        print(f"bench/process.py --dump: {len(inputs)} inputs + version fixtures -> "
+              f"{args.dump} sha256 {digest}")
+        return 0
     call = "process_many per batch" if args.many else "process per input"
     print(f"bench/process.py: {len(inputs)} inputs ({source}), "
           f"mean {statistics.fmean(sizes):.0f} bytes, commit every {args.batch}, {call}, "
@@ -198,6 +214,55 @@ def main() -> int:
     if args.store == "postgres":
         bench_postgres(args.pg, inputs, args.batch, args.profile, args.many)
     return 0
+
+
+def dump_outputs(path: Path, inputs: Sequence[tuple[bytes, str]], batch: int,
+                 many: bool) -> str:
+    """Published outputs of a fixed stream (see the module docstring); returns the digest."""
+    from keystore.pseudonyms import Pseudonyms
+
+    fixtures = [(p.read_bytes(), "fhir" if p.suffix == ".json" else "hl7v2")
+                for p in sorted(FIXTURES.glob("*.*"))]
+    stream = [*inputs, *fixtures, *fixtures[::-1], *inputs[:300], *fixtures]
+    pseudonyms = Pseudonyms(bytes(range(32)))
+    made = [0]
+
+    def identity() -> PatientState:
+        made[0] += 1
+        seed = hashlib.sha256(b"state%d" % made[0]).digest()
+        return PatientState(-(1 + seed[0] * 3), pseudonyms("patient", seed), seed)
+
+    def one(o: Outcome) -> list[Any]:
+        digest = hashlib.sha256(o.value).hexdigest() if o.value else None
+        return [o.kind, o.research_key, digest, [list(h) for h in o.headers], o.reason_class,
+                o.reason]
+
+    lines: list[str] = []
+    with tempfile.TemporaryDirectory(prefix="deidstream-dump-") as tmp:
+        store = open_store(f"sqlite:///{Path(tmp) / 'dump.sqlite3'}", Keyring.generate())
+        proc = Processor(policy=Policy.load(), store=store, pseudonyms=pseudonyms,
+                         state_factory=identity)
+        for start in range(0, len(stream), batch):
+            chunk = stream[start : start + batch]
+            if many:
+                results: list[Any] = proc.process_many([(r, h, NOW) for r, h in chunk])
+            else:
+                results = _one_by_one(proc, chunk)
+            done: list[Outcome] = []
+            for res in results:
+                if isinstance(res, BaseException):
+                    outs = getattr(res, "outcomes", None)
+                    lines.append(json.dumps({"error": type(res).__name__, "outs": None if outs
+                                             is None else [one(o) for o in outs]}))
+                    done += outs or []
+                else:
+                    lines.append(json.dumps([one(o) for o in res]))
+                    done += res
+            proc.commit(done)
+        store.close()
+    text = "\n".join(lines) + "\n"
+    path.write_text(text)
+    return hashlib.sha256(text.encode()).hexdigest()
 
 
 def bench_postgres(
