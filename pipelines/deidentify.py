@@ -281,7 +281,8 @@ def _alnum_id(value: str) -> str | None:
     chars = [c for c in value if c.isalnum()]
     if len(chars) < MIN_ID_CHARS:
         return None
-    return r"(?<![A-Za-z0-9])" + r"[\s\-./]?".join(re.escape(c) for c in chars) + r"(?![A-Za-z0-9])"
+    # re.escape leaves alphanumerics (any script) as they are: no escaping needed
+    return r"(?<![A-Za-z0-9])" + r"[\s\-./]?".join(chars) + r"(?![A-Za-z0-9])"
 
 
 def _alnum_needle(value: str) -> str:
