@@ -209,7 +209,11 @@ class Segment:
         if not raw or (n <= 2 and self.name in _HEADER_SEGMENTS):
             return raw
         d = self.delimiters
-        return raw.split(d.repetition, 1)[0].split(d.component, 1)[0]
+        if d.repetition in raw:  # test before splitting: most codes are one component
+            raw = raw.split(d.repetition, 1)[0]
+        if d.component in raw:
+            raw = raw.split(d.component, 1)[0]
+        return raw
 
     def value(
         self, n: int, rep: int = 0, comp: int = 0, sub: int = 0, charset: str = "utf-8"
