@@ -17,11 +17,12 @@ Delivery contract (at-least-once in, effectively-once out):
    heartbeats keep flowing; one thread keeps the processor's state and its database
    connection on one thread);
 3. hand the batch to its *finisher* (a task) and go back to 1: the finisher waits for the
-   previous batch's finisher, then sends every output (research document, tombstone,
+   previous batch's acknowledgements, then sends every output (research document, tombstone,
    dead-letter, held record) and waits for every acknowledgement (``acks=all``; failed sends
    are retried with backoff, in key order);
-4. tells the processor its outputs are durable (``Processor.commit``: the version marks it
-   wrote unacknowledged become acknowledged), once per batch;
+4. once the previous batch is confirmed and committed, tells the processor its outputs are
+   durable (``Processor.commit``: the version marks it wrote unacknowledged become
+   acknowledged), once per batch;
 5. and commits the batch's offsets.
 
 So the next batch is processed while the previous one is being acknowledged and committed,

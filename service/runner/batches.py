@@ -49,8 +49,13 @@ class Batches(RunnerState):
                 pending, pending_keys = await self._decide_batch(records)
                 offsets = {tp: recs[-1].offset + 1 for tp, recs in work.items()}
                 previous = self._finishing[-1][0] if self._finishing else None
-                finisher = asyncio.get_running_loop().create_task(
-                    self._finish(previous, pending, offsets), name="deidstream-finish")
+                previous_acked = self._last_acked if previous is not None else None
+                loop = asyncio.get_running_loop()
+                acked: asyncio.Future[None] = loop.create_future()
+                finisher = loop.create_task(
+                    self._finish(previous, previous_acked, pending, offsets, acked),
+                    name="deidstream-finish")
+                self._last_acked = acked
                 self._finishing.append((finisher, pending_keys, count))
                 self._finishing_records += count
             finally:

@@ -23,16 +23,37 @@ log = logging.getLogger("deidstream.runner")
 class Delivery(RunnerState):
     """Publish → confirm → commit for the batches handed to finishers."""
 
-    async def _finish(self, previous: asyncio.Task[None] | None, handled: list[Handled],
-                      offsets: dict[TopicPartition, int]) -> None:
-        """After the previous batch's finisher: publish, await the acks, confirm, commit."""
+    async def _finish(self, previous: asyncio.Task[None] | None,
+                      previous_acked: asyncio.Future[None] | None, handled: list[Handled],
+                      offsets: dict[TopicPartition, int], acked: asyncio.Future[None]) -> None:
+        """Publish once the previous batch's outputs are acknowledged (order per partition),
+        await the acks (``acked`` then resolves, so the next batch may send), then — once
+        the previous batch is confirmed and committed — confirm and commit. A failure of
+        the previous batch is this batch's failure too."""
+        try:
+            if previous_acked is not None:
+                await asyncio.shield(previous_acked)
+            sent = await self._send(handled)
+        except BaseException as exc:
+            if not acked.done():
+                if isinstance(exc, asyncio.CancelledError):
+                    acked.cancel()
+                else:
+                    acked.set_exception(exc)
+                    acked.exception()  # retrieved: the next finisher re-raises it
+            raise
+        acked.set_result(None)
         if previous is not None:
-            await asyncio.shield(previous)  # its failure is this batch's failure too
-        await self._flush(handled)
+            await asyncio.shield(previous)
+        await self._confirm(handled, sent)
         await self._commit(offsets)
 
     async def _flush(self, handled: list[Handled]) -> None:
-        """Publish every output, wait for the acks, then confirm to the processor.
+        """Publish every output, wait for the acks, then confirm to the processor."""
+        await self._confirm(handled, await self._send(handled))
+
+    async def _send(self, handled: list[Handled]) -> list[str]:
+        """Publish every output and wait for the acks; the dead-letter marks to remember.
 
         Dead letters are sent once per input: with a processor that keeps marks
         (``sent_marks`` / ``mark_sent``), a dead letter whose input was dead-lettered and
@@ -50,7 +71,7 @@ class Delivery(RunnerState):
                 outputs = [o for o in outputs if o.once not in sent]
                 once = [k for k in once if k not in sent]
         await self._publish(outputs)
-        await self._confirm(handled, once)
+        return once
 
     async def _sent_marks(self, marks: list[str]) -> set[str]:
         """Which of these dead letters were sent and acknowledged before (one worker hop)."""

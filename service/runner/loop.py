@@ -65,6 +65,7 @@ class Runner(Batches, Delivery, Health, Partitions, Clients, Retries):
         # batches processed and not yet committed: (finisher task, research keys, records)
         self._finishing: list[tuple[asyncio.Task[None], set[str], int]] = []
         self._finishing_records = 0  # the records of those batches
+        self._last_acked: asyncio.Future[None] | None = None
         self._last_lag = 0.0
         self._processing = 0  # records of the batch being processed now
 
@@ -178,6 +179,7 @@ class Runner(Batches, Delivery, Health, Partitions, Clients, Retries):
                 await task
         self._finishing.clear()
         self._finishing_records = 0
+        self._last_acked = None
         consumer, self._consumer = self._consumer, None
         producer, self._producer = self._producer, None
         if consumer is not None:

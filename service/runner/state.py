@@ -48,6 +48,7 @@ class RunnerState:
     # batches processed and not yet committed: (finisher task, research keys, records)
     _finishing: list[tuple[asyncio.Task[None], set[str], int]]
     _finishing_records: int  # the records of those batches
+    _last_acked: asyncio.Future[None] | None  # resolves when the last batch's acks are in
     _last_lag: float  # when the lag was last refreshed (monotonic)
     _processing: int  # records of the batch being processed now
 
@@ -108,8 +109,9 @@ class RunnerState:
     async def _flush(self, handled: list[Handled]) -> None:
         raise NotImplementedError
 
-    async def _finish(self, previous: asyncio.Task[None] | None, handled: list[Handled],
-                      offsets: dict[TopicPartition, int]) -> None:
+    async def _finish(self, previous: asyncio.Task[None] | None,
+                      previous_acked: asyncio.Future[None] | None, handled: list[Handled],
+                      offsets: dict[TopicPartition, int], acked: asyncio.Future[None]) -> None:
         raise NotImplementedError
 
     def forget_partition(self, tp: TopicPartition) -> None:

@@ -1,6 +1,6 @@
 """Batches overlap: the next batch is processed while the previous one waits for its acks and
 commit — but commits stay in batch order after every earlier output is acknowledged and
-confirmed, a batch's sends start after the previous batch's acks, a research key repeated
+confirmed, a batch's sends start after the previous batch's acks (not after its commit), a research key repeated
 across overlapping batches is decided again after the earlier batch is durable, and
 everything fetched counts against max_in_flight. The consumer and producer here are small
 fakes that let the test hold acknowledgements back (the Kafka side is covered by
@@ -132,8 +132,11 @@ async def test_next_batch_is_processed_while_the_previous_waits_for_acks() -> No
     producer.ack_all()
     await asyncio.wait_for(runner.drain(), 2)
     order = [e for e in log if not e.startswith("process")]
-    assert order == ["send a", "send b", "confirm a,b", "commit 2", "send c", "confirm c",
-                     "commit 3"]
+    # c is sent as soon as a and b are acknowledged (not after their confirm and commit);
+    # confirms and commits stay in batch order
+    assert [e for e in order if e.startswith("send")] == ["send a", "send b", "send c"]
+    assert [e for e in order if not e.startswith("send")] == [
+        "confirm a,b", "commit 2", "confirm c", "commit 3"]
     assert runner.in_flight == 0
     await runner.stop()
 
@@ -174,4 +177,32 @@ async def test_everything_fetched_counts_against_max_in_flight() -> None:
     await _until(lambda: "send c" in log)
     producer.ack_all()
     await asyncio.wait_for(runner.drain(), 2)
+    await runner.stop()
+
+
+async def test_a_batch_is_sent_after_the_previous_acks_not_after_its_commit() -> None:
+    log: list[str] = []
+    runner, producer = _runner(log)
+    committed = asyncio.Event()
+
+    class SlowCommit(Consumer):
+        async def commit(self, offsets: dict[TopicPartition, int]) -> None:
+            await committed.wait()  # the previous batch's offset commit hangs
+            await super().commit(offsets)
+
+    runner._consumer = SlowCommit(log)  # type: ignore[assignment]
+    await runner.prepare_processor()
+    await runner.handle_batch(_batch((0, "a")))
+    await _until(lambda: len(producer.acks) == 1)
+    await runner.handle_batch(_batch((1, "b")))
+    producer.ack_all()
+    await _until(lambda: "send b" in log)  # sent while a's commit is still pending
+    assert not any(e.startswith("commit") for e in log)
+    producer.ack_all()
+    await asyncio.sleep(0.05)
+    assert "confirm b" not in log  # b's confirm and commit wait for a's commit
+    committed.set()
+    await asyncio.wait_for(runner.drain(), 2)
+    assert [e for e in log if e.startswith(("confirm", "commit"))] == [
+        "confirm a", "commit 1", "confirm b", "commit 2"]
     await runner.stop()
