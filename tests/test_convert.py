@@ -98,7 +98,11 @@ def test_bad_inputs_are_reported_per_file_and_the_rest_still_converts(
     assert "2 of 3 inputs failed" in result.stderr
 
 
-def test_missing_key_for_a_configured_store_is_a_clean_start_error(tmp_path: Path) -> None:
+def test_missing_key_for_a_configured_store_is_a_clean_start_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # the local default key file is ./.deidstream/master.key: run where there is none
+    monkeypatch.chdir(tmp_path)
     env = {"DEIDSTREAM_KEYSTORE_URL": f"sqlite:///{tmp_path / 'k.sqlite3'}"}
     env.update({"DEIDSTREAM_MASTER_KEY": "", "DEIDSTREAM_MASTER_KEY_FILE": ""})
     result = invoke(env, *fixtures("03"))
