@@ -12,11 +12,22 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install --quiet -e '.[dev]'
 	touch $(STAMP)
 
+# promtool (Prometheus' checker: exposition, alert rules, config) from Debian's package,
+# unpacked into the venv without installing the Prometheus server. Best effort: without
+# apt the promtool tests skip and say so.
+$(BIN)/promtool: | $(STAMP)
+	@if command -v promtool >/dev/null 2>&1; then ln -sf "$$(command -v promtool)" $@; \
+	elif command -v apt-get >/dev/null 2>&1; then \
+	  tmp=$$(mktemp -d) && (cd $$tmp && apt-get download -q prometheus >/dev/null 2>&1 \
+	    && dpkg-deb -x prometheus_*.deb x && cp x/usr/bin/promtool $(CURDIR)/$@) \
+	    || echo "promtool: not available, its tests will skip"; rm -rf $$tmp; \
+	else echo "promtool: no apt-get, its tests will skip"; fi
+
 demo: $(STAMP)
 	$(BIN)/deidstream demo
 
-test: $(STAMP) lint
-	$(BIN)/pytest
+test: $(STAMP) lint $(BIN)/promtool
+	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/pytest
 
 lint: $(STAMP)
 	$(BIN)/ruff check .
@@ -25,8 +36,8 @@ lint: $(STAMP)
 unit: $(STAMP)
 	$(BIN)/pytest -m "not integration"
 
-integration: $(STAMP)
-	$(BIN)/pytest -m integration
+integration: $(STAMP) $(BIN)/promtool
+	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/pytest -m integration
 
 evaluate: $(STAMP)
 	$(BIN)/deidstream evaluate --corpus physionet ../shared/data/physionet/dev --known-names

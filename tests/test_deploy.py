@@ -38,7 +38,7 @@ PROMQL_WORDS = {
     "histogram_quantile", "clamp_min", "clamp_max", "label_values", "max_over_time", "deriv",
     "abs", "topk", "bottomk", "time", "vector", "scalar", "absent",
 }
-# reason classes the runner sets itself (service/runner.py), besides the error hierarchy's
+# reason classes the runner sets itself (service/runner/), besides the error hierarchy's
 RUNNER_REASONS = {"oversize", "internal_error", "leak_guard"}
 
 
