@@ -97,6 +97,13 @@ def _one_by_one(proc: Processor, chunk: Sequence[tuple[bytes, str]]) -> list[Any
     return results
 
 
+def _results(proc: Processor, chunk: Sequence[tuple[bytes, str]], many: bool) -> list[Any]:
+    """One chunk's results: one ``process_many`` call, or ``process`` per input."""
+    if many:
+        return list(proc.process_many([(raw, hint, NOW) for raw, hint in chunk]))
+    return _one_by_one(proc, chunk)
+
+
 def run_pass(
     proc: Processor, inputs: Sequence[tuple[bytes, str]], batch: int, many: bool = False
 ) -> tuple[float, float, Counter[str], dict[str, list[float]]]:
@@ -106,11 +113,7 @@ def run_pass(
     cpu_started = time.process_time()
     started = time.perf_counter()
     for start in range(0, len(inputs), batch):
-        chunk = inputs[start : start + batch]
-        if many:
-            results: list[Any] = proc.process_many([(raw, hint, NOW) for raw, hint in chunk])
-        else:
-            results = _one_by_one(proc, chunk)
+        results = _results(proc, inputs[start : start + batch], many)
         pending: list[Outcome] = []
         for outs in results:
             if isinstance(outs, BaseException):
@@ -243,11 +246,7 @@ def dump_outputs(path: Path, inputs: Sequence[tuple[bytes, str]], batch: int,
         proc = Processor(policy=Policy.load(), store=store, pseudonyms=pseudonyms,
                          state_factory=identity)
         for start in range(0, len(stream), batch):
-            chunk = stream[start : start + batch]
-            if many:
-                results: list[Any] = proc.process_many([(r, h, NOW) for r, h in chunk])
-            else:
-                results = _one_by_one(proc, chunk)
+            results = _results(proc, stream[start : start + batch], many)
             done: list[Outcome] = []
             for res in results:
                 if isinstance(res, BaseException):

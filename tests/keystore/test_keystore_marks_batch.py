@@ -4,9 +4,23 @@ both win, and a stale expected value always loses."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
+
 import pytest
 
 from keystore import EncryptedStore, Keyring, open_store
+
+
+@contextmanager
+def _two_stores(url: str, keyring: Keyring) -> Iterator[tuple[EncryptedStore, EncryptedStore]]:
+    """Two instances of one store (separate caches), as two service replicas have."""
+    a, b = open_store(url, keyring), open_store(url, keyring)
+    try:
+        yield a, b
+    finally:
+        a.close()
+        b.close()
 
 
 def _check_batch(store: EncryptedStore) -> None:
@@ -29,24 +43,16 @@ def _check_two_instances(a: EncryptedStore, b: EncryptedStore) -> None:
 
 
 def test_sqlite_marks(sqlite_url: str, keyring: Keyring) -> None:
-    a, b = open_store(sqlite_url, keyring), open_store(sqlite_url, keyring)
-    try:
+    with _two_stores(sqlite_url, keyring) as (a, b):
         _check_batch(a)
         _check_two_instances(a, b)
-    finally:
-        a.close()
-        b.close()
 
 
 @pytest.mark.integration
 def test_postgres_marks(pg_url: str, keyring: Keyring) -> None:
-    a, b = open_store(pg_url, keyring), open_store(pg_url, keyring)
-    try:
+    with _two_stores(pg_url, keyring) as (a, b):
         _check_batch(a)
         _check_two_instances(a, b)
-    finally:
-        a.close()
-        b.close()
 
 
 def _check_get_marks_and_distinct_batch(a: EncryptedStore, b: EncryptedStore) -> None:
@@ -70,22 +76,14 @@ def _check_get_marks_and_distinct_batch(a: EncryptedStore, b: EncryptedStore) ->
 
 
 def test_sqlite_get_marks_and_distinct_batch(sqlite_url: str, keyring: Keyring) -> None:
-    a, b = open_store(sqlite_url, keyring), open_store(sqlite_url, keyring)
-    try:
+    with _two_stores(sqlite_url, keyring) as (a, b):
         _check_get_marks_and_distinct_batch(a, b)
-    finally:
-        a.close()
-        b.close()
 
 
 @pytest.mark.integration
 def test_postgres_get_marks_and_distinct_batch(pg_url: str, keyring: Keyring) -> None:
-    a, b = open_store(pg_url, keyring), open_store(pg_url, keyring)
-    try:
+    with _two_stores(pg_url, keyring) as (a, b):
         _check_get_marks_and_distinct_batch(a, b)
-    finally:
-        a.close()
-        b.close()
 
 
 @pytest.mark.integration
