@@ -87,8 +87,10 @@ async def test_demo_messages_through_the_service(tansu: EmbeddedBroker, tmp_path
         for path in demo_files():
             topic = s.input_topics[0] if path.suffix == ".hl7" else s.input_topics[1]
             total += await publish(s.bootstrap_servers, topic, list(messages_of(path)))
+        # consumed and fetched is not yet acknowledged: the output counters move on the
+        # broker's ack, so wait until nothing fetched is left uncommitted
         await _until(lambda: runner.counts["consumed"] == total
-                     and runner.status()["total_lag"] == 0)
+                     and runner.status()["total_lag"] == 0 and runner.in_flight == 0)
         async with httpx.AsyncClient(base_url=base) as http:
             ready = await http.get("/readyz")
             exposition = (await http.get("/metrics")).text
