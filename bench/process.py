@@ -22,7 +22,8 @@ wall time, as before.
 
 ``--dump FILE``: instead of timing, write one JSON line per input — outcome kinds, research
 keys, SHA-256 of the values, headers, reasons, or the error class — for the inputs followed
-by the version fixtures (twice, in one batch) and a replay, through a fresh SQLite store with
+by the version fixtures (twice, in one batch), a replay, and every ingest fixture and public
+sample (``MORE_INPUTS``, twice), through a fresh SQLite store with
 a fixed pseudonym key and deterministic patient identities; prints the file's SHA-256. Run
 it on two checkouts (``git archive``) to prove a change leaves the published outputs equal.
 """
@@ -59,6 +60,11 @@ from pipelines.process import Outcome, Processor  # noqa: E402
 
 DEFAULT_CORPUS = ROOT.parent / "shared" / "data" / "physionet" / "dev"
 FIXTURES = ROOT / "tests" / "fixtures" / "versions"
+# --dump also feeds these, once each: every ingest fixture and the public samples
+MORE_INPUTS = (ROOT / "tests" / "fixtures" / "hl7v2", ROOT / "tests" / "fixtures" / "fhir",
+               ROOT.parent / "shared" / "data" / "samples" / "hl7v2",
+               ROOT.parent / "shared" / "data" / "samples" / "fhir")
+POLICY: Path | None = None  # --policy (None: the packaged default)
 NOW = datetime(2026, 1, 1, tzinfo=UTC)
 WARMUP = 100
 CLOCK: Callable[[], float] = time.process_time  # stage timer (--clock)
@@ -141,10 +147,10 @@ def bench_store(
 ) -> None:
     # warm-up (lexicons, compiled patterns, first-use caches) on a throwaway store
     surrogates.warm()  # as the service does at start-up (area codes, zip codes, census)
-    warm = Processor(policy=Policy.load(), store=InMemoryStore(), timer=CLOCK)
+    warm = Processor(policy=Policy.load(POLICY), store=InMemoryStore(), timer=CLOCK)
     run_pass(warm, inputs[:WARMUP], batch, many)
     store = make_store()
-    proc = Processor(policy=Policy.load(), store=store, timer=CLOCK)
+    proc = Processor(policy=Policy.load(POLICY), store=store, timer=CLOCK)
     for label in ("first sight", "replay"):
         profiler = None
         if profile is not None and label == "first sight":
@@ -188,8 +194,10 @@ def main() -> int:
     ap.add_argument("--clock", choices=("cpu", "wall"), default="cpu",
                     help="stage timer: CPU time (default) or wall time")
     ap.add_argument("--dump", type=Path, help="write the published outputs (no timing)")
+    ap.add_argument("--policy", type=Path, help="policy file (default: the packaged one)")
     args = ap.parse_args()
-    global CLOCK
+    global CLOCK, POLICY
+    POLICY = args.policy
     CLOCK = time.process_time if args.clock == "cpu" else time.perf_counter
     inputs = corpus_inputs(args.corpus, args.count)
     source = "PhysioNet dev notes as ORU^R01 + DocumentReference"
@@ -226,7 +234,11 @@ def dump_outputs(path: Path, inputs: Sequence[tuple[bytes, str]], batch: int,
 
     fixtures = [(p.read_bytes(), "fhir" if p.suffix == ".json" else "hl7v2")
                 for p in sorted(FIXTURES.glob("*.*"))]
-    stream = [*inputs, *fixtures, *fixtures[::-1], *inputs[:300], *fixtures]
+    hints = {".hl7": "hl7v2", ".json": "fhir", ".ndjson": "fhir"}
+    more = [(p.read_bytes(), hints.get(p.suffix))
+            for d in MORE_INPUTS if d.is_dir() for p in sorted(d.iterdir())
+            if p.suffix in (".hl7", ".json", ".ndjson", ".txt")]
+    stream = [*inputs, *fixtures, *fixtures[::-1], *inputs[:300], *fixtures, *more, *more]
     pseudonyms = Pseudonyms(bytes(range(32)))
     made = [0]
 
@@ -243,7 +255,7 @@ def dump_outputs(path: Path, inputs: Sequence[tuple[bytes, str]], batch: int,
     lines: list[str] = []
     with tempfile.TemporaryDirectory(prefix="deidstream-dump-") as tmp:
         store = open_store(f"sqlite:///{Path(tmp) / 'dump.sqlite3'}", Keyring.generate())
-        proc = Processor(policy=Policy.load(), store=store, pseudonyms=pseudonyms,
+        proc = Processor(policy=Policy.load(POLICY), store=store, pseudonyms=pseudonyms,
                          state_factory=identity)
         for start in range(0, len(stream), batch):
             results = _results(proc, stream[start : start + batch], many)
@@ -251,8 +263,10 @@ def dump_outputs(path: Path, inputs: Sequence[tuple[bytes, str]], batch: int,
             for res in results:
                 if isinstance(res, BaseException):
                     outs = getattr(res, "outcomes", None)
-                    lines.append(json.dumps({"error": type(res).__name__, "outs": None if outs
-                                             is None else [one(o) for o in outs]}))
+                    lines.append(json.dumps({"error": type(res).__name__,
+                                             "class": getattr(res, "reason_class", None),
+                                             "outs": None if outs is None
+                                             else [one(o) for o in outs]}))
                     done += outs or []
                 else:
                     lines.append(json.dumps([one(o) for o in res]))
