@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
-from keystore.api import MarkStore, PatientState, PatientStore, Pseudonymizer
+from keystore.api import ExpiringMarks, MarkStore, PatientState, PatientStore, Pseudonymizer
 from keystore.errors import (
     ForgottenPatientError,
     IntegrityError,
@@ -31,6 +31,7 @@ __all__ = [
     "Keyring",
     "KeystoreError",
     "KeystoreUnavailable",
+    "ExpiringMarks",
     "MarkStore",
     "MasterKey",
     "MissingKeyError",

@@ -62,6 +62,21 @@ class MarkStore(Protocol):
         ...
 
 
+class ExpiringMarks(Protocol):
+    """Marks that may go once their time has passed: the service's "dead letter sent" marks
+    are needed only while a replay of their input can still happen (topic retention), so
+    they are written with a time to live and pruned, while version marks are kept."""
+
+    def compare_and_set_marks(
+        self, items: Sequence[tuple[str, bytes | None, bytes]], *,
+        ttl_seconds: float | None = None,
+    ) -> list[bool]: ...
+
+    def prune_marks(self, limit: int = 10_000) -> int:
+        """Delete up to ``limit`` marks whose time to live has passed; how many went."""
+        ...
+
+
 class Pseudonymizer(Protocol):
     """Keyed-HMAC research ids (``EncryptedStore``, ``InMemoryStore`` and ``Pseudonyms``)."""
 

@@ -64,6 +64,15 @@ MIGRATIONS: list[tuple[int, list[str]]] = [
             "@append_only_audit",
         ],
     ),
+    (
+        # marks that may be deleted once a time has passed (a dead letter's "sent" mark:
+        # kept as long as a replay of its input can happen, not for good); NULL = kept
+        2,
+        [
+            "ALTER TABLE marks ADD COLUMN expires_at {real}",
+            "CREATE INDEX marks_expires_at ON marks (expires_at)",
+        ],
+    ),
 ]
 SCHEMA_VERSION = MIGRATIONS[-1][0]
 
@@ -295,25 +304,36 @@ class SqlBackend(ABC):
             return self._cas(cur, key_hash, expected, value, now)
 
     def cas_marks(self, items: Sequence[tuple[bytes, bytes | None, bytes]],
-                  now: float) -> list[bool]:
+                  now: float, expires_at: float | None = None) -> list[bool]:
         """Several compare-and-sets in one transaction, in order, each decided on its own
-        (one commit instead of one per mark: acknowledging a batch of outputs)."""
+        (one commit instead of one per mark: acknowledging a batch of outputs). The marks
+        written get ``expires_at`` (None: kept until deleted)."""
         if not items:
             return []
         with self._transaction() as cur:
-            return [self._cas(cur, key_hash, expected, value, now)
+            return [self._cas(cur, key_hash, expected, value, now, expires_at)
                     for key_hash, expected, value in items]
 
     def _cas(self, cur: Any, key_hash: bytes, expected: bytes | None, value: bytes,
-             now: float) -> bool:
+             now: float, expires_at: float | None = None) -> bool:
         if expected is None:
-            self._exec(cur, "INSERT INTO marks (key_hash, value, updated_at) VALUES (?, ?, ?)"
-                            " ON CONFLICT (key_hash) DO NOTHING", (key_hash, value, now))
+            self._exec(cur, "INSERT INTO marks (key_hash, value, updated_at, expires_at)"
+                            " VALUES (?, ?, ?, ?) ON CONFLICT (key_hash) DO NOTHING",
+                       (key_hash, value, now, expires_at))
         else:
-            self._exec(cur, "UPDATE marks SET value = ?, updated_at = ?"
+            self._exec(cur, "UPDATE marks SET value = ?, updated_at = ?, expires_at = ?"
                             " WHERE key_hash = ? AND value = ?",
-                       (value, now, key_hash, expected))
+                       (value, now, expires_at, key_hash, expected))
         return bool(cur.rowcount == 1)
+
+    def prune_marks(self, now: float, limit: int) -> int:
+        """Delete at most ``limit`` marks whose ``expires_at`` has passed; how many went.
+        Bounded, so one call never holds the write lock for long on a large backlog."""
+        with self._transaction() as cur:
+            self._exec(cur, "DELETE FROM marks WHERE key_hash IN (SELECT key_hash FROM marks"
+                            " WHERE expires_at IS NOT NULL AND expires_at <= ? LIMIT ?)",
+                       (now, limit))
+            return max(int(cur.rowcount), 0)
 
     # -- audit and counts -----------------------------------------------------------------
     def audit(self, at: float, action: str, operator: str, reason: str, subject: str,
@@ -340,6 +360,7 @@ class SqlBackend(ABC):
             return {
                 "patients": one("SELECT COUNT(*) FROM patients"),
                 "marks": one("SELECT COUNT(*) FROM marks"),
+                "expiring_marks": one("SELECT COUNT(*) FROM marks WHERE expires_at IS NOT NULL"),
                 "pseudonyms": one("SELECT COUNT(*) FROM pseudonyms WHERE lookup IS NOT NULL"),
                 "forgotten": one("SELECT COUNT(*) FROM pseudonyms WHERE forgotten_at IS NOT NULL"),
                 "audit_entries": one("SELECT COUNT(*) FROM audit"),

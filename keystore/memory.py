@@ -7,6 +7,7 @@ contract without a database or a master key. Thread-safe, so race tests can use 
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable, Sequence
 from copy import deepcopy
 
@@ -21,10 +22,12 @@ class InMemoryStore:
     cached state); ``save`` replaces it. ``forget`` mimics crypto-shredding.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, *, clock: Callable[[], float] = time.time) -> None:
         self._lock = threading.Lock()
+        self._clock = clock
         self._states: dict[tuple[str, str], PatientState] = {}
         self._marks: dict[str, bytes] = {}
+        self._expiry: dict[str, float] = {}  # marks written with a time to live
         self.saves = 0  # how many save() calls arrived (tests of batching can look)
         self._pseudonyms = Pseudonyms.random()
 
@@ -90,20 +93,38 @@ class InMemoryStore:
             if self._marks.get(key) != expected:
                 return False
             self._marks[key] = bytes(value)
+            self._expiry.pop(key, None)
             return True
 
     def compare_and_set_marks(
-        self, items: Sequence[tuple[str, bytes | None, bytes]]
+        self, items: Sequence[tuple[str, bytes | None, bytes]], *,
+        ttl_seconds: float | None = None,
     ) -> list[bool]:
-        """All at once under the lock (one transaction), each decided on its own, in order."""
+        """All at once under the lock (one transaction), each decided on its own, in order;
+        ``ttl_seconds`` as in :meth:`keystore.store.EncryptedStore.compare_and_set_marks`."""
         results = []
+        expires = None if ttl_seconds is None else self._clock() + ttl_seconds
         with self._lock:
             for key, expected, value in items:
                 ok = self._marks.get(key) == expected
                 if ok:
                     self._marks[key] = bytes(value)
+                    if expires is None:
+                        self._expiry.pop(key, None)
+                    else:
+                        self._expiry[key] = expires
                 results.append(ok)
         return results
+
+    def prune_marks(self, limit: int = 10_000) -> int:
+        """Delete up to ``limit`` marks whose time to live has passed; how many went."""
+        now = self._clock()
+        with self._lock:
+            due = [key for key, at in self._expiry.items() if at <= now][:limit]
+            for key in due:
+                del self._expiry[key]
+                self._marks.pop(key, None)
+        return len(due)
 
     def close(self) -> None:
         return None

@@ -30,11 +30,12 @@ _CAS_MARKS = (
     "WITH input AS ("
     " SELECT * FROM unnest(%s::bytea[], %s::bytea[], %s::bytea[]) AS t(key_hash, expected, value)"
     "), inserted AS ("
-    " INSERT INTO marks (key_hash, value, updated_at)"
-    " SELECT key_hash, value, %s FROM input WHERE expected IS NULL"
+    " INSERT INTO marks (key_hash, value, updated_at, expires_at)"
+    " SELECT key_hash, value, %s, %s::double precision FROM input WHERE expected IS NULL"
     " ON CONFLICT (key_hash) DO NOTHING RETURNING key_hash"
     "), updated AS ("
-    " UPDATE marks AS m SET value = input.value, updated_at = %s FROM input"
+    " UPDATE marks AS m SET value = input.value, updated_at = %s,"
+    " expires_at = %s::double precision FROM input"
     " WHERE input.expected IS NOT NULL AND m.key_hash = input.key_hash"
     " AND m.value = input.expected RETURNING m.key_hash"
     ")"
@@ -149,7 +150,7 @@ class PostgresBackend(SqlBackend):
         return {bytes(k): bytes(v) for k, v in rows}
 
     def cas_marks(self, items: Sequence[tuple[bytes, bytes | None, bytes]],
-                  now: float) -> list[bool]:
+                  now: float, expires_at: float | None = None) -> list[bool]:
         """Distinct keys: one statement (one round trip, one commit). A key repeated in the
         batch needs the in-order semantics of one statement after the other (a later item
         may expect what an earlier one wrote): then one transaction of single statements."""
@@ -157,10 +158,11 @@ class PostgresBackend(SqlBackend):
             return []
         keys = [key_hash for key_hash, _, _ in items]
         if len(set(keys)) != len(keys):
-            return super().cas_marks(items, now)
+            return super().cas_marks(items, now, expires_at)
         with self._transaction(write=False) as cur:
             rows = cur.execute(_CAS_MARKS, (keys, [e for _, e, _ in items],
-                                            [v for _, _, v in items], now, now)).fetchall()
+                                            [v for _, _, v in items], now, expires_at,
+                                            now, expires_at)).fetchall()
         won = {bytes(r[0]) for r in rows}
         return [key_hash in won for key_hash in keys]
 

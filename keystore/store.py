@@ -332,16 +332,23 @@ class EncryptedStore:
         return self.compare_and_set_marks([(key, expected, value)])[0]
 
     def compare_and_set_marks(
-        self, items: Sequence[tuple[str, bytes | None, bytes]]
+        self, items: Sequence[tuple[str, bytes | None, bytes]], *,
+        ttl_seconds: float | None = None,
     ) -> list[bool]:
         """Several compare-and-sets (key, expected, value) in one transaction, in order; each
-        succeeds or fails on its own, exactly as :meth:`compare_and_set_mark` would."""
+        succeeds or fails on its own, exactly as :meth:`compare_and_set_mark` would. With
+        ``ttl_seconds`` the marks written may be deleted by :meth:`prune_marks` once that
+        time has passed (until then they read as usual); without it they are kept."""
         sealed: list[tuple[bytes, bytes | None, bytes]] = []
         for key, expected, value in items:
             key_hash = self._mark_hash(key)
             sealed.append((key_hash, self._sealed_mark(key, key_hash, expected),
                            self._keys.seal_mark(key_hash, value)))
-        results = self._backend.cas_marks(sealed, self._clock())
+        now = self._clock()
+        if ttl_seconds is None:  # the version marks' path: the backend call as before
+            results = self._backend.cas_marks(sealed, now)
+        else:
+            results = self._backend.cas_marks(sealed, now, now + ttl_seconds)
         for (key, _, value), (key_hash, _, new), ok in zip(items, sealed, results, strict=True):
             if ok:
                 self._remember_mark(key, key_hash, value, new)
@@ -349,6 +356,15 @@ class EncryptedStore:
                 with self._lock:
                     self._marks.pop(key, None)
         return results
+
+    def prune_marks(self, limit: int = 10_000) -> int:
+        """Delete up to ``limit`` marks whose time to live has passed; how many went. The
+        cache of marks read is dropped too, so a pruned mark is never answered from it."""
+        removed = self._backend.prune_marks(self._clock(), limit)
+        if removed:
+            with self._lock:
+                self._marks.clear()
+        return removed
 
     def _mark_hash(self, key: str) -> bytes:
         with self._lock:

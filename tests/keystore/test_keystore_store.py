@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from keystore import EncryptedStore, Keyring, PatientState, open_store
+from keystore.backend import SCHEMA_VERSION
 from keystore.errors import ForgottenPatientError, IntegrityError, KeystoreError, MissingKeyError
 
 MRN = "MRN-77881234"
@@ -360,7 +361,8 @@ def test_stats_counts(store: EncryptedStore) -> None:
     store.compare_and_set_mark("m", None, b"1")
     stats = store.stats()
     assert (stats["patients"], stats["marks"], stats["pseudonyms"]) == (3, 1, 3)
-    assert stats["schema_version"] == 1 and stats["backend"] == "sqlite"
+    assert stats["schema_version"] == SCHEMA_VERSION and stats["backend"] == "sqlite"
+    assert stats["expiring_marks"] == 0
 
 
 def test_unsupported_url() -> None:
