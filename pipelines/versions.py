@@ -40,6 +40,7 @@ from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from enum import StrEnum
 from functools import lru_cache
+from itertools import islice
 from typing import Protocol, TypeVar
 
 import orjson
@@ -378,7 +379,24 @@ def sketch(text: str, key: str, size: int = SKETCH_SIZE) -> tuple[int, ...]:
         return ()
     if len(codes) < SHINGLE_WORDS:  # one short shingle, padded with 2^32 (never a CRC-32)
         codes.extend([1 << 32] * (SHINGLE_WORDS - len(codes)))
-    return tuple(sorted(set(_lanes(codes, key)))[:size])
+    return _bottom(_lanes(codes, key), size)
+
+
+def _bottom(values: array[int], size: int) -> tuple[int, ...]:
+    """``tuple(sorted(set(values))[:size])``, sorting only the values below a cut-off when
+    there are many: the hashes are uniform over 32 bits, so about ``size + 32`` of them lie
+    below ``(size + 32) / n · 2^32``. If at least ``size`` distinct values do, the ``size``
+    smallest of all are among them (the same result); else every value is sorted."""
+    n = len(values)
+    if n > size + _BOTTOM_MARGIN:
+        cut = int((size + _BOTTOM_MARGIN) / n * 4294967296)
+        below = set([v for v in values if v < cut])
+        if len(below) >= size:
+            return tuple(sorted(below)[:size])
+    return tuple(sorted(set(values))[:size])
+
+
+_BOTTOM_MARGIN = 32  # expected values kept beyond ``size`` (falling short is ~5 sd away)
 
 
 def _lanes(codes: array[int], key: str) -> array[int]:
@@ -445,6 +463,19 @@ def _stored_set(entry: str) -> frozenset[int]:
     return frozenset(array("I", binascii.a2b_base64(entry.partition(":")[2])))
 
 
+@lru_cache(maxsize=256)
+def _probe_size(count: int, at_least: float) -> int:
+    """How many of a sketch's ``count`` values a visit must miss to score below ``at_least``.
+
+    Missing ``h`` of them leaves ``shared <= count - h``; the score is at most
+    ``shared / count`` (``shared / union`` with ``union >= count``, or at most
+    ``shared / size`` with ``size >= count``), so the smallest ``h`` with
+    ``(count - h) / count < at_least`` is enough (float division rounds monotonically).
+    Only for sketches of at most ``SKETCH_SIZE`` values (else ``shared / size`` is larger).
+    """
+    return next(h for h in range(count + 1) if (count - h) / count < at_least)
+
+
 class VisitSketches:
     """Sketches of the latest version of each recent visit of one (patient, report type).
 
@@ -478,31 +509,38 @@ class VisitSketches:
 
         With ``at_least``, None unless some visit scores that much: visits that cannot reach
         it — or beat the best so far — are then ruled out by the shared-value count alone,
-        without ranking the union (the estimate never exceeds shared / size).
+        without ranking the union (the estimate never exceeds shared / size). Most visits
+        share nothing: they are ruled out first by a few of this sketch's values (see
+        :func:`_probe_size`) — a visit holding none of them scores below ``at_least`` —
+        and such a visit could never be the answer (nor tie with it).
         """
-        best: tuple[str, float] | None = None
+        best: str | None = None
+        top = 0.0
         mine = frozenset(signature)
-        cut, prefix, size = len(self.prefix), self.prefix, SKETCH_SIZE
+        prefix, size = self.prefix, SKETCH_SIZE
+        own = prefix + research_key
+        probe: frozenset[int] | None = None
+        if at_least > 0 and 0 < len(mine) <= size:
+            probe = frozenset(islice(mine, _probe_size(len(mine), at_least)))
         for name, value in self.table.items():
-            if not name.startswith(prefix):
-                continue
-            key = name[cut:]
-            if key == research_key:
+            if not name.startswith(prefix) or name == own:
                 continue
             theirs = _stored_set(value)
+            if probe is not None and theirs.isdisjoint(probe):
+                continue
             shared = len(mine & theirs)
             union = len(mine) + len(theirs) - shared
             if shared == 0 or union <= size:
                 score = shared / union if shared else 0.0
-            elif best is not None and shared / size <= best[1] or shared / size < at_least:
+            elif best is not None and shared / size <= top or shared / size < at_least:
                 continue  # its score is at most shared / size
             else:
                 score = _similarity(mine, theirs, size)
-            if best is None or score > best[1]:
-                best = (key, score)
-        if best is not None and best[1] < at_least:
+            if best is None or score > top:
+                best, top = name, score
+        if best is None or top < at_least:
             return None
-        return best
+        return best[len(prefix) :], top
 
     def add(self, research_key: str, filed_us: int, signature: Sequence[int]) -> bool:
         """Remember the visit's sketch (evicting the oldest visits); True if the table changed."""

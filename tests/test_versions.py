@@ -413,3 +413,41 @@ def _pack_for_test(signature: tuple[int, ...]) -> str:
     from pipelines.versions import _pack
 
     return _pack(signature)
+
+
+@given(st.lists(st.integers(0, (1 << 32) - 1), max_size=400)
+       | st.lists(st.integers(0, 1 << 20), min_size=90, max_size=400)  # all below any cut-off
+       | st.lists(st.integers((1 << 32) - 200, (1 << 32) - 1), min_size=90, max_size=400),
+       st.sampled_from([4, 64]))
+def test_bottom_k_equals_sorting_every_distinct_value(values: list[int], size: int) -> None:
+    """The cut-off in ``_bottom`` never changes the result: uniform values, values crowded
+    low (many below the cut-off) and crowded high (fewer than ``size`` below: fallback)."""
+    from array import array
+
+    from pipelines.versions import _bottom
+
+    assert _bottom(array("Q", values), size) == tuple(sorted(set(values))[:size])
+
+
+@settings(max_examples=300)
+@given(st.lists(st.sets(st.integers(0, 150), max_size=70), max_size=12),
+       st.sets(st.integers(0, 150), max_size=70),
+       st.sampled_from([0.0, 0.01, 0.5, 0.8, 0.99, 1.0, 1.5]))
+def test_nearest_with_a_probe_equals_the_exhaustive_search(
+    visits: list[set[int]], mine: set[int], at_least: float
+) -> None:
+    """Ruling visits out by a few of this sketch's values returns what comparing every
+    visit in full returns (sketches of up to 70 values: the probe applies up to 64)."""
+    from pipelines.versions import SKETCH_SIZE, _pack, _similarity
+
+    table = {f"nd:v{i}": f"{i}:" + _pack(tuple(sorted(v))) for i, v in enumerate(visits)}
+    signature = tuple(sorted(mine))
+    best: tuple[str, float] | None = None
+    for i, theirs in enumerate(visits):
+        if i == 0:
+            continue  # the document's own visit
+        score = _similarity(frozenset(mine), frozenset(theirs), SKETCH_SIZE) if mine and theirs else 0.0
+        if best is None or score > best[1]:
+            best = (f"v{i}", score)
+    expected = best if best is not None and best[1] >= at_least else None
+    assert VisitSketches(table, "nd:").nearest("v0", signature, at_least) == expected
