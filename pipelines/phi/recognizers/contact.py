@@ -132,12 +132,28 @@ class EmailRecognizer(Recognizer):
     categories = frozenset({Category.EMAIL})
 
     def detect(self, doc: Doc) -> list[Span]:
-        if "@" not in doc.text:
+        if not _email_at(doc.text):
             return []
         return [
             Span(m.start(), m.end(), Category.EMAIL, 0.95, self.name)
             for m in _EMAIL.finditer(doc.text)
         ]
+
+
+_LOCAL_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._%+-")
+_DOMAIN_CHARS = _LOCAL_CHARS - frozenset("._%+")
+
+
+def _email_at(text: str) -> bool:
+    """An "@" with an address character on each side, as every ``_EMAIL`` match has. Why: notes
+    write "@" for "at" ("@ 0800"), and on such a note ``_EMAIL`` tries a match from every word
+    character (the local part is a leading repeat, so the search has no fast skip)."""
+    at = text.find("@", 1)
+    while at > 0:
+        if text[at - 1] in _LOCAL_CHARS and text[at + 1 : at + 2] in _DOMAIN_CHARS:
+            return True
+        at = text.find("@", at + 1)
+    return False
 
 
 _URL = compile_words(

@@ -46,7 +46,9 @@ _STRONG_CUES = DATE_CUES - word_set("on from of as by next last starting started
 # Slash dates (with ranges and pairs), dash and dot dates with a year. The left boundary is
 # checked in Python: a leading look-behind would cost the regex its fast digit prefix search.
 _NUMERIC_BODY = r"\d{1,4}(?:/\d{1,4}(?:[/\-]\d{1,4}){0,2}|-\d{1,2}-\d{2,4}|\.\d{1,2}\.\d{2,4})"
-_NUMERIC = re.compile(_NUMERIC_BODY + r"(?![\d/]|[.\-]\d)")
+# "\d\d{0,3}" is "\d{1,4}" (the same matches) opening with a digit class, so the stdlib search
+# skips to the next digit in C instead of trying a match at every position
+_NUMERIC = re.compile(r"\d\d{0,3}" + _NUMERIC_BODY.removeprefix(r"\d{1,4}") + r"(?![\d/]|[.\-]\d)")
 # The same shape without the look-ahead, for the shared re2 prefilter (``scan.may_match``):
 # where it matches nowhere, ``_NUMERIC`` cannot match either (half the notes). ``\p{Nd}``:
 # Python's ``\d`` takes every Unicode decimal digit, re2's only 0-9.

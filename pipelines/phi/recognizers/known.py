@@ -38,8 +38,11 @@ _TITLES = frozenset({"mr", "mrs", "ms", "miss", "dr", "mister"})
 
 _DIGIT_RUN = re.compile(r"(?<![\w])[A-Za-z]{0,3}\d(?:[./-]?\d)*(?![\w])")
 _PHONE = re.compile(r"(?<!\d)(?:\+?1[\s.-]?)?(?:\(\d{3}\)\s*|\d{3}[\s.-]?)?\d{3}[\s.-]?\d{4}(?!\d)")
-_NUMERIC_DATE = re.compile(r"(?<!\d)(\d{1,4})([/.-])(\d{1,2})\2(\d{1,4})(?!\d)")
-_COMPACT_DATE = re.compile(r"(?<!\d)(\d{8})(?!\d)")
+# "(?<!\d)(\d{1,4})" written as "(\d(?<!\d\d)\d{0,3})" (the same matches): a pattern that opens
+# with a digit class lets the stdlib search skip to the next digit in C, where a leading
+# look-behind makes it try a match at every position of the note (~3x slower)
+_NUMERIC_DATE = re.compile(r"(\d(?<!\d\d)\d{0,3})([/.-])(\d{1,2})\2(\d{1,4})(?!\d)")
+_COMPACT_DATE = re.compile(r"(\d(?<!\d\d)\d{7})(?!\d)")
 _MONTHS = {
     m: i + 1
     for i, names in enumerate(
