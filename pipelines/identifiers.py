@@ -17,7 +17,10 @@ _T = TypeVar("_T")
 
 
 def unique(items: Iterable[_T]) -> tuple[_T, ...]:
-    """The items once each, in first-seen order."""
+    """The items once each, in first-seen order. Most lists a mapper collects are empty or
+    hold one item: those need no hashing (a dataclass hash runs in Python)."""
+    if isinstance(items, list) and len(items) < 2:
+        return tuple(items)
     return tuple(dict.fromkeys(items))
 
 

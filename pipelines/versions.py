@@ -36,7 +36,7 @@ import struct
 import zlib
 from array import array
 from collections.abc import Callable, MutableMapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from enum import StrEnum
 from functools import lru_cache
@@ -287,7 +287,12 @@ def settle(mark: Mark, fp: Fingerprint, verdict: Verdict, *, held: bool = False)
     if verdict.decision in (Decision.DUPLICATE, Decision.SUPERSEDED):
         if not verdict.advance or cur is None:
             return mark
-        return replace(mark, current=replace(cur, order=max(cur.order, fp.order)))
+        order = max(cur.order, fp.order)
+        return Mark(
+            Current(cur.state, cur.text_hash, order, cur.version_id, cur.acked, cur.live_id,
+                    cur.replaces),
+            mark.seen,
+        )
     if verdict.redo and cur is not None:
         previous_live, seen = cur.replaces, mark.seen
     elif cur is not None:
@@ -317,7 +322,10 @@ def acknowledge(mark: Mark, text_hash: bytes, state: State) -> Mark:
     cur = mark.current
     if cur is None or cur.acked or cur.text_hash != text_hash or cur.state is not state:
         return mark
-    return replace(mark, current=replace(cur, acked=True))
+    # the constructors, not dataclasses.replace (~4x its cost): once per published output
+    acked = Current(cur.state, cur.text_hash, cur.order, cur.version_id, True, cur.live_id,
+                    cur.replaces)
+    return Mark(acked, mark.seen)
 
 
 # --------------------------------------------------------------------------------------

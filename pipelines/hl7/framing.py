@@ -22,6 +22,12 @@ MLLP_START = 0x0B
 MLLP_END = b"\x1c"
 BATCH_SEGMENTS = frozenset((b"FHS", b"BHS", b"BTS", b"FTS"))
 _LINES = re.compile(rb"\r\n|\r|\n")
+# One message, CR-terminated, every line after MSH an ordinary segment of it (head, then
+# MSH's field separator), none ending in a space or tab: what nearly every sender sends.
+_ONE_PLAIN_MESSAGE = re.compile(
+    rb"MSH([^A-Za-z0-9\s])(?:[^\r]*[^\r \t])?"
+    rb"(?:\r+(?!FHS|BHS|BTS|FTS|MSH)[A-Z][A-Z0-9]{2}\1(?:[^\r]*[^\r \t])?)*\r*"
+)
 
 
 def unframe_mllp(raw: bytes) -> list[bytes]:
@@ -63,6 +69,12 @@ def split_messages(data: bytes) -> list[bytes]:
     Raises NotHL7 when nothing looks like a segment and NoMSH when segments come without a
     message header (or before the first one: they would otherwise be lost silently).
     """
+    if b"\n" not in data and _ONE_PLAIN_MESSAGE.fullmatch(data):
+        # the loop below would keep every line as it is: skip its ~0.7 µs per line
+        body = data.rstrip(b"\r")
+        if b"\r\r" in body:  # blank lines are skipped
+            body = b"\r".join([line for line in body.split(b"\r") if line])
+        return [body]
     messages: list[list[bytes]] = []
     current: list[bytes] | None = None
     fs = b"|"

@@ -128,6 +128,9 @@ class _Reader:
         self.c = CollectedIdentifiers()
 
     def val(self, seg: Segment, n: int, comp: int = 0, sub: int = 0, rep: int = 0) -> str:
+        f = seg.fields  # most fields read here are absent: one look-up, no call chain
+        if n >= len(f) or not f[n]:
+            return ""
         return decode_escapes(seg.raw(n, rep, comp, sub), self.d, charset=self.cs).strip()
 
     # -- identifier groups -------------------------------------------------------------
@@ -328,6 +331,13 @@ class _Reader:
                 in_report = True
             elif name == "OBX":
                 in_report = True
+                f = seg.fields
+                if len(f) > 5 and f[2] in TEXT_TYPES and f[5] and self.d.repetition not in f[5]:
+                    # a bare text type code and one value: obx_block's first case, inline
+                    # (an ORU often carries one OBX per line of the report)
+                    blocks.append(decode_escapes(f[5], self.d, charset=self.cs))
+                    sources.append(seg)
+                    continue
                 block, binary = self.obx_block(seg)
                 skipped_binary |= binary
                 if block is not None:
@@ -359,7 +369,7 @@ def _status(msg: Er7Message, trigger: str, obx: list[Segment]) -> Status:
         s = OBR_STATUS.get(obr.first_component(25).strip().upper())
         if s is not None:
             return s
-    found = [OBX_STATUS.get(seg.first_component(11).strip().upper()) for seg in obx]
+    found = [_obx_status(seg) for seg in obx]
     statuses = [s for s in found if s is not None]
     if not statuses:
         return Status.FINAL
@@ -369,6 +379,15 @@ def _status(msg: Er7Message, trigger: str, obx: list[Segment]) -> Status:
         if s in statuses:
             return s
     return Status.FINAL
+
+
+def _obx_status(seg: Segment) -> Status | None:
+    """OBX-11 as a status; a bare code (the usual "F") is looked up as it is."""
+    f = seg.fields
+    found = OBX_STATUS.get(f[11]) if len(f) > 11 else None
+    if found is not None:
+        return found
+    return OBX_STATUS.get(seg.first_component(11).strip().upper())
 
 
 def _patient_id(ids: list[Identifier]) -> Identifier | None:

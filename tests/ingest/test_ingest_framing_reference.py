@@ -83,12 +83,30 @@ def test_split_messages_matches_the_plain_rules(data: bytes) -> None:
     assert _outcome(split_messages, data) == _outcome(reference_split, data)
 
 
+# one CR-terminated message: the shape split_messages takes a whole-input fast path for
+_cr_soup = st.tuples(
+    st.sampled_from(["MSH|", "MSH#", "MSH ", "MSHA", "MSH|^~\\&|A", "MSH|x \t"]),
+    st.lists(_line, max_size=10),
+    st.lists(st.sampled_from(["\r", "\r\r", "\r\r\r"]), min_size=11, max_size=11),
+).map(lambda t: "".join(line + end for line, end in zip([t[0], *t[1]], t[2], strict=False))
+      .encode())
+
+
+@settings(max_examples=400, deadline=None)
+@given(_cr_soup)
+def test_split_messages_of_one_cr_message_matches_the_plain_rules(data: bytes) -> None:
+    assert _outcome(split_messages, data) == _outcome(reference_split, data)
+
+
 @pytest.mark.parametrize(
     "data",
     [
         b"MSH|^~\\&|A\rPID|1\rOBX|1|TX|||x\rcontinued\r",
         b"FHS|^~\\&\rBHS|^~\\&\rMSH|^~\\&|A\rPID|1\rBTS|1\rFTS|1\r",
         b"MSH#^~\\&#A\nPID#1\r\nOBX|not a segment here\r",
+        b"MSH|^~\\&|A\r\rPID|1\rOBX|1|TX|||x\r\r",
+        b"MSH|^~\\&|A\rPID|1 \rOBX|1|TX|||x\r",
+        b"MSH|^~\\&|A\rPID|1\rMSH|^~\\&|B\rPID|2\r",
     ],
 )
 def test_split_messages_examples(data: bytes) -> None:
