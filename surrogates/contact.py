@@ -108,8 +108,8 @@ class EmailSurrogate(Surrogate):
         def make() -> str:
             chooser = ctx.chooser("email", text.lower())
             new_local = reshape(chooser, local)
-            if new_local.lower() == local.lower():
-                new_local = "x" + new_local[1:]
+            if new_local.lower() == local.lower():  # never the original: another first letter
+                new_local = ("y" if local[:1].lower() == "x" else "x") + new_local[1:]
             return f"{new_local}@{_host(ctx, domain)}"
 
         return ctx.mapped(ctx.state.id_map, f"EMAIL:{text.lower()}", make)
