@@ -63,6 +63,7 @@ _MONTHS = {
     )
     for m in names
 }
+_MONTH_HEADS = ("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec")
 _MONTH = r"(jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?|sept?(?:ember)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)"
 _ORD = r"(?:st|nd|rd|th)?"
 _MONTH_FIRST = re.compile(rf"\b{_MONTH}\.?\s+(\d{{1,2}}){_ORD},?\s+(\d{{2,4}})\b", re.I)
@@ -299,12 +300,28 @@ def _numbers(text: str, ids: Identifiers) -> Iterator[Span]:
     for ident in ids.other_ids:
         wanted[_norm_digits(ident.value)] = Category.ID
     wanted.pop("", None)
-    if not wanted:
+    if not wanted or not _may_hold_number(text, wanted):
         return
     for m in _DIGIT_RUN.finditer(text):
         found = wanted.get(_norm_digits(m.group()))
         if found is not None:
             yield Span(m.start(), m.end(), found, 1.0, SOURCE)
+
+
+_SEPARATORS = str.maketrans("", "", "./-")
+
+
+def _may_hold_number(text: str, wanted: Iterable[str]) -> bool:
+    """False when no ``_DIGIT_RUN`` match of ``text`` can normalise to a wanted value.
+
+    Why: the scan has a leading look-behind, so the stdlib search tries a match at every
+    character (~25 µs a note), and most notes do not hold the patient's numbers. In ASCII text
+    a match without its separators, upper-cased, is a substring of the text so squeezed.
+    """
+    if not text.isascii():
+        return True
+    squeezed = text.translate(_SEPARATORS).upper()
+    return any(value in squeezed for value in wanted)
 
 
 def _years(value: int) -> set[int]:
@@ -325,6 +342,10 @@ def _birth_dates(text: str, birth: date) -> Iterator[Span]:
         v = mt.group(1)
         if v in {birth.strftime("%Y%m%d"), birth.strftime("%m%d%Y"), birth.strftime("%d%m%Y")}:
             yield Span(mt.start(), mt.end(), Category.DATE, 1.0, SOURCE)
+    # a month-name date of the birthday names its month: skip both scans where (in ASCII text)
+    # the month's first three letters appear nowhere
+    if text.isascii() and _MONTH_HEADS[birth.month - 1] not in text.lower():
+        return
     for mt in _MONTH_FIRST.finditer(text):
         month = _MONTHS[mt.group(1).lower()]
         if _is_birth(birth, int(mt.group(3)), month, int(mt.group(2))):
@@ -342,7 +363,8 @@ def _phones(text: str, phones: Iterable[str]) -> Iterator[Span]:
         if len(digits) >= 7:
             wanted.add(digits[-10:])
             wanted.add(digits[-7:])
-    if not wanted:
+    # a match ends in four digits written together: the wanted number's last four
+    if not wanted or not any(value[-4:] in text for value in wanted):
         return
     for m in _PHONE.finditer(text):
         digits = re.sub(r"\D", "", m.group())

@@ -1,0 +1,79 @@
+"""The known-identifier scans skip a note early when it cannot hold the patient's number,
+phone or birthday; these properties pin that the early exits never drop a span."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from datetime import date
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from pipelines.document import Identifier, Identifiers
+from pipelines.phi.recognizers import known
+from pipelines.spans import Category, Span
+
+_PIECES = st.sampled_from(
+    [
+        " ", "\n", "-", ".", "/", "0", "00", "12", "345", "6789", "1950", "50", "mrn", "A",
+        "ab", "x", "Mar", "march", "Sept", "sep", "May", "of", ",", "(617) ", "555", "0100",
+        "5th", "3rd", "é", "٣",
+    ]
+)  # fmt: skip
+_TEXT = st.lists(_PIECES, max_size=16).map("".join)
+
+
+def _all_numbers(text: str, wanted: dict[str, Category]) -> Iterator[Span]:
+    """``known._numbers`` without its early exit."""
+    for m in known._DIGIT_RUN.finditer(text):
+        found = wanted.get(known._norm_digits(m.group()))
+        if found is not None:
+            yield Span(m.start(), m.end(), found, 1.0, known.SOURCE)
+
+
+def _all_phones(text: str, phone: str) -> Iterator[Span]:
+    """``known._phones`` without its early exit."""
+    digits = re.sub(r"\D", "", phone)
+    wanted = {digits[-10:], digits[-7:]}
+    for m in known._PHONE.finditer(text):
+        found = re.sub(r"\D", "", m.group())
+        if found[-10:] in wanted or (len(found) == 7 and found in wanted):
+            yield Span(m.start(), m.end(), Category.PHONE, 1.0, known.SOURCE)
+
+
+@settings(max_examples=400, deadline=None)
+@given(_TEXT, _TEXT.filter(lambda v: any(c.isalnum() for c in v)))
+def test_the_number_precheck_never_drops_a_number(text: str, value: str) -> None:
+    ids = Identifiers(patient_ids=(Identifier(value, "", "MR"),))
+    wanted = {known._norm_digits(value): Category.MRN}
+    wanted.pop("", None)
+    assert list(known._numbers(text, ids)) == list(_all_numbers(text, wanted))
+
+
+@settings(max_examples=400, deadline=None)
+@given(_TEXT, st.sampled_from(["617-555-0100", "555 0100", "(617) 555-6789", "1950345"]))
+def test_the_phone_precheck_never_drops_a_phone(text: str, phone: str) -> None:
+    assert list(known._phones(text, [phone])) == list(_all_phones(text, phone))
+
+
+@settings(max_examples=400, deadline=None)
+@given(_TEXT, st.sampled_from([date(1950, 3, 5), date(1950, 5, 12), date(2000, 9, 3)]))
+def test_the_month_precheck_never_drops_a_birthday(text: str, birth: date) -> None:
+    # a non-ASCII line at the end turns the pre-check off and can hold no date itself
+    assert list(known._birth_dates(text, birth)) == list(known._birth_dates(text + "\né", birth))
+
+
+def test_a_birthday_written_with_its_month_name_is_found() -> None:
+    text = "Born March 5, 1950; seen 5th of march 1950 and on May 12 1950."
+    spans = list(known._birth_dates(text, date(1950, 3, 5)))
+    assert [text[s.start : s.end] for s in spans] == ["March 5, 1950", "5th of march 1950"]
+
+
+def test_a_phone_and_a_number_written_with_separators_are_found() -> None:
+    text = "call 555-0100 or (617) 555.0100; MRN 00-123.45/6, acct AB1234."
+    phones = list(known._phones(text, ["617-555-0100"]))
+    assert [text[s.start : s.end] for s in phones] == ["555-0100", "(617) 555.0100"]
+    ids = Identifiers(patient_ids=(Identifier("1234-56", "", "MR"),), account_numbers=("ab-1234",))
+    numbers = list(known._numbers(text, ids))
+    assert [text[s.start : s.end] for s in numbers] == ["00-123.45/6", "AB1234"]
