@@ -460,6 +460,13 @@ def _similarity(sa: frozenset[int], sb: frozenset[int], size: int) -> float:
     return sum(1 for v in shared if v <= cutoff) / size
 
 
+@lru_cache(maxsize=4096)
+def _filed(entry: str) -> int:
+    """A stored table entry's filing time, parsed once per entry string (a patient's visits
+    are looked at again on each of its later documents)."""
+    return int(entry[: entry.index(":")])
+
+
 def _pack(signature: Sequence[int]) -> str:
     return base64.b64encode(struct.pack(f"<{len(signature)}I", *signature)).decode("ascii")
 
@@ -560,9 +567,7 @@ class VisitSketches:
         prefix = self.prefix
         # (filing time, entry name) of this (patient, type)'s visits; the names share the
         # prefix, so they order as the research keys do. Only the time is parsed.
-        visits = [
-            (int(v[: v.index(":")]), n) for n, v in self.table.items() if n.startswith(prefix)
-        ]
+        visits = [(_filed(v), n) for n, v in self.table.items() if n.startswith(prefix)]
         extra = len(visits) - SKETCH_VISITS
         if extra == 1:
             del self.table[min(visits)[1]]
