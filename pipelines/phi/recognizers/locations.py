@@ -251,7 +251,6 @@ class LocationRecognizer(Recognizer):
         prev = words[c - 1].lower if c > 0 else ""
         moved = not before.isdisjoint(MOVE_VERBS)
         resident = not before.isdisjoint(RESIDENCE_VERBS)
-        travel = not _TRAVEL_OR_RETURN.isdisjoint(map(_lower, words[max(0, c - 6) : c]))
         j = c + 1
         if j < len(words) and words[j].lower == "the":
             j += 1
@@ -284,7 +283,7 @@ class LocationRecognizer(Recognizer):
             if (
                 (
                     resident
-                    or (travel and f < 5.0)
+                    or (f < 5.0 and _travelled(words, c))
                     or ((moved or loose) and rare)
                     or (people and cue == "from" and f < 5.0)  # "daughter from Miami"
                 )
@@ -317,7 +316,7 @@ class LocationRecognizer(Recognizer):
             if where is not None:
                 return where
         # a country after a residence or travel cue ("lives in Italy"): not identifying alone
-        if (resident or travel) and tok.lower in lx.countries():
+        if (resident or _travelled(words, c)) and tok.lower in lx.countries():
             return Span(tok.start, tok.end, OTHER, 0.55, "locations")
         floor = _building_floor(words, j, text, mixed, cued=cue in {"to", "on", "from", "at"})
         if floor is not None and cue in {"to", "on", "from", "at"}:
@@ -887,6 +886,12 @@ def _ward_glued_to_digit(tok: Token, text: str, mixed: bool) -> Span | None:
 _PEOPLE_SLIPS: Final = frozenset(
     slip for word in PEOPLE if len(word) >= 6 for slip in lx.slips(word)
 )
+
+
+def _travelled(words: tuple[Token, ...], c: int) -> bool:
+    """A travel or return verb among the six words before the cue at ``c``. Asked only where a
+    city or a country follows (most cues end earlier, so it is not worked out up front)."""
+    return not _TRAVEL_OR_RETURN.isdisjoint(map(_lower, words[max(0, c - 6) : c]))
 
 
 def _people(low: str) -> bool:
