@@ -92,6 +92,8 @@ class AckToken:
     text_hash: bytes
     state: State
     mark: bytes | None = None  # the mark as process() left it (commit's expected value)
+    # ``mark`` decoded (what process() decided): commit need not parse it again
+    decoded: Mark | None = field(default=None, compare=False, repr=False)
 
 
 @dataclass(frozen=True)
@@ -320,7 +322,7 @@ class Processor:
             if token.mark is None:
                 slow.append(token)
                 continue
-            before = Mark.decode(token.mark)
+            before = token.decoded if token.decoded is not None else Mark.decode(token.mark)
             after = _ack_step(token, before)
             if after == before:
                 slow.append(token)
@@ -395,7 +397,7 @@ class Processor:
         written = raw if new == mark else new.encode()
         batch.decided(doc, key, written)
         times["dedup"] += self._timer() - t0
-        return self._settled(work, verdict, held, outcome, written, times)
+        return self._settled(work, verdict, held, outcome, written, new, times)
 
     def _decide(self, work: _Work, times: dict[str, float]) -> Outcome:
         """Read the mark, decide, compare-and-set; on a lost race decide again."""
@@ -414,7 +416,7 @@ class Processor:
                 written is not None and self.store.compare_and_set_mark(key, raw, written)
             ):
                 times["dedup"] += self._timer() - t0
-                return self._settled(work, verdict, held, outcome, written, times)
+                return self._settled(work, verdict, held, outcome, written, new, times)
         raise TransientError("version mark contention: compare-and-set kept losing", key=key)
 
     def _settled(
@@ -424,13 +426,14 @@ class Processor:
         held: bool,
         outcome: Outcome,
         written: bytes | None,
+        new: Mark,
         times: dict[str, float],
     ) -> Outcome:
         """The decided outcome (its ack token carrying the mark as written); the visit's
         near-duplicate sketch follows the decision."""
         ack = outcome.ack
         if ack is not None:
-            ack = AckToken(ack.key, ack.text_hash, ack.state, written)
+            ack = AckToken(ack.key, ack.text_hash, ack.state, written, new)
         t0 = self._timer()
         if verdict.decision is Decision.PUBLISH and not held:
             work.remember_sketch()

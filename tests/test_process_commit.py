@@ -91,3 +91,20 @@ def test_compare_and_set_marks_decides_each_in_order(tmp_path: Path) -> None:
         assert store.get_mark("k") == b"d"
     finally:
         store.close()
+
+
+def test_ack_tokens_carry_the_mark_they_wrote_decoded(policy: Policy, store: Any) -> None:
+    """commit() starts from ``ack.decoded`` instead of parsing ``ack.mark``: they agree for
+    every decision (first versions, replacements, repeats, a retraction)."""
+    from pipelines.versions import Mark
+
+    proc = make(policy, store)
+    outs = process(proc, "01", "02", "03", "04", "05", "03")
+    proc.commit(outs[:2])
+    outs += process(proc, "01", "06")
+    tokens = [o.ack for o in outs if o.ack is not None]
+    assert len(tokens) >= 5
+    for token in tokens:
+        assert token.decoded is not None and token.mark is not None
+        assert Mark.decode(token.mark) == token.decoded
+        assert token.decoded.encode() == token.mark
