@@ -61,12 +61,12 @@ class AgeRecognizer(Recognizer):
         ceiling = int(self.options.get("ceiling", 89))
         spans: list[Span] = []
         for m in finditer(doc, _AGES):
-            g = m.group
-            if g("num"):
+            # by group number (``grab``): re2's ``group("name")`` rebuilds the name table per call
+            if grab(text, m, _G["num"]):
                 span = self._numeric(text, m, ceiling)
-            elif g("cued"):
+            elif grab(text, m, _G["cued"]):
                 span = self._cued(text, m, ceiling)
-            elif g("head"):
+            elif grab(text, m, _G["head"]):
                 span = self._words(text, m, ceiling)
             else:
                 span = self._decade(text, m, ceiling)
