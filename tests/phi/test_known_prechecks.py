@@ -77,3 +77,9 @@ def test_a_phone_and_a_number_written_with_separators_are_found() -> None:
     ids = Identifiers(patient_ids=(Identifier("1234-56", "", "MR"),), account_numbers=("ab-1234",))
     numbers = list(known._numbers(text, ids))
     assert [text[s.start : s.end] for s in numbers] == ["00-123.45/6", "AB1234"]
+
+
+def test_a_month_slip_is_no_birthday_and_no_failure() -> None:
+    """ "Sepember" fits the month pattern but names no month: skipped, in any note."""
+    for birth in (date(1950, 9, 5), date(1950, 3, 5)):
+        assert list(known._birth_dates("seen Sepember 5, 1950 and 5 sepember 1950", birth)) == []

@@ -347,12 +347,13 @@ def _birth_dates(text: str, birth: date) -> Iterator[Span]:
     if text.isascii() and _MONTH_HEADS[birth.month - 1] not in text.lower():
         return
     for mt in _MONTH_FIRST.finditer(text):
-        month = _MONTHS[mt.group(1).lower()]
-        if _is_birth(birth, int(mt.group(3)), month, int(mt.group(2))):
+        # ``_MONTH`` also takes a slip such as "Sepember" (no month here): skip it, do not fail
+        month = _MONTHS.get(mt.group(1).lower())
+        if month is not None and _is_birth(birth, int(mt.group(3)), month, int(mt.group(2))):
             yield Span(mt.start(), mt.end(), Category.DATE, 1.0, SOURCE)
     for mt in _DAY_FIRST.finditer(text):
-        month = _MONTHS[mt.group(2).lower()]
-        if _is_birth(birth, int(mt.group(3)), month, int(mt.group(1))):
+        month = _MONTHS.get(mt.group(2).lower())
+        if month is not None and _is_birth(birth, int(mt.group(3)), month, int(mt.group(1))):
             yield Span(mt.start(), mt.end(), Category.DATE, 1.0, SOURCE)
 
 
