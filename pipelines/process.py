@@ -96,7 +96,7 @@ class AckToken:
     decoded: Mark | None = field(default=None, compare=False, repr=False)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)  # slots: two per document, no instance dict each
 class Outcome:
     kind: OutcomeKind
     research_key: str | None  # Kafka key for publish / tombstone (and held, for routing)
@@ -456,6 +456,9 @@ class Processor:
 
 class _Work:
     """Per-document work that survives a lost compare-and-set (de-identify only once)."""
+
+    __slots__ = ("proc", "document", "state", "fp", "_deid", "_renders", "_signature",
+                 "_sketch_table", "sketch_undo")
 
     def __init__(
         self, proc: Processor, document: ClinicalDocument, state: PatientState, fp: Fingerprint

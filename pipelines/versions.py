@@ -398,7 +398,7 @@ def _bottom(values: array[int], size: int) -> tuple[int, ...]:
     n = len(values)
     if n > size + _BOTTOM_MARGIN:
         cut = int((size + _BOTTOM_MARGIN) / n * 4294967296)
-        below = set([v for v in values if v < cut])
+        below = {v for v in values if v < cut}
         if len(below) >= size:
             return tuple(sorted(below)[:size])
     return tuple(sorted(set(values))[:size])
