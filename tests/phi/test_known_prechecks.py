@@ -83,3 +83,10 @@ def test_a_month_slip_is_no_birthday_and_no_failure() -> None:
     """ "Sepember" fits the month pattern but names no month: skipped, in any note."""
     for birth in (date(1950, 9, 5), date(1950, 3, 5)):
         assert list(known._birth_dates("seen Sepember 5, 1950 and 5 sepember 1950", birth)) == []
+
+
+def test_numeric_and_compact_birthdays_are_found() -> None:
+    text = "dob 19500305, 03051950 and 05031950; also 3/5/50, 5-3-1950 and 1950.03.05; 031950"
+    found = [text[s.start : s.end] for s in known._birth_dates(text, date(1950, 3, 5))]
+    assert found == ["3/5/50", "5-3-1950", "1950.03.05", "19500305", "03051950", "05031950"]
+    assert list(known._birth_dates("dob 3/5/49, 19490305", date(1950, 3, 5))) == []

@@ -333,15 +333,21 @@ def _is_birth(birth: date, y: int, m: int, d: int) -> bool:
 
 
 def _birth_dates(text: str, birth: date) -> Iterator[Span]:
-    """The birth date in numeric (any order, any delimiter), compact or month-name form."""
-    for mt in _NUMERIC_DATE.finditer(text):
-        a, b, c = int(mt.group(1)), int(mt.group(3)), int(mt.group(4))
-        if _is_birth(birth, c, a, b) or _is_birth(birth, c, b, a) or _is_birth(birth, a, b, c):
-            yield Span(mt.start(), mt.end(), Category.DATE, 1.0, SOURCE)
-    for mt in _COMPACT_DATE.finditer(text):
-        v = mt.group(1)
-        if v in {birth.strftime("%Y%m%d"), birth.strftime("%m%d%Y"), birth.strftime("%d%m%Y")}:
-            yield Span(mt.start(), mt.end(), Category.DATE, 1.0, SOURCE)
+    """The birth date in numeric (any order, any delimiter), compact or month-name form.
+
+    Each scan is skipped where the note cannot hold the date (most notes): a numeric date
+    writes its year, whose digits end in the year's last two ("31" for 1931, "5" for 2005;
+    ASCII digits only in ASCII text), and a compact date is one of three strings."""
+    if not text.isascii() or str(birth.year % 100) in text:
+        for mt in _NUMERIC_DATE.finditer(text):
+            a, b, c = int(mt.group(1)), int(mt.group(3)), int(mt.group(4))
+            if _is_birth(birth, c, a, b) or _is_birth(birth, c, b, a) or _is_birth(birth, a, b, c):
+                yield Span(mt.start(), mt.end(), Category.DATE, 1.0, SOURCE)
+    compact = {birth.strftime("%Y%m%d"), birth.strftime("%m%d%Y"), birth.strftime("%d%m%Y")}
+    if any(value in text for value in compact):
+        for mt in _COMPACT_DATE.finditer(text):
+            if mt.group(1) in compact:
+                yield Span(mt.start(), mt.end(), Category.DATE, 1.0, SOURCE)
     # a month-name date of the birthday names its month: skip both scans where (in ASCII text)
     # the month's first three letters appear nowhere
     if text.isascii() and _MONTH_HEADS[birth.month - 1] not in text.lower():
