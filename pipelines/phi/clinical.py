@@ -62,6 +62,7 @@ SLASH_VALUE_CUES = VENT_CUES | word_set(
 GCS_CUES = word_set("gcs glasgow coma score scale")
 
 _GAP = re.compile(r"[ \t]*")
+_LINE_OR_SENTENCE = re.compile(r"\n|\. ")
 _TIME_AFTER = re.compile(r"\s*(?:a\.?m\.?|p\.?m\.?|hrs?\b|h\b|o'?clock)", re.I)
 
 
@@ -100,7 +101,7 @@ def vital_before(text: str, start: int, count: int = 2, cues: frozenset[str] = V
 
 def vent_context(text: str, start: int, end: int) -> bool:
     """True when ventilator / haemodynamic vocabulary surrounds the candidate on its line."""
-    after = re.split(r"\n|\. ", text[end : end + 16], maxsplit=1)[0]
+    after = _LINE_OR_SENTENCE.split(text[end : end + 16], maxsplit=1)[0]
     percent_near = "%" in text[max(0, start - 16) : start] or "%" in after
     if not percent_near and prev_char(text, start) == "(":
         return False  # "CO/CI/SVR (10/17 0500)": a date in brackets after the label

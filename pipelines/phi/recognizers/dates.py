@@ -137,6 +137,10 @@ def word_scan() -> Any:
 
 
 _LEFT_BLOCK = frozenset("0123456789/.-")
+# compiled once: a module-level ``re.split``/``re.sub`` call looks its pattern up on every call
+_DELIM = re.compile(r"[/\-.]")
+_NON_DIGIT = re.compile(r"\D")
+_RANGE_NEXT = re.compile(r"\s*(?:-|to\b|->)")
 
 
 def _blocked_after(nxt: str, chars: str) -> bool:
@@ -230,8 +234,8 @@ class DateRecognizer(Recognizer):
             spans.append(Span(m.start(group), m.end(), Category.DATE, 0.7, self.name))
 
     def _numeric(self, text: str, start: int, end: int, value: str) -> float:
-        parts = re.split(r"[/\-.]", value)
-        delims = re.findall(r"[/\-.]", value)
+        parts = _DELIM.split(value)
+        delims = _DELIM.findall(value)
         cue = any(w in DATE_CUES for w in words_before(text, start, 1, 16))
         if len(parts) == 3 and delims[0] == delims[1]:
             a, b, c = parts
@@ -295,7 +299,7 @@ class DateRecognizer(Recognizer):
         has_day = False
         for after, d in ((False, day_before), (True, day_after)):
             if d:
-                num = int(re.sub(r"\D", "", d))
+                num = int(_NON_DIGIT.sub("", d))
                 if 1 <= num <= 31:
                     has_day = True
                 elif after and not year and len(d) == 2:
@@ -444,7 +448,7 @@ class YearRecognizer(Recognizer):
             return 0.85 if (prev in _YEAR_CUES or prev in EVENT_WORDS) else 0.7
         # could be a clock time ("at 2000", "1900-0700"): needs a year reading
         nxt = text[end : end + 3]
-        if re.match(r"\s*(?:-|to\b|->)", nxt):
+        if _RANGE_NEXT.match(nxt):
             return 0.0
         if prev in _TIME_CUES and prev not in {"since", "from", "until"}:
             return 0.0

@@ -69,6 +69,7 @@ _WEAK_CUES = word_set(
     "unit hospital record group order case visit model lot id study policy protocol chart no"
 )
 _NUMBERED = re.compile(r"(?i)\b(?:no|num|number|id)\b")
+_SPACES = re.compile(r"\s+")  # compiled once: module-level re.sub looks it up per call
 _PHONE_WORDS = word_set("pager pgr pg beeper cell home work phone tel fax office mobile ph")
 
 
@@ -120,7 +121,7 @@ class IdentifierRecognizer(Recognizer):
         return keep_best(spans)
 
     def _cued(self, text: str, m: Any) -> Span | None:
-        cue = re.sub(r"\s+", " ", grab(text, m, _G["cue"]).lower())
+        cue = _SPACES.sub(" ", grab(text, m, _G["cue"]).lower())
         value = grab(text, m, _G["value"])
         start, end = m.start(_G["value"]), m.end(_G["value"])
         category = _CUES.get(cue, Category.ID)

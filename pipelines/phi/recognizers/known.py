@@ -281,7 +281,7 @@ def _supported(
 
 
 def _norm_digits(value: str) -> str:
-    return re.sub(r"[^0-9A-Za-z]", "", value).upper().lstrip("0")
+    return _NOT_ALNUM.sub("", value).upper().lstrip("0")
 
 
 def _numbers(text: str, ids: Identifiers) -> Iterator[Span]:
@@ -309,6 +309,9 @@ def _numbers(text: str, ids: Identifiers) -> Iterator[Span]:
 
 
 _SEPARATORS = str.maketrans("", "", "./-")
+# compiled once: a module-level ``re.sub`` call looks its pattern up on every call
+_NOT_ALNUM = re.compile(r"[^0-9A-Za-z]")
+_NON_DIGIT = re.compile(r"\D")
 
 
 def _may_hold_number(text: str, wanted: Iterable[str]) -> bool:
@@ -366,7 +369,7 @@ def _birth_dates(text: str, birth: date) -> Iterator[Span]:
 def _phones(text: str, phones: Iterable[str]) -> Iterator[Span]:
     wanted: set[str] = set()
     for phone in phones:
-        digits = re.sub(r"\D", "", phone)
+        digits = _NON_DIGIT.sub("", phone)
         if len(digits) >= 7:
             wanted.add(digits[-10:])
             wanted.add(digits[-7:])
@@ -374,7 +377,7 @@ def _phones(text: str, phones: Iterable[str]) -> Iterator[Span]:
     if not wanted or not any(value[-4:] in text for value in wanted):
         return
     for m in _PHONE.finditer(text):
-        digits = re.sub(r"\D", "", m.group())
+        digits = _NON_DIGIT.sub("", m.group())
         if digits[-10:] in wanted or (len(digits) == 7 and digits in wanted):
             yield Span(m.start(), m.end(), Category.PHONE, 1.0, SOURCE)
 
