@@ -272,9 +272,31 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+def thread_cpu_seconds(pid: int) -> tuple[float, float]:
+    """(main thread, every other thread) user + system CPU time of a process so far: in the
+    service the main thread runs the event loop (Kafka clients, routing, metrics) and the
+    processing thread does the pipeline's work."""
+    main = rest = 0.0
+    tick = os.sysconf("SC_CLK_TCK")
+    with contextlib.suppress(OSError):
+        for tid in os.listdir(f"/proc/{pid}/task"):
+            try:
+                with open(f"/proc/{pid}/task/{tid}/stat") as fh:
+                    fields = fh.read().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            used = (int(fields[11]) + int(fields[12])) / tick
+            if int(tid) == pid:
+                main += used
+            else:
+                rest += used
+    return main, rest
+
+
 def cpu_snapshot(pids: dict[str, int]) -> dict[str, float]:
     snap = {who: cpu_seconds(pid) for who, pid in pids.items()}
     snap["bench"] = time.process_time()
+    snap["service loop"], snap["service other threads"] = thread_cpu_seconds(pids["service"])
     return snap
 
 
@@ -707,6 +729,7 @@ async def _run_with_store(args: argparse.Namespace, notes: list[Note],
 
         # 1. throughput
         sampler.phase = "throughput"
+        before_bulk = await scrape(base)
         sent_at: dict[int, float] = {}
         cpu_before = cpu_snapshot(sampler.pids)
         first = time.perf_counter()
@@ -744,10 +767,18 @@ async def _run_with_store(args: argparse.Namespace, notes: list[Note],
         sampler.stop()
         broker.stop()
 
-    def metric(name: str, **labels: str) -> float:
-        fam = final.get(name, {})
+    def metric(name: str, scraped: Any = None, **labels: str) -> float:
+        fam = (final if scraped is None else scraped).get(name, {})
         return sum(v for k, v in fam.items()
                    if all(dict(k).get(a) == b for a, b in labels.items()))
+
+    def per_batch(start: Any, end: Any) -> float:
+        """Records per batch (one commit each) between two scrapes."""
+        consumed = (metric("deidstream_messages_consumed_total", end)
+                    - metric("deidstream_messages_consumed_total", start))
+        commits = (metric("deidstream_offset_commits_total", end)
+                   - metric("deidstream_offset_commits_total", start))
+        return consumed / commits if commits else float("nan")
 
     p50, p99 = pct(lat, 0.50), pct(lat, 0.99)
     rss_mid, rss_end = flatness(sampler, ("throughput", "rate"))
@@ -770,6 +801,16 @@ async def _run_with_store(args: argparse.Namespace, notes: list[Note],
               "met" if per_cpu >= TARGET_RATE else "NOT met"))
     per_doc = cpu["service"] / max(got, 1)
     print(row("  service: CPU per document", f"{per_doc * 1e3:.2f} ms"))
+    print(row("  ... event loop thread / other threads",
+              f"{cpu['service loop'] / max(got, 1) * 1e3:.3f} / "
+              f"{cpu['service other threads'] / max(got, 1) * 1e3:.3f} ms"))
+    busy = (metric("deidstream_worker_busy_seconds_total", after_bulk)
+            - metric("deidstream_worker_busy_seconds_total", before_bulk))
+    if busy:
+        print(row("  processing thread busy (share of the elapsed time)",
+                  f"{busy / elapsed:.1%}" if elapsed > 0 else "-"))
+    print(row("  records per batch: throughput / rate phase",
+              f"{per_batch(before_bulk, after_bulk):,.1f} / {per_batch(after_bulk, final):,.1f}"))
     print(row("  ... in machine-speed units (CPU per doc / loop CPU)",
               f"{per_doc / args.machine_seconds * 1e3:.2f} m",
               f"loop {args.machine_seconds:.2f} s"))

@@ -9,8 +9,9 @@ errors, backoff), ``contract`` (what a processor is), ``state`` (shared attribut
 
 Delivery contract (at-least-once in, effectively-once out):
 
-1. fetch a batch: at most ``max_in_flight`` records minus those of earlier batches still
-   finishing (everything fetched and not committed counts against the limit);
+1. fetch a batch: at most ``max_batch_records``, and at most ``max_in_flight`` records minus
+   those of earlier batches still finishing (everything fetched and not committed counts
+   against the limit; batches smaller than the limit keep the worker busy under a backlog);
 2. process the records, in partition order, on a single worker thread — one hop for a run of
    records (``Processor.process_many`` when the processor has it, else ``process`` for each
    inside the worker thread), not one per record (CPU-bound work stays off the event loop so

@@ -44,6 +44,7 @@ class Clients(RunnerState):
             acks="all",
             enable_idempotence=False,  # Tansu refuses idempotent producers and transactions
             linger_ms=2,
+            max_batch_size=s.producer_batch_bytes,
             max_request_size=max(1024 * 1024, 2 * s.max_message_bytes),
             **s.kafka_common(),
         )

@@ -10,7 +10,9 @@ import contextlib
 import logging
 from collections import Counter as Tally
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
+from time import perf_counter
+from typing import Any
 
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 from aiokafka.errors import KafkaError
@@ -28,6 +30,26 @@ from service.runner.retry import Retries, Stopping, StoreFault
 from service.settings import Settings
 
 log = logging.getLogger("deidstream.runner")
+
+
+class WorkerThread(ThreadPoolExecutor):
+    """The one processing thread, with the wall time of its work added to ``busy`` (the
+    saturation signal: how much of the time the processor is working)."""
+
+    def __init__(self, busy: Callable[[float], None]) -> None:
+        super().__init__(max_workers=1, thread_name_prefix="deidstream-proc")
+        self._busy = busy
+
+    def submit(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Future[Any]:
+        return super().submit(self._timed, fn, args, kwargs)
+
+    def _timed(self, fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]
+               ) -> Any:
+        start = perf_counter()
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            self._busy(perf_counter() - start)
 
 
 class Runner(Batches, Delivery, Health, Partitions, Clients, Retries):
@@ -56,7 +78,7 @@ class Runner(Batches, Delivery, Health, Partitions, Clients, Retries):
         self._integrity_streak: list[str] = []  # patients whose records failed in a row
         self.started = False
         self._stop = asyncio.Event()
-        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="deidstream-proc")
+        self._executor = WorkerThread(metrics.worker_busy.inc)
         self._processor: Processor | None = None
         self._producer: AIOKafkaProducer | None = None
         self._consumer: AIOKafkaConsumer | None = None
@@ -211,7 +233,8 @@ class Runner(Batches, Delivery, Health, Partitions, Clients, Retries):
             generation = self.generation
             try:
                 batch = await consumer.getmany(
-                    timeout_ms=50 if self._finishing else 300, max_records=room
+                    timeout_ms=50 if self._finishing else 300,
+                    max_records=min(room, self.settings.max_batch_records),
                 )
             except KafkaError as exc:
                 self.broker_ok = False

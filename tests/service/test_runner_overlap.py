@@ -206,3 +206,53 @@ async def test_a_batch_is_sent_after_the_previous_acks_not_after_its_commit() ->
     assert [e for e in log if e.startswith(("confirm", "commit"))] == [
         "confirm a", "commit 1", "confirm b", "commit 2"]
     await runner.stop()
+
+
+class Backlog(Consumer):
+    """A consumer with records waiting: ``getmany`` hands out at most ``max_records``."""
+
+    def __init__(self, log: list[str], recs: list[Rec]) -> None:
+        super().__init__(log)
+        self.recs = recs
+        self.asked: list[int] = []
+
+    async def getmany(self, *, timeout_ms: int, max_records: int
+                      ) -> dict[TopicPartition, list[Rec]]:
+        self.asked.append(max_records)
+        if not self.recs:
+            await asyncio.sleep(timeout_ms / 1000)
+            return {}
+        taken, self.recs = self.recs[:max_records], self.recs[max_records:]
+        return {TP: taken}
+
+    def highwater(self, tp: TopicPartition) -> int | None:
+        return None
+
+    async def position(self, tp: TopicPartition) -> int:
+        return 0
+
+
+async def test_a_backlog_is_fetched_in_batches_that_overlap() -> None:
+    # batches of max_batch_records, below max_in_flight: while the first batch waits for its
+    # acks the next ones are fetched and processed (a batch as large as max_in_flight left
+    # no room for the next one until the first was committed)
+    log: list[str] = []
+    runner, producer = _runner(log, max_in_flight=9, max_batch_records=3)
+    consumer = Backlog(log, [Rec(i, f"k{i}".encode()) for i in range(9)])
+    runner._consumer = consumer  # type: ignore[assignment]
+    runner._last_probe = float("inf")  # no broker probe while idle
+    await runner.prepare_processor()
+    task = asyncio.create_task(runner.run())
+    await _until(lambda: len(producer.acks) == 3)  # the first batch sent, acks held back
+    await _until(lambda: "process k8" in log)  # every batch processed meanwhile
+    assert all(0 < n <= 3 for n in consumer.asked)
+    assert runner.in_flight == 9
+    assert not any(e.startswith("commit") for e in log)
+    while not any(e == "commit 9" for e in log):
+        producer.ack_all()
+        await asyncio.sleep(0.01)
+    assert [e for e in log if e.startswith("commit")] == ["commit 3", "commit 6", "commit 9"]
+    assert runner.metrics.value("deidstream_worker_busy_seconds_total") > 0
+    runner.request_stop()
+    await asyncio.wait_for(task, 2)
+    await runner.stop()
