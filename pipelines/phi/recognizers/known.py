@@ -308,7 +308,6 @@ def _numbers(text: str, ids: Identifiers) -> Iterator[Span]:
             yield Span(m.start(), m.end(), found, 1.0, SOURCE)
 
 
-_SEPARATORS = str.maketrans("", "", "./-")
 # compiled once: a module-level ``re.sub`` call looks its pattern up on every call
 _NOT_ALNUM = re.compile(r"[^0-9A-Za-z]")
 _NON_DIGIT = re.compile(r"\D")
@@ -323,7 +322,7 @@ def _may_hold_number(text: str, wanted: Iterable[str]) -> bool:
     """
     if not text.isascii():
         return True
-    squeezed = text.translate(_SEPARATORS).upper()
+    squeezed = text.replace(".", "").replace("/", "").replace("-", "").upper()
     return any(value in squeezed for value in wanted)
 
 
