@@ -267,7 +267,9 @@ def test_a_possessive_kinship_word_before_name_is() -> None:
 
 @settings(max_examples=200, deadline=None)
 @given(st.text(alphabet="abSmithDrTo .,'\n", max_size=60))
-def test_rule_starts_keyed_by_text_agree_with_the_general_path(text: str) -> None:
-    """ASCII notes pick their rule starts by the word as written; same indices as by lower case."""
+def test_rule_starts_of_the_ascii_path_agree_with_the_general_path(text: str) -> None:
+    """ASCII notes pick their rule starts from the note's own starter set and a sort order
+    test for capitals; the same indices as the general path's per-word memo."""
     toks = lx.tokens(Doc(text))
     assert _rule_starts(toks, True, True) == _rule_starts(toks, True, False)
+    assert _rule_starts(toks, False, True) == _rule_starts(toks, False, False)
