@@ -81,17 +81,18 @@ class Batches(RunnerState):
         A record needing a retry (broker or key store outage, a fault of the whole store) is
         retried alone with backoff, and the records after it are processed again (their first
         results were taken during the outage)."""
-        consumed = Tally(
-            (rec.topic, content_hint(rec.topic, rec.headers)) for rec in records)
+        first_items = [self._item(rec) for rec in records]
+        consumed = Tally((item.rec.topic, item.hint) for item in first_items)
         for (topic, hint), n in consumed.items():
             self.metrics.consumed.labels(topic, hint).inc(n)
         self.counts["consumed"] += len(records)
         pending: list[Handled] = []
         pending_keys: set[str] = set()  # keys decided in this batch, not yet flushed
         finishing = self._unconfirmed_keys()
+        unconfirmed = set().union(*finishing)  # the keys of the batches still finishing
         start = 0
         while start < len(records):
-            items = [self._item(rec) for rec in records[start:]]
+            items = first_items if start == 0 else [self._item(rec) for rec in records[start:]]
             results = await self._process_batch([i for i in items if not i.oversize],
                                                 [pending_keys, *finishing])
             run_keys: set[str] = set()  # keys of this run's first decisions so far
@@ -106,14 +107,15 @@ class Batches(RunnerState):
                     break  # the processor stopped after a repeated key: a new run from here
                 start += 1
                 keys = h.research_keys()
-                if keys and not all(keys.isdisjoint(f) for f in finishing):
+                if keys and not keys.isdisjoint(unconfirmed):
                     finishing = self._unconfirmed_keys()  # some may have finished meanwhile
+                    unconfirmed = set().union(*finishing)
                 if keys and not (keys.isdisjoint(run_keys) and keys.isdisjoint(pending_keys)
-                                 and all(keys.isdisjoint(f) for f in finishing)):
+                                 and keys.isdisjoint(unconfirmed)):
                     # decided against a version that is not confirmed yet
                     run_keys |= keys
                     await self.drain()
-                    finishing = []
+                    finishing, unconfirmed = [], set()
                     if not keys.isdisjoint(pending_keys):
                         await self._flush(pending)
                         pending, pending_keys = [], set()
@@ -130,8 +132,13 @@ class Batches(RunnerState):
 
     def _item(self, rec: Any) -> Item:
         raw: bytes = rec.value if rec.value is not None else b""
-        return Item(rec, raw, content_hint(rec.topic, rec.headers), datetime.now(UTC),
-                    len(raw) > self.settings.max_message_bytes)
+        headers = rec.headers
+        if headers:
+            hint = content_hint(rec.topic, headers)
+        else:  # by the topic name alone: once per topic
+            hint = self._topic_hints.get(rec.topic) or self._topic_hints.setdefault(
+                rec.topic, content_hint(rec.topic, None))
+        return Item(rec, raw, hint, datetime.now(UTC), len(raw) > self.settings.max_message_bytes)
 
     def _oversize(self, item: Item) -> Handled:
         rec, size = item.rec, len(item.raw)

@@ -90,6 +90,7 @@ class Runner(Batches, Delivery, Health, Partitions, Clients, Retries):
         self._last_acked: asyncio.Future[None] | None = None
         self._last_lag = 0.0
         self._processing = 0  # records of the batch being processed now
+        self._topic_hints: dict[str, str] = {}
 
     # ---------------------------------------------------------------- lifecycle
 

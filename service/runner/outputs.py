@@ -24,6 +24,7 @@ log = logging.getLogger("deidstream.runner")
 
 MAX_REASON_CHARS = 400
 RESEARCH_CONTENT_TYPE = "application/fhir+json"
+RESEARCH_CONTENT_TYPE_BYTES = RESEARCH_CONTENT_TYPE.encode()
 
 
 def headers_list(raw: Any) -> list[tuple[str, bytes]]:
@@ -90,6 +91,11 @@ class Outputs:
         # metric children by label, looked up once (labels() takes a lock and builds a key)
         self._stage_observe: dict[str, Callable[[float], None]] = {}
         self._spans_inc: dict[str, Callable[[float], None]] = {}
+        self._published_inc = metrics.published.labels("document").inc
+        self._tombstoned_inc = metrics.published.labels("tombstone").inc
+        self._end_to_end = metrics.end_to_end_seconds.labels().observe
+        self._version = package_version().encode()
+        self._source: dict[str, bytes] = {}  # content hint -> header value
 
     def _observe_stage(self, stage: str) -> Callable[[float], None]:
         found = self._stage_observe.get(stage)
@@ -109,8 +115,9 @@ class Outputs:
         for out in outcomes:
             kind = str(getattr(out, "kind", ""))
             kinds.append(kind)
-            for stage, seconds in (getattr(out, "stage_seconds", None) or {}).items():
-                handled.effects.append(partial(self._observe_stage(str(stage)), float(seconds)))
+            times = getattr(out, "stage_seconds", None)
+            if times:
+                handled.effects.append(partial(self._observe_stages, times))
             if kind in ("publish", "tombstone"):
                 handled.outputs.append(self.research_record(rec, hint, out, kind))
             elif kind in ("duplicate", "superseded"):
@@ -126,11 +133,17 @@ class Outputs:
             else:
                 log.error("unknown outcome kind %r at %s/%d@%d", kind, rec.topic,
                           rec.partition, rec.offset)
-        handled.kind = ",".join(sorted(set(kinds)))
-        for output in handled.outputs:
-            if output.on_reject is None:
-                output.on_reject = partial(self.output_rejected, handled, rec, first_seen)
+        handled.kind = kinds[0] if len(kinds) == 1 else ",".join(sorted(set(kinds)))
+        if handled.outputs:
+            rejected = partial(self.output_rejected, handled, rec, first_seen)
+            for output in handled.outputs:
+                if output.on_reject is None:
+                    output.on_reject = rejected
         return handled
+
+    def _observe_stages(self, times: Mapping[str, float]) -> None:
+        for stage, seconds in times.items():
+            self._observe_stage(str(stage))(float(seconds))
 
     def output_rejected(self, handled: Handled, rec: Any, first_seen: datetime,
                         exc: BaseException) -> OutRecord | None:
@@ -149,21 +162,36 @@ class Outputs:
 
     def research_record(self, rec: Any, hint: str, out: Any, kind: str) -> OutRecord:
         key = getattr(out, "research_key", None)
-        headers = dict(headers_list(getattr(out, "headers", None)))
-        headers.setdefault("source", hint.encode())
-        headers.setdefault("content-type", RESEARCH_CONTENT_TYPE.encode())
-        headers.setdefault("deidstream-version", package_version().encode())
+        headers: dict[str, bytes] = {}  # the outcome's, then ours where it has none
+        raw = getattr(out, "headers", None)
+        for name, item in (raw.items() if isinstance(raw, Mapping) else (raw or ())):
+            if item is not None:
+                headers[str(name)] = item if isinstance(item, bytes) else str(item).encode()
+        if "source" not in headers:
+            source = self._source.get(hint)
+            if source is None:
+                source = self._source[hint] = hint.encode()
+            headers["source"] = source
+        if "content-type" not in headers:
+            headers["content-type"] = RESEARCH_CONTENT_TYPE_BYTES
+        if "deidstream-version" not in headers:
+            headers["deidstream-version"] = self._version
         value = None if kind == "tombstone" else getattr(out, "value", None)
         spans = dict(getattr(out, "span_counts", None) or {})
         timestamp = getattr(rec, "timestamp", None)
 
         def on_ack() -> None:
-            self.metrics.published.labels("tombstone" if value is None else "document").inc()
-            self.counts["published" if value is not None else "tombstoned"] += 1
-            for category, n in spans.items():
-                self._count_spans(str(category))(int(n))
+            if value is None:
+                self._tombstoned_inc()
+                self.counts["tombstoned"] += 1
+            else:
+                self._published_inc()
+                self.counts["published"] += 1
+            if spans:
+                for category, n in spans.items():
+                    self._count_spans(str(category))(int(n))
             if timestamp:
-                self.metrics.end_to_end_seconds.observe(max(0.0, time.time() - timestamp / 1000))
+                self._end_to_end(max(0.0, time.time() - timestamp / 1000))
 
         return OutRecord(
             self.settings.research_topic,

@@ -78,3 +78,26 @@ def test_promtool_accepts_the_exposition() -> None:
     proc = subprocess.run(["promtool", "check", "metrics"], input=body, capture_output=True,
                           timeout=30, check=False)
     assert proc.returncode == 0, proc.stdout.decode() + proc.stderr.decode()
+
+
+def test_lean_histogram_exposes_what_prometheus_client_would() -> None:
+    from prometheus_client import CollectorRegistry, Histogram, generate_latest
+
+    from service.metrics import STAGE_BUCKETS
+
+    m = Metrics()
+    reference = CollectorRegistry()
+    twin = Histogram("deidstream_processing_stage_seconds", "Processing time per pipeline stage.",
+                     ["stage"], buckets=STAGE_BUCKETS, registry=reference)
+    # on a bound, between bounds, below the first, above the last, zero
+    for stage, value in [("detect", 0.0001), ("detect", 0.0003), ("detect", 0.00001),
+                         ("detect", 7.5), ("parse", 0.0), ("parse", 1.0)]:
+        m.stage_seconds.labels(stage).observe(value)
+        twin.labels(stage).observe(value)
+    ours = [line for line in m.exposition()[0].decode().splitlines() if "_stage_" in line]
+    theirs = [line for line in generate_latest(reference).decode().splitlines()
+              if "_created" not in line]
+    assert ours == theirs
+    assert m.value("deidstream_processing_stage_seconds_count", stage="detect") == 4
+    with pytest.raises(ValueError, match="labels"):
+        m.stage_seconds.labels("detect", "extra")
