@@ -445,8 +445,11 @@ def to_document(msg: Er7Message) -> ClinicalDocument:
     r.collect_identifiers()
     patient = patient_identifier(msg)
 
-    default_tz = dt.parse_offset(msh.first_component(7))
-    message_time = dt.parse_ts(msh.first_component(7), default_tz)
+    msh7 = msh.first_component(7)
+    default_tz = dt.parse_offset(msh7)
+    # = parse_ts(msh7, default_tz), read once: the default only applies to a time without
+    # an offset of its own, and MSH-7 then gave none (parse_offset read it as MSH-7's time)
+    message_time = dt.parse_ts(msh7)
     identifiers = r.identifiers(pid.first_component(7))
     pv1 = msg.first("PV1")
     visit = dt.cx(pv1.raw(19, 0), msg.delimiters, msg.charset) if pv1 is not None else None
@@ -486,7 +489,8 @@ def to_document(msg: Er7Message) -> ClinicalDocument:
     txa = msg.first("TXA")
 
     def ts(seg: Segment, n: int) -> datetime | None:
-        return dt.parse_ts(seg.first_component(n), default_tz)
+        raw = seg.first_component(n)  # often MSH-7's time again (OBR-7, OBR-22, TXA-6…)
+        return message_time if raw == msh7 else dt.parse_ts(raw, default_tz)
 
     if txa is not None:
         report_type = ReportType(
