@@ -126,6 +126,9 @@ class _Reader:
         self.d = msg.delimiters
         self.cs = msg.charset
         self.c = CollectedIdentifiers()
+        # read on the way for to_document (what patient_identifier and PV1-19 would give)
+        self.filed_under: list[Identifier] | None = None  # first PID: its PID-3, else PID-2
+        self.visit: Identifier | None = None  # first PV1's PV1-19
 
     def val(self, seg: Segment, n: int, comp: int = 0, sub: int = 0, rep: int = 0) -> str:
         f = seg.fields  # most fields read here are absent: one look-up, no call chain
@@ -190,8 +193,12 @@ class _Reader:
     def collect_identifiers(self) -> None:
         c = self.c
         for seg in self.msg.all("PID"):
+            start = len(c.patient_ids)
             self.ids(seg, 3, c.patient_ids)
+            middle = len(c.patient_ids)
             self.ids(seg, 2, c.patient_ids)
+            if self.filed_under is None:
+                self.filed_under = c.patient_ids[start:middle] or c.patient_ids[middle:]
             self.ids(seg, 4, c.patient_ids)
             self.names(seg, 5, c.patient_names)
             self.names(seg, 9, c.patient_names)
@@ -236,9 +243,11 @@ class _Reader:
             if policy:
                 c.other_ids.append(Identifier(policy, "", "HP"))
             self.ids(seg, 49, c.other_ids)
-        for seg in self.msg.all("PV1"):
+        for i, seg in enumerate(self.msg.all("PV1")):
             self.providers(seg, 7, 8, 9, 17)
             visit = dt.cx(seg.raw(19, 0), self.d, self.cs)
+            if i == 0:
+                self.visit = visit
             if visit is not None:
                 c.other_ids.append(
                     Identifier(visit.value, visit.authority, visit.type_code or "VN")
@@ -443,7 +452,9 @@ def to_document(msg: Er7Message) -> ClinicalDocument:
     if pid is None:
         raise MissingPatientId("no PID segment", message_type=mtype)
     r.collect_identifiers()
-    patient = patient_identifier(msg)
+    patient = _patient_id(r.filed_under or [])  # patient_identifier(msg), ids read once
+    if patient is None:
+        raise MissingPatientId("PID-3 (and PID-2) hold no patient identifier", segment="PID")
 
     msh7 = msh.first_component(7)
     default_tz = dt.parse_offset(msh7)
@@ -451,8 +462,7 @@ def to_document(msg: Er7Message) -> ClinicalDocument:
     # an offset of its own, and MSH-7 then gave none (parse_offset read it as MSH-7's time)
     message_time = dt.parse_ts(msh7)
     identifiers = r.identifiers(pid.first_component(7))
-    pv1 = msg.first("PV1")
-    visit = dt.cx(pv1.raw(19, 0), msg.delimiters, msg.charset) if pv1 is not None else None
+    visit = r.visit
     common = {
         "identifiers": identifiers,
         "source": Source.HL7V2,
