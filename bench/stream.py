@@ -569,6 +569,13 @@ async def scrape(base: str, save: Path | None = None
     return out
 
 
+async def worker_busy(base: str) -> float:
+    """The service's processing-thread busy time so far (/v1/status; 0 if it has none)."""
+    async with httpx.AsyncClient(timeout=5.0) as client:
+        status = (await client.get(f"{base}/v1/status")).json()
+    return float(status.get("worker_busy_seconds") or 0.0)
+
+
 def stop_process(proc: subprocess.Popen[bytes], timeout: float = 30.0) -> int | None:
     if proc.poll() is None:
         proc.send_signal(signal.SIGTERM)
@@ -730,6 +737,7 @@ async def _run_with_store(args: argparse.Namespace, notes: list[Note],
         # 1. throughput
         sampler.phase = "throughput"
         before_bulk = await scrape(base)
+        busy_before = await worker_busy(base)
         sent_at: dict[int, float] = {}
         cpu_before = cpu_snapshot(sampler.pids)
         first = time.perf_counter()
@@ -745,6 +753,7 @@ async def _run_with_store(args: argparse.Namespace, notes: list[Note],
         throughput = got / elapsed if elapsed > 0 else float("nan")
         produce_rate = len(bulk) / (produced - first)
         after_bulk = await scrape(base)
+        busy_after = await worker_busy(base)
 
         # 2. latency at a fixed offered rate
         sampler.phase = "rate"
@@ -804,8 +813,7 @@ async def _run_with_store(args: argparse.Namespace, notes: list[Note],
     print(row("  ... event loop thread / other threads",
               f"{cpu['service loop'] / max(got, 1) * 1e3:.3f} / "
               f"{cpu['service other threads'] / max(got, 1) * 1e3:.3f} ms"))
-    busy = (metric("deidstream_worker_busy_seconds_total", after_bulk)
-            - metric("deidstream_worker_busy_seconds_total", before_bulk))
+    busy = busy_after - busy_before
     if busy:
         print(row("  processing thread busy (share of the elapsed time)",
                   f"{busy / elapsed:.1%}" if elapsed > 0 else "-"))

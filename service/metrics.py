@@ -204,12 +204,6 @@ class Metrics:
             "Input messages fetched and not yet committed.",
             registry=r,
         )
-        self.worker_busy = Counter(
-            "deidstream_worker_busy_seconds",
-            "Time the processing thread spent working (processing, confirming, key store "
-            "calls). A rate near 1 means the instance is saturated: add instances.",
-            registry=r,
-        )
         self.commits = Counter(
             "deidstream_offset_commits_total",
             "Offset commits after a batch's outputs were acknowledged.",

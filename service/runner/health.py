@@ -131,5 +131,8 @@ class Health(RunnerState):
                 if parts and all(p["lag"] is not None for p in parts) else None
             ),
             "counts": dict(sorted(self.counts.items())),
+            # wall time the processing thread spent working (processing, confirming, key
+            # store calls): its growth per second near 1 means the instance is saturated
+            "worker_busy_seconds": round(self.worker_busy_seconds, 6),
         }
 

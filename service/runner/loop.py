@@ -78,7 +78,8 @@ class Runner(Batches, Delivery, Health, Partitions, Clients, Retries):
         self._integrity_streak: list[str] = []  # patients whose records failed in a row
         self.started = False
         self._stop = asyncio.Event()
-        self._executor = WorkerThread(metrics.worker_busy.inc)
+        self.worker_busy_seconds = 0.0  # wall time the processing thread spent working
+        self._executor = WorkerThread(self._add_busy)
         self._processor: Processor | None = None
         self._producer: AIOKafkaProducer | None = None
         self._consumer: AIOKafkaConsumer | None = None
@@ -91,6 +92,10 @@ class Runner(Batches, Delivery, Health, Partitions, Clients, Retries):
         self._last_lag = 0.0
         self._processing = 0  # records of the batch being processed now
         self._topic_hints: dict[str, str] = {}
+
+    def _add_busy(self, seconds: float) -> None:
+        """Called on the processing thread only (its one writer)."""
+        self.worker_busy_seconds += seconds
 
     # ---------------------------------------------------------------- lifecycle
 

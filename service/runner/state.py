@@ -51,6 +51,7 @@ class RunnerState:
     _last_acked: asyncio.Future[None] | None  # resolves when the last batch's acks are in
     _last_lag: float  # when the lag was last refreshed (monotonic)
     _processing: int  # records of the batch being processed now
+    worker_busy_seconds: float  # wall time the processing thread spent working
     _topic_hints: dict[str, str]  # content hint of a record without headers, by topic
 
     @staticmethod

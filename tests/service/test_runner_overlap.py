@@ -252,7 +252,7 @@ async def test_a_backlog_is_fetched_in_batches_that_overlap() -> None:
         producer.ack_all()
         await asyncio.sleep(0.01)
     assert [e for e in log if e.startswith("commit")] == ["commit 3", "commit 6", "commit 9"]
-    assert runner.metrics.value("deidstream_worker_busy_seconds_total") > 0
+    assert runner.status()["worker_busy_seconds"] > 0
     runner.request_stop()
     await asyncio.wait_for(task, 2)
     await runner.stop()
