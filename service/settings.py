@@ -69,6 +69,10 @@ class Settings(BaseSettings):
     # operator declares it a secure topic (same protection as the input topics); then the
     # original input bytes go there too, so a reviewer can look. Never the cleaned text.
     held_topic_secure: bool = False
+    # A dead letter's "sent" mark (so a replayed batch sends no second dead letter) is kept
+    # this long, then pruned: a replay older than the input topics' retention cannot happen.
+    # Kafka's default retention is 7 days; the default leaves room for a longer one.
+    deadletter_mark_days: float = Field(default=30.0, gt=0)
     # Alternative pipeline, "module:function" taking (settings, metrics) and returning a
     # processor factory; unset means the real pipeline (pipelines.process).
     processor: str | None = None

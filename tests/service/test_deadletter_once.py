@@ -10,6 +10,7 @@ from typing import Any
 
 from test_runner_overlap import Consumer, Out, Proc, Producer, _batch, _until
 
+from keystore import open_store
 from keystore.keyring import Keyring
 from pipelines.errors import NotHL7
 from service.metrics import Metrics
@@ -115,5 +116,28 @@ def test_service_processor_keeps_dead_letter_marks_in_the_key_store(tmp_path: Pa
         proc.mark_sent([first])  # already there: fine
         Rec.value = b"other bytes"  # a re-created topic: same coordinates, other input
         assert dead_letter_mark(Rec()) != first
+    finally:
+        store.close()
+
+
+def test_dead_letter_marks_expire_and_are_pruned(tmp_path: Path) -> None:
+    """Marks live ``deadletter_mark_days``; once past, the next mark_sent prunes them (at
+    most hourly), and a replay after that would send the dead letter again."""
+    now = [1_000_000.0]
+    store = open_store(f"sqlite:///{tmp_path / 'ks.sqlite3'}", Keyring.generate(),
+                       clock=lambda: now[0])
+    try:
+        proc = ServiceProcessor(None, None, None, store,  # type: ignore[arg-type]
+                                deadletter_mark_seconds=3600.0)
+        proc.mark_sent(["deadletter|t|0|1|d1"])  # prunes nothing yet (nothing due)
+        now[0] += 3600.0
+        proc.mark_sent(["deadletter|t|0|2|d2"])  # within the hour since the last prune
+        assert proc.sent_marks(["deadletter|t|0|1|d1"]) == {"deadletter|t|0|1|d1"}
+        proc._pruned_at = None  # as if an hour had passed on the monotonic clock
+        proc.mark_sent(["deadletter|t|0|3|d3"])
+        assert proc.sent_marks(["deadletter|t|0|1|d1", "deadletter|t|0|2|d2",
+                                "deadletter|t|0|3|d3"]) == {"deadletter|t|0|2|d2",
+                                                            "deadletter|t|0|3|d3"}
+        assert store.get_mark("deadletter|t|0|1|d1") is None
     finally:
         store.close()
