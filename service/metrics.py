@@ -204,6 +204,12 @@ class Metrics:
             "Input messages fetched and not yet committed.",
             registry=r,
         )
+        self.processing_busy = Counter(
+            "deidstream_processing_busy_seconds_total",
+            "Wall time the processing thread spent processing records; its rate is the "
+            "instance's saturation (1 = the pipeline never waits: add instances).",
+            registry=r,
+        )
         self.commits = Counter(
             "deidstream_offset_commits_total",
             "Offset commits after a batch's outputs were acknowledged.",

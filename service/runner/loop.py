@@ -79,6 +79,7 @@ class Runner(Batches, Delivery, Health, Partitions, Clients, Retries):
         self.started = False
         self._stop = asyncio.Event()
         self.worker_busy_seconds = 0.0  # wall time the processing thread spent working
+        self._busy_inc = self.metrics.processing_busy.inc
         self._executor = WorkerThread(self._add_busy)
         self._processor: Processor | None = None
         self._producer: AIOKafkaProducer | None = None
@@ -96,6 +97,7 @@ class Runner(Batches, Delivery, Health, Partitions, Clients, Retries):
     def _add_busy(self, seconds: float) -> None:
         """Called on the processing thread only (its one writer)."""
         self.worker_busy_seconds += seconds
+        self._busy_inc(seconds)
 
     # ---------------------------------------------------------------- lifecycle
 

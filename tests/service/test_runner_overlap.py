@@ -12,6 +12,7 @@ import asyncio
 from dataclasses import dataclass, field
 from typing import Any
 
+import pytest
 from aiokafka import TopicPartition
 
 from service.metrics import Metrics
@@ -252,7 +253,10 @@ async def test_a_backlog_is_fetched_in_batches_that_overlap() -> None:
         producer.ack_all()
         await asyncio.sleep(0.01)
     assert [e for e in log if e.startswith("commit")] == ["commit 3", "commit 6", "commit 9"]
-    assert runner.status()["worker_busy_seconds"] > 0
+    busy = runner.status()["worker_busy_seconds"]
+    assert busy > 0
+    assert runner.metrics.value("deidstream_processing_busy_seconds_total") == pytest.approx(
+        busy, abs=1e-6)
     runner.request_stop()
     await asyncio.wait_for(task, 2)
     await runner.stop()
