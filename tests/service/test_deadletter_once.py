@@ -8,12 +8,11 @@ import asyncio
 from pathlib import Path
 from typing import Any
 
-from test_runner_overlap import Consumer, Out, Proc, Producer, _batch, _until
+from test_runner_overlap import Out, Proc, Producer, _batch, _until, runner_with
 
 from keystore import open_store
 from keystore.keyring import Keyring
 from pipelines.errors import NotHL7
-from service.metrics import Metrics
 from service.runner import Runner, dead_letter_mark
 from service.settings import Settings
 from service.wiring import ServiceProcessor, open_keystore
@@ -41,13 +40,7 @@ class Marking(Proc):
 
 
 def _runner(proc: Any, log: list[str]) -> tuple[Runner, Producer]:
-    settings = Settings(create_topics=False, retry_initial_seconds=0.01, retry_max_seconds=0.02)
-    runner = Runner(settings, Metrics(), lambda: proc)
-    producer = Producer(log)
-    runner._producer = producer  # type: ignore[assignment]
-    runner._consumer = Consumer(log)  # type: ignore[assignment]
-    runner.broker_ok = True
-    return runner, producer
+    return runner_with(proc, log)
 
 
 async def test_a_replayed_batch_sends_no_second_dead_letter() -> None:

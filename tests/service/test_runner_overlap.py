@@ -90,9 +90,13 @@ class Consumer:
 
 
 def _runner(log: list[str], **over: Any) -> tuple[Runner, Producer]:
+    return runner_with(Proc(log), log, **over)
+
+
+def runner_with(proc: Any, log: list[str], **over: Any) -> tuple[Runner, Producer]:
+    """A runner over ``proc`` with the logging consumer and producer doubles."""
     settings = Settings(create_topics=False, retry_initial_seconds=0.01,
                         retry_max_seconds=0.02, **over)
-    proc = Proc(log)
     runner = Runner(settings, Metrics(), lambda: proc)
     producer = Producer(log)
     runner._producer = producer  # type: ignore[assignment]
