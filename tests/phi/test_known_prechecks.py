@@ -90,3 +90,63 @@ def test_numeric_and_compact_birthdays_are_found() -> None:
     found = [text[s.start : s.end] for s in known._birth_dates(text, date(1950, 3, 5))]
     assert found == ["3/5/50", "5-3-1950", "1950.03.05", "19500305", "03051950", "05031950"]
     assert list(known._birth_dates("dob 3/5/49, 19490305", date(1950, 3, 5))) == []
+
+
+def _all_numeric_and_compact(text: str, birth: date) -> Iterator[Span]:
+    """The numeric and compact scans of ``known._birth_dates`` without any early exit, with the
+    compact forms written by ``strftime``."""
+    for mt in known._NUMERIC_DATE.finditer(text):
+        a, b, c = int(mt.group(1)), int(mt.group(3)), int(mt.group(4))
+        if (
+            known._is_birth(birth, c, a, b)
+            or known._is_birth(birth, c, b, a)
+            or known._is_birth(birth, a, b, c)
+        ):
+            yield Span(mt.start(), mt.end(), Category.DATE, 1.0, known.SOURCE)
+    compact = {birth.strftime("%Y%m%d"), birth.strftime("%m%d%Y"), birth.strftime("%d%m%Y")}
+    for mt in known._COMPACT_DATE.finditer(text):
+        if mt.group(1) in compact:
+            yield Span(mt.start(), mt.end(), Category.DATE, 1.0, known.SOURCE)
+
+
+_BIRTHS = st.sampled_from(
+    [date(1950, 3, 5), date(1931, 7, 14), date(2005, 11, 30), date(1999, 12, 1), date(987, 6, 7)]
+)
+
+
+@st.composite
+def _dated_text(draw: st.DrawFn) -> tuple[str, date]:
+    """Text of numbers near the birth date's own (padded or not, in any order, with any of
+    the three delimiters, sometimes mixed) and its compact forms, between other pieces."""
+    birth = draw(_BIRTHS)
+    y, m, d = birth.year, birth.month, birth.day
+    numbers = st.sampled_from(
+        [str(v) for v in (y, y % 100, m, d, m + 1, d - 1, 20, 0)]
+        + [f"{v:02d}" for v in (y % 100, m, d)]
+        + [birth.strftime(f) for f in ("%Y%m%d", "%m%d%Y", "%d%m%Y")]
+    )
+    seps = st.sampled_from(["/", "-", "."])
+    # a date shape: three numbers and two delimiters, mostly the same one twice
+    shaped = st.tuples(numbers, seps, numbers, seps | st.just(""), numbers).map(
+        lambda t: t[0] + t[1] + t[2] + (t[3] or t[1]) + t[4]
+    )
+    others = st.sampled_from(["/", "-", ".", " ", "\n", "a", "x1", ","])
+    pieces = st.one_of(shaped, numbers, others)
+    return "".join(draw(st.lists(pieces, max_size=10))), birth
+
+
+@settings(max_examples=1500, deadline=None)
+@given(_dated_text())
+def test_the_numeric_birthday_precheck_never_drops_a_birthday(case: tuple[str, date]) -> None:
+    text, birth = case
+    # the month-name scans find nothing in these texts (no letters of a month), so the
+    # whole result is the numeric and compact scans'
+    assert list(known._birth_dates(text, birth)) == list(_all_numeric_and_compact(text, birth))
+
+
+def test_the_numeric_birthday_precheck_lets_each_reading_through() -> None:
+    birth = date(1931, 7, 14)
+    text = "7/14/1931 14.7.31 1931-07-14 07/14/31 7-14-31 19310714 07141931 14071931"
+    found = [text[s.start : s.end] for s in known._birth_dates(text, birth)]
+    assert found == text.split()
+    assert not list(known._birth_dates("7/15/1931 31.14.7 1931/14-07", birth))
