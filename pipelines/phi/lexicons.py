@@ -118,10 +118,16 @@ def _tokenize(text: str) -> Tokens:
     words = tuple(map(_new_token, repeat(Token), zip(starts, ends, texts, lowers, strict=True)))
     longer = [t for t in texts if len(t) > 1]
     n = len(longer) or 1
-    upper = sum(map(str.isupper, longer))
     lower = sum(map(str.islower, longer))
-    # a note is "one-case" when >= 85% of its words share a case
-    mixed = upper / n < 0.85 and lower / n < 0.85
+    # a note is "one-case" when >= 85% of its words share a case. No word is both upper and
+    # lower case, so upper <= n - lower: where that bound is under 85% (most notes) the upper
+    # case words need no count
+    if lower / n >= 0.85:
+        mixed = False
+    elif (n - lower) / n < 0.85:
+        mixed = True
+    else:
+        mixed = sum(map(str.isupper, longer)) / n < 0.85
     lower_note = not mixed and sum(map(str.islower, longer[:40])) > 20
     return Tokens(words, mixed, frozenset(lowers), lower_note, texts, lowers)
 

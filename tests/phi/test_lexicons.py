@@ -5,6 +5,7 @@ from __future__ import annotations
 import subprocess
 import sys
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -122,3 +123,33 @@ def test_word_judgments_never_raise_and_agree(word: str) -> None:
 @given(st.text(alphabet="aBcD'’xY", min_size=1, max_size=6))
 def test_title_case_memo_agrees_with_the_token_property(word: str) -> None:
     assert lx.TITLE_CASE[word] == lx.Token(0, len(word), word, word.lower()).is_title
+
+
+def _reference_case(text: str) -> tuple[bool, bool]:
+    """``mixed_case`` and ``lower_note`` written plainly: both counts, then the 85% rule."""
+    longer = [m.group() for m in lx._WORD.finditer(text) if len(m.group()) > 1]
+    n = len(longer) or 1
+    upper = sum(t.isupper() for t in longer)
+    lower = sum(t.islower() for t in longer)
+    mixed = upper / n < 0.85 and lower / n < 0.85
+    return mixed, not mixed and sum(t.islower() for t in longer[:40]) > 20
+
+
+@settings(max_examples=600, deadline=None)
+@given(
+    st.lists(st.sampled_from(["AB", "ab", "Ab", "aB", "A", "a", "o'Ne", "É", "12"]), max_size=60),
+    st.integers(0, 60),
+    st.integers(0, 60),
+)
+def test_the_case_census_matches_the_plain_rule(words: list[str], lowers: int, uppers: int) -> None:
+    # many same-case words push the shares around the 85% line from both sides
+    text = " ".join(words + ["ab"] * lowers + ["AB"] * uppers)
+    toks = lx.tokens(Doc(text))
+    assert (toks.mixed_case, toks.lower_note) == _reference_case(text)
+
+
+@pytest.mark.parametrize("lowers, uppers", [(17, 3), (3, 17), (16, 4), (4, 16), (16, 3), (3, 16)])
+def test_the_case_census_at_the_85_percent_line(lowers: int, uppers: int) -> None:
+    text = " ".join(["ab"] * lowers + ["AB"] * uppers)  # 17 of 20: exactly 85%
+    toks = lx.tokens(Doc(text))
+    assert (toks.mixed_case, toks.lower_note) == _reference_case(text)
