@@ -283,9 +283,9 @@ class LocationRecognizer(Recognizer):
             if (
                 (
                     resident
-                    or (f < 5.0 and _travelled(words, c))
                     or ((moved or loose) and rare)
                     or (people and cue == "from" and f < 5.0)  # "daughter from Miami"
+                    or (f < 5.0 and _travelled(words, c))  # asked last: it looks back six words
                 )
                 and phrase not in lx.us_states()
                 and (not single or tok.lower not in UNITS)
@@ -316,7 +316,7 @@ class LocationRecognizer(Recognizer):
             if where is not None:
                 return where
         # a country after a residence or travel cue ("lives in Italy"): not identifying alone
-        if (resident or _travelled(words, c)) and tok.lower in lx.countries():
+        if tok.lower in lx.countries() and (resident or _travelled(words, c)):
             return Span(tok.start, tok.end, OTHER, 0.55, "locations")
         floor = _building_floor(words, j, text, mixed, cued=cue in {"to", "on", "from", "at"})
         if floor is not None and cue in {"to", "on", "from", "at"}:
