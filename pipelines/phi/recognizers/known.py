@@ -358,9 +358,9 @@ def _birth_dates(text: str, birth: date) -> Iterator[Span]:
     Each scan is skipped where the note cannot hold the date (most notes): a numeric date
     writes its year, whose digits end in the year's last two ("31" for 1931, "5" for 2005;
     ASCII digits only in ASCII text), and a compact date is one of three strings."""
-    if not text.isascii() or (
-        str(birth.year % 100) in text and _may_hold_numeric_birth(text, birth)
-    ):
+    ascii_text = text.isascii()
+    year_digits = str(birth.year % 100) in text
+    if not ascii_text or (year_digits and _may_hold_numeric_birth(text, birth)):
         for mt in _NUMERIC_DATE.finditer(text):
             a, b, c = int(mt.group(1)), int(mt.group(3)), int(mt.group(4))
             if _is_birth(birth, c, a, b) or _is_birth(birth, c, b, a) or _is_birth(birth, a, b, c):
@@ -370,9 +370,10 @@ def _birth_dates(text: str, birth: date) -> Iterator[Span]:
         for mt in _COMPACT_DATE.finditer(text):
             if mt.group(1) in compact:
                 yield Span(mt.start(), mt.end(), Category.DATE, 1.0, SOURCE)
-    # a month-name date of the birthday names its month: skip both scans where (in ASCII text)
-    # the month's first three letters appear nowhere
-    if text.isascii() and _MONTH_HEADS[birth.month - 1] not in text.lower():
+    # a month-name date of the birthday names its month and writes its year (whose last two
+    # digits then appear, as for a numeric date): skip both scans where (in ASCII text) the
+    # year's digits or the month's first three letters appear nowhere
+    if ascii_text and (not year_digits or _MONTH_HEADS[birth.month - 1] not in text.lower()):
         return
     for mt in _MONTH_FIRST.finditer(text):
         # ``_MONTH`` also takes a slip such as "Sepember" (no month here): skip it, do not fail
