@@ -220,6 +220,8 @@ _VARIABLE: tuple[tuple[Path, type[BaseModel], str, Any], ...] = (
 )
 _ADAPTERS = {(model, name): _field(model, name) for _, model, name, _ in _VARIABLE}
 _PATHS = tuple((path, ph, _ADAPTERS[(model, name)]) for path, model, name, ph in _VARIABLE)
+_BASE64 = _ADAPTERS[(Attachment, "data")]
+_BASE64_ALPHABET = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"
 _SKELETONS: OrderedDict[bytes | str, None] = OrderedDict()  # skeletons validated whole (LRU)
 _SKELETONS_MAX = 1024
 _SKELETONS_LOCK = Lock()
@@ -233,6 +235,19 @@ def _put(node: Any, path: Path, value: Any) -> Any:
     copy = list(node) if isinstance(node, list) else dict(node)
     copy[head] = _put(node[head], rest, value)  # type: ignore[index]
     return copy
+
+
+def _plain_base64(value: str) -> bool:
+    """Is ``value`` padded standard base64 — a multiple of four characters from the base64
+    alphabet, then at most two ``=`` (what ``base64.b64encode`` writes)? Such a string is
+    accepted by the attachment ``data`` type (``base64.b64decode`` of its UTF-8 bytes
+    cannot fail), so ``validate`` need not decode it (~5 µs for a 2 KB note); any other
+    value is still validated by the type itself."""
+    if len(value) % 4 or not value.isascii():
+        return False
+    raw = value.encode("ascii")
+    body = raw.rstrip(b"=")
+    return len(raw) - len(body) <= 2 and not body.translate(None, _BASE64_ALPHABET)
 
 
 def _skeleton(resource: dict[str, Any]) -> tuple[dict[str, Any], list[tuple[Path, Any, Any]]]:
@@ -309,6 +324,8 @@ def validate(resource: dict[str, Any]) -> None:
             while len(_SKELETONS) > _SKELETONS_MAX:
                 _SKELETONS.popitem(last=False)
     for path, value, adapter in taken:
+        if adapter is _BASE64 and type(value) is str and _plain_base64(value):
+            continue  # valid by its form (see _plain_base64)
         try:
             adapter.validate_python(value)
         except ValidationError as exc:
