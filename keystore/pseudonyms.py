@@ -26,15 +26,14 @@ _B32_PAIRS = tuple(a + b for a in _B32 for b in _B32)
 
 def encode_parts(*parts: str | bytes) -> bytes:
     """Unambiguous byte encoding of a tuple: type tag + length prefix per part."""
-    out = []
-    for part in parts:
+    out: list[bytes] = []
+    for part in parts:  # tag, length and bytes added at once (no tag + length bytes made)
         if isinstance(part, str):
             raw = part.encode("utf-8")
-            out.append(b"s" + len(raw).to_bytes(4, "big"))
+            out += (b"s", len(raw).to_bytes(4, "big"), raw)
         else:
             raw = bytes(part)
-            out.append(b"b" + len(raw).to_bytes(4, "big"))
-        out.append(raw)
+            out += (b"b", len(raw).to_bytes(4, "big"), raw)
     return b"".join(out)
 
 
