@@ -148,22 +148,25 @@ class Fingerprint:
 
 
 def fingerprint(document: ClinicalDocument, research_key: str) -> Fingerprint:
-    # keyed_hash(research_key, ...) three times, the key encoded once
-    k = research_key.encode("utf-8")[:64]
-    blake2b = hashlib.blake2b
-    text_hash = blake2b(normalise(document.text).encode("utf-8"), key=k, digest_size=16).digest()
+    text_hash = keyed_hash(research_key, normalise(document.text))
     rank = STATUS_RANK.get(document.status, STATUS_RANK[Status.FINAL])
     filed = document.version.filing_time or document.document_date
     version = document.version.version_number
-    tiebreak = blake2b(("msg\x1f" + document.message_id).encode("utf-8"), key=k,
-                       digest_size=8).digest()
-    # (filing time, status rank, version number, tiebreak, text hash), positionally
-    order = VersionOrder(_utc_micros(filed), rank, -1 if version is None else version, tiebreak,
-                         text_hash)
-    version_id = blake2b(f"version\x1f{text_hash.hex()}\x1f{rank}".encode(), key=k,
-                         digest_size=16).digest().hex()
-    retraction = document.status is Status.ENTERED_IN_ERROR
-    return Fingerprint(research_key, text_hash, order, retraction, version_id)
+    order = VersionOrder(
+        filing_us=_utc_micros(filed),
+        status_rank=rank,
+        version=-1 if version is None else version,
+        tiebreak=keyed_hash(research_key, "msg\x1f" + document.message_id, 8),
+        text_hash=text_hash,
+    )
+    version_id = keyed_hash(research_key, f"version\x1f{text_hash.hex()}\x1f{rank}", 16).hex()
+    return Fingerprint(
+        key=research_key,
+        text_hash=text_hash,
+        order=order,
+        retraction=document.status is Status.ENTERED_IN_ERROR,
+        version_id=version_id,
+    )
 
 
 # --------------------------------------------------------------------------------------
@@ -562,12 +565,9 @@ class VisitSketches:
             return False
         self.table[name] = value
         prefix = self.prefix
-        names = [n for n in self.table if n.startswith(prefix)]
-        if len(names) <= SKETCH_VISITS:  # nothing to evict: no filing time parsed
-            return True
         # (filing time, entry name) of this (patient, type)'s visits; the names share the
         # prefix, so they order as the research keys do. Only the time is parsed.
-        visits = [(_filed(self.table[n]), n) for n in names]
+        visits = [(_filed(v), n) for n, v in self.table.items() if n.startswith(prefix)]
         extra = len(visits) - SKETCH_VISITS
         if extra == 1:
             del self.table[min(visits)[1]]
