@@ -26,14 +26,15 @@ _B32_PAIRS = tuple(a + b for a in _B32 for b in _B32)
 
 def encode_parts(*parts: str | bytes) -> bytes:
     """Unambiguous byte encoding of a tuple: type tag + length prefix per part."""
-    out: list[bytes] = []
-    for part in parts:  # tag, length and bytes added at once (no tag + length bytes made)
+    out = []
+    for part in parts:
         if isinstance(part, str):
             raw = part.encode("utf-8")
-            out += (b"s", len(raw).to_bytes(4, "big"), raw)
+            out.append(b"s" + len(raw).to_bytes(4, "big"))
         else:
             raw = bytes(part)
-            out += (b"b", len(raw).to_bytes(4, "big"), raw)
+            out.append(b"b" + len(raw).to_bytes(4, "big"))
+        out.append(raw)
     return b"".join(out)
 
 
