@@ -22,7 +22,6 @@ _OPAD = bytes(x ^ 0x5C for x in range(256))
 # lowercase RFC 4648 base32, ten bits (two characters) at a time
 _B32 = "abcdefghijklmnopqrstuvwxyz234567"
 _B32_PAIRS = tuple(a + b for a in _B32 for b in _B32)
-_B32_SHIFTS = tuple(range(110, -1, -10))  # 120 bits → 12 pairs
 
 
 def encode_parts(*parts: str | bytes) -> bytes:
@@ -66,10 +65,17 @@ class KeyedHash:
 
 
 def b32_lower(data15: bytes) -> str:
-    """``base64.b32encode(data15).decode().lower()`` for exactly 15 bytes (no padding)."""
+    """``base64.b32encode(data15).decode().lower()`` for exactly 15 bytes (no padding).
+
+    The twelve ten-bit pairs written out, joined from a tuple (a list comprehension is a
+    function call of its own: ~1.2 µs -> ~0.8)."""
     n = int.from_bytes(data15, "big")
-    pairs = _B32_PAIRS
-    return "".join([pairs[(n >> shift) & 1023] for shift in _B32_SHIFTS])
+    p = _B32_PAIRS
+    return "".join((
+        p[n >> 110 & 1023], p[n >> 100 & 1023], p[n >> 90 & 1023], p[n >> 80 & 1023],
+        p[n >> 70 & 1023], p[n >> 60 & 1023], p[n >> 50 & 1023], p[n >> 40 & 1023],
+        p[n >> 30 & 1023], p[n >> 20 & 1023], p[n >> 10 & 1023], p[n & 1023],
+    ))
 
 
 class Pseudonyms:

@@ -148,13 +148,14 @@ class Deidentifier:
             else merge_spans(s for s in spans if s.end <= len(text))
         )
         tick = self._lap(times, "detect", tick)
+        known_given, known_family = _known_name_parts(document.identifiers)
         ctx = ReplaceContext(
             state=state,
             text=text,
             settings=self.settings,
             reference_date=_reference_date(document),
-            known_given=_known_parts(document.identifiers, given=True),
-            known_family=_known_parts(document.identifiers, given=False),
+            known_given=known_given,
+            known_family=known_family,
         )
         out_text, out_spans, replaced = self._replace(text, _regions(found), ctx)
         tick = self._lap(times, "replace", tick)
@@ -250,6 +251,24 @@ def _known_parts(identifiers: Identifiers, given: bool) -> frozenset[str]:
     return _name_parts(
         identifiers.patient_names, identifiers.provider_names, identifiers.relative_names, given
     )
+
+
+def _known_name_parts(identifiers: Identifiers) -> tuple[frozenset[str], frozenset[str]]:
+    """``(_known_parts(identifiers, True), _known_parts(identifiers, False))`` with one cache
+    look-up (hashing the name tuples once: a dataclass hash runs in Python)."""
+    return _both_name_parts(
+        identifiers.patient_names, identifiers.provider_names, identifiers.relative_names
+    )
+
+
+@lru_cache(maxsize=2048)
+def _both_name_parts(
+    patient: tuple[PersonName, ...],
+    provider: tuple[PersonName, ...],
+    relative: tuple[PersonName, ...],
+) -> tuple[frozenset[str], frozenset[str]]:
+    parts = _name_parts.__wrapped__
+    return parts(patient, provider, relative, True), parts(patient, provider, relative, False)
 
 
 @lru_cache(maxsize=2048)

@@ -46,7 +46,7 @@ from __future__ import annotations
 import contextlib
 import threading
 import time
-from collections import Counter, OrderedDict
+from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
@@ -61,7 +61,7 @@ from pipelines.document import ClinicalDocument, Identifiers
 from pipelines.errors import MissingPatientId, PartialInput, TransientError
 from pipelines.policy import Action, Policy
 from pipelines.research import MEDIA_TYPE, ResearchDocument, build_resource, render, system_uri
-from pipelines.spans import Span
+from pipelines.spans import Category, Span
 from pipelines.versions import (
     Decision,
     Fingerprint,
@@ -391,13 +391,13 @@ class Processor:
         mark = Mark.decode(raw)
         verdict = decide(mark, work.fp)
         times["dedup"] = times.get("dedup", 0.0) + self._timer() - t0
-        outcome, held = work.outcome(verdict, times)
+        draft, held = work.outcome(verdict, times)
         t0 = self._timer()
         new = settle(mark, work.fp, verdict, held=held)
         written = raw if new == mark else new.encode()
         batch.decided(doc, key, written)
         times["dedup"] += self._timer() - t0
-        return self._settled(work, verdict, held, outcome, written, new, times)
+        return self._settled(work, verdict, held, draft, written, new, times)
 
     def _decide(self, work: _Work, times: dict[str, float]) -> Outcome:
         """Read the mark, decide, compare-and-set; on a lost race decide again."""
@@ -408,7 +408,7 @@ class Processor:
             mark = Mark.decode(raw)
             verdict = decide(mark, work.fp)
             times["dedup"] = times.get("dedup", 0.0) + self._timer() - t0
-            outcome, held = work.outcome(verdict, times)
+            draft, held = work.outcome(verdict, times)
             new = settle(mark, work.fp, verdict, held=held)
             t0 = self._timer()
             written = raw if new == mark else new.encode()
@@ -416,7 +416,7 @@ class Processor:
                 written is not None and self.store.compare_and_set_mark(key, raw, written)
             ):
                 times["dedup"] += self._timer() - t0
-                return self._settled(work, verdict, held, outcome, written, new, times)
+                return self._settled(work, verdict, held, draft, written, new, times)
         raise TransientError("version mark contention: compare-and-set kept losing", key=key)
 
     def _settled(
@@ -424,16 +424,18 @@ class Processor:
         work: _Work,
         verdict: Verdict,
         held: bool,
-        outcome: Outcome,
+        draft: _Draft,
         written: bytes | None,
         new: Mark,
         times: dict[str, float],
     ) -> Outcome:
         """The decided outcome (its ack token carrying the mark as written); the visit's
         near-duplicate sketch follows the decision."""
-        ack = outcome.ack
-        if ack is not None:
-            ack = AckToken(ack.key, ack.text_hash, ack.state, written, new)
+        kind, key, value, headers, reason_class, reason, counts, ack_state = draft
+        ack = None
+        if ack_state is not None:
+            fp = work.fp
+            ack = AckToken(fp.key, fp.text_hash, ack_state, written, new)
         t0 = self._timer()
         if verdict.decision is Decision.PUBLISH and not held:
             work.remember_sketch()
@@ -441,9 +443,9 @@ class Processor:
             work.forget_sketch()
         if verdict.decision in (Decision.PUBLISH, Decision.TOMBSTONE):
             times["near_duplicate"] = times.get("near_duplicate", 0.0) + self._timer() - t0
-        o = outcome  # all fields given: dataclasses.replace costs ~4x the constructor
-        return Outcome(o.kind, o.research_key, o.value, o.headers, o.reason_class, o.reason,
-                       o.span_counts, MappingProxyType(times), ack)
+        # the document's one Outcome, all fields given (dataclasses.replace costs ~4x)
+        return Outcome(kind, key, value, headers, reason_class, reason, counts,
+                       MappingProxyType(times), ack)
 
     # -- helpers used by _Work ----------------------------------------------------------
     def security_codes(self, spans: Sequence[Span]) -> list[str]:
@@ -452,6 +454,24 @@ class Processor:
         if any(self.policy.action_for(s.category) is Action.REDACT for s in spans):
             codes.append("REDACTED")
         return codes
+
+
+# An outcome's fields before its decision is settled: kind, research key, value, headers,
+# reason class, reason, span counts, and the state its ack token acknowledges (None: none).
+_Draft = tuple[
+    OutcomeKind, str | None, bytes | None, tuple[tuple[str, str], ...], str | None, str | None,
+    Mapping[str, int], State | None,
+]
+
+
+def _span_counts(spans: Sequence[Span]) -> Mapping[str, int]:
+    """Spans per category value, in first-seen order: ``Counter(s.category.value for s in
+    spans)`` without a trip through the enum's ``value`` descriptor per span."""
+    counts: dict[Category, int] = {}
+    for span in spans:
+        category = span.category
+        counts[category] = counts.get(category, 0) + 1
+    return MappingProxyType({category.value: n for category, n in counts.items()})
 
 
 class _Work:
@@ -496,35 +516,29 @@ class _Work:
             ("decision", kind),
         ]
 
-    def outcome(self, verdict: Verdict, times: dict[str, float]) -> tuple[Outcome, bool]:
+    def outcome(self, verdict: Verdict, times: dict[str, float]) -> tuple[_Draft, bool]:
+        """The outcome's fields but the ack token's mark and the stage times (``_settled``
+        builds the one Outcome), and whether the leak guard held the document."""
         fp = self.fp
         headers = self._base_headers(verdict.decision.value)
         if verdict.decision is Decision.DUPLICATE:
             reason = "same text as a version already seen"
-            return Outcome("duplicate", None, None, tuple(headers), "duplicate", reason), False
+            return ("duplicate", None, None, tuple(headers), "duplicate", reason, _EMPTY_COUNTS,
+                    None), False
         if verdict.decision is Decision.SUPERSEDED:
             reason = "a newer version of this report was already seen"
-            return Outcome("superseded", None, None, tuple(headers), "superseded", reason), False
+            return ("superseded", None, None, tuple(headers), "superseded", reason,
+                    _EMPTY_COUNTS, None), False
         if verdict.decision is Decision.TOMBSTONE:
             headers.append(("reason", "entered-in-error"))
-            token = AckToken(fp.key, fp.text_hash, State.TOMBSTONE)
-            return Outcome("tombstone", fp.key, None, tuple(headers), ack=token), False
+            return ("tombstone", fp.key, None, tuple(headers), None, None, _EMPTY_COUNTS,
+                    State.TOMBSTONE), False
         deid = self._run_deidentify(times)
-        counts = MappingProxyType(dict(Counter(s.category.value for s in deid.spans)))
+        counts = _span_counts(deid.spans)
         if deid.held_reason is not None:
             headers = self._base_headers("held") + [("reason", deid.held_reason)]
-            token = AckToken(fp.key, fp.text_hash, State.HELD)
-            outcome = Outcome(
-                "held",
-                fp.key,
-                None,
-                tuple(headers),
-                reason_class="leak_guard",
-                reason=deid.held_reason,
-                span_counts=counts,
-                ack=token,
-            )
-            return outcome, True
+            return ("held", fp.key, None, tuple(headers), "leak_guard", deid.held_reason, counts,
+                    State.HELD), True
         t0 = self.proc._timer()
         near = self._near_duplicate()
         times["near_duplicate"] = times.get("near_duplicate", 0.0) + self.proc._timer() - t0
@@ -538,11 +552,8 @@ class _Work:
             headers.append(("replaces", verdict.replaces))
         if near is not None:
             headers.append(("near-duplicate-score", f"{near[1]:.3f}"))
-        token = AckToken(fp.key, fp.text_hash, State.LIVE)
-        outcome = Outcome(
-            "publish", fp.key, doc.value, tuple(headers), span_counts=counts, ack=token
-        )
-        return outcome, False
+        return ("publish", fp.key, doc.value, tuple(headers), None, None, counts,
+                State.LIVE), False
 
     def _run_deidentify(self, times: dict[str, float]) -> Deidentified:
         if self._deid is None:
