@@ -125,9 +125,8 @@ def test_sqlite_one_commit_for_flush_and_marks(tmp_path: Path, keyring: Keyring)
         statements: list[str] = []
         conn: sqlite3.Connection = store._backend._conn  # type: ignore[attr-defined]
         conn.set_trace_callback(statements.append)
-        with store.transaction():
-            with store.transaction():  # nested: part of the outer one
-                _work(store, [(0, "cd"), (1, "cd")], [(0, 0), (1, 0)])
+        with store.transaction(), store.transaction():  # nested: part of the outer one
+            _work(store, [(0, "cd"), (1, "cd")], [(0, 0), (1, 0)])
         conn.set_trace_callback(None)
         assert [s for s in statements if s in ("BEGIN IMMEDIATE", "COMMIT")] == \
             ["BEGIN IMMEDIATE", "COMMIT"]
