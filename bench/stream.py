@@ -528,7 +528,8 @@ def start_service(workdir: Path, bootstrap: str, http_port: int,
                   fetch_wait_ms: int | None = None,
                   passthrough: bool = False,
                   keystore_url: str | None = None,
-                  gc_freeze: bool = False) -> subprocess.Popen[bytes]:
+                  gc_freeze: bool = False,
+                  switch_interval_ms: float | None = None) -> subprocess.Popen[bytes]:
     from keystore.keyring import Keyring
 
     env = {
@@ -571,6 +572,10 @@ def start_service(workdir: Path, bootstrap: str, http_port: int,
             "    gc.collect(); gc.freeze()\n"
             "threading.Thread(target=freeze_when_warm, daemon=True).start()\n"
         )
+    if switch_interval_ms is not None:
+        # how long a thread keeps the GIL before a waiting one may force it out: the event
+        # loop's wake-ups (fetch, acks) preempt the processing thread at most once per interval
+        prelude.append(f"import sys\nsys.setswitchinterval({switch_interval_ms / 1000!r})\n")
     if prelude:
         script = "".join(prelude) + (
             "import sys\nsys.argv = ['deidstream', 'run']\n"
@@ -749,7 +754,10 @@ async def _run_with_store(args: argparse.Namespace, notes: list[Note],
     base = f"http://127.0.0.1:{http_port}"
     service = start_service(workdir, broker.bootstrap_servers, http_port, args.profile,
                             args.what_if_fetch_wait_ms, args.passthrough, keystore_url,
-                            args.what_if_gc_freeze)
+                            args.what_if_gc_freeze, args.what_if_switch_interval_ms)
+    if args.what_if_switch_interval_ms is not None:
+        print(f"WHAT-IF run: sys.setswitchinterval({args.what_if_switch_interval_ms / 1000}) in "
+              "the service (patched in; the default is 0.005)")
     if args.what_if_gc_freeze:
         print("WHAT-IF run: gc.freeze() in the service after the warm-up (patched in)")
     if args.passthrough:
@@ -956,6 +964,10 @@ def main() -> int:
     ap.add_argument("--what-if-gc-freeze", action="store_true",
                     help="call gc.collect(); gc.freeze() in the service after the warm-up "
                          "(the service does this itself since 94d2e58; for older commits)")
+    ap.add_argument("--what-if-switch-interval-ms", type=float, default=None, metavar="MS",
+                    help="sys.setswitchinterval(MS / 1000) in the service (patched in at start):"
+                         " fewer forced GIL hand-overs from the processing thread to the event"
+                         " loop, at the cost of event-loop latency; for comparison only")
     ap.add_argument("--passthrough", action="store_true",
                     help="run the service with a no-op processor (bench.stream:passthrough_factory)"
                          " to measure the runner and broker without the pipeline")
