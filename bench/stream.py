@@ -523,6 +523,27 @@ async def produce_at_rate(producer: AIOKafkaProducer, messages: Sequence[Message
 # --------------------------------------------------------------------------- service
 
 
+def _pin(pid: int, cpus: set[int]) -> None:
+    """Every thread of ``pid`` (threads made later inherit it from their creator)."""
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        with contextlib.suppress(OSError):
+            os.sched_setaffinity(int(task.name), cpus)
+
+
+def pin_apart(service_pid: int, others: Sequence[int]) -> tuple[int, int]:
+    """The service on the first allowed CPU, ``others`` on the second (what-if only): does
+    the processing thread's CPU per document shrink when the broker and the load generator
+    no longer share its core (and its caches)?"""
+    allowed = sorted(os.sched_getaffinity(0))
+    if len(allowed) < 2:
+        raise SystemExit("--what-if-pin needs two CPUs")
+    mine, theirs = allowed[0], allowed[1]
+    _pin(service_pid, {mine})
+    for pid in others:
+        _pin(pid, {theirs})
+    return mine, theirs
+
+
 def start_service(workdir: Path, bootstrap: str, http_port: int,
                   profile: Path | None = None,
                   fetch_wait_ms: int | None = None,
@@ -780,6 +801,11 @@ async def _run_with_store(args: argparse.Namespace, notes: list[Note],
         await producer.start()
         await collector.start()
 
+        if args.what_if_pin:
+            pinned = pin_apart(service.pid, [broker.pid, os.getpid()])
+            print(f"WHAT-IF run: service threads on CPU {pinned[0]}, broker and load "
+                  f"generator on CPU {pinned[1]} (sched_setaffinity; noisy neighbours apart)")
+
         # warm-up: lexicons and compiled patterns load on the first documents
         sampler.phase = "warmup"
         sent_warm: dict[int, float] = {}
@@ -968,6 +994,9 @@ def main() -> int:
                     help="sys.setswitchinterval(MS / 1000) in the service (patched in at start):"
                          " fewer forced GIL hand-overs from the processing thread to the event"
                          " loop, at the cost of event-loop latency; for comparison only")
+    ap.add_argument("--what-if-pin", action="store_true",
+                    help="pin the service to one CPU and the broker + load generator to another "
+                         "(for comparison only: cache sharing with the neighbours)")
     ap.add_argument("--passthrough", action="store_true",
                     help="run the service with a no-op processor (bench.stream:passthrough_factory)"
                          " to measure the runner and broker without the pipeline")
