@@ -75,6 +75,7 @@ from prometheus_client.parser import text_string_to_metric_families  # noqa: E40
 from pipelines.corpus import Note, load_patient_names, read_notes  # noqa: E402
 from pipelines.document import Identifiers  # noqa: E402
 from service.broker import BrokerUnavailable, EmbeddedBroker, free_port  # noqa: E402
+from service.runner.clients import partition_for  # noqa: E402
 
 DEFAULT_CORPUS = ROOT.parent / "shared" / "data" / "physionet" / "dev"
 HL7_TOPIC = "clinical.hl7v2"
@@ -768,7 +769,8 @@ async def _run_with_store(args: argparse.Namespace, notes: list[Note],
     collector = Collector(broker.bootstrap_servers)
     producer = AIOKafkaProducer(bootstrap_servers=broker.bootstrap_servers, acks="all",
                                 linger_ms=2, enable_idempotence=False,
-                                max_batch_size=256 * 1024)
+                                max_batch_size=256 * 1024,
+                                partitioner=partition_for)  # aiokafka's, cheaper murmur2
     try:
         ready_s = await wait_ready(base, service, 120)
         print(f"broker Tansu on {broker.bootstrap_servers}; service pid {service.pid} ready "
