@@ -19,7 +19,13 @@ each one yields exactly one output: a research record, a held record or a dead-l
 How outputs are matched to inputs without reading PHI: each input's observation time is
 ``2026-01-01T00:00:00Z + seq seconds``; the service shifts dates by whole days per patient,
 so the research DocumentReference's ``date`` keeps the seconds of the day, which name the
-input. Held and dead-letter records carry the input's topic/partition/offset.
+input. Held and dead-letter records carry the input's topic/partition/offset. A held or
+dead-letter output that arrives before the bench has taken its input's produce
+acknowledgement (the offset that names it) is matched once the acknowledgement comes (before,
+such an output stayed unmatched and its input showed as missing: "matched / missing 19,999 /
+1" with the service's counters complete). Decoding each research record whole to read its
+``date`` is cheap (orjson: ~24k instructions for a 2.5 KB record, ~0.1 CPU s per 20,000
+outputs, callgrind); a byte scan that stays exact cost more, so the consumer keeps the decoder.
 
 What it measures:
 1. throughput — all ``--count`` documents produced as fast as the producer can; documents/s
@@ -69,6 +75,7 @@ from prometheus_client.parser import text_string_to_metric_families  # noqa: E40
 from pipelines.corpus import Note, load_patient_names, read_notes  # noqa: E402
 from pipelines.document import Identifiers  # noqa: E402
 from service.broker import BrokerUnavailable, EmbeddedBroker, free_port  # noqa: E402
+from service.runner.clients import partition_for  # noqa: E402
 
 DEFAULT_CORPUS = ROOT.parent / "shared" / "data" / "physionet" / "dev"
 HL7_TOPIC = "clinical.hl7v2"
@@ -313,6 +320,9 @@ class Collector:
         self.by_offset: dict[tuple[str, int, int], int] = {}
         self.received: dict[int, tuple[float, str]] = {}  # seq -> (perf_counter, kind)
         self.unmatched: Counter_ = Counter_()
+        # held / dead-letter outputs whose input's offset is not known yet (the service can
+        # answer before the bench has taken its produce acknowledgement): (time, kind)
+        self.early: dict[tuple[str, int, int], tuple[float, str]] = {}
         self.kinds: Counter_ = Counter_()
         self._consumer: AIOKafkaConsumer | None = None
         self._task: asyncio.Task[None] | None = None
@@ -322,7 +332,18 @@ class Collector:
         self.by_tod[seq % DAY].append(seq)
 
     def sent(self, seq: int, topic: str, partition: int, offset: int) -> None:
-        self.by_offset[(topic, partition, offset)] = seq
+        coords = (topic, partition, offset)
+        self.by_offset[coords] = seq
+        parked = self.early.pop(coords, None)
+        if parked is not None:  # its held / dead-letter output came before this ack
+            now, kind = parked
+            self.unmatched[kind] -= 1
+            if not self.unmatched[kind]:
+                del self.unmatched[kind]
+            if seq in self.received:
+                self.unmatched[kind] += 1
+            else:
+                self.received[seq] = (now, kind)
 
     async def start(self) -> None:
         consumer = AIOKafkaConsumer(
@@ -389,6 +410,7 @@ class Collector:
                 kind = "research"
         else:
             headers = {k: v.decode("utf-8", "replace") for k, v in rec.headers or ()}
+            coords = None
             with contextlib.suppress(KeyError, ValueError):
                 coords = (headers["source-topic"], int(headers["source-partition"]),
                           int(headers["source-offset"]))
@@ -398,6 +420,8 @@ class Collector:
                 self.kinds["deadletter:" + headers.get("reason-class", "?")] += 1
             if kind == "held":
                 self.kinds["held:" + headers.get("reason-class", "?")] += 1
+            if seq is None and coords is not None and coords not in self.early:
+                self.early[coords] = (now, kind)  # matched when its input's ack is taken
         self.kinds[kind] += 1
         if seq is None or seq in self.received:
             self.unmatched[kind] += 1
@@ -475,12 +499,34 @@ async def produce_at_rate(producer: AIOKafkaProducer, messages: Sequence[Message
 # --------------------------------------------------------------------------- service
 
 
+def _pin(pid: int, cpus: set[int]) -> None:
+    """Every thread of ``pid`` (threads made later inherit it from their creator)."""
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        with contextlib.suppress(OSError):
+            os.sched_setaffinity(int(task.name), cpus)
+
+
+def pin_apart(service_pid: int, others: Sequence[int]) -> tuple[int, int]:
+    """The service on the first allowed CPU, ``others`` on the second (what-if only): does
+    the processing thread's CPU per document shrink when the broker and the load generator
+    no longer share its core (and its caches)?"""
+    allowed = sorted(os.sched_getaffinity(0))
+    if len(allowed) < 2:
+        raise SystemExit("--what-if-pin needs two CPUs")
+    mine, theirs = allowed[0], allowed[1]
+    _pin(service_pid, {mine})
+    for pid in others:
+        _pin(pid, {theirs})
+    return mine, theirs
+
+
 def start_service(workdir: Path, bootstrap: str, http_port: int,
                   profile: Path | None = None,
                   fetch_wait_ms: int | None = None,
                   passthrough: bool = False,
                   keystore_url: str | None = None,
-                  gc_freeze: bool = False) -> subprocess.Popen[bytes]:
+                  gc_freeze: bool = False,
+                  switch_interval_ms: float | None = None) -> subprocess.Popen[bytes]:
     from keystore.keyring import Keyring
 
     env = {
@@ -523,6 +569,10 @@ def start_service(workdir: Path, bootstrap: str, http_port: int,
             "    gc.collect(); gc.freeze()\n"
             "threading.Thread(target=freeze_when_warm, daemon=True).start()\n"
         )
+    if switch_interval_ms is not None:
+        # how long a thread keeps the GIL before a waiting one may force it out: the event
+        # loop's wake-ups (fetch, acks) preempt the processing thread at most once per interval
+        prelude.append(f"import sys\nsys.setswitchinterval({switch_interval_ms / 1000!r})\n")
     if prelude:
         script = "".join(prelude) + (
             "import sys\nsys.argv = ['deidstream', 'run']\n"
@@ -701,7 +751,10 @@ async def _run_with_store(args: argparse.Namespace, notes: list[Note],
     base = f"http://127.0.0.1:{http_port}"
     service = start_service(workdir, broker.bootstrap_servers, http_port, args.profile,
                             args.what_if_fetch_wait_ms, args.passthrough, keystore_url,
-                            args.what_if_gc_freeze)
+                            args.what_if_gc_freeze, args.what_if_switch_interval_ms)
+    if args.what_if_switch_interval_ms is not None:
+        print(f"WHAT-IF run: sys.setswitchinterval({args.what_if_switch_interval_ms / 1000}) in "
+              "the service (patched in; the default is 0.005)")
     if args.what_if_gc_freeze:
         print("WHAT-IF run: gc.freeze() in the service after the warm-up (patched in)")
     if args.passthrough:
@@ -716,13 +769,19 @@ async def _run_with_store(args: argparse.Namespace, notes: list[Note],
     collector = Collector(broker.bootstrap_servers)
     producer = AIOKafkaProducer(bootstrap_servers=broker.bootstrap_servers, acks="all",
                                 linger_ms=2, enable_idempotence=False,
-                                max_batch_size=256 * 1024)
+                                max_batch_size=256 * 1024,
+                                partitioner=partition_for)  # aiokafka's, cheaper murmur2
     try:
         ready_s = await wait_ready(base, service, 120)
         print(f"broker Tansu on {broker.bootstrap_servers}; service pid {service.pid} ready "
               f"after {ready_s:.1f} s (group join included)")
         await producer.start()
         await collector.start()
+
+        if args.what_if_pin:
+            pinned = pin_apart(service.pid, [broker.pid, os.getpid()])
+            print(f"WHAT-IF run: service threads on CPU {pinned[0]}, broker and load "
+                  f"generator on CPU {pinned[1]} (sched_setaffinity; noisy neighbours apart)")
 
         # warm-up: lexicons and compiled patterns load on the first documents
         sampler.phase = "warmup"
@@ -908,6 +967,13 @@ def main() -> int:
     ap.add_argument("--what-if-gc-freeze", action="store_true",
                     help="call gc.collect(); gc.freeze() in the service after the warm-up "
                          "(the service does this itself since 94d2e58; for older commits)")
+    ap.add_argument("--what-if-switch-interval-ms", type=float, default=None, metavar="MS",
+                    help="sys.setswitchinterval(MS / 1000) in the service (patched in at start):"
+                         " fewer forced GIL hand-overs from the processing thread to the event"
+                         " loop, at the cost of event-loop latency; for comparison only")
+    ap.add_argument("--what-if-pin", action="store_true",
+                    help="pin the service to one CPU and the broker + load generator to another "
+                         "(for comparison only: cache sharing with the neighbours)")
     ap.add_argument("--passthrough", action="store_true",
                     help="run the service with a no-op processor (bench.stream:passthrough_factory)"
                          " to measure the runner and broker without the pipeline")

@@ -11,7 +11,7 @@ from __future__ import annotations
 import threading
 from abc import ABC, abstractmethod
 from collections.abc import Iterator, Sequence
-from contextlib import AbstractContextManager
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -85,6 +85,7 @@ class SqlBackend(ABC):
 
     def __init__(self) -> None:
         self._lock = threading.RLock()
+        self._in_group = False  # a group() transaction is open (on the thread holding _lock)
 
     # -- what a concrete backend provides -------------------------------------------------
     @abstractmethod
@@ -101,6 +102,23 @@ class SqlBackend(ABC):
 
     @abstractmethod
     def close(self) -> None: ...
+
+    @contextmanager
+    def group(self) -> Iterator[None]:
+        """Every statement made inside, on this thread, in ONE transaction: committed when the
+        block ends, rolled back entirely when it raises (the lock is held throughout, so no
+        other thread's statement joins it). Statements inside run without their own
+        BEGIN/COMMIT; a group inside a group is part of the outer one."""
+        with self._lock:
+            if self._in_group:
+                yield
+                return
+            with self._transaction():
+                self._in_group = True
+                try:
+                    yield
+                finally:
+                    self._in_group = False
 
     def _single_write(self) -> AbstractContextManager[Any]:
         """A cursor for one write statement that is atomic on its own (a conditional UPDATE,

@@ -113,10 +113,13 @@ class PostgresBackend(SqlBackend):
     @contextmanager
     def _transaction(self, write: bool = True) -> Iterator[Any]:
         with self._lock:
+            if self._in_group and (self._conn is None or self._conn.closed):
+                # never run a group's statement on a new connection, outside its transaction
+                raise KeystoreUnavailable("the PostgreSQL connection broke in a transaction")
             conn = self._conn if self._conn is not None and not self._conn.closed \
                 else self._connect()
             try:
-                if write:
+                if write and not self._in_group:  # inside a group(): its transaction
                     with conn.transaction(), conn.cursor() as cur:
                         yield cur
                 else:  # single autocommit statements: no BEGIN/COMMIT round trips

@@ -51,8 +51,8 @@ class SqliteBackend(SqlBackend):
                 raise KeystoreUnavailable("the key store is closed")
             cur = self._conn.cursor()
             try:
-                if not write:  # autocommit reads: never take the write lock
-                    yield cur
+                if not write or self._in_group:  # autocommit reads: never take the write
+                    yield cur  # lock; inside a group(): part of its transaction
                     return
                 cur.execute("BEGIN IMMEDIATE")
                 try:

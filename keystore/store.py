@@ -18,7 +18,8 @@ import os
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 from keystore.api import PatientState
@@ -90,6 +91,8 @@ class EncryptedStore:
         # Never used to answer get_mark: reads always go to the database.
         self._marks: OrderedDict[str, tuple[bytes, bytes | None, bytes | None]] = OrderedDict()
         self._absent: set[tuple[str, str]] = set()
+        # inside transaction(): the entries flushed, with what to restore on a rollback
+        self._undo: list[tuple[_Entry, int | None, str | None]] | None = None
         self.hits = 0
         self.misses = 0
         try:
@@ -198,7 +201,10 @@ class EncryptedStore:
             row = _row(lookup, sealed, revision=1)
             if self._backend.insert(row, self._keys.pseudonym_index(state.pseudonym),
                                     self._clock()):
-                self._remember(_Entry(key, lookup, state, 1, self._mono(), state.pseudonym))
+                entry = _Entry(key, lookup, state, 1, self._mono(), state.pseudonym)
+                self._remember(entry)
+                if self._undo is not None:  # a rollback un-creates it: pending, not known
+                    self._undo.append((entry, None, None))
                 return state
             # Lost the race: another writer created this patient first; read theirs.
         raise KeystoreError("patient record kept appearing and disappearing",
@@ -236,6 +242,39 @@ class EncryptedStore:
         with self._lock:
             self._flush_locked()
 
+    @contextmanager
+    def transaction(self) -> Iterator[None]:
+        """Every database write made inside on this thread — patient states flushed, mark
+        compare-and-sets — in ONE transaction: one commit instead of one per call (the
+        service's confirmation of a batch: flush + acknowledge the marks). All or nothing:
+        when the block raises, nothing of it is stored, and the states it flushed are
+        pending again (their revisions as before), the remembered marks dropped. Other
+        threads' calls wait until it ends. Inside one, a second is part of the first."""
+        with self._lock:
+            if self._undo is not None:
+                yield
+                return
+            self._undo = []
+            try:
+                with self._backend.group():
+                    yield
+            except BaseException:
+                self._rolled_back(self._undo)
+                raise
+            finally:
+                self._undo = None
+
+    def _rolled_back(self, undo: list[tuple[_Entry, int | None, str | None]]) -> None:
+        """After a rollback: every state the block flushed or created is pending again, as
+        it was before (a record it created is unknown again: the next flush inserts it)."""
+        for entry, revision, indexed in reversed(undo):  # the first snapshot wins
+            entry.revision, entry.indexed_pseudonym = revision, indexed
+            self._dirty.setdefault(entry.key, entry)
+        if undo and self._dirty_since is None:
+            self._dirty_since = self._mono()
+        self._marks.clear()  # they may name values that were never stored
+        self._absent.clear()  # hints read inside: a record created there is gone again
+
     @property
     def pending(self) -> int:
         return len(self._dirty)
@@ -244,6 +283,8 @@ class EncryptedStore:
         if not self._dirty:
             return
         entries = list(self._dirty.values())
+        if self._undo is not None:
+            self._undo.extend((e, e.revision, e.indexed_pseudonym) for e in entries)
         batch: list[tuple[Row, int]] = []
         unknown: list[_Entry] = []
         for entry in entries:

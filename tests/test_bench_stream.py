@@ -14,7 +14,9 @@ import pytest
 from bench.stream import (
     DAY,
     FHIR_TOPIC,
+    HELD_TOPIC,
     HL7_TOPIC,
+    Collector,
     PassThrough,
     build_messages,
     hl7_escape,
@@ -89,3 +91,23 @@ def test_passthrough_processor_names_the_input(seq: int) -> None:
     assert orjson.loads(out.value or b"{}")["date"].startswith(
         observed_at(seq).isoformat().replace("+00:00", "")
     )
+
+
+def test_a_held_output_before_its_inputs_ack_is_matched() -> None:
+    """The service may answer before the bench has taken the produce acknowledgement that
+    gives the input's offset: the output waits for it instead of staying unmatched."""
+
+    class Rec:
+        topic = HELD_TOPIC
+        value = b"{}"
+        headers = [("source-topic", HL7_TOPIC.encode()), ("source-partition", b"0"),
+                   ("source-offset", b"41"), ("reason-class", b"leak_guard")]
+
+    collector = Collector("unused:0")
+    collector.expect(7)
+    collector._match(Rec(), 1.5)
+    assert collector.unmatched == {"held": 1} and 7 not in collector.received
+    collector.sent(7, HL7_TOPIC, 0, 41)
+    assert collector.received[7] == (1.5, "held") and not collector.unmatched
+    collector._match(Rec(), 2.5)  # the same output again (a replay): unmatched as before
+    assert collector.unmatched == {"held": 1}

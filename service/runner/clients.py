@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import random
+import struct
+from collections.abc import Sequence
 
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
@@ -14,6 +17,42 @@ from service.runner.state import RunnerState
 from service.settings import Settings
 
 log = logging.getLogger("deidstream.runner")
+
+_M = 0x5BD1E995
+_WORDS = struct.Struct("<I")
+
+
+def murmur2(data: bytes) -> int:
+    """Kafka's murmur2 of a record key, equal to ``aiokafka.partitioner.murmur2`` (the Java
+    client's ``Utils.murmur2``) for every input, at a fraction of its cost: the 4-byte words
+    unpacked at once and one mask per product instead of one per operation (aiokafka's pure
+    Python one took ~15-20 µs per 24-byte research key on the event loop, once per output)."""
+    length = len(data)
+    h = 0x9747B28C ^ length
+    whole = length & ~3
+    for (k,) in _WORDS.iter_unpack(data[:whole]):
+        k = (k * _M) & 0xFFFFFFFF
+        k = ((k ^ (k >> 24)) * _M) & 0xFFFFFFFF
+        h = ((h * _M) & 0xFFFFFFFF) ^ k
+    extra = length & 3
+    if extra:
+        if extra == 3:
+            h ^= data[whole + 2] << 16
+        if extra >= 2:
+            h ^= data[whole + 1] << 8
+        h = ((h ^ data[whole]) * _M) & 0xFFFFFFFF
+    h ^= h >> 13
+    h = (h * _M) & 0xFFFFFFFF
+    return h ^ (h >> 15)
+
+
+def partition_for(key: bytes | None, all_partitions: Sequence[int],
+                  available: Sequence[int]) -> int:
+    """aiokafka's ``DefaultPartitioner`` (the Java client's for keyed records) with the fast
+    :func:`murmur2`: a keyed record goes to the same partition as before."""
+    if key is None:
+        return random.choice(available or all_partitions)  # noqa: S311 - not for secrets
+    return all_partitions[(murmur2(key) & 0x7FFFFFFF) % len(all_partitions)]
 
 
 def new_consumer(s: Settings) -> AIOKafkaConsumer:
@@ -43,6 +82,7 @@ class Clients(RunnerState):
         self._producer = AIOKafkaProducer(
             acks="all",
             enable_idempotence=False,  # Tansu refuses idempotent producers and transactions
+            partitioner=partition_for,
             linger_ms=2,
             max_batch_size=s.producer_batch_bytes,
             max_request_size=max(1024 * 1024, 2 * s.max_message_bytes),

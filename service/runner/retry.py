@@ -72,7 +72,28 @@ class Retries(RunnerState):
             raise Stopping()
 
     async def _retry(self, operation: str, fn: Callable[[], Any]) -> Any:
-        """Call ``fn`` (an awaitable factory) until it succeeds or a non-retriable error."""
+        """Call ``fn`` (an awaitable factory) until it succeeds or a non-retriable error.
+
+        The first attempt is a plain call: the retry machinery (tenacity's state, a few dozen
+        objects in reference cycles, twice per batch) is built only after a retriable
+        failure, which it then counts as its first attempt — so backoff, ``before_sleep``
+        and the attempt numbers are those of the loop run from the start."""
+        try:
+            return await fn()
+        except Exception as exc:
+            if not is_retriable(exc):
+                raise
+            first: list[BaseException] = [exc]
+
+        async def again() -> Any:
+            if first:
+                raise first.pop()  # the failure of the plain call: the loop's attempt 1
+            return await fn()
+
+        return await self._retry_loop(operation, again)
+
+    async def _retry_loop(self, operation: str, fn: Callable[[], Any]) -> Any:
+        """The retry loop proper (tenacity): backoff with jitter, counted and logged."""
         s = self.settings
 
         def before_sleep(state: Any) -> None:
