@@ -783,6 +783,12 @@ async def _run_with_store(args: argparse.Namespace, notes: list[Note],
             print(f"WHAT-IF run: service threads on CPU {pinned[0]}, broker and load "
                   f"generator on CPU {pinned[1]} (sched_setaffinity; noisy neighbours apart)")
 
+        if args.what_if_pin_service:
+            cpu = min(os.sched_getaffinity(0))
+            _pin(service.pid, {cpu})
+            print(f"WHAT-IF run: service threads on CPU {cpu}; broker and load generator "
+                  "unpinned")
+
         # warm-up: lexicons and compiled patterns load on the first documents
         sampler.phase = "warmup"
         sent_warm: dict[int, float] = {}
@@ -974,6 +980,10 @@ def main() -> int:
     ap.add_argument("--what-if-pin", action="store_true",
                     help="pin the service to one CPU and the broker + load generator to another "
                          "(for comparison only: cache sharing with the neighbours)")
+    ap.add_argument("--what-if-pin-service", action="store_true",
+                    help="pin only the service's threads to one CPU; the broker and the load "
+                         "generator stay free to run anywhere (are the service's own two "
+                         "threads on two cores the cost, or the neighbours?)")
     ap.add_argument("--passthrough", action="store_true",
                     help="run the service with a no-op processor (bench.stream:passthrough_factory)"
                          " to measure the runner and broker without the pipeline")
