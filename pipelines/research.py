@@ -227,16 +227,6 @@ _SKELETONS_MAX = 1024
 _SKELETONS_LOCK = Lock()
 
 
-def _put(node: Any, path: Path, value: Any) -> Any:
-    """A copy of ``node`` with ``value`` at ``path`` (only the containers on the path copied)."""
-    if not path:
-        return value
-    head, rest = path[0], path[1:]
-    copy = list(node) if isinstance(node, list) else dict(node)
-    copy[head] = _put(node[head], rest, value)  # type: ignore[index]
-    return copy
-
-
 def _plain_base64(value: str) -> bool:
     """Is ``value`` padded standard base64 — a multiple of four characters from the base64
     alphabet, then at most two ``=`` (what ``base64.b64encode`` writes)? Such a string is
@@ -248,28 +238,6 @@ def _plain_base64(value: str) -> bool:
     raw = value.encode("ascii")
     body = raw.rstrip(b"=")
     return len(raw) - len(body) <= 2 and not body.translate(None, _BASE64_ALPHABET)
-
-
-def _skeleton(resource: dict[str, Any]) -> tuple[dict[str, Any], list[tuple[Path, Any, Any]]]:
-    """(The reference for :func:`validate`'s in-place skeleton, see tests.) The resource with its per-document values replaced by placeholders, and those values
-    (path, value, adapter). A value of another JSON kind than its placeholder (or "") stays
-    in the skeleton, which is then validated whole with it."""
-    skeleton: dict[str, Any] = resource
-    taken: list[tuple[Path, Any, Any]] = []
-    for path, placeholder, adapter in _PATHS:
-        node: Any = resource  # eight paths per document: walked inline
-        for step in path:
-            if type(step) is int:
-                if type(node) is not list or step >= len(node):
-                    break
-            elif type(node) is not dict or step not in node:
-                break
-            node = node[step]
-        else:
-            if type(node) is type(placeholder) and node != "":
-                skeleton = _put(skeleton, path, placeholder)
-                taken.append((path, node, adapter))
-    return skeleton, taken
 
 
 _KEY_OPTIONS = (
@@ -300,10 +268,11 @@ def _invalid(exc: ValidationError, prefix: Path = ()) -> InvalidFHIR:
 
 
 def _holes(resource: dict[str, Any]) -> list[tuple[Any, str | int, Any, Any, Path, Any]]:
-    """Where :func:`_skeleton` would put placeholders: (container, key, value, placeholder,
-    path, adapter) per per-document value, found in ``resource`` as it is (every path is
-    walked before anything is substituted). Only exact dicts and lists are walked, as in
-    ``_skeleton``."""
+    """Where the skeleton gets its placeholders: (container, key, value, placeholder, path,
+    adapter) per per-document value, found in ``resource`` as it is (every path is walked
+    before anything is substituted). Only exact dicts and lists are walked. A value of
+    another JSON kind than its placeholder (or "") stays in the skeleton, which is then
+    validated whole with it. (tests/test_research_inplace.py keeps a copying reference.)"""
     holes: list[tuple[Any, str | int, Any, Any, Path, Any]] = []
     for path, placeholder, adapter in _PATHS:
         node: Any = resource
@@ -332,7 +301,7 @@ def validate(resource: dict[str, Any]) -> None:
 
     The skeleton is ``resource`` itself with the placeholders put in place for the time of
     the check and the values put back after it (copying the containers on the eight paths,
-    as :func:`_skeleton` does, cost more than the rest of the check): the same JSON, so the
+    as an earlier version did, cost more than the rest of the check): the same JSON, so the
     same cache key and the same model validation.
     """
     holes = _holes(resource)
