@@ -506,6 +506,30 @@ def _pin(pid: int, cpus: set[int]) -> None:
             os.sched_setaffinity(int(task.name), cpus)
 
 
+def busiest_thread(pid: int) -> int:
+    """The thread of ``pid`` that has used the most CPU so far: after the warm-up, the
+    service's processing thread (Python 3.11 does not name OS threads)."""
+    def used(task: Path) -> int:
+        fields = (task / "stat").read_text().rsplit(")", 1)[1].split()
+        return int(fields[11]) + int(fields[12])  # utime + stime
+    return int(max(Path(f"/proc/{pid}/task").iterdir(), key=used).name)
+
+
+def pin_processing_thread(service_pid: int, others: Sequence[int]) -> tuple[int, int, int]:
+    """The service's processing thread alone on the first allowed CPU; the service's other
+    threads (and ``others``) on the rest (what-if only)."""
+    allowed = sorted(os.sched_getaffinity(0))
+    if len(allowed) < 2:
+        raise SystemExit("--what-if-pin-proc needs two CPUs")
+    first, rest = allowed[0], set(allowed[1:])
+    tid = busiest_thread(service_pid)
+    _pin(service_pid, rest)
+    os.sched_setaffinity(tid, {first})
+    for pid in others:
+        _pin(pid, rest)
+    return tid, first, min(rest)
+
+
 def pin_apart(service_pid: int, others: Sequence[int]) -> tuple[int, int]:
     """The service on the first allowed CPU, ``others`` on the second (what-if only): does
     the processing thread's CPU per document shrink when the broker and the load generator
@@ -796,6 +820,12 @@ async def _run_with_store(args: argparse.Namespace, notes: list[Note],
         if await collector.wait_for([m.seq for m in warm], 60) is None:
             print("warm-up stalled: see the service log", file=sys.stderr)
             return 1
+        if args.what_if_pin_proc or args.what_if_pin_proc_only:
+            others = [broker.pid, os.getpid()] if args.what_if_pin_proc else []
+            tid, cpu, rest = pin_processing_thread(service.pid, others)
+            print(f"WHAT-IF run: the service's processing thread ({tid}) alone on CPU {cpu}; "
+                  f"its other threads on CPU {rest}; broker and load generator "
+                  + (f"on CPU {rest}" if others else "unpinned"))
         (workdir / "warm").touch()  # noqa: ASYNC240 - a marker for --what-if-gc-freeze
         await asyncio.sleep(0.5)
 
@@ -984,6 +1014,12 @@ def main() -> int:
                     help="pin only the service's threads to one CPU; the broker and the load "
                          "generator stay free to run anywhere (are the service's own two "
                          "threads on two cores the cost, or the neighbours?)")
+    ap.add_argument("--what-if-pin-proc", action="store_true",
+                    help="after the warm-up, the service's processing thread alone on one CPU; "
+                         "its other threads, the broker and the load generator on the other")
+    ap.add_argument("--what-if-pin-proc-only", action="store_true",
+                    help="after the warm-up, the service's processing thread alone on one CPU "
+                         "and its other threads on the other; broker and load generator free")
     ap.add_argument("--passthrough", action="store_true",
                     help="run the service with a no-op processor (bench.stream:passthrough_factory)"
                          " to measure the runner and broker without the pipeline")
