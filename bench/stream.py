@@ -550,7 +550,8 @@ def start_service(workdir: Path, bootstrap: str, http_port: int,
                   passthrough: bool = False,
                   keystore_url: str | None = None,
                   gc_freeze: bool = False,
-                  switch_interval_ms: float | None = None) -> subprocess.Popen[bytes]:
+                  switch_interval_ms: float | None = None,
+                  cpus: str | None = None) -> subprocess.Popen[bytes]:
     from keystore.keyring import Keyring
 
     env = {
@@ -565,6 +566,8 @@ def start_service(workdir: Path, bootstrap: str, http_port: int,
         "DEIDSTREAM_LOG_LEVEL": "warning",
     }
     env.pop("DEIDSTREAM_CONFIG_FILE", None)
+    if cpus is not None:  # the service's own setting (service/affinity.py)
+        env["DEIDSTREAM_CPU_AFFINITY"] = cpus
     if passthrough:
         env["DEIDSTREAM_PROCESSOR"] = "bench.stream:passthrough_factory"
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
@@ -775,7 +778,11 @@ async def _run_with_store(args: argparse.Namespace, notes: list[Note],
     base = f"http://127.0.0.1:{http_port}"
     service = start_service(workdir, broker.bootstrap_servers, http_port, args.profile,
                             args.what_if_fetch_wait_ms, args.passthrough, keystore_url,
-                            args.what_if_gc_freeze, args.what_if_switch_interval_ms)
+                            args.what_if_gc_freeze, args.what_if_switch_interval_ms,
+                            args.service_cpus)
+    if args.service_cpus is not None:
+        print(f"service setting: DEIDSTREAM_CPU_AFFINITY={args.service_cpus!r} (its threads "
+              "kept on those CPUs by the service itself; broker and load generator unpinned)")
     if args.what_if_switch_interval_ms is not None:
         print(f"WHAT-IF run: sys.setswitchinterval({args.what_if_switch_interval_ms / 1000}) in "
               "the service (patched in; the default is 0.005)")
@@ -1014,6 +1021,9 @@ def main() -> int:
                     help="pin only the service's threads to one CPU; the broker and the load "
                          "generator stay free to run anywhere (are the service's own two "
                          "threads on two cores the cost, or the neighbours?)")
+    ap.add_argument("--service-cpus", metavar="LIST", default=None,
+                    help="run the service with DEIDSTREAM_CPU_AFFINITY=LIST (e.g. 0): its own "
+                         "setting, not a what-if; the broker and the load generator stay free")
     ap.add_argument("--what-if-pin-proc", action="store_true",
                     help="after the warm-up, the service's processing thread alone on one CPU; "
                          "its other threads, the broker and the load generator on the other")

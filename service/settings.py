@@ -100,6 +100,10 @@ class Settings(BaseSettings):
     api_token: SecretStr | None = None
 
     log_level: str = "info"
+    # CPUs the whole process is pinned to at `deidstream run` ("0", "0,2", "2-3"; empty: the
+    # kernel places it). One CPU keeps the GIL's hand-overs between the event loop and the
+    # processing thread on one core (service/affinity.py, docs/operations.md).
+    cpu_affinity: Annotated[tuple[int, ...], NoDecode] = ()
 
     @field_validator("input_topics", mode="before")
     @classmethod
@@ -111,6 +115,28 @@ class Settings(BaseSettings):
                 return tuple(json.loads(stripped))
             return tuple(t.strip() for t in stripped.split(",") if t.strip())
         return value
+
+    @field_validator("cpu_affinity", mode="before")
+    @classmethod
+    def _parse_cpus(cls, value: Any) -> Any:
+        """Accept the cpuset list format (``0,2-3``) or a JSON list from the environment."""
+        if isinstance(value, int) and not isinstance(value, bool):
+            return (value,)
+        if isinstance(value, str):
+            stripped = value.strip()
+            if stripped.startswith("["):
+                return tuple(json.loads(stripped))
+            from service.affinity import parse_cpu_list
+
+            return parse_cpu_list(stripped)
+        return value
+
+    @field_validator("cpu_affinity")
+    @classmethod
+    def _cpus_non_negative(cls, value: tuple[int, ...]) -> tuple[int, ...]:
+        if any(cpu < 0 for cpu in value):
+            raise ValueError("CPU numbers are >= 0")
+        return tuple(sorted(set(value)))
 
     @model_validator(mode="after")
     def _timeouts_fit(self) -> Settings:

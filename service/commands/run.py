@@ -91,4 +91,13 @@ def register(app: typer.Typer) -> None:
             level=settings.log_level.upper(),
             format="%(asctime)s %(levelname)s %(name)s %(message)s",
         )
+        if settings.cpu_affinity:
+            from service.affinity import pin_process
+
+            try:
+                pinned = pin_process(settings.cpu_affinity)
+            except (ValueError, OSError) as exc:
+                typer.echo(f"deidstream run: cpu_affinity: {exc}", err=True)
+                raise typer.Exit(2) from exc
+            log.info("process pinned to CPUs %s", ",".join(map(str, sorted(pinned))))
         raise typer.Exit(asyncio.run(serve(settings)))
