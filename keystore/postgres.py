@@ -21,6 +21,8 @@ POSTGRES = Dialect(blob="BYTEA", real="DOUBLE PRECISION", bigint="BIGINT",
                    serial="BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY", placeholder="%s")
 _SCHEMA_RE = re.compile(r"^[a-z_][a-z0-9_]{0,62}$")
 _MIGRATION_LOCK = 0x6465_6964  # "deid": pg_advisory_xact_lock id for migrations
+# Arrays of bytes go as binary parameters (%b): a text array of bytea is escaped element by
+# element in Python (~2.5 ms for a batch of 64 states and 64 marks), binary is copied.
 # Many mark compare-and-sets of distinct keys as ONE statement (autocommit: one round trip,
 # one transaction, one commit). Each row is decided on its own exactly as the single-mark
 # statements decide it: an absent key is inserted unless another writer got there first
@@ -28,7 +30,7 @@ _MIGRATION_LOCK = 0x6465_6964  # "deid": pg_advisory_xact_lock id for migrations
 # expected one (under READ COMMITTED, the UPDATE re-checks that on the row it locked).
 _CAS_MARKS = (
     "WITH input AS ("
-    " SELECT * FROM unnest(%s::bytea[], %s::bytea[], %s::bytea[]) AS t(key_hash, expected, value)"
+    " SELECT * FROM unnest(%b::bytea[], %b::bytea[], %b::bytea[]) AS t(key_hash, expected, value)"
     "), inserted AS ("
     " INSERT INTO marks (key_hash, value, updated_at, expires_at)"
     " SELECT key_hash, value, %s, %s::double precision FROM input WHERE expected IS NULL"
@@ -60,7 +62,7 @@ _UPDATE_MANY = (
     "UPDATE patients AS p SET key_id = i.key_id, wrapped_key = i.wrapped_key,"
     " nonce = i.nonce, ciphertext = i.ciphertext, record_schema = i.record_schema,"
     " revision = i.revision, updated_at = %s"
-    " FROM unnest(%s::bytea[], %s::text[], %s::bytea[], %s::bytea[], %s::bytea[],"
+    " FROM unnest(%b::bytea[], %b::text[], %b::bytea[], %b::bytea[], %b::bytea[],"
     " %s::integer[], %s::bigint[], %s::bigint[])"
     " AS i(lookup, key_id, wrapped_key, nonce, ciphertext, record_schema, revision, expected)"
     " WHERE p.lookup = i.lookup AND p.revision = i.expected"
@@ -199,7 +201,7 @@ class PostgresBackend(SqlBackend):
         if not unique:
             return {}
         with self._transaction(write=False) as cur:
-            rows = cur.execute("SELECT key_hash, value FROM marks WHERE key_hash = ANY(%s)",
+            rows = cur.execute("SELECT key_hash, value FROM marks WHERE key_hash = ANY(%b)",
                                (unique,)).fetchall()
         return {bytes(k): bytes(v) for k, v in rows}
 
@@ -227,7 +229,7 @@ class PostgresBackend(SqlBackend):
             return {}
         with self._transaction(write=False) as cur:
             raws = cur.execute("SELECT lookup, key_id, wrapped_key, nonce, ciphertext,"
-                               " record_schema, revision FROM patients WHERE lookup = ANY(%s)",
+                               " record_schema, revision FROM patients WHERE lookup = ANY(%b)",
                                (unique,)).fetchall()
         return {row.lookup: row for row in map(self._row, raws)}
 
