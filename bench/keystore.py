@@ -3,7 +3,9 @@
     .venv/bin/python bench/keystore.py [--patients 2000] [--pg postgresql://postgres@127.0.0.1:5432/test]
 
 The batched mark lines read and write 64 marks per call, as ``Processor.process_many`` does
-for a Kafka batch (one ``get_marks`` and one ``compare_and_set_marks`` per batch).
+for a Kafka batch (one ``get_marks`` and one ``compare_and_set_marks`` per batch). The batch
+confirmation line is the service's commit of a batch: 64 dirty patient states flushed and 64
+marks compare-and-set inside one ``store.transaction()`` (``--confirmation-only``: just it).
 
 SQLite always; PostgreSQL when reachable (a throw-away schema, dropped afterwards).
 Figures are printed, never asserted.
@@ -31,6 +33,30 @@ def _rate(label: str, n: int, fn: Callable[[], None]) -> None:
     fn()
     took = time.perf_counter() - start
     print(f"  {label:<34} {n / took:>12,.0f} /s   {took / n * 1e6:>9.2f} µs/op")
+
+
+def confirmation(url: str, keyring: Keyring, batches: int, batch: int = 64) -> None:
+    """The service's batch confirmation: flush + mark CAS in one transaction (timed alone)."""
+    store = open_store(url, keyring, batch_size=batch * 4)
+    ids = [f"c{i:06d}" for i in range(batch)]
+    states = [store.get_or_create("CONF", pid, lambda: store.new_state(7)) for pid in ids]
+    marks: dict[str, bytes | None] = {f"conf:{pid}": None for pid in ids}
+    took = 0.0
+    for n in range(batches):
+        for pid, state in zip(ids, states, strict=True):
+            state.name_map["latest"] = f"Surrogate {n}"
+            store.save("CONF", pid, state)
+        items = [(key, old, n.to_bytes(4, "big")) for key, old in marks.items()]
+        start = time.perf_counter()
+        with store.transaction():
+            store.flush()
+            results = store.compare_and_set_marks(items)
+        took += time.perf_counter() - start
+        assert all(results)
+        marks = {key: new for key, _, new in items}
+    store.close()
+    print(f"  {f'batch confirmation ({batch} states + {batch} CAS)':<34}"
+          f" {batches / took:>12,.0f} /s   {took / batches * 1e6:>9.2f} µs/batch")
 
 
 def run(url: str, keyring: Keyring, patients: int) -> None:
@@ -106,7 +132,7 @@ def run(url: str, keyring: Keyring, patients: int) -> None:
             pid = ids[n % patients]
             state = cold.get_or_create("BENCH", pid, factory(cold))
             if n % 3 == 0:
-                state.name_map[f"n{n}"] = "Surrogate"
+                state.name_map["latest"] = f"Surrogate {n}"
                 cold.save("BENCH", pid, state)
             key = f"note:{pid}:{n % 7}"
             old = cold.get_mark(key)
@@ -123,12 +149,20 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--patients", type=int, default=2000)
     parser.add_argument("--pg", default="postgresql://postgres@127.0.0.1:5432/test")
+    parser.add_argument("--confirmation-only", action="store_true")
+    parser.add_argument("--batches", type=int, default=300, help="batch confirmations timed")
     args = parser.parse_args()
+
+    def measure(url: str) -> None:
+        if not args.confirmation_only:
+            run(url, keyring, args.patients)
+        confirmation(url, keyring, args.batches)
+
     keyring = Keyring.generate("bench")
     print(f"patients={args.patients} cpu_count={os.cpu_count()}")
     with tempfile.TemporaryDirectory() as tmp:
         print("SQLite (file, WAL):")
-        run(f"sqlite:///{Path(tmp) / 'bench.sqlite3'}", keyring, args.patients)
+        measure(f"sqlite:///{Path(tmp) / 'bench.sqlite3'}")
 
     import psycopg
     from psycopg import sql
@@ -141,7 +175,7 @@ def main() -> None:
         return
     try:
         print("PostgreSQL (loopback, one connection per store):")
-        run(f"{args.pg}?schema={schema}", keyring, args.patients)
+        measure(f"{args.pg}?schema={schema}")
     except KeystoreUnavailable as exc:
         print(f"PostgreSQL: {exc}")
     finally:

@@ -113,12 +113,17 @@ class SqlBackend(ABC):
             if self._in_group:
                 yield
                 return
-            with self._transaction():
+            with self._group_transaction():
                 self._in_group = True
                 try:
                     yield
                 finally:
                     self._in_group = False
+
+    def _group_transaction(self) -> AbstractContextManager[Any]:
+        """The transaction a group() runs in. Default: an ordinary one; a backend whose
+        transactions cost round trips may send its statements differently."""
+        return self._transaction()
 
     def _single_write(self) -> AbstractContextManager[Any]:
         """A cursor for one write statement that is atomic on its own (a conditional UPDATE,
