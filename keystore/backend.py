@@ -121,6 +121,12 @@ class SqlBackend(ABC):
         """Statements that refuse a record or root wrapped under a key not in
         ``master_keys``, and the deletion of a key that something is still wrapped under."""
 
+    def grant_service(self, role: str) -> list[str]:
+        """Grant a DML-only service role its privileges (PostgreSQL); here: none to grant."""
+        from keystore.errors import KeystoreError
+
+        raise KeystoreError("only a PostgreSQL key store has roles to grant", backend=self.name)
+
     def _create_namespace(self, cur: Any) -> None:
         """Create the schema the tables live in, if the backend has one (migrations only)."""
         return None

@@ -311,6 +311,15 @@ class PostgresBackend(SqlBackend):
         if self._schema:
             cur.execute(f'CREATE SCHEMA IF NOT EXISTS "{self._schema}"')
 
+    def grant_service(self, role: str) -> list[str]:
+        """Grant ``role`` what the service needs — data statements on the store's tables,
+        no DDL, no ownership — and return the statements (docs/keystore.md lists them)."""
+        statements = service_grants(self._schema or "public", role)
+        with self._transaction() as cur:
+            for statement in statements:
+                cur.execute(statement)
+        return statements
+
     def _key_guard(self) -> list[str]:
         """Records and the store root may only be wrapped under a registered (not retired)
         master key; a registered key may only be deleted (retired) while nothing is wrapped
@@ -326,6 +335,24 @@ class PostgresBackend(SqlBackend):
         with self._lock:
             self._closed = True
             self._drop()
+
+
+def service_grants(schema: str, role: str) -> list[str]:
+    """The GRANTs for a DML-only service role: it reads every table, writes records, marks,
+    pseudonyms and its own instance row, adds audit lines, the store root (first start) and
+    its own master key id, and may delete marks (expired ones) and its instance row. It
+    cannot create, alter or drop anything, nor retire keys or forget patients (the admin
+    commands run as the owner)."""
+    if not _SCHEMA_RE.match(schema) or not _SCHEMA_RE.match(role):
+        raise KeystoreError("invalid PostgreSQL schema or role name")
+    s, r = f'"{schema}"', f'"{role}"'
+    return [
+        f"GRANT USAGE ON SCHEMA {s} TO {r}",
+        f"GRANT SELECT ON {s}.schema_version, {s}.retired_keys TO {r}",
+        f"GRANT SELECT, INSERT ON {s}.store_keys, {s}.master_keys, {s}.audit TO {r}",
+        f"GRANT SELECT, INSERT, UPDATE ON {s}.patients, {s}.pseudonyms TO {r}",
+        f"GRANT SELECT, INSERT, UPDATE, DELETE ON {s}.marks, {s}.instances TO {r}",
+    ]
 
 
 def classify(exc: psycopg.Error, *, connecting: bool = False) -> KeystoreError:

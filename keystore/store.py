@@ -580,6 +580,11 @@ class EncryptedStore:
         self._audit("reveal", operator, reason, subject, "revealed")
         return identity
 
+    def grant_service(self, role: str) -> list[str]:
+        """Grant a DML-only service role what the service needs (PostgreSQL; the statements
+        are returned). Run by the owner, after migrating."""
+        return self._backend.grant_service(role)
+
     def audit_log(self) -> list[tuple[float, str, str, str, str, str]]:
         return self._backend.audit_rows()
 
