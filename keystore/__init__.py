@@ -8,7 +8,7 @@ or PostgreSQL (``postgresql://user@host:port/db[?schema=name]``).
 from __future__ import annotations
 
 from typing import Any
-from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
 
 from keystore.api import ExpiringMarks, MarkStore, PatientState, PatientStore, Pseudonymizer
 from keystore.errors import (
@@ -66,7 +66,8 @@ def open_store(url: str, keyring: Keyring, **options: Any) -> EncryptedStore:
 
         query = parse_qsl(parts.query, keep_blank_values=True)
         schema = next((v for k, v in query if k == "schema"), None)
-        rest = urlencode([(k, v) for k, v in query if k != "schema"])
+        # %20, not "+", for a space: libpq decodes percent escapes only (options=-c …)
+        rest = urlencode([(k, v) for k, v in query if k != "schema"], quote_via=quote)
         conninfo = urlunsplit((parts.scheme, parts.netloc, parts.path, rest, parts.fragment))
         return EncryptedStore(PostgresBackend(conninfo, schema=schema), keyring, **options)
     raise KeystoreError("unsupported key store URL scheme", scheme=scheme or "(none)")
