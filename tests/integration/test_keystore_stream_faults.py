@@ -119,6 +119,14 @@ def _grant_back(db: Db) -> None:
     db.sql(*service_grants(db.schema, db.role))
 
 
+def _read_only(db: Db, on: bool) -> None:
+    """New sessions of the role read-only (or not again); its current ones are ended."""
+    change = "SET default_transaction_read_only = on" if on \
+        else "RESET default_transaction_read_only"
+    db.sql(f'ALTER ROLE "{db.role}" {change}')
+    db.kill()
+
+
 # fault name → (start, stop, the reason class /readyz must show; None: not deterministic)
 FAULTS: dict[str, tuple[Callable[[Db], Any], Callable[[Db, Any], None], str | None]] = {
     "revoke_insert": (
@@ -133,12 +141,8 @@ FAULTS: dict[str, tuple[Callable[[Db], Any], Callable[[Db, Any], None], str | No
         lambda d: d.sql(f'REVOKE ALL ON ALL TABLES IN SCHEMA "{d.schema}" FROM "{d.role}"'),
         lambda d, _: _grant_back(d),
         "keystore_permission"),
-    "read_only_role": (
-        lambda d: (d.sql(f'ALTER ROLE "{d.role}" SET default_transaction_read_only = on'),
-                   d.kill()),
-        lambda d, _: (d.sql(f'ALTER ROLE "{d.role}" RESET default_transaction_read_only'),
-                      d.kill()) and None,
-        "keystore_read_only"),
+    "read_only_role": (lambda d: _read_only(d, True), lambda d, _: _read_only(d, False),
+                       "keystore_read_only"),
     "missing_table": (
         lambda d: d.sql(f'ALTER TABLE "{d.schema}".marks RENAME TO marks_gone'),
         lambda d, _: d.sql(f'ALTER TABLE "{d.schema}".marks_gone RENAME TO marks'),

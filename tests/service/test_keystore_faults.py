@@ -16,8 +16,8 @@ from typing import Any
 import httpx
 import pytest
 
-from keystore.keyring import Keyring
 from keystore.errors import KeystorePermissionFault, KeystoreReadOnlyFault
+from keystore.keyring import Keyring
 from pipelines.errors import IntegrityError, KeystoreError, MissingKeyError
 from service.app import create_app
 from service.metrics import Metrics
