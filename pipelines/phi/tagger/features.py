@@ -92,6 +92,12 @@ def tokenize(text: str) -> list[Tok]:
     return [(m.start(), m.end(), m.group()) for m in _TOKEN.finditer(text)]
 
 
+def word_positions(tokens: list[Tok]) -> list[int]:
+    """Indices of the word tokens: the items the CRF labels. Digits and punctuation are left
+    to the rules (dates, phones, identifiers) and seen by the CRF only as context."""
+    return [i for i, t in enumerate(tokens) if t[2][0].isalpha()]
+
+
 def _bucket(value: float, edges: tuple[float, ...]) -> int:
     for i, edge in enumerate(edges):
         if value < edge:

@@ -16,7 +16,7 @@ import pycrfsuite
 
 from pipelines.corpus import GoldPhrase, Note, NoteKey
 from pipelines.phi.tagger.augment import Example, Phrase, augmented
-from pipelines.phi.tagger.features import Featurizer, tokenize
+from pipelines.phi.tagger.features import Featurizer, tokenize, word_positions
 from pipelines.phi.tagger.model import OUTSIDE, label_of
 
 
@@ -58,7 +58,7 @@ def examples_from(
 
 
 def labelled(example: Example, featurizer: Featurizer) -> tuple[list[list[str]], list[str]]:
-    """Feature rows and BIO labels of one example."""
+    """Feature rows and BIO labels of the word items of one example."""
     tokens = tokenize(example.text)
     labels = [OUTSIDE] * len(tokens)
     phrases = sorted(example.phrases, key=lambda p: p.start)
@@ -70,7 +70,19 @@ def labelled(example: Example, featurizer: Featurizer) -> tuple[list[list[str]],
             phrase = phrases[k]
             first = i == 0 or labels[i - 1] == OUTSIDE or tokens[i - 1][1] <= phrase.start
             labels[i] = ("B-" if first else "I-") + phrase.label.value
-    return featurizer.features(example.text, tokens), labels
+    rows = featurizer.features(example.text, tokens)
+    items = word_positions(tokens)
+    return [rows[i] for i in items], _restart([labels[i] for i in items])
+
+
+def _restart(labels: list[str]) -> list[str]:
+    """BIO again over the word items: an I- whose item before is not of its class starts."""
+    out: list[str] = []
+    for label in labels:
+        if label.startswith("I-") and (not out or out[-1][2:] != label[2:]):
+            label = "B-" + label[2:]
+        out.append(label)
+    return out
 
 
 def train(
