@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib
 import pkgutil
+from typing import Annotated
 
 import typer
 
@@ -11,23 +12,52 @@ app = typer.Typer(
     name="deidstream",
     help="De-identify HL7 v2 / FHIR clinical reports: detect PHI, replace it, stream it.",
     no_args_is_help=True,
-    add_completion=False,
+    # `deidstream --install-completion` / `--show-completion` (bash, zsh, fish, PowerShell)
+    add_completion=True,
     # Tracebacks with local variables would print message text: never show them.
     pretty_exceptions_enable=False,
     pretty_exceptions_show_locals=False,
 )
 
 
+def _installed_version() -> str:
+    from importlib.metadata import version as dist_version
+
+    return dist_version("deidstream")
+
+
+def _print_version(value: bool) -> None:
+    if value:
+        typer.echo(f"deidstream {_installed_version()}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    version: Annotated[
+        bool,
+        typer.Option("--version", "-V", callback=_print_version, is_eager=True,
+                     help="Print the installed version and exit."),
+    ] = False,
+) -> None:
+    """De-identify HL7 v2 / FHIR clinical reports: detect PHI, replace it, stream it."""
+
+
 @app.command()
 def version() -> None:
     """Print the installed deidstream version."""
-    from importlib.metadata import version as dist_version
+    typer.echo(_installed_version())
 
-    typer.echo(dist_version("deidstream"))
+
+_registered = False
 
 
 def _register_commands() -> None:
-    """Every module in service.commands exposes ``register(app)``."""
+    """Every module in service.commands exposes ``register(app)`` (once per process)."""
+    global _registered  # noqa: PLW0603 - registration is once per process
+    if _registered:
+        return
+    _registered = True
     import service.commands as pkg
 
     for info in sorted(pkgutil.iter_modules(pkg.__path__), key=lambda i: i.name):

@@ -149,7 +149,7 @@ def serve_broker(port: int | None, durable: Path | None, *, host: str = "127.0.0
         storage_engine=f"s3://{BUCKET}/" if s3 else "memory://tansu/",
         env=s3.env() if s3 else None,
     )
-    previous: dict[int, Any] = {}
+    previous: dict[signal.Signals, Any] = {}
 
     def on_signal(signum: int, frame: FrameType | None) -> None:
         stop.set()
