@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import importlib
 import pkgutil
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
+import typer.main
 
 app = typer.Typer(
     name="deidstream",
@@ -67,9 +68,34 @@ def _register_commands() -> None:
             hook(app)
 
 
-def main() -> None:
+def _bare(param: Any) -> Any:
+    if param is not None and getattr(param, "is_flag", False) and param.metavar is None:
+        param.metavar = ""
+    return param
+
+
+def _flags_as_flags(command: Any) -> None:
+    """typer (0.29) labels boolean flags ``<bool>`` in help, as if they took a value
+    (``--keep <bool>``). A flag takes none: show it bare, in every subcommand, --help too.
+    Duck-typed: typer ships its own copy of click."""
+    for param in command.params:
+        _bare(param)
+    get_help_option = command.get_help_option
+    command.get_help_option = lambda ctx: _bare(get_help_option(ctx))
+    for sub in (getattr(command, "commands", None) or {}).values():
+        _flags_as_flags(sub)
+
+
+def command() -> Any:
+    """The whole command line as one click command (what ``deidstream`` runs)."""
     _register_commands()
-    app()
+    cmd = typer.main.get_command(app)
+    _flags_as_flags(cmd)
+    return cmd
+
+
+def main() -> None:
+    command()(prog_name="deidstream")
 
 
 if __name__ == "__main__":

@@ -239,7 +239,7 @@ def register(app: typer.Typer) -> None:
             float | None,
             typer.Option(help="Stop after S seconds instead of waiting for Ctrl-C"),
         ] = None,
-        keep: Annotated[bool, typer.Option(help="Keep the temporary directory")] = False,
+        keep: Annotated[bool, typer.Option("--keep", help="Keep the temporary directory")] = False,
     ) -> None:
         """Run broker + key store + service locally and replay the synthetic demo messages."""
         workdir = Path(tempfile.mkdtemp(prefix="deidstream-demo-"))
