@@ -189,4 +189,5 @@ def register(app: typer.Typer) -> None:
             typer.echo(f"deidstream replay: {exc}", err=True)
             raise typer.Exit(1) from None
         keyed = sum(1 for key, _ in records if key)
-        typer.echo(f"published {sent} messages to {topic} ({keyed} keyed by patient)")
+        noun = "message" if sent == 1 else "messages"
+        typer.echo(f"published {sent} {noun} to {topic} ({keyed} keyed by patient)")
