@@ -281,7 +281,7 @@ class Batches(RunnerState):
             exc = classify_database_error(exc) or exc
         if isinstance(exc, DeidstreamError) and not exc.retriable \
                 and self._store_wide(exc, item.subject_of()):
-            self._set_store_fault(exc.reason_class)
+            self._set_store_fault(exc.reason_class, exc)
             return StoreFault(exc.reason_class)
         if is_stream_fault(exc) or isinstance(exc, DeidstreamError) and exc.retriable:
             self._enter_stream_fault(exc, "process")

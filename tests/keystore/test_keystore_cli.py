@@ -67,7 +67,7 @@ def test_local_default_lifecycle(cli: typer.Typer, tmp_path: Path) -> None:
     code, out = _run(cli, "keys", "reveal", state.pseudonym, "--reason", "IRB-7")
     assert code == 1 and "forgotten" in out
 
-    code, out = _run(cli, "keys", "stats")
+    code, out = _run(cli, "keys", "stats", "--json")
     assert code == 0
     stats = json.loads(out)
     assert stats["patients"] == 0 and stats["forgotten"] == 1 and stats["audit_entries"] >= 4
@@ -139,7 +139,7 @@ def test_rotate_retire_old_is_refused_while_an_instance_seals_with_the_old_key(
     assert len(Keyring.from_file(key_file)) == 1
     with default_store_from_env() as store:
         assert store.get("HOSP", "1") is not None and store.get("HOSP", "2") is not None
-    code, out = _run(cli, "keys", "stats")
+    code, out = _run(cli, "keys", "stats", "--json")
     stats = json.loads(out)
     current = Keyring.from_file(key_file).primary.key_id
     assert len(stats["retired_keys"]) == 2 and stats["active_keys"] == [current]
