@@ -122,8 +122,9 @@ class Retries(RunnerState):
                         state.attempt_number)
             if operation in ("connect", "commit", "fetch"):
                 self.broker_ok = False
-            elif exc is not None and (is_stream_fault(exc) or isinstance(exc, KeystoreError)):
-                self._enter_stream_fault(exc, operation)
+            elif exc is not None and not isinstance(exc, StoreFault) and (
+                    is_stream_fault(exc) or isinstance(exc, KeystoreError)):
+                self._enter_stream_fault(exc, operation)  # a store fault has its own line
             self._update_ready()
 
         async for attempt in AsyncRetrying(
