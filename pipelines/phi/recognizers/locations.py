@@ -118,6 +118,9 @@ def _starts() -> frozenset[str]:
     return frozenset({*_TRIGGERS, *states, *(f"{s}'s" for s in states)})
 
 
+_SERVICES: Final = "facility_services.txt"
+
+
 @cache
 def _stops() -> frozenset[str]:
     """Words that end a facility name read backwards from its head: care units, articles and
@@ -721,8 +724,8 @@ def _namelike(tok: Token, mixed: bool, strong: bool = True) -> bool:
     """Could this word be part of a facility name? Before a weak head ("rehab", "center") a
     one-case note needs a city, a surname or a rare word ("cardiac rehab" is no name)."""
     low = tok.lower
-    if low in UNITS or (len(low) < 2 and low != "u"):
-        return False
+    if low in UNITS or (len(low) < 2 and low != "u") or low in fp.data_words(_SERVICES):
+        return False  # "Pain Clinic", "Cardiac Rehab": a service, not a name
     place = low in lx.us_cities() or (len(low) > 2 and low in lx.us_states())
     f = lx.zipf(low)
     if f >= _FUNCTION_ZIPF and not place:
