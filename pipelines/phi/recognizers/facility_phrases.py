@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from functools import cache
 from importlib import resources
+from itertools import compress
 from typing import Final
 
 from pipelines.phi import lexicons as lx
@@ -146,15 +147,14 @@ def facility_phrases(
     the name words only, as corpora that leave the generic head out annotate them)."""
     heads = _heads()
     out: list[Span] = []
-    i = 0
+    done = 0
     n = len(words)
-    while i < n:
-        if lowers[i] not in heads:
-            i += 1
-            continue
+    # only head words start the work (picked in C: no Python call per word of the note)
+    for i in compress(range(n), map(heads.__contains__, lowers)):
+        if i < done:
+            continue  # inside a phrase already reported
         end = _head_at(words, i, text)
         if end is None:
-            i += 1
             continue
         while (
             end + 1 < n and lowers[end + 1] in heads and _gap_ok(text, words[end], words[end + 1])
@@ -168,7 +168,7 @@ def facility_phrases(
             conf = 0.8 if words[i].lower != "memorial" else 0.7
             last = words[end] if with_head else words[max(first, i - 1)]
             out.append(Span(words[first].start, last.end, HOSPITAL, conf, "locations"))
-        i = end + 1
+        done = end + 1
     return out
 
 
@@ -176,16 +176,19 @@ _ACRONYM_CUES: Final = frozenset({"at", "from", "to", "of"})
 _ACRONYM_AFTER: Final = frozenset({"er", "ed", "ew", "icu", "campus", "clinic"})
 
 
-def hospital_acronyms(words: tuple[Token, ...], text: str, mixed: bool) -> list[Span]:
+def hospital_acronyms(
+    words: tuple[Token, ...], texts: tuple[str, ...], text: str, mixed: bool
+) -> list[Span]:
     """ "seen at XYZMC", "from XRMC ER": capital acronyms with a hospital ending."""
     if not mixed:
         return []
     endings = data_words("hospital_acronyms.txt")
     clinical = data_words("clinical_acronyms.txt")
     out: list[Span] = []
-    for k, tok in enumerate(words):
+    for k in compress(range(len(words)), map(str.isupper, texts)):
+        tok = words[k]
         low = tok.lower
-        if not (3 <= len(low) <= 6 and tok.is_upper) or low in clinical:
+        if not 3 <= len(low) <= 6 or low in clinical:
             continue
         if not any(low.endswith(e) for e in endings) or lx.zipf(low) >= 3.5:
             continue
