@@ -75,7 +75,7 @@ def _same_case(tok: Token, head: Token, mixed: bool) -> bool:
     return tok.text.islower()
 
 
-def _names(tok: Token, mixed: bool, lower_head: bool) -> bool:
+def _names(tok: Token, cased: bool) -> bool:
     """A word that can be the naming part of a facility ("Calvert", "Newhall", "Candler")."""
     low = tok.lower
     if len(low) < 2 or not low.replace("'", "").isalpha():
@@ -88,10 +88,10 @@ def _names(tok: Token, mixed: bool, lower_head: bool) -> bool:
     f = lx.zipf(low)
     if f >= _FUNCTION_ZIPF and not place:
         return False
+    if cased:  # capitalised before a capitalised head in a mixed-case note ("Roxbury Crossing")
+        return True
     if low.endswith(("ing", "ed")) and lx.name_score(low) < 1.0:
         return False
-    if mixed and not lower_head:
-        return True
     # a one-case note, or a lower-case name in a mixed note: a place, a surname or a rare word
     return place or lx.name_score(low.removesuffix("'s")) >= 0.5 or (f < 2.5 and len(low) > 3)
 
@@ -105,8 +105,9 @@ def _gap_ok(text: str, left: Token, right: Token) -> bool:
 
 def _name_start(
     words: tuple[Token, ...], h: int, text: str, mixed: bool, stops: frozenset[str]
-) -> int | None:
-    """First word of the facility name ending before the head at ``h``, or None."""
+) -> tuple[int, bool]:
+    """First word of the facility name ending before the head at ``h`` (``h`` when none), and
+    whether a word of it names (not only "Regional", "Community", "Pain")."""
     head = words[h]
     lower_head = mixed and head.text.islower()
     prefixes = data_words("facility_prefixes.txt")
@@ -126,17 +127,60 @@ def _name_start(
             named = named or low not in {"our", "good"}
         elif low in modifiers:
             pass
-        elif _names(tok, mixed, lower_head):
+        elif _names(tok, mixed and not lower_head):
             named = True
         else:
             break
         first = j
         j -= 1
-    if not named or first is None:
-        return None
+    if first is None:
+        return h, False
     while first < h and words[first].lower in {"of", "and"}:
         first += 1
-    return first
+    return first, named
+
+
+def _more_heads(words: tuple[Token, ...], end: int, text: str) -> int:
+    """Heads that follow a head: "X Medical Center Nursing Home", "X Hospital and Medical
+    Center"."""
+    heads = _heads()
+    while end + 1 < len(words):
+        k = end + 1
+        if words[k].lower == "and" and text[words[end].end : words[k].start] == " ":
+            k += 1
+        if k >= len(words) or words[k].lower not in heads:
+            break
+        if not _gap_ok(text, words[k - 1], words[k]):
+            break
+        more = _head_at(words, k, text)
+        if more is None:
+            break
+        end = more
+    return end
+
+
+@cache
+def _places() -> frozenset[str]:
+    return lx.us_cities() | frozenset(lx.us_states())
+
+
+def _of_place(words: tuple[Token, ...], end: int, text: str, mixed: bool) -> int | None:
+    """ "Hospital of Michigan", "Community Hospital of Chula Vista": the last word of a listed
+    city or state after "of" behind the head, or None."""
+    k = end + 1
+    if k + 1 >= len(words) or words[k].lower != "of" or text[words[end].end : words[k].start] != " ":
+        return None
+    places = _places()
+    best = None
+    phrase = ""
+    for m in range(k + 1, min(k + 4, len(words))):
+        tok = words[m]
+        if text[words[m - 1].end : tok.start] != " " or (mixed and not (tok.is_title or tok.is_upper)):
+            break
+        phrase = f"{phrase} {tok.lower}".strip()
+        if phrase in places and len(phrase) > 2:
+            best = m
+    return best
 
 
 def facility_phrases(
@@ -156,17 +200,14 @@ def facility_phrases(
         end = _head_at(words, i, text)
         if end is None:
             continue
-        while (
-            end + 1 < n and lowers[end + 1] in heads and _gap_ok(text, words[end], words[end + 1])
-        ):
-            more = _head_at(words, end + 1, text)
-            if more is None:
-                break
-            end = more  # "X Medical Center Nursing Home", "X Hospital Center"
-        first = _name_start(words, i, text, mixed, stops)
-        if first is not None and (not mixed or _same_case(words[end], words[i], mixed)):
+        end = _more_heads(words, end, text)
+        first, named = _name_start(words, i, text, mixed, stops)
+        place_end = _of_place(words, end, text, mixed)
+        if (named or place_end is not None) and _same_case(words[end], words[i], mixed):
             conf = 0.8 if words[i].lower != "memorial" else 0.7
-            last = words[end] if with_head else words[max(first, i - 1)]
+            if place_end is not None:
+                end = place_end  # "Children's Hospital of Michigan": the place is the name
+            last = words[end] if with_head or place_end else words[max(first, i - 1)]
             out.append(Span(words[first].start, last.end, HOSPITAL, conf, "locations"))
         done = end + 1
     return out
