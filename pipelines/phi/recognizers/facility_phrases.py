@@ -233,10 +233,10 @@ def hospital_acronyms(
             continue
         if not any(low.endswith(e) for e in endings) or lx.zipf(low) >= 3.5:
             continue
-        cue = (
-            k > 0
-            and words[k - 1].lower in _ACRONYM_CUES
-            and text[words[k - 1].end : tok.start] == " "
+        gap = text[words[k - 1].end : tok.start] if k > 0 else ""
+        # "seen at XYZMC", or after a name and a comma: "Dr. Quill, XYZMC."
+        cue = (gap == " " and words[k - 1].lower in _ACRONYM_CUES) or (
+            gap == ", " and words[k - 1].is_title
         )
         after = k + 1 < len(words) and words[k + 1].lower in _ACRONYM_AFTER
         if cue or after:

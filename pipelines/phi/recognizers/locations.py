@@ -126,9 +126,7 @@ def _stops() -> frozenset[str]:
     """Words that end a facility name read backwards from its head: care units, articles and
     describing adjectives ("the", "outside"), less the words facility names are made of."""
     kept = fp.data_words("facility_prefixes.txt") | fp.data_words("facility_modifiers.txt")
-    # compass and age words end it too: "the West Wing", "the New Building" name no place
-    words = _words("to from at in on of for by with and north south east west main new old")
-    return (UNITS | GENERIC_MODIFIERS | words) - kept
+    return (UNITS | GENERIC_MODIFIERS | _words("to from at in on of for by with and")) - kept
 
 
 @register("locations")
