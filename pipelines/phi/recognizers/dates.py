@@ -48,7 +48,11 @@ _STRONG_CUES = DATE_CUES - word_set("on from of as by next last starting started
 _NUMERIC_BODY = r"\d{1,4}(?:/\d{1,4}(?:[/\-]\d{1,4}){0,3}|-\d{1,2}-\d{2,4}|\.\d{1,2}\.\d{2,4})"
 # "\d\d{0,3}" is "\d{1,4}" (the same matches) opening with a digit class, so the stdlib search
 # skips to the next digit in C instead of trying a match at every position
-_NUMERIC = re.compile(r"\d\d{0,3}" + _NUMERIC_BODY.removeprefix(r"\d{1,4}") + r"(?![\d/]|[.\-]\d)")
+# A dash and digits after a date block it ("3/4-5"), unless a second slash date follows: a
+# range of dates, "3/2/19-3/9/19", "12/2018-01/2019", gives two dates.
+_NUMERIC = re.compile(
+    r"\d\d{0,3}" + _NUMERIC_BODY.removeprefix(r"\d{1,4}") + r"(?![\d/]|\.\d|-\d+(?![\d/]))"
+)
 # The same shape without the look-ahead, for the shared re2 prefilter (``scan.may_match``):
 # where it matches nowhere, ``_NUMERIC`` cannot match either (half the notes). ``\p{Nd}``:
 # Python's ``\d`` takes every Unicode decimal digit, re2's only 0-9.
@@ -71,7 +75,8 @@ _WEEKDAY_BEFORE = re.compile(r"(?i)\b" + _WEEKDAY + r"\.?,?[ \t]*$")
 _NAMED = (
     r"(?:\b(?P<wd>" + _WEEKDAY + r")\.?,?\s+)?"
     r"(?:\b(?P<rel>early|mid|late)[\s\-]+)?"
-    r"(?:\b(?:the\s+)?(?P<d1>" + _ORD + r")(?:\s+of)?[\s\-]*)?"
+    r"(?:\b(?:the\s+)?(?P<d1>" + _ORD + r"(?:\s*[-–]\s*" + _ORD + r")?)(?:\s+of)?[\s\-]*)?"
+    r"(?:\b" + _MONTH + r"\.?\s*[-–]\s*)?"  # a range of months: "Jan-Mar 2019"
     r"(?:\b(?P<m>"
     + _MONTH
     + r")\b\.?(?:[\s\-,/]*(?P<d2>"
@@ -89,6 +94,7 @@ _OTHER_WORD_FORMS = (
     r"|\b(?:on|from|since|until|till|dated)\s+(?P<dash>\d{1,2}-\d{1,2})\b"
     r"|\bthe\s+(?P<ord>\d{1,2})(?:st|nd|rd|th)\b"
     r"|\b(?P<vague>early|mid|late)[\s\-]+(?P<vy>(?:19|20)\d\d)\b"
+    r"|\b(?P<glued>\d{1,2}" + _MONTH + r"(?:19|20)?\d\d)\b"  # "14MAR2019", "3jan19"
 )
 _ORDINAL_OK_AFTER = frozenset({"", ".", ",", ";", ":", ")", '"', "!", "?", "at", "of", "and", "or"})
 _ORDINAL_CUES = frozenset({"on", "is", "it's", "its", "since", "by", "until", "till", "before",
@@ -171,8 +177,18 @@ def _valid_year(part: str) -> bool:
     return len(part) == 2 or (len(part) == 4 and 1900 <= int(part) <= 2099)
 
 
+def _range_end(text: str, start: int, spans: list[Span]) -> bool:
+    """The second date of a range: right after a dash that closes a date found just before
+    ("3/2/19-3/9/19")."""
+    return text[start - 1] == "-" and bool(spans) and spans[-1].end == start - 1
+
+
 def _day_range(text: str, start: int, end: int, parts: list[str], delims: list[str]) -> float:
-    """Two month/day pairs: "7/22-7/25" (4 parts) or with one year "6/5-6/8/2017" (5 parts)."""
+    """Two month/day pairs: "7/22-7/25" (4 parts) or with one year "6/5-6/8/2017" (5 parts);
+    two month/year pairs: "12/2018-01/2019"."""
+    if len(parts) == 4 and len(parts[1]) == len(parts[3]) == 4:  # "12/2018-01/2019"
+        years = _valid_year(parts[1]) and _valid_year(parts[3])
+        return 0.85 if years and 1 <= int(parts[0]) <= 12 and 1 <= int(parts[2]) <= 12 else 0.0
     if len(parts) == 4:
         a, b, c, d = (int(p) for p in parts)
         if delims in (["/", "/", "/"], ["/", "-", "/"]) and _valid_md(a, b) and _valid_md(c, d):
@@ -207,8 +223,10 @@ class DateRecognizer(Recognizer):
         spans: list[Span] = []
         for m in _NUMERIC.finditer(text) if may_match(doc, _NUMERIC_SHAPE) else ():
             start = m.start()
-            if (start and text[start - 1] in _LEFT_BLOCK) and not (
-                text[start - 1] in ".-" and text[start - 2 : start - 1].isalpha()
+            if (
+                (start and text[start - 1] in _LEFT_BLOCK)
+                and not (text[start - 1] in ".-" and text[start - 2 : start - 1].isalpha())
+                and not _range_end(text, start, spans)
             ):
                 continue
             conf = self._numeric(text, start, m.end(), m.group())
@@ -232,7 +250,7 @@ class DateRecognizer(Recognizer):
                 self._cued_dash(text, m.start(index["dash"]), m.end(index["dash"]), spans)
             elif grab(text, m, index["ord"]):
                 self._ordinal(text, m, index["ord"], spans)
-            elif grab(text, m, index["vague"]):
+            elif grab(text, m, index["glued"]) or grab(text, m, index["vague"]):
                 spans.append(Span(m.start(), m.end(), Category.DATE, 0.8, self.name))
             else:
                 span = self._named(text, m, index)

@@ -62,7 +62,9 @@ MOVE_VERBS: Final = _words(
 RETURN_VERBS: Final = _words(
     "returned returning return returns headed heading drive drove driven commute commutes"
 )
-RESIDENCE_VERBS: Final = _words("lives living lived resides residing moved born native home")
+RESIDENCE_VERBS: Final = _words(
+    "lives living lived resides residing moved born native home resident residents"
+)
 # Who comes from a place ("daughter from X", "he is from X").
 PEOPLE: Final = _words(
     "wife husband daughter son sister brother mother father friend niece nephew cousin aunt "
@@ -101,7 +103,7 @@ _NOT_PLACES: Final = _words(
     "pulm neuro renal gi cards surg nsg nsurg csurg ortho psych onc heme id micu sicu ccu "
     "resp medical surgical nursing primary care"
 )
-_CUES: Final = _words("to from at in of on leave")
+_CUES: Final = _words("to from at in of on leave near")
 # Words at which some rule starts (heads, cues, unit words); any other word is skipped fast.
 _TRIGGERS: Final = frozenset(
     {*GENERIC_HEADS, *NAMED_HEADS, *_CUES, "home", "plan", "cath", "er", "ew", "ed", "tcu"}
