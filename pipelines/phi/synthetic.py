@@ -388,11 +388,27 @@ class _Filler:
                 lambda: f"{y}.{m:02d}.{d:02d}",
                 lambda: f"{_MONTHS[m - 1][:3]} {d} - {_MONTHS[m - 1][:3]} {d + 3}, {y}",
                 lambda: f"{_MONTHS[m - 1].upper()} {y}",
-                lambda: f"{_MONTHS[m - 1][:4].rstrip('e')}. {d}{_ordinal(d)}, {y}",
+                lambda: f"{_ABBREVIATIONS[m - 1]} {d}{_ordinal(d)}, {y}",
                 lambda: f"{_MONTHS[m - 1][:3].upper()}-{d:02d}-{y}",
                 lambda: f"{m:02d} / {d:02d} / {y}",
             ]
         return _whole(forms[self.rng.randrange(len(forms))](), Label.DATE)
+
+
+_ABBREVIATIONS = [
+    "Jan.",
+    "Feb.",
+    "Mar.",
+    "Apr.",
+    "May",
+    "Jun.",
+    "Jul.",
+    "Aug.",
+    "Sept.",
+    "Oct.",
+    "Nov.",
+    "Dec.",
+]
 
 
 def _ordinal(d: int) -> str:
