@@ -13,9 +13,12 @@ mixed-case note, and follow a place cue ("at", "from", "to", "of") or precede "E
 
 from __future__ import annotations
 
+import re
+from bisect import bisect_left
 from functools import cache
 from importlib import resources
 from itertools import compress
+from operator import attrgetter
 from typing import Final
 
 from pipelines.phi import lexicons as lx
@@ -217,21 +220,26 @@ _ACRONYM_CUES: Final = frozenset({"at", "from", "to", "of"})
 _ACRONYM_AFTER: Final = frozenset({"er", "ed", "ew", "icu", "campus", "clinic"})
 
 
-def hospital_acronyms(
-    words: tuple[Token, ...], texts: tuple[str, ...], text: str, mixed: bool
-) -> list[Span]:
+@cache
+def _acronym_scan() -> re.Pattern[str]:
+    """Capital words of 3-6 letters with a hospital-acronym ending ("XYZMC", "XMH")."""
+    endings = "|".join(sorted((e.upper() for e in data_words("hospital_acronyms.txt")), key=len))
+    return re.compile(r"\b[A-Z]{1,4}(?:" + endings + r")\b")
+
+
+def hospital_acronyms(words: tuple[Token, ...], text: str, mixed: bool) -> list[Span]:
     """ "seen at XYZMC", "from XRMC ER": capital acronyms with a hospital ending."""
     if not mixed:
         return []
-    endings = data_words("hospital_acronyms.txt")
     clinical = data_words("clinical_acronyms.txt")
     out: list[Span] = []
-    for k in compress(range(len(words)), map(str.isupper, texts)):
+    for m in _acronym_scan().finditer(text):  # one scan in C; a few candidates a note
+        k = bisect_left(words, m.start(), key=attrgetter("start"))
+        if k >= len(words) or words[k].start != m.start() or words[k].end != m.end():
+            continue
         tok = words[k]
         low = tok.lower
-        if not 3 <= len(low) <= 6 or low in clinical:
-            continue
-        if not any(low.endswith(e) for e in endings) or lx.zipf(low) >= 3.5:
+        if not 3 <= len(low) <= 6 or low in clinical or lx.zipf(low) >= 3.5:
             continue
         gap = text[words[k - 1].end : tok.start] if k > 0 else ""
         # "seen at XYZMC", or after a name and a comma: "Dr. Quill, XYZMC."

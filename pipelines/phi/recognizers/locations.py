@@ -150,7 +150,7 @@ class LocationRecognizer(Recognizer):
         # ("Sacred Heart Memorial Hospital"; option facility_heads = false: "Sacred Heart")
         with_head = bool(self.options.get("facility_heads", True))
         out += fp.facility_phrases(words, toks.lowers, text, mixed, _stops(), with_head)
-        out += fp.hospital_acronyms(words, toks.texts, text, mixed)
+        out += fp.hospital_acronyms(words, text, mixed)
         for h in compress(range(n), map(_starts().__contains__, toks.lowers)):
             tok = words[h]
             low = tok.lower
