@@ -300,6 +300,26 @@ class LocationRecognizer(Recognizer):
                 ):
                     last += 1  # "Milford Mill", "Glen Burnie Heights": a neighbouring place
                 return Span(tok.start, words[last].end, CITY, 0.75, "locations")
+        return self._after_cue_rest(
+            words, c, j, text, mixed, before=before, moved=moved, resident=resident
+        )
+
+    def _after_cue_rest(
+        self,
+        words: tuple[Token, ...],
+        c: int,
+        j: int,
+        text: str,
+        mixed: bool,
+        *,
+        before: set[str],
+        moved: bool,
+        resident: bool,
+    ) -> Span | None:
+        """The rules of ``_after_cue`` after the city look-up, for the word ``j`` after the cue."""
+        cue = words[c].lower
+        prev = words[c - 1].lower if c > 0 else ""
+        tok = words[j]
         if (  # "Medical Center in Lochearn": a rare word after a facility and "in" is its town
             cue == "in"
             and prev in _HEADS
