@@ -20,9 +20,12 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import PHYSIONET_DEV, ROOT
+from tests.conftest import PHYSIONET_DEV, ROOT, SHARED
 
 SCANNED = ("pipelines", "surrogates", "keystore", "service", "tests", "bench", "docs")
+# Copies of public lexicons, exempt only while they are byte for byte the published file (an
+# entry there is a real facility of the gazetteer, not an example typed from the corpus).
+LEXICON_COPIES = {"pipelines/phi/data/hospitals.txt": SHARED / "lexicons" / "hospitals.txt"}
 _TOKEN = re.compile(r"[a-z0-9]+")
 _CALENDAR = frozenset(
     w.lower()
@@ -72,7 +75,14 @@ def tracked_files(root: Path) -> list[Path]:
             for p in (root / d).rglob("*")
             if p.is_file() and "__pycache__" not in p.parts
         ]
-    return [root / n for n in sorted(names)]
+    return [root / n for n in sorted(names) if not _lexicon_copy(root, n)]
+
+
+def _lexicon_copy(root: Path, name: str) -> bool:
+    source = LEXICON_COPIES.get(name)
+    return (
+        source is not None and source.exists() and source.read_bytes() == (root / name).read_bytes()
+    )
 
 
 def _pattern(phrase: str) -> re.Pattern[str]:
@@ -129,6 +139,19 @@ def test_the_scan_finds_a_planted_phrase(tmp_path: Path) -> None:
     planted.write_text("# seen by Dr Qzvorth\n# at Brillmoor\nHarbour, qzvorthy\n")
     hits = find_hits([planted], {"qzvorth", "brillmoor harbour", "larch"})
     assert hits == [(planted, 1), (planted, 2)]
+
+
+def test_a_lexicon_copy_is_exempt_only_while_unchanged(tmp_path: Path) -> None:
+    source = SHARED / "lexicons" / "hospitals.txt"
+    if not source.exists():
+        pytest.skip("../shared/data/lexicons is not present")
+    name = "pipelines/phi/data/hospitals.txt"
+    copy = tmp_path / name
+    copy.parent.mkdir(parents=True)
+    copy.write_bytes(source.read_bytes())
+    assert _lexicon_copy(tmp_path, name)
+    copy.write_bytes(source.read_bytes() + b"Qzvorth General Hospital\n")
+    assert not _lexicon_copy(tmp_path, name)
 
 
 def test_common_words_months_and_numbers_are_not_distinctive() -> None:

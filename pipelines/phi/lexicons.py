@@ -318,7 +318,7 @@ def clinical_word(word: str) -> bool:
 
 def rare_unknown(word: str, max_zipf: float = 1.8) -> bool:
     """A lower-case word of 4+ letters almost never seen in English and not clinical
-    vocabulary: in a note that is mostly a surname or a place name ("cucchiara")."""
+    vocabulary: in a note that is mostly a surname or a place name ("brazzolini")."""
     return (
         len(word) >= 4
         and word.isalpha()

@@ -320,7 +320,7 @@ class LocationRecognizer(Recognizer):
         cue = words[c].lower
         prev = words[c - 1].lower if c > 0 else ""
         tok = words[j]
-        if (  # "Medical Center in Lochearn": a rare word after a facility and "in" is its town
+        if (  # "Medical Center in Marlowvale": a rare word after a facility and "in" is its town
             cue == "in"
             and prev in _HEADS
             and (tok.is_title or tok.is_upper or not mixed)
@@ -463,7 +463,7 @@ def _university_of(words: tuple[Token, ...], c: int, text: str, mixed: bool) -> 
 
 
 def _city_before_state(words: tuple[Token, ...], h: int, text: str, mixed: bool) -> Span | None:
-    """ "Middle River, MD", "Towson Maryland": a listed city right before a state; also
+    """ "Middle River, MD", "Frostburg Maryland": a listed city right before a state; also
     "U Maryland" (a state university's hospital)."""
     state = words[h]
     uni = words[h - 1]
@@ -702,7 +702,7 @@ def _propagate(spans: list[Span], words: tuple[Token, ...], text: str, mixed: bo
 
 
 def _person_before(tok: Token, mixed: bool) -> bool:
-    """ "Neil Smith of Towson": the word before "of" looks like a surname."""
+    """ "Neil Smith of Elkbridge": the word before "of" looks like a surname."""
     if tok.is_title and (lx.name_score(tok.lower) > -9.0 or lx.zipf(tok.lower) < 2.5):
         return True
     return not mixed and lx.name_score(tok.lower) >= 1.5

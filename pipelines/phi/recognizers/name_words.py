@@ -96,7 +96,7 @@ def _eponyms(toks: lx.Tokens, text: str) -> set[str]:
 
 def _surname_after_first(first: Token, word: Token, mixed: bool) -> bool:
     """``word`` right after a census first name is its surname: a census surname far more a name
-    than a word, or a rare unknown word ("Leslie Kiezulas")."""
+    than a word, or a rare unknown word ("Leslie Wrzosvany")."""
     if not lx.is_first_name(first.lower) or lx.name_score(first.lower) < 1.0:
         return False
     if mixed and not (word.is_title or word.is_upper):

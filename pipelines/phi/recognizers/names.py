@@ -553,7 +553,7 @@ def _initial_then_surname(note: _Note, i: int) -> int | None:
 
 
 def _title_case_pair(note: _Note, i: int) -> int | None:
-    """No cue: two Title-case words that are each a name or rare ("Radu Crosson")."""
+    """No cue: two Title-case words that are each a name or rare ("Oriel Vantmoor")."""
     words, tok = note.words, note.words[i]
     low, title_case = tok.lower, lx.TITLE_CASE
     if (
@@ -614,7 +614,7 @@ def _lone_first_name(note: _Note, i: int) -> int | None:
 
 
 def _one_case_full_name(note: _Note, i: int) -> int | None:
-    """No cue, one-case note: "AGNES MUNROE" (first name + census surname). A first name
+    """No cue, one-case note: "HAZEL PELLWORTH" (first name + census surname). A first name
     alone is not enough here: "MAE", "PERLA", "ALINE" are clinical abbreviations too."""
     words, tok = note.words, note.words[i]
     low = tok.lower
