@@ -128,7 +128,7 @@ def test_leak_guard_holds_back_when_nothing_was_detected() -> None:
 
 
 def test_leak_guard_catches_a_detected_phrase_that_survives_elsewhere() -> None:
-    text = "Transferred from Calvert Hospital; Calvert Hospital sent records."
+    text = "Transferred from Ashcott Hospital; Ashcott Hospital sent records."
     result = _no_detector().deidentify(
         _doc(text, Identifiers()), _state(), spans=[Span(17, 33, C.LOCATION_HOSPITAL)]
     )

@@ -195,7 +195,7 @@ def _name_score(word: str) -> float:
     frequency: "smith" ~ +2, "will" ~ -0.5, "patient" ~ -3. Words in no census list get -9.
     """
     share = max(first_names().get(word, 0.0), last_names().get(word, 0.0))
-    if share <= 0.0 and ("'" in word or "’" in word):  # "o'hara" is listed as "ohara"
+    if share <= 0.0 and ("'" in word or "’" in word):  # "o'donnell" is listed as "odonnell"
         word = word.replace("'", "").replace("’", "")
         share = last_names().get(word, 0.0)
     if share <= 0.0:

@@ -450,7 +450,7 @@ def _dotted_initial_name(note: _Note, j: int) -> bool:
 
 
 def _capitalised_full_name(note: _Note, j: int) -> bool:
-    """ "son: Vladimir Erickson": two capitalised words make a full name."""
+    """ "son: Casimir Olafsen": two capitalised words make a full name."""
     words = note.words
     return (
         (note.mixed or note.lower_note)
