@@ -34,32 +34,33 @@ class WordListError(DeidstreamError):
     reason_class = "word_list"
 
 
-def _lines(name: str) -> Iterator[str]:
-    """The file's lines without comments and surrounding space, empty ones dropped."""
-    path = resources.files(_PACKAGE).joinpath("data", f"{name}.txt")
-    for line in path.read_text("utf-8").splitlines():
-        text = line.split("#", 1)[0].strip()
-        if text:
-            yield text
+def _lines(text: str) -> Iterator[str]:
+    """The lines without comments and surrounding space, empty ones dropped."""
+    for line in text.splitlines():
+        kept = line.split("#", 1)[0].strip()
+        if kept:
+            yield kept
 
 
-@cache
-def word_set(name: str) -> frozenset[str]:
-    """The words of ``data/<name>.txt`` (a file without sections)."""
+def _read(name: str) -> str:
+    return resources.files(_PACKAGE).joinpath("data", f"{name}.txt").read_text("utf-8")
+
+
+def parse_words(text: str, name: str = "<text>") -> frozenset[str]:
+    """The words of a list without sections."""
     words: set[str] = set()
-    for line in _lines(name):
+    for line in _lines(text):
         if line.startswith("["):
             raise WordListError(f"word list {name!r} has a section; use role_map")
         words.update(line.split())
     return frozenset(words)
 
 
-@cache
-def role_map(name: str) -> MappingProxyType[str, Category]:
-    """Word -> role of ``data/<name>.txt`` (a file with role sections)."""
+def parse_roles(text: str, name: str = "<text>") -> MappingProxyType[str, Category]:
+    """Word -> role of a list with role sections."""
     roles: dict[str, Category] = {}
     role: Category | None = None
-    for line in _lines(name):
+    for line in _lines(text):
         if line.startswith("[") and line.endswith("]"):
             role = _ROLES.get(line[1:-1].strip())
             if role is None:
@@ -69,3 +70,15 @@ def role_map(name: str) -> MappingProxyType[str, Category]:
             raise WordListError(f"word list {name!r}: words before the first section")
         roles.update(dict.fromkeys(line.split(), role))
     return MappingProxyType(roles)
+
+
+@cache
+def word_set(name: str) -> frozenset[str]:
+    """The words of ``data/<name>.txt`` (a file without sections)."""
+    return parse_words(_read(name), name)
+
+
+@cache
+def role_map(name: str) -> MappingProxyType[str, Category]:
+    """Word -> role of ``data/<name>.txt`` (a file with role sections)."""
+    return parse_roles(_read(name), name)
