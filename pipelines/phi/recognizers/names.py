@@ -660,16 +660,13 @@ def _lower_full_name_pass(note: _Note, i: int) -> int | None:
     return None
 
 
-def _starts_nothing(note: _Note, tok: Token) -> bool:
-    """A word that is no cue, no initial, not capitalised in a mixed-case note and no census
-    first name in a one-case note can start no rule but the lower-case full name."""
-    low = tok.lower
-    if low in note.cues.triggers or len(low) <= 1:
-        return False
+def _capital_counts(note: _Note, tok: Token) -> bool:
+    """May a word that is no cue start an uncued rule: a capital where case tells something,
+    or (in a one-case note) a census first name?"""
     capital = tok.text[0].isupper()
     if note.mixed:
-        return not capital
-    return low not in note.first_names and not (note.lower_note and capital)
+        return capital
+    return tok.lower in note.first_names or (note.lower_note and capital)
 
 
 class _CuePlans(dict[str, tuple[_Pass, ...]]):
@@ -706,12 +703,16 @@ _CUE_PLANS = _CuePlans()
 def _visit(note: _Note, i: int) -> int | None:
     """Try the passes at word ``i``; return the index to go on from, or None for ``i + 1``."""
     tok = note.words[i]
-    if _starts_nothing(note, tok):
+    plan = _CUE_PLANS[tok.lower]
+    if plan:  # cue words and initials
+        for cued in plan:
+            nxt = cued(note, i)
+            if nxt is not None:
+                return nxt
+    elif not _capital_counts(note, tok):
+        # no cue, no initial, no capital where case tells and no first name in a one-case
+        # note: only a lower-case full name may start here
         return _lower_full_name_pass(note, i)
-    for cued in _CUE_PLANS[tok.lower]:  # cue words and initials
-        nxt = cued(note, i)
-        if nxt is not None:
-            return nxt
     for uncued in note.uncued:
         nxt = uncued(note, i)
         if nxt is not None:
