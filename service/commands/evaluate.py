@@ -82,8 +82,9 @@ def _cross_validate(
     augment: int,
     iterations: int,
     as_json: bool,
+    thresholds: list[float],
 ) -> None:
-    from pipelines.phi.tagger.crossval import SYSTEMS, cross_validate
+    from pipelines.phi.tagger.crossval import cross_validate
 
     notes, gold = read_corpus(directory)
     known: dict[str, Identifiers] = {}
@@ -94,7 +95,7 @@ def _cross_validate(
         try:
             result = cross_validate(
                 notes, gold, known, k=k, seed=seed, settings=settings,
-                policy=Policy.load(policy), work_dir=Path(work),
+                policy=Policy.load(policy), work_dir=Path(work), thresholds=thresholds,
                 progress=lambda line: typer.echo(line, err=True),
             )
         except ValueError as exc:
@@ -106,16 +107,16 @@ def _cross_validate(
     typer.echo(f"patient-level {k}-fold cross-validation of {directory} (seed {seed})")
     typer.echo("fold  patients notes  system    sensitivity precision f2     phrase recall")
     for fold in result.folds:
-        for system in SYSTEMS:
+        for system in result.systems:
             f = fold.figures(system)
             typer.echo(
-                f"{fold.fold:>4}  {fold.patients:>8} {fold.notes:>5}  {system:<9} "
+                f"{fold.fold:>4}  {fold.patients:>8} {fold.notes:>5}  {system:<13} "
                 f"{f['sensitivity']:.4f}      {f['precision']:.4f}    {f['f2']:.4f} {f['phrase_recall']:.4f}"
             )
-    for system in SYSTEMS:
+    for system in result.systems:
         summary = result.summary(system)
         cells = "  ".join(f"{k} mean {v['mean']} worst {v['worst']}" for k, v in summary.items())
-        typer.echo(f"{system:<9} {cells}")
+        typer.echo(f"{system:<13} {cells}")
     typer.echo("recall by gold category (mean over folds, combined):")
     cats = sorted({c for f in result.folds for c in f.reports["combined"].categories})
     for cat in cats:
@@ -148,10 +149,11 @@ def register(app: typer.Typer) -> None:
         cv: Annotated[int, typer.Option("--cv", min=0, help="Patient-level K-fold cross-validation of the learned tagger: train on K-1 folds, score the held fold (tagger alone, rules, combined). 0: off.")] = 0,
         augment: Annotated[int, typer.Option("--augment", min=0, help="With --cv: surrogate-augmented copies per training note.")] = TrainSettings.augment,
         iterations: Annotated[int, typer.Option("--iterations", min=1, help="With --cv: L-BFGS iterations per fold.")] = TrainSettings.max_iterations,
+        thresholds: Annotated[list[float] | None, typer.Option("--threshold", help="With --cv: also score the tagger at this probability threshold (repeatable).")] = None,
     ) -> None:
         """Token-level sensitivity, specificity, precision, F2, phrase recall with 95% CIs."""
         if cv:
-            _cross_validate(directory, cv, seed, known_names or names_file is not None, names_file, policy, augment, iterations, as_json)
+            _cross_validate(directory, cv, seed, known_names or names_file is not None, names_file, policy, augment, iterations, as_json, thresholds or [])
             return
         text_path = directory / "id.text"
         gold_path = directory / "id-phi.phrase"

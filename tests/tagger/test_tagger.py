@@ -61,7 +61,7 @@ def test_gazetteer_phrase_marks_every_word_of_a_facility() -> None:
 def test_bio_labels_follow_gold_phrases() -> None:
     example = Example("Dr. Ann Lee saw pt", (Phrase(4, 11, Label.NAME),))
     _, labels = labelled(example, Featurizer())
-    assert labels == ["O", "O", "B-NAME", "I-NAME", "O", "O"]
+    assert labels == ["O", "B-NAME", "I-NAME", "O", "O"]  # words only: "." is context
 
 
 def test_gold_categories_map_to_labels() -> None:
@@ -98,7 +98,8 @@ def test_trained_tagger_finds_phi_in_a_new_note(tiny_model: Path) -> None:
     found = {text[s.start : s.end] for s in spans}
     assert all(0 <= s.start < s.end <= len(text) for s in spans)
     assert any("Ashgrove" in f for f in found)
-    assert "4/2" in found or "4" in found
+    assert any("Pine" in f or "Hollow" in f for f in found)
+    assert not any(c.isdigit() for f in found for c in f)  # dates are the rules' job
 
 
 def test_a_lower_threshold_finds_at_least_as_much(tiny_model: Path) -> None:

@@ -1,7 +1,8 @@
 """The learned tagger as a recognizer: CRF spans, refined to a category by their words.
 
-Options (policy ``[recognizers.tagger]``): ``model`` (path; default the shipped model) and
-``threshold`` (a token is PHI when the model gives it at least this probability). The
+Options (policy ``[recognizers.tagger]``): ``model`` (path; default the shipped model),
+``threshold`` (a token is PHI when the model gives it at least this probability) and
+``thresholds`` (a table of per-label overrides: ``{ NAME = 0.3, DATE = 0.7 }``). The
 detector unites these spans with the rules' (``pipelines.phi.combine``).
 """
 
@@ -23,9 +24,10 @@ _HEADS: Final = CUES["head"]
 
 
 @cache
-def _shared(model: str, threshold: float) -> Tagger:
-    """One loaded model per (file, threshold) in a process."""
-    return Tagger(Path(model) if model else None, threshold=threshold)
+def _shared(model: str, threshold: float, per_label: tuple[tuple[str, float], ...]) -> Tagger:
+    """One loaded model per (file, thresholds) in a process."""
+    thresholds = {Label(k.upper()): v for k, v in per_label}
+    return Tagger(Path(model) if model else None, threshold=threshold, thresholds=thresholds)
 
 
 def _category(text: str, tagged: TaggedSpan) -> Category:
@@ -47,7 +49,12 @@ class TaggerRecognizer(Recognizer):
 
     def __init__(self, options: Mapping[str, Any] | None = None) -> None:
         super().__init__(options)
-        self.tagger = _shared(str(self.options.get("model", "")), float(self.options.get("threshold", 0.5)))
+        per_label = self.options.get("thresholds", {})
+        self.tagger = _shared(
+            str(self.options.get("model", "")),
+            float(self.options.get("threshold", 0.5)),
+            tuple(sorted((str(k), float(v)) for k, v in per_label.items())),
+        )
 
     def detect(self, doc: Doc) -> list[Span]:
         text = doc.text

@@ -27,7 +27,7 @@ from pipelines.phi.recognizers.tagger import TaggerRecognizer
 from pipelines.phi.tagger.train import TrainSettings, examples_from, train
 from pipelines.policy import Policy
 
-SYSTEMS = ("tagger", "rules", "combined")
+SYSTEMS = ("tagger", "rules", "combined")  # with thresholds: "tagger@0.3", "combined@0.3"
 _HEADLINE = ("sensitivity", "precision", "f2", "phrase_recall")
 
 
@@ -67,6 +67,10 @@ class CrossValidation:
     settings: TrainSettings
     folds: list[FoldResult] = field(default_factory=list)
 
+    @property
+    def systems(self) -> list[str]:
+        return list(self.folds[0].reports) if self.folds else []
+
     def summary(self, system: str) -> dict[str, dict[str, float | None]]:
         """Mean and worst fold of each headline figure."""
         out: dict[str, dict[str, float | None]] = {}
@@ -89,11 +93,11 @@ class CrossValidation:
                     "patients": f.patients,
                     "notes": f.notes,
                     "train_seconds": f.train_seconds,
-                    **{s: _rounded(f.figures(s)) for s in SYSTEMS},
+                    **{s: _rounded(f.figures(s)) for s in self.systems},
                 }
                 for f in self.folds
             ],
-            "summary": {s: self.summary(s) for s in SYSTEMS},
+            "summary": {s: self.summary(s) for s in self.systems},
         }
 
 
@@ -117,8 +121,11 @@ def cross_validate(
     settings: TrainSettings | None = None,
     policy: Policy | None = None,
     work_dir: Path,
+    thresholds: Sequence[float] = (),
     progress: Callable[[str], None] = lambda _line: None,
 ) -> CrossValidation:
+    """Train per fold, score the held fold. With several ``thresholds``, the same fold model
+    is scored at each (systems ``tagger@T`` and ``combined@T``)."""
     settings = settings or TrainSettings()
     policy = policy or Policy.load()
     tagger_options = dict(policy.recognizers.get("tagger", {}))
@@ -133,20 +140,24 @@ def cross_validate(
         model = work_dir / f"fold{index}.crfsuite"
         report = train(examples_from(train_notes, dict(gold)), model, settings)
         progress(f"fold {index}/{k}: trained on {len(train_notes)} notes in {report.seconds} s")
-        tagger = TaggerRecognizer({**tagger_options, "model": str(model)})
-        evaluations = {s: Evaluation() for s in SYSTEMS}
+        taggers = {"": TaggerRecognizer({**tagger_options, "model": str(model)})}
+        for t in thresholds:
+            options = {**tagger_options, "model": str(model), "threshold": t}
+            taggers[f"@{t}"] = TaggerRecognizer(options)
+        evaluations: dict[str, Evaluation] = {}
         for note in test_notes:
             doc = Doc(note.text, known.get(note.patient) or Identifiers())
             found_rules = rules.detect(doc)
-            found_tagger = tagger.detect(doc)
-            spans = {
-                "tagger": merge_spans(found_tagger),
-                "rules": found_rules,
-                "combined": merge_spans(unite(found_rules, found_tagger)),
-            }
+            spans = {"rules": found_rules}
+            for suffix, tagger in taggers.items():
+                found_tagger = tagger.detect(doc)
+                spans["tagger" + suffix] = merge_spans(found_tagger)
+                spans["combined" + suffix] = merge_spans(unite(found_rules, found_tagger))
             phrases = gold.get(note.key, [])
             for system, found in spans.items():
-                evaluations[system].add(note.patient, note.note, note.text, phrases, found)
+                evaluations.setdefault(system, Evaluation()).add(
+                    note.patient, note.note, note.text, phrases, found
+                )
         result.folds.append(
             FoldResult(
                 fold=index,

@@ -92,6 +92,12 @@ def tokenize(text: str) -> list[Tok]:
     return [(m.start(), m.end(), m.group()) for m in _TOKEN.finditer(text)]
 
 
+def word_positions(tokens: list[Tok]) -> list[int]:
+    """Indices of the word tokens: the items the CRF labels. Digits and punctuation are left
+    to the rules (dates, phones, identifiers) and seen by the CRF only as context."""
+    return [i for i, t in enumerate(tokens) if t[2][0].isalpha()]
+
+
 def _bucket(value: float, edges: tuple[float, ...]) -> int:
     for i, edge in enumerate(edges):
         if value < edge:
@@ -120,19 +126,20 @@ class Gazetteer:
 
     def matches(self, lowers: list[str]) -> list[tuple[int, int]]:
         """``(start, end)`` token ranges of the longest phrase starting at each token."""
+        by_first = self.by_first
         out: list[tuple[int, int]] = []
-        i, n = 0, len(lowers)
-        while i < n:
+        end = 0
+        for i in [i for i, w in enumerate(lowers) if w in by_first]:
+            if i < end:
+                continue
             best = 0
-            for phrase in self.by_first.get(lowers[i], ()):
+            for phrase in by_first[lowers[i]]:
                 k = len(phrase)
                 if k > best and tuple(lowers[i : i + k]) == phrase:
                     best = k
             if best:
                 out.append((i, i + best))
-                i += best
-            else:
-                i += 1
+                end = i + best
         return out
 
 

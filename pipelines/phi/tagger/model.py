@@ -8,7 +8,7 @@ probability that the tokens are PHI). A token is PHI when the marginal of "not P
 from __future__ import annotations
 
 import threading
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from importlib import resources
@@ -17,10 +17,12 @@ from typing import Final
 
 import pycrfsuite
 
-from pipelines.phi.tagger.features import Featurizer, Tok, tokenize
+from pipelines.phi import lexicons
+from pipelines.phi.tagger.features import Featurizer, Tok, tokenize, word_positions
 from pipelines.spans import Category, Span
 
 OUTSIDE: Final = "O"
+_RARE_ZIPF: Final = 3.5  # rarer than this in English: a recurrence is worth tagging
 
 
 class Label(StrEnum):
@@ -95,16 +97,30 @@ class TaggedSpan:
 
 
 class Tagger:
-    """A trained CRF model and the featurizer it was trained with."""
+    """A trained CRF model and the featurizer it was trained with.
 
-    def __init__(self, model_path: Path | None = None, threshold: float = 0.5) -> None:
+    ``threshold``: a token the best path calls "not PHI" is PHI all the same when the model
+    gives it at least this probability of PHI (per label with ``thresholds``).
+    """
+
+    def __init__(
+        self,
+        model_path: Path | None = None,
+        threshold: float = 0.5,
+        thresholds: Mapping[Label, float] | None = None,
+        labels: frozenset[Label] = frozenset({Label.NAME, Label.LOCATION}),
+    ) -> None:
         if model_path is None:
             ref = resources.files("pipelines.phi").joinpath(DEFAULT_MODEL)
             model_path = Path(str(ref))
         if not model_path.is_file():
             raise FileNotFoundError(f"tagger model not found: {model_path}")
+        if not 0.0 < threshold <= 1.0:
+            raise ValueError(f"tagger threshold {threshold} outside (0, 1]")
         self.model_path = model_path
-        self.threshold = threshold
+        self.thresholds = {label: threshold for label in Label} | dict(thresholds or {})
+        self._least = min(self.thresholds.values())
+        self.labels = labels  # the classes reported; the others are left to the rules
         self.featurizer = Featurizer()
         self._local = threading.local()  # crfsuite taggers are not thread-safe: one per thread
         self._open()  # fail at start-up, not on the first note
@@ -117,39 +133,62 @@ class Tagger:
             self._local.tagger = tagger
         return tagger
 
+    def _decide(self, tagger: pycrfsuite.Tagger, i: int, predicted: str) -> tuple[Label | None, float]:
+        """The label of token ``i`` (None: not PHI) and the probability that it is PHI."""
+        p_phi = 1.0 - tagger.marginal(OUTSIDE, i)
+        if predicted != OUTSIDE:
+            return Label(predicted[2:]), p_phi
+        if p_phi < self._least:
+            return None, p_phi
+        label = _likeliest(tagger, i)
+        return (label if p_phi >= self.thresholds[label] else None), p_phi
+
     def tag(self, text: str) -> list[TaggedSpan]:
         tokens = tokenize(text)
-        if not tokens:
+        items = word_positions(tokens)
+        if not items:
             return []
         rows = self.featurizer.features(text, tokens)
         tagger = self._open()
-        tagger.set(rows)
-        best = tagger.tag()
-        keep = 1.0 - self.threshold
+        tagger.set([rows[i] for i in items])
+        tokens = [tokens[i] for i in items]
         spans: list[TaggedSpan] = []
         run: list[int] = []
         run_label: Label | None = None
         run_conf = 1.0
-        for i, predicted in enumerate(best):
-            p_out = tagger.marginal(OUTSIDE, i) if predicted == OUTSIDE else 0.0
-            if predicted == OUTSIDE and p_out >= keep:
-                label = None
-            elif predicted == OUTSIDE:
-                label = _likeliest(tagger, i)
-            else:
-                label = Label(predicted[2:])
-            starts = predicted.startswith("B-")
-            if run and (label is None or label != run_label or starts):
+        for i, predicted in enumerate(tagger.tag()):
+            label, p_phi = self._decide(tagger, i, predicted)
+            if run and (label is None or label != run_label or predicted.startswith("B-")):
                 spans.append(_span(tokens, run, run_label, run_conf))
                 run, run_label, run_conf = [], None, 1.0
             if label is not None:
                 run.append(i)
                 run_label = label
-                run_conf = min(run_conf, 1.0 - (p_out if predicted == OUTSIDE else
-                                               tagger.marginal(OUTSIDE, i)))
+                run_conf = min(run_conf, p_phi)
         if run:
             spans.append(_span(tokens, run, run_label, run_conf))
-        return spans
+        spans = [s for s in spans if s.label in self.labels]
+        return spans + _recurrences(text, tokens, spans)
+
+
+def _recurrences(text: str, tokens: Sequence[Tok], spans: list[TaggedSpan]) -> list[TaggedSpan]:
+    """The other occurrences in the note of a rare word found inside a span: a surname or a
+    town is usually written several times, in contexts of varying strength."""
+    found: dict[str, TaggedSpan] = {}
+    for span in spans:
+        for word in text[span.start : span.end].split():
+            low = word.strip(".,;:'’").lower()
+            if len(low) >= 3 and low.isalpha() and lexicons.zipf(low) < _RARE_ZIPF:
+                found.setdefault(low, span)
+    if not found:
+        return []
+    covered = [(s.start, s.end) for s in spans]
+    out: list[TaggedSpan] = []
+    for start, end, word in tokens:
+        source = found.get(word.lower())
+        if source is not None and not any(a <= start < b for a, b in covered):
+            out.append(TaggedSpan(start, end, source.label, source.confidence))
+    return out
 
 
 def _likeliest(tagger: pycrfsuite.Tagger, i: int) -> Label:
