@@ -8,7 +8,9 @@ phrase (the report is itself no place for PHI).
 
 A phrase is distinctive when, lower-cased, it has at least four characters, at least one
 letter, is no common English word (``wordfreq`` Zipf below 3.0) and is no month or weekday:
-"Smith" or "May" may stand in any text, a rare surname or a street may not.
+"Smith" or "May" may stand in any text, a rare surname or a street may not. Numbers are
+compared by their digits when they have seven or more (a phone number, a record number), in
+whatever layout they are written.
 """
 
 from __future__ import annotations
@@ -88,6 +90,31 @@ def _lexicon_copy(root: Path, name: str) -> bool:
     )
 
 
+_DIGIT_RUN = re.compile(r"\d[\d .()/-]*\d")
+MIN_DIGITS = 7  # a phone number, a record number: shorter runs ("12345", "3/9") are everywhere
+
+
+def distinctive_numbers(phrases: list[str]) -> set[str]:
+    """The digits of the phrases holding at least ``MIN_DIGITS`` of them (phones, IDs), which the
+    word test leaves out: "301 555-0187" is the same number as "(301) 555 0187"."""
+    numbers = {re.sub(r"\D", "", p) for p in phrases}
+    return {n for n in numbers if len(n) >= MIN_DIGITS}
+
+
+def find_number_hits(files: list[Path], numbers: set[str]) -> list[tuple[Path, int]]:
+    """(file, line) of every run of digits and separators whose digits are one of ``numbers``."""
+    hits: list[tuple[Path, int]] = []
+    for path in files:
+        try:
+            text = path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError):
+            continue
+        for m in _DIGIT_RUN.finditer(text):
+            if re.sub(r"\D", "", m.group()) in numbers:
+                hits.append((path, text.count("\n", 0, m.start()) + 1))
+    return sorted(set(hits))
+
+
 def _pattern(phrase: str) -> re.Pattern[str]:
     words = [re.escape(w) for w in phrase.split()]
     return re.compile(r"(?<![a-z0-9])" + r"\s+".join(words) + r"(?![a-z0-9])")
@@ -111,11 +138,11 @@ def find_hits(files: list[Path], phrases: set[str]) -> list[tuple[Path, int]]:
     return sorted(set(hits))
 
 
-def _gold() -> set[str]:
+def _gold() -> list[str]:
     gold = PHYSIONET_DEV / "id-phi.phrase"
     if not gold.exists():
         pytest.skip("../shared/data/physionet/dev is not present")
-    return distinctive(_gold_phrases(gold))
+    return _gold_phrases(gold)
 
 
 @pytest.mark.corpus
@@ -123,7 +150,13 @@ def test_no_distinctive_gold_phi_in_tracked_files() -> None:
     # no fixture argument and no assert on the phrases: pytest would print them on failure
     files = tracked_files(ROOT)
     assert files, "no tracked file found"
-    hits = find_hits(files, _gold())
+    gold = _gold()
+    hits = sorted(
+        {
+            *find_hits(files, distinctive(gold)),
+            *find_number_hits(files, distinctive_numbers(gold)),
+        }
+    )
     lines: dict[str, list[str]] = {}
     for path, line in hits:
         lines.setdefault(path.relative_to(ROOT).as_posix(), []).append(str(line))
@@ -155,6 +188,15 @@ def test_a_lexicon_copy_is_exempt_only_while_unchanged(tmp_path: Path) -> None:
     assert _lexicon_copy(tmp_path, name)
     copy.write_bytes(source.read_bytes() + b"Qzvorth General Hospital\n")
     assert not _lexicon_copy(tmp_path, name)
+
+
+def test_the_scan_finds_a_planted_number_in_any_layout(tmp_path: Path) -> None:
+    planted = tmp_path / "test_x.py"
+    planted.write_text('x = "call (301) 555-0187"\ny = "ext 12345, 3015550187"\nz = 301555018\n')
+    assert find_number_hits([planted], distinctive_numbers(["301 555 0187", "12345"])) == [
+        (planted, 1),
+        (planted, 2),
+    ]
 
 
 def test_common_words_months_and_numbers_are_not_distinctive() -> None:

@@ -27,7 +27,7 @@ from pipelines.phi.scan import (
 from pipelines.spans import Category, Span
 
 # One re2 pass (no look-around; edges are checked in Python):
-# - cue-led numbers: "Pager #12345", "PG 23456", "beeper: 4-1234", "cell# 410-322-1419";
+# - cue-led numbers: "Pager #12345", "PG 23456", "beeper: 4-1234", "cell# 410-555-0163";
 # - phone shapes: 10 digits in 3-3-4 groups (any separators, area code possibly in
 #   parentheses) or 7 digits in 3-4 groups, with an optional extension;
 # - a lone extension ("x37", "ext. 221"), kept only right after a found number;
