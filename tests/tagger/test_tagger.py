@@ -141,3 +141,15 @@ def test_tagger_never_raises_and_merges_with_rules(tiny_model: Path, text: str) 
     merged = merge_spans(unite(rules, spans))
     for a, b in zip(merged, merged[1:], strict=False):
         assert a.end <= b.start or (a.start, a.end) == (b.start, b.end)
+
+
+def test_synthetic_examples_leave_facility_heads_out() -> None:
+    from pipelines.phi.tagger.train import synthetic_examples
+
+    examples = synthetic_examples(40, seed=2)
+    assert len(examples) == 40
+    places = [e.text[p.start : p.end] for e in examples for p in e.phrases if p.label is Label.LOCATION]
+    assert places
+    assert not any(p.lower().endswith((" hospital", " medical center")) for p in places)
+    for e in examples:
+        assert all(0 <= p.start < p.end <= len(e.text) for p in e.phrases)
