@@ -164,14 +164,18 @@ def read_corpus(
     fmt: CorpusFormat = CorpusFormat.AUTO,
     category_map: Mapping[str, str] | None = None,
     names_file: Path | None = None,
+    *,
+    require_gold: bool = True,
 ) -> Corpus:
-    """Read a whole corpus into memory (notes, gold phrases, unreadable records)."""
+    """Read a whole corpus into memory (notes, gold phrases, unreadable records).
+
+    ``require_gold=False`` lets a PhysioNet directory lack ``id-phi.phrase`` (export)."""
     if fmt is CorpusFormat.AUTO:
         fmt = sniff_corpus(path)
     rename = CategoryMap(category_map)
     items: Iterable[Item]
     if fmt is CorpusFormat.PHYSIONET:
-        items = _physionet_items(path)
+        items = _physionet_items(path, require_gold)
     elif fmt is CorpusFormat.BRAT:
         items = _brat_items(path)
     elif fmt is CorpusFormat.I2B2:
@@ -204,13 +208,13 @@ def _renamed(phrase: GoldPhrase, rename: CategoryMap) -> GoldPhrase | None:
     return GoldPhrase(phrase.start, phrase.end, category, phrase.text)
 
 
-def _physionet_items(directory: Path) -> Iterator[Item]:
+def _physionet_items(directory: Path, require_gold: bool = True) -> Iterator[Item]:
     if directory.is_file():
         directory = directory.parent
     text_path, gold_path = directory / "id.text", directory / "id-phi.phrase"
-    if not text_path.is_file() or not gold_path.is_file():
+    if not text_path.is_file() or (require_gold and not gold_path.is_file()):
         raise CorpusError("the PhysioNet layout needs id.text and id-phi.phrase")
-    gold = load_gold(gold_path)
+    gold = load_gold(gold_path) if gold_path.is_file() else {}
     with text_path.open("rb") as fh:
         for item in read_physionet(fh):
             yield item if isinstance(item, RecordError) else (item, gold.get(item.key, []))
