@@ -217,7 +217,14 @@ def _physionet_items(directory: Path, require_gold: bool = True) -> Iterator[Ite
     gold = load_gold(gold_path) if gold_path.is_file() else {}
     with text_path.open("rb") as fh:
         for item in read_physionet(fh):
-            yield item if isinstance(item, RecordError) else (item, gold.get(item.key, []))
+            if isinstance(item, RecordError):
+                yield item
+                continue
+            text = item.text  # phrase texts from the note: the phrase file's are one line
+            yield item, [
+                GoldPhrase(p.start, p.end, p.category, text[max(0, p.start) : p.end])
+                for p in gold.get(item.key, [])
+            ]
 
 
 def _files(path: Path, *suffixes: str) -> list[Path]:
@@ -279,11 +286,13 @@ def _i2b2_items(path: Path) -> Iterator[Item]:
         try:
             root = SafeET.fromstring(xml.read_bytes(), forbid_dtd=True)
             text, phrases = _i2b2_document(root)
-        except (ParseError, DefusedXmlException, ValueError) as exc:
-            reason = f"unreadable i2b2 XML ({type(exc).__name__})"
-            if isinstance(exc, ValueError) and not isinstance(exc, ParseError):
-                reason = str(exc)
-            yield RecordError(index, 1, reason, patient, note_id)
+        except (ParseError, DefusedXmlException) as exc:  # DTDs refused: no entity bombs
+            yield RecordError(
+                index, 1, f"unreadable i2b2 XML ({type(exc).__name__})", patient, note_id
+            )
+            continue
+        except ValueError as exc:  # ours: bad or out-of-range offsets, no TEXT
+            yield RecordError(index, 1, str(exc), patient, note_id)
             continue
         yield Note(patient, note_id, text, index, 1), phrases
 
