@@ -344,3 +344,40 @@ def test_dev_split_scores_identically_in_every_layout(
     assert reports["physionet"]["counts"]["gold_phrases"] > 1000
     for fmt in ("brat", "i2b2", "jsonl"):
         assert reports[fmt] == reports["physionet"], fmt
+
+
+def _cv_notes() -> list[tuple[Note, list[GoldPhrase]]]:
+    """Six invented patients, two notes each: enough for a 3-fold patient split."""
+    fills = [
+        ("Ambrose Quell", "Tindale Hospital"), ("Verity Osgood", "Maple Fenn"),
+        ("Lucan Harrowby", "Easterbrook"), ("Nell Praxton", "Gullane Clinic"),
+        ("Tobiah Wrenly", "Scarsfield"), ("Mirela Dunstan", "Corran Vale"),
+    ]
+    out = []
+    for p, (name, place) in enumerate(fills, 1):
+        for n, template in enumerate(("Seen by Dr. {n} today, sent to {l}.",
+                                      "Wife {n} called from {l} about the plan."), 1):
+            text = template.format(n=name, l=place)
+            out.append((Note(str(p), str(n), text, len(out) + 1, 1),
+                        [_phrase(text, name, "HCPName" if n == 1 else "RelativeProxyName"),
+                         _phrase(text, place, "Location")]))
+    return out
+
+
+def test_cv_reads_any_layout(app: typer.Typer, tmp_path: Path) -> None:
+    notes = _cv_notes()
+    reports = []
+    for fmt, where in (("physionet", tmp_path / "p"), ("jsonl", tmp_path / "c.jsonl")):
+        write_corpus(where, CorpusFormat(fmt), notes)
+        result = runner.invoke(
+            app,
+            ["evaluate", str(where), "--cv", "3", "--augment", "0", "--synthetic", "0",
+             "--iterations", "10", "--json"],
+        )
+        assert result.exit_code == 0, result.output
+        data = json.loads(result.stdout)
+        assert data["k"] == 3 and sum(f["notes"] for f in data["folds"]) == 12
+        for fold in data["folds"]:
+            fold.pop("train_seconds", None)
+        reports.append(data)
+    assert reports[0]["folds"] == reports[1]["folds"]
