@@ -373,7 +373,11 @@ def write_corpus(
             _write_bytes(dest / f"{stem}.txt", note.text)
             _write_bytes(dest / f"{stem}.ann", brat_annotations(note.text, phrases))
         elif fmt is CorpusFormat.I2B2:
-            _write_bytes(dest / f"{stem}.xml", i2b2_document(note.text, phrases))
+            try:
+                document = i2b2_document(note.text, phrases)
+            except CorpusError as exc:
+                raise CorpusError(exc.reason, patient=note.patient, note=note.note) from None
+            _write_bytes(dest / f"{stem}.xml", document)
         else:
             raise CorpusError("cannot write this corpus format", format=str(fmt))
         count += 1
@@ -447,9 +451,15 @@ _ATTR = str.maketrans(
 )
 
 
+_NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff\ud800-\udfff]")
+
+
 def i2b2_document(text: str, phrases: Sequence[GoldPhrase]) -> str:
     """An i2b2 2014 document: ``TEXT`` in CDATA (escaped text when it holds ``\\r`` or
     ``]]>``, which CDATA cannot carry), one ``TAGS`` child per phrase named by its group."""
+    bad = _NOT_XML.search(text)
+    if bad is not None:
+        raise CorpusError("the text holds a character XML 1.0 cannot carry", offset=bad.start())
     plain = "\r" in text or "]]>" in text
     body = text.translate(_ATTR) if plain else f"<![CDATA[{text}]]>"
     tags = []

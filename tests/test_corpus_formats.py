@@ -381,3 +381,15 @@ def test_cv_reads_any_layout(app: typer.Typer, tmp_path: Path) -> None:
             fold.pop("train_seconds", None)
         reports.append(data)
     assert reports[0]["folds"] == reports[1]["folds"]
+
+
+def test_i2b2_writer_refuses_characters_xml_cannot_carry(tmp_path: Path) -> None:
+    from pipelines.corpus_formats import CorpusError
+
+    note = Note("5", "1", "page one\x0cpage two", 1, 1)
+    with pytest.raises(CorpusError) as info:
+        write_corpus(tmp_path / "x", CorpusFormat.I2B2, [(note, [])])
+    assert info.value.coordinates == {"patient": "5", "note": "1"}
+    assert "page" not in str(info.value)
+    write_corpus(tmp_path / "b", CorpusFormat.BRAT, [(note, [])])  # BRAT carries it
+    assert read_corpus(tmp_path / "b").notes[0].text == note.text

@@ -67,6 +67,11 @@ def _only_half(
             yield item
 
 
+def _beside(path: Path) -> Path:
+    """The corpus directory (a JSON Lines / XML corpus may be a single file)."""
+    return path if path.is_dir() else path.parent
+
+
 def _cross_validate(
     directory: Path,
     k: int,
@@ -86,7 +91,11 @@ def _cross_validate(
     notes, gold = read_corpus(directory, corpus_format, policy)
     known: dict[str, Identifiers] = {}
     if use_names:
-        known = load_patient_names(names_file or directory / "pid_patientname.txt")
+        pid = names_file or _beside(directory) / "pid_patientname.txt"
+        if not pid.is_file():
+            typer.echo(f"deidstream: --known-names needs {pid}", err=True)
+            raise typer.Exit(2)
+        known = load_patient_names(pid)
     settings = TrainSettings(augment=augment, max_iterations=iterations, synthetic=synthetic)
     with tempfile.TemporaryDirectory(prefix="deidstream-cv-") as work:
         try:
@@ -156,7 +165,7 @@ def register(app: typer.Typer) -> None:
         use_names = known_names or names_file is not None
         known: dict[str, Identifiers] = {}
         if use_names:
-            pid = names_file or (directory if directory.is_dir() else directory.parent) / "pid_patientname.txt"
+            pid = names_file or _beside(directory) / "pid_patientname.txt"
             if not pid.is_file():
                 typer.echo(f"deidstream: --known-names needs {pid}", err=True)
                 raise typer.Exit(2)

@@ -109,6 +109,9 @@ def register(app: typer.Typer) -> None:
         exporter = _Exporter(Deidentifier(loaded), store, authority)
         try:
             write_corpus(dest, to, exporter.run(corpus, known))
+        except CorpusError as exc:  # reason and record ids only
+            typer.echo(f"deidstream export: {exc}; stopped", err=True)
+            raise typer.Exit(1) from None
         finally:
             if store is not None:
                 store.flush()
