@@ -24,11 +24,22 @@ from dataclasses import dataclass, field
 
 from keystore.api import PatientState
 from keystore.backend import Row, SqlBackend
-from keystore.envelope import Sealed, open_sealed, rewrap, seal, unwrap_key, wrap_key
+from keystore.envelope import (
+    ENVELOPE,
+    LEGACY_ENVELOPE,
+    Sealed,
+    is_legacy_wrap,
+    open_sealed,
+    reseal,
+    rewrap,
+    seal,
+    unwrap_key,
+    wrap_key,
+)
 from keystore.errors import ForgottenPatientError, IntegrityError, KeystoreError
 from keystore.keyring import Keyring, fingerprint
 from keystore.pseudonyms import new_patient_state
-from keystore.records import RECORD_SCHEMA, Identity, dump_state, load_state
+from keystore.records import Identity, dump_state, load_state
 from keystore.subkeys import ROOT_BYTES, StoreKeys
 
 ROOT_BINDING = b"deidstream/v1/store-root"
@@ -53,6 +64,7 @@ class RotationReport:
     new_key_id: str
     rewrapped: int = 0
     already_current: int = 0
+    upgraded: int = 0  # version-1 records sealed afresh in the current envelope
     failed: list[str] = field(default_factory=list)  # record fingerprints, no ids
 
 
@@ -197,7 +209,7 @@ class EncryptedStore:
             if row is not None:
                 return self._adopt(key, row, stale)
             state = factory()
-            sealed = seal(self._keyring, lookup, self._plaintext(key, state), RECORD_SCHEMA)
+            sealed = seal(self._keyring, lookup, self._plaintext(key, state), revision=1)
             row = _row(lookup, sealed, revision=1)
             if self._backend.insert(row, self._keys.pseudonym_index(state.pseudonym),
                                     self._clock()):
@@ -213,6 +225,8 @@ class EncryptedStore:
     def _adopt(self, key: tuple[str, str], row: Row, stale: _Entry | None) -> PatientState:
         state, _ = self._open(row)
         if stale is not None and stale.lookup == row.lookup:
+            if _older_copy(row, state, stale.state, stale.revision):
+                raise _rolled_back(row)
             if stale.revision != row.revision:
                 _overwrite(stale.state, state)  # keep the object callers already hold
             stale.revision = row.revision
@@ -292,7 +306,7 @@ class EncryptedStore:
                 unknown.append(entry)
                 continue
             sealed = seal(self._keyring, entry.lookup, self._plaintext(entry.key, entry.state),
-                          RECORD_SCHEMA)
+                          entry.revision + 1)
             batch.append((_row(entry.lookup, sealed, entry.revision + 1), entry.revision))
         results = self._backend.update_many(batch, self._clock()) if batch else []
         # Written (or about to be resolved one by one): nothing is pending any more.
@@ -329,7 +343,7 @@ class EncryptedStore:
                     self._cache.pop(entry.key, None)
                     return
                 sealed = seal(self._keyring, entry.lookup,
-                              self._plaintext(entry.key, entry.state), RECORD_SCHEMA)
+                              self._plaintext(entry.key, entry.state), 1)
                 if self._backend.insert(_row(entry.lookup, sealed, 1),
                                         self._keys.pseudonym_index(entry.state.pseudonym),
                                         self._clock()):
@@ -338,9 +352,11 @@ class EncryptedStore:
                     return
                 continue
             theirs, _ = self._open(row)
+            if _older_copy(row, theirs, entry.state, entry.revision):
+                raise _rolled_back(row)
             _merge_into(entry.state, theirs)
             sealed = seal(self._keyring, entry.lookup, self._plaintext(entry.key, entry.state),
-                          RECORD_SCHEMA)
+                          row.revision + 1)
             if self._backend.update_many([(_row(entry.lookup, sealed, row.revision + 1),
                                            row.revision)], self._clock())[0]:
                 entry.revision = row.revision + 1
@@ -444,7 +460,7 @@ class EncryptedStore:
                 for row in rows:
                     self._rewrap_row(combined, row, report)
             root_id, root_wrapped = self._backend.get_root() or ("", b"")
-            if root_id != combined.primary.key_id:
+            if root_id != combined.primary.key_id or is_legacy_wrap(root_wrapped):
                 root = unwrap_key(combined, ROOT_BINDING, root_id, root_wrapped)
                 key_id, wrapped = wrap_key(combined, ROOT_BINDING, root)
                 if not self._backend.replace_root(key_id, wrapped, root_wrapped, self._clock()):
@@ -459,17 +475,26 @@ class EncryptedStore:
         for _ in range(_MAX_CONFLICT_RETRIES):
             if current is None:
                 return  # forgotten meanwhile
-            if current.key_id == keyring.primary.key_id:
+            legacy = current.record_schema == LEGACY_ENVELOPE
+            if current.key_id == keyring.primary.key_id and not legacy:
                 report.already_current += 1
                 return
             try:
-                new = rewrap(keyring, current.lookup, _sealed(current))
+                if legacy:  # upgrade: sealed afresh, same revision, only if unchanged
+                    new = reseal(keyring, current.lookup, _sealed(current), current.revision)
+                    done = self._backend.update_many(
+                        [(_row(current.lookup, new, current.revision), current.revision)],
+                        self._clock())[0]
+                else:
+                    new = rewrap(keyring, current.lookup, _sealed(current), current.revision)
+                    done = self._backend.rewrap(current.lookup, new.key_id, new.wrapped_key,
+                                                current.wrapped_key)
             except (IntegrityError, KeystoreError):
                 report.failed.append(fingerprint(current.lookup))
                 return
-            if self._backend.rewrap(current.lookup, new.key_id, new.wrapped_key,
-                                    current.wrapped_key):
+            if done:
                 report.rewrapped += 1
+                report.upgraded += legacy
                 return
             current = self._backend.fetch(current.lookup)  # rewritten meanwhile: again
         report.failed.append(fingerprint(row.lookup))
@@ -554,10 +579,10 @@ class EncryptedStore:
         return dump_state(state, Identity(*key) if self._keep_identity else None)
 
     def _open(self, row: Row) -> tuple[PatientState, Identity | None]:
-        if row.record_schema != RECORD_SCHEMA:
+        if row.record_schema not in (LEGACY_ENVELOPE, ENVELOPE):
             raise IntegrityError("record has an unknown schema", schema=row.record_schema,
                                  record=fingerprint(row.lookup))
-        return load_state(open_sealed(self._keyring, row.lookup, _sealed(row), row.record_schema))
+        return load_state(open_sealed(self._keyring, row.lookup, _sealed(row), row.revision))
 
     def _remember(self, entry: _Entry) -> None:
         self._cache[entry.key] = entry
@@ -572,11 +597,27 @@ class EncryptedStore:
 
 def _row(lookup: bytes, sealed: Sealed, revision: int) -> Row:
     return Row(lookup, sealed.key_id, sealed.wrapped_key, sealed.nonce, sealed.ciphertext,
-               RECORD_SCHEMA, revision)
+               sealed.envelope, revision)
 
 
 def _sealed(row: Row) -> Sealed:
-    return Sealed(row.key_id, row.wrapped_key, row.nonce, row.ciphertext)
+    return Sealed(row.key_id, row.wrapped_key, row.nonce, row.ciphertext, row.record_schema)
+
+
+def _older_copy(row: Row, stored: PatientState, known: PatientState,
+                known_revision: int | None) -> bool:
+    """The stored record is an older revision of the identity this instance knows at
+    ``known_revision`` (same pseudonym: a forgotten and re-created patient has a new one,
+    and its revisions start again at 1). The revision is authenticated (associated data),
+    so only a copy of an older row can carry an older number."""
+    return (known_revision is not None and row.revision < known_revision
+            and stored.pseudonym == known.pseudonym)
+
+
+def _rolled_back(row: Row) -> IntegrityError:
+    return IntegrityError("record was rolled back: its stored revision is older than one "
+                          "this instance has read or written", record=fingerprint(row.lookup),
+                          revision=row.revision)
 
 
 def _overwrite(target: PatientState, source: PatientState) -> None:
