@@ -14,6 +14,7 @@ updated by another instance is re-read.
 
 from __future__ import annotations
 
+import logging
 import os
 import threading
 import time
@@ -23,6 +24,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 from keystore.api import PatientState
+from keystore.audit import AuditKeys, AuditLine, AuditReport
 from keystore.backend import Row, SqlBackend
 from keystore.envelope import (
     ENVELOPE,
@@ -42,6 +44,7 @@ from keystore.pseudonyms import new_patient_state
 from keystore.records import Identity, dump_state, load_state
 from keystore.subkeys import ROOT_BYTES, StoreKeys
 
+log = logging.getLogger("deidstream.keystore")
 ROOT_BINDING = b"deidstream/v1/store-root"
 _MAX_CONFLICT_RETRIES = 8
 _ABSENT_HINTS = 4096  # patients a prefetch found without a record (their create skips a read)
@@ -124,7 +127,9 @@ class EncryptedStore:
             if stored is None:
                 raise KeystoreError("store root key vanished right after creation")
         key_id, wrapped = stored
-        return StoreKeys(unwrap_key(self._keyring, ROOT_BINDING, key_id, wrapped))
+        root = unwrap_key(self._keyring, ROOT_BINDING, key_id, wrapped)
+        self._audit_keys = AuditKeys(root)
+        return StoreKeys(root)
 
     # -- pseudonyms -----------------------------------------------------------------------
     def pseudonym(self, kind: str, *parts: str | bytes) -> str:
@@ -503,9 +508,13 @@ class EncryptedStore:
                reason: str = "") -> bool:
         """Crypto-shred one patient: delete the sealed record and its wrapped data key.
 
-        The mapping can never be read again (the data key existed nowhere else). Later
-        documents of this patient get a NEW identity: new shift, new surrogates, new
-        pseudonym — nothing links them to the forgotten one.
+        The live store can never read it again; on SQLite the WAL is checkpointed into the
+        (secure_delete) file and truncated, so neither file holds the record any more.
+        Copies made before — backups, PostgreSQL dead tuples and WAL — still hold it sealed
+        under the master keys configured now: the forget is FINAL once those keys are
+        destroyed (:meth:`record_key_retirement`, ``keys rotate --retire-old`` /
+        ``keys forget --now``; docs/keystore.md). Later documents of this patient get a
+        NEW identity: new shift, new surrogates, new pseudonym, unlinked to the old one.
         """
         key = (authority, patient_id)
         lookup = self._keys.lookup(authority, patient_id)
@@ -514,15 +523,43 @@ class EncryptedStore:
             self._dirty.pop(key, None)
             self._absent.discard(key)
             deleted = self._backend.delete(lookup, self._clock())
-            self._audit("forget", operator, reason, fingerprint(lookup),
+            self._audit("forget", operator, reason,
+                        self._audit_keys.subject("record", lookup),
                         "deleted" if deleted else "absent")
+            if deleted and self._backend.scrub() is False:
+                log.warning("key store: the SQLite WAL could not be checkpointed after a "
+                            "forget (readers busy); it is retried at the next forget")
         return deleted
+
+    def check_retirable(self, key_ids: Sequence[str]) -> None:
+        """KeystoreError unless no record and not the store root is wrapped under any of
+        ``key_ids`` (after a rotation, before the keys are destroyed)."""
+        with self._lock:
+            self._flush_locked()
+            by_key = self._backend.counts().get("records_by_key")
+            still = sorted(set(key_ids) & set(by_key if isinstance(by_key, dict) else {}))
+            root = self._backend.get_root()
+            if still or (root is not None and root[0] in key_ids):
+                raise KeystoreError("refused: records are still wrapped under a key to retire;"
+                                    " run `keys rotate` first", keys=",".join(still) or None)
+
+    def record_key_retirement(self, key_ids: Sequence[str], *, operator: str) -> None:
+        """Audit that master keys ``key_ids`` were destroyed (after :meth:`check_retirable`):
+        every forget before this line is final — no record, and no copy of one in a backup
+        or an old database page, can be unwrapped any more."""
+        self._audit("retire_keys", operator, "", ",".join(sorted(key_ids)), "destroyed")
+
+    def forgets_not_final(self) -> int:
+        """Forgets since the last key retirement: their records may still be recovered
+        from a backup or old database pages with the keys configured now."""
+        return self._backend.audit_count("forget", "deleted",
+                                         self._backend.last_audit_at("retire_keys"))
 
     def reveal(self, pseudonym: str, *, operator: str, reason: str) -> Identity:
         """Authorized re-identification of a patient pseudonym; always audited (no PHI)."""
         if not reason.strip() or not operator.strip():
             raise KeystoreError("reveal needs an operator and a reason")
-        subject = fingerprint(pseudonym.encode("utf-8"))
+        subject = self._audit_keys.subject("pseudonym", pseudonym)
         target = self._backend.pseudonym_target(self._keys.pseudonym_index(pseudonym))
         if target is None:
             self._audit("reveal", operator, reason, subject, "unknown_pseudonym")
@@ -547,6 +584,15 @@ class EncryptedStore:
     def audit_log(self) -> list[tuple[float, str, str, str, str, str]]:
         return self._backend.audit_rows()
 
+    def verify_audit(self, head: str | None = None) -> AuditReport:
+        """Check the audit log's hash chain (and that ``head``, a ``SEQ:MAC`` printed by an
+        earlier verify, is still in it); the report names the first line that fails."""
+        return self._audit_keys.verify(self._backend.audit_lines(), head)
+
+    def audit_subject(self, pseudonym: str) -> str:
+        """The subject a reveal of ``pseudonym`` is audited under (to find its lines)."""
+        return self._audit_keys.subject("pseudonym", pseudonym)
+
     def stats(self) -> dict[str, object]:
         counts = self._backend.counts()
         with self._lock:
@@ -559,6 +605,7 @@ class EncryptedStore:
                 "cache_hits": self.hits,
                 "cache_misses": self.misses,
                 "pending_writes": len(self._dirty),
+                "forgets_not_final": self.forgets_not_final(),
             })
         return counts
 
@@ -592,7 +639,8 @@ class EncryptedStore:
 
     def _audit(self, action: str, operator: str, reason: str, subject: str,
                outcome: str) -> None:
-        self._backend.audit(self._clock(), action, operator, reason, subject, outcome)
+        self._backend.append_audit(AuditLine(self._clock(), action, operator, reason, subject,
+                                             outcome), self._audit_keys)
 
 
 def _row(lookup: bytes, sealed: Sealed, revision: int) -> Row:

@@ -20,6 +20,7 @@ import typer
 from keystore import Keyring, open_store
 from keystore.config import default_store_from_env, resolve
 from keystore.errors import DeidstreamError
+from keystore.shred import retire_old_keys
 from keystore.store import EncryptedStore
 
 __all__ = ["default_store_from_env", "register", "keys_app"]
@@ -119,9 +120,15 @@ def rotate(
             typer.echo("error: some records could not be re-wrapped; old keys kept", err=True)
             raise typer.Exit(1)
         if retire_old and config.key_file is not None:
-            target.subset([report.new_key_id]).write_file(config.key_file,
-                                                                   overwrite=True)
-            typer.echo("old keys removed from the key file")
+            old = [k for k in target.key_ids if k != report.new_key_id]
+            with open_store(config.url, target) as store:
+                store.check_retirable(old)
+                target.subset([report.new_key_id]).write_file(config.key_file,
+                                                              overwrite=True,
+                                                              shred_previous=True)
+                store.record_key_retirement(old, operator=_operator(operator))
+            typer.echo("old keys removed from the key file; every earlier forget is final "
+                       "once no other copy of them exists")
         elif len(target) > 1:
             typer.echo("old keys still decrypt; remove them once every instance uses the new "
                        "key (--retire-old for a key file)")
@@ -133,15 +140,35 @@ def forget(
     authority: str = typer.Option("", help="Assigning authority of the patient id."),
     reason: str = typer.Option("", help="Why (recorded in the audit log; no PHI)."),
     operator: str | None = typer.Option(None, help="Recorded in the audit log."),
+    now: bool = typer.Option(
+        False, "--now",
+        help="Make it final now, backups included: new master key, every live record "
+             "re-wrapped, old keys removed from the key file (as `rotate --retire-old`)."),
 ) -> None:
     """Crypto-shred one patient: their mapping can never be read again.
 
     Documents of this patient that arrive later get a NEW identity (new pseudonym, new
-    date shift, new surrogates), unlinked to the forgotten one.
+    date shift, new surrogates), unlinked to the forgotten one. Copies made earlier
+    (backups, database WAL) stay readable with the current master keys until those are
+    destroyed: `--now`, or the next `keys rotate --retire-old` (docs/keystore.md).
     """
-    with _errors(), _store() as store:
-        deleted = store.forget(authority, patient, operator=_operator(operator), reason=reason)
+    with _errors():
+        config, current = resolve(create=False)
+        if now and config.key_file is None:
+            typer.echo("error: keys come from DEIDSTREAM_MASTER_KEY: forget without --now, "
+                       "put a new key first on every instance, run `keys rotate`, then "
+                       "destroy the old keys; the forget is final then", err=True)
+            raise typer.Exit(2)
+        with open_store(config.url, current) as store:
+            deleted = store.forget(authority, patient, operator=_operator(operator),
+                                   reason=reason)
+            if now and config.key_file is not None:
+                done = retire_old_keys(store, current, config.key_file,
+                                       operator=_operator(operator))
     typer.echo("forgotten" if deleted else "no record for this patient (nothing to forget)")
+    if now:
+        typer.echo(f"final: every record re-wrapped under {done.new_key_id}; destroyed "
+                   f"{', '.join(done.destroyed) or 'no older key'}")
 
 
 @keys_app.command("reveal")
@@ -164,6 +191,31 @@ def stats() -> None:
         figures = store.stats()
     json.dump(figures, sys.stdout, indent=2, sort_keys=True)
     typer.echo("")
+
+
+audit_app = typer.Typer(name="audit", help="The key store's audit log.",
+                        no_args_is_help=True)
+keys_app.add_typer(audit_app, name="audit")
+
+
+@audit_app.command("verify")
+def audit_verify(
+    head: str | None = typer.Option(
+        None, help="SEQ:MAC printed by an earlier verify: also check that line is still "
+                   "there (a deleted tail is found only this way)."),
+) -> None:
+    """Check the audit log's hash chain; name the first line that fails (exit 1)."""
+    with _errors(), _store() as store:
+        report = store.verify_audit(head)
+    if report.ok:
+        typer.echo(f"audit log intact: {report.lines} lines ({report.legacy_lines} from "
+                   f"before the chain); head {report.head}")
+        return
+    where = (f"line id {report.broken_at} (seq {report.broken_seq})"
+             if report.broken_at is not None else "its end")
+    typer.echo(f"error: audit log broken at {where}: {report.problem}; the "
+               f"{report.head_seq} lines before it verify", err=True)
+    raise typer.Exit(1)
 
 
 def register(app: typer.Typer) -> None:

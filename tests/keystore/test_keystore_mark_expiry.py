@@ -118,6 +118,9 @@ def test_a_version_1_store_migrates_and_keeps_its_marks(tmp_path: Path, keyring:
         "INSERT INTO marks_v1 SELECT key_hash, value, updated_at FROM marks;"
         "DROP TABLE marks; ALTER TABLE marks_v1 RENAME TO marks;"
         "DELETE FROM schema_version WHERE version > 1;"
+        # and without the audit chain's columns
+        "DROP INDEX audit_seq; ALTER TABLE audit DROP COLUMN seq;"
+        "ALTER TABLE audit DROP COLUMN mac;"
     )
     conn.close()
     with _opened(url, keyring, clock) as store:
