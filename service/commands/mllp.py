@@ -38,9 +38,9 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Receive HL7 v2 over MLLP, publish each message keyed by patient, ACK after the broker."""
         from service.mllp import serve
-        from service.settings import load_settings
+        from service.settings import settings_or_exit
 
-        settings = load_settings(config)
+        settings = settings_or_exit(config)
         logging.basicConfig(
             level=settings.log_level.upper(),
             format="%(asctime)s %(levelname)s %(name)s %(message)s",

@@ -14,7 +14,7 @@ import typer
 import uvicorn
 
 from service.runner import Runner
-from service.settings import Settings, load_settings
+from service.settings import Settings, settings_or_exit
 
 log = logging.getLogger("deidstream.run")
 
@@ -86,7 +86,7 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Consume the input topics, publish research documents, serve /metrics and health."""
         overrides = {"http_port": http_port} if http_port is not None else {}
-        settings = load_settings(config, **overrides)
+        settings = settings_or_exit(config, **overrides)
         logging.basicConfig(
             level=settings.log_level.upper(),
             format="%(asctime)s %(levelname)s %(name)s %(message)s",

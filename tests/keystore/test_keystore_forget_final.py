@@ -108,7 +108,8 @@ def test_sqlite_forget_leaves_no_bytes_and_is_final_after_the_step(
     assert len(old_keys) == 1 and Keyring.from_file(key_file).key_ids == old_keys.key_ids
     # before the documented step, an old copy still gives the record up
     assert _recover(backup / "ks.sqlite3", old_keys) is not None
-    assert '"forgets_not_final": 1' in _run(cli, "keys", "stats")
+    assert '"forgets_not_final": 1' in _run(cli, "keys", "stats", "--json")
+    assert "not yet final:     1 forgets" in _run(cli, "keys", "stats")
 
     service.close()  # instances restart with the new key before the old one is retired
     if step == "forget --now":
@@ -121,7 +122,7 @@ def test_sqlite_forget_leaves_no_bytes_and_is_final_after_the_step(
     assert len(remaining) == 1 and remaining.key_ids != old_keys.key_ids
     with pytest.raises(MissingKeyError):
         _recover(backup / "ks.sqlite3", remaining)
-    assert '"forgets_not_final": 0' in _run(cli, "keys", "stats")
+    assert '"forgets_not_final": 0' in _run(cli, "keys", "stats", "--json")
     with open_store(f"sqlite:///{db}", remaining) as store:  # nothing live was lost
         assert store.get(*VICTIM) is None
         other = store.get(*OTHER)
