@@ -21,9 +21,7 @@ import os
 from dataclasses import dataclass
 
 from cryptography.exceptions import InvalidTag
-from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
-from cryptography.hazmat.primitives.kdf.hkdf import HKDFExpand
 from cryptography.hazmat.primitives.keywrap import (
     InvalidUnwrap,
     aes_key_unwrap_with_padding,
@@ -68,11 +66,16 @@ def _record_aad(binding: bytes, envelope: int, revision: int) -> bytes:
 
 
 def _kek(keyring: Keyring, key_id: str, binding: bytes, revision: int) -> bytes:
-    """The key that wraps one revision of one record's data key (HKDF-Expand: the wrapping
-    subkey is already uniformly random, one HMAC is enough)."""
-    info = (_KEK_INFO_V2 + key_id.encode("ascii") + b"\x00" + revision.to_bytes(8, "big")
+    """The key that wraps one revision of one record's data key: HKDF-Expand(wrapping
+    subkey, info, 32) — the subkey is already uniformly random, so no extract step — which
+    for one 32-byte block is HMAC(subkey, info || 0x01), computed with the keyring's
+    prepared HMAC (a third of the cost; tests check it equals ``HKDFExpand``)."""
+    return keyring.kek_hmac(key_id).digest(kek_info(key_id, binding, revision) + b"\x01")
+
+
+def kek_info(key_id: str, binding: bytes, revision: int) -> bytes:
+    return (_KEK_INFO_V2 + key_id.encode("ascii") + b"\x00" + revision.to_bytes(8, "big")
             + binding)
-    return HKDFExpand(hashes.SHA256(), 32, info).derive(keyring.wrapping_key(key_id))
 
 
 def wrap_key(keyring: Keyring, binding: bytes, data_key: bytes,

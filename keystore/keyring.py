@@ -27,6 +27,7 @@ from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 
 from keystore.errors import MissingKeyError
+from keystore.pseudonyms import KeyedHash
 
 KEY_BYTES = 32
 ENV_KEY = "DEIDSTREAM_MASTER_KEY"
@@ -82,6 +83,7 @@ class Keyring:
             raise MissingKeyError("master key ids must be unique")
         self._by_id = {k.key_id: k for k in self._keys}
         self._wrap_cache: dict[str, bytes] = {}
+        self._kek_cache: dict[str, KeyedHash] = {}
 
     # -- construction ---------------------------------------------------------------------
     @classmethod
@@ -159,6 +161,14 @@ class Keyring:
         derived = derive_subkey(master.secret, PURPOSE_WRAP)
         self._wrap_cache[key_id] = derived
         return derived
+
+    def kek_hmac(self, key_id: str) -> KeyedHash:
+        """HMAC-SHA256 keyed by the wrapping subkey of ``key_id`` (pads prepared once): one
+        call is HKDF-Expand's single output block, the per-record key encryption key."""
+        found = self._kek_cache.get(key_id)
+        if found is None:
+            found = self._kek_cache[key_id] = KeyedHash(self.wrapping_key(key_id))
+        return found
 
     def merged_with(self, older: Keyring) -> Keyring:
         """This keyring first, then any of ``older``'s keys it lacks (to read old records)."""

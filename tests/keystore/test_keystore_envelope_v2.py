@@ -105,6 +105,18 @@ def test_the_revision_is_authenticated(keyring: Keyring) -> None:
         open_sealed(keyring, lookup, dataclasses.replace(sealed, envelope=LEGACY_ENVELOPE), 7)
 
 
+def test_the_per_record_key_is_hkdf_expand(keyring: Keyring) -> None:
+    from cryptography.hazmat.primitives import hashes
+    from cryptography.hazmat.primitives.kdf.hkdf import HKDFExpand
+
+    from keystore.envelope import _kek, kek_info
+
+    key_id, lookup = keyring.primary.key_id, b"M" * 32
+    want = HKDFExpand(hashes.SHA256(), 32, kek_info(key_id, lookup, 3)).derive(
+        keyring.wrapping_key(key_id))
+    assert _kek(keyring, key_id, lookup, 3) == want != _kek(keyring, key_id, lookup, 4)
+
+
 def _raw_row(db: Path) -> tuple[bytes, bytes, bytes, int]:
     with sqlite3.connect(db) as conn:
         return conn.execute("SELECT wrapped_key, nonce, ciphertext, revision FROM patients"
