@@ -18,6 +18,7 @@ from typing import Final
 from pipelines.phi import lexicons as lx
 from pipelines.phi.base import Doc, Recognizer
 from pipelines.phi.lexicons import Token
+from pipelines.phi.recognizers import facility_phrases as fp
 from pipelines.phi.registry import register
 from pipelines.phi.scan import compile_words, finditer
 from pipelines.spans import Category, Span
@@ -61,11 +62,14 @@ MOVE_VERBS: Final = _words(
 RETURN_VERBS: Final = _words(
     "returned returning return returns headed heading drive drove driven commute commutes"
 )
-RESIDENCE_VERBS: Final = _words("lives living lived resides residing moved born native home")
+RESIDENCE_VERBS: Final = _words(
+    "lives living lived resides residing moved born native home resident residents"
+)
 # Who comes from a place ("daughter from X", "he is from X").
 PEOPLE: Final = _words(
     "wife husband daughter son sister brother mother father friend niece nephew cousin aunt "
-    "uncle family he she they pt patient dtr sons daughters children grandson granddaughter"
+    "uncle family he she they pt patient dtr sons daughters children grandson granddaughter "
+    "man woman male female gentleman lady boy girl m f"
 )
 # Care units and departments: where a patient goes inside a hospital, not a facility name.
 # Written by hand: generic hospital vocabulary that no package lists.
@@ -99,7 +103,7 @@ _NOT_PLACES: Final = _words(
     "pulm neuro renal gi cards surg nsg nsurg csurg ortho psych onc heme id micu sicu ccu "
     "resp medical surgical nursing primary care"
 )
-_CUES: Final = _words("to from at in of on leave")
+_CUES: Final = _words("to from at in of on leave near")
 # Words at which some rule starts (heads, cues, unit words); any other word is skipped fast.
 _TRIGGERS: Final = frozenset(
     {*GENERIC_HEADS, *NAMED_HEADS, *_CUES, "home", "plan", "cath", "er", "ew", "ed", "tcu"}
@@ -114,6 +118,17 @@ def _starts() -> frozenset[str]:
     every other word without a Python call per word)."""
     states = lx.us_states()
     return frozenset({*_TRIGGERS, *states, *(f"{s}'s" for s in states)})
+
+
+_SERVICES: Final = "facility_services.txt"
+
+
+@cache
+def _stops() -> frozenset[str]:
+    """Words that end a facility name read backwards from its head: care units, articles and
+    describing adjectives ("the", "outside"), less the words facility names are made of."""
+    kept = fp.data_words("facility_prefixes.txt") | fp.data_words("facility_modifiers.txt")
+    return (UNITS | GENERIC_MODIFIERS | _words("to from at in on of for by with and")) - kept
 
 
 @register("locations")
@@ -131,6 +146,11 @@ class LocationRecognizer(Recognizer):
         states = lx.us_states()
         if toks.lower_set.isdisjoint(_TRIGGERS) and toks.lower_set.isdisjoint(states):
             return _propagate(out, words, text, mixed) if out else []
+        # whole facility names, head included unless the policy says otherwise
+        # ("Sacred Heart Memorial Hospital"; option facility_heads = false: "Sacred Heart")
+        with_head = bool(self.options.get("facility_heads", True))
+        out += fp.facility_phrases(words, toks.lowers, text, mixed, _stops(), with_head)
+        out += fp.hospital_acronyms(words, text, mixed)
         for h in compress(range(n), map(_starts().__contains__, toks.lowers)):
             tok = words[h]
             low = tok.lower
@@ -408,7 +428,10 @@ _CLAUSE_WORDS: Final = _words(
 # Emergency-department words after a hospital's acronym ("XYZ ER", "XYZ EW").
 _EMERGENCY: Final = _words("er ew ed tcu")
 # Travel verbs: a city after them may be a common word ("flying in from Rome").
-TRAVEL_VERBS: Final = _words("fly flying flew flown arrive arriving drove driving visiting trip")
+TRAVEL_VERBS: Final = _words(
+    "fly flying flew flown arrive arriving drove driving visiting trip travel travels traveled "
+    "travelled traveling travelling winters summers vacations vacationed visits relocated"
+)
 _TRAVEL_OR_RETURN: Final = TRAVEL_VERBS | RETURN_VERBS
 _MOVE_OR_RETURN: Final = MOVE_VERBS | RETURN_VERBS
 _HEADS: Final = GENERIC_HEADS | NAMED_HEADS
@@ -703,8 +726,8 @@ def _namelike(tok: Token, mixed: bool, strong: bool = True) -> bool:
     """Could this word be part of a facility name? Before a weak head ("rehab", "center") a
     one-case note needs a city, a surname or a rare word ("cardiac rehab" is no name)."""
     low = tok.lower
-    if low in UNITS or (len(low) < 2 and low != "u"):
-        return False
+    if low in UNITS or (len(low) < 2 and low != "u") or low in fp.data_words(_SERVICES):
+        return False  # "Pain Clinic", "Cardiac Rehab": a service, not a name
     place = low in lx.us_cities() or (len(low) > 2 and low in lx.us_states())
     f = lx.zipf(low)
     if f >= _FUNCTION_ZIPF and not place:
@@ -730,7 +753,7 @@ def _last_name_word(words: tuple[Token, ...], first: int, h: int) -> int:
 def _city_at(words: tuple[Token, ...], j: int, text: str, mixed: bool) -> int | None:
     """Index of the last word of a city name starting at word ``j``, or None."""
     tok = words[j]
-    if mixed and not tok.is_title:
+    if mixed and not tok.is_title and not (tok.is_upper and _caps_city(words, j, text)):
         return None  # an all-caps word in a mixed-case note is an abbreviation ("RA", "TLC")
     if tok.lower not in lx.city_first_words():
         return None
@@ -747,6 +770,16 @@ def _city_at(words: tuple[Token, ...], j: int, text: str, mixed: bool) -> int | 
         if phrase in cities:
             best = k
     return best
+
+
+def _caps_city(words: tuple[Token, ...], j: int, text: str) -> bool:
+    """ "lives in COOKEVILLE", "from SILVER SPRINGS": a city in capitals in a mixed-case note,
+    when long enough not to be an abbreviation (five letters, or two capitalised words)."""
+    tok = words[j]
+    if len(tok.lower) >= 5:
+        return True
+    nxt = words[j + 1] if j + 1 < len(words) else None
+    return nxt is not None and nxt.is_upper and text[tok.end : nxt.start] == " "
 
 
 def _facility_follows(words: tuple[Token, ...], k: int) -> bool:

@@ -126,19 +126,20 @@ class Gazetteer:
 
     def matches(self, lowers: list[str]) -> list[tuple[int, int]]:
         """``(start, end)`` token ranges of the longest phrase starting at each token."""
+        by_first = self.by_first
         out: list[tuple[int, int]] = []
-        i, n = 0, len(lowers)
-        while i < n:
+        end = 0
+        for i in [i for i, w in enumerate(lowers) if w in by_first]:
+            if i < end:
+                continue
             best = 0
-            for phrase in self.by_first.get(lowers[i], ()):
+            for phrase in by_first[lowers[i]]:
                 k = len(phrase)
                 if k > best and tuple(lowers[i : i + k]) == phrase:
                     best = k
             if best:
                 out.append((i, i + best))
-                i += best
-            else:
-                i += 1
+                end = i + best
         return out
 
 
