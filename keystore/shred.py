@@ -41,9 +41,17 @@ def retire_old_keys(store: EncryptedStore, current: Keyring, key_file: Path, *,
     if report.failed:
         raise KeystoreError("some records could not be re-wrapped; old keys kept",
                             failed=len(report.failed))
-    old = tuple(k for k in target.key_ids if k != report.new_key_id)
-    store.check_retirable(old)
-    target.subset([report.new_key_id]).write_file(key_file, overwrite=True,
-                                                  shred_previous=True)
-    store.record_key_retirement(old, operator=operator)
+    old = destroy_old_keys(store, target, report.new_key_id, key_file, operator=operator)
     return RetireReport(report.new_key_id, old, report)
+
+
+def destroy_old_keys(store: EncryptedStore, target: Keyring, keep: str, key_file: Path, *,
+                     operator: str) -> tuple[str, ...]:
+    """After a clean rotation to ``keep``: check nothing is wrapped under another key of
+    ``target``, rewrite ``key_file`` with ``keep`` alone, zero the old file's bytes, audit
+    ``retire_keys``. Returns the key ids destroyed."""
+    old = tuple(k for k in target.key_ids if k != keep)
+    store.check_retirable(old)
+    target.subset([keep]).write_file(key_file, overwrite=True, shred_previous=True)
+    store.record_key_retirement(old, operator=operator)
+    return old

@@ -89,6 +89,8 @@ class SqliteBackend(SqlBackend):
         zero bytes: the pages that still held deleted records are gone from both files.
         False if readers kept the checkpoint from completing (the busy timeout passed)."""
         with self._transaction(write=False) as cur:
+            if self._in_group:  # not inside a transaction: the next forget does it
+                return False
             busy, _, _ = cur.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
         return not busy
 

@@ -23,7 +23,7 @@ from keystore import Keyring, open_store
 from keystore.api import PatientState
 from keystore.config import default_store_from_env, resolve
 from keystore.errors import DeidstreamError
-from keystore.shred import retire_old_keys
+from keystore.shred import destroy_old_keys, retire_old_keys
 from keystore.store import EncryptedStore
 
 __all__ = ["default_store_from_env", "register", "keys_app"]
@@ -133,13 +133,9 @@ def rotate(
             typer.echo("error: some records could not be re-wrapped; old keys kept", err=True)
             raise typer.Exit(1)
         if retire_old and config.key_file is not None:
-            old = [k for k in target.key_ids if k != report.new_key_id]
             with open_store(config.url, target) as store:
-                store.check_retirable(old)
-                target.subset([report.new_key_id]).write_file(config.key_file,
-                                                              overwrite=True,
-                                                              shred_previous=True)
-                store.record_key_retirement(old, operator=_operator(operator))
+                destroy_old_keys(store, target, report.new_key_id, config.key_file,
+                                 operator=_operator(operator))
             typer.echo("old keys removed from the key file; every earlier forget is final "
                        "once no other copy of them exists")
         elif len(target) > 1:
