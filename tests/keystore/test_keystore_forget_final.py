@@ -54,6 +54,8 @@ def _write_history(store: EncryptedStore, raw: list[bytes], read_row) -> None:  
     raw.extend(read_row())
     for n in range(3):
         state.name_map[f"Vantreece, Odalys {n}"] = f"Surrogate, {n}"
+        for m in range(60 * n):  # later revisions outgrow a page (overflow pages, freed too)
+            state.id_map[f"ACC-{n}-{m:04d}"] = f"SUR-{n}-{m:04d}"
         store.save(*VICTIM, state)
         store.flush()
         raw.extend(read_row())
