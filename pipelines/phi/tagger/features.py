@@ -69,6 +69,7 @@ CUES: Final[dict[str, frozenset[str]]] = {
     ),
     "age": _words("age aged yo y/o year years yr old"),
 }
+_KIN: Final = CUES["kin"]
 _MONTHS: Final = _words(
     "january february march april may june july august september october november december "
     "jan feb mar apr jun jul aug sep sept oct nov dec"
@@ -305,6 +306,7 @@ class Featurizer:
         own = self.own
         around = self.around
         mine = [own(w, one_case) for w in words]
+        n = len(words)
         ctx = [around(w, one_case) for w in words]
         pad = [(f"{o}pad",) for o in _CONTEXT]
         before2 = [pad[0], pad[0]] + [c[0] for c in ctx[:-2]]
@@ -312,6 +314,10 @@ class Featurizer:
         after1 = [c[2] for c in ctx[1:]] + [pad[2]]
         after2 = [c[3] for c in ctx[2:]] + [pad[3], pad[3]]
         lowers = [w.lower() for w in words]
+        kin = [i for i, w in enumerate(lowers) if w in _KIN]
+        for i in kin:  # a kinship word a little further back: "wife of 30 years, Ann"
+            for j in range(i + 3, min(i + 6, n)):
+                mine[j] = (*mine[j], "kin<")
         pairs = [f"{x}|{y}" for x, y in zip(["<s>", *lowers], [*lowers, "</s>"], strict=True)]
         rows = [
             [*a, *b, *c, *d, *e, "bl=" + f, "br=" + g]
