@@ -8,15 +8,18 @@ the live SQLite files hold none of the record's bytes; after `keys rotate --reti
 
 from __future__ import annotations
 
+import os
 import shutil
 import sqlite3
 from pathlib import Path
 
+import psycopg
 import pytest
 import typer
 from typer.testing import CliRunner
 
 from keystore import Keyring, MissingKeyError, open_store
+from keystore.backend import Row
 from keystore.envelope import Sealed, open_sealed
 from keystore.shred import retire_old_keys
 from keystore.store import EncryptedStore
@@ -174,3 +177,60 @@ def test_retiring_is_refused_while_a_record_is_wrapped_under_the_key(
         store.get_or_create(*OTHER, lambda: store.new_state(3))
         with pytest.raises(Exception, match="still wrapped"):
             store.check_retirable([keyring.primary.key_id])
+
+
+def _pg_files(admin: psycopg.Connection, schema: str) -> list[Path]:  # type: ignore[type-arg]
+    """The patients heap file and the newest WAL segments, as a forensic reader takes them
+    (after a CHECKPOINT, so the dead tuple is on disk)."""
+    data = Path(admin.execute("SHOW data_directory").fetchone()[0])
+    admin.execute("CHECKPOINT")
+    heap = admin.execute("SELECT pg_relation_filepath(%s::regclass)",
+                         (f'"{schema}".patients',)).fetchone()[0]
+    current = admin.execute("SELECT pg_walfile_name(pg_current_wal_lsn())").fetchone()[0]
+    wal = sorted((data / "pg_wal").glob("0*"))
+    recent = [p for p in wal if p.name <= current][-2:]
+    return [data / heap, *recent]
+
+
+def test_postgresql_dead_tuples_and_wal_keep_the_bytes_until_the_key_is_gone(
+        pg_url: str, tmp_path: Path) -> None:
+    admin = psycopg.connect("postgresql://postgres@127.0.0.1:5432/test", autocommit=True)
+    try:
+        data = Path(admin.execute("SHOW data_directory").fetchone()[0])
+        if not os.access(data / "pg_wal", os.R_OK):
+            pytest.skip("the PostgreSQL data directory is not readable here")
+        key_file = tmp_path / "master.key"
+        Keyring.generate("pg-old").write_file(key_file)
+        old_keys = Keyring.from_file(key_file)
+        schema = pg_url.partition("?schema=")[2]
+        with open_store(pg_url, old_keys) as store:
+            rows: list[Row] = []
+            lookup = store._keys.lookup(*VICTIM)
+
+            def read() -> list[bytes]:
+                row = store._backend.fetch(lookup)
+                assert row is not None
+                rows.append(row)
+                return []
+
+            _write_history(store, [], read)
+            store.forget(*VICTIM, operator="officer", reason="patient request")
+            raw = b"".join(p.read_bytes() for p in _pg_files(admin, schema))
+            # the forensic reader finds every revision (dead tuples, WAL) and opens it
+            found = [r for r in rows if r.ciphertext in raw and r.wrapped_key in raw]
+            assert found and all(_opens(old_keys, r) for r in found)
+            retire_old_keys(store, old_keys, key_file, operator="officer")
+        raw = b"".join(p.read_bytes() for p in _pg_files(admin, schema))
+        assert any(r.ciphertext in raw for r in rows)  # still on disk: no VACUUM reaches WAL
+        remaining = Keyring.from_file(key_file)
+        for row in rows:
+            with pytest.raises(MissingKeyError):
+                _opens(remaining, row)
+    finally:
+        admin.close()
+
+
+def _opens(keyring: Keyring, row: Row) -> bool:
+    return bool(open_sealed(keyring, row.lookup, Sealed(row.key_id, row.wrapped_key, row.nonce,
+                                                        row.ciphertext, row.record_schema),
+                            row.revision))
