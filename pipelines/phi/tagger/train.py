@@ -91,9 +91,8 @@ def labelled(example: Example, featurizer: Featurizer) -> tuple[list[list[str]],
             phrase = phrases[k]
             first = i == 0 or labels[i - 1] == OUTSIDE or tokens[i - 1][1] <= phrase.start
             labels[i] = ("B-" if first else "I-") + phrase.label.value
-    rows = featurizer.features(example.text, tokens)
     items = word_positions(tokens)
-    return [rows[i] for i in items], _restart([labels[i] for i in items])
+    return featurizer.features(example.text, tokens, items), _restart([labels[i] for i in items])
 
 
 def _restart(labels: list[str]) -> list[str]:
