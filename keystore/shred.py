@@ -46,11 +46,16 @@ def retire_old_keys(store: EncryptedStore, current: Keyring, key_file: Path, *,
 
 
 def destroy_old_keys(store: EncryptedStore, target: Keyring, keep: str, key_file: Path, *,
-                     operator: str) -> tuple[str, ...]:
-    """After a clean rotation to ``keep``: check nothing is wrapped under another key of
-    ``target``, rewrite ``key_file`` with ``keep`` alone, zero the old file's bytes, audit
+                     operator: str, retire: bool = True) -> tuple[str, ...]:
+    """After a clean rotation to ``keep``: retire every other key of ``target`` in the store
+    (``retire``; ``RetireRefused`` while a live instance still seals with one, or anything
+    is wrapped under it — nothing is destroyed then), check nothing is wrapped under them,
+    rewrite ``key_file`` with ``keep`` alone, zero the old file's bytes, audit
     ``retire_keys``. Returns the key ids destroyed."""
     old = tuple(k for k in target.key_ids if k != keep)
+    if retire:
+        for key_id in old:
+            store.retire_key(key_id, operator=operator)
     store.check_retirable(old)
     target.subset([keep]).write_file(key_file, overwrite=True, shred_previous=True)
     store.record_key_retirement(old, operator=operator)
