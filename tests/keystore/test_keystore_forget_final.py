@@ -234,3 +234,27 @@ def _opens(keyring: Keyring, row: Row) -> bool:
     return bool(open_sealed(keyring, row.lookup, Sealed(row.key_id, row.wrapped_key, row.nonce,
                                                         row.ciphertext, row.record_schema),
                             row.revision))
+
+
+def test_forget_now_is_refused_while_an_instance_seals_under_the_old_key(
+        cli: typer.Typer, tmp_path: Path) -> None:
+    """Destroying the key a running instance still seals with would lose what it writes
+    next: the step is refused, the key file kept, the forget itself stands."""
+    _run(cli, "keys", "init")
+    key_file = tmp_path / ".deidstream" / "master.key"
+    db = tmp_path / ".deidstream" / "keystore.sqlite3"
+    old_keys = Keyring.from_file(key_file)
+    with open_store(f"sqlite:///{db}", old_keys) as service:
+        service.get_or_create(*VICTIM, lambda: service.new_state(-30))
+        service.get_or_create(*OTHER, lambda: service.new_state(12))
+        result = CliRunner().invoke(cli, ["keys", "forget", VICTIM[1], "--authority",
+                                          VICTIM[0], "--now", "--reason", "request"])
+        assert result.exit_code == 1 and "not final" in result.output, result.output
+        assert "live instances" in result.output
+        assert old_keys.primary.key_id in Keyring.from_file(key_file).key_ids
+        state = service.get_or_create("HOSP-Q", "900779", lambda: service.new_state(5))
+        service.flush()
+    with open_store(f"sqlite:///{db}", Keyring.from_file(key_file)) as store:
+        assert store.get(*VICTIM) is None
+        assert store.get("HOSP-Q", "900779") == state
+        assert store.forgets_not_final() == 1
