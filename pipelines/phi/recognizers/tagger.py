@@ -23,6 +23,10 @@ from pipelines.spans import Category, Span
 
 _HEADS: Final = CUES["head"]
 _COMMON_ZIPF: Final = 3.3  # a word most adults know
+_GENERIC_PLACE: Final = frozenset(
+    "north south east west northeast northwest southeast southwest upper lower main old new "
+    "wing tower building floor level annex entrance lobby campus side".split()
+)
 
 
 @cache
@@ -72,6 +76,8 @@ def _not_phi(text: str, tagged: TaggedSpan) -> bool:
     words = text[tagged.start : tagged.end]
     if len(words.strip(".")) <= 1:  # a lone letter: too little to be anyone's name
         return True
+    if tagged.label is Label.LOCATION and set(words.lower().split()) <= _GENERIC_PLACE:
+        return True  # "the West Wing", "North Tower": a part of a building, no one's address
     return _state_or_country(text, tagged) or _eponym(text, tagged) or _typo(words, tagged)
 
 
