@@ -76,7 +76,7 @@ def _is_acronym(word: str) -> bool:
 def _place_word(ctx: ReplaceContext, low: str, street: bool) -> str:
     pool = census().pools[("L", "")] if street else _zip_data()[1]
     chooser = ctx.chooser("place", low)
-    taken = set(ctx.state.id_map.values())
+    taken = ctx.taken(ctx.state.id_map)
     for _ in range(MAX_DRAWS):
         candidate = chooser.pick(pool)
         if candidate != low and not ctx.is_note_word(candidate) and candidate not in taken:

@@ -211,7 +211,7 @@ def _draw(ctx: ReplaceContext, low: str, role: str, gender: str) -> str:
     chooser = ctx.chooser(f"name:{role}", low)
     pool_name = gender if role == "given" else "L"
     initial = letter_map(ctx.state.seed).get(low[0], "")
-    taken = set(ctx.state.name_map.values())
+    taken = ctx.taken(ctx.state.name_map)
     forbidden = ctx.known_given | ctx.known_family
     for pool in (c.pools.get((pool_name, initial), ()), c.pools[(pool_name, "")]):
         if not pool:
