@@ -69,7 +69,7 @@ def test_chunks_start_and_end_at_paragraph_boundaries_when_there_are_some() -> N
     text = _note(200)
     bounds = chunk_bounds(text, 2000, 300)
     assert len(bounds) > 5
-    for start, end in bounds[1:]:
+    for start, _ in bounds[1:]:
         assert text[start - 2 : start] == "\n\n"
     for _, end in bounds[:-1]:
         assert text[end - 2 : end] == "\n\n"
