@@ -57,6 +57,7 @@ class DeidResult:
     leaks: Mapping[str, int] = field(default_factory=dict)  # category → terms that survived
     detected: int = 0  # spans the detector (or the caller) gave
     acted: tuple[tuple[int, int, Span], ...] = ()  # (start, end in the input, chosen span)
+    held_class: str = "leak_guard"  # why it was held: leak_guard | oversize_note
 
     @property
     def replaced(self) -> tuple[Span, ...]:
@@ -149,6 +150,7 @@ class Deidentifier:
                 text="",
                 spans=(),
                 held_reason=f"note longer than max_note_chars ({len(text)} > {limit} characters)",
+                held_class="oversize_note",
             )
         found = (
             self._detect(document)

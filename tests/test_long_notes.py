@@ -159,3 +159,23 @@ def test_the_guard_on_a_long_note_holds_a_leak_and_passes_a_clean_note(
     scanned = [Deidentifier(policy).deidentify(d, _state(), spans=spans) for d in (leaky, clean)]
     assert indexed[0].leaks == scanned[0].leaks == {"NAME_PROVIDER": 1, "LOCATION_HOSPITAL": 1}
     assert indexed[1].leaks == scanned[1].leaks == {}
+
+
+def test_the_processor_holds_an_oversize_note_with_its_own_reason_class() -> None:
+    from datetime import UTC, datetime
+
+    from keystore.memory import InMemoryStore
+    from keystore.pseudonyms import Pseudonyms
+    from pipelines.process import Processor
+
+    policy = Policy(recognizers=RULES, max_note_chars=1000, oversize=Oversize.HOLD)
+    proc = Processor(policy=policy, store=InMemoryStore(), pseudonyms=Pseudonyms.random())
+    now = datetime(2026, 1, 1, tzinfo=UTC)
+    long = ClinicalDocument(text=_note(60), patient_id="7", assigning_authority="LONGNOTE",
+                            document_id="D1")
+    out = proc.process_document(long, now=now)
+    assert out.kind == "held" and out.value is None
+    assert out.reason_class == "oversize_note" and "max_note_chars" in (out.reason or "")
+    short = ClinicalDocument(text=_note(3), patient_id="7", assigning_authority="LONGNOTE",
+                             document_id="D2")
+    assert proc.process_document(short, now=now).kind == "publish"
