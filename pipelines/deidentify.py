@@ -197,7 +197,7 @@ class Deidentifier:
         for start, end in chunk_bounds(text, limit, min(CHUNK_OVERLAP_CHARS, limit // 4)):
             part = replace(document, text=text[start:end])
             found += [s.with_bounds(s.start + start, s.end + start) for s in self.detector.detect(part)]
-        return merge_spans(found)
+        return merge_spans(found + recurrences(text, found))
 
     def _lap(self, times: dict[str, float], stage: str, since: float) -> float:
         if self.timer is None:
@@ -245,6 +245,69 @@ class Deidentifier:
             replaced.append((region, chosen, new))
         parts.append(text[pos:])
         return "".join(parts), out_spans, replaced
+
+
+PROPAGATED_SOURCES = frozenset({"names", "locations"})  # recognizers that propagate in a note
+MIN_PROPAGATED_CHARS = 3
+
+
+_RARE_PLACE_WORD = 3.5  # the locations recognizer's ceiling for a place word that recurs
+
+
+def _propagated(text: str, span: Span) -> list[str]:
+    """The phrase of a span, and its rare words, that recur wherever written the same way."""
+    if span.source not in PROPAGATED_SOURCES:
+        return []
+    from pipelines.phi.lexicons import zipf
+
+    phrase = text[span.start : span.end]
+    if len(phrase) < MIN_PROPAGATED_CHARS or "\n" in phrase or not _is_word_char(phrase[0]):
+        return []
+    ceiling = _RARE_PLACE_WORD if span.source == "locations" else COMMON_WORD_ZIPF
+    words = [w for w in _WORD_RUN.findall(phrase) if len(w) >= MIN_PROPAGATED_CHARS]
+    out = [w for w in words if zipf(w.lower()) < ceiling]  # "Will", "May": not on their own
+    if len(words) > 1 or (words and words[0] != phrase):
+        out.append(phrase)
+    return out
+
+
+def recurrences(text: str, spans: Sequence[Span]) -> list[Span]:
+    """Spans for the recurrences, anywhere in ``text``, of the names and places found.
+
+    The name and place recognizers propagate what they find to the rest of the text they
+    are given; a note detected in chunks would lose that across the cuts, so here a phrase
+    they found, and each of its rare words, is found wherever it recurs written exactly the
+    same way, as whole words. One pass over the words of the note.
+    """
+    phrases: dict[str, Span] = {}
+    for span in spans:
+        for phrase in _propagated(text, span):
+            phrases.setdefault(phrase, span)
+    if not phrases:
+        return []
+    by_first: dict[str, list[str]] = {}
+    for phrase in phrases:
+        first = _WORD_RUN.match(phrase)
+        if first is not None:
+            by_first.setdefault(first.group(), []).append(phrase)
+    covered = bytearray(len(text))
+    for span in spans:
+        covered[span.start : span.end] = b"\x01" * (span.end - span.start)
+    out: list[Span] = []
+    for m in _WORD_RUN.finditer(text):
+        for phrase in by_first.get(m.group(), ()):
+            end = m.start() + len(phrase)
+            if (
+                text.startswith(phrase, m.start())
+                and (end == len(text) or not _is_word_char(text[end]))
+                and (m.start() == 0 or not _is_word_char(text[m.start() - 1]))
+                and not any(covered[m.start() : end])
+            ):
+                seen = phrases[phrase]
+                out.append(Span(m.start(), end, seen.category, min(seen.confidence, 0.7),
+                                "recurrence"))
+                covered[m.start() : end] = b"\x01" * (end - m.start())
+    return out
 
 
 _BREAKS = ("\n\n", "\n", " ")  # paragraph, then line, then word boundaries

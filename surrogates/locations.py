@@ -1,8 +1,10 @@
 """Location surrogates: streets, cities, states, zips, hospitals and other places.
 
 The text is replaced token by token following its own pattern: house and unit numbers are
-reshaped, five-digit zips become real zips (``zipcodes`` package), states become other
-states (``us`` package), place words become words of real US city names (``zipcodes``),
+reshaped, five-digit zips become other real zips of the same state (``zipcodes`` package;
+the state of the zip, else of its first three digits), a state beside a zip becomes the
+zip's state (so the two agree), other states become other states (``us`` package), the
+place after "St." / "Saint" in a facility becomes a saint ("St. Vincent's Hospital"), place words become words of real US city names (``zipcodes``),
 street-name words become census surnames, acronyms ("GH") become other letters of the same
 length, and the generic words that carry no identity ("Hospital", "Street", "Apt", "of") are
 kept. Each place word maps through ``state.id_map`` so "CALVERT HOSPITAL" and "calvert" get

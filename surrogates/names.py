@@ -5,8 +5,12 @@ never as whole strings, so "John Smith", "SMITH, JOHN", "Mr. Smith" and "J. Smit
 same surrogates. Initials follow a per-patient letter derangement derived from the seed, and
 every surrogate part starts with the image of its original's initial, so "J. Smith" and "JS"
 are the initials of the surrogate of "John Smith". Surrogates come from the US census lists
-shipped by the ``names`` package; a surrogate never equals any word of the note, the original
-part, another part's surrogate or a known name of the document.
+shipped by the ``names`` package, drawn in proportion to their census frequency: a given
+name gets a first name of the original's gender (title, else census counts, else drawn
+about evenly) that at least 90% of its bearers share and that is more a first name than a
+surname; a first name never gets a surname, whatever its place ("Dr. John"). A surrogate
+never equals any word of the note, the original part, another part's surrogate or a known
+name of the document.
 """
 
 from __future__ import annotations

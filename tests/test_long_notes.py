@@ -101,6 +101,27 @@ def test_a_split_note_loses_no_span_at_the_cuts(sep: str) -> None:
     assert got.text == expected.text and got.held_reason is None
 
 
+def test_a_name_or_place_found_in_one_chunk_is_found_where_it_recurs_in_another() -> None:
+    """The recognizers propagate a name or place found once to the rest of the text they
+    see; a split note keeps that across the cuts (and adds nothing the whole note lacks)."""
+    text = "\n\n".join((
+        "Seen by Dr. Brackenridge today at Quarrytown Clinic.",
+        _note(60),
+        "Later Brackenridge called back; Quarrytown sent the records.",
+    ))
+    rules = {"names": {}, "locations": {}, **RULES}
+    whole = Deidentifier(Policy(recognizers=rules, max_note_chars=10**7))
+    split = Deidentifier(Policy(recognizers=rules, max_note_chars=1000))
+    expected = whole.deidentify(_doc(text), _state())
+    got = split.deidentify(_doc(text), _state())
+    last = text.rindex("Later")
+    assert [text[a:b] for a, b, _ in got.acted if a > last] == ["Brackenridge", "Quarrytown"]
+    assert [(a, b, s.category) for a, b, s in got.acted] == [
+        (a, b, s.category) for a, b, s in expected.acted
+    ]
+    assert got.held_reason is None
+
+
 def test_an_oversize_note_is_held_with_a_reason_when_the_policy_says_hold() -> None:
     text = _note(60)
     policy = Policy(recognizers=RULES, max_note_chars=1000, oversize=Oversize.HOLD)
