@@ -40,6 +40,8 @@ class Policy:
     # it keeps the detector's cost per character bounded on multi-megabyte notes.
     max_note_chars: int = 50_000
     oversize: Oversize = Oversize.SPLIT
+    # corpus category name (any case) -> gold category; "" drops it (corpus_formats.py)
+    category_map: dict[str, str] = field(default_factory=dict)
 
     def action_for(self, category: Category) -> Action:
         return self.actions.get(category, self.default_action)
@@ -71,6 +73,10 @@ class Policy:
             age_ceiling=int(surrogates.get("age_ceiling", 89)),
             max_note_chars=_positive(limits.get("max_note_chars", 50_000), "max_note_chars"),
             oversize=Oversize(limits.get("oversize", "split")),
+            category_map={
+                str(k): str(v)
+                for k, v in data.get("evaluation", {}).get("category_map", {}).items()
+            },
         )
 
     @classmethod
