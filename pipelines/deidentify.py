@@ -20,7 +20,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import date
 from functools import lru_cache
 from types import MappingProxyType
@@ -30,7 +30,7 @@ from keystore.api import PatientState, PatientStore
 from pipelines.document import Address, ClinicalDocument, Identifiers, PersonName
 from pipelines.phi.detector import Detector
 from pipelines.phi.merge import merge_spans
-from pipelines.policy import Action, Policy
+from pipelines.policy import Action, Oversize, Policy
 from pipelines.spans import Category, Span
 from surrogates import ReplaceContext, SurrogateSettings, new_patient_state, redaction_tag
 from surrogates import replacer_for as _replacer_for
@@ -42,6 +42,7 @@ _EMPTY: Mapping[str, float] = MappingProxyType({})
 _MAY_EQUAL = frozenset({Category.DATE, Category.AGE})
 MIN_ID_CHARS = 4  # shorter identifiers (e.g. "1") would match everywhere
 MIN_NUMERIC_PHRASE = 4  # detected all-digit phrases shorter than this are not scanned
+CHUNK_OVERLAP_CHARS = 2_000  # chunks of a split note share this much text (whole paragraphs)
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,6 +57,7 @@ class DeidResult:
     leaks: Mapping[str, int] = field(default_factory=dict)  # category → terms that survived
     detected: int = 0  # spans the detector (or the caller) gave
     acted: tuple[tuple[int, int, Span], ...] = ()  # (start, end in the input, chosen span)
+    held_class: str = "leak_guard"  # why it was held: leak_guard | oversize_note
 
     @property
     def replaced(self) -> tuple[Span, ...]:
@@ -142,8 +144,16 @@ class Deidentifier:
         times: dict[str, float] = {}
         tick = self.timer() if self.timer else 0.0
         text = document.text
+        limit = self.policy.max_note_chars
+        if len(text) > limit and self.policy.oversize is Oversize.HOLD:
+            return DeidResult(
+                text="",
+                spans=(),
+                held_reason=f"note longer than max_note_chars ({len(text)} > {limit} characters)",
+                held_class="oversize_note",
+            )
         found = (
-            self.detector.detect(document)
+            self._detect(document)
             if spans is None
             else merge_spans(s for s in spans if s.end <= len(text))
         )
@@ -174,6 +184,20 @@ class Deidentifier:
             detected=len(found),
             acted=tuple([(r.start, r.end, chosen) for r, chosen, _ in replaced]),
         )
+
+    def _detect(self, document: ClinicalDocument) -> list[Span]:
+        """The detector's spans; a note over ``max_note_chars`` is detected chunk by chunk
+        (cut at paragraph boundaries, overlapping, so a span at a cut is whole in one chunk)
+        and the chunks' spans merged, so detection costs the same per character at any size."""
+        text = document.text
+        limit = self.policy.max_note_chars
+        if len(text) <= limit:
+            return self.detector.detect(document)
+        found: list[Span] = []
+        for start, end in chunk_bounds(text, limit, min(CHUNK_OVERLAP_CHARS, limit // 4)):
+            part = replace(document, text=text[start:end])
+            found += [s.with_bounds(s.start + start, s.end + start) for s in self.detector.detect(part)]
+        return merge_spans(found + recurrences(text, found))
 
     def _lap(self, times: dict[str, float], stage: str, since: float) -> float:
         if self.timer is None:
@@ -221,6 +245,99 @@ class Deidentifier:
             replaced.append((region, chosen, new))
         parts.append(text[pos:])
         return "".join(parts), out_spans, replaced
+
+
+PROPAGATED_SOURCES = frozenset({"names", "locations"})  # recognizers that propagate in a note
+MIN_PROPAGATED_CHARS = 3
+
+
+_RARE_PLACE_WORD = 3.5  # the locations recognizer's ceiling for a place word that recurs
+
+
+def _propagated(text: str, span: Span) -> list[str]:
+    """The phrase of a span, and its rare words, that recur wherever written the same way."""
+    if span.source not in PROPAGATED_SOURCES:
+        return []
+    from pipelines.phi.lexicons import zipf
+
+    phrase = text[span.start : span.end]
+    if len(phrase) < MIN_PROPAGATED_CHARS or "\n" in phrase or not _is_word_char(phrase[0]):
+        return []
+    ceiling = _RARE_PLACE_WORD if span.source == "locations" else COMMON_WORD_ZIPF
+    words = [w for w in _WORD_RUN.findall(phrase) if len(w) >= MIN_PROPAGATED_CHARS]
+    out = [w for w in words if zipf(w.lower()) < ceiling]  # "Will", "May": not on their own
+    if len(words) > 1 or (words and words[0] != phrase):
+        out.append(phrase)
+    return out
+
+
+def recurrences(text: str, spans: Sequence[Span]) -> list[Span]:
+    """Spans for the recurrences, anywhere in ``text``, of the names and places found.
+
+    The name and place recognizers propagate what they find to the rest of the text they
+    are given; a note detected in chunks would lose that across the cuts, so here a phrase
+    they found, and each of its rare words, is found wherever it recurs written exactly the
+    same way, as whole words. One pass over the words of the note.
+    """
+    phrases: dict[str, Span] = {}
+    for span in spans:
+        for phrase in _propagated(text, span):
+            phrases.setdefault(phrase, span)
+    if not phrases:
+        return []
+    by_first: dict[str, list[str]] = {}
+    for phrase in phrases:
+        first = _WORD_RUN.match(phrase)
+        if first is not None:
+            by_first.setdefault(first.group(), []).append(phrase)
+    covered = bytearray(len(text))
+    for span in spans:
+        covered[span.start : span.end] = b"\x01" * (span.end - span.start)
+    out: list[Span] = []
+    for m in _WORD_RUN.finditer(text):
+        for phrase in by_first.get(m.group(), ()):
+            end = m.start() + len(phrase)
+            if (
+                text.startswith(phrase, m.start())
+                and (end == len(text) or not _is_word_char(text[end]))
+                and (m.start() == 0 or not _is_word_char(text[m.start() - 1]))
+                and not any(covered[m.start() : end])
+            ):
+                seen = phrases[phrase]
+                out.append(Span(m.start(), end, seen.category, min(seen.confidence, 0.7),
+                                "recurrence"))
+                covered[m.start() : end] = b"\x01" * (end - m.start())
+    return out
+
+
+_BREAKS = ("\n\n", "\n", " ")  # paragraph, then line, then word boundaries
+
+
+def _cut(text: str, low: int, high: int) -> int:
+    """The end of the last paragraph (else line, else word) ending in ``(low, high]``;
+    ``high`` itself when there is none."""
+    for sep in _BREAKS:
+        at = text.rfind(sep, low, high)
+        if at >= 0 and at + len(sep) > low:
+            return at + len(sep)
+    return high
+
+
+def chunk_bounds(text: str, size: int, overlap: int) -> list[tuple[int, int]]:
+    """``(start, end)`` of chunks of at most ``size`` characters covering ``text``, cut at
+    paragraph boundaries where there are any; each chunk starts at a boundary at least
+    ``overlap`` characters before the previous one's end, so any phrase shorter than
+    ``overlap`` lies whole inside some chunk."""
+    n = len(text)
+    bounds: list[tuple[int, int]] = []
+    start = 0
+    while True:
+        if n - start <= size:
+            bounds.append((start, n))
+            return bounds
+        end = _cut(text, start + size // 2, start + size)
+        bounds.append((start, end))
+        start = max(_cut(text, max(start + 1, end - size // 2), end - overlap), start + 1)
 
 
 def _rank(span: Span) -> tuple[float, int]:
@@ -630,6 +747,75 @@ class _Probe:
         return True
 
 
+# Above this length the detected phrases (whose number grows with the note) are looked for
+# through a word index of the output instead of one scan of the output each.
+GUARD_INDEX_CHARS = 50_000
+_WORD_RUN = re.compile(r"\w+")
+_WINDOW_SLACK = 256  # characters around a needle's occurrence a match may reach
+
+
+class _WordIndex:
+    """Where the detected phrases' words occur in the (masked, ASCII) output.
+
+    A match of a detected phrase's pattern contains each word of the phrase (of a name
+    part's pattern: the part) as a maximal word run, so the pattern is only tried in windows
+    around the occurrences of its rarest such word. One pass over the output builds the
+    index; each pattern then costs at most one pass over its windows, merged.
+    """
+
+    def __init__(self, scan: str, anchored: Mapping[str, tuple[str, ...]]) -> None:
+        if not scan.isascii():
+            raise ValueError("the word index is for ASCII output")  # lower() keeps offsets
+        self.scan = scan
+        self.size = len(scan)
+        self.anchors = anchored
+        wanted = {word for words in anchored.values() for word in words}
+        self.at: dict[str, list[int]] = {}
+        for m in _WORD_RUN.finditer(scan.lower()):
+            if m.group() in wanted:
+                self.at.setdefault(m.group(), []).append(m.start())
+
+    def search(self, pattern: re.Pattern[str]) -> bool:
+        words = self.anchors.get(pattern.pattern)
+        if not words:  # no word to anchor on (or a non-ASCII one): the whole output
+            return pattern.search(self.scan) is not None
+        places = min((self.at.get(w, ()) for w in words), key=len)
+        reach = len(pattern.pattern) + _WINDOW_SLACK  # the pattern is longer than its match
+        windows: list[list[int]] = []
+        for at in places:
+            low, high = max(0, at - reach), min(self.size, at + reach)
+            if windows and low <= windows[-1][1]:
+                windows[-1][1] = high
+            else:
+                windows.append([low, high])
+        for low, high in windows:
+            m = pattern.search(self.scan, low, high)
+            if m is None:
+                continue
+            if m.end() < high - _WINDOW_SLACK // 2 or high == self.size:
+                return True
+            # near the window's end the lookaheads saw a false end of text: look again
+            if pattern.search(self.scan, m.start()) is not None:
+                return True
+        return False
+
+
+def _anchored_terms(
+    text: str, replaced: Sequence[tuple[_Region, Span, str]], mixed_case: bool
+) -> dict[str, tuple[str, ...]]:
+    """pattern → the lower-case words every match of it contains ((): none known)."""
+    out: dict[str, tuple[str, ...]] = {}
+    for region, chosen, _ in replaced:
+        phrase = " ".join(text[region.start : region.end].split())
+        for term in _phrase_terms(phrase, chosen.category, mixed_case):
+            if term.pattern in out:
+                continue
+            whole = term.pattern == f"(?i:{word_pattern(phrase)})"
+            words = _WORD_RUN.findall(phrase.lower() if whole else term.needle)
+            out[term.pattern] = tuple(words) if all(w.isascii() for w in words) else ()
+    return out
+
+
 def _is_word_char(c: str) -> bool:
     return c.isalnum() or c == "_"
 
@@ -675,11 +861,25 @@ def leak_guard(
     leaks: Counter[str] = Counter()
     seen: set[str] = set()
     mixed_case = is_mixed_case(original)
-    for category, pattern, needle, how in (
-        *_known_terms(identifiers, _kept(policy), mixed_case),
-        *_found_terms_of(original, replaced, mixed_case),
-    ):
+    found = _found_terms_of(original, replaced, mixed_case)
+    index = None
+    if len(scan) > GUARD_INDEX_CHARS and scan.isascii():
+        index = _WordIndex(scan, _anchored_terms(original, replaced, mixed_case))
+    for category, pattern, needle, how in _known_terms(identifiers, _kept(policy), mixed_case):
         if pattern in seen or (needle and not probe.may_hold(needle, how)):
+            continue
+        seen.add(pattern)
+        if _compiled(pattern).search(scan):
+            leaks[category] += 1
+    for category, pattern, needle, how in found:
+        if pattern in seen:
+            continue
+        if index is not None:
+            seen.add(pattern)
+            if index.search(_compiled(pattern)):
+                leaks[category] += 1
+            continue
+        if needle and not probe.may_hold(needle, how):
             continue
         seen.add(pattern)
         if _compiled(pattern).search(scan):

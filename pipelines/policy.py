@@ -13,6 +13,13 @@ from typing import Any
 from pipelines.spans import Category
 
 
+class Oversize(StrEnum):
+    """What happens to a note longer than ``max_note_chars``."""
+
+    SPLIT = "split"  # detect in overlapping chunks cut at paragraph boundaries; one output
+    HOLD = "hold"  # held back with a reason; nothing is detected or published
+
+
 class Action(StrEnum):
     KEEP = "keep"
     SURROGATE = "surrogate"
@@ -29,6 +36,10 @@ class Policy:
     date_shift_min_days: int = 1
     date_shift_max_days: int = 730
     age_ceiling: int = 89
+    # Above this many characters the detector runs on overlapping chunks (or the note is held):
+    # it keeps the detector's cost per character bounded on multi-megabyte notes.
+    max_note_chars: int = 50_000
+    oversize: Oversize = Oversize.SPLIT
     # corpus category name (any case) -> gold category; "" drops it (corpus_formats.py)
     category_map: dict[str, str] = field(default_factory=dict)
 
@@ -50,6 +61,7 @@ class Policy:
         actions = {Category(k): Action(v) for k, v in cats.get("actions", {}).items()}
         thresholds = {Category(k): float(v) for k, v in det.get("thresholds", {}).items()}
         surrogates = data.get("surrogates", {})
+        limits = data.get("limits", {})
         return cls(
             recognizers=recs,
             min_confidence=float(det.get("min_confidence", 0.5)),
@@ -59,6 +71,8 @@ class Policy:
             date_shift_min_days=int(surrogates.get("date_shift_min_days", 1)),
             date_shift_max_days=int(surrogates.get("date_shift_max_days", 730)),
             age_ceiling=int(surrogates.get("age_ceiling", 89)),
+            max_note_chars=_positive(limits.get("max_note_chars", 50_000), "max_note_chars"),
+            oversize=Oversize(limits.get("oversize", "split")),
             category_map={
                 str(k): str(v)
                 for k, v in data.get("evaluation", {}).get("category_map", {}).items()
@@ -73,3 +87,13 @@ class Policy:
         else:
             raw = Path(path).read_text(encoding="utf-8")
         return cls.from_mapping(tomllib.loads(raw))
+
+
+MIN_NOTE_CHARS = 1_000  # smaller chunks would cut most paragraphs
+
+
+def _positive(value: Any, name: str) -> int:
+    number = int(value)
+    if number < MIN_NOTE_CHARS:
+        raise ValueError(f"[limits] {name} must be at least {MIN_NOTE_CHARS}")
+    return number

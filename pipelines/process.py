@@ -537,7 +537,8 @@ class _Work:
         counts = _span_counts(deid.spans)
         if deid.held_reason is not None:
             headers = self._base_headers("held") + [("reason", deid.held_reason)]
-            return ("held", fp.key, None, tuple(headers), "leak_guard", deid.held_reason, counts,
+            held_class = str(getattr(deid, "held_class", "leak_guard"))
+            return ("held", fp.key, None, tuple(headers), held_class, deid.held_reason, counts,
                     State.HELD), True
         t0 = self.proc._timer()
         near = self._near_duplicate()

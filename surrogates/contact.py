@@ -4,7 +4,8 @@
   metadata, the ``phonenumbers`` package), the exchange is 555 and the line 0100-0199, the
   range the North American Numbering Plan reserves for fiction, so no surrogate rings anyone.
 - E-mail and URL hosts become ``example.com`` / ``.org`` / ``.net`` (RFC 2606) with the
-  other labels and the path reshaped; IPs come from the documentation ranges 192.0.2.0/24,
+  other labels and the path reshaped; an e-mail's local part is built from the patient's
+  name surrogates ("john.smith77" → "peter.hale41", "jsmith" → "phale"); IPs come from the documentation ranges 192.0.2.0/24,
   198.51.100.0/24, 203.0.113.0/24 and 2001:db8::/32 (RFC 5737, RFC 3849).
 """
 
@@ -12,13 +13,15 @@ from __future__ import annotations
 
 import ipaddress
 import re
+from collections.abc import Callable
 from functools import lru_cache
 from urllib.parse import urlsplit
 
 from surrogates.base import SpanLike, Surrogate
-from surrogates.choice import reshape
+from surrogates.choice import Chooser, reshape
 from surrogates.context import ReplaceContext
 from surrogates.identifiers import normalise_id, surrogate_chars
+from surrogates.names import case_like, census, letter_map, surrogate_part
 
 RESERVED_TLDS = ("com", "org", "net")
 TEST_NETS = ("192.0.2", "198.51.100", "203.0.113")
@@ -107,12 +110,67 @@ class EmailSurrogate(Surrogate):
 
         def make() -> str:
             chooser = ctx.chooser("email", text.lower())
-            new_local = reshape(chooser, local)
+            new_local = email_local(ctx, chooser, local)
             if new_local.lower() == local.lower():  # never the original: another first letter
                 new_local = ("y" if local[:1].lower() == "x" else "x") + new_local[1:]
             return f"{new_local}@{_host(ctx, domain)}"
 
         return ctx.mapped(ctx.state.id_map, f"EMAIL:{text.lower()}", make)
+
+
+_LETTERS = re.compile(r"([A-Za-z]+)")
+
+
+def _is_name(low: str) -> bool:
+    c = census()
+    return low in c.male or low in c.female or low in c.last
+
+
+def _two_names(low: str, known: Callable[[str], bool], shortest: int) -> tuple[str, str] | None:
+    for i in range(shortest, len(low) - shortest + 1):
+        if known(low[:i]) and known(low[i:]):
+            return low[:i], low[i:]
+    return None
+
+
+def _initial(ctx: ReplaceContext, letter: str) -> str:
+    """The initial of the surrogate of the patient's name with this initial ("r" of
+    "Ronnie" → "j" of "Jeffrey"), else the patient's letter map's image."""
+    for original, surrogate in ctx.state.name_map.items():
+        if original[:1] == letter and surrogate:
+            return surrogate[0]
+    return letter_map(ctx.state.seed).get(letter, letter)
+
+
+def _name_word(ctx: ReplaceContext, low: str) -> str:
+    """A local-part word's surrogate: a name's is the patient's surrogate of that name; an
+    initial and a name run together ("jsmith") or two names ("jamessmith") keep that shape,
+    the patient's own names tried before the census lists; other words become names."""
+    if len(low) == 1:
+        return _initial(ctx, low)
+    for known in (ctx.state.name_map.__contains__, _is_name):
+        if known(low):
+            return surrogate_part(ctx, low, "family", "")
+        pair = _two_names(low, known, 2 if known is not _is_name else 3)
+        if pair is not None:
+            return "".join(surrogate_part(ctx, part, "family", "") for part in pair)
+        if known(low[1:]):
+            return _initial(ctx, low[0]) + surrogate_part(ctx, low[1:], "family", "")
+    return surrogate_part(ctx, low, "family", "")
+
+
+def email_local(ctx: ReplaceContext, chooser: Chooser, local: str) -> str:
+    """The local part of an address, built from name surrogates; digits reshaped, the
+    separators (. _ - +) kept."""
+    out: list[str] = []
+    for i, piece in enumerate(_LETTERS.split(local)):
+        if not piece:
+            continue
+        if i % 2:  # a letter run
+            out.append(case_like(_name_word(ctx, piece.lower()), piece))
+        else:
+            out.append(reshape(chooser, piece))
+    return "".join(out)
 
 
 class UrlSurrogate(Surrogate):

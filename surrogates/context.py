@@ -18,6 +18,9 @@ from surrogates.base import SpanLike
 from surrogates.choice import Chooser
 
 _WORD = re.compile(r"[^\W\d_]+(?:['’][^\W\d_]+)?|\d+")
+# Up to this length a substring test of the lower-cased note rules most words out without
+# building the word set; above it, each test would cost a scan of the note: the set, once.
+SUBSTRING_TEST_CHARS = 20_000
 
 
 @dataclass(frozen=True)
@@ -52,6 +55,10 @@ class ReplaceContext:
     known_given: frozenset[str] = frozenset()  # lower-cased given names known for this document
     known_family: frozenset[str] = frozenset()
     changed: bool = False
+    # values of a state map, kept as a set while surrogates add to the map through ``mapped``
+    _values: dict[int, tuple[dict[str, str], set[str], int]] = field(
+        default_factory=dict, repr=False, compare=False
+    )
 
     def original(self, span: SpanLike) -> str:
         return self.text[span.start : span.end]
@@ -76,9 +83,22 @@ class ReplaceContext:
         does not even occur in the lower-cased note: every ASCII token is a substring of
         ``text.lower()`` (lower-casing is per character but for the final-sigma rule, which
         never yields ASCII), so the substring test can only rule words out."""
-        if word.isascii() and word not in self.lowered:
+        if (
+            len(self.text) <= SUBSTRING_TEST_CHARS
+            and word.isascii()
+            and word not in self.lowered
+        ):
             return False
         return word in self.original_tokens
+
+    def taken(self, table: dict[str, str]) -> set[str]:
+        """The surrogates already in ``table`` (not to be drawn again), as a set kept up to
+        date by ``mapped``: rebuilding it for every draw made a long note quadratic."""
+        entry = self._values.get(id(table))
+        if entry is None or entry[0] is not table or entry[2] != len(table):
+            entry = (table, set(table.values()), len(table))
+            self._values[id(table)] = entry
+        return entry[1]
 
     def chooser(self, purpose: str, original: str) -> Chooser:
         return Chooser(self.state.seed, purpose, original)
@@ -90,6 +110,10 @@ class ReplaceContext:
             found = make()
             table[key] = found
             self.changed = True
+            entry = self._values.get(id(table))
+            if entry is not None and entry[0] is table and entry[2] == len(table) - 1:
+                entry[1].add(found)
+                self._values[id(table)] = (table, entry[1], len(table))
         return found
 
     def is_original_word(self, words: Iterable[str]) -> bool:

@@ -1,8 +1,10 @@
 """Location surrogates: streets, cities, states, zips, hospitals and other places.
 
 The text is replaced token by token following its own pattern: house and unit numbers are
-reshaped, five-digit zips become real zips (``zipcodes`` package), states become other
-states (``us`` package), place words become words of real US city names (``zipcodes``),
+reshaped, five-digit zips become other real zips of the same state (``zipcodes`` package;
+the state of the zip, else of its first three digits), a state beside a zip becomes the
+zip's state (so the two agree), other states become other states (``us`` package), the
+place after "St." / "Saint" in a facility becomes a saint ("St. Vincent's Hospital"), place words become words of real US city names (``zipcodes``),
 street-name words become census surnames, acronyms ("GH") become other letters of the same
 length, and the generic words that carry no identity ("Hospital", "Street", "Apt", "of") are
 kept. Each place word maps through ``state.id_map`` so "ASHCOTT HOSPITAL" and "ashcott" get
@@ -12,6 +14,8 @@ the same surrogate word for the patient.
 from __future__ import annotations
 
 import re
+from collections import Counter
+from dataclasses import dataclass
 from functools import lru_cache, partial
 
 from surrogates.base import SpanLike, Surrogate, apply_edits
@@ -36,32 +40,70 @@ GENERIC_WORDS = frozenset(
     city town township
     """.split()  # noqa: SIM905 - a word list reads better as text
 )
+SAINT_TITLES = frozenset({"st", "saint", "ste", "sainte"})
+# Patron saints hospitals are commonly named after: "St. Byars Hospital" reads as no
+# hospital, "St. Vincent's Hospital" as one. Invented here, not a gazetteer of facilities.
+SAINTS = tuple(
+    """
+    agnes anne anthony barnabas benedict bernard catherine charles clare dominic elizabeth
+    francis gabriel helena james joseph jude luke margaret mark martha matthew michael
+    monica patrick peter raphael rita rose teresa thomas vincent
+    """.split()  # noqa: SIM905 - a word list reads better as text
+)
+
+
+@dataclass(frozen=True)
+class ZipData:
+    zips: tuple[str, ...]  # five-digit zips of standard, active zip codes
+    words: tuple[str, ...]  # single-word city names, lower-case
+    state_of: dict[str, str]  # zip → state abbreviation
+    state_of_prefix: dict[str, str]  # first three digits → the state most of its zips are in
+    by_state: dict[str, tuple[str, ...]]  # state abbreviation → its zips
 
 
 @lru_cache(maxsize=1)
-def _zip_data() -> tuple[tuple[str, ...], tuple[str, ...]]:
-    """(five-digit zips of standard, active zip codes; single-word city names, lower-case)."""
+def _zip_data() -> ZipData:
+    """The ``zipcodes`` package's standard, active zips, their states and the city words."""
     import zipcodes
 
-    zips: list[str] = []
+    state_of: dict[str, str] = {}
     words: set[str] = set()
     for row in zipcodes.list_all():
         if row.get("zip_code_type") != "STANDARD" or not row.get("active", True):
             continue
-        zips.append(row["zip_code"])
+        state_of[row["zip_code"]] = str(row.get("state", ""))
         city = str(row.get("city", "")).lower()
         if city.isalpha() and 4 <= len(city) <= 12 and city not in GENERIC_WORDS:
             words.add(city)
-    return tuple(sorted(set(zips))), tuple(sorted(words))
+    prefix_votes: dict[str, Counter[str]] = {}
+    by_state: dict[str, list[str]] = {}
+    for zip_code, state in sorted(state_of.items()):
+        prefix_votes.setdefault(zip_code[:3], Counter())[state] += 1
+        by_state.setdefault(state, []).append(zip_code)
+    return ZipData(
+        zips=tuple(sorted(state_of)),
+        words=tuple(sorted(words)),
+        state_of=state_of,
+        state_of_prefix={p: v.most_common(1)[0][0] for p, v in prefix_votes.items()},
+        by_state={k: tuple(v) for k, v in by_state.items()},
+    )
+
+
+def zip_state(zip_code: str) -> str | None:
+    """The state of a five-digit zip, or of its first three digits; None if unknown."""
+    data = _zip_data()
+    return data.state_of.get(zip_code) or data.state_of_prefix.get(zip_code[:3])
 
 
 @lru_cache(maxsize=1)
 def _states() -> tuple[dict[str, str], dict[str, str], tuple[tuple[str, str], ...]]:
-    """(abbr → name, lower name → abbr, all (abbr, name)) from the ``us`` package."""
+    """(abbr → name, lower name → abbr, (abbr, name) of the 50 states) from the ``us``
+    package; DC and the territories are known (zips are in them) but never drawn."""
     import us
 
+    known = tuple((s.abbr, s.name) for s in us.states.STATES_AND_TERRITORIES)
     pairs = tuple((s.abbr, s.name) for s in us.states.STATES)
-    return {a: n for a, n in pairs}, {n.lower(): a for a, n in pairs}, pairs
+    return {a: n for a, n in known}, {n.lower(): a for a, n in known}, pairs
 
 
 _TOKEN = re.compile(r"\d+|[^\W\d_]+(?:['’][^\W\d_]+)*")
@@ -74,9 +116,9 @@ def _is_acronym(word: str) -> bool:
 
 
 def _place_word(ctx: ReplaceContext, low: str, street: bool) -> str:
-    pool = census().pools[("L", "")] if street else _zip_data()[1]
+    pool = census().pools[("L", "")].names if street else _zip_data().words
     chooser = ctx.chooser("place", low)
-    taken = set(ctx.state.id_map.values())
+    taken = ctx.taken(ctx.state.id_map)
     for _ in range(MAX_DRAWS):
         candidate = chooser.pick(pool)
         if candidate != low and not ctx.is_note_word(candidate) and candidate not in taken:
@@ -85,13 +127,36 @@ def _place_word(ctx: ReplaceContext, low: str, street: bool) -> str:
 
 
 def _zip(ctx: ReplaceContext, original: str) -> str:
-    zips = _zip_data()[0]
+    """Another real zip of the same state (by the zip, else by its first three digits)."""
+    data = _zip_data()
+    state = zip_state(original)
+    zips = data.by_state.get(state, data.zips) if state else data.zips
     chooser = ctx.chooser("zip", original)
     for _ in range(MAX_DRAWS):
         candidate = chooser.pick(zips)
         if candidate != original and not ctx.is_note_word(candidate):
             return candidate
     return surrogate_chars(ctx, "zip", original)
+
+
+def _saint(ctx: ReplaceContext, key: str) -> str:
+    chooser = ctx.chooser("saint", key)
+    for _ in range(MAX_DRAWS):
+        candidate = chooser.pick(SAINTS)
+        if candidate != key and not ctx.is_note_word(candidate):
+            return candidate
+    return chooser.pick(SAINTS)
+
+
+def _saint_run(ctx: ReplaceContext, run: list[re.Match[str]]) -> tuple[int, int, str]:
+    """"Mary's" in "St. Mary's Hospital": another saint, possessive kept."""
+    words = " ".join(m.group() for m in run)
+    possessive = re.search(r"['’]s$", words, re.IGNORECASE)
+    core = words[: possessive.start()] if possessive else words
+    key = core.lower()
+    new = ctx.mapped(ctx.state.id_map, f"SAINT:{key}", partial(_saint, ctx, key))
+    new = case_like(new, core) + (possessive.group() if possessive else "")
+    return run[0].start(), run[-1].end(), new
 
 
 def _state(ctx: ReplaceContext, abbr: str) -> str:
@@ -116,14 +181,19 @@ class LocationSurrogate(Surrogate):
         edits: list[tuple[int, int, str]] = []
         run: list[re.Match[str]] = []  # consecutive place words: "Middle River", "Bel Air"
 
+        tokens = list(_TOKEN.finditer(text))
+        zip_state_here = _zip_state_in(tokens, street)
+
         def flush() -> None:
             if not run:
                 return
             in_street = street and "," not in text[: run[0].start()]  # "…, Boston" is a city
-            edits.extend(_place_run(ctx, run, in_street))
+            if not in_street and _after_saint_title(text, tokens, run[0]):
+                edits.append(_saint_run(ctx, run))
+            else:
+                edits.extend(_place_run(ctx, run, in_street))
             run.clear()
 
-        tokens = list(_TOKEN.finditer(text))
         for i, m in enumerate(tokens):
             word = m.group()
             low = word.lower()
@@ -137,9 +207,11 @@ class LocationSurrogate(Surrogate):
             if kind == "number":
                 edits.append((m.start(), m.end(), self._number(ctx, tokens, i, street)))
             elif kind == "state_abbr":
-                edits.append((m.start(), m.end(), _state(ctx, word)))
+                # beside a zip, the state stays the zip's (the zip's surrogate is in it too)
+                new_abbr = zip_state_here or _state(ctx, word)
+                edits.append((m.start(), m.end(), new_abbr))
             elif kind == "state_name":
-                new_abbr = _state(ctx, by_name[low])
+                new_abbr = zip_state_here or _state(ctx, by_name[low])
                 edits.append((m.start(), m.end(), case_like(by_abbr[new_abbr], word)))
             elif kind == "acronym":
                 new = ctx.mapped(
@@ -169,7 +241,7 @@ class LocationSurrogate(Surrogate):
         low = word.lower()
         if word.isdigit():
             return "number"
-        if low in GENERIC_WORDS:
+        if low in GENERIC_WORDS or (low in SAINT_TITLES and i + 1 < len(tokens)):
             return "generic"
         prev = text[: tokens[i].start()].rstrip()
         if word in by_abbr and (
@@ -196,6 +268,24 @@ class LocationSurrogate(Surrogate):
         return ctx.mapped(
             ctx.state.id_map, f"LOCNUM:{word}", partial(surrogate_chars, ctx, "locnum", word)
         )
+
+
+def _zip_state_in(tokens: list[re.Match[str]], street: bool) -> str | None:
+    """The state of the span's zip code (a five-digit number that is not a house number)."""
+    by_abbr = _states()[0]
+    for i, m in enumerate(tokens):
+        word = m.group()
+        if word.isdigit() and len(word) == 5 and not (street and i == 0):
+            state = zip_state(word)
+            return state if state in by_abbr else None
+    return None
+
+
+def _after_saint_title(text: str, tokens: list[re.Match[str]], first: re.Match[str]) -> bool:
+    before = [m for m in tokens if m.end() <= first.start()]
+    if not before or before[-1].group().lower() not in SAINT_TITLES:
+        return False
+    return text[before[-1].end() : first.start()].strip() in ("", ".")
 
 
 def _place_run(

@@ -5,14 +5,19 @@ never as whole strings, so "John Smith", "SMITH, JOHN", "Mr. Smith" and "J. Smit
 same surrogates. Initials follow a per-patient letter derangement derived from the seed, and
 every surrogate part starts with the image of its original's initial, so "J. Smith" and "JS"
 are the initials of the surrogate of "John Smith". Surrogates come from the US census lists
-shipped by the ``names`` package; a surrogate never equals any word of the note, the original
-part, another part's surrogate or a known name of the document.
+shipped by the ``names`` package, drawn in proportion to their census frequency: a given
+name gets a first name of the original's gender (title, else census counts, else drawn
+about evenly) that at least 90% of its bearers share and that is more a first name than a
+surname; a first name never gets a surname, whatever its place ("Dr. John"). A surrogate
+never equals any word of the note, the original part, another part's surrogate or a known
+name of the document.
 """
 
 from __future__ import annotations
 
 import re
 import string
+from bisect import bisect_right
 from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
@@ -24,6 +29,9 @@ from surrogates.identifiers import surrogate_chars
 
 MAX_DRAWS = 64
 LAST_NAME_POOL = 20000  # the most frequent census surnames; rarer ones read oddly
+# A first-name surrogate of one gender is a name at least this share of whose census bearers
+# have that gender ("Lacy" and "Leslie" are no one's idea of a man's name).
+GENDER_SHARE = 0.9
 VOWELS = set("AEIOUY")
 TITLES_MALE = {"mr", "mister", "sir"}
 TITLES_FEMALE = {"mrs", "ms", "miss", "madam", "mme"}
@@ -59,11 +67,41 @@ _TOKEN = re.compile(r"[^\W\d_]+(?:['’\-][^\W\d_]+)*\.?")
 
 
 @dataclass(frozen=True)
+class Pool:
+    """Names drawn in proportion to their census frequency: ``names[i]`` has weight
+    ``cumulative[i] - cumulative[i - 1]`` (thousandths of a percent, integers)."""
+
+    names: tuple[str, ...]
+    cumulative: tuple[int, ...]
+
+    def draw(self, chooser: Chooser) -> str:
+        at = chooser.below(self.cumulative[-1])
+        return self.names[bisect_right(self.cumulative, at)]
+
+
+@dataclass(frozen=True)
 class Census:
     male: dict[str, float]
     female: dict[str, float]
     last: dict[str, float]
-    pools: dict[tuple[str, str], tuple[str, ...]]  # (pool, initial) → names, lower-case
+    pools: dict[tuple[str, str], Pool]  # (M | F | L, initial or "") → names, lower-case
+
+    def first(self, low: str) -> float:
+        return max(self.male.get(low, 0.0), self.female.get(low, 0.0))
+
+    def is_first_name(self, low: str) -> bool:
+        """More people have it as a first name than as a surname (census counts)."""
+        return self.first(low) > self.last.get(low, 0.0)
+
+    def is_surname(self, low: str) -> bool:
+        return self.last.get(low, 0.0) > self.first(low)
+
+    def share(self, low: str, gender: str) -> float:
+        """The share of the name's first-name bearers who have ``gender`` (M or F)."""
+        male, female = self.male.get(low, 0.0), self.female.get(low, 0.0)
+        if male + female == 0:
+            return 0.0
+        return (male if gender == "M" else female) / (male + female)
 
 
 def _read(name: str) -> list[tuple[str, float]]:
@@ -76,23 +114,39 @@ def _read(name: str) -> list[tuple[str, float]]:
     return rows
 
 
+def _pool(rows: list[tuple[str, float]]) -> Pool:
+    names, cumulative, total = [], [], 0
+    for name, freq in rows:
+        total += max(1, round(freq * 1000))  # the lists give 3 decimals; rarest weigh 1
+        names.append(name)
+        cumulative.append(total)
+    return Pool(tuple(names), tuple(cumulative))
+
+
 @lru_cache(maxsize=1)
 def census() -> Census:
-    """The census name lists (dist.male.first, dist.female.first, dist.all.last), indexed."""
+    """The census name lists (dist.male.first, dist.female.first, dist.all.last), indexed.
+
+    First-name pools hold only names that are mostly of their gender and more a first name
+    than a surname; the surname pool only names that are more a surname than a first name.
+    """
     male = _read("dist.male.first")
     female = _read("dist.female.first")
     last = _read("dist.all.last")
-    pools: dict[tuple[str, str], list[str]] = {}
-    for pool, rows in (("M", male), ("F", female), ("L", last[:LAST_NAME_POOL])):
-        for name, _ in rows:
-            pools.setdefault((pool, name[0]), []).append(name)
-            pools.setdefault((pool, ""), []).append(name)
-    return Census(
-        male=dict(male),
-        female=dict(female),
-        last=dict(last),
-        pools={k: tuple(v) for k, v in pools.items()},
-    )
+    c = Census(male=dict(male), female=dict(female), last=dict(last), pools={})
+    eligible = {
+        "M": [(n, f) for n, f in male if c.share(n, "M") >= GENDER_SHARE and c.is_first_name(n)],
+        "F": [(n, f) for n, f in female if c.share(n, "F") >= GENDER_SHARE and c.is_first_name(n)],
+        "L": [(n, f) for n, f in last[:LAST_NAME_POOL] if c.is_surname(n)],
+    }
+    for pool, rows in eligible.items():
+        by_initial: dict[str, list[tuple[str, float]]] = {}
+        for name, freq in rows:
+            by_initial.setdefault(name[0], []).append((name, freq))
+        c.pools[(pool, "")] = _pool(rows)
+        for initial, group in by_initial.items():
+            c.pools[(pool, initial)] = _pool(group)
+    return c
 
 
 @lru_cache(maxsize=4096)
@@ -206,18 +260,30 @@ def _gender(low: str, tokens: list[_Token], chooser: Chooser) -> str:
     return chooser.pick(("M", "F"))
 
 
+def pool_role(ctx: ReplaceContext, low: str, role: str) -> str:
+    """Which list a surrogate for ``low`` comes from. A first name never gets a surname:
+    a part in a given name's place, or known as a given name of the document, or more
+    often a first name than a surname in the census ("Dr. John") draws a first name; the
+    rest draw surnames."""
+    if low in ctx.known_family and low not in ctx.known_given:
+        return "family"
+    if role == "given" or low in ctx.known_given or census().is_first_name(low):
+        return "given"
+    return "family"
+
+
 def _draw(ctx: ReplaceContext, low: str, role: str, gender: str) -> str:
     c = census()
     chooser = ctx.chooser(f"name:{role}", low)
     pool_name = gender if role == "given" else "L"
     initial = letter_map(ctx.state.seed).get(low[0], "")
-    taken = set(ctx.state.name_map.values())
+    taken = ctx.taken(ctx.state.name_map)
     forbidden = ctx.known_given | ctx.known_family
-    for pool in (c.pools.get((pool_name, initial), ()), c.pools[(pool_name, "")]):
-        if not pool:
+    for pool in (c.pools.get((pool_name, initial)), c.pools[(pool_name, "")]):
+        if pool is None:
             continue
         for _ in range(MAX_DRAWS):
-            candidate = chooser.pick(pool)
+            candidate = pool.draw(chooser)
             if (
                 candidate != low
                 and not ctx.is_note_word(candidate)
@@ -225,13 +291,24 @@ def _draw(ctx: ReplaceContext, low: str, role: str, gender: str) -> str:
                 and candidate not in forbidden
             ):
                 return candidate
-    # Practically unreachable (tens of thousands of names); still never return the original.
+    # Practically unreachable (thousands of names); still never return the original.
     return (initial or "x") + "".join(chooser.letter(False) for _ in range(max(3, len(low) - 1)))
 
 
 def surrogate_part(ctx: ReplaceContext, low: str, role: str, gender_hint: str) -> str:
-    """The surrogate of one normalised name part (lower-case), made and stored on first use."""
-    return ctx.mapped(ctx.state.name_map, low, lambda: _draw(ctx, low, role, gender_hint))
+    """The surrogate of one normalised name part (lower-case), made and stored on first use.
+
+    A given name without a gender hint gets the census gender of the original, else one
+    drawn in the census share (the lists hold about as many men as women)."""
+
+    def make() -> str:
+        pool = pool_role(ctx, low, role)
+        gender = gender_hint
+        if pool == "given" and gender not in ("M", "F"):
+            gender = _gender(low, [], ctx.chooser("gender", low))
+        return _draw(ctx, low, pool, gender)
+
+    return ctx.mapped(ctx.state.name_map, low, make)
 
 
 class NameSurrogate(Surrogate):

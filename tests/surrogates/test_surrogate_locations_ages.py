@@ -34,8 +34,9 @@ def test_address_city_state_zip() -> None:
     out = replace_one(LOC, "12 Elm Street, Boston, MA 02115-1234", "LOCATION_STREET")
     m = re.fullmatch(r"(\d{2}) (\w+) Street, (\w+), ([A-Z]{2}) (\d{5})-(\d{4})", out)
     assert m, out
-    assert m.group(2) != "Elm" and m.group(3) != "Boston" and m.group(4) != "MA"
-    assert zipcodes.matching(m.group(5))
+    assert m.group(2) != "Elm" and m.group(3) != "Boston"
+    # issue 15 item 12: the zip stays in its state and the state beside it agrees with it
+    assert zipcodes.matching(m.group(5))[0]["state"] == m.group(4) == "MA"
     assert m.group(5) != "02115"
 
 

@@ -1,0 +1,150 @@
+"""One very large note through the whole de-identification path: time and peak RSS.
+
+    .venv/bin/python bench/bignote.py [--sizes 1,2,5] [--profile /tmp/bignote.prof]
+
+For each size (MB of text) a child process builds one plain-text document of that size from
+invented paragraphs (``pipelines.phi.synthetic`` short texts with PHI between invented
+clinical sentences; ``--filler 6``: about one PHI phrase per 150 characters) and runs it
+through ``Processor.process_document``: detect → replace → leak guard → render, with an
+in-memory key store, after one small warm-up document (lexicons and the tagger load there).
+Prints wall and CPU seconds (CPU is the figure to read on a shared machine), the stage
+split, the child's peak RSS and its resident size before the note. Needs no corpus. Speed
+figures are printed here, never asserted.
+
+Target (issue 15 item 14): 5 MB in < 3 s and < 200 MB.
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import resource
+import subprocess
+import sys
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from pipelines.phi.synthetic import SyntheticNote
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+FILLER = (
+    "Vital signs stable overnight, afebrile, tolerating a regular diet.",
+    "Lungs clear to auscultation bilaterally; no wheezes or crackles.",
+    "Continue current antibiotic course and reassess renal function in the morning.",
+    "Pain controlled on oral analgesics; ambulating with physical therapy.",
+    "Labs notable for mild anemia, potassium 3.9, creatinine at baseline.",
+    "Plan discussed with the patient, who agrees and has no further questions.",
+)
+
+
+def _publishable(notes: list[SyntheticNote]) -> list[SyntheticNote]:
+    """The short texts the leak guard does not hold on their own: the big note is then
+    published and rendered (a held note would skip the render stage)."""
+    from keystore.api import PatientState
+    from pipelines.deidentify import Deidentifier
+    from pipelines.document import ClinicalDocument
+
+    deid = Deidentifier()
+    state = PatientState(shift_days=-40, pseudonym="p", seed=b"b" * 32)
+    return [n for n in notes if not deid.deidentify(ClinicalDocument(text=n.text), state).held]
+
+
+def build_text(megabytes: float, seed: int = 1, filler: int = 6) -> str:
+    """Paragraphs of ``filler`` invented clinical sentences around one short synthetic text
+    with PHI (about 4 phrases); filler=6 gives about one PHI phrase per 150 characters."""
+    from pipelines.phi.synthetic import generate
+
+    target = int(megabytes * 1_000_000)
+    # 60 texts of seed 1 share no value written two ways, so the big note is published
+    notes = _publishable(generate(60, seed, "dev"))
+    parts: list[str] = []
+    size = 0
+    i = 0
+    while size < target:
+        before = [FILLER[(i + k) % len(FILLER)] for k in range(filler // 2)]
+        after = [FILLER[(i + k + 3) % len(FILLER)] for k in range(filler - filler // 2)]
+        para = " ".join((*before, notes[i % len(notes)].text, *after))
+        parts.append(para)
+        size += len(para) + 2
+        i += 1
+    return "\n\n".join(parts)
+
+
+def _current_rss_mb() -> float:
+    """Resident set size now (Linux), to tell the note's share of the peak."""
+    try:
+        pages = int(Path("/proc/self/statm").read_text().split()[1])
+    except (OSError, IndexError, ValueError):
+        return float("nan")
+    return pages * resource.getpagesize() / 2**20
+
+
+def child(megabytes: float, profile: str | None, filler: int) -> int:
+    from keystore.memory import InMemoryStore
+    from keystore.pseudonyms import Pseudonyms
+    from pipelines.document import ClinicalDocument, Identifiers, PersonName
+    from pipelines.policy import Policy
+    from pipelines.process import Processor
+    from surrogates import warm
+
+    policy = Policy.load()
+    proc = Processor(policy=policy, store=InMemoryStore(), pseudonyms=Pseudonyms.random())
+    warm()
+    # a small document first: lexicons, the tagger model and the census lists load here
+    small = ClinicalDocument(text="Seen by Dr. Quill on 3/4/2021.", patient_id="P0", document_id="D0", assigning_authority="BENCH")
+    proc.process_document(small, now=datetime.now(UTC))
+    rss_before = _current_rss_mb()
+    text = build_text(megabytes, filler=filler)
+    doc = ClinicalDocument(
+        text=text,
+        patient_id="P1",
+        document_id="D1",
+        assigning_authority="BENCH",
+        identifiers=Identifiers(patient_names=(PersonName(family="Quillfeather", given=("Orla",)),)),
+    )
+    prof = cProfile.Profile() if profile else None
+    t0 = time.perf_counter()
+    cpu0 = time.process_time()
+    if prof:
+        prof.enable()
+    out = proc.process_document(doc, now=datetime.now(UTC))
+    if prof:
+        prof.disable()
+        prof.dump_stats(profile)
+    seconds = time.perf_counter() - t0
+    cpu = time.process_time() - cpu0
+    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    stages = ", ".join(f"{k} {v:.2f}" for k, v in sorted(out.stage_seconds.items()) if v >= 0.01)
+    print(
+        f"{megabytes:>4g} MB ({len(text):,} chars): {seconds:6.2f} s wall, {cpu:6.2f} s CPU, peak RSS {rss:6.0f} MB "
+        f"(resident before the note {rss_before:.0f} MB), outcome {out.kind}"
+        + (f" ({out.reason})" if out.reason else "")
+        + f"\n       stages: {stages}; {sum(out.span_counts.values())} spans replaced"
+    )
+    return 0
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--sizes", default="1,2,5")
+    ap.add_argument("--profile", default=None, help="cProfile output (with one size)")
+    ap.add_argument("--filler", type=int, default=6, help="clinical sentences per PHI text")
+    ap.add_argument("--child", type=float, default=None, help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.child is not None:
+        return child(args.child, args.profile, args.filler)
+    for size in [float(s) for s in args.sizes.split(",") if s.strip()]:
+        cmd = [sys.executable, __file__, "--child", str(size), "--filler", str(args.filler)]
+        if args.profile:
+            cmd += ["--profile", args.profile]
+        subprocess.run(cmd, check=False)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
