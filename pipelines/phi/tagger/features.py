@@ -325,25 +325,26 @@ class Featurizer:
         words = [t[2] for t in tokens]
         lowers = [w.lower() for w in words]
         one_case = _one_case(text)
-        n = len(words)
         own = self.own
         ctx = [self.around(w, one_case) for w in words]
         extras = _extras(text, tokens, lowers)
         keep = self.keep
         pad = [self._kept(p) for p in _PAD]
+        c0 = [pad[0], pad[0], *(c[0] for c in ctx)]  # c0[i] = what token i sees of i-2
+        c1 = [pad[1], *(c[1] for c in ctx)]
+        c2 = [*(c[2] for c in ctx[1:]), pad[2]]
+        c3 = [*(c[3] for c in ctx[2:]), pad[3], pad[3]]
+        bounded = [*lowers, "</s>"]
+        left = ["<s>", *lowers]
         rows: list[list[str]] = []
+        append = rows.append
+        get = extras.get
         for i in items:
-            row = list(own(words[i], one_case))
-            for k, j in enumerate((i - 2, i - 1, i + 1, i + 2)):
-                row += ctx[j][k] if 0 <= j < n else pad[k]
             # own and context features are filtered once per word; these per note
-            local = [
-                f"bl={lowers[i - 1] if i else '<s>'}|{lowers[i]}",
-                f"br={lowers[i]}|{lowers[i + 1] if i + 1 < n else '</s>'}",
-                *extras.get(i, ()),
-            ]
-            row += local if keep is None else [f for f in local if f in keep]
-            rows.append(row)
+            local = [f"bl={left[i]}|{lowers[i]}", f"br={lowers[i]}|{bounded[i + 1]}", *get(i, ())]
+            if keep is not None:
+                local = [f for f in local if f in keep]
+            append([*own(words[i], one_case), *c0[i], *c1[i], *c2[i], *c3[i], *local])
         return rows
 
 
