@@ -17,16 +17,13 @@ from typing import Any, ClassVar, Final
 from pipelines.phi import lexicons
 from pipelines.phi.base import Doc, Recognizer
 from pipelines.phi.registry import register
-from pipelines.phi.tagger.features import CUES
+from pipelines.phi.tagger.features import BUILDING_PARTS, CUES
 from pipelines.phi.tagger.model import Label, TaggedSpan, Tagger
 from pipelines.spans import Category, Span
 
 _HEADS: Final = CUES["head"]
 _COMMON_ZIPF: Final = 3.3  # a word most adults know
-_GENERIC_PLACE: Final = frozenset(
-    "north south east west northeast northwest southeast southwest upper lower main old new "
-    "wing tower building floor level annex entrance lobby campus side".split()
-)
+_GENERIC_PLACE: Final = BUILDING_PARTS
 
 
 @cache

@@ -69,6 +69,12 @@ CUES: Final[dict[str, frozenset[str]]] = {
     ),
     "age": _words("age aged yo y/o year years yr old"),
 }
+# Parts of a building: no one's address on their own ("the West Wing", "North Tower"). Used
+# by the recognizer's post-filter, not as a feature.
+BUILDING_PARTS: Final = _words(
+    "north south east west northeast northwest southeast southwest upper lower main old "
+    "new wing tower building floor level annex entrance lobby campus side"
+)
 _KIN: Final = CUES["kin"]
 _MONTHS: Final = _words(
     "january february march april may june july august september october november december "
