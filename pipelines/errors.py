@@ -39,6 +39,8 @@ __all__ = [
     "UnsupportedContentType",
     "LeakHeldBack",
     "PartialInput",
+    "MalformedInput",
+    "DeadlineExceeded",
 ]
 
 
@@ -82,6 +84,16 @@ class UnsupportedVersion(UnsupportedMessageType):
     """MSH-12 names an HL7 version outside the ones we read (2.3 to 2.8.x)."""
 
     reason_class = "unsupported_version"
+
+
+class MalformedInput(InputError):
+    """The parser met something it does not expect in this input (a value out of range, an
+    unreadable number…). The safety net of ``ingest``/``route``: the parsers raise the precise
+    errors above; an unexpected exception on some input becomes this one, so that input is
+    dead-lettered (MLLP ``AR``), not treated as a fault of the service. The fuzz tests assert
+    it is never raised: each case found is turned into a precise error."""
+
+    reason_class = "malformed"
 
 
 class NoNarrative(InputError):
@@ -139,3 +151,10 @@ class LeakHeldBack(DeidstreamError):
     """The leak guard found a known identifier or detected PHI string in the output."""
 
     reason_class = "leak_guard"
+
+
+class DeadlineExceeded(DeidstreamError):
+    """A document took longer than the per-document processing deadline: it is held (reason
+    class ``timeout``) so one pathological input cannot stall the stream."""
+
+    reason_class = "timeout"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pipelines.deadline import check
 from pipelines.document import ClinicalDocument
 from pipelines.phi import registry
 from pipelines.phi.base import Doc, Recognizer
@@ -29,6 +30,7 @@ class Detector:
         found: list[Span] = []
         for recognizer in self.recognizers:
             found.extend(recognizer.detect(doc))
+            check(recognizer.name)  # the per-document deadline, if the caller set one
         size = len(doc.text)
         kept = [
             s

@@ -1,0 +1,148 @@
+"""Every recognizer runs in time linear in its input, on adversarial text (issue 14, item 4).
+
+Not a speed test: it compares a recognizer's time on an input 4x as long as another of the
+same shape, so the machine's speed cancels out. Linear work gives ~4; a quadratic pattern
+(e.g. an e-mail regex on ``"a." * n + "@x"``: every start position re-scans the dots) ~16.
+A case fails when the ratio exceeds ``LIMIT`` in every one of ``TRIES`` measurements, each
+the best of ``REPEATS`` runs (noise on a shared machine only ever slows a run down).
+
+The collector is off while a run is timed (after a full collection): a run that allocates
+hundreds of thousands of objects triggers generation-2 collections whose cost depends on the
+whole heap, which adds ~50% noise to the ratio without saying anything about the algorithm.
+
+Shapes: repeated separators, long capitalised runs, 1 MB single lines, nested brackets,
+"a."*n+"@x", and friends. The 1x size grows until the 1x run takes long enough to be timed
+(``MIN_SECONDS``), up to ``MAX_CHARS``.
+"""
+
+from __future__ import annotations
+
+import gc
+import time
+from collections.abc import Callable
+from datetime import date
+
+import pytest
+
+from pipelines.document import Address, Identifier, Identifiers, PersonName
+from pipelines.phi import registry
+from pipelines.phi.base import Doc, Recognizer
+from pipelines.policy import Policy
+
+LIMIT = 8.0  # 4x input: linear ~4, n log n ~4.5, quadratic ~16
+TRIES = 3
+REPEATS = 3
+MIN_SECONDS = 0.004  # a 1x run shorter than this is grown before the ratio is trusted
+START_CHARS = 16_000
+MAX_CHARS = 256_000  # 1x; the 4x run then reads 1 MiB
+
+
+def _repeat(unit: str) -> Callable[[int], str]:
+    return lambda n: unit * max(1, n // len(unit))
+
+
+SHAPES: dict[str, Callable[[int], str]] = {
+    "email_dots": lambda n: "a." * (n // 2) + "@x",
+    "email_dots_domain": lambda n: "x@" + "a." * (n // 2),
+    "at_runs": _repeat("a@"),
+    "dashes": _repeat("-"),
+    "dots": _repeat("."),
+    "digit_dots": _repeat("1."),
+    "digit_dashes": _repeat("12-"),
+    "digit_slashes": _repeat("1/"),
+    "digit_spaces": _repeat("1 "),
+    "digits": _repeat("1"),
+    "colons": _repeat("a:"),
+    "hex_colons": _repeat("ab:"),
+    "commas": _repeat("Ab, "),
+    "pipes_carets": _repeat("|^~\\&"),
+    "hyphen_words": _repeat("ab-"),
+    "dot_words": _repeat("ab."),
+    "caps_words": _repeat("Abc "),
+    "caps_run": _repeat("A"),
+    "upper_words": _repeat("ABC "),
+    "initials": _repeat("A. "),
+    "title_case_line": _repeat("Mr Dr St Ave Hospital Street "),
+    "nested_round": lambda n: "(" * (n // 2) + ")" * (n // 2),
+    "nested_mixed": lambda n: "([{<" * (n // 8) + ">}])" * (n // 8),
+    "url_open_bracket": lambda n: "http://[" + "a" * n,
+    "url_runs": _repeat("http://a."),
+    "www_runs": _repeat("www.a"),
+    "prose_line": _repeat("the patient was seen on rounds and the plan is unchanged "),
+    "number_words": _repeat("12 mg 3 times 4 days "),
+}
+
+# Shapes on which a recognizer that another engineer is rewriting right now is known to be
+# superlinear: marked xfail(strict) here, to be fixed in that rewrite (issue 14, item 4).
+KNOWN_SUPERLINEAR: dict[tuple[str, str], str] = {}
+
+IDENTIFIERS = Identifiers(
+    patient_names=(PersonName("Quenby", ("Orla", "Mave")),),
+    birth_date=date(1961, 3, 14),
+    patient_ids=(Identifier("ZX4471902", "HOSP", "MR"),),
+    addresses=(Address(("88 Larkspur Way",), "Tillbury", "OR", "97999"),),
+    phones=("555-014-2290",),
+    emails=("o.quenby@example.invalid",),
+)
+
+
+def _recognizer(name: str) -> Recognizer:
+    options = Policy.load().recognizers.get(name)
+    return registry.get(name)(options)
+
+
+def _best(recognizer: Recognizer, text: str) -> float:
+    best = float("inf")
+    for _ in range(REPEATS):
+        doc = Doc(text, IDENTIFIERS)
+        gc.collect()
+        gc.disable()
+        try:
+            start = time.perf_counter()
+            recognizer.detect(doc)
+            best = min(best, time.perf_counter() - start)
+        finally:
+            gc.enable()
+    return best
+
+
+def growth(recognizer: Recognizer, make: Callable[[int], str]) -> tuple[int, float, float]:
+    """(1x size, 1x time, 4x time): the 1x size grown until it can be timed."""
+    n = START_CHARS
+    small = _best(recognizer, make(n))
+    while small < MIN_SECONDS and n < MAX_CHARS:
+        n *= 4
+        small = _best(recognizer, make(n))
+    return n, small, _best(recognizer, make(4 * n))
+
+
+def _cases() -> list[object]:
+    cases: list[object] = []
+    for name in registry.names():
+        for shape in SHAPES:
+            reason = KNOWN_SUPERLINEAR.get((name, shape))
+            marks = [pytest.mark.xfail(strict=True, reason=reason)] if reason else []
+            cases.append(pytest.param(name, shape, marks=marks, id=f"{name}-{shape}"))
+    return cases
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("name", "shape"), _cases())
+def test_recognizer_time_grows_linearly(name: str, shape: str) -> None:
+    recognizer = _recognizer(name)
+    make = SHAPES[shape]
+    seen = []
+    for _ in range(TRIES):
+        n, small, large = growth(recognizer, make)
+        if large < MIN_SECONDS:  # 1 MiB in under 4 ms: nothing to measure
+            return
+        ratio = large / small
+        seen.append(f"{n} chars {small * 1e3:.1f} ms, 4x {large * 1e3:.1f} ms ({ratio:.1f}x)")
+        if ratio <= LIMIT:
+            return
+    pytest.fail(f"{name} on {shape}: superlinear growth: " + "; ".join(seen))
+
+
+def test_the_shapes_cover_every_registered_recognizer() -> None:
+    """A recognizer added to the registry is timed too (the cases come from the registry)."""
+    assert {c.values[0] for c in _cases()} == set(registry.names())  # type: ignore[attr-defined]
