@@ -5,6 +5,10 @@ Re-exports the base hierarchy from :mod:`keystore.errors` so callers import one 
 
 from __future__ import annotations
 
+import logging
+from collections.abc import Iterator
+from contextlib import contextmanager
+
 from keystore.errors import (
     DeidstreamError,
     IntegrityError,
@@ -41,7 +45,10 @@ __all__ = [
     "PartialInput",
     "MalformedInput",
     "DeadlineExceeded",
+    "input_errors_only",
 ]
+
+_log = logging.getLogger("deidstream.ingest")
 
 
 class InputError(DeidstreamError):
@@ -158,3 +165,18 @@ class DeadlineExceeded(DeidstreamError):
     class ``timeout``) so one pathological input cannot stall the stream."""
 
     reason_class = "timeout"
+
+
+@contextmanager
+def input_errors_only(what: str) -> Iterator[None]:
+    """Around a parser: our own errors pass; any other exception (a parser bug met on some
+    input: ``ValueError``, ``IndexError``, ``RecursionError``…) becomes :class:`MalformedInput`
+    — named by its type only, since its text may quote the input — and a WARNING line."""
+    try:
+        yield
+    except DeidstreamError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - the net under the parsers: see the docstring
+        name = type(exc).__name__
+        _log.warning("%s: unexpected %s on an input, dead-lettered as malformed", what, name)
+        raise MalformedInput(f"{what} could not read the input", error=name) from None
