@@ -101,7 +101,10 @@ class Settings(BaseSettings):
     http_host: str = "127.0.0.1"
     http_port: int = Field(default=8080, ge=0, le=65535)
     deidentify_api_enabled: bool = False
+    # bearer token of /v1/deidentify and /v1/status (without one, both answer 404)
     api_token: SecretStr | None = None
+    # /docs, /redoc and /openapi.json: off unless asked for (development, the demo)
+    api_docs_enabled: bool = False
 
     log_level: str = "info"
     # CPUs the whole process is pinned to at `deidstream run` ("0", "0,2", "2-3"; empty: the
