@@ -165,3 +165,65 @@ def test_a_one_megabyte_line_takes_linear_time(name: str) -> None:
 def test_the_shapes_cover_every_registered_recognizer() -> None:
     """A recognizer added to the registry is timed too (the cases come from the registry)."""
     assert {c.values[0] for c in _cases()} == set(registry.names())  # type: ignore[attr-defined]
+
+
+# -- the whole de-identification: detect, replace (surrogates), leak guard ----------------------
+
+# an identifier of letters only, known from the message: the ID surrogate's label split ran
+# a backtracking regex on it (2^n: 22 letters 5 s, so such a note hung the processing thread)
+LETTER_ID = "QXWVZKJHGFPLMNBRTSYDCXZQWVKJHGFD"
+PIPELINE_SHAPES: dict[str, Callable[[int], str]] = {
+    "letters_only_known_id": _repeat(f"see {LETTER_ID} and "),
+    "email_dots": SHAPES["email_dots"],
+    "caps_words": SHAPES["caps_words"],
+    "known_names": _repeat("Orla Quenby ZX4471902 88 Larkspur Way Tillbury 555-014-2290 "),
+    "url_open_bracket": SHAPES["url_open_bracket"],
+}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("shape", PIPELINE_SHAPES)
+def test_the_whole_deidentification_takes_linear_time(shape: str) -> None:
+    from pipelines.deidentify import Deidentifier
+    from pipelines.document import ClinicalDocument
+
+    identifiers = Identifiers(
+        patient_names=IDENTIFIERS.patient_names,
+        patient_ids=(*IDENTIFIERS.patient_ids, Identifier(LETTER_ID, "HOSP", "PI")),
+        addresses=IDENTIFIERS.addresses,
+        phones=IDENTIFIERS.phones,
+    )
+    deid = Deidentifier(Policy.load())
+
+    class _Whole(Recognizer):  # the pipeline behind the recognizer interface, for growth()
+        def detect(self, doc: Doc) -> list[object]:  # type: ignore[override]
+            deid(ClinicalDocument(doc.text, identifiers), deid.new_state())
+            return []
+
+    make = PIPELINE_SHAPES[shape]
+    seen = []
+    for _ in range(TRIES):
+        n, small, large = growth(_Whole(), make)
+        ratio = large / small
+        seen.append(f"{n} chars {small * 1e3:.1f} ms, 4x {large * 1e3:.1f} ms ({ratio:.1f}x)")
+        if ratio <= LIMIT:
+            return
+    pytest.fail(f"de-identification on {shape}: superlinear growth: " + "; ".join(seen))
+
+
+class _SplitLabel(Recognizer):
+    """The ID surrogate's label split behind the recognizer interface, for ``growth``."""
+
+    def detect(self, doc: Doc) -> list[object]:  # type: ignore[override]
+        from surrogates.identifiers import split_label
+
+        split_label(doc.text)
+        return []
+
+
+@pytest.mark.timeout(60)
+def test_the_id_label_split_takes_linear_time() -> None:
+    """A long letter run not followed by a digit: the backtracking pattern tried every split
+    of it (2^n: 22 letters took 5 s); with possessive runs it reads it once."""
+    n, small, large = growth(_SplitLabel(), lambda n: "a" * n + "-x 1")
+    assert large < MIN_SECONDS or large / small <= LIMIT, (n, small, large)
