@@ -17,6 +17,7 @@ Shapes: repeated separators, long capitalised runs, 1 MB single lines, nested br
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import time
 from collections.abc import Callable
@@ -25,6 +26,7 @@ from datetime import date
 import pytest
 
 from pipelines.document import Address, Identifier, Identifiers, PersonName
+from pipelines.errors import InputError
 from pipelines.phi import registry
 from pipelines.phi.base import Doc, Recognizer
 from pipelines.policy import Policy
@@ -227,3 +229,62 @@ def test_the_id_label_split_takes_linear_time() -> None:
     of it (2^n: 22 letters took 5 s); with possessive runs it reads it once."""
     n, small, large = growth(_SplitLabel(), lambda n: "a" * n + "-x 1")
     assert large < MIN_SECONDS or large / small <= LIMIT, (n, small, large)
+
+
+# -- the parsers: HL7 v2 (ER7, escapes, segments) and FHIR (JSON, HTML attachments) -------------
+
+
+def _oru(fill: bytes) -> Callable[[int], bytes]:
+    from tests.conftest import FIXTURES
+
+    raw = next((FIXTURES / "versions").glob("03_*.hl7")).read_bytes()
+    return lambda n: raw.replace(b"Comparison: none available.", fill * max(1, n // len(fill)))
+
+
+def _fhir_html(n: int) -> bytes:
+    import base64
+
+    import orjson
+
+    html = base64.b64encode(b"<b><i>" * (n // 6)).decode()
+    return orjson.dumps({
+        "resourceType": "DocumentReference", "status": "current",
+        "subject": {"reference": "Patient/p1"},
+        "content": [{"attachment": {"contentType": "text/html", "data": html}}],
+    })
+
+
+PARSER_SHAPES: dict[str, Callable[[int], bytes]] = {
+    "hl7_escapes": _oru(b"\\E\\\\X41\\\\.sp 5\\\\H\\"),
+    "hl7_repetitions": _oru(b"a~"),
+    "hl7_segments": _oru(b"x\rOBX|9|TX|x||y||||||F\rNTE|1||z\r"),
+    "hl7_backslashes": _oru(b"\\"),
+    "fhir_html": _fhir_html,
+}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("shape", PARSER_SHAPES)
+def test_the_parsers_take_linear_time(shape: str) -> None:
+    from pipelines.hl7.routing import route
+    from pipelines.ingest import parse_input
+
+    make = PARSER_SHAPES[shape]
+
+    class _Parse(Recognizer):  # parse_input and route behind the recognizer interface
+        def detect(self, doc: Doc) -> list[object]:  # type: ignore[override]
+            data = make(len(doc.text))
+            with contextlib.suppress(InputError):
+                parse_input(data, max_bytes=1 << 26)
+            if shape.startswith("hl7"):
+                route(data)
+            return []
+
+    seen = []
+    for _ in range(TRIES):
+        n, small, large = growth(_Parse(), lambda n: " " * n, 64_000)
+        ratio = large / small
+        seen.append(f"{n} bytes {small * 1e3:.1f} ms, 4x {large * 1e3:.1f} ms ({ratio:.1f}x)")
+        if ratio <= LIMIT:
+            return
+    pytest.fail(f"parsing {shape}: superlinear growth: " + "; ".join(seen))
