@@ -522,6 +522,65 @@ class EncryptedStore:
     def audit_log(self) -> list[tuple[float, str, str, str, str, str]]:
         return self._backend.audit_rows()
 
+    def find_patient(self, patient_id: str) -> list[Identity]:
+        """Every identity with this patient id, whatever its assigning authority (the lookup
+        hash needs the authority, so this opens every record: an admin operation, O(store)).
+        Records that cannot be opened, or that kept no identity, are skipped."""
+        self.flush()
+        found: list[Identity] = []
+        for identity, _ in self._identities():
+            if identity.patient_id == patient_id:
+                found.append(identity)
+        return sorted(found, key=lambda i: i.authority)
+
+    def reveal_visit(self, pseudonym: str, candidates: Callable[[PatientState], Sequence[str]],
+                     *, operator: str, reason: str) -> tuple[Identity, str]:
+        """Authorized re-identification of a visit (encounter) pseudonym: the patient and the
+        visit id. A visit pseudonym is keyed by its patient's secret seed and the visit id,
+        so every patient's known visit ids (``candidates`` of its state) are tried; audited."""
+        if not reason.strip() or not operator.strip():
+            raise KeystoreError("reveal needs an operator and a reason")
+        subject = fingerprint(pseudonym.encode("utf-8"))
+        self.flush()
+        for identity, state in self._identities():
+            for visit in candidates(state):
+                if self.pseudonym("visit", state.seed, visit) == pseudonym:
+                    self._audit("reveal-visit", operator, reason, subject, "revealed")
+                    return identity, visit
+        self._audit("reveal-visit", operator, reason, subject, "unknown_pseudonym")
+        raise KeystoreError("visit pseudonym not found in this store", pseudonym_hash=subject)
+
+    def _identities(self) -> Iterator[tuple[Identity, PatientState]]:
+        for rows in self._backend.iter_rows():
+            for row in rows:
+                try:
+                    state, identity = self._open(row)
+                except KeystoreError:
+                    continue
+                if identity is not None:
+                    yield identity, state
+
+    def officer_stats(self) -> dict[str, object]:
+        """What a privacy officer asks: patients, keys in use, last rotation, forgotten."""
+        counts = self._backend.counts()
+        rotations = [row for row in self._backend.audit_rows() if row[1] == "rotate"]
+        last = max(rotations, key=lambda r: r[0]) if rotations else None
+        by_key = dict(counts.get("records_by_key") or {})  # type: ignore[call-overload]
+        root = self._backend.get_root()
+        return {
+            "patients": counts["patients"],
+            "forgotten": counts["forgotten"],
+            "primary_key_id": self._keyring.primary.key_id,
+            "configured_key_ids": list(self._keyring.key_ids),
+            "keys_in_use": sorted({*by_key, *([root[0]] if root else [])}),
+            "records_by_key": by_key,
+            "last_rotation": None if last is None else {
+                "at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(last[0])),
+                "operator": last[2], "new_key_id": last[4], "outcome": last[5]},
+            "backend": self._backend.name,
+            "schema_version": self.schema_version,
+        }
+
     def stats(self) -> dict[str, object]:
         counts = self._backend.counts()
         with self._lock:

@@ -150,16 +150,20 @@ def create_app(
         """Readiness: broker and key store reachable, partitions assigned."""
         st = the_runner.status()
         reasons = []
-        if not st["started"]:
-            reasons.append("starting")
-        if not st["broker_reachable"]:
-            reasons.append("broker_unreachable")
         if st["keystore_fault"]:
+            # the key store as a whole is unusable (wrong or missing key): that is the one
+            # reason. The runner opens the store before it connects, so the broker's state
+            # is unknown then, not "unreachable"
             reasons.append(f"keystore_fault:{st['keystore_fault']}")
-        elif not st["keystore_reachable"]:
-            reasons.append("keystore_unreachable")
-        if not st["assignments"]:
-            reasons.append("no_partitions")
+        else:
+            if not st["started"]:
+                reasons.append("starting")
+            if not st["broker_reachable"]:
+                reasons.append("broker_unreachable")
+            if not st["keystore_reachable"]:
+                reasons.append("keystore_unreachable")
+            if not st["assignments"]:
+                reasons.append("no_partitions")
         body = {
             "ready": st["ready"],
             "broker_reachable": st["broker_reachable"],

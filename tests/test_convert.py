@@ -69,7 +69,34 @@ def test_fixtures_to_stdout_one_document_per_line(env: dict[str, str]) -> None:
     again = invoke(env, *fixtures("01", "03"))
     assert again.exit_code == 0
     assert again.stdout == ""
-    assert again.stderr.count("duplicate") == 2
+    assert again.stderr.count(": duplicate") == 2
+    assert "total (2 inputs): 0 published, 2 duplicate, 0 superseded, 0 held, " \
+           "0 dead-lettered" in again.stderr
+
+
+def test_each_input_ends_with_its_summary(env: dict[str, str]) -> None:
+    """Issue 15 item 6: published / duplicate / superseded / held / dead-lettered per input."""
+    files = fixtures("01", "02", "03")
+    result = invoke(env, *files, files[0])
+    assert result.exit_code == 0, result.stderr
+    lines = result.stderr.splitlines()
+    summaries = [ln for ln in lines if ln.endswith(" dead-lettered")]
+    assert len(summaries) == 5  # one per input, then the total
+    assert summaries[-1].startswith("total (4 inputs): ")
+    assert summaries[-2] == (f"{files[0]}: 0 published, 1 duplicate, 0 superseded, 0 held, "
+                             "0 dead-lettered")
+    assert summaries[0].startswith(f"{files[0]}: 1 published, ")
+
+
+def test_text_writes_decoded_text_beside_the_json(env: dict[str, str], tmp_path: Path) -> None:
+    out = tmp_path / "research"
+    result = invoke(env, *fixtures("01"), "--out", out, "--text")
+    assert result.exit_code == 0, result.stderr
+    [doc] = out.glob("*.json")
+    text = doc.with_suffix(".txt").read_text(encoding="utf-8")
+    data = orjson.loads(doc.read_bytes())["content"][0]["attachment"]["data"]
+    assert text == base64.b64decode(data).decode() and text.strip()
+    assert invoke(env, *fixtures("01"), "--text").exit_code == 2  # needs --out
 
 
 def test_out_dir_gets_one_file_per_document(env: dict[str, str], tmp_path: Path) -> None:

@@ -33,6 +33,7 @@ class Recognizer(ABC):
 
     name: ClassVar[str] = ""
     categories: ClassVar[frozenset[Category]] = frozenset()
+    learned: ClassVar[bool] = False  # a statistical model: its spans are united with the rules'
 
     def __init__(self, options: Mapping[str, Any] | None = None) -> None:
         self.options: Mapping[str, Any] = dict(options or {})

@@ -6,6 +6,7 @@ from pipelines.deadline import check
 from pipelines.document import ClinicalDocument
 from pipelines.phi import registry
 from pipelines.phi.base import Doc, Recognizer
+from pipelines.phi.combine import unite
 from pipelines.phi.merge import merge_spans
 from pipelines.policy import Policy
 from pipelines.spans import Span
@@ -28,8 +29,10 @@ class Detector:
         if not doc.text:
             return []
         found: list[Span] = []
+        learned: list[Span] = []
         for recognizer in self.recognizers:
-            found.extend(recognizer.detect(doc))
+            # a learned recognizer applies its own probability threshold
+            (learned if recognizer.learned else found).extend(recognizer.detect(doc))
             check(recognizer.name)  # the per-document deadline, if the caller set one
         size = len(doc.text)
         kept = [
@@ -37,4 +40,4 @@ class Detector:
             for s in found
             if s.end <= size and s.confidence >= self.policy.threshold_for(s.category)
         ]
-        return merge_spans(kept)
+        return merge_spans(unite(kept, [s for s in learned if s.end <= size]))

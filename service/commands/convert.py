@@ -10,7 +10,9 @@ written, so converting the same file again against the same key store says ``dup
 
 from __future__ import annotations
 
+import base64
 import sys
+from collections import Counter
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
@@ -49,19 +51,51 @@ def _say(path: Path, what: str) -> None:
     typer.echo(f"{path}: {what}", err=True)
 
 
-def _emit(outcomes: Sequence[Any], path: Path, out_dir: Path | None) -> bool:
+# the summary's columns, in order: what became of each input's documents
+SUMMARY = ("published", "duplicate", "superseded", "held", "dead-lettered",
+           "tombstone", "context")
+
+
+def summary_line(counts: Counter[str]) -> str:
+    """``published 1, duplicate 0, …`` (the last two only when non-zero)."""
+    shown = [k for k in SUMMARY[:5]] + [k for k in SUMMARY[5:] if counts[k]]
+    return ", ".join(f"{counts[k]} {k}" for k in shown)
+
+
+def decoded_text(value: bytes) -> str:
+    """The research DocumentReference's text: its first attachment, base64-decoded."""
+    import orjson
+
+    resource = orjson.loads(value)
+    for content in resource.get("content") or []:
+        data = (content.get("attachment") or {}).get("data")
+        if data:
+            return base64.b64decode(data).decode("utf-8", "replace")
+    return ""
+
+
+def _write(outcome: Any, out_dir: Path | None, text: bool) -> None:
+    if out_dir is None:
+        sys.stdout.buffer.write(outcome.value + b"\n")
+        sys.stdout.buffer.flush()
+        return
+    stem = str(dict(outcome.headers).get("version", outcome.research_key))
+    (out_dir / f"{stem}.json").write_bytes(outcome.value)
+    if text:
+        (out_dir / f"{stem}.txt").write_text(decoded_text(outcome.value), encoding="utf-8")
+
+
+def _emit(outcomes: Sequence[Any], path: Path, out_dir: Path | None,
+          counts: Counter[str] | None = None, *, text: bool = False) -> bool:
     """Write publish outcomes; report the rest. True if every document made it out."""
     ok = True
+    counts = Counter() if counts is None else counts
     for i, outcome in enumerate(outcomes, start=1):
         where = f"document {i}"
+        counts["published" if outcome.kind == "publish" else outcome.kind] += 1
         if outcome.kind == "publish":
             headers = dict(outcome.headers)
-            if out_dir is None:
-                sys.stdout.buffer.write(outcome.value + b"\n")
-                sys.stdout.buffer.flush()
-            else:
-                name = f"{headers.get('version', outcome.research_key)}.json"
-                (out_dir / name).write_bytes(outcome.value)
+            _write(outcome, out_dir, text)
             if "near-duplicate-score" in headers:
                 _say(path, f"{where}: near-duplicate of another visit "
                            f"(score {headers['near-duplicate-score']})")
@@ -76,39 +110,56 @@ def _emit(outcomes: Sequence[Any], path: Path, out_dir: Path | None) -> bool:
     return ok
 
 
+def _convert_one(path: Path, processor: Any, out_dir: Path | None, counts: Counter[str],
+                 text: bool) -> bool:
+    """One input; True if it failed (unreadable, not parsed, held). ``counts`` gets its
+    documents' fates; an input the service would dead-letter counts as ``dead-lettered``."""
+    try:
+        raw = path.read_bytes()
+    except OSError as exc:
+        _say(path, f"error [unreadable] {exc.strerror or type(exc).__name__}")
+        counts["dead-lettered"] += 1
+        return True
+    input_failed = False
+    try:
+        hint = content_hint(path)
+        outcomes = processor.process(raw, content_hint=hint, now=datetime.now(UTC))
+    except PartialInput as exc:
+        outcomes = getattr(exc, "outcomes", ()) or ()
+        _say(path, f"error [{exc.reason_class}] {exc}")
+        counts["dead-lettered"] += len(exc.entry_errors) or 1
+        input_failed = True
+    except DeidstreamError as exc:
+        _say(path, f"error [{exc.reason_class}] {exc}")
+        counts["dead-lettered"] += 1
+        return True
+    except Exception as exc:  # noqa: BLE001 - one bad input must not stop the run
+        # the type only: messages of foreign exceptions may quote the input
+        _say(path, f"error [internal_error] {type(exc).__name__}")
+        counts["dead-lettered"] += 1
+        return True
+    if not _emit(outcomes, path, out_dir, counts, text=text):
+        input_failed = True
+    processor.commit(outcomes)  # written: these versions are acknowledged
+    return input_failed
+
+
 def convert_files(
-    files: Sequence[Path], processor: Any, *, out_dir: Path | None = None
+    files: Sequence[Path], processor: Any, *, out_dir: Path | None = None,
+    text: bool = False,
 ) -> int:
-    """Convert every file; return the number of inputs that failed or were held."""
+    """Convert every file; return the number of inputs that failed or were held. Each input
+    ends with its summary line on stderr (published / duplicate / superseded / held /
+    dead-lettered), and several inputs with a total."""
     failed = 0
+    total: Counter[str] = Counter()
     for path in files:
-        try:
-            raw = path.read_bytes()
-        except OSError as exc:
-            _say(path, f"error [unreadable] {exc.strerror or type(exc).__name__}")
-            failed += 1
-            continue
-        input_failed = False
-        try:
-            hint = content_hint(path)
-            outcomes = processor.process(raw, content_hint=hint, now=datetime.now(UTC))
-        except PartialInput as exc:
-            outcomes = getattr(exc, "outcomes", ()) or ()
-            _say(path, f"error [{exc.reason_class}] {exc}")
-            input_failed = True
-        except DeidstreamError as exc:
-            _say(path, f"error [{exc.reason_class}] {exc}")
-            failed += 1
-            continue
-        except Exception as exc:  # noqa: BLE001 - one bad input must not stop the run
-            # the type only: messages of foreign exceptions may quote the input
-            _say(path, f"error [internal_error] {type(exc).__name__}")
-            failed += 1
-            continue
-        if not _emit(outcomes, path, out_dir):
-            input_failed = True
-        processor.commit(outcomes)  # written: these versions are acknowledged
-        failed += input_failed
+        counts: Counter[str] = Counter()
+        failed += _convert_one(path, processor, out_dir, counts, text)
+        _say(path, summary_line(counts))
+        total.update(counts)
+    if len(files) > 1:
+        typer.echo(f"total ({len(files)} inputs): {summary_line(total)}", err=True)
     return failed
 
 
@@ -121,8 +172,16 @@ def convert(
     annotations: Annotated[
         bool, typer.Option("--annotations", help="Add surrogate offsets as an extension.")
     ] = False,
+    text: Annotated[
+        bool, typer.Option("--text", help="With --out: also write each document's decoded "
+                                          "text as <id>.txt beside its <id>.json.")
+    ] = False,
 ) -> None:
     """Parse, deduplicate versions, de-identify and write research DocumentReferences."""
+    if text and out is None:
+        typer.echo("deidstream convert: --text writes beside the JSON files: give --out DIR",
+                   err=True)
+        raise typer.Exit(2)
     if out is not None:
         out.mkdir(parents=True, exist_ok=True)
     try:
@@ -131,7 +190,7 @@ def convert(
         typer.echo(f"deidstream: cannot start [{exc.reason_class}] {exc}", err=True)
         raise typer.Exit(2) from None
     try:
-        failed = convert_files(files, processor, out_dir=out)
+        failed = convert_files(files, processor, out_dir=out, text=text)
     finally:
         close = getattr(processor.store, "close", None)
         if close is not None:

@@ -105,6 +105,20 @@ def _sniffed(file: Path, fmt: Format) -> Format:
     return Format(sniff_format(file))
 
 
+def _refuse_clinical(file: Path) -> None:
+    """HL7 v2 / MLLP / FHIR go through `deidstream convert`; an empty file is an error."""
+    from service.commands.clinical_input import EmptyInput, clinical_kind, refusal
+
+    try:
+        kind = clinical_kind(file)
+    except EmptyInput as exc:
+        typer.echo(f"deidstream deidentify: {exc}", err=True)
+        raise typer.Exit(1) from None
+    if kind is not None:
+        typer.echo(refusal(file, kind, "deidentify"), err=True)
+        raise typer.Exit(2)
+
+
 def register(app: typer.Typer) -> None:
     @app.command()
     def deidentify(
@@ -171,6 +185,7 @@ def register(app: typer.Typer) -> None:
         ] = False,
     ) -> None:
         """De-identify every note of FILE: PHI replaced by surrogates (or tags, per the policy)."""
+        _refuse_clinical(file)
         fmt = _sniffed(file, format)
         deid = Deidentifier(Policy.load(policy))
         known = load_patient_names(known_names) if known_names else {}
@@ -221,6 +236,9 @@ def register(app: typer.Typer) -> None:
                 out.close()
             else:
                 out.flush()
+        if written == 0 and failed == 0 and not held:
+            typer.echo(f"deidstream deidentify: no notes in {file}", err=True)
+            raise typer.Exit(1)
         typer.echo(f"deidstream: {written} note(s) de-identified", err=True)
         if held:
             notes_held = held.pop("notes")

@@ -18,6 +18,7 @@ import shutil
 import tempfile
 import textwrap
 import time
+from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 from typing import Annotated, Any
@@ -160,30 +161,116 @@ async def run_demo(workdir: Path, *, exit_after: float | None, echo: Any = typer
         echo("stopped the service and the broker")
 
 
+@dataclass(frozen=True)
+class Story:
+    """What became of one demo input: the service's count changes while it was processed,
+    and the research / dead-letter records it produced."""
+
+    name: str
+    counts: dict[str, int]
+    research: tuple[dict[str, Any], ...] = ()
+    dead: tuple[dict[str, Any], ...] = ()
+
+
+def plural(n: int, word: str, many: str | None = None) -> str:
+    return f"{n} {word if n == 1 else (many or word + 's')}"
+
+
+def _one_story(story: Story, published_by: dict[str, str], replaced_by: dict[str, str]
+               ) -> str:
+    """One line: published (and later replaced) / replaces / duplicate / tombstone /
+    dead letter with its reason class and reason."""
+    parts: list[str] = []
+    for rec in story.research:
+        headers = rec["headers"]
+        if rec["value"] is None:
+            parts.append(f"entered in error: tombstone for research key {rec['key']} "
+                         "(the report is withdrawn from the research topic)")
+            continue
+        text = f"published as research key {rec['key']}"
+        earlier = published_by.get(headers.get("replaces", ""))
+        if earlier:
+            text += f", replacing the version from {earlier} (header replaces)"
+        later = replaced_by.get(headers.get("version", ""))
+        if later:
+            text += f"; later replaced by its correction {later}"
+        parts.append(text)
+    for rec in story.dead:
+        headers = rec["headers"]
+        parts.append(f"dead letter [{headers.get('reason-class')}]: {headers.get('reason')}")
+    if story.counts.get("duplicate"):
+        parts.append("duplicate: the same version was already published; nothing sent")
+    if story.counts.get("superseded"):
+        parts.append("superseded: a newer version was already published; nothing sent")
+    if story.counts.get("held"):
+        parts.append("held back by the leak guard (clinical.held has the coordinates)")
+    return "; ".join(parts) or "no output"
+
+
+def story_lines(stories: list[Story]) -> list[str]:
+    """Each input's story, in the order they were sent."""
+    published_by: dict[str, str] = {}
+    replaced_by: dict[str, str] = {}
+    for story in stories:
+        for rec in story.research:
+            version = rec["headers"].get("version")
+            if version:
+                published_by[version] = story.name
+            replaces = rec["headers"].get("replaces")
+            if replaces:
+                replaced_by[replaces] = story.name
+    width = max((len(s.name) for s in stories), default=0)
+    return [f"  {s.name:<{width}}  {_one_story(s, published_by, replaced_by)}"
+            for s in stories]
+
+
+async def _replay_one_by_one(settings: Settings, runner: Runner, research: list[dict[str, Any]],
+                             dead: list[dict[str, Any]]) -> list[Story]:
+    """Send each demo file alone and wait until the service has committed it, so what
+    changed meanwhile (counts, records) is that file's story."""
+    stories: list[Story] = []
+    for path in demo_files():
+        topic = settings.input_topics[1] if path.suffix != ".hl7" else settings.input_topics[0]
+        before = dict(runner.counts)
+        n_research, n_dead = len(research), len(dead)
+        sent = await publish(settings.bootstrap_servers, topic, list(messages_of(path)))
+        await _wait(lambda: runner.counts["consumed"] >= before.get("consumed", 0) + sent  # noqa: B023
+                    and runner.status()["total_lag"] == 0, 60, f"the service to process {path.name}")
+        delta = {k: v - before.get(k, 0) for k, v in runner.counts.items()
+                 if v - before.get(k, 0)}
+        out_research = delta.get("published", 0) + delta.get("tombstoned", 0)
+        await _wait(lambda: len(research) >= n_research + out_research  # noqa: B023
+                    and len(dead) >= n_dead + delta.get("deadlettered", 0), 30,  # noqa: B023
+                    f"the records of {path.name}")
+        stories.append(Story(path.name, delta, tuple(research[n_research:]),
+                             tuple(dead[n_dead:])))
+    return stories
+
+
 async def _replay_and_show(settings: Settings, runner: Runner, base: str, stop: asyncio.Event,
                            exit_after: float | None, echo: Any) -> int:
     files = demo_files()
-    inputs: dict[str, bytes] = {}
-    total = 0
-    for path in files:
-        topic = settings.input_topics[1] if path.suffix != ".hl7" else settings.input_topics[0]
-        records = list(messages_of(path))
-        total += await publish(settings.bootstrap_servers, topic, records)
-        inputs[path.name] = records[0][1]
-    echo(f"replayed : {total} demo messages from {len(files)} files "
-         f"({', '.join(settings.input_topics)})")
-    await _wait(
-        lambda: runner.counts["consumed"] >= total
-        and runner.status()["total_lag"] == 0,
-        60, "the service to process the demo messages",
-    )
-
+    inputs = {path.name: next(iter(messages_of(path)))[1] for path in files}
     research: list[dict[str, Any]] = []
-    await tail(settings.bootstrap_servers, settings.research_topic, max_records=None,
-               idle_seconds=1.5, emit=research.append)
     dead: list[dict[str, Any]] = []
-    await tail(settings.bootstrap_servers, settings.deadletter_topic, max_records=None,
-               idle_seconds=1.0, emit=dead.append)
+    watchers = [
+        asyncio.create_task(tail(settings.bootstrap_servers, topic, max_records=None,
+                                 idle_seconds=3600, emit=sink.append))
+        for topic, sink in ((settings.research_topic, research),
+                            (settings.deadletter_topic, dead))
+    ]
+    try:
+        stories = await _replay_one_by_one(settings, runner, research, dead)
+    finally:
+        for task in watchers:
+            task.cancel()
+        for task in watchers:
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+    echo(f"replayed : {len(files)} demo files one by one "
+         f"({', '.join(settings.input_topics)}); what became of each:")
+    for line in story_lines(stories):
+        echo(line)
 
     # latest version per research key (what a compacted topic keeps)
     latest: dict[str, dict[str, Any]] = {}
@@ -212,8 +299,9 @@ async def _replay_and_show(settings: Settings, runner: Runner, base: str, stop: 
         if shown == 3:
             break
     echo("")
-    echo(f"research topic {settings.research_topic}: {len(research)} records, "
-         f"{len(documents)} live documents, {len(tombstones)} tombstones (entered-in-error)")
+    echo(f"research topic {settings.research_topic}: {plural(len(research), 'record')}, "
+         f"{plural(len(documents), 'live document')}, "
+         f"{plural(len(tombstones), 'tombstone')} (entered-in-error)")
     for rec in dead:
         echo("")
         echo(f"=== dead-letter record on {settings.deadletter_topic}")
@@ -245,7 +333,7 @@ def register(app: typer.Typer) -> None:
             float | None,
             typer.Option(help="Stop after S seconds instead of waiting for Ctrl-C"),
         ] = None,
-        keep: Annotated[bool, typer.Option(help="Keep the temporary directory")] = False,
+        keep: Annotated[bool, typer.Option("--keep", help="Keep the temporary directory")] = False,
     ) -> None:
         """Run broker + key store + service locally and replay the synthetic demo messages."""
         workdir = Path(tempfile.mkdtemp(prefix="deidstream-demo-"))

@@ -47,7 +47,7 @@ def report_error(err: RecordError) -> None:
 
 
 def detect_notes(
-    items: Iterable[Note | RecordError],
+    items: Iterable[Note | tuple[Note, Identifiers] | RecordError],
     detector: Detector,
     known: dict[str, Identifiers] | None = None,
 ) -> Iterator[tuple[Note, list[Span]] | RecordError]:
@@ -57,7 +57,11 @@ def detect_notes(
         if isinstance(item, RecordError):
             yield item
             continue
-        doc = Doc(item.text, known.get(item.patient, Identifiers()))
+        if isinstance(item, tuple):  # a clinical message's document, with its identifiers
+            item, identifiers = item
+        else:
+            identifiers = known.get(item.patient, Identifiers())
+        doc = Doc(item.text, identifiers)
         try:
             spans = detector.detect(doc)
         except Exception as exc:  # noqa: BLE001 - one bad note must not stop the run
@@ -100,6 +104,22 @@ def write_note(out: TextIO, fmt: OutputFormat, note: Note, spans: list[Span]) ->
         out.write(f"Patient {note.patient}\tNote {note.note}\n{redacted(note.text, spans)}\n")
 
 
+def _items(file: Path, input_format: InputFormat
+           ) -> Iterable[Note | tuple[Note, Identifiers] | RecordError]:
+    """The notes of FILE; a clinical message file goes through the ingest path."""
+    from service.commands.clinical_input import EmptyInput, clinical_kind, clinical_notes
+
+    try:
+        kind = clinical_kind(file)
+    except EmptyInput as exc:
+        typer.echo(f"deidstream detect: {exc}", err=True)
+        raise typer.Exit(1) from None
+    if kind is not None and input_format is InputFormat.AUTO:
+        typer.echo(f"deidstream detect: {file}: {kind}, parsed as the service does", err=True)
+        return clinical_notes(file, kind, max_bytes=max(file.stat().st_size, 1) + 1)
+    return read_notes(file, input_format.value)
+
+
 def register(app: typer.Typer) -> None:
     @app.command()
     def detect(
@@ -109,18 +129,27 @@ def register(app: typer.Typer) -> None:
         known_names: Annotated[Path | None, typer.Option("--known-names", help="pid_patientname.txt lines (patient||||FIRST||||LAST): each note gets its patient's names as known identifiers.", exists=True, dir_okay=False)] = None,
         policy: Annotated[Path | None, typer.Option("--policy", help="Policy TOML (default: the packaged policy).", exists=True, dir_okay=False)] = None,
     ) -> None:
-        """Detect PHI spans in every note of FILE and write them to stdout."""
+        """Detect PHI spans in every note of FILE and write them to stdout.
+
+        HL7 v2 (also MLLP-framed) and FHIR JSON/NDJSON files are parsed as the service does:
+        the narrative of each document, with the message's own identifiers known."""
+        items = _items(file, input_format)
         detector = Detector(Policy.load(policy))
         known = load_patient_names(known_names) if known_names else {}
         failed = 0
+        seen = 0
         out = sys.stdout
-        for result in detect_notes(read_notes(file, input_format.value), detector, known):
+        for result in detect_notes(items, detector, known):
+            seen += 1
             if isinstance(result, RecordError):
                 failed += 1
                 report_error(result)
                 continue
             write_note(out, format, *result)
         out.flush()
+        if not seen:
+            typer.echo(f"deidstream detect: no notes in {file}", err=True)
+            raise typer.Exit(1)
         if failed:
             typer.echo(f"deidstream: {failed} record(s) could not be processed", err=True)
             raise typer.Exit(1)

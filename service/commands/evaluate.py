@@ -7,6 +7,7 @@ corpus (already surrogate data) to the developer's terminal; the service never d
 from __future__ import annotations
 
 import json
+import tempfile
 import time
 from collections.abc import Iterable, Iterator, Sequence
 from enum import StrEnum
@@ -28,8 +29,10 @@ from pipelines.corpus import (
 from pipelines.document import Identifiers
 from pipelines.evaluation import Evaluation, SpanLike
 from pipelines.phi.detector import Detector
+from pipelines.phi.tagger.train import TrainSettings
 from pipelines.policy import Policy
 from service.commands.detect import detect_notes, report_error
+from service.commands.train import read_corpus
 
 
 def _replay(
@@ -69,6 +72,65 @@ def _only_half(
             yield item
 
 
+def _cross_validate(
+    directory: Path,
+    k: int,
+    seed: int,
+    use_names: bool,
+    names_file: Path | None,
+    policy: Path | None,
+    augment: int,
+    iterations: int,
+    as_json: bool,
+    thresholds: list[float],
+) -> None:
+    from pipelines.phi.tagger.crossval import cross_validate
+
+    notes, gold = read_corpus(directory)
+    known: dict[str, Identifiers] = {}
+    if use_names:
+        known = load_patient_names(names_file or directory / "pid_patientname.txt")
+    settings = TrainSettings(augment=augment, max_iterations=iterations)
+    with tempfile.TemporaryDirectory(prefix="deidstream-cv-") as work:
+        try:
+            result = cross_validate(
+                notes, gold, known, k=k, seed=seed, settings=settings,
+                policy=Policy.load(policy), work_dir=Path(work), thresholds=thresholds,
+                progress=lambda line: typer.echo(line, err=True),
+            )
+        except ValueError as exc:
+            typer.echo(f"deidstream: {exc}", err=True)
+            raise typer.Exit(2) from None
+    if as_json:
+        typer.echo(json.dumps(result.to_dict(), indent=2))
+        return
+    typer.echo(f"patient-level {k}-fold cross-validation of {directory} (seed {seed})")
+    typer.echo("fold  patients notes  system    sensitivity precision f2     phrase recall")
+    for fold in result.folds:
+        for system in result.systems:
+            f = fold.figures(system)
+            typer.echo(
+                f"{fold.fold:>4}  {fold.patients:>8} {fold.notes:>5}  {system:<13} "
+                f"{f['sensitivity']:.4f}      {f['precision']:.4f}    {f['f2']:.4f} {f['phrase_recall']:.4f}"
+            )
+    for system in result.systems:
+        summary = result.summary(system)
+        cells = "  ".join(f"{k} mean {v['mean']} worst {v['worst']}" for k, v in summary.items())
+        typer.echo(f"{system:<13} {cells}")
+    typer.echo("recall by gold category (mean over folds, combined):")
+    cats = sorted({c for f in result.folds for c in f.reports["combined"].categories})
+    for cat in cats:
+        values = [r for f in result.folds if (r := f.figures("combined")["recall_by_category"].get(cat)) is not None]
+        tagger = [r for f in result.folds if (r := f.figures("tagger")["recall_by_category"].get(cat)) is not None]
+        typer.echo(
+            f"  {cat:<18} combined {sum(values) / len(values):.4f}  tagger alone {sum(tagger) / len(tagger):.4f}"
+        )
+    typer.echo(
+        "note: the rules were written for this whole corpus; only the tagger's figures are"
+        " unseen-patient figures"
+    )
+
+
 def register(app: typer.Typer) -> None:
     @app.command()
     def evaluate(
@@ -84,8 +146,15 @@ def register(app: typer.Typer) -> None:
         error_category: Annotated[list[str] | None, typer.Option("--error-category", help="With --show-errors: only gold / predicted categories starting with this (repeatable; e.g. HCPName, date, NAME).")] = None,
         predictions: Annotated[Path | None, typer.Option("--predictions", help="Score this span file (.phi or `detect --format json` output) instead of running the detector.", exists=True, dir_okay=False)] = None,
         patients: Annotated[PatientHalf, typer.Option("--patients", help="Score only patients with an even / odd number (tune on one half, report the other).")] = PatientHalf.ALL,
+        cv: Annotated[int, typer.Option("--cv", min=0, help="Patient-level K-fold cross-validation of the learned tagger: train on K-1 folds, score the held fold (tagger alone, rules, combined). 0: off.")] = 0,
+        augment: Annotated[int, typer.Option("--augment", min=0, help="With --cv: surrogate-augmented copies per training note.")] = TrainSettings.augment,
+        iterations: Annotated[int, typer.Option("--iterations", min=1, help="With --cv: L-BFGS iterations per fold.")] = TrainSettings.max_iterations,
+        thresholds: Annotated[list[float] | None, typer.Option("--threshold", help="With --cv: also score the tagger at this probability threshold (repeatable).")] = None,
     ) -> None:
         """Token-level sensitivity, specificity, precision, F2, phrase recall with 95% CIs."""
+        if cv:
+            _cross_validate(directory, cv, seed, known_names or names_file is not None, names_file, policy, augment, iterations, as_json, thresholds or [])
+            return
         text_path = directory / "id.text"
         gold_path = directory / "id-phi.phrase"
         if not text_path.is_file() or not gold_path.is_file():

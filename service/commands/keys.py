@@ -13,11 +13,13 @@ import json
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import NoReturn
 from urllib.parse import urlsplit, urlunsplit
 
 import typer
 
 from keystore import Keyring, open_store
+from keystore.api import PatientState
 from keystore.config import default_store_from_env, resolve
 from keystore.errors import DeidstreamError
 from keystore.store import EncryptedStore
@@ -113,8 +115,18 @@ def rotate(
             target.write_file(config.key_file, overwrite=True)
         with open_store(config.url, current) as store:
             report = store.rotate(target, operator=_operator(operator))
-        typer.echo(f"new master key: {report.new_key_id}; re-wrapped {report.rewrapped}, "
-                   f"already current {report.already_current}, failed {len(report.failed)}")
+        figures = (f"re-wrapped {report.rewrapped}, already current {report.already_current}, "
+                   f"failed {len(report.failed)}")
+        if report.new_key_id == current.primary.key_id:
+            typer.echo(f"no new master key: {report.new_key_id} is still the primary key; "
+                       f"{figures}")
+            if config.key_file is None:
+                typer.echo("to rotate, put a new key (`deidstream keys init --print-key`) "
+                           "first in DEIDSTREAM_MASTER_KEY, keep the old one after it, and "
+                           "run this again")
+        else:
+            typer.echo(f"new master key: {report.new_key_id} (was "
+                       f"{current.primary.key_id}); {figures}")
         if report.failed:
             typer.echo("error: some records could not be re-wrapped; old keys kept", err=True)
             raise typer.Exit(1)
@@ -127,43 +139,119 @@ def rotate(
                        "key (--retire-old for a key file)")
 
 
+def _nothing_done(message: str) -> NoReturn:
+    typer.echo(f"error: {message}", err=True)
+    raise typer.Exit(1)
+
+
 @keys_app.command("forget")
 def forget(
-    patient: str = typer.Argument(..., help="Patient id as the feed sends it."),
-    authority: str = typer.Option("", help="Assigning authority of the patient id."),
+    patient: str = typer.Argument(..., help="Patient id as the feed sends it (an MRN), or "
+                                            "Patient/<pseudonym> from the research output."),
+    authority: str | None = typer.Option(
+        None, help="Assigning authority of the patient id (default: search every authority; "
+                   "several matches must be told apart with this)."),
     reason: str = typer.Option("", help="Why (recorded in the audit log; no PHI)."),
     operator: str | None = typer.Option(None, help="Recorded in the audit log."),
 ) -> None:
     """Crypto-shred one patient: their mapping can never be read again.
 
     Documents of this patient that arrive later get a NEW identity (new pseudonym, new
-    date shift, new surrogates), unlinked to the forgotten one.
+    date shift, new surrogates), unlinked to the forgotten one. Exit 1 if nothing was
+    forgotten, 2 if the id exists under several authorities and none was given.
     """
     with _errors(), _store() as store:
+        if patient.startswith(PATIENT_PREFIX):
+            found = store.reveal(patient.removeprefix(PATIENT_PREFIX),
+                                 operator=_operator(operator), reason=reason or "forget")
+            authority, patient = found.authority, found.patient_id
+        if authority is None:
+            matches = store.find_patient(patient)
+            if not matches:
+                _nothing_done("no patient with this id under any authority (nothing forgotten)")
+            if len(matches) > 1:
+                names = ", ".join(repr(m.authority) for m in matches)
+                typer.echo(f"error: this id exists under {len(matches)} authorities ({names}); "
+                           "say which with --authority", err=True)
+                raise typer.Exit(2)
+            authority = matches[0].authority
         deleted = store.forget(authority, patient, operator=_operator(operator), reason=reason)
-    typer.echo("forgotten" if deleted else "no record for this patient (nothing to forget)")
+    if not deleted:
+        _nothing_done(f"no patient with this id under authority {authority!r} (nothing forgotten)")
+    typer.echo(f"forgotten (authority {authority!r})")
+
+
+PATIENT_PREFIX = "Patient/"
+ENCOUNTER_PREFIX = "Encounter/"
+
+
+def visit_candidates(state: PatientState) -> list[str]:
+    """Visit ids a patient's sealed state knows: identifiers from its ADT context (visit and
+    account numbers) and the original identifiers its id map replaced."""
+    from pipelines.process import context_of
+
+    out: list[str] = []
+    context = context_of(state)
+    if context is not None:
+        out.extend(i.value for i in context.other_ids)
+        out.extend(context.account_numbers)
+        out.extend(i.value for i in context.patient_ids)
+    out.extend(state.id_map)
+    return list(dict.fromkeys(v for v in out if v))
 
 
 @keys_app.command("reveal")
 def reveal(
-    pseudonym: str = typer.Argument(..., help="A patient pseudonym from the research output."),
+    pseudonym: str = typer.Argument(
+        ..., help="A pseudonym from the research output: Patient/<id> or <id> as "
+                  "subject.reference carries it, or Encounter/<id> for a visit."),
     reason: str = typer.Option(..., help="Authorization (e.g. IRB protocol); audited."),
     operator: str | None = typer.Option(None, help="Recorded in the audit log."),
 ) -> None:
-    """Authorized re-identification of a patient pseudonym (audited, needs the master key)."""
+    """Authorized re-identification of a patient or visit pseudonym (audited, needs the
+    master key). Prints JSON; exit 1 if the pseudonym is not in this store."""
     with _errors(), _store() as store:
-        identity = store.reveal(pseudonym, operator=_operator(operator), reason=reason)
+        if pseudonym.startswith(ENCOUNTER_PREFIX):
+            identity, visit = store.reveal_visit(
+                pseudonym.removeprefix(ENCOUNTER_PREFIX), visit_candidates,
+                operator=_operator(operator), reason=reason)
+            typer.echo(json.dumps({"authority": identity.authority,
+                                   "patient_id": identity.patient_id, "visit_id": visit}))
+            return
+        identity = store.reveal(pseudonym.removeprefix(PATIENT_PREFIX).strip(),
+                                operator=_operator(operator), reason=reason)
     typer.echo(json.dumps({"authority": identity.authority,
                            "patient_id": identity.patient_id}))
 
 
 @keys_app.command("stats")
-def stats() -> None:
-    """Counts: patients, marks, pseudonyms, forgotten, records per master key."""
+def stats(
+    as_json: bool = typer.Option(False, "--json", help="Every figure, as JSON (cache and "
+                                                      "mark counters too)."),
+) -> None:
+    """Patients, forgotten patients, master keys in use, the last rotation."""
     with _errors(), _store() as store:
-        figures = store.stats()
-    json.dump(figures, sys.stdout, indent=2, sort_keys=True)
-    typer.echo("")
+        officer = store.officer_stats()
+        figures = {**store.stats(), **officer} if as_json else officer
+    if as_json:
+        json.dump(figures, sys.stdout, indent=2, sort_keys=True)
+        typer.echo("")
+        return
+    last = officer["last_rotation"]
+    by_key = officer["records_by_key"]
+    assert isinstance(by_key, dict)  # noqa: S101 - shape of officer_stats
+    typer.echo(f"patients:          {officer['patients']}")
+    typer.echo(f"forgotten:         {officer['forgotten']}")
+    typer.echo(f"primary key:       {officer['primary_key_id']}")
+    in_use = ", ".join(f"{k} ({by_key.get(k, 0)} records)"
+                       for k in officer["keys_in_use"])  # type: ignore[attr-defined]
+    typer.echo(f"keys in use:       {in_use or 'none'}")
+    typer.echo(f"configured keys:   {', '.join(officer['configured_key_ids'])}")  # type: ignore[arg-type]
+    if isinstance(last, dict):
+        typer.echo(f"last rotation:     {last['at']} to {last['new_key_id']} by "
+                   f"{last['operator']} ({last['outcome']})")
+    else:
+        typer.echo("last rotation:     never")
 
 
 def register(app: typer.Typer) -> None:

@@ -38,9 +38,9 @@ def register(app: typer.Typer) -> None:
         """Receive HL7 v2 over MLLP, publish each message keyed by patient, ACK after the broker."""
         from service.logs import configure_logging
         from service.mllp import serve
-        from service.settings import load_settings
+        from service.settings import settings_or_exit
 
-        settings = load_settings(config)
+        settings = settings_or_exit(config)
         configure_logging(settings.log_level)
 
         def started(address: tuple[str, int]) -> None:

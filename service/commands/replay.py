@@ -13,6 +13,8 @@ from typing import Annotated, Any
 
 import typer
 
+from pipelines.errors import DeidstreamError
+
 _SEGMENT_SPLIT = re.compile(rb"\r\n|\r|\n")
 _BATCH_SEGMENTS = (b"FHS", b"BHS", b"BTS", b"FTS")
 
@@ -97,18 +99,69 @@ def messages_of(path: Path) -> Iterator[tuple[bytes | None, bytes]]:
         yield None, data
 
 
-async def publish(bootstrap: str, topic: str, records: Iterable[tuple[bytes | None, bytes]],
-                  security: dict[str, Any] | None = None) -> int:
-    from aiokafka import AIOKafkaProducer
+# What the MLLP gateway and the service accept (Settings.max_message_bytes): whatever they
+# take can be replayed. aiokafka's own default (1 MiB) refused a 2 MiB report.
+DEFAULT_MAX_REQUEST_SIZE = 4 * 1024 * 1024
 
+
+class ReplayError(DeidstreamError):
+    """One line for the operator: what failed (no message content), never a traceback."""
+
+    reason_class = "kafka_client"
+
+
+def quiet_kafka_client() -> None:
+    """aiokafka logs each failed connection attempt; with no logging configured Python prints
+    them on stderr next to our own line. The command's one line says what failed."""
+    import logging
+
+    logging.getLogger("aiokafka").addHandler(logging.NullHandler())
+    logging.getLogger("aiokafka").propagate = False
+
+
+def kafka_failure(exc: BaseException, bootstrap: str) -> str:
+    """One line for a Kafka client error: the broker, the error's class, its short text."""
+    from aiokafka.errors import KafkaConnectionError, MessageSizeTooLargeError
+
+    if isinstance(exc, KafkaConnectionError):
+        return f"cannot reach the Kafka broker at {bootstrap} ({type(exc).__name__})"
+    if isinstance(exc, MessageSizeTooLargeError):
+        return f"a message is larger than the producer's limit ({type(exc).__name__})"
+    if isinstance(exc, TimeoutError):
+        return f"the Kafka broker at {bootstrap} did not answer in time"
+    return f"Kafka error talking to {bootstrap}: {type(exc).__name__}"
+
+
+async def publish(bootstrap: str, topic: str, records: Iterable[tuple[bytes | None, bytes]],
+                  security: dict[str, Any] | None = None,
+                  max_request_size: int = DEFAULT_MAX_REQUEST_SIZE) -> int:
+    """Send every record (acks=all) and wait for the broker. A Kafka failure is a
+    :class:`ReplayError` with one line; the producer is closed whatever happens."""
+    from aiokafka import AIOKafkaProducer
+    from aiokafka.errors import KafkaError
+
+    records = list(records)
+    too_big = [i for i, (key, value) in enumerate(records, start=1)
+               if len(value) + len(key or b"") + 512 > max_request_size]
+    if too_big:
+        raise ReplayError(
+            f"message {too_big[0]} of {len(records)} is over the {max_request_size}-byte limit "
+            f"(max_message_bytes); {len(too_big)} message(s) too large, nothing sent")
     producer = AIOKafkaProducer(
-        bootstrap_servers=bootstrap, acks="all", linger_ms=5, **(security or {})
+        bootstrap_servers=bootstrap, acks="all", linger_ms=5,
+        max_request_size=max_request_size, **(security or {})
     )
-    await producer.start()
+    try:
+        await producer.start()
+    except (KafkaError, OSError, TimeoutError) as exc:
+        await producer.stop()  # a failed start leaves sockets and tasks behind
+        raise ReplayError(kafka_failure(exc, bootstrap)) from None
     try:
         futures = [await producer.send(topic, value, key=key) for key, value in records]
         await asyncio.gather(*futures)
         return len(futures)
+    except (KafkaError, OSError, TimeoutError) as exc:
+        raise ReplayError(kafka_failure(exc, bootstrap)) from None
     finally:
         await producer.stop()
 
@@ -123,11 +176,18 @@ def register(app: typer.Typer) -> None:
         ] = None,
     ) -> None:
         """Publish HL7 v2 / FHIR files to TOPIC, one record per message, keyed by patient."""
-        from service.settings import load_settings
+        from service.settings import settings_or_exit
 
-        settings = load_settings()
+        settings = settings_or_exit()
+        quiet_kafka_client()
         bootstrap = bootstrap_servers or settings.bootstrap_servers
         records = [rec for path in files for rec in messages_of(path)]
-        sent = asyncio.run(publish(bootstrap, topic, records, settings.kafka_security()))
+        try:
+            sent = asyncio.run(publish(bootstrap, topic, records, settings.kafka_security(),
+                                       max_request_size=settings.max_message_bytes))
+        except ReplayError as exc:
+            typer.echo(f"deidstream replay: {exc}", err=True)
+            raise typer.Exit(1) from None
         keyed = sum(1 for key, _ in records if key)
-        typer.echo(f"published {sent} messages to {topic} ({keyed} keyed by patient)")
+        noun = "message" if sent == 1 else "messages"
+        typer.echo(f"published {sent} {noun} to {topic} ({keyed} keyed by patient)")

@@ -15,7 +15,7 @@ import uvicorn
 
 from service.logs import configure_logging, quiet_payload_loggers
 from service.runner import Runner
-from service.settings import Settings, load_settings
+from service.settings import Settings, settings_or_exit
 
 log = logging.getLogger("deidstream.run")
 
@@ -88,7 +88,7 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Consume the input topics, publish research documents, serve /metrics and health."""
         overrides = {"http_port": http_port} if http_port is not None else {}
-        settings = load_settings(config, **overrides)
+        settings = settings_or_exit(config, **overrides)
         configure_logging(settings.log_level)
         if settings.cpu_affinity:
             from service.affinity import pin_process

@@ -52,10 +52,17 @@ async def tail(
     """Read TOPIC from the beginning (no consumer group: nothing committed, no join wait)
     until ``max_records`` or ``idle_seconds`` without a new record."""
     from aiokafka import AIOKafkaConsumer, TopicPartition
+    from aiokafka.errors import KafkaError
+
+    from service.commands.replay import ReplayError, kafka_failure
 
     consumer = AIOKafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False,
                                 **(security or {}))
-    await consumer.start()
+    try:
+        await consumer.start()
+    except (KafkaError, OSError, TimeoutError) as exc:
+        await consumer.stop()  # a failed start leaves sockets and tasks behind
+        raise ReplayError(kafka_failure(exc, bootstrap)) from None
     count = 0
     try:
         deadline = time.monotonic() + idle_seconds
@@ -97,14 +104,21 @@ def register(app: typer.Typer) -> None:
         ] = None,
     ) -> None:
         """Print TOPIC's records from the beginning, one JSON line each (key, headers, value)."""
-        from service.settings import load_settings
+        from service.settings import settings_or_exit
 
-        settings = load_settings()
+        settings = settings_or_exit()
 
         def emit(obj: dict[str, Any]) -> None:
             sys.stdout.write(orjson.dumps(obj).decode() + "\n")
             sys.stdout.flush()
 
-        asyncio.run(tail(bootstrap_servers or settings.bootstrap_servers, topic,
-                         max_records=max_records, idle_seconds=timeout, emit=emit,
-                         security=settings.kafka_security()))
+        from service.commands.replay import ReplayError, quiet_kafka_client
+
+        quiet_kafka_client()
+        try:
+            asyncio.run(tail(bootstrap_servers or settings.bootstrap_servers, topic,
+                             max_records=max_records, idle_seconds=timeout, emit=emit,
+                             security=settings.kafka_security()))
+        except ReplayError as exc:
+            typer.echo(f"deidstream tail: {exc}", err=True)
+            raise typer.Exit(1) from None

@@ -266,7 +266,7 @@ class Batches(RunnerState):
                     self.keystore_ok = False
                     self._update_ready()
                 elif self._store_wide(exc, item.subject_of()):
-                    self._set_store_fault(exc.reason_class)
+                    self._set_store_fault(exc.reason_class, exc)
                     raise StoreFault(exc.reason_class) from exc
                 raise
             self._settled()

@@ -30,10 +30,14 @@ class Health(RunnerState):
     def _update_ready(self) -> None:
         self.metrics.ready.set(1 if self.ready else 0)
 
-    def _set_store_fault(self, reason_class: str) -> None:
+    def _set_store_fault(self, reason_class: str, detail: DeidstreamError | None = None
+                         ) -> None:
         if self.keystore_fault != reason_class:
-            log.error("key store unusable (%s): not ready, retrying; nothing is committed or "
-                      "dead-lettered until it is fixed", reason_class)
+            # the key store's own errors carry coordinates only (the key id that is missing,
+            # a record's fingerprint), never content
+            log.error("key store unusable (%s%s): not ready, retrying; nothing is committed or "
+                      "dead-lettered until it is fixed", reason_class,
+                      f": {detail}" if detail is not None else "")
             if self.keystore_fault is not None:
                 self.metrics.keystore_fault.labels(self.keystore_fault).set(0)
         self.keystore_fault = reason_class

@@ -154,7 +154,7 @@ class Runner(Batches, Delivery, Health, Partitions, Clients, Retries):
         except KeystoreError as exc:
             if exc.retriable:
                 raise
-            self._set_store_fault(exc.reason_class)
+            self._set_store_fault(exc.reason_class, exc)
             raise StoreFault(exc.reason_class) from exc
         return made
 

@@ -90,7 +90,8 @@ class RunnerState:
     async def _reopen_processor(self) -> None:
         raise NotImplementedError
 
-    def _set_store_fault(self, reason_class: str) -> None:
+    def _set_store_fault(self, reason_class: str, detail: DeidstreamError | None = None
+                         ) -> None:
         raise NotImplementedError
 
     def _clear_store_fault(self) -> None:

@@ -185,6 +185,15 @@ async def test_demo_command_runs_to_the_end(tmp_path: Path) -> None:
     out = "\n".join(lines)
     assert out.count("=== research document") == 3
     assert "reason-class     : not_hl7" in out
+    # each input's story (issue 15 item 8), and "1 tombstone", singular
+    story = {line.split()[0]: line for line in lines if line.startswith("  0")}
+    assert len(story) == len(demo_files())
+    assert "later replaced by its correction 03_" in story["01_oru_vance_chest_xray.hl7"]
+    assert "duplicate" in story["02_oru_vance_chest_xray_resent.hl7"]
+    assert "replacing the version from 01_" in story["03_oru_vance_chest_xray_corrected.hl7"]
+    assert "tombstone for research key" in story["07_oru_okonkwo_ecg_entered_in_error.hl7"]
+    assert "dead letter [not_hl7]" in story["08_malformed.hl7"]
+    assert "1 tombstone (entered-in-error)" in out
     assert "/metrics" in out and "stopped the service and the broker" in out
     # the right-hand column (research text) never shows a demo identifier
     right = "\n".join(line.split(" | ", 1)[1] for line in lines if " | " in line)

@@ -67,7 +67,7 @@ def test_local_default_lifecycle(cli: typer.Typer, tmp_path: Path) -> None:
     code, out = _run(cli, "keys", "reveal", state.pseudonym, "--reason", "IRB-7")
     assert code == 1 and "forgotten" in out
 
-    code, out = _run(cli, "keys", "stats")
+    code, out = _run(cli, "keys", "stats", "--json")
     assert code == 0
     stats = json.loads(out)
     assert stats["patients"] == 0 and stats["forgotten"] == 1 and stats["audit_entries"] >= 4

@@ -1,0 +1,31 @@
+"""Uniting the learned tagger's spans with the rules' spans.
+
+The rules know roles and kinds (a provider's name, a street); the tagger knows only coarse
+classes. Where a tagger span overlaps rule spans, it widens the region but takes the category
+of the rule span it overlaps most (so one region gets one replacement, not a conflict tag);
+elsewhere it stands on its own.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from pipelines.spans import Span
+
+
+def unite(rules: Sequence[Span], learned: Sequence[Span]) -> list[Span]:
+    if not learned:
+        return list(rules)
+    out = list(rules)
+    for span in learned:
+        best: Span | None = None
+        best_overlap = 0
+        for rule in rules:  # a note has a handful of each: a plain scan is cheapest
+            overlap = min(rule.end, span.end) - max(rule.start, span.start)
+            if overlap > best_overlap:
+                best, best_overlap = rule, overlap
+        if best is None:
+            out.append(span)
+        else:
+            out.append(Span(span.start, span.end, best.category, best.confidence, span.source))
+    return out

@@ -1,0 +1,64 @@
+"""The learned tagger as a recognizer: CRF spans, refined to a category by their words.
+
+Options (policy ``[recognizers.tagger]``): ``model`` (path; default the shipped model),
+``threshold`` (a token is PHI when the model gives it at least this probability) and
+``thresholds`` (a table of per-label overrides: ``{ NAME = 0.3, DATE = 0.7 }``). The
+detector unites these spans with the rules' (``pipelines.phi.combine``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from functools import cache
+from pathlib import Path
+from typing import Any, ClassVar, Final
+
+from pipelines.phi import lexicons
+from pipelines.phi.base import Doc, Recognizer
+from pipelines.phi.registry import register
+from pipelines.phi.tagger.features import CUES
+from pipelines.phi.tagger.model import Label, TaggedSpan, Tagger
+from pipelines.spans import Category, Span
+
+_HEADS: Final = CUES["head"]
+
+
+@cache
+def _shared(model: str, threshold: float, per_label: tuple[tuple[str, float], ...]) -> Tagger:
+    """One loaded model per (file, thresholds) in a process."""
+    thresholds = {Label(k.upper()): v for k, v in per_label}
+    return Tagger(Path(model) if model else None, threshold=threshold, thresholds=thresholds)
+
+
+def _category(text: str, tagged: TaggedSpan) -> Category:
+    if tagged.label is not Label.LOCATION:
+        return tagged.label.category
+    words = text[tagged.start : tagged.end].lower().split()
+    following = text[tagged.end : tagged.end + 30].lower().split()[:1]
+    if any(w.strip(".,") in _HEADS for w in words + following):
+        return Category.LOCATION_HOSPITAL
+    if " ".join(words) in lexicons.us_cities():
+        return Category.LOCATION_CITY
+    return Category.LOCATION_OTHER
+
+
+@register("tagger")
+class TaggerRecognizer(Recognizer):
+    categories: ClassVar[frozenset[Category]] = frozenset(label.category for label in Label)
+    learned: ClassVar[bool] = True
+
+    def __init__(self, options: Mapping[str, Any] | None = None) -> None:
+        super().__init__(options)
+        per_label = self.options.get("thresholds", {})
+        self.tagger = _shared(
+            str(self.options.get("model", "")),
+            float(self.options.get("threshold", 0.5)),
+            tuple(sorted((str(k), float(v)) for k, v in per_label.items())),
+        )
+
+    def detect(self, doc: Doc) -> list[Span]:
+        text = doc.text
+        return [
+            Span(t.start, t.end, _category(text, t), t.confidence, "tagger")
+            for t in self.tagger.tag(text)
+        ]

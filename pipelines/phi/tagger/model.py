@@ -1,0 +1,207 @@
+"""The learned tagger at run time: a linear-chain CRF (python-crfsuite) over word features.
+
+``Tagger.tag(text)`` returns spans of coarse PHI classes with a confidence (the CRF's marginal
+probability that the tokens are PHI). A token is PHI when the marginal of "not PHI" falls below
+``1 - threshold``; so a policy can trade precision for recall without retraining.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from enum import StrEnum
+from importlib import resources
+from pathlib import Path
+from typing import Final
+
+import pycrfsuite
+
+from pipelines.phi import lexicons
+from pipelines.phi.tagger.features import Featurizer, Tok, tokenize, word_positions
+from pipelines.spans import Category, Span
+
+OUTSIDE: Final = "O"
+_RARE_ZIPF: Final = 3.5  # rarer than this in English: a recurrence is worth tagging
+
+
+class Label(StrEnum):
+    """The tagger's classes: coarser than ``Category`` (roles and kinds come from the rules)."""
+
+    NAME = "NAME"
+    LOCATION = "LOCATION"
+    DATE = "DATE"
+    ID = "ID"
+    PHONE = "PHONE"
+    AGE = "AGE"
+    CONTACT = "CONTACT"
+
+    @property
+    def category(self) -> Category:
+        return _CATEGORY[self]
+
+
+_CATEGORY: Final = {
+    Label.NAME: Category.NAME_OTHER,
+    Label.LOCATION: Category.LOCATION_OTHER,
+    Label.DATE: Category.DATE,
+    Label.ID: Category.ID,
+    Label.PHONE: Category.PHONE,
+    Label.AGE: Category.AGE,
+    Label.CONTACT: Category.URL,
+}
+
+# Gold category names of the corpora we read -> tagger label (PhysioNet, i2b2, our categories).
+GOLD_LABELS: Final[dict[str, Label]] = {
+    "hcpname": Label.NAME,
+    "ptname": Label.NAME,
+    "ptnameinitial": Label.NAME,
+    "relativeproxyname": Label.NAME,
+    "name": Label.NAME,
+    "location": Label.LOCATION,
+    "date": Label.DATE,
+    "dateyear": Label.DATE,
+    "phone": Label.PHONE,
+    "age": Label.AGE,
+    "other": Label.ID,
+    "id": Label.ID,
+    "contact": Label.CONTACT,
+}
+
+
+def label_of(category: str) -> Label | None:
+    low = category.lower()
+    if low in GOLD_LABELS:
+        return GOLD_LABELS[low]
+    for prefix, label in (("name", Label.NAME), ("location", Label.LOCATION)):
+        if low.startswith(prefix):
+            return label
+    try:
+        return Label(category.upper())
+    except ValueError:
+        return None
+
+
+DEFAULT_MODEL: Final = "data/tagger.crfsuite"
+
+
+@dataclass(frozen=True, slots=True)
+class TaggedSpan:
+    start: int
+    end: int
+    label: Label
+    confidence: float
+
+    def to_span(self) -> Span:
+        return Span(self.start, self.end, self.label.category, self.confidence, "tagger")
+
+
+class Tagger:
+    """A trained CRF model and the featurizer it was trained with.
+
+    ``threshold``: a token the best path calls "not PHI" is PHI all the same when the model
+    gives it at least this probability of PHI (per label with ``thresholds``).
+    """
+
+    def __init__(
+        self,
+        model_path: Path | None = None,
+        threshold: float = 0.5,
+        thresholds: Mapping[Label, float] | None = None,
+        labels: frozenset[Label] = frozenset({Label.NAME, Label.LOCATION}),
+    ) -> None:
+        if model_path is None:
+            ref = resources.files("pipelines.phi").joinpath(DEFAULT_MODEL)
+            model_path = Path(str(ref))
+        if not model_path.is_file():
+            raise FileNotFoundError(f"tagger model not found: {model_path}")
+        if not 0.0 < threshold <= 1.0:
+            raise ValueError(f"tagger threshold {threshold} outside (0, 1]")
+        self.model_path = model_path
+        self.thresholds = {label: threshold for label in Label} | dict(thresholds or {})
+        self._least = min(self.thresholds.values())
+        self.labels = labels  # the classes reported; the others are left to the rules
+        self.featurizer = Featurizer()
+        self._local = threading.local()  # crfsuite taggers are not thread-safe: one per thread
+        self._open()  # fail at start-up, not on the first note
+
+    def _open(self) -> pycrfsuite.Tagger:
+        tagger: pycrfsuite.Tagger | None = getattr(self._local, "tagger", None)
+        if tagger is None:
+            tagger = pycrfsuite.Tagger()
+            tagger.open(str(self.model_path))
+            self._local.tagger = tagger
+        return tagger
+
+    def _decide(self, tagger: pycrfsuite.Tagger, i: int, predicted: str) -> tuple[Label | None, float]:
+        """The label of token ``i`` (None: not PHI) and the probability that it is PHI."""
+        p_phi = 1.0 - tagger.marginal(OUTSIDE, i)
+        if predicted != OUTSIDE:
+            return Label(predicted[2:]), p_phi
+        if p_phi < self._least:
+            return None, p_phi
+        label = _likeliest(tagger, i)
+        return (label if p_phi >= self.thresholds[label] else None), p_phi
+
+    def tag(self, text: str) -> list[TaggedSpan]:
+        tokens = tokenize(text)
+        items = word_positions(tokens)
+        if not items:
+            return []
+        rows = self.featurizer.features(text, tokens)
+        tagger = self._open()
+        tagger.set([rows[i] for i in items])
+        tokens = [tokens[i] for i in items]
+        spans: list[TaggedSpan] = []
+        run: list[int] = []
+        run_label: Label | None = None
+        run_conf = 1.0
+        for i, predicted in enumerate(tagger.tag()):
+            label, p_phi = self._decide(tagger, i, predicted)
+            if run and (label is None or label != run_label or predicted.startswith("B-")):
+                spans.append(_span(tokens, run, run_label, run_conf))
+                run, run_label, run_conf = [], None, 1.0
+            if label is not None:
+                run.append(i)
+                run_label = label
+                run_conf = min(run_conf, p_phi)
+        if run:
+            spans.append(_span(tokens, run, run_label, run_conf))
+        spans = [s for s in spans if s.label in self.labels]
+        return spans + _recurrences(text, tokens, spans)
+
+
+def _recurrences(text: str, tokens: Sequence[Tok], spans: list[TaggedSpan]) -> list[TaggedSpan]:
+    """The other occurrences in the note of a rare word found inside a span: a surname or a
+    town is usually written several times, in contexts of varying strength."""
+    found: dict[str, TaggedSpan] = {}
+    for span in spans:
+        for word in text[span.start : span.end].split():
+            low = word.strip(".,;:'’").lower()
+            if len(low) >= 3 and low.isalpha() and lexicons.zipf(low) < _RARE_ZIPF:
+                found.setdefault(low, span)
+    if not found:
+        return []
+    covered = [(s.start, s.end) for s in spans]
+    out: list[TaggedSpan] = []
+    for start, end, word in tokens:
+        source = found.get(word.lower())
+        if source is not None and not any(a <= start < b for a, b in covered):
+            out.append(TaggedSpan(start, end, source.label, source.confidence))
+    return out
+
+
+def _likeliest(tagger: pycrfsuite.Tagger, i: int) -> Label:
+    best_label, best_p = Label.NAME, -1.0
+    for name in tagger.labels():
+        if name == OUTSIDE:
+            continue
+        p = tagger.marginal(name, i)
+        if p > best_p:
+            best_label, best_p = Label(name[2:]), p
+    return best_label
+
+
+def _span(tokens: Sequence[Tok], run: list[int], label: Label | None, conf: float) -> TaggedSpan:
+    assert label is not None  # noqa: S101 - a run always has a label
+    return TaggedSpan(tokens[run[0]][0], tokens[run[-1]][1], label, max(0.0, min(1.0, conf)))

@@ -1,0 +1,43 @@
+"""docs/research-topic.md (issue 15 item 7): the example record is a valid R4
+DocumentReference as the service makes it, and the page says what it shows."""
+
+from __future__ import annotations
+
+import base64
+import json
+import re
+from pathlib import Path
+
+from fhir.resources.R4B.documentreference import DocumentReference
+
+DOC = Path(__file__).resolve().parents[2] / "docs" / "research-topic.md"
+
+
+def _blocks(kind: str) -> list[str]:
+    return re.findall(rf"```{kind}\n(.*?)\n```", DOC.read_text(encoding="utf-8"), flags=re.S)
+
+
+def test_the_example_record_is_what_the_page_describes() -> None:
+    record, tombstone = (json.loads(b) for b in _blocks("json"))
+    value = record["value"]
+    DocumentReference.model_validate(value)
+    headers = record["headers"]
+    assert headers["decision"] == "publish" and headers["version"] == value["id"]
+    assert value["relatesTo"][0]["target"]["reference"] == \
+        f"DocumentReference/{headers['replaces']}"
+    assert value["subject"]["reference"].startswith("Patient/")
+    assert len(record["key"]) == 24
+    [decoded] = _blocks("text")
+    assert base64.b64decode(value["content"][0]["attachment"]["data"]).decode() == decoded
+    assert tombstone["value"] is None and tombstone["headers"]["decision"] == "tombstone"
+    # every header and value field the example carries is explained on the page
+    text = DOC.read_text(encoding="utf-8")
+    for name in [*headers, *tombstone["headers"], *value]:
+        assert f"`{name}" in text, name  # `meta.security`, `content[0]…` count
+
+
+def test_the_example_holds_no_demo_identifier() -> None:
+    text = DOC.read_text(encoding="utf-8")
+    example = text[text.index("## An example record"):]
+    for ident in ("Eleanor", "100234", "555-0142", "Birch Lane", "Springfield"):
+        assert ident not in example
