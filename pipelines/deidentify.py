@@ -676,12 +676,19 @@ def leak_guard(
     probe = _Probe(scan)
     leaks: Counter[str] = Counter()
     seen: set[str] = set()
+    # a term probed already: each probe reads the whole output, so a phrase that recurs
+    # (a name written on every line) made the guard quadratic (256 KB of such notes: 2.6 s)
+    probed: set[tuple[str, str, str]] = set()
     mixed_case = is_mixed_case(original)
     for category, pattern, needle, how in (
         *_known_terms(identifiers, _kept(policy), mixed_case),
         *_found_terms_of(original, replaced, mixed_case),
     ):
-        if pattern in seen or (needle and not probe.may_hold(needle, how)):
+        if pattern in seen or (pattern, needle, how) in probed:
+            continue
+        probed.add((pattern, needle, how))
+        check("guard")  # the per-document deadline: one probe per distinct term
+        if needle and not probe.may_hold(needle, how):
             continue
         seen.add(pattern)
         if _compiled(pattern).search(scan):
