@@ -8,7 +8,7 @@ or PostgreSQL (``postgresql://user@host:port/db[?schema=name]``).
 from __future__ import annotations
 
 from typing import Any
-from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
 
 from keystore.api import ExpiringMarks, MarkStore, PatientState, PatientStore, Pseudonymizer
 from keystore.errors import (
@@ -40,6 +40,7 @@ __all__ = [
     "Pseudonymizer",
     "Pseudonyms",
     "RotationReport",
+    "classify_database_error",
     "open_store",
     "pseudonym",
 ]
@@ -65,7 +66,27 @@ def open_store(url: str, keyring: Keyring, **options: Any) -> EncryptedStore:
 
         query = parse_qsl(parts.query, keep_blank_values=True)
         schema = next((v for k, v in query if k == "schema"), None)
-        rest = urlencode([(k, v) for k, v in query if k != "schema"])
+        # %20, not "+", for a space: libpq decodes percent escapes only (options=-c …)
+        rest = urlencode([(k, v) for k, v in query if k != "schema"], quote_via=quote)
         conninfo = urlunsplit((parts.scheme, parts.netloc, parts.path, rest, parts.fragment))
         return EncryptedStore(PostgresBackend(conninfo, schema=schema), keyring, **options)
     raise KeystoreError("unsupported key store URL scheme", scheme=scheme or "(none)")
+
+
+def classify_database_error(exc: BaseException) -> KeystoreError | None:
+    """The key store error for a raw database driver error (psycopg, sqlite3) that escaped
+    a backend, else None: callers treat it as a fault of the stream, never of a record."""
+    import sqlite3
+
+    if isinstance(exc, sqlite3.Error):
+        from keystore.sqlite import classify as classify_sqlite
+
+        return classify_sqlite(exc)
+    if type(exc).__module__.split(".")[0] == "psycopg":
+        import psycopg
+
+        from keystore.postgres import classify as classify_pg
+
+        if isinstance(exc, psycopg.Error):
+            return classify_pg(exc)
+    return None

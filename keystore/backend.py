@@ -73,6 +73,22 @@ MIGRATIONS: list[tuple[int, list[str]]] = [
             "CREATE INDEX marks_expires_at ON marks (expires_at)",
         ],
     ),
+    (
+        # which master keys may wrap (registered, not retired), which were retired, and
+        # which instances seal with which key (heartbeat): retiring a key is refused while a
+        # live instance or any record (or the store root) still uses it
+        3,
+        [
+            "CREATE TABLE master_keys (key_id TEXT PRIMARY KEY, added_at {real} NOT NULL)",
+            "CREATE TABLE retired_keys (key_id TEXT PRIMARY KEY, retired_at {real} NOT NULL,"
+            " operator TEXT NOT NULL)",
+            "CREATE TABLE instances (instance_id TEXT PRIMARY KEY, key_id TEXT NOT NULL,"
+            " key_ids TEXT NOT NULL, started_at {real} NOT NULL, heartbeat_at {real} NOT NULL)",
+            "INSERT INTO master_keys (key_id, added_at)"
+            " SELECT key_id, 0 FROM patients UNION SELECT key_id, 0 FROM store_keys",
+            "@key_guard",
+        ],
+    ),
 ]
 SCHEMA_VERSION = MIGRATIONS[-1][0]
 
@@ -99,6 +115,21 @@ class SqlBackend(ABC):
     @abstractmethod
     def _begin_migration(self, cur: Any) -> None:
         """Serialize concurrent migrations (called first inside the migration transaction)."""
+
+    @abstractmethod
+    def _key_guard(self) -> list[str]:
+        """Statements that refuse a record or root wrapped under a key not in
+        ``master_keys``, and the deletion of a key that something is still wrapped under."""
+
+    def grant_service(self, role: str) -> list[str]:
+        """Grant a DML-only service role its privileges (PostgreSQL); here: none to grant."""
+        from keystore.errors import KeystoreError
+
+        raise KeystoreError("only a PostgreSQL key store has roles to grant", backend=self.name)
+
+    def _create_namespace(self, cur: Any) -> None:
+        """Create the schema the tables live in, if the backend has one (migrations only)."""
+        return None
 
     @abstractmethod
     def close(self) -> None: ...
@@ -143,36 +174,160 @@ class SqlBackend(ABC):
 
     # -- schema ---------------------------------------------------------------------------
     def migrate(self, now: float) -> int:
-        """Apply every migration newer than the stored schema version; return the version."""
+        """Apply every migration newer than the stored schema version; return the version.
+        A store already current is only read (no DDL, no lock): a role without DDL rights
+        may call this. Needs the tables' owner (and, on PostgreSQL, the schema's) otherwise."""
+        current = self.schema_version()
+        if current == SCHEMA_VERSION:
+            return current
+        self._newer_check(current)
         with self._transaction() as cur:
             self._begin_migration(cur)
+            self._create_namespace(cur)
             self._exec(cur, "CREATE TABLE IF NOT EXISTS schema_version"
                             " (version INTEGER PRIMARY KEY, applied_at {real} NOT NULL)")
             current = self._exec(cur, "SELECT MAX(version) FROM schema_version").fetchone()[0]
             current = int(current or 0)
-            if current > SCHEMA_VERSION:
-                from keystore.errors import KeystoreError
-
-                raise KeystoreError("store schema is newer than this program",
-                                    store_version=current, program_version=SCHEMA_VERSION)
+            self._newer_check(current)
             for version, statements in MIGRATIONS:
                 if version <= current:
                     continue
                 for statement in statements:
-                    if statement == "@append_only_audit":
-                        for extra in self._append_only_audit():
-                            self._exec(cur, extra)
-                    else:
-                        self._exec(cur, statement)
+                    for text in self._expand(statement):
+                        self._exec(cur, text)
                 self._exec(cur, "INSERT INTO schema_version (version, applied_at) VALUES (?, ?)",
                            (version, now))
                 current = version
         return current
 
+    def _expand(self, statement: str) -> list[str]:
+        if statement == "@append_only_audit":
+            return self._append_only_audit()
+        if statement == "@key_guard":
+            return self._key_guard()
+        return [statement]
+
+    @staticmethod
+    def _newer_check(current: int) -> None:
+        if current > SCHEMA_VERSION:
+            from keystore.errors import KeystoreError
+
+            raise KeystoreError("store schema is newer than this program",
+                                store_version=current, program_version=SCHEMA_VERSION)
+
+    def check_schema(self) -> int:
+        """The stored schema version, if it is this program's; a ``KeystoreSchemaFault``
+        (retriable: an operator runs ``deidstream keys migrate``) if it is older or absent."""
+        from keystore.errors import KeystoreSchemaFault
+
+        current = self.schema_version()
+        self._newer_check(current)
+        if current < SCHEMA_VERSION:
+            raise KeystoreSchemaFault("key store schema is not migrated: run `deidstream keys "
+                                      "migrate` with an owner role",
+                                      store_version=current, program_version=SCHEMA_VERSION)
+        return current
+
     def schema_version(self) -> int:
-        with self._transaction(write=False) as cur:
-            value = self._exec(cur, "SELECT MAX(version) FROM schema_version").fetchone()[0]
+        """The stored schema version; 0 where there is no schema (or table) yet."""
+        from keystore.errors import KeystoreSchemaFault
+
+        try:
+            with self._transaction(write=False) as cur:
+                value = self._exec(cur, "SELECT MAX(version) FROM schema_version").fetchone()[0]
+        except KeystoreSchemaFault:
+            return 0
         return int(value or 0)
+
+    # -- master keys and instances ---------------------------------------------------------
+    def register_key(self, cur: Any, key_id: str, now: float) -> None:
+        """Let ``key_id`` wrap (inside a transaction holding the migration lock): refused
+        with ``KeyRetiredError`` if it was retired."""
+        from keystore.errors import KeyRetiredError
+
+        if self._exec(cur, "SELECT 1 FROM retired_keys WHERE key_id = ?",
+                      (key_id,)).fetchone() is not None:
+            raise KeyRetiredError("this master key was retired: configure the new key first",
+                                  key_id=key_id)
+        self._exec(cur, "INSERT INTO master_keys (key_id, added_at) VALUES (?, ?)"
+                        " ON CONFLICT (key_id) DO NOTHING", (key_id, now))
+
+    def register_instance(self, instance_id: str, key_id: str, key_ids: Sequence[str],
+                          now: float) -> None:
+        """Record that this instance seals with ``key_id`` (and can read ``key_ids``)."""
+        with self._transaction() as cur:
+            self._begin_migration(cur)  # serialized with retire_key
+            self.register_key(cur, key_id, now)
+            self._exec(cur, "INSERT INTO instances (instance_id, key_id, key_ids, started_at,"
+                            " heartbeat_at) VALUES (?, ?, ?, ?, ?) ON CONFLICT (instance_id)"
+                            " DO UPDATE SET key_id = excluded.key_id, key_ids = excluded.key_ids,"
+                            " heartbeat_at = excluded.heartbeat_at",
+                       (instance_id, key_id, ",".join(key_ids), now, now))
+
+    def heartbeat(self, instance_id: str, key_id: str, now: float) -> bool:
+        """Refresh this instance's heartbeat; False if its row is gone or its key is no
+        longer registered (retired): the caller registers again, which then refuses."""
+        with self._transaction() as cur:
+            self._exec(cur, "UPDATE instances SET heartbeat_at = ? WHERE instance_id = ?"
+                            " AND key_id = ?", (now, instance_id, key_id))
+            if cur.rowcount != 1:
+                return False
+            return self._exec(cur, "SELECT 1 FROM master_keys WHERE key_id = ?",
+                              (key_id,)).fetchone() is not None
+
+    def deregister_instance(self, instance_id: str) -> None:
+        with self._transaction() as cur:
+            self._exec(cur, "DELETE FROM instances WHERE instance_id = ?", (instance_id,))
+
+    def retire_key(self, key_id: str, now: float, live_since: float, instance_id: str,
+                   operator: str) -> None:
+        """Retire ``key_id`` — from now on nothing can be wrapped under it — unless an
+        instance (other than ``instance_id``) sealing with it has a heartbeat at or after
+        ``live_since``, or a record or the store root is wrapped under it (``RetireRefused``,
+        nothing changed). The deletion of the registered key is guarded by the database as
+        well (foreign keys / triggers), so a record written meanwhile also refuses it."""
+        from keystore.errors import KeyRetiredError, RetireRefused
+
+        try:
+            with self._transaction() as cur:
+                self._begin_migration(cur)
+                live = int(self._exec(cur, "SELECT COUNT(*) FROM instances WHERE key_id = ?"
+                                           " AND heartbeat_at >= ? AND instance_id <> ?",
+                                      (key_id, live_since, instance_id)).fetchone()[0])
+                if live:
+                    raise RetireRefused(
+                        "refused: live instances still seal with this key; restart them "
+                        "with the new key first, then retire", key_id=key_id,
+                        live_instances=live)
+                records = int(self._exec(cur, "SELECT COUNT(*) FROM patients WHERE key_id = ?",
+                                         (key_id,)).fetchone()[0])
+                root = int(self._exec(cur, "SELECT COUNT(*) FROM store_keys WHERE key_id = ?",
+                                      (key_id,)).fetchone()[0])
+                if records or root:
+                    raise RetireRefused(
+                        "refused: records are still wrapped under this key; run `keys "
+                        "rotate` again (after every instance uses the new key)",
+                        key_id=key_id, records=records, root=root)
+                self._exec(cur, "DELETE FROM instances WHERE key_id = ?", (key_id,))
+                self._exec(cur, "INSERT INTO retired_keys (key_id, retired_at, operator)"
+                                " VALUES (?, ?, ?) ON CONFLICT (key_id) DO NOTHING",
+                           (key_id, now, operator))
+                self._exec(cur, "DELETE FROM master_keys WHERE key_id = ?", (key_id,))
+        except KeyRetiredError:  # the guard: something was wrapped under it meanwhile
+            raise RetireRefused("refused: a record was wrapped under this key meanwhile; "
+                                "run `keys rotate` again", key_id=key_id) from None
+
+    def key_usage(self) -> dict[str, object]:
+        """Registered and retired keys, and the instances with their key and heartbeat."""
+        with self._transaction(write=False) as cur:
+            active = [str(r[0]) for r in self._exec(
+                cur, "SELECT key_id FROM master_keys ORDER BY key_id").fetchall()]
+            retired = [str(r[0]) for r in self._exec(
+                cur, "SELECT key_id FROM retired_keys ORDER BY key_id").fetchall()]
+            instances = [{"instance": str(r[0]), "key_id": str(r[1]), "heartbeat_at": float(r[2])}
+                         for r in self._exec(cur, "SELECT instance_id, key_id, heartbeat_at"
+                                                  " FROM instances ORDER BY instance_id")]
+        return {"active_keys": active, "retired_keys": retired, "instances": instances}
 
     # -- the store root key ---------------------------------------------------------------
     def get_root(self) -> tuple[str, bytes] | None:

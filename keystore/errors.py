@@ -8,6 +8,7 @@ Messages carry coordinates (ids, offsets, field paths), never message content or
 
 from __future__ import annotations
 
+from enum import StrEnum
 from typing import ClassVar
 
 
@@ -65,3 +66,90 @@ class ForgottenPatientError(KeystoreError):
     """The patient was crypto-shredded; their state can never be read again."""
 
     reason_class = "forgotten"
+
+
+class FaultKind(StrEnum):
+    """Why the key store's database refused an operation: never the record's fault."""
+
+    CONNECTION = "connection"  # cannot connect, connection lost, server shutting down
+    PERMISSION = "permission"  # a revoked privilege, a role that may not log in
+    SCHEMA = "schema"  # a missing schema, table or column: migrations not run, or dropped
+    READ_ONLY = "read_only"  # a read-only role, transaction or replica; a read-only file
+    RESOURCES = "resources"  # disk full, out of memory, too many connections
+    CONTENTION = "contention"  # lock or statement timeout, deadlock, serialization, busy
+    CORRUPT = "corrupt"  # the database file or data is damaged
+    DATABASE = "database"  # any other database error
+
+
+class KeystoreFault(KeystoreUnavailable):
+    """The key store's database refused an operation for a reason outside the record: a
+    stream fault (stop the batch, commit nothing, not ready, retry with backoff), never a
+    dead letter. ``kind`` says why; the reason class is ``keystore_<kind>``."""
+
+    kind: ClassVar[FaultKind] = FaultKind.DATABASE
+    reason_class = "keystore_database"
+
+
+class KeystoreConnectionFault(KeystoreFault):
+    kind = FaultKind.CONNECTION
+    reason_class = "keystore_connection"
+
+
+class KeystorePermissionFault(KeystoreFault):
+    kind = FaultKind.PERMISSION
+    reason_class = "keystore_permission"
+
+
+class KeystoreSchemaFault(KeystoreFault):
+    """Tables or schema missing or older than this program: run ``deidstream keys migrate``."""
+
+    kind = FaultKind.SCHEMA
+    reason_class = "keystore_schema"
+
+
+class KeystoreReadOnlyFault(KeystoreFault):
+    kind = FaultKind.READ_ONLY
+    reason_class = "keystore_read_only"
+
+
+class KeystoreResourcesFault(KeystoreFault):
+    kind = FaultKind.RESOURCES
+    reason_class = "keystore_resources"
+
+
+class KeystoreContentionFault(KeystoreFault):
+    kind = FaultKind.CONTENTION
+    reason_class = "keystore_contention"
+
+
+class KeystoreCorruptFault(KeystoreFault):
+    kind = FaultKind.CORRUPT
+    reason_class = "keystore_corrupt"
+
+
+FAULTS: dict[FaultKind, type[KeystoreFault]] = {
+    cls.kind: cls for cls in (
+        KeystoreFault, KeystoreConnectionFault, KeystorePermissionFault, KeystoreSchemaFault,
+        KeystoreReadOnlyFault, KeystoreResourcesFault, KeystoreContentionFault,
+        KeystoreCorruptFault,
+    )
+}
+
+
+def fault(kind: FaultKind, reason: str, **coordinates: object) -> KeystoreFault:
+    """The error of ``kind`` (its class carries the reason class)."""
+    return FAULTS[kind](reason, **coordinates)
+
+
+class KeyRetiredError(MissingKeyError):
+    """This instance's primary master key was retired (``keys rotate --retire-old``): it
+    must not seal anything under it. Configure the new key first and restart."""
+
+    reason_class = "key_retired"
+
+
+class RetireRefused(KeystoreError):
+    """Retiring a master key was refused: a live instance still seals with it, or records
+    (or the store root) are still wrapped under it."""
+
+    reason_class = "retire_refused"

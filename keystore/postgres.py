@@ -1,8 +1,13 @@
 """PostgreSQL backend (psycopg 3) for several service instances sharing one state.
 
 One connection per store object, serialized by a lock; a broken connection is reopened
-on the next call and the failing call raises KeystoreUnavailable (retriable). An optional
-``schema`` keeps several stores (or test runs) apart in one database.
+on the next call. Every database error is classified by its SQLSTATE into a
+:class:`keystore.errors.KeystoreFault` (retriable: permissions, missing schema or tables, a
+read-only role, disk full, lock timeouts, a lost connection — never the record's fault), or
+``KeyRetiredError`` when a write would seal under a retired master key. An optional
+``schema`` keeps several stores (or test runs) apart in one database. Connecting never runs
+DDL: the schema and tables are created by :meth:`migrate` (``deidstream keys migrate``),
+under a role that owns them; the service may run with a DML-only role (docs/keystore.md).
 """
 
 from __future__ import annotations
@@ -15,12 +20,43 @@ from typing import Any
 import psycopg
 
 from keystore.backend import Dialect, Row, SqlBackend
-from keystore.errors import KeystoreError, KeystoreUnavailable
+from keystore.errors import (
+    FaultKind,
+    KeyRetiredError,
+    KeystoreError,
+    KeystoreFault,
+    KeystoreUnavailable,
+    fault,
+)
 
 POSTGRES = Dialect(blob="BYTEA", real="DOUBLE PRECISION", bigint="BIGINT",
                    serial="BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY", placeholder="%s")
 _SCHEMA_RE = re.compile(r"^[a-z_][a-z0-9_]{0,62}$")
 _MIGRATION_LOCK = 0x6465_6964  # "deid": pg_advisory_xact_lock id for migrations
+# SQLSTATE (or its two-character class) → why; the first match wins, exact codes first
+_SQLSTATE_KINDS: dict[str, FaultKind] = {
+    "42501": FaultKind.PERMISSION,  # insufficient_privilege
+    "3F000": FaultKind.SCHEMA,  # invalid_schema_name
+    "42P01": FaultKind.SCHEMA,  # undefined_table
+    "42703": FaultKind.SCHEMA,  # undefined_column
+    "42883": FaultKind.SCHEMA,  # undefined_function
+    "25006": FaultKind.READ_ONLY,  # read_only_sql_transaction
+    "55P03": FaultKind.CONTENTION,  # lock_not_available (lock_timeout)
+    "57014": FaultKind.CONTENTION,  # query_canceled (statement_timeout)
+    "55006": FaultKind.CONTENTION,  # object_in_use
+    "57P01": FaultKind.CONNECTION,  # admin_shutdown
+    "57P02": FaultKind.CONNECTION,  # crash_shutdown
+    "57P03": FaultKind.CONNECTION,  # cannot_connect_now
+    "XX001": FaultKind.CORRUPT,  # data_corrupted
+    "XX002": FaultKind.CORRUPT,  # index_corrupted
+    "08": FaultKind.CONNECTION,  # connection_exception
+    "28": FaultKind.PERMISSION,  # invalid_authorization_specification
+    "40": FaultKind.CONTENTION,  # transaction_rollback (deadlock, serialization)
+    "53": FaultKind.RESOURCES,  # insufficient_resources (disk full, out of memory)
+    "54": FaultKind.RESOURCES,  # program_limit_exceeded
+}
+# the constraints that keep records off retired master keys (migration 3)
+KEY_GUARDS = ("patients_key_active", "store_keys_key_active")
 # Arrays of bytes go as binary parameters (%b): a text array of bytea is escaped element by
 # element in Python (~2.5 ms for a batch of 64 states and 64 marks), binary is copied.
 # Many mark compare-and-sets of distinct keys as ONE statement (autocommit: one round trip,
@@ -88,28 +124,22 @@ class PostgresBackend(SqlBackend):
         self._connect()
 
     def _connect(self) -> psycopg.Connection[Any]:
+        """A new connection, its search path set to the schema — and nothing else: no DDL
+        on a reconnect (a DML-only role must be able to connect, and a schema that is gone
+        must show as a fault, not be created empty)."""
         if self._closed:
             raise KeystoreUnavailable("the key store is closed")
-        for _ in range(3):
+        try:
+            conn = psycopg.connect(self._conninfo, autocommit=True,
+                                   connect_timeout=self._timeout)
+        except psycopg.Error as exc:
+            raise classify(exc, connecting=True) from None
+        if self._schema:
             try:
-                conn = psycopg.connect(self._conninfo, autocommit=True,
-                                       connect_timeout=self._timeout)
-            except psycopg.OperationalError as exc:
-                raise KeystoreUnavailable("cannot connect to the PostgreSQL key store",
-                                          error=type(exc).__name__) from None
-            try:
-                if self._schema:
-                    conn.execute(f'CREATE SCHEMA IF NOT EXISTS "{self._schema}"')
-                    conn.execute(f'SET search_path TO "{self._schema}"')
-                break
-            except psycopg.errors.UniqueViolation:
-                # Another instance created the schema at the same moment; it exists now.
+                conn.execute(f'SET search_path TO "{self._schema}"')
+            except psycopg.Error as exc:
                 conn.close()
-            except BaseException:
-                conn.close()
-                raise
-        else:
-            raise KeystoreUnavailable("could not prepare the PostgreSQL key store schema")
+                raise classify(exc) from None
         self._conn = conn
         return conn
 
@@ -135,21 +165,16 @@ class PostgresBackend(SqlBackend):
 
     @contextmanager
     def _mapped(self, conn: psycopg.Connection[Any]) -> Iterator[None]:
-        """psycopg errors as KeystoreUnavailable (retriable, connection dropped) or
-        KeystoreError, carrying only the error class name."""
+        """psycopg errors as classified key store errors (:func:`classify`), carrying only
+        the error class name and SQLSTATE; a broken connection is dropped."""
         try:
             yield
-        except psycopg.OperationalError as exc:
-            self._drop()
-            raise KeystoreUnavailable("PostgreSQL key store operation failed",
-                                      error=type(exc).__name__) from None
         except psycopg.Error as exc:
-            if conn.broken:
+            if conn.broken or isinstance(exc, psycopg.OperationalError) and conn.closed:
                 self._drop()
-                raise KeystoreUnavailable("PostgreSQL connection broke",
-                                          error=type(exc).__name__) from None
-            raise KeystoreError("PostgreSQL key store statement failed",
-                                error=type(exc).__name__) from None
+                raise fault(FaultKind.CONNECTION, "PostgreSQL connection broke",
+                            error=type(exc).__name__) from None
+            raise classify(exc) from None
 
     @contextmanager
     def _group_transaction(self) -> Iterator[None]:
@@ -282,7 +307,70 @@ class PostgresBackend(SqlBackend):
     def _begin_migration(self, cur: Any) -> None:
         cur.execute("SELECT pg_advisory_xact_lock(%s)", (_MIGRATION_LOCK,))
 
+    def _create_namespace(self, cur: Any) -> None:
+        if self._schema:
+            cur.execute(f'CREATE SCHEMA IF NOT EXISTS "{self._schema}"')
+
+    def grant_service(self, role: str) -> list[str]:
+        """Grant ``role`` what the service needs — data statements on the store's tables,
+        no DDL, no ownership — and return the statements (docs/keystore.md lists them)."""
+        statements = service_grants(self._schema or "public", role)
+        with self._transaction() as cur:
+            for statement in statements:
+                cur.execute(statement)
+        return statements
+
+    def _key_guard(self) -> list[str]:
+        """Records and the store root may only be wrapped under a registered (not retired)
+        master key; a registered key may only be deleted (retired) while nothing is wrapped
+        under it. Foreign keys do both atomically, under concurrent writers."""
+        return [
+            "ALTER TABLE patients ADD CONSTRAINT patients_key_active"
+            " FOREIGN KEY (key_id) REFERENCES master_keys (key_id)",
+            "ALTER TABLE store_keys ADD CONSTRAINT store_keys_key_active"
+            " FOREIGN KEY (key_id) REFERENCES master_keys (key_id)",
+        ]
+
     def close(self) -> None:
         with self._lock:
             self._closed = True
             self._drop()
+
+
+def service_grants(schema: str, role: str) -> list[str]:
+    """The GRANTs for a DML-only service role: it reads every table, writes records, marks,
+    pseudonyms and its own instance row, adds audit lines, the store root (first start) and
+    its own master key id, and may delete marks (expired ones) and its instance row. It
+    cannot create, alter or drop anything, nor retire keys or forget patients (the admin
+    commands run as the owner)."""
+    if not _SCHEMA_RE.match(schema) or not _SCHEMA_RE.match(role):
+        raise KeystoreError("invalid PostgreSQL schema or role name")
+    s, r = f'"{schema}"', f'"{role}"'
+    return [
+        f"GRANT USAGE ON SCHEMA {s} TO {r}",
+        f"GRANT SELECT ON {s}.schema_version, {s}.retired_keys TO {r}",
+        f"GRANT SELECT, INSERT ON {s}.store_keys, {s}.master_keys, {s}.audit TO {r}",
+        f"GRANT SELECT, INSERT, UPDATE ON {s}.patients, {s}.pseudonyms TO {r}",
+        f"GRANT SELECT, INSERT, UPDATE, DELETE ON {s}.marks, {s}.instances TO {r}",
+    ]
+
+
+def classify(exc: psycopg.Error, *, connecting: bool = False) -> KeystoreError:
+    """The key store error for a psycopg error, by SQLSTATE: a fault of the stream (which
+    kind), or ``KeyRetiredError`` for a write under a retired master key. Only the error's
+    class name and SQLSTATE are kept: its message may quote stored bytes."""
+    state = getattr(exc, "sqlstate", None) or ""
+    name = type(exc).__name__
+    if state == "23503":
+        constraint = getattr(getattr(exc, "diag", None), "constraint_name", None)
+        if constraint in KEY_GUARDS:
+            return KeyRetiredError("refused to seal under a master key that is retired (or "
+                                   "was never registered in this store)", sqlstate=state)
+    kind = _SQLSTATE_KINDS.get(state) or _SQLSTATE_KINDS.get(state[:2])
+    if kind is None:
+        connection_lost = connecting or (isinstance(exc, psycopg.OperationalError) and not state)
+        kind = FaultKind.CONNECTION if connection_lost else FaultKind.DATABASE
+    reason = ("cannot connect to the PostgreSQL key store" if connecting
+              else "PostgreSQL key store operation failed")
+    made: KeystoreFault = fault(kind, reason, error=name, sqlstate=state or None)
+    return made

@@ -5,15 +5,30 @@ from __future__ import annotations
 import os
 import sqlite3
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any
 
 from keystore.backend import Dialect, SqlBackend
-from keystore.errors import KeystoreError, KeystoreUnavailable
+from keystore.errors import FaultKind, KeyRetiredError, KeystoreError, KeystoreUnavailable, fault
 
 SQLITE = Dialect(blob="BLOB", real="REAL", bigint="INTEGER",
                  serial="INTEGER PRIMARY KEY AUTOINCREMENT", placeholder="?")
+_GUARD = "deidstream: master key"  # our triggers' messages start with this (no data in them)
+# SQLite result code names (extended codes start with the primary one) → why
+_CODE_KINDS: tuple[tuple[str, FaultKind], ...] = (
+    ("SQLITE_BUSY", FaultKind.CONTENTION),
+    ("SQLITE_LOCKED", FaultKind.CONTENTION),
+    ("SQLITE_READONLY", FaultKind.READ_ONLY),
+    ("SQLITE_FULL", FaultKind.RESOURCES),
+    ("SQLITE_NOMEM", FaultKind.RESOURCES),
+    ("SQLITE_IOERR", FaultKind.RESOURCES),
+    ("SQLITE_PERM", FaultKind.PERMISSION),
+    ("SQLITE_AUTH", FaultKind.PERMISSION),
+    ("SQLITE_CANTOPEN", FaultKind.PERMISSION),
+    ("SQLITE_CORRUPT", FaultKind.CORRUPT),
+    ("SQLITE_NOTADB", FaultKind.CORRUPT),
+)
 
 
 class SqliteBackend(SqlBackend):
@@ -37,12 +52,8 @@ class SqliteBackend(SqlBackend):
             self._conn.execute("PRAGMA journal_mode=WAL")
             self._conn.execute("PRAGMA synchronous=NORMAL")
             self._conn.execute("PRAGMA foreign_keys=ON")
-        except sqlite3.OperationalError as exc:
-            raise KeystoreUnavailable("cannot open the SQLite key store",
-                                      error=type(exc).__name__) from None
-        except sqlite3.DatabaseError as exc:
-            raise KeystoreError("the SQLite key store file is not a usable database",
-                                error=type(exc).__name__) from None
+        except sqlite3.Error as exc:
+            raise classify(exc) from None
 
     @contextmanager
     def _transaction(self, write: bool = True) -> Iterator[Any]:
@@ -61,16 +72,11 @@ class SqliteBackend(SqlBackend):
                     cur.execute("ROLLBACK")
                     raise
                 cur.execute("COMMIT")
-            except sqlite3.OperationalError as exc:
-                # "database is locked", disk I/O errors: another try may succeed.
-                # The message may quote stored bytes: report only SQLite's error name.
-                raise KeystoreUnavailable("SQLite key store operation failed",
-                                          error=getattr(exc, "sqlite_errorname",
-                                                        type(exc).__name__)) from None
-            except sqlite3.DatabaseError as exc:
-                raise KeystoreError("SQLite key store statement failed",
-                                    error=getattr(exc, "sqlite_errorname",
-                                                  type(exc).__name__)) from None
+            except sqlite3.Error as exc:
+                if not self._in_group and self._conn.in_transaction:
+                    with suppress(sqlite3.Error):  # e.g. a COMMIT that failed: not open
+                        self._conn.execute("ROLLBACK")
+                raise classify(exc) from None
             finally:
                 cur.close()
 
@@ -85,8 +91,45 @@ class SqliteBackend(SqlBackend):
     def _begin_migration(self, cur: Any) -> None:
         return None  # BEGIN IMMEDIATE already holds the write lock
 
+    def _key_guard(self) -> list[str]:
+        """Triggers (SQLite cannot add a foreign key to a table): writers are serialized by
+        BEGIN IMMEDIATE, so the check and the write cannot interleave with a retirement."""
+        active = "NOT EXISTS (SELECT 1 FROM master_keys WHERE key_id = NEW.key_id)"
+        refuse = f"BEGIN SELECT RAISE(ABORT, '{_GUARD} not active'); END"
+        in_use = ("EXISTS (SELECT 1 FROM patients WHERE key_id = OLD.key_id)"
+                  " OR EXISTS (SELECT 1 FROM store_keys WHERE key_id = OLD.key_id)")
+        return [
+            f"CREATE TRIGGER patients_key_active BEFORE INSERT ON patients WHEN {active} {refuse}",
+            f"CREATE TRIGGER patients_key_active_update BEFORE UPDATE OF key_id ON patients"
+            f" WHEN {active} {refuse}",
+            f"CREATE TRIGGER store_keys_key_active BEFORE INSERT ON store_keys WHEN {active}"
+            f" {refuse}",
+            f"CREATE TRIGGER store_keys_key_active_update BEFORE UPDATE OF key_id ON store_keys"
+            f" WHEN {active} {refuse}",
+            f"CREATE TRIGGER master_keys_in_use BEFORE DELETE ON master_keys WHEN {in_use}"
+            f" BEGIN SELECT RAISE(ABORT, '{_GUARD} in use'); END",
+        ]
+
     def close(self) -> None:
         with self._lock:
             if self._conn is not None:
                 self._conn.close()
                 self._conn = None
+
+
+def classify(exc: sqlite3.Error) -> KeystoreError:
+    """The key store error for a sqlite3 error: a fault of the stream (which kind, by
+    SQLite's result code), or ``KeyRetiredError`` from our key guard triggers. Only SQLite's
+    error name is kept: a message may quote stored bytes."""
+    name = getattr(exc, "sqlite_errorname", None) or type(exc).__name__
+    text = str(exc)
+    if text.startswith(_GUARD):
+        return KeyRetiredError("refused to seal under a master key that is retired (or was "
+                               "never registered in this store)", error=name)
+    kind = next((k for prefix, k in _CODE_KINDS if name.startswith(prefix)), None)
+    if kind is None:
+        if text.startswith(("no such table", "no such column")):
+            kind = FaultKind.SCHEMA
+        else:
+            kind = FaultKind.DATABASE
+    return fault(kind, "SQLite key store operation failed", error=name)

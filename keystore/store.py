@@ -15,17 +15,19 @@ updated by another instance is re-read.
 from __future__ import annotations
 
 import os
+import socket
 import threading
 import time
+import uuid
 from collections import OrderedDict
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 
 from keystore.api import PatientState
 from keystore.backend import Row, SqlBackend
 from keystore.envelope import Sealed, open_sealed, rewrap, seal, unwrap_key, wrap_key
-from keystore.errors import ForgottenPatientError, IntegrityError, KeystoreError
+from keystore.errors import ForgottenPatientError, IntegrityError, KeystoreError, RetireRefused
 from keystore.keyring import Keyring, fingerprint
 from keystore.pseudonyms import new_patient_state
 from keystore.records import RECORD_SCHEMA, Identity, dump_state, load_state
@@ -71,6 +73,9 @@ class EncryptedStore:
         keep_identity: bool = True,
         clock: Callable[[], float] = time.time,
         monotonic: Callable[[], float] = time.monotonic,
+        migrate: bool = True,
+        instance_id: str | None = None,
+        heartbeat_s: float = 10.0,
     ) -> None:
         self._backend = backend
         self._keyring = keyring
@@ -95,12 +100,62 @@ class EncryptedStore:
         self._undo: list[tuple[_Entry, int | None, str | None]] | None = None
         self.hits = 0
         self.misses = 0
+        # this instance in the store's ``instances`` table: the key it seals with, its
+        # heartbeat (written before sealing when ``heartbeat_s`` passed, and by heartbeat())
+        self.instance_id = instance_id or (
+            f"{socket.gethostname()[:40]}-{os.getpid()}-{uuid.uuid4().hex[:8]}")
+        self._heartbeat_s = heartbeat_s
+        self._beat_at = monotonic()
         try:
-            self.schema_version = backend.migrate(clock())
+            # migrations only when asked (they need an owner role); else the schema must be
+            # current already (a KeystoreSchemaFault, retriable, until someone migrates)
+            self.schema_version = backend.migrate(clock()) if migrate \
+                else backend.check_schema()
+            self._register()
             self._keys = self._load_root()
         except BaseException:
             backend.close()  # a store that cannot open must not leak its connection
             raise
+
+    # -- key usage ------------------------------------------------------------------------
+    def _register(self) -> None:
+        """Record this instance and the key it seals with; ``KeyRetiredError`` if retired."""
+        primary = self._keyring.primary.key_id
+        self._backend.register_instance(self.instance_id, primary, self._keyring.key_ids,
+                                        self._clock())
+        self._beat_at = self._mono()
+
+    def heartbeat(self, *, force: bool = False) -> None:
+        """Tell the store this instance is alive and still seals with its primary key (at
+        most every ``heartbeat_s`` unless ``force``); ``KeyRetiredError`` if that key was
+        retired meanwhile — this instance must then not seal anything."""
+        with self._lock:
+            if not force and self._mono() - self._beat_at < self._heartbeat_s:
+                return
+            if not self._backend.heartbeat(self.instance_id, self._keyring.primary.key_id,
+                                           self._clock()):
+                self._register()  # the row was removed, or the key retired: this refuses
+            self._beat_at = self._mono()
+
+    def retire_key(self, key_id: str, *, operator: str = "unknown",
+                   live_within_s: float = 60.0) -> None:
+        """Retire master key ``key_id``: from then on nothing can be wrapped under it (the
+        operator may then delete it). Refused (``RetireRefused``, nothing changed) while an
+        instance with a heartbeat in the last ``live_within_s`` seals with it, or any record
+        or the store root is still wrapped under it; audited either way."""
+        if key_id == self._keyring.primary.key_id:
+            raise RetireRefused("refused: this is the primary key; rotate to a new key first",
+                                key_id=key_id)
+        with self._lock:
+            self._flush_locked()
+            now = self._clock()
+            try:
+                self._backend.retire_key(key_id, now, now - live_within_s, self.instance_id,
+                                         operator)
+            except RetireRefused as exc:
+                self._audit("retire", operator, "", key_id, "refused")
+                raise exc from None
+            self._audit("retire", operator, "", key_id, "retired")
 
     # -- root key -------------------------------------------------------------------------
     def _load_root(self) -> StoreKeys:
@@ -196,6 +251,7 @@ class EncryptedStore:
             absent = False
             if row is not None:
                 return self._adopt(key, row, stale)
+            self.heartbeat()
             state = factory()
             sealed = seal(self._keyring, lookup, self._plaintext(key, state), RECORD_SCHEMA)
             row = _row(lookup, sealed, revision=1)
@@ -282,6 +338,7 @@ class EncryptedStore:
     def _flush_locked(self) -> None:
         if not self._dirty:
             return
+        self.heartbeat()
         entries = list(self._dirty.values())
         if self._undo is not None:
             self._undo.extend((e, e.revision, e.indexed_pseudonym) for e in entries)
@@ -440,6 +497,10 @@ class EncryptedStore:
             self._flush_locked()
             combined = new_keyring.merged_with(self._keyring)
             report = RotationReport(combined.primary.key_id)
+            # the new key may wrap from now on (refused if it was retired); this instance
+            # seals with it from now on
+            self._backend.register_instance(self.instance_id, combined.primary.key_id,
+                                            combined.key_ids, self._clock())
             for rows in self._backend.iter_rows():
                 for row in rows:
                     self._rewrap_row(combined, row, report)
@@ -519,6 +580,11 @@ class EncryptedStore:
         self._audit("reveal", operator, reason, subject, "revealed")
         return identity
 
+    def grant_service(self, role: str) -> list[str]:
+        """Grant a DML-only service role what the service needs (PostgreSQL; the statements
+        are returned). Run by the owner, after migrating."""
+        return self._backend.grant_service(role)
+
     def audit_log(self) -> list[tuple[float, str, str, str, str, str]]:
         return self._backend.audit_rows()
 
@@ -593,14 +659,21 @@ class EncryptedStore:
                 "cache_hits": self.hits,
                 "cache_misses": self.misses,
                 "pending_writes": len(self._dirty),
+                "instance_id": self.instance_id,
             })
+        counts.update(self._backend.key_usage())
         return counts
 
     def close(self) -> None:
-        with self._lock:
-            self._flush_locked()
-            self._cache.clear()
-        self._backend.close()
+        try:
+            with self._lock:
+                self._flush_locked()
+                self._cache.clear()
+                # on failure its heartbeat simply ages: after the live window it counts no more
+                with suppress(KeystoreError):
+                    self._backend.deregister_instance(self.instance_id)
+        finally:
+            self._backend.close()
 
     def __enter__(self) -> EncryptedStore:
         return self

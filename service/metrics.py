@@ -218,7 +218,16 @@ class Metrics:
         self.keystore_fault = Gauge(
             "deidstream_keystore_fault",
             "1 while the key store as a whole is unusable (wrong or missing master key, a store "
-            "that cannot be opened, many records failing authentication), by reason class.",
+            "that cannot be opened, many records failing authentication) or a fault of its "
+            "database stops the stream (keystore_permission, keystore_schema, "
+            "keystore_read_only, keystore_connection, ...), by reason class.",
+            ["reason_class"],
+            registry=r,
+        )
+        self.stream_faults = Counter(
+            "deidstream_stream_faults_total",
+            "Faults of the stream (key store/database errors that are no record's fault: the "
+            "batch stops, nothing is committed or dead-lettered, retried), by reason class.",
             ["reason_class"],
             registry=r,
         )

@@ -66,6 +66,11 @@ class Settings(BaseSettings):
     # unset: the keystore package's local default (./.deidstream/, key created on first use)
     keystore_url: str | None = None
     master_key: SecretStr | None = None
+    # Apply pending key store migrations at start (needs a role that owns the tables).
+    # Production with a DML-only role: false, and `deidstream keys migrate` once per
+    # upgrade under the owner role (docs/keystore.md); the service then waits (not ready,
+    # keystore_schema) until the schema is current. A current store is never altered.
+    keystore_migrate: bool = True
     policy_file: Path | None = None
     # Held-back documents: the held topic gets coordinates and the reason only, unless the
     # operator declares it a secure topic (same protection as the input topics); then the

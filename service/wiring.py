@@ -109,7 +109,7 @@ def open_keystore(settings: Settings) -> Any:
         environ[ENV_URL] = settings.keystore_url
     if settings.master_key is not None:
         environ[ENV_KEY] = settings.master_key.get_secret_value()
-    return default_store_from_env(environ)
+    return default_store_from_env(environ, migrate=settings.keystore_migrate)
 
 
 class PrivateMarks:
@@ -221,8 +221,12 @@ class ServiceProcessor:
             log.info("pruned %d expired dead-letter marks", removed)
 
     def ping(self) -> None:
-        """A real round trip to the key store's database (for readiness while idle)."""
+        """A real round trip to the key store's database (for readiness while idle), and
+        this instance's heartbeat (at most every few seconds: which key it seals with)."""
         self._store.get_mark("deidstream:readiness-probe")
+        beat = getattr(self._store, "heartbeat", None)
+        if callable(beat):
+            beat()
 
     def close(self) -> None:
         self._store.close()

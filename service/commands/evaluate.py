@@ -83,6 +83,7 @@ def _cross_validate(
     iterations: int,
     as_json: bool,
     thresholds: list[float],
+    synthetic: int,
 ) -> None:
     from pipelines.phi.tagger.crossval import cross_validate
 
@@ -90,7 +91,7 @@ def _cross_validate(
     known: dict[str, Identifiers] = {}
     if use_names:
         known = load_patient_names(names_file or directory / "pid_patientname.txt")
-    settings = TrainSettings(augment=augment, max_iterations=iterations)
+    settings = TrainSettings(augment=augment, max_iterations=iterations, synthetic=synthetic)
     with tempfile.TemporaryDirectory(prefix="deidstream-cv-") as work:
         try:
             result = cross_validate(
@@ -149,11 +150,12 @@ def register(app: typer.Typer) -> None:
         cv: Annotated[int, typer.Option("--cv", min=0, help="Patient-level K-fold cross-validation of the learned tagger: train on K-1 folds, score the held fold (tagger alone, rules, combined). 0: off.")] = 0,
         augment: Annotated[int, typer.Option("--augment", min=0, help="With --cv: surrogate-augmented copies per training note.")] = TrainSettings.augment,
         iterations: Annotated[int, typer.Option("--iterations", min=1, help="With --cv: L-BFGS iterations per fold.")] = TrainSettings.max_iterations,
+        synthetic: Annotated[int, typer.Option("--synthetic", min=0, help="With --cv: add N invented notes of the short clinical genre to each fold's training.")] = TrainSettings.synthetic,
         thresholds: Annotated[list[float] | None, typer.Option("--threshold", help="With --cv: also score the tagger at this probability threshold (repeatable).")] = None,
     ) -> None:
         """Token-level sensitivity, specificity, precision, F2, phrase recall with 95% CIs."""
         if cv:
-            _cross_validate(directory, cv, seed, known_names or names_file is not None, names_file, policy, augment, iterations, as_json, thresholds or [])
+            _cross_validate(directory, cv, seed, known_names or names_file is not None, names_file, policy, augment, iterations, as_json, thresholds or [], synthetic)
             return
         text_path = directory / "id.text"
         gold_path = directory / "id-phi.phrase"

@@ -1,4 +1,5 @@
-"""``deidstream keys …``: the privacy officer's commands (init, rotate, forget, reveal, stats).
+"""``deidstream keys …``: the privacy officer's commands (init, migrate, rotate, retire, forget,
+reveal, stats).
 
 The store comes from ``DEIDSTREAM_KEYSTORE_URL`` and the key from ``DEIDSTREAM_MASTER_KEY``
 or ``DEIDSTREAM_MASTER_KEY_FILE``; with neither, a local SQLite store and key file under
@@ -21,7 +22,7 @@ import typer
 from keystore import Keyring, open_store
 from keystore.api import PatientState
 from keystore.config import default_store_from_env, resolve
-from keystore.errors import DeidstreamError
+from keystore.errors import DeidstreamError, RetireRefused
 from keystore.store import EncryptedStore
 
 __all__ = ["default_store_from_env", "register", "keys_app"]
@@ -115,28 +116,74 @@ def rotate(
             target.write_file(config.key_file, overwrite=True)
         with open_store(config.url, current) as store:
             report = store.rotate(target, operator=_operator(operator))
-        figures = (f"re-wrapped {report.rewrapped}, already current {report.already_current}, "
-                   f"failed {len(report.failed)}")
-        if report.new_key_id == current.primary.key_id:
-            typer.echo(f"no new master key: {report.new_key_id} is still the primary key; "
-                       f"{figures}")
-            if config.key_file is None:
-                typer.echo("to rotate, put a new key (`deidstream keys init --print-key`) "
-                           "first in DEIDSTREAM_MASTER_KEY, keep the old one after it, and "
-                           "run this again")
-        else:
-            typer.echo(f"new master key: {report.new_key_id} (was "
-                       f"{current.primary.key_id}); {figures}")
-        if report.failed:
-            typer.echo("error: some records could not be re-wrapped; old keys kept", err=True)
-            raise typer.Exit(1)
+            figures = (f"re-wrapped {report.rewrapped}, already current "
+                       f"{report.already_current}, failed {len(report.failed)}")
+            if report.new_key_id == current.primary.key_id:
+                typer.echo(f"no new master key: {report.new_key_id} is still the primary "
+                           f"key; {figures}")
+                if config.key_file is None:
+                    typer.echo("to rotate, put a new key (`deidstream keys init --print-key`)"
+                               " first in DEIDSTREAM_MASTER_KEY, keep the old one after it, "
+                               "and run this again")
+            else:
+                typer.echo(f"new master key: {report.new_key_id} (was "
+                           f"{current.primary.key_id}); {figures}")
+            if report.failed:
+                typer.echo("error: some records could not be re-wrapped; old keys kept",
+                           err=True)
+                raise typer.Exit(1)
+            if retire_old:
+                _retire(store, [k for k in target.key_ids if k != report.new_key_id],
+                        _operator(operator))
         if retire_old and config.key_file is not None:
             target.subset([report.new_key_id]).write_file(config.key_file,
                                                                    overwrite=True)
             typer.echo("old keys removed from the key file")
+        elif retire_old:
+            typer.echo("old keys retired: remove them from DEIDSTREAM_MASTER_KEY")
         elif len(target) > 1:
-            typer.echo("old keys still decrypt; remove them once every instance uses the new "
-                       "key (--retire-old for a key file)")
+            typer.echo("old keys still decrypt; retire them once every instance uses the new "
+                       "key (--retire-old, or `keys retire KEY_ID`)")
+
+
+def _retire(store: EncryptedStore, key_ids: list[str], operator: str) -> None:
+    """Retire each key in the store, or stop at the first refusal (the key file is then
+    left as it is: every key in it still decrypts)."""
+    for key_id in key_ids:
+        try:
+            store.retire_key(key_id, operator=operator)
+        except RetireRefused as exc:
+            typer.echo(f"error: cannot retire master key {key_id}: {exc}; old keys kept",
+                       err=True)
+            raise typer.Exit(1) from None
+        typer.echo(f"retired master key {key_id}: nothing can be wrapped under it any more")
+
+
+@keys_app.command("migrate")
+def migrate(
+    grant_to: str | None = typer.Option(
+        None, "--grant-to",
+        help="PostgreSQL: then grant the service role (DML only, no DDL) what it needs."),
+) -> None:
+    """Create or upgrade the store's schema and tables (run as the role that owns them)."""
+    with _errors():
+        config, keyring = resolve()
+        with open_store(config.url, keyring, migrate=True) as store:
+            typer.echo(f"store: {_safe_url(config.url)}; schema version {store.schema_version}")
+            if grant_to:
+                for statement in store.grant_service(grant_to):
+                    typer.echo(statement)
+
+
+@keys_app.command("retire")
+def retire(
+    key_id: str = typer.Argument(..., help="The master key id to retire."),
+    operator: str | None = typer.Option(None, help="Recorded in the audit log."),
+) -> None:
+    """Retire a master key: refused while a live instance seals with it or anything is
+    still wrapped under it; afterwards nothing can be wrapped under it again."""
+    with _errors(), _store() as store:
+        _retire(store, [key_id], _operator(operator))
 
 
 def _nothing_done(message: str) -> NoReturn:
@@ -232,7 +279,8 @@ def stats(
     """Patients, forgotten patients, master keys in use, the last rotation."""
     with _errors(), _store() as store:
         officer = store.officer_stats()
-        figures = {**store.stats(), **officer} if as_json else officer
+        usage = store.stats()
+        figures = {**usage, **officer} if as_json else officer
     if as_json:
         json.dump(figures, sys.stdout, indent=2, sort_keys=True)
         typer.echo("")
@@ -252,6 +300,11 @@ def stats(
                    f"{last['operator']} ({last['outcome']})")
     else:
         typer.echo("last rotation:     never")
+    retired = usage.get("retired_keys") or []
+    typer.echo(f"retired keys:      {', '.join(map(str, retired)) or 'none'}")  # type: ignore[call-overload]
+    for inst in usage.get("instances") or []:  # type: ignore[attr-defined]
+        typer.echo(f"instance:          {inst['instance']} seals with {inst['key_id']}, "
+                   f"heartbeat {inst['heartbeat_at']:.0f}")
 
 
 def register(app: typer.Typer) -> None:

@@ -38,6 +38,7 @@ def register(app: typer.Typer) -> None:
         seed: Annotated[int, typer.Option("--seed", help="Seed of the augmentation.")] = TrainSettings.seed,
         iterations: Annotated[int, typer.Option("--iterations", min=1, help="L-BFGS iterations.")] = TrainSettings.max_iterations,
         limit: Annotated[int, typer.Option("--limit", min=0, help="Train on the first N notes only (0: all).")] = 0,
+        synthetic: Annotated[int, typer.Option("--synthetic", min=0, help="Add N invented notes of the short clinical genre.")] = TrainSettings.synthetic,
     ) -> None:
         """Train the CRF tagger; writes the model and MODEL.json (counts, settings, seconds)."""
         notes, gold = read_corpus(directory)
@@ -46,7 +47,7 @@ def register(app: typer.Typer) -> None:
         if not notes:
             typer.echo(f"deidstream: no readable notes in {directory}", err=True)
             raise typer.Exit(2)
-        settings = TrainSettings(augment=augment, seed=seed, max_iterations=iterations)
+        settings = TrainSettings(augment=augment, seed=seed, max_iterations=iterations, synthetic=synthetic)
         report = train(examples_from(notes, gold), out, settings)
         summary = out.with_suffix(".json")
         summary.write_text(json.dumps(report.__dict__, indent=2) + "\n", encoding="utf-8")

@@ -52,6 +52,14 @@ retried with backoff like an outage (the processor is re-opened first, so a corr
 is picked up), readiness goes false with the reason class (``/readyz``,
 ``deidstream_keystore_fault``), and nothing is committed. One record failing authentication
 alone is dead-lettered (``keystore_integrity``), never given a new identity.
+
+Every other key store error is a fault of the *stream*, never of the record
+(``retry.is_stream_fault``): a revoked privilege, a missing table, a read-only role, a full
+disk, a lock timeout, a lost connection, any raw psycopg/sqlite3 error. The batch stops, the
+record is retried alone with backoff (the processor is kept), nothing is committed or
+dead-lettered, readiness is false with the reason class (``keystore_permission``, ...), one
+WARNING line and ``deidstream_stream_faults_total`` per fault. A failing confirmation is
+retried on any key store error: it never stops the runner.
 """
 
 from service.runner.contract import (

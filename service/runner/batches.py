@@ -14,10 +14,11 @@ from typing import Any, cast
 
 from aiokafka import TopicPartition
 
+from keystore import classify_database_error
 from pipelines.errors import DeidstreamError, LeakHeldBack, PartialInput
 from service.runner.contract import Item, content_hint, process_each
 from service.runner.outputs import MAX_REASON_CHARS, Handled, safe_reason
-from service.runner.retry import Stopping, StoreFault
+from service.runner.retry import Stopping, StoreFault, is_stream_fault
 from service.runner.state import RunnerState
 
 log = logging.getLogger("deidstream.runner")
@@ -261,23 +262,37 @@ class Batches(RunnerState):
                     call = partial(self._need(self._processor).process, item.raw,
                                    content_hint=item.hint, now=item.first_seen)
                     result = await loop.run_in_executor(self._executor, call)
-            except DeidstreamError as exc:
-                if exc.retriable:
-                    self.keystore_ok = False
-                    self._update_ready()
-                elif self._store_wide(exc, item.subject_of()):
-                    self._set_store_fault(exc.reason_class, exc)
-                    raise StoreFault(exc.reason_class) from exc
-                raise
+            except Exception as exc:
+                classified = self._classified(exc, item)
+                if classified is exc:
+                    raise
+                raise classified from exc
             self._settled()
             return result
 
         return cast(Sequence[Any], await self._retry("process", attempt))
 
+    def _classified(self, exc: Exception, item: Item) -> Exception:
+        """What a processing failure is: a fault of the whole store (``StoreFault``: the
+        processor is re-opened), a fault of the stream (a key store/database error that is
+        not this record's: retried with backoff, not ready, nothing committed), or the
+        record's own (an input error, one record failing authentication: dead-lettered)."""
+        if not isinstance(exc, DeidstreamError):
+            exc = classify_database_error(exc) or exc
+        if isinstance(exc, DeidstreamError) and not exc.retriable \
+                and self._store_wide(exc, item.subject_of()):
+            self._set_store_fault(exc.reason_class, exc)
+            return StoreFault(exc.reason_class)
+        if is_stream_fault(exc) or isinstance(exc, DeidstreamError) and exc.retriable:
+            self._enter_stream_fault(exc, "process")
+        return exc
+
     def _settled(self) -> None:
         """A record was processed: the integrity streak ends, the store is usable."""
         if self._integrity_streak:
             self._integrity_streak.clear()
+        if self.stream_fault is not None:
+            self._clear_stream_fault("process")
         if not self.keystore_ok or self.keystore_fault is not None:
             self._clear_store_fault()
 

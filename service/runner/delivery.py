@@ -13,11 +13,18 @@ from typing import Any
 from aiokafka import TopicPartition
 from aiokafka.errors import CommitFailedError, IllegalStateError
 
+from pipelines.errors import KeystoreError
 from service.runner.outputs import Handled, OutRecord
-from service.runner.retry import RECORD_REJECTED
+from service.runner.retry import RECORD_REJECTED, is_retriable
 from service.runner.state import RunnerState
 
 log = logging.getLogger("deidstream.runner")
+
+
+def confirm_retriable(exc: BaseException) -> bool:
+    """Confirming a batch concerns no single record: every key store error is a fault of
+    the stream there (retried; the batch's offsets wait), never a reason to stop the runner."""
+    return is_retriable(exc) or isinstance(exc, KeystoreError)
 
 
 class Delivery(RunnerState):
@@ -80,7 +87,8 @@ class Delivery(RunnerState):
             return set()
         loop = asyncio.get_running_loop()
         call = partial(check, marks)
-        found = await self._retry("confirm", lambda: loop.run_in_executor(self._executor, call))
+        found = await self._retry("confirm", lambda: loop.run_in_executor(self._executor, call),
+                                  confirm_retriable)
         return set(found or ())
 
     async def _publish(self, outputs: list[OutRecord]) -> None:
@@ -159,7 +167,8 @@ class Delivery(RunnerState):
                 mark_sent(marks)
 
         loop = asyncio.get_running_loop()
-        await self._retry("confirm", lambda: loop.run_in_executor(self._executor, call))
+        await self._retry("confirm", lambda: loop.run_in_executor(self._executor, call),
+                          confirm_retriable)
 
     async def _commit(self, offsets: dict[TopicPartition, int]) -> None:
         consumer = self._need(self._consumer)

@@ -54,6 +54,39 @@ class Health(RunnerState):
             self.keystore_ok = True
         self._update_ready()
 
+    def _enter_stream_fault(self, exc: BaseException, operation: str) -> None:
+        """A fault of the stream (key store/database, not the record's): not ready with the
+        reason, one WARNING line and ``deidstream_stream_faults_total`` per fault (not per
+        retry), ``deidstream_keystore_fault{reason_class}`` 1 while it lasts."""
+        reason = str(getattr(exc, "reason_class", "") or type(exc).__name__)
+        if self.stream_fault != reason:
+            log.warning("stream fault (%s, during %s): batch stopped, nothing committed or "
+                        "dead-lettered; retrying with backoff", reason, operation)
+            self.metrics.stream_faults.labels(reason).inc()
+            if self.stream_fault is not None:
+                self.metrics.keystore_fault.labels(self.stream_fault).set(0)
+            self.metrics.keystore_fault.labels(reason).set(1)
+            self.stream_fault = reason
+            self._stream_fault_at = (operation, time.monotonic())
+        elif self._stream_fault_at is not None:
+            self._stream_fault_at = (operation, self._stream_fault_at[1])
+        self.keystore_ok = False
+        self._update_ready()
+
+    def _clear_stream_fault(self, operation: str) -> None:
+        """The operation that met the fault succeeded: the stream goes on."""
+        at = self._stream_fault_at
+        if self.stream_fault is None or at is None or at[0] != operation:
+            return
+        log.warning("stream fault cleared (%s): resumed after %.1f s", self.stream_fault,
+                    time.monotonic() - at[1])
+        self.metrics.keystore_fault.labels(self.stream_fault).set(0)
+        self.stream_fault = None
+        self._stream_fault_at = None
+        if self.keystore_fault is None:
+            self.keystore_ok = True
+        self._update_ready()
+
     def _store_wide(self, exc: DeidstreamError, subject: str | None) -> bool:
         """Is this refusal about the whole store rather than this one record?"""
         if isinstance(exc, MissingKeyError):
@@ -93,7 +126,8 @@ class Health(RunnerState):
                 store_ok = False
             if store_ok != self.keystore_ok:
                 log.warning("key store reachable: %s", store_ok)
-            self.keystore_ok = store_ok and self.keystore_fault is None
+            self.keystore_ok = store_ok and self.keystore_fault is None \
+                and self.stream_fault is None
         self._update_ready()
 
     async def _after_outage(self) -> None:
@@ -125,7 +159,8 @@ class Health(RunnerState):
             "started": self.started,
             "broker_reachable": self.broker_ok,
             "keystore_reachable": self.keystore_ok,
-            "keystore_fault": self.keystore_fault,
+            # a fault of the whole store, else of the stream (e.g. keystore_permission)
+            "keystore_fault": self.keystore_fault or self.stream_fault,
             "group_id": self.settings.group_id,
             "input_topics": list(self.settings.input_topics),
             "assignments": parts,

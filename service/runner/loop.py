@@ -75,6 +75,8 @@ class Runner(Batches, Delivery, Health, Partitions, Clients, Retries):
         self.broker_ok = False
         self.keystore_ok = False
         self.keystore_fault: str | None = None  # reason class while the store is unusable
+        self.stream_fault: str | None = None  # reason class while a stream fault stops it
+        self._stream_fault_at: tuple[str, float] | None = None  # (operation, since)
         self._integrity_streak: list[str] = []  # patients whose records failed in a row
         self.started = False
         self._stop = asyncio.Event()

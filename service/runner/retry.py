@@ -18,7 +18,8 @@ from aiokafka.errors import (
 )
 from tenacity import AsyncRetrying, retry_if_exception, wait_exponential, wait_random
 
-from pipelines.errors import DeidstreamError
+from keystore import classify_database_error
+from pipelines.errors import DeidstreamError, IntegrityError, KeystoreError
 from service.runner.state import RunnerState
 
 log = logging.getLogger("deidstream.runner")
@@ -43,11 +44,25 @@ class StoreFault(Exception):  # noqa: N818 - a retry signal, carries the reason 
 RECORD_REJECTED = (MessageSizeTooLargeError, RecordTooLargeError, CorruptRecordException)
 
 
+def is_stream_fault(exc: BaseException) -> bool:
+    """Not the record's fault: any key store error except one record failing
+    authentication (``IntegrityError``), and any raw database driver error — permissions,
+    missing tables, a read-only role, disk full, lock timeouts, a lost connection. The
+    batch stops, nothing is committed or dead-lettered, and it is retried with backoff."""
+    if isinstance(exc, StoreFault):
+        return True
+    if isinstance(exc, KeystoreError):
+        return not isinstance(exc, IntegrityError)
+    return not isinstance(exc, DeidstreamError) and classify_database_error(exc) is not None
+
+
 def is_retriable(exc: BaseException) -> bool:
     if isinstance(exc, StoreFault):
         return True
     if isinstance(exc, DeidstreamError):
-        return bool(exc.retriable)
+        return bool(exc.retriable) or is_stream_fault(exc)
+    if is_stream_fault(exc):
+        return True
     if isinstance(exc, KafkaTimeoutError):
         return True  # aiokafka marks it final, but it is what an unreachable broker gives
     if isinstance(exc, KafkaError):
@@ -71,7 +86,8 @@ class Retries(RunnerState):
         if self._stop.is_set():
             raise Stopping()
 
-    async def _retry(self, operation: str, fn: Callable[[], Any]) -> Any:
+    async def _retry(self, operation: str, fn: Callable[[], Any],
+                     retriable: Callable[[BaseException], bool] = is_retriable) -> Any:
         """Call ``fn`` (an awaitable factory) until it succeeds or a non-retriable error.
 
         The first attempt is a plain call: the retry machinery (tenacity's state, a few dozen
@@ -81,7 +97,7 @@ class Retries(RunnerState):
         try:
             return await fn()
         except Exception as exc:
-            if not is_retriable(exc):
+            if not retriable(exc):
                 raise
             first: list[BaseException] = [exc]
 
@@ -90,9 +106,12 @@ class Retries(RunnerState):
                 raise first.pop()  # the failure of the plain call: the loop's attempt 1
             return await fn()
 
-        return await self._retry_loop(operation, again)
+        result = await self._retry_loop(operation, again, retriable)
+        self._clear_stream_fault(operation)
+        return result
 
-    async def _retry_loop(self, operation: str, fn: Callable[[], Any]) -> Any:
+    async def _retry_loop(self, operation: str, fn: Callable[[], Any],
+                          retriable: Callable[[BaseException], bool] = is_retriable) -> Any:
         """The retry loop proper (tenacity): backoff with jitter, counted and logged."""
         s = self.settings
 
@@ -103,10 +122,13 @@ class Retries(RunnerState):
                         state.attempt_number)
             if operation in ("connect", "commit", "fetch"):
                 self.broker_ok = False
+            elif exc is not None and not isinstance(exc, StoreFault) and (
+                    is_stream_fault(exc) or isinstance(exc, KeystoreError)):
+                self._enter_stream_fault(exc, operation)  # a store fault has its own line
             self._update_ready()
 
         async for attempt in AsyncRetrying(
-            retry=retry_if_exception(is_retriable),
+            retry=retry_if_exception(retriable),
             wait=wait_exponential(multiplier=s.retry_initial_seconds, max=s.retry_max_seconds)
             + wait_random(0, s.retry_initial_seconds),
             before_sleep=before_sleep,

@@ -36,6 +36,10 @@ class RunnerState:
     broker_ok: bool
     keystore_ok: bool
     keystore_fault: str | None  # reason class while the store is unusable
+    # reason class while a fault of the stream (a key store/database error that is not one
+    # record's fault) stops the batches, and which operation (process, confirm) met it
+    stream_fault: str | None
+    _stream_fault_at: tuple[str, float] | None
     _integrity_streak: list[str]  # patients whose records failed in a row
     started: bool
     _stop: asyncio.Event
@@ -69,7 +73,14 @@ class RunnerState:
     def _update_ready(self) -> None:
         raise NotImplementedError
 
-    async def _retry(self, operation: str, fn: Callable[[], Any]) -> Any:
+    async def _retry(self, operation: str, fn: Callable[[], Any],
+                     retriable: Callable[[BaseException], bool] = ...) -> Any:
+        raise NotImplementedError
+
+    def _enter_stream_fault(self, exc: BaseException, operation: str) -> None:
+        raise NotImplementedError
+
+    def _clear_stream_fault(self, operation: str) -> None:
         raise NotImplementedError
 
     async def _sleep(self, seconds: float) -> None:

@@ -109,7 +109,7 @@ def test_a_version_1_store_migrates_and_keeps_its_marks(tmp_path: Path, keyring:
     url = f"sqlite:///{path}"
     with _opened(url, keyring, clock) as store:
         assert store.compare_and_set_marks([("old", None, b"v")]) == [True]
-    # take the file back to schema 1: the marks table as version 1 created it
+    # take the file back to schema 1: the marks table as version 1 created it, and
     conn = sqlite3.connect(path)
     conn.executescript(
         "DROP INDEX marks_expires_at;"
@@ -118,6 +118,10 @@ def test_a_version_1_store_migrates_and_keeps_its_marks(tmp_path: Path, keyring:
         "INSERT INTO marks_v1 SELECT key_hash, value, updated_at FROM marks;"
         "DROP TABLE marks; ALTER TABLE marks_v1 RENAME TO marks;"
         "DELETE FROM schema_version WHERE version > 1;"
+        # and without what version 3 added (master keys, instances, their guards)
+        "DROP TRIGGER patients_key_active; DROP TRIGGER patients_key_active_update;"
+        "DROP TRIGGER store_keys_key_active; DROP TRIGGER store_keys_key_active_update;"
+        "DROP TABLE master_keys; DROP TABLE retired_keys; DROP TABLE instances;"
     )
     conn.close()
     with _opened(url, keyring, clock) as store:

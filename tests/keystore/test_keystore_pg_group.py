@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 
 from keystore import EncryptedStore, Keyring, open_store
 from keystore.backend import Row
-from keystore.errors import KeystoreError, KeystoreUnavailable
+from keystore.errors import FaultKind, KeystoreError, KeystoreFault, KeystoreUnavailable
 from tests.keystore.test_keystore_transaction import (
     MARKS,
     SAVES,
@@ -130,7 +130,10 @@ def test_a_failed_statement_rolls_back_and_leaves_the_connection_usable(
         with pytest.raises(KeystoreError) as info, store.transaction():
             _work(store, [(0, "cd")], [(0, 0)])
             backend.update_many([(bad, 1)], 0.0)
-        assert not isinstance(info.value, KeystoreUnavailable)
+        # a database error, not a lost connection: still a fault of the stream, never the
+        # record's (issue 14); the connection stays
+        assert isinstance(info.value, KeystoreFault) and info.value.kind is FaultKind.DATABASE
+        assert info.value.retriable
         assert _content(pg_url, keyring, 1, 1) == (([("ab", "AB")],), (None,))
         conn = backend._conn  # type: ignore[attr-defined]
         assert conn is not None and conn.info.transaction_status == \

@@ -221,6 +221,8 @@ def test_store_opened_with_a_wrong_key_of_the_same_id(sqlite_url: str, keyring: 
 def test_record_under_a_removed_key_is_missing_key(sqlite_url: str, keyring: Keyring) -> None:
     with open_store(sqlite_url, keyring) as s:
         s.get_or_create("A", "1", _factory(s))
+    # a key the store knows (the guard refuses a record under an unknown one), not configured
+    _tamper(sqlite_url, "INSERT INTO master_keys (key_id, added_at) VALUES ('retired', 0)")
     _tamper(sqlite_url, "UPDATE patients SET key_id = 'retired'")
     with open_store(sqlite_url, keyring) as s, pytest.raises(MissingKeyError, match="retired"):
         s.get_or_create("A", "1", _never)

@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import logging
 import os
+import sqlite3
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -14,8 +16,9 @@ from typing import Any
 import httpx
 import pytest
 
+from keystore.errors import KeystorePermissionFault, KeystoreReadOnlyFault
 from keystore.keyring import Keyring
-from pipelines.errors import IntegrityError, MissingKeyError
+from pipelines.errors import IntegrityError, KeystoreError, MissingKeyError
 from service.app import create_app
 from service.metrics import Metrics
 from service.runner import KEY_FAULT_STREAK, Runner, Stopping
@@ -170,4 +173,64 @@ async def test_a_store_sealed_under_another_key_never_opens(
     runner.request_stop()
     with pytest.raises(Stopping):
         await asyncio.wait_for(task, 10)
+    await runner.stop()
+
+
+@pytest.mark.parametrize("error", [
+    KeystorePermissionFault("PostgreSQL key store operation failed", sqlstate="42501"),
+    KeystoreError("could not write patient state: too many concurrent updates"),
+    sqlite3.OperationalError("no such table: patients"),  # a raw driver error that escaped
+])
+async def test_a_database_fault_is_the_streams_not_the_records(
+        error: Exception, caplog: pytest.LogCaptureFixture) -> None:
+    """Issue 14: a key store error that is not one record failing authentication is a fault
+    of the stream — retried with backoff, not ready with the reason, one WARNING line and a
+    metric per fault — never a dead letter; it clears when the database answers again."""
+    caplog.set_level(logging.WARNING, logger="deidstream.runner")
+    proc = Scripted()
+    proc.failing[b"p1"] = error
+    runner = _runner(proc)
+    app = create_app(runner.settings, runner=runner, start_runner=False)
+    await runner.prepare_processor()
+    task = asyncio.create_task(runner._handle_record(Rec(b"p1", b"p1")))
+    await _wait(lambda: proc.calls >= 5)
+    assert not task.done() and runner.counts["deadlettered"] == 0
+    reason = runner.stream_fault
+    assert reason is not None and reason.startswith("keystore")
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app),
+                                 base_url="http://t") as c:
+        ready = await c.get("/readyz")
+    assert ready.status_code == 503 and ready.json()["keystore_fault"] == reason
+    assert runner.metrics.value("deidstream_stream_faults_total", reason_class=reason) == 1
+    assert runner.metrics.value("deidstream_keystore_fault", reason_class=reason) == 1
+    lines = [r.getMessage() for r in caplog.records if "stream fault (" in r.getMessage()]
+    assert len(lines) == 1 and reason in lines[0]  # one line per fault, not per retry
+    del proc.failing[b"p1"]  # the privilege is granted back
+    assert (await asyncio.wait_for(task, 5)).kind == "publish"
+    assert runner.stream_fault is None and runner.keystore_ok
+    assert runner.metrics.value("deidstream_keystore_fault", reason_class=reason) == 0
+    await runner.stop()
+
+
+async def test_a_confirmation_failing_on_any_key_store_error_is_retried() -> None:
+    """Confirming a batch concerns no record: even a non-retriable key store error there is
+    retried (the offsets wait) instead of stopping the runner."""
+    proc = Scripted()
+    failures = [KeystoreError("PostgreSQL key store statement failed"),
+                KeystoreReadOnlyFault("read-only", sqlstate="25006")]
+    confirmed: list[Any] = []
+
+    def commit(outcomes: Any) -> None:
+        if failures:
+            raise failures.pop(0)
+        confirmed.extend(outcomes)
+
+    proc.commit = commit  # type: ignore[attr-defined]
+    runner = _runner(proc)
+    await runner.prepare_processor()
+    h = await runner._handle_record(Rec(b"p1", b"p1"))
+    await runner._confirm([h])
+    assert not failures and len(confirmed) == 1
+    assert runner.metrics.value("deidstream_retries_total", operation="confirm") == 2
+    assert runner.stream_fault is None
     await runner.stop()

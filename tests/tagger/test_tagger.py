@@ -43,6 +43,16 @@ def test_features_describe_word_case_lexicons_and_context() -> None:
     assert "-2w=dr" in smith and "-1w=." in smith and "1w=in" in smith
     assert "city" in rows[6]
     assert "bol" in rows[0] and "bol" not in rows[1]
+    assert "bl=dr|smith" not in smith and "bl=.|smith" in smith and "br=smith|in" in smith
+
+
+def test_features_a_model_does_not_know_are_dropped() -> None:
+    text = "Seen by Dr. Smith"
+    tokens = tokenize(text)
+    full = Featurizer().features(text, tokens)
+    kept = Featurizer(keep=frozenset({"w=smith", "-1w=.", "bol"})).features(text, tokens, [0, 4])
+    assert kept == [["bol"], ["w=smith", "-1w=."]]
+    assert set(kept[1]) < set(full[4])
 
 
 def test_case_features_are_dropped_in_one_case_notes() -> None:

@@ -3,7 +3,8 @@
 Expression classes of the NLM Scrubber paper: number + age unit ("93 yo", "93 y/o",
 "93-year-old", "93 years of age"), cue + number ("age 93", "aged 93", "age of 93"), number
 words ("ninety-three year old", "ninety-third birthday", "one hundred years old"), ordinal
-birthdays ("93rd birthday") and decades ("in her late 90s", "nineties"). Decades need a
+birthdays ("93rd birthday") and decades ("in her late 90s", "nineties"); and the age and sex
+that open a line of a clinician's note ("93 M with CHF", "101F, resident of ..."). Decades need a
 person context ("his", "her", "in the late 90s" without a vital before it), because
 "sats mid 90's" and "BP 90s" are everywhere in nursing notes.
 """
@@ -33,9 +34,14 @@ _AGES = compile_words(
     r"|\b(?:age[ds]?|aged)\b\s*(?::|=|of|is|was)?\s*(?P<cued>\d{2,3})\b"
     r"|\b(?P<head>ninety|ninetieth|one\s+hundred(?:\s+and)?|hundredth)"
     r"(?:[\s\-]+(?P<wunits>" + _UNIT_RE + r"))?"
-    r"\b[\s\-]*(?P<wunit>years?[\s\-]*old|year-old|y/?o\b|years?\s+of\s+age|birthday|bday)?"
+    r"\b[\s\-]*(?P<wunit>years?[\s\-]*old|year-old|yrs?\.?[\s\-]*old|y/?o\b|y\.o\.?"
+    r"|years?\s+of\s+age|birthday|bday)?"
     r"|\b(?:(?P<owner>his|her|their|pt'?s|patient'?s|the)\s+)?(?P<rel>early|mid|late)?[\s\-]*"
     r"(?P<decade>nineties|9\d'?s|hundreds)\b"
+    # a line that opens with age and sex: "93 M with CHF", "101F, resident of ..."
+    r"|(?m:^)[ \t]*(?P<lead>\d{2,3})[ \t]?(?:m|f|male|female|man|woman|gentleman|lady)\b"
+    r"(?:,?[ \t]+(?:with|w/|who|presents|presenting|presented|s/p|h/o|c/o|pmh|hx|history"
+    r"|admitted|brought|transferred|resident|from|is|was|here)\b)"
 )
 _G = dict(_AGES.groupindex)  # numbers: re2 name lookups are slow
 _AGE_UNITS = word_set("y yo yr yrs year years")
@@ -66,6 +72,13 @@ class AgeRecognizer(Recognizer):
                 span = self._numeric(text, m, ceiling)
             elif grab(text, m, _G["cued"]):
                 span = self._cued(text, m, ceiling)
+            elif grab(text, m, _G["lead"]):
+                value = int(grab(text, m, _G["lead"]))
+                span = (
+                    Span(m.start(_G["lead"]), m.end(_G["lead"]), Category.AGE, 0.85, self.name)
+                    if _over_ceiling(value, ceiling)
+                    else None
+                )
             elif grab(text, m, _G["head"]):
                 span = self._words(text, m, ceiling)
             else:

@@ -45,10 +45,14 @@ _STRONG_CUES = DATE_CUES - word_set("on from of as by next last starting started
 
 # Slash dates (with ranges and pairs), dash and dot dates with a year. The left boundary is
 # checked in Python: a leading look-behind would cost the regex its fast digit prefix search.
-_NUMERIC_BODY = r"\d{1,4}(?:/\d{1,4}(?:[/\-]\d{1,4}){0,2}|-\d{1,2}-\d{2,4}|\.\d{1,2}\.\d{2,4})"
+_NUMERIC_BODY = r"\d{1,4}(?:/\d{1,4}(?:[/\-]\d{1,4}){0,3}|-\d{1,2}-\d{2,4}|\.\d{1,2}\.\d{2,4})"
 # "\d\d{0,3}" is "\d{1,4}" (the same matches) opening with a digit class, so the stdlib search
 # skips to the next digit in C instead of trying a match at every position
-_NUMERIC = re.compile(r"\d\d{0,3}" + _NUMERIC_BODY.removeprefix(r"\d{1,4}") + r"(?![\d/]|[.\-]\d)")
+# A dash and digits after a date block it ("3/4-5"), unless a second slash date follows: a
+# range of dates, "3/2/19-3/9/19", "12/2018-01/2019", gives two dates.
+_NUMERIC = re.compile(
+    r"\d\d{0,3}" + _NUMERIC_BODY.removeprefix(r"\d{1,4}") + r"(?![\d/]|\.\d|-\d+(?![\d/]))"
+)
 # The same shape without the look-ahead, for the shared re2 prefilter (``scan.may_match``):
 # where it matches nowhere, ``_NUMERIC`` cannot match either (half the notes). ``\p{Nd}``:
 # Python's ``\d`` takes every Unicode decimal digit, re2's only 0-9.
@@ -71,10 +75,18 @@ _WEEKDAY_BEFORE = re.compile(r"(?i)\b" + _WEEKDAY + r"\.?,?[ \t]*$")
 _NAMED = (
     r"(?:\b(?P<wd>" + _WEEKDAY + r")\.?,?\s+)?"
     r"(?:\b(?P<rel>early|mid|late)[\s\-]+)?"
-    r"(?:\b(?:the\s+)?(?P<d1>" + _ORD + r")(?:\s+of)?[\s\-]*)?"
-    r"(?:\b(?P<m>" + _MONTH + r")\b\.?(?:[\s\-,/]*(?P<d2>" + _ORD + r")\b)?"
+    r"(?:\b(?:the\s+)?(?P<d1>" + _ORD + r"(?:\s*[-–]\s*" + _ORD + r")?)(?:\s+of)?[\s\-]*)?"
+    r"(?:\b" + _MONTH + r"\.?\s*[-–]\s*)?"  # a range of months: "Jan-Mar 2019"
+    r"(?:\b(?P<m>"
+    + _MONTH
+    + r")\b\.?(?:[\s\-,/]*(?P<d2>"
+    + _ORD
+    + r"(?:\s*[-–]\s*"
+    + _ORD
+    + r")?)\b)?"
     r"|\b(?P<m2>" + _MONTH + r")(?P<d3>\d{1,2})\b)"
-    r"(?:,?\s*(?P<y>'?(?:1[89]|20)\d\d\b|'\d{2}\b|,\s*\d{2}\b))?"
+    # the year: "March 3, 2019", "MARCH of 2019", "14-MAR-2019", "Mar/2019"
+    r"(?:(?:,?\s*(?:of\s+)?|\s*[\-/]\s*)(?P<y>'?(?:1[89]|20)\d\d\b|'\d{2}\b|,\s*\d{2}\b))?"
 )
 # Other word-led forms, scanned in the same re2 pass: month-day with a dash after a date
 # cue ("BC from 3-5", "back to OR on 7-8"), "the 11th", vague years ("mid-2012").
@@ -82,6 +94,7 @@ _OTHER_WORD_FORMS = (
     r"|\b(?:on|from|since|until|till|dated)\s+(?P<dash>\d{1,2}-\d{1,2})\b"
     r"|\bthe\s+(?P<ord>\d{1,2})(?:st|nd|rd|th)\b"
     r"|\b(?P<vague>early|mid|late)[\s\-]+(?P<vy>(?:19|20)\d\d)\b"
+    r"|\b(?P<glued>\d{1,2}" + _MONTH + r"(?:19|20)?\d\d)\b"  # "14MAR2019", "3jan19"
 )
 _ORDINAL_OK_AFTER = frozenset({"", ".", ",", ";", ":", ")", '"', "!", "?", "at", "of", "and", "or"})
 _ORDINAL_CUES = frozenset({"on", "is", "it's", "its", "since", "by", "until", "till", "before",
@@ -140,6 +153,9 @@ _LEFT_BLOCK = frozenset("0123456789/.-")
 # compiled once: a module-level ``re.split``/``re.sub`` call looks its pattern up on every call
 _DELIM = re.compile(r"[/\-.]")
 _NON_DIGIT = re.compile(r"\D")
+_DAY_RANGE = re.compile(r"\s*[-–]\s*")
+# Numeric dates whose separators stand between spaces, with a four-digit year.
+_SPACED = re.compile(r"\b(\d{1,2}) ([/.\-]) (\d{1,2}) \2 ((?:19|20)\d\d)\b")
 _RANGE_NEXT = re.compile(r"\s*(?:-|to\b|->)")
 
 
@@ -159,6 +175,32 @@ def _valid_md(month: int, day: int) -> bool:
 
 def _valid_year(part: str) -> bool:
     return len(part) == 2 or (len(part) == 4 and 1900 <= int(part) <= 2099)
+
+
+def _range_end(text: str, start: int, spans: list[Span]) -> bool:
+    """The second date of a range: right after a dash that closes a date found just before
+    ("3/2/19-3/9/19")."""
+    return text[start - 1] == "-" and bool(spans) and spans[-1].end == start - 1
+
+
+def _day_range(text: str, start: int, end: int, parts: list[str], delims: list[str]) -> float:
+    """Two month/day pairs: "7/22-7/25" (4 parts) or with one year "6/5-6/8/2017" (5 parts);
+    two month/year pairs: "12/2018-01/2019"."""
+    if len(parts) == 4 and len(parts[1]) == len(parts[3]) == 4:  # "12/2018-01/2019"
+        years = _valid_year(parts[1]) and _valid_year(parts[3])
+        return 0.85 if years and 1 <= int(parts[0]) <= 12 and 1 <= int(parts[2]) <= 12 else 0.0
+    if len(parts) == 4:
+        a, b, c, d = (int(p) for p in parts)
+        if delims in (["/", "/", "/"], ["/", "-", "/"]) and _valid_md(a, b) and _valid_md(c, d):
+            if clinical.vital_before(text, start) or clinical.unit_follows(text, end):
+                return 0.0
+            if clinical.is_fraction(a, b) and clinical.is_fraction(c, d):
+                return 0.0
+            return 0.85
+        return 0.0
+    m1, d1, m2, d2, year = parts
+    ok = delims == ["/", "-", "/", "/"] and _valid_year(year)
+    return 0.9 if ok and _valid_md(int(m1), int(d1)) and _valid_md(int(m2), int(d2)) else 0.0
 
 
 @register("dates")
@@ -181,8 +223,10 @@ class DateRecognizer(Recognizer):
         spans: list[Span] = []
         for m in _NUMERIC.finditer(text) if may_match(doc, _NUMERIC_SHAPE) else ():
             start = m.start()
-            if (start and text[start - 1] in _LEFT_BLOCK) and not (
-                text[start - 1] in ".-" and text[start - 2 : start - 1].isalpha()
+            if (
+                (start and text[start - 1] in _LEFT_BLOCK)
+                and not (text[start - 1] in ".-" and text[start - 2 : start - 1].isalpha())
+                and not _range_end(text, start, spans)
             ):
                 continue
             conf = self._numeric(text, start, m.end(), m.group())
@@ -191,6 +235,12 @@ class DateRecognizer(Recognizer):
                 if day:
                     start = day.start()
                 spans.append(Span(start, m.end(), Category.DATE, conf, self.name))
+        if " / " in text or " - " in text or " . " in text:
+            for m in _SPACED.finditer(text):  # "03 / 14 / 2019": separators set apart
+                if _valid_md(int(m.group(1)), int(m.group(3))) or _valid_md(
+                    int(m.group(3)), int(m.group(1))
+                ):
+                    spans.append(Span(m.start(), m.end(), Category.DATE, 0.85, self.name))
         scan = word_scan()
         index = word_groups()
         for m in finditer(doc, scan):
@@ -200,7 +250,7 @@ class DateRecognizer(Recognizer):
                 self._cued_dash(text, m.start(index["dash"]), m.end(index["dash"]), spans)
             elif grab(text, m, index["ord"]):
                 self._ordinal(text, m, index["ord"], spans)
-            elif grab(text, m, index["vague"]):
+            elif grab(text, m, index["glued"]) or grab(text, m, index["vague"]):
                 spans.append(Span(m.start(), m.end(), Category.DATE, 0.8, self.name))
             else:
                 span = self._named(text, m, index)
@@ -251,15 +301,8 @@ class DateRecognizer(Recognizer):
                     return 0.0
                 return 0.8 if delims[0] == "." else 0.92
             return 0.0
-        if len(parts) == 4:
-            a, b, c, d = (int(p) for p in parts)
-            if delims in (["/", "/", "/"], ["/", "-", "/"]) and _valid_md(a, b) and _valid_md(c, d):
-                if clinical.vital_before(text, start) or clinical.unit_follows(text, end):
-                    return 0.0
-                if clinical.is_fraction(a, b) and clinical.is_fraction(c, d):
-                    return 0.0
-                return 0.85
-            return 0.0
+        if len(parts) in (4, 5):
+            return _day_range(text, start, end, parts, delims)
         if len(parts) != 2:
             return 0.0
         a_s, b_s = parts
@@ -299,7 +342,7 @@ class DateRecognizer(Recognizer):
         has_day = False
         for after, d in ((False, day_before), (True, day_after)):
             if d:
-                num = int(_NON_DIGIT.sub("", d))
+                num = int(_NON_DIGIT.sub("", _DAY_RANGE.split(d, 1)[0]))  # "8-10": the 8th
                 if 1 <= num <= 31:
                     has_day = True
                 elif after and not year and len(d) == 2:

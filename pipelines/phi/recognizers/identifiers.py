@@ -1,7 +1,7 @@
 """Identifying numbers: SSN, MRN, account, health plan, licence, device, vehicle, other IDs.
 
 Two ways in: the cue word in front ("MRN: 1234567", "acct # 55-1234", "unit no. 882",
-"ref # 8336652", "policy #rg17", "VIN 1HGCM82633A004352") decides the category; without a
+"ref # 7241983", "policy #kq42", "VIN 1HGCM82633A004352") decides the category; without a
 cue only distinctive shapes count — SSN layout (3-2-4 with the SSA's validity rules), long
 digit runs (7+ digits that are not phone-shaped) and letter+digit codes ("AB1234567").
 Short "#" values stay: they are catheter gauges, tube sizes and "Tylenol #3" in clinical
@@ -51,17 +51,19 @@ _CUE_RE = "|".join(
     sorted((re.escape(c).replace(r"\ ", r"\s+") for c in _CUES), key=len, reverse=True)
 )
 # One re2 pass (edges checked in Python; re2 has no look-around):
-# - cue + optional "number/no./#" + a value holding a digit (letters allowed);
+# - cue + optional "number/no./#" + a value holding a digit, letters and hyphens allowed
+#   around it ("AB-123456", "4471-XK-22", "00921-B");
 # - the SSN layout 3-2-4 with one separator kind;
 # - long codes: 7+ digits, or 1-3 capitals and 6+ digits.
 _SCAN = compile_words(
     r"(?i:\b(?P<cue>" + _CUE_RE + r")\b\.?(?:\s*(?:number|num|nbr|no\.?|#|id))*"
-    r"\s*[:#=]?\s*#?\s*)(?P<value>(?i:[a-z]{0,4}\d[a-z0-9\-/]*\d[a-z]?|[a-z]{0,4}\d))\b"
+    r"\s*[:#=]?\s*#?\s*)(?P<value>(?i:[a-z]{0,4}-?\d[a-z0-9\-/]*\d(?:-?[a-z]{1,3})?"
+    r"|[a-z]{0,4}-?\d(?:-?[a-z]{1,3})?))\b"
     r"|(?P<ssn>(?P<area>\d{3})(?P<sep1>[- ])(?P<group>\d{2})(?P<sep2>[- ])(?P<serial>\d{4}))"
     r"|(?P<long>[A-Z]{1,3}\d{6,}|\d{7,})"
 )
 _G = dict(_SCAN.groupindex)  # numbers: re2 name lookups are slow
-# A number sign before a code: "#rg17", "# 8336652" (but not "#20", "#8ETT", "#7.5").
+# A number sign before a code: "#kq42", "# 7241983" (but not "#20", "#8ETT", "#7.5").
 _HASH = re.compile(r"#\s?([A-Za-z]{1,4}\d{2,}|\d{4,}[A-Za-z]?)(?![\w.])")
 # Cue words that are everyday words too ("unit 3", "group B", "order 2") need "#"/"no."
 # or a long value.

@@ -18,6 +18,7 @@ from typing import Final
 from pipelines.phi import lexicons as lx
 from pipelines.phi.base import Doc, Recognizer
 from pipelines.phi.lexicons import Token
+from pipelines.phi.recognizers import facility_phrases as fp
 from pipelines.phi.registry import register
 from pipelines.phi.scan import compile_words, finditer
 from pipelines.spans import Category, Span
@@ -35,7 +36,7 @@ def _words(spaced: str) -> frozenset[str]:
     return frozenset(spaced.split())
 
 
-# Facility heads that close a name and are not part of the PHI ("Calvert [Hospital]").
+# Facility heads that close a name and are not part of the PHI ("Ashcott [Hospital]").
 GENERIC_HEADS: Final = _words(
     "hospital hosp hospitals hospial hosptial hopital center centre ctr rehab rehabilitation "
     "clinic clinics nh snf campus infirmary hospice institute ltac ltach"
@@ -61,11 +62,14 @@ MOVE_VERBS: Final = _words(
 RETURN_VERBS: Final = _words(
     "returned returning return returns headed heading drive drove driven commute commutes"
 )
-RESIDENCE_VERBS: Final = _words("lives living lived resides residing moved born native home")
+RESIDENCE_VERBS: Final = _words(
+    "lives living lived resides residing moved born native home resident residents"
+)
 # Who comes from a place ("daughter from X", "he is from X").
 PEOPLE: Final = _words(
     "wife husband daughter son sister brother mother father friend niece nephew cousin aunt "
-    "uncle family he she they pt patient dtr sons daughters children grandson granddaughter"
+    "uncle family he she they pt patient dtr sons daughters children grandson granddaughter "
+    "man woman male female gentleman lady boy girl m f"
 )
 # Care units and departments: where a patient goes inside a hospital, not a facility name.
 # Written by hand: generic hospital vocabulary that no package lists.
@@ -99,7 +103,7 @@ _NOT_PLACES: Final = _words(
     "pulm neuro renal gi cards surg nsg nsurg csurg ortho psych onc heme id micu sicu ccu "
     "resp medical surgical nursing primary care"
 )
-_CUES: Final = _words("to from at in of on leave")
+_CUES: Final = _words("to from at in of on leave near")
 # Words at which some rule starts (heads, cues, unit words); any other word is skipped fast.
 _TRIGGERS: Final = frozenset(
     {*GENERIC_HEADS, *NAMED_HEADS, *_CUES, "home", "plan", "cath", "er", "ew", "ed", "tcu"}
@@ -114,6 +118,17 @@ def _starts() -> frozenset[str]:
     every other word without a Python call per word)."""
     states = lx.us_states()
     return frozenset({*_TRIGGERS, *states, *(f"{s}'s" for s in states)})
+
+
+_SERVICES: Final = "facility_services.txt"
+
+
+@cache
+def _stops() -> frozenset[str]:
+    """Words that end a facility name read backwards from its head: care units, articles and
+    describing adjectives ("the", "outside"), less the words facility names are made of."""
+    kept = fp.data_words("facility_prefixes.txt") | fp.data_words("facility_modifiers.txt")
+    return (UNITS | GENERIC_MODIFIERS | _words("to from at in on of for by with and")) - kept
 
 
 @register("locations")
@@ -131,6 +146,11 @@ class LocationRecognizer(Recognizer):
         states = lx.us_states()
         if toks.lower_set.isdisjoint(_TRIGGERS) and toks.lower_set.isdisjoint(states):
             return _propagate(out, words, text, mixed) if out else []
+        # whole facility names, head included unless the policy says otherwise
+        # ("Sacred Heart Memorial Hospital"; option facility_heads = false: "Sacred Heart")
+        with_head = bool(self.options.get("facility_heads", True))
+        out += fp.facility_phrases(words, toks.lowers, text, mixed, _stops(), with_head)
+        out += fp.hospital_acronyms(words, text, mixed)
         for h in compress(range(n), map(_starts().__contains__, toks.lowers)):
             tok = words[h]
             low = tok.lower
@@ -175,7 +195,7 @@ class LocationRecognizer(Recognizer):
         return _propagate(out, words, text, mixed)
 
     def _facility(self, words: tuple[Token, ...], h: int, text: str, mixed: bool) -> Span | None:
-        """The name words before a facility head: "Calvert Hospital", "Univ of X Medical"."""
+        """The name words before a facility head: "Ashcott Hospital", "Univ of X Medical"."""
         head = words[h]
         if mixed and not (head.is_title or head.is_upper) and head.lower in NAMED_HEADS:
             return None  # "general hospital", "good health" written in lower case
@@ -298,9 +318,29 @@ class LocationRecognizer(Recognizer):
                     and text[words[last].end : words[last + 1].start] == " "
                     and (not mixed or words[last + 1].text[0].isupper())
                 ):
-                    last += 1  # "Milford Mill", "Glen Burnie Heights": a neighbouring place
+                    last += 1  # "Frostburg Heights", "Glen Burnie Heights": a neighbouring place
                 return Span(tok.start, words[last].end, CITY, 0.75, "locations")
-        if (  # "Medical Center in Lochearn": a rare word after a facility and "in" is its town
+        return self._after_cue_rest(
+            words, c, j, text, mixed, before=before, moved=moved, resident=resident
+        )
+
+    def _after_cue_rest(
+        self,
+        words: tuple[Token, ...],
+        c: int,
+        j: int,
+        text: str,
+        mixed: bool,
+        *,
+        before: set[str],
+        moved: bool,
+        resident: bool,
+    ) -> Span | None:
+        """The rules of ``_after_cue`` after the city look-up, for the word ``j`` after the cue."""
+        cue = words[c].lower
+        prev = words[c - 1].lower if c > 0 else ""
+        tok = words[j]
+        if (  # "Medical Center in Marlowvale": a rare word after a facility and "in" is its town
             cue == "in"
             and prev in _HEADS
             and (tok.is_title or tok.is_upper or not mixed)
@@ -354,7 +394,7 @@ class LocationRecognizer(Recognizer):
         if mixed and not (tok.is_title or tok.is_upper):
             return None
         nxt = words[j + 1] if j + 1 < len(words) else None
-        if (  # "St. Mary's", "Mt Sinai"
+        if (  # "St. Mary's", "Mt Carmel"
             low in {"st", "saint", "mt", "mount"}
             and nxt is not None
             and (nxt.is_title or not mixed)
@@ -408,7 +448,10 @@ _CLAUSE_WORDS: Final = _words(
 # Emergency-department words after a hospital's acronym ("XYZ ER", "XYZ EW").
 _EMERGENCY: Final = _words("er ew ed tcu")
 # Travel verbs: a city after them may be a common word ("flying in from Rome").
-TRAVEL_VERBS: Final = _words("fly flying flew flown arrive arriving drove driving visiting trip")
+TRAVEL_VERBS: Final = _words(
+    "fly flying flew flown arrive arriving drove driving visiting trip travel travels traveled "
+    "travelled traveling travelling winters summers vacations vacationed visits relocated"
+)
 _TRAVEL_OR_RETURN: Final = TRAVEL_VERBS | RETURN_VERBS
 _MOVE_OR_RETURN: Final = MOVE_VERBS | RETURN_VERBS
 _HEADS: Final = GENERIC_HEADS | NAMED_HEADS
@@ -443,7 +486,7 @@ def _university_of(words: tuple[Token, ...], c: int, text: str, mixed: bool) -> 
 
 
 def _city_before_state(words: tuple[Token, ...], h: int, text: str, mixed: bool) -> Span | None:
-    """ "Middle River, MD", "Towson Maryland": a listed city right before a state; also
+    """ "Middle River, MD", "Frostburg Maryland": a listed city right before a state; also
     "U Maryland" (a state university's hospital)."""
     state = words[h]
     uni = words[h - 1]
@@ -501,7 +544,7 @@ def _building_floor(
 
 
 def _saint(words: tuple[Token, ...], j: int, text: str, mixed: bool) -> Span | None:
-    """ "to St. Mary's", "from Mt Sinai": a saint's or mount's name after a place preposition."""
+    """ "to St. Mary's", "from Mt Carmel": a saint's or mount's name after a place preposition."""
     tok = words[j]
     if tok.lower not in {"st", "saint", "mt", "mount"} or j + 1 >= len(words):
         return None
@@ -682,7 +725,7 @@ def _propagate(spans: list[Span], words: tuple[Token, ...], text: str, mixed: bo
 
 
 def _person_before(tok: Token, mixed: bool) -> bool:
-    """ "Neil Smith of Towson": the word before "of" looks like a surname."""
+    """ "Neil Smith of Elkbridge": the word before "of" looks like a surname."""
     if tok.is_title and (lx.name_score(tok.lower) > -9.0 or lx.zipf(tok.lower) < 2.5):
         return True
     return not mixed and lx.name_score(tok.lower) >= 1.5
@@ -703,8 +746,8 @@ def _namelike(tok: Token, mixed: bool, strong: bool = True) -> bool:
     """Could this word be part of a facility name? Before a weak head ("rehab", "center") a
     one-case note needs a city, a surname or a rare word ("cardiac rehab" is no name)."""
     low = tok.lower
-    if low in UNITS or (len(low) < 2 and low != "u"):
-        return False
+    if low in UNITS or (len(low) < 2 and low != "u") or low in fp.data_words(_SERVICES):
+        return False  # "Pain Clinic", "Cardiac Rehab": a service, not a name
     place = low in lx.us_cities() or (len(low) > 2 and low in lx.us_states())
     f = lx.zipf(low)
     if f >= _FUNCTION_ZIPF and not place:
@@ -730,7 +773,7 @@ def _last_name_word(words: tuple[Token, ...], first: int, h: int) -> int:
 def _city_at(words: tuple[Token, ...], j: int, text: str, mixed: bool) -> int | None:
     """Index of the last word of a city name starting at word ``j``, or None."""
     tok = words[j]
-    if mixed and not tok.is_title:
+    if mixed and not tok.is_title and not (tok.is_upper and _caps_city(words, j, text)):
         return None  # an all-caps word in a mixed-case note is an abbreviation ("RA", "TLC")
     if tok.lower not in lx.city_first_words():
         return None
@@ -749,6 +792,16 @@ def _city_at(words: tuple[Token, ...], j: int, text: str, mixed: bool) -> int | 
     return best
 
 
+def _caps_city(words: tuple[Token, ...], j: int, text: str) -> bool:
+    """ "lives in COOKEVILLE", "from SILVER SPRINGS": a city in capitals in a mixed-case note,
+    when long enough not to be an abbreviation (five letters, or two capitalised words)."""
+    tok = words[j]
+    if len(tok.lower) >= 5:
+        return True
+    nxt = words[j + 1] if j + 1 < len(words) else None
+    return nxt is not None and nxt.is_upper and text[tok.end : nxt.start] == " "
+
+
 def _facility_follows(words: tuple[Token, ...], k: int) -> bool:
     """A facility head or an emergency department after the words: a hospital, not a city."""
     if k + 1 >= len(words):
@@ -757,7 +810,7 @@ def _facility_follows(words: tuple[Token, ...], k: int) -> bool:
     return nxt in GENERIC_HEADS or nxt in NAMED_HEADS or nxt in _EMERGENCY
 
 
-# Words after a city that name a neighbouring place ("Milford Mill", "Severna Park").
+# Words after a city that name a neighbouring place ("Frostburg Heights", "Severna Park").
 # Written by hand: the generic words of US place names (USGS feature classes).
 PLACE_SUFFIXES: Final = _words(
     "mill mills park heights hills hill falls village springs beach lake lakes valley ridge "

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from functools import cache
+from importlib import resources
 from pathlib import Path
 from typing import Any, ClassVar, Final
 
@@ -61,4 +62,31 @@ class TaggerRecognizer(Recognizer):
         return [
             Span(t.start, t.end, _category(text, t), t.confidence, "tagger")
             for t in self.tagger.tag(text)
+            if not _state_or_country(text, t) and not _eponym(text, t)
         ]
+
+
+@cache
+def _eponyms() -> frozenset[str]:
+    raw = resources.files("pipelines.phi").joinpath("data/eponyms.txt").read_text("utf-8")
+    return frozenset(line.strip() for line in raw.splitlines() if line.strip()[:1] not in ("", "#"))
+
+
+def _eponym(text: str, tagged: TaggedSpan) -> bool:
+    """A name inside a hyphenated medical eponym ("X-Y catheter", "X-Y syndrome")."""
+    if tagged.label is not Label.NAME:
+        return False
+    start, end = tagged.start, tagged.end
+    while start > 0 and (text[start - 1].isalpha() or text[start - 1] == "-"):
+        start -= 1
+    while end < len(text) and (text[end].isalpha() or text[end] == "-"):
+        end += 1
+    return text[start:end].lower().strip("-") in _eponyms()
+
+
+def _state_or_country(text: str, tagged: TaggedSpan) -> bool:
+    """HIPAA's Safe Harbor keeps states and countries: only smaller places are PHI."""
+    if tagged.label is not Label.LOCATION:
+        return False
+    words = " ".join(text[tagged.start : tagged.end].lower().split())
+    return words in lexicons.us_states() or words in lexicons.countries()

@@ -24,11 +24,12 @@ from pipelines.phi.combine import unite
 from pipelines.phi.detector import Detector
 from pipelines.phi.merge import merge_spans
 from pipelines.phi.recognizers.tagger import TaggerRecognizer
+from pipelines.phi.tagger.model import Label, label_of
 from pipelines.phi.tagger.train import TrainSettings, examples_from, train
 from pipelines.policy import Policy
 
 SYSTEMS = ("tagger", "rules", "combined")  # with thresholds: "tagger@0.3", "combined@0.3"
-_HEADLINE = ("sensitivity", "precision", "f2", "phrase_recall")
+_HEADLINE = ("sensitivity", "precision", "f2", "phrase_recall", "name_place_recall")
 
 
 def patient_folds(patients: Sequence[str], k: int, seed: int) -> list[frozenset[str]]:
@@ -52,7 +53,14 @@ class FoldResult:
 
     def figures(self, system: str) -> dict[str, Any]:
         report = self.reports[system]
-        out: dict[str, Any] = {k: report.metrics.get(k) for k in _HEADLINE}
+        out: dict[str, Any] = {k: report.metrics.get(k) for k in _HEADLINE[:4]}
+        names_places = [
+            c for cat, c in report.categories.items()
+            if label_of(cat) in (Label.NAME, Label.LOCATION)
+        ]
+        tokens = sum(c.tokens for c in names_places)
+        # the tagger's own job: names and places (dates, phones, IDs are left to the rules)
+        out["name_place_recall"] = sum(c.tokens_found for c in names_places) / tokens if tokens else None
         out["recall_by_category"] = {
             cat: (c.tokens_found / c.tokens if c.tokens else None)
             for cat, c in report.categories.items()
@@ -75,7 +83,7 @@ class CrossValidation:
         """Mean and worst fold of each headline figure."""
         out: dict[str, dict[str, float | None]] = {}
         for key in _HEADLINE:
-            values = [v for f in self.folds if (v := f.reports[system].metrics.get(key)) is not None]
+            values = [v for f in self.folds if (v := f.figures(system).get(key)) is not None]
             out[key] = {
                 "mean": round(statistics.fmean(values), 4) if values else None,
                 "worst": round(min(values), 4) if values else None,

@@ -69,6 +69,7 @@ CUES: Final[dict[str, frozenset[str]]] = {
     ),
     "age": _words("age aged yo y/o year years yr old"),
 }
+_KIN: Final = CUES["kin"]
 _MONTHS: Final = _words(
     "january february march april may june july august september october november december "
     "jan feb mar apr jun jul aug sep sept oct nov dec"
@@ -124,21 +125,27 @@ class Gazetteer:
     by_first: dict[str, tuple[tuple[str, ...], ...]]
     words: frozenset[str]
 
-    def matches(self, lowers: list[str]) -> list[tuple[int, int]]:
-        """``(start, end)`` token ranges of the longest phrase starting at each token."""
+    def matches(
+        self, lowers: list[str], candidates: list[int] | None = None
+    ) -> list[tuple[int, int]]:
+        """``(start, end)`` token ranges of the longest phrase starting at each token (of
+        ``candidates``, the positions where some phrase may start, when given)."""
+        by_first = self.by_first
         out: list[tuple[int, int]] = []
-        i, n = 0, len(lowers)
-        while i < n:
+        end = 0
+        if candidates is None:
+            candidates = list(range(len(lowers)))
+        for i in [i for i in candidates if lowers[i] in by_first]:
+            if i < end:
+                continue
             best = 0
-            for phrase in self.by_first.get(lowers[i], ()):
+            for phrase in by_first[lowers[i]]:
                 k = len(phrase)
                 if k > best and tuple(lowers[i : i + k]) == phrase:
                     best = k
             if best:
                 out.append((i, i + best))
-                i += best
-            else:
-                i += 1
+                end = i + best
         return out
 
 
@@ -265,9 +272,15 @@ _CONTEXT_KEEP: Final = ("w=", "c=", "cue=", "fn=", "ln=", "month", "city", "stat
 
 
 class Featurizer:
-    """Turns a note into one feature list per token (bounded memo per distinct word)."""
+    """Turns a note into one feature list per item (bounded memo per distinct word).
 
-    def __init__(self) -> None:
+    ``keep``: the attributes a trained model knows. Others carry no weight, so they are
+    dropped when first made (per distinct word), not looked up by crfsuite every time.
+    Training passes ``None`` (every attribute is a candidate).
+    """
+
+    def __init__(self, keep: frozenset[str] | None = None) -> None:
+        self.keep = keep
         self._own: dict[tuple[str, bool], tuple[str, ...]] = {}
         self._ctx: dict[tuple[str, bool], tuple[tuple[str, ...], ...]] = {}
 
@@ -277,64 +290,92 @@ class Featurizer:
         facility_cores()
         cities()
 
+    def _kept(self, features: list[str] | tuple[str, ...]) -> tuple[str, ...]:
+        keep = self.keep
+        return tuple(features) if keep is None else tuple(f for f in features if f in keep)
+
     def own(self, word: str, one_case: bool) -> tuple[str, ...]:
         key = (word, one_case)
         found = self._own.get(key)
         if found is None:
-            found = _word_features(word, one_case)
+            found = self._kept(_word_features(word, one_case))
             if len(self._own) < _MEMO_LIMIT:
                 self._own[key] = found
         return found
 
     def around(self, word: str, one_case: bool) -> tuple[tuple[str, ...], ...]:
-        """What the tokens 2 and 1 after, and 1 and 2 before, see of ``word`` (in that order:
-        the offsets of ``word`` relative to *them* are -2, -1, +1, +2)."""
+        """What the tokens around ``word`` see of it: for each offset in ``_CONTEXT``, the
+        features of ``word`` as seen from a token at that distance (prefixed by the offset)."""
         key = (word, one_case)
         found = self._ctx.get(key)
         if found is None:
-            kept = [f for f in self.own(word, one_case) if f.startswith(_CONTEXT_KEEP)]
-            found = tuple(tuple(f"{o}{f}" for f in kept) for o in _CONTEXT)
+            kept = [f for f in _word_features(word, one_case) if f.startswith(_CONTEXT_KEEP)]
+            found = tuple(self._kept([f"{o}{f}" for f in kept]) for o in _CONTEXT)
             if len(self._ctx) < _MEMO_LIMIT:
                 self._ctx[key] = found
         return found
 
-    def features(self, text: str, tokens: list[Tok]) -> list[list[str]]:
+    def features(
+        self, text: str, tokens: list[Tok], items: list[int] | None = None
+    ) -> list[list[str]]:
+        """Feature rows of the tokens at ``items`` (default: every token); every token is
+        context for its neighbours."""
+        if items is None:
+            items = list(range(len(tokens)))
         words = [t[2] for t in tokens]
-        one_case = _one_case(text)
-        own = self.own
-        around = self.around
-        mine = [own(w, one_case) for w in words]
-        ctx = [around(w, one_case) for w in words]
-        pad = [(f"{o}pad",) for o in _CONTEXT]
-        before2 = [pad[0], pad[0]] + [c[0] for c in ctx[:-2]]
-        before1 = [pad[1]] + [c[1] for c in ctx[:-1]]
-        after1 = [c[2] for c in ctx[1:]] + [pad[2]]
-        after2 = [c[3] for c in ctx[2:]] + [pad[3], pad[3]]
         lowers = [w.lower() for w in words]
-        pairs = [f"{x}|{y}" for x, y in zip(["<s>", *lowers], [*lowers, "</s>"], strict=True)]
-        rows = [
-            [*a, *b, *c, *d, *e, "bl=" + f, "br=" + g]
-            for a, b, c, d, e, f, g in zip(
-                mine, before2, before1, after1, after2, pairs, pairs[1:], strict=False
-            )
-        ]
-        _add_line_features(text, tokens, rows)
-        _add_gazetteer_features(lowers, rows)
+        one_case = _one_case(text)
+        n = len(words)
+        own = self.own
+        ctx = [self.around(w, one_case) for w in words]
+        extras = _extras(text, tokens, lowers)
+        keep = self.keep
+        pad = [self._kept(p) for p in _PAD]
+        rows: list[list[str]] = []
+        for i in items:
+            row = list(own(words[i], one_case))
+            for k, j in enumerate((i - 2, i - 1, i + 1, i + 2)):
+                row += ctx[j][k] if 0 <= j < n else pad[k]
+            # own and context features are filtered once per word; these per note
+            local = [
+                f"bl={lowers[i - 1] if i else '<s>'}|{lowers[i]}",
+                f"br={lowers[i]}|{lowers[i + 1] if i + 1 < n else '</s>'}",
+                *extras.get(i, ()),
+            ]
+            row += local if keep is None else [f for f in local if f in keep]
+            rows.append(row)
         return rows
+
+
+_PAD: Final = tuple((f"{o}pad",) for o in _CONTEXT)
+
+
+def _extras(text: str, tokens: list[Tok], lowers: list[str]) -> dict[int, list[str]]:
+    """Features of a token that depend on the note around it: line starts, gazetteer
+    phrases, a kinship word a few tokens back ("wife of 30 years, Ann")."""
+    extras: dict[int, list[str]] = {}
+    _add_line_features(text, tokens, extras)
+    _add_gazetteer_features(lowers, extras)
+    n = len(lowers)
+    for i in [i for i, w in enumerate(lowers) if w in _KIN]:
+        for j in range(i + 3, min(i + 6, n)):
+            extras.setdefault(j, []).append("kin<")
+    return extras
 
 
 def _one_case(text: str) -> bool:
     """A note written in one case (all capitals, or all lower): case tells nothing there."""
-    letters = [c for c in text[:2000] if c.isalpha()]
-    if len(letters) < 20:
+    sample = text[:2000]
+    letters = sum(map(str.isalpha, sample))
+    if letters < 20:
         return False
-    upper = sum(1 for c in letters if c.isupper()) / len(letters)
+    upper = sum(map(str.isupper, sample)) / letters
     return upper > 0.85 or upper < 0.02
 
 
-def _add_line_features(text: str, tokens: list[Tok], rows: list[list[str]]) -> None:
-    if rows:
-        rows[0].append("bol")
+def _add_line_features(text: str, tokens: list[Tok], extras: dict[int, list[str]]) -> None:
+    if tokens:
+        extras.setdefault(0, []).append("bol")
     at = text.find("\n")
     k = 0
     while at >= 0:  # the first token after each newline opens a line
@@ -342,17 +383,25 @@ def _add_line_features(text: str, tokens: list[Tok], rows: list[list[str]]) -> N
             k += 1
         if k == len(tokens):
             break
-        rows[k].append("bol")
+        extras.setdefault(k, []).append("bol")
         at = text.find("\n", tokens[k][0])
 
 
-def _add_gazetteer_features(lowers: list[str], rows: list[list[str]]) -> None:
+@cache
+def _any_first_word() -> frozenset[str]:
+    return frozenset().union(*(g().by_first.keys() for g in _GAZETTEERS.values()))
+
+
+def _add_gazetteer_features(lowers: list[str], extras: dict[int, list[str]]) -> None:
+    n = len(lowers)
+    firsts = _any_first_word()
+    candidates = [i for i, w in enumerate(lowers) if w in firsts]
     for name, gazetteer in _GAZETTEERS.items():
-        for start, end in gazetteer().matches(lowers):
-            rows[start].append(f"{name}=B")
+        for start, end in gazetteer().matches(lowers, candidates):
+            extras.setdefault(start, []).append(f"{name}=B")
             for k in range(start + 1, end):
-                rows[k].append(f"{name}=I")
+                extras.setdefault(k, []).append(f"{name}=I")
             if start > 0:
-                rows[start - 1].append(f"{name}=next")
-            if end < len(rows):
-                rows[end].append(f"{name}=prev")
+                extras.setdefault(start - 1, []).append(f"{name}=next")
+            if end < n:
+                extras.setdefault(end, []).append(f"{name}=prev")

@@ -123,9 +123,9 @@ class Tagger:
         self.thresholds = {label: threshold for label in Label} | dict(thresholds or {})
         self._least = min(self.thresholds.values())
         self.labels = labels  # the classes reported; the others are left to the rules
-        self.featurizer = Featurizer()
         self._local = threading.local()  # crfsuite taggers are not thread-safe: one per thread
-        self._open()  # fail at start-up, not on the first note
+        known = self._open().info().state_features  # fails at start-up, not on the first note
+        self.featurizer = Featurizer(keep=frozenset(attribute for attribute, _ in known))
 
     def _open(self) -> pycrfsuite.Tagger:
         tagger: pycrfsuite.Tagger | None = getattr(self._local, "tagger", None)
@@ -150,9 +150,8 @@ class Tagger:
         items = word_positions(tokens)
         if not items:
             return []
-        rows = self.featurizer.features(text, tokens)
         tagger = self._open()
-        tagger.set([rows[i] for i in items])
+        tagger.set(self.featurizer.features(text, tokens, items))
         tokens = [tokens[i] for i in items]
         spans: list[TaggedSpan] = []
         run: list[int] = []

@@ -1,0 +1,252 @@
+"""Whole facility names and hospital acronyms, for ``locations``.
+
+A facility's name is written as name words, then a head: "Sacred Heart Memorial Hospital",
+"Lam-Locklear Community Hospital", "St. Agnes Medical Center", "candler county hospital".
+The heads, the saint/religious openers, the in-name modifiers ("Regional", "Community") and the
+services that are no name ("Pain Clinic") are data files under ``pipelines/phi/data/``. A
+phrase is reported whole, head included, when it holds at least one word that names: an
+opener, a listed city, a census surname, or (in a one-case note) a rare word.
+
+Acronyms ("XYZMC", "XRMC", "XMH") end in a hospital-acronym ending, stand in capitals in a
+mixed-case note, and follow a place cue ("at", "from", "to", "of") or precede "ER"/"ED".
+"""
+
+from __future__ import annotations
+
+import re
+from bisect import bisect_left
+from functools import cache
+from importlib import resources
+from itertools import compress
+from operator import attrgetter
+from typing import Final
+
+from pipelines.phi import lexicons as lx
+from pipelines.phi.lexicons import Token
+from pipelines.spans import Category, Span
+
+HOSPITAL: Final = Category.LOCATION_HOSPITAL
+_MAX_NAME_WORDS: Final = 5
+_FUNCTION_ZIPF: Final = 5.6
+
+
+@cache
+def data_words(name: str) -> frozenset[str]:
+    """The lower-case words of a data file (``#`` starts a comment), split on white space."""
+    raw = resources.files("pipelines.phi").joinpath(f"data/{name}").read_text("utf-8")
+    return frozenset(w for line in raw.splitlines() for w in line.split("#", 1)[0].split())
+
+
+@cache
+def _heads() -> dict[str, tuple[tuple[str, ...], ...]]:
+    """First word -> head phrases starting with it, longest first."""
+    raw = resources.files("pipelines.phi").joinpath("data/facility_heads.txt").read_text("utf-8")
+    phrases = [
+        tuple(s.split()) for line in raw.splitlines() if (s := line.split("#", 1)[0].strip())
+    ]
+    out: dict[str, list[tuple[str, ...]]] = {}
+    for phrase in phrases:
+        out.setdefault(phrase[0], []).append(phrase)
+    return {k: tuple(sorted(v, key=len, reverse=True)) for k, v in out.items()}
+
+
+def head_words() -> frozenset[str]:
+    return frozenset(_heads())
+
+
+def _head_at(words: tuple[Token, ...], i: int, text: str) -> int | None:
+    """Index of the last word of the longest head phrase starting at word ``i``."""
+    for phrase in _heads().get(words[i].lower, ()):
+        k = i + len(phrase)
+        if k > len(words):
+            continue
+        part = words[i:k]
+        if tuple(w.lower for w in part) == phrase and all(
+            text[a.end : b.start] == " " for a, b in zip(part, part[1:], strict=False)
+        ):
+            return k - 1
+    return None
+
+
+def _same_case(tok: Token, head: Token, mixed: bool) -> bool:
+    if not mixed:
+        return True
+    if head.is_upper:
+        return tok.is_upper
+    if head.is_title:
+        return tok.is_title or tok.is_upper or tok.lower in {"of", "and"}
+    return tok.text.islower()
+
+
+def _names(tok: Token, cased: bool) -> bool:
+    """A word that can be the naming part of a facility ("Calvert", "Newhall", "Candler")."""
+    low = tok.lower
+    if len(low) < 2 or not low.replace("'", "").isalpha():
+        return False
+    if low in data_words("facility_services.txt"):
+        return False
+    if lx.clinical_word(low) and lx.name_score(low) < 1.0:
+        return False  # a drug or a disease, unless a common surname too ("Rocha")
+    place = low in lx.us_cities() or low in lx.us_states()
+    f = lx.zipf(low)
+    if f >= _FUNCTION_ZIPF and not place:
+        return False
+    if cased:  # capitalised before a capitalised head in a mixed-case note ("Roxbury Crossing")
+        return True
+    if low.endswith(("ing", "ed")) and lx.name_score(low) < 1.0:
+        return False
+    # a one-case note, or a lower-case name in a mixed note: a place, a surname or a rare word
+    return place or lx.name_score(low.removesuffix("'s")) >= 0.5 or (f < 2.5 and len(low) > 3)
+
+
+def _gap_ok(text: str, left: Token, right: Token) -> bool:
+    gap = text[left.end : right.start]
+    if gap in {" ", "-"}:
+        return True
+    return gap == ". " and left.lower in {"st", "mt", "ste"}
+
+
+def _name_start(
+    words: tuple[Token, ...], h: int, text: str, mixed: bool, stops: frozenset[str]
+) -> tuple[int, bool]:
+    """First word of the facility name ending before the head at ``h`` (``h`` when none), and
+    whether a word of it names (not only "Regional", "Community", "Pain")."""
+    head = words[h]
+    lower_head = mixed and head.text.islower()
+    prefixes = data_words("facility_prefixes.txt")
+    modifiers = data_words("facility_modifiers.txt") | data_words("facility_services.txt")
+    first: int | None = None
+    named = False
+    j = h - 1
+    while j >= 0 and h - j <= _MAX_NAME_WORDS and _gap_ok(text, words[j], words[j + 1]):
+        tok = words[j]
+        low = tok.lower
+        if low == "of" and j > 0 and words[j - 1].lower in {"lady", "university", "sisters"}:
+            j -= 1
+            continue
+        if low in stops or not _same_case(tok, head, mixed):
+            break
+        if low in prefixes:
+            named = named or low not in {"our", "good"}
+        elif low in modifiers:
+            pass
+        elif _names(tok, mixed and not lower_head):
+            named = True
+        else:
+            break
+        first = j
+        j -= 1
+    if first is None:
+        return h, False
+    while first < h and words[first].lower in {"of", "and"}:
+        first += 1
+    return first, named
+
+
+def _more_heads(words: tuple[Token, ...], end: int, text: str) -> int:
+    """Heads that follow a head: "X Medical Center Nursing Home", "X Hospital and Medical
+    Center"."""
+    heads = _heads()
+    while end + 1 < len(words):
+        k = end + 1
+        if words[k].lower == "and" and text[words[end].end : words[k].start] == " ":
+            k += 1
+        if k >= len(words) or words[k].lower not in heads:
+            break
+        if not _gap_ok(text, words[k - 1], words[k]):
+            break
+        more = _head_at(words, k, text)
+        if more is None:
+            break
+        end = more
+    return end
+
+
+@cache
+def _places() -> frozenset[str]:
+    return lx.us_cities() | frozenset(lx.us_states())
+
+
+def _of_place(words: tuple[Token, ...], end: int, text: str, mixed: bool) -> int | None:
+    """ "Hospital of Michigan", "Community Hospital of Chula Vista": the last word of a listed
+    city or state after "of" behind the head, or None."""
+    k = end + 1
+    if k + 1 >= len(words) or words[k].lower != "of" or text[words[end].end : words[k].start] != " ":
+        return None
+    places = _places()
+    best = None
+    phrase = ""
+    for m in range(k + 1, min(k + 4, len(words))):
+        tok = words[m]
+        if text[words[m - 1].end : tok.start] != " " or (mixed and not (tok.is_title or tok.is_upper)):
+            break
+        phrase = f"{phrase} {tok.lower}".strip()
+        if phrase in places and len(phrase) > 2:
+            best = m
+    return best
+
+
+def facility_phrases(
+    words: tuple[Token, ...], lowers: tuple[str, ...], text: str, mixed: bool,
+    stops: frozenset[str], with_head: bool = True,
+) -> list[Span]:  # fmt: skip
+    """Whole facility names: name words, then one or more head phrases (``with_head=False``:
+    the name words only, as corpora that leave the generic head out annotate them)."""
+    heads = _heads()
+    out: list[Span] = []
+    done = 0
+    n = len(words)
+    # only head words start the work (picked in C: no Python call per word of the note)
+    for i in compress(range(n), map(heads.__contains__, lowers)):
+        if i < done:
+            continue  # inside a phrase already reported
+        end = _head_at(words, i, text)
+        if end is None:
+            continue
+        end = _more_heads(words, end, text)
+        first, named = _name_start(words, i, text, mixed, stops)
+        place_end = _of_place(words, end, text, mixed)
+        if (named or place_end is not None) and _same_case(words[end], words[i], mixed):
+            conf = 0.8 if words[i].lower != "memorial" else 0.7
+            if place_end is not None:
+                end = place_end  # "Children's Hospital of Michigan": the place is the name
+            last = words[end] if with_head or place_end else words[max(first, i - 1)]
+            out.append(Span(words[first].start, last.end, HOSPITAL, conf, "locations"))
+        done = end + 1
+    return out
+
+
+_ACRONYM_CUES: Final = frozenset({"at", "from", "to", "of"})
+_ACRONYM_AFTER: Final = frozenset({"er", "ed", "ew", "icu", "campus", "clinic"})
+
+
+@cache
+def _acronym_scan() -> re.Pattern[str]:
+    """Capital words of 3-6 letters with a hospital-acronym ending ("XYZMC", "XMH")."""
+    endings = "|".join(sorted((e.upper() for e in data_words("hospital_acronyms.txt")), key=len))
+    return re.compile(r"\b[A-Z]{1,4}(?:" + endings + r")\b")
+
+
+def hospital_acronyms(words: tuple[Token, ...], text: str, mixed: bool) -> list[Span]:
+    """ "seen at XYZMC", "from XRMC ER": capital acronyms with a hospital ending."""
+    if not mixed:
+        return []
+    clinical = data_words("clinical_acronyms.txt")
+    out: list[Span] = []
+    for m in _acronym_scan().finditer(text):  # one scan in C; a few candidates a note
+        k = bisect_left(words, m.start(), key=attrgetter("start"))
+        if k >= len(words) or words[k].start != m.start() or words[k].end != m.end():
+            continue
+        tok = words[k]
+        low = tok.lower
+        if not 3 <= len(low) <= 6 or low in clinical or lx.zipf(low) >= 3.5:
+            continue
+        gap = text[words[k - 1].end : tok.start] if k > 0 else ""
+        # "seen at XYZMC", or after a name and a comma: "Dr. Quill, XYZMC."
+        cue = (gap == " " and words[k - 1].lower in _ACRONYM_CUES) or (
+            gap == ", " and words[k - 1].is_title
+        )
+        after = k + 1 < len(words) and words[k + 1].lower in _ACRONYM_AFTER
+        if cue or after:
+            out.append(Span(tok.start, tok.end, HOSPITAL, 0.7, "locations"))
+    return out
