@@ -8,6 +8,8 @@ elsewhere it stands on its own.
 
 from __future__ import annotations
 
+import bisect
+import itertools
 from collections.abc import Sequence
 
 from pipelines.spans import Span
@@ -16,16 +18,27 @@ from pipelines.spans import Span
 def unite(rules: Sequence[Span], learned: Sequence[Span]) -> list[Span]:
     if not learned:
         return list(rules)
+    # Rules by start, with the furthest end reached so far: a learned span looks only at the
+    # rules that can overlap it (a scan of every rule per learned span was quadratic: 64 KB
+    # of dense notes, 16 M overlap computations, 12.7 s). Same choice as the plain scan: the
+    # largest overlap, the earliest rule (in the given order) among equals.
+    order = sorted(range(len(rules)), key=lambda i: rules[i].start)
+    starts = [rules[i].start for i in order]
+    reach = list(itertools.accumulate((rules[i].end for i in order), max))
     out = list(rules)
     for span in learned:
-        best: Span | None = None
-        best_overlap = 0
-        for rule in rules:  # a note has a handful of each: a plain scan is cheapest
+        best, best_overlap = -1, 0
+        j = bisect.bisect_left(starts, span.end) - 1
+        while j >= 0 and reach[j] > span.start:
+            i = order[j]
+            rule = rules[i]
             overlap = min(rule.end, span.end) - max(rule.start, span.start)
-            if overlap > best_overlap:
-                best, best_overlap = rule, overlap
-        if best is None:
+            if overlap > best_overlap or (overlap == best_overlap > 0 and i < best):
+                best, best_overlap = i, overlap
+            j -= 1
+        if best < 0:
             out.append(span)
         else:
-            out.append(Span(span.start, span.end, best.category, best.confidence, span.source))
+            rule = rules[best]
+            out.append(Span(span.start, span.end, rule.category, rule.confidence, span.source))
     return out
