@@ -40,6 +40,9 @@ LIMIT = 8.0  # 4x input: linear ~4, n log n ~4.5, quadratic ~16
 TRIES = 3
 REPEATS = 3
 MIN_SECONDS = 0.002  # a 1x run shorter than this is grown before the ratio is trusted
+# a 4x run shorter than this decides nothing: at 1 MB, cache misses alone can make a
+# sub-millisecond scan 9x slower, and no superlinear work on 1 MB fits in 10 ms anyway
+NEGLIGIBLE = 0.010
 START_CHARS = 16_000
 MAX_CHARS = 256_000  # 1x; the 4x run then reads 1 MB (only fast cases grow this far)
 LINE_CHARS = 256 * 1024  # 1x of the single-line test; 4x is 1 MiB
@@ -165,7 +168,7 @@ def test_recognizer_time_grows_linearly(name: str, shape: str) -> None:
     seen = []
     for _ in range(TRIES):
         n, small, large = growth(recognizer, make)
-        if large < MIN_SECONDS:  # 1 MB in under 2 ms: nothing to measure
+        if large < NEGLIGIBLE:
             return
         ratio = large / small
         seen.append(f"{n} chars {small * 1e3:.1f} ms, 4x {large * 1e3:.1f} ms ({ratio:.1f}x)")
@@ -263,7 +266,7 @@ def test_the_id_label_split_takes_linear_time() -> None:
     """A long letter run not followed by a digit: the backtracking pattern tried every split
     of it (2^n: 22 letters took 5 s); with possessive runs it reads it once."""
     n, small, large = growth(_SplitLabel(), lambda n: "a" * n + "-x 1")
-    assert large < MIN_SECONDS or large / small <= LIMIT, (n, small, large)
+    assert large < NEGLIGIBLE or large / small <= LIMIT, (n, small, large)
 
 
 # -- the parsers: HL7 v2 (ER7, escapes, segments) and FHIR (JSON, HTML attachments) -------------
