@@ -37,6 +37,7 @@ from pipelines.phi.base import Doc, Recognizer
 from pipelines.policy import Policy
 
 LIMIT = 8.0  # 4x input: linear ~4, n log n ~4.5, quadratic ~16
+MATRIX_LIMIT = 24.0  # 8x input (the recognizer x shape matrix): linear ~8, quadratic ~64
 TRIES = 3
 REPEATS = 3
 MIN_SECONDS = 0.002  # a 1x run shorter than this is grown before the ratio is trusted
@@ -44,7 +45,7 @@ MIN_SECONDS = 0.002  # a 1x run shorter than this is grown before the ratio is t
 # sub-millisecond scan 9x slower, and no superlinear work on 1 MB fits in 10 ms anyway
 NEGLIGIBLE = 0.010
 START_CHARS = 16_000
-MAX_CHARS = 256_000  # 1x; the 4x run then reads 1 MB (only fast cases grow this far)
+MAX_CHARS = 64_000  # 1x; the 4x (8x) run then reads 256 (512) KB; the 1 MB line: its own test
 LINE_CHARS = 256 * 1024  # 1x of the single-line test; 4x is 1 MiB
 
 
@@ -122,9 +123,9 @@ def _recognizer(name: str) -> Recognizer:
         return registry.get(name)({**options, "model": _tiny_model()})
 
 
-def _best(recognizer: Recognizer, text: str) -> float:
+def _best(recognizer: Recognizer, text: str, repeats: int = 1) -> float:
     best = float("inf")
-    for _ in range(REPEATS):
+    for _ in range(repeats):
         doc = Doc(text, IDENTIFIERS)
         start = time.perf_counter()
         recognizer.detect(doc)
@@ -133,10 +134,11 @@ def _best(recognizer: Recognizer, text: str) -> float:
 
 
 def growth(
-    recognizer: Recognizer, make: Callable[[int], str], start: int = START_CHARS
+    recognizer: Recognizer, make: Callable[[int], str], start: int = START_CHARS, factor: int = 4
 ) -> tuple[int, float, float]:
-    """(1x size, 1x time, 4x time): the 1x size grown until it can be timed. The collector is
-    off meanwhile (see the module docstring)."""
+    """(1x size, 1x time, 4x time): the 1x size grown until it can be timed, then the 1x and
+    4x runs alternated (a burst of load from elsewhere then slows both, not one). The
+    collector is off meanwhile (see the module docstring)."""
     gc.collect()
     gc.disable()
     try:
@@ -145,7 +147,12 @@ def growth(
         while small < MIN_SECONDS and n < MAX_CHARS:
             n *= 4
             small = _best(recognizer, make(n))
-        return n, small, _best(recognizer, make(4 * n))
+        one, four = make(n), make(factor * n)
+        large = float("inf")
+        for _ in range(REPEATS):
+            large = min(large, _best(recognizer, four))
+            small = min(small, _best(recognizer, one))
+        return n, small, large
     finally:
         gc.enable()
 
@@ -167,12 +174,14 @@ def test_recognizer_time_grows_linearly(name: str, shape: str) -> None:
     make = SHAPES[shape]
     seen = []
     for _ in range(TRIES):
-        n, small, large = growth(recognizer, make)
+        # 8x input: millisecond timings on a shared machine are noisy (bursts of 2-4x were
+        # seen under load), so the wider gap (linear 8, quadratic 64) against MATRIX_LIMIT
+        n, small, large = growth(recognizer, make, factor=8)
         if large < NEGLIGIBLE:
             return
         ratio = large / small
-        seen.append(f"{n} chars {small * 1e3:.1f} ms, 4x {large * 1e3:.1f} ms ({ratio:.1f}x)")
-        if ratio <= LIMIT:
+        seen.append(f"{n} chars {small * 1e3:.1f} ms, 8x {large * 1e3:.1f} ms ({ratio:.1f}x)")
+        if ratio <= MATRIX_LIMIT:
             return
     pytest.fail(f"{name} on {shape}: superlinear growth: " + "; ".join(seen))
 
