@@ -40,10 +40,10 @@ LIMIT = 8.0  # 4x input: linear ~4, n log n ~4.5, quadratic ~16
 MATRIX_LIMIT = 24.0  # 8x input (the recognizer x shape matrix): linear ~8, quadratic ~64
 TRIES = 3
 REPEATS = 3
-MIN_SECONDS = 0.002  # a 1x run shorter than this is grown before the ratio is trusted
-# a 4x run shorter than this decides nothing: at 1 MB, cache misses alone can make a
-# sub-millisecond scan 9x slower, and no superlinear work on 1 MB fits in 10 ms anyway
-NEGLIGIBLE = 0.010
+MIN_SECONDS = 0.005  # a 1x run shorter than this is grown before the ratio is trusted
+# a 4x/8x run shorter than this decides nothing: at 0.5-1 MB, cache misses alone made a
+# sub-millisecond scan 9-28x slower; quadratic work on such sizes takes seconds, not 50 ms
+NEGLIGIBLE = 0.050
 START_CHARS = 16_000
 MAX_CHARS = 64_000  # 1x; the 4x (8x) run then reads 256 (512) KB; the 1 MB line: its own test
 LINE_CHARS = 256 * 1024  # 1x of the single-line test; 4x is 1 MiB
