@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: demo test lint unit integration bench evaluate clean
+.PHONY: demo test lint unit integration bench evaluate fuzz clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -38,6 +38,13 @@ unit: $(STAMP)
 
 integration: $(STAMP) $(BIN)/promtool
 	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/pytest -m integration
+
+# The parser properties of `make test` (bounded there) with many more examples: every input
+# gives documents or a typed InputError (tests/ingest/test_ingest_input_errors.py).
+FUZZ_EXAMPLES ?= 5000
+fuzz: $(STAMP)
+	DEIDSTREAM_FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) $(BIN)/pytest -q \
+	  tests/ingest/test_ingest_input_errors.py tests/ingest/test_ingest_fuzz.py
 
 evaluate: $(STAMP)
 	$(BIN)/deidstream evaluate --corpus physionet ../shared/data/physionet/dev --known-names

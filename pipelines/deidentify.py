@@ -874,6 +874,7 @@ def leak_guard(
     for category, pattern, needle, how in found:
         if pattern in seen:
             continue
+        check("guard")  # the per-document deadline: once per distinct detected term
         if index is not None:
             seen.add(pattern)
             if index.search(_compiled(pattern)):

@@ -5,6 +5,10 @@ Re-exports the base hierarchy from :mod:`keystore.errors` so callers import one 
 
 from __future__ import annotations
 
+import logging
+from collections.abc import Iterator
+from contextlib import contextmanager
+
 from keystore.errors import (
     DeidstreamError,
     IntegrityError,
@@ -39,7 +43,12 @@ __all__ = [
     "UnsupportedContentType",
     "LeakHeldBack",
     "PartialInput",
+    "MalformedInput",
+    "DeadlineExceeded",
+    "input_errors_only",
 ]
+
+_log = logging.getLogger("deidstream.ingest")
 
 
 class InputError(DeidstreamError):
@@ -82,6 +91,16 @@ class UnsupportedVersion(UnsupportedMessageType):
     """MSH-12 names an HL7 version outside the ones we read (2.3 to 2.8.x)."""
 
     reason_class = "unsupported_version"
+
+
+class MalformedInput(InputError):
+    """The parser met something it does not expect in this input (a value out of range, an
+    unreadable number…). The safety net of ``ingest``/``route``: the parsers raise the precise
+    errors above; an unexpected exception on some input becomes this one, so that input is
+    dead-lettered (MLLP ``AR``), not treated as a fault of the service. The fuzz tests assert
+    it is never raised: each case found is turned into a precise error."""
+
+    reason_class = "malformed"
 
 
 class NoNarrative(InputError):
@@ -139,3 +158,25 @@ class LeakHeldBack(DeidstreamError):
     """The leak guard found a known identifier or detected PHI string in the output."""
 
     reason_class = "leak_guard"
+
+
+class DeadlineExceeded(DeidstreamError):
+    """A document took longer than the per-document processing deadline: it is held (reason
+    class ``timeout``) so one pathological input cannot stall the stream."""
+
+    reason_class = "timeout"
+
+
+@contextmanager
+def input_errors_only(what: str) -> Iterator[None]:
+    """Around a parser: our own errors pass; any other exception (a parser bug met on some
+    input: ``ValueError``, ``IndexError``, ``RecursionError``…) becomes :class:`MalformedInput`
+    — named by its type only, since its text may quote the input — and a WARNING line."""
+    try:
+        yield
+    except DeidstreamError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - the net under the parsers: see the docstring
+        name = type(exc).__name__
+        _log.warning("%s: unexpected %s on an input, dead-lettered as malformed", what, name)
+        raise MalformedInput(f"{what} could not read the input", error=name) from None

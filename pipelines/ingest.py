@@ -30,6 +30,7 @@ from pipelines.errors import (
     OversizeInput,
     PartialInput,
     UnsupportedVersion,
+    input_errors_only,
 )
 from pipelines.fhir.parse import loads, parse_ndjson, parse_resource
 from pipelines.hl7.framing import looks_like_hl7, split_messages, unframe_mllp
@@ -106,7 +107,13 @@ def _hl7(chunks: list[bytes]) -> tuple[list[ClinicalDocument], list[tuple[int, I
 def ingest(
     raw: bytes, *, content_hint: str | None = None, max_bytes: int = DEFAULT_MAX_BYTES
 ) -> IngestResult:
-    """Parse everything in ``raw``; whole-input problems raise, per-entry ones are returned."""
+    """Parse everything in ``raw``; whole-input problems raise, per-entry ones are returned.
+    Only :class:`InputError` escapes (anything else unexpected becomes ``MalformedInput``)."""
+    with input_errors_only("the parser"):
+        return _ingest(raw, content_hint, max_bytes)
+
+
+def _ingest(raw: bytes, content_hint: str | None, max_bytes: int) -> IngestResult:
     if len(raw) > max_bytes:
         raise OversizeInput(
             "input is larger than the configured limit", size=len(raw), limit=max_bytes

@@ -57,8 +57,9 @@ from typing import Any, Literal, Protocol
 from pydantic import TypeAdapter
 
 from keystore.api import MarkStore, PatientState, PatientStore
+from pipelines.deadline import deadline
 from pipelines.document import ClinicalDocument, Identifiers
-from pipelines.errors import MissingPatientId, PartialInput, TransientError
+from pipelines.errors import DeadlineExceeded, MissingPatientId, PartialInput, TransientError
 from pipelines.policy import Action, Policy
 from pipelines.research import MEDIA_TYPE, ResearchDocument, build_resource, render, system_uri
 from pipelines.spans import Category, Span
@@ -178,8 +179,11 @@ class Processor:
         near_duplicates: bool = True,
         near_duplicate_threshold: float = NEAR_DUPLICATE_THRESHOLD,
         timer: Callable[[], float] = time.perf_counter,
+        deadline_seconds: float | None = None,
     ) -> None:
         self.policy = policy
+        # one document's de-identification longer than this: held, reason class "timeout"
+        self.deadline_seconds = deadline_seconds
         self.store = store
         found = pseudonyms or getattr(store, "pseudonym", None)
         if found is None:
@@ -478,7 +482,7 @@ class _Work:
     """Per-document work that survives a lost compare-and-set (de-identify only once)."""
 
     __slots__ = ("proc", "document", "state", "fp", "_deid", "_renders", "_signature",
-                 "_sketch_table", "sketch_undo")
+                 "_sketch_table", "sketch_undo", "_timeout")
 
     def __init__(
         self, proc: Processor, document: ClinicalDocument, state: PatientState, fp: Fingerprint
@@ -488,6 +492,7 @@ class _Work:
         self.state = state
         self.fp = fp
         self._deid: Deidentified | None = None
+        self._timeout: DeadlineExceeded | None = None  # the deadline passed: held, not redone
         self._renders: dict[tuple[str | None, str], ResearchDocument] = {}
         self._signature: tuple[int, ...] | None = None
         self._sketch_table: tuple[str, VisitSketches] | None = None
@@ -533,7 +538,13 @@ class _Work:
             headers.append(("reason", "entered-in-error"))
             return ("tombstone", fp.key, None, tuple(headers), None, None, _EMPTY_COUNTS,
                     State.TOMBSTONE), False
-        deid = self._run_deidentify(times)
+        try:
+            deid = self._run_deidentify(times)
+        except DeadlineExceeded as exc:
+            self._timeout = exc
+            headers = self._base_headers("held") + [("reason", str(exc))]
+            return ("held", fp.key, None, tuple(headers), exc.reason_class, str(exc),
+                    _EMPTY_COUNTS, State.HELD), True
         counts = _span_counts(deid.spans)
         if deid.held_reason is not None:
             headers = self._base_headers("held") + [("reason", deid.held_reason)]
@@ -557,8 +568,11 @@ class _Work:
                 State.LIVE), False
 
     def _run_deidentify(self, times: dict[str, float]) -> Deidentified:
+        if self._timeout is not None:
+            raise self._timeout
         if self._deid is None:
-            self._deid = self.proc._deidentify(self.document, self.state)
+            with deadline(self.proc.deadline_seconds):
+                self._deid = self.proc._deidentify(self.document, self.state)
             if getattr(self._deid, "state_changed", False):
                 doc = self.document
                 self.proc.store.save(doc.assigning_authority, doc.patient_id, self.state)

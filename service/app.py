@@ -55,6 +55,32 @@ def _outcome_json(out: Any) -> dict[str, Any]:
     }
 
 
+def _check_token(settings: Settings, credentials: HTTPAuthorizationCredentials | None) -> None:
+    token = settings.api_token
+    expected = token.get_secret_value().encode() if token is not None else b""
+    given = (credentials.credentials if credentials else "").encode()
+    if not credentials or not expected or not secrets.compare_digest(given, expected):
+        raise HTTPException(
+            status.HTTP_401_UNAUTHORIZED,
+            "a valid bearer token is required",
+            headers={"WWW-Authenticate": "Bearer"},
+        )
+
+
+async def read_capped(request: Request, limit: int) -> bytes:
+    """The body, refused with 413 as soon as it is known to exceed ``limit``: by its
+    ``Content-Length`` before a byte is read, else while streaming (never held whole)."""
+    declared = request.headers.get("content-length", "")
+    if declared.isascii() and declared.isdigit() and int(declared) > limit:
+        raise HTTPException(status.HTTP_413_CONTENT_TOO_LARGE, "message too large")
+    body = bytearray()
+    async for chunk in request.stream():
+        body += chunk
+        if len(body) > limit:
+            raise HTTPException(status.HTTP_413_CONTENT_TOO_LARGE, "message too large")
+    return bytes(body)
+
+
 def create_app(
     settings: Settings,
     *,
@@ -86,11 +112,15 @@ def create_app(
             if start_runner:
                 await the_runner.stop()
 
+    docs = settings.api_docs_enabled  # off in production: the schema maps the attack surface
     app = FastAPI(
         title="deidstream",
         version=package_version(),
         description="Streaming de-identification of HL7 v2 / FHIR clinical reports.",
         lifespan=lifespan,
+        docs_url="/docs" if docs else None,
+        redoc_url="/redoc" if docs else None,
+        openapi_url="/openapi.json" if docs else None,
     )
     app.state.settings = settings
     app.state.runner = runner
@@ -101,14 +131,14 @@ def create_app(
     ) -> None:
         if not settings.deidentify_api_enabled or settings.api_token is None:
             raise HTTPException(status.HTTP_404_NOT_FOUND, "the de-identify API is disabled")
-        expected = settings.api_token.get_secret_value().encode()
-        given = (credentials.credentials if credentials else "").encode()
-        if not credentials or not secrets.compare_digest(given, expected):
-            raise HTTPException(
-                status.HTTP_401_UNAUTHORIZED,
-                "a valid bearer token is required",
-                headers={"WWW-Authenticate": "Bearer"},
-            )
+        _check_token(settings, credentials)
+
+    def require_status_token(
+        credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)],
+    ) -> None:
+        if settings.api_token is None:
+            raise HTTPException(status.HTTP_404_NOT_FOUND, "status needs DEIDSTREAM_API_TOKEN")
+        _check_token(settings, credentials)
 
     @app.get("/healthz", tags=["operations"])
     async def healthz() -> dict[str, str]:
@@ -151,7 +181,7 @@ def create_app(
         body, content_type = metrics.exposition()
         return Response(body, media_type=content_type)
 
-    @app.get("/v1/status", tags=["operations"])
+    @app.get("/v1/status", tags=["operations"], dependencies=[Depends(require_status_token)])
     async def status_endpoint() -> dict[str, Any]:
         """Assignments, lag and counts (no message content)."""
         return the_runner.status()
@@ -176,9 +206,7 @@ def create_app(
         Off unless ``DEIDSTREAM_DEIDENTIFY_API_ENABLED`` and ``DEIDSTREAM_API_TOKEN`` are set.
         Dedup marks are not written, so test requests never change what the stream publishes.
         """
-        raw = await request.body()
-        if len(raw) > settings.max_message_bytes:
-            raise HTTPException(status.HTTP_413_REQUEST_ENTITY_TOO_LARGE, "message too large")
+        raw = await read_capped(request, settings.max_message_bytes)
         hint = _hint_from_content_type(request.headers.get("content-type", ""))
         try:
             outcomes = await the_runner.deidentify(raw, hint)

@@ -8,10 +8,10 @@ Per frame (``0x0B payload 0x1C 0x0D``), in the order received on a connection:
 3. only when the broker acknowledged: reply ``AA`` (:func:`pipelines.hl7.ack.build_ack`).
 
 A message we cannot take is never lost: its bytes go to the dead-letter topic with the reason
-in headers (as the runner does) and the reply is ``AR`` (header-level: not HL7, no MSH, bad
-encoding characters, unsupported type or version) or ``AE`` (content: no patient id, bad
-bytes) with an ERR segment naming the reason — never a value. A broker failure (the message
-was *not* stored) is ``AE`` with ERR-3 ``207`` so the sender resends; the gateway never ACKs
+in headers (as the runner does) and the reply is ``AR`` (rejected: sending it again cannot
+help — not HL7, no MSH, bad encoding characters, unsupported type or version, no patient id,
+bad bytes, malformed) with an ERR segment naming the reason — never a value. ``AE`` means
+"not stored, resend": a broker failure is ``AE`` with ERR-3 ``207``; the gateway never ACKs
 before the broker did. A frame over the size limit is answered ``AR`` and the connection is
 closed (its bytes were not kept in full: the sender still holds the message).
 
@@ -48,16 +48,6 @@ START = 0x0B
 END = b"\x1c\x0d"
 CONTENT_TYPE = b"x-application/hl7-v2+er7"
 # rejected at the header: resending the same bytes cannot help
-REJECT_CLASSES = frozenset(
-    {
-        "not_hl7",
-        "no_msh",
-        "bad_encoding_characters",
-        "unsupported_message_type",
-        "unsupported_version",
-        "oversize",
-    }
-)
 MAX_REASON_CHARS = 400
 
 
@@ -346,8 +336,8 @@ class MllpGateway:
         failed = await self._send(self.config.deadletter_topic, payload, None, headers)
         if failed is not None:
             return self._reply(payload, "AE", failed)
-        code = "AR" if error.reason_class in REJECT_CLASSES else "AE"
-        return self._reply(payload, code, error)
+        # an input error: the same bytes would fail again, so "reject" (AE: "resend")
+        return self._reply(payload, "AR", error)
 
     async def _send(
         self, topic: str, value: bytes, key: bytes | None, headers: list[tuple[str, bytes]]

@@ -97,6 +97,10 @@ class Settings(BaseSettings):
     # message.max.bytes (Kafka's default: 1 MiB) — a bigger record still goes alone.
     producer_batch_bytes: int = Field(default=256 * 1024, ge=16 * 1024)
     max_message_bytes: int = Field(default=4 * 1024 * 1024, ge=1024)
+    # one document's de-identification taking longer than this is held (reason class
+    # "timeout") instead of stalling the stream; every pattern runs in linear time, so a
+    # 4 MiB note takes a few seconds, a normal one milliseconds
+    document_deadline_seconds: float = Field(default=30.0, gt=0)
     retry_initial_seconds: float = Field(default=0.2, gt=0)
     retry_max_seconds: float = Field(default=10.0, gt=0)
 
@@ -104,7 +108,10 @@ class Settings(BaseSettings):
     http_host: str = "127.0.0.1"
     http_port: int = Field(default=8080, ge=0, le=65535)
     deidentify_api_enabled: bool = False
+    # bearer token of /v1/deidentify and /v1/status (without one, both answer 404)
     api_token: SecretStr | None = None
+    # /docs, /redoc and /openapi.json: off unless asked for (development, the demo)
+    api_docs_enabled: bool = False
 
     log_level: str = "info"
     # CPUs the whole process is pinned to at `deidstream run` ("0", "0,2", "2-3"; empty: the

@@ -281,10 +281,10 @@ def real_processor_factory(settings: Settings, metrics: Metrics) -> ProcessorFac
         _warm()  # word lists load now, before readiness, not on the first documents
         freeze_after_warmup()
         marks = PrivateMarks(store)
-        limit = settings.max_message_bytes
+        limit, deadline = settings.max_message_bytes, settings.document_deadline_seconds
         return ServiceProcessor(
-            RealProcessor(policy=policy, store=store, max_bytes=limit),
-            RealProcessor(policy=policy, store=marks, max_bytes=limit),
+            RealProcessor(policy=policy, store=store, max_bytes=limit, deadline_seconds=deadline),
+            RealProcessor(policy=policy, store=marks, max_bytes=limit, deadline_seconds=deadline),
             marks,
             store,
             deadletter_mark_seconds=settings.deadletter_mark_days * 86400.0,

@@ -14,23 +14,33 @@ from typing import TypeVar
 T = TypeVar("T")
 
 _SEP = b"\x1f"
+_LONG = 512  # message bytes above which the HMAC state is kept (see Chooser.__init__)
 
 
 class Chooser:
     """A stream of uniform choices keyed by (seed, purpose, original); re-creatable at will."""
 
-    __slots__ = ("_seed", "_msg", "_counter", "_buf")
+    __slots__ = ("_seed", "_msg", "_counter", "_buf", "_prefix")
 
     def __init__(self, seed: bytes, purpose: str, original: str) -> None:
         self._seed = seed
         self._msg = purpose.encode("utf-8") + _SEP + original.encode("utf-8") + _SEP
         self._counter = 0
         self._buf = b""
+        # a long original: its HMAC state is computed once and copied per block (the same
+        # bytes); hashing the whole message again for every 32 bytes drawn was quadratic
+        self._prefix = hmac.new(seed, self._msg, "sha256") if len(self._msg) > _LONG else None
 
     def _take(self, n: int) -> bytes:
         while len(self._buf) < n:
-            # one-shot HMAC in C: the same bytes as hmac.new(...).digest(), no HMAC object
-            block = hmac.digest(self._seed, self._msg + self._counter.to_bytes(4, "big"), "sha256")
+            counter = self._counter.to_bytes(4, "big")
+            if self._prefix is None:
+                # one-shot HMAC in C: the same bytes as hmac.new(...).digest(), no HMAC object
+                block = hmac.digest(self._seed, self._msg + counter, "sha256")
+            else:
+                state = self._prefix.copy()
+                state.update(counter)
+                block = state.digest()
             self._counter += 1
             self._buf += block
         out, self._buf = self._buf[:n], self._buf[n:]

@@ -181,8 +181,11 @@ class UrlSurrogate(Surrogate):
 
         def make() -> str:
             has_scheme = "://" in text
-            parts = urlsplit(text if has_scheme else "//" + text)
-            host = parts.hostname or ""
+            try:
+                parts = urlsplit(text if has_scheme else "//" + text)
+                host = parts.hostname or ""
+            except ValueError:  # "http://[…": no readable host, so no host to keep the shape of
+                return surrogate_chars(ctx, "url", text)
             if not host:
                 return surrogate_chars(ctx, "url", text) if normalise_id(text) else text
             netloc = parts.netloc

@@ -75,7 +75,9 @@ class IdentifierSurrogate(Surrogate):
         return label + apply_shape(value, chars)
 
 
-_LABEL = re.compile(r"^(?P<label>(?:[^\W\d_]+[.:#]*\s*)+?[:#]?\s*)(?=\S*\d)")
+# possessive runs: with backtracking, a long letter run with no digit after it was split every
+# possible way (2^n: 22 letters took 5 s; an id of letters only, known from PID-3, hung)
+_LABEL = re.compile(r"^(?P<label>(?:[^\W\d_]++[.:#]*+\s*+)+?[:#]?\s*)(?=\S*\d)")
 
 
 def split_label(text: str) -> tuple[str, str]:

@@ -292,7 +292,7 @@ def _version_number(res: Json, path: str) -> int | None:
     v = string(meta, "versionId", f"{path}.meta")
     if not v and isinstance(res.get("version"), str):  # R5 DocumentReference.version
         v = string(res, "version", path)
-    return int(v) if v.isdigit() and len(v) < 18 else None
+    return int(v) if v.isascii() and v.isdigit() and len(v) < 18 else None
 
 
 def document_reference(

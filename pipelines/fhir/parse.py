@@ -64,14 +64,15 @@ def _entries(resources: list[Entry], message_id: str, validate: bool, kind: str)
         if isinstance(res, InputError):
             outcomes.append(Outcome(index, error=_with_entry(res, **where)))
             continue
-        if res.get("resourceType") not in DOCUMENT_TYPES:
+        rtype = res.get("resourceType")
+        if not isinstance(rtype, str) or rtype not in DOCUMENT_TYPES:
             continue
         path = f"{kind}[{index}]"
         try:
             doc = _map(res, resolver, path, validate, message_id)
         except InputError as e:
             outcomes.append(
-                Outcome(index, error=_with_entry(e, **where, resource=res.get("resourceType")))
+                Outcome(index, error=_with_entry(e, **where, resource=rtype))  # a known type
             )
             continue
         outcomes.append(Outcome(index, document=doc))
@@ -109,8 +110,22 @@ def parse_resource(resource: Any, *, validate: bool = False) -> list[Outcome]:
         return [Outcome(0, document=_map(resource, resolver, rtype, validate, ""))]
     raise NotADocument(
         "resource is not a DocumentReference, DiagnosticReport or Bundle",
-        resource=rtype if rtype.isalnum() and len(rtype) < 40 else "?",
+        resource=type_name(rtype),
     )
+
+
+def type_name(rtype: str) -> str:
+    """``rtype`` when it names a FHIR type, else "?": a reason never echoes an input value (an
+    alphanumeric "resourceType" may be anything, a name included)."""
+    if not (rtype.isascii() and rtype.isalpha() and len(rtype) < 40):
+        return "?"
+    from fhir.resources import get_fhir_model_class  # the dead-letter path only
+
+    try:
+        get_fhir_model_class(rtype)
+    except (ValueError, ImportError):
+        return "?"
+    return rtype
 
 
 def loads(text: bytes | str) -> Any:

@@ -33,7 +33,12 @@ def _model(resource_type: str, release: str) -> Any:
 
 
 def _where(error: dict[str, Any]) -> str:
-    return ".".join(str(p) for p in error.get("loc", ()))[:120]
+    """The element path of a pydantic error. An unknown element's name is the input's own
+    key (it may be anything, PHI included): it is never echoed."""
+    loc = list(error.get("loc", ()))
+    if error.get("type") == "extra_forbidden" and loc:
+        loc[-1] = "(unknown element)"
+    return ".".join(str(p) for p in loc)[:120]
 
 
 def validate_resource(resource: dict[str, Any], path: str = "$") -> str:

@@ -142,13 +142,14 @@ def _parse_ts(value: str, default_tz: timezone | None) -> datetime | None:
         if pos != -1:
             off = v[pos + 1 : pos + 5]
             v = v[:pos]
-            if len(off) == 4 and off.isdigit():
+            if len(off) == 4 and off.isascii() and off.isdigit():
                 minutes = int(off[:2]) * 60 + int(off[2:])
                 if minutes < 24 * 60:
                     tz = timezone(timedelta(minutes=minutes if sign == "+" else -minutes))
             break
     digits = v.split(".", 1)[0]
-    if not digits.isdigit() or len(digits) % 2 or len(digits) > 14:
+    # ASCII digits only: str.isdigit() also takes "²" or "٣", which int() refuses or reads
+    if not (digits.isascii() and digits.isdigit()) or len(digits) % 2 or len(digits) > 14:
         return None
     parts = [int(digits[:4])] + [int(digits[i : i + 2]) for i in range(4, len(digits), 2)]
     parts += [1, 1][: max(0, 3 - len(parts))]
@@ -168,7 +169,7 @@ def parse_offset(value: str) -> timezone | None:
 def parse_date(value: str) -> date | None:
     """PID-7 birth date: the first 8 digits, when they are a real date."""
     v = value.strip()[:8]
-    if len(v) != 8 or not v.isdigit():
+    if len(v) != 8 or not (v.isascii() and v.isdigit()):
         return None
     try:
         return date(int(v[:4]), int(v[4:6]), int(v[6:8]))

@@ -24,9 +24,10 @@ def _count(arg: str, default: int) -> int:
     arg = arg.strip().lstrip("+")
     if not arg:
         return default
-    if not arg.isdigit():
+    if not (arg.isascii() and arg.isdigit()):  # int() refuses "²"
         return -1
-    return min(int(arg), _MAX_REPEAT)
+    significant = arg.lstrip("0") or "0"  # and numbers of thousands of digits
+    return _MAX_REPEAT if len(significant) > 3 else min(int(significant), _MAX_REPEAT)
 
 
 def _hex(payload: str, charset: str) -> str | None:

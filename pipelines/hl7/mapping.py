@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import re
 from collections.abc import Callable
 from datetime import datetime
 
@@ -112,10 +113,18 @@ _ED_MEDIA = {
 }
 
 
+# protocol codes a reason may name: HL7 message types and triggers (ORU, R01, A08), versions
+# (2_5_1), OBX-5 ED encodings (Base64, Hex, A). Anything else is "?": a word of up to eight
+# letters could be a name, and a reason never echoes an input value.
+_CODE_SHAPE = re.compile(
+    r"[A-Za-z]{1,3}|[A-Za-z]?\d{1,2}[A-Za-z]?|\d{1,2}(?:_\d{1,3}){0,3}|(?i:base64|hex)"
+)
+
+
 def _code(value: str) -> str:
-    """A protocol code fit for an error reason: short and alphanumeric, else '?'."""
+    """A protocol code fit for an error reason (see ``_CODE_SHAPE``), else '?'."""
     v = value.strip()
-    return v if v and len(v) <= 8 and v.replace("_", "").isalnum() and v.isascii() else "?"
+    return v if v.isascii() and _CODE_SHAPE.fullmatch(v) else "?"
 
 
 class _Reader:
@@ -417,8 +426,11 @@ def message_type(msg: Er7Message) -> tuple[str, str]:
         )
     version = msh.first_component(12).strip()
     vparts = version.split(".")
+    # ASCII digits, at most two: int() refuses "²" and numbers of thousands of digits
+    minor = vparts[1] if len(vparts) >= 2 else ""
     if not (
-        len(vparts) >= 2 and vparts[0] == "2" and vparts[1].isdigit() and 3 <= int(vparts[1]) <= 8
+        vparts[0] == "2" and minor.isascii() and minor.isdigit() and len(minor) <= 2
+        and 3 <= int(minor) <= 8
     ):
         raise UnsupportedVersion(
             "MSH-12 version is outside 2.3 to 2.8", version=_code(version.replace(".", "_"))

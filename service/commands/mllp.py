@@ -4,7 +4,6 @@ ACK per message only after the broker acknowledged it (see service/mllp.py)."""
 from __future__ import annotations
 
 import asyncio
-import logging
 from pathlib import Path
 from typing import Annotated
 
@@ -37,14 +36,12 @@ def register(app: typer.Typer) -> None:
         ] = None,
     ) -> None:
         """Receive HL7 v2 over MLLP, publish each message keyed by patient, ACK after the broker."""
+        from service.logs import configure_logging
         from service.mllp import serve
         from service.settings import settings_or_exit
 
         settings = settings_or_exit(config)
-        logging.basicConfig(
-            level=settings.log_level.upper(),
-            format="%(asctime)s %(levelname)s %(name)s %(message)s",
-        )
+        configure_logging(settings.log_level)
 
         def started(address: tuple[str, int]) -> None:
             typer.echo(f"MLLP gateway on {address[0]}:{address[1]}", err=True)

@@ -13,6 +13,7 @@ from typing import Annotated
 import typer
 import uvicorn
 
+from service.logs import configure_logging, quiet_payload_loggers
 from service.runner import Runner
 from service.settings import Settings, settings_or_exit
 
@@ -53,6 +54,7 @@ async def serve(settings: Settings, *, stop: asyncio.Event | None = None,
         lifespan="on",
         access_log=False,
     )
+    quiet_payload_loggers(settings.log_level)  # uvicorn's Config just set its loggers' levels
     server = _Server(config)
     for sig in (signal.SIGTERM, signal.SIGINT):
         with contextlib.suppress(NotImplementedError, RuntimeError):
@@ -87,10 +89,7 @@ def register(app: typer.Typer) -> None:
         """Consume the input topics, publish research documents, serve /metrics and health."""
         overrides = {"http_port": http_port} if http_port is not None else {}
         settings = settings_or_exit(config, **overrides)
-        logging.basicConfig(
-            level=settings.log_level.upper(),
-            format="%(asctime)s %(levelname)s %(name)s %(message)s",
-        )
+        configure_logging(settings.log_level)
         if settings.cpu_affinity:
             from service.affinity import pin_process
 

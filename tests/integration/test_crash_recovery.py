@@ -25,6 +25,9 @@ pytestmark = [pytest.mark.integration, pytest.mark.slow]
 ROOT = Path(__file__).resolve().parents[2]
 
 
+STATUS_TOKEN = "crash-recovery-status"
+
+
 def _env(broker: EmbeddedBroker, tmp: Path, base: str, key: str) -> dict[str, str]:
     return {
         **os.environ,
@@ -40,6 +43,7 @@ def _env(broker: EmbeddedBroker, tmp: Path, base: str, key: str) -> dict[str, st
         "DEIDSTREAM_HEARTBEAT_INTERVAL_MS": "500",
         "DEIDSTREAM_MAX_IN_FLIGHT": "32",
         "DEIDSTREAM_LOG_LEVEL": "warning",
+        "DEIDSTREAM_API_TOKEN": STATUS_TOKEN,  # /v1/status is behind the API token
     }
 
 
@@ -56,7 +60,8 @@ def _start(env: dict[str, str], port: int, log: Path) -> subprocess.Popen[bytes]
 async def _status(port: int) -> dict[str, Any] | None:
     try:
         async with httpx.AsyncClient(timeout=2) as http:
-            return (await http.get(f"http://127.0.0.1:{port}/v1/status")).json()
+            return (await http.get(f"http://127.0.0.1:{port}/v1/status",
+                                   headers={"Authorization": f"Bearer {STATUS_TOKEN}"})).json()
     except httpx.HTTPError:
         return None
 

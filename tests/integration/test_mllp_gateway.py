@@ -139,7 +139,8 @@ async def test_bad_messages_are_dead_lettered_and_answered_without_phi(
         dead = await read_all(tansu.bootstrap_servers, gw.settings.deadletter_topic, expect=3)
         taken = await read_all(tansu.bootstrap_servers, gw.settings.input_topics[0], expect=1)
     codes = [ack_fields(a)["MSA"][1] for a in acks]
-    assert codes == ["AR", "AE", "AR", "AA"]  # the stream goes on after bad messages
+    # the stream goes on after bad messages; an input error is a reject (AE would say "resend")
+    assert codes == ["AR", "AR", "AR", "AA"]
     err = ack_fields(acks[1])["ERR"]
     assert err[3].startswith("101^") and "patient" in err[8].lower()
     assert ack_fields(acks[2])["ERR"][3].startswith("200^")
@@ -163,12 +164,32 @@ async def test_bad_messages_are_dead_lettered_and_answered_without_phi(
         for family in text_string_to_metric_families(scraped)
         for s in family.samples
     }
-    assert samples[("deidstream_mllp_messages_total", ("AR",))] == 2
-    assert samples[("deidstream_mllp_messages_total", ("AE",))] == 1
+    assert samples[("deidstream_mllp_messages_total", ("AR",))] == 3
+    assert ("deidstream_mllp_messages_total", ("AE",)) not in samples
     assert samples[("deidstream_mllp_messages_total", ("AA",))] == 1
     assert samples[("deidstream_mllp_rejected_total", ("missing_patient_id",))] == 1
     assert samples[("deidstream_mllp_store_seconds_count", ("deadletter",))] == 3
     assert samples[("deidstream_mllp_connections_total", ())] == 1
+
+
+async def test_inputs_that_crashed_the_parsers_are_rejected_and_dead_lettered(
+    tansu: EmbeddedBroker,
+) -> None:
+    """Issue 14, item 5: an MSH-12 of thousands of digits and an escape count in a non-ASCII
+    digit raised a bare ValueError (AE: "resend", forever). Now: AR and a dead letter with
+    the reason for the one, the other taken (the unreadable escape is left as text)."""
+    good = (H / "mdm-t02-v25.hl7").read_bytes()
+    long_version = good.replace(b"|2.5", b"|2." + b"9" * 5000, 1)
+    odd_escape = good.replace(b"PID|1|", "PID|1|\\.sp ²\\".encode(), 1)
+    assert long_version != good and odd_escape != good
+    async with running(settings_for(tansu)) as gw:
+        stream = b"".join(mllp_frame(p) for p in (long_version, odd_escape, good))
+        acks = await exchange(gw, stream, 3)
+        dead = await read_all(tansu.bootstrap_servers, gw.settings.deadletter_topic, expect=1)
+    assert [ack_fields(a)["MSA"][1] for a in acks] == ["AR", "AA", "AA"]
+    reasons = {r.value: headers_of(r)["reason-class"] for r in dead}
+    assert reasons[long_version] == "unsupported_version"
+    assert odd_escape not in reasons  # the escape is read as text: the message is taken
 
 
 async def test_oversize_frame_gets_a_nak_and_the_connection_closes(tansu: EmbeddedBroker) -> None:

@@ -86,7 +86,7 @@ async def _until(pred: Any, within: float = 60.0) -> None:
 
 
 async def test_demo_messages_through_the_service(tansu: EmbeddedBroker, tmp_path: Path) -> None:
-    s = pipeline_settings(tansu, tmp_path)
+    s = pipeline_settings(tansu, tmp_path, api_token="st")
     metrics = Metrics()
     runner = Runner(s, metrics, processor_factory_for(s, metrics))
     stop = asyncio.Event()
@@ -106,7 +106,7 @@ async def test_demo_messages_through_the_service(tansu: EmbeddedBroker, tmp_path
         async with httpx.AsyncClient(base_url=base) as http:
             ready = await http.get("/readyz")
             exposition = (await http.get("/metrics")).text
-            status = (await http.get("/v1/status")).json()
+            status = (await http.get("/v1/status", headers={"Authorization": "Bearer st"})).json()
     finally:
         stop.set()
         assert await service == 0  # drained and exited cleanly

@@ -1,0 +1,153 @@
+"""At DEBUG the service's log carries no PHI (issue 14, item 10).
+
+``deidstream run`` as an operator starts it — a subprocess, ``DEIDSTREAM_LOG_LEVEL=debug``,
+a real Tansu broker — processes the demo's HL7 and FHIR inputs, then stops on SIGTERM. Every
+line it wrote (stdout and stderr) is scanned for the inputs' identifiers: none may appear.
+aiokafka's DEBUG lines printed fetched records and produced values before the payload-seeing
+third-party loggers were held at WARNING (``service/logs.py``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+from typing import BinaryIO
+
+import httpx
+import pytest
+from kafka_helpers import unique
+
+from keystore.keyring import Keyring
+from service.broker import EmbeddedBroker, free_port
+from service.commands.demo import demo_files
+from service.commands.replay import messages_of, publish
+from service.logs import PAYLOAD_LOGGERS, configure_logging
+from tests.conftest import ROOT
+
+pytestmark = pytest.mark.integration
+
+# identifiers of the demo's synthetic patients (service/demo_data); long enough not to occur
+# by chance in a log line (no bare years or short numbers)
+KNOWN = ["Vance", "Eleanor", "Okafor", "Hartley", "Tobias", "Lindqvist", "Raman", "Priya",
+         "Ortega", "Okonkwo", "Chidi", "Brandt", "100234", "200871", "300552", "400918",
+         "555-0142", "555-0199", "555-0123", "Birch Lane", "Harbor View", "Cedar Court",
+         "priya.raman", "123-45-6789", "03/14/2025", "03/15/2025", "04/02/2025"]
+
+
+def _environment(bootstrap: str, tmp: Path, http_port: int) -> dict[str, str]:
+    base = unique("dbg")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("DEIDSTREAM_")}
+    env.update(
+        DEIDSTREAM_LOG_LEVEL="debug",
+        DEIDSTREAM_BOOTSTRAP_SERVERS=bootstrap,
+        DEIDSTREAM_INPUT_TOPICS=f"{base}.hl7v2,{base}.fhir",
+        DEIDSTREAM_RESEARCH_TOPIC=f"{base}.research",
+        DEIDSTREAM_DEADLETTER_TOPIC=f"{base}.dlq",
+        DEIDSTREAM_HELD_TOPIC=f"{base}.held",
+        DEIDSTREAM_GROUP_ID=f"{base}.g",
+        DEIDSTREAM_KEYSTORE_URL=f"sqlite:///{tmp / 'keystore.sqlite3'}",
+        DEIDSTREAM_MASTER_KEY=Keyring.generate().to_text(),
+        DEIDSTREAM_HTTP_PORT=str(http_port),
+        DEIDSTREAM_SESSION_TIMEOUT_MS="6000",
+        DEIDSTREAM_HEARTBEAT_INTERVAL_MS="500",
+    )
+    return env
+
+
+def _start(env: dict[str, str], out: BinaryIO) -> subprocess.Popen[bytes]:
+    """``deidstream run`` as an operator starts it, stdout and stderr into ``out``."""
+    return subprocess.Popen([sys.executable, "-m", "service.cli", "run"], cwd=ROOT, env=env,
+                            stdout=out, stderr=subprocess.STDOUT)
+
+
+async def _status(port: int) -> dict[str, object] | None:
+    try:
+        async with httpx.AsyncClient(timeout=2) as http:
+            ready = await http.get(f"http://127.0.0.1:{port}/readyz")
+            return dict(ready.json()) if ready.status_code in (200, 503) else None
+    except httpx.HTTPError:
+        return None
+
+
+async def _wait_ready(proc: subprocess.Popen[bytes], port: int, within: float = 90) -> None:
+    loop = asyncio.get_running_loop()
+    end = loop.time() + within
+    while loop.time() < end and proc.poll() is None:
+        found = await _status(port)
+        if found and found.get("ready"):
+            return
+        await asyncio.sleep(0.2)
+    raise AssertionError("the service did not become ready")
+
+
+async def _consumed(port: int, total: int, token: str) -> bool:
+    """The service's own count of consumed inputs (the token-guarded status endpoint)."""
+    try:
+        async with httpx.AsyncClient(timeout=2) as http:
+            got = await http.get(f"http://127.0.0.1:{port}/v1/status",
+                                 headers={"Authorization": f"Bearer {token}"})
+    except httpx.HTTPError:
+        return False
+    if got.status_code != 200:
+        return False
+    status = got.json()
+    return bool(status.get("counts", {}).get("consumed", 0) >= total
+                and status.get("total_lag") == 0 and status.get("in_flight", 0) == 0)
+
+
+async def test_the_stream_at_debug_logs_no_identifier(tansu: EmbeddedBroker, tmp_path: Path
+                                                      ) -> None:
+    port = free_port()
+    token = "status-" + unique("t")
+    env = _environment(tansu.bootstrap_servers, tmp_path, port)
+    env["DEIDSTREAM_API_TOKEN"] = token
+    log_path = tmp_path / "service.log"
+    with log_path.open("wb") as out:
+        proc = _start(env, out)
+        try:
+            await _wait_ready(proc, port)
+            total = 0
+            topics = env["DEIDSTREAM_INPUT_TOPICS"].split(",")
+            for path in demo_files():
+                topic = topics[0] if path.suffix == ".hl7" else topics[1]
+                total += await publish(tansu.bootstrap_servers, topic, list(messages_of(path)))
+            loop = asyncio.get_running_loop()
+            end = loop.time() + 90
+            while not await _consumed(port, total, token):
+                assert loop.time() < end, "the inputs were not all processed"
+                assert proc.poll() is None, "the service died"
+                await asyncio.sleep(0.2)
+        finally:
+            proc.send_signal(signal.SIGTERM)
+            try:
+                proc.wait(30)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait(10)
+    lines = log_path.read_text("utf-8", "replace").splitlines()
+    # the run logged at DEBUG (our own loggers), or the scan would prove nothing
+    assert any(" DEBUG " in line for line in lines), lines[:20]
+    leaks = [(ident, line[:160]) for line in lines for ident in KNOWN if ident in line]
+    assert leaks == [], f"{len(leaks)} log lines carry identifiers, e.g. {leaks[:3]}"
+
+
+def test_payload_loggers_stay_at_warning_whatever_the_level() -> None:
+    root = logging.getLogger()
+    before = root.level, list(root.handlers)
+    saved = {name: logging.getLogger(name).level for name in PAYLOAD_LOGGERS}
+    try:
+        configure_logging("debug")
+        for name in ("aiokafka", "aiokafka.consumer.fetcher", "psycopg", "uvicorn.access",
+                     "httpx", "hl7apy"):
+            assert not logging.getLogger(name).isEnabledFor(logging.INFO), name
+        configure_logging("error")
+        assert not logging.getLogger("aiokafka").isEnabledFor(logging.WARNING)
+    finally:
+        root.setLevel(before[0])
+        for name, level in saved.items():
+            logging.getLogger(name).setLevel(level)
