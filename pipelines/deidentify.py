@@ -27,6 +27,7 @@ from types import MappingProxyType
 from typing import NamedTuple
 
 from keystore.api import PatientState, PatientStore
+from pipelines.deadline import check
 from pipelines.document import Address, ClinicalDocument, Identifiers, PersonName
 from pipelines.phi.detector import Detector
 from pipelines.phi.merge import merge_spans
@@ -169,6 +170,7 @@ class Deidentifier:
         )
         out_text, out_spans, replaced = self._replace(text, _regions(found), ctx)
         tick = self._lap(times, "replace", tick)
+        check("replace")  # the per-document deadline, if the caller set one
         leaks = leak_guard(text, out_text, out_spans, replaced, document.identifiers, self.policy)
         self._lap(times, "guard", tick)
         held = None
