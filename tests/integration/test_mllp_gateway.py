@@ -171,6 +171,39 @@ async def test_bad_messages_are_dead_lettered_and_answered_without_phi(
     assert samples[("deidstream_mllp_connections_total", ())] == 1
 
 
+async def test_what_the_service_would_dead_letter_is_answered_ae_before_the_ack(
+    tansu: EmbeddedBroker,
+) -> None:
+    """Issue 15 item 5: a message that routes (MSH, a patient id) but that the service would
+    dead-letter — cut inside PID, no narrative, a PDF only — used to get AA and vanish into
+    the dead-letter topic. Now AE with the reason before the ACK, and the same dead letter."""
+    report = (H / "oru-r01-tx-ft-nte-v251.hl7").read_bytes()
+    cut = report[: report.index(b"Quillfeather^Ondi|") + len(b"Quillfeather^On")]
+    no_text = (H / "oru-r01-no-narrative-v25.hl7").read_bytes()
+    pdf_only = (H / "oru-r01-pdf-only-v251.hl7").read_bytes()
+    good = (H / "mdm-t02-v25.hl7").read_bytes()
+    batch = good.rstrip(b"\r\n") + b"\r" + no_text  # one good message, one without text
+    async with running(settings_for(tansu)) as gw:
+        stream = b"".join(mllp_frame(p) for p in (cut, no_text, pdf_only, good, batch))
+        acks = await exchange(gw, stream, 5)
+        dead = await read_all(tansu.bootstrap_servers, gw.settings.deadletter_topic, expect=3)
+        taken = await read_all(tansu.bootstrap_servers, gw.settings.input_topics[0], expect=2)
+    assert [ack_fields(a)["MSA"][1] for a in acks] == ["AE", "AE", "AE", "AA", "AE"]
+    # the batch is stored (the service publishes its good message) and the sender told
+    assert ack_fields(acks[4])["ERR"][8].startswith("partial_input: ")
+    assert "no_narrative" in ack_fields(acks[4])["ERR"][8]
+    for ack in acks[:2]:
+        err = ack_fields(ack)["ERR"]
+        assert err[3].startswith("101^") and "narrative" in err[8].lower()
+    assert ack_fields(acks[2])["ERR"][3].startswith("102^")
+    for ack in acks:
+        assert not any(value in ack for value in PHI if value != b"MRN00417")
+    reasons = {r.value: headers_of(r)["reason-class"] for r in dead}
+    assert reasons == {cut: "no_narrative", no_text: "no_narrative",
+                       pdf_only: "unsupported_content_type"}
+    assert sorted(r.value for r in taken) == sorted([good, batch])
+
+
 async def test_oversize_frame_gets_a_nak_and_the_connection_closes(tansu: EmbeddedBroker) -> None:
     small = (H / "oru-r01-corrected-crlf-v23.hl7").read_bytes()
     big = (H / "mdm-t02-v25.hl7").read_bytes() + b"OBX|3|TX|X||" + b"x" * 4000 + b"\r"
