@@ -4,8 +4,8 @@ leak guard held back, and sending them through again once the cause is fixed.
 A held record names its input by coordinates (``source-topic``, ``source-partition``,
 ``source-offset`` headers), printed here as ``TOPIC:PARTITION:OFFSET``. ``release`` reads the
 input at those coordinates (or, when the held topic is declared secure, the input bytes the
-held record carries) and produces it to its input topic again, same key and headers plus
-``released-from``. A held version consumes nothing (:mod:`pipelines.versions`): the service
+held record carries) and produces it to its input topic again — same partition (the patient's
+order), key and headers, plus ``released-from``. A held version consumes nothing (:mod:`pipelines.versions`): the service
 decides it again — published once the detector or policy is fixed, held again while it is not.
 Only coordinates that are on the held topic can be released. Nothing here prints content.
 """
@@ -189,7 +189,7 @@ async def release(bootstrap: str, held_topic: str, wanted: list[Coordinates], *,
     try:
         await producer.start()
         futures = [
-            await producer.send(c.topic, value, key=key,
+            await producer.send(c.topic, value, key=key, partition=c.partition,
                                 headers=[*headers, (RELEASED_HEADER, str(c).encode())])
             for c, key, value, headers in records
         ]

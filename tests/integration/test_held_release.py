@@ -18,6 +18,7 @@ from typing import Any
 import httpx
 import psycopg
 import pytest
+from aiokafka import AIOKafkaProducer
 from hl7_gen import report
 from kafka_helpers import produce, read_all, unique
 
@@ -147,3 +148,31 @@ async def test_held_then_fixed_then_released_is_published_once(
     assert len(research) == 1 and research[0].value
     assert b"Maple" not in research[0].value
     assert len(await read_held(tansu.bootstrap_servers, f"{base}.held")) == 1
+
+
+async def test_release_from_a_secure_held_topic_when_the_input_is_gone(
+        tansu: EmbeddedBroker) -> None:
+    """The input topic no longer has the record (retention): on a secure held topic the held
+    record's own bytes are released; on a non-secure one it is refused, nothing sent."""
+    from service.commands.held import HeldError, release
+
+    base = unique("heldsec")
+    body = report(5)
+    gone = Coordinates(f"{base}.hl7v2", 0, 41)  # past the end of the input topic
+    headers = [("reason-class", b"leak_guard"), ("reason", b"known identifier left"),
+               ("source-topic", gone.topic.encode()), ("source-partition", b"0"),
+               ("source-offset", b"41"), ("first-seen", b"2026-01-01T00:00:00+00:00")]
+    producer = AIOKafkaProducer(bootstrap_servers=tansu.bootstrap_servers, acks="all")
+    await producer.start()
+    try:
+        await producer.send_and_wait(gone.topic, b"placeholder", partition=0)
+        await producer.send_and_wait(f"{base}.held", body, key=b"rk", headers=headers)
+    finally:
+        await producer.stop()
+    with pytest.raises(HeldError, match="no longer on its topic"):
+        await release(tansu.bootstrap_servers, f"{base}.held", [gone])
+    done = await release(tansu.bootstrap_servers, f"{base}.held", [gone], secure=True)
+    assert done == [gone]
+    records = await read_all(tansu.bootstrap_servers, gone.topic, expect=2)
+    assert [r.value for r in sorted(records, key=lambda r: r.offset)] == [b"placeholder", body]
+    assert dict(records[-1].headers or ())["released-from"] == str(gone).encode()
