@@ -63,6 +63,7 @@ class HeldEntry:
     first_seen: str
     held_at: tuple[int, int]  # (partition, offset) of the held record itself
     value: bytes | None  # the input bytes, on a secure held topic only
+    released_from: str = ""  # the coordinates it was released from, when it was
 
 
 def _headers(record: Any) -> dict[str, str]:
@@ -78,7 +79,7 @@ def entry_of(record: Any, secure: bool) -> HeldEntry | None:
         return None
     return HeldEntry(coords, h.get("reason-class", ""), h.get("reason", ""),
                      h.get("first-seen", ""), (record.partition, record.offset),
-                     record.value if secure else None)
+                     record.value if secure else None, h.get(RELEASED_HEADER, ""))
 
 
 async def _consumer(bootstrap: str, security: dict[str, Any] | None) -> Any:
@@ -202,16 +203,26 @@ async def release(bootstrap: str, held_topic: str, wanted: list[Coordinates], *,
 
 
 def list_lines(entries: list[HeldEntry]) -> list[str]:
-    """One line per held input (the latest held record of each), oldest first."""
+    """One line per held input (the latest held record of each), oldest first. An input that
+    was released and held again says so on both lines (``released, held again as …`` /
+    ``released from …``)."""
     latest: dict[Coordinates, tuple[HeldEntry, int]] = {}
+    again_as: dict[str, str] = {}
     for entry in entries:
         seen = latest.get(entry.coordinates)
         latest[entry.coordinates] = (entry, (seen[1] if seen else 0) + 1)
+        if entry.released_from:
+            again_as[entry.released_from] = str(entry.coordinates)
     lines = []
     for coords in sorted(latest):
         entry, times = latest[coords]
-        again = f" (held {times} times)" if times > 1 else ""
-        lines.append(f"{coords}\t{entry.reason_class}\t{entry.first_seen}\t{entry.reason}{again}")
+        notes = [f"held {times} times"] if times > 1 else []
+        if entry.released_from:
+            notes.append(f"released from {entry.released_from}")
+        if str(coords) in again_as:
+            notes.append(f"released, held again as {again_as[str(coords)]}")
+        tail = f" ({'; '.join(notes)})" if notes else ""
+        lines.append(f"{coords}\t{entry.reason_class}\t{entry.first_seen}\t{entry.reason}{tail}")
     return lines
 
 

@@ -114,16 +114,23 @@ async def test_held_then_fixed_then_released_is_published_once(
         await svc.wait(lambda st: st["ready"])
         await produce(tansu.bootstrap_servers, f"{base}.hl7v2", [(b"700003", report(3))])
         await svc.wait(lambda st: st["counts"].get("held", 0) == 1 and st["total_lag"] == 0)
+        held = await read_held(tansu.bootstrap_servers, f"{base}.held")
+        assert [e.reason_class for e in held] == ["leak_guard"]
+        coords = held[0].coordinates
+        assert coords == Coordinates(f"{base}.hl7v2", coords.partition, 0)
+        # released while the cause stands: held again (the version was not consumed)
+        assert _cli(env_blind, "held", "release", str(coords)).returncode == 0
+        await svc.wait(lambda st: st["counts"].get("held", 0) == 2 and st["total_lag"] == 0)
     finally:
         svc.stop()
-    held = await read_held(tansu.bootstrap_servers, f"{base}.held")
-    assert [e.reason_class for e in held] == ["leak_guard"]
-    coords = held[0].coordinates
-    assert coords == Coordinates(f"{base}.hl7v2", coords.partition, 0)
+    again = Coordinates(coords.topic, coords.partition, 1)
 
     listed = _cli(env_fixed, "held", "list")
     assert listed.returncode == 0, listed.stderr
-    assert listed.stdout.splitlines()[0].split("\t")[:2] == [str(coords), "leak_guard"]
+    first, second = listed.stdout.splitlines()
+    assert first.split("\t")[:2] == [str(coords), "leak_guard"]
+    assert first.endswith(f"(released, held again as {again})")
+    assert second.endswith(f"(released from {coords})")
     assert "Maple" not in listed.stdout + listed.stderr  # coordinates and reasons only
 
     # not a held input: refused, nothing sent
@@ -147,7 +154,7 @@ async def test_held_then_fixed_then_released_is_published_once(
     research = await read_all(tansu.bootstrap_servers, f"{base}.research", expect=1, settle=1.0)
     assert len(research) == 1 and research[0].value
     assert b"Maple" not in research[0].value
-    assert len(await read_held(tansu.bootstrap_servers, f"{base}.held")) == 1
+    assert len(await read_held(tansu.bootstrap_servers, f"{base}.held")) == 2
 
 
 async def test_release_from_a_secure_held_topic_when_the_input_is_gone(

@@ -18,8 +18,8 @@ def test_coordinates_round_trip_and_bad_ones_are_refused() -> None:
             Coordinates.parse(bad)
 
 
-def _held(offset: int, at: int) -> SimpleNamespace:
-    headers = [("reason-class", b"leak_guard"), ("reason", b"known identifier left: name"),
+def _held(offset: int, at: int, released: bytes = b"") -> SimpleNamespace:
+    headers = [*([("released-from", released)] if released else []),("reason-class", b"leak_guard"), ("reason", b"known identifier left: name"),
                ("source-topic", b"in.hl7v2"), ("source-partition", b"0"),
                ("source-offset", str(offset).encode()), ("first-seen", b"2026-01-01T00:00:00")]
     return SimpleNamespace(headers=headers, partition=0, offset=at, value=b"{}")
@@ -33,3 +33,12 @@ def test_list_has_one_line_per_input_and_says_when_it_was_held_again() -> None:
     assert lines[1].endswith("(held 2 times)") and "times" not in lines[0]
     assert entries[0].value is None  # not secure: the held record's value is not kept
     assert entry_of(SimpleNamespace(headers=[], partition=0, offset=0, value=b""), False) is None
+
+
+def test_a_release_held_again_is_linked_both_ways() -> None:
+    entries = [e for e in (entry_of(_held(3, 0), False),
+                           entry_of(_held(9, 1, released=b"in.hl7v2:0:3"), False))
+               if e is not None]
+    first, second = list_lines(entries)
+    assert first.endswith("(released, held again as in.hl7v2:0:9)")
+    assert second.endswith("(released from in.hl7v2:0:3)")
