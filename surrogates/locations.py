@@ -5,7 +5,7 @@ reshaped, five-digit zips become real zips (``zipcodes`` package), states become
 states (``us`` package), place words become words of real US city names (``zipcodes``),
 street-name words become census surnames, acronyms ("GH") become other letters of the same
 length, and the generic words that carry no identity ("Hospital", "Street", "Apt", "of") are
-kept. Each place word maps through ``state.id_map`` so "CALVERT HOSPITAL" and "calvert" get
+kept. Each place word maps through ``state.id_map`` so "ASHCOTT HOSPITAL" and "ashcott" get
 the same surrogate word for the patient.
 """
 

@@ -20,7 +20,7 @@ from pipelines.policy import Action, Policy
 from pipelines.spans import Category as C
 from pipelines.spans import Span
 
-TEXT = "Pt John Smith seen 07/22/2005 by Dr. Healey; call 617-732-5500. MRN 4412345."
+TEXT = "Pt John Smith seen 07/22/2005 by Dr. Quesby; call 617-732-5500. MRN 4412345."
 SPANS = [
     Span(3, 13, C.NAME_PATIENT),
     Span(19, 29, C.DATE),
@@ -60,7 +60,7 @@ def test_replaced_lists_the_spans_acted_on_at_their_input_offsets() -> None:
 def test_surrogates_replace_every_span_and_output_spans_point_at_them() -> None:
     result = _no_detector().deidentify(_doc(), _state(), spans=SPANS)
     assert not result.held, result.held_reason
-    for original in ("John", "Smith", "07/22/2005", "Healey", "617-732-5500", "4412345"):
+    for original in ("John", "Smith", "07/22/2005", "Quesby", "617-732-5500", "4412345"):
         assert original not in result.text
     assert [s.category for s in result.spans] == [s.category for s in SPANS]
     date_span = result.spans[1]
@@ -128,7 +128,7 @@ def test_leak_guard_holds_back_when_nothing_was_detected() -> None:
 
 
 def test_leak_guard_catches_a_detected_phrase_that_survives_elsewhere() -> None:
-    text = "Transferred from Calvert Hospital; Calvert Hospital sent records."
+    text = "Transferred from Ashcott Hospital; Ashcott Hospital sent records."
     result = _no_detector().deidentify(
         _doc(text, Identifiers()), _state(), spans=[Span(17, 33, C.LOCATION_HOSPITAL)]
     )
@@ -190,7 +190,7 @@ def _spans_for(text: str) -> list[Span]:
         spans.append(Span(m.start(), m.end(), C.NAME_PATIENT))
     for m in re.finditer(r"\d{2}/\d{2}/\d{4}", text):
         spans.append(Span(m.start(), m.end(), C.DATE))
-    for m in re.finditer(r"Dr\. Healey", text):
+    for m in re.finditer(r"Dr\. Quesby", text):
         spans.append(Span(m.start(), m.end(), C.NAME_PROVIDER))
     for m in re.finditer(r"617-732-5500|4412345", text):
         spans.append(Span(m.start(), m.end(), C.PHONE if "-" in m.group() else C.MRN))

@@ -8,19 +8,26 @@ elsewhere it stands on its own.
 
 from __future__ import annotations
 
+import bisect
 from collections.abc import Sequence
 
 from pipelines.spans import Span
 
 
 def unite(rules: Sequence[Span], learned: Sequence[Span]) -> list[Span]:
+    """Linear in the spans but for the few rule spans each learned span overlaps."""
     if not learned:
         return list(rules)
+    ordered = sorted(rules, key=lambda s: (s.start, s.end))
+    starts = [s.start for s in ordered]
+    longest = max((s.length for s in ordered), default=0)
     out = list(rules)
     for span in learned:
         best: Span | None = None
         best_overlap = 0
-        for rule in rules:  # a note has a handful of each: a plain scan is cheapest
+        # rule spans overlapping ``span`` start in [span.start - longest, span.end)
+        low = bisect.bisect_left(starts, span.start - longest)
+        for rule in ordered[low : bisect.bisect_left(starts, span.end)]:
             overlap = min(rule.end, span.end) - max(rule.start, span.start)
             if overlap > best_overlap:
                 best, best_overlap = rule, overlap

@@ -195,7 +195,7 @@ def _name_score(word: str) -> float:
     frequency: "smith" ~ +2, "will" ~ -0.5, "patient" ~ -3. Words in no census list get -9.
     """
     share = max(first_names().get(word, 0.0), last_names().get(word, 0.0))
-    if share <= 0.0 and ("'" in word or "’" in word):  # "o'hara" is listed as "ohara"
+    if share <= 0.0 and ("'" in word or "’" in word):  # "o'donnell" is listed as "odonnell"
         word = word.replace("'", "").replace("’", "")
         share = last_names().get(word, 0.0)
     if share <= 0.0:
@@ -318,7 +318,7 @@ def clinical_word(word: str) -> bool:
 
 def rare_unknown(word: str, max_zipf: float = 1.8) -> bool:
     """A lower-case word of 4+ letters almost never seen in English and not clinical
-    vocabulary: in a note that is mostly a surname or a place name ("cucchiara")."""
+    vocabulary: in a note that is mostly a surname or a place name ("brazzolini")."""
     return (
         len(word) >= 4
         and word.isalpha()

@@ -22,7 +22,7 @@ def test_census_names_are_loaded_from_the_names_package() -> None:
 def test_name_score_separates_names_from_english_words() -> None:
     assert lx.name_score("smith") > 1.5
     assert lx.name_score("will") < 0 and lx.name_score("patient") < 0
-    assert lx.name_score("o'hara") > 0  # listed without the apostrophe
+    assert lx.name_score("o'donnell") > 0  # listed without the apostrophe
     assert lx.name_score("zzqx") == -9.0
 
 
@@ -55,10 +55,10 @@ def test_importing_loads_nothing() -> None:
 
 
 def test_tokens_are_shared_through_the_doc_cache() -> None:
-    doc = Doc("Dr. O'Hara saw pt-x")
+    doc = Doc("Dr. O'Donnell saw pt-x")
     first = lx.tokens(doc)
     assert lx.tokens(doc) is first
-    assert [t.text for t in first.words] == ["Dr", "O'Hara", "saw", "pt", "x"]
+    assert [t.text for t in first.words] == ["Dr", "O'Donnell", "saw", "pt", "x"]
 
 
 def test_one_case_notes_are_recognised() -> None:

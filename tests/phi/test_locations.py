@@ -146,7 +146,7 @@ def test_cue_soup_never_raises(parts: list[str]) -> None:
             "ZANDERLY",
             Category.LOCATION_HOSPITAL,
         ),
-        ("FOUND AT HOME IN MILFORD MILL BY EMS", "MILFORD MILL", Category.LOCATION_CITY),
+        ("FOUND AT HOME IN FROSTBURG HEIGHTS BY EMS", "FROSTBURG HEIGHTS", Category.LOCATION_CITY),
         ("pt transferred to 412 quillmore.", "quillmore", Category.LOCATION_HOSPITAL),
         ("Daughter returned to new haven today.", "new haven", Category.LOCATION_CITY),
         ("Plan to wait until QH attorneys review it.", "QH", Category.LOCATION_HOSPITAL),

@@ -273,3 +273,20 @@ def test_rule_starts_of_the_ascii_path_agree_with_the_general_path(text: str) ->
     toks = lx.tokens(Doc(text))
     assert _rule_starts(toks, True, True) == _rule_starts(toks, True, False)
     assert _rule_starts(toks, False, True) == _rule_starts(toks, False, False)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet="abcdemnoprstw'-", min_size=1, max_size=8))
+def test_a_word_has_cue_passes_exactly_when_it_may_start_a_cue_rule(word: str) -> None:
+    """The per-word plan replaces the old test "a cue word or a single letter"."""
+    from pipelines.phi.recognizers.name_cues import cues
+    from pipelines.phi.recognizers.names import _CUE_PLANS
+
+    assert bool(_CUE_PLANS[word]) == (word in cues().triggers or len(word) == 1)
+
+
+def test_every_trigger_word_has_a_cue_plan() -> None:
+    from pipelines.phi.recognizers.name_cues import cues
+    from pipelines.phi.recognizers.names import _CUE_PLANS
+
+    assert cues().triggers and all(_CUE_PLANS[w] for w in cues().triggers)

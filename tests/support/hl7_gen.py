@@ -8,7 +8,7 @@ GIVEN = ["Alma", "Boris", "Cecile", "Dorian", "Edith", "Farid", "Greta", "Hugo",
          "Kira", "Lionel", "Maren", "Nils", "Odette", "Pavel", "Quinn", "Rosa", "Stellan", "Thea"]
 FAMILY = ["Abernathy", "Bellweather", "Castellano", "Dunmore", "Eskildsen", "Fairbrook",
           "Grunewald", "Halloran", "Ingersoll", "Jablonski", "Kettering", "Lindgren",
-          "Marchetti", "Northcott", "Oyelaran", "Pemberton", "Quartermain", "Rasmussen"]
+          "Marchetti", "Northcott", "Oyelaran", "Pemberton", "Quarrington", "Rasmussen"]
 FINDINGS = ["stable mild anemia", "improving cough", "resolved rash", "controlled hypertension",
             "new ankle swelling", "persistent headache", "normal sinus rhythm"]
 

@@ -17,11 +17,11 @@ LOC = LocationSurrogate()
 
 
 def test_hospital_words_kept_place_words_replaced_consistently() -> None:
-    text = "transfer from CALVERT HOSPITAL; back to calvert later"
+    text = "transfer from ASHCOTT HOSPITAL; back to ashcott later"
     ctx = make_ctx(text)
-    hospital, alone = replace_all(LOC, ctx, "LOCATION_HOSPITAL", "CALVERT HOSPITAL", "calvert")
+    hospital, alone = replace_all(LOC, ctx, "LOCATION_HOSPITAL", "ASHCOTT HOSPITAL", "ashcott")
     word = hospital.split()[0]
-    assert hospital.endswith(" HOSPITAL") and word.isupper() and word != "CALVERT"
+    assert hospital.endswith(" HOSPITAL") and word.isupper() and word != "ASHCOTT"
     assert alone == word.lower()
 
 

@@ -1,7 +1,7 @@
 """Contact details: telephone and fax numbers, pagers, e-mail addresses, URLs, IP addresses.
 
-Phones come in every US layout ("(301) 944-5032", "301 944-5032", "301.944.5032",
-"3019445032", "944-5032", extensions "x45" / "ext. 1234"); pager and beeper numbers are
+Phones come in every US layout ("(301) 555-0187", "301 555-0187", "301.555.0187",
+"3015550187", "555-0187", extensions "x37" / "ext. 1234"); pager and beeper numbers are
 short ("Pager #12345") so they need the cue word. Clinical number runs that happen to have
 phone shape ("CO/CI/SVR 5/2.5/800", "BP 120 110 1000") are kept by the shared clinical
 checks. E-mail / URL / IP scans run only when a cheap substring test says they can match.
@@ -27,10 +27,10 @@ from pipelines.phi.scan import (
 from pipelines.spans import Category, Span
 
 # One re2 pass (no look-around; edges are checked in Python):
-# - cue-led numbers: "Pager #12345", "PG 23456", "beeper: 4-1234", "cell# 410-322-1419";
+# - cue-led numbers: "Pager #12345", "PG 23456", "beeper: 4-1234", "cell# 410-555-0163";
 # - phone shapes: 10 digits in 3-3-4 groups (any separators, area code possibly in
 #   parentheses) or 7 digits in 3-4 groups, with an optional extension;
-# - a lone extension ("x45", "ext. 221"), kept only right after a found number;
+# - a lone extension ("x37", "ext. 221"), kept only right after a found number;
 # - three digit groups alone in brackets, 10-11 digits ("(301 273 45166)"): a number
 #   given as a contact, even when mistyped.
 _SCAN = compile_words(
@@ -90,7 +90,7 @@ class PhoneRecognizer(Recognizer):
         """A number with phone shape; 7-digit and bare 10-digit forms need more evidence."""
         country = _COUNTRY.search(text, max(0, start - 4), start)
         if country and len(value) >= 10:
-            start = country.start()  # "1-800-555-1212", "+1 301 944 5032"
+            start = country.start()  # "1-800-555-1212", "+1 301 555 0187"
         left = text[start - 2 : start] if start >= 2 else " " + text[:start]
         if (
             left[-1:].isdigit()
@@ -105,7 +105,7 @@ class PhoneRecognizer(Recognizer):
         before = words_before(text, start, 2, 30)
         cued = any(w in _PHONE_CUES for w in before)
         if (digits < 10 or (value[:10].isdigit() and digits == 10)) and not cued:
-            # 7 digits (944-5032) or 10 bare digits: a dash/dot layout that is not a
+            # 7 digits (555-0187) or 10 bare digits: a dash/dot layout that is not a
             # range ("500-1000", "930-1130PM") and a valid exchange (2-9 first)
             seven = re.fullmatch(r"([2-9]\d\d)[.\-](\d{4})", value)
             if not seven or int(seven.group(2)) % 50 == 0 or text[end : end + 1].isalpha():
@@ -115,7 +115,7 @@ class PhoneRecognizer(Recognizer):
         if not cued and "/" in seps and clinical.vent_context(text, start, end):
             return None
         if start and text[start - 1] == "(" and ")" in value:
-            start -= 1  # "(301) 944-5032"
+            start -= 1  # "(301) 555-0187"
         fax = any(w in _FAX_CUES for w in words_before(text, start, 4, 40))
         spaced = not any(c in value for c in "-.()/")
         conf = 0.95 if cued else (0.6 if spaced else 0.85)

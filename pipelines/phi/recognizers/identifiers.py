@@ -1,7 +1,7 @@
 """Identifying numbers: SSN, MRN, account, health plan, licence, device, vehicle, other IDs.
 
 Two ways in: the cue word in front ("MRN: 1234567", "acct # 55-1234", "unit no. 882",
-"ref # 8336652", "policy #rg17", "VIN 1HGCM82633A004352") decides the category; without a
+"ref # 7241983", "policy #kq42", "VIN 1HGCM82633A004352") decides the category; without a
 cue only distinctive shapes count — SSN layout (3-2-4 with the SSA's validity rules), long
 digit runs (7+ digits that are not phone-shaped) and letter+digit codes ("AB1234567").
 Short "#" values stay: they are catheter gauges, tube sizes and "Tylenol #3" in clinical
@@ -63,7 +63,7 @@ _SCAN = compile_words(
     r"|(?P<long>[A-Z]{1,3}\d{6,}|\d{7,})"
 )
 _G = dict(_SCAN.groupindex)  # numbers: re2 name lookups are slow
-# A number sign before a code: "#rg17", "# 8336652" (but not "#20", "#8ETT", "#7.5").
+# A number sign before a code: "#kq42", "# 7241983" (but not "#20", "#8ETT", "#7.5").
 _HASH = re.compile(r"#\s?([A-Za-z]{1,4}\d{2,}|\d{4,}[A-Za-z]?)(?![\w.])")
 # Cue words that are everyday words too ("unit 3", "group B", "order 2") need "#"/"no."
 # or a long value.

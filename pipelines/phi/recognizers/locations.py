@@ -36,7 +36,7 @@ def _words(spaced: str) -> frozenset[str]:
     return frozenset(spaced.split())
 
 
-# Facility heads that close a name and are not part of the PHI ("Calvert [Hospital]").
+# Facility heads that close a name and are not part of the PHI ("Ashcott [Hospital]").
 GENERIC_HEADS: Final = _words(
     "hospital hosp hospitals hospial hosptial hopital center centre ctr rehab rehabilitation "
     "clinic clinics nh snf campus infirmary hospice institute ltac ltach"
@@ -195,7 +195,7 @@ class LocationRecognizer(Recognizer):
         return _propagate(out, words, text, mixed)
 
     def _facility(self, words: tuple[Token, ...], h: int, text: str, mixed: bool) -> Span | None:
-        """The name words before a facility head: "Calvert Hospital", "Univ of X Medical"."""
+        """The name words before a facility head: "Ashcott Hospital", "Univ of X Medical"."""
         head = words[h]
         if mixed and not (head.is_title or head.is_upper) and head.lower in NAMED_HEADS:
             return None  # "general hospital", "good health" written in lower case
@@ -318,9 +318,29 @@ class LocationRecognizer(Recognizer):
                     and text[words[last].end : words[last + 1].start] == " "
                     and (not mixed or words[last + 1].text[0].isupper())
                 ):
-                    last += 1  # "Milford Mill", "Glen Burnie Heights": a neighbouring place
+                    last += 1  # "Frostburg Heights", "Glen Burnie Heights": a neighbouring place
                 return Span(tok.start, words[last].end, CITY, 0.75, "locations")
-        if (  # "Medical Center in Lochearn": a rare word after a facility and "in" is its town
+        return self._after_cue_rest(
+            words, c, j, text, mixed, before=before, moved=moved, resident=resident
+        )
+
+    def _after_cue_rest(
+        self,
+        words: tuple[Token, ...],
+        c: int,
+        j: int,
+        text: str,
+        mixed: bool,
+        *,
+        before: set[str],
+        moved: bool,
+        resident: bool,
+    ) -> Span | None:
+        """The rules of ``_after_cue`` after the city look-up, for the word ``j`` after the cue."""
+        cue = words[c].lower
+        prev = words[c - 1].lower if c > 0 else ""
+        tok = words[j]
+        if (  # "Medical Center in Marlowvale": a rare word after a facility and "in" is its town
             cue == "in"
             and prev in _HEADS
             and (tok.is_title or tok.is_upper or not mixed)
@@ -374,7 +394,7 @@ class LocationRecognizer(Recognizer):
         if mixed and not (tok.is_title or tok.is_upper):
             return None
         nxt = words[j + 1] if j + 1 < len(words) else None
-        if (  # "St. Mary's", "Mt Sinai"
+        if (  # "St. Mary's", "Mt Carmel"
             low in {"st", "saint", "mt", "mount"}
             and nxt is not None
             and (nxt.is_title or not mixed)
@@ -466,7 +486,7 @@ def _university_of(words: tuple[Token, ...], c: int, text: str, mixed: bool) -> 
 
 
 def _city_before_state(words: tuple[Token, ...], h: int, text: str, mixed: bool) -> Span | None:
-    """ "Middle River, MD", "Towson Maryland": a listed city right before a state; also
+    """ "Middle River, MD", "Frostburg Maryland": a listed city right before a state; also
     "U Maryland" (a state university's hospital)."""
     state = words[h]
     uni = words[h - 1]
@@ -524,7 +544,7 @@ def _building_floor(
 
 
 def _saint(words: tuple[Token, ...], j: int, text: str, mixed: bool) -> Span | None:
-    """ "to St. Mary's", "from Mt Sinai": a saint's or mount's name after a place preposition."""
+    """ "to St. Mary's", "from Mt Carmel": a saint's or mount's name after a place preposition."""
     tok = words[j]
     if tok.lower not in {"st", "saint", "mt", "mount"} or j + 1 >= len(words):
         return None
@@ -705,7 +725,7 @@ def _propagate(spans: list[Span], words: tuple[Token, ...], text: str, mixed: bo
 
 
 def _person_before(tok: Token, mixed: bool) -> bool:
-    """ "Neil Smith of Towson": the word before "of" looks like a surname."""
+    """ "Neil Smith of Elkbridge": the word before "of" looks like a surname."""
     if tok.is_title and (lx.name_score(tok.lower) > -9.0 or lx.zipf(tok.lower) < 2.5):
         return True
     return not mixed and lx.name_score(tok.lower) >= 1.5
@@ -790,7 +810,7 @@ def _facility_follows(words: tuple[Token, ...], k: int) -> bool:
     return nxt in GENERIC_HEADS or nxt in NAMED_HEADS or nxt in _EMERGENCY
 
 
-# Words after a city that name a neighbouring place ("Milford Mill", "Severna Park").
+# Words after a city that name a neighbouring place ("Frostburg Heights", "Severna Park").
 # Written by hand: the generic words of US place names (USGS feature classes).
 PLACE_SUFFIXES: Final = _words(
     "mill mills park heights hills hill falls village springs beach lake lakes valley ridge "

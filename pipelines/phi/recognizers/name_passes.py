@@ -8,10 +8,7 @@ from itertools import compress
 
 from pipelines.phi import lexicons as lx
 from pipelines.phi.lexicons import Token
-from pipelines.phi.recognizers.name_cues import (
-    CREDENTIALS,
-    P,
-)
+from pipelines.phi.recognizers.name_cues import P, cues
 from pipelines.phi.recognizers.name_words import (
     _base,
     _tight,
@@ -42,8 +39,9 @@ def _signature(
     # on a line with other words: only right after a sentence ("... 1400U/HR. SUSAN")
     if "\n" not in before and not before.strip().endswith("."):
         return
+    credentials = cues().credentials
     for idx in range(first, k + 1):
-        if words[idx].lower not in CREDENTIALS and lx.zipf(words[idx].lower) < 5.5:
+        if words[idx].lower not in credentials and lx.zipf(words[idx].lower) < 5.5:
             take(idx, P, 0.6)
 
 

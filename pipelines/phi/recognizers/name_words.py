@@ -8,12 +8,7 @@ from itertools import compress
 
 from pipelines.phi import lexicons as lx
 from pipelines.phi.lexicons import Token
-from pipelines.phi.recognizers.name_cues import (
-    _CUE_WORDS,
-    _RARE,
-    EPONYM_HEADS,
-    ROLE_SLIPS,
-)
+from pipelines.phi.recognizers.name_cues import _RARE, cues
 from pipelines.spans import Category
 
 
@@ -90,7 +85,7 @@ def _eponyms(toks: lx.Tokens, text: str) -> set[str]:
     Only the positions of head words are visited (picked with ``compress``), not every word."""
     words, lows = toks.words, toks.lowers
     found: set[str] = set()
-    for h in compress(range(len(lows)), map(EPONYM_HEADS.__contains__, lows)):
+    for h in compress(range(len(lows)), map(cues().eponym_heads.__contains__, lows)):
         # the word before the head, or before an "s" before it ("Parkinson's disease"
         # tokenises as "Parkinson", "s"); "s" itself is no head
         for nxt in (h, h - 1) if h >= 2 and lows[h - 1] == "s" else (h,):
@@ -101,7 +96,7 @@ def _eponyms(toks: lx.Tokens, text: str) -> set[str]:
 
 def _surname_after_first(first: Token, word: Token, mixed: bool) -> bool:
     """``word`` right after a census first name is its surname: a census surname far more a name
-    than a word, or a rare unknown word ("Leslie Kiezulas")."""
+    than a word, or a rare unknown word ("Leslie Wrzosvany")."""
     if not lx.is_first_name(first.lower) or lx.name_score(first.lower) < 1.0:
         return False
     if mixed and not (word.is_title or word.is_upper):
@@ -129,14 +124,14 @@ def _lower_full_name(first: Token, sur: Token, text: str, eponyms: set[str]) -> 
         and lx.name_score(s_low) >= 1.5
         and lx.zipf(s_low) < 3.5
         and s_low not in eponyms
-        and s_low not in _CUE_WORDS
+        and s_low not in cues().cue_words
         and not lx.clinical_word(s_low)
     )
 
 
 def _role_slip(low: str) -> Category | None:
     """A kinship word with a typing slip ("daugher"), unless the form is an English word."""
-    role = ROLE_SLIPS.get(low)
+    role = cues().role_slips.get(low)
     return role if role is not None and lx.zipf(low) < 2.0 else None
 
 
@@ -147,7 +142,7 @@ def _first_before_surname(tok: Token, mixed: bool) -> bool:
         lx.is_first_name(low)
         and lx.zipf(low) < 5.5
         and lx.name_score(low) > -0.5
-        and low not in _CUE_WORDS
+        and low not in cues().cue_words
         and (not mixed or tok.is_title or tok.is_upper)
     )
 
@@ -162,7 +157,7 @@ def _common_first_name(tok: Token, text: str, lowered: Container[str], eponyms: 
         and lx.zipf(low) < 5.5
         and low not in lowered
         and low not in eponyms
-        and low not in _CUE_WORDS
+        and low not in cues().cue_words
         and not _sentence_start(text, tok.start)
     )
 
@@ -224,7 +219,7 @@ def _word_surname_after_dr(tok: Token) -> bool:
     low = _base(tok.lower)
     return (
         len(low) >= 3
-        and low not in _CUE_WORDS
+        and low not in cues().cue_words
         and lx.last_names().get(low, 0.0) >= 0.01  # a surname at least 1 in 10,000 carry
         and lx.zipf(low) < 5.9
     )

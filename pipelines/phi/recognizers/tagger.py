@@ -22,6 +22,7 @@ from pipelines.phi.tagger.model import Label, TaggedSpan, Tagger
 from pipelines.spans import Category, Span
 
 _HEADS: Final = CUES["head"]
+_COMMON_ZIPF: Final = 3.3  # a word most adults know
 
 
 @cache
@@ -62,8 +63,30 @@ class TaggerRecognizer(Recognizer):
         return [
             Span(t.start, t.end, _category(text, t), t.confidence, "tagger")
             for t in self.tagger.tag(text)
-            if not _state_or_country(text, t) and not _eponym(text, t)
+            if not _not_phi(text, t)
         ]
+
+
+def _not_phi(text: str, tagged: TaggedSpan) -> bool:
+    """Post-filters from knowledge of PHI, not from the model."""
+    words = text[tagged.start : tagged.end]
+    if len(words.strip(".")) <= 1:  # a lone letter: too little to be anyone's name
+        return True
+    return _state_or_country(text, tagged) or _eponym(text, tagged) or _typo(words, tagged)
+
+
+def _typo(words: str, tagged: TaggedSpan) -> bool:
+    """One word a typing slip away from common English and in no census list ("husabnd")."""
+    low = words.lower()
+    return (
+        tagged.label is Label.NAME
+        and low.isalpha()
+        and not lexicons.is_name(low)
+        and (
+            lexicons.near_english(low)
+            or any(lexicons.zipf(v) >= _COMMON_ZIPF for v in lexicons.slips(low))
+        )
+    )
 
 
 @cache
@@ -73,9 +96,7 @@ def _eponyms() -> frozenset[str]:
 
 
 def _eponym(text: str, tagged: TaggedSpan) -> bool:
-    """A name inside a hyphenated medical eponym ("X-Y catheter", "X-Y syndrome")."""
-    if tagged.label is not Label.NAME:
-        return False
+    """A word inside a hyphenated medical eponym ("X-Y catheter", "X-Y syndrome")."""
     start, end = tagged.start, tagged.end
     while start > 0 and (text[start - 1].isalpha() or text[start - 1] == "-"):
         start -= 1

@@ -62,6 +62,10 @@ def _like(value: str, model: str) -> str:
     return " ".join(w[:1].upper() + w[1:] for w in value.split())
 
 
+def _reads_as_first(low: str) -> bool:
+    return lexicons.first_names().get(low, 0.0) > lexicons.last_names().get(low, 0.0)
+
+
 def _name(rng: random.Random, original: str) -> str:
     parts = original.split()
     pools = _pools()
@@ -73,7 +77,9 @@ def _name(rng: random.Random, original: str) -> str:
         elif k == 0 and len(parts) > 1:
             out.append(_like(rng.choice(pools["first"]), part))
         else:
-            pool = pools["first"] if rng.random() < 0.25 else pools["last"]
+            # a lone or last word: a first name where the original reads as one ("wife Ann")
+            first = len(parts) == 1 and _reads_as_first(letters.lower())
+            pool = pools["first"] if first or rng.random() < 0.15 else pools["last"]
             out.append(_like(rng.choice(pool), part))
     return " ".join(out) or _like(rng.choice(pools["last"]), original)
 

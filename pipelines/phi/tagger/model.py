@@ -157,7 +157,12 @@ class Tagger:
         run_conf = 1.0
         for i, predicted in enumerate(tagger.tag()):
             label, p_phi = self._decide(tagger, i, predicted)
-            if run and (label is None or label != run_label or predicted.startswith("B-")):
+            if run and (
+                label is None
+                or label != run_label
+                or predicted.startswith("B-")
+                or _breaks(text, tokens[run[-1]][1], tokens[i][0])
+            ):
                 spans.append(_span(tokens, run, run_label, run_conf))
                 run, run_label, run_conf = [], None, 1.0
             if label is not None:
@@ -168,6 +173,13 @@ class Tagger:
             spans.append(_span(tokens, run, run_label, run_conf))
         spans = [s for s in spans if s.label in self.labels]
         return spans + _recurrences(text, tokens, spans)
+
+
+def _breaks(text: str, end: int, start: int) -> bool:
+    """Text between two items that ends a phrase: a clause mark or a line break (a name
+    or a place runs on over spaces, hyphens, periods of initials and apostrophes only)."""
+    gap = text[end:start]
+    return any(c in gap for c in ",;:()[]{}\n|/") or len(gap) > 3
 
 
 def _recurrences(text: str, tokens: Sequence[Tok], spans: list[TaggedSpan]) -> list[TaggedSpan]:

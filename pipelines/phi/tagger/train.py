@@ -28,9 +28,9 @@ class TrainSettings:
     seed: int = 13
     c1: float = 0.05
     c2: float = 0.01
-    max_iterations: int = 150
+    max_iterations: int = 120
     min_feature_freq: int = 2
-    synthetic: int = 0  # invented short notes of the second genre (pipelines.phi.synthetic)
+    synthetic: int = 400  # invented short notes of the second genre (pipelines.phi.synthetic)
 
 
 @dataclass

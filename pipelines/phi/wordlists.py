@@ -1,0 +1,84 @@
+"""The recognizers' hand-written word lists, read from ``pipelines/phi/data/*.txt``.
+
+Each file holds words separated by spaces or line breaks; ``#`` starts a comment. A role file
+has sections (``[provider]``, ``[relative]``, ``[patient]``, ``[other]``) naming the role its
+words give; a word in two sections takes the last. Files are read on first use and cached for
+the life of the process (never at import time, never per document).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from functools import cache
+from importlib import resources
+from types import MappingProxyType
+from typing import Final
+
+from pipelines.errors import DeidstreamError
+from pipelines.spans import Category
+
+_PACKAGE: Final = "pipelines.phi"
+_ROLES: Final = MappingProxyType(
+    {
+        "provider": Category.NAME_PROVIDER,
+        "relative": Category.NAME_RELATIVE,
+        "patient": Category.NAME_PATIENT,
+        "other": Category.NAME_OTHER,
+    }
+)
+
+
+class WordListError(DeidstreamError):
+    """A shipped word list is malformed: a packaging fault, never retried."""
+
+    reason_class = "word_list"
+
+
+def _lines(text: str) -> Iterator[str]:
+    """The lines without comments and surrounding space, empty ones dropped."""
+    for line in text.splitlines():
+        kept = line.split("#", 1)[0].strip()
+        if kept:
+            yield kept
+
+
+def _read(name: str) -> str:
+    return resources.files(_PACKAGE).joinpath("data", f"{name}.txt").read_text("utf-8")
+
+
+def parse_words(text: str, name: str = "<text>") -> frozenset[str]:
+    """The words of a list without sections."""
+    words: set[str] = set()
+    for line in _lines(text):
+        if line.startswith("["):
+            raise WordListError(f"word list {name!r} has a section; use role_map")
+        words.update(line.split())
+    return frozenset(words)
+
+
+def parse_roles(text: str, name: str = "<text>") -> MappingProxyType[str, Category]:
+    """Word -> role of a list with role sections."""
+    roles: dict[str, Category] = {}
+    role: Category | None = None
+    for line in _lines(text):
+        if line.startswith("[") and line.endswith("]"):
+            role = _ROLES.get(line[1:-1].strip())
+            if role is None:
+                raise WordListError(f"word list {name!r}: unknown section {line}")
+            continue
+        if role is None:
+            raise WordListError(f"word list {name!r}: words before the first section")
+        roles.update(dict.fromkeys(line.split(), role))
+    return MappingProxyType(roles)
+
+
+@cache
+def word_set(name: str) -> frozenset[str]:
+    """The words of ``data/<name>.txt`` (a file without sections)."""
+    return parse_words(_read(name), name)
+
+
+@cache
+def role_map(name: str) -> MappingProxyType[str, Category]:
+    """Word -> role of ``data/<name>.txt`` (a file with role sections)."""
+    return parse_roles(_read(name), name)
