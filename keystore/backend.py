@@ -15,6 +15,8 @@ from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from typing import Any
 
+from keystore.audit import AuditKeys, AuditLine
+
 ROOT_NAME = "root"
 MARKS_PER_QUERY = 500  # keys per SELECT ... IN (...) (SQLite's variable limit is >= 999)
 
@@ -87,6 +89,18 @@ MIGRATIONS: list[tuple[int, list[str]]] = [
             "INSERT INTO master_keys (key_id, added_at)"
             " SELECT key_id, 0 FROM patients UNION SELECT key_id, 0 FROM store_keys",
             "@key_guard",
+        ],
+    ),
+    (
+        # the audit log as a hash chain (keystore/audit.py): a number and a mac per line;
+        # older lines keep NULL in both and are covered by the first chained line; on
+        # PostgreSQL a trigger refuses TRUNCATE (rules cannot)
+        4,
+        [
+            "ALTER TABLE audit ADD COLUMN seq {bigint}",
+            "ALTER TABLE audit ADD COLUMN mac {blob}",
+            "CREATE UNIQUE INDEX audit_seq ON audit (seq)",
+            "@audit_guard",
         ],
     ),
 ]
@@ -205,7 +219,18 @@ class SqlBackend(ABC):
             return self._append_only_audit()
         if statement == "@key_guard":
             return self._key_guard()
+        if statement == "@audit_guard":
+            return self._audit_guard()
         return [statement]
+
+    def _audit_guard(self) -> list[str]:
+        """Statements that further protect the audit table (none by default)."""
+        return []
+
+    def _lock_audit(self, cur: Any) -> None:
+        """Serialize audit appends (inside their transaction). Default: the transaction
+        itself is exclusive (SQLite's BEGIN IMMEDIATE)."""
+        return None
 
     @staticmethod
     def _newer_check(current: int) -> None:
@@ -445,6 +470,28 @@ class SqlBackend(ABC):
                             " WHERE lookup = ?", (now, lookup))
         return deleted
 
+    def scrub(self) -> bool | None:
+        """Remove what deleted records left in the database's own files, where the engine
+        allows it: True done, False could not complete now, None not possible (PostgreSQL:
+        dead tuples until VACUUM, and the WAL and backups keep them regardless)."""
+        return None
+
+    def last_audit_at(self, action: str) -> float | None:
+        """The time of the latest audit line of ``action`` (None: there is none)."""
+        with self._transaction(write=False) as cur:
+            raw = self._exec(cur, "SELECT MAX(at) FROM audit WHERE action = ?",
+                             (action,)).fetchone()
+        return None if raw is None or raw[0] is None else float(raw[0])
+
+    def audit_count(self, action: str, outcome: str, after: float | None) -> int:
+        """Audit lines of ``action`` with ``outcome`` written after ``after`` (None: all)."""
+        with self._transaction(write=False) as cur:
+            raw = self._exec(cur, "SELECT COUNT(*) FROM audit WHERE action = ? AND outcome = ?"
+                                  " AND at > ?",
+                             (action, outcome, float("-inf") if after is None else after)
+                             ).fetchone()
+        return int(raw[0])
+
     def pseudonym_target(self, pseudonym_hash: bytes) -> tuple[bytes | None, bool] | None:
         """(lookup, forgotten) for an indexed pseudonym, or None if never indexed."""
         with self._transaction(write=False) as cur:
@@ -514,12 +561,35 @@ class SqlBackend(ABC):
             return max(int(cur.rowcount), 0)
 
     # -- audit and counts -----------------------------------------------------------------
-    def audit(self, at: float, action: str, operator: str, reason: str, subject: str,
-              outcome: str) -> None:
+    def append_audit(self, line: AuditLine, keys: AuditKeys) -> AuditLine:
+        """Append ``line`` as the next link of the chain (numbered and signed under the
+        lock, so two writers never fork it; the unique seq index is the backstop)."""
         with self._transaction() as cur:
-            self._exec(cur, "INSERT INTO audit (at, action, operator, reason, subject, outcome)"
-                            " VALUES (?, ?, ?, ?, ?, ?)",
-                       (at, action, operator, reason, subject, outcome))
+            self._lock_audit(cur)
+            head = self._exec(cur, "SELECT seq, mac FROM audit WHERE seq IS NOT NULL"
+                                   " ORDER BY seq DESC LIMIT 1").fetchone()
+            if head is None:
+                legacy = self._audit_lines(cur, "WHERE seq IS NULL")
+                chained = keys.chain(None, legacy, 0, line)
+            else:
+                chained = keys.chain(bytes(head[1]), (), int(head[0]), line)
+            self._exec(cur, "INSERT INTO audit (at, action, operator, reason, subject, outcome,"
+                            " seq, mac) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                       (chained.at, chained.action, chained.operator, chained.reason,
+                        chained.subject, chained.outcome, chained.seq, chained.mac))
+        return chained
+
+    def audit_lines(self) -> list[AuditLine]:
+        """Every audit line in insertion order, with its seq and mac."""
+        with self._transaction(write=False) as cur:
+            return self._audit_lines(cur, "")
+
+    def _audit_lines(self, cur: Any, where: str) -> list[AuditLine]:
+        raws = self._exec(cur, "SELECT at, action, operator, reason, subject, outcome, seq,"  # noqa: S608
+                               f" mac, id FROM audit {where} ORDER BY id").fetchall()
+        return [AuditLine(float(r[0]), str(r[1]), str(r[2]), str(r[3]), str(r[4]), str(r[5]),
+                          None if r[6] is None else int(r[6]),
+                          None if r[7] is None else bytes(r[7]), int(r[8])) for r in raws]
 
     def audit_rows(self) -> list[tuple[float, str, str, str, str, str]]:
         with self._transaction(write=False) as cur:

@@ -18,7 +18,8 @@ import hmac
 import os
 import re
 import stat
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -26,6 +27,7 @@ from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 
 from keystore.errors import MissingKeyError
+from keystore.pseudonyms import KeyedHash
 
 KEY_BYTES = 32
 ENV_KEY = "DEIDSTREAM_MASTER_KEY"
@@ -39,6 +41,8 @@ PURPOSE_PSEUDONYM = b"deidstream/v1/pseudonym-hmac"
 PURPOSE_PSEUDONYM_INDEX = b"deidstream/v1/pseudonym-index-hmac"
 PURPOSE_MARK_KEY = b"deidstream/v1/mark-key-hmac"
 PURPOSE_MARK_VALUE = b"deidstream/v1/mark-value-siv"
+PURPOSE_AUDIT_CHAIN = b"deidstream/v1/audit-chain-hmac"
+PURPOSE_AUDIT_SUBJECT = b"deidstream/v1/audit-subject-hmac"
 
 
 def derive_subkey(secret: bytes, purpose: bytes, length: int = KEY_BYTES) -> bytes:
@@ -79,6 +83,7 @@ class Keyring:
             raise MissingKeyError("master key ids must be unique")
         self._by_id = {k.key_id: k for k in self._keys}
         self._wrap_cache: dict[str, bytes] = {}
+        self._kek_cache: dict[str, KeyedHash] = {}
 
     # -- construction ---------------------------------------------------------------------
     @classmethod
@@ -157,6 +162,14 @@ class Keyring:
         self._wrap_cache[key_id] = derived
         return derived
 
+    def kek_hmac(self, key_id: str) -> KeyedHash:
+        """HMAC-SHA256 keyed by the wrapping subkey of ``key_id`` (pads prepared once): one
+        call is HKDF-Expand's single output block, the per-record key encryption key."""
+        found = self._kek_cache.get(key_id)
+        if found is None:
+            found = self._kek_cache[key_id] = KeyedHash(self.wrapping_key(key_id))
+        return found
+
     def merged_with(self, older: Keyring) -> Keyring:
         """This keyring first, then any of ``older``'s keys it lacks (to read old records)."""
         extra = [k for k in older._keys if k.key_id not in self._by_id]
@@ -171,12 +184,25 @@ class Keyring:
         """Key-file text: one ``id:base64`` entry per line."""
         return "".join(k.entry() + "\n" for k in self._keys)
 
-    def write_file(self, path: str | os.PathLike[str], *, overwrite: bool = False) -> Path:
-        """Write the keyring to an owner-only (0600) file, atomically."""
+    def write_file(self, path: str | os.PathLike[str], *, overwrite: bool = False,
+                   shred_previous: bool = False) -> Path:
+        """Write the keyring to an owner-only (0600) file, atomically. ``shred_previous``:
+        once the new file is in place, overwrite the old file's bytes with zeros (it held
+        keys being retired; a copy-on-write or journaling file system may still keep old
+        blocks — see docs/keystore.md)."""
         p = Path(path)
         p.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
         if p.exists() and not overwrite:
             raise FileExistsError(str(p))
+        with _previous(p if shred_previous else None) as previous:
+            self._replace(p)
+            if previous is not None:
+                size = os.fstat(previous).st_size
+                os.pwrite(previous, b"\0" * size, 0)
+                os.fsync(previous)
+        return p
+
+    def _replace(self, p: Path) -> None:
         tmp = p.with_name(f".{p.name}.{os.getpid()}.tmp")
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
         try:
@@ -188,7 +214,19 @@ class Keyring:
         finally:
             if tmp.exists():
                 tmp.unlink()
-        return p
+
+
+@contextmanager
+def _previous(path: Path | None) -> Iterator[int | None]:
+    """A write descriptor on the file now at ``path`` (kept across its replacement)."""
+    if path is None or not path.exists():
+        yield None
+        return
+    fd = os.open(path, os.O_WRONLY)
+    try:
+        yield fd
+    finally:
+        os.close(fd)
 
 
 def _decode_key(b64: str, index: int) -> bytes:

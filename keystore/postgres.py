@@ -33,6 +33,7 @@ POSTGRES = Dialect(blob="BYTEA", real="DOUBLE PRECISION", bigint="BIGINT",
                    serial="BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY", placeholder="%s")
 _SCHEMA_RE = re.compile(r"^[a-z_][a-z0-9_]{0,62}$")
 _MIGRATION_LOCK = 0x6465_6964  # "deid": pg_advisory_xact_lock id for migrations
+_AUDIT_LOCK = 0x6175_6474  # "audt": with the schema's hash, serializes audit appends
 # SQLSTATE (or its two-character class) → why; the first match wins, exact codes first
 _SQLSTATE_KINDS: dict[str, FaultKind] = {
     "42501": FaultKind.PERMISSION,  # insufficient_privilege
@@ -303,6 +304,20 @@ class PostgresBackend(SqlBackend):
             "CREATE RULE audit_no_update AS ON UPDATE TO audit DO INSTEAD NOTHING",
             "CREATE RULE audit_no_delete AS ON DELETE TO audit DO INSTEAD NOTHING",
         ]
+
+    def _audit_guard(self) -> list[str]:
+        # Rules cannot stop TRUNCATE; a statement trigger can (only the owner may drop it)
+        return [
+            "CREATE FUNCTION audit_refuse_truncate() RETURNS trigger LANGUAGE plpgsql AS"
+            " $$ BEGIN RAISE EXCEPTION 'audit is append-only'; END $$",
+            "CREATE TRIGGER audit_no_truncate BEFORE TRUNCATE ON audit"
+            " FOR EACH STATEMENT EXECUTE FUNCTION audit_refuse_truncate()",
+        ]
+
+    def _lock_audit(self, cur: Any) -> None:
+        # one appender at a time per schema (no privilege needed, unlike LOCK TABLE)
+        cur.execute("SELECT pg_advisory_xact_lock(%s, hashtext(current_schema()))",
+                    (_AUDIT_LOCK,))
 
     def _begin_migration(self, cur: Any) -> None:
         cur.execute("SELECT pg_advisory_xact_lock(%s)", (_MIGRATION_LOCK,))

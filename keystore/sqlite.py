@@ -52,6 +52,8 @@ class SqliteBackend(SqlBackend):
             self._conn.execute("PRAGMA journal_mode=WAL")
             self._conn.execute("PRAGMA synchronous=NORMAL")
             self._conn.execute("PRAGMA foreign_keys=ON")
+            # deleted and overwritten content is zeroed in the file, not left in free space
+            self._conn.execute("PRAGMA secure_delete=ON")
         except sqlite3.Error as exc:
             raise classify(exc) from None
 
@@ -87,6 +89,16 @@ class SqliteBackend(SqlBackend):
             "CREATE TRIGGER audit_no_delete BEFORE DELETE ON audit"
             " BEGIN SELECT RAISE(ABORT, 'audit is append-only'); END",
         ]
+
+    def scrub(self) -> bool | None:
+        """Checkpoint the WAL into the (secure_delete) database file and truncate it to
+        zero bytes: the pages that still held deleted records are gone from both files.
+        False if readers kept the checkpoint from completing (the busy timeout passed)."""
+        with self._transaction(write=False) as cur:
+            if self._in_group:  # not inside a transaction: the next forget does it
+                return False
+            busy, _, _ = cur.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+        return not busy
 
     def _begin_migration(self, cur: Any) -> None:
         return None  # BEGIN IMMEDIATE already holds the write lock

@@ -14,6 +14,7 @@ updated by another instance is re-read.
 
 from __future__ import annotations
 
+import logging
 import os
 import socket
 import threading
@@ -25,14 +26,27 @@ from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 
 from keystore.api import PatientState
+from keystore.audit import AuditKeys, AuditLine, AuditReport
 from keystore.backend import Row, SqlBackend
-from keystore.envelope import Sealed, open_sealed, rewrap, seal, unwrap_key, wrap_key
+from keystore.envelope import (
+    ENVELOPE,
+    LEGACY_ENVELOPE,
+    Sealed,
+    is_legacy_wrap,
+    open_sealed,
+    reseal,
+    rewrap,
+    seal,
+    unwrap_key,
+    wrap_key,
+)
 from keystore.errors import ForgottenPatientError, IntegrityError, KeystoreError, RetireRefused
 from keystore.keyring import Keyring, fingerprint
 from keystore.pseudonyms import new_patient_state
-from keystore.records import RECORD_SCHEMA, Identity, dump_state, load_state
+from keystore.records import Identity, dump_state, load_state
 from keystore.subkeys import ROOT_BYTES, StoreKeys
 
+log = logging.getLogger("deidstream.keystore")
 ROOT_BINDING = b"deidstream/v1/store-root"
 _MAX_CONFLICT_RETRIES = 8
 _ABSENT_HINTS = 4096  # patients a prefetch found without a record (their create skips a read)
@@ -55,6 +69,7 @@ class RotationReport:
     new_key_id: str
     rewrapped: int = 0
     already_current: int = 0
+    upgraded: int = 0  # version-1 records sealed afresh in the current envelope
     failed: list[str] = field(default_factory=list)  # record fingerprints, no ids
 
 
@@ -167,7 +182,9 @@ class EncryptedStore:
             if stored is None:
                 raise KeystoreError("store root key vanished right after creation")
         key_id, wrapped = stored
-        return StoreKeys(unwrap_key(self._keyring, ROOT_BINDING, key_id, wrapped))
+        root = unwrap_key(self._keyring, ROOT_BINDING, key_id, wrapped)
+        self._audit_keys = AuditKeys(root)
+        return StoreKeys(root)
 
     # -- pseudonyms -----------------------------------------------------------------------
     def pseudonym(self, kind: str, *parts: str | bytes) -> str:
@@ -253,7 +270,7 @@ class EncryptedStore:
                 return self._adopt(key, row, stale)
             self.heartbeat()
             state = factory()
-            sealed = seal(self._keyring, lookup, self._plaintext(key, state), RECORD_SCHEMA)
+            sealed = seal(self._keyring, lookup, self._plaintext(key, state), revision=1)
             row = _row(lookup, sealed, revision=1)
             if self._backend.insert(row, self._keys.pseudonym_index(state.pseudonym),
                                     self._clock()):
@@ -269,6 +286,8 @@ class EncryptedStore:
     def _adopt(self, key: tuple[str, str], row: Row, stale: _Entry | None) -> PatientState:
         state, _ = self._open(row)
         if stale is not None and stale.lookup == row.lookup:
+            if _older_copy(row, state, stale.state, stale.revision):
+                raise _rolled_back(row)
             if stale.revision != row.revision:
                 _overwrite(stale.state, state)  # keep the object callers already hold
             stale.revision = row.revision
@@ -349,7 +368,7 @@ class EncryptedStore:
                 unknown.append(entry)
                 continue
             sealed = seal(self._keyring, entry.lookup, self._plaintext(entry.key, entry.state),
-                          RECORD_SCHEMA)
+                          entry.revision + 1)
             batch.append((_row(entry.lookup, sealed, entry.revision + 1), entry.revision))
         results = self._backend.update_many(batch, self._clock()) if batch else []
         # Written (or about to be resolved one by one): nothing is pending any more.
@@ -386,7 +405,7 @@ class EncryptedStore:
                     self._cache.pop(entry.key, None)
                     return
                 sealed = seal(self._keyring, entry.lookup,
-                              self._plaintext(entry.key, entry.state), RECORD_SCHEMA)
+                              self._plaintext(entry.key, entry.state), 1)
                 if self._backend.insert(_row(entry.lookup, sealed, 1),
                                         self._keys.pseudonym_index(entry.state.pseudonym),
                                         self._clock()):
@@ -395,9 +414,11 @@ class EncryptedStore:
                     return
                 continue
             theirs, _ = self._open(row)
+            if _older_copy(row, theirs, entry.state, entry.revision):
+                raise _rolled_back(row)
             _merge_into(entry.state, theirs)
             sealed = seal(self._keyring, entry.lookup, self._plaintext(entry.key, entry.state),
-                          RECORD_SCHEMA)
+                          row.revision + 1)
             if self._backend.update_many([(_row(entry.lookup, sealed, row.revision + 1),
                                            row.revision)], self._clock())[0]:
                 entry.revision = row.revision + 1
@@ -505,7 +526,7 @@ class EncryptedStore:
                 for row in rows:
                     self._rewrap_row(combined, row, report)
             root_id, root_wrapped = self._backend.get_root() or ("", b"")
-            if root_id != combined.primary.key_id:
+            if root_id != combined.primary.key_id or is_legacy_wrap(root_wrapped):
                 root = unwrap_key(combined, ROOT_BINDING, root_id, root_wrapped)
                 key_id, wrapped = wrap_key(combined, ROOT_BINDING, root)
                 if not self._backend.replace_root(key_id, wrapped, root_wrapped, self._clock()):
@@ -520,17 +541,26 @@ class EncryptedStore:
         for _ in range(_MAX_CONFLICT_RETRIES):
             if current is None:
                 return  # forgotten meanwhile
-            if current.key_id == keyring.primary.key_id:
+            legacy = current.record_schema == LEGACY_ENVELOPE
+            if current.key_id == keyring.primary.key_id and not legacy:
                 report.already_current += 1
                 return
             try:
-                new = rewrap(keyring, current.lookup, _sealed(current))
+                if legacy:  # upgrade: sealed afresh, same revision, only if unchanged
+                    new = reseal(keyring, current.lookup, _sealed(current), current.revision)
+                    done = self._backend.update_many(
+                        [(_row(current.lookup, new, current.revision), current.revision)],
+                        self._clock())[0]
+                else:
+                    new = rewrap(keyring, current.lookup, _sealed(current), current.revision)
+                    done = self._backend.rewrap(current.lookup, new.key_id, new.wrapped_key,
+                                                current.wrapped_key)
             except (IntegrityError, KeystoreError):
                 report.failed.append(fingerprint(current.lookup))
                 return
-            if self._backend.rewrap(current.lookup, new.key_id, new.wrapped_key,
-                                    current.wrapped_key):
+            if done:
                 report.rewrapped += 1
+                report.upgraded += legacy
                 return
             current = self._backend.fetch(current.lookup)  # rewritten meanwhile: again
         report.failed.append(fingerprint(row.lookup))
@@ -539,9 +569,13 @@ class EncryptedStore:
                reason: str = "") -> bool:
         """Crypto-shred one patient: delete the sealed record and its wrapped data key.
 
-        The mapping can never be read again (the data key existed nowhere else). Later
-        documents of this patient get a NEW identity: new shift, new surrogates, new
-        pseudonym — nothing links them to the forgotten one.
+        The live store can never read it again; on SQLite the WAL is checkpointed into the
+        (secure_delete) file and truncated, so neither file holds the record any more.
+        Copies made before — backups, PostgreSQL dead tuples and WAL — still hold it sealed
+        under the master keys configured now: the forget is FINAL once those keys are
+        destroyed (:meth:`record_key_retirement`, ``keys rotate --retire-old`` /
+        ``keys forget --now``; docs/keystore.md). Later documents of this patient get a
+        NEW identity: new shift, new surrogates, new pseudonym, unlinked to the old one.
         """
         key = (authority, patient_id)
         lookup = self._keys.lookup(authority, patient_id)
@@ -550,15 +584,46 @@ class EncryptedStore:
             self._dirty.pop(key, None)
             self._absent.discard(key)
             deleted = self._backend.delete(lookup, self._clock())
-            self._audit("forget", operator, reason, fingerprint(lookup),
+            self._audit("forget", operator, reason,
+                        self._audit_keys.subject("record", lookup),
                         "deleted" if deleted else "absent")
+            if deleted and self._backend.scrub() is False:
+                log.warning("key store: the SQLite WAL could not be checkpointed after a "
+                            "forget (readers busy); it is retried at the next forget")
         return deleted
+
+    def check_retirable(self, key_ids: Sequence[str]) -> None:
+        """KeystoreError unless no record and not the store root is wrapped under any of
+        ``key_ids`` (after a rotation, before the keys are destroyed)."""
+        with self._lock:
+            self._flush_locked()
+            by_key = self._backend.counts().get("records_by_key")
+            still = sorted(set(key_ids) & set(by_key if isinstance(by_key, dict) else {}))
+            root = self._backend.get_root()
+            if still or (root is not None and root[0] in key_ids):
+                raise KeystoreError("refused: records are still wrapped under a key to retire;"
+                                    " run `keys rotate` first", keys=",".join(still) or None)
+
+    def record_key_retirement(self, key_ids: Sequence[str], *, operator: str,
+                              destroyed: bool = True) -> None:
+        """Audit that master keys ``key_ids`` were destroyed (after :meth:`check_retirable`;
+        ``destroyed=False``: retired, the operator destroys them where they are kept):
+        every forget before this line is final once they are gone — no record, and no copy
+        of one in a backup or an old database page, can be unwrapped any more."""
+        self._audit("retire_keys", operator, "", ",".join(sorted(key_ids)),
+                    "destroyed" if destroyed else "retired")
+
+    def forgets_not_final(self) -> int:
+        """Forgets since the last key retirement: their records may still be recovered
+        from a backup or old database pages with the keys configured now."""
+        return self._backend.audit_count("forget", "deleted",
+                                         self._backend.last_audit_at("retire_keys"))
 
     def reveal(self, pseudonym: str, *, operator: str, reason: str) -> Identity:
         """Authorized re-identification of a patient pseudonym; always audited (no PHI)."""
         if not reason.strip() or not operator.strip():
             raise KeystoreError("reveal needs an operator and a reason")
-        subject = fingerprint(pseudonym.encode("utf-8"))
+        subject = self._audit_keys.subject("pseudonym", pseudonym)
         target = self._backend.pseudonym_target(self._keys.pseudonym_index(pseudonym))
         if target is None:
             self._audit("reveal", operator, reason, subject, "unknown_pseudonym")
@@ -588,6 +653,15 @@ class EncryptedStore:
     def audit_log(self) -> list[tuple[float, str, str, str, str, str]]:
         return self._backend.audit_rows()
 
+    def verify_audit(self, head: str | None = None) -> AuditReport:
+        """Check the audit log's hash chain (and that ``head``, a ``SEQ:MAC`` printed by an
+        earlier verify, is still in it); the report names the first line that fails."""
+        return self._audit_keys.verify(self._backend.audit_lines(), head)
+
+    def audit_subject(self, pseudonym: str) -> str:
+        """The subject a reveal of ``pseudonym`` is audited under (to find its lines)."""
+        return self._audit_keys.subject("pseudonym", pseudonym)
+
     def find_patient(self, patient_id: str) -> list[Identity]:
         """Every identity with this patient id, whatever its assigning authority (the lookup
         hash needs the authority, so this opens every record: an admin operation, O(store)).
@@ -606,7 +680,7 @@ class EncryptedStore:
         so every patient's known visit ids (``candidates`` of its state) are tried; audited."""
         if not reason.strip() or not operator.strip():
             raise KeystoreError("reveal needs an operator and a reason")
-        subject = fingerprint(pseudonym.encode("utf-8"))
+        subject = self._audit_keys.subject("visit-pseudonym", pseudonym)
         self.flush()
         for identity, state in self._identities():
             for visit in candidates(state):
@@ -645,6 +719,7 @@ class EncryptedStore:
                 "operator": last[2], "new_key_id": last[4], "outcome": last[5]},
             "backend": self._backend.name,
             "schema_version": self.schema_version,
+            "forgets_not_final": self.forgets_not_final(),
         }
 
     def stats(self) -> dict[str, object]:
@@ -659,6 +734,7 @@ class EncryptedStore:
                 "cache_hits": self.hits,
                 "cache_misses": self.misses,
                 "pending_writes": len(self._dirty),
+                "forgets_not_final": self.forgets_not_final(),
                 "instance_id": self.instance_id,
             })
         counts.update(self._backend.key_usage())
@@ -686,10 +762,10 @@ class EncryptedStore:
         return dump_state(state, Identity(*key) if self._keep_identity else None)
 
     def _open(self, row: Row) -> tuple[PatientState, Identity | None]:
-        if row.record_schema != RECORD_SCHEMA:
+        if row.record_schema not in (LEGACY_ENVELOPE, ENVELOPE):
             raise IntegrityError("record has an unknown schema", schema=row.record_schema,
                                  record=fingerprint(row.lookup))
-        return load_state(open_sealed(self._keyring, row.lookup, _sealed(row), row.record_schema))
+        return load_state(open_sealed(self._keyring, row.lookup, _sealed(row), row.revision))
 
     def _remember(self, entry: _Entry) -> None:
         self._cache[entry.key] = entry
@@ -699,16 +775,33 @@ class EncryptedStore:
 
     def _audit(self, action: str, operator: str, reason: str, subject: str,
                outcome: str) -> None:
-        self._backend.audit(self._clock(), action, operator, reason, subject, outcome)
+        self._backend.append_audit(AuditLine(self._clock(), action, operator, reason, subject,
+                                             outcome), self._audit_keys)
 
 
 def _row(lookup: bytes, sealed: Sealed, revision: int) -> Row:
     return Row(lookup, sealed.key_id, sealed.wrapped_key, sealed.nonce, sealed.ciphertext,
-               RECORD_SCHEMA, revision)
+               sealed.envelope, revision)
 
 
 def _sealed(row: Row) -> Sealed:
-    return Sealed(row.key_id, row.wrapped_key, row.nonce, row.ciphertext)
+    return Sealed(row.key_id, row.wrapped_key, row.nonce, row.ciphertext, row.record_schema)
+
+
+def _older_copy(row: Row, stored: PatientState, known: PatientState,
+                known_revision: int | None) -> bool:
+    """The stored record is an older revision of the identity this instance knows at
+    ``known_revision`` (same pseudonym: a forgotten and re-created patient has a new one,
+    and its revisions start again at 1). The revision is authenticated (associated data),
+    so only a copy of an older row can carry an older number."""
+    return (known_revision is not None and row.revision < known_revision
+            and stored.pseudonym == known.pseudonym)
+
+
+def _rolled_back(row: Row) -> IntegrityError:
+    return IntegrityError("record was rolled back: its stored revision is older than one "
+                          "this instance has read or written", record=fingerprint(row.lookup),
+                          revision=row.revision)
 
 
 def _overwrite(target: PatientState, source: PatientState) -> None:

@@ -24,6 +24,7 @@ from operator import itemgetter
 from typing import Any, Protocol
 
 from pipelines.corpus import GoldPhrase
+from pipelines.corpus_formats import category_group
 
 TOKEN = re.compile(r"[^\W_]+")  # maximal runs of letters and digits (Unicode-aware)
 
@@ -160,6 +161,7 @@ class NoteScore:
     # gold category -> predicted category -> tokens (shows e.g. provider names tagged NAME_OTHER)
     confusion: dict[str, Counter[str]] = field(default_factory=dict)
     false_positives: list[FalsePositive] = field(default_factory=list)
+    slots: SlotCounts = field(default_factory=lambda: SlotCounts())
 
 
 def score_note(
@@ -268,8 +270,12 @@ def score_note(
         phrases_found=found,
         phrases_touched=touched,
     )
+    slots = score_slots(
+        [(max(0, g.start), min(size, g.end), g.category) for g in gold],
+        [(start, end, label) for start, end, label, _ in pred_list],
+    )
     return NoteScore(
-        counts, categories, missed, fp_by_category, fp_tokens, confusion, false_positives
+        counts, categories, missed, fp_by_category, fp_tokens, confusion, false_positives, slots
     )
 
 
@@ -277,6 +283,163 @@ def _context(text: str, start: int, end: int, width: int = 30) -> str:
     left = text[max(0, start - width) : start]
     right = text[end : end + width]
     return " ".join(f"{left}[[{text[start:end]}]]{right}".split())
+
+
+# --------------------------------------------------------------------------- slots (SER)
+
+ANY_GROUP = "*"  # the per-category row that ignores categories
+
+
+@dataclass(frozen=True, slots=True)
+class GroupCounts:
+    """Exact / overlap matches of one category group (or of ``*``: any category)."""
+
+    gold: int = 0
+    predicted: int = 0
+    gold_exact: int = 0  # gold phrases with a prediction of the same extent and group
+    gold_overlap: int = 0  # ... with an overlapping prediction of the same group
+    pred_exact: int = 0
+    pred_overlap: int = 0
+
+    def __add__(self, other: GroupCounts) -> GroupCounts:
+        return GroupCounts(
+            *(getattr(self, f) + getattr(other, f) for f in GroupCounts.__slots__)
+        )
+
+    def figures(self) -> dict[str, dict[str, float | None]]:
+        out: dict[str, dict[str, float | None]] = {}
+        for mode, g, p in (
+            ("exact", self.gold_exact, self.pred_exact),
+            ("overlap", self.gold_overlap, self.pred_overlap),
+        ):
+            recall, precision = _ratio(g, self.gold), _ratio(p, self.predicted)
+            f1 = (
+                2 * precision * recall / (precision + recall)
+                if precision and recall
+                else (0.0 if self.gold or self.predicted else None)
+            )
+            out[mode] = {"precision": precision, "recall": recall, "f1": f1}
+        return out
+
+
+@dataclass(frozen=True, slots=True)
+class SlotCounts:
+    """Slot error rate counts (see :func:`score_slots`)."""
+
+    slots: int = 0
+    predicted: int = 0
+    correct: int = 0
+    substitutions: int = 0
+    boundary: int = 0
+    deletions: int = 0
+    insertions: int = 0
+    groups: tuple[tuple[str, GroupCounts], ...] = ()
+
+    def __add__(self, other: SlotCounts) -> SlotCounts:
+        merged = dict(self.groups)
+        for name, gc in other.groups:
+            merged[name] = merged.get(name, GroupCounts()) + gc
+        return SlotCounts(
+            self.slots + other.slots,
+            self.predicted + other.predicted,
+            self.correct + other.correct,
+            self.substitutions + other.substitutions,
+            self.boundary + other.boundary,
+            self.deletions + other.deletions,
+            self.insertions + other.insertions,
+            tuple(sorted(merged.items())),
+        )
+
+    @property
+    def ser(self) -> float | None:
+        """(S + D + I) / N."""
+        return _ratio(self.substitutions + self.deletions + self.insertions, self.slots)
+
+    @property
+    def ser_strict(self) -> float | None:
+        """(S + B + D + I) / N: a boundary error counts as a substitution too."""
+        errors = self.substitutions + self.boundary + self.deletions + self.insertions
+        return _ratio(errors, self.slots)
+
+
+def score_slots(
+    gold: Sequence[tuple[int, int, str]], predicted: Sequence[tuple[int, int, str]]
+) -> SlotCounts:
+    """Slot error rate of one note, after the French de-identification protocol
+    (Grouin & Névéol 2014, from Makhoul et al. 1999): SER = (S + D + I) / N.
+
+    A *slot* is a gold phrase; categories compare by :func:`category_group` (NAME, LOCATION,
+    DATE, AGE, CONTACT, ID), since the gold and the detector name categories differently.
+    Each gold phrase is exactly one of:
+
+    * correct — a prediction has its extent (same start and end) and its group;
+    * substitution (S) — a prediction has its extent, none with its group;
+    * boundary error (B) — no prediction of its extent, but one overlaps it;
+    * deletion (D) — no prediction overlaps it.
+
+    Each prediction that overlaps no gold phrase is an insertion (I); N is the number of
+    gold phrases. ``ser`` leaves boundary errors out, as the protocol's S is a category
+    error on a found slot; ``ser_strict`` = (S + B + D + I) / N counts them as errors too.
+
+    Worked example (one note, 4 slots): gold ``[0,5) HCPName``, ``[10,14) Date``,
+    ``[20,26) Location``, ``[30,33) Phone``; predicted ``[0,5) NAME_PROVIDER`` (correct),
+    ``[10,14) LOCATION_CITY`` (S: same extent, group LOCATION not DATE), ``[20,23)
+    LOCATION_CITY`` (B: overlaps, shorter), nothing on ``[30,33)`` (D), and ``[40,44)
+    NAME_OTHER`` (I). S=1 B=1 D=1 I=1 N=4: ser = 3/4 = 0.75, ser_strict = 4/4 = 1.0.
+    """
+    by_extent: dict[tuple[int, int], set[str]] = {}
+    for start, end, cat in predicted:
+        by_extent.setdefault((start, end), set()).add(category_group(cat))
+    s = b = d = correct = 0
+    pred_hit = [False] * len(predicted)
+    for start, end, cat in gold:
+        same = by_extent.get((start, end))
+        overlapping = [i for i, (ps, pe, _) in enumerate(predicted) if ps < end and start < pe]
+        for i in overlapping:
+            pred_hit[i] = True
+        if same is not None:
+            if category_group(cat) in same:
+                correct += 1
+            else:
+                s += 1
+        elif overlapping:
+            b += 1
+        else:
+            d += 1
+    insertions = pred_hit.count(False)
+    return SlotCounts(
+        len(gold), len(predicted), correct, s, b, d, insertions, _group_counts(gold, predicted)
+    )
+
+
+def _group_counts(
+    gold: Sequence[tuple[int, int, str]], predicted: Sequence[tuple[int, int, str]]
+) -> tuple[tuple[str, GroupCounts], ...]:
+    """Per group (and ``*``), gold / predicted spans matched exactly or by overlap."""
+
+    def keyed(spans: Sequence[tuple[int, int, str]]) -> list[tuple[int, int, str]]:
+        return [(a, b, category_group(c)) for a, b, c in spans]
+
+    g_all, p_all = keyed(gold), keyed(predicted)
+    out: dict[str, GroupCounts] = {}
+    for group in sorted({c for *_, c in g_all} | {c for *_, c in p_all} | {ANY_GROUP}):
+        g = [x for x in g_all if group in (ANY_GROUP, x[2])]
+        p = [x for x in p_all if group in (ANY_GROUP, x[2])]
+        extents = {(a, b) for a, b, _ in p}
+        g_extents = {(a, b) for a, b, _ in g}
+        out[group] = GroupCounts(
+            gold=len(g),
+            predicted=len(p),
+            gold_exact=sum(1 for a, b, _ in g if (a, b) in extents),
+            gold_overlap=sum(1 for a, b, _ in g if _overlaps(a, b, p)),
+            pred_exact=sum(1 for a, b, _ in p if (a, b) in g_extents),
+            pred_overlap=sum(1 for a, b, _ in p if _overlaps(a, b, g)),
+        )
+    return tuple(out.items())
+
+
+def _overlaps(start: int, end: int, spans: Sequence[tuple[int, int, str]]) -> bool:
+    return any(a < end and start < b for a, b, _ in spans)
 
 
 @dataclass(frozen=True)
@@ -338,6 +501,7 @@ class Evaluation:
     false_positives: list[FalsePositive] = field(default_factory=list)
     notes: int = 0
     characters: int = 0
+    slots: SlotCounts = field(default_factory=lambda: SlotCounts())
 
     def add(
         self,
@@ -357,6 +521,7 @@ class Evaluation:
         self.fp_by_category.update(score.fp_by_category)
         self.fp_tokens.update(score.fp_tokens)
         self.false_positives.extend(score.false_positives)
+        self.slots = self.slots + score.slots
         for cat, seen in score.confusion.items():
             self.confusion.setdefault(cat, Counter()).update(seen)
         self.notes += 1
@@ -386,6 +551,7 @@ class Evaluation:
             fp_tokens=Counter(self.fp_tokens),
             confusion={k: Counter(v) for k, v in sorted(self.confusion.items())},
             false_positives=list(self.false_positives),
+            slots=self.slots,
         )
 
 
@@ -404,6 +570,7 @@ class Report:
     fp_tokens: Counter[tuple[str, str]]
     confusion: dict[str, Counter[str]] = field(default_factory=dict)
     false_positives: list[FalsePositive] = field(default_factory=list)
+    slots: SlotCounts = field(default_factory=lambda: SlotCounts())
 
     def only_categories(self, wanted: Iterable[str]) -> Report:
         """Restrict the developer error lists to gold / predicted categories starting with
@@ -465,6 +632,7 @@ class Report:
                 for cat, cc in self.categories.items()
             },
             "false_positive_tokens_by_category": dict(self.fp_by_category.most_common()),
+            "slots": slots_dict(self.slots),
         }
         if show_errors:
             out["missed"] = [
@@ -536,6 +704,7 @@ class Report:
                 f"{cc.tokens:>8}{cc.tokens_found:>7}{_fmt(_ratio(cc.tokens_found, cc.tokens)):>8}"
                 + ("  " + ", ".join(f"{k} {v}" for k, v in seen) if seen else "")
             )
+        lines.extend(format_slots(self.slots))
         if self.fp_by_category:
             fp = ", ".join(f"{k} {v}" for k, v in self.fp_by_category.most_common())
             lines.append(f"false-positive tokens by predicted category: {fp}")
@@ -566,3 +735,48 @@ def _round(value: float | None) -> float | None:
 
 def _fmt(value: float | None) -> str:
     return "n/a" if value is None else f"{value:.4f}"
+
+
+def slots_dict(sc: SlotCounts) -> dict[str, Any]:
+    """The slot error rate and per-group precision / recall / F1 (exact and overlap)."""
+    return {
+        "slot_error_rate": _round(sc.ser),
+        "slot_error_rate_strict": _round(sc.ser_strict),
+        "reference_slots": sc.slots,
+        "predicted_spans": sc.predicted,
+        "correct": sc.correct,
+        "substitutions": sc.substitutions,
+        "boundary_errors": sc.boundary,
+        "deletions": sc.deletions,
+        "insertions": sc.insertions,
+        "per_group": {
+            group: {
+                "gold": gc.gold,
+                "predicted": gc.predicted,
+                **{
+                    mode: {k: _round(v) for k, v in figures.items()}
+                    for mode, figures in gc.figures().items()
+                },
+            }
+            for group, gc in sc.groups
+        },
+    }
+
+
+def format_slots(sc: SlotCounts) -> list[str]:
+    lines = [
+        f"slot error rate {_fmt(sc.ser)}  (S {sc.substitutions} + D {sc.deletions}"
+        f" + I {sc.insertions}) / N {sc.slots};  with boundary errors ({sc.boundary})"
+        f" {_fmt(sc.ser_strict)}",
+        "spans per category group:"
+        f"  {'':<10}{'gold':>6}{'pred':>6}   exact P / R / F1          overlap P / R / F1",
+    ]
+    for group, gc in sc.groups:
+        fig = gc.figures()
+        cells = "   ".join(
+            " / ".join(_fmt(fig[mode][k]) for k in ("precision", "recall", "f1"))
+            for mode in ("exact", "overlap")
+        )
+        label = "(any)" if group == ANY_GROUP else group
+        lines.append(f"  {label:<10}{gc.gold:>6}{gc.predicted:>6}   {cells}")
+    return lines

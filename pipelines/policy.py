@@ -29,6 +29,8 @@ class Policy:
     date_shift_min_days: int = 1
     date_shift_max_days: int = 730
     age_ceiling: int = 89
+    # corpus category name (any case) -> gold category; "" drops it (corpus_formats.py)
+    category_map: dict[str, str] = field(default_factory=dict)
 
     def action_for(self, category: Category) -> Action:
         return self.actions.get(category, self.default_action)
@@ -57,6 +59,10 @@ class Policy:
             date_shift_min_days=int(surrogates.get("date_shift_min_days", 1)),
             date_shift_max_days=int(surrogates.get("date_shift_max_days", 730)),
             age_ceiling=int(surrogates.get("age_ceiling", 89)),
+            category_map={
+                str(k): str(v)
+                for k, v in data.get("evaluation", {}).get("category_map", {}).items()
+            },
         )
 
     @classmethod

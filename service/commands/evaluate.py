@@ -21,18 +21,17 @@ from pipelines.corpus import (
     NoteKey,
     PredictedSpan,
     RecordError,
-    load_gold,
     load_patient_names,
-    read_notes,
     read_predictions,
 )
+from pipelines.corpus_formats import CorpusFormat
 from pipelines.document import Identifiers
 from pipelines.evaluation import Evaluation, SpanLike
 from pipelines.phi.detector import Detector
 from pipelines.phi.tagger.train import TrainSettings
 from pipelines.policy import Policy
 from service.commands.detect import detect_notes, report_error
-from service.commands.train import read_corpus
+from service.commands.train import FORMAT_HELP, load_corpus, read_corpus
 
 
 def _replay(
@@ -40,10 +39,6 @@ def _replay(
 ) -> Iterator[tuple[Note, Sequence[PredictedSpan]] | RecordError]:
     for item in items:
         yield item if isinstance(item, RecordError) else (item, predicted.get(item.key, []))
-
-
-class CorpusKind(StrEnum):
-    PHYSIONET = "physionet"
 
 
 class PatientHalf(StrEnum):
@@ -72,6 +67,11 @@ def _only_half(
             yield item
 
 
+def _beside(path: Path) -> Path:
+    """The corpus directory (a JSON Lines / XML corpus may be a single file)."""
+    return path if path.is_dir() else path.parent
+
+
 def _cross_validate(
     directory: Path,
     k: int,
@@ -84,13 +84,18 @@ def _cross_validate(
     as_json: bool,
     thresholds: list[float],
     synthetic: int,
+    corpus_format: CorpusFormat = CorpusFormat.AUTO,
 ) -> None:
     from pipelines.phi.tagger.crossval import cross_validate
 
-    notes, gold = read_corpus(directory)
+    notes, gold = read_corpus(directory, corpus_format, policy)
     known: dict[str, Identifiers] = {}
     if use_names:
-        known = load_patient_names(names_file or directory / "pid_patientname.txt")
+        pid = names_file or _beside(directory) / "pid_patientname.txt"
+        if not pid.is_file():
+            typer.echo(f"deidstream: --known-names needs {pid}", err=True)
+            raise typer.Exit(2)
+        known = load_patient_names(pid)
     settings = TrainSettings(augment=augment, max_iterations=iterations, synthetic=synthetic)
     with tempfile.TemporaryDirectory(prefix="deidstream-cv-") as work:
         try:
@@ -135,9 +140,9 @@ def _cross_validate(
 def register(app: typer.Typer) -> None:
     @app.command()
     def evaluate(
-        directory: Annotated[Path, typer.Argument(help="Corpus directory with id.text, id-phi.phrase and pid_patientname.txt.", exists=True, file_okay=False)],
-        corpus: Annotated[CorpusKind, typer.Option("--corpus", help="Corpus layout.")] = CorpusKind.PHYSIONET,
-        known_names: Annotated[bool, typer.Option("--known-names", help="Give each note its patient's names from DIR/pid_patientname.txt (as a PID segment would).")] = False,
+        directory: Annotated[Path, typer.Argument(help="Gold corpus: a directory (PhysioNet id.text + id-phi.phrase, BRAT .txt + .ann, i2b2 XML) or a JSON Lines / i2b2 XML file.", exists=True)],
+        corpus_format: Annotated[CorpusFormat, typer.Option("--format", "--corpus", help=FORMAT_HELP)] = CorpusFormat.AUTO,
+        known_names: Annotated[bool, typer.Option("--known-names", help="Give each note its patient's names from pid_patientname.txt beside the corpus (as a PID segment would).")] = False,
         names_file: Annotated[Path | None, typer.Option("--names-file", help="Another patient-names file; implies --known-names.", exists=True, dir_okay=False)] = None,
         policy: Annotated[Path | None, typer.Option("--policy", help="Policy TOML (default: the packaged policy).", exists=True, dir_okay=False)] = None,
         as_json: Annotated[bool, typer.Option("--json", help="Print the report as JSON.")] = False,
@@ -155,22 +160,19 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Token-level sensitivity, specificity, precision, F2, phrase recall with 95% CIs."""
         if cv:
-            _cross_validate(directory, cv, seed, known_names or names_file is not None, names_file, policy, augment, iterations, as_json, thresholds or [], synthetic)
+            _cross_validate(directory, cv, seed, known_names or names_file is not None, names_file, policy, augment, iterations, as_json, thresholds or [], synthetic, corpus_format)
             return
-        text_path = directory / "id.text"
-        gold_path = directory / "id-phi.phrase"
-        if not text_path.is_file() or not gold_path.is_file():
-            typer.echo(f"deidstream: {directory} lacks id.text or id-phi.phrase", err=True)
-            raise typer.Exit(2)
         use_names = known_names or names_file is not None
         known: dict[str, Identifiers] = {}
         if use_names:
-            pid = names_file or directory / "pid_patientname.txt"
+            pid = names_file or _beside(directory) / "pid_patientname.txt"
             if not pid.is_file():
                 typer.echo(f"deidstream: --known-names needs {pid}", err=True)
                 raise typer.Exit(2)
             known = load_patient_names(pid)
-        gold = {k: v for k, v in load_gold(gold_path).items() if _in_half(k[0], patients)}
+        corpus = load_corpus(directory, corpus_format, policy)
+        gold = {k: v for k, v in corpus.gold.items() if _in_half(k[0], patients)}
+        items: list[Note | RecordError] = [*corpus.errors, *corpus.notes]
         results: Iterator[tuple[Note, Sequence[SpanLike]] | RecordError]
         if predictions is not None:
             try:
@@ -181,13 +183,11 @@ def register(app: typer.Typer) -> None:
                 raise typer.Exit(2) from None
             detector = Detector(Policy(recognizers={}))
             source = f"span file {predictions.name}"
-            results = _replay(_only_half(read_notes(text_path, "physionet"), patients), predicted)
+            results = _replay(_only_half(items, patients), predicted)
         else:
             detector = Detector(Policy.load(policy))
             source = "recognizers: " + (", ".join(r.name for r in detector.recognizers) or "(none)")
-            results = detect_notes(
-                _only_half(read_notes(text_path, "physionet"), patients), detector, known
-            )
+            results = detect_notes(_only_half(items, patients), detector, known)
         evaluation = Evaluation(collect_text=show_errors > 0)
         failed = 0
         seen: set[tuple[str, str]] = set()
@@ -209,12 +209,13 @@ def register(app: typer.Typer) -> None:
             data = report.to_dict(known_names=use_names, show_errors=show_errors)
             data["recognizers"] = [r.name for r in detector.recognizers]
             data["predictions"] = str(predictions) if predictions else None
+            data["corpus_format"] = corpus.format.value
             data["records_failed"] = failed
             data["gold_notes_without_record"] = unmatched
             data["detect_seconds"] = round(elapsed, 3)
             typer.echo(json.dumps(data, indent=2))
         else:
-            typer.echo(f"corpus {directory}  {source}")
+            typer.echo(f"corpus {directory} ({corpus.format.value})  {source}")
             typer.echo(report.format_text(known_names=use_names, show_errors=show_errors))
             typer.echo(
                 f"detected {report.notes} notes in {elapsed:.2f} s"

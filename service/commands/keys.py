@@ -14,6 +14,7 @@ import json
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import NoReturn
 from urllib.parse import urlsplit, urlunsplit
 
@@ -23,6 +24,7 @@ from keystore import Keyring, open_store
 from keystore.api import PatientState
 from keystore.config import default_store_from_env, resolve
 from keystore.errors import DeidstreamError, RetireRefused
+from keystore.shred import destroy_old_keys, retire_old_keys
 from keystore.store import EncryptedStore
 
 __all__ = ["default_store_from_env", "register", "keys_app"]
@@ -136,11 +138,18 @@ def rotate(
                 _retire(store, [k for k in target.key_ids if k != report.new_key_id],
                         _operator(operator))
         if retire_old and config.key_file is not None:
-            target.subset([report.new_key_id]).write_file(config.key_file,
-                                                                   overwrite=True)
-            typer.echo("old keys removed from the key file")
+            with open_store(config.url, target) as store:  # retired above: now destroy
+                destroy_old_keys(store, target, report.new_key_id, config.key_file,
+                                 operator=_operator(operator), retire=False)
+            typer.echo("old keys removed from the key file; every earlier forget is final "
+                       "once no other copy of them exists")
         elif retire_old:
-            typer.echo("old keys retired: remove them from DEIDSTREAM_MASTER_KEY")
+            with open_store(config.url, target) as store:
+                store.record_key_retirement(
+                    [k for k in target.key_ids if k != report.new_key_id],
+                    operator=_operator(operator), destroyed=False)
+            typer.echo("old keys retired: remove them from DEIDSTREAM_MASTER_KEY (and every "
+                       "secret-manager version); earlier forgets are final then")
         elif len(target) > 1:
             typer.echo("old keys still decrypt; retire them once every instance uses the new "
                        "key (--retire-old, or `keys retire KEY_ID`)")
@@ -200,13 +209,21 @@ def forget(
                    "several matches must be told apart with this)."),
     reason: str = typer.Option("", help="Why (recorded in the audit log; no PHI)."),
     operator: str | None = typer.Option(None, help="Recorded in the audit log."),
+    now: bool = typer.Option(
+        False, "--now",
+        help="Make it final now, backups included: new master key, every live record "
+             "re-wrapped, old keys removed from the key file (as `rotate --retire-old`)."),
 ) -> None:
     """Crypto-shred one patient: their mapping can never be read again.
 
     Documents of this patient that arrive later get a NEW identity (new pseudonym, new
     date shift, new surrogates), unlinked to the forgotten one. Exit 1 if nothing was
     forgotten, 2 if the id exists under several authorities and none was given.
+    Copies made earlier (backups, database WAL) stay readable with the current master
+    keys until those are destroyed: `--now`, or the next `keys rotate --retire-old`
+    (docs/keystore.md, "When a forget is final").
     """
+    key_file = _key_file_for_now() if now else None
     with _errors(), _store() as store:
         if patient.startswith(PATIENT_PREFIX):
             found = store.reveal(patient.removeprefix(PATIENT_PREFIX),
@@ -223,9 +240,34 @@ def forget(
                 raise typer.Exit(2)
             authority = matches[0].authority
         deleted = store.forget(authority, patient, operator=_operator(operator), reason=reason)
+        try:
+            done = None if key_file is None else retire_old_keys(
+                store, resolve(create=False)[1], key_file, operator=_operator(operator))
+        except RetireRefused as exc:
+            typer.echo(("forgotten" if deleted else "nothing forgotten") + ", but not final: "
+                       f"{exc}", err=True)
+            raise typer.Exit(1) from None
+    if done is not None:
+        typer.echo(f"forgotten (authority {authority!r})" if deleted else
+                   f"no patient with this id under authority {authority!r}; earlier forgets:")
+        typer.echo(f"final: every live record re-wrapped under {done.new_key_id}; destroyed "
+                   f"{', '.join(done.destroyed) or 'no older key'}")
+        return
     if not deleted:
         _nothing_done(f"no patient with this id under authority {authority!r} (nothing forgotten)")
     typer.echo(f"forgotten (authority {authority!r})")
+
+
+def _key_file_for_now() -> Path:
+    """The key file --now rewrites; with keys from the environment, how to do it by hand."""
+    with _errors():
+        config, _ = resolve(create=False)
+    if config.key_file is None:
+        typer.echo("error: keys come from DEIDSTREAM_MASTER_KEY: forget without --now, put a "
+                   "new key first on every instance, run `keys rotate`, then destroy the old "
+                   "keys; the forget is final then", err=True)
+        raise typer.Exit(2)
+    return config.key_file
 
 
 PATIENT_PREFIX = "Patient/"
@@ -290,6 +332,9 @@ def stats(
     assert isinstance(by_key, dict)  # noqa: S101 - shape of officer_stats
     typer.echo(f"patients:          {officer['patients']}")
     typer.echo(f"forgotten:         {officer['forgotten']}")
+    if officer["forgets_not_final"]:
+        typer.echo(f"not yet final:     {officer['forgets_not_final']} forgets (old copies "
+                   "open with the current keys until `keys rotate --retire-old`)")
     typer.echo(f"primary key:       {officer['primary_key_id']}")
     in_use = ", ".join(f"{k} ({by_key.get(k, 0)} records)"
                        for k in officer["keys_in_use"])  # type: ignore[attr-defined]
@@ -305,6 +350,31 @@ def stats(
     for inst in usage.get("instances") or []:  # type: ignore[attr-defined]
         typer.echo(f"instance:          {inst['instance']} seals with {inst['key_id']}, "
                    f"heartbeat {inst['heartbeat_at']:.0f}")
+
+
+audit_app = typer.Typer(name="audit", help="The key store's audit log.",
+                        no_args_is_help=True)
+keys_app.add_typer(audit_app, name="audit")
+
+
+@audit_app.command("verify")
+def audit_verify(
+    head: str | None = typer.Option(
+        None, help="SEQ:MAC printed by an earlier verify: also check that line is still "
+                   "there (a deleted tail is found only this way)."),
+) -> None:
+    """Check the audit log's hash chain; name the first line that fails (exit 1)."""
+    with _errors(), _store() as store:
+        report = store.verify_audit(head)
+    if report.ok:
+        typer.echo(f"audit log intact: {report.lines} lines ({report.legacy_lines} from "
+                   f"before the chain); head {report.head}")
+        return
+    where = (f"line id {report.broken_at} (seq {report.broken_seq})"
+             if report.broken_at is not None else "its end")
+    typer.echo(f"error: audit log broken at {where}: {report.problem}; the "
+               f"{report.head_seq} lines before it verify", err=True)
+    raise typer.Exit(1)
 
 
 def register(app: typer.Typer) -> None:

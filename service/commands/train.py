@@ -13,26 +13,49 @@ from typing import Annotated
 
 import typer
 
-from pipelines.corpus import Note, load_gold, read_notes
+from pipelines.corpus import GoldPhrase, Note, NoteKey
+from pipelines.corpus_formats import Corpus, CorpusError, CorpusFormat
+from pipelines.corpus_formats import read_corpus as read_any_corpus
 from pipelines.phi.tagger.train import TrainSettings, examples_from, train
+from pipelines.policy import Policy
 
 _DEFAULT_OUT = Path("pipelines/phi/data/tagger.crfsuite")
 
+FORMAT_HELP = (
+    "Corpus layout: physionet (id.text + id-phi.phrase), brat (.txt + .ann), i2b2 (2014 XML),"
+    " jsonl; auto sniffs the directory / file."
+)
 
-def read_corpus(directory: Path) -> tuple[list[Note], dict]:  # type: ignore[type-arg]
-    text_path = directory / "id.text"
-    gold_path = directory / "id-phi.phrase"
-    if not text_path.is_file() or not gold_path.is_file():
-        typer.echo(f"deidstream: {directory} lacks id.text or id-phi.phrase", err=True)
-        raise typer.Exit(2)
-    notes = [n for n in read_notes(text_path, "physionet") if isinstance(n, Note)]
-    return notes, load_gold(gold_path)
+
+def load_corpus(
+    path: Path,
+    fmt: CorpusFormat = CorpusFormat.AUTO,
+    policy: Path | None = None,
+    names_file: Path | None = None,
+) -> Corpus:
+    """Any supported layout; categories renamed by the policy's [evaluation.category_map]."""
+    try:
+        return read_any_corpus(path, fmt, Policy.load(policy).category_map, names_file)
+    except (CorpusError, OSError) as exc:
+        reason = exc.reason if isinstance(exc, CorpusError) else type(exc).__name__
+        typer.echo(f"deidstream: cannot read the corpus {path}: {reason}", err=True)
+        raise typer.Exit(2) from None
+
+
+def read_corpus(
+    directory: Path, fmt: CorpusFormat = CorpusFormat.AUTO, policy: Path | None = None
+) -> tuple[list[Note], dict[NoteKey, list[GoldPhrase]]]:
+    """Readable notes and gold phrases of a corpus (unreadable records are left out)."""
+    corpus = load_corpus(directory, fmt, policy)
+    return list(corpus.notes), corpus.gold
 
 
 def register(app: typer.Typer) -> None:
     @app.command("train")
     def train_command(
-        directory: Annotated[Path, typer.Argument(help="Gold corpus directory (PhysioNet layout: id.text, id-phi.phrase).", exists=True, file_okay=False)],
+        directory: Annotated[Path, typer.Argument(help="Gold corpus: a directory (PhysioNet, BRAT, i2b2) or a JSON Lines / i2b2 XML file.", exists=True)],
+        corpus_format: Annotated[CorpusFormat, typer.Option("--format", help=FORMAT_HELP)] = CorpusFormat.AUTO,
+        policy: Annotated[Path | None, typer.Option("--policy", help="Policy TOML whose [evaluation.category_map] renames the corpus categories.", exists=True, dir_okay=False)] = None,
         out: Annotated[Path, typer.Option("--out", help="Model file to write.")] = _DEFAULT_OUT,
         augment: Annotated[int, typer.Option("--augment", min=0, help="Surrogate-augmented copies of each note.")] = TrainSettings.augment,
         seed: Annotated[int, typer.Option("--seed", help="Seed of the augmentation.")] = TrainSettings.seed,
@@ -41,7 +64,7 @@ def register(app: typer.Typer) -> None:
         synthetic: Annotated[int, typer.Option("--synthetic", min=0, help="Add N invented notes of the short clinical genre.")] = TrainSettings.synthetic,
     ) -> None:
         """Train the CRF tagger; writes the model and MODEL.json (counts, settings, seconds)."""
-        notes, gold = read_corpus(directory)
+        notes, gold = read_corpus(directory, corpus_format, policy)
         if limit:
             notes = notes[:limit]
         if not notes:

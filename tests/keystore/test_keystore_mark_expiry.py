@@ -122,6 +122,9 @@ def test_a_version_1_store_migrates_and_keeps_its_marks(tmp_path: Path, keyring:
         "DROP TRIGGER patients_key_active; DROP TRIGGER patients_key_active_update;"
         "DROP TRIGGER store_keys_key_active; DROP TRIGGER store_keys_key_active_update;"
         "DROP TABLE master_keys; DROP TABLE retired_keys; DROP TABLE instances;"
+        # and without the audit chain's columns
+        "DROP INDEX audit_seq; ALTER TABLE audit DROP COLUMN seq;"
+        "ALTER TABLE audit DROP COLUMN mac;"
     )
     conn.close()
     with _opened(url, keyring, clock) as store:

@@ -11,6 +11,7 @@ import psycopg
 import pytest
 
 from keystore import Keyring, open_store
+from keystore.backend import SCHEMA_VERSION
 from keystore.errors import (
     FaultKind,
     KeystoreFault,
@@ -65,9 +66,9 @@ def test_opening_without_migrating_creates_nothing(setup: Setup) -> None:
     assert info.value.retriable and info.value.kind is FaultKind.SCHEMA
     assert not _schema_exists(setup.schema)  # no CREATE SCHEMA on connect any more
     with open_store(setup.owner_url, keyring, migrate=True) as store:  # `keys migrate`
-        assert store.schema_version == 3
+        assert store.schema_version == SCHEMA_VERSION
     with open_store(setup.owner_url, keyring, migrate=False) as store:
-        assert store.schema_version == 3
+        assert store.schema_version == SCHEMA_VERSION
 
 
 def test_the_service_role_has_dml_only(setup: Setup) -> None:

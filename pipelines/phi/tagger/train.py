@@ -60,13 +60,13 @@ def examples_from(
 
 def synthetic_examples(count: int, seed: int) -> list[Example]:
     """Invented notes of the short clinician-written genre (the generator's ``dev`` family:
-    its ``heldout`` family stays unseen for scoring). A facility's generic head words
-    ("Hospital", "Medical Center") are left out of the phrase, as the PhysioNet gold does:
-    the rules extend a facility span over its head."""
+    its ``heldout`` family stays unseen for scoring), every other one in capitals. A
+    facility's generic head words ("Hospital", "Medical Center") are left out of the phrase,
+    as the PhysioNet gold does: the rules extend a facility span over its head."""
     from pipelines.phi.synthetic import generate
 
     out: list[Example] = []
-    for note in generate(count, seed, "dev"):
+    for k, note in enumerate(generate(count, seed, "dev")):
         phrases = []
         for start, end, label in note.spans:
             tagged = Label(str(label))
@@ -74,7 +74,12 @@ def synthetic_examples(count: int, seed: int) -> list[Example]:
                 end = start + len(facility_core(note.text[start:end]))
             if end > start:
                 phrases.append(Phrase(start, end, tagged))
-        out.append(Example(note.text, tuple(phrases)))
+        # every other note in capitals: many systems print notes that way, and the model
+        # must know the genre's contexts without the help of case
+        text = note.text.upper() if k % 2 else note.text
+        if len(text) != len(note.text):  # a letter whose capital is longer ("ß"): keep case
+            text = note.text
+        out.append(Example(text, tuple(phrases)))
     return out
 
 
