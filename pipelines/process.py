@@ -31,8 +31,9 @@ Delivery contract (at-least-once in, effectively-once out):
 Outcomes: ``publish`` (key + DocumentReference JSON), ``tombstone`` (key, value None: the
 report was entered in error), ``duplicate`` / ``superseded`` (nothing to send), ``held``
 (the leak guard kept it back: key and a PHI-free reason, value None — route the *input*
-wherever held documents go; its mark is recorded so older versions stay superseded, and
-once acknowledged a replay is a duplicate), ``context`` (an ADT message: its identifiers are
+wherever held documents go; its mark is recorded so older versions stay superseded, but it
+consumes nothing: a re-send of the same text is decided again — published once the cause is
+fixed, held again while it is not), ``context`` (an ADT message: its identifiers are
 kept in the patient's sealed state and added to later reports' known identifiers, so the
 detector and the leak guard know e.g. next-of-kin names that an ORU does not repeat).
 

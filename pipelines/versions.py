@@ -22,8 +22,11 @@ At-least-once: a decided ``publish``/``tombstone``/``held`` mark is written *una
 before the output leaves; a replay that meets an unacknowledged mark with the same text does
 the work again (same research key, same bytes) instead of dropping it as a duplicate. Once
 the output is acknowledged, :func:`acknowledge` flips the mark, and from then on a replay is
-a ``duplicate``. Near-duplicates across visits are found with a small keyed bottom-k sketch
-(:func:`sketch`) per visit, kept in the patient's sealed state (:class:`VisitSketches`).
+a ``duplicate`` — except a ``held`` version: it never reached the topic, so it consumes
+nothing, and every re-send of its text is decided (and de-identified) again: published once
+the cause is fixed, held again (one more held record) while it is not. Near-duplicates
+across visits are found with a small keyed bottom-k sketch (:func:`sketch`) per visit, kept
+in the patient's sealed state (:class:`VisitSketches`).
 """
 
 from __future__ import annotations
@@ -264,6 +267,10 @@ def decide(mark: Mark, fp: Fingerprint) -> Verdict:
             return Verdict(Decision.PUBLISH)
         return Verdict(Decision.DUPLICATE if fp.text_hash in mark.seen else Decision.SUPERSEDED)
     if fp.text_hash == cur.text_hash:
+        if cur.state is State.HELD and cur.acked:
+            # a held version never reached the topic: it consumed nothing, so a re-send
+            # (after the detector or the message was fixed) is decided again, not dropped
+            return Verdict(Decision.PUBLISH, replaces=cur.live_id, redo=True)
         if newer and fp.status_rank > cur.order.status_rank:
             return Verdict(Decision.PUBLISH, replaces=cur.live_id)  # preliminary -> final
         if not cur.acked:
@@ -305,10 +312,12 @@ def settle(mark: Mark, fp: Fingerprint, verdict: Verdict, *, held: bool = False)
         state, live = State.HELD, previous_live
     else:
         state, live = State.LIVE, fp.version_id
+    # a redo never moves the order back (a re-send of a held version may carry an older one)
+    order = max(cur.order, fp.order) if verdict.redo and cur is not None else fp.order
     new = Current(
         state=state,
         text_hash=fp.text_hash,
-        order=fp.order,
+        order=order,
         version_id=fp.version_id,
         acked=False,
         live_id=live,

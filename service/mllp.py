@@ -7,11 +7,17 @@ Per frame (``0x0B payload 0x1C 0x0D``), in the order received on a connection:
 2. produce the payload bytes unchanged to the HL7 input topic (``acks=all``), key = patient;
 3. only when the broker acknowledged: reply ``AA`` (:func:`pipelines.hl7.ack.build_ack`).
 
+Between 1 and 2 the payload also goes through the service's own parse
+(:func:`pipelines.ingest.parse_input`), so what the service would dead-letter for its content
+(no narrative, a message cut inside PID, a binary-only attachment) is known before the ACK.
+
 A message we cannot take is never lost: its bytes go to the dead-letter topic with the reason
-in headers (as the runner does) and the reply is ``AR`` (rejected: sending it again cannot
-help — not HL7, no MSH, bad encoding characters, unsupported type or version, no patient id,
-bad bytes, malformed) with an ERR segment naming the reason — never a value. ``AE`` means
-"not stored, resend": a broker failure is ``AE`` with ERR-3 ``207``; the gateway never ACKs
+in headers (as the runner does) and the reply is ``AR`` (header-level: not HL7, no MSH, bad
+encoding characters, unsupported type or version) or ``AE`` (content: no patient id, bad
+bytes, no narrative…) with an ERR segment naming the reason — never a value. A batch with
+some bad messages (``partial_input``) is stored (the service publishes the good ones) and
+answered ``AE`` naming the failed entries. A broker failure (the message
+was *not* stored) is ``AE`` with ERR-3 ``207`` so the sender resends; the gateway never ACKs
 before the broker did. A frame over the size limit is answered ``AR`` and the connection is
 closed (its bytes were not kept in full: the sender still holds the message).
 
@@ -35,11 +41,17 @@ from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Histogram
 
-from pipelines.errors import DeidstreamError, InputError, OversizeInput, TransientError
+from pipelines.errors import (
+    DeidstreamError,
+    InputError,
+    OversizeInput,
+    PartialInput,
+    TransientError,
+)
 from pipelines.hl7.ack import build_ack
 from pipelines.hl7.framing import mllp_frame
 from pipelines.hl7.routing import route
-from pipelines.ingest import reason_headers
+from pipelines.ingest import parse_input, reason_headers
 from service.settings import Settings
 
 log = logging.getLogger("deidstream.mllp")
@@ -48,7 +60,18 @@ START = 0x0B
 END = b"\x1c\x0d"
 CONTENT_TYPE = b"x-application/hl7-v2+er7"
 # rejected at the header: resending the same bytes cannot help
+REJECT_CLASSES = frozenset(
+    {
+        "not_hl7",
+        "no_msh",
+        "bad_encoding_characters",
+        "unsupported_message_type",
+        "unsupported_version",
+        "oversize",
+    }
+)
 MAX_REASON_CHARS = 400
+INLINE_VALIDATE_BYTES = 256 * 1024  # larger payloads are parsed in a worker thread
 
 
 class NotStored(TransientError):
@@ -311,8 +334,12 @@ class MllpGateway:
 
     async def _accept(self, payload: bytes, peer: str) -> Reply:
         first_seen = self.clock()
+        partial: PartialInput | None = None
         try:
             routed = route(payload)
+            await self._validate(payload)
+        except PartialInput as error:
+            partial = error  # stored: the service publishes the good entries
         except InputError as error:
             return await self._dead_letter(payload, error, peer, first_seen)
         headers = [
@@ -322,7 +349,27 @@ class MllpGateway:
             ("received", first_seen.isoformat().encode()),
         ]
         failed = await self._send(self.config.topic, payload, routed.key, headers)
+        if failed is None and partial is not None:
+            return self._reply(payload, "AE", partial)
         return self._reply(payload, "AE" if failed else "AA", failed)
+
+    async def _validate(self, payload: bytes) -> None:
+        """The service's own parse (:func:`pipelines.ingest.parse_input`), before the ACK:
+        what it would dead-letter (no narrative, a message cut inside a segment…) raises its
+        input error here, so the sender hears of it. A failure that is not an input error (a
+        bug) is logged and the message stored: the service decides it."""
+        limit = self.config.max_frame_bytes
+        try:
+            if len(payload) > INLINE_VALIDATE_BYTES:  # large: off the event loop
+                await asyncio.to_thread(parse_input, payload, content_hint="hl7v2",
+                                        max_bytes=limit)
+            else:
+                parse_input(payload, content_hint="hl7v2", max_bytes=limit)
+        except InputError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - never refuse a message over our own bug
+            log.error("MLLP validation failed (%s); message stored as it is",
+                      type(exc).__name__)
 
     async def _dead_letter(
         self, payload: bytes, error: InputError, peer: str, first_seen: datetime
@@ -336,8 +383,8 @@ class MllpGateway:
         failed = await self._send(self.config.deadletter_topic, payload, None, headers)
         if failed is not None:
             return self._reply(payload, "AE", failed)
-        # an input error: the same bytes would fail again, so "reject" (AE: "resend")
-        return self._reply(payload, "AR", error)
+        code = "AR" if error.reason_class in REJECT_CLASSES else "AE"
+        return self._reply(payload, code, error)
 
     async def _send(
         self, topic: str, value: bytes, key: bytes | None, headers: list[tuple[str, bytes]]
@@ -364,6 +411,8 @@ class MllpGateway:
 
     def _ack(self, payload: bytes, code: str, error: DeidstreamError | None) -> bytes:
         text = str(error)[:MAX_REASON_CHARS] if error is not None else ""
+        if isinstance(error, InputError):  # ERR-8 names the class the dead letter carries
+            text = f"{error.reason_class}: {text}"
         reason_class = error.reason_class if error is not None else ""
         options = {"reason_class": reason_class, "now": self.clock(),
                    "sending_application": self.config.sending_application}

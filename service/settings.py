@@ -47,6 +47,9 @@ class Settings(BaseSettings):
     # waits the whole time: with aiokafka's 500 ms default p99 latency at 200 docs/s was
     # ~310 ms, with 20 ms ~34 ms (bench/stream.py --passthrough). The cost is idle polling.
     fetch_max_wait_ms: int = Field(default=25, ge=1, le=10_000)
+    # The wait adapts up to this when fetches come back empty while records wait (Tansu on
+    # s3:// storage starves at 25 ms: service/runner/fetchwait.py); = fetch_max_wait_ms: fixed.
+    fetch_max_wait_ceiling_ms: int = Field(default=1_000, ge=1, le=10_000)
     # Longest time between two fetches before the consumer leaves the group by itself (a
     # batch stuck retrying a key store outage): its partitions go to other members; it joins
     # again once the batch is done (docs/operations.md, "Key store outages and the group").
@@ -161,6 +164,8 @@ class Settings(BaseSettings):
             raise ValueError("request_timeout_ms must be greater than session_timeout_ms")
         if self.heartbeat_interval_ms >= self.session_timeout_ms:
             raise ValueError("heartbeat_interval_ms must be less than session_timeout_ms")
+        if self.fetch_max_wait_ceiling_ms >= self.request_timeout_ms:
+            raise ValueError("fetch_max_wait_ceiling_ms must be less than request_timeout_ms")
         return self
 
     def kafka_security(self) -> dict[str, Any]:

@@ -179,3 +179,22 @@ def test_content_hint_follows_the_file_suffix() -> None:
     assert hint(Path("a.JSON")) == "fhir"
     assert hint(Path("a.ndjson")) == "ndjson"  # one resource per line, not one JSON document
     assert hint(Path("a.bin")) is None
+
+
+def test_held_input_converts_once_the_policy_is_fixed(env: dict[str, str], tmp_path: Path
+                                                       ) -> None:
+    """Issue 15 item 2 with convert: held under a blind policy, then the same file under the
+    fixed one is published (not `duplicate`), and a third run is a duplicate."""
+    blind = tmp_path / "blind.toml"
+    blind.write_text("[recognizers]\n", encoding="utf-8")
+    report = fixtures("03")
+    held = invoke(env, "--policy", blind, *report)
+    assert held.exit_code == 1 and ": held [leak_guard]" in held.stderr
+    assert held.stdout == ""
+    fixed = invoke(env, *report)
+    assert fixed.exit_code == 0, fixed.stderr
+    assert len(fixed.stdout.splitlines()) == 1
+    for value in KNOWN:
+        assert value not in fixed.stdout
+    again = invoke(env, *report)
+    assert again.exit_code == 0 and again.stdout == "" and ": duplicate" in again.stderr

@@ -252,10 +252,32 @@ def test_leak_guard_hold_is_an_outcome_and_keeps_the_topic_version(pseudonyms: P
     assert held.reason_class == "leak_guard" and held.reason
     for value in KNOWN:
         assert value not in held.reason
-    assert kinds(run(make(blind, store, pseudonyms), "04")) == ["duplicate"]  # acknowledged
+    # a held version consumed nothing: re-sent while the cause stands, it is held again
+    assert kinds(run(make(blind, store, pseudonyms), "04")) == ["held"]
     # the held version never reached the topic: a replacement still replaces the old one
     retry = run(make(seeing, store, pseudonyms), "05")
     assert kinds(retry) == ["tombstone"]
+
+
+def test_held_document_is_published_once_the_cause_is_fixed(pseudonyms: Pseudonyms) -> None:
+    """Issue 15 item 2: held, fix the policy, re-send the same input: published, once."""
+    store = InMemoryStore()
+    blind = Policy.from_mapping({"recognizers": {}})
+    seeing = Policy.load()
+    first = run(make(seeing, store, pseudonyms), "03")[0]
+    assert kinds(run(make(blind, store, pseudonyms), "04")) == ["held"]  # committed
+    fixed = make(seeing, store, pseudonyms)
+    again = run(fixed, "04")
+    assert kinds(again) == ["publish"]
+    assert again[0].research_key == first.research_key
+    # it replaces what the topic holds (the version before the held one)
+    assert dict(again[0].headers)["replaces"] == dict(first.headers)["version"]
+    assert again[0].value is not None
+    for value in KNOWN:
+        assert value.encode() not in again[0].value
+    # published once: every later re-send is a duplicate
+    assert kinds(run(fixed, "04")) == ["duplicate"]
+    assert kinds(run(make(seeing, store, pseudonyms), "03")) == ["duplicate"]  # older, seen
 
 
 def test_input_errors_propagate(policy: Policy, pseudonyms: Pseudonyms) -> None:

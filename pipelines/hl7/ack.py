@@ -39,6 +39,12 @@ ERROR_CODES: dict[str, tuple[str, str]] = {
     "empty": ("100", "Segment sequence error"),
     "bad_encoding_characters": ("102", "Data type error"),
     "bad_encoding": ("102", "Data type error"),
+    # found by the full parse before the ACK (the service would dead-letter the message)
+    "no_narrative": ("101", "Required field missing"),
+    "unsupported_content_type": ("102", "Data type error"),
+    "url_only_attachment": ("101", "Required field missing"),
+    "partial_input": ("100", "Segment sequence error"),
+    "invalid_input": ("102", "Data type error"),
 }
 _DEFAULT_ERROR = ("207", "Application internal error")
 _UNSAFE = re.compile(r"[|^~\\&#\r\n\x00-\x1f]")

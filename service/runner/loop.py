@@ -9,9 +9,9 @@ import asyncio
 import contextlib
 import logging
 from collections import Counter as Tally
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
-from time import perf_counter
+from time import monotonic, perf_counter
 from typing import Any
 
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
@@ -19,10 +19,12 @@ from aiokafka.errors import KafkaError
 
 from pipelines.errors import KeystoreError
 from service.metrics import Metrics
+from service.runner import fetchwait
 from service.runner.batches import Batches
 from service.runner.clients import Clients, new_consumer
 from service.runner.contract import Processor, ProcessorFactory
 from service.runner.delivery import Delivery
+from service.runner.fetchwait import FetchWait
 from service.runner.health import Health
 from service.runner.outputs import Outputs
 from service.runner.partitions import Partitions, PartitionState, RebalanceListener
@@ -90,6 +92,7 @@ class Runner(Batches, Delivery, Health, Partitions, Clients, Retries):
         self._last_probe = 0.0
         # batches processed and not yet committed: (finisher task, research keys, records)
         self._finishing: list[tuple[asyncio.Task[None], set[str], int]] = []
+        self.fetch_wait = FetchWait(settings.fetch_max_wait_ms, settings.fetch_max_wait_ceiling_ms)
         self._finishing_records = 0  # the records of those batches
         self._last_acked: asyncio.Future[None] | None = None
         self._last_lag = 0.0
@@ -253,6 +256,7 @@ class Runner(Batches, Delivery, Health, Partitions, Clients, Retries):
                 self.metrics.retries.labels("fetch").inc()
                 await self._sleep(self.settings.retry_initial_seconds)
                 continue
+            await self._adapt_fetch_wait(consumer, batch)
             if batch:
                 await self.handle_batch(batch, generation)
             else:
@@ -262,6 +266,21 @@ class Runner(Batches, Delivery, Health, Partitions, Clients, Retries):
             except Exception as exc:  # noqa: BLE001 - bookkeeping must never stop the stream
                 log.warning("lag refresh failed: %s", type(exc).__name__)
         await self.drain()  # a stop: finish and commit everything in flight
+
+    async def _adapt_fetch_wait(self, consumer: Any, batch: Mapping[Any, Sequence[Any]]) -> None:
+        """Longer fetch waits while fetches come back empty with records waiting (slow
+        broker storage), back to the floor when idle (service/runner/fetchwait.py)."""
+        fw = self.fetch_wait
+        if fw.ceiling_ms == fw.floor_ms:
+            return
+        records = sum(len(recs) for recs in batch.values())
+        lagging = False if records else await fetchwait.behind(consumer)
+        before = fw.current_ms
+        after = fw.after_fetch(records=records, behind=lagging, now=monotonic())
+        if after != before and fetchwait.apply(consumer, after):
+            level = logging.INFO if after > before else logging.DEBUG
+            log.log(level, "fetch wait %d ms -> %d ms (%s)", before, after,
+                    "records waiting, fetch empty" if after > before else "idle")
 
     @property
     def in_flight(self) -> int:

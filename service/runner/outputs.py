@@ -254,6 +254,9 @@ class Outputs:
     def held(self, rec: Any, research_key: str | None, reason_class: str, reason: str,
              first_seen: datetime) -> Handled:
         headers = self.coordinates(rec, reason_class, reason, first_seen)
+        released = next((v for k, v in rec.headers or () if k == "released-from"), None)
+        if released:  # `deidstream held release` sent it again: link the two held records
+            headers.append(("released-from", bytes(released)))
         if self.settings.held_topic_secure:
             value = rec.value or b""  # the original input only; never the half-cleaned text
         else:

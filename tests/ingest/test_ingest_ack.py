@@ -43,7 +43,7 @@ def test_nak_for_a_dead_lettered_message_has_err_and_no_phi() -> None:
     ack = build_ack(raw, "AE", str(info.value), reason_class=info.value.reason_class, now=NOW)
     seg = _segments(ack)
     assert seg["MSA"][1:3] == ["AE", "ORU-0005"]
-    assert seg["ERR"][3] == "207^Application internal error^HL70357"
+    assert seg["ERR"][3] == "101^Required field missing^HL70357"  # no text OBX: a missing field
     assert seg["ERR"][4] == "E"
     assert b"Quillfeather" not in ack and b"MRN00417" not in ack
 

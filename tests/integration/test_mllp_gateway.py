@@ -139,8 +139,7 @@ async def test_bad_messages_are_dead_lettered_and_answered_without_phi(
         dead = await read_all(tansu.bootstrap_servers, gw.settings.deadletter_topic, expect=3)
         taken = await read_all(tansu.bootstrap_servers, gw.settings.input_topics[0], expect=1)
     codes = [ack_fields(a)["MSA"][1] for a in acks]
-    # the stream goes on after bad messages; an input error is a reject (AE would say "resend")
-    assert codes == ["AR", "AR", "AR", "AA"]
+    assert codes == ["AR", "AE", "AR", "AA"]  # the stream goes on after bad messages
     err = ack_fields(acks[1])["ERR"]
     assert err[3].startswith("101^") and "patient" in err[8].lower()
     assert ack_fields(acks[2])["ERR"][3].startswith("200^")
@@ -164,32 +163,45 @@ async def test_bad_messages_are_dead_lettered_and_answered_without_phi(
         for family in text_string_to_metric_families(scraped)
         for s in family.samples
     }
-    assert samples[("deidstream_mllp_messages_total", ("AR",))] == 3
-    assert ("deidstream_mllp_messages_total", ("AE",)) not in samples
+    assert samples[("deidstream_mllp_messages_total", ("AR",))] == 2
+    assert samples[("deidstream_mllp_messages_total", ("AE",))] == 1
     assert samples[("deidstream_mllp_messages_total", ("AA",))] == 1
     assert samples[("deidstream_mllp_rejected_total", ("missing_patient_id",))] == 1
     assert samples[("deidstream_mllp_store_seconds_count", ("deadletter",))] == 3
     assert samples[("deidstream_mllp_connections_total", ())] == 1
 
 
-async def test_inputs_that_crashed_the_parsers_are_rejected_and_dead_lettered(
+async def test_what_the_service_would_dead_letter_is_answered_ae_before_the_ack(
     tansu: EmbeddedBroker,
 ) -> None:
-    """Issue 14, item 5: an MSH-12 of thousands of digits and an escape count in a non-ASCII
-    digit raised a bare ValueError (AE: "resend", forever). Now: AR and a dead letter with
-    the reason for the one, the other taken (the unreadable escape is left as text)."""
+    """Issue 15 item 5: a message that routes (MSH, a patient id) but that the service would
+    dead-letter — cut inside PID, no narrative, a PDF only — used to get AA and vanish into
+    the dead-letter topic. Now AE with the reason before the ACK, and the same dead letter."""
+    report = (H / "oru-r01-tx-ft-nte-v251.hl7").read_bytes()
+    cut = report[: report.index(b"Quillfeather^Ondi|") + len(b"Quillfeather^On")]
+    no_text = (H / "oru-r01-no-narrative-v25.hl7").read_bytes()
+    pdf_only = (H / "oru-r01-pdf-only-v251.hl7").read_bytes()
     good = (H / "mdm-t02-v25.hl7").read_bytes()
-    long_version = good.replace(b"|2.5", b"|2." + b"9" * 5000, 1)
-    odd_escape = good.replace(b"PID|1|", "PID|1|\\.sp ²\\".encode(), 1)
-    assert long_version != good and odd_escape != good
+    batch = good.rstrip(b"\r\n") + b"\r" + no_text  # one good message, one without text
     async with running(settings_for(tansu)) as gw:
-        stream = b"".join(mllp_frame(p) for p in (long_version, odd_escape, good))
-        acks = await exchange(gw, stream, 3)
-        dead = await read_all(tansu.bootstrap_servers, gw.settings.deadletter_topic, expect=1)
-    assert [ack_fields(a)["MSA"][1] for a in acks] == ["AR", "AA", "AA"]
+        stream = b"".join(mllp_frame(p) for p in (cut, no_text, pdf_only, good, batch))
+        acks = await exchange(gw, stream, 5)
+        dead = await read_all(tansu.bootstrap_servers, gw.settings.deadletter_topic, expect=3)
+        taken = await read_all(tansu.bootstrap_servers, gw.settings.input_topics[0], expect=2)
+    assert [ack_fields(a)["MSA"][1] for a in acks] == ["AE", "AE", "AE", "AA", "AE"]
+    # the batch is stored (the service publishes its good message) and the sender told
+    assert ack_fields(acks[4])["ERR"][8].startswith("partial_input: ")
+    assert "no_narrative" in ack_fields(acks[4])["ERR"][8]
+    for ack in acks[:2]:
+        err = ack_fields(ack)["ERR"]
+        assert err[3].startswith("101^") and "narrative" in err[8].lower()
+    assert ack_fields(acks[2])["ERR"][3].startswith("102^")
+    for ack in acks:
+        assert not any(value in ack for value in PHI if value != b"MRN00417")
     reasons = {r.value: headers_of(r)["reason-class"] for r in dead}
-    assert reasons[long_version] == "unsupported_version"
-    assert odd_escape not in reasons  # the escape is read as text: the message is taken
+    assert reasons == {cut: "no_narrative", no_text: "no_narrative",
+                       pdf_only: "unsupported_content_type"}
+    assert sorted(r.value for r in taken) == sorted([good, batch])
 
 
 async def test_oversize_frame_gets_a_nak_and_the_connection_closes(tansu: EmbeddedBroker) -> None:
