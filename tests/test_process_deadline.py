@@ -43,8 +43,10 @@ def test_a_document_past_its_deadline_is_held_with_reason_timeout() -> None:
     assert "deadline" in (out.reason or "") and "stage=" in (out.reason or "")
     assert ("decision", "held") in out.headers
     proc.commit([out])
-    [again] = proc.process(_raw(), content_hint="hl7v2", now=NOW)  # the replay: decided already
-    assert again.kind == "duplicate"
+    # a held version consumes nothing: the replay is decided again (and held again here,
+    # the deadline being still past)
+    [again] = proc.process(_raw(), content_hint="hl7v2", now=NOW)
+    assert again.kind == "held" and again.reason_class == "timeout"
 
 
 def test_within_the_deadline_the_document_is_published() -> None:

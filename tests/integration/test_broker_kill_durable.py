@@ -34,6 +34,9 @@ pytestmark = [pytest.mark.integration, pytest.mark.slow]
 ROOT = Path(__file__).resolve().parents[2]
 
 
+STATUS_TOKEN = "status-token-for-tests"
+
+
 @pytest.fixture
 def local_s3(tmp_path: Path) -> Iterator[LocalS3]:
     if find_tansu() is None:
@@ -66,6 +69,7 @@ def _service(bootstrap: str, base: str, store_url: str, key: str, port: int, log
     env = {
         **os.environ,
         "DEIDSTREAM_BOOTSTRAP_SERVERS": bootstrap,
+        "DEIDSTREAM_API_TOKEN": STATUS_TOKEN,  # /v1/status is behind the API token
         "DEIDSTREAM_INPUT_TOPICS": f"{base}.hl7v2",
         "DEIDSTREAM_RESEARCH_TOPIC": f"{base}.research",
         "DEIDSTREAM_DEADLETTER_TOPIC": f"{base}.dlq",
@@ -107,7 +111,8 @@ async def _wait(port: int, proc: subprocess.Popen[bytes], pred: Any, within: flo
         while time.monotonic() < end:
             assert proc.poll() is None, "the service exited"
             try:
-                st = (await http.get(f"http://127.0.0.1:{port}/v1/status")).json()
+                st = (await http.get(f"http://127.0.0.1:{port}/v1/status",
+                                    headers={"Authorization": f"Bearer {STATUS_TOKEN}"})).json()
             except (httpx.HTTPError, ValueError):
                 st = None
             if st is not None and pred(st):

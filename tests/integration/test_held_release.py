@@ -30,6 +30,9 @@ pytestmark = [pytest.mark.integration, pytest.mark.slow]
 ROOT = Path(__file__).resolve().parents[2]
 
 
+STATUS_TOKEN = "status-token-for-tests"
+
+
 @pytest.fixture
 def pg_schema_url(pg_url: str) -> Iterator[str]:
     schema = f"deid_held_{uuid.uuid4().hex[:10]}"
@@ -45,6 +48,7 @@ def _env(broker: EmbeddedBroker, base: str, store_url: str, policy: Path | None
     env = {
         **os.environ,
         "DEIDSTREAM_BOOTSTRAP_SERVERS": broker.bootstrap_servers,
+        "DEIDSTREAM_API_TOKEN": STATUS_TOKEN,  # /v1/status is behind the API token
         "DEIDSTREAM_INPUT_TOPICS": f"{base}.hl7v2",
         "DEIDSTREAM_RESEARCH_TOPIC": f"{base}.research",
         "DEIDSTREAM_DEADLETTER_TOPIC": f"{base}.dlq",
@@ -76,7 +80,8 @@ class Service:
             while time.monotonic() < end:
                 assert self.proc.poll() is None, "the service exited"
                 try:
-                    st = (await http.get(f"http://127.0.0.1:{self.port}/v1/status")).json()
+                    st = (await http.get(f"http://127.0.0.1:{self.port}/v1/status",
+                                    headers={"Authorization": f"Bearer {STATUS_TOKEN}"})).json()
                 except httpx.HTTPError:
                     st = None
                 if st is not None and pred(st):
