@@ -8,8 +8,10 @@ from pathlib import Path
 
 import psycopg
 import pytest
+import typer
 
 from keystore import EncryptedStore, Keyring, open_store
+from service.commands.keys import register
 
 PG_URL = "postgresql://postgres@127.0.0.1:5432/test"
 
@@ -44,3 +46,20 @@ def pg_url() -> Iterator[str]:
     finally:
         admin.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
         admin.close()
+
+
+@pytest.fixture
+def cli(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> typer.Typer:
+    """The ``keys`` command group alone, run in a clean directory with no key store settings."""
+    monkeypatch.chdir(tmp_path)
+    for name in ("DEIDSTREAM_KEYSTORE_URL", "DEIDSTREAM_MASTER_KEY",
+                 "DEIDSTREAM_MASTER_KEY_FILE"):
+        monkeypatch.delenv(name, raising=False)
+    app = typer.Typer()
+
+    @app.callback()
+    def main() -> None:
+        """Test root."""
+
+    register(app)
+    return app

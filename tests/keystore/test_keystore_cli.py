@@ -14,23 +14,6 @@ from typer.testing import CliRunner
 from keystore import Keyring, open_store
 from keystore.config import default_store_from_env, resolve
 from keystore.errors import MissingKeyError
-from service.commands.keys import register
-
-
-@pytest.fixture
-def cli(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> typer.Typer:
-    monkeypatch.chdir(tmp_path)
-    for name in ("DEIDSTREAM_KEYSTORE_URL", "DEIDSTREAM_MASTER_KEY",
-                 "DEIDSTREAM_MASTER_KEY_FILE"):
-        monkeypatch.delenv(name, raising=False)
-    app = typer.Typer()
-
-    @app.callback()
-    def main() -> None:
-        """Test root."""
-
-    register(app)
-    return app
 
 
 def _run(app: typer.Typer, *args: str) -> tuple[int, str]:

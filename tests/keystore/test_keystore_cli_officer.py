@@ -15,23 +15,6 @@ from keystore import Keyring
 from keystore.config import default_store_from_env
 from pipelines.document import Identifier, Identifiers
 from pipelines.process import remember_context
-from service.commands.keys import register
-
-
-@pytest.fixture
-def cli(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> typer.Typer:
-    monkeypatch.chdir(tmp_path)
-    for name in ("DEIDSTREAM_KEYSTORE_URL", "DEIDSTREAM_MASTER_KEY",
-                 "DEIDSTREAM_MASTER_KEY_FILE"):
-        monkeypatch.delenv(name, raising=False)
-    app = typer.Typer()
-
-    @app.callback()
-    def main() -> None:
-        """Test root."""
-
-    register(app)
-    return app
 
 
 def _run(app: typer.Typer, *args: str) -> tuple[int, str]:

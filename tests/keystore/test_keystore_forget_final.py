@@ -23,26 +23,9 @@ from keystore.backend import Row
 from keystore.envelope import Sealed, open_sealed
 from keystore.shred import retire_old_keys
 from keystore.store import EncryptedStore
-from service.commands.keys import register
 
 VICTIM = ("HOSP-Q", "900777")
 OTHER = ("HOSP-Q", "900778")
-
-
-@pytest.fixture
-def cli(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> typer.Typer:
-    monkeypatch.chdir(tmp_path)
-    for name in ("DEIDSTREAM_KEYSTORE_URL", "DEIDSTREAM_MASTER_KEY",
-                 "DEIDSTREAM_MASTER_KEY_FILE"):
-        monkeypatch.delenv(name, raising=False)
-    app = typer.Typer()
-
-    @app.callback()
-    def main() -> None:
-        """Test root."""
-
-    register(app)
-    return app
 
 
 def _run(app: typer.Typer, *args: str) -> str:
