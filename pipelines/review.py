@@ -29,6 +29,7 @@ from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from itertools import combinations
+from typing import Any
 
 import orjson
 
@@ -101,6 +102,14 @@ class Decision:
     scope: Scope = Scope.NOTE
 
     def __post_init__(self) -> None:
+        try:  # enums, whatever a caller passed (a request's strings)
+            object.__setattr__(self, "role", Role(self.role))
+            object.__setattr__(self, "kind", DecisionKind(self.kind))
+            object.__setattr__(self, "scope", Scope(self.scope))
+            if self.category is not None:
+                object.__setattr__(self, "category", Category(self.category))
+        except ValueError:
+            raise ReviewError("a decision's role, kind, scope or category is unknown") from None
         if not self.reviewer or not self.item_id:
             raise ReviewError("a decision needs an item and a reviewer")
         if (self.kind is DecisionKind.PHI) != (self.category is not None):
@@ -476,6 +485,21 @@ class ReviewQueue:
                     phrases.setdefault((s.start, s.end), s.category)
             notes.append((text, sorted((b, e, c) for (b, e), c in phrases.items())))
         return notes
+
+    def training_examples(self) -> list[Any]:
+        """:meth:`decided_notes` as the tagger's training examples (in memory only)."""
+        from pipelines.phi.tagger.augment import Example, Phrase
+        from pipelines.phi.tagger.model import label_of
+
+        out = []
+        for text, spans in self.decided_notes():
+            phrases = []
+            for start, end, category in spans:
+                label = label_of(category.value)
+                if label is not None:
+                    phrases.append(Phrase(start, end, label))
+            out.append(Example(text, tuple(phrases)))
+        return out
 
     def stats(self) -> Stats:
         """Per-reviewer counts, Cohen's kappa per pair, Fleiss' kappa across all."""
