@@ -290,9 +290,11 @@ class ReviewQueue:
              before: bool = False) -> list[QueueItem]:
         """The next (previous) items a person in ``role`` decides: reviewers the open ones,
         experts the referred ones first, then the open ones."""
-        statuses = [ItemStatus.OPEN] if role is Role.REVIEWER else [ItemStatus.REFERRED,
-                                                                    ItemStatus.OPEN]
-        rows = self.db.page(statuses, after_seq, limit, before)
+        rows = []
+        if role is Role.EXPERT:
+            rows = self.db.page([ItemStatus.REFERRED], after_seq, limit, before)
+        if len(rows) < limit:
+            rows += self.db.page([ItemStatus.OPEN], after_seq, limit - len(rows), before)
         return [self.open_item(r) for r in rows]
 
     def progress(self) -> dict[str, int]:
