@@ -100,19 +100,27 @@ async def _review_all(base_url: str, chromium: str) -> int:
     return decided
 
 
+def _add_user(env: dict[str, str]) -> None:
+    add = subprocess.run([sys.executable, "-m", "service.cli", "review", "add-user", "ana"],
+                         cwd=ROOT, env={**env, "DEIDSTREAM_REVIEW_PASSWORD": PASSWORD},
+                         capture_output=True, text=True, timeout=60, check=False)
+    assert add.returncode == 0, add.stderr
+
+
+def _start(env: dict[str, str], log: Path) -> subprocess.Popen[bytes]:
+    with open(log, "ab") as out:
+        return subprocess.Popen([sys.executable, "-m", "service.cli", "run"], cwd=ROOT,
+                                env=env, stdout=out, stderr=subprocess.STDOUT)
+
+
 async def test_held_note_reviewed_in_the_browser_is_published_once(
         tansu: Any, tmp_path: Path) -> None:
     chromium = chromium_or_skip()
     base = unique("review")
     env = _env(tansu, base, tmp_path)
-    add = subprocess.run([sys.executable, "-m", "service.cli", "review", "add-user", "ana"],
-                         cwd=ROOT, env={**env, "DEIDSTREAM_REVIEW_PASSWORD": PASSWORD},
-                         capture_output=True, text=True, timeout=60, check=False)
-    assert add.returncode == 0, add.stderr
+    _add_user(env)
     log = tmp_path / "service.log"
-    with open(log, "ab") as out:
-        proc = subprocess.Popen([sys.executable, "-m", "service.cli", "run"], cwd=ROOT, env=env,
-                                stdout=out, stderr=subprocess.STDOUT)
+    proc = _start(env, log)
     body = report(3)
     try:
         await _status(env, lambda st: st["ready"])
