@@ -39,8 +39,10 @@ from keystore.store import EncryptedStore
 from pipelines.agreement import cohen_kappa, fleiss_kappa
 from pipelines.document import ClinicalDocument
 from pipelines.errors import DeidstreamError
+from pipelines.phi.base import Doc
 from pipelines.phi.detector import Detector
 from pipelines.phi.lists import ListScope, ReviewLists, normalise
+from pipelines.policy import Policy
 from pipelines.spans import Category, Span
 
 _NAMES_AND_PLACES = frozenset({"NAME", "LOCATION"})
@@ -148,7 +150,13 @@ def candidates(detector: Detector, document: ClinicalDocument | str,
                band: tuple[float, float], disagreement: bool = True
                ) -> tuple[list[Candidate], list[Span]]:
     """The spans a person should look at, and every span the detector finds (the context)."""
-    _doc, rules, learned = detector.parts(document)
+    doc, rules, learned = detector.parts(document)
+    return (candidates_from(rules, learned, band, disagreement),
+            detector.finish(document, doc, rules, learned))
+
+
+def candidates_from(rules: Sequence[Span], learned: Sequence[Span], band: tuple[float, float],
+                    disagreement: bool = True) -> list[Candidate]:
     low, high = band
     found: dict[tuple[int, int], Candidate] = {}
     for span in learned:
@@ -157,7 +165,27 @@ def candidates(detector: Detector, document: ClinicalDocument | str,
     if disagreement:
         for span in _disagreements(rules, learned):
             found.setdefault((span.start, span.end), Candidate(span, ItemKind.DISAGREEMENT))
-    return sorted(found.values(), key=lambda c: c.span), detector.detect(document)
+    return sorted(found.values(), key=lambda c: c.span)
+
+
+class QueueingDetector(Detector):
+    """A detector that also queues each document's band and disagreement spans for review
+    (the service with ``review_queue_spans``): one detection, the candidates read off the
+    rules' and the tagger's spans before they are united. Idempotent per note text."""
+
+    def __init__(self, policy: Policy, queue: ReviewQueue) -> None:
+        super().__init__(policy, lists=queue.lists)
+        self.queue = queue
+
+    def detect(self, document: ClinicalDocument | Doc | str) -> list[Span]:
+        doc, rules, learned = self.parts(document)
+        spans = self.finish(document, doc, rules, learned)
+        if isinstance(document, ClinicalDocument):
+            found = candidates_from(rules, learned, self.policy.review_band,
+                                    self.policy.review_disagreement)
+            if found:
+                self.queue.add_candidates(document, found, spans)
+        return spans
 
 
 def _known_left(document: ClinicalDocument, detector: Detector, spans: Sequence[Span],
@@ -240,18 +268,27 @@ class ReviewQueue:
         policy = detector.policy
         found, spans = candidates(detector, document, policy.review_band,
                                   policy.review_disagreement)
-        key = coordinates or self.store.pseudonym("review-text-doc", document.text)
-        doc_id = self.store.pseudonym("review-doc", key)
+        if held_reason is None:
+            return self.add_candidates(document, found, spans)
+        doc_id = self.store.pseudonym("review-doc", coordinates or document.text)
         now = self._clock()
-        if held_reason is None and not found:
-            return []
         rows = [self._item_row(document, doc_id, c, spans, now) for c in found]
-        if held_reason is not None:
-            self.db.add_doc(DocRow(doc_id, coordinates, held_reason[0], held_reason[1],
-                                   DocStatus.OPEN, now, None))
-            left = _known_left(document, detector, spans, {c.span for c in found})
-            rows += [self._item_row(document, doc_id, c, spans, now) for c in left]
-            rows.append(self._item_row(document, doc_id, None, spans, now))
+        self.db.add_doc(DocRow(doc_id, coordinates, held_reason[0], held_reason[1],
+                               DocStatus.OPEN, now, None))
+        left = _known_left(document, detector, spans, {c.span for c in found})
+        rows += [self._item_row(document, doc_id, c, spans, now) for c in left]
+        rows.append(self._item_row(document, doc_id, None, spans, now))
+        self.db.add_items(rows)
+        return [r.id for r in rows]
+
+    def add_candidates(self, document: ClinicalDocument, found: Sequence[Candidate],
+                       spans: Sequence[Span]) -> list[str]:
+        """Queue a (not held) document's candidate spans; the item ids."""
+        if not found:
+            return []
+        doc_id = self.store.pseudonym("review-doc", "text", document.text)
+        now = self._clock()
+        rows = [self._item_row(document, doc_id, c, spans, now) for c in found]
         self.db.add_items(rows)
         return [r.id for r in rows]
 

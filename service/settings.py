@@ -127,6 +127,9 @@ class Settings(BaseSettings):
     review_reviews_per_item: int = Field(default=1, ge=1, le=10)
     # seconds between two passes of the held topic (queue new, release decided); 0: never
     review_sync_seconds: float = Field(default=5.0, ge=0)
+    # also queue every streamed document's tagger spans in the policy's [review] band and
+    # rule/tagger disagreements (sealed store writes on the stream's path)
+    review_queue_spans: bool = False
 
     log_level: str = "info"
     # CPUs the whole process is pinned to at `deidstream run` ("0", "0,2", "2-3"; empty: the

@@ -278,11 +278,12 @@ def _reviewed_deidentifier(settings: Settings, policy: Any, store: Any) -> Any:
 
     from pipelines.deidentify import Deidentifier
     from pipelines.phi.detector import Detector
-    from pipelines.review import ReviewQueue
+    from pipelines.review import QueueingDetector, ReviewQueue
 
     queue = ReviewQueue(store)
-    return Deidentifier(policy, detector=Detector(policy, lists=queue.lists),
-                        timer=time.perf_counter)
+    detector = QueueingDetector(policy, queue) if settings.review_queue_spans \
+        else Detector(policy, lists=queue.lists)
+    return Deidentifier(policy, detector=detector, timer=time.perf_counter)
 
 
 def real_processor_factory(settings: Settings, metrics: Metrics) -> ProcessorFactory:

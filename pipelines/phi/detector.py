@@ -29,6 +29,16 @@ class Detector:
 
     def detect(self, document: ClinicalDocument | Doc | str) -> list[Span]:
         doc, kept, learned = self.parts(document)
+        return self.finish(document, doc, kept, learned)
+
+    def finish(
+        self,
+        document: ClinicalDocument | Doc | str,
+        doc: Doc,
+        kept: list[Span],
+        learned: list[Span],
+    ) -> list[Span]:
+        """The detector's answer from :meth:`parts`: united, the lists applied, merged."""
         if not doc.text:
             return []
         spans = unite(kept, learned)
