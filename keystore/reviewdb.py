@@ -141,6 +141,25 @@ class ReviewDb:
             "SELECT doc_id, coordinates, reason_class, reason, status, created_at, released_at"
             " FROM review_docs WHERE status = ? ORDER BY created_at", (status,))]
 
+    def decided_docs(self, doc_ids: Sequence[str] | None = None) -> list[DocRow]:
+        """Open held documents none of whose items is still open or referred (one query;
+        only ``doc_ids`` when given)."""
+        sql = ("SELECT d.doc_id, d.coordinates, d.reason_class, d.reason, d.status,"
+               " d.created_at, d.released_at FROM review_docs d WHERE d.status = 'open'"
+               " AND NOT EXISTS (SELECT 1 FROM review_items i WHERE i.doc_id = d.doc_id"
+               " AND i.status <> 'decided')")
+        params: list[Any] = []
+        if doc_ids is not None:
+            if not doc_ids:
+                return []
+            sql += f" AND d.doc_id IN ({', '.join('?' * len(doc_ids))})"
+            params = list(doc_ids)
+        return [DocRow(*r) for r in self._read(sql + " ORDER BY d.created_at", params)]
+
+    def doc_counts(self) -> dict[str, int]:
+        return {str(s): int(n) for s, n in self._read(
+            "SELECT status, COUNT(*) FROM review_docs GROUP BY status")}
+
     def set_doc_status(self, doc_id: str, expected: str, status: str, now: float,
                        reason: str | None = None) -> bool:
         """Compare-and-set a document's status (two reviewers finishing at once release it

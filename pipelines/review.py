@@ -446,15 +446,14 @@ class ReviewQueue:
         return ReviewLists(site, scopes, self.patient_ref)
 
     # -- held documents -----------------------------------------------------------------
-    def settle(self, release: Callable[[DocRow], None]) -> list[tuple[str, DocStatus]]:
-        """Every open held document whose items are all decided: released through
-        ``release`` (once: a compare-and-set on its status claims it) or kept held with a
-        reason. Returns (coordinates, new status) — no text."""
+    def settle(self, release: Callable[[DocRow], None],
+               doc_ids: Sequence[str] | None = None) -> list[tuple[str, DocStatus]]:
+        """Every open held document whose items are all decided (of ``doc_ids`` when given):
+        released through ``release`` (once: a compare-and-set on its status claims it) or
+        kept held with a reason. Returns (coordinates, new status) — no text."""
         done: list[tuple[str, DocStatus]] = []
-        for doc in self.db.docs(DocStatus.OPEN):
+        for doc in self.db.decided_docs(doc_ids):
             items = self.db.items_of_doc(doc.doc_id)
-            if any(r.status != ItemStatus.DECIDED for r in items):
-                continue
             verdict = self._verdict(items)
             now = self._clock()
             if verdict:

@@ -16,7 +16,7 @@ from typing import Annotated, Any
 
 import typer
 
-from pipelines.review import DecisionKind, ReviewQueue, Role, Stats
+from pipelines.review import DecisionKind, DocStatus, ReviewQueue, Role, Stats
 
 KINDS = (DecisionKind.PHI, DecisionKind.NOT_PHI, DecisionKind.UNSURE, DecisionKind.REFER)
 
@@ -65,6 +65,10 @@ def register(app: typer.Typer) -> None:
         try:
             for line in stats_lines(queue.stats()):
                 typer.echo(line)
+            items, docs = queue.progress(), queue.db.doc_counts()
+            typer.echo("items: " + ", ".join(f"{k} {v}" for k, v in items.items()))
+            typer.echo("held documents: " + ", ".join(
+                f"{s.value} {docs.get(s.value, 0)}" for s in DocStatus))
         finally:
             queue.store.close()
 

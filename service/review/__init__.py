@@ -47,5 +47,5 @@ def mount(app: Any, settings: Settings) -> Workbench:
     queue = ReviewQueue(open_keystore(settings),
                         reviews_per_item=settings.review_reviews_per_item)
     detector = Detector(Policy.load(settings.policy_file), lists=queue.lists)
-    app.include_router(build_router(settings, queue, lambda: settle(settings, queue)))
+    app.include_router(build_router(settings, queue, lambda docs: settle(settings, queue, docs)))
     return Workbench(settings, queue, detector)

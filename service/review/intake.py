@@ -67,8 +67,10 @@ async def sync(settings: Settings, queue: ReviewQueue, detector: Detector) -> in
     return queued
 
 
-def settle(settings: Settings, queue: ReviewQueue) -> list[tuple[str, DocStatus]]:
-    """Release (or keep held) every fully decided held document (blocking: a thread)."""
+def settle(settings: Settings, queue: ReviewQueue,
+           doc_ids: list[str] | None = None) -> list[tuple[str, DocStatus]]:
+    """Release (or keep held) every fully decided held document (of ``doc_ids`` when given;
+    blocking: run it in a thread)."""
     released: set[str] = set()
 
     def send(doc: Any) -> None:
@@ -81,7 +83,7 @@ def settle(settings: Settings, queue: ReviewQueue) -> list[tuple[str, DocStatus]
                             max_request_size=settings.max_message_bytes))
         released.add(str(coords))
 
-    done = queue.settle(send)
+    done = queue.settle(send, doc_ids)
     for coords, status in done:
         log.info("review: held input %s %s", coords, status.value)
     return done

@@ -76,7 +76,7 @@ def highlight(item: QueueItem) -> Markup:
 
 
 def build_router(settings: Settings, queue: ReviewQueue,
-                 after_decision: Callable[[], Any] | None = None) -> APIRouter:
+                 after_decision: Callable[[list[str]], Any] | None = None) -> APIRouter:
     router = APIRouter(prefix="/review", include_in_schema=False)
     sessions = Sessions(settings.review_session_minutes)
     secure = settings.review_cookie_secure
@@ -142,12 +142,12 @@ def build_router(settings: Settings, queue: ReviewQueue,
         try:
             body = await request.json()
             decision = _decision(body, session)
-            await run_in_threadpool(queue.decide, decision)
+            decided = await run_in_threadpool(queue.decide, decision)
         except ReviewError as exc:
             return JSONResponse({"error": str(exc)}, status_code=403)
         except (ValueError, KeyError, TypeError):
             return JSONResponse({"error": "malformed decision"}, status_code=400)
-        _after(after_decision)
+        _after(after_decision, queue, decided)
         seq = int(body.get("seq", 0))
         return JSONResponse({"next": f"/review?at={seq + 1}"})
 
@@ -191,10 +191,18 @@ async def _login(request: Request, queue: ReviewQueue, sessions: Sessions, secur
     return resp
 
 
-def _after(hook: Callable[[], Any] | None) -> None:
+def _after(hook: Callable[[list[str]], Any] | None, queue: ReviewQueue,
+           item_ids: list[str]) -> None:
+    """Settle the held documents of the items just decided (in a thread; errors logged by
+    class only — the intake loop tries again)."""
     if hook is None:
         return
-    task = asyncio.get_running_loop().run_in_executor(None, hook)
+
+    def run() -> Any:
+        rows = [queue.db.item(i) for i in item_ids]
+        return hook(sorted({r.doc_id for r in rows if r is not None}))
+
+    task = asyncio.get_running_loop().run_in_executor(None, run)
     task.add_done_callback(lambda f: f.exception() and log.warning(
         "review: settling after a decision failed (%s)", type(f.exception()).__name__))
 

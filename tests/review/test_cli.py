@@ -52,6 +52,7 @@ def test_stats_prints_counts_and_kappas(env: tuple[str, Keyring]) -> None:
     assert "ana / bob:" in result.output and "bob / cy:" in result.output
     assert "Fleiss' kappa (all reviewers):" in result.output
     assert "3 items with two or more ratings" in result.output
+    assert "held documents: open 1, releasing 0, released 0, held 0" in result.output
     assert "Marbry" not in result.output and "Quillon" not in result.output
 
 
