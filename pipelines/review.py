@@ -352,7 +352,8 @@ class ReviewQueue:
             self.db.set_status([row.id], ItemStatus.REFERRED)
             self.store.audit("review-refer", decision.reviewer, row.id, "referred")
             return [row.id]
-        targets = self._targets(row, decision.scope)
+        targets = [t for t in self._targets(row, decision.scope) if t.id == row.id
+                   or t.status != ItemStatus.REFERRED or decision.role is Role.EXPERT]
         for target in targets:
             self.db.add_decision(_decision_row(decision, target.id, now))
         done = [t.id for t in targets if self._reviewed_enough(t.id)]

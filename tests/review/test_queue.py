@@ -233,3 +233,15 @@ def test_decisions_validate_themselves() -> None:
         Decision("i", "ana", Role.REVIEWER, DecisionKind.NOT_PHI, Category.DATE)
     with pytest.raises(ReviewError):
         Decision("i", "ana", Role.REVIEWER, DecisionKind.REFER, scope=Scope.SITE)
+
+
+def test_a_reviewers_wide_decision_passes_referred_twins_over(store: EncryptedStore) -> None:
+    queue, ids = _queue(store)
+    spans = _span_items(queue, ids)
+    first = spans[0]
+    twin = next(s for s in spans if s.string == first.string and s.id != first.id)
+    queue.decide(Decision(twin.id, "ana", Role.REVIEWER, DecisionKind.REFER))
+    decided = queue.decide(Decision(first.id, "ana", Role.REVIEWER, DecisionKind.PHI,
+                                    Category.NAME_RELATIVE, Scope.PATIENT))
+    assert twin.id not in decided
+    assert queue.item(twin.id).status is ItemStatus.REFERRED  # type: ignore[union-attr]
