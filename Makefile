@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: demo test lint unit integration bench evaluate fuzz clean
+.PHONY: demo test lint unit integration bench evaluate fuzz clean chromium
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -23,10 +23,18 @@ $(BIN)/promtool: | $(STAMP)
 	    || echo "promtool: not available, its tests will skip"; rm -rf $$tmp; \
 	else echo "promtool: no apt-get, its tests will skip"; fi
 
+# Debian's chromium for the review page's browser tests (Playwright drives it through
+# executable_path; no browser download). Best effort: without apt they skip and say so.
+chromium:
+	@command -v chromium >/dev/null 2>&1 || { command -v apt-get >/dev/null 2>&1 \
+	  && (apt-get install -y -q chromium >/dev/null 2>&1 \
+	      || (apt-get update -q >/dev/null 2>&1 && apt-get install -y -q chromium >/dev/null 2>&1)) \
+	  || echo "chromium: not available, the browser tests will skip"; }
+
 demo: $(STAMP)
 	$(BIN)/deidstream demo
 
-test: $(STAMP) lint $(BIN)/promtool
+test: $(STAMP) lint $(BIN)/promtool chromium
 	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/pytest
 
 lint: $(STAMP)

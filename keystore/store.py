@@ -757,6 +757,26 @@ class EncryptedStore:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
+    # -- sealed blobs for other tables (the review queue: keystore/reviewdb.py) -----------
+    @property
+    def backend(self) -> SqlBackend:
+        """The SQL backend (other tables of the same database, e.g. the review queue)."""
+        return self._backend
+
+    def seal_blob(self, binding: bytes, plaintext: bytes) -> Sealed:
+        """``plaintext`` sealed with the patient records' envelope encryption, bound to
+        ``binding`` (a row's stable, non-secret address)."""
+        return seal(self._keyring, binding, plaintext)
+
+    def open_blob(self, binding: bytes, sealed: Sealed) -> bytes:
+        """A blob sealed by :meth:`seal_blob` (IntegrityError if moved or tampered)."""
+        return open_sealed(self._keyring, binding, sealed)
+
+    def audit(self, action: str, operator: str, subject: str, outcome: str,
+              reason: str = "") -> None:
+        """Append one line to the chained audit log (no PHI in any field)."""
+        self._audit(action, operator, reason, subject, outcome)
+
     # -- internals ------------------------------------------------------------------------
     def _plaintext(self, key: tuple[str, str], state: PatientState) -> bytes:
         return dump_state(state, Identity(*key) if self._keep_identity else None)

@@ -102,13 +102,19 @@ def create_app(
     metrics = runner.metrics
     the_runner = runner
 
+    workbench: Any = None  # the review pages and intake (service/review), when enabled
+
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         if start_runner:
             the_runner.start_background()
+        if workbench is not None:
+            workbench.start()
         try:
             yield
         finally:
+            if workbench is not None:
+                await workbench.stop()
             if start_runner:
                 await the_runner.stop()
 
@@ -123,6 +129,11 @@ def create_app(
         openapi_url="/openapi.json" if docs else None,
     )
     app.state.settings = settings
+    if settings.review_enabled:
+        from service.review import mount
+
+        workbench = mount(app, settings)
+        app.state.review = workbench
     app.state.runner = runner
     app.state.metrics = metrics
 

@@ -116,6 +116,21 @@ class Settings(BaseSettings):
     # /docs, /redoc and /openapi.json: off unless asked for (development, the demo)
     api_docs_enabled: bool = False
 
+    # The review workbench (docs/review.md): the /review pages, reviewer accounts (hashed
+    # passwords in the key store), and a loop that queues held documents and releases the
+    # decided ones. Off by default.
+    review_enabled: bool = False
+    review_session_minutes: float = Field(default=30.0, gt=0, le=24 * 60)
+    # the session cookie is Secure (HTTPS only) unless this is false (a loopback test)
+    review_cookie_secure: bool = True
+    # distinct reviewers an item needs before it counts as decided (2+: agreement studies)
+    review_reviews_per_item: int = Field(default=1, ge=1, le=10)
+    # seconds between two passes of the held topic (queue new, release decided); 0: never
+    review_sync_seconds: float = Field(default=5.0, ge=0)
+    # also queue every streamed document's tagger spans in the policy's [review] band and
+    # rule/tagger disagreements (sealed store writes on the stream's path)
+    review_queue_spans: bool = False
+
     log_level: str = "info"
     # CPUs the whole process is pinned to at `deidstream run` ("0", "0,2", "2-3"; empty: the
     # kernel places it). One CPU keeps the GIL's hand-overs between the event loop and the

@@ -269,6 +269,23 @@ def freeze_after_warmup() -> bool:
     return True
 
 
+def _reviewed_deidentifier(settings: Settings, policy: Any, store: Any) -> Any:
+    """With the review workbench on: a de-identifier whose detector applies the reviewers'
+    allow / deny lists (pipelines.review; re-read every few seconds). Else None (default)."""
+    if not settings.review_enabled:
+        return None
+    import time
+
+    from pipelines.deidentify import Deidentifier
+    from pipelines.phi.detector import Detector
+    from pipelines.review import QueueingDetector, ReviewQueue
+
+    queue = ReviewQueue(store)
+    detector = QueueingDetector(policy, queue) if settings.review_queue_spans \
+        else Detector(policy, lists=queue.lists)
+    return Deidentifier(policy, detector=detector, timer=time.perf_counter)
+
+
 def real_processor_factory(settings: Settings, metrics: Metrics) -> ProcessorFactory:
     """A factory (run on the runner's worker thread) for the real pipeline."""
 
@@ -276,14 +293,16 @@ def real_processor_factory(settings: Settings, metrics: Metrics) -> ProcessorFac
         from pipelines.policy import Policy
         from pipelines.process import Processor as RealProcessor
 
-        store = InstrumentedStore(open_keystore(settings), metrics)
+        raw = open_keystore(settings)
+        store = InstrumentedStore(raw, metrics)
         policy = Policy.load(settings.policy_file)
         _warm()  # word lists load now, before readiness, not on the first documents
         freeze_after_warmup()
         marks = PrivateMarks(store)
         limit, deadline = settings.max_message_bytes, settings.document_deadline_seconds
         return ServiceProcessor(
-            RealProcessor(policy=policy, store=store, max_bytes=limit, deadline_seconds=deadline),
+            RealProcessor(policy=policy, store=store, max_bytes=limit, deadline_seconds=deadline,
+                          deidentify=_reviewed_deidentifier(settings, policy, raw)),
             RealProcessor(policy=policy, store=marks, max_bytes=limit, deadline_seconds=deadline),
             marks,
             store,
