@@ -12,10 +12,10 @@ credentials, kinship, movement words): they are general English, not corpus stri
 from __future__ import annotations
 
 import re
-from itertools import accumulate
 from dataclasses import dataclass
 from functools import cache
 from importlib import resources
+from itertools import accumulate
 from typing import Final
 
 from pipelines.phi import lexicons
