@@ -11,6 +11,7 @@ credentials, kinship, movement words): they are general English, not corpus stri
 
 from __future__ import annotations
 
+import bisect
 import re
 from dataclasses import dataclass
 from functools import cache
@@ -344,7 +345,7 @@ class Featurizer:
         self.keep = keep
         self._words: tuple[dict[str, _Word], dict[str, _Word]] = ({}, {})
         self._item: dict[str, tuple[bool, bool]] = {}
-        self._pad = [self._kept(p) for p in _PAD]
+        self._pad = tuple(self._kept(p) for p in _PAD)
 
     def warm(self) -> None:
         lexicons.warm()
@@ -409,23 +410,31 @@ class Featurizer:
         lowers = [e.lower for e in entries]
         extras = _extras(text, tokens, lowers)
         keep = self.keep
+        # around[k + 2]: what the tokens near token k see of it; two sentinels either side
+        # give what a token sees beyond either end of the note
         pad = self._pad
-        ctx = [e.around for e in entries]
-        c0 = [pad[0], pad[0], *(c[0] for c in ctx)]  # c0[i] = what token i sees of i-2
-        c1 = [pad[1], *(c[1] for c in ctx)]
-        c2 = [*(c[2] for c in ctx[1:]), pad[2]]
-        c3 = [*(c[3] for c in ctx[2:]), pad[3], pad[3]]
-        bounded = [*lowers, "</s>"]
-        left = ["<s>", *lowers]
+        around = [pad, pad, *(e.around for e in entries), pad, pad]
+        left = ["<s>", *lowers, "</s>"]
         rows: list[list[str]] = []
         append = rows.append
         get = extras.get
         for i in items:
             # own and context features are filtered once per word; these per note
-            local = [f"bl={left[i]}|{lowers[i]}", f"br={lowers[i]}|{bounded[i + 1]}", *get(i, ())]
+            low = left[i + 1]
+            local = [f"bl={left[i]}|{low}", f"br={low}|{left[i + 2]}", *get(i, ())]
             if keep is not None:
                 local = [f for f in local if f in keep]
-            append([*entries[i].own, *c0[i], *c1[i], *c2[i], *c3[i], *local])
+            # token i sees offset -2 of token i-2, …, offset +2 of token i+2
+            append(
+                [
+                    *entries[i].own,
+                    *around[i][0],
+                    *around[i + 1][1],
+                    *around[i + 3][2],
+                    *around[i + 4][3],
+                    *local,
+                ]
+            )
         return rows
 
 
@@ -474,15 +483,16 @@ _NOT_LOWER: Final = bytes(c for c in range(256) if not 97 <= c <= 122)
 def _add_line_features(text: str, tokens: list[Tok], extras: dict[int, list[str]]) -> None:
     if tokens:
         extras.setdefault(0, []).append("bol")
+    starts = [t[0] for t in tokens]
+    n = len(starts)
     at = text.find("\n")
     k = 0
     while at >= 0:  # the first token after each newline opens a line
-        while k < len(tokens) and tokens[k][0] < at:
-            k += 1
-        if k == len(tokens):
+        k = bisect.bisect_left(starts, at, k)
+        if k == n:
             break
         extras.setdefault(k, []).append("bol")
-        at = text.find("\n", tokens[k][0])
+        at = text.find("\n", starts[k])
 
 
 @cache

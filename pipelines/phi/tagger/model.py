@@ -135,15 +135,14 @@ class Tagger:
             self._local.tagger = tagger
         return tagger
 
-    def _decide(self, tagger: pycrfsuite.Tagger, i: int, predicted: str) -> tuple[Label | None, float]:
-        """The label of token ``i`` (None: not PHI) and the probability that it is PHI."""
-        p_phi = 1.0 - tagger.marginal(OUTSIDE, i)
+    def _decide(self, tagger: pycrfsuite.Tagger, i: int, predicted: str, p_phi: float) -> Label | None:
+        """The label of item ``i`` (None: not PHI), given the probability that it is PHI."""
         if predicted != OUTSIDE:
-            return Label(predicted[2:]), p_phi
+            return Label(predicted[2:])
         if p_phi < self._least:
-            return None, p_phi
+            return None
         label = _likeliest(tagger, i)
-        return (label if p_phi >= self.thresholds[label] else None), p_phi
+        return label if p_phi >= self.thresholds[label] else None
 
     def tag(self, text: str) -> list[TaggedSpan]:
         tokens = tokenize(text)
@@ -158,8 +157,12 @@ class Tagger:
         run: list[int] = []
         run_label: Label | None = None
         run_conf = 1.0
+        marginal, least = tagger.marginal, self._least
         for i, predicted in enumerate(tagger.tag()):
-            label, p_phi = self._decide(tagger, i, predicted)
+            p_phi = 1.0 - marginal(OUTSIDE, i)
+            if predicted == OUTSIDE and p_phi < least and not run:
+                continue  # most items: not PHI, and no phrase open
+            label = self._decide(tagger, i, predicted, p_phi)
             if run and (
                 label is None
                 or label != run_label
