@@ -15,10 +15,10 @@ import pytest
 from kafka_helpers import headers_of, read_all, unique
 from prometheus_client.parser import text_string_to_metric_families
 
-from pipelines.hl7.framing import mllp_frame
+from pipelines.hl7.framing import FrameDecoder, mllp_frame
 from pipelines.research import attachment_text
 from service.broker import EmbeddedBroker, free_port
-from service.mllp import FrameDecoder, serve
+from service.mllp import serve
 from service.settings import Settings
 from tests.conftest import FIXTURES
 
