@@ -7,6 +7,7 @@ variables, then an optional file (TOML, JSON or ``.env``) named by ``--config`` 
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import tomllib
@@ -235,14 +236,12 @@ def _read_file(path: Path) -> dict[str, Any]:
         values = dict(json.loads(text))
         _check_keys(path, values, env_names_allowed=False)
         return values
-    out: dict[str, Any] = {}  # .env style: KEY=VALUE, DEIDSTREAM_ prefix optional
-    for line in text.splitlines():
-        line = line.strip()
-        if not line or line.startswith("#") or "=" not in line:
-            continue
-        key, _, value = line.partition("=")
-        key = key.strip().lower().removeprefix("deidstream_")
-        out[key] = value.strip().strip("'\"")
+    # .env style, read by python-dotenv (the parser of pydantic-settings' ``env_file``): KEY=VALUE,
+    # the DEIDSTREAM_ prefix optional here (pydantic-settings' own env_file would require it)
+    from dotenv import dotenv_values
+
+    out = {key.lower().removeprefix("deidstream_"): value
+           for key, value in dotenv_values(stream=io.StringIO(text)).items() if value is not None}
     _check_keys(path, out, env_names_allowed=True)
     return out
 
