@@ -239,7 +239,8 @@ def us_cities() -> frozenset[str]:
     # zipcodes.list_all() keeps its 42k row dicts cached for the life of the process: 170k
     # objects the garbage collector would walk on every full collection (it doubled the time
     # of tokenising a note). Read the rows from the extension directly when it is there, so
-    # only the set of names stays.
+    # only the set of names stays (a private module: bounded in pyproject.toml and checked by
+    # tests/test_third_party_internals.py).
     native = getattr(zipcodes, "_zipcodes", None)
     rows = native.list_all() if native is not None else zipcodes.list_all()
     cities: set[str] = set()

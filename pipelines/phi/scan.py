@@ -112,7 +112,8 @@ def finditer(doc: Doc, pattern: Any) -> Iterator[Any]:
 # re2's str wrapper maps byte offsets back to characters after every match (a sort, a dict
 # and C calls per offset: ~half of a scan's cost). In ASCII text a byte offset is the
 # character offset, so ``_ascii_finditer`` runs the wrapper's own bytes loop and builds the
-# same match objects. These are re2 internals: without them the public ``finditer`` is used.
+# same match objects. These are re2 internals: without them the public ``finditer`` is used
+# (google-re2 has an upper bound for them; tests/test_third_party_internals.py checks them).
 _ASCII_LOOP = all(hasattr(re2, name) for name in ("_Match", "_Anchor", "_NULL_SPAN"))
 
 

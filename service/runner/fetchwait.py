@@ -58,7 +58,8 @@ def apply(consumer: Any, wait_ms: int) -> bool:
     fetcher = getattr(consumer, "_fetcher", None)
     if fetcher is None or not hasattr(fetcher, "_fetch_max_wait_ms"):
         return False
-    fetcher._fetch_max_wait_ms = wait_ms  # noqa: SLF001 - no public setter in aiokafka
+    # no public setter in aiokafka: bounded, checked by tests/test_third_party_internals.py
+    fetcher._fetch_max_wait_ms = wait_ms  # noqa: SLF001
     return True
 
 
