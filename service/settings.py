@@ -84,9 +84,6 @@ class Settings(BaseSettings):
     # this long, then pruned: a replay older than the input topics' retention cannot happen.
     # Kafka's default retention is 7 days; the default leaves room for a longer one.
     deadletter_mark_days: float = Field(default=30.0, gt=0)
-    # Alternative pipeline, "module:function" taking (settings, metrics) and returning a
-    # processor factory; unset means the real pipeline (pipelines.process).
-    processor: str | None = None
 
     # Limits
     max_in_flight: int = Field(default=256, ge=1)

@@ -6,7 +6,6 @@ Kept apart from the runner so the runner can be tested with any object that has
 
 from __future__ import annotations
 
-import importlib
 import logging
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -291,13 +290,3 @@ def real_processor_factory(settings: Settings, metrics: Metrics) -> ProcessorFac
         )
 
     return build
-
-
-def processor_factory_for(settings: Settings, metrics: Metrics) -> ProcessorFactory:
-    """``settings.processor`` ("module:function") if set, else the real pipeline."""
-    if settings.processor:
-        module_name, _, func = settings.processor.partition(":")
-        module = importlib.import_module(module_name)
-        made: ProcessorFactory = getattr(module, func or "factory")(settings, metrics)
-        return made
-    return real_processor_factory(settings, metrics)
