@@ -29,8 +29,8 @@ KEYSTORE_BUCKETS = (0.0001, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1
 
 @cache
 def package_version() -> str:
-    """The installed distribution's version. Cached: the metadata lookup took ~116 µs and
-    ran for every research record (on the event loop)."""
+    """The installed distribution's version. Cached: the metadata lookup is slow and ran
+    for every research record (on the event loop)."""
     try:
         return dist_version("deidstream")
     except PackageNotFoundError:

@@ -45,8 +45,8 @@ class Settings(BaseSettings):
     heartbeat_interval_ms: int = Field(default=1_000, ge=100)
     request_timeout_ms: int = Field(default=15_000, ge=1_000)
     # How long a fetch may wait for data. Kafka answers as soon as a record arrives, but Tansu
-    # waits the whole time: with aiokafka's 500 ms default p99 latency at 200 docs/s was
-    # ~310 ms, with 20 ms ~34 ms (bench/stream.py --passthrough). The cost is idle polling.
+    # waits the whole time, so aiokafka's default made the latency (bench/README.md, "Latency").
+    # The cost is idle polling.
     fetch_max_wait_ms: int = Field(default=25, ge=1, le=10_000)
     # The wait adapts up to this when fetches come back empty while records wait (Tansu on
     # s3:// storage starves at 25 ms: service/runner/fetchwait.py); = fetch_max_wait_ms: fixed.

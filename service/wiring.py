@@ -247,11 +247,10 @@ _frozen = False
 
 
 def freeze_after_warmup() -> bool:
-    """Move everything alive now (lexicons, compiled patterns: ~268k objects) out of the
-    garbage collector's reach, once per process. A full collection of them took ~235 ms on
-    the stream's path; bench/stream.py at 200 docs/s measured p99 211 → 110 ms and max 416 →
-    166 ms with it (bench/README.md). Once only: a processor re-opened after a key-store
-    fault must not freeze the old one's garbage for good. Returns whether it froze now."""
+    """Move everything alive now (lexicons, compiled patterns) out of the garbage collector's
+    reach, once per process: a full collection of them stalled the stream's path (figures:
+    bench/README.md, "Figures from code comments"). Once only: a processor re-opened after a
+    key-store fault must not freeze the old one's garbage for good. Returns whether it froze now."""
     global _frozen
     if _frozen:
         return False
@@ -261,8 +260,8 @@ def freeze_after_warmup() -> bool:
     gc.freeze()
     # A young collection every 20,000 net allocations instead of 700: a document allocates
     # thousands of short-lived objects, and the default made the collector walk them
-    # several times per document (~26 µs/doc measured by bench/process.py --gc-freeze,
-    # ~3 µs with this). What is collected does not change, only how often.
+    # several times per document (bench/process.py --gc-freeze; bench/README.md). What is
+    # collected does not change, only how often.
     gc.set_threshold(20_000, 10, 10)
     _frozen = True
     return True

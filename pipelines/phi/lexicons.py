@@ -107,7 +107,7 @@ def tokens(doc: Doc) -> Tokens:
 
 def _tokenize(text: str) -> Tokens:
     """Built column by column from one ``split`` (no match object and no Python-level loop
-    per token: the tokenizer was ~15% of the detector's time)."""
+    per token: the tokenizer was a large share of the detector's time)."""
     parts = _SPLIT.split(text)  # [gap, word, gap, word, …, gap]
     offsets = list(accumulate(map(len, parts)))
     starts, ends, texts = offsets[0:-1:2], offsets[1::2], tuple(parts[1::2])
