@@ -34,12 +34,16 @@ chromium:
 demo: $(STAMP)
 	$(BIN)/deidstream demo
 
+# Line coverage of service/, pipelines/, surrogates/ and keystore/ is measured and must stay
+# above the floor set in pyproject.toml ([tool.coverage.report] fail_under).
 test: $(STAMP) lint $(BIN)/promtool chromium
-	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/pytest
+	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/pytest --cov
 
 lint: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/mypy
+# TODO(issue 17 §5): once the tree is formatted in one commit, turn this on:
+#	$(BIN)/ruff format --check .
 
 unit: $(STAMP)
 	$(BIN)/pytest -m "not integration"

@@ -331,7 +331,7 @@ def acknowledge(mark: Mark, text_hash: bytes, state: State) -> Mark:
     cur = mark.current
     if cur is None or cur.acked or cur.text_hash != text_hash or cur.state is not state:
         return mark
-    # the constructors, not dataclasses.replace (~4x its cost): once per published output
+    # the constructors, not dataclasses.replace (dearer): once per published output
     acked = Current(cur.state, cur.text_hash, cur.order, cur.version_id, True, cur.live_id,
                     cur.replaces)
     return Mark(acked, mark.seen)

@@ -95,9 +95,9 @@ def create_app(
     if runner is None:
         metrics = metrics or Metrics()
         if processor_factory is None:
-            from service.wiring import processor_factory_for
+            from service.wiring import real_processor_factory
 
-            processor_factory = processor_factory_for(settings, metrics)
+            processor_factory = real_processor_factory(settings, metrics)
         runner = Runner(settings, metrics, processor_factory, on_fatal=on_fatal)
     metrics = runner.metrics
     the_runner = runner

@@ -6,7 +6,6 @@ Kept apart from the runner so the runner can be tested with any object that has
 
 from __future__ import annotations
 
-import importlib
 import logging
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -248,11 +247,10 @@ _frozen = False
 
 
 def freeze_after_warmup() -> bool:
-    """Move everything alive now (lexicons, compiled patterns: ~268k objects) out of the
-    garbage collector's reach, once per process. A full collection of them took ~235 ms on
-    the stream's path; bench/stream.py at 200 docs/s measured p99 211 → 110 ms and max 416 →
-    166 ms with it (bench/README.md). Once only: a processor re-opened after a key-store
-    fault must not freeze the old one's garbage for good. Returns whether it froze now."""
+    """Move everything alive now (lexicons, compiled patterns) out of the garbage collector's
+    reach, once per process: a full collection of them stalled the stream's path (figures:
+    bench/README.md, "Figures from code comments"). Once only: a processor re-opened after a
+    key-store fault must not freeze the old one's garbage for good. Returns whether it froze now."""
     global _frozen
     if _frozen:
         return False
@@ -262,8 +260,8 @@ def freeze_after_warmup() -> bool:
     gc.freeze()
     # A young collection every 20,000 net allocations instead of 700: a document allocates
     # thousands of short-lived objects, and the default made the collector walk them
-    # several times per document (~26 µs/doc measured by bench/process.py --gc-freeze,
-    # ~3 µs with this). What is collected does not change, only how often.
+    # several times per document (bench/process.py --gc-freeze; bench/README.md). What is
+    # collected does not change, only how often.
     gc.set_threshold(20_000, 10, 10)
     _frozen = True
     return True
@@ -310,13 +308,3 @@ def real_processor_factory(settings: Settings, metrics: Metrics) -> ProcessorFac
         )
 
     return build
-
-
-def processor_factory_for(settings: Settings, metrics: Metrics) -> ProcessorFactory:
-    """``settings.processor`` ("module:function") if set, else the real pipeline."""
-    if settings.processor:
-        module_name, _, func = settings.processor.partition(":")
-        module = importlib.import_module(module_name)
-        made: ProcessorFactory = getattr(module, func or "factory")(settings, metrics)
-        return made
-    return real_processor_factory(settings, metrics)

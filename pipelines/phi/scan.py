@@ -1,9 +1,9 @@
 """Shared fast scanning helpers for the pattern recognizers.
 
-Measured on the PhysioNet dev notes (~900 chars each): the stdlib ``re`` is fastest for
-patterns that start with a digit or a literal (its prefix search skips ahead, ~20 µs a
-note), while big word alternations (month names, cue words) cost ~60-200 µs with ``re``
-but ~7-15 µs with ``google-re2``. So: digit-led candidates use ``re``; word-led scans use
+Measured on the PhysioNet dev notes (bench/README.md, "Figures from code comments"): the
+stdlib ``re`` is fastest for patterns that start with a digit or a literal (its prefix search
+skips ahead), while big word alternations (month names, cue words) are several times cheaper
+with ``google-re2``. So: digit-led candidates use ``re``; word-led scans use
 ``re2`` (no look-around there); context checks around candidates use small ``re``/string
 work on a window. Results shared by several recognizers are cached on ``Doc.cache``.
 """
@@ -37,7 +37,7 @@ def compile_words(pattern: str) -> Any:
 
 
 def grab(text: str, match: Any, group: int) -> str:
-    """``match.group(group)`` for re2 matches, ~10x cheaper (re2's ``group`` re-validates and
+    """``match.group(group)`` for re2 matches, much cheaper (re2's ``group`` re-validates and
     re-decodes on every call; ``span`` is a tuple lookup). "" if the group did not take part."""
     start, end = match.span(group)
     return "" if start < 0 else text[start:end]
@@ -84,8 +84,8 @@ def may_match(doc: Doc, pattern: Any) -> bool:
     """False when the re2 ``pattern`` matches nowhere in ``doc.text``, so its scan can be skipped.
 
     Why: most scans find nothing in most notes (ages, ids, phones, addresses, URLs…), yet each
-    re2 ``finditer`` costs ~5 µs of wrapper and DFA work. One RE2::Set pass per document
-    answers for every watched pattern at once (~8 µs), shared through ``doc.cache``.
+    re2 ``finditer`` costs wrapper and DFA work. One RE2::Set pass per document answers for
+    every watched pattern at once, shared through ``doc.cache``.
     """
     index = _WATCHED.get(pattern.pattern)
     if index is None:  # first use of this pattern in the process
@@ -112,7 +112,8 @@ def finditer(doc: Doc, pattern: Any) -> Iterator[Any]:
 # re2's str wrapper maps byte offsets back to characters after every match (a sort, a dict
 # and C calls per offset: ~half of a scan's cost). In ASCII text a byte offset is the
 # character offset, so ``_ascii_finditer`` runs the wrapper's own bytes loop and builds the
-# same match objects. These are re2 internals: without them the public ``finditer`` is used.
+# same match objects. These are re2 internals: without them the public ``finditer`` is used
+# (google-re2 has an upper bound for them; tests/test_third_party_internals.py checks them).
 _ASCII_LOOP = all(hasattr(re2, name) for name in ("_Match", "_Anchor", "_NULL_SPAN"))
 
 

@@ -110,7 +110,7 @@ class Outputs:
         self._spans_inc: dict[str, Callable[[float], None]] = {}
         self._published_inc = metrics.published.labels("document").inc
         self._tombstoned_inc = metrics.published.labels("tombstone").inc
-        self._end_to_end = metrics.end_to_end_seconds.labels().observe
+        self._end_to_end = metrics.end_to_end_seconds.observe
         self._version = package_version().encode()
         self._source: dict[str, bytes] = {}  # content hint -> header value
 

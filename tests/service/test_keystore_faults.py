@@ -23,7 +23,7 @@ from service.app import create_app
 from service.metrics import Metrics
 from service.runner import KEY_FAULT_STREAK, Runner, Stopping
 from service.settings import Settings
-from service.wiring import open_keystore, processor_factory_for
+from service.wiring import open_keystore, real_processor_factory
 
 FAST = dict(retry_initial_seconds=0.01, retry_max_seconds=0.02)
 
@@ -164,7 +164,7 @@ async def test_a_store_sealed_under_another_key_never_opens(
     open_keystore(Settings(keystore_url=url, master_key=key_a)).close()
     s = Settings(keystore_url=url, master_key=configured(key_a), **FAST)
     metrics = Metrics()
-    runner = Runner(s, metrics, processor_factory_for(s, metrics))
+    runner = Runner(s, metrics, real_processor_factory(s, metrics))
     task = asyncio.create_task(runner.prepare_processor())
     await _wait(lambda: runner.metrics.value("deidstream_retries_total",
                                              operation="keystore") >= 2, within=30)

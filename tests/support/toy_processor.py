@@ -109,8 +109,3 @@ class ToyProcessor:
             self._db.commit()
 
 
-def factory(settings: Any, metrics: Any) -> Any:
-    """For ``DEIDSTREAM_PROCESSOR=toy_processor:factory`` in subprocess tests."""
-    marks = os.environ.get("TOY_MARKS_PATH")
-    fail = os.environ.get("TOY_FAIL_FILE")
-    return lambda: ToyProcessor(marks, fail)

@@ -40,7 +40,7 @@ _DIGIT_RUN = re.compile(r"(?<![\w])[A-Za-z]{0,3}\d(?:[./-]?\d)*(?![\w])")
 _PHONE = re.compile(r"(?<!\d)(?:\+?1[\s.-]?)?(?:\(\d{3}\)\s*|\d{3}[\s.-]?)?\d{3}[\s.-]?\d{4}(?!\d)")
 # "(?<!\d)(\d{1,4})" written as "(\d(?<!\d\d)\d{0,3})" (the same matches): a pattern that opens
 # with a digit class lets the stdlib search skip to the next digit in C, where a leading
-# look-behind makes it try a match at every position of the note (~3x slower)
+# look-behind makes it try a match at every position of the note (slower)
 _NUMERIC_DATE = re.compile(r"(\d(?<!\d\d)\d{0,3})([/.-])(\d{1,2})\2(\d{1,4})(?!\d)")
 _COMPACT_DATE = re.compile(r"(\d(?<!\d\d)\d{7})(?!\d)")
 _MONTHS = {
@@ -317,7 +317,7 @@ def _may_hold_number(text: str, wanted: Iterable[str]) -> bool:
     """False when no ``_DIGIT_RUN`` match of ``text`` can normalise to a wanted value.
 
     Why: the scan has a leading look-behind, so the stdlib search tries a match at every
-    character (~25 µs a note), and most notes do not hold the patient's numbers. In ASCII text
+    character, and most notes do not hold the patient's numbers. In ASCII text
     a match without its separators, upper-cased, is a substring of the text so squeezed.
     """
     if not text.isascii():
@@ -343,8 +343,8 @@ def _may_hold_numeric_birth(text: str, birth: date) -> bool:
 
 
 def _compact_forms(birth: date) -> set[str]:
-    """``birth`` as %Y%m%d, %m%d%Y and %d%m%Y. Formatted directly (three ``strftime`` calls were
-    ~5 µs a note); a year before 1000 goes through ``strftime``, whose %Y padding differs
+    """``birth`` as %Y%m%d, %m%d%Y and %d%m%Y. Formatted directly (cheaper than three
+    ``strftime`` calls); a year before 1000 goes through ``strftime``, whose %Y padding differs
     between C libraries."""
     if birth.year < 1000:
         return {birth.strftime("%Y%m%d"), birth.strftime("%m%d%Y"), birth.strftime("%d%m%Y")}
