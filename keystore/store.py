@@ -33,6 +33,7 @@ from keystore.backend import Row, SqlBackend
 from keystore.envelope import (
     ENVELOPE,
     LEGACY_ENVELOPE,
+    Sealed,
     open_sealed,
     seal,
     unwrap_key,
