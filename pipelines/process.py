@@ -53,7 +53,7 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime
 from functools import lru_cache, partial
 from types import MappingProxyType
-from typing import Any, Literal, Protocol
+from typing import Any, Protocol
 
 from pydantic import TypeAdapter
 
@@ -61,6 +61,8 @@ from keystore.api import MarkStore, PatientState, PatientStore
 from pipelines.deadline import deadline
 from pipelines.document import ClinicalDocument, Identifiers
 from pipelines.errors import DeadlineExceeded, MissingPatientId, PartialInput, TransientError
+from pipelines.outcome import EMPTY_COUNTS as _EMPTY_COUNTS
+from pipelines.outcome import AckToken, Outcome, OutcomeKind
 from pipelines.policy import Action, Policy
 from pipelines.research import MEDIA_TYPE, ResearchDocument, build_resource, render, system_uri
 from pipelines.spans import Category, Span
@@ -79,36 +81,8 @@ from pipelines.versions import (
     update_mark,
 )
 
-OutcomeKind = Literal["publish", "tombstone", "duplicate", "superseded", "held", "context"]
 NEAR_DUPLICATE_THRESHOLD = 0.8
 PSEUDONYM_CACHE = 4096  # (kind, parts) → pseudonym, most recently used kept
-_EMPTY_COUNTS: Mapping[str, int] = MappingProxyType({})
-_EMPTY_TIMES: Mapping[str, float] = MappingProxyType({})
-
-
-@dataclass(frozen=True, slots=True)
-class AckToken:
-    """What ``commit`` needs to mark one decided version acknowledged (no PHI)."""
-
-    key: str
-    text_hash: bytes
-    state: State
-    mark: bytes | None = None  # the mark as process() left it (commit's expected value)
-    # ``mark`` decoded (what process() decided): commit need not parse it again
-    decoded: Mark | None = field(default=None, compare=False, repr=False)
-
-
-@dataclass(frozen=True, slots=True)  # slots: two per document, no instance dict each
-class Outcome:
-    kind: OutcomeKind
-    research_key: str | None  # Kafka key for publish / tombstone (and held, for routing)
-    value: bytes | None  # research DocumentReference JSON (publish); None otherwise
-    headers: tuple[tuple[str, str], ...]  # no PHI: source, version, content-type, reason…
-    reason_class: str | None = None
-    reason: str | None = None  # no PHI
-    span_counts: Mapping[str, int] = field(default_factory=lambda: _EMPTY_COUNTS)
-    stage_seconds: Mapping[str, float] = field(default_factory=lambda: _EMPTY_TIMES)
-    ack: AckToken | None = field(default=None, compare=False, repr=False)
 
 
 class Store(PatientStore, MarkStore, Protocol):
@@ -372,10 +346,8 @@ class Processor:
         if remember_context(state, document.identifiers):
             self.store.save(document.assigning_authority, document.patient_id, state)
         return Outcome(
-            "context",
-            None,
-            None,
-            (("source", document.source.value),),
+            kind=OutcomeKind.CONTEXT,
+            headers=(("source", document.source.value),),
             stage_seconds=MappingProxyType(doc.times),
         )
 
@@ -449,8 +421,9 @@ class Processor:
         if verdict.decision in (Decision.PUBLISH, Decision.TOMBSTONE):
             times["near_duplicate"] = times.get("near_duplicate", 0.0) + self._timer() - t0
         # the document's one Outcome, all fields given (dataclasses.replace costs ~4x)
-        return Outcome(kind, key, value, headers, reason_class, reason, counts,
-                       MappingProxyType(times), ack)
+        return Outcome(kind=kind, research_key=key, value=value, headers=headers,
+                       reason_class=reason_class, reason=reason, span_counts=counts,
+                       stage_seconds=MappingProxyType(times), ack=ack)
 
     # -- helpers used by _Work ----------------------------------------------------------
     def security_codes(self, spans: Sequence[Span]) -> list[str]:
@@ -529,28 +502,28 @@ class _Work:
         headers = self._base_headers(verdict.decision.value)
         if verdict.decision is Decision.DUPLICATE:
             reason = "same text as a version already seen"
-            return ("duplicate", None, None, tuple(headers), "duplicate", reason, _EMPTY_COUNTS,
+            return (OutcomeKind.DUPLICATE, None, None, tuple(headers), "duplicate", reason, _EMPTY_COUNTS,
                     None), False
         if verdict.decision is Decision.SUPERSEDED:
             reason = "a newer version of this report was already seen"
-            return ("superseded", None, None, tuple(headers), "superseded", reason,
+            return (OutcomeKind.SUPERSEDED, None, None, tuple(headers), "superseded", reason,
                     _EMPTY_COUNTS, None), False
         if verdict.decision is Decision.TOMBSTONE:
             headers.append(("reason", "entered-in-error"))
-            return ("tombstone", fp.key, None, tuple(headers), None, None, _EMPTY_COUNTS,
+            return (OutcomeKind.TOMBSTONE, fp.key, None, tuple(headers), None, None, _EMPTY_COUNTS,
                     State.TOMBSTONE), False
         try:
             deid = self._run_deidentify(times)
         except DeadlineExceeded as exc:
             self._timeout = exc
             headers = self._base_headers("held") + [("reason", str(exc))]
-            return ("held", fp.key, None, tuple(headers), exc.reason_class, str(exc),
+            return (OutcomeKind.HELD, fp.key, None, tuple(headers), exc.reason_class, str(exc),
                     _EMPTY_COUNTS, State.HELD), True
         counts = _span_counts(deid.spans)
         if deid.held_reason is not None:
             headers = self._base_headers("held") + [("reason", deid.held_reason)]
             held_class = str(getattr(deid, "held_class", "leak_guard"))
-            return ("held", fp.key, None, tuple(headers), held_class, deid.held_reason, counts,
+            return (OutcomeKind.HELD, fp.key, None, tuple(headers), held_class, deid.held_reason, counts,
                     State.HELD), True
         t0 = self.proc._timer()
         near = self._near_duplicate()
@@ -565,7 +538,7 @@ class _Work:
             headers.append(("replaces", verdict.replaces))
         if near is not None:
             headers.append(("near-duplicate-score", f"{near[1]:.3f}"))
-        return ("publish", fp.key, doc.value, tuple(headers), None, None, counts,
+        return (OutcomeKind.PUBLISH, fp.key, doc.value, tuple(headers), None, None, counts,
                 State.LIVE), False
 
     def _run_deidentify(self, times: dict[str, float]) -> Deidentified:
@@ -700,7 +673,7 @@ class _Job:
             return self.error
         outcomes = [d.outcome for d in self.outs if d.outcome is not None]
         if self.incomplete is not None:
-            self.incomplete.outcomes = outcomes  # type: ignore[attr-defined]
+            self.incomplete.outcomes = outcomes
             return self.incomplete
         return outcomes
 
@@ -895,4 +868,4 @@ def _default_deidentify(policy: Policy, timer: Callable[[], float]) -> Deidentif
     return Deidentifier(policy, timer=timer)
 
 
-__all__ = ["AckToken", "Deidentified", "Item", "Outcome", "Processor"]
+__all__ = ["Deidentified", "Item", "Processor"]

@@ -17,8 +17,9 @@ from fhir.resources.R4B.documentreference import DocumentReference
 from keystore.memory import InMemoryStore
 from keystore.pseudonyms import Pseudonyms
 from pipelines.errors import InputError
+from pipelines.outcome import Outcome
 from pipelines.policy import Policy
-from pipelines.process import Outcome, Processor
+from pipelines.process import Processor
 from pipelines.research import NEAR_DUPLICATE_URL, attachment_text
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "versions"

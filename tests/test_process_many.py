@@ -18,8 +18,9 @@ from keystore.errors import KeystoreUnavailable
 from keystore.memory import InMemoryStore
 from keystore.pseudonyms import Pseudonyms
 from pipelines.errors import InputError, PartialInput
+from pipelines.outcome import Outcome
 from pipelines.policy import Policy
-from pipelines.process import Item, Outcome, Processor
+from pipelines.process import Item, Processor
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 NOW = datetime(2026, 1, 1, tzinfo=UTC)
@@ -269,7 +270,7 @@ def test_process_raises_what_process_many_returns() -> None:
     raw, hint = fixture("fhir/bundle-collection-partial.json")
     with pytest.raises(PartialInput) as info:
         proc.process(raw, content_hint=hint, now=NOW)
-    outcomes = info.value.outcomes  # type: ignore[attr-defined]
+    outcomes = info.value.outcomes
     assert len(outcomes) == 2 and outcomes[0].kind == "publish"  # the Bundle's good entries
     assert proc.process_many([]) == []
 

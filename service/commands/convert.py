@@ -125,7 +125,7 @@ def _convert_one(path: Path, processor: Any, out_dir: Path | None, counts: Count
         hint = content_hint(path)
         outcomes = processor.process(raw, content_hint=hint, now=datetime.now(UTC))
     except PartialInput as exc:
-        outcomes = getattr(exc, "outcomes", ()) or ()
+        outcomes = exc.outcomes
         _say(path, f"error [{exc.reason_class}] {exc}")
         counts["dead-lettered"] += len(exc.entry_errors) or 1
         input_failed = True

@@ -191,7 +191,7 @@ class Batches(RunnerState):
         except PartialInput as exc:
             # the good documents go out; the whole input goes to the dead-letter topic too,
             # with the reason naming the failed entries (coordinates only)
-            good = self.outputs.route(rec, hint, getattr(exc, "outcomes", ()) or (), first_seen)
+            good = self.outputs.route(rec, hint, exc.outcomes, first_seen)
             found = await self._diagnose(exc, raw)
             dead = self.outputs.dead_letter(rec, exc.reason_class, str(exc), first_seen, found)
             good.outputs.extend(dead.outputs)
