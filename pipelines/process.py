@@ -243,18 +243,15 @@ class Processor:
         return _Job(incomplete=incomplete, parsed=documents, parse_seconds=self._timer() - started)
 
     def _prefetch(self, jobs: Sequence[_Job]) -> None:
-        """The batch's patients read with one store call when the store can (a cache warm-up:
-        each document still asks ``get_or_create`` in its turn); a failure is left to them."""
-        prefetch = _batch_method(self.store, "get_or_create", "prefetch")
-        if prefetch is None:
-            return
+        """The batch's patients read with one store call (a cache warm-up: each document
+        still asks ``get_or_create`` in its turn); a failure is left to them."""
         patients = [
             (d.assigning_authority, d.patient_id) for job in jobs for d in job.parsed if d.patient_id
         ]
         if len(patients) < 2:
             return
         with contextlib.suppress(Exception):  # get_or_create meets a fault in its turn
-            prefetch(patients)
+            self.store.prefetch(patients)
 
     def _prepare_item(self, job: _Job) -> None:
         for i, document in enumerate(job.parsed):
@@ -309,7 +306,7 @@ class Processor:
             tries.append((token.key, token.mark, after.encode()))
             tried.append(token)
         if tries:
-            results = _compare_and_set_marks(self.store, tries)
+            results = self.store.compare_and_set_marks(tries)
             slow += [t for t, ok in zip(tried, results, strict=True) if not ok]
         for token in slow:
             update_mark(self.store, token.key, partial(_ack_step, token), Mark.decode)
@@ -694,7 +691,8 @@ class _MarkBatch:
             return
         t0 = proc._timer()
         try:
-            self.read = _get_marks(proc.store, keys)
+            got = proc.store.get_marks(keys)
+            self.read = {key: got.get(key) for key in keys}
         except Exception:  # noqa: BLE001 - each document then reads its own mark (and meets
             self.usable = False  # the fault itself if it lasts: its item's result)
         self.seconds += proc._timer() - t0
@@ -719,7 +717,7 @@ class _MarkBatch:
         lost: set[str] = set()
         if tries:
             try:
-                results = _compare_and_set_marks(proc.store, tries)
+                results = proc.store.compare_and_set_marks(tries)
             except Exception:  # noqa: BLE001 - outcome unknown: decide those keys again
                 results = [False] * len(tries)
             lost = {k for (k, _, _), ok in zip(tries, results, strict=True) if not ok}
@@ -740,41 +738,6 @@ class _MarkBatch:
                 doc.outcome = self.proc._decide(work, doc.times)
             except Exception as exc:  # noqa: BLE001 - as process() raising at this document
                 doc.outcome, doc.error = None, exc
-
-
-def _batch_method(store: object, single: str, batch: str) -> Callable[..., Any] | None:
-    """The store's ``batch`` method, unless the store's class overrides ``single`` below the
-    class that defines ``batch`` (a subclass or wrapper hooking the single-key call, which the
-    batch call would bypass). A pure proxy (neither defined on its class) delegates both."""
-    mro = type(store).__mro__
-
-    def owner(name: str) -> int | None:
-        return next((i for i, cls in enumerate(mro) if name in vars(cls)), None)
-
-    own_single, own_batch = owner(single), owner(batch)
-    if own_batch is None and own_single is not None:
-        return None
-    if own_batch is not None and own_single is not None and own_batch > own_single:
-        return None
-    found = getattr(store, batch, None)
-    return found if callable(found) else None
-
-
-def _get_marks(store: MarkStore, keys: Sequence[str]) -> dict[str, bytes | None]:
-    many = _batch_method(store, "get_mark", "get_marks")
-    if many is not None:
-        got: dict[str, bytes | None] = many(keys)
-        return {key: got.get(key) for key in keys}
-    return {key: store.get_mark(key) for key in keys}
-
-
-def _compare_and_set_marks(
-    store: MarkStore, items: Sequence[tuple[str, bytes | None, bytes]]
-) -> list[bool]:
-    many = _batch_method(store, "compare_and_set_mark", "compare_and_set_marks")
-    if many is not None:
-        return list(many(items))
-    return [store.compare_and_set_mark(*item) for item in items]
 
 
 # -- patient context (ADT): identifiers kept in the sealed patient state -----------------

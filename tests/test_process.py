@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import random
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -434,6 +434,14 @@ class _RacingStore(InMemoryStore):
         if self.before_next_cas:
             self.before_next_cas.pop()()
         return super().compare_and_set_mark(key, expected, value)
+
+    def compare_and_set_marks(
+        self, items: Sequence[tuple[str, bytes | None, bytes]], *,
+        ttl_seconds: float | None = None,
+    ) -> list[bool]:
+        if self.before_next_cas:
+            self.before_next_cas.pop()()
+        return super().compare_and_set_marks(items, ttl_seconds=ttl_seconds)
 
 
 def test_a_lost_compare_and_set_is_decided_again(policy: Policy, pseudonyms: Pseudonyms) -> None:
