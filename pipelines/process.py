@@ -61,6 +61,7 @@ from keystore.api import MarkStore, PatientState, PatientStore
 from pipelines.deadline import deadline
 from pipelines.document import ClinicalDocument, Identifiers
 from pipelines.errors import DeadlineExceeded, MissingPatientId, PartialInput, TransientError
+from pipelines.near_duplicates import VisitSketches, sketch
 from pipelines.outcome import EMPTY_COUNTS as _EMPTY_COUNTS
 from pipelines.outcome import AckToken, Outcome, OutcomeKind
 from pipelines.policy import Action, Policy
@@ -72,12 +73,10 @@ from pipelines.versions import (
     Mark,
     State,
     Verdict,
-    VisitSketches,
     acknowledge,
     decide,
     fingerprint,
     settle,
-    sketch,
     update_mark,
 )
 
@@ -480,7 +479,7 @@ class _Work:
     def _visit_sketches(self) -> tuple[str, VisitSketches]:
         """One hashing key per (patient, report type), so the visits' sketches compare.
         Made on first use: duplicates never need it. The kind names the sketch format
-        (``versions.sketch``), so sketches of an older format are never compared."""
+        (``near_duplicates.sketch``), so sketches of an older format are never compared."""
         if self._sketch_table is None:
             key = self.proc._pseudonym("near-duplicate/2", self.state.seed, _type_key(self.document))
             self._sketch_table = (key, VisitSketches(self.state.extra, f"near-duplicate:{key}:"))
