@@ -16,7 +16,7 @@ import re
 import struct
 import zlib
 from array import array
-from collections.abc import MutableMapping, Sequence
+from collections.abc import Callable, MutableMapping, Sequence
 from functools import lru_cache
 from itertools import islice
 
@@ -243,3 +243,82 @@ class VisitSketches:
 
     def remove(self, research_key: str) -> bool:
         return self.table.pop(self.prefix + research_key, None) is not None
+
+
+class NearDuplicates:
+    """One document's near-duplicate bookkeeping while its version is decided — and decided
+    again after a lost compare-and-set: its sketch (computed once, on first use), the
+    nearest other visit, and the visit's table entry, which follows the decision (added on
+    publish, removed on a tombstone) and can be put back as it was before (:meth:`undo`).
+
+    ``sketch_key`` gives the hashing key of the (patient, report type), asked for on first
+    use only (duplicates never need it); ``save`` persists the patient state after the
+    table changed."""
+
+    __slots__ = ("_filed_us", "_key", "_research_key", "_save", "_signature", "_sketch_key",
+                 "_sketches", "_table", "_text", "_undo")
+
+    def __init__(self, table: MutableMapping[str, str], text: str, research_key: str,
+                 filed_us: int, sketch_key: Callable[[], str], save: Callable[[], None]) -> None:
+        self._table = table
+        self._text = text
+        self._research_key = research_key
+        self._filed_us = filed_us
+        self._sketch_key = sketch_key
+        self._save = save
+        self._key: str | None = None
+        self._sketches: VisitSketches | None = None
+        self._signature: tuple[int, ...] | None = None
+        self._undo: tuple[str, str | None] | None = None  # (entry, value before)
+
+    def _visits(self) -> tuple[str, VisitSketches]:
+        """One hashing key per (patient, report type), so the visits' sketches compare.
+        Made on first use. The caller's key kind names the sketch format, so sketches of
+        an older format are never compared."""
+        if self._key is None or self._sketches is None:
+            key = self._sketch_key()
+            self._key, self._sketches = key, VisitSketches(self._table, f"near-duplicate:{key}:")
+        return self._key, self._sketches
+
+    def nearest(self, at_least: float) -> tuple[str, float] | None:
+        """The most similar other visit scoring at least ``at_least``, and its score."""
+        key, sketches = self._visits()
+        if self._signature is None:
+            self._signature = sketch(self._text, key)
+        return sketches.nearest(self._research_key, self._signature, at_least=at_least)
+
+    def remember(self) -> None:
+        """The document was published: its sketch stands for its visit (if it was made)."""
+        if self._signature is None:
+            return
+        sketches = self._note_undo()
+        if sketches.add(self._research_key, self._filed_us, self._signature):
+            self._save()
+
+    def forget(self) -> None:
+        """The visit's report was entered in error: its sketch goes."""
+        if self._note_undo().remove(self._research_key):
+            self._save()
+
+    def _note_undo(self) -> VisitSketches:
+        sketches = self._visits()[1]
+        if self._undo is None:
+            name = sketches.prefix + self._research_key
+            self._undo = (name, self._table.get(name))
+        return sketches
+
+    def undo(self) -> None:
+        """Put the visit's entry back as it was before this document's decision (the
+        decision is being taken again; best effort: an eviction is not undone)."""
+        if self._undo is None:
+            return
+        name, before = self._undo
+        self._undo = None
+        table = self._table
+        if table.get(name) == before:
+            return
+        if before is None:
+            table.pop(name, None)
+        else:
+            table[name] = before
+        self._save()

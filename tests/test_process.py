@@ -351,7 +351,7 @@ def test_two_store_instances_on_postgresql_agree(policy: Policy) -> None:
 
 
 def test_adt_context_is_remembered_for_later_reports(policy: Policy, pseudonyms: Pseudonyms) -> None:
-    from pipelines.process import context_of
+    from pipelines.patient_context import context_of
 
     store = InMemoryStore()
     proc = make(policy, store, pseudonyms)
