@@ -12,7 +12,7 @@ import re
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pipelines.deidentify import (
+from pipelines.leak_guard import (
     PROBE_DIGITS,
     PROBE_SQUEEZED,
     PROBE_WORD,
