@@ -120,6 +120,10 @@ class Deidentified(Protocol):
     def state_changed(self) -> bool:  # the patient's maps grew: save the state
         ...
 
+    @property
+    def held_class(self) -> str:  # why it was held: leak_guard | oversize_note
+        ...
+
 
 DeidentifyFn = Callable[[ClinicalDocument, PatientState], Deidentified]
 ParseFn = Callable[..., list[ClinicalDocument]]
@@ -328,7 +332,7 @@ class Processor:
         state = self.store.get_or_create(
             document.assigning_authority, document.patient_id, self._state_factory
         )
-        if getattr(document, "context_only", False):
+        if document.context_only:
             return _Doc(document, state, times)
         with stopwatch(times, "dedup", self._timer):
             key = self._pseudonym("research-key", state.seed, _grouping(document),
@@ -500,7 +504,7 @@ class _Work:
         counts = _span_counts(deid.spans)
         if deid.held_reason is not None:
             headers = self._base_headers("held") + [("reason", deid.held_reason)]
-            held_class = str(getattr(deid, "held_class", "leak_guard"))
+            held_class = deid.held_class
             return (OutcomeKind.HELD, fp.key, None, tuple(headers), held_class, deid.held_reason, counts,
                     State.HELD), True
         with stopwatch(times, "near_duplicate", self.proc._timer):
@@ -524,7 +528,7 @@ class _Work:
         if self._deid is None:
             with deadline(self.proc.deadline_seconds):
                 self._deid = self.proc._deidentify(self.document, self.state)
-            if getattr(self._deid, "state_changed", False):
+            if self._deid.state_changed:
                 doc = self.document
                 self.proc.store.save(doc.assigning_authority, doc.patient_id, self.state)
             for stage, seconds in self._deid.stage_seconds.items():
