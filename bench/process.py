@@ -136,7 +136,7 @@ def run_pass(
                 kinds[f"error:{getattr(outs, 'reason_class', type(outs).__name__)}"] += 1
                 continue
             for out in outs:
-                kinds[out.kind] += 1
+                kinds[out.kind.value] += 1
                 for stage, seconds in out.stage_seconds.items():
                     stages[stage].append(seconds)
             pending.extend(outs)
