@@ -162,6 +162,18 @@ def is_mixed_case(text: str) -> bool:
 _compiled = lru_cache(maxsize=2048)(re.compile)  # ~1.2 KB each
 
 
+def known_terms(identifiers: Identifiers, policy: Policy, text: str = "") -> list[Term]:
+    """(category, regex, needle) for each known identifier the policy does not keep.
+
+    Patterns carry their own case flags (``(?i:…)``); ``text`` (the original note) tells
+    whether the note is mixed-case, which common-word name parts need. Cached per group of
+    identifiers (names of one kind, ids of one kind…): a patient's names recur in every note
+    while the visit and document ids change, so the terms are built once per value group.
+    (Used by the review tool to show what held a note.)
+    """
+    return list(_known_terms(identifiers, _kept(policy), is_mixed_case(text)))
+
+
 def _kept(policy: Policy) -> tuple[Category, ...]:
     if policy.default_action is Action.KEEP:
         return tuple(c for c in Category if policy.action_for(c) is Action.KEEP)
