@@ -74,6 +74,7 @@ from prometheus_client.parser import text_string_to_metric_families  # noqa: E40
 
 from pipelines.corpus import Note, load_patient_names, read_notes  # noqa: E402
 from pipelines.document import Identifiers  # noqa: E402
+from pipelines.outcome import Outcome, OutcomeKind  # noqa: E402
 from service.broker import BrokerUnavailable, EmbeddedBroker, free_port  # noqa: E402
 from service.runner.clients import partition_for  # noqa: E402
 
@@ -189,27 +190,19 @@ def build_messages(notes: Sequence[Note], names: dict[str, Identifiers], start: 
 _SEQ = re.compile(rb"(?:BENCH|doc)(\d{9})")
 
 
-@dataclass(frozen=True)
-class PassOutcome:
-    kind: str
-    research_key: str | None
-    value: bytes | None
-    headers: tuple[tuple[str, str], ...] = ()
-
-
 class PassThrough:
     """A processor that does no de-identification: it reads the bench's sequence number and
     publishes a tiny JSON with the matching date. Measures the service shell (consume,
     worker-thread hop, publish, commit) and the broker without the pipeline's cost."""
 
-    def process(self, raw: bytes, *, content_hint: str, now: datetime) -> list[PassOutcome]:
+    def process(self, raw: bytes, *, content_hint: str, now: datetime) -> list[Outcome]:
         found = _SEQ.search(raw)
         if found is None:
             return []
         seq = int(found.group(1))
         value = orjson.dumps({"resourceType": "DocumentReference",
                               "date": observed_at(seq).isoformat().replace("+00:00", "Z")})
-        return [PassOutcome("publish", f"bench-{seq}", value)]
+        return [Outcome(kind=OutcomeKind.PUBLISH, research_key=f"bench-{seq}", value=value)]
 
 
 def passthrough_factory(settings: Any, metrics: Any) -> Any:

@@ -192,7 +192,7 @@ def _known_left(document: ClinicalDocument, detector: Detector, spans: Sequence[
                 taken: set[Span]) -> list[Candidate]:
     """Where a held note's known identifiers (its header's names, ids…: what the leak guard
     looks for) occur outside the detector's spans: the strings that held it."""
-    from pipelines.deidentify import known_terms
+    from pipelines.leak_guard import known_terms
 
     text = document.text
     out: list[Candidate] = []

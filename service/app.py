@@ -19,6 +19,7 @@ from fastapi.responses import JSONResponse
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
 from pipelines.errors import DeidstreamError
+from pipelines.outcome import Outcome
 from service.metrics import Metrics, package_version
 from service.runner import ProcessorFactory, Runner
 from service.settings import Settings
@@ -37,20 +38,19 @@ def _hint_from_content_type(content_type: str) -> str:
     return "auto"
 
 
-def _outcome_json(out: Any) -> dict[str, Any]:
-    value = getattr(out, "value", None)
+def _outcome_json(out: Outcome) -> dict[str, Any]:
     document: Any = None
-    if value:
+    if out.value:
         try:
-            document = orjson.loads(value)
+            document = orjson.loads(out.value)
         except orjson.JSONDecodeError:
             document = None
     return {
-        "kind": getattr(out, "kind", None),
-        "research_key": getattr(out, "research_key", None),
-        "reason_class": getattr(out, "reason_class", None),
-        "reason": getattr(out, "reason", None),
-        "span_counts": dict(getattr(out, "span_counts", None) or {}),
+        "kind": out.kind.value,
+        "research_key": out.research_key,
+        "reason_class": out.reason_class,
+        "reason": out.reason,
+        "span_counts": dict(out.span_counts),
         "document": document,
     }
 

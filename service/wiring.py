@@ -13,6 +13,8 @@ from functools import partial
 from time import monotonic, perf_counter
 from typing import Any
 
+from keystore.api import ServiceStore
+from pipelines.outcome import Outcome
 from service.metrics import Metrics
 from service.runner import Processor, ProcessorFactory
 from service.settings import Settings
@@ -126,11 +128,21 @@ class PrivateMarks:
     def get_mark(self, key: str) -> bytes | None:
         return self._marks.get(key)
 
+    def get_marks(self, keys: Sequence[str]) -> dict[str, bytes | None]:
+        return {key: self._marks.get(key) for key in keys}
+
     def compare_and_set_mark(self, key: str, expected: bytes | None, value: bytes) -> bool:
         if self._marks.get(key) != expected:
             return False
         self._marks[key] = value
         return True
+
+    def compare_and_set_marks(
+        self, items: Sequence[tuple[str, bytes | None, bytes]], *,
+        ttl_seconds: float | None = None,
+    ) -> list[bool]:
+        """In order, each on its own (a preview's marks never expire: reset per preview)."""
+        return [self.compare_and_set_mark(*item) for item in items]
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._inner, name)
@@ -139,20 +151,20 @@ class PrivateMarks:
 class ServiceProcessor:
     """The stream's processor plus a side-effect-free twin for previews."""
 
-    def __init__(self, stream: Any, preview: Any, preview_marks: PrivateMarks, store: Any,
-                 *, deadletter_mark_seconds: float = 30 * 86400.0) -> None:
+    def __init__(self, stream: Any, preview: Any, preview_marks: PrivateMarks,
+                 store: ServiceStore, *, deadletter_mark_seconds: float = 30 * 86400.0) -> None:
         self._stream = stream
         self._preview = preview
         self._preview_marks = preview_marks
         self._store = store
         self._mark_ttl = deadletter_mark_seconds
         self._pruned_at: float | None = None
-        many = getattr(stream, "process_many", None)
-        if callable(many):
-            # several inputs in one call (the runner's one worker-thread hop per batch);
-            # without it the runner calls process() for each itself
-            self.process_many: Callable[[Sequence[tuple[bytes, str | None, Any]]],
-                                        Sequence[Any]] = many
+
+    def process_many(self, items: Sequence[tuple[bytes, str | None, Any]]
+                     ) -> Sequence[Sequence[Outcome] | BaseException]:
+        """Several inputs in one call (the runner's one worker-thread hop per batch)."""
+        results: Sequence[Sequence[Outcome] | BaseException] = self._stream.process_many(items)
+        return results
 
     def process(self, raw: bytes, *, content_hint: str, now: Any) -> Any:
         return self._stream.process(raw, content_hint=content_hint, now=now)
@@ -162,11 +174,7 @@ class ServiceProcessor:
         acknowledged — in ONE key store transaction where the store has them: all or nothing
         (a failure leaves the states pending and the marks unacknowledged: the runner
         retries the confirmation), and one commit per batch instead of two."""
-        transaction = getattr(self._store, "transaction", None)
-        if transaction is None:
-            self._stream.commit(outcomes)
-            return
-        with transaction():
+        with self._store.transaction():
             self._stream.commit(outcomes)
 
     def preview(self, raw: bytes, *, content_hint: str, now: Any) -> Any:
@@ -186,36 +194,25 @@ class ServiceProcessor:
     def sent_marks(self, marks: Sequence[str]) -> set[str]:
         """Which dead letters (``service.runner.contract.dead_letter_mark``) were sent and
         acknowledged before: a replayed batch does not send them again."""
-        get_many = getattr(self._store, "get_marks", None)
-        if callable(get_many):
-            found: dict[str, bytes | None] = dict(get_many(list(marks)))
-        else:
-            found = {k: self._store.get_mark(k) for k in marks}
+        found = self._store.get_marks(list(marks))
         return {k for k, v in found.items() if v is not None}
 
     def mark_sent(self, marks: Sequence[str]) -> None:
         """Remember dead letters the broker acknowledged (one mark each). On a store whose
         marks can expire (``keystore.ExpiringMarks``) the marks live
         ``deadletter_mark_days`` and expired ones are pruned here, at most hourly (on the
-        processing thread, which owns the store's connection); elsewhere they are kept."""
+        processing thread, which owns the store's connection)."""
         items = [(k, None, SENT_MARK) for k in dict.fromkeys(marks)]
-        prune = getattr(self._store, "prune_marks", None)
-        set_many = getattr(self._store, "compare_and_set_marks", None)
-        if callable(set_many) and callable(prune):
-            set_many(items, ttl_seconds=self._mark_ttl)  # False for a mark already there
-            self._prune(prune)
-        elif callable(set_many):
-            set_many(items)
-        else:
-            for item in items:
-                self._store.compare_and_set_mark(*item)
+        # False for a mark already there
+        self._store.compare_and_set_marks(items, ttl_seconds=self._mark_ttl)
+        self._prune()
 
-    def _prune(self, prune: Callable[..., int]) -> None:
+    def _prune(self) -> None:
         now = monotonic()
         if self._pruned_at is not None and now - self._pruned_at < PRUNE_EVERY_SECONDS:
             return
         self._pruned_at = now
-        removed = prune(limit=PRUNE_LIMIT)
+        removed = self._store.prune_marks(limit=PRUNE_LIMIT)
         if removed:
             log.info("pruned %d expired dead-letter marks", removed)
 
@@ -223,9 +220,7 @@ class ServiceProcessor:
         """A real round trip to the key store's database (for readiness while idle), and
         this instance's heartbeat (at most every few seconds: which key it seals with)."""
         self._store.get_mark("deidstream:readiness-probe")
-        beat = getattr(self._store, "heartbeat", None)
-        if callable(beat):
-            beat()
+        self._store.heartbeat()
 
     def close(self) -> None:
         self._store.close()

@@ -30,7 +30,6 @@ from typing import TYPE_CHECKING, Final, NamedTuple
 if TYPE_CHECKING:
     from pipelines.phi.base import Doc
 
-TOKENS_KEY = "tokens"
 
 # A word: letters, optionally joined by an apostrophe ("O'Neil", "pt's").
 # Hyphens split words ("daughter-Ann", "Swan-Ganz"); the name recognizer joins "Retter-Moore".
@@ -96,13 +95,12 @@ _SPLIT = re.compile(r"([A-Za-z][A-Za-z]*+(?:['’][A-Za-z]++)*+)")
 
 
 def tokens(doc: Doc) -> Tokens:
-    """Word tokens of ``doc.text``, computed once per document and shared via ``doc.cache``."""
-    cached = doc.cache.get(TOKENS_KEY)
-    if isinstance(cached, Tokens):
-        return cached
-    result = _tokenize(doc.text)
-    doc.cache[TOKENS_KEY] = result
-    return result
+    """Word tokens of ``doc.text``, computed once per document (``doc.artifacts.tokens``)."""
+    artifacts = doc.artifacts
+    found = artifacts.tokens
+    if found is None:
+        found = artifacts.tokens = _tokenize(doc.text)
+    return found
 
 
 def _tokenize(text: str) -> Tokens:

@@ -202,9 +202,13 @@ def _after(hook: Callable[[list[str]], Any] | None, queue: ReviewQueue,
         rows = [queue.db.item(i) for i in item_ids]
         return hook(sorted({r.doc_id for r in rows if r is not None}))
 
+    def report(done: asyncio.Future[Any]) -> None:
+        error = done.exception()
+        if error is not None:
+            log.warning("review: settling after a decision failed (%s)", type(error).__name__)
+
     task = asyncio.get_running_loop().run_in_executor(None, run)
-    task.add_done_callback(lambda f: f.exception() and log.warning(
-        "review: settling after a decision failed (%s)", type(f.exception()).__name__))
+    task.add_done_callback(report)
 
 
 def _decision(body: dict[str, Any], session: Session) -> Decision:

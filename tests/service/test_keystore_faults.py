@@ -19,6 +19,7 @@ import pytest
 from keystore.errors import KeystorePermissionFault, KeystoreReadOnlyFault
 from keystore.keyring import Keyring
 from pipelines.errors import IntegrityError, KeystoreError, MissingKeyError
+from pipelines.outcome import Outcome, OutcomeKind
 from service.app import create_app
 from service.metrics import Metrics
 from service.runner import KEY_FAULT_STREAK, Runner, Stopping
@@ -39,13 +40,6 @@ class Rec:
     headers: list[tuple[str, bytes]] = field(default_factory=list)
 
 
-@dataclass
-class Out:
-    kind: str = "publish"
-    research_key: str = "rk"
-    value: bytes = b"{}"
-
-
 class Scripted:
     """process() raises what ``failing`` says for a patient (the record value), else publishes."""
 
@@ -53,11 +47,11 @@ class Scripted:
         self.failing: dict[bytes, BaseException] = {}
         self.calls = 0
 
-    def process(self, raw: bytes, *, content_hint: str, now: Any) -> list[Out]:
+    def process(self, raw: bytes, *, content_hint: str, now: Any) -> list[Outcome]:
         self.calls += 1
         if raw in self.failing:
             raise self.failing[raw]
-        return [Out(research_key=raw.decode())]
+        return [Outcome(kind=OutcomeKind.PUBLISH, research_key=raw.decode(), value=b"{}")]
 
 
 def _runner(proc: Any, **over: Any) -> Runner:

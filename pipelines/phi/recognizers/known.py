@@ -8,7 +8,7 @@ with confidence 1.0, so where another recognizer found the same words with a wea
 (a name with an unknown role) the merge keeps this one: the known identifier boosts it. The
 name forms (with nicknames of first names from the ``nicknames`` package: "Peggy" for
 Margaret, taken only where the text supports a name) are also left in
-``doc.cache[KNOWN_NAMES_KEY]`` so the name recognizer can give a found name its role.
+``doc.artifacts.known_names`` so the name recognizer can give a found name its role.
 """
 
 from __future__ import annotations
@@ -26,8 +26,6 @@ from pipelines.phi.base import Doc, Recognizer
 from pipelines.phi.registry import register
 from pipelines.spans import Category, Span
 
-KNOWN_NAMES_KEY = "known_names"
-KNOWN_NICKNAMES_KEY = "known_nicknames"
 SOURCE = "known"
 
 # A name part this frequent in English ("Will", "Rose", "Hope") counts only where the text
@@ -132,7 +130,7 @@ class KnownIdentifierRecognizer(Recognizer):
             return
         toks = lx.tokens(doc)
         words, text, mixed = toks.words, doc.text, toks.mixed_case
-        nicks: frozenset[str] = doc.cache.get(KNOWN_NICKNAMES_KEY, frozenset())
+        nicks = doc.artifacts.known_nicknames or frozenset()
         ids = doc.identifiers
         initials, wanted = _name_lookup(ids.provider_names, ids.relative_names, ids.patient_names)
         if toks.lower_set.isdisjoint(wanted):
@@ -158,14 +156,13 @@ class KnownIdentifierRecognizer(Recognizer):
 
 def known_name_forms(doc: Doc) -> dict[str, Category]:
     """Lower-case name parts of the document's known people -> their role (patient first)."""
-    cached = doc.cache.get(KNOWN_NAMES_KEY)
-    if isinstance(cached, dict):
-        return cached
+    artifacts = doc.artifacts
+    if artifacts.known_names is not None:
+        return artifacts.known_names
     ids = doc.identifiers
     forms, nicks = _name_forms(ids.provider_names, ids.relative_names, ids.patient_names)
     forms = dict(forms)  # the memo's own dict is never handed out
-    doc.cache[KNOWN_NAMES_KEY] = forms
-    doc.cache[KNOWN_NICKNAMES_KEY] = nicks
+    artifacts.known_names, artifacts.known_nicknames = forms, nicks
     return forms
 
 
