@@ -79,8 +79,8 @@ async def _review_all(base_url: str, chromium: str) -> int:
         browser = await pw.chromium.launch(executable_path=chromium, headless=True)
         page = await browser.new_page()
         await sign_in(page, base_url, "ana", PASSWORD)
-        end = time.monotonic() + 60
-        while not await page.get_attribute("#note", "data-item"):
+        end = time.monotonic() + 120
+        while not await _item_shown(page):  # the intake loop runs every second
             assert time.monotonic() < end, "the held note never entered the review queue"
             await asyncio.sleep(0.5)
             await page.reload()
@@ -98,6 +98,13 @@ async def _review_all(base_url: str, chromium: str) -> int:
             assert decided < 20
         await browser.close()
     return decided
+
+
+async def _item_shown(page: Any) -> bool:
+    """Whether the page shows a queued item (not waiting: a slow reload on a loaded machine
+    must not spend the whole budget on one locator)."""
+    note = await page.query_selector("#note")
+    return note is not None and bool(await note.get_attribute("data-item"))
 
 
 def _add_user(env: dict[str, str]) -> None:
