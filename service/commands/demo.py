@@ -26,10 +26,11 @@ from typing import Annotated, Any
 import httpx
 import orjson
 import typer
+from aiokafka import TopicPartition
 from pydantic import SecretStr
 
 from service.broker import BrokerUnavailable, EmbeddedBroker, free_port
-from service.commands.replay import messages_of, publish
+from service.commands.replay import messages_of, publish_placed
 from service.commands.tail import tail
 from service.metrics import Metrics
 from service.runner import Runner
@@ -224,6 +225,14 @@ def story_lines(stories: list[Story]) -> list[str]:
             for s in stories]
 
 
+def _committed_past(runner: Runner, ends: dict[TopicPartition, int]) -> bool:
+    for tp, end in ends.items():
+        state = runner.partitions.get(tp)
+        if state is None or state.committed is None or state.committed < end:
+            return False
+    return True
+
+
 async def _replay_one_by_one(settings: Settings, runner: Runner, research: list[dict[str, Any]],
                              dead: list[dict[str, Any]]) -> list[Story]:
     """Send each demo file alone and wait until the service has committed it, so what
@@ -233,9 +242,15 @@ async def _replay_one_by_one(settings: Settings, runner: Runner, research: list[
         topic = settings.input_topics[1] if path.suffix != ".hl7" else settings.input_topics[0]
         before = dict(runner.counts)
         n_research, n_dead = len(research), len(dead)
-        sent = await publish(settings.bootstrap_servers, topic, list(messages_of(path)))
-        await _wait(lambda: runner.counts["consumed"] >= before.get("consumed", 0) + sent  # noqa: B023
-                    and runner.status()["total_lag"] == 0, 60, f"the service to process {path.name}")
+        placed = await publish_placed(settings.bootstrap_servers, topic, list(messages_of(path)))
+        ends: dict[TopicPartition, int] = {}
+        for partition, offset in placed:
+            tp = TopicPartition(topic, partition)
+            ends[tp] = max(ends.get(tp, 0), offset + 1)
+        # committed past every record of the file: its outcomes are all counted (the lag
+        # alone is not enough: it reads a high-water mark refreshed only now and then)
+        await _wait(lambda: _committed_past(runner, ends),  # noqa: B023
+                    60, f"the service to process {path.name}")
         delta = {k: v - before.get(k, 0) for k, v in runner.counts.items()
                  if v - before.get(k, 0)}
         out_research = delta.get("published", 0) + delta.get("tombstoned", 0)

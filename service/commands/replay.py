@@ -135,8 +135,18 @@ def kafka_failure(exc: BaseException, bootstrap: str) -> str:
 async def publish(bootstrap: str, topic: str, records: Iterable[tuple[bytes | None, bytes]],
                   security: dict[str, Any] | None = None,
                   max_request_size: int = DEFAULT_MAX_REQUEST_SIZE) -> int:
-    """Send every record (acks=all) and wait for the broker. A Kafka failure is a
-    :class:`ReplayError` with one line; the producer is closed whatever happens."""
+    """Send every record (acks=all) and wait for the broker; the number sent."""
+    return len(await publish_placed(bootstrap, topic, records, security, max_request_size))
+
+
+async def publish_placed(bootstrap: str, topic: str,
+                         records: Iterable[tuple[bytes | None, bytes]],
+                         security: dict[str, Any] | None = None,
+                         max_request_size: int = DEFAULT_MAX_REQUEST_SIZE,
+                         ) -> list[tuple[int, int]]:
+    """Send every record (acks=all) and wait for the broker: ``(partition, offset)`` of each.
+    A Kafka failure is a :class:`ReplayError` with one line; the producer is closed whatever
+    happens."""
     from aiokafka import AIOKafkaProducer
     from aiokafka.errors import KafkaError
 
@@ -158,8 +168,7 @@ async def publish(bootstrap: str, topic: str, records: Iterable[tuple[bytes | No
         raise ReplayError(kafka_failure(exc, bootstrap)) from None
     try:
         futures = [await producer.send(topic, value, key=key) for key, value in records]
-        await asyncio.gather(*futures)
-        return len(futures)
+        return [(meta.partition, meta.offset) for meta in await asyncio.gather(*futures)]
     except (KafkaError, OSError, TimeoutError) as exc:
         raise ReplayError(kafka_failure(exc, bootstrap)) from None
     finally:
