@@ -19,6 +19,7 @@ import tempfile
 import textwrap
 import time
 from dataclasses import dataclass
+from functools import partial
 from importlib import resources
 from pathlib import Path
 from typing import Annotated, Any
@@ -233,6 +234,10 @@ def _committed_past(runner: Runner, ends: dict[TopicPartition, int]) -> bool:
     return True
 
 
+def _tailed(research: list[Any], want_research: int, dead: list[Any], want_dead: int) -> bool:
+    return len(research) >= want_research and len(dead) >= want_dead
+
+
 async def _replay_one_by_one(settings: Settings, runner: Runner, research: list[dict[str, Any]],
                              dead: list[dict[str, Any]]) -> list[Story]:
     """Send each demo file alone and wait until the service has committed it, so what
@@ -249,13 +254,13 @@ async def _replay_one_by_one(settings: Settings, runner: Runner, research: list[
             ends[tp] = max(ends.get(tp, 0), offset + 1)
         # committed past every record of the file: its outcomes are all counted (the lag
         # alone is not enough: it reads a high-water mark refreshed only now and then)
-        await _wait(lambda: _committed_past(runner, ends),  # noqa: B023
-                    60, f"the service to process {path.name}")
+        await _wait(partial(_committed_past, runner, ends), 60,
+                    f"the service to process {path.name}")
         delta = {k: v - before.get(k, 0) for k, v in runner.counts.items()
                  if v - before.get(k, 0)}
-        out_research = delta.get("published", 0) + delta.get("tombstoned", 0)
-        await _wait(lambda: len(research) >= n_research + out_research  # noqa: B023
-                    and len(dead) >= n_dead + delta.get("deadlettered", 0), 30,  # noqa: B023
+        want_research = n_research + delta.get("published", 0) + delta.get("tombstoned", 0)
+        want_dead = n_dead + delta.get("deadlettered", 0)
+        await _wait(partial(_tailed, research, want_research, dead, want_dead), 30,
                     f"the records of {path.name}")
         stories.append(Story(path.name, delta, tuple(research[n_research:]),
                              tuple(dead[n_dead:])))
