@@ -13,13 +13,16 @@ from functools import cache
 from importlib.metadata import PackageNotFoundError
 from importlib.metadata import version as dist_version
 from time import perf_counter
+from typing import Any
 
 from prometheus_client import (
     CONTENT_TYPE_LATEST,
     CollectorRegistry,
     Counter,
     Gauge,
+    Histogram,
     generate_latest,
+    values,
 )
 from prometheus_client.metrics_core import HistogramMetricFamily, Metric
 from prometheus_client.registry import Collector
@@ -107,8 +110,48 @@ class LeanHistogramChild:
         self.total += amount
 
 
+def multiprocess_mode() -> bool:
+    """prometheus-client writes values to files (``PROMETHEUS_MULTIPROC_DIR`` was set when it
+    was imported): a worker under ``deidstream run --workers N`` (service/supervisor.py)."""
+    return values.ValueClass is not values.MutexValue
+
+
+class FileHistogram(Histogram):
+    """prometheus-client's ``Histogram`` that, like :class:`LeanHistogram`, answers
+    ``labels()`` without labels with itself (the runner binds ``.labels().observe``)."""
+
+    def labels(self, *labelvalues: Any, **labelkwargs: Any) -> Any:
+        if not labelvalues and not labelkwargs and not self._labelnames:
+            return self
+        return super().labels(*labelvalues, **labelkwargs)
+
+
+def histogram(name: str, documentation: str, labelnames: Sequence[str] = (), *,
+              buckets: Iterable[float], registry: CollectorRegistry) -> LeanHistogram | FileHistogram:
+    """A :class:`LeanHistogram`, or prometheus-client's ``Histogram`` in multiprocess mode
+    (a custom collector's values live in one process; the supervisor reads files)."""
+    if multiprocess_mode():
+        return FileHistogram(name, documentation, labelnames, buckets=tuple(buckets),
+                         registry=registry)
+    return LeanHistogram(name, documentation, labelnames, buckets=buckets, registry=registry)
+
+
+class PartitionGauge(Gauge):
+    """A gauge whose removed label set reads 0 in multiprocess mode (prometheus-client keeps
+    the last value in the file): a partition handed to another worker must not keep this
+    worker's lag."""
+
+    def remove(self, *labelvalues: Any) -> None:
+        if multiprocess_mode():  # prometheus-client cannot remove a label set there
+            self.labels(*labelvalues).set(0)
+            return
+        super().remove(*labelvalues)
+
+
 class Metrics:
-    """All instruments of the service. ``registry`` is private to this instance."""
+    """All instruments of the service. ``registry`` is private to this instance. Gauges say
+    how a supervisor merges its workers' values (``multiprocess_mode``: live processes only;
+    ignored in one process)."""
 
     def __init__(self, registry: CollectorRegistry | None = None) -> None:
         self.registry = registry or CollectorRegistry(auto_describe=True)
@@ -118,6 +161,7 @@ class Metrics:
             "Build information; the value is always 1.",
             ["version", "python_version"],
             registry=r,
+            multiprocess_mode="livemax",
         )
         self.build_info.labels(package_version(), platform.python_version()).set(1)
         self.consumed = Counter(
@@ -161,24 +205,25 @@ class Metrics:
             ["category"],
             registry=r,
         )
-        self.stage_seconds = LeanHistogram(
+        self.stage_seconds = histogram(
             "deidstream_processing_stage_seconds",
             "Processing time per pipeline stage.",
             ["stage"],
             buckets=STAGE_BUCKETS,
             registry=r,
         )
-        self.end_to_end_seconds = LeanHistogram(
+        self.end_to_end_seconds = histogram(
             "deidstream_end_to_end_latency_seconds",
             "From the input message timestamp to the broker's acknowledgement of the output.",
             buckets=LATENCY_BUCKETS,
             registry=r,
         )
-        self.lag = Gauge(
+        self.lag = PartitionGauge(
             "deidstream_consumer_lag_messages",
             "Messages behind the partition's high watermark after the last committed batch.",
             ["topic", "partition"],
             registry=r,
+            multiprocess_mode="livemax",
         )
         self.keystore_ops = Counter(
             "deidstream_keystore_operations_total",
@@ -186,7 +231,7 @@ class Metrics:
             ["operation", "result"],
             registry=r,
         )
-        self.keystore_seconds = LeanHistogram(
+        self.keystore_seconds = histogram(
             "deidstream_keystore_operation_seconds",
             "Key store operation latency.",
             ["operation"],
@@ -203,6 +248,7 @@ class Metrics:
             "deidstream_messages_in_flight",
             "Input messages fetched and not yet committed.",
             registry=r,
+            multiprocess_mode="livesum",
         )
         self.processing_busy = Counter(
             "deidstream_processing_busy_seconds_total",
@@ -223,6 +269,7 @@ class Metrics:
             "keystore_read_only, keystore_connection, ...), by reason class.",
             ["reason_class"],
             registry=r,
+            multiprocess_mode="livemax",
         )
         self.stream_faults = Counter(
             "deidstream_stream_faults_total",
@@ -235,6 +282,7 @@ class Metrics:
             "deidstream_ready",
             "1 when broker and key store are reachable and partitions are assigned.",
             registry=r,
+            multiprocess_mode="livemin",
         )
 
     @contextmanager
