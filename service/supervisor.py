@@ -275,7 +275,10 @@ class Supervisor:
             await asyncio.sleep(delay)
             if self.stopping:
                 return
-            await self._spawn(w)
+            try:
+                await self._spawn(w)
+            except OSError as exc:  # e.g. out of memory or processes: tried again, backoff
+                log.error("worker %d could not be started: %s", w.index, type(exc).__name__)
 
     async def stop(self, grace: float = DRAIN_SECONDS) -> int:
         """SIGTERM to every worker (each drains), wait, SIGKILL what is left. 0 when every

@@ -6,6 +6,7 @@ import asyncio
 import contextlib
 import logging
 import signal
+import socket
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Annotated
@@ -84,25 +85,32 @@ async def supervise(settings: Settings, workers: int, *, stop: asyncio.Event | N
                     ) -> int:
     """``workers`` worker processes under one supervisor serving the HTTP port
     (service/supervisor.py). Until SIGTERM/SIGINT (or ``stop``): then every worker drains.
-    Returns 0 when every worker exited 0, 1 otherwise (or if the port could not be bound)."""
+    Returns 0 when every worker exited 0, else 1; 3 (uvicorn's startup failure) when the
+    port cannot be bound — checked before any worker is started."""
     from service.supervisor import Supervisor, private_workdir
     from service.supervisor_app import create_supervisor_app
 
+    host, port = settings.http_host, settings.http_port
+    try:
+        listener = socket.create_server(
+            (host, port), family=socket.AF_INET6 if ":" in host else socket.AF_INET)
+    except OSError as exc:
+        log.error("cannot listen on %s:%d: %s", host, port, exc.strerror or exc)
+        return 3
     loop = asyncio.get_running_loop()
     stop = stop or asyncio.Event()
-    with private_workdir() as workdir:
+    with listener, private_workdir() as workdir:
         supervisor = Supervisor(settings, workers, workdir)
-        config = uvicorn.Config(create_supervisor_app(supervisor), host=settings.http_host,
-                                port=settings.http_port, log_level=settings.log_level,
-                                lifespan="off", access_log=False)
+        config = uvicorn.Config(create_supervisor_app(supervisor), host=host, port=port,
+                                log_level=settings.log_level, lifespan="off", access_log=False)
         quiet_payload_loggers(settings.log_level)
         server = _Server(config)
         for sig in (signal.SIGTERM, signal.SIGINT):
             with contextlib.suppress(NotImplementedError, RuntimeError):
                 loop.add_signal_handler(sig, stop.set)
+        serving = asyncio.create_task(server.serve(sockets=[listener]))
         log.info("starting %d workers", workers)
         await supervisor.start()
-        serving = asyncio.create_task(server.serve())
         stopped = asyncio.create_task(stop.wait())
         await asyncio.wait({serving, stopped}, return_when=asyncio.FIRST_COMPLETED)
         log.info("stopping: every worker drains")
@@ -113,8 +121,6 @@ async def supervise(settings: Settings, workers: int, *, stop: asyncio.Event | N
         for sig in (signal.SIGTERM, signal.SIGINT):
             with contextlib.suppress(NotImplementedError, RuntimeError):
                 loop.remove_signal_handler(sig)
-        if not server.started:
-            return 1  # could not bind the HTTP port
         return status
 
 

@@ -202,3 +202,17 @@ def test_status_merges_counts_and_lag_and_is_ready_only_when_all_are() -> None:
                           Settings())["total_lag"] is None
     down = merge_statuses(workers, [status(True, 3, 2), None], Settings())
     assert down["ready"] is False and down["counts"] == {"consumed": 3}
+
+
+async def test_a_port_in_use_stops_before_any_worker_starts(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    import socket
+
+    from service.commands.run import supervise
+
+    with socket.create_server(("127.0.0.1", 0)) as taken:
+        port = taken.getsockname()[1]
+        caplog.set_level(logging.INFO, "deidstream")
+        assert await supervise(Settings(http_port=port), 2) == 3
+    assert f"cannot listen on 127.0.0.1:{port}" in caplog.text
+    assert "starting 2 workers" not in caplog.text
