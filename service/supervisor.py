@@ -48,6 +48,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+from prometheus_client import CollectorRegistry, Counter, Gauge
 from pydantic import SecretStr
 
 from service.settings import Settings
@@ -184,33 +185,23 @@ def describe_exit(status: int) -> str:
     return f"status {status}"
 
 
-@dataclass
 class SupervisorMetrics:
     """The supervisor's own instruments (its process is not in multiprocess mode)."""
 
-    registry: Any = None
-    restarts: Any = None
-    configured: Any = None
-    running: Any = None
-
-    @classmethod
-    def create(cls, supervisor: Supervisor) -> SupervisorMetrics:
-        from prometheus_client import CollectorRegistry, Counter, Gauge
-
-        registry = CollectorRegistry(auto_describe=True)
-        restarts = Counter(
+    def __init__(self, supervisor: Supervisor) -> None:
+        self.registry = CollectorRegistry(auto_describe=True)
+        self.restarts = Counter(
             "deidstream_worker_restarts_total",
             "Worker processes restarted after they exited unasked, by worker index.",
-            ["worker"], registry=registry)
-        configured = Gauge("deidstream_workers", "Worker processes configured.",
-                           registry=registry)
-        configured.set(len(supervisor.workers))
-        running = Gauge("deidstream_workers_running", "Worker processes running now.",
-                        registry=registry)
-        running.set_function(lambda: sum(w.running for w in supervisor.workers))
+            ["worker"], registry=self.registry)
+        self.configured = Gauge("deidstream_workers", "Worker processes configured.",
+                                registry=self.registry)
+        self.configured.set(len(supervisor.workers))
+        self.running = Gauge("deidstream_workers_running", "Worker processes running now.",
+                             registry=self.registry)
+        self.running.set_function(lambda: sum(w.running for w in supervisor.workers))
         for w in supervisor.workers:
-            restarts.labels(str(w.index))
-        return cls(registry, restarts, configured, running)
+            self.restarts.labels(str(w.index))
 
 
 class Supervisor:
@@ -223,7 +214,7 @@ class Supervisor:
         self.metrics_dir.mkdir(mode=0o700, exist_ok=True)
         self.workers = [Worker(i, workdir / f"worker-{i}.sock") for i in range(count)]
         self.stopping = False
-        self.metrics = SupervisorMetrics.create(self)
+        self.metrics = SupervisorMetrics(self)
         self._payload = settings_payload(settings)
         self._watchers: list[asyncio.Task[None]] = []
         self._next = itertools.count()
