@@ -37,8 +37,9 @@ sys.path.insert(0, str(ROOT))
 from keystore import Keyring, open_store  # noqa: E402
 from keystore.memory import InMemoryStore  # noqa: E402
 from pipelines.corpus import Note, load_gold, load_patient_names, read_notes  # noqa: E402
-from pipelines.deidentify import Deidentifier, DeidResult, word_pattern  # noqa: E402
+from pipelines.deidentify import Deidentifier, DeidResult  # noqa: E402
 from pipelines.document import ClinicalDocument, Identifiers  # noqa: E402
+from pipelines.leak_guard import word_pattern  # noqa: E402
 from pipelines.policy import Policy  # noqa: E402
 
 DEFAULT_CORPUS = ROOT.parent / "shared" / "data" / "physionet" / "dev"

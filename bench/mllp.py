@@ -21,9 +21,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from pipelines.hl7.framing import mllp_frame  # noqa: E402
+from pipelines.hl7.framing import FrameDecoder, mllp_frame  # noqa: E402
 from service.broker import EmbeddedBroker  # noqa: E402
-from service.mllp import FrameDecoder, serve  # noqa: E402
+from service.mllp import serve  # noqa: E402
 from service.settings import Settings  # noqa: E402
 
 FIXTURE = ROOT / "tests" / "fixtures" / "hl7v2" / "oru-r01-tx-ft-nte-v251.hl7"

@@ -63,8 +63,9 @@ from keystore import Keyring, open_store  # noqa: E402
 from keystore.api import PatientState  # noqa: E402
 from keystore.memory import InMemoryStore  # noqa: E402
 from pipelines.corpus import Note, load_patient_names, read_notes  # noqa: E402
+from pipelines.outcome import Outcome  # noqa: E402
 from pipelines.policy import Policy  # noqa: E402
-from pipelines.process import Outcome, Processor  # noqa: E402
+from pipelines.process import Processor  # noqa: E402
 
 DEFAULT_CORPUS = ROOT.parent / "shared" / "data" / "physionet" / "dev"
 FIXTURES = ROOT / "tests" / "fixtures" / "versions"
@@ -135,7 +136,7 @@ def run_pass(
                 kinds[f"error:{getattr(outs, 'reason_class', type(outs).__name__)}"] += 1
                 continue
             for out in outs:
-                kinds[out.kind] += 1
+                kinds[out.kind.value] += 1
                 for stage, seconds in out.stage_seconds.items():
                     stages[stage].append(seconds)
             pending.extend(outs)

@@ -74,6 +74,7 @@ from prometheus_client.parser import text_string_to_metric_families  # noqa: E40
 
 from pipelines.corpus import Note, load_patient_names, read_notes  # noqa: E402
 from pipelines.document import Identifiers  # noqa: E402
+from pipelines.outcome import Outcome, OutcomeKind  # noqa: E402
 from service.broker import BrokerUnavailable, EmbeddedBroker, free_port  # noqa: E402
 from service.runner.clients import partition_for  # noqa: E402
 
@@ -189,32 +190,45 @@ def build_messages(notes: Sequence[Note], names: dict[str, Identifiers], start: 
 _SEQ = re.compile(rb"(?:BENCH|doc)(\d{9})")
 
 
-@dataclass(frozen=True)
-class PassOutcome:
-    kind: str
-    research_key: str | None
-    value: bytes | None
-    headers: tuple[tuple[str, str], ...] = ()
-
-
 class PassThrough:
     """A processor that does no de-identification: it reads the bench's sequence number and
     publishes a tiny JSON with the matching date. Measures the service shell (consume,
     worker-thread hop, publish, commit) and the broker without the pipeline's cost."""
 
-    def process(self, raw: bytes, *, content_hint: str, now: datetime) -> list[PassOutcome]:
+    def process(self, raw: bytes, *, content_hint: str, now: datetime) -> list[Outcome]:
         found = _SEQ.search(raw)
         if found is None:
             return []
         seq = int(found.group(1))
         value = orjson.dumps({"resourceType": "DocumentReference",
                               "date": observed_at(seq).isoformat().replace("+00:00", "Z")})
-        return [PassOutcome("publish", f"bench-{seq}", value)]
+        return [Outcome(kind=OutcomeKind.PUBLISH, research_key=f"bench-{seq}", value=value)]
 
 
 def passthrough_factory(settings: Any, metrics: Any) -> Any:
-    """``DEIDSTREAM_PROCESSOR=bench.stream:passthrough_factory`` (see --passthrough)."""
+    """The processor factory of a --passthrough service (see :func:`run_passthrough`)."""
     return PassThrough
+
+
+def run_passthrough() -> None:
+    """``deidstream run`` with the :class:`PassThrough` processor injected through the
+    runner's constructor (the production settings have no processor switch): the service
+    process of ``--passthrough``."""
+    from service.commands.run import serve
+    from service.logs import configure_logging
+    from service.metrics import Metrics
+    from service.runner import Runner
+    from service.settings import load_settings
+
+    settings = load_settings()
+    configure_logging(settings.log_level)
+    if settings.cpu_affinity:
+        from service.affinity import pin_process
+
+        pin_process(settings.cpu_affinity)
+    metrics = Metrics()
+    runner = Runner(settings, metrics, passthrough_factory(settings, metrics))
+    raise SystemExit(asyncio.run(serve(settings, runner=runner)))
 
 
 # --------------------------------------------------------------------------- memory
@@ -538,58 +552,10 @@ async def produce_at_rate(producer: AIOKafkaProducer, messages: Sequence[Message
 # --------------------------------------------------------------------------- service
 
 
-def _pin(pid: int, cpus: set[int]) -> None:
-    """Every thread of ``pid`` (threads made later inherit it from their creator)."""
-    for task in Path(f"/proc/{pid}/task").iterdir():
-        with contextlib.suppress(OSError):
-            os.sched_setaffinity(int(task.name), cpus)
-
-
-def busiest_thread(pid: int) -> int:
-    """The thread of ``pid`` that has used the most CPU so far: after the warm-up, the
-    service's processing thread (Python 3.11 does not name OS threads)."""
-    def used(task: Path) -> int:
-        fields = (task / "stat").read_text().rsplit(")", 1)[1].split()
-        return int(fields[11]) + int(fields[12])  # utime + stime
-    return int(max(Path(f"/proc/{pid}/task").iterdir(), key=used).name)
-
-
-def pin_processing_thread(service_pid: int, others: Sequence[int]) -> tuple[int, int, int]:
-    """The service's processing thread alone on the first allowed CPU; the service's other
-    threads (and ``others``) on the rest (what-if only)."""
-    allowed = sorted(os.sched_getaffinity(0))
-    if len(allowed) < 2:
-        raise SystemExit("--what-if-pin-proc needs two CPUs")
-    first, rest = allowed[0], set(allowed[1:])
-    tid = busiest_thread(service_pid)
-    _pin(service_pid, rest)
-    os.sched_setaffinity(tid, {first})
-    for pid in others:
-        _pin(pid, rest)
-    return tid, first, min(rest)
-
-
-def pin_apart(service_pid: int, others: Sequence[int]) -> tuple[int, int]:
-    """The service on the first allowed CPU, ``others`` on the second (what-if only): does
-    the processing thread's CPU per document shrink when the broker and the load generator
-    no longer share its core (and its caches)?"""
-    allowed = sorted(os.sched_getaffinity(0))
-    if len(allowed) < 2:
-        raise SystemExit("--what-if-pin needs two CPUs")
-    mine, theirs = allowed[0], allowed[1]
-    _pin(service_pid, {mine})
-    for pid in others:
-        _pin(pid, {theirs})
-    return mine, theirs
-
-
 def start_service(workdir: Path, bootstrap: str, http_port: int,
                   profile: Path | None = None,
-                  fetch_wait_ms: int | None = None,
                   passthrough: bool = False,
                   keystore_url: str | None = None,
-                  gc_freeze: bool = False,
-                  switch_interval_ms: float | None = None,
                   cpus: str | None = None, workers: int = 1) -> subprocess.Popen[bytes]:
     from keystore.keyring import Keyring
 
@@ -608,44 +574,11 @@ def start_service(workdir: Path, bootstrap: str, http_port: int,
     env.pop("DEIDSTREAM_CONFIG_FILE", None)
     if cpus is not None:  # the service's own setting (service/affinity.py)
         env["DEIDSTREAM_CPU_AFFINITY"] = cpus
-    if passthrough:
-        env["DEIDSTREAM_PROCESSOR"] = "bench.stream:passthrough_factory"
-        env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
     exe = Path(sys.executable).with_name("deidstream")
     cmd = [str(exe), "run"] if exe.is_file() else [sys.executable, "-m", "service.cli", "run"]
-    prelude = []  # what-if measurements only: the same `deidstream run`, patched at start
-    if fetch_wait_ms is not None:
-        # the consumer's fetch_max_wait_ms forced, whatever the settings say
-        prelude.append(
-            "import functools, aiokafka\n"
-            "init = aiokafka.AIOKafkaConsumer.__init__\n"
-            "@functools.wraps(init)\n"
-            "def patched(self, *a, **k):\n"
-            f"    k['fetch_max_wait_ms'] = {int(fetch_wait_ms)}\n"
-            "    init(self, *a, **k)\n"
-            "aiokafka.AIOKafkaConsumer.__init__ = patched\n"
-        )
-    if gc_freeze:
-        # once the bench's warm-up is through (it creates the file), move everything alive
-        # (lexicons, compiled patterns) out of the garbage collector's reach
-        prelude.append(
-            "import gc, os, threading, time\n"
-            "def freeze_when_warm():\n"
-            f"    while not os.path.exists({str(workdir / 'warm')!r}):\n"
-            "        time.sleep(0.1)\n"
-            "    gc.collect(); gc.freeze()\n"
-            "threading.Thread(target=freeze_when_warm, daemon=True).start()\n"
-        )
-    if switch_interval_ms is not None:
-        # how long a thread keeps the GIL before a waiting one may force it out: the event
-        # loop's wake-ups (fetch, acks) preempt the processing thread at most once per interval
-        prelude.append(f"import sys\nsys.setswitchinterval({switch_interval_ms / 1000!r})\n")
-    if prelude:
-        script = "".join(prelude) + (
-            "import sys\nsys.argv = ['deidstream', 'run']\n"
-            "from service.cli import main\nmain()\n"
-        )
-        cmd = [sys.executable, "-c", script]
+    if passthrough:
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
+        cmd = [sys.executable, "-c", "from bench.stream import run_passthrough\nrun_passthrough()"]
     if profile is not None:  # cProfile writes its file when the service exits on SIGTERM
         script = cmd[0] if exe.is_file() else "-m"
         cmd = [sys.executable, "-m", "cProfile", "-o", str(profile.resolve()), script, *cmd[1:]]
@@ -817,26 +750,17 @@ async def _run_with_store(args: argparse.Namespace, notes: list[Note],
     http_port = free_port()
     base = f"http://127.0.0.1:{http_port}"
     service = start_service(workdir, broker.bootstrap_servers, http_port, args.profile,
-                            args.what_if_fetch_wait_ms, args.passthrough, keystore_url,
-                            args.what_if_gc_freeze, args.what_if_switch_interval_ms,
-                            args.service_cpus, args.workers_now)
+                            args.passthrough, keystore_url, args.service_cpus,
+                            args.workers_now)
     print(f"service: DEIDSTREAM_WORKERS={args.workers_now}"
           + (" (one process)" if args.workers_now == 1 else " (a supervisor and its workers; "
              "CPU and RSS are summed over all of them)"))
     if args.service_cpus is not None:
         print(f"service setting: DEIDSTREAM_CPU_AFFINITY={args.service_cpus!r} (its threads "
               "kept on those CPUs by the service itself; broker and load generator unpinned)")
-    if args.what_if_switch_interval_ms is not None:
-        print(f"WHAT-IF run: sys.setswitchinterval({args.what_if_switch_interval_ms / 1000}) in "
-              "the service (patched in; the default is 0.005)")
-    if args.what_if_gc_freeze:
-        print("WHAT-IF run: gc.freeze() in the service after the warm-up (patched in)")
     if args.passthrough:
         print("PASS-THROUGH run: the service runs with a processor that does no "
               "de-identification (measures the service shell and the broker only)")
-    if args.what_if_fetch_wait_ms is not None:
-        print(f"WHAT-IF run: the service's consumer uses fetch_max_wait_ms="
-              f"{args.what_if_fetch_wait_ms} (patched in; not what `deidstream run` does today)")
     assert broker.pid is not None
     sampler = MemorySampler({"service": service.pid, "tansu": broker.pid})
     sampler.start()
@@ -852,17 +776,6 @@ async def _run_with_store(args: argparse.Namespace, notes: list[Note],
         await producer.start()
         await collector.start()
 
-        if args.what_if_pin:
-            pinned = pin_apart(service.pid, [broker.pid, os.getpid()])
-            print(f"WHAT-IF run: service threads on CPU {pinned[0]}, broker and load "
-                  f"generator on CPU {pinned[1]} (sched_setaffinity; noisy neighbours apart)")
-
-        if args.what_if_pin_service:
-            cpu = min(os.sched_getaffinity(0))
-            _pin(service.pid, {cpu})
-            print(f"WHAT-IF run: service threads on CPU {cpu}; broker and load generator "
-                  "unpinned")
-
         # warm-up: lexicons and compiled patterns load on the first documents
         sampler.phase = "warmup"
         sent_warm: dict[int, float] = {}
@@ -870,13 +783,6 @@ async def _run_with_store(args: argparse.Namespace, notes: list[Note],
         if await collector.wait_for([m.seq for m in warm], 60) is None:
             print("warm-up stalled: see the service log", file=sys.stderr)
             return 1
-        if args.what_if_pin_proc or args.what_if_pin_proc_only:
-            others = [broker.pid, os.getpid()] if args.what_if_pin_proc else []
-            tid, cpu, rest = pin_processing_thread(service.pid, others)
-            print(f"WHAT-IF run: the service's processing thread ({tid}) alone on CPU {cpu}; "
-                  f"its other threads on CPU {rest}; broker and load generator "
-                  + (f"on CPU {rest}" if others else "unpinned"))
-        (workdir / "warm").touch()  # noqa: ASYNC240 - a marker for --what-if-gc-freeze
         await asyncio.sleep(0.5)
 
         # 1. throughput
@@ -1025,16 +931,13 @@ async def _run_with_store(args: argparse.Namespace, notes: list[Note],
             f"{op} {n:,.0f}× {us:,.0f} µs" for op, us, n in sorted(ks, key=lambda x: -x[1] * x[2])))
     from service.settings import Settings
 
-    # Tansu answers a fetch only when fetch.max.wait expires (p50 215 ms at aiokafka's 500 ms
-    # default, 4 ms at 20 ms, measured with a bare consumer): it sets the latency floor here.
-    wait = Settings.model_fields.get("fetch_max_wait_ms")
-    if args.what_if_fetch_wait_ms is not None:
-        print(f"  service consumer fetch_max_wait_ms: {args.what_if_fetch_wait_ms} (what-if)")
-    elif wait is None:
-        print("  service consumer fetch_max_wait_ms: 500 (aiokafka default; the service has no "
-              "setting for it), which Tansu always waits out")
-    else:
-        print(f"  service consumer fetch_max_wait_ms: {wait.default} (service default)")
+    # Tansu answers a fetch only when fetch.max.wait expires: it sets the latency floor here
+    # (bench/README.md, "Latency"). Compare waits with DEIDSTREAM_FETCH_MAX_WAIT_MS=… in the
+    # environment: the service inherits it.
+    wait = os.environ.get("DEIDSTREAM_FETCH_MAX_WAIT_MS")
+    source = "DEIDSTREAM_FETCH_MAX_WAIT_MS" if wait else "service default"
+    wait = wait or str(Settings.model_fields["fetch_max_wait_ms"].default)
+    print(f"  service consumer fetch_max_wait_ms: {wait} ({source})")
     print(f"  bench consumer saw: {collector.kinds}; unmatched: {collector.unmatched}")
     print(f"  service exit status after SIGTERM: {status}")
     if args.keep:
@@ -1052,41 +955,18 @@ def main() -> int:
                     help="give up waiting when no output arrives for S seconds")
     ap.add_argument("--corpus", type=Path, default=DEFAULT_CORPUS)
     ap.add_argument("--keep", action="store_true", help="keep the temporary directory (logs)")
-    ap.add_argument("--what-if-fetch-wait-ms", type=int, default=None, metavar="MS",
-                    help="measure the service with its consumer's fetch_max_wait_ms set to MS "
-                         "(patched in at start; for comparison only)")
     ap.add_argument("--postgres", metavar="URL", default=None,
                     help="use a PostgreSQL key store (a temporary schema in this database), "
                          "e.g. postgresql://postgres@127.0.0.1:5432/test")
-    ap.add_argument("--what-if-gc-freeze", action="store_true",
-                    help="call gc.collect(); gc.freeze() in the service after the warm-up "
-                         "(the service does this itself since 94d2e58; for older commits)")
-    ap.add_argument("--what-if-switch-interval-ms", type=float, default=None, metavar="MS",
-                    help="sys.setswitchinterval(MS / 1000) in the service (patched in at start):"
-                         " fewer forced GIL hand-overs from the processing thread to the event"
-                         " loop, at the cost of event-loop latency; for comparison only")
-    ap.add_argument("--what-if-pin", action="store_true",
-                    help="pin the service to one CPU and the broker + load generator to another "
-                         "(for comparison only: cache sharing with the neighbours)")
-    ap.add_argument("--what-if-pin-service", action="store_true",
-                    help="pin only the service's threads to one CPU; the broker and the load "
-                         "generator stay free to run anywhere (are the service's own two "
-                         "threads on two cores the cost, or the neighbours?)")
     ap.add_argument("--service-cpus", metavar="LIST", default=None,
                     help="run the service with DEIDSTREAM_CPU_AFFINITY=LIST (e.g. 0): its own "
                          "setting, not a what-if; the broker and the load generator stay free")
-    ap.add_argument("--what-if-pin-proc", action="store_true",
-                    help="after the warm-up, the service's processing thread alone on one CPU; "
-                         "its other threads, the broker and the load generator on the other")
-    ap.add_argument("--what-if-pin-proc-only", action="store_true",
-                    help="after the warm-up, the service's processing thread alone on one CPU "
-                         "and its other threads on the other; broker and load generator free")
     ap.add_argument("--workers", type=int, nargs="+", default=[1], metavar="N",
                     help="run the whole benchmark once per N with DEIDSTREAM_WORKERS=N (a fresh "
                          "broker and store each time) and compare them at the end, e.g. "
                          "--workers 1 2; default 1 (one process, as before)")
     ap.add_argument("--passthrough", action="store_true",
-                    help="run the service with a no-op processor (bench.stream:passthrough_factory)"
+                    help="run the service with a no-op processor (bench.stream:run_passthrough)"
                          " to measure the runner and broker without the pipeline")
     ap.add_argument("--profile", type=Path, default=None,
                     help="run the service under cProfile and write its stats to FILE")

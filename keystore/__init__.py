@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
 
+from keystore.admin import RotationReport
 from keystore.api import ExpiringMarks, MarkStore, PatientState, PatientStore, Pseudonymizer
 from keystore.errors import (
     ForgottenPatientError,
@@ -21,7 +22,7 @@ from keystore.errors import (
 from keystore.keyring import Keyring, MasterKey
 from keystore.pseudonyms import Pseudonyms, pseudonym
 from keystore.records import Identity
-from keystore.store import EncryptedStore, RotationReport
+from keystore.store import EncryptedStore
 
 __all__ = [
     "EncryptedStore",

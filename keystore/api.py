@@ -7,6 +7,7 @@ Implementations (SQLite, PostgreSQL) live in this package; a patient is addresse
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -32,6 +33,11 @@ class PatientStore(Protocol):
         self, authority: str, patient_id: str, factory: Callable[[], PatientState]
     ) -> PatientState:
         """Return the stored state, or store ``factory()``; first writer wins across instances."""
+        ...
+
+    def prefetch(self, patients: Sequence[tuple[str, str]]) -> None:
+        """Warm the cache for several (authority, patient id) pairs with one read, so the
+        ``get_or_create`` calls that follow are hits (a store without a cache: nothing)."""
         ...
 
     def save(self, authority: str, patient_id: str, state: PatientState) -> None:
@@ -81,3 +87,23 @@ class Pseudonymizer(Protocol):
     """Keyed-HMAC research ids (``EncryptedStore``, ``InMemoryStore`` and ``Pseudonyms``)."""
 
     def pseudonym(self, kind: str, *parts: str | bytes) -> str: ...
+
+
+class ServiceStore(PatientStore, MarkStore, ExpiringMarks, Pseudonymizer, Protocol):
+    """The whole store as the service uses it (``EncryptedStore``; ``InMemoryStore`` for
+    tests): patients, marks (some expiring), pseudonyms, transactions and a heartbeat."""
+
+    def compare_and_set_marks(
+        self, items: Sequence[tuple[str, bytes | None, bytes]], *,
+        ttl_seconds: float | None = None,
+    ) -> list[bool]: ...
+
+    def transaction(self) -> AbstractContextManager[None]:
+        """Every write inside on this thread in one transaction (all or nothing)."""
+        ...
+
+    def heartbeat(self) -> None:
+        """Tell the store this instance is alive (rate-limited by the store)."""
+        ...
+
+    def close(self) -> None: ...

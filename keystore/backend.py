@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from keystore.audit import AuditKeys, AuditLine
+from keystore.envelope import Sealed
 
 ROOT_NAME = "root"
 MARKS_PER_QUERY = 500  # keys per SELECT ... IN (...) (SQLite's variable limit is >= 999)
@@ -32,6 +33,15 @@ class Row:
     ciphertext: bytes
     record_schema: int
     revision: int
+
+    @classmethod
+    def of(cls, lookup: bytes, sealed: Sealed, revision: int) -> Row:
+        return cls(lookup, sealed.key_id, sealed.wrapped_key, sealed.nonce, sealed.ciphertext,
+                   sealed.envelope, revision)
+
+    def sealed(self) -> Sealed:
+        return Sealed(self.key_id, self.wrapped_key, self.nonce, self.ciphertext,
+                      self.record_schema)
 
 
 @dataclass(frozen=True)

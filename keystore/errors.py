@@ -84,56 +84,49 @@ class FaultKind(StrEnum):
 class KeystoreFault(KeystoreUnavailable):
     """The key store's database refused an operation for a reason outside the record: a
     stream fault (stop the batch, commit nothing, not ready, retry with backoff), never a
-    dead letter. ``kind`` says why; the reason class is ``keystore_<kind>``."""
+    dead letter. ``kind`` says why; the reason class is ``keystore_<kind>`` (set for each
+    subclass from its ``kind``, which also registers it in :data:`FAULTS`)."""
 
     kind: ClassVar[FaultKind] = FaultKind.DATABASE
     reason_class = "keystore_database"
 
+    def __init_subclass__(cls, **kwargs: object) -> None:
+        super().__init_subclass__(**kwargs)
+        cls.reason_class = f"keystore_{cls.kind.value}"
+        FAULTS[cls.kind] = cls
+
+
+FAULTS: dict[FaultKind, type[KeystoreFault]] = {FaultKind.DATABASE: KeystoreFault}
+
 
 class KeystoreConnectionFault(KeystoreFault):
     kind = FaultKind.CONNECTION
-    reason_class = "keystore_connection"
 
 
 class KeystorePermissionFault(KeystoreFault):
     kind = FaultKind.PERMISSION
-    reason_class = "keystore_permission"
 
 
 class KeystoreSchemaFault(KeystoreFault):
     """Tables or schema missing or older than this program: run ``deidstream keys migrate``."""
 
     kind = FaultKind.SCHEMA
-    reason_class = "keystore_schema"
 
 
 class KeystoreReadOnlyFault(KeystoreFault):
     kind = FaultKind.READ_ONLY
-    reason_class = "keystore_read_only"
 
 
 class KeystoreResourcesFault(KeystoreFault):
     kind = FaultKind.RESOURCES
-    reason_class = "keystore_resources"
 
 
 class KeystoreContentionFault(KeystoreFault):
     kind = FaultKind.CONTENTION
-    reason_class = "keystore_contention"
 
 
 class KeystoreCorruptFault(KeystoreFault):
     kind = FaultKind.CORRUPT
-    reason_class = "keystore_corrupt"
-
-
-FAULTS: dict[FaultKind, type[KeystoreFault]] = {
-    cls.kind: cls for cls in (
-        KeystoreFault, KeystoreConnectionFault, KeystorePermissionFault, KeystoreSchemaFault,
-        KeystoreReadOnlyFault, KeystoreResourcesFault, KeystoreContentionFault,
-        KeystoreCorruptFault,
-    )
-}
 
 
 def fault(kind: FaultKind, reason: str, **coordinates: object) -> KeystoreFault:

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from copy import deepcopy
 
 from keystore.api import PatientState
@@ -16,7 +17,7 @@ from keystore.pseudonyms import Pseudonyms, new_patient_state
 
 
 class InMemoryStore:
-    """Implements :class:`keystore.api.PatientStore` and :class:`keystore.api.MarkStore`.
+    """Implements :class:`keystore.api.ServiceStore` (patients, marks, pseudonyms).
 
     Like the real stores, ``get_or_create`` returns one shared object per patient (the
     cached state); ``save`` replaces it. ``forget`` mimics crypto-shredding.
@@ -52,6 +53,10 @@ class InMemoryStore:
         with self._lock:
             # First writer wins: a concurrent creator may have stored one meanwhile.
             return self._states.setdefault(key, made)
+
+    def prefetch(self, patients: Sequence[tuple[str, str]]) -> None:
+        """Nothing to warm: every state is in memory."""
+        return None
 
     def get(self, authority: str, patient_id: str) -> PatientState | None:
         with self._lock:
@@ -125,6 +130,14 @@ class InMemoryStore:
                 del self._expiry[key]
                 self._marks.pop(key, None)
         return len(due)
+
+    @contextmanager
+    def transaction(self) -> Iterator[None]:
+        """Each call is atomic on its own; nothing is rolled back (no database)."""
+        yield
+
+    def heartbeat(self) -> None:
+        return None
 
     def close(self) -> None:
         return None

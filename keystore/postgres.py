@@ -59,7 +59,7 @@ _SQLSTATE_KINDS: dict[str, FaultKind] = {
 # the constraints that keep records off retired master keys (migration 3)
 KEY_GUARDS = ("patients_key_active", "store_keys_key_active")
 # Arrays of bytes go as binary parameters (%b): a text array of bytea is escaped element by
-# element in Python (~2.5 ms for a batch of 64 states and 64 marks), binary is copied.
+# element in Python (slow for a batch), binary is copied.
 # Many mark compare-and-sets of distinct keys as ONE statement (autocommit: one round trip,
 # one transaction, one commit). Each row is decided on its own exactly as the single-mark
 # statements decide it: an absent key is inserted unless another writer got there first

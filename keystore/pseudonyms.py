@@ -9,19 +9,14 @@ pseudonyms cannot be recomputed by anyone, and the patient's next identity is un
 
 from __future__ import annotations
 
-import hashlib
+import base64
+import hmac
 import os
 from collections.abc import Callable
 
 from keystore.api import PatientState
 
 PSEUDONYM_BYTES = 15  # 120 bits → 24 base32 characters
-_BLOCK = 64  # SHA-256 block size (RFC 2104's B)
-_IPAD = bytes(x ^ 0x36 for x in range(256))
-_OPAD = bytes(x ^ 0x5C for x in range(256))
-# lowercase RFC 4648 base32, ten bits (two characters) at a time
-_B32 = "abcdefghijklmnopqrstuvwxyz234567"
-_B32_PAIRS = tuple(a + b for a in _B32 for b in _B32)
 
 
 def encode_parts(*parts: str | bytes) -> bytes:
@@ -39,43 +34,24 @@ def encode_parts(*parts: str | bytes) -> bytes:
 
 
 class KeyedHash:
-    """HMAC-SHA256 under one key, with the key's inner and outer pads hashed once.
+    """HMAC-SHA256 under one key, prepared once: stdlib ``hmac`` with the key set up at
+    construction, each call copies the prepared context (the same bytes as
+    ``hmac.digest(key, data, "sha256")``; the one-shot form sets the key up every call)."""
 
-    The same bytes as ``hmac.digest(key, data, "sha256")`` (RFC 2104), about three times
-    cheaper per call: the one-shot ``hmac.digest`` fetches the digest by name and sets up a
-    fresh HMAC context (both pads) every time, while here each call only copies two
-    prepared SHA-256 states.
-    """
-
-    __slots__ = ("_inner", "_outer")
+    __slots__ = ("_prepared",)
 
     def __init__(self, key: bytes) -> None:
-        if len(key) > _BLOCK:
-            key = hashlib.sha256(key).digest()
-        key = key.ljust(_BLOCK, b"\0")
-        self._inner = hashlib.sha256(key.translate(_IPAD))
-        self._outer = hashlib.sha256(key.translate(_OPAD))
+        self._prepared = hmac.new(key, digestmod="sha256")
 
     def digest(self, data: bytes) -> bytes:
-        inner = self._inner.copy()
-        inner.update(data)
-        outer = self._outer.copy()
-        outer.update(inner.digest())
-        return outer.digest()
+        mac = self._prepared.copy()
+        mac.update(data)
+        return mac.digest()
 
 
-def b32_lower(data15: bytes) -> str:
-    """``base64.b32encode(data15).decode().lower()`` for exactly 15 bytes (no padding).
-
-    The twelve ten-bit pairs written out, joined from a tuple (a list comprehension is a
-    function call of its own: ~1.2 µs -> ~0.8)."""
-    n = int.from_bytes(data15, "big")
-    p = _B32_PAIRS
-    return "".join((
-        p[n >> 110 & 1023], p[n >> 100 & 1023], p[n >> 90 & 1023], p[n >> 80 & 1023],
-        p[n >> 70 & 1023], p[n >> 60 & 1023], p[n >> 50 & 1023], p[n >> 40 & 1023],
-        p[n >> 30 & 1023], p[n >> 20 & 1023], p[n >> 10 & 1023], p[n & 1023],
-    ))
+def b32_lower(data: bytes) -> str:
+    """Lowercase RFC 4648 base32 (no padding for a multiple of 5 bytes, as 15 is)."""
+    return base64.b32encode(data).decode("ascii").lower()
 
 
 class Pseudonyms:

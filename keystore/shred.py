@@ -15,9 +15,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from keystore.admin import RotationReport
 from keystore.errors import KeystoreError
 from keystore.keyring import Keyring
-from keystore.store import EncryptedStore, RotationReport
+from keystore.store import EncryptedStore
 
 
 @dataclass(frozen=True)

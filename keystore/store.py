@@ -1,4 +1,5 @@
-"""EncryptedStore: PatientStore + MarkStore over a SQL backend, with the admin operations.
+"""EncryptedStore: PatientStore + MarkStore over a SQL backend (the admin operations —
+rotate, forget, reveal, audit — are in :mod:`keystore.admin`).
 
 Reads go through an in-process LRU cache (a hit is a dict lookup under a lock); updated
 states are written in batches by ``flush`` (or when ``batch_size`` are pending, or the
@@ -23,31 +24,28 @@ import uuid
 from collections import OrderedDict
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager, suppress
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
+from keystore.admin import StoreAdmin
 from keystore.api import PatientState
-from keystore.audit import AuditKeys, AuditLine, AuditReport
+from keystore.audit import AuditKeys, AuditLine
 from keystore.backend import Row, SqlBackend
 from keystore.envelope import (
     ENVELOPE,
     LEGACY_ENVELOPE,
     Sealed,
-    is_legacy_wrap,
     open_sealed,
-    reseal,
-    rewrap,
     seal,
     unwrap_key,
     wrap_key,
 )
-from keystore.errors import ForgottenPatientError, IntegrityError, KeystoreError, RetireRefused
+from keystore.errors import IntegrityError, KeystoreError
 from keystore.keyring import Keyring, fingerprint
 from keystore.pseudonyms import new_patient_state
 from keystore.records import Identity, dump_state, load_state
-from keystore.subkeys import ROOT_BYTES, StoreKeys
+from keystore.subkeys import ROOT_BINDING, ROOT_BYTES, StoreKeys
 
 log = logging.getLogger("deidstream.keystore")
-ROOT_BINDING = b"deidstream/v1/store-root"
 _MAX_CONFLICT_RETRIES = 8
 _ABSENT_HINTS = 4096  # patients a prefetch found without a record (their create skips a read)
 _MARK_CACHE = 4096  # marks whose sealed form is remembered (see ``_sealed_mark``): a
@@ -64,16 +62,7 @@ class _Entry:
     indexed_pseudonym: str | None = None
 
 
-@dataclass
-class RotationReport:
-    new_key_id: str
-    rewrapped: int = 0
-    already_current: int = 0
-    upgraded: int = 0  # version-1 records sealed afresh in the current envelope
-    failed: list[str] = field(default_factory=list)  # record fingerprints, no ids
-
-
-class EncryptedStore:
+class EncryptedStore(StoreAdmin):
     """The real key store. Thread-safe; one instance per process and database is enough."""
 
     def __init__(
@@ -151,26 +140,6 @@ class EncryptedStore:
                                            self._clock()):
                 self._register()  # the row was removed, or the key retired: this refuses
             self._beat_at = self._mono()
-
-    def retire_key(self, key_id: str, *, operator: str = "unknown",
-                   live_within_s: float = 60.0) -> None:
-        """Retire master key ``key_id``: from then on nothing can be wrapped under it (the
-        operator may then delete it). Refused (``RetireRefused``, nothing changed) while an
-        instance with a heartbeat in the last ``live_within_s`` seals with it, or any record
-        or the store root is still wrapped under it; audited either way."""
-        if key_id == self._keyring.primary.key_id:
-            raise RetireRefused("refused: this is the primary key; rotate to a new key first",
-                                key_id=key_id)
-        with self._lock:
-            self._flush_locked()
-            now = self._clock()
-            try:
-                self._backend.retire_key(key_id, now, now - live_within_s, self.instance_id,
-                                         operator)
-            except RetireRefused as exc:
-                self._audit("retire", operator, "", key_id, "refused")
-                raise exc from None
-            self._audit("retire", operator, "", key_id, "retired")
 
     # -- root key -------------------------------------------------------------------------
     def _load_root(self) -> StoreKeys:
@@ -271,7 +240,7 @@ class EncryptedStore:
             self.heartbeat()
             state = factory()
             sealed = seal(self._keyring, lookup, self._plaintext(key, state), revision=1)
-            row = _row(lookup, sealed, revision=1)
+            row = Row.of(lookup, sealed, revision=1)
             if self._backend.insert(row, self._keys.pseudonym_index(state.pseudonym),
                                     self._clock()):
                 entry = _Entry(key, lookup, state, 1, self._mono(), state.pseudonym)
@@ -369,7 +338,7 @@ class EncryptedStore:
                 continue
             sealed = seal(self._keyring, entry.lookup, self._plaintext(entry.key, entry.state),
                           entry.revision + 1)
-            batch.append((_row(entry.lookup, sealed, entry.revision + 1), entry.revision))
+            batch.append((Row.of(entry.lookup, sealed, entry.revision + 1), entry.revision))
         results = self._backend.update_many(batch, self._clock()) if batch else []
         # Written (or about to be resolved one by one): nothing is pending any more.
         self._dirty.clear()
@@ -406,7 +375,7 @@ class EncryptedStore:
                     return
                 sealed = seal(self._keyring, entry.lookup,
                               self._plaintext(entry.key, entry.state), 1)
-                if self._backend.insert(_row(entry.lookup, sealed, 1),
+                if self._backend.insert(Row.of(entry.lookup, sealed, 1),
                                         self._keys.pseudonym_index(entry.state.pseudonym),
                                         self._clock()):
                     entry.revision = 1
@@ -419,7 +388,7 @@ class EncryptedStore:
             _merge_into(entry.state, theirs)
             sealed = seal(self._keyring, entry.lookup, self._plaintext(entry.key, entry.state),
                           row.revision + 1)
-            if self._backend.update_many([(_row(entry.lookup, sealed, row.revision + 1),
+            if self._backend.update_many([(Row.of(entry.lookup, sealed, row.revision + 1),
                                            row.revision)], self._clock())[0]:
                 entry.revision = row.revision + 1
                 entry.indexed_pseudonym = theirs.pseudonym
@@ -507,221 +476,6 @@ class EncryptedStore:
             while len(self._marks) > _MARK_CACHE:
                 self._marks.popitem(last=False)
 
-    # -- admin ----------------------------------------------------------------------------
-    def rotate(self, new_keyring: Keyring, *, operator: str = "unknown") -> RotationReport:
-        """Re-wrap every data key (and the store root) under ``new_keyring.primary``.
-
-        Keys of the current keyring stay usable for reading until the operator removes
-        them from the configuration; ciphertexts are not touched.
-        """
-        with self._lock:
-            self._flush_locked()
-            combined = new_keyring.merged_with(self._keyring)
-            report = RotationReport(combined.primary.key_id)
-            # the new key may wrap from now on (refused if it was retired); this instance
-            # seals with it from now on
-            self._backend.register_instance(self.instance_id, combined.primary.key_id,
-                                            combined.key_ids, self._clock())
-            for rows in self._backend.iter_rows():
-                for row in rows:
-                    self._rewrap_row(combined, row, report)
-            root_id, root_wrapped = self._backend.get_root() or ("", b"")
-            if root_id != combined.primary.key_id or is_legacy_wrap(root_wrapped):
-                root = unwrap_key(combined, ROOT_BINDING, root_id, root_wrapped)
-                key_id, wrapped = wrap_key(combined, ROOT_BINDING, root)
-                if not self._backend.replace_root(key_id, wrapped, root_wrapped, self._clock()):
-                    raise KeystoreError("store root key changed during rotation; run it again")
-            self._keyring = combined
-            self._audit("rotate", operator, "", report.new_key_id,
-                        f"rewrapped={report.rewrapped} failed={len(report.failed)}")
-            return report
-
-    def _rewrap_row(self, keyring: Keyring, row: Row, report: RotationReport) -> None:
-        current: Row | None = row
-        for _ in range(_MAX_CONFLICT_RETRIES):
-            if current is None:
-                return  # forgotten meanwhile
-            legacy = current.record_schema == LEGACY_ENVELOPE
-            if current.key_id == keyring.primary.key_id and not legacy:
-                report.already_current += 1
-                return
-            try:
-                if legacy:  # upgrade: sealed afresh, same revision, only if unchanged
-                    new = reseal(keyring, current.lookup, _sealed(current), current.revision)
-                    done = self._backend.update_many(
-                        [(_row(current.lookup, new, current.revision), current.revision)],
-                        self._clock())[0]
-                else:
-                    new = rewrap(keyring, current.lookup, _sealed(current), current.revision)
-                    done = self._backend.rewrap(current.lookup, new.key_id, new.wrapped_key,
-                                                current.wrapped_key)
-            except (IntegrityError, KeystoreError):
-                report.failed.append(fingerprint(current.lookup))
-                return
-            if done:
-                report.rewrapped += 1
-                report.upgraded += legacy
-                return
-            current = self._backend.fetch(current.lookup)  # rewritten meanwhile: again
-        report.failed.append(fingerprint(row.lookup))
-
-    def forget(self, authority: str, patient_id: str, *, operator: str = "unknown",
-               reason: str = "") -> bool:
-        """Crypto-shred one patient: delete the sealed record and its wrapped data key.
-
-        The live store can never read it again; on SQLite the WAL is checkpointed into the
-        (secure_delete) file and truncated, so neither file holds the record any more.
-        Copies made before — backups, PostgreSQL dead tuples and WAL — still hold it sealed
-        under the master keys configured now: the forget is FINAL once those keys are
-        destroyed (:meth:`record_key_retirement`, ``keys rotate --retire-old`` /
-        ``keys forget --now``; docs/keystore.md). Later documents of this patient get a
-        NEW identity: new shift, new surrogates, new pseudonym, unlinked to the old one.
-        """
-        key = (authority, patient_id)
-        lookup = self._keys.lookup(authority, patient_id)
-        with self._lock:
-            self._cache.pop(key, None)
-            self._dirty.pop(key, None)
-            self._absent.discard(key)
-            deleted = self._backend.delete(lookup, self._clock())
-            self._audit("forget", operator, reason,
-                        self._audit_keys.subject("record", lookup),
-                        "deleted" if deleted else "absent")
-            if deleted and self._backend.scrub() is False:
-                log.warning("key store: the SQLite WAL could not be checkpointed after a "
-                            "forget (readers busy); it is retried at the next forget")
-        return deleted
-
-    def check_retirable(self, key_ids: Sequence[str]) -> None:
-        """KeystoreError unless no record and not the store root is wrapped under any of
-        ``key_ids`` (after a rotation, before the keys are destroyed)."""
-        with self._lock:
-            self._flush_locked()
-            by_key = self._backend.counts().get("records_by_key")
-            still = sorted(set(key_ids) & set(by_key if isinstance(by_key, dict) else {}))
-            root = self._backend.get_root()
-            if still or (root is not None and root[0] in key_ids):
-                raise KeystoreError("refused: records are still wrapped under a key to retire;"
-                                    " run `keys rotate` first", keys=",".join(still) or None)
-
-    def record_key_retirement(self, key_ids: Sequence[str], *, operator: str,
-                              destroyed: bool = True) -> None:
-        """Audit that master keys ``key_ids`` were destroyed (after :meth:`check_retirable`;
-        ``destroyed=False``: retired, the operator destroys them where they are kept):
-        every forget before this line is final once they are gone — no record, and no copy
-        of one in a backup or an old database page, can be unwrapped any more."""
-        self._audit("retire_keys", operator, "", ",".join(sorted(key_ids)),
-                    "destroyed" if destroyed else "retired")
-
-    def forgets_not_final(self) -> int:
-        """Forgets since the last key retirement: their records may still be recovered
-        from a backup or old database pages with the keys configured now."""
-        return self._backend.audit_count("forget", "deleted",
-                                         self._backend.last_audit_at("retire_keys"))
-
-    def reveal(self, pseudonym: str, *, operator: str, reason: str) -> Identity:
-        """Authorized re-identification of a patient pseudonym; always audited (no PHI)."""
-        if not reason.strip() or not operator.strip():
-            raise KeystoreError("reveal needs an operator and a reason")
-        subject = self._audit_keys.subject("pseudonym", pseudonym)
-        target = self._backend.pseudonym_target(self._keys.pseudonym_index(pseudonym))
-        if target is None:
-            self._audit("reveal", operator, reason, subject, "unknown_pseudonym")
-            raise KeystoreError("pseudonym not found in this store", pseudonym_hash=subject)
-        lookup, forgotten = target
-        row = self._backend.fetch(lookup) if lookup is not None else None
-        if forgotten or row is None:
-            self._audit("reveal", operator, reason, subject, "forgotten")
-            raise ForgottenPatientError("this patient was forgotten", pseudonym_hash=subject)
-        try:
-            _, identity = self._open(row)
-        except KeystoreError:
-            self._audit("reveal", operator, reason, subject, "unreadable")
-            raise
-        if identity is None:
-            self._audit("reveal", operator, reason, subject, "identity_not_kept")
-            raise KeystoreError("the store kept no identity for this pseudonym",
-                                pseudonym_hash=subject)
-        self._audit("reveal", operator, reason, subject, "revealed")
-        return identity
-
-    def grant_service(self, role: str) -> list[str]:
-        """Grant a DML-only service role what the service needs (PostgreSQL; the statements
-        are returned). Run by the owner, after migrating."""
-        return self._backend.grant_service(role)
-
-    def audit_log(self) -> list[tuple[float, str, str, str, str, str]]:
-        return self._backend.audit_rows()
-
-    def verify_audit(self, head: str | None = None) -> AuditReport:
-        """Check the audit log's hash chain (and that ``head``, a ``SEQ:MAC`` printed by an
-        earlier verify, is still in it); the report names the first line that fails."""
-        return self._audit_keys.verify(self._backend.audit_lines(), head)
-
-    def audit_subject(self, pseudonym: str) -> str:
-        """The subject a reveal of ``pseudonym`` is audited under (to find its lines)."""
-        return self._audit_keys.subject("pseudonym", pseudonym)
-
-    def find_patient(self, patient_id: str) -> list[Identity]:
-        """Every identity with this patient id, whatever its assigning authority (the lookup
-        hash needs the authority, so this opens every record: an admin operation, O(store)).
-        Records that cannot be opened, or that kept no identity, are skipped."""
-        self.flush()
-        found: list[Identity] = []
-        for identity, _ in self._identities():
-            if identity.patient_id == patient_id:
-                found.append(identity)
-        return sorted(found, key=lambda i: i.authority)
-
-    def reveal_visit(self, pseudonym: str, candidates: Callable[[PatientState], Sequence[str]],
-                     *, operator: str, reason: str) -> tuple[Identity, str]:
-        """Authorized re-identification of a visit (encounter) pseudonym: the patient and the
-        visit id. A visit pseudonym is keyed by its patient's secret seed and the visit id,
-        so every patient's known visit ids (``candidates`` of its state) are tried; audited."""
-        if not reason.strip() or not operator.strip():
-            raise KeystoreError("reveal needs an operator and a reason")
-        subject = self._audit_keys.subject("visit-pseudonym", pseudonym)
-        self.flush()
-        for identity, state in self._identities():
-            for visit in candidates(state):
-                if self.pseudonym("visit", state.seed, visit) == pseudonym:
-                    self._audit("reveal-visit", operator, reason, subject, "revealed")
-                    return identity, visit
-        self._audit("reveal-visit", operator, reason, subject, "unknown_pseudonym")
-        raise KeystoreError("visit pseudonym not found in this store", pseudonym_hash=subject)
-
-    def _identities(self) -> Iterator[tuple[Identity, PatientState]]:
-        for rows in self._backend.iter_rows():
-            for row in rows:
-                try:
-                    state, identity = self._open(row)
-                except KeystoreError:
-                    continue
-                if identity is not None:
-                    yield identity, state
-
-    def officer_stats(self) -> dict[str, object]:
-        """What a privacy officer asks: patients, keys in use, last rotation, forgotten."""
-        counts = self._backend.counts()
-        rotations = [row for row in self._backend.audit_rows() if row[1] == "rotate"]
-        last = max(rotations, key=lambda r: r[0]) if rotations else None
-        by_key = dict(counts.get("records_by_key") or {})  # type: ignore[call-overload]
-        root = self._backend.get_root()
-        return {
-            "patients": counts["patients"],
-            "forgotten": counts["forgotten"],
-            "primary_key_id": self._keyring.primary.key_id,
-            "configured_key_ids": list(self._keyring.key_ids),
-            "keys_in_use": sorted({*by_key, *([root[0]] if root else [])}),
-            "records_by_key": by_key,
-            "last_rotation": None if last is None else {
-                "at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(last[0])),
-                "operator": last[2], "new_key_id": last[4], "outcome": last[5]},
-            "backend": self._backend.name,
-            "schema_version": self.schema_version,
-            "forgets_not_final": self.forgets_not_final(),
-        }
-
     def stats(self) -> dict[str, object]:
         counts = self._backend.counts()
         with self._lock:
@@ -757,6 +511,26 @@ class EncryptedStore:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
+    # -- sealed blobs for other tables (the review queue: keystore/reviewdb.py) -----------
+    @property
+    def backend(self) -> SqlBackend:
+        """The SQL backend (other tables of the same database, e.g. the review queue)."""
+        return self._backend
+
+    def seal_blob(self, binding: bytes, plaintext: bytes) -> Sealed:
+        """``plaintext`` sealed with the patient records' envelope encryption, bound to
+        ``binding`` (a row's stable, non-secret address)."""
+        return seal(self._keyring, binding, plaintext)
+
+    def open_blob(self, binding: bytes, sealed: Sealed) -> bytes:
+        """A blob sealed by :meth:`seal_blob` (IntegrityError if moved or tampered)."""
+        return open_sealed(self._keyring, binding, sealed)
+
+    def audit(self, action: str, operator: str, subject: str, outcome: str,
+              reason: str = "") -> None:
+        """Append one line to the chained audit log (no PHI in any field)."""
+        self._audit(action, operator, reason, subject, outcome)
+
     # -- internals ------------------------------------------------------------------------
     def _plaintext(self, key: tuple[str, str], state: PatientState) -> bytes:
         return dump_state(state, Identity(*key) if self._keep_identity else None)
@@ -765,7 +539,13 @@ class EncryptedStore:
         if row.record_schema not in (LEGACY_ENVELOPE, ENVELOPE):
             raise IntegrityError("record has an unknown schema", schema=row.record_schema,
                                  record=fingerprint(row.lookup))
-        return load_state(open_sealed(self._keyring, row.lookup, _sealed(row), row.revision))
+        return load_state(open_sealed(self._keyring, row.lookup, row.sealed(), row.revision))
+
+    def _drop(self, key: tuple[str, str]) -> None:
+        """Forget everything held about one patient (cached, pending, absent hint)."""
+        self._cache.pop(key, None)
+        self._dirty.pop(key, None)
+        self._absent.discard(key)
 
     def _remember(self, entry: _Entry) -> None:
         self._cache[entry.key] = entry
@@ -777,15 +557,6 @@ class EncryptedStore:
                outcome: str) -> None:
         self._backend.append_audit(AuditLine(self._clock(), action, operator, reason, subject,
                                              outcome), self._audit_keys)
-
-
-def _row(lookup: bytes, sealed: Sealed, revision: int) -> Row:
-    return Row(lookup, sealed.key_id, sealed.wrapped_key, sealed.nonce, sealed.ciphertext,
-               sealed.envelope, revision)
-
-
-def _sealed(row: Row) -> Sealed:
-    return Sealed(row.key_id, row.wrapped_key, row.nonce, row.ciphertext, row.record_schema)
 
 
 def _older_copy(row: Row, stored: PatientState, known: PatientState,

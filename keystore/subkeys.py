@@ -23,6 +23,7 @@ from keystore.keyring import (
 from keystore.pseudonyms import KeyedHash, Pseudonyms, encode_parts
 
 ROOT_BYTES = 32
+ROOT_BINDING = b"deidstream/v1/store-root"  # the store root's wrap binding
 
 
 class StoreKeys:

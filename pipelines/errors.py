@@ -6,8 +6,9 @@ Re-exports the base hierarchy from :mod:`keystore.errors` so callers import one 
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from typing import TYPE_CHECKING
 
 from keystore.errors import (
     DeidstreamError,
@@ -17,6 +18,9 @@ from keystore.errors import (
     MissingKeyError,
     TransientError,
 )
+
+if TYPE_CHECKING:
+    from pipelines.outcome import Outcome
 
 __all__ = [
     "DeidstreamError",
@@ -151,6 +155,8 @@ class PartialInput(InputError):
     ) -> None:
         self.documents = documents
         self.entry_errors = entry_errors
+        # the good documents' outcomes, attached by the processor after it decided them
+        self.outcomes: Sequence[Outcome] = ()
         super().__init__(reason, **coordinates)
 
 

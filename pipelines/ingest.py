@@ -168,7 +168,7 @@ def reason_headers(error: DeidstreamError, raw: bytes | None = None) -> dict[str
     """Dead-letter headers for an ingest error: class, reason text, coordinates (no PHI).
 
     With ``raw`` HL7 v2 bytes and a structural error, hl7apy's findings on the first message
-    are added as ``hl7_findings`` (slow, ~1 ms per segment: the dead-letter path only).
+    are added as ``hl7_findings`` (slow: the dead-letter path only).
     """
     headers = {"reason_class": error.reason_class, "reason": str(error)}
     if isinstance(error, PartialInput):

@@ -42,6 +42,9 @@ class Policy:
     oversize: Oversize = Oversize.SPLIT
     # corpus category name (any case) -> gold category; "" drops it (corpus_formats.py)
     category_map: dict[str, str] = field(default_factory=dict)
+    # [review]: tagger confidences queued for a person, and whether rule/tagger disagreements are
+    review_band: tuple[float, float] = (0.3, 0.7)
+    review_disagreement: bool = True
 
     def action_for(self, category: Category) -> Action:
         return self.actions.get(category, self.default_action)
@@ -62,7 +65,10 @@ class Policy:
         thresholds = {Category(k): float(v) for k, v in det.get("thresholds", {}).items()}
         surrogates = data.get("surrogates", {})
         limits = data.get("limits", {})
+        review = data.get("review", {})
         return cls(
+            review_band=_band(review.get("band", (0.3, 0.7))),
+            review_disagreement=bool(review.get("disagreement", True)),
             recognizers=recs,
             min_confidence=float(det.get("min_confidence", 0.5)),
             category_thresholds=thresholds,
@@ -97,3 +103,10 @@ def _positive(value: Any, name: str) -> int:
     if number < MIN_NOTE_CHARS:
         raise ValueError(f"[limits] {name} must be at least {MIN_NOTE_CHARS}")
     return number
+
+
+def _band(value: Any) -> tuple[float, float]:
+    low, high = (float(v) for v in value)
+    if not 0.0 <= low <= high <= 1.0:
+        raise ValueError("[review] band must be [low, high] with 0 <= low <= high <= 1")
+    return low, high

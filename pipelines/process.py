@@ -40,6 +40,12 @@ detector and the leak guard know e.g. next-of-kin names that an ORU does not rep
 Input errors (:class:`pipelines.errors.InputError`) and retriable errors propagate. A
 :class:`~pipelines.errors.PartialInput` (some entries of a batch failed) is re-raised after
 its good documents were processed, with their outcomes attached as ``exc.outcomes``.
+
+This module is the facade; its parts live beside it: :mod:`pipelines.outcome` (what is
+decided), :mod:`pipelines.version_marks` (a batch's marks, and their acknowledgement),
+:mod:`pipelines.patient_context` (ADT identifiers kept in the patient's state),
+:mod:`pipelines.near_duplicates` (the visits' sketches) and :mod:`pipelines.stopwatch`
+(the per-document stage times).
 """
 
 from __future__ import annotations
@@ -47,68 +53,42 @@ from __future__ import annotations
 import contextlib
 import threading
 import time
-from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from datetime import datetime
-from functools import lru_cache, partial
+from functools import partial
 from types import MappingProxyType
-from typing import Any, Literal, Protocol
+from typing import Protocol
 
-from pydantic import TypeAdapter
+from cachetools import LRUCache
 
 from keystore.api import MarkStore, PatientState, PatientStore
 from pipelines.deadline import deadline
-from pipelines.document import ClinicalDocument, Identifiers
+from pipelines.document import ClinicalDocument
 from pipelines.errors import DeadlineExceeded, MissingPatientId, PartialInput, TransientError
+from pipelines.near_duplicates import NearDuplicates
+from pipelines.outcome import EMPTY_COUNTS as _EMPTY_COUNTS
+from pipelines.outcome import AckToken, Outcome, OutcomeKind
+from pipelines.patient_context import remember_context, with_context
 from pipelines.policy import Action, Policy
 from pipelines.research import MEDIA_TYPE, ResearchDocument, build_resource, render, system_uri
 from pipelines.spans import Category, Span
+from pipelines.stopwatch import stopwatch
+from pipelines.version_marks import MarkBatch
+from pipelines.version_marks import acknowledge as acknowledge_tokens
 from pipelines.versions import (
     Decision,
     Fingerprint,
     Mark,
     State,
     Verdict,
-    VisitSketches,
-    acknowledge,
     decide,
     fingerprint,
     settle,
-    sketch,
-    update_mark,
 )
 
-OutcomeKind = Literal["publish", "tombstone", "duplicate", "superseded", "held", "context"]
 NEAR_DUPLICATE_THRESHOLD = 0.8
 PSEUDONYM_CACHE = 4096  # (kind, parts) → pseudonym, most recently used kept
-_EMPTY_COUNTS: Mapping[str, int] = MappingProxyType({})
-_EMPTY_TIMES: Mapping[str, float] = MappingProxyType({})
-
-
-@dataclass(frozen=True, slots=True)
-class AckToken:
-    """What ``commit`` needs to mark one decided version acknowledged (no PHI)."""
-
-    key: str
-    text_hash: bytes
-    state: State
-    mark: bytes | None = None  # the mark as process() left it (commit's expected value)
-    # ``mark`` decoded (what process() decided): commit need not parse it again
-    decoded: Mark | None = field(default=None, compare=False, repr=False)
-
-
-@dataclass(frozen=True, slots=True)  # slots: two per document, no instance dict each
-class Outcome:
-    kind: OutcomeKind
-    research_key: str | None  # Kafka key for publish / tombstone (and held, for routing)
-    value: bytes | None  # research DocumentReference JSON (publish); None otherwise
-    headers: tuple[tuple[str, str], ...]  # no PHI: source, version, content-type, reason…
-    reason_class: str | None = None
-    reason: str | None = None  # no PHI
-    span_counts: Mapping[str, int] = field(default_factory=lambda: _EMPTY_COUNTS)
-    stage_seconds: Mapping[str, float] = field(default_factory=lambda: _EMPTY_TIMES)
-    ack: AckToken | None = field(default=None, compare=False, repr=False)
 
 
 class Store(PatientStore, MarkStore, Protocol):
@@ -139,6 +119,10 @@ class Deidentified(Protocol):
 
     @property
     def state_changed(self) -> bool:  # the patient's maps grew: save the state
+        ...
+
+    @property
+    def held_class(self) -> str:  # why it was held: leak_guard | oversize_note
         ...
 
 
@@ -192,7 +176,7 @@ class Processor:
         self._pseudonym_of: Pseudonymizer = found
         # Pseudonyms are pure functions of (kind, parts): the versions of one report, and
         # every report of a patient's type (near-duplicate key), ask for the same ones.
-        self._pseudonyms: OrderedDict[tuple[str | bytes, ...], str] = OrderedDict()
+        self._pseudonyms: LRUCache[tuple[str | bytes, ...], str] = LRUCache(PSEUDONYM_CACHE)
         self._pseudonyms_lock = threading.Lock()
         self._deidentify = deidentify or _default_deidentify(policy, timer)
         self._parse = parse or _default_parse(max_bytes)
@@ -206,14 +190,11 @@ class Processor:
         key = (kind, *parts)
         with self._pseudonyms_lock:
             found = self._pseudonyms.get(key)
-            if found is not None:
-                self._pseudonyms.move_to_end(key)
-                return found
+        if found is not None:
+            return found
         made = self._pseudonym_of(kind, *parts)
         with self._pseudonyms_lock:
             self._pseudonyms[key] = made
-            while len(self._pseudonyms) > PSEUDONYM_CACHE:
-                self._pseudonyms.popitem(last=False)
         return made
 
     # -- the facade -------------------------------------------------------------------
@@ -235,8 +216,8 @@ class Processor:
         never affects the others. Later items see earlier items' decisions (several
         versions or repeats of one report in a batch are decided as one by one).
 
-        The batch's patients are read with one store call when the store has ``prefetch``
-        (their states are then cache hits). The marks of every document are read with ONE
+        The batch's patients are read with one store call (``prefetch``: their states are
+        then cache hits). The marks of every document are read with ONE
         store call, decided in order against
         an in-batch overlay, and the changed ones written with ONE ``compare_and_set_marks``
         transaction (from the value read to the value after the last decision). A key whose
@@ -250,37 +231,49 @@ class Processor:
         for job in jobs:
             self._prepare_item(job)
         docs = [d for job in jobs for d in job.docs if isinstance(d, _Doc) and d.key is not None]
-        batch = _MarkBatch(self, docs)
+        batch = MarkBatch(self.store, docs, self._timer)
         for job in jobs:
             self._decide_job(job, batch)
-        batch.write()
+        lost = batch.write()
+        if lost:
+            self._redo([d for d in batch.docs if d.key in lost])
         return [job.result() for job in jobs]
 
+    def _redo(self, docs: Sequence[_Doc]) -> None:
+        """Documents whose key lost the batch's compare-and-set: decided again, in order, the
+        one-by-one way (their de-identification is kept, not redone)."""
+        again = [(d, d.work) for d in docs if d.work is not None]
+        for _, work in reversed(again):  # newest first: each entry back to its first value
+            work.near.undo()
+        for doc, work in again:
+            try:
+                doc.outcome = self._decide(work, doc.times)
+            except Exception as exc:  # noqa: BLE001 - as process() raising at this document
+                doc.outcome, doc.error = None, exc
+
     def _parse_item(self, raw: bytes, content_hint: str | None) -> _Job:
-        started = self._timer()
+        times: dict[str, float] = {}
         incomplete: PartialInput | None = None
-        try:
-            documents = self._parse(raw, content_hint=content_hint)
-        except PartialInput as exc:
-            incomplete = exc
-            documents = [d for d in exc.documents if isinstance(d, ClinicalDocument)]
-        except Exception as exc:  # noqa: BLE001 - the item's result, as process() raises it
-            return _Job(error=exc)
-        return _Job(incomplete=incomplete, parsed=documents, parse_seconds=self._timer() - started)
+        with stopwatch(times, "parse", self._timer):
+            try:
+                documents = self._parse(raw, content_hint=content_hint)
+            except PartialInput as exc:
+                incomplete = exc
+                documents = [d for d in exc.documents if isinstance(d, ClinicalDocument)]
+            except Exception as exc:  # noqa: BLE001 - the item's result, as process() raises it
+                return _Job(error=exc)
+        return _Job(incomplete=incomplete, parsed=documents, parse_seconds=times["parse"])
 
     def _prefetch(self, jobs: Sequence[_Job]) -> None:
-        """The batch's patients read with one store call when the store can (a cache warm-up:
-        each document still asks ``get_or_create`` in its turn); a failure is left to them."""
-        prefetch = _batch_method(self.store, "get_or_create", "prefetch")
-        if prefetch is None:
-            return
+        """The batch's patients read with one store call (a cache warm-up: each document
+        still asks ``get_or_create`` in its turn); a failure is left to them."""
         patients = [
             (d.assigning_authority, d.patient_id) for job in jobs for d in job.parsed if d.patient_id
         ]
         if len(patients) < 2:
             return
         with contextlib.suppress(Exception):  # get_or_create meets a fault in its turn
-            prefetch(patients)
+            self.store.prefetch(patients)
 
     def _prepare_item(self, job: _Job) -> None:
         for i, document in enumerate(job.parsed):
@@ -292,7 +285,7 @@ class Processor:
                 job.docs.append(exc)
                 break  # one by one, nothing after it would have been looked at
 
-    def _decide_job(self, job: _Job, batch: _MarkBatch) -> None:
+    def _decide_job(self, job: _Job, batch: MarkBatch[_Doc]) -> None:
         """The item's documents in order; the first failure ends the item (as in process())."""
         for doc in job.docs:
             if isinstance(doc, BaseException):
@@ -316,29 +309,7 @@ class Processor:
         if not tokens:
             return
         self.store.flush()
-        # First try: compare-and-set from the mark process() wrote — no read — all in one
-        # transaction when the store can batch. A token whose mark moved on meanwhile (a
-        # later version of the key in the same batch, another instance) goes the long way:
-        # read, acknowledge if still current, compare-and-set, retry.
-        tries: list[tuple[str, bytes | None, bytes]] = []
-        tried: list[AckToken] = []
-        slow: list[AckToken] = []
-        for token in tokens:
-            if token.mark is None:
-                slow.append(token)
-                continue
-            before = token.decoded if token.decoded is not None else Mark.decode(token.mark)
-            after = _ack_step(token, before)
-            if after == before:
-                slow.append(token)
-                continue
-            tries.append((token.key, token.mark, after.encode()))
-            tried.append(token)
-        if tries:
-            results = _compare_and_set_marks(self.store, tries)
-            slow += [t for t, ok in zip(tried, results, strict=True) if not ok]
-        for token in slow:
-            update_mark(self.store, token.key, partial(_ack_step, token), Mark.decode)
+        acknowledge_tokens(self.store, tokens)
 
     # -- one document -----------------------------------------------------------------
     def process_document(self, document: ClinicalDocument, *, now: datetime) -> Outcome:
@@ -359,12 +330,12 @@ class Processor:
         state = self.store.get_or_create(
             document.assigning_authority, document.patient_id, self._state_factory
         )
-        if getattr(document, "context_only", False):
+        if document.context_only:
             return _Doc(document, state, times)
-        t0 = self._timer()
-        key = self._pseudonym("research-key", state.seed, _grouping(document), _type_key(document))
-        fp = fingerprint(document, key)
-        times["dedup"] = times.get("dedup", 0.0) + self._timer() - t0
+        with stopwatch(times, "dedup", self._timer):
+            key = self._pseudonym("research-key", state.seed, _grouping(document),
+                                  _type_key(document))
+            fp = fingerprint(document, key)
         return _Doc(document, state, times, key, fp)
 
     def _context(self, doc: _Doc) -> Outcome:
@@ -372,10 +343,8 @@ class Processor:
         if remember_context(state, document.identifiers):
             self.store.save(document.assigning_authority, document.patient_id, state)
         return Outcome(
-            "context",
-            None,
-            None,
-            (("source", document.source.value),),
+            kind=OutcomeKind.CONTEXT,
+            headers=(("source", document.source.value),),
             stage_seconds=MappingProxyType(doc.times),
         )
 
@@ -386,41 +355,38 @@ class Processor:
             doc.work = _Work(self, with_context(doc.document, doc.state), doc.state, doc.fp)
         return doc.work
 
-    def _decide_in_batch(self, doc: _Doc, batch: _MarkBatch) -> Outcome:
+    def _decide_in_batch(self, doc: _Doc, batch: MarkBatch[_Doc]) -> Outcome:
         """Decide against the batch's view of the mark (what the store held, after the
-        batch's earlier decisions); the write happens once, in ``_MarkBatch.write``."""
+        batch's earlier decisions); the write happens once, in ``MarkBatch.write``."""
         work, times = self._work(doc), doc.times
         key = work.fp.key
-        t0 = self._timer()
-        raw = batch.current(key)
-        mark = Mark.decode(raw)
-        verdict = decide(mark, work.fp)
-        times["dedup"] = times.get("dedup", 0.0) + self._timer() - t0
+        with stopwatch(times, "dedup", self._timer):
+            raw = batch.current(key)
+            mark = Mark.decode(raw)
+            verdict = decide(mark, work.fp)
         draft, held = work.outcome(verdict, times)
-        t0 = self._timer()
-        new = settle(mark, work.fp, verdict, held=held)
-        written = raw if new == mark else new.encode()
-        batch.decided(doc, key, written)
-        times["dedup"] += self._timer() - t0
+        with stopwatch(times, "dedup", self._timer):
+            new = settle(mark, work.fp, verdict, held=held)
+            written = raw if new == mark else new.encode()
+            batch.decided(doc, key, written)
         return self._settled(work, verdict, held, draft, written, new, times)
 
     def _decide(self, work: _Work, times: dict[str, float]) -> Outcome:
         """Read the mark, decide, compare-and-set; on a lost race decide again."""
         key = work.fp.key
-        t0 = self._timer()
         for _ in range(32):
-            raw = self.store.get_mark(key)
-            mark = Mark.decode(raw)
-            verdict = decide(mark, work.fp)
-            times["dedup"] = times.get("dedup", 0.0) + self._timer() - t0
+            with stopwatch(times, "dedup", self._timer):
+                raw = self.store.get_mark(key)
+                mark = Mark.decode(raw)
+                verdict = decide(mark, work.fp)
             draft, held = work.outcome(verdict, times)
-            new = settle(mark, work.fp, verdict, held=held)
-            t0 = self._timer()
-            written = raw if new == mark else new.encode()
-            if new == mark or (
-                written is not None and self.store.compare_and_set_mark(key, raw, written)
-            ):
-                times["dedup"] += self._timer() - t0
+            with stopwatch(times, "dedup", self._timer):
+                new = settle(mark, work.fp, verdict, held=held)
+                written = raw if new == mark else new.encode()
+                won = new == mark or (
+                    written is not None and self.store.compare_and_set_mark(key, raw, written)
+                )
+            if won:
                 return self._settled(work, verdict, held, draft, written, new, times)
         raise TransientError("version mark contention: compare-and-set kept losing", key=key)
 
@@ -441,16 +407,17 @@ class Processor:
         if ack_state is not None:
             fp = work.fp
             ack = AckToken(fp.key, fp.text_hash, ack_state, written, new)
-        t0 = self._timer()
-        if verdict.decision is Decision.PUBLISH and not held:
-            work.remember_sketch()
+        if verdict.decision is Decision.PUBLISH:
+            with stopwatch(times, "near_duplicate", self._timer):
+                if not held:
+                    work.near.remember()
         elif verdict.decision is Decision.TOMBSTONE:
-            work.forget_sketch()
-        if verdict.decision in (Decision.PUBLISH, Decision.TOMBSTONE):
-            times["near_duplicate"] = times.get("near_duplicate", 0.0) + self._timer() - t0
-        # the document's one Outcome, all fields given (dataclasses.replace costs ~4x)
-        return Outcome(kind, key, value, headers, reason_class, reason, counts,
-                       MappingProxyType(times), ack)
+            with stopwatch(times, "near_duplicate", self._timer):
+                work.near.forget()
+        # the document's one Outcome, all fields given (dataclasses.replace costs more)
+        return Outcome(kind=kind, research_key=key, value=value, headers=headers,
+                       reason_class=reason_class, reason=reason, span_counts=counts,
+                       stage_seconds=MappingProxyType(times), ack=ack)
 
     # -- helpers used by _Work ----------------------------------------------------------
     def security_codes(self, spans: Sequence[Span]) -> list[str]:
@@ -482,8 +449,7 @@ def _span_counts(spans: Sequence[Span]) -> Mapping[str, int]:
 class _Work:
     """Per-document work that survives a lost compare-and-set (de-identify only once)."""
 
-    __slots__ = ("proc", "document", "state", "fp", "_deid", "_renders", "_signature",
-                 "_sketch_table", "sketch_undo", "_timeout")
+    __slots__ = ("proc", "document", "state", "fp", "_deid", "_renders", "near", "_timeout")
 
     def __init__(
         self, proc: Processor, document: ClinicalDocument, state: PatientState, fp: Fingerprint
@@ -495,26 +461,13 @@ class _Work:
         self._deid: Deidentified | None = None
         self._timeout: DeadlineExceeded | None = None  # the deadline passed: held, not redone
         self._renders: dict[tuple[str | None, str], ResearchDocument] = {}
-        self._signature: tuple[int, ...] | None = None
-        self._sketch_table: tuple[str, VisitSketches] | None = None
-        self.sketch_undo: tuple[str, str | None] | None = None  # (entry, value before)
+        self.near = NearDuplicates(state.extra, document.text, fp.key, fp.order.filing_us,
+                                   self._sketch_key, self._save_state)
 
-    @property
     def _sketch_key(self) -> str:
-        return self._visit_sketches()[0]
-
-    @property
-    def _sketches(self) -> VisitSketches:
-        return self._visit_sketches()[1]
-
-    def _visit_sketches(self) -> tuple[str, VisitSketches]:
-        """One hashing key per (patient, report type), so the visits' sketches compare.
-        Made on first use: duplicates never need it. The kind names the sketch format
-        (``versions.sketch``), so sketches of an older format are never compared."""
-        if self._sketch_table is None:
-            key = self.proc._pseudonym("near-duplicate/2", self.state.seed, _type_key(self.document))
-            self._sketch_table = (key, VisitSketches(self.state.extra, f"near-duplicate:{key}:"))
-        return self._sketch_table
+        """The (patient, report type)'s sketch hashing key; the kind names the sketch format
+        (``near_duplicates.sketch``), so sketches of an older format are never compared."""
+        return self.proc._pseudonym("near-duplicate/2", self.state.seed, _type_key(self.document))
 
     def _base_headers(self, kind: str) -> list[tuple[str, str]]:
         return [
@@ -529,32 +482,31 @@ class _Work:
         headers = self._base_headers(verdict.decision.value)
         if verdict.decision is Decision.DUPLICATE:
             reason = "same text as a version already seen"
-            return ("duplicate", None, None, tuple(headers), "duplicate", reason, _EMPTY_COUNTS,
+            return (OutcomeKind.DUPLICATE, None, None, tuple(headers), "duplicate", reason, _EMPTY_COUNTS,
                     None), False
         if verdict.decision is Decision.SUPERSEDED:
             reason = "a newer version of this report was already seen"
-            return ("superseded", None, None, tuple(headers), "superseded", reason,
+            return (OutcomeKind.SUPERSEDED, None, None, tuple(headers), "superseded", reason,
                     _EMPTY_COUNTS, None), False
         if verdict.decision is Decision.TOMBSTONE:
             headers.append(("reason", "entered-in-error"))
-            return ("tombstone", fp.key, None, tuple(headers), None, None, _EMPTY_COUNTS,
+            return (OutcomeKind.TOMBSTONE, fp.key, None, tuple(headers), None, None, _EMPTY_COUNTS,
                     State.TOMBSTONE), False
         try:
             deid = self._run_deidentify(times)
         except DeadlineExceeded as exc:
             self._timeout = exc
             headers = self._base_headers("held") + [("reason", str(exc))]
-            return ("held", fp.key, None, tuple(headers), exc.reason_class, str(exc),
+            return (OutcomeKind.HELD, fp.key, None, tuple(headers), exc.reason_class, str(exc),
                     _EMPTY_COUNTS, State.HELD), True
         counts = _span_counts(deid.spans)
         if deid.held_reason is not None:
             headers = self._base_headers("held") + [("reason", deid.held_reason)]
-            held_class = str(getattr(deid, "held_class", "leak_guard"))
-            return ("held", fp.key, None, tuple(headers), held_class, deid.held_reason, counts,
+            held_class = deid.held_class
+            return (OutcomeKind.HELD, fp.key, None, tuple(headers), held_class, deid.held_reason, counts,
                     State.HELD), True
-        t0 = self.proc._timer()
-        near = self._near_duplicate()
-        times["near_duplicate"] = times.get("near_duplicate", 0.0) + self.proc._timer() - t0
+        with stopwatch(times, "near_duplicate", self.proc._timer):
+            near = self._near_duplicate()
         doc = self._render(verdict.replaces, deid, near, times)
         headers += [
             ("version", doc.version_id),
@@ -565,7 +517,7 @@ class _Work:
             headers.append(("replaces", verdict.replaces))
         if near is not None:
             headers.append(("near-duplicate-score", f"{near[1]:.3f}"))
-        return ("publish", fp.key, doc.value, tuple(headers), None, None, counts,
+        return (OutcomeKind.PUBLISH, fp.key, doc.value, tuple(headers), None, None, counts,
                 State.LIVE), False
 
     def _run_deidentify(self, times: dict[str, float]) -> Deidentified:
@@ -574,7 +526,7 @@ class _Work:
         if self._deid is None:
             with deadline(self.proc.deadline_seconds):
                 self._deid = self.proc._deidentify(self.document, self.state)
-            if getattr(self._deid, "state_changed", False):
+            if self._deid.state_changed:
                 doc = self.document
                 self.proc.store.save(doc.assigning_authority, doc.patient_id, self.state)
             for stage, seconds in self._deid.stage_seconds.items():
@@ -584,43 +536,7 @@ class _Work:
     def _near_duplicate(self) -> tuple[str, float] | None:
         if not self.proc.near_duplicates:
             return None
-        if self._signature is None:
-            self._signature = sketch(self.document.text, self._sketch_key)
-        threshold = self.proc.near_duplicate_threshold
-        return self._sketches.nearest(self.fp.key, self._signature, at_least=threshold)
-
-    def remember_sketch(self) -> None:
-        if self._signature is None:
-            return
-        self._note_undo()
-        if self._sketches.add(self.fp.key, self.fp.order.filing_us, self._signature):
-            self._save_state()
-
-    def forget_sketch(self) -> None:
-        self._note_undo()
-        if self._sketches.remove(self.fp.key):
-            self._save_state()
-
-    def _note_undo(self) -> None:
-        if self.sketch_undo is None:
-            name = self._sketches.prefix + self.fp.key
-            self.sketch_undo = (name, self._sketches.table.get(name))
-
-    def undo_sketch(self) -> None:
-        """Put the visit's sketch entry back as it was before this document's decision
-        (the decision is being taken again; best effort: an eviction is not undone)."""
-        if self.sketch_undo is None:
-            return
-        name, before = self.sketch_undo
-        self.sketch_undo = None
-        table = self._sketches.table
-        if table.get(name) == before:
-            return
-        if before is None:
-            table.pop(name, None)
-        else:
-            table[name] = before
-        self._save_state()
+        return self.near.nearest(self.proc.near_duplicate_threshold)
 
     def _save_state(self) -> None:
         doc = self.document
@@ -637,7 +553,14 @@ class _Work:
         found = self._renders.get(cache_key)
         if found is not None:
             return found
-        t0 = self.proc._timer()
+        with stopwatch(times, "render", self.proc._timer):
+            doc = self._render_now(replaces, deid, near)
+        self._renders[cache_key] = doc
+        return doc
+
+
+    def _render_now(self, replaces: str | None, deid: Deidentified,
+                    near: tuple[str, float] | None) -> ResearchDocument:
         document, state = self.document, self.state
         encounter = (
             self.proc._pseudonym("visit", state.seed, document.visit_id)
@@ -656,10 +579,7 @@ class _Work:
             near_duplicate=near,
             annotations=deid.spans if self.proc.annotations else None,
         )
-        doc = render(self.fp.key, resource)
-        times["render"] = times.get("render", 0.0) + self.proc._timer() - t0
-        self._renders[cache_key] = doc
-        return doc
+        return render(self.fp.key, resource)
 
 
 # -- batches ------------------------------------------------------------------------------
@@ -700,165 +620,9 @@ class _Job:
             return self.error
         outcomes = [d.outcome for d in self.outs if d.outcome is not None]
         if self.incomplete is not None:
-            self.incomplete.outcomes = outcomes  # type: ignore[attr-defined]
+            self.incomplete.outcomes = outcomes
             return self.incomplete
         return outcomes
-
-
-class _MarkBatch:
-    """The marks of a batch: read with one store call, decided against in order (each
-    decision sees the earlier ones), written with one compare-and-set transaction."""
-
-    def __init__(self, proc: Processor, docs: Sequence[_Doc]) -> None:
-        self.proc = proc
-        self.docs: list[_Doc] = []  # decided against the overlay, in order
-        self.read: dict[str, bytes | None] = {}
-        self.overlay: dict[str, bytes | None] = {}
-        self.usable = True
-        self.seconds = 0.0
-        keys = list(dict.fromkeys(d.key for d in docs if d.key is not None))
-        if not keys:
-            return
-        t0 = proc._timer()
-        try:
-            self.read = _get_marks(proc.store, keys)
-        except Exception:  # noqa: BLE001 - each document then reads its own mark (and meets
-            self.usable = False  # the fault itself if it lasts: its item's result)
-        self.seconds += proc._timer() - t0
-
-    def current(self, key: str) -> bytes | None:
-        return self.overlay[key] if key in self.overlay else self.read[key]
-
-    def decided(self, doc: _Doc, key: str, written: bytes | None) -> None:
-        self.overlay[key] = written
-        self.docs.append(doc)
-
-    def write(self) -> None:
-        """One compare-and-set per changed key, from the value read to the last decided one;
-        the documents of a key that lost are decided again the one-by-one way."""
-        proc = self.proc
-        t0 = proc._timer()
-        tries = [
-            (k, self.read[k], v)
-            for k, v in self.overlay.items()
-            if v is not None and v != self.read[k]
-        ]
-        lost: set[str] = set()
-        if tries:
-            try:
-                results = _compare_and_set_marks(proc.store, tries)
-            except Exception:  # noqa: BLE001 - outcome unknown: decide those keys again
-                results = [False] * len(tries)
-            lost = {k for (k, _, _), ok in zip(tries, results, strict=True) if not ok}
-        self.seconds += proc._timer() - t0
-        if self.docs:  # the batch's store calls, shared out over its decisions
-            share = self.seconds / len(self.docs)
-            for doc in self.docs:
-                doc.times["dedup"] = doc.times.get("dedup", 0.0) + share
-        if lost:
-            self._redo(lost)
-
-    def _redo(self, lost: set[str]) -> None:
-        again = [(d, d.work) for d in self.docs if d.key in lost and d.work is not None]
-        for _, work in reversed(again):  # newest first: each entry back to its first value
-            work.undo_sketch()
-        for doc, work in again:
-            try:
-                doc.outcome = self.proc._decide(work, doc.times)
-            except Exception as exc:  # noqa: BLE001 - as process() raising at this document
-                doc.outcome, doc.error = None, exc
-
-
-def _batch_method(store: object, single: str, batch: str) -> Callable[..., Any] | None:
-    """The store's ``batch`` method, unless the store's class overrides ``single`` below the
-    class that defines ``batch`` (a subclass or wrapper hooking the single-key call, which the
-    batch call would bypass). A pure proxy (neither defined on its class) delegates both."""
-    mro = type(store).__mro__
-
-    def owner(name: str) -> int | None:
-        return next((i for i, cls in enumerate(mro) if name in vars(cls)), None)
-
-    own_single, own_batch = owner(single), owner(batch)
-    if own_batch is None and own_single is not None:
-        return None
-    if own_batch is not None and own_single is not None and own_batch > own_single:
-        return None
-    found = getattr(store, batch, None)
-    return found if callable(found) else None
-
-
-def _get_marks(store: MarkStore, keys: Sequence[str]) -> dict[str, bytes | None]:
-    many = _batch_method(store, "get_mark", "get_marks")
-    if many is not None:
-        got: dict[str, bytes | None] = many(keys)
-        return {key: got.get(key) for key in keys}
-    return {key: store.get_mark(key) for key in keys}
-
-
-def _compare_and_set_marks(
-    store: MarkStore, items: Sequence[tuple[str, bytes | None, bytes]]
-) -> list[bool]:
-    many = _batch_method(store, "compare_and_set_mark", "compare_and_set_marks")
-    if many is not None:
-        return list(many(items))
-    return [store.compare_and_set_mark(*item) for item in items]
-
-
-# -- patient context (ADT): identifiers kept in the sealed patient state -----------------
-
-CONTEXT_KEY = "context.identifiers"
-CONTEXT_LIMIT = 16  # values kept per identifier kind
-
-
-_IDENTIFIERS = TypeAdapter(Identifiers)  # pydantic (de)serialises the frozen dataclasses
-
-
-def merge_identifiers(first: Identifiers, second: Identifiers) -> Identifiers:
-    """Union of two identifier sets, order kept (the first's values first), capped per kind."""
-    merged: dict[str, Any] = {}
-    for name in Identifiers.__dataclass_fields__:
-        a, b = getattr(first, name), getattr(second, name)
-        if name == "birth_date":
-            merged[name] = a or b
-            continue
-        merged[name] = tuple(dict.fromkeys((*a, *b)))[:CONTEXT_LIMIT]
-    return Identifiers(**merged)
-
-
-def context_of(state: PatientState) -> Identifiers | None:
-    raw = state.extra.get(CONTEXT_KEY)
-    return _context_from_json(raw) if raw else None
-
-
-@lru_cache(maxsize=1024)
-def _context_from_json(raw: str) -> Identifiers:
-    """Parsed once per stored text: every report of the patient reads the same context
-    (Identifiers are frozen, so the parsed value can be shared)."""
-    return _IDENTIFIERS.validate_json(raw)
-
-
-def remember_context(state: PatientState, identifiers: Identifiers) -> bool:
-    """Keep an ADT message's identifiers in the patient's sealed state, so the detector and
-    the leak guard know them for later reports that do not repeat them (NK1, aliases…).
-    Returns whether the state changed (then the caller saves it)."""
-    known = context_of(state)
-    merged = identifiers if known is None else merge_identifiers(known, identifiers)
-    if known == merged:
-        return False
-    state.extra[CONTEXT_KEY] = _IDENTIFIERS.dump_json(merged).decode("utf-8")
-    return True
-
-
-def with_context(document: ClinicalDocument, state: PatientState) -> ClinicalDocument:
-    """The document with the patient's remembered context identifiers added to its own."""
-    known = context_of(state)
-    if known is None:
-        return document
-    return replace(document, identifiers=merge_identifiers(document.identifiers, known))
-
-
-def _ack_step(token: AckToken, mark: Mark) -> Mark:
-    return acknowledge(mark, token.text_hash, token.state)
 
 
 # -- defaults wired to the other packages (imported lazily: they may be absent) ---------
@@ -895,4 +659,4 @@ def _default_deidentify(policy: Policy, timer: Callable[[], float]) -> Deidentif
     return Deidentifier(policy, timer=timer)
 
 
-__all__ = ["AckToken", "Deidentified", "Item", "Outcome", "Processor"]
+__all__ = ["Deidentified", "Item", "Processor"]

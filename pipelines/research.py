@@ -2,8 +2,8 @@
 
 Built as plain JSON, validated with fhir.resources' R4B model (R4 and R4B share the
 DocumentReference shape; fhir.resources has no R4 package), then serialised with orjson —
-validation guards every output, the pydantic dump (~0.4 ms more) is skipped. Validation is
-split so that it costs ~20 µs instead of ~150 (see :func:`validate`): the resource's
+validation guards every output, the pydantic dump (slower) is skipped. Validation is split
+so that it costs a fraction of a whole-model validation (see :func:`validate`): the resource's
 *skeleton* — every value with the per-document values at a few fixed paths (id, date,
 references, the attachment data, the near-duplicate key and score) replaced by valid
 placeholders — is validated whole by the model, once per distinct skeleton (keyed by its
@@ -231,7 +231,7 @@ def _plain_base64(value: str) -> bool:
     """Is ``value`` padded standard base64 — a multiple of four characters from the base64
     alphabet, then at most two ``=`` (what ``base64.b64encode`` writes)? Such a string is
     accepted by the attachment ``data`` type (``base64.b64decode`` of its UTF-8 bytes
-    cannot fail), so ``validate`` need not decode it (~5 µs for a 2 KB note); any other
+    cannot fail), so ``validate`` need not decode it; any other
     value is still validated by the type itself."""
     if len(value) % 4 or not value.isascii():
         return False
@@ -251,7 +251,7 @@ def _not_json(value: Any) -> Any:
 
 def _skeleton_key(skeleton: dict[str, Any]) -> bytes | str:
     """The cache key of a skeleton: its orjson bytes — the serialiser ``render`` publishes
-    with, so two skeletons with one key publish the same bytes (~1 µs; ``repr`` took ~8).
+    with, so two skeletons with one key publish the same bytes (cheaper than ``repr``).
     Where JSON would conflate what the model tells apart it is ``repr`` instead: ``null``
     (orjson writes None, NaN and infinities all as null), str/int/dict/list subclasses,
     dates, dataclasses, non-str keys, oversized ints. bytes and str keys never collide."""

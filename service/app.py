@@ -19,6 +19,7 @@ from fastapi.responses import JSONResponse
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
 from pipelines.errors import DeidstreamError
+from pipelines.outcome import Outcome
 from service.metrics import Metrics, package_version
 from service.runner import ProcessorFactory, Runner
 from service.settings import Settings
@@ -37,20 +38,19 @@ def _hint_from_content_type(content_type: str) -> str:
     return "auto"
 
 
-def _outcome_json(out: Any) -> dict[str, Any]:
-    value = getattr(out, "value", None)
+def _outcome_json(out: Outcome) -> dict[str, Any]:
     document: Any = None
-    if value:
+    if out.value:
         try:
-            document = orjson.loads(value)
+            document = orjson.loads(out.value)
         except orjson.JSONDecodeError:
             document = None
     return {
-        "kind": getattr(out, "kind", None),
-        "research_key": getattr(out, "research_key", None),
-        "reason_class": getattr(out, "reason_class", None),
-        "reason": getattr(out, "reason", None),
-        "span_counts": dict(getattr(out, "span_counts", None) or {}),
+        "kind": out.kind.value,
+        "research_key": out.research_key,
+        "reason_class": out.reason_class,
+        "reason": out.reason,
+        "span_counts": dict(out.span_counts),
         "document": document,
     }
 
@@ -95,20 +95,26 @@ def create_app(
     if runner is None:
         metrics = metrics or Metrics()
         if processor_factory is None:
-            from service.wiring import processor_factory_for
+            from service.wiring import real_processor_factory
 
-            processor_factory = processor_factory_for(settings, metrics)
+            processor_factory = real_processor_factory(settings, metrics)
         runner = Runner(settings, metrics, processor_factory, on_fatal=on_fatal)
     metrics = runner.metrics
     the_runner = runner
+
+    workbench: Any = None  # the review pages and intake (service/review), when enabled
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         if start_runner:
             the_runner.start_background()
+        if workbench is not None:
+            workbench.start()
         try:
             yield
         finally:
+            if workbench is not None:
+                await workbench.stop()
             if start_runner:
                 await the_runner.stop()
 
@@ -123,6 +129,11 @@ def create_app(
         openapi_url="/openapi.json" if docs else None,
     )
     app.state.settings = settings
+    if settings.review_enabled:
+        from service.review import mount
+
+        workbench = mount(app, settings)
+        app.state.review = workbench
     app.state.runner = runner
     app.state.metrics = metrics
 

@@ -5,9 +5,7 @@ topic, partition, source, reason class, category, stage, operation — never ids
 from __future__ import annotations
 
 import platform
-import threading
-from bisect import bisect_left
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterator
 from contextlib import contextmanager
 from functools import cache
 from importlib.metadata import PackageNotFoundError
@@ -24,9 +22,6 @@ from prometheus_client import (
     generate_latest,
     values,
 )
-from prometheus_client.metrics_core import HistogramMetricFamily, Metric
-from prometheus_client.registry import Collector
-from prometheus_client.utils import floatToGoString
 
 # processing stages run in micro- to milliseconds; end-to-end includes broker round trips
 STAGE_BUCKETS = (0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1.0)
@@ -36,104 +31,18 @@ KEYSTORE_BUCKETS = (0.0001, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1
 
 @cache
 def package_version() -> str:
-    """The installed distribution's version. Cached: the metadata lookup took ~116 µs and
-    ran for every research record (on the event loop)."""
+    """The installed distribution's version. Cached: the metadata lookup is slow and ran
+    for every research record (on the event loop)."""
     try:
         return dist_version("deidstream")
     except PackageNotFoundError:
         return "unknown"
 
 
-class LeanHistogram(Collector):
-    """A histogram for the hot paths (several observations per document): ``observe`` is a
-    bisect and two additions, ~0.1 µs, where prometheus_client's Histogram takes ~0.7 µs (a
-    Python loop over the buckets and a lock per value). The exposition is the same (buckets,
-    sum, count; no ``_created``). Each child is written by one thread — the runner observes
-    stage and end-to-end times on the event loop and key store times on the processing
-    thread — and may be read (scraped) from any thread."""
-
-    def __init__(self, name: str, documentation: str, labelnames: Sequence[str] = (), *,
-                 buckets: Iterable[float], registry: CollectorRegistry) -> None:
-        self._name = name
-        self._documentation = documentation
-        self._labelnames = tuple(labelnames)
-        self._bounds = tuple(sorted(float(b) for b in buckets if b != float("inf")))
-        self._children: dict[tuple[str, ...], LeanHistogramChild] = {}
-        self._lock = threading.Lock()  # creating children only
-        registry.register(self)
-
-    def labels(self, *values: str) -> LeanHistogramChild:
-        key = tuple(str(v) for v in values)
-        if len(key) != len(self._labelnames):
-            raise ValueError(f"{self._name} takes labels {self._labelnames}")
-        child = self._children.get(key)
-        if child is None:
-            with self._lock:
-                child = self._children.setdefault(key, LeanHistogramChild(self._bounds))
-        return child
-
-    def observe(self, amount: float) -> None:
-        """For a histogram without labels."""
-        self.labels().observe(amount)
-
-    def describe(self) -> Iterable[Metric]:
-        return [HistogramMetricFamily(self._name, self._documentation,
-                                      labels=self._labelnames)]
-
-    def collect(self) -> Iterable[Metric]:
-        family = HistogramMetricFamily(self._name, self._documentation,
-                                       labels=self._labelnames)
-        bounds = [floatToGoString(b) for b in self._bounds] + ["+Inf"]
-        for key, child in list(self._children.items()):
-            counts, total = child.counts[:], child.total
-            cumulative, running = [], 0
-            for bound, n in zip(bounds, counts, strict=True):
-                running += n
-                cumulative.append((bound, float(running)))
-            family.add_metric(list(key), cumulative, total)
-        return [family]
-
-
-class LeanHistogramChild:
-    """One label set of a :class:`LeanHistogram`: the count per bucket (not cumulative; the
-    last one is +Inf) and the sum."""
-
-    __slots__ = ("_bounds", "counts", "total")
-
-    def __init__(self, bounds: tuple[float, ...]) -> None:
-        self._bounds = bounds
-        self.counts = [0] * (len(bounds) + 1)
-        self.total = 0.0
-
-    def observe(self, amount: float) -> None:
-        self.counts[bisect_left(self._bounds, amount)] += 1
-        self.total += amount
-
-
 def multiprocess_mode() -> bool:
     """prometheus-client writes values to files (``PROMETHEUS_MULTIPROC_DIR`` was set when it
     was imported): a worker under ``deidstream run --workers N`` (service/supervisor.py)."""
     return values.ValueClass is not values.MutexValue
-
-
-class FileHistogram(Histogram):
-    """prometheus-client's ``Histogram`` that, like :class:`LeanHistogram`, answers
-    ``labels()`` without labels with itself (the runner binds ``.labels().observe``)."""
-
-    def labels(self, *labelvalues: Any, **labelkwargs: Any) -> Any:
-        if not labelvalues and not labelkwargs and not self._labelnames:
-            return self
-        return super().labels(*labelvalues, **labelkwargs)
-
-
-def histogram(name: str, documentation: str, labelnames: Sequence[str] = (), *,
-              buckets: Iterable[float], registry: CollectorRegistry) -> LeanHistogram | FileHistogram:
-    """A :class:`LeanHistogram`, or prometheus-client's ``Histogram`` in multiprocess mode
-    (a custom collector's values live in one process; the supervisor reads files)."""
-    if multiprocess_mode():
-        return FileHistogram(name, documentation, labelnames, buckets=tuple(buckets),
-                         registry=registry)
-    return LeanHistogram(name, documentation, labelnames, buckets=buckets, registry=registry)
 
 
 class PartitionGauge(Gauge):
@@ -205,14 +114,14 @@ class Metrics:
             ["category"],
             registry=r,
         )
-        self.stage_seconds = histogram(
+        self.stage_seconds = Histogram(
             "deidstream_processing_stage_seconds",
             "Processing time per pipeline stage.",
             ["stage"],
             buckets=STAGE_BUCKETS,
             registry=r,
         )
-        self.end_to_end_seconds = histogram(
+        self.end_to_end_seconds = Histogram(
             "deidstream_end_to_end_latency_seconds",
             "From the input message timestamp to the broker's acknowledgement of the output.",
             buckets=LATENCY_BUCKETS,
@@ -231,7 +140,7 @@ class Metrics:
             ["operation", "result"],
             registry=r,
         )
-        self.keystore_seconds = histogram(
+        self.keystore_seconds = Histogram(
             "deidstream_keystore_operation_seconds",
             "Key store operation latency.",
             ["operation"],

@@ -23,8 +23,8 @@ closed (its bytes were not kept in full: the sender still holds the message).
 
 A send that times out may still land later; the sender's resend is then a duplicate on the
 input topic, which version dedup drops (at-least-once in, effectively-once out).
-Hand-written: the frame decoder (a dozen lines; the MLLP libraries on PyPI are unmaintained
-or wrap hl7 parsing we already do).
+The frame decoder is :class:`pipelines.hl7.framing.FrameDecoder` (with the rest of MLLP
+framing); topics are created by :func:`service.topics.ensure_topics`, as the runner does.
 """
 
 from __future__ import annotations
@@ -49,15 +49,14 @@ from pipelines.errors import (
     TransientError,
 )
 from pipelines.hl7.ack import build_ack
-from pipelines.hl7.framing import mllp_frame
+from pipelines.hl7.framing import FrameDecoder, FrameTooLarge, mllp_frame
 from pipelines.hl7.routing import route
 from pipelines.ingest import parse_input, reason_headers
 from service.settings import Settings
+from service.topics import ensure_topics
 
 log = logging.getLogger("deidstream.mllp")
 
-START = 0x0B
-END = b"\x1c\x0d"
 CONTENT_TYPE = b"x-application/hl7-v2+er7"
 # rejected at the header: resending the same bytes cannot help
 REJECT_CLASSES = frozenset(
@@ -78,74 +77,6 @@ class NotStored(TransientError):
     """The broker did not acknowledge the record in time: the sender must resend."""
 
     reason_class = "broker_unavailable"
-
-
-class FrameTooLarge(Exception):  # noqa: N818 - a condition of the stream, named as such
-    """A frame grew past the limit before its end marker arrived."""
-
-    def __init__(self, size: int, limit: int, head: bytes) -> None:
-        super().__init__(f"MLLP frame over {limit} bytes")
-        self.size = size
-        self.limit = limit
-        self.head = head  # the first bytes (to address the NAK), never logged
-
-
-class FrameDecoder:
-    """Incremental MLLP decoder: ``feed(chunk)`` returns the frames completed by it.
-
-    Robust to any chunking (a frame over many reads, several frames in one read, the end
-    marker split across reads). Bytes outside a frame (blank lines some senders put between
-    frames) are skipped and counted in ``skipped``. A frame that grows past
-    ``max_frame_bytes`` sets ``too_large`` (the frames completed before it are still
-    returned) and the decoder takes nothing more: the connection is to be closed.
-    """
-
-    def __init__(self, max_frame_bytes: int) -> None:
-        self.max_frame_bytes = max_frame_bytes
-        self._buf = bytearray()
-        self._scan = 0  # where to resume looking for the end marker
-        self.skipped = 0
-        self.too_large: FrameTooLarge | None = None
-
-    def _refuse(self, size: int) -> None:
-        self.too_large = FrameTooLarge(size, self.max_frame_bytes, bytes(self._buf[1:4097]))
-        self._buf.clear()
-        self._scan = 0
-
-    def feed(self, chunk: bytes) -> list[bytes]:
-        if self.too_large is not None:
-            return []
-        buf = self._buf
-        buf += chunk
-        frames: list[bytes] = []
-        while buf:
-            if buf[0] != START:
-                start = buf.find(START)
-                cut = len(buf) if start == -1 else start
-                self.skipped += cut
-                del buf[:cut]
-                self._scan = 0
-                if not buf:
-                    break
-            end = buf.find(END, max(1, self._scan))
-            if end == -1:
-                if len(buf) - 1 > self.max_frame_bytes:
-                    self._refuse(len(buf) - 1)
-                else:
-                    self._scan = max(1, len(buf) - 1)  # 0x1C may be the last byte so far
-                break
-            if end - 1 > self.max_frame_bytes:
-                self._refuse(end - 1)
-                break
-            frames.append(bytes(buf[1:end]))
-            del buf[: end + 2]
-            self._scan = 0
-        return frames
-
-    @property
-    def pending(self) -> int:
-        """Bytes of an incomplete frame held (0 between frames)."""
-        return len(self._buf)
 
 
 Producer = Any  # aiokafka.AIOKafkaProducer (typed loosely: tests may pass a real one only)
@@ -440,8 +371,6 @@ def _dead_letter_headers(error: InputError, payload: bytes) -> list[tuple[str, b
 
 
 __all__ = [
-    "FrameDecoder",
-    "FrameTooLarge",
     "GatewayConfig",
     "GatewayMetrics",
     "MllpGateway",
@@ -472,29 +401,6 @@ def make_producer(settings: Settings, bootstrap_servers: str | None = None) -> P
         max_request_size=max(1024 * 1024, 2 * settings.max_message_bytes),
         **common,
     )
-
-
-async def ensure_topics(settings: Settings, topics: list[str], bootstrap: str | None) -> None:
-    from aiokafka.admin import AIOKafkaAdminClient, NewTopic
-    from aiokafka.errors import TopicAlreadyExistsError
-
-    common = settings.kafka_common()
-    if bootstrap:
-        common["bootstrap_servers"] = bootstrap
-    admin = AIOKafkaAdminClient(**common)
-    await admin.start()
-    try:
-        existing = set(await admin.list_topics())
-        wanted = [
-            NewTopic(t, settings.topic_partitions, settings.replication_factor)
-            for t in dict.fromkeys(topics)
-            if t not in existing
-        ]
-        if wanted:
-            with contextlib.suppress(TopicAlreadyExistsError):
-                await admin.create_topics(wanted)
-    finally:
-        await admin.close()
 
 
 async def serve(

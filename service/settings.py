@@ -7,6 +7,7 @@ variables, then an optional file (TOML, JSON or ``.env``) named by ``--config`` 
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import tomllib
@@ -44,8 +45,8 @@ class Settings(BaseSettings):
     heartbeat_interval_ms: int = Field(default=1_000, ge=100)
     request_timeout_ms: int = Field(default=15_000, ge=1_000)
     # How long a fetch may wait for data. Kafka answers as soon as a record arrives, but Tansu
-    # waits the whole time: with aiokafka's 500 ms default p99 latency at 200 docs/s was
-    # ~310 ms, with 20 ms ~34 ms (bench/stream.py --passthrough). The cost is idle polling.
+    # waits the whole time, so aiokafka's default made the latency (bench/README.md, "Latency").
+    # The cost is idle polling.
     fetch_max_wait_ms: int = Field(default=25, ge=1, le=10_000)
     # The wait adapts up to this when fetches come back empty while records wait (Tansu on
     # s3:// storage starves at 25 ms: service/runner/fetchwait.py); = fetch_max_wait_ms: fixed.
@@ -83,9 +84,6 @@ class Settings(BaseSettings):
     # this long, then pruned: a replay older than the input topics' retention cannot happen.
     # Kafka's default retention is 7 days; the default leaves room for a longer one.
     deadletter_mark_days: float = Field(default=30.0, gt=0)
-    # Alternative pipeline, "module:function" taking (settings, metrics) and returning a
-    # processor factory; unset means the real pipeline (pipelines.process).
-    processor: str | None = None
 
     # Limits
     max_in_flight: int = Field(default=256, ge=1)
@@ -115,6 +113,21 @@ class Settings(BaseSettings):
     api_token: SecretStr | None = None
     # /docs, /redoc and /openapi.json: off unless asked for (development, the demo)
     api_docs_enabled: bool = False
+
+    # The review workbench (docs/review.md): the /review pages, reviewer accounts (hashed
+    # passwords in the key store), and a loop that queues held documents and releases the
+    # decided ones. Off by default.
+    review_enabled: bool = False
+    review_session_minutes: float = Field(default=30.0, gt=0, le=24 * 60)
+    # the session cookie is Secure (HTTPS only) unless this is false (a loopback test)
+    review_cookie_secure: bool = True
+    # distinct reviewers an item needs before it counts as decided (2+: agreement studies)
+    review_reviews_per_item: int = Field(default=1, ge=1, le=10)
+    # seconds between two passes of the held topic (queue new, release decided); 0: never
+    review_sync_seconds: float = Field(default=5.0, ge=0)
+    # also queue every streamed document's tagger spans in the policy's [review] band and
+    # rule/tagger disagreements (sealed store writes on the stream's path)
+    review_queue_spans: bool = False
 
     log_level: str = "info"
     # CPUs the whole process is pinned to at `deidstream run` ("0", "0,2", "2-3"; empty: the
@@ -240,14 +253,12 @@ def _read_file(path: Path) -> dict[str, Any]:
         values = dict(json.loads(text))
         _check_keys(path, values, env_names_allowed=False)
         return values
-    out: dict[str, Any] = {}  # .env style: KEY=VALUE, DEIDSTREAM_ prefix optional
-    for line in text.splitlines():
-        line = line.strip()
-        if not line or line.startswith("#") or "=" not in line:
-            continue
-        key, _, value = line.partition("=")
-        key = key.strip().lower().removeprefix("deidstream_")
-        out[key] = value.strip().strip("'\"")
+    # .env style, read by python-dotenv (the parser of pydantic-settings' ``env_file``): KEY=VALUE,
+    # the DEIDSTREAM_ prefix optional here (pydantic-settings' own env_file would require it)
+    from dotenv import dotenv_values
+
+    out = {key.lower().removeprefix("deidstream_"): value
+           for key, value in dotenv_values(stream=io.StringIO(text)).items() if value is not None}
     _check_keys(path, out, env_names_allowed=True)
     return out
 

@@ -6,7 +6,6 @@ Kept apart from the runner so the runner can be tested with any object that has
 
 from __future__ import annotations
 
-import importlib
 import logging
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -14,6 +13,8 @@ from functools import partial
 from time import monotonic, perf_counter
 from typing import Any
 
+from keystore.api import ServiceStore
+from pipelines.outcome import Outcome
 from service.metrics import Metrics
 from service.runner import Processor, ProcessorFactory
 from service.settings import Settings
@@ -127,11 +128,21 @@ class PrivateMarks:
     def get_mark(self, key: str) -> bytes | None:
         return self._marks.get(key)
 
+    def get_marks(self, keys: Sequence[str]) -> dict[str, bytes | None]:
+        return {key: self._marks.get(key) for key in keys}
+
     def compare_and_set_mark(self, key: str, expected: bytes | None, value: bytes) -> bool:
         if self._marks.get(key) != expected:
             return False
         self._marks[key] = value
         return True
+
+    def compare_and_set_marks(
+        self, items: Sequence[tuple[str, bytes | None, bytes]], *,
+        ttl_seconds: float | None = None,
+    ) -> list[bool]:
+        """In order, each on its own (a preview's marks never expire: reset per preview)."""
+        return [self.compare_and_set_mark(*item) for item in items]
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._inner, name)
@@ -140,20 +151,20 @@ class PrivateMarks:
 class ServiceProcessor:
     """The stream's processor plus a side-effect-free twin for previews."""
 
-    def __init__(self, stream: Any, preview: Any, preview_marks: PrivateMarks, store: Any,
-                 *, deadletter_mark_seconds: float = 30 * 86400.0) -> None:
+    def __init__(self, stream: Any, preview: Any, preview_marks: PrivateMarks,
+                 store: ServiceStore, *, deadletter_mark_seconds: float = 30 * 86400.0) -> None:
         self._stream = stream
         self._preview = preview
         self._preview_marks = preview_marks
         self._store = store
         self._mark_ttl = deadletter_mark_seconds
         self._pruned_at: float | None = None
-        many = getattr(stream, "process_many", None)
-        if callable(many):
-            # several inputs in one call (the runner's one worker-thread hop per batch);
-            # without it the runner calls process() for each itself
-            self.process_many: Callable[[Sequence[tuple[bytes, str | None, Any]]],
-                                        Sequence[Any]] = many
+
+    def process_many(self, items: Sequence[tuple[bytes, str | None, Any]]
+                     ) -> Sequence[Sequence[Outcome] | BaseException]:
+        """Several inputs in one call (the runner's one worker-thread hop per batch)."""
+        results: Sequence[Sequence[Outcome] | BaseException] = self._stream.process_many(items)
+        return results
 
     def process(self, raw: bytes, *, content_hint: str, now: Any) -> Any:
         return self._stream.process(raw, content_hint=content_hint, now=now)
@@ -163,11 +174,7 @@ class ServiceProcessor:
         acknowledged — in ONE key store transaction where the store has them: all or nothing
         (a failure leaves the states pending and the marks unacknowledged: the runner
         retries the confirmation), and one commit per batch instead of two."""
-        transaction = getattr(self._store, "transaction", None)
-        if transaction is None:
-            self._stream.commit(outcomes)
-            return
-        with transaction():
+        with self._store.transaction():
             self._stream.commit(outcomes)
 
     def preview(self, raw: bytes, *, content_hint: str, now: Any) -> Any:
@@ -187,36 +194,25 @@ class ServiceProcessor:
     def sent_marks(self, marks: Sequence[str]) -> set[str]:
         """Which dead letters (``service.runner.contract.dead_letter_mark``) were sent and
         acknowledged before: a replayed batch does not send them again."""
-        get_many = getattr(self._store, "get_marks", None)
-        if callable(get_many):
-            found: dict[str, bytes | None] = dict(get_many(list(marks)))
-        else:
-            found = {k: self._store.get_mark(k) for k in marks}
+        found = self._store.get_marks(list(marks))
         return {k for k, v in found.items() if v is not None}
 
     def mark_sent(self, marks: Sequence[str]) -> None:
         """Remember dead letters the broker acknowledged (one mark each). On a store whose
         marks can expire (``keystore.ExpiringMarks``) the marks live
         ``deadletter_mark_days`` and expired ones are pruned here, at most hourly (on the
-        processing thread, which owns the store's connection); elsewhere they are kept."""
+        processing thread, which owns the store's connection)."""
         items = [(k, None, SENT_MARK) for k in dict.fromkeys(marks)]
-        prune = getattr(self._store, "prune_marks", None)
-        set_many = getattr(self._store, "compare_and_set_marks", None)
-        if callable(set_many) and callable(prune):
-            set_many(items, ttl_seconds=self._mark_ttl)  # False for a mark already there
-            self._prune(prune)
-        elif callable(set_many):
-            set_many(items)
-        else:
-            for item in items:
-                self._store.compare_and_set_mark(*item)
+        # False for a mark already there
+        self._store.compare_and_set_marks(items, ttl_seconds=self._mark_ttl)
+        self._prune()
 
-    def _prune(self, prune: Callable[..., int]) -> None:
+    def _prune(self) -> None:
         now = monotonic()
         if self._pruned_at is not None and now - self._pruned_at < PRUNE_EVERY_SECONDS:
             return
         self._pruned_at = now
-        removed = prune(limit=PRUNE_LIMIT)
+        removed = self._store.prune_marks(limit=PRUNE_LIMIT)
         if removed:
             log.info("pruned %d expired dead-letter marks", removed)
 
@@ -224,9 +220,7 @@ class ServiceProcessor:
         """A real round trip to the key store's database (for readiness while idle), and
         this instance's heartbeat (at most every few seconds: which key it seals with)."""
         self._store.get_mark("deidstream:readiness-probe")
-        beat = getattr(self._store, "heartbeat", None)
-        if callable(beat):
-            beat()
+        self._store.heartbeat()
 
     def close(self) -> None:
         self._store.close()
@@ -248,11 +242,10 @@ _frozen = False
 
 
 def freeze_after_warmup() -> bool:
-    """Move everything alive now (lexicons, compiled patterns: ~268k objects) out of the
-    garbage collector's reach, once per process. A full collection of them took ~235 ms on
-    the stream's path; bench/stream.py at 200 docs/s measured p99 211 → 110 ms and max 416 →
-    166 ms with it (bench/README.md). Once only: a processor re-opened after a key-store
-    fault must not freeze the old one's garbage for good. Returns whether it froze now."""
+    """Move everything alive now (lexicons, compiled patterns) out of the garbage collector's
+    reach, once per process: a full collection of them stalled the stream's path (figures:
+    bench/README.md, "Figures from code comments"). Once only: a processor re-opened after a
+    key-store fault must not freeze the old one's garbage for good. Returns whether it froze now."""
     global _frozen
     if _frozen:
         return False
@@ -262,11 +255,28 @@ def freeze_after_warmup() -> bool:
     gc.freeze()
     # A young collection every 20,000 net allocations instead of 700: a document allocates
     # thousands of short-lived objects, and the default made the collector walk them
-    # several times per document (~26 µs/doc measured by bench/process.py --gc-freeze,
-    # ~3 µs with this). What is collected does not change, only how often.
+    # several times per document (bench/process.py --gc-freeze; bench/README.md). What is
+    # collected does not change, only how often.
     gc.set_threshold(20_000, 10, 10)
     _frozen = True
     return True
+
+
+def _reviewed_deidentifier(settings: Settings, policy: Any, store: Any) -> Any:
+    """With the review workbench on: a de-identifier whose detector applies the reviewers'
+    allow / deny lists (pipelines.review; re-read every few seconds). Else None (default)."""
+    if not settings.review_enabled:
+        return None
+    import time
+
+    from pipelines.deidentify import Deidentifier
+    from pipelines.phi.detector import Detector
+    from pipelines.review import QueueingDetector, ReviewQueue
+
+    queue = ReviewQueue(store)
+    detector = QueueingDetector(policy, queue) if settings.review_queue_spans \
+        else Detector(policy, lists=queue.lists)
+    return Deidentifier(policy, detector=detector, timer=time.perf_counter)
 
 
 def real_processor_factory(settings: Settings, metrics: Metrics) -> ProcessorFactory:
@@ -276,14 +286,16 @@ def real_processor_factory(settings: Settings, metrics: Metrics) -> ProcessorFac
         from pipelines.policy import Policy
         from pipelines.process import Processor as RealProcessor
 
-        store = InstrumentedStore(open_keystore(settings), metrics)
+        raw = open_keystore(settings)
+        store = InstrumentedStore(raw, metrics)
         policy = Policy.load(settings.policy_file)
         _warm()  # word lists load now, before readiness, not on the first documents
         freeze_after_warmup()
         marks = PrivateMarks(store)
         limit, deadline = settings.max_message_bytes, settings.document_deadline_seconds
         return ServiceProcessor(
-            RealProcessor(policy=policy, store=store, max_bytes=limit, deadline_seconds=deadline),
+            RealProcessor(policy=policy, store=store, max_bytes=limit, deadline_seconds=deadline,
+                          deidentify=_reviewed_deidentifier(settings, policy, raw)),
             RealProcessor(policy=policy, store=marks, max_bytes=limit, deadline_seconds=deadline),
             marks,
             store,
@@ -291,13 +303,3 @@ def real_processor_factory(settings: Settings, metrics: Metrics) -> ProcessorFac
         )
 
     return build
-
-
-def processor_factory_for(settings: Settings, metrics: Metrics) -> ProcessorFactory:
-    """``settings.processor`` ("module:function") if set, else the real pipeline."""
-    if settings.processor:
-        module_name, _, func = settings.processor.partition(":")
-        module = importlib.import_module(module_name)
-        made: ProcessorFactory = getattr(module, func or "factory")(settings, metrics)
-        return made
-    return real_processor_factory(settings, metrics)

@@ -12,7 +12,7 @@ import re
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pipelines.deidentify import (
+from pipelines.leak_guard import (
     PROBE_DIGITS,
     PROBE_SQUEEZED,
     PROBE_WORD,
@@ -109,3 +109,17 @@ def _plain_probe(scan: str, needle: str, how: str) -> bool:
        how=st.sampled_from([PROBE_SQUEEZED, PROBE_DIGITS]))
 def test_byte_probes_answer_as_the_plain_definition(scan: str, needle: str, how: str) -> None:
     assert _Probe(scan).may_hold(needle, how) == _plain_probe(scan, needle, how)
+
+
+def test_known_terms_find_the_known_identifiers_in_a_text() -> None:
+    from pipelines.document import Identifiers, PersonName
+    from pipelines.leak_guard import known_terms
+    from pipelines.policy import Policy
+
+    ids = Identifiers(patient_names=(PersonName(family="Quellmark", given=("Odalys",)),),
+                      phones=("(217) 555-0142",))
+    text = "Odalys QUELLMARK called from 217.555.0142 today."
+    terms = known_terms(ids, Policy.load(), text)
+    found = {t.category for t in terms if re.search(t.pattern, text)}
+    assert found == {"NAME_PATIENT", "PHONE"}
+    assert not [t for t in terms if re.search(t.pattern, "Seen today, no calls.")]

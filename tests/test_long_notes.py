@@ -10,10 +10,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import pipelines.deidentify as deid
+import pipelines.leak_guard as guard
 from keystore.api import PatientState
-from pipelines.deidentify import Deidentifier, chunk_bounds, word_pattern
+from pipelines.deidentify import Deidentifier, chunk_bounds
 from pipelines.document import ClinicalDocument, Identifiers, PersonName
+from pipelines.leak_guard import word_pattern
 from pipelines.phi.detector import Detector
 from pipelines.policy import Oversize, Policy
 from pipelines.spans import Category as C
@@ -159,7 +160,7 @@ def test_the_word_index_finds_what_a_whole_scan_finds(
     anchors = {pattern.pattern: tuple(re.findall(r"\w+", phrase.lower()))}
     written = (" " * spaces).join(words)
     for scan in (before + (written.upper() if upper else written) + after, before + after):
-        index = deid._WordIndex(scan, anchors)
+        index = guard._WordIndex(scan, anchors)
         assert index.search(pattern) == (pattern.search(scan) is not None)
 
 
@@ -174,9 +175,9 @@ def test_the_guard_on_a_long_note_holds_a_leak_and_passes_a_clean_note(
     policy = Policy(max_note_chars=5000)
     leaky = _doc(head + body + "\n\nAsk Brackenridge, at Lowfield Memorial Hospital.")
     clean = _doc(head + body + "\n\nAsk the attending.")
-    assert len(body) > deid.GUARD_INDEX_CHARS
+    assert len(body) > guard.GUARD_INDEX_CHARS
     indexed = [Deidentifier(policy).deidentify(d, _state(), spans=spans) for d in (leaky, clean)]
-    monkeypatch.setattr(deid, "GUARD_INDEX_CHARS", 10**9)
+    monkeypatch.setattr(guard, "GUARD_INDEX_CHARS", 10**9)
     scanned = [Deidentifier(policy).deidentify(d, _state(), spans=spans) for d in (leaky, clean)]
     assert indexed[0].leaks == scanned[0].leaks == {"NAME_PROVIDER": 1, "LOCATION_HOSPITAL": 1}
     assert indexed[1].leaks == scanned[1].leaks == {}

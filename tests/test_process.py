@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import random
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -17,8 +17,9 @@ from fhir.resources.R4B.documentreference import DocumentReference
 from keystore.memory import InMemoryStore
 from keystore.pseudonyms import Pseudonyms
 from pipelines.errors import InputError
+from pipelines.outcome import Outcome
 from pipelines.policy import Policy
-from pipelines.process import Outcome, Processor
+from pipelines.process import Processor
 from pipelines.research import NEAR_DUPLICATE_URL, attachment_text
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "versions"
@@ -350,7 +351,7 @@ def test_two_store_instances_on_postgresql_agree(policy: Policy) -> None:
 
 
 def test_adt_context_is_remembered_for_later_reports(policy: Policy, pseudonyms: Pseudonyms) -> None:
-    from pipelines.process import context_of
+    from pipelines.patient_context import context_of
 
     store = InMemoryStore()
     proc = make(policy, store, pseudonyms)
@@ -433,6 +434,14 @@ class _RacingStore(InMemoryStore):
         if self.before_next_cas:
             self.before_next_cas.pop()()
         return super().compare_and_set_mark(key, expected, value)
+
+    def compare_and_set_marks(
+        self, items: Sequence[tuple[str, bytes | None, bytes]], *,
+        ttl_seconds: float | None = None,
+    ) -> list[bool]:
+        if self.before_next_cas:
+            self.before_next_cas.pop()()
+        return super().compare_and_set_marks(items, ttl_seconds=ttl_seconds)
 
 
 def test_a_lost_compare_and_set_is_decided_again(policy: Policy, pseudonyms: Pseudonyms) -> None:

@@ -15,8 +15,9 @@ import pytest
 from keystore import Keyring, open_store
 from keystore.memory import InMemoryStore
 from keystore.pseudonyms import Pseudonyms
+from pipelines.outcome import Outcome
 from pipelines.policy import Policy
-from pipelines.process import Outcome, Processor
+from pipelines.process import Processor
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "versions"
 NOW = datetime(2026, 1, 1, tzinfo=UTC)

@@ -14,20 +14,17 @@ from hypothesis import strategies as st
 
 from keystore.memory import InMemoryStore
 from pipelines.document import ClinicalDocument, ReportType, Status, VersionMarker
+from pipelines.near_duplicates import SKETCH_VISITS, VisitSketches, similarity, sketch
 from pipelines.versions import (
-    SKETCH_VISITS,
     Decision,
     Mark,
     State,
-    VisitSketches,
     acknowledge,
     decide,
     fingerprint,
     keyed_hash,
     normalise,
     settle,
-    similarity,
-    sketch,
     update_mark,
 )
 
@@ -378,7 +375,7 @@ def _reference_sketch(text: str, key: str, size: int = 64) -> tuple[int, ...]:
     import re
     import zlib
 
-    from pipelines.versions import _coefficients
+    from pipelines.near_duplicates import _coefficients
 
     codes = [zlib.crc32(w.encode("utf-8")) for w in re.findall(r"\w+", text.casefold())]
     if not codes:
@@ -427,7 +424,7 @@ def test_nearest_with_a_threshold_agrees_with_the_plain_best(
 
 
 def _pack_for_test(signature: tuple[int, ...]) -> str:
-    from pipelines.versions import _pack
+    from pipelines.near_duplicates import _pack
 
     return _pack(signature)
 
@@ -441,7 +438,7 @@ def test_bottom_k_equals_sorting_every_distinct_value(values: list[int], size: i
     low (many below the cut-off) and crowded high (fewer than ``size`` below: fallback)."""
     from array import array
 
-    from pipelines.versions import _bottom
+    from pipelines.near_duplicates import _bottom
 
     assert _bottom(array("Q", values), size) == tuple(sorted(set(values))[:size])
 
@@ -455,7 +452,7 @@ def test_nearest_with_a_probe_equals_the_exhaustive_search(
 ) -> None:
     """Ruling visits out by a few of this sketch's values returns what comparing every
     visit in full returns (sketches of up to 70 values: the probe applies up to 64)."""
-    from pipelines.versions import SKETCH_SIZE, _pack, _similarity
+    from pipelines.near_duplicates import SKETCH_SIZE, _pack, _similarity
 
     table = {f"nd:v{i}": f"{i}:" + _pack(tuple(sorted(v))) for i, v in enumerate(visits)}
     signature = tuple(sorted(mine))

@@ -1,7 +1,7 @@
 """Defensive readers over parsed FHIR JSON (plain dicts).
 
-The hot path maps dicts directly (orjson parses a 4 KB resource in ~5 µs; a fhir.resources
-``model_validate`` costs ~0.2 ms). Every read checks the JSON type it gets and a wrong type
+The hot path maps dicts directly (orjson parsing is far cheaper than a fhir.resources
+``model_validate``). Every read checks the JSON type it gets and a wrong type
 raises InvalidFHIR naming the element path, never the value.
 """
 

@@ -5,7 +5,7 @@
   AE/AR an ERR segment (ERR-3 code from HL7 table 0357 in 2.5+, ERR-1 in older versions).
   The MLLP gateway frames it with :func:`pipelines.hl7.framing.mllp_frame`.
 - :func:`diagnose` runs hl7apy's parser over a message the fast reader refused (the
-  dead-letter path only: it costs ~1 ms per segment) and returns findings that name segment
+  dead-letter path only: it is slow) and returns findings that name segment
   positions, element names and exception kinds — never values.
 
 The pipelines never read the clock: pass ``now`` for MSH-7 (without it the received message's
@@ -86,8 +86,8 @@ def build_ack(
 ) -> bytes:
     """An ACK for ``raw`` (the received message bytes, framed or not) as ER7 bytes (CR).
 
-    Written directly as ER7 (~25 µs) unless the sender uses other delimiters or echoed values
-    hold escapes; then (or with ``engine="hl7apy"``) hl7apy builds it (~2.5 ms). Both give
+    Written directly as ER7 (fast) unless the sender uses other delimiters or echoed values
+    hold escapes; then (or with ``engine="hl7apy"``) hl7apy builds it (slow). Both give
     the same bytes: tests/ingest/test_ingest_ack.py checks it on generated headers."""
     if code not in ACK_CODES:
         raise ValueError(f"ACK code must be one of {sorted(ACK_CODES)}")
@@ -118,7 +118,7 @@ def build_ack(
     )
     fast = engine == "auto" and (d is None or d == _STANDARD) and not _needs_hl7apy(parts)
     if stamp and fast:
-        return _compose(parts)  # ~100x faster than hl7apy, same bytes (differential test)
+        return _compose(parts)  # far cheaper than hl7apy, same bytes (differential test)
     return _compose_hl7apy(parts)
 
 

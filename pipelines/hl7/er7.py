@@ -1,6 +1,6 @@
 """A small exact ER7 reader: encoding characters from MSH-1/MSH-2, fields by path.
 
-Why our own: hl7apy builds a typed tree of every element (about 1 ms per segment); the hot
+Why our own: hl7apy builds a typed tree of every element (slow: bench/ingest.py); the hot
 path needs a dozen fields of a few segments. This reader splits strings only — segments into
 fields eagerly (one ``str.split`` each), repetitions/components/subcomponents on demand — and
 is checked field by field against hl7apy in tests/ingest/test_hl7_differential.py.

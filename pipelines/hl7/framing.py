@@ -10,6 +10,11 @@ separator) is a *continuation* of the segment before it — senders wrap long OB
 sample breaks a base64 payload with a stray CR after 4096 bytes) or put raw line breaks in
 text. It is joined back with ``"\\n"``: base64 decoding ignores it and in text it is the line
 break the author typed. Hand-written: no library does this splitting on bytes.
+
+On a connection (the MLLP gateway), :class:`FrameDecoder` cuts frames as bytes arrive; on a
+whole input (a file, a Kafka record), :func:`unframe_mllp` removes the framing, forgiving a
+missing start or end byte. Hand-written too: the MLLP libraries on PyPI are unmaintained or
+wrap HL7 parsing done here already.
 """
 
 from __future__ import annotations
@@ -20,6 +25,7 @@ from pipelines.errors import NoMSH, NotHL7
 
 MLLP_START = 0x0B
 MLLP_END = b"\x1c"
+_FRAME_END = b"\x1c\x0d"  # what ends a frame on a connection (0x1C alone may be payload)
 BATCH_SEGMENTS = frozenset((b"FHS", b"BHS", b"BTS", b"FTS"))
 _LINES = re.compile(rb"\r\n|\r|\n")
 # One message, CR-terminated, every line after MSH an ordinary segment of it (head, then
@@ -70,7 +76,7 @@ def split_messages(data: bytes) -> list[bytes]:
     message header (or before the first one: they would otherwise be lost silently).
     """
     if b"\n" not in data and _ONE_PLAIN_MESSAGE.fullmatch(data):
-        # the loop below would keep every line as it is: skip its ~0.7 µs per line
+        # the loop below would keep every line as it is: skip its per-line cost
         body = data.rstrip(b"\r")
         if b"\r\r" in body:  # blank lines are skipped
             body = b"\r".join([line for line in body.split(b"\r") if line])
@@ -134,4 +140,73 @@ def split_messages(data: bytes) -> list[bytes]:
 
 def mllp_frame(payload: bytes) -> bytes:
     """Wrap one message for MLLP: 0x0B payload 0x1C 0x0D."""
-    return b"\x0b" + payload + b"\x1c\x0d"
+    return bytes((MLLP_START,)) + payload + _FRAME_END
+
+
+class FrameTooLarge(Exception):  # noqa: N818 - a condition of the stream, named as such
+    """A frame grew past the limit before its end marker arrived."""
+
+    def __init__(self, size: int, limit: int, head: bytes) -> None:
+        super().__init__(f"MLLP frame over {limit} bytes")
+        self.size = size
+        self.limit = limit
+        self.head = head  # the first bytes (to address the NAK), never logged
+
+
+class FrameDecoder:
+    """Incremental MLLP decoder: ``feed(chunk)`` returns the frames completed by it.
+
+    Robust to any chunking (a frame over many reads, several frames in one read, the end
+    marker split across reads). Bytes outside a frame (blank lines some senders put between
+    frames) are skipped and counted in ``skipped``. A frame that grows past
+    ``max_frame_bytes`` sets ``too_large`` (the frames completed before it are still
+    returned) and the decoder takes nothing more: the connection is to be closed.
+    """
+
+    def __init__(self, max_frame_bytes: int) -> None:
+        self.max_frame_bytes = max_frame_bytes
+        self._buf = bytearray()
+        self._scan = 0  # where to resume looking for the end marker
+        self.skipped = 0
+        self.too_large: FrameTooLarge | None = None
+
+    def _refuse(self, size: int) -> None:
+        self.too_large = FrameTooLarge(size, self.max_frame_bytes, bytes(self._buf[1:4097]))
+        self._buf.clear()
+        self._scan = 0
+
+    def feed(self, chunk: bytes) -> list[bytes]:
+        if self.too_large is not None:
+            return []
+        buf = self._buf
+        buf += chunk
+        frames: list[bytes] = []
+        while buf:
+            if buf[0] != MLLP_START:
+                start = buf.find(MLLP_START)
+                cut = len(buf) if start == -1 else start
+                self.skipped += cut
+                del buf[:cut]
+                self._scan = 0
+                if not buf:
+                    break
+            end = buf.find(_FRAME_END, max(1, self._scan))
+            if end == -1:
+                if len(buf) - 1 > self.max_frame_bytes:
+                    self._refuse(len(buf) - 1)
+                else:
+                    self._scan = max(1, len(buf) - 1)  # 0x1C may be the last byte so far
+                break
+            if end - 1 > self.max_frame_bytes:
+                self._refuse(end - 1)
+                break
+            frames.append(bytes(buf[1:end]))
+            del buf[: end + 2]
+            self._scan = 0
+        return frames
+
+    @property
+    def pending(self) -> int:
+        """Bytes of an incomplete frame held (0 between frames)."""
+        return len(self._buf)
+

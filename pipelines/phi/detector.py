@@ -2,24 +2,59 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from pipelines.deadline import check
 from pipelines.document import ClinicalDocument
 from pipelines.phi import registry
 from pipelines.phi.base import Doc, Recognizer
 from pipelines.phi.combine import unite
+from pipelines.phi.lists import ReviewLists
 from pipelines.phi.merge import merge_spans
 from pipelines.policy import Policy
 from pipelines.spans import Span
 
 
 class Detector:
-    def __init__(self, policy: Policy | None = None) -> None:
+    def __init__(
+        self, policy: Policy | None = None, lists: Callable[[], ReviewLists] | None = None
+    ) -> None:
         self.policy = policy or Policy.load()
+        # reviewers' allow / deny lists (pipelines.review): asked for on every document, so
+        # a decision applies from the next document on
+        self.lists = lists
         self.recognizers: list[Recognizer] = [
             registry.get(name)(options) for name, options in self.policy.recognizers.items()
         ]
 
     def detect(self, document: ClinicalDocument | Doc | str) -> list[Span]:
+        doc, kept, learned = self.parts(document)
+        return self.finish(document, doc, kept, learned)
+
+    def finish(
+        self,
+        document: ClinicalDocument | Doc | str,
+        doc: Doc,
+        kept: list[Span],
+        learned: list[Span],
+    ) -> list[Span]:
+        """The detector's answer from :meth:`parts`: united, the lists applied, merged."""
+        if not doc.text:
+            return []
+        spans = unite(kept, learned)
+        lists = self.lists() if self.lists is not None else None
+        if lists is not None and not lists.empty:
+            patient = (
+                (document.assigning_authority, document.patient_id)
+                if isinstance(document, ClinicalDocument)
+                else ("", "")
+            )
+            spans = lists.apply(doc.text, spans, *patient)
+        return merge_spans(spans)
+
+    def parts(self, document: ClinicalDocument | Doc | str) -> tuple[Doc, list[Span], list[Span]]:
+        """The document as analysed, the rules' spans above their thresholds and the learned
+        recognizers' spans, before they are united (the review queue compares them)."""
         if isinstance(document, str):
             doc = Doc(document)
         elif isinstance(document, ClinicalDocument):
@@ -27,7 +62,7 @@ class Detector:
         else:
             doc = document
         if not doc.text:
-            return []
+            return doc, [], []
         found: list[Span] = []
         learned: list[Span] = []
         for recognizer in self.recognizers:
@@ -40,4 +75,4 @@ class Detector:
             for s in found
             if s.end <= size and s.confidence >= self.policy.threshold_for(s.category)
         ]
-        return merge_spans(unite(kept, [s for s in learned if s.end <= size]))
+        return doc, kept, [s for s in learned if s.end <= size]

@@ -30,7 +30,6 @@ from typing import TYPE_CHECKING, Final, NamedTuple
 if TYPE_CHECKING:
     from pipelines.phi.base import Doc
 
-TOKENS_KEY = "tokens"
 
 # A word: letters, optionally joined by an apostrophe ("O'Neil", "pt's").
 # Hyphens split words ("daughter-Ann", "Swan-Ganz"); the name recognizer joins "Retter-Moore".
@@ -96,18 +95,17 @@ _SPLIT = re.compile(r"([A-Za-z][A-Za-z]*+(?:['’][A-Za-z]++)*+)")
 
 
 def tokens(doc: Doc) -> Tokens:
-    """Word tokens of ``doc.text``, computed once per document and shared via ``doc.cache``."""
-    cached = doc.cache.get(TOKENS_KEY)
-    if isinstance(cached, Tokens):
-        return cached
-    result = _tokenize(doc.text)
-    doc.cache[TOKENS_KEY] = result
-    return result
+    """Word tokens of ``doc.text``, computed once per document (``doc.artifacts.tokens``)."""
+    artifacts = doc.artifacts
+    found = artifacts.tokens
+    if found is None:
+        found = artifacts.tokens = _tokenize(doc.text)
+    return found
 
 
 def _tokenize(text: str) -> Tokens:
     """Built column by column from one ``split`` (no match object and no Python-level loop
-    per token: the tokenizer was ~15% of the detector's time)."""
+    per token: the tokenizer was a large share of the detector's time)."""
     parts = _SPLIT.split(text)  # [gap, word, gap, word, …, gap]
     offsets = list(accumulate(map(len, parts)))
     starts, ends, texts = offsets[0:-1:2], offsets[1::2], tuple(parts[1::2])
@@ -239,7 +237,8 @@ def us_cities() -> frozenset[str]:
     # zipcodes.list_all() keeps its 42k row dicts cached for the life of the process: 170k
     # objects the garbage collector would walk on every full collection (it doubled the time
     # of tokenising a note). Read the rows from the extension directly when it is there, so
-    # only the set of names stays.
+    # only the set of names stays (a private module: bounded in pyproject.toml and checked by
+    # tests/test_third_party_internals.py).
     native = getattr(zipcodes, "_zipcodes", None)
     rows = native.list_all() if native is not None else zipcodes.list_all()
     cities: set[str] = set()

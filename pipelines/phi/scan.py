@@ -1,11 +1,11 @@
 """Shared fast scanning helpers for the pattern recognizers.
 
-Measured on the PhysioNet dev notes (~900 chars each): the stdlib ``re`` is fastest for
-patterns that start with a digit or a literal (its prefix search skips ahead, ~20 µs a
-note), while big word alternations (month names, cue words) cost ~60-200 µs with ``re``
-but ~7-15 µs with ``google-re2``. So: digit-led candidates use ``re``; word-led scans use
+Measured on the PhysioNet dev notes (bench/README.md, "Figures from code comments"): the
+stdlib ``re`` is fastest for patterns that start with a digit or a literal (its prefix search
+skips ahead), while big word alternations (month names, cue words) are several times cheaper
+with ``google-re2``. So: digit-led candidates use ``re``; word-led scans use
 ``re2`` (no look-around there); context checks around candidates use small ``re``/string
-work on a window. Results shared by several recognizers are cached on ``Doc.cache``.
+work on a window. Results shared by several recognizers are kept in ``Doc.artifacts``.
 """
 
 from __future__ import annotations
@@ -13,15 +13,13 @@ from __future__ import annotations
 import bisect
 import re
 import threading
-from collections.abc import Callable, Iterator
-from typing import Any, TypeVar
+from collections.abc import Iterator
+from typing import Any
 
 import re2
 
 from pipelines.phi.base import Doc
 from pipelines.spans import Span
-
-T = TypeVar("T")
 
 _WORD = re.compile(r"[A-Za-z](?:[A-Za-z0-9'/]*[A-Za-z0-9])?|\d+(?:\.\d+)?|[#@%&]")
 
@@ -37,27 +35,16 @@ def compile_words(pattern: str) -> Any:
 
 
 def grab(text: str, match: Any, group: int) -> str:
-    """``match.group(group)`` for re2 matches, ~10x cheaper (re2's ``group`` re-validates and
+    """``match.group(group)`` for re2 matches, much cheaper (re2's ``group`` re-validates and
     re-decodes on every call; ``span`` is a tuple lookup). "" if the group did not take part."""
     start, end = match.span(group)
     return "" if start < 0 else text[start:end]
-
-
-def cached(doc: Doc, key: str, build: Callable[[], T]) -> T:
-    """Compute ``build()`` once per document under ``key`` (shared between recognizers)."""
-    try:
-        return doc.cache[key]  # type: ignore[no-any-return, unused-ignore]
-    except KeyError:
-        value = build()
-        doc.cache[key] = value
-        return value
 
 
 # Every re2 scan pattern asked about with ``may_match``: pattern -> index in one RE2::Set.
 _WATCHED: dict[str, int] = {}
 # the compiled set and how many patterns (indices 0..n-1) it holds; rebuilt when one is added
 _SEARCH_SET: list[tuple[Any, int]] = []
-_PRESENT_KEY = "scan.present"
 _REGISTER = threading.Lock()  # indices and rebuilds: two threads must not interleave them
 # RE2::Set runs its DFA in "many match" mode, which never gives up for slowness; a large
 # budget keeps it from running out of state memory on long texts (it would report no match)
@@ -84,18 +71,18 @@ def may_match(doc: Doc, pattern: Any) -> bool:
     """False when the re2 ``pattern`` matches nowhere in ``doc.text``, so its scan can be skipped.
 
     Why: most scans find nothing in most notes (ages, ids, phones, addresses, URLs…), yet each
-    re2 ``finditer`` costs ~5 µs of wrapper and DFA work. One RE2::Set pass per document
-    answers for every watched pattern at once (~8 µs), shared through ``doc.cache``.
+    re2 ``finditer`` costs wrapper and DFA work. One RE2::Set pass per document answers for
+    every watched pattern at once, kept in ``doc.artifacts.present``.
     """
     index = _WATCHED.get(pattern.pattern)
     if index is None:  # first use of this pattern in the process
         with _REGISTER:
             index = _WATCHED.setdefault(pattern.pattern, len(_WATCHED))
     search = _search_set(index)
-    present = doc.cache.get(_PRESENT_KEY)
+    artifacts = doc.artifacts
+    present = artifacts.present
     if present is None or present[0] is not search:
-        present = (search, frozenset(search.Match(doc.text) or ()))
-        doc.cache[_PRESENT_KEY] = present
+        present = artifacts.present = (search, frozenset(search.Match(doc.text) or ()))
     return index in present[1]
 
 
@@ -112,7 +99,8 @@ def finditer(doc: Doc, pattern: Any) -> Iterator[Any]:
 # re2's str wrapper maps byte offsets back to characters after every match (a sort, a dict
 # and C calls per offset: ~half of a scan's cost). In ASCII text a byte offset is the
 # character offset, so ``_ascii_finditer`` runs the wrapper's own bytes loop and builds the
-# same match objects. These are re2 internals: without them the public ``finditer`` is used.
+# same match objects. These are re2 internals: without them the public ``finditer`` is used
+# (google-re2 has an upper bound for them; tests/test_third_party_internals.py checks them).
 _ASCII_LOOP = all(hasattr(re2, name) for name in ("_Match", "_Anchor", "_NULL_SPAN"))
 
 
@@ -133,7 +121,11 @@ def _ascii_finditer(pattern: Any, text: str) -> Iterator[Any]:
 
 def lower(doc: Doc) -> str:
     """The lower-cased text (same length as ``doc.text`` for the checks we do on it)."""
-    return cached(doc, "scan.lower", doc.text.lower)
+    artifacts = doc.artifacts
+    found = artifacts.lower
+    if found is None:
+        found = artifacts.lower = doc.text.lower()
+    return found
 
 
 def words_before(text: str, pos: int, count: int = 2, window: int = 40) -> list[str]:

@@ -21,6 +21,7 @@ from typing import Annotated, Any
 import typer
 
 from pipelines.errors import DeidstreamError, PartialInput
+from pipelines.outcome import Outcome
 
 HL7_SUFFIXES = {".hl7", ".er7", ".hl7v2", ".mllp", ".txt"}
 FHIR_SUFFIXES = {".json", ".fhir"}
@@ -85,7 +86,7 @@ def _write(outcome: Any, out_dir: Path | None, text: bool) -> None:
         (out_dir / f"{stem}.txt").write_text(decoded_text(outcome.value), encoding="utf-8")
 
 
-def _emit(outcomes: Sequence[Any], path: Path, out_dir: Path | None,
+def _emit(outcomes: Sequence[Outcome], path: Path, out_dir: Path | None,
           counts: Counter[str] | None = None, *, text: bool = False) -> bool:
     """Write publish outcomes; report the rest. True if every document made it out."""
     ok = True
@@ -125,7 +126,7 @@ def _convert_one(path: Path, processor: Any, out_dir: Path | None, counts: Count
         hint = content_hint(path)
         outcomes = processor.process(raw, content_hint=hint, now=datetime.now(UTC))
     except PartialInput as exc:
-        outcomes = getattr(exc, "outcomes", ()) or ()
+        outcomes = exc.outcomes
         _say(path, f"error [{exc.reason_class}] {exc}")
         counts["dead-lettered"] += len(exc.entry_errors) or 1
         input_failed = True

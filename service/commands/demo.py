@@ -125,10 +125,10 @@ async def run_demo(workdir: Path, *, exit_after: float | None, echo: Any = typer
         )
         echo(f"keystore : SQLite in {workdir} with a generated demo key")
         base = f"http://{settings.http_host}:{settings.http_port}"
-        from service.wiring import processor_factory_for
+        from service.wiring import real_processor_factory
 
         metrics = Metrics()
-        runner = Runner(settings, metrics, processor_factory_for(settings, metrics))
+        runner = Runner(settings, metrics, real_processor_factory(settings, metrics))
         stop = asyncio.Event()
         service = asyncio.create_task(serve(settings, stop=stop, runner=runner))
         try:

@@ -277,7 +277,7 @@ ENCOUNTER_PREFIX = "Encounter/"
 def visit_candidates(state: PatientState) -> list[str]:
     """Visit ids a patient's sealed state knows: identifiers from its ADT context (visit and
     account numbers) and the original identifiers its id map replaced."""
-    from pipelines.process import context_of
+    from pipelines.patient_context import context_of
 
     out: list[str] = []
     context = context_of(state)

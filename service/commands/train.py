@@ -16,6 +16,7 @@ import typer
 from pipelines.corpus import GoldPhrase, Note, NoteKey
 from pipelines.corpus_formats import Corpus, CorpusError, CorpusFormat
 from pipelines.corpus_formats import read_corpus as read_any_corpus
+from pipelines.phi.tagger.augment import Example
 from pipelines.phi.tagger.train import TrainSettings, examples_from, train
 from pipelines.policy import Policy
 
@@ -50,6 +51,19 @@ def read_corpus(
     return list(corpus.notes), corpus.gold
 
 
+def reviewed_examples() -> list[Example]:
+    """The review queue's decided notes (the key store the settings name)."""
+    from pipelines.review import ReviewQueue
+    from service.settings import settings_or_exit
+    from service.wiring import open_keystore
+
+    queue = ReviewQueue(open_keystore(settings_or_exit()))
+    try:
+        return queue.training_examples()
+    finally:
+        queue.store.close()
+
+
 def register(app: typer.Typer) -> None:
     @app.command("train")
     def train_command(
@@ -62,6 +76,7 @@ def register(app: typer.Typer) -> None:
         iterations: Annotated[int, typer.Option("--iterations", min=1, help="L-BFGS iterations.")] = TrainSettings.max_iterations,
         limit: Annotated[int, typer.Option("--limit", min=0, help="Train on the first N notes only (0: all).")] = 0,
         synthetic: Annotated[int, typer.Option("--synthetic", min=0, help="Add N invented notes of the short clinical genre.")] = TrainSettings.synthetic,
+        review_decisions: Annotated[bool, typer.Option("--review-decisions", help="Add the review queue's decided notes (read from the key store, unsealed in memory only; docs/review.md).")] = False,
     ) -> None:
         """Train the CRF tagger; writes the model and MODEL.json (counts, settings, seconds)."""
         notes, gold = read_corpus(directory, corpus_format, policy)
@@ -71,10 +86,15 @@ def register(app: typer.Typer) -> None:
             typer.echo(f"deidstream: no readable notes in {directory}", err=True)
             raise typer.Exit(2)
         settings = TrainSettings(augment=augment, seed=seed, max_iterations=iterations, synthetic=synthetic)
-        report = train(examples_from(notes, gold), out, settings)
+        examples = examples_from(notes, gold)
+        reviewed = reviewed_examples() if review_decisions else []
+        report = train(examples + reviewed, out, settings)
         summary = out.with_suffix(".json")
-        summary.write_text(json.dumps(report.__dict__, indent=2) + "\n", encoding="utf-8")
+        record = {**report.__dict__, "review_notes": len(reviewed),
+                  "review_phrases": sum(len(e.phrases) for e in reviewed)}
+        summary.write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
         typer.echo(
             f"trained on {report.notes} notes ({report.sequences} with augmentation, "
             f"{report.tokens} tokens) in {report.seconds} s -> {out} ({report.model_bytes} bytes)"
+            + (f"; {len(reviewed)} of them reviewed notes" if review_decisions else "")
         )

@@ -69,6 +69,7 @@ from service.runner.contract import (
     ProcessorFactory,
     content_hint,
     dead_letter_mark,
+    partial_outcomes,
     process_each,
     record_subject,
     research_keys,
@@ -81,7 +82,6 @@ from service.runner.outputs import (
     Handled,
     Outputs,
     OutRecord,
-    headers_list,
     safe_reason,
 )
 from service.runner.partitions import PartitionState, RebalanceListener
@@ -106,7 +106,7 @@ __all__ = [
     "StoreFault",
     "content_hint",
     "dead_letter_mark",
-    "headers_list",
+    "partial_outcomes",
     "is_retriable",
     "process_each",
     "record_subject",

@@ -16,6 +16,7 @@ from aiokafka import TopicPartition
 
 from keystore import classify_database_error
 from pipelines.errors import DeidstreamError, LeakHeldBack, PartialInput
+from pipelines.outcome import Outcome
 from service.runner.contract import Item, content_hint, process_each
 from service.runner.outputs import MAX_REASON_CHARS, Handled, safe_reason
 from service.runner.retry import Stopping, StoreFault, is_stream_fault
@@ -147,7 +148,7 @@ class Batches(RunnerState):
         return self.outputs.dead_letter(rec, "oversize", reason, item.first_seen)
 
     async def _process_batch(self, items: Sequence[Item], unconfirmed: Sequence[set[str]]
-                             ) -> Sequence[Sequence[Any] | BaseException]:
+                             ) -> Sequence[Sequence[Outcome] | BaseException]:
         """One hop to the worker thread for a run of items: each item's outcomes, or the
         exception its processing raised (returned, not raised). ``process_many`` answers for
         every item; without it ``process`` is called for each in turn, stopping after a
@@ -178,7 +179,7 @@ class Batches(RunnerState):
             return self._oversize(item)
         return await self._decide(item, None)
 
-    async def _decide(self, item: Item, first: Sequence[Any] | BaseException | None) -> Handled:
+    async def _decide(self, item: Item, first: Sequence[Outcome] | BaseException | None) -> Handled:
         """Route one record's result (``first``, or processed now when None): outcomes to
         outputs, input errors to the dead-letter topic, retriable errors retried."""
         rec, raw, hint, first_seen = item.rec, item.raw, item.hint, item.first_seen
@@ -191,7 +192,7 @@ class Batches(RunnerState):
         except PartialInput as exc:
             # the good documents go out; the whole input goes to the dead-letter topic too,
             # with the reason naming the failed entries (coordinates only)
-            good = self.outputs.route(rec, hint, getattr(exc, "outcomes", ()) or (), first_seen)
+            good = self.outputs.route(rec, hint, exc.outcomes, first_seen)
             found = await self._diagnose(exc, raw)
             dead = self.outputs.dead_letter(rec, exc.reason_class, str(exc), first_seen, found)
             good.outputs.extend(dead.outputs)
@@ -229,13 +230,13 @@ class Batches(RunnerState):
         ]
 
     async def process(self, raw: bytes, hint: str, now: datetime, *,
-                      subject: str | None = None) -> Sequence[Any]:
+                      subject: str | None = None) -> Sequence[Outcome]:
         """Run the processor on the worker thread, retrying transient failures and faults of
         the whole key store (``subject`` tells patients apart for the integrity streak)."""
         return await self._process_item(Item(None, raw, hint, now, subject=subject), None)
 
-    async def _process_item(self, item: Item, first: Sequence[Any] | BaseException | None
-                            ) -> Sequence[Any]:
+    async def _process_item(self, item: Item, first: Sequence[Outcome] | BaseException | None
+                            ) -> Sequence[Outcome]:
         """The item's outcomes: ``first`` (a result already computed in a batch) unless it
         calls for a retry, else processed now; retriable errors and store faults are retried
         with backoff (``item.retried`` is set then). Input errors are raised."""
@@ -246,7 +247,7 @@ class Batches(RunnerState):
         loop = asyncio.get_running_loop()
         given = [first] if first is not None else []
 
-        async def attempt() -> Sequence[Any]:
+        async def attempt() -> Sequence[Outcome]:
             if self.keystore_fault is not None:
                 given.clear()  # computed by the faulty processor
                 await self._reopen_processor()  # raises StoreFault while still unusable
@@ -255,7 +256,7 @@ class Batches(RunnerState):
                     got = given.pop()
                     if isinstance(got, BaseException):
                         raise got
-                    result: Sequence[Any] = got
+                    result: Sequence[Outcome] = got
                 else:
                     if first is not None:
                         item.retried = True
@@ -270,7 +271,7 @@ class Batches(RunnerState):
             self._settled()
             return result
 
-        return cast(Sequence[Any], await self._retry("process", attempt))
+        return cast(Sequence[Outcome], await self._retry("process", attempt))
 
     def _classified(self, exc: Exception, item: Item) -> Exception:
         """What a processing failure is: a fault of the whole store (``StoreFault``: the
@@ -296,7 +297,7 @@ class Batches(RunnerState):
         if not self.keystore_ok or self.keystore_fault is not None:
             self._clear_store_fault()
 
-    async def deidentify(self, raw: bytes, hint: str) -> Sequence[Any]:
+    async def deidentify(self, raw: bytes, hint: str) -> Sequence[Outcome]:
         """Synchronous de-identification for /v1/deidentify: the processor's ``preview`` (real
         patient state, private dedup marks) when it has one; never confirmed either way."""
         processor = self._processor

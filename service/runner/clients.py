@@ -1,5 +1,5 @@
 """The Kafka clients of the runner: the producer (``acks=all``, no idempotence — Tansu refuses
-it), the topics it creates when asked, and the group consumer."""
+it), the topics it creates when asked (:mod:`service.topics`), and the group consumer."""
 
 from __future__ import annotations
 
@@ -10,11 +10,10 @@ import struct
 from collections.abc import Sequence
 
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
-from aiokafka.admin import AIOKafkaAdminClient, NewTopic
-from aiokafka.errors import TopicAlreadyExistsError
 
 from service.runner.state import RunnerState
 from service.settings import Settings
+from service.topics import ensure_topics
 
 log = logging.getLogger("deidstream.runner")
 
@@ -26,7 +25,7 @@ def murmur2(data: bytes) -> int:
     """Kafka's murmur2 of a record key, equal to ``aiokafka.partitioner.murmur2`` (the Java
     client's ``Utils.murmur2``) for every input, at a fraction of its cost: the 4-byte words
     unpacked at once and one mask per product instead of one per operation (aiokafka's pure
-    Python one took ~15-20 µs per 24-byte research key on the event loop, once per output)."""
+    Python one runs on the event loop once per output: figures in bench/README.md)."""
     length = len(data)
     h = 0x9747B28C ^ length
     whole = length & ~3
@@ -98,24 +97,4 @@ class Clients(RunnerState):
 
     async def _ensure_topics(self) -> None:
         s = self.settings
-        admin = AIOKafkaAdminClient(**s.kafka_common())
-        await admin.start()
-        try:
-            existing = set(await admin.list_topics())
-            wanted = [
-                NewTopic(
-                    name,
-                    s.topic_partitions,
-                    s.replication_factor,
-                    topic_configs={"cleanup.policy": "compact"} if name == s.research_topic else {},
-                )
-                for name in (*s.input_topics, *s.output_topics())
-                if name not in existing
-            ]
-            if wanted:
-                with contextlib.suppress(TopicAlreadyExistsError):
-                    await admin.create_topics(wanted)
-                log.info("created %d topics", len(wanted))
-        finally:
-            await admin.close()
-
+        await ensure_topics(s, (*s.input_topics, *s.output_topics()))

@@ -10,15 +10,9 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Protocol
 
+from pipelines.errors import PartialInput
+from pipelines.outcome import Outcome
 from service.runner.retry import is_retriable
-
-
-class Outcome(Protocol):
-    """What the runner reads from one processing result (pipelines.process.Outcome)."""
-
-    kind: str  # publish | tombstone | duplicate | superseded | held | context
-    research_key: str | None
-    value: bytes | None
 
 
 class Processor(Protocol):
@@ -30,7 +24,7 @@ class Processor(Protocol):
     the acks; ``sent_marks(marks)`` / ``mark_sent(marks)`` — dead letters already sent;
     ``preview``, ``diagnose(error, raw)``, ``ping()``, ``close()``."""
 
-    def process(self, raw: bytes, *, content_hint: str, now: datetime) -> Sequence[Any]: ...
+    def process(self, raw: bytes, *, content_hint: str, now: datetime) -> Sequence[Outcome]: ...
 
 
 ProcessorFactory = Callable[[], Processor]
@@ -71,8 +65,13 @@ def dead_letter_mark(rec: Any) -> str:
     return f"deadletter|{rec.topic}|{rec.partition}|{rec.offset}|{digest}"
 
 
-def research_keys(outcomes: Iterable[Any]) -> set[str]:
-    return {str(k) for o in outcomes if (k := getattr(o, "research_key", None))}
+def research_keys(outcomes: Iterable[Outcome]) -> set[str]:
+    return {k for o in outcomes if (k := o.research_key)}
+
+
+def partial_outcomes(exc: BaseException) -> Sequence[Outcome]:
+    """The outcomes of the good documents of an input that failed in part (none else)."""
+    return exc.outcomes if isinstance(exc, PartialInput) else ()
 
 
 @dataclass(slots=True)
@@ -92,14 +91,14 @@ class Item:
 
 
 def process_each(processor: Processor, items: Sequence[tuple[bytes, str | None, datetime]],
-                 unconfirmed: Sequence[set[str]] = ()) -> list[Sequence[Any] | BaseException]:
+                 unconfirmed: Sequence[set[str]] = ()) -> list[Sequence[Outcome] | BaseException]:
     """``process_many`` for a processor that has only ``process`` (runs on the worker
     thread): each item's outcomes, or the exception its processing raised (returned, not
     raised), in order — stopping after a retriable failure (the runner retries that item,
     then processes the rest) and after an item deciding a research key in ``unconfirmed``
     or decided by an earlier item (the runner confirms the earlier outputs and decides it
     again before the rest are decided)."""
-    results: list[Sequence[Any] | BaseException] = []
+    results: list[Sequence[Outcome] | BaseException] = []
     seen: set[str] = set()
     for raw, hint, now in items:
         try:
@@ -108,7 +107,7 @@ def process_each(processor: Processor, items: Sequence[tuple[bytes, str | None, 
             results.append(exc)
             if is_retriable(exc):
                 break
-            keys = research_keys(getattr(exc, "outcomes", None) or ())
+            keys = research_keys(partial_outcomes(exc))
         else:
             results.append(got)
             keys = research_keys(got)

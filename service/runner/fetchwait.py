@@ -3,9 +3,8 @@
 A fetch may wait ``fetch_max_wait_ms`` for data. Kafka answers as soon as data is there; the
 embedded Tansu on memory storage waits the whole time when idle, so a short wait is its
 latency floor (25 ms). On Tansu's ``s3://`` storage a fetch must also *read* the segment
-from object storage within that time, and a short wait starves: measured on a local S3
-(moto) with 80 records behind the position, 10 ms read 0 records in 15 s, 25 ms took 6.3 s,
-50 ms 0.55 s, 200 ms 0.36 s, 1000 ms 0.36 s.
+from object storage within that time, and a short wait starves (measured on a local S3:
+bench/README.md, "Figures from code comments").
 
 So the wait adapts: a fetch that brought nothing although the consumer is behind the high
 watermark doubles it (up to ``fetch_max_wait_ceiling_ms``); an idle fetch with nothing to
@@ -58,7 +57,8 @@ def apply(consumer: Any, wait_ms: int) -> bool:
     fetcher = getattr(consumer, "_fetcher", None)
     if fetcher is None or not hasattr(fetcher, "_fetch_max_wait_ms"):
         return False
-    fetcher._fetch_max_wait_ms = wait_ms  # noqa: SLF001 - no public setter in aiokafka
+    # no public setter in aiokafka: bounded, checked by tests/test_third_party_internals.py
+    fetcher._fetch_max_wait_ms = wait_ms  # noqa: SLF001
     return True
 
 

@@ -7,15 +7,16 @@ from __future__ import annotations
 import logging
 import time
 from collections import Counter as Tally
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from functools import partial
-from typing import Any
+from typing import Any, assert_never
 
 import orjson
 
 from pipelines.errors import DeidstreamError
+from pipelines.outcome import Outcome, OutcomeKind
 from service.metrics import Metrics, package_version
 from service.runner.contract import dead_letter_mark, research_keys
 from service.settings import Settings
@@ -25,17 +26,6 @@ log = logging.getLogger("deidstream.runner")
 MAX_REASON_CHARS = 400
 RESEARCH_CONTENT_TYPE = "application/fhir+json"
 RESEARCH_CONTENT_TYPE_BYTES = RESEARCH_CONTENT_TYPE.encode()
-
-
-def headers_list(raw: Any) -> list[tuple[str, bytes]]:
-    """Outcome headers may be a mapping or pairs, values str or bytes."""
-    items: Iterable[tuple[str, Any]] = raw.items() if isinstance(raw, Mapping) else (raw or ())
-    out = []
-    for name, value in items:
-        if value is None:
-            continue
-        out.append((str(name), value if isinstance(value, bytes) else str(value).encode()))
-    return out
 
 
 def safe_reason(exc: BaseException) -> tuple[str, str]:
@@ -78,7 +68,7 @@ class Handled:
 
     record: Any
     outputs: list[OutRecord] = field(default_factory=list)
-    outcomes: Sequence[Any] = ()
+    outcomes: Sequence[Outcome] = ()
     kind: str = ""  # summary for status counts
     effects: list[Callable[[], None]] = field(default_factory=list)  # metrics, once accepted
     refusal: Refusal = field(default_factory=Refusal)
@@ -110,7 +100,7 @@ class Outputs:
         self._spans_inc: dict[str, Callable[[float], None]] = {}
         self._published_inc = metrics.published.labels("document").inc
         self._tombstoned_inc = metrics.published.labels("tombstone").inc
-        self._end_to_end = metrics.end_to_end_seconds.labels().observe
+        self._end_to_end = metrics.end_to_end_seconds.observe
         self._version = package_version().encode()
         self._source: dict[str, bytes] = {}  # content hint -> header value
 
@@ -126,30 +116,15 @@ class Outputs:
             found = self._spans_inc[category] = self.metrics.phi_spans.labels(category).inc
         return found
 
-    def route(self, rec: Any, hint: str, outcomes: Sequence[Any], first_seen: datetime) -> Handled:
+    def route(self, rec: Any, hint: str, outcomes: Sequence[Outcome],
+              first_seen: datetime) -> Handled:
         handled = Handled(rec, outcomes=outcomes)
         kinds = []
         for out in outcomes:
-            kind = str(getattr(out, "kind", ""))
-            kinds.append(kind)
-            times = getattr(out, "stage_seconds", None)
-            if times:
-                handled.effects.append(partial(self._observe_stages, times))
-            if kind in ("publish", "tombstone"):
-                handled.outputs.append(self.research_record(rec, hint, out, kind))
-            elif kind in ("duplicate", "superseded"):
-                handled.effects.append(partial(self.count_drop, kind))
-            elif kind == "held":
-                reason_class = str(getattr(out, "reason_class", None) or "leak_guard")
-                reason = str(getattr(out, "reason", None) or "held back by the leak guard")
-                held = self.held(rec, getattr(out, "research_key", None), reason_class,
-                                  reason, first_seen)
-                handled.outputs.extend(held.outputs)
-            elif kind == "context":
-                handled.effects.append(partial(self.count_drop, kind))
-            else:
-                log.error("unknown outcome kind %r at %s/%d@%d", kind, rec.topic,
-                          rec.partition, rec.offset)
+            kinds.append(out.kind.value)
+            if out.stage_seconds:
+                handled.effects.append(partial(self._observe_stages, out.stage_seconds))
+            self._route_one(handled, rec, hint, out, first_seen)
         handled.kind = kinds[0] if len(kinds) == 1 else ",".join(sorted(set(kinds)))
         if handled.outputs:
             rejected = partial(self.output_rejected, handled.refusal, rec, first_seen)
@@ -157,6 +132,24 @@ class Outputs:
                 if output.on_reject is None:
                     output.on_reject = rejected
         return handled
+
+    def _route_one(self, handled: Handled, rec: Any, hint: str, out: Outcome,
+                   first_seen: datetime) -> None:
+        """What one outcome adds to its input's handling; every kind is matched (mypy checks
+        that a new :class:`OutcomeKind` is routed here)."""
+        kind = out.kind
+        match kind:
+            case OutcomeKind.PUBLISH | OutcomeKind.TOMBSTONE:
+                handled.outputs.append(self.research_record(rec, hint, out))
+            case OutcomeKind.DUPLICATE | OutcomeKind.SUPERSEDED | OutcomeKind.CONTEXT:
+                handled.effects.append(partial(self.count_drop, kind.value))
+            case OutcomeKind.HELD:
+                reason_class = out.reason_class or "leak_guard"
+                reason = out.reason or "held back by the leak guard"
+                held = self.held(rec, out.research_key, reason_class, reason, first_seen)
+                handled.outputs.extend(held.outputs)
+            case _:
+                assert_never(kind)
 
     def _observe_stages(self, times: Mapping[str, float]) -> None:
         for stage, seconds in times.items():
@@ -177,13 +170,10 @@ class Outputs:
             self.metrics.dropped.labels(kind).inc()
         self.counts[kind] += 1
 
-    def research_record(self, rec: Any, hint: str, out: Any, kind: str) -> OutRecord:
-        key = getattr(out, "research_key", None)
-        headers: dict[str, bytes] = {}  # the outcome's, then ours where it has none
-        raw = getattr(out, "headers", None)
-        for name, item in (raw.items() if isinstance(raw, Mapping) else (raw or ())):
-            if item is not None:
-                headers[str(name)] = item if isinstance(item, bytes) else str(item).encode()
+    def research_record(self, rec: Any, hint: str, out: Outcome) -> OutRecord:
+        key = out.research_key
+        # the outcome's headers, then ours where it has none
+        headers: dict[str, bytes] = {name: item.encode() for name, item in out.headers}
         if "source" not in headers:
             source = self._source.get(hint)
             if source is None:
@@ -193,8 +183,8 @@ class Outputs:
             headers["content-type"] = RESEARCH_CONTENT_TYPE_BYTES
         if "deidstream-version" not in headers:
             headers["deidstream-version"] = self._version
-        value = None if kind == "tombstone" else getattr(out, "value", None)
-        spans = dict(getattr(out, "span_counts", None) or {})
+        value = None if out.kind is OutcomeKind.TOMBSTONE else out.value
+        spans = dict(out.span_counts)
         timestamp = getattr(rec, "timestamp", None)
 
         def on_ack() -> None:
@@ -212,7 +202,7 @@ class Outputs:
 
         return OutRecord(
             self.settings.research_topic,
-            key.encode() if isinstance(key, str) else key,
+            None if key is None else key.encode(),
             value,
             list(headers.items()),
             on_ack,

@@ -21,7 +21,7 @@ from service.broker import EmbeddedBroker
 from service.metrics import Metrics
 from service.runner import Runner
 from service.settings import Settings
-from service.wiring import processor_factory_for
+from service.wiring import real_processor_factory
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
@@ -85,7 +85,7 @@ async def test_two_instances_agree_on_surrogates(tansu: EmbeddedBroker, pg_schem
     runners = []
     for _ in range(2):
         metrics = Metrics()
-        runner = Runner(s, metrics, processor_factory_for(s, metrics))
+        runner = Runner(s, metrics, real_processor_factory(s, metrics))
         runner.start_background()
         runners.append(runner)
     try:

@@ -17,7 +17,7 @@ from service.broker import EmbeddedBroker
 from service.metrics import Metrics
 from service.runner import Runner
 from service.settings import Settings
-from service.wiring import open_keystore, processor_factory_for
+from service.wiring import open_keystore, real_processor_factory
 
 pytestmark = pytest.mark.integration
 
@@ -46,7 +46,7 @@ async def test_wrong_master_key_stops_then_the_right_one_publishes(
     await produce(good.bootstrap_servers, good.input_topics[0], docs)
 
     metrics = Metrics()
-    runner = Runner(wrong, metrics, processor_factory_for(wrong, metrics))
+    runner = Runner(wrong, metrics, real_processor_factory(wrong, metrics))
     runner.start_background()
     try:
         loop = asyncio.get_running_loop()
@@ -65,7 +65,7 @@ async def test_wrong_master_key_stops_then_the_right_one_publishes(
     assert all(c is None for c in committed), committed
 
     metrics = Metrics()
-    runner = Runner(good, metrics, processor_factory_for(good, metrics))
+    runner = Runner(good, metrics, real_processor_factory(good, metrics))
     runner.start_background()
     try:
         loop = asyncio.get_running_loop()

@@ -31,7 +31,7 @@ from keystore.postgres import service_grants
 from service.broker import EmbeddedBroker
 from service.metrics import Metrics
 from service.runner import Runner
-from service.wiring import processor_factory_for
+from service.wiring import real_processor_factory
 
 pytestmark = pytest.mark.integration
 
@@ -195,7 +195,7 @@ async def test_a_postgres_fault_mid_stream_dead_letters_nothing_and_loses_nothin
     topic = s.input_topics[0]
     docs = [(f"{700000 + n}".encode(), report(n, 1)) for n in range(3 * PER_PHASE)]
     metrics = Metrics()
-    runner = Runner(s, metrics, processor_factory_for(s, metrics))
+    runner = Runner(s, metrics, real_processor_factory(s, metrics))
     runner.start_background()
     out = lambda: runner.counts["published"] + runner.counts["held"]  # noqa: E731
     seen_reason: str | None = None

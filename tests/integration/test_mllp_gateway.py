@@ -15,10 +15,10 @@ import pytest
 from kafka_helpers import headers_of, read_all, unique
 from prometheus_client.parser import text_string_to_metric_families
 
-from pipelines.hl7.framing import mllp_frame
+from pipelines.hl7.framing import FrameDecoder, mllp_frame
 from pipelines.research import attachment_text
 from service.broker import EmbeddedBroker, free_port
-from service.mllp import FrameDecoder, serve
+from service.mllp import serve
 from service.settings import Settings
 from tests.conftest import FIXTURES
 
@@ -261,7 +261,7 @@ async def test_mllp_to_research_topic_publish_then_tombstone(
     from keystore.keyring import Keyring
     from service.metrics import Metrics
     from service.runner import Runner
-    from service.wiring import processor_factory_for
+    from service.wiring import real_processor_factory
 
     base = unique("e2e")
     settings = settings_for(
@@ -278,7 +278,7 @@ async def test_mllp_to_research_topic_publish_then_tombstone(
     report = (H / "oru-r01-tx-ft-nte-v251.hl7").read_bytes()
     retraction = (H / "oru-r01-retracted-no-obx-v25.hl7").read_bytes()
     metrics = Metrics()
-    runner = Runner(settings, metrics, processor_factory_for(settings, metrics))
+    runner = Runner(settings, metrics, real_processor_factory(settings, metrics))
     runner.start_background()
     try:
         async with running(settings) as gw:

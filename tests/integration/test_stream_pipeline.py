@@ -24,7 +24,7 @@ from service.commands.run import serve
 from service.metrics import Metrics
 from service.runner import Runner
 from service.settings import Settings
-from service.wiring import processor_factory_for
+from service.wiring import real_processor_factory
 
 pytestmark = pytest.mark.integration
 
@@ -88,7 +88,7 @@ async def _until(pred: Any, within: float = 60.0) -> None:
 async def test_demo_messages_through_the_service(tansu: EmbeddedBroker, tmp_path: Path) -> None:
     s = pipeline_settings(tansu, tmp_path, api_token="st")
     metrics = Metrics()
-    runner = Runner(s, metrics, processor_factory_for(s, metrics))
+    runner = Runner(s, metrics, real_processor_factory(s, metrics))
     stop = asyncio.Event()
     service = asyncio.create_task(serve(s, stop=stop, runner=runner))
     base = f"http://127.0.0.1:{s.http_port}"
@@ -215,7 +215,7 @@ async def test_deidentify_endpoint_with_the_real_pipeline(tmp_path: Path) -> Non
                  master_key=Keyring.generate().to_text(), deidentify_api_enabled=True,
                  api_token="t0ken")
     metrics = Metrics()
-    runner = Runner(s, metrics, processor_factory_for(s, metrics))
+    runner = Runner(s, metrics, real_processor_factory(s, metrics))
     app = create_app(s, runner=runner, start_runner=False)
     await runner.prepare_processor()
     raw = _first_demo_message()
@@ -246,7 +246,7 @@ async def test_dead_letter_carries_hl7apy_findings(tansu: EmbeddedBroker, tmp_pa
                                                    ) -> None:
     s = pipeline_settings(tansu, tmp_path)
     metrics = Metrics()
-    runner = Runner(s, metrics, processor_factory_for(s, metrics))
+    runner = Runner(s, metrics, real_processor_factory(s, metrics))
     runner.start_background()
     no_patient = (b"MSH|^~\\&|A|B|C|D|20250101||ORU^R01|77|P|2.5\rPID|1||\r"
                   b"OBX|1|TX|x||some text||||||F\r")

@@ -14,7 +14,7 @@ from typer.testing import CliRunner
 from keystore import Keyring
 from keystore.config import default_store_from_env
 from pipelines.document import Identifier, Identifiers
-from pipelines.process import remember_context
+from pipelines.patient_context import remember_context
 
 
 def _run(app: typer.Typer, *args: str) -> tuple[int, str]:

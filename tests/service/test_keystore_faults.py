@@ -19,11 +19,12 @@ import pytest
 from keystore.errors import KeystorePermissionFault, KeystoreReadOnlyFault
 from keystore.keyring import Keyring
 from pipelines.errors import IntegrityError, KeystoreError, MissingKeyError
+from pipelines.outcome import Outcome, OutcomeKind
 from service.app import create_app
 from service.metrics import Metrics
 from service.runner import KEY_FAULT_STREAK, Runner, Stopping
 from service.settings import Settings
-from service.wiring import open_keystore, processor_factory_for
+from service.wiring import open_keystore, real_processor_factory
 
 FAST = dict(retry_initial_seconds=0.01, retry_max_seconds=0.02)
 
@@ -39,13 +40,6 @@ class Rec:
     headers: list[tuple[str, bytes]] = field(default_factory=list)
 
 
-@dataclass
-class Out:
-    kind: str = "publish"
-    research_key: str = "rk"
-    value: bytes = b"{}"
-
-
 class Scripted:
     """process() raises what ``failing`` says for a patient (the record value), else publishes."""
 
@@ -53,11 +47,11 @@ class Scripted:
         self.failing: dict[bytes, BaseException] = {}
         self.calls = 0
 
-    def process(self, raw: bytes, *, content_hint: str, now: Any) -> list[Out]:
+    def process(self, raw: bytes, *, content_hint: str, now: Any) -> list[Outcome]:
         self.calls += 1
         if raw in self.failing:
             raise self.failing[raw]
-        return [Out(research_key=raw.decode())]
+        return [Outcome(kind=OutcomeKind.PUBLISH, research_key=raw.decode(), value=b"{}")]
 
 
 def _runner(proc: Any, **over: Any) -> Runner:
@@ -164,7 +158,7 @@ async def test_a_store_sealed_under_another_key_never_opens(
     open_keystore(Settings(keystore_url=url, master_key=key_a)).close()
     s = Settings(keystore_url=url, master_key=configured(key_a), **FAST)
     metrics = Metrics()
-    runner = Runner(s, metrics, processor_factory_for(s, metrics))
+    runner = Runner(s, metrics, real_processor_factory(s, metrics))
     task = asyncio.create_task(runner.prepare_processor())
     await _wait(lambda: runner.metrics.value("deidstream_retries_total",
                                              operation="keystore") >= 2, within=30)

@@ -10,8 +10,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pipelines.errors import MissingPatientId, NotHL7, UnsupportedMessageType
+from pipelines.hl7.framing import FrameDecoder
 from pipelines.hl7.routing import route
-from service.mllp import FrameDecoder
 from tests.conftest import FIXTURES
 
 H = FIXTURES / "hl7v2"

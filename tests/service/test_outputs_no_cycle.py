@@ -11,6 +11,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
+from pipelines.outcome import Outcome, OutcomeKind
 from service.metrics import Metrics
 from service.runner.outputs import Outputs
 from service.settings import Settings
@@ -27,16 +28,9 @@ class Rec:
     headers: list[tuple[str, bytes]] = field(default_factory=list)
 
 
-@dataclass
-class Out:
-    kind: str
-    research_key: str | None = "rk"
-    value: bytes | None = b"{}"
-    headers: tuple[tuple[str, str], ...] = ()
-    reason_class: str | None = None
-    reason: str | None = None
-    stage_seconds: dict[str, float] = field(default_factory=lambda: {"detect": 0.001})
-    span_counts: dict[str, int] = field(default_factory=lambda: {"NAME": 2})
+def Out(kind: str) -> Outcome:  # noqa: N802 - reads like the record it builds
+    return Outcome(kind=OutcomeKind(kind), research_key="rk", value=b"{}",
+                   stage_seconds={"detect": 0.001}, span_counts={"NAME": 2})
 
 
 def test_routed_records_hold_no_reference_cycle() -> None:

@@ -20,7 +20,7 @@ from keystore.keyring import Keyring
 from service.metrics import Metrics
 from service.runner import Runner
 from service.settings import Settings
-from service.wiring import processor_factory_for
+from service.wiring import real_processor_factory
 
 pytestmark = [pytest.mark.corpus, pytest.mark.slow]
 TP = TopicPartition("clinical.in", 0)
@@ -65,7 +65,7 @@ async def _publish_all(url: str, key: str, recs: list[Rec], batch: int, many: bo
                        ) -> list[tuple[Any, ...]]:
     s = Settings(keystore_url=url, master_key=key, create_topics=False)
     metrics = Metrics()
-    factory = processor_factory_for(s, metrics)
+    factory = real_processor_factory(s, metrics)
 
     def build() -> Any:
         proc = factory()

@@ -15,6 +15,8 @@ from typing import Any
 import pytest
 from aiokafka import TopicPartition
 
+from pipelines.outcome import Outcome as Out
+from pipelines.outcome import OutcomeKind
 from service.metrics import Metrics
 from service.runner import Runner
 from service.settings import Settings
@@ -33,13 +35,6 @@ class Rec:
     headers: list[tuple[str, bytes]] = field(default_factory=list)
 
 
-@dataclass
-class Out:
-    kind: str
-    research_key: str | None
-    value: bytes | None = None
-
-
 class Proc:
     """Publishes a key the first time, a duplicate once that key's publish is confirmed."""
 
@@ -51,8 +46,8 @@ class Proc:
         key = raw.decode()
         self.log.append(f"process {key}")
         if key in self.confirmed:
-            return [Out("duplicate", None)]
-        return [Out("publish", key, raw)]
+            return [Out(kind=OutcomeKind.DUPLICATE)]
+        return [Out(kind=OutcomeKind.PUBLISH, research_key=key, value=raw)]
 
     def commit(self, outcomes: list[Out]) -> None:
         keys = [o.research_key for o in outcomes if o.research_key]

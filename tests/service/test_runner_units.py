@@ -1,4 +1,4 @@
-"""Runner pieces that need no broker: content hints, safe reasons, header normalising."""
+"""Runner pieces that need no broker: content hints, safe reasons, partition lag."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from pipelines.errors import InvalidJSON, KeystoreUnavailable, NotHL7
-from service.runner import PartitionState, content_hint, headers_list, is_retriable, safe_reason
+from service.runner import PartitionState, content_hint, is_retriable, safe_reason
 
 
 def test_content_hint_from_header_then_topic() -> None:
@@ -37,12 +37,6 @@ def test_retriable_classification() -> None:
     assert not is_retriable(NotHL7("nope"))
     assert is_retriable(ConnectionError())
     assert not is_retriable(ValueError())
-
-
-def test_headers_normalised() -> None:
-    assert headers_list({"a": "x", "b": b"y", "c": None}) == [("a", b"x"), ("b", b"y")]
-    assert headers_list((("v", 2),)) == [("v", b"2")]
-    assert headers_list(None) == []
 
 
 def test_partition_lag() -> None:

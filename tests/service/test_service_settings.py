@@ -87,3 +87,11 @@ def test_tls_builds_an_ssl_context() -> None:
     sec = Settings(security_protocol="SSL", ssl_check_hostname=False).kafka_security()
     assert sec["security_protocol"] == "SSL"
     assert sec["ssl_context"].check_hostname is False
+
+
+def test_no_processor_switch_in_production_settings() -> None:
+    """The de-identifier is not swappable by configuration: tests inject a processor through
+    ``create_app(processor_factory=...)`` or the runner's constructor."""
+    assert "processor" not in Settings.model_fields
+    with pytest.raises(ValidationError, match="processor"):
+        Settings(processor="toy_processor:factory")  # type: ignore[call-arg]

@@ -86,7 +86,7 @@ WRITER = textwrap.dedent("""
     m = Metrics()
     n = int(sys.argv[1])
     m.consumed.labels("t", "hl7v2").inc(n)
-    m.end_to_end_seconds.labels().observe(0.02)
+    m.end_to_end_seconds.observe(0.02)
     m.stage_seconds.labels("detect").observe(0.001)
     m.ready.set(1)
     m.lag.labels("t", "0").set(n)

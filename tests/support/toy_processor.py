@@ -2,7 +2,9 @@
 
 Input: JSON ``{"patient": str, "doc": str, "v": int, "text": str, "status": str}``.
 It raises the project's real errors for bad input, keeps version marks in SQLite (written
-only on ``confirm``, like the real pipeline), and can be told to fail transiently.
+only on ``confirm``, like the real pipeline), and can be told to fail transiently. It returns
+the real :class:`pipelines.outcome.Outcome`; the version an outcome confirms is its
+``version`` header.
 """
 
 from __future__ import annotations
@@ -12,24 +14,12 @@ import json
 import os
 import sqlite3
 import threading
-from dataclasses import dataclass, field
+from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
 from pipelines.errors import InvalidJSON, KeystoreUnavailable, MissingPatientId, PartialInput
-
-
-@dataclass
-class ToyOutcome:
-    kind: str
-    research_key: str | None = None
-    value: bytes | None = None
-    headers: dict[str, str] = field(default_factory=dict)
-    reason_class: str | None = None
-    reason: str | None = None
-    span_counts: dict[str, int] = field(default_factory=dict)
-    stage_seconds: dict[str, float] = field(default_factory=dict)
-    mark: tuple[str, int] | None = None
+from pipelines.outcome import Outcome, OutcomeKind
 
 
 def research_key(patient: str, doc: str) -> str:
@@ -49,7 +39,7 @@ class ToyProcessor:
         self.fail_file = fail_file  # while this file exists, processing is "database down"
         self.calls = 0
 
-    def process(self, raw: bytes, *, content_hint: str, now: datetime) -> list[ToyOutcome]:
+    def process(self, raw: bytes, *, content_hint: str, now: datetime) -> list[Outcome]:
         self.calls += 1
         if self.fail_file and os.path.exists(self.fail_file):
             raise KeystoreUnavailable("toy database unreachable")
@@ -66,32 +56,33 @@ class ToyProcessor:
             if row is not None:
                 seen, acked = int(row[0]), bool(row[1])
                 if version == seen and acked:
-                    return [ToyOutcome("duplicate", None)]
+                    return [Outcome(kind=OutcomeKind.DUPLICATE)]
                 if version < seen:
-                    return [ToyOutcome("superseded", None)]
+                    return [Outcome(kind=OutcomeKind.SUPERSEDED)]
             self._db.execute("insert or replace into marks values (?, ?, 0)", (key, version))
             self._db.commit()
+        marked = (("version", str(version)),)
         if msg.get("status") == "entered-in-error":
-            return [ToyOutcome("tombstone", key, None, {"version": str(version)},
-                               mark=(key, version))]
+            return [Outcome(kind=OutcomeKind.TOMBSTONE, research_key=key, headers=marked)]
         if msg.get("hold"):
-            return [ToyOutcome("held", key, reason_class="leak_guard",
-                               reason="known identifier left (field PID-5)", mark=(key, version))]
+            return [Outcome(kind=OutcomeKind.HELD, research_key=key, headers=marked,
+                            reason_class="leak_guard",
+                            reason="known identifier left (field PID-5)")]
         body = {"resourceType": "DocumentReference", "id": key, "version": version,
                 "text": "[REDACTED] " + str(msg.get("text", "")).upper()}
         if msg.get("pad"):  # an output too big for the broker
             body["pad"] = "x" * int(msg["pad"])
         if msg.get("partial"):  # a batch input whose second entry is broken
-            good = ToyOutcome("publish", key, json.dumps(body).encode(), {"version": str(version)},
-                              mark=(key, version))
+            good = Outcome(kind=OutcomeKind.PUBLISH, research_key=key,
+                           value=json.dumps(body).encode(), headers=marked)
             exc = PartialInput("1 of 2 entries failed", entry=1)
-            exc.outcomes = [good]  # type: ignore[attr-defined]
+            exc.outcomes = [good]
             raise exc
-        return [ToyOutcome("publish", key, json.dumps(body).encode(),
-                           {"version": str(version), "source": content_hint},
-                           span_counts={"NAME": 1, "DATE": 2},
-                           stage_seconds={"parse": 0.0002, "detect": 0.001},
-                           mark=(key, version))]
+        return [Outcome(kind=OutcomeKind.PUBLISH, research_key=key,
+                        value=json.dumps(body).encode(),
+                        headers=(*marked, ("source", content_hint)),
+                        span_counts={"NAME": 1, "DATE": 2},
+                        stage_seconds={"parse": 0.0002, "detect": 0.001})]
 
     def ping(self) -> None:
         if self.fail_file and os.path.exists(self.fail_file):
@@ -100,17 +91,13 @@ class ToyProcessor:
     def close(self) -> None:
         self._db.close()
 
-    def confirm(self, outcomes: list[ToyOutcome]) -> None:
+    def confirm(self, outcomes: Sequence[Outcome]) -> None:
         with self._lock:
             for out in outcomes:
-                if out.mark:
+                version = dict(out.headers).get("version")
+                if out.research_key is not None and version is not None:
                     self._db.execute("update marks set acked = 1 where k = ? and v = ?",
-                                     out.mark)
+                                     (out.research_key, int(version)))
             self._db.commit()
 
 
-def factory(settings: Any, metrics: Any) -> Any:
-    """For ``DEIDSTREAM_PROCESSOR=toy_processor:factory`` in subprocess tests."""
-    marks = os.environ.get("TOY_MARKS_PATH")
-    fail = os.environ.get("TOY_FAIL_FILE")
-    return lambda: ToyProcessor(marks, fail)

@@ -12,8 +12,8 @@ from pipelines.corpus import Note, load_gold, read_notes
 from pipelines.phi.combine import unite
 from pipelines.phi.merge import merge_spans
 from pipelines.phi.tagger.augment import Example, Phrase, augment, augmented
-from pipelines.phi.tagger.features import Featurizer, facility_core, tokenize
-from pipelines.phi.tagger.model import Label, Tagger, label_of
+from pipelines.phi.tagger.features import Featurizer, facility_core, may_be_phi, tokenize
+from pipelines.phi.tagger.model import Label, Tagger, _breaks, label_of
 from pipelines.phi.tagger.train import TrainSettings, examples_from, labelled, train
 from pipelines.spans import Category, Span
 
@@ -71,7 +71,36 @@ def test_gazetteer_phrase_marks_every_word_of_a_facility() -> None:
 def test_bio_labels_follow_gold_phrases() -> None:
     example = Example("Dr. Ann Lee saw pt", (Phrase(4, 11, Label.NAME),))
     _, labels = labelled(example, Featurizer())
-    assert labels == ["O", "B-NAME", "I-NAME", "O", "O"]  # words only: "." is context
+    # words only ("." is context), and not common lower-case words ("saw") in mixed case
+    assert labels == ["O", "B-NAME", "I-NAME", "O"]
+
+
+def test_common_lower_case_words_are_context_not_items() -> None:
+    text = "Pt seen by Dr. Ann Lee at the clinic, wife Maple called."
+    tokens = tokenize(text)
+    labelled_words = {tokens[i][2] for i in Featurizer().items(text, tokens)}
+    assert {"Pt", "Dr", "Ann", "Lee", "Maple"} <= labelled_words
+    assert not {"seen", "by", "at", "the", "called", "."} & labelled_words
+    # in a one-case note case tells nothing: common words are context, names stay items
+    upper = text.upper()
+    tokens = tokenize(upper)
+    labelled_words = {tokens[i][2] for i in Featurizer().items(upper, tokens)}
+    assert {"ANN", "LEE", "MAPLE"} <= labelled_words and "THE" not in labelled_words
+    # a rare word (an unknown surname, a typo) and a facility word stay items in lower case
+    assert may_be_phi("zorbinski", one_case=False) and may_be_phi("hospital", one_case=False)
+    assert not may_be_phi("called", one_case=False) and may_be_phi("Called", one_case=False)
+
+
+def test_a_place_runs_on_over_its_connectors_a_name_over_particles() -> None:
+    text = "Hospital of the Good Shepherd; Ann de la Cruz and Bo Lee"
+    assert not _breaks(text, 8, 16, Label.LOCATION)  # " of the "
+    assert _breaks(text, 8, 16, Label.NAME)
+    ann = text.index("Ann") + 3
+    cruz = text.index("Cruz")
+    assert not _breaks(text, ann, cruz, Label.NAME)  # " de la "
+    and_at = text.index(" and ")
+    assert _breaks(text, and_at, and_at + 5, Label.NAME)  # two people, not one name
+    assert _breaks(text, 29, 31, Label.LOCATION)  # a clause mark ends any phrase
 
 
 def test_gold_categories_map_to_labels() -> None:

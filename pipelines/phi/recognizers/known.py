@@ -8,7 +8,7 @@ with confidence 1.0, so where another recognizer found the same words with a wea
 (a name with an unknown role) the merge keeps this one: the known identifier boosts it. The
 name forms (with nicknames of first names from the ``nicknames`` package: "Peggy" for
 Margaret, taken only where the text supports a name) are also left in
-``doc.cache[KNOWN_NAMES_KEY]`` so the name recognizer can give a found name its role.
+``doc.artifacts.known_names`` so the name recognizer can give a found name its role.
 """
 
 from __future__ import annotations
@@ -26,8 +26,6 @@ from pipelines.phi.base import Doc, Recognizer
 from pipelines.phi.registry import register
 from pipelines.spans import Category, Span
 
-KNOWN_NAMES_KEY = "known_names"
-KNOWN_NICKNAMES_KEY = "known_nicknames"
 SOURCE = "known"
 
 # A name part this frequent in English ("Will", "Rose", "Hope") counts only where the text
@@ -40,7 +38,7 @@ _DIGIT_RUN = re.compile(r"(?<![\w])[A-Za-z]{0,3}\d(?:[./-]?\d)*(?![\w])")
 _PHONE = re.compile(r"(?<!\d)(?:\+?1[\s.-]?)?(?:\(\d{3}\)\s*|\d{3}[\s.-]?)?\d{3}[\s.-]?\d{4}(?!\d)")
 # "(?<!\d)(\d{1,4})" written as "(\d(?<!\d\d)\d{0,3})" (the same matches): a pattern that opens
 # with a digit class lets the stdlib search skip to the next digit in C, where a leading
-# look-behind makes it try a match at every position of the note (~3x slower)
+# look-behind makes it try a match at every position of the note (slower)
 _NUMERIC_DATE = re.compile(r"(\d(?<!\d\d)\d{0,3})([/.-])(\d{1,2})\2(\d{1,4})(?!\d)")
 _COMPACT_DATE = re.compile(r"(\d(?<!\d\d)\d{7})(?!\d)")
 _MONTHS = {
@@ -132,7 +130,7 @@ class KnownIdentifierRecognizer(Recognizer):
             return
         toks = lx.tokens(doc)
         words, text, mixed = toks.words, doc.text, toks.mixed_case
-        nicks: frozenset[str] = doc.cache.get(KNOWN_NICKNAMES_KEY, frozenset())
+        nicks = doc.artifacts.known_nicknames or frozenset()
         ids = doc.identifiers
         initials, wanted = _name_lookup(ids.provider_names, ids.relative_names, ids.patient_names)
         if toks.lower_set.isdisjoint(wanted):
@@ -158,14 +156,13 @@ class KnownIdentifierRecognizer(Recognizer):
 
 def known_name_forms(doc: Doc) -> dict[str, Category]:
     """Lower-case name parts of the document's known people -> their role (patient first)."""
-    cached = doc.cache.get(KNOWN_NAMES_KEY)
-    if isinstance(cached, dict):
-        return cached
+    artifacts = doc.artifacts
+    if artifacts.known_names is not None:
+        return artifacts.known_names
     ids = doc.identifiers
     forms, nicks = _name_forms(ids.provider_names, ids.relative_names, ids.patient_names)
     forms = dict(forms)  # the memo's own dict is never handed out
-    doc.cache[KNOWN_NAMES_KEY] = forms
-    doc.cache[KNOWN_NICKNAMES_KEY] = nicks
+    artifacts.known_names, artifacts.known_nicknames = forms, nicks
     return forms
 
 
@@ -317,7 +314,7 @@ def _may_hold_number(text: str, wanted: Iterable[str]) -> bool:
     """False when no ``_DIGIT_RUN`` match of ``text`` can normalise to a wanted value.
 
     Why: the scan has a leading look-behind, so the stdlib search tries a match at every
-    character (~25 µs a note), and most notes do not hold the patient's numbers. In ASCII text
+    character, and most notes do not hold the patient's numbers. In ASCII text
     a match without its separators, upper-cased, is a substring of the text so squeezed.
     """
     if not text.isascii():
@@ -343,8 +340,8 @@ def _may_hold_numeric_birth(text: str, birth: date) -> bool:
 
 
 def _compact_forms(birth: date) -> set[str]:
-    """``birth`` as %Y%m%d, %m%d%Y and %d%m%Y. Formatted directly (three ``strftime`` calls were
-    ~5 µs a note); a year before 1000 goes through ``strftime``, whose %Y padding differs
+    """``birth`` as %Y%m%d, %m%d%Y and %d%m%Y. Formatted directly (cheaper than three
+    ``strftime`` calls); a year before 1000 goes through ``strftime``, whose %Y padding differs
     between C libraries."""
     if birth.year < 1000:
         return {birth.strftime("%Y%m%d"), birth.strftime("%m%d%Y"), birth.strftime("%d%m%Y")}

@@ -103,7 +103,7 @@ def _rule_starts(toks: lx.Tokens, capitals_count: bool, ascii_text: bool) -> lis
     may start a rule by itself, or (where case tells something) any capitalised word.
 
     Why the ASCII path: a per-token look-up in a big table misses the CPU cache once the other
-    recognizers have run (~3x slower than in a tight loop), so the big set is asked once per
+    recognizers have run (slower than in a tight loop), so the big set is asked once per
     distinct word and each token then asks only the note's few starters."""
     lows = toks.lowers
     if ascii_text:

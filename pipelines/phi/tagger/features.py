@@ -11,80 +11,83 @@ credentials, kinship, movement words): they are general English, not corpus stri
 
 from __future__ import annotations
 
+import bisect
 import re
 from dataclasses import dataclass
 from functools import cache
 from importlib import resources
+from itertools import accumulate
 from typing import Final
 
 from pipelines.phi import lexicons
 
-# a word (letters, inner apostrophes), a run of digits, or any other single visible character
-_TOKEN: Final = re.compile(r"[^\W\d_]+(?:['’][^\W\d_]+)*|\d+|[^\s]")
+# a word (letters, inner apostrophes), a run of digits, or any other single visible character;
+# as a splitter (one capturing group): gap, token, gap, token, …, gap in one C call
+_TOKEN: Final = re.compile(r"([^\W\d_]+(?:['’][^\W\d_]+)*|\d+|[^\s])")
 
 _MEMO_LIMIT: Final = 300_000
 _CONTEXT: Final = (-2, -1, 1, 2)
 
 
-def _words(text: str) -> frozenset[str]:
+def words_of(text: str) -> frozenset[str]:
     return frozenset(text.split())
 
 
 # Cue words by class. General knowledge of clinical writing, not taken from any corpus.
 CUES: Final[dict[str, frozenset[str]]] = {
-    "title": _words("dr dr. doctor mr mrs ms miss mx prof professor sir madam rev father sister"),
-    "cred": _words(
+    "title": words_of("dr dr. doctor mr mrs ms miss mx prof professor sir madam rev father sister"),
+    "cred": words_of(
         "md m.d do rn lpn np pa pa-c crnp cnm phd pharmd dds dmd rd rt rrt pt ot slp msw lcsw "
         "lics cna emt np-c aprn fnp dnp mph facp facc facs"
     ),
-    "kin": _words(
+    "kin": words_of(
         "wife husband son daughter mother father mom dad brother sister sibling siblings aunt "
         "uncle niece nephew cousin grandson granddaughter grandmother grandfather grandchild "
         "grandchildren spouse partner fiance fiancee friend neighbor neighbour boyfriend "
         "girlfriend stepson stepdaughter stepmother stepfather guardian proxy hcp dtr"
     ),
-    "staff": _words(
+    "staff": words_of(
         "attending resident intern fellow nurse rn np pcp physician surgeon cardiologist "
         "neurologist oncologist team service covering fellow consult consulted paged page "
         "notified informed aware discussed spoke called per by with seen evaluated signed "
         "dictated cc attn"
     ),
-    "prep": _words("in at from to of near via into"),
-    "move": _words(
+    "prep": words_of("in at from to of near via into"),
+    "move": words_of(
         "transferred transfer admitted discharged returned return sent lives living resides "
         "moved visiting visited born home rehab rehabilitation nursing facility"
     ),
-    "head": _words(
+    "head": words_of(
         "hospital hospitals hosp medical center centre clinic clinics memorial regional "
         "general health healthcare rehab rehabilitation infirmary institute university univ "
         "nursing home manor sanatorium hospice care unit ward campus pavilion"
     ),
-    "place": _words(
+    "place": words_of(
         "street st avenue ave road rd drive dr lane ln boulevard blvd court ct way place pl "
         "county city town village township state"
     ),
-    "id": _words(
+    "id": words_of(
         "mrn id acct account acc no number # ssn license lic insurance policy member unit "
         "record rec med medicaid medicare plan"
     ),
-    "age": _words("age aged yo y/o year years yr old"),
+    "age": words_of("age aged yo y/o year years yr old"),
 }
 # Parts of a building: no one's address on their own ("the West Wing", "North Tower"). Used
 # by the recognizer's post-filter, not as a feature.
-BUILDING_PARTS: Final = _words(
+BUILDING_PARTS: Final = words_of(
     "north south east west northeast northwest southeast southwest upper lower main old "
     "new wing tower building floor level annex entrance lobby campus side"
 )
 _KIN: Final = CUES["kin"]
-_MONTHS: Final = _words(
+_MONTHS: Final = words_of(
     "january february march april may june july august september october november december "
     "jan feb mar apr jun jul aug sep sept oct nov dec"
 )
-_WEEKDAYS: Final = _words(
+_WEEKDAYS: Final = words_of(
     "monday tuesday wednesday thursday friday saturday sunday mon tue tues wed thu thur thurs "
     "fri sat sun"
 )
-_GENERIC_HEADS: Final = _words(
+_GENERIC_HEADS: Final = words_of(
     "hospital hospitals medical center centre clinic memorial regional general health "
     "healthcare rehabilitation rehab infirmary institute nursing home care and of the for "
     "services service county community"
@@ -96,13 +99,46 @@ Tok = tuple[int, int, str]
 
 
 def tokenize(text: str) -> list[Tok]:
-    return [(m.start(), m.end(), m.group()) for m in _TOKEN.finditer(text)]
+    parts = _TOKEN.split(text)
+    offsets = list(accumulate(map(len, parts)))
+    return list(zip(offsets[0:-1:2], offsets[1::2], parts[1::2], strict=True))
 
 
 def word_positions(tokens: list[Tok]) -> list[int]:
-    """Indices of the word tokens: the items the CRF labels. Digits and punctuation are left
-    to the rules (dates, phones, identifiers) and seen by the CRF only as context."""
+    """Indices of the word tokens. Digits and punctuation are left to the rules (dates,
+    phones, identifiers) and seen by the CRF only as context."""
     return [i for i, t in enumerate(tokens) if t[2][0].isalpha()]
+
+
+# Where the CRF looks (``Featurizer.items``). A name or a place in a note written in mixed
+# case is capitalised; a word in lower case there, or any word of a one-case note, that is
+# common English (Zipf >= this), used more as a word than as a name, and no word of a
+# facility or city name, is context for its neighbours but never labelled itself. About
+# half the words of a clinical note are such; labelling them cost half the tagger's time.
+ITEM_MIN_ZIPF: Final = 3.5
+# Function words ("of", "the") occur in facility names but are context all the same: the
+# tagger joins the two sides of them (``model.CONNECTORS``).
+_PLACE_WORD_MAX_ZIPF: Final = 6.0
+
+
+@cache
+def _place_words() -> frozenset[str]:
+    words = facilities().words | CUES["head"] | lexicons.city_first_words()
+    return frozenset(w for w in words if lexicons.zipf(w) < _PLACE_WORD_MAX_ZIPF)
+
+
+def may_be_phi(word: str, one_case: bool) -> bool:
+    """Whether the CRF labels ``word`` (see ``ITEM_MIN_ZIPF``)."""
+    if not word[0].isalpha():
+        return False
+    if not one_case and not word.islower():
+        return True
+    low = word.lower()
+    return (
+        lexicons.zipf(low) < ITEM_MIN_ZIPF
+        or lexicons.name_score(low) >= 0.0
+        or low in _place_words()
+    )
 
 
 def _bucket(value: float, edges: tuple[float, ...]) -> int:
@@ -124,45 +160,57 @@ def _shape(word: str) -> str:
 # --------------------------------------------------------------------------- gazetteers
 
 
+_END: Final = ""  # the trie key that marks a whole phrase (no token is empty)
+Trie = dict[str, "Trie"]
+
+
 @dataclass(frozen=True)
 class Gazetteer:
-    """Multi-word phrases by their first word: a phrase matches where its words follow."""
+    """Multi-word phrases as a word trie: a phrase matches where its words follow."""
 
-    by_first: dict[str, tuple[tuple[str, ...], ...]]
+    trie: Trie  # word -> the phrases that go on with it; _END -> {} where one ends
     words: frozenset[str]
 
     def matches(
         self, lowers: list[str], candidates: list[int] | None = None
     ) -> list[tuple[int, int]]:
         """``(start, end)`` token ranges of the longest phrase starting at each token (of
-        ``candidates``, the positions where some phrase may start, when given)."""
-        by_first = self.by_first
+        ``candidates``, the positions where some phrase may start, when given); a match
+        ends where the next may start."""
+        root = self.trie
+        n = len(lowers)
         out: list[tuple[int, int]] = []
         end = 0
-        if candidates is None:
-            candidates = list(range(len(lowers)))
-        for i in [i for i in candidates if lowers[i] in by_first]:
-            if i < end:
+        for i in range(n) if candidates is None else candidates:
+            node = root.get(lowers[i])
+            if node is None or i < end:
                 continue
-            best = 0
-            for phrase in by_first[lowers[i]]:
-                k = len(phrase)
-                if k > best and tuple(lowers[i : i + k]) == phrase:
+            best = i + 1 if _END in node else 0
+            k = i + 1
+            while k < n:
+                node = node.get(lowers[k])
+                if node is None:
+                    break
+                k += 1
+                if _END in node:
                     best = k
             if best:
-                out.append((i, i + best))
-                end = i + best
+                out.append((i, best))
+                end = best
         return out
 
 
 def _gazetteer(phrases: set[tuple[str, ...]]) -> Gazetteer:
-    by_first: dict[str, list[tuple[str, ...]]] = {}
+    trie: Trie = {}
     words: set[str] = set()
     for phrase in phrases:
         if phrase:
-            by_first.setdefault(phrase[0], []).append(phrase)
+            node = trie
+            for word in phrase:
+                node = node.setdefault(word, {})
+            node[_END] = {}
             words.update(phrase)
-    return Gazetteer({k: tuple(v) for k, v in by_first.items()}, frozenset(words))
+    return Gazetteer(trie, frozenset(words))
 
 
 def _lower_tokens(text: str) -> tuple[str, ...]:
@@ -267,10 +315,18 @@ def _word_features(word: str, one_case: bool) -> tuple[str, ...]:
         out += _lexicon_features(low)
     elif word.isdecimal():  # int() reads every decimal digit; "²" is a digit, not decimal
         out += _number_features(word)
-    for cls, words in CUES.items():
-        if low in words:
-            out.append(f"cue={cls}")
+    out += _cue_features().get(low, ())
     return tuple(out)
+
+
+@cache
+def _cue_features() -> dict[str, tuple[str, ...]]:
+    """Word -> its ``cue=`` features (one dict lookup instead of one per cue class)."""
+    out: dict[str, tuple[str, ...]] = {}
+    for cls, words in CUES.items():
+        for word in words:
+            out[word] = (*out.get(word, ()), f"cue={cls}")
+    return out
 
 
 # The few features of a word its neighbours see (a subset of ``_word_features``).
@@ -287,71 +343,106 @@ class Featurizer:
 
     def __init__(self, keep: frozenset[str] | None = None) -> None:
         self.keep = keep
-        self._own: dict[tuple[str, bool], tuple[str, ...]] = {}
-        self._ctx: dict[tuple[str, bool], tuple[tuple[str, ...], ...]] = {}
+        self._words: tuple[dict[str, _Word], dict[str, _Word]] = ({}, {})
+        self._item: dict[str, tuple[bool, bool]] = {}
+        self._pad = tuple(self._kept(p) for p in _PAD)
 
     def warm(self) -> None:
         lexicons.warm()
         facilities()
         facility_cores()
         cities()
+        _place_words()
+
+    def items(self, text: str, tokens: list[Tok], one_case: bool | None = None) -> list[int]:
+        """Indices of the tokens the CRF labels (``may_be_phi``; memo per distinct word)."""
+        if one_case is None:
+            one_case = is_one_case(text)
+        memo = self._item
+        out: list[int] = []
+        for i, tok in enumerate(tokens):
+            word = tok[2]
+            found = memo.get(word)
+            if found is None:
+                found = memo[word] = may_be_phi(word, False), may_be_phi(word, True)
+                if len(memo) > _MEMO_LIMIT:
+                    memo.clear()
+            if found[one_case]:
+                out.append(i)
+        return out
 
     def _kept(self, features: list[str] | tuple[str, ...]) -> tuple[str, ...]:
         keep = self.keep
         return tuple(features) if keep is None else tuple(f for f in features if f in keep)
 
-    def own(self, word: str, one_case: bool) -> tuple[str, ...]:
-        key = (word, one_case)
-        found = self._own.get(key)
+    def word(self, word: str, one_case: bool) -> _Word:
+        """What ``word`` is (its own features) and what tokens at each offset of
+        ``_CONTEXT`` see of it (a subset, prefixed by the offset); memo per distinct word."""
+        memo = self._words[one_case]
+        found = memo.get(word)
         if found is None:
-            found = self._kept(_word_features(word, one_case))
-            if len(self._own) < _MEMO_LIMIT:
-                self._own[key] = found
-        return found
-
-    def around(self, word: str, one_case: bool) -> tuple[tuple[str, ...], ...]:
-        """What the tokens around ``word`` see of it: for each offset in ``_CONTEXT``, the
-        features of ``word`` as seen from a token at that distance (prefixed by the offset)."""
-        key = (word, one_case)
-        found = self._ctx.get(key)
-        if found is None:
-            kept = [f for f in _word_features(word, one_case) if f.startswith(_CONTEXT_KEEP)]
-            found = tuple(self._kept([f"{o}{f}" for f in kept]) for o in _CONTEXT)
-            if len(self._ctx) < _MEMO_LIMIT:
-                self._ctx[key] = found
+            features = _word_features(word, one_case)
+            seen = [f for f in features if f.startswith(_CONTEXT_KEEP)]
+            found = _Word(
+                self._kept(features),
+                tuple(self._kept([f"{o}{f}" for f in seen]) for o in _CONTEXT),
+                word.lower(),
+            )
+            if len(memo) < _MEMO_LIMIT:
+                memo[word] = found
         return found
 
     def features(
-        self, text: str, tokens: list[Tok], items: list[int] | None = None
+        self,
+        text: str,
+        tokens: list[Tok],
+        items: list[int] | None = None,
+        one_case: bool | None = None,
     ) -> list[list[str]]:
         """Feature rows of the tokens at ``items`` (default: every token); every token is
-        context for its neighbours."""
+        context for its neighbours. ``one_case``: ``is_one_case(text)``, when known."""
         if items is None:
             items = list(range(len(tokens)))
-        words = [t[2] for t in tokens]
-        lowers = [w.lower() for w in words]
-        one_case = _one_case(text)
-        own = self.own
-        ctx = [self.around(w, one_case) for w in words]
+        if one_case is None:
+            one_case = is_one_case(text)
+        memo = self._words[one_case]
+        entries = [memo.get(t[2]) or self.word(t[2], one_case) for t in tokens]
+        lowers = [e.lower for e in entries]
         extras = _extras(text, tokens, lowers)
         keep = self.keep
-        pad = [self._kept(p) for p in _PAD]
-        c0 = [pad[0], pad[0], *(c[0] for c in ctx)]  # c0[i] = what token i sees of i-2
-        c1 = [pad[1], *(c[1] for c in ctx)]
-        c2 = [*(c[2] for c in ctx[1:]), pad[2]]
-        c3 = [*(c[3] for c in ctx[2:]), pad[3], pad[3]]
-        bounded = [*lowers, "</s>"]
-        left = ["<s>", *lowers]
+        # around[k + 2]: what the tokens near token k see of it; two sentinels either side
+        # give what a token sees beyond either end of the note
+        pad = self._pad
+        around = [pad, pad, *(e.around for e in entries), pad, pad]
+        left = ["<s>", *lowers, "</s>"]
         rows: list[list[str]] = []
         append = rows.append
         get = extras.get
         for i in items:
             # own and context features are filtered once per word; these per note
-            local = [f"bl={left[i]}|{lowers[i]}", f"br={lowers[i]}|{bounded[i + 1]}", *get(i, ())]
+            low = left[i + 1]
+            local = [f"bl={left[i]}|{low}", f"br={low}|{left[i + 2]}", *get(i, ())]
             if keep is not None:
                 local = [f for f in local if f in keep]
-            append([*own(words[i], one_case), *c0[i], *c1[i], *c2[i], *c3[i], *local])
+            # token i sees offset -2 of token i-2, …, offset +2 of token i+2
+            append(
+                [
+                    *entries[i].own,
+                    *around[i][0],
+                    *around[i + 1][1],
+                    *around[i + 3][2],
+                    *around[i + 4][3],
+                    *local,
+                ]
+            )
         return rows
+
+
+@dataclass(frozen=True, slots=True)
+class _Word:
+    own: tuple[str, ...]
+    around: tuple[tuple[str, ...], ...]
+    lower: str
 
 
 _PAD: Final = tuple((f"{o}pad",) for o in _CONTEXT)
@@ -370,33 +461,43 @@ def _extras(text: str, tokens: list[Tok], lowers: list[str]) -> dict[int, list[s
     return extras
 
 
-def _one_case(text: str) -> bool:
+def is_one_case(text: str) -> bool:
     """A note written in one case (all capitals, or all lower): case tells nothing there."""
     sample = text[:2000]
-    letters = sum(map(str.isalpha, sample))
+    if sample.isascii():  # counted by deleting the other bytes, in C
+        raw = sample.encode("ascii")
+        upper = len(raw.translate(None, _NOT_UPPER))
+        letters = upper + len(raw.translate(None, _NOT_LOWER))
+    else:
+        letters = sum(map(str.isalpha, sample))
+        upper = sum(map(str.isupper, sample))
     if letters < 20:
         return False
-    upper = sum(map(str.isupper, sample)) / letters
-    return upper > 0.85 or upper < 0.02
+    return upper / letters > 0.85 or upper / letters < 0.02
+
+
+_NOT_UPPER: Final = bytes(c for c in range(256) if not 65 <= c <= 90)
+_NOT_LOWER: Final = bytes(c for c in range(256) if not 97 <= c <= 122)
 
 
 def _add_line_features(text: str, tokens: list[Tok], extras: dict[int, list[str]]) -> None:
     if tokens:
         extras.setdefault(0, []).append("bol")
+    starts = [t[0] for t in tokens]
+    n = len(starts)
     at = text.find("\n")
     k = 0
     while at >= 0:  # the first token after each newline opens a line
-        while k < len(tokens) and tokens[k][0] < at:
-            k += 1
-        if k == len(tokens):
+        k = bisect.bisect_left(starts, at, k)
+        if k == n:
             break
         extras.setdefault(k, []).append("bol")
-        at = text.find("\n", tokens[k][0])
+        at = text.find("\n", starts[k])
 
 
 @cache
 def _any_first_word() -> frozenset[str]:
-    return frozenset().union(*(g().by_first.keys() for g in _GAZETTEERS.values()))
+    return frozenset().union(*(g().trie.keys() for g in _GAZETTEERS.values()))
 
 
 def _add_gazetteer_features(lowers: list[str], extras: dict[int, list[str]]) -> None:

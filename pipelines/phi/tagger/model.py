@@ -20,7 +20,7 @@ from typing import Final
 import pycrfsuite
 
 from pipelines.phi import lexicons
-from pipelines.phi.tagger.features import Featurizer, Tok, tokenize, word_positions
+from pipelines.phi.tagger.features import Featurizer, Tok, is_one_case, tokenize, words_of
 from pipelines.spans import Category, Span
 
 OUTSIDE: Final = "O"
@@ -135,35 +135,39 @@ class Tagger:
             self._local.tagger = tagger
         return tagger
 
-    def _decide(self, tagger: pycrfsuite.Tagger, i: int, predicted: str) -> tuple[Label | None, float]:
-        """The label of token ``i`` (None: not PHI) and the probability that it is PHI."""
-        p_phi = 1.0 - tagger.marginal(OUTSIDE, i)
+    def _decide(self, tagger: pycrfsuite.Tagger, i: int, predicted: str, p_phi: float) -> Label | None:
+        """The label of item ``i`` (None: not PHI), given the probability that it is PHI."""
         if predicted != OUTSIDE:
-            return Label(predicted[2:]), p_phi
+            return Label(predicted[2:])
         if p_phi < self._least:
-            return None, p_phi
+            return None
         label = _likeliest(tagger, i)
-        return (label if p_phi >= self.thresholds[label] else None), p_phi
+        return label if p_phi >= self.thresholds[label] else None
 
     def tag(self, text: str) -> list[TaggedSpan]:
         tokens = tokenize(text)
-        items = word_positions(tokens)
+        one_case = is_one_case(text)
+        items = self.featurizer.items(text, tokens, one_case)
         if not items:
             return []
         tagger = self._open()
-        tagger.set(self.featurizer.features(text, tokens, items))
+        tagger.set(self.featurizer.features(text, tokens, items, one_case))
         tokens = [tokens[i] for i in items]
         spans: list[TaggedSpan] = []
         run: list[int] = []
         run_label: Label | None = None
         run_conf = 1.0
+        marginal, least = tagger.marginal, self._least
         for i, predicted in enumerate(tagger.tag()):
-            label, p_phi = self._decide(tagger, i, predicted)
+            p_phi = 1.0 - marginal(OUTSIDE, i)
+            if predicted == OUTSIDE and p_phi < least and not run:
+                continue  # most items: not PHI, and no phrase open
+            label = self._decide(tagger, i, predicted, p_phi)
             if run and (
                 label is None
                 or label != run_label
                 or predicted.startswith("B-")
-                or _breaks(text, tokens[run[-1]][1], tokens[i][0])
+                or _breaks(text, tokens[run[-1]][1], tokens[i][0], run_label)
             ):
                 spans.append(_span(tokens, run, run_label, run_conf))
                 run, run_label, run_conf = [], None, 1.0
@@ -177,11 +181,27 @@ class Tagger:
         return spans + _recurrences(text, tokens, spans)
 
 
-def _breaks(text: str, end: int, start: int) -> bool:
-    """Text between two items that ends a phrase: a clause mark or a line break (a name
-    or a place runs on over spaces, hyphens, periods of initials and apostrophes only)."""
+# Words a name or a place runs on over though the CRF does not label them (they are common
+# English, ``features.may_be_phi``): particles of surnames, the joints of facility names
+# ("Hospital of the Good Shepherd", "Saint Mary and Saint Joseph Hospital").
+CONNECTORS: Final[dict[Label, frozenset[str]]] = {
+    Label.NAME: words_of("de la le del della da di du van von der den ten ter bin ibn al el y"),
+    Label.LOCATION: words_of("of the and & at for on in de la le del da di du san santa st saint"),
+}
+
+
+def _breaks(text: str, end: int, start: int, label: Label | None = None) -> bool:
+    """Text between two items that ends a phrase: a clause mark or a line break. A name or
+    a place runs on over spaces, hyphens, periods of initials and apostrophes, and over up
+    to two of its class's ``CONNECTORS``."""
     gap = text[end:start]
-    return any(c in gap for c in ",;:()[]{}\n|/") or len(gap) > 3
+    if any(c in gap for c in ",;:()[]{}\n|/"):
+        return True
+    if len(gap) <= 3:
+        return False
+    words = gap.lower().split()
+    joints = CONNECTORS.get(label) if label is not None else None
+    return not (joints and 0 < len(words) <= 2 and all(w in joints for w in words))
 
 
 def _recurrences(text: str, tokens: Sequence[Tok], spans: list[TaggedSpan]) -> list[TaggedSpan]:

@@ -16,7 +16,7 @@ import pycrfsuite
 
 from pipelines.corpus import GoldPhrase, Note, NoteKey
 from pipelines.phi.tagger.augment import Example, Phrase, augmented
-from pipelines.phi.tagger.features import Featurizer, facility_core, tokenize, word_positions
+from pipelines.phi.tagger.features import Featurizer, facility_core, tokenize
 from pipelines.phi.tagger.model import OUTSIDE, Label, label_of
 
 
@@ -96,7 +96,7 @@ def labelled(example: Example, featurizer: Featurizer) -> tuple[list[list[str]],
             phrase = phrases[k]
             first = i == 0 or labels[i - 1] == OUTSIDE or tokens[i - 1][1] <= phrase.start
             labels[i] = ("B-" if first else "I-") + phrase.label.value
-    items = word_positions(tokens)
+    items = featurizer.items(example.text, tokens)
     return featurizer.features(example.text, tokens, items), _restart([labels[i] for i in items])
 
 

@@ -1,0 +1,300 @@
+"""The key store's administrative operations: rotation and key retirement, forget
+(crypto-shredding), re-identification (reveal), the audit log and the privacy officer's view.
+
+Split from :mod:`keystore.store` so the code that can re-identify a patient is reviewed on
+its own: everything here is audited (no PHI in the audit lines). :class:`StoreAdmin` is a
+mixin of :class:`keystore.store.EncryptedStore`; each method runs on the store internals
+named by the :class:`_Store` protocol (the whole surface this module touches).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from keystore.api import PatientState
+from keystore.audit import AuditKeys, AuditReport
+from keystore.backend import Row, SqlBackend
+from keystore.envelope import LEGACY_ENVELOPE, is_legacy_wrap, reseal, rewrap, unwrap_key, wrap_key
+from keystore.errors import ForgottenPatientError, IntegrityError, KeystoreError, RetireRefused
+from keystore.keyring import Keyring, fingerprint
+from keystore.records import Identity
+from keystore.subkeys import ROOT_BINDING, StoreKeys
+
+log = logging.getLogger("deidstream.keystore")
+_MAX_REWRAP_RETRIES = 8  # a record rewritten by another instance while it is re-wrapped
+
+
+@dataclass
+class RotationReport:
+    new_key_id: str
+    rewrapped: int = 0
+    already_current: int = 0
+    upgraded: int = 0  # version-1 records sealed afresh in the current envelope
+    failed: list[str] = field(default_factory=list)  # record fingerprints, no ids
+
+
+class _Store(Protocol):
+    """What the admin operations use of :class:`keystore.store.EncryptedStore`."""
+
+    _backend: SqlBackend
+    _keyring: Keyring
+    _keys: StoreKeys
+    _audit_keys: AuditKeys
+    _lock: threading.RLock
+    _clock: Callable[[], float]
+    instance_id: str
+    schema_version: int
+
+    def _flush_locked(self) -> None: ...
+    def _drop(self, key: tuple[str, str]) -> None: ...
+    def flush(self) -> None: ...
+    def _open(self, row: Row) -> tuple[PatientState, Identity | None]: ...
+    def _audit(self, action: str, operator: str, reason: str, subject: str,
+               outcome: str) -> None: ...
+    def pseudonym(self, kind: str, *parts: str | bytes) -> str: ...
+    def forgets_not_final(self) -> int: ...
+
+
+class StoreAdmin:
+    """Rotation, retirement, forget, reveal and audit of an :class:`EncryptedStore`."""
+
+    def retire_key(self: _Store, key_id: str, *, operator: str = "unknown",
+                   live_within_s: float = 60.0) -> None:
+        """Retire master key ``key_id``: from then on nothing can be wrapped under it (the
+        operator may then delete it). Refused (``RetireRefused``, nothing changed) while an
+        instance with a heartbeat in the last ``live_within_s`` seals with it, or any record
+        or the store root is still wrapped under it; audited either way."""
+        if key_id == self._keyring.primary.key_id:
+            raise RetireRefused("refused: this is the primary key; rotate to a new key first",
+                                key_id=key_id)
+        with self._lock:
+            self._flush_locked()
+            now = self._clock()
+            try:
+                self._backend.retire_key(key_id, now, now - live_within_s, self.instance_id,
+                                         operator)
+            except RetireRefused as exc:
+                self._audit("retire", operator, "", key_id, "refused")
+                raise exc from None
+            self._audit("retire", operator, "", key_id, "retired")
+
+    def rotate(self: _Store, new_keyring: Keyring, *, operator: str = "unknown") -> RotationReport:
+        """Re-wrap every data key (and the store root) under ``new_keyring.primary``.
+
+        Keys of the current keyring stay usable for reading until the operator removes
+        them from the configuration; ciphertexts are not touched.
+        """
+        with self._lock:
+            self._flush_locked()
+            combined = new_keyring.merged_with(self._keyring)
+            report = RotationReport(combined.primary.key_id)
+            # the new key may wrap from now on (refused if it was retired); this instance
+            # seals with it from now on
+            self._backend.register_instance(self.instance_id, combined.primary.key_id,
+                                            combined.key_ids, self._clock())
+            for rows in self._backend.iter_rows():
+                for row in rows:
+                    _rewrap_row(self, combined, row, report)
+            root_id, root_wrapped = self._backend.get_root() or ("", b"")
+            if root_id != combined.primary.key_id or is_legacy_wrap(root_wrapped):
+                root = unwrap_key(combined, ROOT_BINDING, root_id, root_wrapped)
+                key_id, wrapped = wrap_key(combined, ROOT_BINDING, root)
+                if not self._backend.replace_root(key_id, wrapped, root_wrapped, self._clock()):
+                    raise KeystoreError("store root key changed during rotation; run it again")
+            self._keyring = combined
+            self._audit("rotate", operator, "", report.new_key_id,
+                        f"rewrapped={report.rewrapped} failed={len(report.failed)}")
+            return report
+
+
+    def forget(self: _Store, authority: str, patient_id: str, *, operator: str = "unknown",
+               reason: str = "") -> bool:
+        """Crypto-shred one patient: delete the sealed record and its wrapped data key.
+
+        The live store can never read it again; on SQLite the WAL is checkpointed into the
+        (secure_delete) file and truncated, so neither file holds the record any more.
+        Copies made before — backups, PostgreSQL dead tuples and WAL — still hold it sealed
+        under the master keys configured now: the forget is FINAL once those keys are
+        destroyed (:meth:`record_key_retirement`, ``keys rotate --retire-old`` /
+        ``keys forget --now``; docs/keystore.md). Later documents of this patient get a
+        NEW identity: new shift, new surrogates, new pseudonym, unlinked to the old one.
+        """
+        key = (authority, patient_id)
+        lookup = self._keys.lookup(authority, patient_id)
+        with self._lock:
+            self._drop(key)
+            deleted = self._backend.delete(lookup, self._clock())
+            self._audit("forget", operator, reason,
+                        self._audit_keys.subject("record", lookup),
+                        "deleted" if deleted else "absent")
+            if deleted and self._backend.scrub() is False:
+                log.warning("key store: the SQLite WAL could not be checkpointed after a "
+                            "forget (readers busy); it is retried at the next forget")
+        return deleted
+
+    def check_retirable(self: _Store, key_ids: Sequence[str]) -> None:
+        """KeystoreError unless no record and not the store root is wrapped under any of
+        ``key_ids`` (after a rotation, before the keys are destroyed)."""
+        with self._lock:
+            self._flush_locked()
+            by_key = self._backend.counts().get("records_by_key")
+            still = sorted(set(key_ids) & set(by_key if isinstance(by_key, dict) else {}))
+            root = self._backend.get_root()
+            if still or (root is not None and root[0] in key_ids):
+                raise KeystoreError("refused: records are still wrapped under a key to retire;"
+                                    " run `keys rotate` first", keys=",".join(still) or None)
+
+    def record_key_retirement(self: _Store, key_ids: Sequence[str], *, operator: str,
+                              destroyed: bool = True) -> None:
+        """Audit that master keys ``key_ids`` were destroyed (after :meth:`check_retirable`;
+        ``destroyed=False``: retired, the operator destroys them where they are kept):
+        every forget before this line is final once they are gone — no record, and no copy
+        of one in a backup or an old database page, can be unwrapped any more."""
+        self._audit("retire_keys", operator, "", ",".join(sorted(key_ids)),
+                    "destroyed" if destroyed else "retired")
+
+    def forgets_not_final(self: _Store) -> int:
+        """Forgets since the last key retirement: their records may still be recovered
+        from a backup or old database pages with the keys configured now."""
+        return self._backend.audit_count("forget", "deleted",
+                                         self._backend.last_audit_at("retire_keys"))
+
+    def reveal(self: _Store, pseudonym: str, *, operator: str, reason: str) -> Identity:
+        """Authorized re-identification of a patient pseudonym; always audited (no PHI)."""
+        if not reason.strip() or not operator.strip():
+            raise KeystoreError("reveal needs an operator and a reason")
+        subject = self._audit_keys.subject("pseudonym", pseudonym)
+        target = self._backend.pseudonym_target(self._keys.pseudonym_index(pseudonym))
+        if target is None:
+            self._audit("reveal", operator, reason, subject, "unknown_pseudonym")
+            raise KeystoreError("pseudonym not found in this store", pseudonym_hash=subject)
+        lookup, forgotten = target
+        row = self._backend.fetch(lookup) if lookup is not None else None
+        if forgotten or row is None:
+            self._audit("reveal", operator, reason, subject, "forgotten")
+            raise ForgottenPatientError("this patient was forgotten", pseudonym_hash=subject)
+        try:
+            _, identity = self._open(row)
+        except KeystoreError:
+            self._audit("reveal", operator, reason, subject, "unreadable")
+            raise
+        if identity is None:
+            self._audit("reveal", operator, reason, subject, "identity_not_kept")
+            raise KeystoreError("the store kept no identity for this pseudonym",
+                                pseudonym_hash=subject)
+        self._audit("reveal", operator, reason, subject, "revealed")
+        return identity
+
+    def grant_service(self: _Store, role: str) -> list[str]:
+        """Grant a DML-only service role what the service needs (PostgreSQL; the statements
+        are returned). Run by the owner, after migrating."""
+        return self._backend.grant_service(role)
+
+    def audit_log(self: _Store) -> list[tuple[float, str, str, str, str, str]]:
+        return self._backend.audit_rows()
+
+    def verify_audit(self: _Store, head: str | None = None) -> AuditReport:
+        """Check the audit log's hash chain (and that ``head``, a ``SEQ:MAC`` printed by an
+        earlier verify, is still in it); the report names the first line that fails."""
+        return self._audit_keys.verify(self._backend.audit_lines(), head)
+
+    def audit_subject(self: _Store, pseudonym: str) -> str:
+        """The subject a reveal of ``pseudonym`` is audited under (to find its lines)."""
+        return self._audit_keys.subject("pseudonym", pseudonym)
+
+    def find_patient(self: _Store, patient_id: str) -> list[Identity]:
+        """Every identity with this patient id, whatever its assigning authority (the lookup
+        hash needs the authority, so this opens every record: an admin operation, O(store)).
+        Records that cannot be opened, or that kept no identity, are skipped."""
+        self.flush()
+        found: list[Identity] = []
+        for identity, _ in _identities(self):
+            if identity.patient_id == patient_id:
+                found.append(identity)
+        return sorted(found, key=lambda i: i.authority)
+
+    def reveal_visit(self: _Store, pseudonym: str, candidates: Callable[[PatientState], Sequence[str]],
+                     *, operator: str, reason: str) -> tuple[Identity, str]:
+        """Authorized re-identification of a visit (encounter) pseudonym: the patient and the
+        visit id. A visit pseudonym is keyed by its patient's secret seed and the visit id,
+        so every patient's known visit ids (``candidates`` of its state) are tried; audited."""
+        if not reason.strip() or not operator.strip():
+            raise KeystoreError("reveal needs an operator and a reason")
+        subject = self._audit_keys.subject("visit-pseudonym", pseudonym)
+        self.flush()
+        for identity, state in _identities(self):
+            for visit in candidates(state):
+                if self.pseudonym("visit", state.seed, visit) == pseudonym:
+                    self._audit("reveal-visit", operator, reason, subject, "revealed")
+                    return identity, visit
+        self._audit("reveal-visit", operator, reason, subject, "unknown_pseudonym")
+        raise KeystoreError("visit pseudonym not found in this store", pseudonym_hash=subject)
+
+
+    def officer_stats(self: _Store) -> dict[str, object]:
+        """What a privacy officer asks: patients, keys in use, last rotation, forgotten."""
+        counts = self._backend.counts()
+        rotations = [row for row in self._backend.audit_rows() if row[1] == "rotate"]
+        last = max(rotations, key=lambda r: r[0]) if rotations else None
+        by_key = dict(counts.get("records_by_key") or {})  # type: ignore[call-overload]
+        root = self._backend.get_root()
+        return {
+            "patients": counts["patients"],
+            "forgotten": counts["forgotten"],
+            "primary_key_id": self._keyring.primary.key_id,
+            "configured_key_ids": list(self._keyring.key_ids),
+            "keys_in_use": sorted({*by_key, *([root[0]] if root else [])}),
+            "records_by_key": by_key,
+            "last_rotation": None if last is None else {
+                "at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(last[0])),
+                "operator": last[2], "new_key_id": last[4], "outcome": last[5]},
+            "backend": self._backend.name,
+            "schema_version": self.schema_version,
+            "forgets_not_final": self.forgets_not_final(),
+        }
+
+
+def _rewrap_row(store: _Store, keyring: Keyring, row: Row, report: RotationReport) -> None:
+    current: Row | None = row
+    for _ in range(_MAX_REWRAP_RETRIES):
+        if current is None:
+            return  # forgotten meanwhile
+        legacy = current.record_schema == LEGACY_ENVELOPE
+        if current.key_id == keyring.primary.key_id and not legacy:
+            report.already_current += 1
+            return
+        try:
+            if legacy:  # upgrade: sealed afresh, same revision, only if unchanged
+                new = reseal(keyring, current.lookup, current.sealed(), current.revision)
+                done = store._backend.update_many(
+                    [(Row.of(current.lookup, new, current.revision), current.revision)],
+                    store._clock())[0]
+            else:
+                new = rewrap(keyring, current.lookup, current.sealed(), current.revision)
+                done = store._backend.rewrap(current.lookup, new.key_id, new.wrapped_key,
+                                            current.wrapped_key)
+        except (IntegrityError, KeystoreError):
+            report.failed.append(fingerprint(current.lookup))
+            return
+        if done:
+            report.rewrapped += 1
+            report.upgraded += legacy
+            return
+        current = store._backend.fetch(current.lookup)  # rewritten meanwhile: again
+    report.failed.append(fingerprint(row.lookup))
+
+
+def _identities(store: _Store) -> Iterator[tuple[Identity, PatientState]]:
+    for rows in store._backend.iter_rows():
+        for row in rows:
+            try:
+                state, identity = store._open(row)
+            except KeystoreError:
+                continue
+            if identity is not None:
+                yield identity, state

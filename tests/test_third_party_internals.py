@@ -1,0 +1,68 @@
+"""The private internals of other libraries this project relies on, checked loudly.
+
+Each use has a public fallback or a reason (named at the use), and an upper version bound in
+pyproject.toml. When a new release moves one of these, this file fails first: read the use,
+check that it still does what it did, then raise the bound.
+
+- google-re2 (``<1.2``): ``re2._Match``, ``re2._Anchor``, ``re2._NULL_SPAN`` and a compiled
+  pattern's ``_regexp`` — pipelines/phi/scan.py runs re2's own bytes loop on ASCII text
+  without mapping offsets back to characters (about half a scan's cost).
+- zipcodes (``<4``): ``zipcodes._zipcodes.list_all()`` — pipelines/phi/lexicons.py reads the
+  rows without the 42k dicts ``zipcodes.list_all()`` keeps cached for the process's life.
+- aiokafka (``<0.15``): the consumer's ``_fetcher._fetch_max_wait_ms`` (the adaptive fetch
+  wait, service/runner/fetchwait.py) and ``_client.force_metadata_update()`` (a topic created
+  while ``tail`` / ``held`` wait for it).
+"""
+
+from __future__ import annotations
+
+import inspect
+
+import pytest
+
+
+def test_re2_internals_used_by_the_ascii_scan_loop() -> None:
+    import re2
+
+    from pipelines.phi import scan
+
+    for name in ("_Match", "_Anchor", "_NULL_SPAN"):
+        assert hasattr(re2, name), f"re2.{name} is gone: check pipelines/phi/scan.py"
+    assert scan._ASCII_LOOP, "scan.py fell back to the public finditer"
+    pattern = re2.compile(r"(?i)\b(dr|mr)\.?\s+([a-z]+)|\d{3}-\d{4}|")
+    assert hasattr(pattern, "_regexp"), "re2 patterns lost _regexp: check pipelines/phi/scan.py"
+    text = "Seen by Dr. Smith, call 555-0100; mr jones.\nEmpty matches too."
+    ours = [(m.span(), m.groups(), m.group()) for m in scan._ascii_finditer(pattern, text)]
+    public = [(m.span(), m.groups(), m.group()) for m in pattern.finditer(text)]
+    assert ours == public
+
+
+def test_zipcodes_extension_rows_are_the_public_rows() -> None:
+    import zipcodes
+
+    native = getattr(zipcodes, "_zipcodes", None)
+    assert native is not None, "zipcodes._zipcodes is gone: check pipelines/phi/lexicons.py"
+    rows = native.list_all()
+    assert len(rows) == len(zipcodes.list_all()) > 40_000
+    assert {r["city"] for r in rows} == {r["city"] for r in zipcodes.list_all()}
+
+
+def test_aiokafka_fetch_wait_attribute_is_read_per_fetch() -> None:
+    from aiokafka.consumer.consumer import AIOKafkaConsumer
+    from aiokafka.consumer.fetcher import Fetcher
+
+    source = inspect.getsource(Fetcher)
+    # set in __init__ and read when a fetch request is built: fetchwait.apply() then works
+    assert source.count("self._fetch_max_wait_ms") >= 2, "aiokafka's Fetcher changed"
+    assert "self._fetcher = Fetcher(" in inspect.getsource(AIOKafkaConsumer.start)
+
+
+@pytest.mark.parametrize("command", ["service.commands.tail", "service.commands.held"])
+def test_aiokafka_client_metadata_refresh(command: str) -> None:
+    from aiokafka.client import AIOKafkaClient
+    from aiokafka.consumer.consumer import AIOKafkaConsumer
+
+    assert callable(getattr(AIOKafkaClient, "force_metadata_update", None))
+    assert "self._client = AIOKafkaClient(" in inspect.getsource(AIOKafkaConsumer.__init__)
+    assert "_client.force_metadata_update()" in inspect.getsource(
+        __import__(command, fromlist=["x"]))
