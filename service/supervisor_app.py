@@ -1,0 +1,93 @@
+"""The supervisor's HTTP app (``deidstream run`` with more than one worker): one port for
+the whole service. ``/metrics`` merges the workers' metric files; ``/readyz`` and
+``/v1/status`` ask every worker over its Unix socket; ``/v1/deidentify`` is handed to a
+worker, which checks the token itself (service/supervisor.py)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import httpx
+from fastapi import FastAPI, HTTPException, Request, Response, status
+from fastapi.responses import JSONResponse
+from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
+from prometheus_client.multiprocess import MultiProcessCollector
+
+from service.app import _bearer, _check_token, read_capped
+from service.metrics import package_version
+from service.supervisor import Supervisor
+
+FORWARDED_HEADERS = ("authorization", "content-type")
+
+
+def merged_registry(supervisor: Supervisor) -> CollectorRegistry:
+    """The workers' files (live and archived) and the supervisor's own instruments."""
+    registry = CollectorRegistry()
+    MultiProcessCollector(registry, path=str(supervisor.metrics_dir))
+    registry.register(_Own(supervisor.metrics.registry))
+    return registry
+
+
+class _Own:
+    """The supervisor's registry as one collector of the merged registry."""
+
+    def __init__(self, registry: CollectorRegistry) -> None:
+        self._registry = registry
+
+    def collect(self) -> Any:
+        return self._registry.collect()
+
+
+def create_supervisor_app(supervisor: Supervisor) -> FastAPI:
+    settings = supervisor.settings
+    app = FastAPI(title="deidstream", version=package_version(), docs_url=None,
+                  redoc_url=None, openapi_url=None)
+    registry = merged_registry(supervisor)
+
+    @app.get("/healthz")
+    async def healthz() -> dict[str, str]:
+        """Liveness: the supervisor answers (it restarts dead workers itself)."""
+        return {"status": "ok"}
+
+    @app.get("/readyz")
+    async def readyz() -> JSONResponse:
+        """Ready when every worker runs and is ready; else why not, per worker."""
+        body = await supervisor.readiness()
+        code = status.HTTP_200_OK if body["ready"] else status.HTTP_503_SERVICE_UNAVAILABLE
+        return JSONResponse(body, status_code=code)
+
+    @app.get("/metrics")
+    async def metrics() -> Response:
+        """Every worker's metrics merged, and the supervisor's."""
+        return Response(generate_latest(registry), media_type=CONTENT_TYPE_LATEST)
+
+    @app.get("/v1/status")
+    async def status_endpoint(request: Request) -> dict[str, Any]:
+        """The workers' statuses merged (needs the API token, as in one process)."""
+        if settings.api_token is None:
+            raise HTTPException(status.HTTP_404_NOT_FOUND, "status needs DEIDSTREAM_API_TOKEN")
+        _check_token(settings, await _bearer(request))
+        return await supervisor.status(_forwarded(request))
+
+    @app.post("/v1/deidentify")
+    async def deidentify(request: Request) -> Response:
+        """Handed to a running worker, headers and body as they came."""
+        body = await read_capped(request, settings.max_message_bytes)
+        worker = supervisor.pick()
+        if worker is None:
+            raise HTTPException(status.HTTP_503_SERVICE_UNAVAILABLE, "no worker running")
+        try:
+            async with supervisor.client(worker) as http:
+                got = await http.post("/v1/deidentify", content=body,
+                                      headers=_forwarded(request), timeout=None)
+        except httpx.HTTPError:
+            raise HTTPException(status.HTTP_503_SERVICE_UNAVAILABLE,
+                                "worker unavailable") from None
+        return Response(got.content, status_code=got.status_code,
+                        media_type=got.headers.get("content-type"))
+
+    return app
+
+
+def _forwarded(request: Request) -> dict[str, str]:
+    return {k: v for k, v in request.headers.items() if k.lower() in FORWARDED_HEADERS}
