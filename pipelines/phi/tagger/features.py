@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import bisect
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import cache
 from importlib import resources
@@ -27,6 +28,7 @@ _TOKEN: Final = re.compile(r"([^\W\d_]+(?:['’][^\W\d_]+)*|\d+|[^\s])")
 
 _MEMO_LIMIT: Final = 300_000
 _CONTEXT: Final = (-2, -1, 1, 2)
+_CONTEXT_PREFIXES: Final = tuple(str(o) for o in _CONTEXT)
 
 
 def words_of(text: str) -> frozenset[str]:
@@ -371,9 +373,9 @@ class Featurizer:
                 out.append(i)
         return out
 
-    def _kept(self, features: list[str] | tuple[str, ...]) -> tuple[str, ...]:
+    def _kept(self, features: Iterable[str]) -> tuple[str, ...]:
         keep = self.keep
-        return tuple(features) if keep is None else tuple(f for f in features if f in keep)
+        return tuple(features) if keep is None else tuple(filter(keep.__contains__, features))
 
     def word(self, word: str, one_case: bool) -> _Word:
         """What ``word`` is (its own features) and what tokens at each offset of
@@ -385,7 +387,7 @@ class Featurizer:
             seen = [f for f in features if f.startswith(_CONTEXT_KEEP)]
             found = _Word(
                 self._kept(features),
-                tuple(self._kept([f"{o}{f}" for f in seen]) for o in _CONTEXT),
+                tuple(self._kept(map(prefix.__add__, seen)) for prefix in _CONTEXT_PREFIXES),
                 word.lower(),
             )
             if len(memo) < _MEMO_LIMIT:
