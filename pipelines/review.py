@@ -34,6 +34,8 @@ from typing import Any
 import orjson
 
 from keystore.envelope import Sealed
+from keystore.reviewdb import ITEM_BINDING as _ITEM_BINDING
+from keystore.reviewdb import LIST_BINDING as _LIST_BINDING
 from keystore.reviewdb import DecisionRow, DocRow, ItemRow, ListRow, ReviewDb
 from keystore.store import EncryptedStore
 from pipelines.agreement import cohen_kappa, fleiss_kappa
@@ -46,8 +48,6 @@ from pipelines.policy import Policy
 from pipelines.spans import Category, Span
 
 _NAMES_AND_PLACES = frozenset({"NAME", "LOCATION"})
-_ITEM_BINDING = b"deidstream/review/item\x00"
-_LIST_BINDING = b"deidstream/review/list\x00"
 
 
 class DecisionKind(StrEnum):

@@ -1,0 +1,129 @@
+"""Key rotation covers the review queue (issue 14 item 3 for issue 16's tables), on SQLite
+and PostgreSQL: `keys rotate` re-wraps the queue's sealed blobs (items and list entries),
+a master key any of them is still wrapped under cannot be retired (the count and the table
+named, no text), and after rotate + retire every queued item still opens with the new key
+alone."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+from dataclasses import replace
+from pathlib import Path
+
+import psycopg
+import pytest
+
+from keystore import EncryptedStore, Keyring, open_store
+from keystore.envelope import seal
+from keystore.errors import KeyRetiredError, KeystoreError, RetireRefused
+from keystore.reviewdb import ITEM_BINDING
+from pipelines.phi.detector import Detector
+from pipelines.review import Decision, DecisionKind, ItemStatus, ReviewQueue, Role, Scope
+
+from .conftest import PG_URL, held_document
+from .test_queue import BLIND
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
+    if request.param == "sqlite":
+        yield f"sqlite:///{tmp_path / 'ks.sqlite3'}"
+        return
+    try:
+        admin = psycopg.connect(PG_URL, autocommit=True, connect_timeout=3)
+    except psycopg.OperationalError:
+        pytest.skip("PostgreSQL on 127.0.0.1:5432 is not reachable")
+    schema = f"rv_rot_{uuid.uuid4().hex[:12]}"
+    try:
+        yield f"{PG_URL}?schema={schema}"
+    finally:
+        admin.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
+        admin.close()
+
+
+def _fill(store: EncryptedStore, coordinates: str) -> tuple[list[str], list[str]]:
+    """Queue a held note; decide one of its strings for the site (a list entry). Returns the
+    item ids and the list entries' plaintexts as the queue reads them."""
+    queue = ReviewQueue(store, lists_ttl_s=0.0)
+    ids = queue.enqueue(held_document(), Detector(BLIND), coordinates=coordinates,
+                        held_reason=("leak_guard", "r"))
+    span = next(i for i in (queue.item(x) for x in ids) if i and i.candidate is not None)
+    queue.decide(Decision(span.id, "ana", Role.REVIEWER, DecisionKind.NOT_PHI,
+                          scope=Scope.SITE))
+    return ids, sorted(queue.lists().site.allow)
+
+
+def _key_ids(store: EncryptedStore, table: str) -> set[str]:
+    backend = store.backend
+    with backend._transaction(write=False) as cur:  # noqa: SLF001
+        return {str(r[0]) for r in backend._exec(  # noqa: SLF001
+            cur, f"SELECT DISTINCT key_id FROM {table}").fetchall()}  # noqa: S608
+
+
+def test_rotate_rewraps_the_queue_then_the_old_key_retires(url: str) -> None:
+    k1, k2 = Keyring.generate("rv-k1"), Keyring.generate("rv-k2")
+    with open_store(url, k1) as store:
+        ids, allowed = _fill(store, "in:0:1")
+        assert allowed and _key_ids(store, "review_items") == {"rv-k1"}
+    new_first = k2.merged_with(k1)
+    with open_store(url, new_first) as admin:
+        report = admin.rotate(new_first, operator="officer")
+        assert not report.failed
+        assert report.review_rewrapped == len(ids) + len(allowed)
+        assert _key_ids(admin, "review_items") == _key_ids(admin, "review_lists") == {"rv-k2"}
+        admin.retire_key("rv-k1", operator="officer")
+        admin.check_retirable(["rv-k1"])
+        again = admin.rotate(new_first, operator="officer")  # nothing left to do
+        assert again.review_rewrapped == 0
+    # nothing unreadable: with the new key alone, every item and list entry opens
+    with open_store(url, k2) as reader:
+        queue = ReviewQueue(reader, lists_ttl_s=0.0)
+        items = [queue.item(i) for i in ids]
+        assert all(item is not None and "Marbry" in item.text for item in items)
+        assert sum(item.status is ItemStatus.DECIDED for item in items if item) >= 1
+        assert sorted(queue.lists().site.allow) == allowed
+
+
+def test_retire_is_refused_while_a_review_blob_is_under_the_key(url: str) -> None:
+    """An instance still sealing with the old key queued items after the rotation (issue
+    14's race, here for the queue): retiring the old key is refused with the table and the
+    count — no text — until `keys rotate` runs again; then it retires and all opens."""
+    k1, k2 = Keyring.generate("rv-k1"), Keyring.generate("rv-k2")
+    with open_store(url, k1) as store:
+        first, _ = _fill(store, "in:0:1")
+    new_first = k2.merged_with(k1)
+    admin = open_store(url, new_first)
+    try:
+        admin.rotate(new_first, operator="officer")
+        old_first = k1.merged_with(k2)  # a stale instance: the old key still first
+        with open_store(url, old_first) as stale:
+            late = ReviewQueue(stale).enqueue(held_document("Quillon Marbry called.\n"),
+                                              Detector(BLIND), coordinates="in:0:2",
+                                              held_reason=("leak_guard", "r"))
+        with pytest.raises(RetireRefused, match="review queue blobs") as refused:
+            admin.retire_key("rv-k1", operator="officer")
+        assert refused.value.coordinates["review_items"] == len(late)
+        assert "review_lists" not in refused.value.coordinates
+        assert "Marbry" not in str(refused.value) and "Quillon" not in str(refused.value)
+        with pytest.raises(KeystoreError, match="review queue blobs"):
+            admin.check_retirable(["rv-k1"])
+        assert admin.stats()["retired_keys"] == []  # nothing changed
+        report = admin.rotate(new_first, operator="officer")
+        assert report.review_rewrapped == len(late) and not report.failed
+        admin.retire_key("rv-k1", operator="officer")
+        # the database guard: a blob sealed under the retired key is refused
+        db = ReviewQueue(admin).db
+        row = db.item(late[0])
+        assert row is not None
+        forged = replace(row, id="forged", sealed=seal(k1, ITEM_BINDING + b"forged", b"{}"))
+        with pytest.raises(KeyRetiredError):
+            db.add_items([forged])
+    finally:
+        admin.close()
+    with open_store(url, k2) as reader:
+        queue = ReviewQueue(reader)
+        for item_id in first + late:
+            item = queue.item(item_id)
+            assert item is not None and "Marbry" in item.text
+
