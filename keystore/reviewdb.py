@@ -242,6 +242,26 @@ class ReviewDb:
                     " AND undone = 0", (reviewer, at))
         return [str(r[0]) for r in rows]
 
+    def live_list_decision(self, text_ref: str, scope: str,
+                           patient_ref: str | None) -> DecisionRow | None:
+        """The latest live (not undone) decision of ``scope`` that makes a list entry (PHI
+        or not PHI) on an item of the string ``text_ref`` — of the patient ``patient_ref``
+        when given; None if there is none left."""
+        sql = ("SELECT d.id, d.item_id, d.reviewer, d.role, d.kind, d.category, d.scope, d.at,"
+               " d.undone FROM review_decisions d JOIN review_items i ON i.id = d.item_id"
+               " WHERE d.undone = 0 AND d.scope = ? AND d.kind IN ('phi', 'not_phi')"
+               " AND i.text_ref = ?")
+        params: list[Any] = [scope, text_ref]
+        if patient_ref is not None:
+            sql += " AND i.patient_ref = ?"
+            params.append(patient_ref)
+        rows = self._read(sql + " ORDER BY d.id DESC LIMIT 1", params)
+        if not rows:
+            return None
+        r = rows[0]
+        return DecisionRow(int(r[0]), str(r[1]), str(r[2]), str(r[3]), str(r[4]), str(r[5]),
+                           str(r[6]), float(r[7]), bool(r[8]))
+
     # -- allow / deny lists ---------------------------------------------------------------
     def put_list_entry(self, row: ListRow, now: float) -> None:
         s = row.sealed
