@@ -127,3 +127,37 @@ def test_retire_is_refused_while_a_review_blob_is_under_the_key(url: str) -> Non
             item = queue.item(item_id)
             assert item is not None and "Marbry" in item.text
 
+
+
+def test_a_store_whose_queue_was_created_on_first_use_migrates(
+        url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A store at schema 4 whose review tables an earlier release created on first use (the
+    same statements, no key guard): `keys migrate` to 5 keeps its items, adds the guard, and
+    rotate + retire then cover them."""
+    from keystore import backend as backend_module
+
+    k1, k2 = Keyring.generate("rv-k1"), Keyring.generate("rv-k2")
+    five = backend_module.MIGRATIONS
+    assert five[-1][0] == 5
+    monkeypatch.setattr(backend_module, "MIGRATIONS", five[:-1])
+    monkeypatch.setattr(backend_module, "SCHEMA_VERSION", 4)
+    with open_store(url, k1) as old:
+        assert old.schema_version == 4
+        b = old.backend
+        with b._transaction() as cur:  # noqa: SLF001 - what the earlier release ran
+            for statement in five[-1][1]:
+                if not statement.startswith("@"):
+                    b._exec(cur, statement)  # noqa: SLF001
+        ids, allowed = _fill(old, "in:0:1")
+    monkeypatch.setattr(backend_module, "MIGRATIONS", five)
+    monkeypatch.setattr(backend_module, "SCHEMA_VERSION", 5)
+    new_first = k2.merged_with(k1)
+    with open_store(url, new_first, migrate=True) as admin:
+        assert admin.schema_version == 5
+        report = admin.rotate(new_first, operator="officer")
+        assert report.review_rewrapped == len(ids) + len(allowed)
+        admin.retire_key("rv-k1", operator="officer")
+    with open_store(url, k2) as reader:
+        queue = ReviewQueue(reader, lists_ttl_s=0.0)
+        assert all(queue.item(i) is not None for i in ids)
+        assert sorted(queue.lists().site.allow) == allowed
