@@ -324,10 +324,36 @@ def rewrap_blobs(backend: SqlBackend, keyring: Keyring, batch: int = 500) -> Blo
         report.already_current += _count(backend, table, primary)
         last = ""
         while rows := _stale(backend, table, column, primary, last, batch):
-            for address, sealed in rows:
-                _rewrap_one(backend, keyring, (table, column, prefix), address, sealed, report)
+            for address in _rewrap_batch(backend, keyring, (table, column, prefix), rows,
+                                         report):
+                _rewrap_one(backend, keyring, (table, column, prefix), address,
+                            _reread(backend, table, column, address), report)
             last = rows[-1][0]
     return report
+
+
+def _rewrap_batch(backend: SqlBackend, keyring: Keyring, where: tuple[str, str, bytes],
+                  rows: Sequence[tuple[str, Sealed]], report: BlobRewrap) -> list[str]:
+    """Re-wrap ``rows`` in one transaction (one commit per batch, not per blob); the
+    addresses whose row changed meanwhile, to be retried one by one."""
+    table, column, prefix = where
+    new: list[tuple[str, Sealed, Sealed]] = []
+    for address, sealed in rows:
+        try:
+            new.append((address, sealed, rewrap(keyring, prefix + address.encode(), sealed)))
+        except (IntegrityError, KeystoreError):
+            report.fail(prefix + address.encode())
+    missed: list[str] = []
+    with backend._transaction() as cur:  # noqa: SLF001
+        for address, old, fresh in new:
+            backend._exec(cur, f"UPDATE {table} SET key_id = ?, wrapped_key = ?"  # noqa: SLF001, S608
+                               f" WHERE {column} = ? AND wrapped_key = ?",
+                          (fresh.key_id, fresh.wrapped_key, address, old.wrapped_key))
+            if cur.rowcount == 1:
+                report.rewrapped += 1
+            else:
+                missed.append(address)
+    return missed
 
 
 def _count(backend: SqlBackend, table: str, primary: str) -> int:

@@ -161,3 +161,31 @@ def test_a_store_whose_queue_was_created_on_first_use_migrates(
         queue = ReviewQueue(reader, lists_ttl_s=0.0)
         assert all(queue.item(i) is not None for i in ids)
         assert sorted(queue.lists().site.allow) == allowed
+
+
+def test_a_blob_replaced_during_the_rotation_is_read_again(url: str) -> None:
+    """The re-wrap is a compare-and-set on the wrapped key: a list entry replaced between
+    the read and the write (a reviewer deciding again) is not overwritten with the old
+    blob's key; it is read again and re-wrapped as it now is."""
+    from keystore.reviewdb import LIST_BINDING, BlobRewrap, _rewrap_batch, _rewrap_one
+
+    k1, k2 = Keyring.generate("rv-k1"), Keyring.generate("rv-k2")
+    with open_store(url, k1) as store:
+        _fill(store, "in:0:1")
+        db = ReviewQueue(store).db
+        (before,) = db.list_entries()
+        replaced = replace(before, sealed=seal(k1, LIST_BINDING + before.entry.encode(),
+                                               b"replaced"))
+        db.put_list_entry(replaced, 1.0)  # after the rotation read `before`
+    new_first = k2.merged_with(k1)
+    with open_store(url, new_first) as admin:
+        report = BlobRewrap()
+        where = ("review_lists", "entry", LIST_BINDING)
+        missed = _rewrap_batch(admin.backend, new_first, where,
+                               [(before.entry, before.sealed)], report)
+        assert missed == [before.entry] and report.rewrapped == 0
+        _rewrap_one(admin.backend, new_first, where, before.entry, replaced.sealed, report)
+        assert report.rewrapped == 1 and not report.failed
+        (after,) = ReviewQueue(admin).db.list_entries()
+        assert after.sealed.key_id == "rv-k2"
+        assert admin.open_blob(LIST_BINDING + after.entry.encode(), after.sealed) == b"replaced"
