@@ -189,3 +189,10 @@ def test_a_blob_replaced_during_the_rotation_is_read_again(url: str) -> None:
         (after,) = ReviewQueue(admin).db.list_entries()
         assert after.sealed.key_id == "rv-k2"
         assert admin.open_blob(LIST_BINDING + after.entry.encode(), after.sealed) == b"replaced"
+
+
+def test_rotation_and_the_retire_check_know_the_same_tables() -> None:
+    from keystore import reviewdb
+    from keystore.backend import REVIEW_SEALED_TABLES
+
+    assert tuple(t for t, _, _ in reviewdb._SEALED_TABLES) == REVIEW_SEALED_TABLES  # noqa: SLF001
