@@ -23,6 +23,7 @@ from keystore.envelope import LEGACY_ENVELOPE, is_legacy_wrap, reseal, rewrap, u
 from keystore.errors import ForgottenPatientError, IntegrityError, KeystoreError, RetireRefused
 from keystore.keyring import Keyring, fingerprint
 from keystore.records import Identity
+from keystore.reviewdb import rewrap_blobs
 from keystore.subkeys import ROOT_BINDING, StoreKeys
 
 log = logging.getLogger("deidstream.keystore")
@@ -35,6 +36,7 @@ class RotationReport:
     rewrapped: int = 0
     already_current: int = 0
     upgraded: int = 0  # version-1 records sealed afresh in the current envelope
+    review_rewrapped: int = 0  # the review queue's sealed blobs (keystore/reviewdb.py)
     failed: list[str] = field(default_factory=list)  # record fingerprints, no ids
 
 
@@ -106,9 +108,13 @@ class StoreAdmin:
                 key_id, wrapped = wrap_key(combined, ROOT_BINDING, root)
                 if not self._backend.replace_root(key_id, wrapped, root_wrapped, self._clock()):
                     raise KeystoreError("store root key changed during rotation; run it again")
+            blobs = rewrap_blobs(self._backend, combined)
+            report.review_rewrapped = blobs.rewrapped
+            report.failed += blobs.failed
             self._keyring = combined
             self._audit("rotate", operator, "", report.new_key_id,
-                        f"rewrapped={report.rewrapped} failed={len(report.failed)}")
+                        f"rewrapped={report.rewrapped} review={blobs.rewrapped}"
+                        f" failed={len(report.failed)}")
             return report
 
 
@@ -148,6 +154,10 @@ class StoreAdmin:
             if still or (root is not None and root[0] in key_ids):
                 raise KeystoreError("refused: records are still wrapped under a key to retire;"
                                     " run `keys rotate` first", keys=",".join(still) or None)
+            review = self._backend.review_wrapped(key_ids)
+            if review:
+                raise KeystoreError("refused: review queue blobs are still wrapped under a key"
+                                    " to retire; run `keys rotate` first", **review)
 
     def record_key_retirement(self: _Store, key_ids: Sequence[str], *, operator: str,
                               destroyed: bool = True) -> None:

@@ -113,7 +113,43 @@ MIGRATIONS: list[tuple[int, list[str]]] = [
             "@audit_guard",
         ],
     ),
+    (
+        # the review queue (keystore/reviewdb.py): created here, not on first use, so a
+        # DML-only service role can use it; IF NOT EXISTS because earlier releases created
+        # the tables on first use. Its sealed blobs are re-wrapped by `keys rotate` and
+        # guarded like patient records: a key they are wrapped under cannot be retired
+        5,
+        [
+            "CREATE TABLE IF NOT EXISTS review_items (seq {serial}, id TEXT NOT NULL UNIQUE,"
+            " doc_id TEXT NOT NULL, patient_ref TEXT NOT NULL, text_ref TEXT NOT NULL,"
+            " kind TEXT NOT NULL, status TEXT NOT NULL, created_at {real} NOT NULL,"
+            " key_id TEXT NOT NULL, wrapped_key {blob} NOT NULL, nonce {blob} NOT NULL,"
+            " ciphertext {blob} NOT NULL, envelope INTEGER NOT NULL)",
+            "CREATE INDEX IF NOT EXISTS review_items_status ON review_items (status, seq)",
+            "CREATE INDEX IF NOT EXISTS review_items_doc ON review_items (doc_id)",
+            "CREATE INDEX IF NOT EXISTS review_items_text ON review_items (text_ref, status)",
+            "CREATE INDEX IF NOT EXISTS review_items_key_id ON review_items (key_id)",
+            "CREATE TABLE IF NOT EXISTS review_docs (doc_id TEXT PRIMARY KEY,"
+            " coordinates TEXT NOT NULL, reason_class TEXT NOT NULL, reason TEXT NOT NULL,"
+            " status TEXT NOT NULL, created_at {real} NOT NULL, released_at {real})",
+            "CREATE TABLE IF NOT EXISTS review_decisions (id {serial}, item_id TEXT NOT NULL,"
+            " reviewer TEXT NOT NULL, role TEXT NOT NULL, kind TEXT NOT NULL,"
+            " category TEXT NOT NULL, scope TEXT NOT NULL, at {real} NOT NULL,"
+            " undone INTEGER NOT NULL DEFAULT 0)",
+            "CREATE INDEX IF NOT EXISTS review_decisions_item ON review_decisions (item_id)",
+            "CREATE TABLE IF NOT EXISTS review_lists (entry TEXT PRIMARY KEY, list TEXT NOT NULL,"
+            " scope TEXT NOT NULL, patient_ref TEXT NOT NULL, category TEXT NOT NULL,"
+            " created_at {real} NOT NULL, key_id TEXT NOT NULL, wrapped_key {blob} NOT NULL,"
+            " nonce {blob} NOT NULL, ciphertext {blob} NOT NULL, envelope INTEGER NOT NULL)",
+            "CREATE INDEX IF NOT EXISTS review_lists_key_id ON review_lists (key_id)",
+            "CREATE TABLE IF NOT EXISTS review_accounts (username TEXT PRIMARY KEY,"
+            " role TEXT NOT NULL, password_hash TEXT NOT NULL, created_at {real} NOT NULL)",
+            "@review_key_guard",
+        ],
+    ),
 ]
+# the tables holding blobs sealed under a master key besides ``patients`` (key_id column)
+REVIEW_SEALED_TABLES = ("review_items", "review_lists")
 SCHEMA_VERSION = MIGRATIONS[-1][0]
 
 
@@ -144,6 +180,10 @@ class SqlBackend(ABC):
     def _key_guard(self) -> list[str]:
         """Statements that refuse a record or root wrapped under a key not in
         ``master_keys``, and the deletion of a key that something is still wrapped under."""
+
+    @abstractmethod
+    def _review_key_guard(self) -> list[str]:
+        """The key guard for the review queue's sealed blobs (as :meth:`_key_guard`)."""
 
     def grant_service(self, role: str) -> list[str]:
         """Grant a DML-only service role its privileges (PostgreSQL); here: none to grant."""
@@ -231,6 +271,8 @@ class SqlBackend(ABC):
             return self._key_guard()
         if statement == "@audit_guard":
             return self._audit_guard()
+        if statement == "@review_key_guard":
+            return self._review_key_guard()
         return [statement]
 
     def _audit_guard(self) -> list[str]:
@@ -343,6 +385,11 @@ class SqlBackend(ABC):
                         "refused: records are still wrapped under this key; run `keys "
                         "rotate` again (after every instance uses the new key)",
                         key_id=key_id, records=records, root=root)
+                review = self._review_wrapped(cur, [key_id])
+                if review:
+                    raise RetireRefused(
+                        "refused: review queue blobs are still wrapped under this key; run "
+                        "`keys rotate` again", key_id=key_id, **review)
                 self._exec(cur, "DELETE FROM instances WHERE key_id = ?", (key_id,))
                 self._exec(cur, "INSERT INTO retired_keys (key_id, retired_at, operator)"
                                 " VALUES (?, ?, ?) ON CONFLICT (key_id) DO NOTHING",
@@ -351,6 +398,25 @@ class SqlBackend(ABC):
         except KeyRetiredError:  # the guard: something was wrapped under it meanwhile
             raise RetireRefused("refused: a record was wrapped under this key meanwhile; "
                                 "run `keys rotate` again", key_id=key_id) from None
+
+    def _review_wrapped(self, cur: Any, key_ids: Sequence[str]) -> dict[str, int]:
+        """How many review blobs each review table holds wrapped under any of ``key_ids``
+        (tables with none left out)."""
+        marks = ", ".join("?" * len(key_ids))
+        found: dict[str, int] = {}
+        for table in REVIEW_SEALED_TABLES:
+            n = int(self._exec(cur, f"SELECT COUNT(*) FROM {table}"  # noqa: S608 - constant
+                                    f" WHERE key_id IN ({marks})", key_ids).fetchone()[0])
+            if n:
+                found[table] = n
+        return found
+
+    def review_wrapped(self, key_ids: Sequence[str]) -> dict[str, int]:
+        """:meth:`_review_wrapped` in a read transaction (nothing when ``key_ids`` is empty)."""
+        if not key_ids:
+            return {}
+        with self._transaction(write=False) as cur:
+            return self._review_wrapped(cur, list(key_ids))
 
     def key_usage(self) -> dict[str, object]:
         """Registered and retired keys, and the instances with their key and heartbeat."""

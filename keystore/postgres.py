@@ -19,7 +19,7 @@ from typing import Any
 
 import psycopg
 
-from keystore.backend import Dialect, Row, SqlBackend
+from keystore.backend import REVIEW_SEALED_TABLES, Dialect, Row, SqlBackend
 from keystore.errors import (
     FaultKind,
     KeyRetiredError,
@@ -57,7 +57,8 @@ _SQLSTATE_KINDS: dict[str, FaultKind] = {
     "54": FaultKind.RESOURCES,  # program_limit_exceeded
 }
 # the constraints that keep records off retired master keys (migration 3)
-KEY_GUARDS = ("patients_key_active", "store_keys_key_active")
+KEY_GUARDS = ("patients_key_active", "store_keys_key_active", "review_items_key_active",
+              "review_lists_key_active")
 # Arrays of bytes go as binary parameters (%b): a text array of bytea is escaped element by
 # element in Python (slow for a batch), binary is copied.
 # Many mark compare-and-sets of distinct keys as ONE statement (autocommit: one round trip,
@@ -346,6 +347,12 @@ class PostgresBackend(SqlBackend):
             " FOREIGN KEY (key_id) REFERENCES master_keys (key_id)",
         ]
 
+    def _review_key_guard(self) -> list[str]:
+        """The same foreign keys on the review queue's sealed blobs (NOT VALID: rows an
+        earlier release wrote are not re-checked; new rows and retirements are)."""
+        return [f"ALTER TABLE {t} ADD CONSTRAINT {t}_key_active FOREIGN KEY (key_id)"
+                " REFERENCES master_keys (key_id) NOT VALID" for t in REVIEW_SEALED_TABLES]
+
     def close(self) -> None:
         with self._lock:
             self._closed = True
@@ -367,6 +374,13 @@ def service_grants(schema: str, role: str) -> list[str]:
         f"GRANT SELECT, INSERT ON {s}.store_keys, {s}.master_keys, {s}.audit TO {r}",
         f"GRANT SELECT, INSERT, UPDATE ON {s}.patients, {s}.pseudonyms TO {r}",
         f"GRANT SELECT, INSERT, UPDATE, DELETE ON {s}.marks, {s}.instances TO {r}",
+        # the review queue: items, documents and decisions are only added and updated
+        # (status, undo); list entries are replaced and taken back; accounts are the
+        # owner's (`review add-user`)
+        f"GRANT SELECT, INSERT, UPDATE ON {s}.review_items, {s}.review_docs,"
+        f" {s}.review_decisions TO {r}",
+        f"GRANT SELECT, INSERT, DELETE ON {s}.review_lists TO {r}",
+        f"GRANT SELECT ON {s}.review_accounts TO {r}",
     ]
 
 

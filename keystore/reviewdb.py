@@ -7,42 +7,27 @@ keyed HMACs (``patient_ref``, ``text_ref``) so "the same string in this patient 
 indexed look-up, never a decryption of the whole queue. Decisions name an item id, a
 reviewer, a kind, a category and a scope: no text.
 
-The tables are created here (``CREATE TABLE IF NOT EXISTS``) when the review queue is first
-opened, not by the key store's numbered migrations: a store without a review queue stays at
-its schema version. (A later release may fold them into a migration.)
+The tables are created by the key store's numbered migration 5 (``keystore/backend.py``,
+``deidstream keys migrate``), so a DML-only service role can use them
+(``keystore.postgres.service_grants``). ``keys rotate`` re-wraps the sealed blobs
+(:func:`rewrap_blobs`) and a master key they are still wrapped under cannot be retired
+(``SqlBackend.retire_key``, the key guard triggers / foreign keys).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from keystore.backend import SqlBackend
-from keystore.envelope import Sealed
+from keystore.envelope import Sealed, rewrap
+from keystore.errors import IntegrityError, KeystoreError
+from keystore.keyring import Keyring, fingerprint
 
-_SEALED = "key_id TEXT NOT NULL, wrapped_key {blob} NOT NULL, nonce {blob} NOT NULL, " \
-    "ciphertext {blob} NOT NULL, envelope INTEGER NOT NULL"
-SCHEMA: tuple[str, ...] = (
-    "CREATE TABLE IF NOT EXISTS review_items (seq {serial}, id TEXT NOT NULL UNIQUE,"
-    " doc_id TEXT NOT NULL, patient_ref TEXT NOT NULL, text_ref TEXT NOT NULL,"
-    " kind TEXT NOT NULL, status TEXT NOT NULL, created_at {real} NOT NULL, " + _SEALED + ")",
-    "CREATE INDEX IF NOT EXISTS review_items_status ON review_items (status, seq)",
-    "CREATE INDEX IF NOT EXISTS review_items_doc ON review_items (doc_id)",
-    "CREATE INDEX IF NOT EXISTS review_items_text ON review_items (text_ref, status)",
-    "CREATE TABLE IF NOT EXISTS review_docs (doc_id TEXT PRIMARY KEY,"
-    " coordinates TEXT NOT NULL, reason_class TEXT NOT NULL, reason TEXT NOT NULL,"
-    " status TEXT NOT NULL, created_at {real} NOT NULL, released_at {real})",
-    "CREATE TABLE IF NOT EXISTS review_decisions (id {serial}, item_id TEXT NOT NULL,"
-    " reviewer TEXT NOT NULL, role TEXT NOT NULL, kind TEXT NOT NULL, category TEXT NOT NULL,"
-    " scope TEXT NOT NULL, at {real} NOT NULL, undone INTEGER NOT NULL DEFAULT 0)",
-    "CREATE INDEX IF NOT EXISTS review_decisions_item ON review_decisions (item_id)",
-    "CREATE TABLE IF NOT EXISTS review_lists (entry TEXT PRIMARY KEY, list TEXT NOT NULL,"
-    " scope TEXT NOT NULL, patient_ref TEXT NOT NULL, category TEXT NOT NULL,"
-    " created_at {real} NOT NULL, " + _SEALED + ")",
-    "CREATE TABLE IF NOT EXISTS review_accounts (username TEXT PRIMARY KEY,"
-    " role TEXT NOT NULL, password_hash TEXT NOT NULL, created_at {real} NOT NULL)",
-)
+# what a blob is bound to (its associated data): the row's address in its table
+ITEM_BINDING = b"deidstream/review/item\x00"
+LIST_BINDING = b"deidstream/review/list\x00"
 _ITEM_COLUMNS = ("seq, id, doc_id, patient_ref, text_ref, kind, status, created_at, key_id,"
                  " wrapped_key, nonce, ciphertext, envelope")
 
@@ -108,9 +93,6 @@ class ReviewDb:
 
     def __init__(self, backend: SqlBackend) -> None:
         self._b = backend
-        with backend._transaction() as cur:  # noqa: SLF001 - same package
-            for statement in SCHEMA:
-                backend._exec(cur, statement)  # noqa: SLF001
 
     def _write(self, sql: str, params: Sequence[Any] = ()) -> int:
         with self._b._transaction() as cur:  # noqa: SLF001
@@ -260,6 +242,26 @@ class ReviewDb:
                     " AND undone = 0", (reviewer, at))
         return [str(r[0]) for r in rows]
 
+    def live_list_decision(self, text_ref: str, scope: str,
+                           patient_ref: str | None) -> DecisionRow | None:
+        """The latest live (not undone) decision of ``scope`` that makes a list entry (PHI
+        or not PHI) on an item of the string ``text_ref`` — of the patient ``patient_ref``
+        when given; None if there is none left."""
+        sql = ("SELECT d.id, d.item_id, d.reviewer, d.role, d.kind, d.category, d.scope, d.at,"
+               " d.undone FROM review_decisions d JOIN review_items i ON i.id = d.item_id"
+               " WHERE d.undone = 0 AND d.scope = ? AND d.kind IN ('phi', 'not_phi')"
+               " AND i.text_ref = ?")
+        params: list[Any] = [scope, text_ref]
+        if patient_ref is not None:
+            sql += " AND i.patient_ref = ?"
+            params.append(patient_ref)
+        rows = self._read(sql + " ORDER BY d.id DESC LIMIT 1", params)
+        if not rows:
+            return None
+        r = rows[0]
+        return DecisionRow(int(r[0]), str(r[1]), str(r[2]), str(r[3]), str(r[4]), str(r[5]),
+                           str(r[6]), float(r[7]), bool(r[8]))
+
     # -- allow / deny lists ---------------------------------------------------------------
     def put_list_entry(self, row: ListRow, now: float) -> None:
         s = row.sealed
@@ -295,3 +297,111 @@ class ReviewDb:
         rows = self._read("SELECT role, password_hash FROM review_accounts WHERE username = ?",
                           (username,))
         return (str(rows[0][0]), str(rows[0][1])) if rows else None
+
+
+# -- key rotation: re-wrap every sealed blob under the primary key -------------------------
+@dataclass
+class BlobRewrap:
+    rewrapped: int = 0
+    already_current: int = 0
+    failed: list[str] = field(default_factory=list)  # fingerprints of bindings, no ids
+
+    def fail(self, binding: bytes) -> None:
+        self.failed.append(fingerprint(binding))
+
+
+# (table, its key column, the binding prefix)
+_SEALED_TABLES = (("review_items", "id", ITEM_BINDING), ("review_lists", "entry", LIST_BINDING))
+_MAX_TRIES = 5
+
+
+def rewrap_blobs(backend: SqlBackend, keyring: Keyring, batch: int = 500) -> BlobRewrap:
+    """Re-wrap the data key of every review blob not yet under ``keyring.primary`` (the
+    ciphertexts are untouched); a row changed meanwhile is read again and retried."""
+    report = BlobRewrap()
+    primary = keyring.primary.key_id
+    for table, column, prefix in _SEALED_TABLES:
+        report.already_current += _count(backend, table, primary)
+        last = ""
+        while rows := _stale(backend, table, column, primary, last, batch):
+            for address in _rewrap_batch(backend, keyring, (table, column, prefix), rows,
+                                         report):
+                _rewrap_one(backend, keyring, (table, column, prefix), address,
+                            _reread(backend, table, column, address), report)
+            last = rows[-1][0]
+    return report
+
+
+def _rewrap_batch(backend: SqlBackend, keyring: Keyring, where: tuple[str, str, bytes],
+                  rows: Sequence[tuple[str, Sealed]], report: BlobRewrap) -> list[str]:
+    """Re-wrap ``rows`` in one transaction (one commit per batch, not per blob); the
+    addresses whose row changed meanwhile, to be retried one by one."""
+    table, column, prefix = where
+    new: list[tuple[str, Sealed, Sealed]] = []
+    for address, sealed in rows:
+        try:
+            new.append((address, sealed, rewrap(keyring, prefix + address.encode(), sealed)))
+        except (IntegrityError, KeystoreError):
+            report.fail(prefix + address.encode())
+    missed: list[str] = []
+    with backend._transaction() as cur:  # noqa: SLF001
+        for address, old, fresh in new:
+            backend._exec(cur, f"UPDATE {table} SET key_id = ?, wrapped_key = ?"  # noqa: SLF001, S608
+                               f" WHERE {column} = ? AND wrapped_key = ?",
+                          (fresh.key_id, fresh.wrapped_key, address, old.wrapped_key))
+            if cur.rowcount == 1:
+                report.rewrapped += 1
+            else:
+                missed.append(address)
+    return missed
+
+
+def _count(backend: SqlBackend, table: str, primary: str) -> int:
+    with backend._transaction(write=False) as cur:  # noqa: SLF001
+        return int(backend._exec(cur, f"SELECT COUNT(*) FROM {table}"  # noqa: SLF001, S608
+                                      " WHERE key_id = ?", (primary,)).fetchone()[0])
+
+
+def _stale(backend: SqlBackend, table: str, column: str, primary: str, after: str,
+           batch: int) -> list[tuple[str, Sealed]]:
+    """Up to ``batch`` rows after ``after`` not wrapped under ``primary`` (keyset order)."""
+    with backend._transaction(write=False) as cur:  # noqa: SLF001
+        raws = backend._exec(  # noqa: SLF001
+            cur, f"SELECT {column}, key_id, wrapped_key, nonce, ciphertext, envelope"  # noqa: S608
+                 f" FROM {table} WHERE key_id <> ? AND {column} > ? ORDER BY {column} LIMIT ?",
+            (primary, after, batch)).fetchall()
+    return [(str(r[0]), _sealed(r[1:6])) for r in raws]
+
+
+def _rewrap_one(backend: SqlBackend, keyring: Keyring, where: tuple[str, str, bytes],
+                address: str, sealed: Sealed | None, report: BlobRewrap) -> None:
+    table, column, prefix = where
+    binding = prefix + address.encode()
+    for _ in range(_MAX_TRIES):
+        if sealed is None:
+            return  # deleted meanwhile (a list entry taken back)
+        if sealed.key_id == keyring.primary.key_id:
+            report.already_current += 1
+            return
+        try:
+            new = rewrap(keyring, binding, sealed)
+        except (IntegrityError, KeystoreError):
+            report.fail(binding)
+            return
+        with backend._transaction() as cur:  # noqa: SLF001
+            backend._exec(cur, f"UPDATE {table} SET key_id = ?, wrapped_key = ?"  # noqa: SLF001, S608
+                               f" WHERE {column} = ? AND wrapped_key = ?",
+                          (new.key_id, new.wrapped_key, address, sealed.wrapped_key))
+            done = cur.rowcount == 1
+        if done:
+            report.rewrapped += 1
+            return
+        sealed = _reread(backend, table, column, address)  # replaced meanwhile: again
+    report.fail(binding)
+
+
+def _reread(backend: SqlBackend, table: str, column: str, address: str) -> Sealed | None:
+    with backend._transaction(write=False) as cur:  # noqa: SLF001
+        raw = backend._exec(cur, "SELECT key_id, wrapped_key, nonce, ciphertext, envelope"  # noqa: SLF001, S608
+                                 f" FROM {table} WHERE {column} = ?", (address,)).fetchone()
+    return _sealed(raw) if raw else None

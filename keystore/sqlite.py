@@ -9,7 +9,7 @@ from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any
 
-from keystore.backend import Dialect, SqlBackend
+from keystore.backend import REVIEW_SEALED_TABLES, Dialect, SqlBackend
 from keystore.errors import FaultKind, KeyRetiredError, KeystoreError, KeystoreUnavailable, fault
 
 SQLITE = Dialect(blob="BLOB", real="REAL", bigint="INTEGER",
@@ -121,6 +121,25 @@ class SqliteBackend(SqlBackend):
             f"CREATE TRIGGER master_keys_in_use BEFORE DELETE ON master_keys WHEN {in_use}"
             f" BEGIN SELECT RAISE(ABORT, '{_GUARD} in use'); END",
         ]
+
+    def _review_key_guard(self) -> list[str]:
+        """The same triggers on the review queue's sealed blobs; the guard on retiring a key
+        is replaced by one that also counts them."""
+        active = "NOT EXISTS (SELECT 1 FROM master_keys WHERE key_id = NEW.key_id)"
+        refuse = f"BEGIN SELECT RAISE(ABORT, '{_GUARD} not active'); END"
+        in_use = " OR ".join(f"EXISTS (SELECT 1 FROM {t} WHERE key_id = OLD.key_id)"  # noqa: S608
+                             for t in ("patients", "store_keys", *REVIEW_SEALED_TABLES))
+        statements = []
+        for table in REVIEW_SEALED_TABLES:
+            statements += [
+                f"CREATE TRIGGER {table}_key_active BEFORE INSERT ON {table} WHEN {active}"
+                f" {refuse}",
+                f"CREATE TRIGGER {table}_key_active_update BEFORE UPDATE OF key_id ON {table}"
+                f" WHEN {active} {refuse}",
+            ]
+        return [*statements, "DROP TRIGGER master_keys_in_use",
+                f"CREATE TRIGGER master_keys_in_use BEFORE DELETE ON master_keys WHEN {in_use}"
+                f" BEGIN SELECT RAISE(ABORT, '{_GUARD} in use'); END"]
 
     def close(self) -> None:
         with self._lock:

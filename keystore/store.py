@@ -519,7 +519,9 @@ class EncryptedStore(StoreAdmin):
 
     def seal_blob(self, binding: bytes, plaintext: bytes) -> Sealed:
         """``plaintext`` sealed with the patient records' envelope encryption, bound to
-        ``binding`` (a row's stable, non-secret address)."""
+        ``binding`` (a row's stable, non-secret address). A table keeping such blobs must be
+        known to rotation (``keystore.reviewdb.rewrap_blobs``) and to the retire check
+        (``keystore.backend.REVIEW_SEALED_TABLES``), or retiring a key loses its rows."""
         return seal(self._keyring, binding, plaintext)
 
     def open_blob(self, binding: bytes, sealed: Sealed) -> bytes:

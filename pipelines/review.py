@@ -34,6 +34,8 @@ from typing import Any
 import orjson
 
 from keystore.envelope import Sealed
+from keystore.reviewdb import ITEM_BINDING as _ITEM_BINDING
+from keystore.reviewdb import LIST_BINDING as _LIST_BINDING
 from keystore.reviewdb import DecisionRow, DocRow, ItemRow, ListRow, ReviewDb
 from keystore.store import EncryptedStore
 from pipelines.agreement import cohen_kappa, fleiss_kappa
@@ -46,8 +48,6 @@ from pipelines.policy import Policy
 from pipelines.spans import Category, Span
 
 _NAMES_AND_PLACES = frozenset({"NAME", "LOCATION"})
-_ITEM_BINDING = b"deidstream/review/item\x00"
-_LIST_BINDING = b"deidstream/review/list\x00"
 
 
 class DecisionKind(StrEnum):
@@ -403,6 +403,7 @@ class ReviewQueue:
         if at is None:
             return []
         items = self.db.undo(reviewer, at)
+        entries: set[tuple[Scope, str, str]] = set()
         for item_id in items:
             row = self.db.item(item_id)
             if row is None:
@@ -413,11 +414,27 @@ class ReviewQueue:
                 else ItemStatus.DECIDED if self._reviewed_enough(item_id) else ItemStatus.OPEN
             self.db.set_status([item_id], status)
             if row.text_ref:
-                for scope, ref in ((Scope.SITE, ""), (Scope.PATIENT, row.patient_ref)):
-                    self.db.delete_list_entry(self._entry_id(scope, ref, row.text_ref))
+                entries |= {(Scope.SITE, "", row.text_ref),
+                            (Scope.PATIENT, row.patient_ref, row.text_ref)}
+        for scope, ref, text_ref in sorted(entries):
+            self._restore_entry(scope, ref, text_ref)
         self._lists = None
         self.store.audit("review-undo", reviewer, items[0] if items else "", f"undone/{len(items)}")
         return items
+
+    def _restore_entry(self, scope: Scope, patient_ref: str, text_ref: str) -> None:
+        """After an undo: the list entry of (scope, patient, string) as the latest decision
+        still live made it (another reviewer's, or an earlier one), or none."""
+        live = self.db.live_list_decision(text_ref, scope.value,
+                                          patient_ref if scope is Scope.PATIENT else None)
+        row = self.db.item(live.item_id) if live is not None else None
+        if live is None or row is None:
+            self.db.delete_list_entry(self._entry_id(scope, patient_ref, text_ref))
+            return
+        self._list_entry(row, Decision(row.id, live.reviewer, Role(live.role),
+                                       DecisionKind(live.kind),
+                                       Category(live.category) if live.category else None,
+                                       scope), live.at)
 
     # -- what the detector uses ---------------------------------------------------------
     def lists(self) -> ReviewLists:

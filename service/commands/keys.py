@@ -119,7 +119,8 @@ def rotate(
         with open_store(config.url, current) as store:
             report = store.rotate(target, operator=_operator(operator))
             figures = (f"re-wrapped {report.rewrapped}, already current "
-                       f"{report.already_current}, failed {len(report.failed)}")
+                       f"{report.already_current}, review blobs re-wrapped "
+                       f"{report.review_rewrapped}, failed {len(report.failed)}")
             if report.new_key_id == current.primary.key_id:
                 typer.echo(f"no new master key: {report.new_key_id} is still the primary "
                            f"key; {figures}")

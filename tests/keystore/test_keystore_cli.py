@@ -135,3 +135,31 @@ def test_migrate_command(cli: typer.Typer, tmp_path: Path) -> None:
     assert code == 0 and "schema version" in out, out
     code, out = _run(cli, "keys", "migrate", "--grant-to", "someone")
     assert code == 1 and "only a PostgreSQL" in out
+
+
+def test_rotate_retire_old_keeps_the_review_queue_readable(cli: typer.Typer,
+                                                           tmp_path: Path) -> None:
+    """`keys rotate --retire-old` with a key file and a review queue: the queue's blobs are
+    re-wrapped (and counted), the old key leaves the file, every item opens with what is
+    left."""
+    from pipelines.document import ClinicalDocument, Identifiers, PersonName
+    from pipelines.phi.detector import Detector
+    from pipelines.policy import Policy
+    from pipelines.review import ReviewQueue
+
+    assert _run(cli, "keys", "init")[0] == 0
+    note = ClinicalDocument(  # an invented relative
+        text="Seen with Orvella Stanch today.\n", patient_id="P-1", assigning_authority="H",
+        identifiers=Identifiers(relative_names=(PersonName(family="Stanch",
+                                                           given=("Orvella",)),)))
+    with default_store_from_env() as store:
+        ids = ReviewQueue(store).enqueue(note, Detector(Policy.from_mapping({"recognizers": {}})),
+                                         coordinates="in:0:1", held_reason=("leak_guard", "r"))
+    code, out = _run(cli, "keys", "rotate", "--retire-old")
+    assert code == 0, out
+    assert f"review blobs re-wrapped {len(ids)}," in out and "Stanch" not in out
+    key_file = tmp_path / ".deidstream" / "master.key"
+    assert len(Keyring.from_file(key_file)) == 1
+    with default_store_from_env() as store:
+        queue = ReviewQueue(store)
+        assert all((item := queue.item(i)) is not None and "Stanch" in item.text for i in ids)

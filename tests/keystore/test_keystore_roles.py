@@ -116,3 +116,36 @@ def test_a_schema_dropped_under_the_service_is_a_fault_not_recreated(setup: Setu
     finally:
         service._dirty.clear()  # noqa: SLF001
         service.close()
+
+
+def test_the_service_role_runs_the_review_queue(setup: Setup) -> None:
+    """The review tables come with `keys migrate` (migration 5) and the service's grants
+    cover them: as the DML-only role the queue takes a held note, a site decision writes a
+    list entry, undo takes it back; reviewer accounts are the owner's (`review add-user`)."""
+    from pipelines.document import ClinicalDocument, Identifiers, PersonName
+    from pipelines.phi.detector import Detector
+    from pipelines.policy import Policy
+    from pipelines.review import Decision, DecisionKind, ReviewQueue, Role, Scope
+    from service.review.auth import add_account, check_login
+
+    keyring = Keyring.generate()
+    with open_store(setup.owner_url, keyring) as owner:
+        owner.grant_service(setup.role)
+        add_account(ReviewQueue(owner), "ana", "a long enough secret", Role.REVIEWER)
+    note = ClinicalDocument(  # an invented relative
+        text="Seen with Orvella Stanch today.\n", patient_id="P-1", assigning_authority="H",
+        identifiers=Identifiers(relative_names=(PersonName(family="Stanch",
+                                                           given=("Orvella",)),)))
+    with open_store(setup.service_url, keyring, migrate=False) as service:
+        queue = ReviewQueue(service, lists_ttl_s=0.0)
+        ids = queue.enqueue(note, Detector(Policy.from_mapping({"recognizers": {}})),
+                            coordinates="in:0:1", held_reason=("leak_guard", "r"))
+        span = next(i for i in (queue.item(x) for x in ids) if i and i.candidate is not None)
+        queue.decide(Decision(span.id, "ana", Role.REVIEWER, DecisionKind.PHI,
+                              span.candidate.category, Scope.SITE))  # type: ignore[union-attr]
+        assert not queue.lists().empty
+        assert span.id in queue.undo("ana")
+        assert queue.lists().empty
+        assert check_login(queue, "ana", "a long enough secret") is Role.REVIEWER
+        with pytest.raises(KeystorePermissionFault):
+            add_account(queue, "eve", "a long enough secret", Role.EXPERT)

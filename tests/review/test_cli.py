@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
+from typing import Any, cast
 
 import pytest
 from click.testing import CliRunner
@@ -72,3 +74,62 @@ def test_add_user_hashes_the_password(env: tuple[str, Keyring],
     role, stored = queue.db.account("eve")  # type: ignore[misc]
     assert "a long enough secret" not in stored
     store.close()
+
+
+def test_sync_queues_a_held_input_once(env: tuple[str, Keyring], tmp_path: Path,
+                                       tansu: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`deidstream review sync` against a real broker: the input on its topic and its held
+    record (headers as the service writes them) → the held document enters the queue with
+    its coordinates and reason; a second pass queues nothing; no note text is printed."""
+    from datetime import UTC, datetime
+
+    from hl7_gen import report
+    from kafka_helpers import produce, read_all, unique
+
+    from service.runner.outputs import Outputs
+
+    base = unique("rvsync")
+    blind = tmp_path / "blind.toml"  # finds nothing: the held note's names stay candidates
+    blind.write_text("[recognizers]\n", encoding="utf-8")
+    for name, value in (("BOOTSTRAP_SERVERS", tansu.bootstrap_servers),
+                        ("HELD_TOPIC", f"{base}.held"), ("POLICY_FILE", str(blind)),
+                        ("INPUT_TOPICS", f"{base}.hl7v2")):
+        monkeypatch.setenv(f"DEIDSTREAM_{name}", value)
+    body = report(5)
+    asyncio.run(produce(tansu.bootstrap_servers, f"{base}.hl7v2", [(b"k", body)]))
+    (rec,) = asyncio.run(read_all(tansu.bootstrap_servers, f"{base}.hl7v2", expect=1))
+    headers = Outputs.coordinates(cast(Any, None), rec, "leak_guard", "leak guard: MRN=1",
+                                  datetime.now(UTC))
+    asyncio.run(_produce_held(tansu.bootstrap_servers, f"{base}.held", headers))
+
+    first = CliRunner().invoke(command(), ["review", "sync"])
+    assert first.exit_code == 0, first.output
+    assert "queued 1 held document(s)" in first.output
+    again = CliRunner().invoke(command(), ["review", "sync"])
+    assert again.exit_code == 0 and "queued 0 held document(s)" in again.output
+
+    pid = body.split(b"PID|")[1].split(b"\r")[0].decode()
+    family, given = pid.split("|")[4].split("^")[:2]
+    for secret in (family, given, "700005"):
+        assert secret not in first.output + again.output
+    with open_store(*env) as store:
+        queue = ReviewQueue(store)
+        coords = f"{base}.hl7v2:{rec.partition}:{rec.offset}"
+        assert queue.has_document(coords)
+        (doc,) = queue.db.docs("open")
+        assert doc.coordinates == coords and doc.reason_class == "leak_guard"
+        items = queue.page(Role.REVIEWER, limit=50)
+        whole = [i for i in items if i.candidate is None]
+        assert len(whole) == 1 and whole[0].patient_id == "700005"
+        assert any(i.string == family for i in items if i.candidate is not None)
+
+
+async def _produce_held(bootstrap: str, topic: str, headers: list[tuple[str, bytes]]) -> None:
+    from aiokafka import AIOKafkaProducer
+
+    producer = AIOKafkaProducer(bootstrap_servers=bootstrap, acks="all")
+    await producer.start()
+    try:
+        await (await producer.send(topic, b"{}", headers=headers))
+    finally:
+        await producer.stop()

@@ -133,6 +133,37 @@ def test_undo_reopens_and_takes_back_the_list_entry(store: EncryptedStore) -> No
     assert queue.undo("nobody") == []
 
 
+def test_undo_keeps_a_list_entry_another_live_decision_made(store: EncryptedStore) -> None:
+    """An entry goes with the last live decision that made it: undoing one reviewer's site
+    decision leaves (or restores) another's; a note-scope undo never touches the lists."""
+    clock = iter(range(1, 100))
+    queue, ids = _queue(store, clock=lambda: float(next(clock)))
+    spans = _span_items(queue, ids)
+    item = spans[0]
+    twin = next(s for s in spans if s.string == item.string and s.id != item.id)
+    word = item.string.lower()
+
+    def site(reviewer: str, kind: DecisionKind) -> None:
+        category = Category.NAME_RELATIVE if kind is DecisionKind.PHI else None
+        queue.decide(Decision(item.id, reviewer, Role.REVIEWER, kind, category, Scope.SITE))
+
+    site("ana", DecisionKind.NOT_PHI)
+    site("bob", DecisionKind.NOT_PHI)
+    queue.undo("bob")  # ana's allow is still live: the entry stays
+    assert word in {w.lower() for w in queue.lists().site.allow}
+    site("bob", DecisionKind.PHI)  # bob overrides with a deny ...
+    assert word in {w.lower() for w in queue.lists().site.deny}
+    queue.undo("bob")  # ... and takes it back: ana's allow again
+    lists = queue.lists()
+    assert word in {w.lower() for w in lists.site.allow} and not lists.site.deny
+    queue.decide(Decision(twin.id, "cy", Role.REVIEWER, DecisionKind.NOT_PHI))  # note scope
+    queue.undo("cy")
+    assert word in {w.lower() for w in queue.lists().site.allow}
+    queue.undo("ana")  # the last live decision gone: so is the entry
+    assert queue.lists().empty
+    assert store.verify_audit().ok
+
+
 def test_every_decision_is_audited_without_text(store: EncryptedStore) -> None:
     queue, ids = _queue(store)
     item = _span_items(queue, ids)[0]
