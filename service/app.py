@@ -89,9 +89,12 @@ def create_app(
     metrics: Metrics | None = None,
     start_runner: bool = True,
     on_fatal: Callable[[BaseException], None] | None = None,
+    review_pages: bool = True,
 ) -> FastAPI:
     """Build the app. Pass ``runner`` to share one you manage; otherwise one is made here
-    from ``processor_factory`` (default: the real pipeline) and run by the lifespan."""
+    from ``processor_factory`` (default: the real pipeline) and run by the lifespan.
+    ``review_pages=False``: no review pages nor intake even when the workbench is enabled
+    (the workers other than the one the supervisor sends reviewers to)."""
     if runner is None:
         metrics = metrics or Metrics()
         if processor_factory is None:
@@ -129,7 +132,7 @@ def create_app(
         openapi_url="/openapi.json" if docs else None,
     )
     app.state.settings = settings
-    if settings.review_enabled:
+    if settings.review_enabled and review_pages:
         from service.review import mount
 
         workbench = mount(app, settings)

@@ -86,7 +86,49 @@ def create_supervisor_app(supervisor: Supervisor) -> FastAPI:
         return Response(got.content, status_code=got.status_code,
                         media_type=got.headers.get("content-type"))
 
+    if settings.review_enabled:
+        _review_proxy(app, supervisor, settings.max_message_bytes)
     return app
+
+
+# Hop-by-hop headers and those the proxy sets itself are not passed on (RFC 9110 §7.6.1).
+_NOT_PROXIED = frozenset({"host", "content-length", "connection", "keep-alive",
+                          "transfer-encoding", "upgrade", "te", "trailer",
+                          "proxy-authorization", "proxy-authenticate"})
+
+
+def _review_proxy(app: FastAPI, supervisor: Supervisor, max_bytes: int) -> None:
+    """The review pages, served by worker 0 only: it alone runs the review intake and holds
+    the reviewers' sessions (service/worker.py), so every request of a session reaches the
+    same process. Cookies, CSRF form fields and redirects pass through unchanged."""
+
+    async def review(path: str, request: Request) -> Response:
+        worker = supervisor.workers[0]
+        if not worker.running:
+            raise HTTPException(status.HTTP_503_SERVICE_UNAVAILABLE, "review worker restarting")
+        body = await read_capped(request, max_bytes)
+        headers = {k: v for k, v in request.headers.items() if k.lower() not in _NOT_PROXIED}
+        target = f"/review{'/' + path if path else ''}"
+        try:
+            async with supervisor.client(worker) as http:
+                got = await http.request(request.method, target, content=body,
+                                         headers=headers, params=request.query_params,
+                                         timeout=None)
+        except httpx.HTTPError:
+            raise HTTPException(status.HTTP_503_SERVICE_UNAVAILABLE,
+                                "worker unavailable") from None
+        response = Response(got.content, status_code=got.status_code)
+        for key, value in got.headers.multi_items():
+            if key.lower() not in _NOT_PROXIED and key.lower() != "content-encoding":
+                response.headers.append(key, value)
+        return response
+
+    async def review_root(request: Request) -> Response:
+        return await review("", request)
+
+    app.add_api_route("/review", review_root, methods=["GET", "POST"], include_in_schema=False)
+    app.add_api_route("/review/{path:path}", review, methods=["GET", "POST"],
+                      include_in_schema=False)
 
 
 def _forwarded(request: Request) -> dict[str, str]:

@@ -63,7 +63,9 @@ def main(argv: list[str] | None = None) -> int:
     if cpus:
         pin_process(cpus)
         log.info("pinned to CPUs %s", ",".join(map(str, cpus)))
-    return asyncio.run(serve(settings, uds=args.socket))
+    # worker 0 alone serves the review pages (the supervisor sends them there: the sessions
+    # live in its memory) and runs the review intake; every worker applies the review lists
+    return asyncio.run(serve(settings, uds=args.socket, review_pages=args.index == 0))
 
 
 if __name__ == "__main__":

@@ -31,10 +31,13 @@ class _Server(uvicorn.Server):
 
 
 async def serve(settings: Settings, *, stop: asyncio.Event | None = None,
-                runner: Runner | None = None, uds: str | None = None) -> int:
+                runner: Runner | None = None, uds: str | None = None,
+                review_pages: bool = True) -> int:
     """Run until SIGTERM/SIGINT (or ``stop``), then drain: finish the batch in flight, commit,
     leave the group. Returns the exit status (1 if the runner died on an error). ``uds``: serve
-    HTTP on that Unix socket instead of the TCP port (a worker under the supervisor)."""
+    HTTP on that Unix socket instead of the TCP port (a worker under the supervisor).
+    ``review_pages``: serve the review workbench's pages and intake when it is enabled (one
+    worker of several does)."""
     from service.app import create_app
 
     loop = asyncio.get_running_loop()
@@ -47,7 +50,7 @@ async def serve(settings: Settings, *, stop: asyncio.Event | None = None,
 
     if runner is not None:
         runner.on_fatal = on_fatal
-    app = create_app(settings, runner=runner, on_fatal=on_fatal)
+    app = create_app(settings, runner=runner, on_fatal=on_fatal, review_pages=review_pages)
     config = uvicorn.Config(
         app,
         host=settings.http_host,

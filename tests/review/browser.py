@@ -53,7 +53,12 @@ def serve(app: Any) -> Iterator[str]:
 
 async def sign_in(page: Any, base: str, user: str, password: str) -> None:
     await page.goto(f"{base}/review/login")
-    await page.keyboard.type(user)  # the user name field has the focus
+    # the user name field takes the focus (autofocus) once the page is loaded; on a busy
+    # machine typing can start before that, so wait for it
+    await page.wait_for_function(
+        "document.activeElement && document.activeElement.name === 'username'"
+    )
+    await page.keyboard.type(user)
     await page.keyboard.press("Tab")
     await page.keyboard.type(password)
     async with page.expect_navigation():
