@@ -41,9 +41,8 @@ test: $(STAMP) lint $(BIN)/promtool chromium
 
 lint: $(STAMP)
 	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
 	$(BIN)/mypy
-# TODO(issue 17 §5): once the tree is formatted in one commit, turn this on:
-#	$(BIN)/ruff format --check .
 
 unit: $(STAMP)
 	$(BIN)/pytest -m "not integration"

@@ -96,7 +96,12 @@ def child(megabytes: float, profile: str | None, filler: int) -> int:
     proc = Processor(policy=policy, store=InMemoryStore(), pseudonyms=Pseudonyms.random())
     warm()
     # a small document first: lexicons, the tagger model and the census lists load here
-    small = ClinicalDocument(text="Seen by Dr. Quill on 3/4/2021.", patient_id="P0", document_id="D0", assigning_authority="BENCH")
+    small = ClinicalDocument(
+        text="Seen by Dr. Quill on 3/4/2021.",
+        patient_id="P0",
+        document_id="D0",
+        assigning_authority="BENCH",
+    )
     proc.process_document(small, now=datetime.now(UTC))
     rss_before = _current_rss_mb()
     text = build_text(megabytes, filler=filler)
@@ -105,7 +110,9 @@ def child(megabytes: float, profile: str | None, filler: int) -> int:
         patient_id="P1",
         document_id="D1",
         assigning_authority="BENCH",
-        identifiers=Identifiers(patient_names=(PersonName(family="Quillfeather", given=("Orla",)),)),
+        identifiers=Identifiers(
+            patient_names=(PersonName(family="Quillfeather", given=("Orla",)),)
+        ),
     )
     prof = cProfile.Profile() if profile else None
     t0 = time.perf_counter()

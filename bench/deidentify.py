@@ -204,7 +204,9 @@ def leak_report(
                 if len(part) < 2:
                     continue
                 known_total += 1
-                if re.search(word_pattern(part), result.text, re.IGNORECASE):  # "don't" is not "Don"
+                if re.search(
+                    word_pattern(part), result.text, re.IGNORECASE
+                ):  # "don't" is not "Don"
                     known_all += 1
                     known_pub += 0 if result.held else 1
     print(

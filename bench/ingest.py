@@ -123,8 +123,10 @@ def main() -> None:
         inputs = [raw for raw, hint in notes if hint == kind]
         if inputs:
             per_second, _ = rate(ingest_count, inputs, args.seconds)
-            print(f"{'PhysioNet notes as ' + label + ' parse_input (µs/doc CPU)':<72} "
-                  f"{1e6 / per_second:>10,.1f}   ({len(inputs)} docs, {per_second:,.0f}/s)")
+            print(
+                f"{'PhysioNet notes as ' + label + ' parse_input (µs/doc CPU)':<72} "
+                f"{1e6 / per_second:>10,.1f}   ({len(inputs)} docs, {per_second:,.0f}/s)"
+            )
     hl7 = _files("hl7v2", (".hl7",))
     fhir = _files("fhir", (".json", ".ndjson"))
     markup = [r for r in hl7 if b"|ED|" in r and (b"html" in r.lower() or b"xml" in r.lower())]

@@ -55,8 +55,10 @@ def confirmation(url: str, keyring: Keyring, batches: int, batch: int = 64) -> N
         assert all(results)
         marks = {key: new for key, _, new in items}
     store.close()
-    print(f"  {f'batch confirmation ({batch} states + {batch} CAS)':<34}"
-          f" {batches / took:>12,.0f} /s   {took / batches * 1e6:>9.2f} µs/batch")
+    print(
+        f"  {f'batch confirmation ({batch} states + {batch} CAS)':<34}"
+        f" {batches / took:>12,.0f} /s   {took / batches * 1e6:>9.2f} µs/batch"
+    )
 
 
 def run(url: str, keyring: Keyring, patients: int) -> None:
@@ -110,13 +112,13 @@ def run(url: str, keyring: Keyring, patients: int) -> None:
 
     def marks_batched() -> None:
         for start in range(0, patients, batch):
-            chunk = ids[start:start + batch]
+            chunk = ids[start : start + batch]
             cold.get_marks([f"batch:{pid}" for pid in chunk])
             cold.compare_and_set_marks([(f"batch:{pid}", None, b"rank-1") for pid in chunk])
 
     def marks_batched_update() -> None:
         for start in range(0, patients, batch):
-            chunk = ids[start:start + batch]
+            chunk = ids[start : start + batch]
             found = cold.get_marks([f"batch:{pid}" for pid in chunk])
             cold.compare_and_set_marks([(k, v, b"rank-2") for k, v in found.items()])
 

@@ -70,9 +70,12 @@ from pipelines.process import Processor  # noqa: E402
 DEFAULT_CORPUS = ROOT.parent / "shared" / "data" / "physionet" / "dev"
 FIXTURES = ROOT / "tests" / "fixtures" / "versions"
 # --dump also feeds these, once each: every ingest fixture and the public samples
-MORE_INPUTS = (ROOT / "tests" / "fixtures" / "hl7v2", ROOT / "tests" / "fixtures" / "fhir",
-               ROOT.parent / "shared" / "data" / "samples" / "hl7v2",
-               ROOT.parent / "shared" / "data" / "samples" / "fhir")
+MORE_INPUTS = (
+    ROOT / "tests" / "fixtures" / "hl7v2",
+    ROOT / "tests" / "fixtures" / "fhir",
+    ROOT.parent / "shared" / "data" / "samples" / "hl7v2",
+    ROOT.parent / "shared" / "data" / "samples" / "fhir",
+)
 POLICY: Path | None = None  # --policy (None: the packaged default)
 GC_FREEZE = False  # --gc-freeze
 NOW = datetime(2026, 1, 1, tzinfo=UTC)
@@ -175,8 +178,9 @@ def _clock_cost() -> float:
     return timeit.timeit(CLOCK, number=20_000) / 20_000
 
 
-def _clock_calls_per_input(proc: Processor, inputs: Sequence[tuple[bytes, str]], batch: int,
-                           many: bool) -> float:
+def _clock_calls_per_input(
+    proc: Processor, inputs: Sequence[tuple[bytes, str]], batch: int, many: bool
+) -> float:
     """Stage timer calls per input, counted on a few inputs through a fresh processor."""
     calls = [0]
 
@@ -220,23 +224,29 @@ def bench_store(
             profiler.dump_stats(str(profile))
         rate = len(inputs) / seconds
         cpu_us = cpu / len(inputs) * 1e6
-        print(f"  {name:<8} {label:<12} {len(inputs):>6} inputs  {seconds:7.2f} s  "
-              f"{rate:8.0f} inputs/s  CPU {cpu_us:6.0f} µs/input   {dict(kinds)}")
+        print(
+            f"  {name:<8} {label:<12} {len(inputs):>6} inputs  {seconds:7.2f} s  "
+            f"{rate:8.0f} inputs/s  CPU {cpu_us:6.0f} µs/input   {dict(kinds)}"
+        )
         if label == "first sight":
             # mean per document where a stage ran; commit is spread over all inputs
             means = {s: statistics.fmean(v) * 1e6 for s, v in sorted(stages.items())}
             accounted = sum(sum(v) for v in stages.values()) * 1e6 / len(inputs)
             accounted -= means.get("commit (per input)", 0.0) * (len(inputs) - 1) / len(inputs)
             total_us = (cpu if CLOCK is time.process_time else seconds) / len(inputs) * 1e6
-            print("           mean µs/doc by stage: "
-                  + ", ".join(f"{s}={us:.0f}" for s, us in means.items())
-                  + f"; outside the stages {total_us - accounted:.0f}")
+            print(
+                "           mean µs/doc by stage: "
+                + ", ".join(f"{s}={us:.0f}" for s, us in means.items())
+                + f"; outside the stages {total_us - accounted:.0f}"
+            )
             # where the rest goes: garbage collection lands in whatever stage allocates,
             # and every stage timer call costs CPU (the service's perf_counter is ~10x cheaper)
             calls = _clock_calls_per_input(proc, inputs[:WARMUP], batch, many)
-            print(f"           garbage collection {gc_clock.seconds / len(inputs) * 1e6:.0f} "
-                  f"µs/input ({gc_clock.collections} collections, all stages); stage timer "
-                  f"{calls:.0f} calls/input ≈ {calls * _clock_cost() * 1e6:.0f} µs/input")
+            print(
+                f"           garbage collection {gc_clock.seconds / len(inputs) * 1e6:.0f} "
+                f"µs/input ({gc_clock.collections} collections, all stages); stage timer "
+                f"{calls:.0f} calls/input ≈ {calls * _clock_cost() * 1e6:.0f} µs/input"
+            )
     close = getattr(store, "close", None)
     if close is not None:
         close()
@@ -248,17 +258,30 @@ def main() -> int:
     ap.add_argument("--batch", type=int, default=64, help="inputs per commit() call")
     ap.add_argument("--corpus", type=Path, default=DEFAULT_CORPUS)
     ap.add_argument("--store", choices=("memory", "sqlite", "postgres", "both"), default="both")
-    ap.add_argument("--pg", default="postgresql://postgres@127.0.0.1:5432/test",
-                    help="PostgreSQL for --store postgres (a throw-away schema is used)")
+    ap.add_argument(
+        "--pg",
+        default="postgresql://postgres@127.0.0.1:5432/test",
+        help="PostgreSQL for --store postgres (a throw-away schema is used)",
+    )
     ap.add_argument("--profile", type=Path, help="cProfile of the SQLite first-sight pass")
-    ap.add_argument("--many", action="store_true",
-                    help="process_many per --batch inputs instead of process per input")
-    ap.add_argument("--clock", choices=("cpu", "wall"), default="cpu",
-                    help="stage timer: CPU time (default) or wall time")
+    ap.add_argument(
+        "--many",
+        action="store_true",
+        help="process_many per --batch inputs instead of process per input",
+    )
+    ap.add_argument(
+        "--clock",
+        choices=("cpu", "wall"),
+        default="cpu",
+        help="stage timer: CPU time (default) or wall time",
+    )
     ap.add_argument("--dump", type=Path, help="write the published outputs (no timing)")
     ap.add_argument("--policy", type=Path, help="policy file (default: the packaged one)")
-    ap.add_argument("--gc-freeze", action="store_true",
-                    help="gc.freeze() after the warm-up, as the service does")
+    ap.add_argument(
+        "--gc-freeze",
+        action="store_true",
+        help="gc.freeze() after the warm-up, as the service does",
+    )
     args = ap.parse_args()
     global CLOCK, POLICY, GC_FREEZE
     POLICY = args.policy
@@ -272,37 +295,52 @@ def main() -> int:
     if args.dump is not None:
         surrogates.warm()
         digest = dump_outputs(args.dump, inputs, args.batch, args.many)
-        print(f"bench/process.py --dump: {len(inputs)} inputs + version fixtures -> "
-              f"{args.dump} sha256 {digest}")
+        print(
+            f"bench/process.py --dump: {len(inputs)} inputs + version fixtures -> "
+            f"{args.dump} sha256 {digest}"
+        )
         return 0
     call = "process_many per batch" if args.many else "process per input"
-    print(f"bench/process.py: {len(inputs)} inputs ({source}), "
-          f"mean {statistics.fmean(sizes):.0f} bytes, commit every {args.batch}, {call}, "
-          f"{args.clock} clock")
+    print(
+        f"bench/process.py: {len(inputs)} inputs ({source}), "
+        f"mean {statistics.fmean(sizes):.0f} bytes, commit every {args.batch}, {call}, "
+        f"{args.clock} clock"
+    )
     if args.store in ("memory", "both"):
         bench_store("memory", InMemoryStore, inputs, args.batch, many=args.many)
     if args.store in ("sqlite", "both"):
         with tempfile.TemporaryDirectory(prefix="deidstream-bench-") as tmp:
             url = f"sqlite:///{Path(tmp) / 'bench.sqlite3'}"
             keyring = Keyring.generate()
-            bench_store("sqlite", lambda: open_store(url, keyring), inputs, args.batch,
-                        args.profile, args.many)
+            bench_store(
+                "sqlite",
+                lambda: open_store(url, keyring),
+                inputs,
+                args.batch,
+                args.profile,
+                args.many,
+            )
     if args.store == "postgres":
         bench_postgres(args.pg, inputs, args.batch, args.profile, args.many)
     return 0
 
 
-def dump_outputs(path: Path, inputs: Sequence[tuple[bytes, str]], batch: int,
-                 many: bool) -> str:
+def dump_outputs(path: Path, inputs: Sequence[tuple[bytes, str]], batch: int, many: bool) -> str:
     """Published outputs of a fixed stream (see the module docstring); returns the digest."""
     from keystore.pseudonyms import Pseudonyms
 
-    fixtures = [(p.read_bytes(), "fhir" if p.suffix == ".json" else "hl7v2")
-                for p in sorted(FIXTURES.glob("*.*"))]
+    fixtures = [
+        (p.read_bytes(), "fhir" if p.suffix == ".json" else "hl7v2")
+        for p in sorted(FIXTURES.glob("*.*"))
+    ]
     hints = {".hl7": "hl7v2", ".json": "fhir", ".ndjson": "fhir"}
-    more = [(p.read_bytes(), hints.get(p.suffix))
-            for d in MORE_INPUTS if d.is_dir() for p in sorted(d.iterdir())
-            if p.suffix in (".hl7", ".json", ".ndjson", ".txt")]
+    more = [
+        (p.read_bytes(), hints.get(p.suffix))
+        for d in MORE_INPUTS
+        if d.is_dir()
+        for p in sorted(d.iterdir())
+        if p.suffix in (".hl7", ".json", ".ndjson", ".txt")
+    ]
     stream = [*inputs, *fixtures, *fixtures[::-1], *inputs[:300], *fixtures, *more, *more]
     pseudonyms = Pseudonyms(bytes(range(32)))
     made = [0]
@@ -314,24 +352,36 @@ def dump_outputs(path: Path, inputs: Sequence[tuple[bytes, str]], batch: int,
 
     def one(o: Outcome) -> list[Any]:
         digest = hashlib.sha256(o.value).hexdigest() if o.value else None
-        return [o.kind, o.research_key, digest, [list(h) for h in o.headers], o.reason_class,
-                o.reason]
+        return [
+            o.kind,
+            o.research_key,
+            digest,
+            [list(h) for h in o.headers],
+            o.reason_class,
+            o.reason,
+        ]
 
     lines: list[str] = []
     with tempfile.TemporaryDirectory(prefix="deidstream-dump-") as tmp:
         store = open_store(f"sqlite:///{Path(tmp) / 'dump.sqlite3'}", Keyring.generate())
-        proc = Processor(policy=Policy.load(POLICY), store=store, pseudonyms=pseudonyms,
-                         state_factory=identity)
+        proc = Processor(
+            policy=Policy.load(POLICY), store=store, pseudonyms=pseudonyms, state_factory=identity
+        )
         for start in range(0, len(stream), batch):
             results = _results(proc, stream[start : start + batch], many)
             done: list[Outcome] = []
             for res in results:
                 if isinstance(res, BaseException):
                     outs = getattr(res, "outcomes", None)
-                    lines.append(json.dumps({"error": type(res).__name__,
-                                             "class": getattr(res, "reason_class", None),
-                                             "outs": None if outs is None
-                                             else [one(o) for o in outs]}))
+                    lines.append(
+                        json.dumps(
+                            {
+                                "error": type(res).__name__,
+                                "class": getattr(res, "reason_class", None),
+                                "outs": None if outs is None else [one(o) for o in outs],
+                            }
+                        )
+                    )
                     done += outs or []
                 else:
                     lines.append(json.dumps([one(o) for o in res]))

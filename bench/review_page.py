@@ -53,11 +53,15 @@ PLACES = ["Westfalls General", "Harrowgate", "Pine Hollow", "Lake Ambrin", "Sain
 def _note(rng: random.Random) -> tuple[str, list[Span]]:
     name = f"{rng.choice(GIVEN)} {rng.choice(FAMILY)}"
     place = rng.choice(PLACES)
-    text = (f"Pt seen with daughter {name} today. Transferred from {place} on 3/{rng.randint(1, 28)}."
-            " Afebrile, BP stable, plan unchanged. " * 3 + "\n")
+    text = (
+        f"Pt seen with daughter {name} today. Transferred from {place} on 3/{rng.randint(1, 28)}."
+        " Afebrile, BP stable, plan unchanged. " * 3 + "\n"
+    )
     spans = []
-    for word, cat, conf in ((name, Category.NAME_RELATIVE, 0.55),
-                            (place, Category.LOCATION_OTHER, 0.95)):
+    for word, cat, conf in (
+        (name, Category.NAME_RELATIVE, 0.55),
+        (place, Category.LOCATION_OTHER, 0.95),
+    ):
         start = text.index(word)
         spans.append(Span(start, start + len(word), cat, conf, "tagger"))
     return text, spans
@@ -71,8 +75,15 @@ def build(queue: ReviewQueue, items: int, seed: int = 7) -> None:
         text, spans = _note(rng)
         doc = ClinicalDocument(text=text, patient_id=f"P{k % 997}", assigning_authority="H")
         doc_id = queue.store.pseudonym("review-doc", f"bench:{k}")
-        batch.append(queue._item_row(doc, doc_id, Candidate(spans[0], ItemKind.BAND),  # noqa: SLF001
-                                     spans, now))
+        batch.append(
+            queue._item_row(
+                doc,
+                doc_id,
+                Candidate(spans[0], ItemKind.BAND),  # noqa: SLF001
+                spans,
+                now,
+            )
+        )
         if len(batch) == 500:
             queue.db.add_items(batch)
             batch = []
@@ -80,9 +91,13 @@ def build(queue: ReviewQueue, items: int, seed: int = 7) -> None:
 
 
 def _app(tmp: Path) -> tuple[object, ReviewQueue]:
-    settings = Settings(keystore_url=f"sqlite:///{tmp / 'ks.sqlite3'}",  # type: ignore[arg-type]
-                        master_key=Keyring.generate("bench").to_text(),
-                        review_enabled=True, review_cookie_secure=False, review_sync_seconds=0)
+    settings = Settings(
+        keystore_url=f"sqlite:///{tmp / 'ks.sqlite3'}",  # type: ignore[arg-type]
+        master_key=Keyring.generate("bench").to_text(),
+        review_enabled=True,
+        review_cookie_secure=False,
+        review_sync_seconds=0,
+    )
     runner = Runner(settings, Metrics(), lambda: None)  # type: ignore[arg-type,return-value]
     app = create_app(settings, runner=runner, start_runner=False)
     queue: ReviewQueue = app.state.review.queue  # type: ignore[attr-defined]
@@ -91,12 +106,13 @@ def _app(tmp: Path) -> tuple[object, ReviewQueue]:
 
 
 async def _time_pages(app: object, items: int, requests: int) -> list[float]:
-    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app),  # type: ignore[arg-type]
-                                 base_url="http://bench") as c:
+    async with httpx.AsyncClient(
+        transport=httpx.ASGITransport(app=app),  # type: ignore[arg-type]
+        base_url="http://bench",
+    ) as c:
         form = await c.get("/review/login")
         token = re.search(r'name="csrf" value="([^"]+)"', form.text).group(1)  # type: ignore[union-attr]
-        await c.post("/review/login", data={"csrf": token, "username": "ana",
-                                             "password": PASSWORD})
+        await c.post("/review/login", data={"csrf": token, "username": "ana", "password": PASSWORD})
         rng = random.Random(1)
         times = []
         for _ in range(requests):
@@ -116,10 +132,20 @@ def _decide_for_stats(queue: ReviewQueue) -> None:
     for item in items:
         truth = DecisionKind.PHI if rng.random() < 0.7 else DecisionKind.NOT_PHI
         for reviewer in ("ana", "bob", "cy"):
-            kind = truth if rng.random() < 0.8 else rng.choice(
-                [DecisionKind.PHI, DecisionKind.NOT_PHI, DecisionKind.UNSURE])
-            queue.decide(Decision(item.id, reviewer, Role.REVIEWER, kind,
-                                  Category.NAME_RELATIVE if kind is DecisionKind.PHI else None))
+            kind = (
+                truth
+                if rng.random() < 0.8
+                else rng.choice([DecisionKind.PHI, DecisionKind.NOT_PHI, DecisionKind.UNSURE])
+            )
+            queue.decide(
+                Decision(
+                    item.id,
+                    reviewer,
+                    Role.REVIEWER,
+                    kind,
+                    Category.NAME_RELATIVE if kind is DecisionKind.PHI else None,
+                )
+            )
 
 
 async def _screenshots(app: object, queue: ReviewQueue, out: Path) -> None:
@@ -132,8 +158,7 @@ async def _screenshots(app: object, queue: ReviewQueue, out: Path) -> None:
 
     with serve(app) as base:
         async with async_playwright() as pw:
-            browser = await pw.chromium.launch(executable_path="/usr/bin/chromium",
-                                               headless=True)
+            browser = await pw.chromium.launch(executable_path="/usr/bin/chromium", headless=True)
             page = await browser.new_page(viewport={"width": 1100, "height": 760})
             await sign_in(page, base, "ana", PASSWORD)
             await page.goto(f"{base}/review?at=57")
@@ -142,7 +167,8 @@ async def _screenshots(app: object, queue: ReviewQueue, out: Path) -> None:
             lines = "\n".join(stats_lines(queue.stats()))
             await page.set_content(
                 "<body style='margin:0;background:#111;color:#ddd'><pre style='font:14px "
-                f"monospace;padding:1em'>$ deidstream review stats\n{escape(lines)}</pre></body>")
+                f"monospace;padding:1em'>$ deidstream review stats\n{escape(lines)}</pre></body>"
+            )
             await page.set_viewport_size({"width": 760, "height": 260})
             await page.screenshot(path=str(out / "review-stats.png"))
             await browser.close()
@@ -161,8 +187,10 @@ def main() -> None:
         print(f"queued {args.items} items in {time.perf_counter() - began:.1f} s")
         times = asyncio.run(_time_pages(app, args.items, args.requests))
         q = statistics.quantiles(times, n=100)
-        print(f"GET /review with {args.items} queued: median {statistics.median(times):.1f} ms,"
-              f" p95 {q[94]:.1f} ms, max {max(times):.1f} ms ({args.requests} requests)")
+        print(
+            f"GET /review with {args.items} queued: median {statistics.median(times):.1f} ms,"
+            f" p95 {q[94]:.1f} ms, max {max(times):.1f} ms ({args.requests} requests)"
+        )
         if args.screenshots:
             args.screenshots.mkdir(parents=True, exist_ok=True)
             asyncio.run(_screenshots(app, queue, args.screenshots))

@@ -38,8 +38,10 @@ def run(url: str, items: int) -> None:
         took = time.perf_counter() - start
         assert report.review_rewrapped == items and not report.failed
         admin.retire_key("bench-k1", operator="bench")
-    print(f"{url.split(':', 1)[0]}: {items} review blobs re-wrapped in {took:.2f} s "
-          f"({items / took:,.0f}/s)")
+    print(
+        f"{url.split(':', 1)[0]}: {items} review blobs re-wrapped in {took:.2f} s "
+        f"({items / took:,.0f}/s)"
+    )
     with open_store(url, k2) as reader:
         queue = ReviewQueue(reader)
         rows = queue.db.page(["open"], 0, items + 1)

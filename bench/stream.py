@@ -137,8 +137,7 @@ def oru_r01(seq: int, note: Note, first: str, last: str, visit: str, mrn: str) -
     return ("\r".join(segments) + "\r").encode("utf-8")
 
 
-def document_reference(seq: int, note: Note, first: str, last: str, visit: str,
-                       mrn: str) -> bytes:
+def document_reference(seq: int, note: Note, first: str, last: str, visit: str, mrn: str) -> bytes:
     """A FHIR R4 DocumentReference with the note as a base64 text/plain attachment."""
     code, display, _ = REPORT_TYPE
     resource = {
@@ -153,17 +152,22 @@ def document_reference(seq: int, note: Note, first: str, last: str, visit: str,
             "display": f"{first} {last}".strip(),
         },
         "date": observed_at(seq).isoformat().replace("+00:00", "Z"),
-        "content": [{"attachment": {
-            "contentType": "text/plain; charset=utf-8",
-            "data": base64.b64encode(note.text.encode("utf-8")).decode("ascii"),
-        }}],
+        "content": [
+            {
+                "attachment": {
+                    "contentType": "text/plain; charset=utf-8",
+                    "data": base64.b64encode(note.text.encode("utf-8")).decode("ascii"),
+                }
+            }
+        ],
         "context": {"encounter": [{"reference": f"Encounter/{visit}"}]},
     }
     return orjson.dumps(resource)
 
 
-def build_messages(notes: Sequence[Note], names: dict[str, Identifiers], start: int,
-                   count: int) -> list[Message]:
+def build_messages(
+    notes: Sequence[Note], names: dict[str, Identifiers], start: int, count: int
+) -> list[Message]:
     """``count`` messages from ``seq = start`` on, cycling through the notes; even seqs as
     HL7 v2, odd as FHIR. The visit is unique per (note, cycle)."""
     out = []
@@ -200,8 +204,12 @@ class PassThrough:
         if found is None:
             return []
         seq = int(found.group(1))
-        value = orjson.dumps({"resourceType": "DocumentReference",
-                              "date": observed_at(seq).isoformat().replace("+00:00", "Z")})
+        value = orjson.dumps(
+            {
+                "resourceType": "DocumentReference",
+                "date": observed_at(seq).isoformat().replace("+00:00", "Z"),
+            }
+        )
         return [Outcome(kind=OutcomeKind.PUBLISH, research_key=f"bench-{seq}", value=value)]
 
 
@@ -465,8 +473,11 @@ class Collector:
             headers = {k: v.decode("utf-8", "replace") for k, v in rec.headers or ()}
             coords = None
             with contextlib.suppress(KeyError, ValueError):
-                coords = (headers["source-topic"], int(headers["source-partition"]),
-                          int(headers["source-offset"]))
+                coords = (
+                    headers["source-topic"],
+                    int(headers["source-partition"]),
+                    int(headers["source-offset"]),
+                )
                 seq = self.by_offset.get(coords)
             kind = "held" if rec.topic == HELD_TOPIC else "deadletter"
             if kind == "deadletter":
@@ -512,8 +523,12 @@ class Counter_(dict[str, int]):
 # --------------------------------------------------------------------------- producing
 
 
-async def produce_all(producer: AIOKafkaProducer, messages: Sequence[Message],
-                      collector: Collector, sent_at: dict[int, float]) -> float:
+async def produce_all(
+    producer: AIOKafkaProducer,
+    messages: Sequence[Message],
+    collector: Collector,
+    sent_at: dict[int, float],
+) -> float:
     """As fast as the producer takes them; returns when every send is acknowledged."""
     futures = []
     for m in messages:
@@ -526,8 +541,13 @@ async def produce_all(producer: AIOKafkaProducer, messages: Sequence[Message],
     return time.perf_counter()
 
 
-async def produce_at_rate(producer: AIOKafkaProducer, messages: Sequence[Message], rate: float,
-                          collector: Collector, scheduled: dict[int, float]) -> float:
+async def produce_at_rate(
+    producer: AIOKafkaProducer,
+    messages: Sequence[Message],
+    rate: float,
+    collector: Collector,
+    scheduled: dict[int, float],
+) -> float:
     """One message every 1/rate seconds on a fixed schedule (no catch-up bursts hidden: the
     latency is measured from the scheduled time, so falling behind shows up)."""
     start = time.perf_counter() + 0.05
@@ -541,9 +561,12 @@ async def produce_at_rate(producer: AIOKafkaProducer, messages: Sequence[Message
         scheduled[m.seq] = due
         fut = await producer.send(m.topic, m.value, key=m.key)
         fut.add_done_callback(
-            lambda f, m=m: (collector.sent(m.seq, f.result().topic, f.result().partition,
-                                           f.result().offset)
-                            if not f.exception() else None))
+            lambda f, m=m: (
+                collector.sent(m.seq, f.result().topic, f.result().partition, f.result().offset)
+                if not f.exception()
+                else None
+            )
+        )
         pending.append(fut)
     await asyncio.gather(*pending)
     return time.perf_counter() - start
@@ -552,11 +575,16 @@ async def produce_at_rate(producer: AIOKafkaProducer, messages: Sequence[Message
 # --------------------------------------------------------------------------- service
 
 
-def start_service(workdir: Path, bootstrap: str, http_port: int,
-                  profile: Path | None = None,
-                  passthrough: bool = False,
-                  keystore_url: str | None = None,
-                  cpus: str | None = None, workers: int = 1) -> subprocess.Popen[bytes]:
+def start_service(
+    workdir: Path,
+    bootstrap: str,
+    http_port: int,
+    profile: Path | None = None,
+    passthrough: bool = False,
+    keystore_url: str | None = None,
+    cpus: str | None = None,
+    workers: int = 1,
+) -> subprocess.Popen[bytes]:
     from keystore.keyring import Keyring
 
     env = {
@@ -583,12 +611,26 @@ def start_service(workdir: Path, bootstrap: str, http_port: int,
         script = cmd[0] if exe.is_file() else "-m"
         cmd = [sys.executable, "-m", "cProfile", "-o", str(profile.resolve()), script, *cmd[1:]]
         if script == "-m":
-            cmd = [sys.executable, "-m", "cProfile", "-o", str(profile.resolve()), "-m",
-                   "service.cli", "run"]
+            cmd = [
+                sys.executable,
+                "-m",
+                "cProfile",
+                "-o",
+                str(profile.resolve()),
+                "-m",
+                "service.cli",
+                "run",
+            ]
     log = open(workdir / "service.log", "ab")  # noqa: SIM115 - handed to the child
     try:
-        return subprocess.Popen(cmd, cwd=workdir, env=env, stdout=log, stderr=subprocess.STDOUT,
-                                stdin=subprocess.DEVNULL)
+        return subprocess.Popen(
+            cmd,
+            cwd=workdir,
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+        )
     finally:
         log.close()
 
@@ -606,8 +648,9 @@ async def wait_ready(base: str, proc: subprocess.Popen[bytes], within: float) ->
     raise TimeoutError("the service did not become ready")
 
 
-async def scrape(base: str, save: Path | None = None
-                 ) -> dict[str, dict[tuple[tuple[str, str], ...], float]]:
+async def scrape(
+    base: str, save: Path | None = None
+) -> dict[str, dict[tuple[tuple[str, str], ...], float]]:
     async with httpx.AsyncClient(timeout=5.0) as client:
         text = (await client.get(f"{base}/metrics")).text
     if save is not None:
@@ -659,8 +702,11 @@ def histogram_le(metrics: dict[str, Any], name: str, bound: float) -> tuple[floa
     """(count <= bound, total count) of an unlabelled histogram."""
     buckets = metrics.get(name + "_bucket", {})
     total = sum(v for k, v in buckets.items() if dict(k).get("le") == "+Inf")
-    within = sum(v for k, v in buckets.items()
-                 if dict(k).get("le") not in (None, "+Inf") and float(dict(k)["le"]) == bound)
+    within = sum(
+        v
+        for k, v in buckets.items()
+        if dict(k).get("le") not in (None, "+Inf") and float(dict(k)["le"]) == bound
+    )
     return within, total
 
 
@@ -670,8 +716,10 @@ def memory_lines(sampler: MemorySampler, phases: Sequence[str]) -> Iterator[str]
             series = sampler.series(who, phase)
             if not series:
                 continue
-            yield row(f"{who} RSS [{phase}] first / last / max",
-                      f"{series[0] / 1024:.0f} / {series[-1] / 1024:.0f} / {max(series) / 1024:.0f} MB")
+            yield row(
+                f"{who} RSS [{phase}] first / last / max",
+                f"{series[0] / 1024:.0f} / {series[-1] / 1024:.0f} / {max(series) / 1024:.0f} MB",
+            )
         if who in sampler.hwm:
             yield row(f"{who} VmHWM (kernel peak RSS)", mb(sampler.hwm[who]))
 
@@ -703,31 +751,37 @@ def machine_speed(n: int = MACHINE_LOOP) -> float:
     return best
 
 
-async def run(args: argparse.Namespace, notes: list[Note], names: dict[str, Identifiers],
-              workdir: Path) -> int:
+async def run(
+    args: argparse.Namespace, notes: list[Note], names: dict[str, Identifiers], workdir: Path
+) -> int:
     rate_count = int(args.rate * args.rate_seconds)
     args.machine_seconds = machine_speed()
-    print(f"machine speed: {MACHINE_LOOP / 1e6:.0f}M pure-Python additions in "
-          f"{args.machine_seconds:.2f} CPU s (best of 3; lower is faster)")
+    print(
+        f"machine speed: {MACHINE_LOOP / 1e6:.0f}M pure-Python additions in "
+        f"{args.machine_seconds:.2f} CPU s (best of 3; lower is faster)"
+    )
     t0 = time.perf_counter()
     warm = build_messages(notes, names, 0, args.warmup)
     bulk = build_messages(notes, names, args.warmup, args.count)
     paced = build_messages(notes, names, args.warmup + args.count, rate_count)
     total_bytes = sum(len(m.value) for m in bulk)
-    print(f"built {len(warm) + len(bulk) + len(paced):,} messages in "
-          f"{time.perf_counter() - t0:.1f} s from {len(notes):,} notes "
-          f"(bulk: {total_bytes / 1e6:.1f} MB, {total_bytes / max(1, len(bulk)):,.0f} B/msg)")
+    print(
+        f"built {len(warm) + len(bulk) + len(paced):,} messages in "
+        f"{time.perf_counter() - t0:.1f} s from {len(notes):,} notes "
+        f"(bulk: {total_bytes / 1e6:.1f} MB, {total_bytes / max(1, len(bulk)):,.0f} B/msg)"
+    )
 
     keystore_url, schema = None, None
     if args.postgres:
         schema = f"deidstream_bench_{os.getpid()}"  # a fresh, private schema; dropped after
         sep = "&" if "?" in args.postgres else "?"
         keystore_url = f"{args.postgres}{sep}schema={schema}"
-    print(f"key store: {'PostgreSQL ' + args.postgres if args.postgres else 'SQLite'} "
-          f"(temporary{', schema ' + schema if schema else ' file'}, generated master key)")
+    print(
+        f"key store: {'PostgreSQL ' + args.postgres if args.postgres else 'SQLite'} "
+        f"(temporary{', schema ' + schema if schema else ' file'}, generated master key)"
+    )
     try:
-        return await _run_with_store(args, notes, names, workdir, warm, bulk, paced,
-                                     keystore_url)
+        return await _run_with_store(args, notes, names, workdir, warm, bulk, paced, keystore_url)
     finally:
         if args.postgres and schema:
             drop_schema(args.postgres, schema)
@@ -736,43 +790,73 @@ async def run(args: argparse.Namespace, notes: list[Note], names: dict[str, Iden
 def drop_schema(url: str, schema: str) -> None:
     import psycopg
 
-    with contextlib.suppress(psycopg.Error), psycopg.connect(url.split("?")[0],
-                                                             autocommit=True) as conn:
+    with (
+        contextlib.suppress(psycopg.Error),
+        psycopg.connect(url.split("?")[0], autocommit=True) as conn,
+    ):
         conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
 
 
-async def _run_with_store(args: argparse.Namespace, notes: list[Note],
-                          names: dict[str, Identifiers], workdir: Path, warm: list[Message],
-                          bulk: list[Message], paced: list[Message],
-                          keystore_url: str | None) -> int:
+async def _run_with_store(
+    args: argparse.Namespace,
+    notes: list[Note],
+    names: dict[str, Identifiers],
+    workdir: Path,
+    warm: list[Message],
+    bulk: list[Message],
+    paced: list[Message],
+    keystore_url: str | None,
+) -> int:
     broker = EmbeddedBroker(log_path=workdir / "tansu.log")
     broker.start()
     http_port = free_port()
     base = f"http://127.0.0.1:{http_port}"
-    service = start_service(workdir, broker.bootstrap_servers, http_port, args.profile,
-                            args.passthrough, keystore_url, args.service_cpus,
-                            args.workers_now)
-    print(f"service: DEIDSTREAM_WORKERS={args.workers_now}"
-          + (" (one process)" if args.workers_now == 1 else " (a supervisor and its workers; "
-             "CPU and RSS are summed over all of them)"))
+    service = start_service(
+        workdir,
+        broker.bootstrap_servers,
+        http_port,
+        args.profile,
+        args.passthrough,
+        keystore_url,
+        args.service_cpus,
+        args.workers_now,
+    )
+    print(
+        f"service: DEIDSTREAM_WORKERS={args.workers_now}"
+        + (
+            " (one process)"
+            if args.workers_now == 1
+            else " (a supervisor and its workers; CPU and RSS are summed over all of them)"
+        )
+    )
     if args.service_cpus is not None:
-        print(f"service setting: DEIDSTREAM_CPU_AFFINITY={args.service_cpus!r} (its threads "
-              "kept on those CPUs by the service itself; broker and load generator unpinned)")
+        print(
+            f"service setting: DEIDSTREAM_CPU_AFFINITY={args.service_cpus!r} (its threads "
+            "kept on those CPUs by the service itself; broker and load generator unpinned)"
+        )
     if args.passthrough:
-        print("PASS-THROUGH run: the service runs with a processor that does no "
-              "de-identification (measures the service shell and the broker only)")
+        print(
+            "PASS-THROUGH run: the service runs with a processor that does no "
+            "de-identification (measures the service shell and the broker only)"
+        )
     assert broker.pid is not None
     sampler = MemorySampler({"service": service.pid, "tansu": broker.pid})
     sampler.start()
     collector = Collector(broker.bootstrap_servers)
-    producer = AIOKafkaProducer(bootstrap_servers=broker.bootstrap_servers, acks="all",
-                                linger_ms=2, enable_idempotence=False,
-                                max_batch_size=256 * 1024,
-                                partitioner=partition_for)  # aiokafka's, cheaper murmur2
+    producer = AIOKafkaProducer(
+        bootstrap_servers=broker.bootstrap_servers,
+        acks="all",
+        linger_ms=2,
+        enable_idempotence=False,
+        max_batch_size=256 * 1024,
+        partitioner=partition_for,
+    )  # aiokafka's, cheaper murmur2
     try:
         ready_s = await wait_ready(base, service, 120)
-        print(f"broker Tansu on {broker.bootstrap_servers}; service pid {service.pid} ready "
-              f"after {ready_s:.1f} s (group join included)")
+        print(
+            f"broker Tansu on {broker.bootstrap_servers}; service pid {service.pid} ready "
+            f"after {ready_s:.1f} s (group join included)"
+        )
         await producer.start()
         await collector.start()
 
@@ -797,8 +881,10 @@ async def _run_with_store(args: argparse.Namespace, notes: list[Note],
         cpu_after = cpu_snapshot(sampler.pids)
         bulk_missing = [m.seq for m in bulk if m.seq not in collector.received]
         if last is None:
-            last = max((collector.received[m.seq][0] for m in bulk
-                        if m.seq in collector.received), default=time.perf_counter())
+            last = max(
+                (collector.received[m.seq][0] for m in bulk if m.seq in collector.received),
+                default=time.perf_counter(),
+            )
         elapsed = last - first
         got = len(bulk) - len(bulk_missing)
         throughput = got / elapsed if elapsed > 0 else float("nan")
@@ -812,8 +898,11 @@ async def _run_with_store(args: argparse.Namespace, notes: list[Note],
         scheduled: dict[int, float] = {}
         sending = await produce_at_rate(producer, paced, args.rate, collector, scheduled)
         await collector.wait_for([m.seq for m in paced], args.idle_timeout)
-        lat = [(collector.received[m.seq][0] - scheduled[m.seq]) * 1000
-               for m in paced if m.seq in collector.received]
+        lat = [
+            (collector.received[m.seq][0] - scheduled[m.seq]) * 1000
+            for m in paced
+            if m.seq in collector.received
+        ]
         paced_missing = len(paced) - len(lat)
         sampler.phase = "idle"
         await asyncio.sleep(2.0)
@@ -829,106 +918,187 @@ async def _run_with_store(args: argparse.Namespace, notes: list[Note],
 
     def metric(name: str, scraped: Any = None, **labels: str) -> float:
         fam = (final if scraped is None else scraped).get(name, {})
-        return sum(v for k, v in fam.items()
-                   if all(dict(k).get(a) == b for a, b in labels.items()))
+        return sum(v for k, v in fam.items() if all(dict(k).get(a) == b for a, b in labels.items()))
 
     def per_batch(start: Any, end: Any) -> float:
         """Records per batch (one commit each) between two scrapes."""
-        consumed = (metric("deidstream_messages_consumed_total", end)
-                    - metric("deidstream_messages_consumed_total", start))
-        commits = (metric("deidstream_offset_commits_total", end)
-                   - metric("deidstream_offset_commits_total", start))
+        consumed = metric("deidstream_messages_consumed_total", end) - metric(
+            "deidstream_messages_consumed_total", start
+        )
+        commits = metric("deidstream_offset_commits_total", end) - metric(
+            "deidstream_offset_commits_total", start
+        )
         return consumed / commits if commits else float("nan")
 
     p50, p99 = pct(lat, 0.50), pct(lat, 0.99)
     rss_mid, rss_end = flatness(sampler, ("throughput", "rate"))
     print()
-    print(f"deidstream stream benchmark — {os.cpu_count()} CPUs shared by Tansu, the service "
-          f"and this load generator")
+    print(
+        f"deidstream stream benchmark — {os.cpu_count()} CPUs shared by Tansu, the service "
+        f"and this load generator"
+    )
     print(row("measure", "result", "target", ""))
     print("  " + "-" * 92)
-    print(row(f"throughput, {len(bulk):,} docs (first produce → last output)",
-              f"{throughput:,.0f} docs/s", f">= {TARGET_RATE:,.0f}/s",
-              "met" if throughput >= TARGET_RATE else "NOT met"))
+    print(
+        row(
+            f"throughput, {len(bulk):,} docs (first produce → last output)",
+            f"{throughput:,.0f} docs/s",
+            f">= {TARGET_RATE:,.0f}/s",
+            "met" if throughput >= TARGET_RATE else "NOT met",
+        )
+    )
     print(row("  elapsed / producer alone", f"{elapsed:.1f} s / {produce_rate:,.0f}/s"))
     print(row("  outputs matched / missing", f"{got:,} / {len(bulk_missing):,}"))
     cpu = {who: cpu_after[who] - cpu_before[who] for who in cpu_before}
-    print(row("  CPU s: service / tansu / load generator",
-              f"{cpu['service']:.1f} / {cpu['tansu']:.1f} / {cpu['bench']:.1f}"))
+    print(
+        row(
+            "  CPU s: service / tansu / load generator",
+            f"{cpu['service']:.1f} / {cpu['tansu']:.1f} / {cpu['bench']:.1f}",
+        )
+    )
     per_cpu = got / cpu["service"] if cpu["service"] > 0 else float("nan")
-    print(row("  service: docs per CPU-second (one core, no contention)",
-              f"{per_cpu:,.0f} docs/s", f">= {TARGET_RATE:,.0f}/s",
-              "met" if per_cpu >= TARGET_RATE else "NOT met"))
+    print(
+        row(
+            "  service: docs per CPU-second (one core, no contention)",
+            f"{per_cpu:,.0f} docs/s",
+            f">= {TARGET_RATE:,.0f}/s",
+            "met" if per_cpu >= TARGET_RATE else "NOT met",
+        )
+    )
     per_doc = cpu["service"] / max(got, 1)
     print(row("  service: CPU per document", f"{per_doc * 1e3:.2f} ms"))
     others = cpu["machine"] - cpu["service"] - cpu["tansu"] - cpu["bench"]
     capacity = elapsed * len(os.sched_getaffinity(0))
-    print(row("  other processes on the machine: CPU s (share)",
-              f"{others:.1f} s ({others / capacity:.0%})" if capacity > 0 else "-"))
-    args.summary.append({"workers": args.workers_now, "throughput": throughput,
-                         "per_doc": per_doc, "got": got, "missing": len(bulk_missing),
-                         "others": others, "capacity": capacity, "p99": pct(lat, 0.99),
-                         "load": os.getloadavg()})
-    print(row("  ... event loop thread / other threads",
-              f"{cpu['service loop'] / max(got, 1) * 1e3:.3f} / "
-              f"{cpu['service other threads'] / max(got, 1) * 1e3:.3f} ms"))
+    print(
+        row(
+            "  other processes on the machine: CPU s (share)",
+            f"{others:.1f} s ({others / capacity:.0%})" if capacity > 0 else "-",
+        )
+    )
+    args.summary.append(
+        {
+            "workers": args.workers_now,
+            "throughput": throughput,
+            "per_doc": per_doc,
+            "got": got,
+            "missing": len(bulk_missing),
+            "others": others,
+            "capacity": capacity,
+            "p99": pct(lat, 0.99),
+            "load": os.getloadavg(),
+        }
+    )
+    print(
+        row(
+            "  ... event loop thread / other threads",
+            f"{cpu['service loop'] / max(got, 1) * 1e3:.3f} / "
+            f"{cpu['service other threads'] / max(got, 1) * 1e3:.3f} ms",
+        )
+    )
     busy = busy_after - busy_before
     if busy:
-        print(row("  processing thread busy (share of the elapsed time)",
-                  f"{busy / elapsed:.1%}" if elapsed > 0 else "-"))
-    print(row("  records per batch: throughput / rate phase",
-              f"{per_batch(before_bulk, after_bulk):,.1f} / {per_batch(after_bulk, final):,.1f}"))
-    print(row("  ... in machine-speed units (CPU per doc / loop CPU)",
-              f"{per_doc / args.machine_seconds * 1e3:.2f} m",
-              f"loop {args.machine_seconds:.2f} s"))
+        print(
+            row(
+                "  processing thread busy (share of the elapsed time)",
+                f"{busy / elapsed:.1%}" if elapsed > 0 else "-",
+            )
+        )
+    print(
+        row(
+            "  records per batch: throughput / rate phase",
+            f"{per_batch(before_bulk, after_bulk):,.1f} / {per_batch(after_bulk, final):,.1f}",
+        )
+    )
+    print(
+        row(
+            "  ... in machine-speed units (CPU per doc / loop CPU)",
+            f"{per_doc / args.machine_seconds * 1e3:.2f} m",
+            f"loop {args.machine_seconds:.2f} s",
+        )
+    )
     print(row(f"latency at {args.rate:g}/s for {args.rate_seconds:g} s: p50", f"{p50:,.1f} ms"))
-    print(row("  p99", f"{p99:,.1f} ms", f"< {TARGET_P99_MS:.0f} ms",
-              "met" if p99 < TARGET_P99_MS else "NOT met"))
-    print(row("  mean / max", f"{statistics.fmean(lat) if lat else float('nan'):,.1f} / "
-                             f"{max(lat) if lat else float('nan'):,.1f} ms"))
-    print(row("  offered rate achieved / missing outputs",
-              f"{len(paced) / sending:,.1f}/s / {paced_missing}"))
+    print(
+        row(
+            "  p99",
+            f"{p99:,.1f} ms",
+            f"< {TARGET_P99_MS:.0f} ms",
+            "met" if p99 < TARGET_P99_MS else "NOT met",
+        )
+    )
+    print(
+        row(
+            "  mean / max",
+            f"{statistics.fmean(lat) if lat else float('nan'):,.1f} / "
+            f"{max(lat) if lat else float('nan'):,.1f} ms",
+        )
+    )
+    print(
+        row(
+            "  offered rate achieved / missing outputs",
+            f"{len(paced) / sending:,.1f}/s / {paced_missing}",
+        )
+    )
     for line in memory_lines(sampler, ("warmup", "throughput", "rate", "idle")):
         print(line)
-    series = [kb for _, ph, who, kb in sampler.samples
-              if who == "service" and ph not in ("startup", "shutdown")]
+    series = [
+        kb
+        for _, ph, who, kb in sampler.samples
+        if who == "service" and ph not in ("startup", "shutdown")
+    ]
     if series:
         step = max(1, len(series) // 12)
         points = " ".join(f"{kb / 1024:.0f}" for kb in series[::step])
         print(f"  service RSS over the run, MB (every {step * SAMPLE_SECONDS:g} s): {points}")
     growth = rss_end - rss_mid
-    print(row("service RSS growth during the rate phase", f"{growth / 1024:+.1f} MB",
-              "flat", "flat" if abs(growth) < 0.05 * max(rss_mid, 1) else "GROWS"))
+    print(
+        row(
+            "service RSS growth during the rate phase",
+            f"{growth / 1024:+.1f} MB",
+            "flat",
+            "flat" if abs(growth) < 0.05 * max(rss_mid, 1) else "GROWS",
+        )
+    )
     print()
     print("service /metrics at the end:")
-    print(f"  consumed {metric('deidstream_messages_consumed_total'):,.0f}  "
-          f"published {metric('deidstream_documents_published_total'):,.0f}  "
-          f"held {metric('deidstream_documents_held_total'):,.0f}  "
-          f"dead-lettered {metric('deidstream_messages_deadlettered_total'):,.0f}  "
-          f"dropped {metric('deidstream_documents_dropped_total'):,.0f}  "
-          f"commits {metric('deidstream_offset_commits_total'):,.0f}  "
-          f"retries {metric('deidstream_retries_total'):,.0f}")
+    print(
+        f"  consumed {metric('deidstream_messages_consumed_total'):,.0f}  "
+        f"published {metric('deidstream_documents_published_total'):,.0f}  "
+        f"held {metric('deidstream_documents_held_total'):,.0f}  "
+        f"dead-lettered {metric('deidstream_messages_deadlettered_total'):,.0f}  "
+        f"dropped {metric('deidstream_documents_dropped_total'):,.0f}  "
+        f"commits {metric('deidstream_offset_commits_total'):,.0f}  "
+        f"retries {metric('deidstream_retries_total'):,.0f}"
+    )
     within, total = histogram_le(final, "deidstream_end_to_end_latency_seconds", 0.1)
     w_bulk, t_bulk = histogram_le(after_bulk, "deidstream_end_to_end_latency_seconds", 0.1)
     if total - t_bulk > 0:
-        print(f"  service end-to-end histogram, rate phase only: "
-              f"{(within - w_bulk) / (total - t_bulk):.1%} of documents <= 100 ms")
+        print(
+            f"  service end-to-end histogram, rate phase only: "
+            f"{(within - w_bulk) / (total - t_bulk):.1%} of documents <= 100 ms"
+        )
     stages = []
     for key, total_s in final.get("deidstream_processing_stage_seconds_sum", {}).items():
         n = final.get("deidstream_processing_stage_seconds_count", {}).get(key, 0)
         if n:
             stages.append((dict(key).get("stage", "?"), total_s / n * 1e6, n))
     if stages:
-        print("  mean time per stage: " + ", ".join(
-            f"{s} {us:,.0f} µs" for s, us, _ in sorted(stages, key=lambda x: -x[1])))
+        print(
+            "  mean time per stage: "
+            + ", ".join(f"{s} {us:,.0f} µs" for s, us, _ in sorted(stages, key=lambda x: -x[1]))
+        )
     ks = []
     for key, total_s in final.get("deidstream_keystore_operation_seconds_sum", {}).items():
         n = final.get("deidstream_keystore_operation_seconds_count", {}).get(key, 0)
         if n:
             ks.append((dict(key).get("operation", "?"), total_s / n * 1e6, n))
     if ks:
-        print("  key store: " + ", ".join(
-            f"{op} {n:,.0f}× {us:,.0f} µs" for op, us, n in sorted(ks, key=lambda x: -x[1] * x[2])))
+        print(
+            "  key store: "
+            + ", ".join(
+                f"{op} {n:,.0f}× {us:,.0f} µs"
+                for op, us, n in sorted(ks, key=lambda x: -x[1] * x[2])
+            )
+        )
     from service.settings import Settings
 
     # Tansu answers a fetch only when fetch.max.wait expires: it sets the latency floor here
@@ -951,44 +1121,76 @@ def main() -> int:
     ap.add_argument("--rate", type=float, default=200.0, help="offered documents/s, latency run")
     ap.add_argument("--rate-seconds", type=float, default=30.0, help="length of the latency run")
     ap.add_argument("--warmup", type=int, default=200, help="documents sent before measuring")
-    ap.add_argument("--idle-timeout", type=float, default=60.0,
-                    help="give up waiting when no output arrives for S seconds")
+    ap.add_argument(
+        "--idle-timeout",
+        type=float,
+        default=60.0,
+        help="give up waiting when no output arrives for S seconds",
+    )
     ap.add_argument("--corpus", type=Path, default=DEFAULT_CORPUS)
     ap.add_argument("--keep", action="store_true", help="keep the temporary directory (logs)")
-    ap.add_argument("--postgres", metavar="URL", default=None,
-                    help="use a PostgreSQL key store (a temporary schema in this database), "
-                         "e.g. postgresql://postgres@127.0.0.1:5432/test")
-    ap.add_argument("--service-cpus", metavar="LIST", default=None,
-                    help="run the service with DEIDSTREAM_CPU_AFFINITY=LIST (e.g. 0): its own "
-                         "setting, not a what-if; the broker and the load generator stay free")
-    ap.add_argument("--workers", type=int, nargs="+", default=[1], metavar="N",
-                    help="run the whole benchmark once per N with DEIDSTREAM_WORKERS=N (a fresh "
-                         "broker and store each time) and compare them at the end, e.g. "
-                         "--workers 1 2; default 1 (one process, as before)")
-    ap.add_argument("--passthrough", action="store_true",
-                    help="run the service with a no-op processor (bench.stream:run_passthrough)"
-                         " to measure the runner and broker without the pipeline")
-    ap.add_argument("--profile", type=Path, default=None,
-                    help="run the service under cProfile and write its stats to FILE")
+    ap.add_argument(
+        "--postgres",
+        metavar="URL",
+        default=None,
+        help="use a PostgreSQL key store (a temporary schema in this database), "
+        "e.g. postgresql://postgres@127.0.0.1:5432/test",
+    )
+    ap.add_argument(
+        "--service-cpus",
+        metavar="LIST",
+        default=None,
+        help="run the service with DEIDSTREAM_CPU_AFFINITY=LIST (e.g. 0): its own "
+        "setting, not a what-if; the broker and the load generator stay free",
+    )
+    ap.add_argument(
+        "--workers",
+        type=int,
+        nargs="+",
+        default=[1],
+        metavar="N",
+        help="run the whole benchmark once per N with DEIDSTREAM_WORKERS=N (a fresh "
+        "broker and store each time) and compare them at the end, e.g. "
+        "--workers 1 2; default 1 (one process, as before)",
+    )
+    ap.add_argument(
+        "--passthrough",
+        action="store_true",
+        help="run the service with a no-op processor (bench.stream:run_passthrough)"
+        " to measure the runner and broker without the pipeline",
+    )
+    ap.add_argument(
+        "--profile",
+        type=Path,
+        default=None,
+        help="run the service under cProfile and write its stats to FILE",
+    )
     args = ap.parse_args()
 
     text_path = args.corpus / "id.text"
     if not text_path.is_file():
         print(f"bench/stream.py: {text_path} not found; skipped")
         return 0
-    notes = [n for n in read_notes(text_path, "physionet") if isinstance(n, Note) and n.text.strip()]
+    notes = [
+        n for n in read_notes(text_path, "physionet") if isinstance(n, Note) and n.text.strip()
+    ]
     names_path = args.corpus / "pid_patientname.txt"
     names = load_patient_names(names_path) if names_path.is_file() else {}
     if args.warmup + args.count + args.rate * args.rate_seconds > DAY:
-        print("bench/stream.py: at most 86,400 documents per run (outputs are matched by the "
-              "seconds of the day)", file=sys.stderr)
+        print(
+            "bench/stream.py: at most 86,400 documents per run (outputs are matched by the "
+            "seconds of the day)",
+            file=sys.stderr,
+        )
         return 2
 
     args.summary = []
     for workers in args.workers:
         args.workers_now = workers
-        print(f"\n=== DEIDSTREAM_WORKERS={workers}; load average before: "
-              + " / ".join(f"{x:.2f}" for x in os.getloadavg()))
+        print(
+            f"\n=== DEIDSTREAM_WORKERS={workers}; load average before: "
+            + " / ".join(f"{x:.2f}" for x in os.getloadavg())
+        )
         workdir = Path(tempfile.mkdtemp(prefix="deidstream-bench-"))
         try:
             status = asyncio.run(run(args, notes, names, workdir))
@@ -1012,23 +1214,31 @@ def print_workers_summary(summary: Sequence[dict[str, Any]]) -> None:
     service's CPU per document (target within 10%: no shared bottleneck)."""
     base = summary[0]
     print()
-    print(f"workers compared ({len(os.sched_getaffinity(0))} CPUs shared by Tansu, the service "
-          "and this load generator)")
-    print(f"  {'workers':>7} {'docs/s':>9} {'x first':>8} {'CPU/doc':>9} {'vs first':>9} "
-          f"{'p99 ms':>8} {'others CPU':>11} {'load avg 1m':>11}")
+    print(
+        f"workers compared ({len(os.sched_getaffinity(0))} CPUs shared by Tansu, the service "
+        "and this load generator)"
+    )
+    print(
+        f"  {'workers':>7} {'docs/s':>9} {'x first':>8} {'CPU/doc':>9} {'vs first':>9} "
+        f"{'p99 ms':>8} {'others CPU':>11} {'load avg 1m':>11}"
+    )
     for r in summary:
         speed = r["throughput"] / base["throughput"] if base["throughput"] else float("nan")
         cost = r["per_doc"] / base["per_doc"] - 1 if base["per_doc"] else float("nan")
         share = r["others"] / r["capacity"] if r["capacity"] else float("nan")
-        print(f"  {r['workers']:>7} {r['throughput']:>9,.0f} {speed:>7.2f}x "
-              f"{r['per_doc'] * 1e3:>7.2f}ms {cost:>+8.1%} {r['p99']:>8.1f} "
-              f"{share:>10.0%} {r['load'][0]:>11.2f}")
+        print(
+            f"  {r['workers']:>7} {r['throughput']:>9,.0f} {speed:>7.2f}x "
+            f"{r['per_doc'] * 1e3:>7.2f}ms {cost:>+8.1%} {r['p99']:>8.1f} "
+            f"{share:>10.0%} {r['load'][0]:>11.2f}"
+        )
     for r in summary[1:]:
         speed = r["throughput"] / base["throughput"] if base["throughput"] else float("nan")
         cost = r["per_doc"] / base["per_doc"] - 1 if base["per_doc"] else float("nan")
-        print(f"  {r['workers']} workers: throughput {speed:.2f}x "
-              f"({'met' if speed >= 1.5 else 'NOT met'}: >= 1.5x), CPU per document "
-              f"{cost:+.1%} ({'met' if abs(cost) <= 0.10 else 'NOT met'}: within 10%)")
+        print(
+            f"  {r['workers']} workers: throughput {speed:.2f}x "
+            f"({'met' if speed >= 1.5 else 'NOT met'}: >= 1.5x), CPU per document "
+            f"{cost:+.1%} ({'met' if abs(cost) <= 0.10 else 'NOT met'}: within 10%)"
+        )
 
 
 if __name__ == "__main__":

@@ -56,8 +56,9 @@ class _Store(Protocol):
     def _drop(self, key: tuple[str, str]) -> None: ...
     def flush(self) -> None: ...
     def _open(self, row: Row) -> tuple[PatientState, Identity | None]: ...
-    def _audit(self, action: str, operator: str, reason: str, subject: str,
-               outcome: str) -> None: ...
+    def _audit(
+        self, action: str, operator: str, reason: str, subject: str, outcome: str
+    ) -> None: ...
     def pseudonym(self, kind: str, *parts: str | bytes) -> str: ...
     def forgets_not_final(self) -> int: ...
 
@@ -65,21 +66,24 @@ class _Store(Protocol):
 class StoreAdmin:
     """Rotation, retirement, forget, reveal and audit of an :class:`EncryptedStore`."""
 
-    def retire_key(self: _Store, key_id: str, *, operator: str = "unknown",
-                   live_within_s: float = 60.0) -> None:
+    def retire_key(
+        self: _Store, key_id: str, *, operator: str = "unknown", live_within_s: float = 60.0
+    ) -> None:
         """Retire master key ``key_id``: from then on nothing can be wrapped under it (the
         operator may then delete it). Refused (``RetireRefused``, nothing changed) while an
         instance with a heartbeat in the last ``live_within_s`` seals with it, or any record
         or the store root is still wrapped under it; audited either way."""
         if key_id == self._keyring.primary.key_id:
-            raise RetireRefused("refused: this is the primary key; rotate to a new key first",
-                                key_id=key_id)
+            raise RetireRefused(
+                "refused: this is the primary key; rotate to a new key first", key_id=key_id
+            )
         with self._lock:
             self._flush_locked()
             now = self._clock()
             try:
-                self._backend.retire_key(key_id, now, now - live_within_s, self.instance_id,
-                                         operator)
+                self._backend.retire_key(
+                    key_id, now, now - live_within_s, self.instance_id, operator
+                )
             except RetireRefused as exc:
                 self._audit("retire", operator, "", key_id, "refused")
                 raise exc from None
@@ -97,8 +101,9 @@ class StoreAdmin:
             report = RotationReport(combined.primary.key_id)
             # the new key may wrap from now on (refused if it was retired); this instance
             # seals with it from now on
-            self._backend.register_instance(self.instance_id, combined.primary.key_id,
-                                            combined.key_ids, self._clock())
+            self._backend.register_instance(
+                self.instance_id, combined.primary.key_id, combined.key_ids, self._clock()
+            )
             for rows in self._backend.iter_rows():
                 for row in rows:
                     _rewrap_row(self, combined, row, report)
@@ -112,14 +117,24 @@ class StoreAdmin:
             report.review_rewrapped = blobs.rewrapped
             report.failed += blobs.failed
             self._keyring = combined
-            self._audit("rotate", operator, "", report.new_key_id,
-                        f"rewrapped={report.rewrapped} review={blobs.rewrapped}"
-                        f" failed={len(report.failed)}")
+            self._audit(
+                "rotate",
+                operator,
+                "",
+                report.new_key_id,
+                f"rewrapped={report.rewrapped} review={blobs.rewrapped}"
+                f" failed={len(report.failed)}",
+            )
             return report
 
-
-    def forget(self: _Store, authority: str, patient_id: str, *, operator: str = "unknown",
-               reason: str = "") -> bool:
+    def forget(
+        self: _Store,
+        authority: str,
+        patient_id: str,
+        *,
+        operator: str = "unknown",
+        reason: str = "",
+    ) -> bool:
         """Crypto-shred one patient: delete the sealed record and its wrapped data key.
 
         The live store can never read it again; on SQLite the WAL is checkpointed into the
@@ -135,12 +150,18 @@ class StoreAdmin:
         with self._lock:
             self._drop(key)
             deleted = self._backend.delete(lookup, self._clock())
-            self._audit("forget", operator, reason,
-                        self._audit_keys.subject("record", lookup),
-                        "deleted" if deleted else "absent")
+            self._audit(
+                "forget",
+                operator,
+                reason,
+                self._audit_keys.subject("record", lookup),
+                "deleted" if deleted else "absent",
+            )
             if deleted and self._backend.scrub() is False:
-                log.warning("key store: the SQLite WAL could not be checkpointed after a "
-                            "forget (readers busy); it is retried at the next forget")
+                log.warning(
+                    "key store: the SQLite WAL could not be checkpointed after a "
+                    "forget (readers busy); it is retried at the next forget"
+                )
         return deleted
 
     def check_retirable(self: _Store, key_ids: Sequence[str]) -> None:
@@ -152,27 +173,40 @@ class StoreAdmin:
             still = sorted(set(key_ids) & set(by_key if isinstance(by_key, dict) else {}))
             root = self._backend.get_root()
             if still or (root is not None and root[0] in key_ids):
-                raise KeystoreError("refused: records are still wrapped under a key to retire;"
-                                    " run `keys rotate` first", keys=",".join(still) or None)
+                raise KeystoreError(
+                    "refused: records are still wrapped under a key to retire;"
+                    " run `keys rotate` first",
+                    keys=",".join(still) or None,
+                )
             review = self._backend.review_wrapped(key_ids)
             if review:
-                raise KeystoreError("refused: review queue blobs are still wrapped under a key"
-                                    " to retire; run `keys rotate` first", **review)
+                raise KeystoreError(
+                    "refused: review queue blobs are still wrapped under a key"
+                    " to retire; run `keys rotate` first",
+                    **review,
+                )
 
-    def record_key_retirement(self: _Store, key_ids: Sequence[str], *, operator: str,
-                              destroyed: bool = True) -> None:
+    def record_key_retirement(
+        self: _Store, key_ids: Sequence[str], *, operator: str, destroyed: bool = True
+    ) -> None:
         """Audit that master keys ``key_ids`` were destroyed (after :meth:`check_retirable`;
         ``destroyed=False``: retired, the operator destroys them where they are kept):
         every forget before this line is final once they are gone — no record, and no copy
         of one in a backup or an old database page, can be unwrapped any more."""
-        self._audit("retire_keys", operator, "", ",".join(sorted(key_ids)),
-                    "destroyed" if destroyed else "retired")
+        self._audit(
+            "retire_keys",
+            operator,
+            "",
+            ",".join(sorted(key_ids)),
+            "destroyed" if destroyed else "retired",
+        )
 
     def forgets_not_final(self: _Store) -> int:
         """Forgets since the last key retirement: their records may still be recovered
         from a backup or old database pages with the keys configured now."""
-        return self._backend.audit_count("forget", "deleted",
-                                         self._backend.last_audit_at("retire_keys"))
+        return self._backend.audit_count(
+            "forget", "deleted", self._backend.last_audit_at("retire_keys")
+        )
 
     def reveal(self: _Store, pseudonym: str, *, operator: str, reason: str) -> Identity:
         """Authorized re-identification of a patient pseudonym; always audited (no PHI)."""
@@ -195,8 +229,9 @@ class StoreAdmin:
             raise
         if identity is None:
             self._audit("reveal", operator, reason, subject, "identity_not_kept")
-            raise KeystoreError("the store kept no identity for this pseudonym",
-                                pseudonym_hash=subject)
+            raise KeystoreError(
+                "the store kept no identity for this pseudonym", pseudonym_hash=subject
+            )
         self._audit("reveal", operator, reason, subject, "revealed")
         return identity
 
@@ -228,8 +263,14 @@ class StoreAdmin:
                 found.append(identity)
         return sorted(found, key=lambda i: i.authority)
 
-    def reveal_visit(self: _Store, pseudonym: str, candidates: Callable[[PatientState], Sequence[str]],
-                     *, operator: str, reason: str) -> tuple[Identity, str]:
+    def reveal_visit(
+        self: _Store,
+        pseudonym: str,
+        candidates: Callable[[PatientState], Sequence[str]],
+        *,
+        operator: str,
+        reason: str,
+    ) -> tuple[Identity, str]:
         """Authorized re-identification of a visit (encounter) pseudonym: the patient and the
         visit id. A visit pseudonym is keyed by its patient's secret seed and the visit id,
         so every patient's known visit ids (``candidates`` of its state) are tried; audited."""
@@ -245,7 +286,6 @@ class StoreAdmin:
         self._audit("reveal-visit", operator, reason, subject, "unknown_pseudonym")
         raise KeystoreError("visit pseudonym not found in this store", pseudonym_hash=subject)
 
-
     def officer_stats(self: _Store) -> dict[str, object]:
         """What a privacy officer asks: patients, keys in use, last rotation, forgotten."""
         counts = self._backend.counts()
@@ -260,9 +300,14 @@ class StoreAdmin:
             "configured_key_ids": list(self._keyring.key_ids),
             "keys_in_use": sorted({*by_key, *([root[0]] if root else [])}),
             "records_by_key": by_key,
-            "last_rotation": None if last is None else {
+            "last_rotation": None
+            if last is None
+            else {
                 "at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(last[0])),
-                "operator": last[2], "new_key_id": last[4], "outcome": last[5]},
+                "operator": last[2],
+                "new_key_id": last[4],
+                "outcome": last[5],
+            },
             "backend": self._backend.name,
             "schema_version": self.schema_version,
             "forgets_not_final": self.forgets_not_final(),
@@ -283,11 +328,13 @@ def _rewrap_row(store: _Store, keyring: Keyring, row: Row, report: RotationRepor
                 new = reseal(keyring, current.lookup, current.sealed(), current.revision)
                 done = store._backend.update_many(
                     [(Row.of(current.lookup, new, current.revision), current.revision)],
-                    store._clock())[0]
+                    store._clock(),
+                )[0]
             else:
                 new = rewrap(keyring, current.lookup, current.sealed(), current.revision)
-                done = store._backend.rewrap(current.lookup, new.key_id, new.wrapped_key,
-                                            current.wrapped_key)
+                done = store._backend.rewrap(
+                    current.lookup, new.key_id, new.wrapped_key, current.wrapped_key
+                )
         except (IntegrityError, KeystoreError):
             report.failed.append(fingerprint(current.lookup))
             return

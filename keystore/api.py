@@ -60,9 +60,7 @@ class MarkStore(Protocol):
         """Atomically replace the mark if it still equals ``expected``; False if someone else won."""
         ...
 
-    def compare_and_set_marks(
-        self, items: Sequence[tuple[str, bytes | None, bytes]]
-    ) -> list[bool]:
+    def compare_and_set_marks(self, items: Sequence[tuple[str, bytes | None, bytes]]) -> list[bool]:
         """Several compare-and-sets (key, expected, value) in one transaction, in order; each
         succeeds or fails on its own, exactly as :meth:`compare_and_set_mark` would."""
         ...
@@ -74,7 +72,9 @@ class ExpiringMarks(Protocol):
     they are written with a time to live and pruned, while version marks are kept."""
 
     def compare_and_set_marks(
-        self, items: Sequence[tuple[str, bytes | None, bytes]], *,
+        self,
+        items: Sequence[tuple[str, bytes | None, bytes]],
+        *,
         ttl_seconds: float | None = None,
     ) -> list[bool]: ...
 
@@ -94,7 +94,9 @@ class ServiceStore(PatientStore, MarkStore, ExpiringMarks, Pseudonymizer, Protoc
     tests): patients, marks (some expiring), pseudonyms, transactions and a heartbeat."""
 
     def compare_and_set_marks(
-        self, items: Sequence[tuple[str, bytes | None, bytes]], *,
+        self,
+        items: Sequence[tuple[str, bytes | None, bytes]],
+        *,
         ttl_seconds: float | None = None,
     ) -> list[bool]: ...
 

@@ -43,8 +43,15 @@ class AuditLine:
 
     def content(self) -> bytes:
         """The bytes the mac covers (besides the previous mac)."""
-        return encode_parts(str(self.seq or 0), struct.pack(">d", self.at), self.action,
-                            self.operator, self.reason, self.subject, self.outcome)
+        return encode_parts(
+            str(self.seq or 0),
+            struct.pack(">d", self.at),
+            self.action,
+            self.operator,
+            self.reason,
+            self.subject,
+            self.outcome,
+        )
 
 
 @dataclass(frozen=True)
@@ -85,8 +92,9 @@ class AuditKeys:
     def sign(self, prev: bytes, line: AuditLine) -> bytes:
         return hmac.digest(self._chain, prev + line.content(), "sha256")
 
-    def chain(self, prev: bytes | None, legacy: Sequence[AuditLine], head_seq: int,
-              line: AuditLine) -> AuditLine:
+    def chain(
+        self, prev: bytes | None, legacy: Sequence[AuditLine], head_seq: int, line: AuditLine
+    ) -> AuditLine:
         """``line`` as the next line after ``head_seq`` (whose mac is ``prev``; None: no
         chained line yet, the chain starts from the genesis of ``legacy``)."""
         seq = head_seq + 1
@@ -104,8 +112,9 @@ class AuditKeys:
         for line in lines[legacy:]:
             problem = self._check(line, seq + 1, prev)
             if problem:
-                return AuditReport(len(lines), legacy, seq, prev.hex(), line.row_id,
-                                   line.seq, problem)
+                return AuditReport(
+                    len(lines), legacy, seq, prev.hex(), line.row_id, line.seq, problem
+                )
             prev, seq = line.mac or b"", seq + 1
         report = AuditReport(len(lines), legacy, seq, prev.hex() if seq else "")
         return _against_head(report, lines[legacy:], head)
@@ -114,15 +123,17 @@ class AuditKeys:
         if line.seq is None or line.mac is None:
             return "a line without seq or mac after the chain began"
         if line.seq != want_seq:
-            return (f"seq {line.seq} where {want_seq} was due (a line was deleted, moved "
-                    f"or inserted)")
+            return (
+                f"seq {line.seq} where {want_seq} was due (a line was deleted, moved or inserted)"
+            )
         if not hmac.compare_digest(line.mac, self.sign(prev, line)):
             return "mac does not match: this line (or its mac) was changed"
         return ""
 
 
-def _against_head(report: AuditReport, chained: Sequence[AuditLine],
-                  head: str | None) -> AuditReport:
+def _against_head(
+    report: AuditReport, chained: Sequence[AuditLine], head: str | None
+) -> AuditReport:
     """A head recorded earlier must still be in the chain (else the tail was cut)."""
     if not head:
         return report
@@ -133,10 +144,16 @@ def _against_head(report: AuditReport, chained: Sequence[AuditLine],
     except ValueError:
         return replace(report, problem="the expected head is not SEQ:HEXMAC")
     if seq > len(chained):
-        return replace(report, problem=f"the log ends at seq {report.head_seq}, before the "
-                                       f"recorded head {seq}: its tail was deleted")
+        return replace(
+            report,
+            problem=f"the log ends at seq {report.head_seq}, before the "
+            f"recorded head {seq}: its tail was deleted",
+        )
     if seq < 1 or not hmac.compare_digest(chained[seq - 1].mac or b"", mac):
-        return replace(report, broken_seq=seq, broken_at=chained[seq - 1].row_id
-                       if seq >= 1 else None,
-                       problem="the line at the recorded head differs from it")
+        return replace(
+            report,
+            broken_seq=seq,
+            broken_at=chained[seq - 1].row_id if seq >= 1 else None,
+            problem="the line at the recorded head differs from it",
+        )
     return report

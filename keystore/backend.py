@@ -36,12 +36,20 @@ class Row:
 
     @classmethod
     def of(cls, lookup: bytes, sealed: Sealed, revision: int) -> Row:
-        return cls(lookup, sealed.key_id, sealed.wrapped_key, sealed.nonce, sealed.ciphertext,
-                   sealed.envelope, revision)
+        return cls(
+            lookup,
+            sealed.key_id,
+            sealed.wrapped_key,
+            sealed.nonce,
+            sealed.ciphertext,
+            sealed.envelope,
+            revision,
+        )
 
     def sealed(self) -> Sealed:
-        return Sealed(self.key_id, self.wrapped_key, self.nonce, self.ciphertext,
-                      self.record_schema)
+        return Sealed(
+            self.key_id, self.wrapped_key, self.nonce, self.ciphertext, self.record_schema
+        )
 
 
 @dataclass(frozen=True)
@@ -248,8 +256,11 @@ class SqlBackend(ABC):
         with self._transaction() as cur:
             self._begin_migration(cur)
             self._create_namespace(cur)
-            self._exec(cur, "CREATE TABLE IF NOT EXISTS schema_version"
-                            " (version INTEGER PRIMARY KEY, applied_at {real} NOT NULL)")
+            self._exec(
+                cur,
+                "CREATE TABLE IF NOT EXISTS schema_version"
+                " (version INTEGER PRIMARY KEY, applied_at {real} NOT NULL)",
+            )
             current = self._exec(cur, "SELECT MAX(version) FROM schema_version").fetchone()[0]
             current = int(current or 0)
             self._newer_check(current)
@@ -259,8 +270,11 @@ class SqlBackend(ABC):
                 for statement in statements:
                     for text in self._expand(statement):
                         self._exec(cur, text)
-                self._exec(cur, "INSERT INTO schema_version (version, applied_at) VALUES (?, ?)",
-                           (version, now))
+                self._exec(
+                    cur,
+                    "INSERT INTO schema_version (version, applied_at) VALUES (?, ?)",
+                    (version, now),
+                )
                 current = version
         return current
 
@@ -289,8 +303,11 @@ class SqlBackend(ABC):
         if current > SCHEMA_VERSION:
             from keystore.errors import KeystoreError
 
-            raise KeystoreError("store schema is newer than this program",
-                                store_version=current, program_version=SCHEMA_VERSION)
+            raise KeystoreError(
+                "store schema is newer than this program",
+                store_version=current,
+                program_version=SCHEMA_VERSION,
+            )
 
     def check_schema(self) -> int:
         """The stored schema version, if it is this program's; a ``KeystoreSchemaFault``
@@ -300,9 +317,12 @@ class SqlBackend(ABC):
         current = self.schema_version()
         self._newer_check(current)
         if current < SCHEMA_VERSION:
-            raise KeystoreSchemaFault("key store schema is not migrated: run `deidstream keys "
-                                      "migrate` with an owner role",
-                                      store_version=current, program_version=SCHEMA_VERSION)
+            raise KeystoreSchemaFault(
+                "key store schema is not migrated: run `deidstream keys "
+                "migrate` with an owner role",
+                store_version=current,
+                program_version=SCHEMA_VERSION,
+            )
         return current
 
     def schema_version(self) -> int:
@@ -322,42 +342,59 @@ class SqlBackend(ABC):
         with ``KeyRetiredError`` if it was retired."""
         from keystore.errors import KeyRetiredError
 
-        if self._exec(cur, "SELECT 1 FROM retired_keys WHERE key_id = ?",
-                      (key_id,)).fetchone() is not None:
-            raise KeyRetiredError("this master key was retired: configure the new key first",
-                                  key_id=key_id)
-        self._exec(cur, "INSERT INTO master_keys (key_id, added_at) VALUES (?, ?)"
-                        " ON CONFLICT (key_id) DO NOTHING", (key_id, now))
+        if (
+            self._exec(cur, "SELECT 1 FROM retired_keys WHERE key_id = ?", (key_id,)).fetchone()
+            is not None
+        ):
+            raise KeyRetiredError(
+                "this master key was retired: configure the new key first", key_id=key_id
+            )
+        self._exec(
+            cur,
+            "INSERT INTO master_keys (key_id, added_at) VALUES (?, ?)"
+            " ON CONFLICT (key_id) DO NOTHING",
+            (key_id, now),
+        )
 
-    def register_instance(self, instance_id: str, key_id: str, key_ids: Sequence[str],
-                          now: float) -> None:
+    def register_instance(
+        self, instance_id: str, key_id: str, key_ids: Sequence[str], now: float
+    ) -> None:
         """Record that this instance seals with ``key_id`` (and can read ``key_ids``)."""
         with self._transaction() as cur:
             self._begin_migration(cur)  # serialized with retire_key
             self.register_key(cur, key_id, now)
-            self._exec(cur, "INSERT INTO instances (instance_id, key_id, key_ids, started_at,"
-                            " heartbeat_at) VALUES (?, ?, ?, ?, ?) ON CONFLICT (instance_id)"
-                            " DO UPDATE SET key_id = excluded.key_id, key_ids = excluded.key_ids,"
-                            " heartbeat_at = excluded.heartbeat_at",
-                       (instance_id, key_id, ",".join(key_ids), now, now))
+            self._exec(
+                cur,
+                "INSERT INTO instances (instance_id, key_id, key_ids, started_at,"
+                " heartbeat_at) VALUES (?, ?, ?, ?, ?) ON CONFLICT (instance_id)"
+                " DO UPDATE SET key_id = excluded.key_id, key_ids = excluded.key_ids,"
+                " heartbeat_at = excluded.heartbeat_at",
+                (instance_id, key_id, ",".join(key_ids), now, now),
+            )
 
     def heartbeat(self, instance_id: str, key_id: str, now: float) -> bool:
         """Refresh this instance's heartbeat; False if its row is gone or its key is no
         longer registered (retired): the caller registers again, which then refuses."""
         with self._transaction() as cur:
-            self._exec(cur, "UPDATE instances SET heartbeat_at = ? WHERE instance_id = ?"
-                            " AND key_id = ?", (now, instance_id, key_id))
+            self._exec(
+                cur,
+                "UPDATE instances SET heartbeat_at = ? WHERE instance_id = ? AND key_id = ?",
+                (now, instance_id, key_id),
+            )
             if cur.rowcount != 1:
                 return False
-            return self._exec(cur, "SELECT 1 FROM master_keys WHERE key_id = ?",
-                              (key_id,)).fetchone() is not None
+            return (
+                self._exec(cur, "SELECT 1 FROM master_keys WHERE key_id = ?", (key_id,)).fetchone()
+                is not None
+            )
 
     def deregister_instance(self, instance_id: str) -> None:
         with self._transaction() as cur:
             self._exec(cur, "DELETE FROM instances WHERE instance_id = ?", (instance_id,))
 
-    def retire_key(self, key_id: str, now: float, live_since: float, instance_id: str,
-                   operator: str) -> None:
+    def retire_key(
+        self, key_id: str, now: float, live_since: float, instance_id: str, operator: str
+    ) -> None:
         """Retire ``key_id`` — from now on nothing can be wrapped under it — unless an
         instance (other than ``instance_id``) sealing with it has a heartbeat at or after
         ``live_since``, or a record or the store root is wrapped under it (``RetireRefused``,
@@ -368,36 +405,60 @@ class SqlBackend(ABC):
         try:
             with self._transaction() as cur:
                 self._begin_migration(cur)
-                live = int(self._exec(cur, "SELECT COUNT(*) FROM instances WHERE key_id = ?"
-                                           " AND heartbeat_at >= ? AND instance_id <> ?",
-                                      (key_id, live_since, instance_id)).fetchone()[0])
+                live = int(
+                    self._exec(
+                        cur,
+                        "SELECT COUNT(*) FROM instances WHERE key_id = ?"
+                        " AND heartbeat_at >= ? AND instance_id <> ?",
+                        (key_id, live_since, instance_id),
+                    ).fetchone()[0]
+                )
                 if live:
                     raise RetireRefused(
                         "refused: live instances still seal with this key; restart them "
-                        "with the new key first, then retire", key_id=key_id,
-                        live_instances=live)
-                records = int(self._exec(cur, "SELECT COUNT(*) FROM patients WHERE key_id = ?",
-                                         (key_id,)).fetchone()[0])
-                root = int(self._exec(cur, "SELECT COUNT(*) FROM store_keys WHERE key_id = ?",
-                                      (key_id,)).fetchone()[0])
+                        "with the new key first, then retire",
+                        key_id=key_id,
+                        live_instances=live,
+                    )
+                records = int(
+                    self._exec(
+                        cur, "SELECT COUNT(*) FROM patients WHERE key_id = ?", (key_id,)
+                    ).fetchone()[0]
+                )
+                root = int(
+                    self._exec(
+                        cur, "SELECT COUNT(*) FROM store_keys WHERE key_id = ?", (key_id,)
+                    ).fetchone()[0]
+                )
                 if records or root:
                     raise RetireRefused(
                         "refused: records are still wrapped under this key; run `keys "
                         "rotate` again (after every instance uses the new key)",
-                        key_id=key_id, records=records, root=root)
+                        key_id=key_id,
+                        records=records,
+                        root=root,
+                    )
                 review = self._review_wrapped(cur, [key_id])
                 if review:
                     raise RetireRefused(
                         "refused: review queue blobs are still wrapped under this key; run "
-                        "`keys rotate` again", key_id=key_id, **review)
+                        "`keys rotate` again",
+                        key_id=key_id,
+                        **review,
+                    )
                 self._exec(cur, "DELETE FROM instances WHERE key_id = ?", (key_id,))
-                self._exec(cur, "INSERT INTO retired_keys (key_id, retired_at, operator)"
-                                " VALUES (?, ?, ?) ON CONFLICT (key_id) DO NOTHING",
-                           (key_id, now, operator))
+                self._exec(
+                    cur,
+                    "INSERT INTO retired_keys (key_id, retired_at, operator)"
+                    " VALUES (?, ?, ?) ON CONFLICT (key_id) DO NOTHING",
+                    (key_id, now, operator),
+                )
                 self._exec(cur, "DELETE FROM master_keys WHERE key_id = ?", (key_id,))
         except KeyRetiredError:  # the guard: something was wrapped under it meanwhile
-            raise RetireRefused("refused: a record was wrapped under this key meanwhile; "
-                                "run `keys rotate` again", key_id=key_id) from None
+            raise RetireRefused(
+                "refused: a record was wrapped under this key meanwhile; run `keys rotate` again",
+                key_id=key_id,
+            ) from None
 
     def _review_wrapped(self, cur: Any, key_ids: Sequence[str]) -> dict[str, int]:
         """How many review blobs each review table holds wrapped under any of ``key_ids``
@@ -405,8 +466,14 @@ class SqlBackend(ABC):
         marks = ", ".join("?" * len(key_ids))
         found: dict[str, int] = {}
         for table in REVIEW_SEALED_TABLES:
-            n = int(self._exec(cur, f"SELECT COUNT(*) FROM {table}"  # noqa: S608 - constant
-                                    f" WHERE key_id IN ({marks})", key_ids).fetchone()[0])
+            n = int(
+                self._exec(
+                    cur,
+                    f"SELECT COUNT(*) FROM {table}"  # noqa: S608 - constant
+                    f" WHERE key_id IN ({marks})",
+                    key_ids,
+                ).fetchone()[0]
+            )
             if n:
                 found[table] = n
         return found
@@ -421,47 +488,76 @@ class SqlBackend(ABC):
     def key_usage(self) -> dict[str, object]:
         """Registered and retired keys, and the instances with their key and heartbeat."""
         with self._transaction(write=False) as cur:
-            active = [str(r[0]) for r in self._exec(
-                cur, "SELECT key_id FROM master_keys ORDER BY key_id").fetchall()]
-            retired = [str(r[0]) for r in self._exec(
-                cur, "SELECT key_id FROM retired_keys ORDER BY key_id").fetchall()]
-            instances = [{"instance": str(r[0]), "key_id": str(r[1]), "heartbeat_at": float(r[2])}
-                         for r in self._exec(cur, "SELECT instance_id, key_id, heartbeat_at"
-                                                  " FROM instances ORDER BY instance_id")]
+            active = [
+                str(r[0])
+                for r in self._exec(
+                    cur, "SELECT key_id FROM master_keys ORDER BY key_id"
+                ).fetchall()
+            ]
+            retired = [
+                str(r[0])
+                for r in self._exec(
+                    cur, "SELECT key_id FROM retired_keys ORDER BY key_id"
+                ).fetchall()
+            ]
+            instances = [
+                {"instance": str(r[0]), "key_id": str(r[1]), "heartbeat_at": float(r[2])}
+                for r in self._exec(
+                    cur,
+                    "SELECT instance_id, key_id, heartbeat_at FROM instances ORDER BY instance_id",
+                )
+            ]
         return {"active_keys": active, "retired_keys": retired, "instances": instances}
 
     # -- the store root key ---------------------------------------------------------------
     def get_root(self) -> tuple[str, bytes] | None:
         with self._transaction(write=False) as cur:
-            row = self._exec(cur, "SELECT key_id, wrapped FROM store_keys WHERE name = ?",
-                             (ROOT_NAME,)).fetchone()
+            row = self._exec(
+                cur, "SELECT key_id, wrapped FROM store_keys WHERE name = ?", (ROOT_NAME,)
+            ).fetchone()
         return (str(row[0]), bytes(row[1])) if row else None
 
     def insert_root(self, key_id: str, wrapped: bytes, now: float) -> bool:
         with self._transaction() as cur:
-            self._exec(cur, "INSERT INTO store_keys (name, key_id, wrapped, created_at, updated_at)"
-                            " VALUES (?, ?, ?, ?, ?) ON CONFLICT (name) DO NOTHING",
-                       (ROOT_NAME, key_id, wrapped, now, now))
+            self._exec(
+                cur,
+                "INSERT INTO store_keys (name, key_id, wrapped, created_at, updated_at)"
+                " VALUES (?, ?, ?, ?, ?) ON CONFLICT (name) DO NOTHING",
+                (ROOT_NAME, key_id, wrapped, now, now),
+            )
             return bool(cur.rowcount == 1)
 
     def replace_root(self, key_id: str, wrapped: bytes, old_wrapped: bytes, now: float) -> bool:
         with self._transaction() as cur:
-            self._exec(cur, "UPDATE store_keys SET key_id = ?, wrapped = ?, updated_at = ?"
-                            " WHERE name = ? AND wrapped = ?",
-                       (key_id, wrapped, now, ROOT_NAME, old_wrapped))
+            self._exec(
+                cur,
+                "UPDATE store_keys SET key_id = ?, wrapped = ?, updated_at = ?"
+                " WHERE name = ? AND wrapped = ?",
+                (key_id, wrapped, now, ROOT_NAME, old_wrapped),
+            )
             return bool(cur.rowcount == 1)
 
     # -- patient records ------------------------------------------------------------------
     @staticmethod
     def _row(raw: Sequence[Any]) -> Row:
-        return Row(bytes(raw[0]), str(raw[1]), bytes(raw[2]), bytes(raw[3]), bytes(raw[4]),
-                   int(raw[5]), int(raw[6]))
+        return Row(
+            bytes(raw[0]),
+            str(raw[1]),
+            bytes(raw[2]),
+            bytes(raw[3]),
+            bytes(raw[4]),
+            int(raw[5]),
+            int(raw[6]),
+        )
 
     def fetch(self, lookup: bytes) -> Row | None:
         with self._transaction(write=False) as cur:
-            raw = self._exec(cur, "SELECT lookup, key_id, wrapped_key, nonce, ciphertext, record_schema, revision"
-                                  " FROM patients WHERE lookup = ?",
-                             (lookup,)).fetchone()
+            raw = self._exec(
+                cur,
+                "SELECT lookup, key_id, wrapped_key, nonce, ciphertext, record_schema, revision"
+                " FROM patients WHERE lookup = ?",
+                (lookup,),
+            ).fetchone()
         return self._row(raw) if raw else None
 
     def fetch_many(self, lookups: Sequence[bytes]) -> dict[bytes, Row]:
@@ -470,10 +566,12 @@ class SqlBackend(ABC):
         found: dict[bytes, Row] = {}
         with self._transaction(write=False) as cur:
             for start in range(0, len(unique), MARKS_PER_QUERY):
-                chunk = unique[start:start + MARKS_PER_QUERY]
+                chunk = unique[start : start + MARKS_PER_QUERY]
                 marks = ", ".join("?" * len(chunk))  # placeholders only: no value in the SQL
-                query = ("SELECT lookup, key_id, wrapped_key, nonce, ciphertext, record_schema,"  # noqa: S608
-                         f" revision FROM patients WHERE lookup IN ({marks})")
+                query = (
+                    "SELECT lookup, key_id, wrapped_key, nonce, ciphertext, record_schema,"  # noqa: S608
+                    f" revision FROM patients WHERE lookup IN ({marks})"
+                )
                 for raw in self._exec(cur, query, chunk).fetchall():
                     row = self._row(raw)
                     found[row.lookup] = row
@@ -482,20 +580,35 @@ class SqlBackend(ABC):
     def insert(self, row: Row, pseudonym_hash: bytes | None, now: float) -> bool:
         """Insert a new record unless one exists (first writer wins); index its pseudonym."""
         with self._transaction() as cur:
-            self._exec(cur, "INSERT INTO patients (lookup, key_id, wrapped_key, nonce, ciphertext, record_schema, revision,"
-                            " created_at, updated_at)"
-                            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (lookup) DO NOTHING",
-                       (row.lookup, row.key_id, row.wrapped_key, row.nonce, row.ciphertext,
-                        row.record_schema, row.revision, now, now))
+            self._exec(
+                cur,
+                "INSERT INTO patients (lookup, key_id, wrapped_key, nonce, ciphertext, record_schema, revision,"
+                " created_at, updated_at)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (lookup) DO NOTHING",
+                (
+                    row.lookup,
+                    row.key_id,
+                    row.wrapped_key,
+                    row.nonce,
+                    row.ciphertext,
+                    row.record_schema,
+                    row.revision,
+                    now,
+                    now,
+                ),
+            )
             inserted = cur.rowcount == 1
             if inserted and pseudonym_hash is not None:
                 self._index(cur, pseudonym_hash, row.lookup, now)
         return inserted
 
     def _index(self, cur: Any, pseudonym_hash: bytes, lookup: bytes, now: float) -> None:
-        self._exec(cur, "INSERT INTO pseudonyms (pseudonym_hash, lookup, created_at)"
-                        " VALUES (?, ?, ?) ON CONFLICT (pseudonym_hash) DO NOTHING",
-                   (pseudonym_hash, lookup, now))
+        self._exec(
+            cur,
+            "INSERT INTO pseudonyms (pseudonym_hash, lookup, created_at)"
+            " VALUES (?, ?, ?) ON CONFLICT (pseudonym_hash) DO NOTHING",
+            (pseudonym_hash, lookup, now),
+        )
 
     def index_pseudonym(self, pseudonym_hash: bytes, lookup: bytes, now: float) -> None:
         with self._transaction() as cur:
@@ -506,20 +619,35 @@ class SqlBackend(ABC):
         results: list[bool] = []
         with self._transaction() as cur:
             for row, expected in rows:
-                self._exec(cur, "UPDATE patients SET key_id = ?, wrapped_key = ?, nonce = ?,"
-                                " ciphertext = ?, record_schema = ?, revision = ?, updated_at = ?"
-                                " WHERE lookup = ? AND revision = ?",
-                           (row.key_id, row.wrapped_key, row.nonce, row.ciphertext,
-                            row.record_schema, row.revision, now, row.lookup, expected))
+                self._exec(
+                    cur,
+                    "UPDATE patients SET key_id = ?, wrapped_key = ?, nonce = ?,"
+                    " ciphertext = ?, record_schema = ?, revision = ?, updated_at = ?"
+                    " WHERE lookup = ? AND revision = ?",
+                    (
+                        row.key_id,
+                        row.wrapped_key,
+                        row.nonce,
+                        row.ciphertext,
+                        row.record_schema,
+                        row.revision,
+                        now,
+                        row.lookup,
+                        expected,
+                    ),
+                )
                 results.append(cur.rowcount == 1)
         return results
 
     def rewrap(self, lookup: bytes, key_id: str, wrapped: bytes, old_wrapped: bytes) -> bool:
         """Swap in a re-wrapped data key unless the record changed meanwhile."""
         with self._transaction() as cur:
-            self._exec(cur, "UPDATE patients SET key_id = ?, wrapped_key = ?"
-                            " WHERE lookup = ? AND wrapped_key = ?",
-                       (key_id, wrapped, lookup, old_wrapped))
+            self._exec(
+                cur,
+                "UPDATE patients SET key_id = ?, wrapped_key = ?"
+                " WHERE lookup = ? AND wrapped_key = ?",
+                (key_id, wrapped, lookup, old_wrapped),
+            )
             return bool(cur.rowcount == 1)
 
     def iter_rows(self, batch: int = 500) -> Iterator[list[Row]]:
@@ -527,10 +655,13 @@ class SqlBackend(ABC):
         last = b""
         while True:
             with self._transaction(write=False) as cur:
-                raws = self._exec(cur, "SELECT lookup, key_id, wrapped_key, nonce, ciphertext, record_schema, revision"
-                                       " FROM patients"
-                                       " WHERE lookup > ? ORDER BY lookup LIMIT ?",
-                                  (last, batch)).fetchall()
+                raws = self._exec(
+                    cur,
+                    "SELECT lookup, key_id, wrapped_key, nonce, ciphertext, record_schema, revision"
+                    " FROM patients"
+                    " WHERE lookup > ? ORDER BY lookup LIMIT ?",
+                    (last, batch),
+                ).fetchall()
             if not raws:
                 return
             rows = [self._row(r) for r in raws]
@@ -542,8 +673,11 @@ class SqlBackend(ABC):
         with self._transaction() as cur:
             self._exec(cur, "DELETE FROM patients WHERE lookup = ?", (lookup,))
             deleted = cur.rowcount == 1
-            self._exec(cur, "UPDATE pseudonyms SET lookup = NULL, forgotten_at = ?"
-                            " WHERE lookup = ?", (now, lookup))
+            self._exec(
+                cur,
+                "UPDATE pseudonyms SET lookup = NULL, forgotten_at = ? WHERE lookup = ?",
+                (now, lookup),
+            )
         return deleted
 
     def scrub(self) -> bool | None:
@@ -555,24 +689,29 @@ class SqlBackend(ABC):
     def last_audit_at(self, action: str) -> float | None:
         """The time of the latest audit line of ``action`` (None: there is none)."""
         with self._transaction(write=False) as cur:
-            raw = self._exec(cur, "SELECT MAX(at) FROM audit WHERE action = ?",
-                             (action,)).fetchone()
+            raw = self._exec(
+                cur, "SELECT MAX(at) FROM audit WHERE action = ?", (action,)
+            ).fetchone()
         return None if raw is None or raw[0] is None else float(raw[0])
 
     def audit_count(self, action: str, outcome: str, after: float | None) -> int:
         """Audit lines of ``action`` with ``outcome`` written after ``after`` (None: all)."""
         with self._transaction(write=False) as cur:
-            raw = self._exec(cur, "SELECT COUNT(*) FROM audit WHERE action = ? AND outcome = ?"
-                                  " AND at > ?",
-                             (action, outcome, float("-inf") if after is None else after)
-                             ).fetchone()
+            raw = self._exec(
+                cur,
+                "SELECT COUNT(*) FROM audit WHERE action = ? AND outcome = ? AND at > ?",
+                (action, outcome, float("-inf") if after is None else after),
+            ).fetchone()
         return int(raw[0])
 
     def pseudonym_target(self, pseudonym_hash: bytes) -> tuple[bytes | None, bool] | None:
         """(lookup, forgotten) for an indexed pseudonym, or None if never indexed."""
         with self._transaction(write=False) as cur:
-            raw = self._exec(cur, "SELECT lookup, forgotten_at FROM pseudonyms"
-                                  " WHERE pseudonym_hash = ?", (pseudonym_hash,)).fetchone()
+            raw = self._exec(
+                cur,
+                "SELECT lookup, forgotten_at FROM pseudonyms WHERE pseudonym_hash = ?",
+                (pseudonym_hash,),
+            ).fetchone()
         if raw is None:
             return None
         return (bytes(raw[0]) if raw[0] is not None else None, raw[1] is not None)
@@ -580,8 +719,9 @@ class SqlBackend(ABC):
     # -- marks ----------------------------------------------------------------------------
     def get_mark(self, key_hash: bytes) -> bytes | None:
         with self._transaction(write=False) as cur:
-            raw = self._exec(cur, "SELECT value FROM marks WHERE key_hash = ?",
-                             (key_hash,)).fetchone()
+            raw = self._exec(
+                cur, "SELECT value FROM marks WHERE key_hash = ?", (key_hash,)
+            ).fetchone()
         return bytes(raw[0]) if raw else None
 
     def get_marks(self, key_hashes: Sequence[bytes]) -> dict[bytes, bytes]:
@@ -593,7 +733,7 @@ class SqlBackend(ABC):
             return found
         with self._transaction(write=False) as cur:
             for start in range(0, len(unique), MARKS_PER_QUERY):
-                chunk = unique[start:start + MARKS_PER_QUERY]
+                chunk = unique[start : start + MARKS_PER_QUERY]
                 marks = ", ".join("?" * len(chunk))  # placeholders only: no value in the SQL
                 query = f"SELECT key_hash, value FROM marks WHERE key_hash IN ({marks})"  # noqa: S608
                 rows = self._exec(cur, query, chunk).fetchall()
@@ -604,36 +744,58 @@ class SqlBackend(ABC):
         with self._single_write() as cur:
             return self._cas(cur, key_hash, expected, value, now)
 
-    def cas_marks(self, items: Sequence[tuple[bytes, bytes | None, bytes]],
-                  now: float, expires_at: float | None = None) -> list[bool]:
+    def cas_marks(
+        self,
+        items: Sequence[tuple[bytes, bytes | None, bytes]],
+        now: float,
+        expires_at: float | None = None,
+    ) -> list[bool]:
         """Several compare-and-sets in one transaction, in order, each decided on its own
         (one commit instead of one per mark: acknowledging a batch of outputs). The marks
         written get ``expires_at`` (None: kept until deleted)."""
         if not items:
             return []
         with self._transaction() as cur:
-            return [self._cas(cur, key_hash, expected, value, now, expires_at)
-                    for key_hash, expected, value in items]
+            return [
+                self._cas(cur, key_hash, expected, value, now, expires_at)
+                for key_hash, expected, value in items
+            ]
 
-    def _cas(self, cur: Any, key_hash: bytes, expected: bytes | None, value: bytes,
-             now: float, expires_at: float | None = None) -> bool:
+    def _cas(
+        self,
+        cur: Any,
+        key_hash: bytes,
+        expected: bytes | None,
+        value: bytes,
+        now: float,
+        expires_at: float | None = None,
+    ) -> bool:
         if expected is None:
-            self._exec(cur, "INSERT INTO marks (key_hash, value, updated_at, expires_at)"
-                            " VALUES (?, ?, ?, ?) ON CONFLICT (key_hash) DO NOTHING",
-                       (key_hash, value, now, expires_at))
+            self._exec(
+                cur,
+                "INSERT INTO marks (key_hash, value, updated_at, expires_at)"
+                " VALUES (?, ?, ?, ?) ON CONFLICT (key_hash) DO NOTHING",
+                (key_hash, value, now, expires_at),
+            )
         else:
-            self._exec(cur, "UPDATE marks SET value = ?, updated_at = ?, expires_at = ?"
-                            " WHERE key_hash = ? AND value = ?",
-                       (value, now, expires_at, key_hash, expected))
+            self._exec(
+                cur,
+                "UPDATE marks SET value = ?, updated_at = ?, expires_at = ?"
+                " WHERE key_hash = ? AND value = ?",
+                (value, now, expires_at, key_hash, expected),
+            )
         return bool(cur.rowcount == 1)
 
     def prune_marks(self, now: float, limit: int) -> int:
         """Delete at most ``limit`` marks whose ``expires_at`` has passed; how many went.
         Bounded, so one call never holds the write lock for long on a large backlog."""
         with self._transaction() as cur:
-            self._exec(cur, "DELETE FROM marks WHERE key_hash IN (SELECT key_hash FROM marks"
-                            " WHERE expires_at IS NOT NULL AND expires_at <= ? LIMIT ?)",
-                       (now, limit))
+            self._exec(
+                cur,
+                "DELETE FROM marks WHERE key_hash IN (SELECT key_hash FROM marks"
+                " WHERE expires_at IS NOT NULL AND expires_at <= ? LIMIT ?)",
+                (now, limit),
+            )
             return max(int(cur.rowcount), 0)
 
     # -- audit and counts -----------------------------------------------------------------
@@ -642,17 +804,29 @@ class SqlBackend(ABC):
         lock, so two writers never fork it; the unique seq index is the backstop)."""
         with self._transaction() as cur:
             self._lock_audit(cur)
-            head = self._exec(cur, "SELECT seq, mac FROM audit WHERE seq IS NOT NULL"
-                                   " ORDER BY seq DESC LIMIT 1").fetchone()
+            head = self._exec(
+                cur, "SELECT seq, mac FROM audit WHERE seq IS NOT NULL ORDER BY seq DESC LIMIT 1"
+            ).fetchone()
             if head is None:
                 legacy = self._audit_lines(cur, "WHERE seq IS NULL")
                 chained = keys.chain(None, legacy, 0, line)
             else:
                 chained = keys.chain(bytes(head[1]), (), int(head[0]), line)
-            self._exec(cur, "INSERT INTO audit (at, action, operator, reason, subject, outcome,"
-                            " seq, mac) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                       (chained.at, chained.action, chained.operator, chained.reason,
-                        chained.subject, chained.outcome, chained.seq, chained.mac))
+            self._exec(
+                cur,
+                "INSERT INTO audit (at, action, operator, reason, subject, outcome,"
+                " seq, mac) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    chained.at,
+                    chained.action,
+                    chained.operator,
+                    chained.reason,
+                    chained.subject,
+                    chained.outcome,
+                    chained.seq,
+                    chained.mac,
+                ),
+            )
         return chained
 
     def audit_lines(self) -> list[AuditLine]:
@@ -661,26 +835,45 @@ class SqlBackend(ABC):
             return self._audit_lines(cur, "")
 
     def _audit_lines(self, cur: Any, where: str) -> list[AuditLine]:
-        raws = self._exec(cur, "SELECT at, action, operator, reason, subject, outcome, seq,"  # noqa: S608
-                               f" mac, id FROM audit {where} ORDER BY id").fetchall()
-        return [AuditLine(float(r[0]), str(r[1]), str(r[2]), str(r[3]), str(r[4]), str(r[5]),
-                          None if r[6] is None else int(r[6]),
-                          None if r[7] is None else bytes(r[7]), int(r[8])) for r in raws]
+        raws = self._exec(
+            cur,
+            "SELECT at, action, operator, reason, subject, outcome, seq,"  # noqa: S608
+            f" mac, id FROM audit {where} ORDER BY id",
+        ).fetchall()
+        return [
+            AuditLine(
+                float(r[0]),
+                str(r[1]),
+                str(r[2]),
+                str(r[3]),
+                str(r[4]),
+                str(r[5]),
+                None if r[6] is None else int(r[6]),
+                None if r[7] is None else bytes(r[7]),
+                int(r[8]),
+            )
+            for r in raws
+        ]
 
     def audit_rows(self) -> list[tuple[float, str, str, str, str, str]]:
         with self._transaction(write=False) as cur:
-            raws = self._exec(cur, "SELECT at, action, operator, reason, subject, outcome"
-                                   " FROM audit ORDER BY id").fetchall()
-        return [(float(r[0]), str(r[1]), str(r[2]), str(r[3]), str(r[4]), str(r[5]))
-                for r in raws]
+            raws = self._exec(
+                cur, "SELECT at, action, operator, reason, subject, outcome FROM audit ORDER BY id"
+            ).fetchall()
+        return [(float(r[0]), str(r[1]), str(r[2]), str(r[3]), str(r[4]), str(r[5])) for r in raws]
 
     def counts(self) -> dict[str, object]:
         with self._transaction(write=False) as cur:
+
             def one(sql: str) -> int:
                 return int(self._exec(cur, sql).fetchone()[0])
 
-            by_key = {str(k): int(n) for k, n in self._exec(
-                cur, "SELECT key_id, COUNT(*) FROM patients GROUP BY key_id").fetchall()}
+            by_key = {
+                str(k): int(n)
+                for k, n in self._exec(
+                    cur, "SELECT key_id, COUNT(*) FROM patients GROUP BY key_id"
+                ).fetchall()
+            }
             return {
                 "patients": one("SELECT COUNT(*) FROM patients"),
                 "marks": one("SELECT COUNT(*) FROM marks"),

@@ -35,8 +35,9 @@ class StoreConfig:
     created_default: bool = False
 
 
-def resolve(environ: Mapping[str, str] | None = None, *, base_dir: Path | None = None,
-            create: bool = True) -> tuple[StoreConfig, Keyring]:
+def resolve(
+    environ: Mapping[str, str] | None = None, *, base_dir: Path | None = None, create: bool = True
+) -> tuple[StoreConfig, Keyring]:
     """Work out the store URL and keyring; create the local default key file if allowed."""
     env = os.environ if environ is None else environ
     base = (base_dir or Path.cwd()) / DEFAULT_DIR
@@ -51,23 +52,31 @@ def resolve(environ: Mapping[str, str] | None = None, *, base_dir: Path | None =
         return StoreConfig(url, default_key, False), Keyring.from_file(default_key)
     if env.get(ENV_URL, "").strip():
         # A configured shared store with no configured key: never invent a key for it.
-        raise MissingKeyError(f"{ENV_URL} is set but no master key is: set {ENV_KEY} or "
-                              f"{ENV_KEY_FILE}")
+        raise MissingKeyError(
+            f"{ENV_URL} is set but no master key is: set {ENV_KEY} or {ENV_KEY_FILE}"
+        )
     if not create:
         raise MissingKeyError(f"no master key configured: set {ENV_KEY} or {ENV_KEY_FILE}")
     if (base / DEFAULT_DB).exists():
         # The local store exists but its key is gone: a new key could not read it.
-        raise MissingKeyError("the local key store exists but its master key file is missing",
-                              path=str(default_key))
+        raise MissingKeyError(
+            "the local key store exists but its master key file is missing", path=str(default_key)
+        )
     keyring = Keyring.generate()
     keyring.write_file(default_key)
-    log.warning("no key store configured: created a local SQLite store and master key "
-                "under %s (set %s and %s for production)", base, ENV_URL, ENV_KEY)
+    log.warning(
+        "no key store configured: created a local SQLite store and master key "
+        "under %s (set %s and %s for production)",
+        base,
+        ENV_URL,
+        ENV_KEY,
+    )
     return StoreConfig(url, default_key, False, created_default=True), keyring
 
 
-def default_store_from_env(environ: Mapping[str, str] | None = None, *,
-                           base_dir: Path | None = None, **options: Any) -> EncryptedStore:
+def default_store_from_env(
+    environ: Mapping[str, str] | None = None, *, base_dir: Path | None = None, **options: Any
+) -> EncryptedStore:
     """The store every CLI command uses: from the environment, or the local default."""
     from keystore import open_store
 

@@ -61,8 +61,7 @@ def is_legacy_wrap(wrapped: bytes) -> bool:
 def _record_aad(binding: bytes, envelope: int, revision: int) -> bytes:
     if envelope == LEGACY_ENVELOPE:  # the record schema (1) took this place
         return _RECORD_AAD + (1).to_bytes(4, "big") + binding
-    return (_RECORD_AAD_V2 + envelope.to_bytes(4, "big") + revision.to_bytes(8, "big")
-            + binding)
+    return _RECORD_AAD_V2 + envelope.to_bytes(4, "big") + revision.to_bytes(8, "big") + binding
 
 
 def _kek(keyring: Keyring, key_id: str, binding: bytes, revision: int) -> bytes:
@@ -74,36 +73,42 @@ def _kek(keyring: Keyring, key_id: str, binding: bytes, revision: int) -> bytes:
 
 
 def kek_info(key_id: str, binding: bytes, revision: int) -> bytes:
-    return (_KEK_INFO_V2 + key_id.encode("ascii") + b"\x00" + revision.to_bytes(8, "big")
-            + binding)
+    return _KEK_INFO_V2 + key_id.encode("ascii") + b"\x00" + revision.to_bytes(8, "big") + binding
 
 
-def wrap_key(keyring: Keyring, binding: bytes, data_key: bytes,
-             revision: int = 0) -> tuple[str, bytes]:
+def wrap_key(
+    keyring: Keyring, binding: bytes, data_key: bytes, revision: int = 0
+) -> tuple[str, bytes]:
     """Wrap ``data_key`` under the primary master key; returns (key id, wrapped bytes)."""
     key_id = keyring.primary.key_id
     kek = _kek(keyring, key_id, binding, revision)
     return key_id, _WRAP_V2 + aes_key_wrap_with_padding(kek, data_key)
 
 
-def unwrap_key(keyring: Keyring, binding: bytes, key_id: str, wrapped: bytes,
-               revision: int = 0) -> bytes:
+def unwrap_key(
+    keyring: Keyring, binding: bytes, key_id: str, wrapped: bytes, revision: int = 0
+) -> bytes:
     """Unwrap a data key (either version). MissingKeyError if ``key_id`` is not configured;
     IntegrityError if it fails authentication (wrong key, moved, other revision, tampered)."""
     wrapping = keyring.wrapping_key(key_id)  # raises MissingKeyError
     try:
         if len(wrapped) == _LEGACY_WRAPPED_BYTES:
-            return AESGCM(wrapping).decrypt(wrapped[:NONCE_BYTES], wrapped[NONCE_BYTES:],
-                                            _WRAP_AAD + key_id.encode("ascii") + b"\x00"
-                                            + binding)
+            return AESGCM(wrapping).decrypt(
+                wrapped[:NONCE_BYTES],
+                wrapped[NONCE_BYTES:],
+                _WRAP_AAD + key_id.encode("ascii") + b"\x00" + binding,
+            )
         if wrapped[:1] == _WRAP_V2:
-            return aes_key_unwrap_with_padding(_kek(keyring, key_id, binding, revision),
-                                               wrapped[1:])
+            return aes_key_unwrap_with_padding(
+                _kek(keyring, key_id, binding, revision), wrapped[1:]
+            )
     except (InvalidTag, InvalidUnwrap, ValueError):
         pass
     raise IntegrityError(
-        "data key failed authentication (wrong master key, or record moved/rolled back/"
-        "tampered)", key_id=key_id, record=fingerprint(binding))
+        "data key failed authentication (wrong master key, or record moved/rolled back/tampered)",
+        key_id=key_id,
+        record=fingerprint(binding),
+    )
 
 
 def seal(keyring: Keyring, binding: bytes, plaintext: bytes, revision: int = 0) -> Sealed:
@@ -111,8 +116,9 @@ def seal(keyring: Keyring, binding: bytes, plaintext: bytes, revision: int = 0) 
     (its lookup hash)."""
     data_key = AESGCM.generate_key(bit_length=256)
     nonce = os.urandom(NONCE_BYTES)  # a fresh key per seal: one nonce per key
-    ciphertext = AESGCM(data_key).encrypt(nonce, plaintext,
-                                          _record_aad(binding, ENVELOPE, revision))
+    ciphertext = AESGCM(data_key).encrypt(
+        nonce, plaintext, _record_aad(binding, ENVELOPE, revision)
+    )
     key_id, wrapped = wrap_key(keyring, binding, data_key, revision)
     return Sealed(key_id, wrapped, nonce, ciphertext, ENVELOPE)
 
@@ -121,20 +127,25 @@ def open_sealed(keyring: Keyring, binding: bytes, sealed: Sealed, revision: int 
     """Decrypt a record; IntegrityError on any tampering (or a revision other than the one it
     was sealed as), MissingKeyError on an unknown key."""
     if sealed.envelope not in (LEGACY_ENVELOPE, ENVELOPE):
-        raise IntegrityError("record has an unknown envelope version",
-                             version=sealed.envelope, record=fingerprint(binding))
-    if (len(sealed.wrapped_key) == _LEGACY_WRAPPED_BYTES) != (
-            sealed.envelope == LEGACY_ENVELOPE):
-        raise IntegrityError("record's wrapped key does not match its envelope version",
-                             record=fingerprint(binding))
+        raise IntegrityError(
+            "record has an unknown envelope version",
+            version=sealed.envelope,
+            record=fingerprint(binding),
+        )
+    if (len(sealed.wrapped_key) == _LEGACY_WRAPPED_BYTES) != (sealed.envelope == LEGACY_ENVELOPE):
+        raise IntegrityError(
+            "record's wrapped key does not match its envelope version", record=fingerprint(binding)
+        )
     data_key = unwrap_key(keyring, binding, sealed.key_id, sealed.wrapped_key, revision)
     try:
-        return AESGCM(data_key).decrypt(sealed.nonce, sealed.ciphertext,
-                                        _record_aad(binding, sealed.envelope, revision))
+        return AESGCM(data_key).decrypt(
+            sealed.nonce, sealed.ciphertext, _record_aad(binding, sealed.envelope, revision)
+        )
     except InvalidTag:
         raise IntegrityError(
-            "record failed authentication (tampered, rolled back, or moved from another "
-            "patient)", record=fingerprint(binding)) from None
+            "record failed authentication (tampered, rolled back, or moved from another patient)",
+            record=fingerprint(binding),
+        ) from None
 
 
 def rewrap(keyring: Keyring, binding: bytes, sealed: Sealed, revision: int = 0) -> Sealed:
@@ -142,8 +153,9 @@ def rewrap(keyring: Keyring, binding: bytes, sealed: Sealed, revision: int = 0) 
     A version-1 record cannot be re-wrapped in place (its ciphertext's associated data has
     no revision): :func:`reseal` it."""
     if sealed.envelope != ENVELOPE:
-        raise IntegrityError("a version-1 record must be resealed, not re-wrapped",
-                             record=fingerprint(binding))
+        raise IntegrityError(
+            "a version-1 record must be resealed, not re-wrapped", record=fingerprint(binding)
+        )
     data_key = unwrap_key(keyring, binding, sealed.key_id, sealed.wrapped_key, revision)
     key_id, wrapped = wrap_key(keyring, binding, data_key, revision)
     return Sealed(key_id, wrapped, sealed.nonce, sealed.ciphertext, ENVELOPE)

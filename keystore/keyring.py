@@ -156,8 +156,9 @@ class Keyring:
             return cached
         master = self._by_id.get(key_id)
         if master is None:
-            raise MissingKeyError("the master key that sealed this record is not configured",
-                                  key_id=key_id)
+            raise MissingKeyError(
+                "the master key that sealed this record is not configured", key_id=key_id
+            )
         derived = derive_subkey(master.secret, PURPOSE_WRAP)
         self._wrap_cache[key_id] = derived
         return derived
@@ -184,8 +185,9 @@ class Keyring:
         """Key-file text: one ``id:base64`` entry per line."""
         return "".join(k.entry() + "\n" for k in self._keys)
 
-    def write_file(self, path: str | os.PathLike[str], *, overwrite: bool = False,
-                   shred_previous: bool = False) -> Path:
+    def write_file(
+        self, path: str | os.PathLike[str], *, overwrite: bool = False, shred_previous: bool = False
+    ) -> Path:
         """Write the keyring to an owner-only (0600) file, atomically. ``shred_previous``:
         once the new file is in place, overwrite the old file's bytes with zeros (it held
         keys being retired; a copy-on-write or journaling file system may still keep old
@@ -231,13 +233,15 @@ def _previous(path: Path | None) -> Iterator[int | None]:
 
 def _decode_key(b64: str, index: int) -> bytes:
     try:
-        secret = base64.b64decode(b64.strip(), altchars=b"-_" if ("-" in b64 or "_" in b64)
-                                  else None, validate=True)
+        secret = base64.b64decode(
+            b64.strip(), altchars=b"-_" if ("-" in b64 or "_" in b64) else None, validate=True
+        )
     except (binascii.Error, ValueError):
         raise MissingKeyError("master key entry is not valid base64", entry=index) from None
     if len(secret) != KEY_BYTES:
-        raise MissingKeyError("master key entry must decode to 32 bytes", entry=index,
-                              length=len(secret))
+        raise MissingKeyError(
+            "master key entry must decode to 32 bytes", entry=index, length=len(secret)
+        )
     return secret
 
 

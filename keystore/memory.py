@@ -102,7 +102,9 @@ class InMemoryStore:
             return True
 
     def compare_and_set_marks(
-        self, items: Sequence[tuple[str, bytes | None, bytes]], *,
+        self,
+        items: Sequence[tuple[str, bytes | None, bytes]],
+        *,
         ttl_seconds: float | None = None,
     ) -> list[bool]:
         """All at once under the lock (one transaction), each decided on its own, in order;

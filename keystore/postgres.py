@@ -29,8 +29,13 @@ from keystore.errors import (
     fault,
 )
 
-POSTGRES = Dialect(blob="BYTEA", real="DOUBLE PRECISION", bigint="BIGINT",
-                   serial="BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY", placeholder="%s")
+POSTGRES = Dialect(
+    blob="BYTEA",
+    real="DOUBLE PRECISION",
+    bigint="BIGINT",
+    serial="BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY",
+    placeholder="%s",
+)
 _SCHEMA_RE = re.compile(r"^[a-z_][a-z0-9_]{0,62}$")
 _MIGRATION_LOCK = 0x6465_6964  # "deid": pg_advisory_xact_lock id for migrations
 _AUDIT_LOCK = 0x6175_6474  # "audt": with the schema's hash, serializes audit appends
@@ -57,8 +62,12 @@ _SQLSTATE_KINDS: dict[str, FaultKind] = {
     "54": FaultKind.RESOURCES,  # program_limit_exceeded
 }
 # the constraints that keep records off retired master keys (migration 3)
-KEY_GUARDS = ("patients_key_active", "store_keys_key_active", "review_items_key_active",
-              "review_lists_key_active")
+KEY_GUARDS = (
+    "patients_key_active",
+    "store_keys_key_active",
+    "review_items_key_active",
+    "review_lists_key_active",
+)
 # Arrays of bytes go as binary parameters (%b): a text array of bytea is escaped element by
 # element in Python (slow for a batch), binary is copied.
 # Many mark compare-and-sets of distinct keys as ONE statement (autocommit: one round trip,
@@ -112,8 +121,9 @@ class PostgresBackend(SqlBackend):
     dialect = POSTGRES
     name = "postgresql"
 
-    def __init__(self, conninfo: str, *, schema: str | None = None,
-                 connect_timeout_s: int = 5) -> None:
+    def __init__(
+        self, conninfo: str, *, schema: str | None = None, connect_timeout_s: int = 5
+    ) -> None:
         super().__init__()
         if schema is not None and not _SCHEMA_RE.match(schema):
             raise KeystoreError("invalid PostgreSQL schema name for the key store")
@@ -132,8 +142,7 @@ class PostgresBackend(SqlBackend):
         if self._closed:
             raise KeystoreUnavailable("the key store is closed")
         try:
-            conn = psycopg.connect(self._conninfo, autocommit=True,
-                                   connect_timeout=self._timeout)
+            conn = psycopg.connect(self._conninfo, autocommit=True, connect_timeout=self._timeout)
         except psycopg.Error as exc:
             raise classify(exc, connecting=True) from None
         if self._schema:
@@ -162,8 +171,7 @@ class PostgresBackend(SqlBackend):
         if self._in_group and (self._conn is None or self._conn.closed):
             # never run a group's statement on a new connection, outside its transaction
             raise KeystoreUnavailable("the PostgreSQL connection broke in a transaction")
-        return self._conn if self._conn is not None and not self._conn.closed \
-            else self._connect()
+        return self._conn if self._conn is not None and not self._conn.closed else self._connect()
 
     @contextmanager
     def _mapped(self, conn: psycopg.Connection[Any]) -> Iterator[None]:
@@ -174,8 +182,9 @@ class PostgresBackend(SqlBackend):
         except psycopg.Error as exc:
             if conn.broken or isinstance(exc, psycopg.OperationalError) and conn.closed:
                 self._drop()
-                raise fault(FaultKind.CONNECTION, "PostgreSQL connection broke",
-                            error=type(exc).__name__) from None
+                raise fault(
+                    FaultKind.CONNECTION, "PostgreSQL connection broke", error=type(exc).__name__
+                ) from None
             raise classify(exc) from None
 
     @contextmanager
@@ -228,12 +237,17 @@ class PostgresBackend(SqlBackend):
         if not unique:
             return {}
         with self._transaction(write=False) as cur:
-            rows = cur.execute("SELECT key_hash, value FROM marks WHERE key_hash = ANY(%b)",
-                               (unique,)).fetchall()
+            rows = cur.execute(
+                "SELECT key_hash, value FROM marks WHERE key_hash = ANY(%b)", (unique,)
+            ).fetchall()
         return {bytes(k): bytes(v) for k, v in rows}
 
-    def cas_marks(self, items: Sequence[tuple[bytes, bytes | None, bytes]],
-                  now: float, expires_at: float | None = None) -> list[bool]:
+    def cas_marks(
+        self,
+        items: Sequence[tuple[bytes, bytes | None, bytes]],
+        now: float,
+        expires_at: float | None = None,
+    ) -> list[bool]:
         """Distinct keys: one statement (one round trip, one commit). A key repeated in the
         batch needs the in-order semantics of one statement after the other (a later item
         may expect what an earlier one wrote): then one transaction of single statements."""
@@ -243,9 +257,18 @@ class PostgresBackend(SqlBackend):
         if len(set(keys)) != len(keys):
             return super().cas_marks(items, now, expires_at)
         with self._transaction(write=False) as cur:
-            rows = cur.execute(_CAS_MARKS, (keys, [e for _, e, _ in items],
-                                            [v for _, _, v in items], now, expires_at,
-                                            now, expires_at)).fetchall()
+            rows = cur.execute(
+                _CAS_MARKS,
+                (
+                    keys,
+                    [e for _, e, _ in items],
+                    [v for _, _, v in items],
+                    now,
+                    expires_at,
+                    now,
+                    expires_at,
+                ),
+            ).fetchall()
         won = {bytes(r[0]) for r in rows}
         return [key_hash in won for key_hash in keys]
 
@@ -255,9 +278,11 @@ class PostgresBackend(SqlBackend):
         if not unique:
             return {}
         with self._transaction(write=False) as cur:
-            raws = cur.execute("SELECT lookup, key_id, wrapped_key, nonce, ciphertext,"
-                               " record_schema, revision FROM patients WHERE lookup = ANY(%b)",
-                               (unique,)).fetchall()
+            raws = cur.execute(
+                "SELECT lookup, key_id, wrapped_key, nonce, ciphertext,"
+                " record_schema, revision FROM patients WHERE lookup = ANY(%b)",
+                (unique,),
+            ).fetchall()
         return {row.lookup: row for row in map(self._row, raws)}
 
     def insert(self, row: Row, pseudonym_hash: bytes | None, now: float) -> bool:
@@ -265,10 +290,22 @@ class PostgresBackend(SqlBackend):
         if pseudonym_hash is None:
             return super().insert(row, pseudonym_hash, now)
         with self._transaction(write=False) as cur:
-            found = cur.execute(_INSERT_INDEXED, (
-                row.lookup, row.key_id, row.wrapped_key, row.nonce, row.ciphertext,
-                row.record_schema, row.revision, now, now, pseudonym_hash, now,
-            )).fetchone()
+            found = cur.execute(
+                _INSERT_INDEXED,
+                (
+                    row.lookup,
+                    row.key_id,
+                    row.wrapped_key,
+                    row.nonce,
+                    row.ciphertext,
+                    row.record_schema,
+                    row.revision,
+                    now,
+                    now,
+                    pseudonym_hash,
+                    now,
+                ),
+            ).fetchone()
         return bool(found and found[0] == 1)
 
     def update_many(self, rows: Sequence[tuple[Row, int]], now: float) -> list[bool]:
@@ -317,8 +354,7 @@ class PostgresBackend(SqlBackend):
 
     def _lock_audit(self, cur: Any) -> None:
         # one appender at a time per schema (no privilege needed, unlike LOCK TABLE)
-        cur.execute("SELECT pg_advisory_xact_lock(%s, hashtext(current_schema()))",
-                    (_AUDIT_LOCK,))
+        cur.execute("SELECT pg_advisory_xact_lock(%s, hashtext(current_schema()))", (_AUDIT_LOCK,))
 
     def _begin_migration(self, cur: Any) -> None:
         cur.execute("SELECT pg_advisory_xact_lock(%s)", (_MIGRATION_LOCK,))
@@ -350,8 +386,11 @@ class PostgresBackend(SqlBackend):
     def _review_key_guard(self) -> list[str]:
         """The same foreign keys on the review queue's sealed blobs (NOT VALID: rows an
         earlier release wrote are not re-checked; new rows and retirements are)."""
-        return [f"ALTER TABLE {t} ADD CONSTRAINT {t}_key_active FOREIGN KEY (key_id)"
-                " REFERENCES master_keys (key_id) NOT VALID" for t in REVIEW_SEALED_TABLES]
+        return [
+            f"ALTER TABLE {t} ADD CONSTRAINT {t}_key_active FOREIGN KEY (key_id)"
+            " REFERENCES master_keys (key_id) NOT VALID"
+            for t in REVIEW_SEALED_TABLES
+        ]
 
     def close(self) -> None:
         with self._lock:
@@ -393,13 +432,19 @@ def classify(exc: psycopg.Error, *, connecting: bool = False) -> KeystoreError:
     if state == "23503":
         constraint = getattr(getattr(exc, "diag", None), "constraint_name", None)
         if constraint in KEY_GUARDS:
-            return KeyRetiredError("refused to seal under a master key that is retired (or "
-                                   "was never registered in this store)", sqlstate=state)
+            return KeyRetiredError(
+                "refused to seal under a master key that is retired (or "
+                "was never registered in this store)",
+                sqlstate=state,
+            )
     kind = _SQLSTATE_KINDS.get(state) or _SQLSTATE_KINDS.get(state[:2])
     if kind is None:
         connection_lost = connecting or (isinstance(exc, psycopg.OperationalError) and not state)
         kind = FaultKind.CONNECTION if connection_lost else FaultKind.DATABASE
-    reason = ("cannot connect to the PostgreSQL key store" if connecting
-              else "PostgreSQL key store operation failed")
+    reason = (
+        "cannot connect to the PostgreSQL key store"
+        if connecting
+        else "PostgreSQL key store operation failed"
+    )
     made: KeystoreFault = fault(kind, reason, error=name, sqlstate=state or None)
     return made

@@ -38,8 +38,10 @@ def dump_state(state: PatientState, identity: Identity | None) -> bytes:
     try:
         return orjson.dumps(doc)
     except TypeError:  # lone surrogates or non-str map values
-        raise KeystoreError("patient state holds text that cannot be stored (not valid "
-                            "Unicode, or a map value that is not a string)") from None
+        raise KeystoreError(
+            "patient state holds text that cannot be stored (not valid "
+            "Unicode, or a map value that is not a string)"
+        ) from None
 
 
 def load_state(raw: bytes) -> tuple[PatientState, Identity | None]:

@@ -28,8 +28,9 @@ class RetireReport:
     rotation: RotationReport
 
 
-def retire_old_keys(store: EncryptedStore, current: Keyring, key_file: Path, *,
-                    operator: str, generate: bool = True) -> RetireReport:
+def retire_old_keys(
+    store: EncryptedStore, current: Keyring, key_file: Path, *, operator: str, generate: bool = True
+) -> RetireReport:
     """Re-wrap every live record (and the root) under a new key (``generate``: made here and
     saved first in ``key_file`` before anything depends on it; else ``current``'s first),
     then remove every other key from ``key_file``, zero the old file's bytes and audit the
@@ -40,14 +41,22 @@ def retire_old_keys(store: EncryptedStore, current: Keyring, key_file: Path, *,
         target.write_file(key_file, overwrite=True)
     report = store.rotate(target, operator=operator)
     if report.failed:
-        raise KeystoreError("some records could not be re-wrapped; old keys kept",
-                            failed=len(report.failed))
+        raise KeystoreError(
+            "some records could not be re-wrapped; old keys kept", failed=len(report.failed)
+        )
     old = destroy_old_keys(store, target, report.new_key_id, key_file, operator=operator)
     return RetireReport(report.new_key_id, old, report)
 
 
-def destroy_old_keys(store: EncryptedStore, target: Keyring, keep: str, key_file: Path, *,
-                     operator: str, retire: bool = True) -> tuple[str, ...]:
+def destroy_old_keys(
+    store: EncryptedStore,
+    target: Keyring,
+    keep: str,
+    key_file: Path,
+    *,
+    operator: str,
+    retire: bool = True,
+) -> tuple[str, ...]:
     """After a clean rotation to ``keep``: retire every other key of ``target`` in the store
     (``retire``; ``RetireRefused`` while a live instance still seals with one, or anything
     is wrapped under it — nothing is destroyed then), check nothing is wrapped under them,

@@ -12,8 +12,13 @@ from typing import Any
 from keystore.backend import REVIEW_SEALED_TABLES, Dialect, SqlBackend
 from keystore.errors import FaultKind, KeyRetiredError, KeystoreError, KeystoreUnavailable, fault
 
-SQLITE = Dialect(blob="BLOB", real="REAL", bigint="INTEGER",
-                 serial="INTEGER PRIMARY KEY AUTOINCREMENT", placeholder="?")
+SQLITE = Dialect(
+    blob="BLOB",
+    real="REAL",
+    bigint="INTEGER",
+    serial="INTEGER PRIMARY KEY AUTOINCREMENT",
+    placeholder="?",
+)
 _GUARD = "deidstream: master key"  # our triggers' messages start with this (no data in them)
 # SQLite result code names (extended codes start with the primary one) → why
 _CODE_KINDS: tuple[tuple[str, FaultKind], ...] = (
@@ -46,7 +51,9 @@ class SqliteBackend(SqlBackend):
         try:
             # isolation_level=None: we issue BEGIN/COMMIT ourselves.
             self._conn: sqlite3.Connection | None = sqlite3.connect(
-                self.path, timeout=busy_timeout_s, isolation_level=None,
+                self.path,
+                timeout=busy_timeout_s,
+                isolation_level=None,
                 check_same_thread=False,
             )
             self._conn.execute("PRAGMA journal_mode=WAL")
@@ -108,8 +115,10 @@ class SqliteBackend(SqlBackend):
         BEGIN IMMEDIATE, so the check and the write cannot interleave with a retirement."""
         active = "NOT EXISTS (SELECT 1 FROM master_keys WHERE key_id = NEW.key_id)"
         refuse = f"BEGIN SELECT RAISE(ABORT, '{_GUARD} not active'); END"
-        in_use = ("EXISTS (SELECT 1 FROM patients WHERE key_id = OLD.key_id)"
-                  " OR EXISTS (SELECT 1 FROM store_keys WHERE key_id = OLD.key_id)")
+        in_use = (
+            "EXISTS (SELECT 1 FROM patients WHERE key_id = OLD.key_id)"
+            " OR EXISTS (SELECT 1 FROM store_keys WHERE key_id = OLD.key_id)"
+        )
         return [
             f"CREATE TRIGGER patients_key_active BEFORE INSERT ON patients WHEN {active} {refuse}",
             f"CREATE TRIGGER patients_key_active_update BEFORE UPDATE OF key_id ON patients"
@@ -127,8 +136,10 @@ class SqliteBackend(SqlBackend):
         is replaced by one that also counts them."""
         active = "NOT EXISTS (SELECT 1 FROM master_keys WHERE key_id = NEW.key_id)"
         refuse = f"BEGIN SELECT RAISE(ABORT, '{_GUARD} not active'); END"
-        in_use = " OR ".join(f"EXISTS (SELECT 1 FROM {t} WHERE key_id = OLD.key_id)"  # noqa: S608
-                             for t in ("patients", "store_keys", *REVIEW_SEALED_TABLES))
+        in_use = " OR ".join(
+            f"EXISTS (SELECT 1 FROM {t} WHERE key_id = OLD.key_id)"  # noqa: S608
+            for t in ("patients", "store_keys", *REVIEW_SEALED_TABLES)
+        )
         statements = []
         for table in REVIEW_SEALED_TABLES:
             statements += [
@@ -137,9 +148,12 @@ class SqliteBackend(SqlBackend):
                 f"CREATE TRIGGER {table}_key_active_update BEFORE UPDATE OF key_id ON {table}"
                 f" WHEN {active} {refuse}",
             ]
-        return [*statements, "DROP TRIGGER master_keys_in_use",
-                f"CREATE TRIGGER master_keys_in_use BEFORE DELETE ON master_keys WHEN {in_use}"
-                f" BEGIN SELECT RAISE(ABORT, '{_GUARD} in use'); END"]
+        return [
+            *statements,
+            "DROP TRIGGER master_keys_in_use",
+            f"CREATE TRIGGER master_keys_in_use BEFORE DELETE ON master_keys WHEN {in_use}"
+            f" BEGIN SELECT RAISE(ABORT, '{_GUARD} in use'); END",
+        ]
 
     def close(self) -> None:
         with self._lock:
@@ -155,8 +169,11 @@ def classify(exc: sqlite3.Error) -> KeystoreError:
     name = getattr(exc, "sqlite_errorname", None) or type(exc).__name__
     text = str(exc)
     if text.startswith(_GUARD):
-        return KeyRetiredError("refused to seal under a master key that is retired (or was "
-                               "never registered in this store)", error=name)
+        return KeyRetiredError(
+            "refused to seal under a master key that is retired (or was "
+            "never registered in this store)",
+            error=name,
+        )
     kind = next((k for prefix, k in _CODE_KINDS if name.startswith(prefix)), None)
     if kind is None:
         if text.startswith(("no such table", "no such column")):

@@ -107,14 +107,14 @@ class EncryptedStore(StoreAdmin):
         # this instance in the store's ``instances`` table: the key it seals with, its
         # heartbeat (written before sealing when ``heartbeat_s`` passed, and by heartbeat())
         self.instance_id = instance_id or (
-            f"{socket.gethostname()[:40]}-{os.getpid()}-{uuid.uuid4().hex[:8]}")
+            f"{socket.gethostname()[:40]}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
+        )
         self._heartbeat_s = heartbeat_s
         self._beat_at = monotonic()
         try:
             # migrations only when asked (they need an owner role); else the schema must be
             # current already (a KeystoreSchemaFault, retriable, until someone migrates)
-            self.schema_version = backend.migrate(clock()) if migrate \
-                else backend.check_schema()
+            self.schema_version = backend.migrate(clock()) if migrate else backend.check_schema()
             self._register()
             self._keys = self._load_root()
         except BaseException:
@@ -125,8 +125,9 @@ class EncryptedStore(StoreAdmin):
     def _register(self) -> None:
         """Record this instance and the key it seals with; ``KeyRetiredError`` if retired."""
         primary = self._keyring.primary.key_id
-        self._backend.register_instance(self.instance_id, primary, self._keyring.key_ids,
-                                        self._clock())
+        self._backend.register_instance(
+            self.instance_id, primary, self._keyring.key_ids, self._clock()
+        )
         self._beat_at = self._mono()
 
     def heartbeat(self, *, force: bool = False) -> None:
@@ -136,8 +137,9 @@ class EncryptedStore(StoreAdmin):
         with self._lock:
             if not force and self._mono() - self._beat_at < self._heartbeat_s:
                 return
-            if not self._backend.heartbeat(self.instance_id, self._keyring.primary.key_id,
-                                           self._clock()):
+            if not self._backend.heartbeat(
+                self.instance_id, self._keyring.primary.key_id, self._clock()
+            ):
                 self._register()  # the row was removed, or the key retired: this refuses
             self._beat_at = self._mono()
 
@@ -171,8 +173,9 @@ class EncryptedStore(StoreAdmin):
         key = (authority, patient_id)
         with self._lock:
             entry = self._cache.get(key)
-            if entry is not None and (self._ttl is None
-                                      or self._mono() - entry.loaded_at < self._ttl):
+            if entry is not None and (
+                self._ttl is None or self._mono() - entry.loaded_at < self._ttl
+            ):
                 self._cache.move_to_end(key)
                 self.hits += 1
                 return entry.state
@@ -189,8 +192,9 @@ class EncryptedStore(StoreAdmin):
         with self._lock:
             for key in dict.fromkeys(patients):
                 entry = self._cache.get(key)
-                fresh = entry is not None and (self._ttl is None
-                                               or now - entry.loaded_at < self._ttl)
+                fresh = entry is not None and (
+                    self._ttl is None or now - entry.loaded_at < self._ttl
+                )
                 if fresh or key in self._dirty:  # dirty: get_or_create flushes it first
                     continue
                 wanted[key] = entry.lookup if entry is not None else self._keys.lookup(*key)
@@ -221,12 +225,14 @@ class EncryptedStore(StoreAdmin):
             if row is None:
                 return None
             state, _ = self._open(row)
-            self._remember(_Entry(key, row.lookup, state, row.revision, self._mono(),
-                                  state.pseudonym))
+            self._remember(
+                _Entry(key, row.lookup, state, row.revision, self._mono(), state.pseudonym)
+            )
             return state
 
-    def _load_or_create(self, key: tuple[str, str], factory: Callable[[], PatientState],
-                        stale: _Entry | None) -> PatientState:
+    def _load_or_create(
+        self, key: tuple[str, str], factory: Callable[[], PatientState], stale: _Entry | None
+    ) -> PatientState:
         if stale is not None and key in self._dirty:
             self._flush_locked()
         lookup = self._keys.lookup(*key)
@@ -241,16 +247,18 @@ class EncryptedStore(StoreAdmin):
             state = factory()
             sealed = seal(self._keyring, lookup, self._plaintext(key, state), revision=1)
             row = Row.of(lookup, sealed, revision=1)
-            if self._backend.insert(row, self._keys.pseudonym_index(state.pseudonym),
-                                    self._clock()):
+            if self._backend.insert(
+                row, self._keys.pseudonym_index(state.pseudonym), self._clock()
+            ):
                 entry = _Entry(key, lookup, state, 1, self._mono(), state.pseudonym)
                 self._remember(entry)
                 if self._undo is not None:  # a rollback un-creates it: pending, not known
                     self._undo.append((entry, None, None))
                 return state
             # Lost the race: another writer created this patient first; read theirs.
-        raise KeystoreError("patient record kept appearing and disappearing",
-                            record=fingerprint(lookup))
+        raise KeystoreError(
+            "patient record kept appearing and disappearing", record=fingerprint(lookup)
+        )
 
     def _adopt(self, key: tuple[str, str], row: Row, stale: _Entry | None) -> PatientState:
         state, _ = self._open(row)
@@ -263,8 +271,7 @@ class EncryptedStore(StoreAdmin):
             stale.loaded_at = self._mono()
             self._remember(stale)
             return stale.state
-        self._remember(_Entry(key, row.lookup, state, row.revision, self._mono(),
-                              state.pseudonym))
+        self._remember(_Entry(key, row.lookup, state, row.revision, self._mono(), state.pseudonym))
         return state
 
     def save(self, authority: str, patient_id: str, state: PatientState) -> None:
@@ -336,8 +343,12 @@ class EncryptedStore(StoreAdmin):
             if entry.revision is None:
                 unknown.append(entry)
                 continue
-            sealed = seal(self._keyring, entry.lookup, self._plaintext(entry.key, entry.state),
-                          entry.revision + 1)
+            sealed = seal(
+                self._keyring,
+                entry.lookup,
+                self._plaintext(entry.key, entry.state),
+                entry.revision + 1,
+            )
             batch.append((Row.of(entry.lookup, sealed, entry.revision + 1), entry.revision))
         results = self._backend.update_many(batch, self._clock()) if batch else []
         # Written (or about to be resolved one by one): nothing is pending any more.
@@ -359,8 +370,9 @@ class EncryptedStore(StoreAdmin):
                 raise
         for entry in entries:
             if entry.revision is not None and entry.indexed_pseudonym != entry.state.pseudonym:
-                self._backend.index_pseudonym(self._keys.pseudonym_index(entry.state.pseudonym),
-                                              entry.lookup, self._clock())
+                self._backend.index_pseudonym(
+                    self._keys.pseudonym_index(entry.state.pseudonym), entry.lookup, self._clock()
+                )
                 entry.indexed_pseudonym = entry.state.pseudonym
 
     def _resolve(self, entry: _Entry) -> None:
@@ -373,11 +385,14 @@ class EncryptedStore(StoreAdmin):
                     # Never resurrect a shredded identity; the next document gets a new one.
                     self._cache.pop(entry.key, None)
                     return
-                sealed = seal(self._keyring, entry.lookup,
-                              self._plaintext(entry.key, entry.state), 1)
-                if self._backend.insert(Row.of(entry.lookup, sealed, 1),
-                                        self._keys.pseudonym_index(entry.state.pseudonym),
-                                        self._clock()):
+                sealed = seal(
+                    self._keyring, entry.lookup, self._plaintext(entry.key, entry.state), 1
+                )
+                if self._backend.insert(
+                    Row.of(entry.lookup, sealed, 1),
+                    self._keys.pseudonym_index(entry.state.pseudonym),
+                    self._clock(),
+                ):
                     entry.revision = 1
                     entry.indexed_pseudonym = entry.state.pseudonym
                     return
@@ -386,15 +401,22 @@ class EncryptedStore(StoreAdmin):
             if _older_copy(row, theirs, entry.state, entry.revision):
                 raise _rolled_back(row)
             _merge_into(entry.state, theirs)
-            sealed = seal(self._keyring, entry.lookup, self._plaintext(entry.key, entry.state),
-                          row.revision + 1)
-            if self._backend.update_many([(Row.of(entry.lookup, sealed, row.revision + 1),
-                                           row.revision)], self._clock())[0]:
+            sealed = seal(
+                self._keyring,
+                entry.lookup,
+                self._plaintext(entry.key, entry.state),
+                row.revision + 1,
+            )
+            if self._backend.update_many(
+                [(Row.of(entry.lookup, sealed, row.revision + 1), row.revision)], self._clock()
+            )[0]:
                 entry.revision = row.revision + 1
                 entry.indexed_pseudonym = theirs.pseudonym
                 return
-        raise KeystoreError("could not write patient state: too many concurrent updates",
-                            record=fingerprint(entry.lookup))
+        raise KeystoreError(
+            "could not write patient state: too many concurrent updates",
+            record=fingerprint(entry.lookup),
+        )
 
     # -- MarkStore ------------------------------------------------------------------------
     def get_mark(self, key: str) -> bytes | None:
@@ -420,7 +442,9 @@ class EncryptedStore(StoreAdmin):
         return self.compare_and_set_marks([(key, expected, value)])[0]
 
     def compare_and_set_marks(
-        self, items: Sequence[tuple[str, bytes | None, bytes]], *,
+        self,
+        items: Sequence[tuple[str, bytes | None, bytes]],
+        *,
         ttl_seconds: float | None = None,
     ) -> list[bool]:
         """Several compare-and-sets (key, expected, value) in one transaction, in order; each
@@ -430,8 +454,13 @@ class EncryptedStore(StoreAdmin):
         sealed: list[tuple[bytes, bytes | None, bytes]] = []
         for key, expected, value in items:
             key_hash = self._mark_hash(key)
-            sealed.append((key_hash, self._sealed_mark(key, key_hash, expected),
-                           self._keys.seal_mark(key_hash, value)))
+            sealed.append(
+                (
+                    key_hash,
+                    self._sealed_mark(key, key_hash, expected),
+                    self._keys.seal_mark(key_hash, value),
+                )
+            )
         now = self._clock()
         if ttl_seconds is None:  # the version marks' path: the backend call as before
             results = self._backend.cas_marks(sealed, now)
@@ -468,8 +497,9 @@ class EncryptedStore(StoreAdmin):
             return found[2]
         return self._keys.seal_mark(key_hash, plain)
 
-    def _remember_mark(self, key: str, key_hash: bytes, plain: bytes | None,
-                       sealed: bytes | None) -> None:
+    def _remember_mark(
+        self, key: str, key_hash: bytes, plain: bytes | None, sealed: bytes | None
+    ) -> None:
         with self._lock:
             self._marks[key] = (key_hash, plain, sealed)
             self._marks.move_to_end(key)
@@ -479,18 +509,20 @@ class EncryptedStore(StoreAdmin):
     def stats(self) -> dict[str, object]:
         counts = self._backend.counts()
         with self._lock:
-            counts.update({
-                "backend": self._backend.name,
-                "schema_version": self.schema_version,
-                "primary_key_id": self._keyring.primary.key_id,
-                "configured_key_ids": list(self._keyring.key_ids),
-                "cache_entries": len(self._cache),
-                "cache_hits": self.hits,
-                "cache_misses": self.misses,
-                "pending_writes": len(self._dirty),
-                "forgets_not_final": self.forgets_not_final(),
-                "instance_id": self.instance_id,
-            })
+            counts.update(
+                {
+                    "backend": self._backend.name,
+                    "schema_version": self.schema_version,
+                    "primary_key_id": self._keyring.primary.key_id,
+                    "configured_key_ids": list(self._keyring.key_ids),
+                    "cache_entries": len(self._cache),
+                    "cache_hits": self.hits,
+                    "cache_misses": self.misses,
+                    "pending_writes": len(self._dirty),
+                    "forgets_not_final": self.forgets_not_final(),
+                    "instance_id": self.instance_id,
+                }
+            )
         counts.update(self._backend.key_usage())
         return counts
 
@@ -528,8 +560,9 @@ class EncryptedStore(StoreAdmin):
         """A blob sealed by :meth:`seal_blob` (IntegrityError if moved or tampered)."""
         return open_sealed(self._keyring, binding, sealed)
 
-    def audit(self, action: str, operator: str, subject: str, outcome: str,
-              reason: str = "") -> None:
+    def audit(
+        self, action: str, operator: str, subject: str, outcome: str, reason: str = ""
+    ) -> None:
         """Append one line to the chained audit log (no PHI in any field)."""
         self._audit(action, operator, reason, subject, outcome)
 
@@ -539,8 +572,11 @@ class EncryptedStore(StoreAdmin):
 
     def _open(self, row: Row) -> tuple[PatientState, Identity | None]:
         if row.record_schema not in (LEGACY_ENVELOPE, ENVELOPE):
-            raise IntegrityError("record has an unknown schema", schema=row.record_schema,
-                                 record=fingerprint(row.lookup))
+            raise IntegrityError(
+                "record has an unknown schema",
+                schema=row.record_schema,
+                record=fingerprint(row.lookup),
+            )
         return load_state(open_sealed(self._keyring, row.lookup, row.sealed(), row.revision))
 
     def _drop(self, key: tuple[str, str]) -> None:
@@ -555,26 +591,33 @@ class EncryptedStore(StoreAdmin):
         while len(self._cache) > self._cache_size:
             self._cache.popitem(last=False)  # a dirty entry stays referenced by _dirty
 
-    def _audit(self, action: str, operator: str, reason: str, subject: str,
-               outcome: str) -> None:
-        self._backend.append_audit(AuditLine(self._clock(), action, operator, reason, subject,
-                                             outcome), self._audit_keys)
+    def _audit(self, action: str, operator: str, reason: str, subject: str, outcome: str) -> None:
+        self._backend.append_audit(
+            AuditLine(self._clock(), action, operator, reason, subject, outcome), self._audit_keys
+        )
 
 
-def _older_copy(row: Row, stored: PatientState, known: PatientState,
-                known_revision: int | None) -> bool:
+def _older_copy(
+    row: Row, stored: PatientState, known: PatientState, known_revision: int | None
+) -> bool:
     """The stored record is an older revision of the identity this instance knows at
     ``known_revision`` (same pseudonym: a forgotten and re-created patient has a new one,
     and its revisions start again at 1). The revision is authenticated (associated data),
     so only a copy of an older row can carry an older number."""
-    return (known_revision is not None and row.revision < known_revision
-            and stored.pseudonym == known.pseudonym)
+    return (
+        known_revision is not None
+        and row.revision < known_revision
+        and stored.pseudonym == known.pseudonym
+    )
 
 
 def _rolled_back(row: Row) -> IntegrityError:
-    return IntegrityError("record was rolled back: its stored revision is older than one "
-                          "this instance has read or written", record=fingerprint(row.lookup),
-                          revision=row.revision)
+    return IntegrityError(
+        "record was rolled back: its stored revision is older than one "
+        "this instance has read or written",
+        record=fingerprint(row.lookup),
+        revision=row.revision,
+    )
 
 
 def _overwrite(target: PatientState, source: PatientState) -> None:
@@ -582,8 +625,11 @@ def _overwrite(target: PatientState, source: PatientState) -> None:
     target.shift_days = source.shift_days
     target.pseudonym = source.pseudonym
     target.seed = source.seed
-    for mine, theirs in ((target.name_map, source.name_map), (target.id_map, source.id_map),
-                         (target.extra, source.extra)):
+    for mine, theirs in (
+        (target.name_map, source.name_map),
+        (target.id_map, source.id_map),
+        (target.extra, source.extra),
+    ):
         mine.clear()
         mine.update(theirs)
 
@@ -593,6 +639,9 @@ def _merge_into(ours: PatientState, theirs: PatientState) -> None:
     ours.shift_days = theirs.shift_days
     ours.pseudonym = theirs.pseudonym
     ours.seed = theirs.seed
-    for mine, stored in ((ours.name_map, theirs.name_map), (ours.id_map, theirs.id_map),
-                         (ours.extra, theirs.extra)):
+    for mine, stored in (
+        (ours.name_map, theirs.name_map),
+        (ours.id_map, theirs.id_map),
+        (ours.extra, theirs.extra),
+    ):
         mine.update(stored)

@@ -353,9 +353,7 @@ def read_predictions(stream: TextIO | Iterable[str]) -> dict[NoteKey, list[Predi
                 for s in row["spans"]
             )
         return out
-    return {
-        key: [PredictedSpan(*t) for t in spans] for key, spans in read_phi(lines).items()
-    }
+    return {key: [PredictedSpan(*t) for t in spans] for key, spans in read_phi(lines).items()}
 
 
 def mapping_of(notes: Iterable[Note]) -> Mapping[NoteKey, str]:

@@ -221,10 +221,13 @@ def _physionet_items(directory: Path, require_gold: bool = True) -> Iterator[Ite
                 yield item
                 continue
             text = item.text  # phrase texts from the note: the phrase file's are one line
-            yield item, [
-                GoldPhrase(p.start, p.end, p.category, text[max(0, p.start) : p.end])
-                for p in gold.get(item.key, [])
-            ]
+            yield (
+                item,
+                [
+                    GoldPhrase(p.start, p.end, p.category, text[max(0, p.start) : p.end])
+                    for p in gold.get(item.key, [])
+                ],
+            )
 
 
 def _files(path: Path, *suffixes: str) -> list[Path]:
@@ -259,9 +262,7 @@ def _brat_phrases(lines: Iterable[str], text: str) -> Iterator[GoldPhrase]:
             raise ValueError(f"annotation line {lineno}: expected ID<TAB>TYPE START END")
         category, _, offsets = parts[1].partition(" ")
         try:
-            fragments = [
-                (int(a), int(b)) for a, b in (f.split() for f in offsets.split(";"))
-            ]
+            fragments = [(int(a), int(b)) for a, b in (f.split() for f in offsets.split(";"))]
         except ValueError:
             raise ValueError(f"annotation line {lineno}: bad offsets") from None
         for start, end in _merge_fragments(fragments, text):
@@ -417,7 +418,9 @@ def _write_jsonl(path: Path, items: Iterable[tuple[Note, Sequence[GoldPhrase]]])
                 "patient": note.patient,
                 "note": note.note,
                 "text": note.text,
-                "spans": [{"start": p.start, "end": p.end, "category": p.category} for p in phrases],
+                "spans": [
+                    {"start": p.start, "end": p.end, "category": p.category} for p in phrases
+                ],
             }
             out.write(json.dumps(row, ensure_ascii=False) + "\n")
             count += 1
@@ -446,8 +449,15 @@ def brat_annotations(text: str, phrases: Sequence[GoldPhrase]) -> str:
 
 
 _ATTR = str.maketrans(
-    {"&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "\n": "&#10;", "\r": "&#13;",
-     "\t": "&#9;"}
+    {
+        "&": "&amp;",
+        "<": "&lt;",
+        ">": "&gt;",
+        '"': "&quot;",
+        "\n": "&#10;",
+        "\r": "&#13;",
+        "\t": "&#9;",
+    }
 )
 
 

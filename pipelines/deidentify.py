@@ -192,7 +192,9 @@ class Deidentifier:
         found: list[Span] = []
         for start, end in chunk_bounds(text, limit, min(CHUNK_OVERLAP_CHARS, limit // 4)):
             part = replace(document, text=text[start:end])
-            found += [s.with_bounds(s.start + start, s.end + start) for s in self.detector.detect(part)]
+            found += [
+                s.with_bounds(s.start + start, s.end + start) for s in self.detector.detect(part)
+            ]
         return merge_spans(found + recurrences(text, found))
 
     def _lap(self, times: dict[str, float], stage: str, since: float) -> float:
@@ -300,8 +302,9 @@ def recurrences(text: str, spans: Sequence[Span]) -> list[Span]:
                 and not any(covered[m.start() : end])
             ):
                 seen = phrases[phrase]
-                out.append(Span(m.start(), end, seen.category, min(seen.confidence, 0.7),
-                                "recurrence"))
+                out.append(
+                    Span(m.start(), end, seen.category, min(seen.confidence, 0.7), "recurrence")
+                )
                 covered[m.start() : end] = b"\x01" * (end - m.start())
     return out
 

@@ -255,7 +255,12 @@ def score_note(
     fn = len(gold_tokens) - tp
     false_positives = [
         FalsePositive(
-            patient, note, start, end, label, source,
+            patient,
+            note,
+            start,
+            end,
+            label,
+            source,
             _context(text, start, end) if collect_text else "",
         )
         for start, end, label, source in pred_list
@@ -302,9 +307,7 @@ class GroupCounts:
     pred_overlap: int = 0
 
     def __add__(self, other: GroupCounts) -> GroupCounts:
-        return GroupCounts(
-            *(getattr(self, f) + getattr(other, f) for f in GroupCounts.__slots__)
-        )
+        return GroupCounts(*(getattr(self, f) + getattr(other, f) for f in GroupCounts.__slots__))
 
     def figures(self) -> dict[str, dict[str, float | None]]:
         out: dict[str, dict[str, float | None]] = {}

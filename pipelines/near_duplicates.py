@@ -26,7 +26,9 @@ SHINGLE_WORDS = 3
 
 _WORD = re.compile(r"\w+")
 # bytes.translate table: ASCII word characters (what rb"\w" matches) kept, all others → space
-_NON_WORD_BYTES = bytes(c if chr(c).isalnum() and c < 128 or c == 0x5F else 0x20 for c in range(256))
+_NON_WORD_BYTES = bytes(
+    c if chr(c).isalnum() and c < 128 or c == 0x5F else 0x20 for c in range(256)
+)
 
 
 def sketch(text: str, key: str, size: int = SKETCH_SIZE) -> tuple[int, ...]:
@@ -255,11 +257,28 @@ class NearDuplicates:
     use only (duplicates never need it); ``save`` persists the patient state after the
     table changed."""
 
-    __slots__ = ("_filed_us", "_key", "_research_key", "_save", "_signature", "_sketch_key",
-                 "_sketches", "_table", "_text", "_undo")
+    __slots__ = (
+        "_filed_us",
+        "_key",
+        "_research_key",
+        "_save",
+        "_signature",
+        "_sketch_key",
+        "_sketches",
+        "_table",
+        "_text",
+        "_undo",
+    )
 
-    def __init__(self, table: MutableMapping[str, str], text: str, research_key: str,
-                 filed_us: int, sketch_key: Callable[[], str], save: Callable[[], None]) -> None:
+    def __init__(
+        self,
+        table: MutableMapping[str, str],
+        text: str,
+        research_key: str,
+        filed_us: int,
+        sketch_key: Callable[[], str],
+        save: Callable[[], None],
+    ) -> None:
         self._table = table
         self._text = text
         self._research_key = research_key

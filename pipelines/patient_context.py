@@ -68,5 +68,11 @@ def with_context(document: ClinicalDocument, state: PatientState) -> ClinicalDoc
     return replace(document, identifiers=merge_identifiers(document.identifiers, known))
 
 
-__all__ = ["CONTEXT_KEY", "CONTEXT_LIMIT", "context_of", "merge_identifiers", "remember_context",
-           "with_context"]
+__all__ = [
+    "CONTEXT_KEY",
+    "CONTEXT_LIMIT",
+    "context_of",
+    "merge_identifiers",
+    "remember_context",
+    "with_context",
+]

@@ -268,7 +268,10 @@ class Processor:
         """The batch's patients read with one store call (a cache warm-up: each document
         still asks ``get_or_create`` in its turn); a failure is left to them."""
         patients = [
-            (d.assigning_authority, d.patient_id) for job in jobs for d in job.parsed if d.patient_id
+            (d.assigning_authority, d.patient_id)
+            for job in jobs
+            for d in job.parsed
+            if d.patient_id
         ]
         if len(patients) < 2:
             return
@@ -333,8 +336,9 @@ class Processor:
         if document.context_only:
             return _Doc(document, state, times)
         with stopwatch(times, "dedup", self._timer):
-            key = self._pseudonym("research-key", state.seed, _grouping(document),
-                                  _type_key(document))
+            key = self._pseudonym(
+                "research-key", state.seed, _grouping(document), _type_key(document)
+            )
             fp = fingerprint(document, key)
         return _Doc(document, state, times, key, fp)
 
@@ -415,9 +419,17 @@ class Processor:
             with stopwatch(times, "near_duplicate", self._timer):
                 work.near.forget()
         # the document's one Outcome, all fields given (dataclasses.replace costs more)
-        return Outcome(kind=kind, research_key=key, value=value, headers=headers,
-                       reason_class=reason_class, reason=reason, span_counts=counts,
-                       stage_seconds=MappingProxyType(times), ack=ack)
+        return Outcome(
+            kind=kind,
+            research_key=key,
+            value=value,
+            headers=headers,
+            reason_class=reason_class,
+            reason=reason,
+            span_counts=counts,
+            stage_seconds=MappingProxyType(times),
+            ack=ack,
+        )
 
     # -- helpers used by _Work ----------------------------------------------------------
     def security_codes(self, spans: Sequence[Span]) -> list[str]:
@@ -431,8 +443,14 @@ class Processor:
 # An outcome's fields before its decision is settled: kind, research key, value, headers,
 # reason class, reason, span counts, and the state its ack token acknowledges (None: none).
 _Draft = tuple[
-    OutcomeKind, str | None, bytes | None, tuple[tuple[str, str], ...], str | None, str | None,
-    Mapping[str, int], State | None,
+    OutcomeKind,
+    str | None,
+    bytes | None,
+    tuple[tuple[str, str], ...],
+    str | None,
+    str | None,
+    Mapping[str, int],
+    State | None,
 ]
 
 
@@ -461,8 +479,14 @@ class _Work:
         self._deid: Deidentified | None = None
         self._timeout: DeadlineExceeded | None = None  # the deadline passed: held, not redone
         self._renders: dict[tuple[str | None, str], ResearchDocument] = {}
-        self.near = NearDuplicates(state.extra, document.text, fp.key, fp.order.filing_us,
-                                   self._sketch_key, self._save_state)
+        self.near = NearDuplicates(
+            state.extra,
+            document.text,
+            fp.key,
+            fp.order.filing_us,
+            self._sketch_key,
+            self._save_state,
+        )
 
     def _sketch_key(self) -> str:
         """The (patient, report type)'s sketch hashing key; the kind names the sketch format
@@ -482,29 +506,69 @@ class _Work:
         headers = self._base_headers(verdict.decision.value)
         if verdict.decision is Decision.DUPLICATE:
             reason = "same text as a version already seen"
-            return (OutcomeKind.DUPLICATE, None, None, tuple(headers), "duplicate", reason, _EMPTY_COUNTS,
-                    None), False
+            return (
+                OutcomeKind.DUPLICATE,
+                None,
+                None,
+                tuple(headers),
+                "duplicate",
+                reason,
+                _EMPTY_COUNTS,
+                None,
+            ), False
         if verdict.decision is Decision.SUPERSEDED:
             reason = "a newer version of this report was already seen"
-            return (OutcomeKind.SUPERSEDED, None, None, tuple(headers), "superseded", reason,
-                    _EMPTY_COUNTS, None), False
+            return (
+                OutcomeKind.SUPERSEDED,
+                None,
+                None,
+                tuple(headers),
+                "superseded",
+                reason,
+                _EMPTY_COUNTS,
+                None,
+            ), False
         if verdict.decision is Decision.TOMBSTONE:
             headers.append(("reason", "entered-in-error"))
-            return (OutcomeKind.TOMBSTONE, fp.key, None, tuple(headers), None, None, _EMPTY_COUNTS,
-                    State.TOMBSTONE), False
+            return (
+                OutcomeKind.TOMBSTONE,
+                fp.key,
+                None,
+                tuple(headers),
+                None,
+                None,
+                _EMPTY_COUNTS,
+                State.TOMBSTONE,
+            ), False
         try:
             deid = self._run_deidentify(times)
         except DeadlineExceeded as exc:
             self._timeout = exc
             headers = self._base_headers("held") + [("reason", str(exc))]
-            return (OutcomeKind.HELD, fp.key, None, tuple(headers), exc.reason_class, str(exc),
-                    _EMPTY_COUNTS, State.HELD), True
+            return (
+                OutcomeKind.HELD,
+                fp.key,
+                None,
+                tuple(headers),
+                exc.reason_class,
+                str(exc),
+                _EMPTY_COUNTS,
+                State.HELD,
+            ), True
         counts = _span_counts(deid.spans)
         if deid.held_reason is not None:
             headers = self._base_headers("held") + [("reason", deid.held_reason)]
             held_class = deid.held_class
-            return (OutcomeKind.HELD, fp.key, None, tuple(headers), held_class, deid.held_reason, counts,
-                    State.HELD), True
+            return (
+                OutcomeKind.HELD,
+                fp.key,
+                None,
+                tuple(headers),
+                held_class,
+                deid.held_reason,
+                counts,
+                State.HELD,
+            ), True
         with stopwatch(times, "near_duplicate", self.proc._timer):
             near = self._near_duplicate()
         doc = self._render(verdict.replaces, deid, near, times)
@@ -517,8 +581,16 @@ class _Work:
             headers.append(("replaces", verdict.replaces))
         if near is not None:
             headers.append(("near-duplicate-score", f"{near[1]:.3f}"))
-        return (OutcomeKind.PUBLISH, fp.key, doc.value, tuple(headers), None, None, counts,
-                State.LIVE), False
+        return (
+            OutcomeKind.PUBLISH,
+            fp.key,
+            doc.value,
+            tuple(headers),
+            None,
+            None,
+            counts,
+            State.LIVE,
+        ), False
 
     def _run_deidentify(self, times: dict[str, float]) -> Deidentified:
         if self._timeout is not None:
@@ -558,9 +630,9 @@ class _Work:
         self._renders[cache_key] = doc
         return doc
 
-
-    def _render_now(self, replaces: str | None, deid: Deidentified,
-                    near: tuple[str, float] | None) -> ResearchDocument:
+    def _render_now(
+        self, replaces: str | None, deid: Deidentified, near: tuple[str, float] | None
+    ) -> ResearchDocument:
         document, state = self.document, self.state
         encounter = (
             self.proc._pseudonym("visit", state.seed, document.visit_id)

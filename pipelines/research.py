@@ -241,7 +241,9 @@ def _plain_base64(value: str) -> bool:
 
 
 _KEY_OPTIONS = (
-    orjson.OPT_PASSTHROUGH_SUBCLASS | orjson.OPT_PASSTHROUGH_DATETIME | orjson.OPT_PASSTHROUGH_DATACLASS
+    orjson.OPT_PASSTHROUGH_SUBCLASS
+    | orjson.OPT_PASSTHROUGH_DATETIME
+    | orjson.OPT_PASSTHROUGH_DATACLASS
 )
 
 

@@ -146,17 +146,26 @@ class Candidate:
     kind: ItemKind
 
 
-def candidates(detector: Detector, document: ClinicalDocument | str,
-               band: tuple[float, float], disagreement: bool = True
-               ) -> tuple[list[Candidate], list[Span]]:
+def candidates(
+    detector: Detector,
+    document: ClinicalDocument | str,
+    band: tuple[float, float],
+    disagreement: bool = True,
+) -> tuple[list[Candidate], list[Span]]:
     """The spans a person should look at, and every span the detector finds (the context)."""
     doc, rules, learned = detector.parts(document)
-    return (candidates_from(rules, learned, band, disagreement),
-            detector.finish(document, doc, rules, learned))
+    return (
+        candidates_from(rules, learned, band, disagreement),
+        detector.finish(document, doc, rules, learned),
+    )
 
 
-def candidates_from(rules: Sequence[Span], learned: Sequence[Span], band: tuple[float, float],
-                    disagreement: bool = True) -> list[Candidate]:
+def candidates_from(
+    rules: Sequence[Span],
+    learned: Sequence[Span],
+    band: tuple[float, float],
+    disagreement: bool = True,
+) -> list[Candidate]:
     low, high = band
     found: dict[tuple[int, int], Candidate] = {}
     for span in learned:
@@ -181,15 +190,17 @@ class QueueingDetector(Detector):
         doc, rules, learned = self.parts(document)
         spans = self.finish(document, doc, rules, learned)
         if isinstance(document, ClinicalDocument):
-            found = candidates_from(rules, learned, self.policy.review_band,
-                                    self.policy.review_disagreement)
+            found = candidates_from(
+                rules, learned, self.policy.review_band, self.policy.review_disagreement
+            )
             if found:
                 self.queue.add_candidates(document, found, spans)
         return spans
 
 
-def _known_left(document: ClinicalDocument, detector: Detector, spans: Sequence[Span],
-                taken: set[Span]) -> list[Candidate]:
+def _known_left(
+    document: ClinicalDocument, detector: Detector, spans: Sequence[Span], taken: set[Span]
+) -> list[Candidate]:
     """Where a held note's known identifiers (its header's names, ids…: what the leak guard
     looks for) occur outside the detector's spans: the strings that held it."""
     from pipelines.leak_guard import known_terms
@@ -202,8 +213,9 @@ def _known_left(document: ClinicalDocument, detector: Detector, spans: Sequence[
         except ValueError:
             category = Category.ID
         for m in re.finditer(term.pattern, text):
-            if m.end() <= m.start() or any(s.start < m.end() and m.start() < s.end
-                                            for s in (*spans, *taken)):
+            if m.end() <= m.start() or any(
+                s.start < m.end() and m.start() < s.end for s in (*spans, *taken)
+            ):
                 continue
             span = Span(m.start(), m.end(), category, 1.0, "known")
             taken.add(span)
@@ -236,8 +248,14 @@ class Stats:
 class ReviewQueue:
     """The queue over one key store (thread-safe as the store is)."""
 
-    def __init__(self, store: EncryptedStore, *, reviews_per_item: int = 1,
-                 clock: Callable[[], float] = time.time, lists_ttl_s: float = 2.0) -> None:
+    def __init__(
+        self,
+        store: EncryptedStore,
+        *,
+        reviews_per_item: int = 1,
+        clock: Callable[[], float] = time.time,
+        lists_ttl_s: float = 2.0,
+    ) -> None:
         self.store = store
         self.db = ReviewDb(store.backend)
         self.reviews_per_item = reviews_per_item
@@ -261,28 +279,37 @@ class ReviewQueue:
                 return True
         return False
 
-    def enqueue(self, document: ClinicalDocument, detector: Detector, *,
-                coordinates: str = "", held_reason: tuple[str, str] | None = None) -> list[str]:
+    def enqueue(
+        self,
+        document: ClinicalDocument,
+        detector: Detector,
+        *,
+        coordinates: str = "",
+        held_reason: tuple[str, str] | None = None,
+    ) -> list[str]:
         """Queue ``document``'s candidates (and, if held — ``(reason_class, reason)`` —
         the document itself, keyed by its input ``coordinates``); the new item ids."""
         policy = detector.policy
-        found, spans = candidates(detector, document, policy.review_band,
-                                  policy.review_disagreement)
+        found, spans = candidates(
+            detector, document, policy.review_band, policy.review_disagreement
+        )
         if held_reason is None:
             return self.add_candidates(document, found, spans)
         doc_id = self.store.pseudonym("review-doc", coordinates or document.text)
         now = self._clock()
         rows = [self._item_row(document, doc_id, c, spans, now) for c in found]
-        self.db.add_doc(DocRow(doc_id, coordinates, held_reason[0], held_reason[1],
-                               DocStatus.OPEN, now, None))
+        self.db.add_doc(
+            DocRow(doc_id, coordinates, held_reason[0], held_reason[1], DocStatus.OPEN, now, None)
+        )
         left = _known_left(document, detector, spans, {c.span for c in found})
         rows += [self._item_row(document, doc_id, c, spans, now) for c in left]
         rows.append(self._item_row(document, doc_id, None, spans, now))
         self.db.add_items(rows)
         return [r.id for r in rows]
 
-    def add_candidates(self, document: ClinicalDocument, found: Sequence[Candidate],
-                       spans: Sequence[Span]) -> list[str]:
+    def add_candidates(
+        self, document: ClinicalDocument, found: Sequence[Candidate], spans: Sequence[Span]
+    ) -> list[str]:
         """Queue a (not held) document's candidate spans; the item ids."""
         if not found:
             return []
@@ -292,39 +319,65 @@ class ReviewQueue:
         self.db.add_items(rows)
         return [r.id for r in rows]
 
-    def _item_row(self, document: ClinicalDocument, doc_id: str, cand: Candidate | None,
-                  spans: Sequence[Span], now: float) -> ItemRow:
+    def _item_row(
+        self,
+        document: ClinicalDocument,
+        doc_id: str,
+        cand: Candidate | None,
+        spans: Sequence[Span],
+        now: float,
+    ) -> ItemRow:
         span = cand.span if cand else None
-        item_id = self.store.pseudonym("review-item", doc_id,
-                                       f"{span.start}:{span.end}" if span else "document")
-        payload = orjson.dumps({
-            "text": document.text,
-            "span": _span_json(span) if span else None,
-            "others": [_span_json(s) for s in spans if s != span],
-            "who": [document.assigning_authority, document.patient_id],
-        })
+        item_id = self.store.pseudonym(
+            "review-item", doc_id, f"{span.start}:{span.end}" if span else "document"
+        )
+        payload = orjson.dumps(
+            {
+                "text": document.text,
+                "span": _span_json(span) if span else None,
+                "others": [_span_json(s) for s in spans if s != span],
+                "who": [document.assigning_authority, document.patient_id],
+            }
+        )
         sealed = self.store.seal_blob(_ITEM_BINDING + item_id.encode(), payload)
         text_ref = self.text_ref(span.text_of(document.text)) if span else ""
         kind = cand.kind if cand else ItemKind.HELD_DOCUMENT
-        return ItemRow(0, item_id, doc_id,
-                       self.patient_ref(document.assigning_authority, document.patient_id),
-                       text_ref, kind, ItemStatus.OPEN, now, sealed)
+        return ItemRow(
+            0,
+            item_id,
+            doc_id,
+            self.patient_ref(document.assigning_authority, document.patient_id),
+            text_ref,
+            kind,
+            ItemStatus.OPEN,
+            now,
+            sealed,
+        )
 
     # -- reading ------------------------------------------------------------------------
     def open_item(self, row: ItemRow) -> QueueItem:
         raw = orjson.loads(self.store.open_blob(_ITEM_BINDING + row.id.encode(), row.sealed))
         who = raw.get("who") or ["", ""]
-        return QueueItem(row.id, row.seq, row.doc_id, ItemKind(row.kind),
-                         ItemStatus(row.status), raw["text"],
-                         _span_of(raw["span"]) if raw["span"] else None,
-                         tuple(_span_of(s) for s in raw["others"]), str(who[0]), str(who[1]))
+        return QueueItem(
+            row.id,
+            row.seq,
+            row.doc_id,
+            ItemKind(row.kind),
+            ItemStatus(row.status),
+            raw["text"],
+            _span_of(raw["span"]) if raw["span"] else None,
+            tuple(_span_of(s) for s in raw["others"]),
+            str(who[0]),
+            str(who[1]),
+        )
 
     def item(self, item_id: str) -> QueueItem | None:
         row = self.db.item(item_id)
         return self.open_item(row) if row else None
 
-    def page(self, role: Role, after_seq: int = 0, limit: int = 1,
-             before: bool = False) -> list[QueueItem]:
+    def page(
+        self, role: Role, after_seq: int = 0, limit: int = 1, before: bool = False
+    ) -> list[QueueItem]:
         """The next (previous) items a person in ``role`` decides: reviewers the open ones,
         experts the referred ones first, then the open ones."""
         rows = []
@@ -352,30 +405,47 @@ class ReviewQueue:
             self.db.set_status([row.id], ItemStatus.REFERRED)
             self.store.audit("review-refer", decision.reviewer, row.id, "referred")
             return [row.id]
-        targets = [t for t in self._targets(row, decision.scope) if t.id == row.id
-                   or t.status != ItemStatus.REFERRED or decision.role is Role.EXPERT]
+        targets = [
+            t
+            for t in self._targets(row, decision.scope)
+            if t.id == row.id or t.status != ItemStatus.REFERRED or decision.role is Role.EXPERT
+        ]
         for target in targets:
             self.db.add_decision(_decision_row(decision, target.id, now))
         done = [t.id for t in targets if self._reviewed_enough(t.id)]
         self.db.set_status(done, ItemStatus.DECIDED)
-        if decision.scope is not Scope.NOTE and row.text_ref and decision.kind in (
-                DecisionKind.PHI, DecisionKind.NOT_PHI):
+        if (
+            decision.scope is not Scope.NOTE
+            and row.text_ref
+            and decision.kind in (DecisionKind.PHI, DecisionKind.NOT_PHI)
+        ):
             self._list_entry(row, decision, now)
-        self.store.audit("review-decide", decision.reviewer, row.id,
-                         f"{decision.kind.value}/{decision.scope.value}/{len(targets)}",
-                         reason=decision.category.value if decision.category else "")
+        self.store.audit(
+            "review-decide",
+            decision.reviewer,
+            row.id,
+            f"{decision.kind.value}/{decision.scope.value}/{len(targets)}",
+            reason=decision.category.value if decision.category else "",
+        )
         return [t.id for t in targets]
 
     def _reviewed_enough(self, item_id: str) -> bool:
-        decided = {d.reviewer for d in self.db.decisions(item_id=item_id)
-                   if d.kind != DecisionKind.REFER}
+        decided = {
+            d.reviewer for d in self.db.decisions(item_id=item_id) if d.kind != DecisionKind.REFER
+        }
         return len(decided) >= self.reviews_per_item
 
     def _targets(self, row: ItemRow, scope: Scope) -> list[ItemRow]:
         if scope is Scope.NOTE or not row.text_ref:
-            same = [r for r in self.db.items_of_doc(row.doc_id)
-                    if r.text_ref == row.text_ref and r.text_ref
-                    and r.status != ItemStatus.DECIDED] if scope is Scope.NOTE else []
+            same = (
+                [
+                    r
+                    for r in self.db.items_of_doc(row.doc_id)
+                    if r.text_ref == row.text_ref and r.text_ref and r.status != ItemStatus.DECIDED
+                ]
+                if scope is Scope.NOTE
+                else []
+            )
             return [row, *[r for r in same if r.id != row.id]]
         same = [r for r in self.db.open_items_with_text(row.text_ref) if r.id != row.id]
         if scope is Scope.PATIENT:
@@ -386,12 +456,14 @@ class ReviewQueue:
         item = self.open_item(row)
         patient_ref = row.patient_ref if decision.scope is Scope.PATIENT else ""
         entry = self._entry_id(decision.scope, patient_ref, row.text_ref)
-        sealed = self.store.seal_blob(_LIST_BINDING + entry.encode(),
-                                      normalise(item.string).encode("utf-8"))
+        sealed = self.store.seal_blob(
+            _LIST_BINDING + entry.encode(), normalise(item.string).encode("utf-8")
+        )
         kind = "deny" if decision.kind is DecisionKind.PHI else "allow"
         category = decision.category.value if decision.category else ""
-        self.db.put_list_entry(ListRow(entry, kind, decision.scope, patient_ref, category,
-                                       sealed), now)
+        self.db.put_list_entry(
+            ListRow(entry, kind, decision.scope, patient_ref, category, sealed), now
+        )
         self._lists = None
 
     def _entry_id(self, scope: Scope, patient_ref: str, text_ref: str) -> str:
@@ -410,12 +482,19 @@ class ReviewQueue:
                 continue
             left = self.db.decisions(item_id=item_id)
             referred = any(d.kind == DecisionKind.REFER for d in left)
-            status = ItemStatus.REFERRED if referred and not self._reviewed_enough(item_id) \
-                else ItemStatus.DECIDED if self._reviewed_enough(item_id) else ItemStatus.OPEN
+            status = (
+                ItemStatus.REFERRED
+                if referred and not self._reviewed_enough(item_id)
+                else ItemStatus.DECIDED
+                if self._reviewed_enough(item_id)
+                else ItemStatus.OPEN
+            )
             self.db.set_status([item_id], status)
             if row.text_ref:
-                entries |= {(Scope.SITE, "", row.text_ref),
-                            (Scope.PATIENT, row.patient_ref, row.text_ref)}
+                entries |= {
+                    (Scope.SITE, "", row.text_ref),
+                    (Scope.PATIENT, row.patient_ref, row.text_ref),
+                }
         for scope, ref, text_ref in sorted(entries):
             self._restore_entry(scope, ref, text_ref)
         self._lists = None
@@ -425,16 +504,25 @@ class ReviewQueue:
     def _restore_entry(self, scope: Scope, patient_ref: str, text_ref: str) -> None:
         """After an undo: the list entry of (scope, patient, string) as the latest decision
         still live made it (another reviewer's, or an earlier one), or none."""
-        live = self.db.live_list_decision(text_ref, scope.value,
-                                          patient_ref if scope is Scope.PATIENT else None)
+        live = self.db.live_list_decision(
+            text_ref, scope.value, patient_ref if scope is Scope.PATIENT else None
+        )
         row = self.db.item(live.item_id) if live is not None else None
         if live is None or row is None:
             self.db.delete_list_entry(self._entry_id(scope, patient_ref, text_ref))
             return
-        self._list_entry(row, Decision(row.id, live.reviewer, Role(live.role),
-                                       DecisionKind(live.kind),
-                                       Category(live.category) if live.category else None,
-                                       scope), live.at)
+        self._list_entry(
+            row,
+            Decision(
+                row.id,
+                live.reviewer,
+                Role(live.role),
+                DecisionKind(live.kind),
+                Category(live.category) if live.category else None,
+                scope,
+            ),
+            live.at,
+        )
 
     # -- what the detector uses ---------------------------------------------------------
     def lists(self) -> ReviewLists:
@@ -458,14 +546,16 @@ class ReviewQueue:
             else:
                 allow[row.patient_ref].add(text)
         refs = set(deny) | set(allow)
-        scopes = {ref: ListScope(deny.get(ref, {}), frozenset(allow.get(ref, set())))
-                  for ref in refs}
+        scopes = {
+            ref: ListScope(deny.get(ref, {}), frozenset(allow.get(ref, set()))) for ref in refs
+        }
         site = scopes.pop("", ListScope())
         return ReviewLists(site, scopes, self.patient_ref)
 
     # -- held documents -----------------------------------------------------------------
-    def settle(self, release: Callable[[DocRow], None],
-               doc_ids: Sequence[str] | None = None) -> list[tuple[str, DocStatus]]:
+    def settle(
+        self, release: Callable[[DocRow], None], doc_ids: Sequence[str] | None = None
+    ) -> list[tuple[str, DocStatus]]:
         """Every open held document whose items are all decided (of ``doc_ids`` when given):
         released through ``release`` (once: a compare-and-set on its status claims it) or
         kept held with a reason. Returns (coordinates, new status) — no text."""
@@ -475,8 +565,9 @@ class ReviewQueue:
             verdict = self._verdict(items)
             now = self._clock()
             if verdict:
-                if self.db.set_doc_status(doc.doc_id, DocStatus.OPEN, DocStatus.HELD, now,
-                                          reason=verdict):
+                if self.db.set_doc_status(
+                    doc.doc_id, DocStatus.OPEN, DocStatus.HELD, now, reason=verdict
+                ):
                     done.append((doc.coordinates, DocStatus.HELD))
                     self.store.audit("review-settle", "review", doc.doc_id, "held", verdict)
                 continue
@@ -531,13 +622,20 @@ class ReviewQueue:
         notes = []
         for decided in by_doc.values():
             text = decided[0][0].text
-            rejected = {(i.candidate.start, i.candidate.end) for i, k, _ in decided
-                        if i.candidate and k is DecisionKind.NOT_PHI}
-            phrases = {(i.candidate.start, i.candidate.end): c or i.candidate.category
-                       for i, k, c in decided if i.candidate and k is DecisionKind.PHI}
+            rejected = {
+                (i.candidate.start, i.candidate.end)
+                for i, k, _ in decided
+                if i.candidate and k is DecisionKind.NOT_PHI
+            }
+            phrases = {
+                (i.candidate.start, i.candidate.end): c or i.candidate.category
+                for i, k, c in decided
+                if i.candidate and k is DecisionKind.PHI
+            }
             for s in decided[0][0].others:
                 if (s.start, s.end) not in rejected and not any(
-                        s.start < e and b < s.end for b, e in rejected):
+                    s.start < e and b < s.end for b, e in rejected
+                ):
                     phrases.setdefault((s.start, s.end), s.category)
             notes.append((text, sorted((b, e, c) for (b, e), c in phrases.items())))
         return notes
@@ -578,16 +676,25 @@ def _agreement(latest: dict[tuple[str, str], str], out: Stats) -> Stats:
         if pairs:
             out.cohen[(a, b)] = (cohen_kappa(pairs), len(pairs))
     table: list[Mapping[Hashable, int]] = [
-        Counter(r.values()) for r in by_item.values() if len(r) >= 2]
+        Counter(r.values()) for r in by_item.values() if len(r) >= 2
+    ]
     out.fleiss = fleiss_kappa(table)
     out.fleiss_items = len(table)
     return out
 
 
 def _decision_row(decision: Decision, item_id: str, at: float) -> DecisionRow:
-    return DecisionRow(0, item_id, decision.reviewer, decision.role.value, decision.kind.value,
-                       decision.category.value if decision.category else "",
-                       decision.scope.value, at, False)
+    return DecisionRow(
+        0,
+        item_id,
+        decision.reviewer,
+        decision.role.value,
+        decision.kind.value,
+        decision.category.value if decision.category else "",
+        decision.scope.value,
+        at,
+        False,
+    )
 
 
 def _span_json(span: Span) -> list[object]:
@@ -596,11 +703,24 @@ def _span_json(span: Span) -> list[object]:
 
 def _span_of(raw: Sequence[object]) -> Span:
     start, end, category, confidence, source = raw
-    return Span(int(str(start)), int(str(end)), Category(str(category)), float(str(confidence)),
-                str(source))
+    return Span(
+        int(str(start)), int(str(end)), Category(str(category)), float(str(confidence)), str(source)
+    )
 
 
 __all__ = [
-    "Candidate", "Decision", "DecisionKind", "DocStatus", "ItemKind", "ItemStatus", "QueueItem",
-    "ReviewError", "ReviewQueue", "Role", "Scope", "Sealed", "Stats", "candidates",
+    "Candidate",
+    "Decision",
+    "DecisionKind",
+    "DocStatus",
+    "ItemKind",
+    "ItemStatus",
+    "QueueItem",
+    "ReviewError",
+    "ReviewQueue",
+    "Role",
+    "Scope",
+    "Sealed",
+    "Stats",
+    "candidates",
 ]

@@ -17,8 +17,9 @@ class stopwatch:  # noqa: N801 - used as a function: ``with stopwatch(...)``
 
     __slots__ = ("_stage", "_started", "_timer", "_times")
 
-    def __init__(self, times: MutableMapping[str, float], stage: str,
-                 timer: Timer = time.perf_counter) -> None:
+    def __init__(
+        self, times: MutableMapping[str, float], stage: str, timer: Timer = time.perf_counter
+    ) -> None:
         self._times = times
         self._stage = stage
         self._timer = timer
@@ -27,8 +28,12 @@ class stopwatch:  # noqa: N801 - used as a function: ``with stopwatch(...)``
     def __enter__(self) -> None:
         self._started = self._timer()
 
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                 tb: TracebackType | None) -> None:
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
         times, stage = self._times, self._stage
         times[stage] = times.get(stage, 0.0) + self._timer() - self._started
 

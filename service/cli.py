@@ -37,8 +37,13 @@ def _print_version(value: bool) -> None:
 def _root(
     version: Annotated[
         bool,
-        typer.Option("--version", "-V", callback=_print_version, is_eager=True,
-                     help="Print the installed version and exit."),
+        typer.Option(
+            "--version",
+            "-V",
+            callback=_print_version,
+            is_eager=True,
+            help="Print the installed version and exit.",
+        ),
     ] = False,
 ) -> None:
     """De-identify HL7 v2 / FHIR clinical reports: detect PHI, replace it, stream it."""

@@ -292,15 +292,13 @@ class MllpGateway:
         limit = self.config.max_frame_bytes
         try:
             if len(payload) > INLINE_VALIDATE_BYTES:  # large: off the event loop
-                await asyncio.to_thread(parse_input, payload, content_hint="hl7v2",
-                                        max_bytes=limit)
+                await asyncio.to_thread(parse_input, payload, content_hint="hl7v2", max_bytes=limit)
             else:
                 parse_input(payload, content_hint="hl7v2", max_bytes=limit)
         except InputError:
             raise
         except Exception as exc:  # noqa: BLE001 - never refuse a message over our own bug
-            log.error("MLLP validation failed (%s); message stored as it is",
-                      type(exc).__name__)
+            log.error("MLLP validation failed (%s); message stored as it is", type(exc).__name__)
 
     async def _dead_letter(
         self, payload: bytes, error: InputError, peer: str, first_seen: datetime
@@ -345,8 +343,11 @@ class MllpGateway:
         if isinstance(error, InputError):  # ERR-8 names the class the dead letter carries
             text = f"{error.reason_class}: {text}"
         reason_class = error.reason_class if error is not None else ""
-        options = {"reason_class": reason_class, "now": self.clock(),
-                   "sending_application": self.config.sending_application}
+        options = {
+            "reason_class": reason_class,
+            "now": self.clock(),
+            "sending_application": self.config.sending_application,
+        }
         try:
             return build_ack(payload, code, text, **options)  # type: ignore[arg-type]
         except Exception as exc:  # noqa: BLE001 - a header hl7apy cannot echo: answer anyway
@@ -385,7 +386,9 @@ __all__ = [
 def hl7_topic(settings: Settings) -> str:
     """The HL7 input topic among the configured ones (the first naming hl7, else the first)."""
     topics = settings.input_topics
-    return next((t for t in topics if "hl7" in t.lower()), topics[0] if topics else "clinical.hl7v2")
+    return next(
+        (t for t in topics if "hl7" in t.lower()), topics[0] if topics else "clinical.hl7v2"
+    )
 
 
 def make_producer(settings: Settings, bootstrap_servers: str | None = None) -> Producer:

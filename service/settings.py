@@ -234,7 +234,8 @@ def _check_keys(path: Path, values: dict[str, Any], *, env_names_allowed: bool) 
         if not env_names_allowed and key.upper().startswith("DEIDSTREAM_"):
             raise SettingsFileError(
                 f"{path}: {key!r} is an environment variable name; in a settings file write "
-                f"{key[len('DEIDSTREAM_'):].lower()!r}")
+                f"{key[len('DEIDSTREAM_') :].lower()!r}"
+            )
         if key not in known:
             close = difflib.get_close_matches(key, sorted(known), n=1)
             hint = f" (did you mean {close[0]!r}?)" if close else ""
@@ -257,8 +258,11 @@ def _read_file(path: Path) -> dict[str, Any]:
     # the DEIDSTREAM_ prefix optional here (pydantic-settings' own env_file would require it)
     from dotenv import dotenv_values
 
-    out = {key.lower().removeprefix("deidstream_"): value
-           for key, value in dotenv_values(stream=io.StringIO(text)).items() if value is not None}
+    out = {
+        key.lower().removeprefix("deidstream_"): value
+        for key, value in dotenv_values(stream=io.StringIO(text)).items()
+        if value is not None
+    }
     _check_keys(path, out, env_names_allowed=True)
     return out
 
@@ -287,10 +291,14 @@ def settings_or_exit(config_file: str | Path | None = None, **overrides: Any) ->
         raise typer.Exit(2) from None
     except ValidationError as exc:
         where = ", ".join(
-            f"{'.'.join(map(str, e['loc'])) or 'settings'}: {e['msg']}" for e in exc.errors())
+            f"{'.'.join(map(str, e['loc'])) or 'settings'}: {e['msg']}" for e in exc.errors()
+        )
         typer.echo(f"deidstream: invalid settings ({where})", err=True)
         raise typer.Exit(2) from None
     except (OSError, tomllib.TOMLDecodeError, json.JSONDecodeError) as exc:
-        typer.echo(f"deidstream: cannot read the settings file: {type(exc).__name__}: "
-                   f"{getattr(exc, 'strerror', None) or exc}", err=True)
+        typer.echo(
+            f"deidstream: cannot read the settings file: {type(exc).__name__}: "
+            f"{getattr(exc, 'strerror', None) or exc}",
+            err=True,
+        )
         raise typer.Exit(2) from None

@@ -193,12 +193,16 @@ class SupervisorMetrics:
         self.restarts = Counter(
             "deidstream_worker_restarts_total",
             "Worker processes restarted after they exited unasked, by worker index.",
-            ["worker"], registry=self.registry)
-        self.configured = Gauge("deidstream_workers", "Worker processes configured.",
-                                registry=self.registry)
+            ["worker"],
+            registry=self.registry,
+        )
+        self.configured = Gauge(
+            "deidstream_workers", "Worker processes configured.", registry=self.registry
+        )
         self.configured.set(len(supervisor.workers))
-        self.running = Gauge("deidstream_workers_running", "Worker processes running now.",
-                             registry=self.registry)
+        self.running = Gauge(
+            "deidstream_workers_running", "Worker processes running now.", registry=self.registry
+        )
         self.running.set_function(lambda: sum(w.running for w in supervisor.workers))
         for w in supervisor.workers:
             self.restarts.labels(str(w.index))
@@ -228,14 +232,26 @@ class Supervisor:
 
     def _command(self, w: Worker) -> list[str]:
         cpus = ",".join(map(str, worker_cpus(self.settings, w.index)))
-        return [sys.executable, "-m", "service.worker", "--index", str(w.index),
-                "--socket", str(w.socket), "--parent", str(os.getpid()), "--cpus", cpus]
+        return [
+            sys.executable,
+            "-m",
+            "service.worker",
+            "--index",
+            str(w.index),
+            "--socket",
+            str(w.socket),
+            "--parent",
+            str(os.getpid()),
+            "--cpus",
+            cpus,
+        ]
 
     async def _spawn(self, w: Worker) -> None:
         env = {**os.environ, MULTIPROC_ENV: str(self.metrics_dir)}
         w.socket.unlink(missing_ok=True)
         proc = await asyncio.create_subprocess_exec(
-            *self._command(w), stdin=asyncio.subprocess.PIPE, env=env)
+            *self._command(w), stdin=asyncio.subprocess.PIPE, env=env
+        )
         if proc.stdin is not None:
             proc.stdin.write(self._payload)
             with contextlib.suppress(OSError):
@@ -260,9 +276,15 @@ class Supervisor:
             w.restart_at = time.monotonic() + delay
             w.restarts += 1
             self.metrics.restarts.labels(str(w.index)).inc()
-            log.warning("worker %d (pid %d) exited unasked (%s): restarting in %.1f s "
-                        "(restart %d); its partitions go to the other workers meanwhile",
-                        w.index, proc.pid, w.last_exit, delay, w.restarts)
+            log.warning(
+                "worker %d (pid %d) exited unasked (%s): restarting in %.1f s "
+                "(restart %d); its partitions go to the other workers meanwhile",
+                w.index,
+                proc.pid,
+                w.last_exit,
+                delay,
+                w.restarts,
+            )
             await asyncio.sleep(delay)
             if self.stopping:
                 return
@@ -279,11 +301,15 @@ class Supervisor:
             if w.running and w.process is not None:
                 with contextlib.suppress(ProcessLookupError):
                     w.process.send_signal(signal.SIGTERM)
-        running = [w.process.wait() for w in self.workers
-                   if w.process is not None and w.process.returncode is None]
+        running = [
+            w.process.wait()
+            for w in self.workers
+            if w.process is not None and w.process.returncode is None
+        ]
         if running:
             _done, pending = await asyncio.wait(
-                [asyncio.ensure_future(c) for c in running], timeout=grace)
+                [asyncio.ensure_future(c) for c in running], timeout=grace
+            )
             if pending:
                 log.error("%d worker(s) did not drain within %.0f s: killed", len(pending), grace)
                 for w in self.workers:
@@ -302,12 +328,14 @@ class Supervisor:
     @contextlib.asynccontextmanager
     async def client(self, w: Worker) -> Any:
         transport = httpx.AsyncHTTPTransport(uds=str(w.socket))
-        async with httpx.AsyncClient(transport=transport, base_url="http://worker",
-                                     timeout=PROBE_TIMEOUT_SECONDS) as http:
+        async with httpx.AsyncClient(
+            transport=transport, base_url="http://worker", timeout=PROBE_TIMEOUT_SECONDS
+        ) as http:
             yield http
 
-    async def _get(self, w: Worker, path: str, headers: dict[str, str] | None = None
-                   ) -> tuple[int, dict[str, Any]] | None:
+    async def _get(
+        self, w: Worker, path: str, headers: dict[str, str] | None = None
+    ) -> tuple[int, dict[str, Any]] | None:
         if not w.running:
             return None
         try:
@@ -329,20 +357,26 @@ class Supervisor:
         per_worker = []
         for w, got in zip(self.workers, answers, strict=True):
             if got is None:
-                reasons.append(self._not_running(w) if not w.running
-                               else f"worker {w.index}: starting")
+                reasons.append(
+                    self._not_running(w) if not w.running else f"worker {w.index}: starting"
+                )
                 per_worker.append({"worker": w.index, "pid": w.pid, "ready": False})
                 continue
             _code, body = got
             reasons += [f"worker {w.index}: {r}" for r in body.get("reasons", [])]
-            per_worker.append({"worker": w.index, "pid": w.pid, "ready": bool(body.get("ready")),
-                               "assigned_partitions": body.get("assigned_partitions", 0)})
+            per_worker.append(
+                {
+                    "worker": w.index,
+                    "pid": w.pid,
+                    "ready": bool(body.get("ready")),
+                    "assigned_partitions": body.get("assigned_partitions", 0),
+                }
+            )
         ready = not reasons and all(p["ready"] for p in per_worker)
         return {"ready": ready, "workers": per_worker, "reasons": reasons}
 
     async def status(self, headers: dict[str, str]) -> dict[str, Any]:
-        answers = await asyncio.gather(*(self._get(w, "/v1/status", headers)
-                                         for w in self.workers))
+        answers = await asyncio.gather(*(self._get(w, "/v1/status", headers) for w in self.workers))
         return merge_statuses(self.workers, answers, self.settings)
 
     def pick(self) -> Worker | None:
@@ -351,9 +385,11 @@ class Supervisor:
         return alive[next(self._next) % len(alive)] if alive else None
 
 
-def merge_statuses(workers: Sequence[Worker],
-                   answers: Sequence[tuple[int, dict[str, Any]] | None],
-                   settings: Settings) -> dict[str, Any]:
+def merge_statuses(
+    workers: Sequence[Worker],
+    answers: Sequence[tuple[int, dict[str, Any]] | None],
+    settings: Settings,
+) -> dict[str, Any]:
     """Every worker's ``/v1/status`` as one: counts and busy time summed, assignments listed
     with their worker, ready only when every worker is."""
     counts: dict[str, int] = {}
@@ -362,8 +398,13 @@ def merge_statuses(workers: Sequence[Worker],
     busy, all_ready, lag_known = 0.0, True, True
     for w, got in zip(workers, answers, strict=True):
         body = got[1] if got is not None and got[0] == 200 else None
-        entry: dict[str, Any] = {"worker": w.index, "pid": w.pid, "restarts": w.restarts,
-                                 "running": w.running, "ready": bool(body and body["ready"])}
+        entry: dict[str, Any] = {
+            "worker": w.index,
+            "pid": w.pid,
+            "restarts": w.restarts,
+            "running": w.running,
+            "ready": bool(body and body["ready"]),
+        }
         per_worker.append(entry)
         if body is None:
             all_ready = False
@@ -381,8 +422,7 @@ def merge_statuses(workers: Sequence[Worker],
         "group_id": settings.group_id,
         "input_topics": list(settings.input_topics),
         "assignments": assignments,
-        "total_lag": (sum(p["lag"] for p in assignments)
-                      if assignments and lag_known else None),
+        "total_lag": (sum(p["lag"] for p in assignments) if assignments and lag_known else None),
         "counts": dict(sorted(counts.items())),
         "worker_busy_seconds": round(busy, 6),
         "workers": per_worker,

@@ -40,8 +40,13 @@ class _Own:
 
 def create_supervisor_app(supervisor: Supervisor) -> FastAPI:
     settings = supervisor.settings
-    app = FastAPI(title="deidstream", version=package_version(), docs_url=None,
-                  redoc_url=None, openapi_url=None)
+    app = FastAPI(
+        title="deidstream",
+        version=package_version(),
+        docs_url=None,
+        redoc_url=None,
+        openapi_url=None,
+    )
     registry = merged_registry(supervisor)
 
     @app.get("/healthz")
@@ -78,13 +83,14 @@ def create_supervisor_app(supervisor: Supervisor) -> FastAPI:
             raise HTTPException(status.HTTP_503_SERVICE_UNAVAILABLE, "no worker running")
         try:
             async with supervisor.client(worker) as http:
-                got = await http.post("/v1/deidentify", content=body,
-                                      headers=_forwarded(request), timeout=None)
+                got = await http.post(
+                    "/v1/deidentify", content=body, headers=_forwarded(request), timeout=None
+                )
         except httpx.HTTPError:
-            raise HTTPException(status.HTTP_503_SERVICE_UNAVAILABLE,
-                                "worker unavailable") from None
-        return Response(got.content, status_code=got.status_code,
-                        media_type=got.headers.get("content-type"))
+            raise HTTPException(status.HTTP_503_SERVICE_UNAVAILABLE, "worker unavailable") from None
+        return Response(
+            got.content, status_code=got.status_code, media_type=got.headers.get("content-type")
+        )
 
     if settings.review_enabled:
         _review_proxy(app, supervisor, settings.max_message_bytes)
@@ -92,9 +98,20 @@ def create_supervisor_app(supervisor: Supervisor) -> FastAPI:
 
 
 # Hop-by-hop headers and those the proxy sets itself are not passed on (RFC 9110 §7.6.1).
-_NOT_PROXIED = frozenset({"host", "content-length", "connection", "keep-alive",
-                          "transfer-encoding", "upgrade", "te", "trailer",
-                          "proxy-authorization", "proxy-authenticate"})
+_NOT_PROXIED = frozenset(
+    {
+        "host",
+        "content-length",
+        "connection",
+        "keep-alive",
+        "transfer-encoding",
+        "upgrade",
+        "te",
+        "trailer",
+        "proxy-authorization",
+        "proxy-authenticate",
+    }
+)
 
 
 def _review_proxy(app: FastAPI, supervisor: Supervisor, max_bytes: int) -> None:
@@ -111,12 +128,16 @@ def _review_proxy(app: FastAPI, supervisor: Supervisor, max_bytes: int) -> None:
         target = f"/review{'/' + path if path else ''}"
         try:
             async with supervisor.client(worker) as http:
-                got = await http.request(request.method, target, content=body,
-                                         headers=headers, params=request.query_params,
-                                         timeout=None)
+                got = await http.request(
+                    request.method,
+                    target,
+                    content=body,
+                    headers=headers,
+                    params=request.query_params,
+                    timeout=None,
+                )
         except httpx.HTTPError:
-            raise HTTPException(status.HTTP_503_SERVICE_UNAVAILABLE,
-                                "worker unavailable") from None
+            raise HTTPException(status.HTTP_503_SERVICE_UNAVAILABLE, "worker unavailable") from None
         response = Response(got.content, status_code=got.status_code)
         for key, value in got.headers.multi_items():
             if key.lower() not in _NOT_PROXIED and key.lower() != "content-encoding":
@@ -127,8 +148,9 @@ def _review_proxy(app: FastAPI, supervisor: Supervisor, max_bytes: int) -> None:
         return await review("", request)
 
     app.add_api_route("/review", review_root, methods=["GET", "POST"], include_in_schema=False)
-    app.add_api_route("/review/{path:path}", review, methods=["GET", "POST"],
-                      include_in_schema=False)
+    app.add_api_route(
+        "/review/{path:path}", review, methods=["GET", "POST"], include_in_schema=False
+    )
 
 
 def _forwarded(request: Request) -> dict[str, str]:

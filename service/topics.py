@@ -14,8 +14,9 @@ from service.settings import Settings
 log = logging.getLogger("deidstream.kafka")
 
 
-async def ensure_topics(settings: Settings, topics: Iterable[str],
-                        bootstrap_servers: str | None = None) -> int:
+async def ensure_topics(
+    settings: Settings, topics: Iterable[str], bootstrap_servers: str | None = None
+) -> int:
     """Create those of ``topics`` the broker lacks (``settings.topic_partitions`` partitions,
     ``settings.replication_factor`` replicas); how many were asked for. A topic another
     client creates meanwhile is not an error."""
@@ -34,8 +35,9 @@ async def ensure_topics(settings: Settings, topics: Iterable[str],
                 name,
                 settings.topic_partitions,
                 settings.replication_factor,
-                topic_configs=({"cleanup.policy": "compact"}
-                               if name == settings.research_topic else {}),
+                topic_configs=(
+                    {"cleanup.policy": "compact"} if name == settings.research_topic else {}
+                ),
             )
             for name in dict.fromkeys(topics)
             if name not in existing

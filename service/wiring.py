@@ -49,8 +49,12 @@ class InstrumentedStore:
         if name == "transaction":  # a context manager: timed from its start to its commit
             m = self._metrics
             wrapped: Callable[..., Any] = partial(
-                _timed_transaction, attr, m.keystore_seconds.labels(name).observe,
-                m.keystore_ops.labels(name, "ok").inc, m.keystore_ops.labels(name, "error").inc)
+                _timed_transaction,
+                attr,
+                m.keystore_seconds.labels(name).observe,
+                m.keystore_ops.labels(name, "ok").inc,
+                m.keystore_ops.labels(name, "error").inc,
+            )
             self.__dict__[name] = wrapped
             return wrapped
         wrapped = timed_call(attr, name, self._metrics)
@@ -59,8 +63,12 @@ class InstrumentedStore:
 
 
 @contextmanager
-def _timed_transaction(transaction: Callable[[], Any], observe: Callable[[float], None],
-                       ok: Callable[[], None], error: Callable[[], None]) -> Iterator[None]:
+def _timed_transaction(
+    transaction: Callable[[], Any],
+    observe: Callable[[float], None],
+    ok: Callable[[], None],
+    error: Callable[[], None],
+) -> Iterator[None]:
     """The store's ``transaction()`` timed and counted as the operation ``transaction``, from
     its start to its commit (the calls inside are timed on their own as well)."""
     start = perf_counter()
@@ -138,7 +146,9 @@ class PrivateMarks:
         return True
 
     def compare_and_set_marks(
-        self, items: Sequence[tuple[str, bytes | None, bytes]], *,
+        self,
+        items: Sequence[tuple[str, bytes | None, bytes]],
+        *,
         ttl_seconds: float | None = None,
     ) -> list[bool]:
         """In order, each on its own (a preview's marks never expire: reset per preview)."""
@@ -151,8 +161,15 @@ class PrivateMarks:
 class ServiceProcessor:
     """The stream's processor plus a side-effect-free twin for previews."""
 
-    def __init__(self, stream: Any, preview: Any, preview_marks: PrivateMarks,
-                 store: ServiceStore, *, deadletter_mark_seconds: float = 30 * 86400.0) -> None:
+    def __init__(
+        self,
+        stream: Any,
+        preview: Any,
+        preview_marks: PrivateMarks,
+        store: ServiceStore,
+        *,
+        deadletter_mark_seconds: float = 30 * 86400.0,
+    ) -> None:
         self._stream = stream
         self._preview = preview
         self._preview_marks = preview_marks
@@ -160,8 +177,9 @@ class ServiceProcessor:
         self._mark_ttl = deadletter_mark_seconds
         self._pruned_at: float | None = None
 
-    def process_many(self, items: Sequence[tuple[bytes, str | None, Any]]
-                     ) -> Sequence[Sequence[Outcome] | BaseException]:
+    def process_many(
+        self, items: Sequence[tuple[bytes, str | None, Any]]
+    ) -> Sequence[Sequence[Outcome] | BaseException]:
         """Several inputs in one call (the runner's one worker-thread hop per batch)."""
         results: Sequence[Sequence[Outcome] | BaseException] = self._stream.process_many(items)
         return results
@@ -274,8 +292,11 @@ def _reviewed_deidentifier(settings: Settings, policy: Any, store: Any) -> Any:
     from pipelines.review import QueueingDetector, ReviewQueue
 
     queue = ReviewQueue(store)
-    detector = QueueingDetector(policy, queue) if settings.review_queue_spans \
+    detector = (
+        QueueingDetector(policy, queue)
+        if settings.review_queue_spans
         else Detector(policy, lists=queue.lists)
+    )
     return Deidentifier(policy, detector=detector, timer=time.perf_counter)
 
 
@@ -294,8 +315,13 @@ def real_processor_factory(settings: Settings, metrics: Metrics) -> ProcessorFac
         marks = PrivateMarks(store)
         limit, deadline = settings.max_message_bytes, settings.document_deadline_seconds
         return ServiceProcessor(
-            RealProcessor(policy=policy, store=store, max_bytes=limit, deadline_seconds=deadline,
-                          deidentify=_reviewed_deidentifier(settings, policy, raw)),
+            RealProcessor(
+                policy=policy,
+                store=store,
+                max_bytes=limit,
+                deadline_seconds=deadline,
+                deidentify=_reviewed_deidentifier(settings, policy, raw),
+            ),
             RealProcessor(policy=policy, store=marks, max_bytes=limit, deadline_seconds=deadline),
             marks,
             store,

@@ -37,8 +37,9 @@ def label_logs(index: int) -> None:
     from service.logs import FORMAT
 
     for handler in logging.getLogger().handlers:
-        handler.setFormatter(logging.Formatter(FORMAT.replace("%(name)s",
-                                                              f"%(name)s[worker {index}]")))
+        handler.setFormatter(
+            logging.Formatter(FORMAT.replace("%(name)s", f"%(name)s[worker {index}]"))
+        )
 
 
 def main(argv: list[str] | None = None) -> int:

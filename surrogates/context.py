@@ -83,11 +83,7 @@ class ReplaceContext:
         does not even occur in the lower-cased note: every ASCII token is a substring of
         ``text.lower()`` (lower-casing is per character but for the final-sigma rule, which
         never yields ASCII), so the substring test can only rule words out."""
-        if (
-            len(self.text) <= SUBSTRING_TEST_CHARS
-            and word.isascii()
-            and word not in self.lowered
-        ):
+        if len(self.text) <= SUBSTRING_TEST_CHARS and word.isascii() and word not in self.lowered:
             return False
         return word in self.original_tokens
 

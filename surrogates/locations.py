@@ -149,7 +149,7 @@ def _saint(ctx: ReplaceContext, key: str) -> str:
 
 
 def _saint_run(ctx: ReplaceContext, run: list[re.Match[str]]) -> tuple[int, int, str]:
-    """"Mary's" in "St. Mary's Hospital": another saint, possessive kept."""
+    """ "Mary's" in "St. Mary's Hospital": another saint, possessive kept."""
     words = " ".join(m.group() for m in run)
     possessive = re.search(r"['’]s$", words, re.IGNORECASE)
     core = words[: possessive.start()] if possessive else words

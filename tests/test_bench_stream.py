@@ -30,8 +30,13 @@ from pipelines.policy import Policy
 from pipelines.process import Processor
 
 NOTES = [
-    Note("7", "1", "Pt resting. BP 120/80 | HR 72 ^ afebrile & calm ~ see \\ chart.\nPlan: ambulate.",
-         1, 1),
+    Note(
+        "7",
+        "1",
+        "Pt resting. BP 120/80 | HR 72 ^ afebrile & calm ~ see \\ chart.\nPlan: ambulate.",
+        1,
+        1,
+    ),
     Note("7", "2", "Overnight uneventful.\n\nTolerating diet.", 2, 10),
     Note("9", "1", "Family at bedside, questions answered.", 3, 20),
 ]
@@ -100,8 +105,12 @@ def test_a_held_output_before_its_inputs_ack_is_matched() -> None:
     class Rec:
         topic = HELD_TOPIC
         value = b"{}"
-        headers = [("source-topic", HL7_TOPIC.encode()), ("source-partition", b"0"),
-                   ("source-offset", b"41"), ("reason-class", b"leak_guard")]
+        headers = [
+            ("source-topic", HL7_TOPIC.encode()),
+            ("source-partition", b"0"),
+            ("source-offset", b"41"),
+            ("reason-class", b"leak_guard"),
+        ]
 
     collector = Collector("unused:0")
     collector.expect(7)

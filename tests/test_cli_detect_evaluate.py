@@ -37,7 +37,9 @@ PHI_SPAN = re.compile(r"^\d+\t\d+\t\d+\t[A-Z_]+$")
 
 
 def test_detect_physionet_format(app: typer.Typer) -> None:
-    result = runner.invoke(app, ["detect", str(MINI / "id.text"), "--known-names", str(MINI / "pid_patientname.txt")])
+    result = runner.invoke(
+        app, ["detect", str(MINI / "id.text"), "--known-names", str(MINI / "pid_patientname.txt")]
+    )
     assert result.exit_code == 0, result.stderr
     lines = result.stdout.splitlines()
     headers = [ln for ln in lines if PHI_HEADER.match(ln)]
@@ -78,7 +80,12 @@ def test_detect_bad_input_reports_records_and_goes_on(app: typer.Typer, tmp_path
     result = runner.invoke(app, ["detect", str(corpus)])
     assert result.exit_code == 1
     headers = [ln for ln in result.stdout.splitlines() if ln.startswith("Patient ")]
-    assert headers == ["Patient 1\tNote 1", "Patient 1\tNote 3", "Patient 2\tNote 1", "Patient 2\tNote 2"]
+    assert headers == [
+        "Patient 1\tNote 1",
+        "Patient 1\tNote 3",
+        "Patient 2\tNote 1",
+        "Patient 2\tNote 2",
+    ]
     err = result.stderr
     assert "record 2 at line 5" in err and "UTF-8" in err
     assert "record 4 at line 12" in err and "header" in err
@@ -95,10 +102,17 @@ def test_detect_invalid_utf8_plain_text(app: typer.Typer, tmp_path: Path) -> Non
 
 
 def test_evaluate_on_fixture(app: typer.Typer) -> None:
-    result = runner.invoke(app, ["evaluate", "--corpus", "physionet", str(MINI), "--known-names", "--bootstrap", "50"])
+    result = runner.invoke(
+        app, ["evaluate", "--corpus", "physionet", str(MINI), "--known-names", "--bootstrap", "50"]
+    )
     assert result.exit_code == 0, result.stderr
     out = result.stdout
-    for label in ("token sensitivity (recall)", "token precision", "token f2", "phrase recall (all tokens)"):
+    for label in (
+        "token sensitivity (recall)",
+        "token precision",
+        "token f2",
+        "phrase recall (all tokens)",
+    ):
         assert label in out
     assert ">= 0.985" in out and "known names: yes" in out
     assert "notes 6  patients 3" in out and "gold phrases 11" in out
@@ -107,7 +121,9 @@ def test_evaluate_on_fixture(app: typer.Typer) -> None:
 def test_evaluate_json_and_names_file(app: typer.Typer, tmp_path: Path) -> None:
     names = tmp_path / "names.txt"
     names.write_text("1||||X||||Y\n")
-    result = runner.invoke(app, ["evaluate", str(MINI), "--names-file", str(names), "--json", "--bootstrap", "20"])
+    result = runner.invoke(
+        app, ["evaluate", str(MINI), "--names-file", str(names), "--json", "--bootstrap", "20"]
+    )
     assert result.exit_code == 0, result.stderr
     data = json.loads(result.stdout)
     assert data["known_names"] is True and data["notes"] == 6
@@ -123,7 +139,9 @@ def test_evaluate_show_errors_lists_missed_phrases(app: typer.Typer) -> None:
 
 def test_evaluate_broken_corpus_exits_nonzero(app: typer.Typer, tmp_path: Path) -> None:
     shutil.copy(MINI / "id-phi.phrase", tmp_path / "id-phi.phrase")
-    (tmp_path / "id.text").write_bytes((MINI / "id.text").read_bytes() + b"START_OF_RECORD=9||||9||||\ntrunc")
+    (tmp_path / "id.text").write_bytes(
+        (MINI / "id.text").read_bytes() + b"START_OF_RECORD=9||||9||||\ntrunc"
+    )
     result = runner.invoke(app, ["evaluate", str(tmp_path), "--bootstrap", "0"])
     assert result.exit_code == 1
     assert "record 7" in result.stderr and "token sensitivity" in result.stdout
@@ -144,7 +162,9 @@ def test_evaluate_dev_split_output_format(physionet_dev: Path) -> None:
     lines = proc.stdout.splitlines()
     for key in ("sensitivity", "precision", "f2", "recall"):
         assert any(key in ln for ln in lines), key
-    row = re.compile(r"^token sensitivity \(recall\)\s+(\d\.\d{4}|n/a)\s+(\[\d\.\d{4}, \d\.\d{4}\]|n/a)")
+    row = re.compile(
+        r"^token sensitivity \(recall\)\s+(\d\.\d{4}|n/a)\s+(\[\d\.\d{4}, \d\.\d{4}\]|n/a)"
+    )
     assert any(row.match(ln) for ln in lines)
     assert "notes 1624  patients 109" in proc.stdout
     for category in ("HCPName", "Date", "Location", "RelativeProxyName", "PTName", "Phone"):
@@ -158,14 +178,20 @@ def _gold_as_phi(path: Path, drop: int = 0) -> None:
     lines = []
     for (patient, note), phrases in load_gold(MINI / "id-phi.phrase").items():
         lines.append(f"Patient {patient}\tNote {note}")
-        lines += [f"{i}\t{p.start}\t{p.end}" for i, p in enumerate(phrases) if (patient, note, i) >= ("1", "1", drop)]
+        lines += [
+            f"{i}\t{p.start}\t{p.end}"
+            for i, p in enumerate(phrases)
+            if (patient, note, i) >= ("1", "1", drop)
+        ]
     path.write_text("\n".join(lines) + "\n")
 
 
 def test_evaluate_scores_a_span_file(app: typer.Typer, tmp_path: Path) -> None:
     phi = tmp_path / "gold.phi"
     _gold_as_phi(phi)
-    result = runner.invoke(app, ["evaluate", str(MINI), "--predictions", str(phi), "--json", "--bootstrap", "20"])
+    result = runner.invoke(
+        app, ["evaluate", str(MINI), "--predictions", str(phi), "--json", "--bootstrap", "20"]
+    )
     assert result.exit_code == 0, result.stderr
     data = json.loads(result.stdout)
     assert data["metrics"]["sensitivity"] == 1.0 and data["metrics"]["precision"] == 1.0
@@ -175,7 +201,16 @@ def test_evaluate_scores_a_span_file(app: typer.Typer, tmp_path: Path) -> None:
 def test_evaluate_error_category_filter(app: typer.Typer, tmp_path: Path) -> None:
     phi = tmp_path / "partial.phi"
     _gold_as_phi(phi, drop=1)  # "Ada" (PTName) is missed
-    args = ["evaluate", str(MINI), "--predictions", str(phi), "--show-errors", "5", "--bootstrap", "0"]
+    args = [
+        "evaluate",
+        str(MINI),
+        "--predictions",
+        str(phi),
+        "--show-errors",
+        "5",
+        "--bootstrap",
+        "0",
+    ]
     shown = runner.invoke(app, [*args, "--error-category", "ptname"])
     assert "missed gold phrases (first 5 of 1)" in shown.stdout and "[[Ada]]" in shown.stdout
     hidden = runner.invoke(app, [*args, "--error-category", "Date"])
@@ -190,7 +225,10 @@ class _SlashNumbers(Recognizer):
     def detect(self, doc: Doc) -> list[Span]:
         if "EXPLODE" in doc.text:
             raise RuntimeError("boom")
-        return [Span(m.start(), m.end(), Category.DATE, source=self.name) for m in re.finditer(r"\d+/\d+", doc.text)]
+        return [
+            Span(m.start(), m.end(), Category.DATE, source=self.name)
+            for m in re.finditer(r"\d+/\d+", doc.text)
+        ]
 
 
 @pytest.fixture
@@ -206,33 +244,57 @@ def test_detect_writes_span_offsets(app: typer.Typer, slash_policy: Path) -> Non
     assert result.exit_code == 0, result.stderr
     out = result.stdout
     # note 1 1: "3/14" at 41 and "120/80" in the second line; note 2 2 "3/10"
-    assert out.startswith("Patient 1\tNote 1\n1\t41\t45\tDATE\n2\t92\t98\tDATE\nPatient 1\tNote 2\n")
+    assert out.startswith(
+        "Patient 1\tNote 1\n1\t41\t45\tDATE\n2\t92\t98\tDATE\nPatient 1\tNote 2\n"
+    )
     assert "Patient 2\tNote 1\n1\t32\t36\tDATE\n" in out
 
 
 def test_detect_text_output_redacts(app: typer.Typer, slash_policy: Path, tmp_path: Path) -> None:
     note = tmp_path / "n.txt"
     note.write_text("seen 3/14, BP 120/80")
-    result = runner.invoke(app, ["detect", str(note), "--format", "text", "--policy", str(slash_policy)])
+    result = runner.invoke(
+        app, ["detect", str(note), "--format", "text", "--policy", str(slash_policy)]
+    )
     assert result.stdout == "Patient -\tNote n\nseen [DATE], BP [DATE]\n"
 
 
-def test_detector_failure_is_reported_per_record(app: typer.Typer, slash_policy: Path, tmp_path: Path) -> None:
+def test_detector_failure_is_reported_per_record(
+    app: typer.Typer, slash_policy: Path, tmp_path: Path
+) -> None:
     corpus = tmp_path / "id.text"
     corpus.write_bytes(
         b"START_OF_RECORD=1||||1||||\nEXPLODE 1/2\n||||END_OF_RECORD\n\n"
         b"START_OF_RECORD=1||||2||||\nok 1/2\n||||END_OF_RECORD\n"
     )
-    result = runner.invoke(app, ["detect", str(corpus), "--format", "json", "--policy", str(slash_policy)])
+    result = runner.invoke(
+        app, ["detect", str(corpus), "--format", "json", "--policy", str(slash_policy)]
+    )
     assert result.exit_code == 1
     assert "record 1 at line 1 (patient 1 note 1): detector failed (RuntimeError)" in result.stderr
     assert "EXPLODE" not in result.stderr
     rows = [json.loads(ln) for ln in result.stdout.splitlines()]
-    assert rows == [{"patient": "1", "note": "2", "spans": [{"start": 3, "end": 6, "category": "DATE", "confidence": 1.0, "source": _SlashNumbers.name}]}]
+    assert rows == [
+        {
+            "patient": "1",
+            "note": "2",
+            "spans": [
+                {
+                    "start": 3,
+                    "end": 6,
+                    "category": "DATE",
+                    "confidence": 1.0,
+                    "source": _SlashNumbers.name,
+                }
+            ],
+        }
+    ]
 
 
 def test_evaluate_with_a_recognizer(app: typer.Typer, slash_policy: Path) -> None:
-    result = runner.invoke(app, ["evaluate", str(MINI), "--policy", str(slash_policy), "--json", "--bootstrap", "0"])
+    result = runner.invoke(
+        app, ["evaluate", str(MINI), "--policy", str(slash_policy), "--json", "--bootstrap", "0"]
+    )
     data = json.loads(result.stdout)
     # gold tokens 14 (3/14 is two); predicted 3,14 (gold) + 120,80,3,10 (not gold)
     assert data["counts"]["tp"] == 2 and data["counts"]["fp"] == 4

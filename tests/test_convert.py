@@ -70,8 +70,10 @@ def test_fixtures_to_stdout_one_document_per_line(env: dict[str, str]) -> None:
     assert again.exit_code == 0
     assert again.stdout == ""
     assert again.stderr.count(": duplicate") == 2
-    assert "total (2 inputs): 0 published, 2 duplicate, 0 superseded, 0 held, " \
-           "0 dead-lettered" in again.stderr
+    assert (
+        "total (2 inputs): 0 published, 2 duplicate, 0 superseded, 0 held, "
+        "0 dead-lettered" in again.stderr
+    )
 
 
 def test_each_input_ends_with_its_summary(env: dict[str, str]) -> None:
@@ -83,8 +85,9 @@ def test_each_input_ends_with_its_summary(env: dict[str, str]) -> None:
     summaries = [ln for ln in lines if ln.endswith(" dead-lettered")]
     assert len(summaries) == 5  # one per input, then the total
     assert summaries[-1].startswith("total (4 inputs): ")
-    assert summaries[-2] == (f"{files[0]}: 0 published, 1 duplicate, 0 superseded, 0 held, "
-                             "0 dead-lettered")
+    assert summaries[-2] == (
+        f"{files[0]}: 0 published, 1 duplicate, 0 superseded, 0 held, 0 dead-lettered"
+    )
     assert summaries[0].startswith(f"{files[0]}: 1 published, ")
 
 
@@ -153,7 +156,9 @@ def test_every_sample_converts_or_fails_with_a_reason(
     # every input either produced documents or is named on stderr
     assert len(result.stdout.splitlines()) >= len(silent)
     assert result.stdout.strip(), "some sample must convert"
-    assert result.exit_code == (1 if re.search(r": (error|document \d+: held) ", result.stderr) else 0)
+    assert result.exit_code == (
+        1 if re.search(r": (error|document \d+: held) ", result.stderr) else 0
+    )
 
 
 def test_annotations_option_adds_surrogate_offsets(env: dict[str, str]) -> None:
@@ -181,8 +186,7 @@ def test_content_hint_follows_the_file_suffix() -> None:
     assert hint(Path("a.bin")) is None
 
 
-def test_held_input_converts_once_the_policy_is_fixed(env: dict[str, str], tmp_path: Path
-                                                       ) -> None:
+def test_held_input_converts_once_the_policy_is_fixed(env: dict[str, str], tmp_path: Path) -> None:
     """Issue 15 item 2 with convert: held under a blind policy, then the same file under the
     fixed one is published (not `duplicate`), and a third run is a duplicate."""
     blind = tmp_path / "blind.toml"

@@ -44,7 +44,14 @@ def _read(data: bytes) -> tuple[list[Note], list[RecordError]]:
 def test_fixture_offsets_match_gold_text() -> None:
     notes, errors = _split(list(read_notes(MINI / "id.text")))
     assert errors == []
-    assert [n.key for n in notes] == [("1", "1"), ("1", "2"), ("1", "3"), ("2", "1"), ("2", "2"), ("4", "1")]
+    assert [n.key for n in notes] == [
+        ("1", "1"),
+        ("1", "2"),
+        ("1", "3"),
+        ("2", "1"),
+        ("2", "2"),
+        ("4", "1"),
+    ]
     gold = load_gold(MINI / "id-phi.phrase")
     texts = {n.key: n.text for n in notes}
     checked = 0

@@ -173,8 +173,12 @@ def test_i2b2_refuses_entity_expansion(tmp_path: Path) -> None:
 def test_jsonl_reader(tmp_path: Path) -> None:
     path = tmp_path / "notes.jsonl"
     rows = [
-        {"text": "Dr Fenwick Aldous saw her.", "patient": "9", "note": "a",
-         "spans": [{"start": 3, "end": 17, "category": "NAME_PROVIDER"}]},
+        {
+            "text": "Dr Fenwick Aldous saw her.",
+            "patient": "9",
+            "note": "a",
+            "spans": [{"start": 3, "end": 17, "category": "NAME_PROVIDER"}],
+        },
         {"text": "no phi here", "spans": []},
         {"text": "bad", "spans": [{"start": 1, "end": 40, "category": "Date"}]},
     ]
@@ -208,7 +212,12 @@ def test_ser_worked_example() -> None:
     ]
     sc = score_slots(gold, pred)
     assert (sc.slots, sc.correct, sc.substitutions, sc.boundary, sc.deletions, sc.insertions) == (
-        4, 1, 1, 1, 1, 1,
+        4,
+        1,
+        1,
+        1,
+        1,
+        1,
     )
     assert sc.ser == pytest.approx(3 / 4)
     assert sc.ser_strict == pytest.approx(1.0)
@@ -282,8 +291,18 @@ def test_train_reads_jsonl(app: typer.Typer, tmp_path: Path) -> None:
     model = tmp_path / "m.crfsuite"
     result = runner.invoke(
         app,
-        ["train", str(path), "--out", str(model), "--augment", "0", "--synthetic", "0",
-         "--iterations", "3"],
+        [
+            "train",
+            str(path),
+            "--out",
+            str(model),
+            "--augment",
+            "0",
+            "--synthetic",
+            "0",
+            "--iterations",
+            "3",
+        ],
     )
     assert result.exit_code == 0, result.output
     assert "trained on 2 notes" in result.output and model.stat().st_size > 0
@@ -354,18 +373,28 @@ def test_dev_split_scores_identically_in_every_layout(
 def _cv_notes() -> list[tuple[Note, list[GoldPhrase]]]:
     """Six invented patients, two notes each: enough for a 3-fold patient split."""
     fills = [
-        ("Ambrose Quell", "Tindale Hospital"), ("Verity Osgood", "Maple Fenn"),
-        ("Lucan Harrowby", "Easterbrook"), ("Nell Praxton", "Gullane Clinic"),
-        ("Tobiah Wrenly", "Scarsfield"), ("Mirela Dunstan", "Corran Vale"),
+        ("Ambrose Quell", "Tindale Hospital"),
+        ("Verity Osgood", "Maple Fenn"),
+        ("Lucan Harrowby", "Easterbrook"),
+        ("Nell Praxton", "Gullane Clinic"),
+        ("Tobiah Wrenly", "Scarsfield"),
+        ("Mirela Dunstan", "Corran Vale"),
     ]
     out = []
     for p, (name, place) in enumerate(fills, 1):
-        for n, template in enumerate(("Seen by Dr. {n} today, sent to {l}.",
-                                      "Wife {n} called from {l} about the plan."), 1):
+        for n, template in enumerate(
+            ("Seen by Dr. {n} today, sent to {l}.", "Wife {n} called from {l} about the plan."), 1
+        ):
             text = template.format(n=name, l=place)
-            out.append((Note(str(p), str(n), text, len(out) + 1, 1),
-                        [_phrase(text, name, "HCPName" if n == 1 else "RelativeProxyName"),
-                         _phrase(text, place, "Location")]))
+            out.append(
+                (
+                    Note(str(p), str(n), text, len(out) + 1, 1),
+                    [
+                        _phrase(text, name, "HCPName" if n == 1 else "RelativeProxyName"),
+                        _phrase(text, place, "Location"),
+                    ],
+                )
+            )
     return out
 
 
@@ -376,8 +405,19 @@ def test_cv_reads_any_layout(app: typer.Typer, tmp_path: Path) -> None:
         write_corpus(where, CorpusFormat(fmt), notes)
         result = runner.invoke(
             app,
-            ["evaluate", str(where), "--cv", "3", "--augment", "0", "--synthetic", "0",
-             "--iterations", "10", "--json"],
+            [
+                "evaluate",
+                str(where),
+                "--cv",
+                "3",
+                "--augment",
+                "0",
+                "--synthetic",
+                "0",
+                "--iterations",
+                "10",
+                "--json",
+            ],
         )
         assert result.exit_code == 0, result.output
         data = json.loads(result.stdout)

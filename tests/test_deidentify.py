@@ -53,8 +53,9 @@ def test_replaced_lists_the_spans_acted_on_at_their_input_offsets() -> None:
     kept = _no_detector({C.NAME_PROVIDER: Action.KEEP}).deidentify(_doc(), _state(), spans=SPANS)
     assert kept.replaced == tuple(s for s in SPANS if s.category is not C.NAME_PROVIDER)
     assert [TEXT[s.start : s.end] for s in kept.replaced][:2] == ["John Smith", "07/22/2005"]
-    assert all(s.start == a and s.end == b for s, (a, b, _) in zip(kept.replaced, kept.acted,
-                                                                    strict=True))
+    assert all(
+        s.start == a and s.end == b for s, (a, b, _) in zip(kept.replaced, kept.acted, strict=True)
+    )
 
 
 def test_surrogates_replace_every_span_and_output_spans_point_at_them() -> None:

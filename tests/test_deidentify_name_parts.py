@@ -18,8 +18,9 @@ NAMES = st.lists(
 
 @given(NAMES, NAMES, NAMES)
 def test_both_name_parts_equal_each_asked_alone(
-    patient: tuple[PersonName, ...], provider: tuple[PersonName, ...],
-    relative: tuple[PersonName, ...]
+    patient: tuple[PersonName, ...],
+    provider: tuple[PersonName, ...],
+    relative: tuple[PersonName, ...],
 ) -> None:
     ids = Identifiers(patient_names=patient, provider_names=provider, relative_names=relative)
     assert _known_name_parts(ids) == (_known_parts(ids, True), _known_parts(ids, False))

@@ -33,10 +33,38 @@ OPERATIONS = ROOT / "docs" / "operations.md"
 PROMETHEUS_SERIES = {"up"}
 TARGET_LABELS = {"job", "instance", "namespace", "pod", "le"}
 PROMQL_WORDS = {
-    "sum", "max", "min", "avg", "count", "rate", "irate", "increase", "by", "without", "and",
-    "or", "unless", "on", "ignoring", "group_left", "group_right", "bool", "offset",
-    "histogram_quantile", "clamp_min", "clamp_max", "label_values", "max_over_time", "deriv",
-    "abs", "topk", "bottomk", "time", "vector", "scalar", "absent",
+    "sum",
+    "max",
+    "min",
+    "avg",
+    "count",
+    "rate",
+    "irate",
+    "increase",
+    "by",
+    "without",
+    "and",
+    "or",
+    "unless",
+    "on",
+    "ignoring",
+    "group_left",
+    "group_right",
+    "bool",
+    "offset",
+    "histogram_quantile",
+    "clamp_min",
+    "clamp_max",
+    "label_values",
+    "max_over_time",
+    "deriv",
+    "abs",
+    "topk",
+    "bottomk",
+    "time",
+    "vector",
+    "scalar",
+    "absent",
 }
 # reason classes the runner sets itself (service/runner/), besides the error hierarchy's
 RUNNER_REASONS = {"oversize", "internal_error", "leak_guard"}
@@ -141,9 +169,17 @@ def test_every_manifest_parses(path: Path) -> None:
 
 
 def test_the_expected_files_exist() -> None:
-    for rel in ("Dockerfile", "compose.yaml", "prometheus/prometheus.yml",
-                "prometheus/alerts.yml", "grafana/deidstream.json", "k8s/deployment.yaml",
-                "k8s/service.yaml", "k8s/configmap.yaml", "k8s/poddisruptionbudget.yaml"):
+    for rel in (
+        "Dockerfile",
+        "compose.yaml",
+        "prometheus/prometheus.yml",
+        "prometheus/alerts.yml",
+        "grafana/deidstream.json",
+        "k8s/deployment.yaml",
+        "k8s/service.yaml",
+        "k8s/configmap.yaml",
+        "k8s/poddisruptionbudget.yaml",
+    ):
         assert (DEPLOY / rel).is_file(), rel
 
 
@@ -151,8 +187,10 @@ def test_the_expected_files_exist() -> None:
 
 
 def test_the_name_extractor_sees_names_and_labels() -> None:
-    expr = ('histogram_quantile(0.99, sum by (le, stage) (rate(x_bucket{job=~"$job", a="b"}'
-            '[5m]))) / clamp_min(sum(rate(y_total[$__rate_interval])), 1e-9) and up == 0')
+    expr = (
+        'histogram_quantile(0.99, sum by (le, stage) (rate(x_bucket{job=~"$job", a="b"}'
+        "[5m]))) / clamp_min(sum(rate(y_total[$__rate_interval])), 1e-9) and up == 0"
+    )
     assert promql_names(expr) == {"x_bucket", "y_total", "up"}
     assert promql_labels(expr) == {"le", "stage", "job", "a"}
 
@@ -168,11 +206,15 @@ def test_alert_rules_use_only_registered_metrics_and_labels() -> None:
 def test_alert_rules_cover_the_required_conditions() -> None:
     rules = alert_rules()
     used = " ".join(r["expr"] for r in rules)
-    for name in ("deidstream_messages_deadlettered_total", "deidstream_documents_held_total",
-                 "deidstream_consumer_lag_messages", "deidstream_ready",
-                 "deidstream_keystore_operations_total",
-                 "deidstream_end_to_end_latency_seconds_bucket",
-                 "deidstream_processing_stage_seconds_bucket"):
+    for name in (
+        "deidstream_messages_deadlettered_total",
+        "deidstream_documents_held_total",
+        "deidstream_consumer_lag_messages",
+        "deidstream_ready",
+        "deidstream_keystore_operations_total",
+        "deidstream_end_to_end_latency_seconds_bucket",
+        "deidstream_processing_stage_seconds_bucket",
+    ):
         assert name in used, f"no alert on {name}"
     held = [r for r in rules if "deidstream_documents_held_total" in r["expr"]]
     # any held document is a privacy alert: critical, no waiting period, threshold zero
@@ -204,8 +246,9 @@ def test_dashboard_panels_do_not_overlap() -> None:
     for panel in load(DASHBOARD)[0]["panels"]:
         g = panel["gridPos"]
         assert g["x"] + g["w"] <= 24, panel["title"]
-        area = {(x, y) for x in range(g["x"], g["x"] + g["w"])
-                for y in range(g["y"], g["y"] + g["h"])}
+        area = {
+            (x, y) for x in range(g["x"], g["x"] + g["w"]) for y in range(g["y"], g["y"] + g["h"])
+        }
         assert not area & cells, f"panel {panel['title']} overlaps another"
         cells |= area
 
@@ -221,8 +264,11 @@ def compose_service_env() -> dict[str, str]:
 
 def test_compose_env_names_are_settings_fields() -> None:
     env = compose_service_env()
-    assert {"DEIDSTREAM_BOOTSTRAP_SERVERS", "DEIDSTREAM_KEYSTORE_URL",
-            "DEIDSTREAM_MASTER_KEY"} <= set(env)
+    assert {
+        "DEIDSTREAM_BOOTSTRAP_SERVERS",
+        "DEIDSTREAM_KEYSTORE_URL",
+        "DEIDSTREAM_MASTER_KEY",
+    } <= set(env)
     unknown = {k for k in env if k.startswith("DEIDSTREAM_")} - settings_env_names()
     assert not unknown, f"not fields of service.settings.Settings: {sorted(unknown)}"
     assert env["DEIDSTREAM_KEYSTORE_URL"].startswith("postgresql://")
@@ -308,8 +354,10 @@ def test_k8s_deployment_probes_secret_and_selectors() -> None:
     # idle and never become ready
     surge = deployment["spec"]["strategy"]["rollingUpdate"]["maxSurge"]
     workers = int(config.get("DEIDSTREAM_WORKERS", "1"))
-    assert int(config["DEIDSTREAM_TOPIC_PARTITIONS"]) >= (
-        deployment["spec"]["replicas"] + surge) * workers
+    assert (
+        int(config["DEIDSTREAM_TOPIC_PARTITIONS"])
+        >= (deployment["spec"]["replicas"] + surge) * workers
+    )
 
 
 def test_dockerfile_runs_the_service_as_non_root() -> None:
@@ -372,29 +420,45 @@ promtool = pytest.mark.skipif(shutil.which("promtool") is None, reason="promtool
 
 @promtool
 def test_promtool_checks_the_rules_and_the_config() -> None:
-    for args in (["check", "rules", "alerts.yml"], ["check", "config", "prometheus.yml"],
-                 ["test", "rules", "alerts.test.yml"]):
-        proc = subprocess.run(["promtool", *args], cwd=DEPLOY / "prometheus",
-                              capture_output=True, text=True, timeout=60)
+    for args in (
+        ["check", "rules", "alerts.yml"],
+        ["check", "config", "prometheus.yml"],
+        ["test", "rules", "alerts.test.yml"],
+    ):
+        proc = subprocess.run(
+            ["promtool", *args],
+            cwd=DEPLOY / "prometheus",
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
         assert proc.returncode == 0, proc.stdout + proc.stderr
 
 
 @pytest.mark.skipif(shutil.which("kubectl") is None, reason="kubectl not installed")
 def test_kustomize_builds_the_manifests() -> None:
-    proc = subprocess.run(["kubectl", "kustomize", str(K8S)], capture_output=True, text=True,
-                          timeout=60)
+    proc = subprocess.run(
+        ["kubectl", "kustomize", str(K8S)], capture_output=True, text=True, timeout=60
+    )
     assert proc.returncode == 0, proc.stderr
     kinds = {d["kind"] for d in yaml.safe_load_all(proc.stdout) if d}
-    assert kinds == {"ServiceAccount", "ConfigMap", "Deployment", "Service",
-                     "PodDisruptionBudget"}
+    assert kinds == {"ServiceAccount", "ConfigMap", "Deployment", "Service", "PodDisruptionBudget"}
 
 
 def test_compose_file_matches_the_compose_specification() -> None:
     pytest.importorskip("check_jsonschema")
     proc = subprocess.run(
-        [sys.executable, "-m", "check_jsonschema", "--builtin-schema", "vendor.compose-spec",
-         str(DEPLOY / "compose.yaml")],
-        capture_output=True, text=True, timeout=120,
+        [
+            sys.executable,
+            "-m",
+            "check_jsonschema",
+            "--builtin-schema",
+            "vendor.compose-spec",
+            str(DEPLOY / "compose.yaml"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr
 

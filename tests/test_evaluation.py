@@ -36,7 +36,15 @@ PRED = [
 
 def test_tokens_are_alphanumeric_runs() -> None:
     assert tokenize(TEXT) == [
-        (0, 4), (5, 10), (11, 14), (15, 17), (18, 21), (22, 24), (25, 26), (27, 29), (30, 35)
+        (0, 4),
+        (5, 10),
+        (11, 14),
+        (15, 17),
+        (18, 21),
+        (22, 24),
+        (25, 26),
+        (27, 29),
+        (30, 35),
     ]
     assert tokenize("a_b, 12ab-é!") == [(0, 1), (2, 3), (5, 9), (10, 11)]
 
@@ -44,7 +52,9 @@ def test_tokens_are_alphanumeric_runs() -> None:
 def test_hand_computed_note() -> None:
     score = score_note(TEXT, GOLD, PRED, collect_text=True)
     # gold tokens John Smith Who 3 14; predicted Smith Dr Who 3 14 today
-    assert score.counts == Counts(tp=4, fp=2, fn=1, tn=2, phrases=3, phrases_found=2, phrases_touched=3)
+    assert score.counts == Counts(
+        tp=4, fp=2, fn=1, tn=2, phrases=3, phrases_found=2, phrases_touched=3
+    )
     m = metrics_of(score.counts)
     assert m["sensitivity"] == pytest.approx(0.8)
     assert m["specificity"] == pytest.approx(0.5)
@@ -70,7 +80,9 @@ def test_hand_computed_note() -> None:
 
 def test_partial_token_overlap_counts_whole_token() -> None:
     # a span covering part of "Smithson" makes the whole token predicted
-    score = score_note("Smithson here", [GoldPhrase(0, 8, "PTName")], [Span(0, 3, Category.NAME_OTHER)])
+    score = score_note(
+        "Smithson here", [GoldPhrase(0, 8, "PTName")], [Span(0, 3, Category.NAME_OTHER)]
+    )
     assert score.counts.tp == 1 and score.counts.fn == 0 and score.counts.phrases_found == 1
 
 
@@ -146,7 +158,12 @@ def test_report_forms() -> None:
     assert ">= 0.970" in no_names and "missed gold" not in no_names
     data = report.to_dict(known_names=False)
     assert set(data["metrics"]) == {
-        "sensitivity", "specificity", "precision", "f2", "phrase_recall", "phrase_recall_any"
+        "sensitivity",
+        "specificity",
+        "precision",
+        "f2",
+        "phrase_recall",
+        "phrase_recall_any",
     }
     assert data["targets"] == {"sensitivity": {"min": 0.97, "met": False}}
     assert "missed" not in data  # corpus text only on request
@@ -158,7 +175,9 @@ spans = st.lists(
 
 
 @given(st.text(alphabet="ab 1-\n", max_size=40), spans, spans)
-def test_counts_are_consistent(text: str, gold: list[tuple[int, int]], pred: list[tuple[int, int]]) -> None:
+def test_counts_are_consistent(
+    text: str, gold: list[tuple[int, int]], pred: list[tuple[int, int]]
+) -> None:
     score = score_note(
         text,
         [GoldPhrase(s, e, "X") for s, e in gold],

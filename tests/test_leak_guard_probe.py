@@ -45,10 +45,15 @@ def test_word_probe_never_skips_a_phrase_match(words: list[str], before: str, af
 
 
 @settings(max_examples=300, deadline=None)
-@given(part=st.sampled_from(["will", "may", "Smith", "Hope", "O'Neil"]), before=_TEXT,
-       after=_TEXT, mixed=st.booleans())
-def test_word_probe_never_skips_a_name_part_match(part: str, before: str, after: str,
-                                                  mixed: bool) -> None:
+@given(
+    part=st.sampled_from(["will", "may", "Smith", "Hope", "O'Neil"]),
+    before=_TEXT,
+    after=_TEXT,
+    mixed=st.booleans(),
+)
+def test_word_probe_never_skips_a_name_part_match(
+    part: str, before: str, after: str, mixed: bool
+) -> None:
     pattern = _name_part_pattern(part, mixed)
     for text in (before + part + after, before + "Dr. " + part.upper() + after):
         if _holds(pattern, text):
@@ -56,11 +61,15 @@ def test_word_probe_never_skips_a_name_part_match(part: str, before: str, after:
 
 
 @settings(max_examples=400, deadline=None)
-@given(value=st.text(st.sampled_from(list("AB12cd9")), min_size=4, max_size=8),
-       seps=st.lists(st.sampled_from(["", " ", "-", ".", "/", "\t"]), min_size=8, max_size=8),
-       before=_TEXT, after=_TEXT)
-def test_squeezed_probe_never_skips_an_id_match(value: str, seps: list[str], before: str,
-                                                after: str) -> None:
+@given(
+    value=st.text(st.sampled_from(list("AB12cd9")), min_size=4, max_size=8),
+    seps=st.lists(st.sampled_from(["", " ", "-", ".", "/", "\t"]), min_size=8, max_size=8),
+    before=_TEXT,
+    after=_TEXT,
+)
+def test_squeezed_probe_never_skips_an_id_match(
+    value: str, seps: list[str], before: str, after: str
+) -> None:
     pattern = _alnum_id(value)
     assert pattern is not None
     written = "".join(c + s for c, s in zip(value, seps, strict=False))
@@ -70,12 +79,15 @@ def test_squeezed_probe_never_skips_an_id_match(value: str, seps: list[str], bef
 
 
 @settings(max_examples=300, deadline=None)
-@given(digits=st.text(st.sampled_from(list("0123456789")), min_size=7, max_size=10),
-       seps=st.lists(st.sampled_from(["", " ", "-", "(", ")", ".", "/"]), min_size=10,
-                     max_size=10),
-       before=_TEXT, after=_TEXT)
-def test_digits_probe_never_skips_a_phone_match(digits: str, seps: list[str], before: str,
-                                                after: str) -> None:
+@given(
+    digits=st.text(st.sampled_from(list("0123456789")), min_size=7, max_size=10),
+    seps=st.lists(st.sampled_from(["", " ", "-", "(", ")", ".", "/"]), min_size=10, max_size=10),
+    before=_TEXT,
+    after=_TEXT,
+)
+def test_digits_probe_never_skips_a_phone_match(
+    digits: str, seps: list[str], before: str, after: str
+) -> None:
     written = "".join(c + s for c, s in zip(digits, seps, strict=False))
     text = before + written + after
     if _holds(f"(?i:{_digits(digits)})", text):
@@ -105,8 +117,11 @@ def _plain_probe(scan: str, needle: str, how: str) -> bool:
 
 
 @settings(max_examples=400, deadline=None)
-@given(scan=_TEXT, needle=st.text(_ALPHABET, max_size=5),
-       how=st.sampled_from([PROBE_SQUEEZED, PROBE_DIGITS]))
+@given(
+    scan=_TEXT,
+    needle=st.text(_ALPHABET, max_size=5),
+    how=st.sampled_from([PROBE_SQUEEZED, PROBE_DIGITS]),
+)
 def test_byte_probes_answer_as_the_plain_definition(scan: str, needle: str, how: str) -> None:
     assert _Probe(scan).may_hold(needle, how) == _plain_probe(scan, needle, how)
 
@@ -116,8 +131,10 @@ def test_known_terms_find_the_known_identifiers_in_a_text() -> None:
     from pipelines.leak_guard import known_terms
     from pipelines.policy import Policy
 
-    ids = Identifiers(patient_names=(PersonName(family="Quellmark", given=("Odalys",)),),
-                      phones=("(217) 555-0142",))
+    ids = Identifiers(
+        patient_names=(PersonName(family="Quellmark", given=("Odalys",)),),
+        phones=("(217) 555-0142",),
+    )
     text = "Odalys QUELLMARK called from 217.555.0142 today."
     terms = known_terms(ids, Policy.load(), text)
     found = {t.category for t in terms if re.search(t.pattern, text)}

@@ -105,11 +105,13 @@ def test_a_split_note_loses_no_span_at_the_cuts(sep: str) -> None:
 def test_a_name_or_place_found_in_one_chunk_is_found_where_it_recurs_in_another() -> None:
     """The recognizers propagate a name or place found once to the rest of the text they
     see; a split note keeps that across the cuts (and adds nothing the whole note lacks)."""
-    text = "\n\n".join((
-        "Seen by Dr. Brackenridge today at Quarrytown Clinic.",
-        _note(60),
-        "Later Brackenridge called back; Quarrytown sent the records.",
-    ))
+    text = "\n\n".join(
+        (
+            "Seen by Dr. Brackenridge today at Quarrytown Clinic.",
+            _note(60),
+            "Later Brackenridge called back; Quarrytown sent the records.",
+        )
+    )
     rules = {"names": {}, "locations": {}, **RULES}
     whole = Deidentifier(Policy(recognizers=rules, max_note_chars=10**7))
     split = Deidentifier(Policy(recognizers=rules, max_note_chars=1000))
@@ -150,8 +152,13 @@ _WORDISH = st.text(st.sampled_from(list("abAB01-.'")), min_size=1, max_size=6)
 
 
 @settings(max_examples=300, deadline=None)
-@given(words=st.lists(_WORDISH, min_size=1, max_size=3), before=_PAD, after=_PAD,
-       spaces=st.integers(1, 3), upper=st.booleans())
+@given(
+    words=st.lists(_WORDISH, min_size=1, max_size=3),
+    before=_PAD,
+    after=_PAD,
+    spaces=st.integers(1, 3),
+    upper=st.booleans(),
+)
 def test_the_word_index_finds_what_a_whole_scan_finds(
     words: list[str], before: str, after: str, spaces: int, upper: bool
 ) -> None:
@@ -193,11 +200,13 @@ def test_the_processor_holds_an_oversize_note_with_its_own_reason_class() -> Non
     policy = Policy(recognizers=RULES, max_note_chars=1000, oversize=Oversize.HOLD)
     proc = Processor(policy=policy, store=InMemoryStore(), pseudonyms=Pseudonyms.random())
     now = datetime(2026, 1, 1, tzinfo=UTC)
-    long = ClinicalDocument(text=_note(60), patient_id="7", assigning_authority="LONGNOTE",
-                            document_id="D1")
+    long = ClinicalDocument(
+        text=_note(60), patient_id="7", assigning_authority="LONGNOTE", document_id="D1"
+    )
     out = proc.process_document(long, now=now)
     assert out.kind == "held" and out.value is None
     assert out.reason_class == "oversize_note" and "max_note_chars" in (out.reason or "")
-    short = ClinicalDocument(text=_note(3), patient_id="7", assigning_authority="LONGNOTE",
-                             document_id="D2")
+    short = ClinicalDocument(
+        text=_note(3), patient_id="7", assigning_authority="LONGNOTE", document_id="D2"
+    )
     assert proc.process_document(short, now=now).kind == "publish"

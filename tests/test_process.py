@@ -110,7 +110,9 @@ def test_fixture_stream_follows_the_version_rules(policy: Policy, pseudonyms: Ps
     assert doc["docStatus"] == "amended"
 
 
-def test_research_output_is_valid_fhir_without_known_identifiers(policy: Policy, pseudonyms: Pseudonyms) -> None:
+def test_research_output_is_valid_fhir_without_known_identifiers(
+    policy: Policy, pseudonyms: Pseudonyms
+) -> None:
     store = InMemoryStore()
     proc = make(policy, store, pseudonyms)
     outs = [o for o in run(proc, "01", "03", "04", "06") if o.kind == "publish"]
@@ -158,7 +160,9 @@ def test_crash_before_commit_redoes_the_same_output(policy: Policy, pseudonyms: 
     assert kinds(run(restarted, "03")) == ["duplicate"]
 
 
-def test_unacknowledged_tombstone_is_redone_on_replay(policy: Policy, pseudonyms: Pseudonyms) -> None:
+def test_unacknowledged_tombstone_is_redone_on_replay(
+    policy: Policy, pseudonyms: Pseudonyms
+) -> None:
     proc = make(policy, InMemoryStore(), pseudonyms)
     run(proc, "03")
     assert kinds(run(proc, "05", commit=False)) == ["tombstone"]
@@ -178,7 +182,9 @@ def test_two_processors_on_one_store_agree(policy: Policy, pseudonyms: Pseudonym
     assert len(subject) == 1
 
 
-def test_two_processors_racing_publish_each_version_at_most_once(policy: Policy, pseudonyms: Pseudonyms) -> None:
+def test_two_processors_racing_publish_each_version_at_most_once(
+    policy: Policy, pseudonyms: Pseudonyms
+) -> None:
     store = InMemoryStore()
     names = ["01", "02", "03", "04", "05"]
     order = names * 2
@@ -211,7 +217,9 @@ def test_two_processors_racing_publish_each_version_at_most_once(policy: Policy,
     assert kinds(run(late, "04")) == ["duplicate"]  # an exact repeat of an older version
 
 
-def test_near_duplicate_of_another_visit_is_flagged_not_dropped(policy: Policy, pseudonyms: Pseudonyms) -> None:
+def test_near_duplicate_of_another_visit_is_flagged_not_dropped(
+    policy: Policy, pseudonyms: Pseudonyms
+) -> None:
     proc = make(policy, InMemoryStore(), pseudonyms)
     final, other = run(proc, "03", "06")
     assert other.kind == "publish"
@@ -234,7 +242,9 @@ def test_near_duplicate_check_can_be_switched_off(policy: Policy, pseudonyms: Ps
     assert not [k for k in state.extra if k.startswith("near-duplicate:")]  # no sketch kept
 
 
-def test_tombstoned_visit_is_no_longer_a_near_duplicate_candidate(policy: Policy, pseudonyms: Pseudonyms) -> None:
+def test_tombstoned_visit_is_no_longer_a_near_duplicate_candidate(
+    policy: Policy, pseudonyms: Pseudonyms
+) -> None:
     proc = make(policy, InMemoryStore(), pseudonyms)
     outs = run(proc, "03", "05", "06")
     assert kinds(outs) == ["publish", "tombstone", "publish"]
@@ -319,7 +329,9 @@ def _shared_store_agreement(policy: Policy, url: str) -> None:
         assert corrected.kind == "publish"
         assert corrected.research_key == final.research_key
         assert dict(corrected.headers)["replaces"] == dict(final.headers)["version"]
-        subjects = {orjson.loads(o.value or b"")["subject"]["reference"] for o in (final, corrected)}
+        subjects = {
+            orjson.loads(o.value or b"")["subject"]["reference"] for o in (final, corrected)
+        }
         assert len(subjects) == 1  # one patient pseudonym whichever instance saw it
         assert kinds(run(a, "04", "05")) == ["duplicate", "tombstone"]
         assert kinds(run(b, "05")) == ["duplicate"]
@@ -350,7 +362,9 @@ def test_two_store_instances_on_postgresql_agree(policy: Policy) -> None:
         admin.close()
 
 
-def test_adt_context_is_remembered_for_later_reports(policy: Policy, pseudonyms: Pseudonyms) -> None:
+def test_adt_context_is_remembered_for_later_reports(
+    policy: Policy, pseudonyms: Pseudonyms
+) -> None:
     from pipelines.patient_context import context_of
 
     store = InMemoryStore()
@@ -389,8 +403,19 @@ def test_fhir_versions_follow_the_same_rules(policy: Policy, pseudonyms: Pseudon
     assert dict(final.headers)["replaces"] == dict(prelim.headers)["version"]
     body = (final.value or b"").decode()
     text = attachment_text(orjson.loads(final.value or b""))
-    for value in ("Ashcombe", "Perpetua", "MRN550231", "enc-3301", "pat-1", "doc-77", "Vowell",
-                  "Harborview", "1948", "05/02/2024", "2.16.840.1.113883.19.5"):
+    for value in (
+        "Ashcombe",
+        "Perpetua",
+        "MRN550231",
+        "enc-3301",
+        "pat-1",
+        "doc-77",
+        "Vowell",
+        "Harborview",
+        "1948",
+        "05/02/2024",
+        "2.16.840.1.113883.19.5",
+    ):
         assert value not in body and value not in text, value
     resource = DocumentReference.model_validate_json(final.value or b"")
     assert resource.docStatus == "final"
@@ -398,7 +423,9 @@ def test_fhir_versions_follow_the_same_rules(policy: Policy, pseudonyms: Pseudon
     assert resource.author is None and resource.custodian is None
 
 
-def test_reports_without_a_visit_are_grouped_by_document_not_merged(policy: Policy, pseudonyms: Pseudonyms) -> None:
+def test_reports_without_a_visit_are_grouped_by_document_not_merged(
+    policy: Policy, pseudonyms: Pseudonyms
+) -> None:
     from pipelines.document import ClinicalDocument, ReportType, Status, VersionMarker
 
     def note(doc_id: str, text: str, day: int, replaces: str | None = None) -> ClinicalDocument:
@@ -436,7 +463,9 @@ class _RacingStore(InMemoryStore):
         return super().compare_and_set_mark(key, expected, value)
 
     def compare_and_set_marks(
-        self, items: Sequence[tuple[str, bytes | None, bytes]], *,
+        self,
+        items: Sequence[tuple[str, bytes | None, bytes]],
+        *,
         ttl_seconds: float | None = None,
     ) -> list[bool]:
         if self.before_next_cas:

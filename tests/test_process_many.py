@@ -35,9 +35,24 @@ def fixture(name: str) -> tuple[bytes, str]:
 # HL7 + FHIR, an ADT context, versions of one report (and a repeat) in one batch, a
 # malformed input in the middle, a tombstone, a revival, a Bundle with a bad entry
 MIXED = [
-    "00", "01", "02", "03", "07", "03", "11", "10", "06", "04",
-    "fhir/bundle-collection-partial.json", "05", "hl7v2/err-missing-patient-id.hl7",
-    "12", "12", "hl7v2/mdm-t02-v25.hl7", "08", "hl7v2/batch-fhs-bhs-v25.hl7",
+    "00",
+    "01",
+    "02",
+    "03",
+    "07",
+    "03",
+    "11",
+    "10",
+    "06",
+    "04",
+    "fhir/bundle-collection-partial.json",
+    "05",
+    "hl7v2/err-missing-patient-id.hl7",
+    "12",
+    "12",
+    "hl7v2/mdm-t02-v25.hl7",
+    "08",
+    "hl7v2/batch-fhs-bhs-v25.hl7",
 ]
 
 
@@ -67,9 +82,7 @@ class CountingStore(InMemoryStore):
         self._hook("compare_and_set_mark")
         return super().compare_and_set_mark(key, expected, value)
 
-    def compare_and_set_marks(
-        self, items: Sequence[tuple[str, bytes | None, bytes]]
-    ) -> list[bool]:
+    def compare_and_set_marks(self, items: Sequence[tuple[str, bytes | None, bytes]]) -> list[bool]:
         self._hook("compare_and_set_marks")
         return super().compare_and_set_marks(items)
 
@@ -89,8 +102,9 @@ def _factory(pseudonyms: Pseudonyms) -> Callable[[], PatientState]:
 
 
 def _processor(store: Any, pseudonyms: Pseudonyms) -> Processor:
-    return Processor(policy=Policy.load(), store=store, pseudonyms=pseudonyms,
-                     state_factory=_factory(pseudonyms))
+    return Processor(
+        policy=Policy.load(), store=store, pseudonyms=pseudonyms, state_factory=_factory(pseudonyms)
+    )
 
 
 def _items(names: Sequence[str]) -> list[Item]:
@@ -167,9 +181,7 @@ def test_a_lost_compare_and_set_is_decided_again_for_that_key_only() -> None:
     ours.process_many(_items(["00"]))  # the patient exists: both instances share its state
     seen: list[Outcome] = []
     # another instance publishes the corrected version between our read and our write
-    store.before["compare_and_set_marks"] = [
-        lambda: seen.extend(_process(other, "04"))
-    ]
+    store.before["compare_and_set_marks"] = [lambda: seen.extend(_process(other, "04"))]
     store.calls.clear()
     got = ours.process_many(_items(["03", "11"]))
     assert [o.kind for o in seen] == ["publish"]
@@ -180,7 +192,11 @@ def test_a_lost_compare_and_set_is_decided_again_for_that_key_only() -> None:
     # ours: one read, one write (inside it the other instance's read and write), then the
     # redo reads that key alone, the one-by-one way (superseded: nothing to write)
     assert store.calls == [
-        "get_marks", "compare_and_set_marks", "get_marks", "compare_and_set_marks", "get_mark"
+        "get_marks",
+        "compare_and_set_marks",
+        "get_marks",
+        "compare_and_set_marks",
+        "get_mark",
     ]
     # losing to an OLDER version instead: the redo still publishes, replacing it
     store2 = CountingStore()
@@ -188,9 +204,7 @@ def test_a_lost_compare_and_set_is_decided_again_for_that_key_only() -> None:
     rival = Processor(policy=Policy.load(), store=store2, pseudonyms=pseudonyms)
     mine.process_many(_items(["00"]))
     lost: list[Outcome] = []
-    store2.before["compare_and_set_marks"] = [
-        lambda: lost.extend(_process(rival, "03"))
-    ]
+    store2.before["compare_and_set_marks"] = [lambda: lost.extend(_process(rival, "03"))]
     (newer,) = mine.process_many(_items(["04"]))
     assert isinstance(newer, list) and [o.kind for o in newer] == ["publish"]
     assert dict(newer[0].headers)["replaces"] == dict(lost[0].headers)["version"]
@@ -210,8 +224,9 @@ class FaultyStore(CountingStore):
         self.bad_patient = bad_patient
         self.fail = list(fail)
 
-    def get_or_create(self, authority: str, patient_id: str,
-                      factory: Callable[[], PatientState]) -> PatientState:
+    def get_or_create(
+        self, authority: str, patient_id: str, factory: Callable[[], PatientState]
+    ) -> PatientState:
         if patient_id == self.bad_patient:
             raise KeystoreUnavailable("key store unreachable")
         return super().get_or_create(authority, patient_id, factory)
@@ -293,8 +308,12 @@ def test_the_batch_calls_are_used_and_proxies_pass_them_through() -> None:
     _processor(direct, pseudonyms).process_many(_items(["03", "11"]))
     assert direct.calls == ["get_marks", "compare_and_set_marks"]
     counted = CountingStore()
-    proc = Processor(policy=Policy.load(), store=_Proxy(counted),  # type: ignore[arg-type]
-                     pseudonyms=pseudonyms, state_factory=_factory(pseudonyms))
+    proc = Processor(
+        policy=Policy.load(),
+        store=_Proxy(counted),  # type: ignore[arg-type]
+        pseudonyms=pseudonyms,
+        state_factory=_factory(pseudonyms),
+    )
     proc.process_many(_items(["03", "11"]))
     assert counted.calls == ["get_marks", "compare_and_set_marks"]
 

@@ -158,8 +158,7 @@ def test_both_security_codes_and_optional_extensions_validate() -> None:
     notes = model.content[0].extension
     assert [n.url for n in notes] == [ANNOTATION_URL, ANNOTATION_URL]
     first = {
-        e.url: e.valueCode if e.valueInteger is None else e.valueInteger
-        for e in notes[0].extension
+        e.url: e.valueCode if e.valueInteger is None else e.valueInteger for e in notes[0].extension
     }
     assert first == {"start": 0, "end": 4, "category": "NAME_PATIENT"}
 

@@ -74,10 +74,10 @@ def _keys_seen(resource: dict[str, Any], monkeypatch: pytest.MonkeyPatch) -> lis
 
 
 @settings(max_examples=300, deadline=None)
-@given(edits=st.lists(st.tuples(st.sampled_from(PATHS), VALUES), max_size=4),
-       alias=st.booleans())
-def test_in_place_skeleton_is_the_copied_skeleton(edits: list[tuple[Any, Any]], alias: bool
-                                                  ) -> None:
+@given(edits=st.lists(st.tuples(st.sampled_from(PATHS), VALUES), max_size=4), alias=st.booleans())
+def test_in_place_skeleton_is_the_copied_skeleton(
+    edits: list[tuple[Any, Any]], alias: bool
+) -> None:
     resource = copy.deepcopy(BASE)
     for path, value in edits:
         node: Any = resource

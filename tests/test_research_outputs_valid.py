@@ -83,7 +83,9 @@ def _documents(draw: st.DrawFn) -> tuple[ClinicalDocument, dict[str, object]]:
 
 @settings(max_examples=600, deadline=None)
 @given(_documents())
-def test_published_documents_pass_the_full_model(case: tuple[ClinicalDocument, dict[str, object]]) -> None:
+def test_published_documents_pass_the_full_model(
+    case: tuple[ClinicalDocument, dict[str, object]],
+) -> None:
     document, args = case
     resource = build_resource(document, **args)  # type: ignore[arg-type]
     try:
@@ -104,11 +106,25 @@ def test_published_documents_pass_the_full_model(case: tuple[ClinicalDocument, d
 
 def test_a_known_skeleton_does_not_wave_through_a_bad_value() -> None:
     document = ClinicalDocument(text="x", document_date=datetime(2024, 1, 2, tzinfo=UTC))
-    good = build_resource(document, text="x", version_id="ok", patient_pseudonym="p",
-                          encounter_pseudonym="e", shift_days=-3, security=["PSEUDED"])
+    good = build_resource(
+        document,
+        text="x",
+        version_id="ok",
+        patient_pseudonym="p",
+        encounter_pseudonym="e",
+        shift_days=-3,
+        security=["PSEUDED"],
+    )
     render("key", good)
-    bad = build_resource(document, text="x", version_id="has space", patient_pseudonym="p",
-                         encounter_pseudonym="e", shift_days=-3, security=["PSEUDED"])
+    bad = build_resource(
+        document,
+        text="x",
+        version_id="has space",
+        patient_pseudonym="p",
+        encounter_pseudonym="e",
+        shift_days=-3,
+        security=["PSEUDED"],
+    )
     try:
         render("key", bad)
     except InvalidFHIR:

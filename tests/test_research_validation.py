@@ -16,11 +16,24 @@ from pipelines.research import validate, validate_whole
 BASE: dict[str, Any] = {
     "resourceType": "DocumentReference",
     "id": "a1b2c3",
-    "meta": {"security": [{"system": "http://terminology.hl7.org/CodeSystem/v3-ObservationValue",
-                           "code": "PSEUDED", "display": "pseudonymized"}]},
-    "extension": [{"url": "http://deidstream.local/fhir/StructureDefinition/near-duplicate",
-                   "extension": [{"url": "researchKey", "valueString": "k"},
-                                 {"url": "score", "valueDecimal": 0.9}]}],
+    "meta": {
+        "security": [
+            {
+                "system": "http://terminology.hl7.org/CodeSystem/v3-ObservationValue",
+                "code": "PSEUDED",
+                "display": "pseudonymized",
+            }
+        ]
+    },
+    "extension": [
+        {
+            "url": "http://deidstream.local/fhir/StructureDefinition/near-duplicate",
+            "extension": [
+                {"url": "researchKey", "valueString": "k"},
+                {"url": "score", "valueDecimal": 0.9},
+            ],
+        }
+    ],
     "status": "current",
     "docStatus": "final",
     "type": {"coding": [{"code": "34746-8", "system": "http://loinc.org"}], "text": "Note"},
@@ -43,8 +56,19 @@ PATHS: list[tuple[str | int, ...]] = [
 ]
 VALUES = st.one_of(
     st.text(st.sampled_from(list("aZ09-. /+=\n\t\x00\x7fé:TZ")), max_size=30),
-    st.sampled_from(["2024-13-01T00:00:00Z", "2024-01-02", "2024-01-02T03:04:05+01:00",
-                     "AAAA", "AA=", "a" * 65, " x", "x ", ""]),
+    st.sampled_from(
+        [
+            "2024-13-01T00:00:00Z",
+            "2024-01-02",
+            "2024-01-02T03:04:05+01:00",
+            "AAAA",
+            "AA=",
+            "a" * 65,
+            " x",
+            "x ",
+            "",
+        ]
+    ),
     st.floats(allow_nan=True, allow_infinity=True),
     st.integers(-5, 5),
     st.none(),
@@ -71,8 +95,9 @@ def _accepts(check: Any, resource: dict[str, Any]) -> bool:
 
 @settings(max_examples=300, deadline=None)
 @given(path=st.sampled_from(PATHS), value=VALUES)
-def test_split_validation_agrees_with_whole_validation(path: tuple[str | int, ...],
-                                                       value: Any) -> None:
+def test_split_validation_agrees_with_whole_validation(
+    path: tuple[str | int, ...], value: Any
+) -> None:
     resource = _with(path, value)
     assert _accepts(validate, resource) == _accepts(validate_whole, resource)
 

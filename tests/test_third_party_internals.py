@@ -65,4 +65,5 @@ def test_aiokafka_client_metadata_refresh(command: str) -> None:
     assert callable(getattr(AIOKafkaClient, "force_metadata_update", None))
     assert "self._client = AIOKafkaClient(" in inspect.getsource(AIOKafkaConsumer.__init__)
     assert "_client.force_metadata_update()" in inspect.getsource(
-        __import__(command, fromlist=["x"]))
+        __import__(command, fromlist=["x"])
+    )

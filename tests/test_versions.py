@@ -401,12 +401,16 @@ def test_sketch_equals_the_shingle_by_shingle_definition(text: str, key: str, si
 
 
 @settings(max_examples=200)
-@given(st.lists(st.tuples(st.integers(0, 40), st.integers(1, 80)), max_size=17),
-       st.integers(0, 40), st.sampled_from([0.0, 0.5, 0.8]))
+@given(
+    st.lists(st.tuples(st.integers(0, 40), st.integers(1, 80)), max_size=17),
+    st.integers(0, 40),
+    st.sampled_from([0.0, 0.5, 0.8]),
+)
 def test_nearest_with_a_threshold_agrees_with_the_plain_best(
     visits: list[tuple[int, int]], mine_seed: int, at_least: float
 ) -> None:
     """Pruned search (``at_least``) returns the plain best when it reaches the threshold."""
+
     def words(seed: int, count: int) -> str:
         return " ".join(f"w{(seed * 7 + i) % 90}" for i in range(count))
 
@@ -429,10 +433,12 @@ def _pack_for_test(signature: tuple[int, ...]) -> str:
     return _pack(signature)
 
 
-@given(st.lists(st.integers(0, (1 << 32) - 1), max_size=400)
-       | st.lists(st.integers(0, 1 << 20), min_size=90, max_size=400)  # all below any cut-off
-       | st.lists(st.integers((1 << 32) - 200, (1 << 32) - 1), min_size=90, max_size=400),
-       st.sampled_from([4, 64]))
+@given(
+    st.lists(st.integers(0, (1 << 32) - 1), max_size=400)
+    | st.lists(st.integers(0, 1 << 20), min_size=90, max_size=400)  # all below any cut-off
+    | st.lists(st.integers((1 << 32) - 200, (1 << 32) - 1), min_size=90, max_size=400),
+    st.sampled_from([4, 64]),
+)
 def test_bottom_k_equals_sorting_every_distinct_value(values: list[int], size: int) -> None:
     """The cut-off in ``_bottom`` never changes the result: uniform values, values crowded
     low (many below the cut-off) and crowded high (fewer than ``size`` below: fallback)."""
@@ -444,9 +450,11 @@ def test_bottom_k_equals_sorting_every_distinct_value(values: list[int], size: i
 
 
 @settings(max_examples=300)
-@given(st.lists(st.sets(st.integers(0, 150), max_size=70), max_size=12),
-       st.sets(st.integers(0, 150), max_size=70),
-       st.sampled_from([0.0, 0.01, 0.5, 0.8, 0.99, 1.0, 1.5]))
+@given(
+    st.lists(st.sets(st.integers(0, 150), max_size=70), max_size=12),
+    st.sets(st.integers(0, 150), max_size=70),
+    st.sampled_from([0.0, 0.01, 0.5, 0.8, 0.99, 1.0, 1.5]),
+)
 def test_nearest_with_a_probe_equals_the_exhaustive_search(
     visits: list[set[int]], mine: set[int], at_least: float
 ) -> None:
@@ -460,7 +468,9 @@ def test_nearest_with_a_probe_equals_the_exhaustive_search(
     for i, theirs in enumerate(visits):
         if i == 0:
             continue  # the document's own visit
-        score = _similarity(frozenset(mine), frozenset(theirs), SKETCH_SIZE) if mine and theirs else 0.0
+        score = (
+            _similarity(frozenset(mine), frozenset(theirs), SKETCH_SIZE) if mine and theirs else 0.0
+        )
         if best is None or score > best[1]:
             best = (f"v{i}", score)
     expected = best if best is not None and best[1] >= at_least else None

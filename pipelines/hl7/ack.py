@@ -152,7 +152,9 @@ def _needs_hl7apy(p: _AckParts) -> bool:
 
 
 _ODD = re.compile(r"[\\\r\n\x00-\x1f~^&]")
-_PLAIN_HD = re.compile(r"^(?:[\w.\-]+(?: [\w.\-]+)*)?(?:\^(?:[\w.\-]+(?: [\w.\-]+)*)?){0,2}$")  # HD: 3 parts
+_PLAIN_HD = re.compile(
+    r"^(?:[\w.\-]+(?: [\w.\-]+)*)?(?:\^(?:[\w.\-]+(?: [\w.\-]+)*)?){0,2}$"
+)  # HD: 3 parts
 
 
 def _trim(value: str) -> str:
@@ -197,9 +199,7 @@ def _err_segment(p: _AckParts, error: tuple[str, str]) -> str:
     if p.version in _OLD_ERR:
         return f"ERR|^^^{err_code}&{err_text}&HL70357"
     severity = "E" if p.code[1] == "E" else "F"
-    return _segment(
-        "ERR", "", "", f"{err_code}^{err_text}^HL70357", severity, "", "", "", p.text
-    )
+    return _segment("ERR", "", "", f"{err_code}^{err_text}^HL70357", severity, "", "", "", p.text)
 
 
 def _compose_hl7apy(p: _AckParts) -> bytes:

@@ -209,4 +209,3 @@ class FrameDecoder:
     def pending(self) -> int:
         """Bytes of an incomplete frame held (0 between frames)."""
         return len(self._buf)
-

@@ -429,7 +429,10 @@ def message_type(msg: Er7Message) -> tuple[str, str]:
     # ASCII digits, at most two: int() refuses "²" and numbers of thousands of digits
     minor = vparts[1] if len(vparts) >= 2 else ""
     if not (
-        vparts[0] == "2" and minor.isascii() and minor.isdigit() and len(minor) <= 2
+        vparts[0] == "2"
+        and minor.isascii()
+        and minor.isdigit()
+        and len(minor) <= 2
         and 3 <= int(minor) <= 8
     ):
         raise UnsupportedVersion(

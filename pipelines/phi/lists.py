@@ -59,8 +59,9 @@ class ReviewLists:
                 scopes.append(found)
         return scopes
 
-    def apply(self, text: str, spans: Sequence[Span], authority: str = "",
-              patient_id: str = "") -> list[Span]:
+    def apply(
+        self, text: str, spans: Sequence[Span], authority: str = "", patient_id: str = ""
+    ) -> list[Span]:
         """``spans`` without the allowed strings, plus every occurrence of a denied one."""
         scopes = self.scopes_for(authority, patient_id)
         allow = frozenset().union(*(s.allow for s in scopes))

@@ -62,14 +62,18 @@ class LocalS3:
             from moto.server import ThreadedMotoServer
         except ImportError as exc:
             raise BrokerUnavailable(
-                "--durable needs a local S3 server: pip install 'moto[server]'") from exc
+                "--durable needs a local S3 server: pip install 'moto[server]'"
+            ) from exc
         logging.getLogger("werkzeug").setLevel(logging.ERROR)  # one line per request else
         self._server = ThreadedMotoServer(ip_address=self.host, port=self.port, verbose=False)
         self._server.start()
         self._client = boto3.client(
-            "s3", endpoint_url=self.endpoint, region_name=_CREDENTIALS["AWS_DEFAULT_REGION"],
+            "s3",
+            endpoint_url=self.endpoint,
+            region_name=_CREDENTIALS["AWS_DEFAULT_REGION"],
             aws_access_key_id=_CREDENTIALS["AWS_ACCESS_KEY_ID"],
-            aws_secret_access_key=_CREDENTIALS["AWS_SECRET_ACCESS_KEY"])
+            aws_secret_access_key=_CREDENTIALS["AWS_SECRET_ACCESS_KEY"],
+        )
         self._client.create_bucket(Bucket=BUCKET)
         self.restored = self._restore()
         self._thread = threading.Thread(target=self._mirror_loop, name="s3-mirror", daemon=True)
@@ -121,7 +125,8 @@ class LocalS3:
                 self.mirror()
             except Exception as exc:  # noqa: BLE001 - retried next second; said once per kind
                 logging.getLogger("deidstream.broker").warning(
-                    "mirroring the local S3 bucket failed: %s", type(exc).__name__)
+                    "mirroring the local S3 bucket failed: %s", type(exc).__name__
+                )
 
     def stop(self) -> None:
         self._stop.set()
@@ -135,9 +140,15 @@ class LocalS3:
                 self._server = None
 
 
-def serve_broker(port: int | None, durable: Path | None, *, host: str = "127.0.0.1",
-                 log_path: Path | None = None, echo: Any = typer.echo,
-                 stop: threading.Event | None = None) -> int:
+def serve_broker(
+    port: int | None,
+    durable: Path | None,
+    *,
+    host: str = "127.0.0.1",
+    log_path: Path | None = None,
+    echo: Any = typer.echo,
+    stop: threading.Event | None = None,
+) -> int:
     """Run the broker until SIGINT/SIGTERM (or ``stop``); returns the exit status."""
     stop = stop or threading.Event()
     s3: LocalS3 | None = None
@@ -145,7 +156,9 @@ def serve_broker(port: int | None, durable: Path | None, *, host: str = "127.0.0
         durable.mkdir(parents=True, exist_ok=True)
         s3 = LocalS3(durable, host).start()
     broker = EmbeddedBroker(
-        host=host, port=port, log_path=log_path,
+        host=host,
+        port=port,
+        log_path=log_path,
         storage_engine=f"s3://{BUCKET}/" if s3 else "memory://tansu/",
         env=s3.env() if s3 else None,
     )
@@ -159,8 +172,12 @@ def serve_broker(port: int | None, durable: Path | None, *, host: str = "127.0.0
         if threading.current_thread() is threading.main_thread():
             for sig in (signal.SIGINT, signal.SIGTERM):
                 previous[sig] = signal.signal(sig, on_signal)
-        storage = (f"durable in {durable} (Tansu s3:// engine, local S3 on {s3.endpoint}; "
-                   f"{s3.restored} objects restored)" if s3 and durable else "in memory")
+        storage = (
+            f"durable in {durable} (Tansu s3:// engine, local S3 on {s3.endpoint}; "
+            f"{s3.restored} objects restored)"
+            if s3 and durable
+            else "in memory"
+        )
         echo(f"bootstrap servers: {broker.bootstrap_servers}")
         echo(f"storage: {storage}")
         echo(f"  export DEIDSTREAM_BOOTSTRAP_SERVERS={broker.bootstrap_servers}")
@@ -183,18 +200,22 @@ def register(app: typer.Typer) -> None:
     @app.command("broker")
     def broker_command(
         port: Annotated[
-            int | None, typer.Option("--port", "-p", help="Port to listen on (default: a free one).")
+            int | None,
+            typer.Option("--port", "-p", help="Port to listen on (default: a free one)."),
         ] = None,
         durable: Annotated[
             Path | None,
-            typer.Option("--durable", help="Keep topics in DIR across restarts (local S3 "
-                                           "server, needs moto[server]).",
-                         file_okay=False, metavar="DIR"),
+            typer.Option(
+                "--durable",
+                help="Keep topics in DIR across restarts (local S3 server, needs moto[server]).",
+                file_okay=False,
+                metavar="DIR",
+            ),
         ] = None,
         host: Annotated[str, typer.Option(help="Address to listen on.")] = "127.0.0.1",
         log: Annotated[
-            Path | None, typer.Option("--log", help="Append Tansu's own log to this file.",
-                                      dir_okay=False)
+            Path | None,
+            typer.Option("--log", help="Append Tansu's own log to this file.", dir_okay=False),
         ] = None,
     ) -> None:
         """Start a local Kafka-compatible broker (Tansu) and print its bootstrap address."""

@@ -54,18 +54,21 @@ def clinical_kind(path: Path) -> ClinicalKind | None:
             json.loads(first_line)
         except ValueError:
             return ClinicalKind.FHIR_JSON  # one (pretty-printed) resource
-        rest = stripped[len(first_line):].strip()
+        rest = stripped[len(first_line) :].strip()
         return ClinicalKind.FHIR_NDJSON if rest.startswith(b"{") else ClinicalKind.FHIR_JSON
     return None
 
 
 def refusal(path: Path, kind: ClinicalKind, command: str) -> str:
-    return (f"deidstream {command}: {path} is {kind}, not a corpus of notes; "
-            f"use `deidstream convert {path}` (research DocumentReferences)")
+    return (
+        f"deidstream {command}: {path} is {kind}, not a corpus of notes; "
+        f"use `deidstream convert {path}` (research DocumentReferences)"
+    )
 
 
-def clinical_notes(path: Path, kind: ClinicalKind, max_bytes: int
-                   ) -> Iterator[tuple[Note, Identifiers] | RecordError]:
+def clinical_notes(
+    path: Path, kind: ClinicalKind, max_bytes: int
+) -> Iterator[tuple[Note, Identifiers] | RecordError]:
     """The documents of a clinical message file as notes, with the identifiers the message
     carries (known to the detector). Context-only messages (ADT) have no narrative: skipped.
     A parse error is one :class:`RecordError` naming its reason class, never content."""
@@ -78,15 +81,21 @@ def clinical_notes(path: Path, kind: ClinicalKind, max_bytes: int
         documents = parse_input(path.read_bytes(), content_hint=hint, max_bytes=max_bytes)
     except PartialInput as exc:
         documents = [d for d in exc.documents if isinstance(d, ClinicalDocument)]
-        errors.append(RecordError(0, 1, f"{len(exc.entry_errors)} entries failed "
-                                        f"[{exc.reason_class}]"))
+        errors.append(
+            RecordError(0, 1, f"{len(exc.entry_errors)} entries failed [{exc.reason_class}]")
+        )
     except DeidstreamError as exc:
         yield RecordError(0, 1, f"[{exc.reason_class}] {exc}")
         return
     for index, doc in enumerate(documents, start=1):
         if doc.context_only or not doc.text:
             continue
-        note = Note(patient=doc.patient_id or "-", note=doc.document_id or str(index),
-                    text=doc.text, index=index, line=1)
+        note = Note(
+            patient=doc.patient_id or "-",
+            note=doc.document_id or str(index),
+            text=doc.text,
+            index=index,
+            line=1,
+        )
         yield note, doc.identifiers
     yield from errors

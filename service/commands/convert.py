@@ -53,8 +53,7 @@ def _say(path: Path, what: str) -> None:
 
 
 # the summary's columns, in order: what became of each input's documents
-SUMMARY = ("published", "duplicate", "superseded", "held", "dead-lettered",
-           "tombstone", "context")
+SUMMARY = ("published", "duplicate", "superseded", "held", "dead-lettered", "tombstone", "context")
 
 
 def summary_line(counts: Counter[str]) -> str:
@@ -86,8 +85,14 @@ def _write(outcome: Any, out_dir: Path | None, text: bool) -> None:
         (out_dir / f"{stem}.txt").write_text(decoded_text(outcome.value), encoding="utf-8")
 
 
-def _emit(outcomes: Sequence[Outcome], path: Path, out_dir: Path | None,
-          counts: Counter[str] | None = None, *, text: bool = False) -> bool:
+def _emit(
+    outcomes: Sequence[Outcome],
+    path: Path,
+    out_dir: Path | None,
+    counts: Counter[str] | None = None,
+    *,
+    text: bool = False,
+) -> bool:
     """Write publish outcomes; report the rest. True if every document made it out."""
     ok = True
     counts = Counter() if counts is None else counts
@@ -98,8 +103,11 @@ def _emit(outcomes: Sequence[Outcome], path: Path, out_dir: Path | None,
             headers = dict(outcome.headers)
             _write(outcome, out_dir, text)
             if "near-duplicate-score" in headers:
-                _say(path, f"{where}: near-duplicate of another visit "
-                           f"(score {headers['near-duplicate-score']})")
+                _say(
+                    path,
+                    f"{where}: near-duplicate of another visit "
+                    f"(score {headers['near-duplicate-score']})",
+                )
         elif outcome.kind == "tombstone":
             _say(path, f"{where}: tombstone (entered in error) key={outcome.research_key}")
         elif outcome.kind == "held":
@@ -111,8 +119,9 @@ def _emit(outcomes: Sequence[Outcome], path: Path, out_dir: Path | None,
     return ok
 
 
-def _convert_one(path: Path, processor: Any, out_dir: Path | None, counts: Counter[str],
-                 text: bool) -> bool:
+def _convert_one(
+    path: Path, processor: Any, out_dir: Path | None, counts: Counter[str], text: bool
+) -> bool:
     """One input; True if it failed (unreadable, not parsed, held). ``counts`` gets its
     documents' fates; an input the service would dead-letter counts as ``dead-lettered``."""
     try:
@@ -146,7 +155,10 @@ def _convert_one(path: Path, processor: Any, out_dir: Path | None, counts: Count
 
 
 def convert_files(
-    files: Sequence[Path], processor: Any, *, out_dir: Path | None = None,
+    files: Sequence[Path],
+    processor: Any,
+    *,
+    out_dir: Path | None = None,
     text: bool = False,
 ) -> int:
     """Convert every file; return the number of inputs that failed or were held. Each input
@@ -174,14 +186,19 @@ def convert(
         bool, typer.Option("--annotations", help="Add surrogate offsets as an extension.")
     ] = False,
     text: Annotated[
-        bool, typer.Option("--text", help="With --out: also write each document's decoded "
-                                          "text as <id>.txt beside its <id>.json.")
+        bool,
+        typer.Option(
+            "--text",
+            help="With --out: also write each document's decoded "
+            "text as <id>.txt beside its <id>.json.",
+        ),
     ] = False,
 ) -> None:
     """Parse, deduplicate versions, de-identify and write research DocumentReferences."""
     if text and out is None:
-        typer.echo("deidstream convert: --text writes beside the JSON files: give --out DIR",
-                   err=True)
+        typer.echo(
+            "deidstream convert: --text writes beside the JSON files: give --out DIR", err=True
+        )
         raise typer.Exit(2)
     if out is not None:
         out.mkdir(parents=True, exist_ok=True)

@@ -140,7 +140,8 @@ async def run_demo(workdir: Path, *, exit_after: float | None, echo: Any = typer
                 return await service or 1
             echo(f"service  : ready, HTTP on {base}")
             show = asyncio.create_task(
-                _replay_and_show(settings, runner, base, stop, exit_after, echo))
+                _replay_and_show(settings, runner, base, stop, exit_after, echo)
+            )
             stopped = asyncio.create_task(stop.wait())
             await asyncio.wait({show, stopped}, return_when=asyncio.FIRST_COMPLETED)
             stopped.cancel()
@@ -178,16 +179,17 @@ def plural(n: int, word: str, many: str | None = None) -> str:
     return f"{n} {word if n == 1 else (many or word + 's')}"
 
 
-def _one_story(story: Story, published_by: dict[str, str], replaced_by: dict[str, str]
-               ) -> str:
+def _one_story(story: Story, published_by: dict[str, str], replaced_by: dict[str, str]) -> str:
     """One line: published (and later replaced) / replaces / duplicate / tombstone /
     dead letter with its reason class and reason."""
     parts: list[str] = []
     for rec in story.research:
         headers = rec["headers"]
         if rec["value"] is None:
-            parts.append(f"entered in error: tombstone for research key {rec['key']} "
-                         "(the report is withdrawn from the research topic)")
+            parts.append(
+                f"entered in error: tombstone for research key {rec['key']} "
+                "(the report is withdrawn from the research topic)"
+            )
             continue
         text = f"published as research key {rec['key']}"
         earlier = published_by.get(headers.get("replaces", ""))
@@ -222,8 +224,7 @@ def story_lines(stories: list[Story]) -> list[str]:
             if replaces:
                 replaced_by[replaces] = story.name
     width = max((len(s.name) for s in stories), default=0)
-    return [f"  {s.name:<{width}}  {_one_story(s, published_by, replaced_by)}"
-            for s in stories]
+    return [f"  {s.name:<{width}}  {_one_story(s, published_by, replaced_by)}" for s in stories]
 
 
 def _committed_past(runner: Runner, ends: dict[TopicPartition, int]) -> bool:
@@ -238,8 +239,9 @@ def _tailed(research: list[Any], want_research: int, dead: list[Any], want_dead:
     return len(research) >= want_research and len(dead) >= want_dead
 
 
-async def _replay_one_by_one(settings: Settings, runner: Runner, research: list[dict[str, Any]],
-                             dead: list[dict[str, Any]]) -> list[Story]:
+async def _replay_one_by_one(
+    settings: Settings, runner: Runner, research: list[dict[str, Any]], dead: list[dict[str, Any]]
+) -> list[Story]:
     """Send each demo file alone and wait until the service has committed it, so what
     changed meanwhile (counts, records) is that file's story."""
     stories: list[Story] = []
@@ -254,30 +256,44 @@ async def _replay_one_by_one(settings: Settings, runner: Runner, research: list[
             ends[tp] = max(ends.get(tp, 0), offset + 1)
         # committed past every record of the file: its outcomes are all counted (the lag
         # alone is not enough: it reads a high-water mark refreshed only now and then)
-        await _wait(partial(_committed_past, runner, ends), 60,
-                    f"the service to process {path.name}")
-        delta = {k: v - before.get(k, 0) for k, v in runner.counts.items()
-                 if v - before.get(k, 0)}
+        await _wait(
+            partial(_committed_past, runner, ends), 60, f"the service to process {path.name}"
+        )
+        delta = {k: v - before.get(k, 0) for k, v in runner.counts.items() if v - before.get(k, 0)}
         want_research = n_research + delta.get("published", 0) + delta.get("tombstoned", 0)
         want_dead = n_dead + delta.get("deadlettered", 0)
-        await _wait(partial(_tailed, research, want_research, dead, want_dead), 30,
-                    f"the records of {path.name}")
-        stories.append(Story(path.name, delta, tuple(research[n_research:]),
-                             tuple(dead[n_dead:])))
+        await _wait(
+            partial(_tailed, research, want_research, dead, want_dead),
+            30,
+            f"the records of {path.name}",
+        )
+        stories.append(Story(path.name, delta, tuple(research[n_research:]), tuple(dead[n_dead:])))
     return stories
 
 
-async def _replay_and_show(settings: Settings, runner: Runner, base: str, stop: asyncio.Event,
-                           exit_after: float | None, echo: Any) -> int:
+async def _replay_and_show(
+    settings: Settings,
+    runner: Runner,
+    base: str,
+    stop: asyncio.Event,
+    exit_after: float | None,
+    echo: Any,
+) -> int:
     files = demo_files()
     inputs = {path.name: next(iter(messages_of(path)))[1] for path in files}
     research: list[dict[str, Any]] = []
     dead: list[dict[str, Any]] = []
     watchers = [
-        asyncio.create_task(tail(settings.bootstrap_servers, topic, max_records=None,
-                                 idle_seconds=3600, emit=sink.append))
-        for topic, sink in ((settings.research_topic, research),
-                            (settings.deadletter_topic, dead))
+        asyncio.create_task(
+            tail(
+                settings.bootstrap_servers,
+                topic,
+                max_records=None,
+                idle_seconds=3600,
+                emit=sink.append,
+            )
+        )
+        for topic, sink in ((settings.research_topic, research), (settings.deadletter_topic, dead))
     ]
     try:
         stories = await _replay_one_by_one(settings, runner, research, dead)
@@ -287,8 +303,10 @@ async def _replay_and_show(settings: Settings, runner: Runner, base: str, stop: 
         for task in watchers:
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await task
-    echo(f"replayed : {len(files)} demo files one by one "
-         f"({', '.join(settings.input_topics)}); what became of each:")
+    echo(
+        f"replayed : {len(files)} demo files one by one "
+        f"({', '.join(settings.input_topics)}); what became of each:"
+    )
     for line in story_lines(stories):
         echo(line)
 
@@ -303,37 +321,64 @@ async def _replay_and_show(settings: Settings, runner: Runner, base: str, stop: 
         resource = rec["value"]
         code = _type_code(resource)
         needles = (f"|{code}^".encode(), f'"code": "{code}"'.encode())
-        source = next((name for name, raw in reversed(inputs.items())
-                       if code and any(n in raw for n in needles)), None)
+        source = next(
+            (
+                name
+                for name, raw in reversed(inputs.items())
+                if code and any(n in raw for n in needles)
+            ),
+            None,
+        )
         if source is None:
             continue
         echo("")
-        echo(f"=== research document {rec['key']}  (headers: "
-             f"{', '.join(f'{k}={v}' for k, v in rec['headers'].items())})")
-        echo(side_by_side(f"INPUT {source} (synthetic)", _input_text(inputs[source]),
-                          "DE-IDENTIFIED research text", _attachment_text(resource)))
+        echo(
+            f"=== research document {rec['key']}  (headers: "
+            f"{', '.join(f'{k}={v}' for k, v in rec['headers'].items())})"
+        )
+        echo(
+            side_by_side(
+                f"INPUT {source} (synthetic)",
+                _input_text(inputs[source]),
+                "DE-IDENTIFIED research text",
+                _attachment_text(resource),
+            )
+        )
         subject = (resource.get("subject") or {}).get("reference")
-        echo(f"subject={subject}  date={resource.get('date')}  "
-             f"security={[c.get('code') for c in (resource.get('meta') or {}).get('security') or []]}")
+        echo(
+            f"subject={subject}  date={resource.get('date')}  "
+            f"security={[c.get('code') for c in (resource.get('meta') or {}).get('security') or []]}"
+        )
         shown += 1
         if shown == 3:
             break
     echo("")
-    echo(f"research topic {settings.research_topic}: {plural(len(research), 'record')}, "
-         f"{plural(len(documents), 'live document')}, "
-         f"{plural(len(tombstones), 'tombstone')} (entered-in-error)")
+    echo(
+        f"research topic {settings.research_topic}: {plural(len(research), 'record')}, "
+        f"{plural(len(documents), 'live document')}, "
+        f"{plural(len(tombstones), 'tombstone')} (entered-in-error)"
+    )
     for rec in dead:
         echo("")
         echo(f"=== dead-letter record on {settings.deadletter_topic}")
-        for name in ("reason-class", "reason", "source-topic", "source-partition",
-                     "source-offset", "first-seen"):
+        for name in (
+            "reason-class",
+            "reason",
+            "source-topic",
+            "source-partition",
+            "source-offset",
+            "first-seen",
+        ):
             echo(f"  {name:<17}: {rec['headers'].get(name)}")
-        value = rec["value"] if isinstance(rec["value"], str) else orjson.dumps(rec["value"]).decode()
+        value = (
+            rec["value"] if isinstance(rec["value"], str) else orjson.dumps(rec["value"]).decode()
+        )
         echo(f"  original bytes   : {value[:80]!r}")
     token = settings.api_token.get_secret_value() if settings.api_token else ""
     async with httpx.AsyncClient() as client:
-        status = (await client.get(f"{base}/v1/status",
-                                   headers={"Authorization": f"Bearer {token}"})).json()
+        status = (
+            await client.get(f"{base}/v1/status", headers={"Authorization": f"Bearer {token}"})
+        ).json()
     echo("")
     echo(f"counts   : {status['counts']}")
     echo(f"metrics  : {base}/metrics    status: {base}/v1/status    docs: {base}/docs")

@@ -104,8 +104,9 @@ def write_note(out: TextIO, fmt: OutputFormat, note: Note, spans: list[Span]) ->
         out.write(f"Patient {note.patient}\tNote {note.note}\n{redacted(note.text, spans)}\n")
 
 
-def _items(file: Path, input_format: InputFormat
-           ) -> Iterable[Note | tuple[Note, Identifiers] | RecordError]:
+def _items(
+    file: Path, input_format: InputFormat
+) -> Iterable[Note | tuple[Note, Identifiers] | RecordError]:
     """The notes of FILE; a clinical message file goes through the ingest path."""
     from service.commands.clinical_input import EmptyInput, clinical_kind, clinical_notes
 
@@ -123,11 +124,42 @@ def _items(file: Path, input_format: InputFormat
 def register(app: typer.Typer) -> None:
     @app.command()
     def detect(
-        file: Annotated[Path, typer.Argument(help="Corpus file: PhysioNet id.text, JSON lines or plain text.", exists=True, dir_okay=False)],
-        format: Annotated[OutputFormat, typer.Option("--format", help="Output: physionet (.phi spans), json (one line a note) or text (note with PHI replaced by tags).")] = OutputFormat.PHYSIONET,
-        input_format: Annotated[InputFormat, typer.Option("--input", help="Input format; auto sniffs the file.")] = InputFormat.AUTO,
-        known_names: Annotated[Path | None, typer.Option("--known-names", help="pid_patientname.txt lines (patient||||FIRST||||LAST): each note gets its patient's names as known identifiers.", exists=True, dir_okay=False)] = None,
-        policy: Annotated[Path | None, typer.Option("--policy", help="Policy TOML (default: the packaged policy).", exists=True, dir_okay=False)] = None,
+        file: Annotated[
+            Path,
+            typer.Argument(
+                help="Corpus file: PhysioNet id.text, JSON lines or plain text.",
+                exists=True,
+                dir_okay=False,
+            ),
+        ],
+        format: Annotated[
+            OutputFormat,
+            typer.Option(
+                "--format",
+                help="Output: physionet (.phi spans), json (one line a note) or text (note with PHI replaced by tags).",
+            ),
+        ] = OutputFormat.PHYSIONET,
+        input_format: Annotated[
+            InputFormat, typer.Option("--input", help="Input format; auto sniffs the file.")
+        ] = InputFormat.AUTO,
+        known_names: Annotated[
+            Path | None,
+            typer.Option(
+                "--known-names",
+                help="pid_patientname.txt lines (patient||||FIRST||||LAST): each note gets its patient's names as known identifiers.",
+                exists=True,
+                dir_okay=False,
+            ),
+        ] = None,
+        policy: Annotated[
+            Path | None,
+            typer.Option(
+                "--policy",
+                help="Policy TOML (default: the packaged policy).",
+                exists=True,
+                dir_okay=False,
+            ),
+        ] = None,
     ) -> None:
         """Detect PHI spans in every note of FILE and write them to stdout.
 

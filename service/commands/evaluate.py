@@ -100,8 +100,15 @@ def _cross_validate(
     with tempfile.TemporaryDirectory(prefix="deidstream-cv-") as work:
         try:
             result = cross_validate(
-                notes, gold, known, k=k, seed=seed, settings=settings,
-                policy=Policy.load(policy), work_dir=Path(work), thresholds=thresholds,
+                notes,
+                gold,
+                known,
+                k=k,
+                seed=seed,
+                settings=settings,
+                policy=Policy.load(policy),
+                work_dir=Path(work),
+                thresholds=thresholds,
                 progress=lambda line: typer.echo(line, err=True),
             )
         except ValueError as exc:
@@ -126,8 +133,16 @@ def _cross_validate(
     typer.echo("recall by gold category (mean over folds, combined):")
     cats = sorted({c for f in result.folds for c in f.reports["combined"].categories})
     for cat in cats:
-        values = [r for f in result.folds if (r := f.figures("combined")["recall_by_category"].get(cat)) is not None]
-        tagger = [r for f in result.folds if (r := f.figures("tagger")["recall_by_category"].get(cat)) is not None]
+        values = [
+            r
+            for f in result.folds
+            if (r := f.figures("combined")["recall_by_category"].get(cat)) is not None
+        ]
+        tagger = [
+            r
+            for f in result.folds
+            if (r := f.figures("tagger")["recall_by_category"].get(cat)) is not None
+        ]
         typer.echo(
             f"  {cat:<18} combined {sum(values) / len(values):.4f}  tagger alone {sum(tagger) / len(tagger):.4f}"
         )
@@ -140,27 +155,131 @@ def _cross_validate(
 def register(app: typer.Typer) -> None:
     @app.command()
     def evaluate(
-        directory: Annotated[Path, typer.Argument(help="Gold corpus: a directory (PhysioNet id.text + id-phi.phrase, BRAT .txt + .ann, i2b2 XML) or a JSON Lines / i2b2 XML file.", exists=True)],
-        corpus_format: Annotated[CorpusFormat, typer.Option("--format", "--corpus", help=FORMAT_HELP)] = CorpusFormat.AUTO,
-        known_names: Annotated[bool, typer.Option("--known-names", help="Give each note its patient's names from pid_patientname.txt beside the corpus (as a PID segment would).")] = False,
-        names_file: Annotated[Path | None, typer.Option("--names-file", help="Another patient-names file; implies --known-names.", exists=True, dir_okay=False)] = None,
-        policy: Annotated[Path | None, typer.Option("--policy", help="Policy TOML (default: the packaged policy).", exists=True, dir_okay=False)] = None,
+        directory: Annotated[
+            Path,
+            typer.Argument(
+                help="Gold corpus: a directory (PhysioNet id.text + id-phi.phrase, BRAT .txt + .ann, i2b2 XML) or a JSON Lines / i2b2 XML file.",
+                exists=True,
+            ),
+        ],
+        corpus_format: Annotated[
+            CorpusFormat, typer.Option("--format", "--corpus", help=FORMAT_HELP)
+        ] = CorpusFormat.AUTO,
+        known_names: Annotated[
+            bool,
+            typer.Option(
+                "--known-names",
+                help="Give each note its patient's names from pid_patientname.txt beside the corpus (as a PID segment would).",
+            ),
+        ] = False,
+        names_file: Annotated[
+            Path | None,
+            typer.Option(
+                "--names-file",
+                help="Another patient-names file; implies --known-names.",
+                exists=True,
+                dir_okay=False,
+            ),
+        ] = None,
+        policy: Annotated[
+            Path | None,
+            typer.Option(
+                "--policy",
+                help="Policy TOML (default: the packaged policy).",
+                exists=True,
+                dir_okay=False,
+            ),
+        ] = None,
         as_json: Annotated[bool, typer.Option("--json", help="Print the report as JSON.")] = False,
-        resamples: Annotated[int, typer.Option("--bootstrap", min=0, help="Bootstrap resamples (by patient) for the 95% intervals; 0 turns them off.")] = 1000,
+        resamples: Annotated[
+            int,
+            typer.Option(
+                "--bootstrap",
+                min=0,
+                help="Bootstrap resamples (by patient) for the 95% intervals; 0 turns them off.",
+            ),
+        ] = 1000,
         seed: Annotated[int, typer.Option("--seed", help="Seed of the bootstrap.")] = 0,
-        show_errors: Annotated[int, typer.Option("--show-errors", min=0, help="Developer aid: print N missed gold phrases and frequent false-positive tokens (corpus text).")] = 0,
-        error_category: Annotated[list[str] | None, typer.Option("--error-category", help="With --show-errors: only gold / predicted categories starting with this (repeatable; e.g. HCPName, date, NAME).")] = None,
-        predictions: Annotated[Path | None, typer.Option("--predictions", help="Score this span file (.phi or `detect --format json` output) instead of running the detector.", exists=True, dir_okay=False)] = None,
-        patients: Annotated[PatientHalf, typer.Option("--patients", help="Score only patients with an even / odd number (tune on one half, report the other).")] = PatientHalf.ALL,
-        cv: Annotated[int, typer.Option("--cv", min=0, help="Patient-level K-fold cross-validation of the learned tagger: train on K-1 folds, score the held fold (tagger alone, rules, combined). 0: off.")] = 0,
-        augment: Annotated[int, typer.Option("--augment", min=0, help="With --cv: surrogate-augmented copies per training note.")] = TrainSettings.augment,
-        iterations: Annotated[int, typer.Option("--iterations", min=1, help="With --cv: L-BFGS iterations per fold.")] = TrainSettings.max_iterations,
-        synthetic: Annotated[int, typer.Option("--synthetic", min=0, help="With --cv: add N invented notes of the short clinical genre to each fold's training.")] = TrainSettings.synthetic,
-        thresholds: Annotated[list[float] | None, typer.Option("--threshold", help="With --cv: also score the tagger at this probability threshold (repeatable).")] = None,
+        show_errors: Annotated[
+            int,
+            typer.Option(
+                "--show-errors",
+                min=0,
+                help="Developer aid: print N missed gold phrases and frequent false-positive tokens (corpus text).",
+            ),
+        ] = 0,
+        error_category: Annotated[
+            list[str] | None,
+            typer.Option(
+                "--error-category",
+                help="With --show-errors: only gold / predicted categories starting with this (repeatable; e.g. HCPName, date, NAME).",
+            ),
+        ] = None,
+        predictions: Annotated[
+            Path | None,
+            typer.Option(
+                "--predictions",
+                help="Score this span file (.phi or `detect --format json` output) instead of running the detector.",
+                exists=True,
+                dir_okay=False,
+            ),
+        ] = None,
+        patients: Annotated[
+            PatientHalf,
+            typer.Option(
+                "--patients",
+                help="Score only patients with an even / odd number (tune on one half, report the other).",
+            ),
+        ] = PatientHalf.ALL,
+        cv: Annotated[
+            int,
+            typer.Option(
+                "--cv",
+                min=0,
+                help="Patient-level K-fold cross-validation of the learned tagger: train on K-1 folds, score the held fold (tagger alone, rules, combined). 0: off.",
+            ),
+        ] = 0,
+        augment: Annotated[
+            int,
+            typer.Option(
+                "--augment", min=0, help="With --cv: surrogate-augmented copies per training note."
+            ),
+        ] = TrainSettings.augment,
+        iterations: Annotated[
+            int, typer.Option("--iterations", min=1, help="With --cv: L-BFGS iterations per fold.")
+        ] = TrainSettings.max_iterations,
+        synthetic: Annotated[
+            int,
+            typer.Option(
+                "--synthetic",
+                min=0,
+                help="With --cv: add N invented notes of the short clinical genre to each fold's training.",
+            ),
+        ] = TrainSettings.synthetic,
+        thresholds: Annotated[
+            list[float] | None,
+            typer.Option(
+                "--threshold",
+                help="With --cv: also score the tagger at this probability threshold (repeatable).",
+            ),
+        ] = None,
     ) -> None:
         """Token-level sensitivity, specificity, precision, F2, phrase recall with 95% CIs."""
         if cv:
-            _cross_validate(directory, cv, seed, known_names or names_file is not None, names_file, policy, augment, iterations, as_json, thresholds or [], synthetic, corpus_format)
+            _cross_validate(
+                directory,
+                cv,
+                seed,
+                known_names or names_file is not None,
+                names_file,
+                policy,
+                augment,
+                iterations,
+                as_json,
+                thresholds or [],
+                synthetic,
+                corpus_format,
+            )
             return
         use_names = known_names or names_file is not None
         known: dict[str, Identifiers] = {}
@@ -179,7 +298,9 @@ def register(app: typer.Typer) -> None:
                 with predictions.open(encoding="utf-8") as fh:
                     predicted = read_predictions(fh)
             except (ValueError, KeyError, TypeError) as exc:
-                typer.echo(f"deidstream: cannot read {predictions} ({type(exc).__name__})", err=True)
+                typer.echo(
+                    f"deidstream: cannot read {predictions} ({type(exc).__name__})", err=True
+                )
                 raise typer.Exit(2) from None
             detector = Detector(Policy(recognizers={}))
             source = f"span file {predictions.name}"

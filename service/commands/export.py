@@ -51,8 +51,12 @@ class _Exporter:
         for note in corpus.notes:
             try:
                 result = deidentify_note(
-                    self.deid, self.store, note, known.get(note.patient, Identifiers()),
-                    self.authority, note.patient,
+                    self.deid,
+                    self.store,
+                    note,
+                    known.get(note.patient, Identifiers()),
+                    self.authority,
+                    note.patient,
                 )
             except Exception as exc:  # noqa: BLE001 - one bad note must not stop the export
                 self.failed += 1
@@ -78,14 +82,53 @@ class _Exporter:
 def register(app: typer.Typer) -> None:
     @app.command()
     def export(
-        source: Annotated[Path, typer.Argument(help="Corpus to de-identify: a directory (PhysioNet, BRAT, i2b2) or a JSON Lines / i2b2 XML file.", exists=True)],
-        dest: Annotated[Path, typer.Argument(help="Output directory (or a .jsonl file with --to jsonl).")],
-        to: Annotated[CorpusFormat, typer.Option("--to", help="Output layout: physionet, brat, i2b2 or jsonl.")] = CorpusFormat.JSONL,
-        corpus_format: Annotated[CorpusFormat, typer.Option("--format", help=FORMAT_HELP)] = CorpusFormat.AUTO,
-        known_names: Annotated[Path | None, typer.Option("--known-names", help="pid_patientname.txt (default: the one beside the corpus, if any).", exists=True, dir_okay=False)] = None,
-        policy: Annotated[Path | None, typer.Option("--policy", help="Policy TOML (default: the packaged policy).", exists=True, dir_okay=False)] = None,
-        authority: Annotated[str, typer.Option("--authority", help="Assigning authority of the patient ids in the key store.")] = PHYSIONET_AUTHORITY,
-        no_store: Annotated[bool, typer.Option("--no-store", help="One-off patient states (nothing read or written): a dry run.")] = False,
+        source: Annotated[
+            Path,
+            typer.Argument(
+                help="Corpus to de-identify: a directory (PhysioNet, BRAT, i2b2) or a JSON Lines / i2b2 XML file.",
+                exists=True,
+            ),
+        ],
+        dest: Annotated[
+            Path, typer.Argument(help="Output directory (or a .jsonl file with --to jsonl).")
+        ],
+        to: Annotated[
+            CorpusFormat,
+            typer.Option("--to", help="Output layout: physionet, brat, i2b2 or jsonl."),
+        ] = CorpusFormat.JSONL,
+        corpus_format: Annotated[
+            CorpusFormat, typer.Option("--format", help=FORMAT_HELP)
+        ] = CorpusFormat.AUTO,
+        known_names: Annotated[
+            Path | None,
+            typer.Option(
+                "--known-names",
+                help="pid_patientname.txt (default: the one beside the corpus, if any).",
+                exists=True,
+                dir_okay=False,
+            ),
+        ] = None,
+        policy: Annotated[
+            Path | None,
+            typer.Option(
+                "--policy",
+                help="Policy TOML (default: the packaged policy).",
+                exists=True,
+                dir_okay=False,
+            ),
+        ] = None,
+        authority: Annotated[
+            str,
+            typer.Option(
+                "--authority", help="Assigning authority of the patient ids in the key store."
+            ),
+        ] = PHYSIONET_AUTHORITY,
+        no_store: Annotated[
+            bool,
+            typer.Option(
+                "--no-store", help="One-off patient states (nothing read or written): a dry run."
+            ),
+        ] = False,
     ) -> None:
         """Write SOURCE de-identified, with its surrogate spans, as a corpus in DEST."""
         if to is CorpusFormat.AUTO:
@@ -118,11 +161,15 @@ def register(app: typer.Typer) -> None:
                 close = getattr(store, "close", None)
                 if close is not None:
                     close()
-        typer.echo(f"deidstream: {exporter.written} note(s) exported to {dest} ({to.value})", err=True)
+        typer.echo(
+            f"deidstream: {exporter.written} note(s) exported to {dest} ({to.value})", err=True
+        )
         if exporter.held:
             notes_held = exporter.held.pop("notes")
             detail = ", ".join(f"{k}={v}" for k, v in sorted(exporter.held.items()))
-            typer.echo(f"deidstream: {notes_held} note(s) held back by the leak guard ({detail})", err=True)
+            typer.echo(
+                f"deidstream: {notes_held} note(s) held back by the leak guard ({detail})", err=True
+            )
         if exporter.failed:
             typer.echo(f"deidstream: {exporter.failed} record(s) could not be processed", err=True)
             raise typer.Exit(1)

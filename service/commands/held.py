@@ -23,8 +23,7 @@ import typer
 from pipelines.errors import DeidstreamError
 
 RELEASED_HEADER = "released-from"
-BootstrapOption = Annotated[
-    str | None, typer.Option(help="Overrides DEIDSTREAM_BOOTSTRAP_SERVERS")]
+BootstrapOption = Annotated[str | None, typer.Option(help="Overrides DEIDSTREAM_BOOTSTRAP_SERVERS")]
 
 
 class HeldError(DeidstreamError):
@@ -48,10 +47,17 @@ class Coordinates:
         if len(parts) != 3 or not parts[0]:
             raise HeldError("coordinates must be TOPIC:PARTITION:OFFSET")
         topic, partition, offset = parts
-        if not (partition.isascii() and partition.isdigit() and offset.isascii()
-                and offset.isdigit() and len(partition) < 10 and len(offset) < 20):
-            raise HeldError("coordinates must be TOPIC:PARTITION:OFFSET (partition and offset "
-                            "are numbers)")
+        if not (
+            partition.isascii()
+            and partition.isdigit()
+            and offset.isascii()
+            and offset.isdigit()
+            and len(partition) < 10
+            and len(offset) < 20
+        ):
+            raise HeldError(
+                "coordinates must be TOPIC:PARTITION:OFFSET (partition and offset are numbers)"
+            )
         return cls(topic, int(partition), int(offset))
 
 
@@ -73,13 +79,18 @@ def _headers(record: Any) -> dict[str, str]:
 def entry_of(record: Any, secure: bool) -> HeldEntry | None:
     h = _headers(record)
     try:
-        coords = Coordinates(h["source-topic"], int(h["source-partition"]),
-                             int(h["source-offset"]))
+        coords = Coordinates(h["source-topic"], int(h["source-partition"]), int(h["source-offset"]))
     except (KeyError, ValueError):
         return None
-    return HeldEntry(coords, h.get("reason-class", ""), h.get("reason", ""),
-                     h.get("first-seen", ""), (record.partition, record.offset),
-                     record.value if secure else None, h.get(RELEASED_HEADER, ""))
+    return HeldEntry(
+        coords,
+        h.get("reason-class", ""),
+        h.get("reason", ""),
+        h.get("first-seen", ""),
+        (record.partition, record.offset),
+        record.value if secure else None,
+        h.get(RELEASED_HEADER, ""),
+    )
 
 
 async def _consumer(bootstrap: str, security: dict[str, Any] | None) -> Any:
@@ -88,8 +99,12 @@ async def _consumer(bootstrap: str, security: dict[str, Any] | None) -> Any:
 
     from service.commands.replay import kafka_failure
 
-    consumer = AIOKafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False,
-                                fetch_max_wait_ms=500, **(security or {}))
+    consumer = AIOKafkaConsumer(
+        bootstrap_servers=bootstrap,
+        enable_auto_commit=False,
+        fetch_max_wait_ms=500,
+        **(security or {}),
+    )
     try:
         await consumer.start()
     except (KafkaError, OSError, TimeoutError) as exc:
@@ -98,9 +113,14 @@ async def _consumer(bootstrap: str, security: dict[str, Any] | None) -> Any:
     return consumer
 
 
-async def read_held(bootstrap: str, held_topic: str, *, secure: bool = False,
-                    security: dict[str, Any] | None = None,
-                    within: float = 15.0) -> list[HeldEntry]:
+async def read_held(
+    bootstrap: str,
+    held_topic: str,
+    *,
+    secure: bool = False,
+    security: dict[str, Any] | None = None,
+    within: float = 15.0,
+) -> list[HeldEntry]:
     """Every held record of ``held_topic``, oldest first per partition (up to the end
     offsets at the start; ``within`` bounds the whole read)."""
     from aiokafka import TopicPartition
@@ -131,8 +151,9 @@ async def read_held(bootstrap: str, held_topic: str, *, secure: bool = False,
         await consumer.stop()
 
 
-async def _fetch_input(bootstrap: str, coords: Coordinates, security: dict[str, Any] | None,
-                       within: float) -> Any | None:
+async def _fetch_input(
+    bootstrap: str, coords: Coordinates, security: dict[str, Any] | None, within: float
+) -> Any | None:
     """The input record at ``coords``, or None when the topic no longer has it."""
     from aiokafka import TopicPartition
 
@@ -158,10 +179,16 @@ async def _fetch_input(bootstrap: str, coords: Coordinates, security: dict[str, 
         await consumer.stop()
 
 
-async def release(bootstrap: str, held_topic: str, wanted: list[Coordinates], *,
-                  secure: bool = False, security: dict[str, Any] | None = None,
-                  max_request_size: int = 4 * 1024 * 1024, within: float = 15.0
-                  ) -> list[Coordinates]:
+async def release(
+    bootstrap: str,
+    held_topic: str,
+    wanted: list[Coordinates],
+    *,
+    secure: bool = False,
+    security: dict[str, Any] | None = None,
+    max_request_size: int = 4 * 1024 * 1024,
+    within: float = 15.0,
+) -> list[Coordinates]:
     """Produce each held input again to its input topic; returns what was released. Refuses
     (nothing sent) coordinates that are not on the held topic or whose input is gone."""
     from aiokafka import AIOKafkaProducer
@@ -169,8 +196,12 @@ async def release(bootstrap: str, held_topic: str, wanted: list[Coordinates], *,
 
     from service.commands.replay import kafka_failure
 
-    held = {e.coordinates: e for e in await read_held(bootstrap, held_topic, secure=secure,
-                                                        security=security, within=within)}
+    held = {
+        e.coordinates: e
+        for e in await read_held(
+            bootstrap, held_topic, secure=secure, security=security, within=within
+        )
+    }
     unknown = [str(c) for c in wanted if c not in held]
     if unknown:
         raise HeldError(f"not on the held topic {held_topic}: {', '.join(unknown)}")
@@ -183,15 +214,26 @@ async def release(bootstrap: str, held_topic: str, wanted: list[Coordinates], *,
         elif held[coords].value:
             records.append((coords, None, held[coords].value or b"", []))
         else:
-            raise HeldError(f"the input at {coords} is no longer on its topic (retention) and "
-                            "the held topic is not secure: re-send it from the source")
-    producer = AIOKafkaProducer(bootstrap_servers=bootstrap, acks="all",
-                                max_request_size=max_request_size, **(security or {}))
+            raise HeldError(
+                f"the input at {coords} is no longer on its topic (retention) and "
+                "the held topic is not secure: re-send it from the source"
+            )
+    producer = AIOKafkaProducer(
+        bootstrap_servers=bootstrap,
+        acks="all",
+        max_request_size=max_request_size,
+        **(security or {}),
+    )
     try:
         await producer.start()
         futures = [
-            await producer.send(c.topic, value, key=key, partition=c.partition,
-                                headers=[*headers, (RELEASED_HEADER, str(c).encode())])
+            await producer.send(
+                c.topic,
+                value,
+                key=key,
+                partition=c.partition,
+                headers=[*headers, (RELEASED_HEADER, str(c).encode())],
+            )
             for c, key, value, headers in records
         ]
         await asyncio.gather(*futures)
@@ -227,8 +269,9 @@ def list_lines(entries: list[HeldEntry]) -> list[str]:
 
 
 def register(app: typer.Typer) -> None:
-    held_app = typer.Typer(help="Documents held back by the leak guard: list, release.",
-                           no_args_is_help=True)
+    held_app = typer.Typer(
+        help="Documents held back by the leak guard: list, release.", no_args_is_help=True
+    )
     app.add_typer(held_app, name="held")
 
     def _run(what: str, call: Callable[[], Any]) -> Any:
@@ -247,18 +290,29 @@ def register(app: typer.Typer) -> None:
         from service.settings import settings_or_exit
 
         s = settings_or_exit()
-        entries = _run("list", lambda: read_held(
-            bootstrap_servers or s.bootstrap_servers, s.held_topic,
-            secure=s.held_topic_secure, security=s.kafka_security()))
+        entries = _run(
+            "list",
+            lambda: read_held(
+                bootstrap_servers or s.bootstrap_servers,
+                s.held_topic,
+                secure=s.held_topic_secure,
+                security=s.kafka_security(),
+            ),
+        )
         for line in list_lines(entries):
             typer.echo(line)
-        typer.echo(f"{len({e.coordinates for e in entries})} held input(s) on {s.held_topic}",
-                   err=True)
+        typer.echo(
+            f"{len({e.coordinates for e in entries})} held input(s) on {s.held_topic}", err=True
+        )
 
     @held_app.command("release")
     def release_command(
-        coordinates: Annotated[list[str], typer.Argument(
-            help="TOPIC:PARTITION:OFFSET of held inputs, as `held list` prints them")],
+        coordinates: Annotated[
+            list[str],
+            typer.Argument(
+                help="TOPIC:PARTITION:OFFSET of held inputs, as `held list` prints them"
+            ),
+        ],
         bootstrap_servers: BootstrapOption = None,
     ) -> None:
         """Send held inputs through the service again: published if the cause is fixed,
@@ -271,9 +325,16 @@ def register(app: typer.Typer) -> None:
         except HeldError as exc:
             typer.echo(f"deidstream held release: {exc}", err=True)
             raise typer.Exit(2) from None
-        done = _run("release", lambda: release(
-            bootstrap_servers or s.bootstrap_servers, s.held_topic, wanted,
-            secure=s.held_topic_secure, security=s.kafka_security(),
-            max_request_size=s.max_message_bytes))
+        done = _run(
+            "release",
+            lambda: release(
+                bootstrap_servers or s.bootstrap_servers,
+                s.held_topic,
+                wanted,
+                secure=s.held_topic_secure,
+                security=s.kafka_security(),
+                max_request_size=s.max_message_bytes,
+            ),
+        )
         for coords in done:
             typer.echo(f"released {coords}")

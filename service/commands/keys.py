@@ -29,8 +29,9 @@ from keystore.store import EncryptedStore
 
 __all__ = ["default_store_from_env", "register", "keys_app"]
 
-keys_app = typer.Typer(name="keys", help="Master keys and the encrypted patient key store.",
-                       no_args_is_help=True)
+keys_app = typer.Typer(
+    name="keys", help="Master keys and the encrypted patient key store.", no_args_is_help=True
+)
 
 
 def _operator(value: str | None) -> str:
@@ -64,8 +65,11 @@ def _errors() -> Iterator[None]:
 def _store(keyring: Keyring | None = None) -> Iterator[EncryptedStore]:
     config, configured = resolve()
     if config.created_default:
-        typer.echo(f"warning: created a local key store and master key under "
-                   f"{config.key_file.parent if config.key_file else '.deidstream'}", err=True)
+        typer.echo(
+            f"warning: created a local key store and master key under "
+            f"{config.key_file.parent if config.key_file else '.deidstream'}",
+            err=True,
+        )
     store = open_store(config.url, keyring or configured)
     try:
         yield store
@@ -76,8 +80,10 @@ def _store(keyring: Keyring | None = None) -> Iterator[EncryptedStore]:
 @keys_app.command("init")
 def init(
     print_key: bool = typer.Option(
-        False, "--print-key",
-        help="Only print a new key entry (id:base64) for a secret manager; touch nothing."),
+        False,
+        "--print-key",
+        help="Only print a new key entry (id:base64) for a secret manager; touch nothing.",
+    ),
 ) -> None:
     """Create the master key (if needed) and the store; print where they are."""
     if print_key:
@@ -96,11 +102,14 @@ def init(
 @keys_app.command("rotate")
 def rotate(
     generate: bool | None = typer.Option(
-        None, "--generate/--no-generate",
+        None,
+        "--generate/--no-generate",
         help="Generate a new master key first (default when keys come from a key file). "
-             "With keys from the environment, put the new key first there instead."),
+        "With keys from the environment, put the new key first there instead.",
+    ),
     retire_old: bool = typer.Option(
-        False, "--retire-old", help="After a clean rotation, remove old keys from the key file."),
+        False, "--retire-old", help="After a clean rotation, remove old keys from the key file."
+    ),
     operator: str | None = typer.Option(None, help="Recorded in the audit log."),
 ) -> None:
     """Re-wrap every data key under the first (new) master key."""
@@ -108,9 +117,11 @@ def rotate(
         config, current = resolve(create=False)
         make_new = (config.key_file is not None) if generate is None else generate
         if make_new and config.key_file is None:
-            typer.echo("error: keys come from DEIDSTREAM_MASTER_KEY; generate one with "
-                       "`deidstream keys init --print-key`, put it first, then rotate",
-                       err=True)
+            typer.echo(
+                "error: keys come from DEIDSTREAM_MASTER_KEY; generate one with "
+                "`deidstream keys init --print-key`, put it first, then rotate",
+                err=True,
+            )
             raise typer.Exit(2)
         target = Keyring.generate().merged_with(current) if make_new else current
         if make_new and config.key_file is not None:
@@ -118,42 +129,64 @@ def rotate(
             target.write_file(config.key_file, overwrite=True)
         with open_store(config.url, current) as store:
             report = store.rotate(target, operator=_operator(operator))
-            figures = (f"re-wrapped {report.rewrapped}, already current "
-                       f"{report.already_current}, review blobs re-wrapped "
-                       f"{report.review_rewrapped}, failed {len(report.failed)}")
+            figures = (
+                f"re-wrapped {report.rewrapped}, already current "
+                f"{report.already_current}, review blobs re-wrapped "
+                f"{report.review_rewrapped}, failed {len(report.failed)}"
+            )
             if report.new_key_id == current.primary.key_id:
-                typer.echo(f"no new master key: {report.new_key_id} is still the primary "
-                           f"key; {figures}")
+                typer.echo(
+                    f"no new master key: {report.new_key_id} is still the primary key; {figures}"
+                )
                 if config.key_file is None:
-                    typer.echo("to rotate, put a new key (`deidstream keys init --print-key`)"
-                               " first in DEIDSTREAM_MASTER_KEY, keep the old one after it, "
-                               "and run this again")
+                    typer.echo(
+                        "to rotate, put a new key (`deidstream keys init --print-key`)"
+                        " first in DEIDSTREAM_MASTER_KEY, keep the old one after it, "
+                        "and run this again"
+                    )
             else:
-                typer.echo(f"new master key: {report.new_key_id} (was "
-                           f"{current.primary.key_id}); {figures}")
+                typer.echo(
+                    f"new master key: {report.new_key_id} (was {current.primary.key_id}); {figures}"
+                )
             if report.failed:
-                typer.echo("error: some records could not be re-wrapped; old keys kept",
-                           err=True)
+                typer.echo("error: some records could not be re-wrapped; old keys kept", err=True)
                 raise typer.Exit(1)
             if retire_old:
-                _retire(store, [k for k in target.key_ids if k != report.new_key_id],
-                        _operator(operator))
+                _retire(
+                    store,
+                    [k for k in target.key_ids if k != report.new_key_id],
+                    _operator(operator),
+                )
         if retire_old and config.key_file is not None:
             with open_store(config.url, target) as store:  # retired above: now destroy
-                destroy_old_keys(store, target, report.new_key_id, config.key_file,
-                                 operator=_operator(operator), retire=False)
-            typer.echo("old keys removed from the key file; every earlier forget is final "
-                       "once no other copy of them exists")
+                destroy_old_keys(
+                    store,
+                    target,
+                    report.new_key_id,
+                    config.key_file,
+                    operator=_operator(operator),
+                    retire=False,
+                )
+            typer.echo(
+                "old keys removed from the key file; every earlier forget is final "
+                "once no other copy of them exists"
+            )
         elif retire_old:
             with open_store(config.url, target) as store:
                 store.record_key_retirement(
                     [k for k in target.key_ids if k != report.new_key_id],
-                    operator=_operator(operator), destroyed=False)
-            typer.echo("old keys retired: remove them from DEIDSTREAM_MASTER_KEY (and every "
-                       "secret-manager version); earlier forgets are final then")
+                    operator=_operator(operator),
+                    destroyed=False,
+                )
+            typer.echo(
+                "old keys retired: remove them from DEIDSTREAM_MASTER_KEY (and every "
+                "secret-manager version); earlier forgets are final then"
+            )
         elif len(target) > 1:
-            typer.echo("old keys still decrypt; retire them once every instance uses the new "
-                       "key (--retire-old, or `keys retire KEY_ID`)")
+            typer.echo(
+                "old keys still decrypt; retire them once every instance uses the new "
+                "key (--retire-old, or `keys retire KEY_ID`)"
+            )
 
 
 def _retire(store: EncryptedStore, key_ids: list[str], operator: str) -> None:
@@ -163,8 +196,7 @@ def _retire(store: EncryptedStore, key_ids: list[str], operator: str) -> None:
         try:
             store.retire_key(key_id, operator=operator)
         except RetireRefused as exc:
-            typer.echo(f"error: cannot retire master key {key_id}: {exc}; old keys kept",
-                       err=True)
+            typer.echo(f"error: cannot retire master key {key_id}: {exc}; old keys kept", err=True)
             raise typer.Exit(1) from None
         typer.echo(f"retired master key {key_id}: nothing can be wrapped under it any more")
 
@@ -172,8 +204,10 @@ def _retire(store: EncryptedStore, key_ids: list[str], operator: str) -> None:
 @keys_app.command("migrate")
 def migrate(
     grant_to: str | None = typer.Option(
-        None, "--grant-to",
-        help="PostgreSQL: then grant the service role (DML only, no DDL) what it needs."),
+        None,
+        "--grant-to",
+        help="PostgreSQL: then grant the service role (DML only, no DDL) what it needs.",
+    ),
 ) -> None:
     """Create or upgrade the store's schema and tables (run as the role that owns them)."""
     with _errors():
@@ -203,17 +237,24 @@ def _nothing_done(message: str) -> NoReturn:
 
 @keys_app.command("forget")
 def forget(
-    patient: str = typer.Argument(..., help="Patient id as the feed sends it (an MRN), or "
-                                            "Patient/<pseudonym> from the research output."),
+    patient: str = typer.Argument(
+        ...,
+        help="Patient id as the feed sends it (an MRN), or "
+        "Patient/<pseudonym> from the research output.",
+    ),
     authority: str | None = typer.Option(
-        None, help="Assigning authority of the patient id (default: search every authority; "
-                   "several matches must be told apart with this)."),
+        None,
+        help="Assigning authority of the patient id (default: search every authority; "
+        "several matches must be told apart with this).",
+    ),
     reason: str = typer.Option("", help="Why (recorded in the audit log; no PHI)."),
     operator: str | None = typer.Option(None, help="Recorded in the audit log."),
     now: bool = typer.Option(
-        False, "--now",
+        False,
+        "--now",
         help="Make it final now, backups included: new master key, every live record "
-             "re-wrapped, old keys removed from the key file (as `rotate --retire-old`)."),
+        "re-wrapped, old keys removed from the key file (as `rotate --retire-old`).",
+    ),
 ) -> None:
     """Crypto-shred one patient: their mapping can never be read again.
 
@@ -227,8 +268,11 @@ def forget(
     key_file = _key_file_for_now() if now else None
     with _errors(), _store() as store:
         if patient.startswith(PATIENT_PREFIX):
-            found = store.reveal(patient.removeprefix(PATIENT_PREFIX),
-                                 operator=_operator(operator), reason=reason or "forget")
+            found = store.reveal(
+                patient.removeprefix(PATIENT_PREFIX),
+                operator=_operator(operator),
+                reason=reason or "forget",
+            )
             authority, patient = found.authority, found.patient_id
         if authority is None:
             matches = store.find_patient(patient)
@@ -236,23 +280,38 @@ def forget(
                 _nothing_done("no patient with this id under any authority (nothing forgotten)")
             if len(matches) > 1:
                 names = ", ".join(repr(m.authority) for m in matches)
-                typer.echo(f"error: this id exists under {len(matches)} authorities ({names}); "
-                           "say which with --authority", err=True)
+                typer.echo(
+                    f"error: this id exists under {len(matches)} authorities ({names}); "
+                    "say which with --authority",
+                    err=True,
+                )
                 raise typer.Exit(2)
             authority = matches[0].authority
         deleted = store.forget(authority, patient, operator=_operator(operator), reason=reason)
         try:
-            done = None if key_file is None else retire_old_keys(
-                store, resolve(create=False)[1], key_file, operator=_operator(operator))
+            done = (
+                None
+                if key_file is None
+                else retire_old_keys(
+                    store, resolve(create=False)[1], key_file, operator=_operator(operator)
+                )
+            )
         except RetireRefused as exc:
-            typer.echo(("forgotten" if deleted else "nothing forgotten") + ", but not final: "
-                       f"{exc}", err=True)
+            typer.echo(
+                ("forgotten" if deleted else "nothing forgotten") + f", but not final: {exc}",
+                err=True,
+            )
             raise typer.Exit(1) from None
     if done is not None:
-        typer.echo(f"forgotten (authority {authority!r})" if deleted else
-                   f"no patient with this id under authority {authority!r}; earlier forgets:")
-        typer.echo(f"final: every live record re-wrapped under {done.new_key_id}; destroyed "
-                   f"{', '.join(done.destroyed) or 'no older key'}")
+        typer.echo(
+            f"forgotten (authority {authority!r})"
+            if deleted
+            else f"no patient with this id under authority {authority!r}; earlier forgets:"
+        )
+        typer.echo(
+            f"final: every live record re-wrapped under {done.new_key_id}; destroyed "
+            f"{', '.join(done.destroyed) or 'no older key'}"
+        )
         return
     if not deleted:
         _nothing_done(f"no patient with this id under authority {authority!r} (nothing forgotten)")
@@ -264,9 +323,12 @@ def _key_file_for_now() -> Path:
     with _errors():
         config, _ = resolve(create=False)
     if config.key_file is None:
-        typer.echo("error: keys come from DEIDSTREAM_MASTER_KEY: forget without --now, put a "
-                   "new key first on every instance, run `keys rotate`, then destroy the old "
-                   "keys; the forget is final then", err=True)
+        typer.echo(
+            "error: keys come from DEIDSTREAM_MASTER_KEY: forget without --now, put a "
+            "new key first on every instance, run `keys rotate`, then destroy the old "
+            "keys; the forget is final then",
+            err=True,
+        )
         raise typer.Exit(2)
     return config.key_file
 
@@ -293,8 +355,10 @@ def visit_candidates(state: PatientState) -> list[str]:
 @keys_app.command("reveal")
 def reveal(
     pseudonym: str = typer.Argument(
-        ..., help="A pseudonym from the research output: Patient/<id> or <id> as "
-                  "subject.reference carries it, or Encounter/<id> for a visit."),
+        ...,
+        help="A pseudonym from the research output: Patient/<id> or <id> as "
+        "subject.reference carries it, or Encounter/<id> for a visit.",
+    ),
     reason: str = typer.Option(..., help="Authorization (e.g. IRB protocol); audited."),
     operator: str | None = typer.Option(None, help="Recorded in the audit log."),
 ) -> None:
@@ -303,21 +367,34 @@ def reveal(
     with _errors(), _store() as store:
         if pseudonym.startswith(ENCOUNTER_PREFIX):
             identity, visit = store.reveal_visit(
-                pseudonym.removeprefix(ENCOUNTER_PREFIX), visit_candidates,
-                operator=_operator(operator), reason=reason)
-            typer.echo(json.dumps({"authority": identity.authority,
-                                   "patient_id": identity.patient_id, "visit_id": visit}))
+                pseudonym.removeprefix(ENCOUNTER_PREFIX),
+                visit_candidates,
+                operator=_operator(operator),
+                reason=reason,
+            )
+            typer.echo(
+                json.dumps(
+                    {
+                        "authority": identity.authority,
+                        "patient_id": identity.patient_id,
+                        "visit_id": visit,
+                    }
+                )
+            )
             return
-        identity = store.reveal(pseudonym.removeprefix(PATIENT_PREFIX).strip(),
-                                operator=_operator(operator), reason=reason)
-    typer.echo(json.dumps({"authority": identity.authority,
-                           "patient_id": identity.patient_id}))
+        identity = store.reveal(
+            pseudonym.removeprefix(PATIENT_PREFIX).strip(),
+            operator=_operator(operator),
+            reason=reason,
+        )
+    typer.echo(json.dumps({"authority": identity.authority, "patient_id": identity.patient_id}))
 
 
 @keys_app.command("stats")
 def stats(
-    as_json: bool = typer.Option(False, "--json", help="Every figure, as JSON (cache and "
-                                                      "mark counters too)."),
+    as_json: bool = typer.Option(
+        False, "--json", help="Every figure, as JSON (cache and mark counters too)."
+    ),
 ) -> None:
     """Patients, forgotten patients, master keys in use, the last rotation."""
     with _errors(), _store() as store:
@@ -334,47 +411,61 @@ def stats(
     typer.echo(f"patients:          {officer['patients']}")
     typer.echo(f"forgotten:         {officer['forgotten']}")
     if officer["forgets_not_final"]:
-        typer.echo(f"not yet final:     {officer['forgets_not_final']} forgets (old copies "
-                   "open with the current keys until `keys rotate --retire-old`)")
+        typer.echo(
+            f"not yet final:     {officer['forgets_not_final']} forgets (old copies "
+            "open with the current keys until `keys rotate --retire-old`)"
+        )
     typer.echo(f"primary key:       {officer['primary_key_id']}")
-    in_use = ", ".join(f"{k} ({by_key.get(k, 0)} records)"
-                       for k in officer["keys_in_use"])  # type: ignore[attr-defined]
+    in_use = ", ".join(f"{k} ({by_key.get(k, 0)} records)" for k in officer["keys_in_use"])  # type: ignore[attr-defined]
     typer.echo(f"keys in use:       {in_use or 'none'}")
     typer.echo(f"configured keys:   {', '.join(officer['configured_key_ids'])}")  # type: ignore[arg-type]
     if isinstance(last, dict):
-        typer.echo(f"last rotation:     {last['at']} to {last['new_key_id']} by "
-                   f"{last['operator']} ({last['outcome']})")
+        typer.echo(
+            f"last rotation:     {last['at']} to {last['new_key_id']} by "
+            f"{last['operator']} ({last['outcome']})"
+        )
     else:
         typer.echo("last rotation:     never")
     retired = usage.get("retired_keys") or []
     typer.echo(f"retired keys:      {', '.join(map(str, retired)) or 'none'}")  # type: ignore[call-overload]
     for inst in usage.get("instances") or []:  # type: ignore[attr-defined]
-        typer.echo(f"instance:          {inst['instance']} seals with {inst['key_id']}, "
-                   f"heartbeat {inst['heartbeat_at']:.0f}")
+        typer.echo(
+            f"instance:          {inst['instance']} seals with {inst['key_id']}, "
+            f"heartbeat {inst['heartbeat_at']:.0f}"
+        )
 
 
-audit_app = typer.Typer(name="audit", help="The key store's audit log.",
-                        no_args_is_help=True)
+audit_app = typer.Typer(name="audit", help="The key store's audit log.", no_args_is_help=True)
 keys_app.add_typer(audit_app, name="audit")
 
 
 @audit_app.command("verify")
 def audit_verify(
     head: str | None = typer.Option(
-        None, help="SEQ:MAC printed by an earlier verify: also check that line is still "
-                   "there (a deleted tail is found only this way)."),
+        None,
+        help="SEQ:MAC printed by an earlier verify: also check that line is still "
+        "there (a deleted tail is found only this way).",
+    ),
 ) -> None:
     """Check the audit log's hash chain; name the first line that fails (exit 1)."""
     with _errors(), _store() as store:
         report = store.verify_audit(head)
     if report.ok:
-        typer.echo(f"audit log intact: {report.lines} lines ({report.legacy_lines} from "
-                   f"before the chain); head {report.head}")
+        typer.echo(
+            f"audit log intact: {report.lines} lines ({report.legacy_lines} from "
+            f"before the chain); head {report.head}"
+        )
         return
-    where = (f"line id {report.broken_at} (seq {report.broken_seq})"
-             if report.broken_at is not None else "its end")
-    typer.echo(f"error: audit log broken at {where}: {report.problem}; the "
-               f"{report.head_seq} lines before it verify", err=True)
+    where = (
+        f"line id {report.broken_at} (seq {report.broken_seq})"
+        if report.broken_at is not None
+        else "its end"
+    )
+    typer.echo(
+        f"error: audit log broken at {where}: {report.problem}; the "
+        f"{report.head_seq} lines before it verify",
+        err=True,
+    )
     raise typer.Exit(1)
 
 

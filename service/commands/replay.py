@@ -132,18 +132,24 @@ def kafka_failure(exc: BaseException, bootstrap: str) -> str:
     return f"Kafka error talking to {bootstrap}: {type(exc).__name__}"
 
 
-async def publish(bootstrap: str, topic: str, records: Iterable[tuple[bytes | None, bytes]],
-                  security: dict[str, Any] | None = None,
-                  max_request_size: int = DEFAULT_MAX_REQUEST_SIZE) -> int:
+async def publish(
+    bootstrap: str,
+    topic: str,
+    records: Iterable[tuple[bytes | None, bytes]],
+    security: dict[str, Any] | None = None,
+    max_request_size: int = DEFAULT_MAX_REQUEST_SIZE,
+) -> int:
     """Send every record (acks=all) and wait for the broker; the number sent."""
     return len(await publish_placed(bootstrap, topic, records, security, max_request_size))
 
 
-async def publish_placed(bootstrap: str, topic: str,
-                         records: Iterable[tuple[bytes | None, bytes]],
-                         security: dict[str, Any] | None = None,
-                         max_request_size: int = DEFAULT_MAX_REQUEST_SIZE,
-                         ) -> list[tuple[int, int]]:
+async def publish_placed(
+    bootstrap: str,
+    topic: str,
+    records: Iterable[tuple[bytes | None, bytes]],
+    security: dict[str, Any] | None = None,
+    max_request_size: int = DEFAULT_MAX_REQUEST_SIZE,
+) -> list[tuple[int, int]]:
     """Send every record (acks=all) and wait for the broker: ``(partition, offset)`` of each.
     A Kafka failure is a :class:`ReplayError` with one line; the producer is closed whatever
     happens."""
@@ -151,15 +157,22 @@ async def publish_placed(bootstrap: str, topic: str,
     from aiokafka.errors import KafkaError
 
     records = list(records)
-    too_big = [i for i, (key, value) in enumerate(records, start=1)
-               if len(value) + len(key or b"") + 512 > max_request_size]
+    too_big = [
+        i
+        for i, (key, value) in enumerate(records, start=1)
+        if len(value) + len(key or b"") + 512 > max_request_size
+    ]
     if too_big:
         raise ReplayError(
             f"message {too_big[0]} of {len(records)} is over the {max_request_size}-byte limit "
-            f"(max_message_bytes); {len(too_big)} message(s) too large, nothing sent")
+            f"(max_message_bytes); {len(too_big)} message(s) too large, nothing sent"
+        )
     producer = AIOKafkaProducer(
-        bootstrap_servers=bootstrap, acks="all", linger_ms=5,
-        max_request_size=max_request_size, **(security or {})
+        bootstrap_servers=bootstrap,
+        acks="all",
+        linger_ms=5,
+        max_request_size=max_request_size,
+        **(security or {}),
     )
     try:
         await producer.start()
@@ -192,8 +205,15 @@ def register(app: typer.Typer) -> None:
         bootstrap = bootstrap_servers or settings.bootstrap_servers
         records = [rec for path in files for rec in messages_of(path)]
         try:
-            sent = asyncio.run(publish(bootstrap, topic, records, settings.kafka_security(),
-                                       max_request_size=settings.max_message_bytes))
+            sent = asyncio.run(
+                publish(
+                    bootstrap,
+                    topic,
+                    records,
+                    settings.kafka_security(),
+                    max_request_size=settings.max_message_bytes,
+                )
+            )
         except ReplayError as exc:
             typer.echo(f"deidstream replay: {exc}", err=True)
             raise typer.Exit(1) from None

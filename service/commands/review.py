@@ -40,22 +40,26 @@ def stats_lines(stats: Stats) -> list[str]:
     for reviewer in sorted(stats.counts):
         counts = stats.counts[reviewer]
         rated = sum(counts[k] for k in KINDS if k is not DecisionKind.REFER)
-        lines.append(f"{reviewer:<{width}}  {rated:>7}"
-                     + "".join(f"  {counts[k]:>7}" for k in KINDS))
+        lines.append(
+            f"{reviewer:<{width}}  {rated:>7}" + "".join(f"  {counts[k]:>7}" for k in KINDS)
+        )
     lines.append("")
     lines.append("Cohen's kappa (pairs, over the items both rated):")
     if not stats.cohen:
         lines.append("  no item rated by two reviewers")
     for (a, b), (kappa, n) in sorted(stats.cohen.items()):
         lines.append(f"  {a} / {b}: {_kappa(kappa)} ({n} items)")
-    lines.append(f"Fleiss' kappa (all reviewers): {_kappa(stats.fleiss)} "
-                 f"({stats.fleiss_items} items with two or more ratings)")
+    lines.append(
+        f"Fleiss' kappa (all reviewers): {_kappa(stats.fleiss)} "
+        f"({stats.fleiss_items} items with two or more ratings)"
+    )
     return lines
 
 
 def register(app: typer.Typer) -> None:
-    review_app = typer.Typer(help="The review workbench: agreement, accounts, held intake.",
-                             no_args_is_help=True)
+    review_app = typer.Typer(
+        help="The review workbench: agreement, accounts, held intake.", no_args_is_help=True
+    )
     app.add_typer(review_app, name="review")
 
     @review_app.command("stats")
@@ -67,8 +71,10 @@ def register(app: typer.Typer) -> None:
                 typer.echo(line)
             items, docs = queue.progress(), queue.db.doc_counts()
             typer.echo("items: " + ", ".join(f"{k} {v}" for k, v in items.items()))
-            typer.echo("held documents: " + ", ".join(
-                f"{s.value} {docs.get(s.value, 0)}" for s in DocStatus))
+            typer.echo(
+                "held documents: "
+                + ", ".join(f"{s.value} {docs.get(s.value, 0)}" for s in DocStatus)
+            )
         finally:
             queue.store.close()
 
@@ -82,7 +88,8 @@ def register(app: typer.Typer) -> None:
         from service.review.auth import add_account
 
         password = os.environ.get("DEIDSTREAM_REVIEW_PASSWORD") or typer.prompt(
-            "Password", hide_input=True, confirmation_prompt=True)
+            "Password", hide_input=True, confirmation_prompt=True
+        )
         queue = _queue()
         try:
             add_account(queue, username, password, role)

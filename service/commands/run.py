@@ -30,9 +30,14 @@ class _Server(uvicorn.Server):
         yield
 
 
-async def serve(settings: Settings, *, stop: asyncio.Event | None = None,
-                runner: Runner | None = None, uds: str | None = None,
-                review_pages: bool = True) -> int:
+async def serve(
+    settings: Settings,
+    *,
+    stop: asyncio.Event | None = None,
+    runner: Runner | None = None,
+    uds: str | None = None,
+    review_pages: bool = True,
+) -> int:
     """Run until SIGTERM/SIGINT (or ``stop``), then drain: finish the batch in flight, commit,
     leave the group. Returns the exit status (1 if the runner died on an error). ``uds``: serve
     HTTP on that Unix socket instead of the TCP port (a worker under the supervisor).
@@ -84,8 +89,7 @@ async def serve(settings: Settings, *, stop: asyncio.Event | None = None,
     return 1 if failed else 0
 
 
-async def supervise(settings: Settings, workers: int, *, stop: asyncio.Event | None = None
-                    ) -> int:
+async def supervise(settings: Settings, workers: int, *, stop: asyncio.Event | None = None) -> int:
     """``workers`` worker processes under one supervisor serving the HTTP port
     (service/supervisor.py). Until SIGTERM/SIGINT (or ``stop``): then every worker drains.
     Returns 0 when every worker exited 0, else 1; 3 (uvicorn's startup failure) when the
@@ -96,7 +100,8 @@ async def supervise(settings: Settings, workers: int, *, stop: asyncio.Event | N
     host, port = settings.http_host, settings.http_port
     try:
         listener = socket.create_server(
-            (host, port), family=socket.AF_INET6 if ":" in host else socket.AF_INET)
+            (host, port), family=socket.AF_INET6 if ":" in host else socket.AF_INET
+        )
     except OSError as exc:
         log.error("cannot listen on %s:%d: %s", host, port, exc.strerror or exc)
         return 3
@@ -104,8 +109,14 @@ async def supervise(settings: Settings, workers: int, *, stop: asyncio.Event | N
     stop = stop or asyncio.Event()
     with listener, private_workdir() as workdir:
         supervisor = Supervisor(settings, workers, workdir)
-        config = uvicorn.Config(create_supervisor_app(supervisor), host=host, port=port,
-                                log_level=settings.log_level, lifespan="off", access_log=False)
+        config = uvicorn.Config(
+            create_supervisor_app(supervisor),
+            host=host,
+            port=port,
+            log_level=settings.log_level,
+            lifespan="off",
+            access_log=False,
+        )
         quiet_payload_loggers(settings.log_level)
         server = _Server(config)
         for sig in (signal.SIGTERM, signal.SIGINT):
@@ -133,10 +144,17 @@ def register(app: typer.Typer) -> None:
         config: Annotated[
             Path | None, typer.Option("--config", "-c", help="TOML, JSON or .env settings file")
         ] = None,
-        http_port: Annotated[int | None, typer.Option(help="Overrides DEIDSTREAM_HTTP_PORT")] = None,
-        workers: Annotated[int | None, typer.Option(
-            min=1, help="Worker processes (overrides DEIDSTREAM_WORKERS; default: the CPUs "
-                        "the process may use; 1: one process, no supervisor)")] = None,
+        http_port: Annotated[
+            int | None, typer.Option(help="Overrides DEIDSTREAM_HTTP_PORT")
+        ] = None,
+        workers: Annotated[
+            int | None,
+            typer.Option(
+                min=1,
+                help="Worker processes (overrides DEIDSTREAM_WORKERS; default: the CPUs "
+                "the process may use; 1: one process, no supervisor)",
+            ),
+        ] = None,
     ) -> None:
         """Consume the input topics, publish research documents, serve /metrics and health."""
         overrides: dict[str, int] = {}

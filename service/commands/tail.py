@@ -56,8 +56,9 @@ async def tail(
 
     from service.commands.replay import ReplayError, kafka_failure
 
-    consumer = AIOKafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False,
-                                **(security or {}))
+    consumer = AIOKafkaConsumer(
+        bootstrap_servers=bootstrap, enable_auto_commit=False, **(security or {})
+    )
     try:
         await consumer.start()
     except (KafkaError, OSError, TimeoutError) as exc:
@@ -116,9 +117,16 @@ def register(app: typer.Typer) -> None:
 
         quiet_kafka_client()
         try:
-            asyncio.run(tail(bootstrap_servers or settings.bootstrap_servers, topic,
-                             max_records=max_records, idle_seconds=timeout, emit=emit,
-                             security=settings.kafka_security()))
+            asyncio.run(
+                tail(
+                    bootstrap_servers or settings.bootstrap_servers,
+                    topic,
+                    max_records=max_records,
+                    idle_seconds=timeout,
+                    emit=emit,
+                    security=settings.kafka_security(),
+                )
+            )
         except ReplayError as exc:
             typer.echo(f"deidstream tail: {exc}", err=True)
             raise typer.Exit(1) from None

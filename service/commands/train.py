@@ -67,16 +67,51 @@ def reviewed_examples() -> list[Example]:
 def register(app: typer.Typer) -> None:
     @app.command("train")
     def train_command(
-        directory: Annotated[Path, typer.Argument(help="Gold corpus: a directory (PhysioNet, BRAT, i2b2) or a JSON Lines / i2b2 XML file.", exists=True)],
-        corpus_format: Annotated[CorpusFormat, typer.Option("--format", help=FORMAT_HELP)] = CorpusFormat.AUTO,
-        policy: Annotated[Path | None, typer.Option("--policy", help="Policy TOML whose [evaluation.category_map] renames the corpus categories.", exists=True, dir_okay=False)] = None,
+        directory: Annotated[
+            Path,
+            typer.Argument(
+                help="Gold corpus: a directory (PhysioNet, BRAT, i2b2) or a JSON Lines / i2b2 XML file.",
+                exists=True,
+            ),
+        ],
+        corpus_format: Annotated[
+            CorpusFormat, typer.Option("--format", help=FORMAT_HELP)
+        ] = CorpusFormat.AUTO,
+        policy: Annotated[
+            Path | None,
+            typer.Option(
+                "--policy",
+                help="Policy TOML whose [evaluation.category_map] renames the corpus categories.",
+                exists=True,
+                dir_okay=False,
+            ),
+        ] = None,
         out: Annotated[Path, typer.Option("--out", help="Model file to write.")] = _DEFAULT_OUT,
-        augment: Annotated[int, typer.Option("--augment", min=0, help="Surrogate-augmented copies of each note.")] = TrainSettings.augment,
-        seed: Annotated[int, typer.Option("--seed", help="Seed of the augmentation.")] = TrainSettings.seed,
-        iterations: Annotated[int, typer.Option("--iterations", min=1, help="L-BFGS iterations.")] = TrainSettings.max_iterations,
-        limit: Annotated[int, typer.Option("--limit", min=0, help="Train on the first N notes only (0: all).")] = 0,
-        synthetic: Annotated[int, typer.Option("--synthetic", min=0, help="Add N invented notes of the short clinical genre.")] = TrainSettings.synthetic,
-        review_decisions: Annotated[bool, typer.Option("--review-decisions", help="Add the review queue's decided notes (read from the key store, unsealed in memory only; docs/review.md).")] = False,
+        augment: Annotated[
+            int, typer.Option("--augment", min=0, help="Surrogate-augmented copies of each note.")
+        ] = TrainSettings.augment,
+        seed: Annotated[
+            int, typer.Option("--seed", help="Seed of the augmentation.")
+        ] = TrainSettings.seed,
+        iterations: Annotated[
+            int, typer.Option("--iterations", min=1, help="L-BFGS iterations.")
+        ] = TrainSettings.max_iterations,
+        limit: Annotated[
+            int, typer.Option("--limit", min=0, help="Train on the first N notes only (0: all).")
+        ] = 0,
+        synthetic: Annotated[
+            int,
+            typer.Option(
+                "--synthetic", min=0, help="Add N invented notes of the short clinical genre."
+            ),
+        ] = TrainSettings.synthetic,
+        review_decisions: Annotated[
+            bool,
+            typer.Option(
+                "--review-decisions",
+                help="Add the review queue's decided notes (read from the key store, unsealed in memory only; docs/review.md).",
+            ),
+        ] = False,
     ) -> None:
         """Train the CRF tagger; writes the model and MODEL.json (counts, settings, seconds)."""
         notes, gold = read_corpus(directory, corpus_format, policy)
@@ -85,13 +120,18 @@ def register(app: typer.Typer) -> None:
         if not notes:
             typer.echo(f"deidstream: no readable notes in {directory}", err=True)
             raise typer.Exit(2)
-        settings = TrainSettings(augment=augment, seed=seed, max_iterations=iterations, synthetic=synthetic)
+        settings = TrainSettings(
+            augment=augment, seed=seed, max_iterations=iterations, synthetic=synthetic
+        )
         examples = examples_from(notes, gold)
         reviewed = reviewed_examples() if review_decisions else []
         report = train(examples + reviewed, out, settings)
         summary = out.with_suffix(".json")
-        record = {**report.__dict__, "review_notes": len(reviewed),
-                  "review_phrases": sum(len(e.phrases) for e in reviewed)}
+        record = {
+            **report.__dict__,
+            "review_notes": len(reviewed),
+            "review_phrases": sum(len(e.phrases) for e in reviewed),
+        }
         summary.write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
         typer.echo(
             f"trained on {report.notes} notes ({report.sequences} with augmentation, "

@@ -24,7 +24,8 @@ class Workbench:
 
         if self.settings.review_sync_seconds > 0 and self._task is None:
             self._task = asyncio.get_running_loop().create_task(
-                loop(self.settings, self.queue, self.detector))
+                loop(self.settings, self.queue, self.detector)
+            )
 
     async def stop(self) -> None:
         if self._task is not None:
@@ -44,8 +45,7 @@ def mount(app: Any, settings: Settings) -> Workbench:
     from service.review.web import build_router
     from service.wiring import open_keystore
 
-    queue = ReviewQueue(open_keystore(settings),
-                        reviews_per_item=settings.review_reviews_per_item)
+    queue = ReviewQueue(open_keystore(settings), reviews_per_item=settings.review_reviews_per_item)
     detector = Detector(Policy.load(settings.policy_file), lists=queue.lists)
     app.include_router(build_router(settings, queue, lambda docs: settle(settings, queue, docs)))
     return Workbench(settings, queue, detector)

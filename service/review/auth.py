@@ -45,8 +45,14 @@ def verify_password(password: str, stored: str) -> bool:
         scheme, n, r, p, salt, digest = stored.split("$")
         if scheme != "scrypt":
             return False
-        got = hashlib.scrypt(password.encode("utf-8"), salt=base64.b64decode(salt), n=int(n),
-                             r=int(r), p=int(p), dklen=len(base64.b64decode(digest)))
+        got = hashlib.scrypt(
+            password.encode("utf-8"),
+            salt=base64.b64decode(salt),
+            n=int(n),
+            r=int(r),
+            p=int(p),
+            dklen=len(base64.b64decode(digest)),
+        )
     except ValueError:
         return False
     return hmac.compare_digest(got, base64.b64decode(digest))
@@ -91,8 +97,9 @@ class Sessions:
     def open(self, user: str, role: Role) -> str:
         token = secrets.token_urlsafe(32)
         with self._lock:
-            self._by_token[token] = Session(user, role, secrets.token_urlsafe(32),
-                                            self._clock() + self._ttl)
+            self._by_token[token] = Session(
+                user, role, secrets.token_urlsafe(32), self._clock() + self._ttl
+            )
         return token
 
     def get(self, token: str | None) -> Session | None:

@@ -26,8 +26,9 @@ log = logging.getLogger("deidstream.review")
 
 
 async def _input_of(settings: Settings, entry: HeldEntry) -> tuple[bytes, str | None] | None:
-    rec = await _fetch_input(settings.bootstrap_servers, entry.coordinates,
-                             settings.kafka_security(), 15.0)
+    rec = await _fetch_input(
+        settings.bootstrap_servers, entry.coordinates, settings.kafka_security(), 15.0
+    )
     if rec is not None and rec.value:
         return rec.value, content_hint(entry.coordinates.topic, list(rec.headers or ()))
     if entry.value:
@@ -39,9 +40,12 @@ async def sync(settings: Settings, queue: ReviewQueue, detector: Detector) -> in
     """Queue every held input not queued yet; how many documents were queued."""
     from pipelines.ingest import DEFAULT_MAX_BYTES, parse_input
 
-    entries = await read_held(settings.bootstrap_servers, settings.held_topic,
-                              secure=settings.held_topic_secure,
-                              security=settings.kafka_security())
+    entries = await read_held(
+        settings.bootstrap_servers,
+        settings.held_topic,
+        secure=settings.held_topic_secure,
+        security=settings.kafka_security(),
+    )
     latest = {e.coordinates: e for e in entries}
     queued = 0
     for coords, entry in latest.items():
@@ -53,22 +57,28 @@ async def sync(settings: Settings, queue: ReviewQueue, detector: Detector) -> in
             continue
         raw, hint = found
         try:
-            documents = parse_input(raw, content_hint=hint,
-                                    max_bytes=max(settings.max_message_bytes, DEFAULT_MAX_BYTES))
+            documents = parse_input(
+                raw, content_hint=hint, max_bytes=max(settings.max_message_bytes, DEFAULT_MAX_BYTES)
+            )
         except DeidstreamError as exc:
-            log.warning("review: held input %s does not parse (%s)", coords,
-                        type(exc).__name__)
+            log.warning("review: held input %s does not parse (%s)", coords, type(exc).__name__)
             continue
         for k, document in enumerate(documents):
             where = str(coords) if len(documents) == 1 else f"{coords}#{k}"
-            await asyncio.to_thread(queue.enqueue, document, detector, coordinates=where,
-                                    held_reason=(entry.reason_class, entry.reason))
+            await asyncio.to_thread(
+                queue.enqueue,
+                document,
+                detector,
+                coordinates=where,
+                held_reason=(entry.reason_class, entry.reason),
+            )
             queued += 1
     return queued
 
 
-def settle(settings: Settings, queue: ReviewQueue,
-           doc_ids: list[str] | None = None) -> list[tuple[str, DocStatus]]:
+def settle(
+    settings: Settings, queue: ReviewQueue, doc_ids: list[str] | None = None
+) -> list[tuple[str, DocStatus]]:
     """Release (or keep held) every fully decided held document (of ``doc_ids`` when given;
     blocking: run it in a thread)."""
     released: set[str] = set()
@@ -77,10 +87,16 @@ def settle(settings: Settings, queue: ReviewQueue,
         coords = Coordinates.parse(doc.coordinates.split("#", 1)[0])
         if str(coords) in released:
             return  # several documents of one input: one release
-        asyncio.run(release(settings.bootstrap_servers, settings.held_topic, [coords],
-                            secure=settings.held_topic_secure,
-                            security=settings.kafka_security(),
-                            max_request_size=settings.max_message_bytes))
+        asyncio.run(
+            release(
+                settings.bootstrap_servers,
+                settings.held_topic,
+                [coords],
+                secure=settings.held_topic_secure,
+                security=settings.kafka_security(),
+                max_request_size=settings.max_message_bytes,
+            )
+        )
         released.add(str(coords))
 
     done = queue.settle(send, doc_ids)

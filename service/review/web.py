@@ -43,8 +43,10 @@ from service.review.auth import (
 from service.settings import Settings
 
 log = logging.getLogger("deidstream.review")
-_TEMPLATES = Environment(loader=FileSystemLoader(Path(__file__).parent / "templates"),
-                         autoescape=select_autoescape(["html"]))
+_TEMPLATES = Environment(
+    loader=FileSystemLoader(Path(__file__).parent / "templates"),
+    autoescape=select_autoescape(["html"]),
+)
 MAX_FORM_BYTES = 4096
 
 
@@ -68,15 +70,17 @@ def highlight(item: QueueItem) -> Markup:
         out.append(str(escape(text[pos:start])))
         tag = "mark" if cls == "cand" else "span"
         extra = ' id="candidate"' if cls == "cand" else ""
-        out.append(f'<{tag} class="{cls}"{extra} title="{escape(cat)}">'
-                   f"{escape(text[start:end])}</{tag}>")
+        out.append(
+            f'<{tag} class="{cls}"{extra} title="{escape(cat)}">{escape(text[start:end])}</{tag}>'
+        )
         pos = end
     out.append(str(escape(text[pos:])))
     return Markup("".join(out))  # noqa: S704 - every piece of text above is escaped
 
 
-def build_router(settings: Settings, queue: ReviewQueue,
-                 after_decision: Callable[[list[str]], Any] | None = None) -> APIRouter:
+def build_router(
+    settings: Settings, queue: ReviewQueue, after_decision: Callable[[list[str]], Any] | None = None
+) -> APIRouter:
     router = APIRouter(prefix="/review", include_in_schema=False)
     sessions = Sessions(settings.review_session_minutes)
     secure = settings.review_cookie_secure
@@ -101,8 +105,15 @@ def build_router(settings: Settings, queue: ReviewQueue,
         token = secrets.token_urlsafe(24)
         page = _TEMPLATES.get_template("login.html").render(csrf=token, failed=bool(failed))
         resp = HTMLResponse(page, headers=_NO_STORE)
-        resp.set_cookie(LOGIN_COOKIE, token, httponly=True, samesite="strict", secure=secure,
-                        max_age=600, path="/review")
+        resp.set_cookie(
+            LOGIN_COOKIE,
+            token,
+            httponly=True,
+            samesite="strict",
+            secure=secure,
+            max_age=600,
+            path="/review",
+        )
         return resp
 
     @router.post("/login")
@@ -123,8 +134,9 @@ def build_router(settings: Settings, queue: ReviewQueue,
         if session is None:
             return RedirectResponse("/review/login", status_code=303)
         context = await run_in_threadpool(_page_context, queue, session, at)
-        return HTMLResponse(_TEMPLATES.get_template("review.html").render(**context),
-                            headers=_NO_STORE)
+        return HTMLResponse(
+            _TEMPLATES.get_template("review.html").render(**context), headers=_NO_STORE
+        )
 
     @router.get("/prev")
     async def previous(request: Request, at: int) -> Response:
@@ -159,19 +171,24 @@ def build_router(settings: Settings, queue: ReviewQueue,
         items = await run_in_threadpool(queue.undo, session.user)
         rows = [await run_in_threadpool(queue.db.item, i) for i in items]
         seqs = sorted(r.seq for r in rows if r is not None)
-        return JSONResponse({"next": f"/review?at={seqs[0]}" if seqs else "/review",
-                             "undone": len(items)})
+        return JSONResponse(
+            {"next": f"/review?at={seqs[0]}" if seqs else "/review", "undone": len(items)}
+        )
 
     return router
 
 
-_NO_STORE = {"Cache-Control": "no-store", "X-Frame-Options": "DENY",
-             "Content-Security-Policy": "default-src 'self'; style-src 'self' 'unsafe-inline';"
-                                        " script-src 'self' 'unsafe-inline'; frame-ancestors 'none'"}
+_NO_STORE = {
+    "Cache-Control": "no-store",
+    "X-Frame-Options": "DENY",
+    "Content-Security-Policy": "default-src 'self'; style-src 'self' 'unsafe-inline';"
+    " script-src 'self' 'unsafe-inline'; frame-ancestors 'none'",
+}
 
 
-async def _login(request: Request, queue: ReviewQueue, sessions: Sessions, secure: bool,
-                 max_age: int) -> Response:
+async def _login(
+    request: Request, queue: ReviewQueue, sessions: Sessions, secure: bool, max_age: int
+) -> Response:
     body = await request.body()
     if len(body) > MAX_FORM_BYTES:
         return Response(status_code=413)
@@ -185,14 +202,22 @@ async def _login(request: Request, queue: ReviewQueue, sessions: Sessions, secur
         return RedirectResponse("/review/login?failed=1", status_code=303)
     await run_in_threadpool(queue.store.audit, "review-login", user, "", role.value)
     resp = RedirectResponse("/review", status_code=303)
-    resp.set_cookie(SESSION_COOKIE, sessions.open(user, role), httponly=True,
-                    samesite="strict", secure=secure, max_age=max_age, path="/review")
+    resp.set_cookie(
+        SESSION_COOKIE,
+        sessions.open(user, role),
+        httponly=True,
+        samesite="strict",
+        secure=secure,
+        max_age=max_age,
+        path="/review",
+    )
     resp.delete_cookie(LOGIN_COOKIE, path="/review")
     return resp
 
 
-def _after(hook: Callable[[list[str]], Any] | None, queue: ReviewQueue,
-           item_ids: list[str]) -> None:
+def _after(
+    hook: Callable[[list[str]], Any] | None, queue: ReviewQueue, item_ids: list[str]
+) -> None:
     """Settle the held documents of the items just decided (in a thread; errors logged by
     class only — the intake loop tries again)."""
     if hook is None:
@@ -214,8 +239,11 @@ def _after(hook: Callable[[list[str]], Any] | None, queue: ReviewQueue,
 def _decision(body: dict[str, Any], session: Session) -> Decision:
     kind = DecisionKind(str(body["kind"]))
     category = Category(str(body["category"])) if kind is DecisionKind.PHI else None
-    scope = Scope(str(body.get("scope", "note"))) if kind in (
-        DecisionKind.PHI, DecisionKind.NOT_PHI) else Scope.NOTE
+    scope = (
+        Scope(str(body.get("scope", "note")))
+        if kind in (DecisionKind.PHI, DecisionKind.NOT_PHI)
+        else Scope.NOTE
+    )
     # the role is the session's: a request cannot claim another
     return Decision(str(body["item"]), session.user, session.role, kind, category, scope)
 

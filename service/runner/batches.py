@@ -28,8 +28,9 @@ log = logging.getLogger("deidstream.runner")
 class Batches(RunnerState):
     """From a fetched batch to a finisher task: process, route, hand over."""
 
-    async def handle_batch(self, batch: Mapping[TopicPartition, Sequence[Any]],
-                           generation: int | None = None) -> None:
+    async def handle_batch(
+        self, batch: Mapping[TopicPartition, Sequence[Any]], generation: int | None = None
+    ) -> None:
         async with self.batch_lock:
             consumer = self._need(self._consumer)
             assigned = consumer.assignment()
@@ -56,7 +57,8 @@ class Batches(RunnerState):
                 acked: asyncio.Future[None] = loop.create_future()
                 finisher = loop.create_task(
                     self._finish(previous, previous_acked, pending, offsets, acked),
-                    name="deidstream-finish")
+                    name="deidstream-finish",
+                )
                 self._last_acked = acked
                 self._finishing.append((finisher, pending_keys, count))
                 self._finishing_records += count
@@ -95,8 +97,9 @@ class Batches(RunnerState):
         start = 0
         while start < len(records):
             items = first_items if start == 0 else [self._item(rec) for rec in records[start:]]
-            results = await self._process_batch([i for i in items if not i.oversize],
-                                                [pending_keys, *finishing])
+            results = await self._process_batch(
+                [i for i in items if not i.oversize], [pending_keys, *finishing]
+            )
             run_keys: set[str] = set()  # keys of this run's first decisions so far
             done = 0
             for item in items:
@@ -112,8 +115,11 @@ class Batches(RunnerState):
                 if keys and not keys.isdisjoint(unconfirmed):
                     finishing = self._unconfirmed_keys()  # some may have finished meanwhile
                     unconfirmed = set().union(*finishing)
-                if keys and not (keys.isdisjoint(run_keys) and keys.isdisjoint(pending_keys)
-                                 and keys.isdisjoint(unconfirmed)):
+                if keys and not (
+                    keys.isdisjoint(run_keys)
+                    and keys.isdisjoint(pending_keys)
+                    and keys.isdisjoint(unconfirmed)
+                ):
                     # decided against a version that is not confirmed yet
                     run_keys |= keys
                     await self.drain()
@@ -139,7 +145,8 @@ class Batches(RunnerState):
             hint = content_hint(rec.topic, headers)
         else:  # by the topic name alone: once per topic
             hint = self._topic_hints.get(rec.topic) or self._topic_hints.setdefault(
-                rec.topic, content_hint(rec.topic, None))
+                rec.topic, content_hint(rec.topic, None)
+            )
         return Item(rec, raw, hint, datetime.now(UTC), len(raw) > self.settings.max_message_bytes)
 
     def _oversize(self, item: Item) -> Handled:
@@ -147,8 +154,9 @@ class Batches(RunnerState):
         reason = f"message of {size} bytes exceeds the limit"
         return self.outputs.dead_letter(rec, "oversize", reason, item.first_seen)
 
-    async def _process_batch(self, items: Sequence[Item], unconfirmed: Sequence[set[str]]
-                             ) -> Sequence[Sequence[Outcome] | BaseException]:
+    async def _process_batch(
+        self, items: Sequence[Item], unconfirmed: Sequence[set[str]]
+    ) -> Sequence[Sequence[Outcome] | BaseException]:
         """One hop to the worker thread for a run of items: each item's outcomes, or the
         exception its processing raised (returned, not raised). ``process_many`` answers for
         every item; without it ``process`` is called for each in turn, stopping after a
@@ -161,8 +169,11 @@ class Batches(RunnerState):
         processor = self._need(self._processor)
         args = [(i.raw, i.hint, i.first_seen) for i in items]
         batch_call = getattr(processor, "process_many", None)
-        call = (partial(batch_call, args) if callable(batch_call)
-                else partial(process_each, processor, args, unconfirmed))
+        call = (
+            partial(batch_call, args)
+            if callable(batch_call)
+            else partial(process_each, processor, args, unconfirmed)
+        )
         try:
             results = await asyncio.get_running_loop().run_in_executor(self._executor, call)
         except Exception as exc:  # noqa: BLE001 - the call itself failed: as if every item did
@@ -202,8 +213,13 @@ class Batches(RunnerState):
         except Exception as exc:  # noqa: BLE001 - the input (or the code) is at fault: never block
             reason_class, reason = safe_reason(exc)
             if reason_class == "internal_error":
-                log.error("processing failed at %s/%d@%d: %s", rec.topic, rec.partition,
-                          rec.offset, type(exc).__name__)
+                log.error(
+                    "processing failed at %s/%d@%d: %s",
+                    rec.topic,
+                    rec.partition,
+                    rec.offset,
+                    type(exc).__name__,
+                )
                 extra: list[tuple[str, bytes]] = []
             else:
                 extra = await self._diagnose(exc, raw)
@@ -224,24 +240,29 @@ class Batches(RunnerState):
             log.warning("dead-letter diagnosis failed: %s", type(err).__name__)
             return []
         return [
-            (str(k).replace("_", "-"), str(v)[:MAX_REASON_CHARS * 2].encode())
+            (str(k).replace("_", "-"), str(v)[: MAX_REASON_CHARS * 2].encode())
             for k, v in (found or {}).items()
             if k not in ("reason_class", "reason") and v
         ]
 
-    async def process(self, raw: bytes, hint: str, now: datetime, *,
-                      subject: str | None = None) -> Sequence[Outcome]:
+    async def process(
+        self, raw: bytes, hint: str, now: datetime, *, subject: str | None = None
+    ) -> Sequence[Outcome]:
         """Run the processor on the worker thread, retrying transient failures and faults of
         the whole key store (``subject`` tells patients apart for the integrity streak)."""
         return await self._process_item(Item(None, raw, hint, now, subject=subject), None)
 
-    async def _process_item(self, item: Item, first: Sequence[Outcome] | BaseException | None
-                            ) -> Sequence[Outcome]:
+    async def _process_item(
+        self, item: Item, first: Sequence[Outcome] | BaseException | None
+    ) -> Sequence[Outcome]:
         """The item's outcomes: ``first`` (a result already computed in a batch) unless it
         calls for a retry, else processed now; retriable errors and store faults are retried
         with backoff (``item.retried`` is set then). Input errors are raised."""
-        if first is not None and not isinstance(first, BaseException) \
-                and self.keystore_fault is None:
+        if (
+            first is not None
+            and not isinstance(first, BaseException)
+            and self.keystore_fault is None
+        ):
             self._settled()  # the common case: no retry machinery per record
             return first
         loop = asyncio.get_running_loop()
@@ -260,8 +281,12 @@ class Batches(RunnerState):
                 else:
                     if first is not None:
                         item.retried = True
-                    call = partial(self._need(self._processor).process, item.raw,
-                                   content_hint=item.hint, now=item.first_seen)
+                    call = partial(
+                        self._need(self._processor).process,
+                        item.raw,
+                        content_hint=item.hint,
+                        now=item.first_seen,
+                    )
                     result = await loop.run_in_executor(self._executor, call)
             except Exception as exc:
                 classified = self._classified(exc, item)
@@ -280,8 +305,11 @@ class Batches(RunnerState):
         record's own (an input error, one record failing authentication: dead-lettered)."""
         if not isinstance(exc, DeidstreamError):
             exc = classify_database_error(exc) or exc
-        if isinstance(exc, DeidstreamError) and not exc.retriable \
-                and self._store_wide(exc, item.subject_of()):
+        if (
+            isinstance(exc, DeidstreamError)
+            and not exc.retriable
+            and self._store_wide(exc, item.subject_of())
+        ):
             self._set_store_fault(exc.reason_class, exc)
             return StoreFault(exc.reason_class)
         if is_stream_fault(exc) or isinstance(exc, DeidstreamError) and exc.retriable:
@@ -309,4 +337,3 @@ class Batches(RunnerState):
         loop = asyncio.get_running_loop()
         call = partial(preview, raw, content_hint=hint, now=datetime.now(UTC))
         return await loop.run_in_executor(self._executor, call)
-

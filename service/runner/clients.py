@@ -45,8 +45,9 @@ def murmur2(data: bytes) -> int:
     return h ^ (h >> 15)
 
 
-def partition_for(key: bytes | None, all_partitions: Sequence[int],
-                  available: Sequence[int]) -> int:
+def partition_for(
+    key: bytes | None, all_partitions: Sequence[int], available: Sequence[int]
+) -> int:
     """aiokafka's ``DefaultPartitioner`` (the Java client's for keyed records) with the fast
     :func:`murmur2`: a keyed record goes to the same partition as before."""
     if key is None:

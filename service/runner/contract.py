@@ -90,8 +90,11 @@ class Item:
         return self.subject if self.rec is None else record_subject(self.rec)
 
 
-def process_each(processor: Processor, items: Sequence[tuple[bytes, str | None, datetime]],
-                 unconfirmed: Sequence[set[str]] = ()) -> list[Sequence[Outcome] | BaseException]:
+def process_each(
+    processor: Processor,
+    items: Sequence[tuple[bytes, str | None, datetime]],
+    unconfirmed: Sequence[set[str]] = (),
+) -> list[Sequence[Outcome] | BaseException]:
     """``process_many`` for a processor that has only ``process`` (runs on the worker
     thread): each item's outcomes, or the exception its processing raised (returned, not
     raised), in order — stopping after a retriable failure (the runner retries that item,
@@ -116,4 +119,3 @@ def process_each(processor: Processor, items: Sequence[tuple[bytes, str | None, 
                 break
             seen |= keys
     return results
-

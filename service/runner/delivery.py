@@ -30,9 +30,14 @@ def confirm_retriable(exc: BaseException) -> bool:
 class Delivery(RunnerState):
     """Publish → confirm → commit for the batches handed to finishers."""
 
-    async def _finish(self, previous: asyncio.Task[None] | None,
-                      previous_acked: asyncio.Future[None] | None, handled: list[Handled],
-                      offsets: dict[TopicPartition, int], acked: asyncio.Future[None]) -> None:
+    async def _finish(
+        self,
+        previous: asyncio.Task[None] | None,
+        previous_acked: asyncio.Future[None] | None,
+        handled: list[Handled],
+        offsets: dict[TopicPartition, int],
+        acked: asyncio.Future[None],
+    ) -> None:
         """Publish once the previous batch's outputs are acknowledged (order per partition),
         await the acks (``acked`` then resolves, so the next batch may send), then — once
         the previous batch is confirmed and committed — confirm and commit. A failure of
@@ -87,8 +92,9 @@ class Delivery(RunnerState):
             return set()
         loop = asyncio.get_running_loop()
         call = partial(check, marks)
-        found = await self._retry("confirm", lambda: loop.run_in_executor(self._executor, call),
-                                  confirm_retriable)
+        found = await self._retry(
+            "confirm", lambda: loop.run_in_executor(self._executor, call), confirm_retriable
+        )
         return set(found or ())
 
     async def _publish(self, outputs: list[OutRecord]) -> None:
@@ -115,14 +121,14 @@ class Delivery(RunnerState):
                 futures.append(fut)
             results = await asyncio.gather(*futures, return_exceptions=True)
             failed_keys = {
-                (o.topic, o.key) for o, r in zip(remaining, results, strict=True)
+                (o.topic, o.key)
+                for o, r in zip(remaining, results, strict=True)
                 if isinstance(r, BaseException) and not isinstance(r, RECORD_REJECTED)
             }
             retry: list[OutRecord] = []
             for out, res in zip(remaining, results, strict=True):
                 if isinstance(res, RECORD_REJECTED):
-                    log.error("broker refused a record for %s: %s", out.topic,
-                              type(res).__name__)
+                    log.error("broker refused a record for %s: %s", out.topic, type(res).__name__)
                     replacement = out.on_reject(res) if out.on_reject else None
                     if replacement is not None:
                         retry.append(replacement)
@@ -134,8 +140,9 @@ class Delivery(RunnerState):
                 remaining = retry  # only replacements of refused records (or nothing) left
                 continue
             errors = {type(r).__name__ for r in results if isinstance(r, BaseException)}
-            log.warning("publish failed for %d records (%s); retrying", len(retry),
-                        ",".join(sorted(errors)))
+            log.warning(
+                "publish failed for %d records (%s); retrying", len(retry), ",".join(sorted(errors))
+            )
             self.broker_ok = False
             self._update_ready()
             self.metrics.retries.labels("publish").inc()
@@ -167,8 +174,9 @@ class Delivery(RunnerState):
                 mark_sent(marks)
 
         loop = asyncio.get_running_loop()
-        await self._retry("confirm", lambda: loop.run_in_executor(self._executor, call),
-                          confirm_retriable)
+        await self._retry(
+            "confirm", lambda: loop.run_in_executor(self._executor, call), confirm_retriable
+        )
 
     async def _commit(self, offsets: dict[TopicPartition, int]) -> None:
         consumer = self._need(self._consumer)
@@ -176,8 +184,9 @@ class Delivery(RunnerState):
         async def attempt() -> None:
             # aiokafka waits for a coordinator without limit; bound it so an unreachable
             # broker becomes a retry (and readiness false) instead of a silent hang
-            await asyncio.wait_for(consumer.commit(offsets),
-                                   self.settings.request_timeout_ms / 1000)
+            await asyncio.wait_for(
+                consumer.commit(offsets), self.settings.request_timeout_ms / 1000
+            )
 
         try:
             await self._retry("commit", attempt)
@@ -189,4 +198,3 @@ class Delivery(RunnerState):
         for tp, offset in offsets.items():
             if tp in self.partitions:
                 self.partitions[tp].committed = offset
-

@@ -40,12 +40,16 @@ class FetchWait:
         last one, so each step is judged on fetches that used it."""
         if records:
             return self.current_ms
-        settled = (self.changed_at is None
-                   or now - self.changed_at >= 2 * self.current_ms / 1000 - 1e-9)
+        settled = (
+            self.changed_at is None or now - self.changed_at >= 2 * self.current_ms / 1000 - 1e-9
+        )
         if not settled:
             return self.current_ms
-        wanted = (min(self.ceiling_ms, self.current_ms * 2) if behind
-                  else max(self.floor_ms, self.current_ms // 2))
+        wanted = (
+            min(self.ceiling_ms, self.current_ms * 2)
+            if behind
+            else max(self.floor_ms, self.current_ms // 2)
+        )
         if wanted != self.current_ms:
             self.current_ms, self.changed_at = wanted, now
         return self.current_ms

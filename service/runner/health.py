@@ -30,14 +30,16 @@ class Health(RunnerState):
     def _update_ready(self) -> None:
         self.metrics.ready.set(1 if self.ready else 0)
 
-    def _set_store_fault(self, reason_class: str, detail: DeidstreamError | None = None
-                         ) -> None:
+    def _set_store_fault(self, reason_class: str, detail: DeidstreamError | None = None) -> None:
         if self.keystore_fault != reason_class:
             # the key store's own errors carry coordinates only (the key id that is missing,
             # a record's fingerprint), never content
-            log.error("key store unusable (%s%s): not ready, retrying; nothing is committed or "
-                      "dead-lettered until it is fixed", reason_class,
-                      f": {detail}" if detail is not None else "")
+            log.error(
+                "key store unusable (%s%s): not ready, retrying; nothing is committed or "
+                "dead-lettered until it is fixed",
+                reason_class,
+                f": {detail}" if detail is not None else "",
+            )
             if self.keystore_fault is not None:
                 self.metrics.keystore_fault.labels(self.keystore_fault).set(0)
         self.keystore_fault = reason_class
@@ -60,8 +62,12 @@ class Health(RunnerState):
         retry), ``deidstream_keystore_fault{reason_class}`` 1 while it lasts."""
         reason = str(getattr(exc, "reason_class", "") or type(exc).__name__)
         if self.stream_fault != reason:
-            log.warning("stream fault (%s, during %s): batch stopped, nothing committed or "
-                        "dead-lettered; retrying with backoff", reason, operation)
+            log.warning(
+                "stream fault (%s, during %s): batch stopped, nothing committed or "
+                "dead-lettered; retrying with backoff",
+                reason,
+                operation,
+            )
             self.metrics.stream_faults.labels(reason).inc()
             if self.stream_fault is not None:
                 self.metrics.keystore_fault.labels(self.stream_fault).set(0)
@@ -78,8 +84,11 @@ class Health(RunnerState):
         at = self._stream_fault_at
         if self.stream_fault is None or at is None or at[0] != operation:
             return
-        log.warning("stream fault cleared (%s): resumed after %.1f s", self.stream_fault,
-                    time.monotonic() - at[1])
+        log.warning(
+            "stream fault cleared (%s): resumed after %.1f s",
+            self.stream_fault,
+            time.monotonic() - at[1],
+        )
         self.metrics.keystore_fault.labels(self.stream_fault).set(0)
         self.stream_fault = None
         self._stream_fault_at = None
@@ -126,8 +135,9 @@ class Health(RunnerState):
                 store_ok = False
             if store_ok != self.keystore_ok:
                 log.warning("key store reachable: %s", store_ok)
-            self.keystore_ok = store_ok and self.keystore_fault is None \
-                and self.stream_fault is None
+            self.keystore_ok = (
+                store_ok and self.keystore_fault is None and self.stream_fault is None
+            )
         self._update_ready()
 
     async def _after_outage(self) -> None:
@@ -146,14 +156,16 @@ class Health(RunnerState):
         parts = []
         for tp in sorted(self.partitions, key=lambda t: (t.topic, t.partition)):
             st = self.partitions[tp]
-            parts.append({
-                "topic": tp.topic,
-                "partition": tp.partition,
-                "committed": st.committed,
-                "position": st.position,
-                "highwater": st.highwater,
-                "lag": st.lag,
-            })
+            parts.append(
+                {
+                    "topic": tp.topic,
+                    "partition": tp.partition,
+                    "committed": st.committed,
+                    "position": st.position,
+                    "highwater": st.highwater,
+                    "lag": st.lag,
+                }
+            )
         return {
             "ready": self.ready,
             "started": self.started,
@@ -167,11 +179,11 @@ class Health(RunnerState):
             # None while any assigned partition's lag is still unknown
             "total_lag": (
                 sum(p["lag"] for p in parts)
-                if parts and all(p["lag"] is not None for p in parts) else None
+                if parts and all(p["lag"] is not None for p in parts)
+                else None
             ),
             "counts": dict(sorted(self.counts.items())),
             # wall time the processing thread spent working (processing, confirming, key
             # store calls): its growth per second near 1 means the instance is saturated
             "worker_busy_seconds": round(self.worker_busy_seconds, 6),
         }
-

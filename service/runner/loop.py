@@ -45,8 +45,7 @@ class WorkerThread(ThreadPoolExecutor):
     def submit(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Future[Any]:
         return super().submit(self._timed, fn, args, kwargs)
 
-    def _timed(self, fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]
-               ) -> Any:
+    def _timed(self, fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         start = perf_counter()
         try:
             return fn(*args, **kwargs)
@@ -225,7 +224,8 @@ class Runner(Batches, Delivery, Health, Partitions, Clients, Retries):
                 await producer.stop()
         processor, self._processor = self._processor, None
         closer = getattr(processor, "close", None) or getattr(
-            getattr(processor, "store", None), "close", None)
+            getattr(processor, "store", None), "close", None
+        )
         if callable(closer):
             try:  # on the worker thread, which owns the store's connection
                 await asyncio.get_running_loop().run_in_executor(self._executor, closer)
@@ -279,8 +279,13 @@ class Runner(Batches, Delivery, Health, Partitions, Clients, Retries):
         after = fw.after_fetch(records=records, behind=lagging, now=monotonic())
         if after != before and fetchwait.apply(consumer, after):
             level = logging.INFO if after > before else logging.DEBUG
-            log.log(level, "fetch wait %d ms -> %d ms (%s)", before, after,
-                    "records waiting, fetch empty" if after > before else "idle")
+            log.log(
+                level,
+                "fetch wait %d ms -> %d ms (%s)",
+                before,
+                after,
+                "records waiting, fetch empty" if after > before else "idle",
+            )
 
     @property
     def in_flight(self) -> int:

@@ -87,7 +87,6 @@ class Handled:
         self.effects.clear()
 
 
-
 class Outputs:
     """Builds the records to send for each input (and their on-ack metrics)."""
 
@@ -116,8 +115,9 @@ class Outputs:
             found = self._spans_inc[category] = self.metrics.phi_spans.labels(category).inc
         return found
 
-    def route(self, rec: Any, hint: str, outcomes: Sequence[Outcome],
-              first_seen: datetime) -> Handled:
+    def route(
+        self, rec: Any, hint: str, outcomes: Sequence[Outcome], first_seen: datetime
+    ) -> Handled:
         handled = Handled(rec, outcomes=outcomes)
         kinds = []
         for out in outcomes:
@@ -133,8 +133,9 @@ class Outputs:
                     output.on_reject = rejected
         return handled
 
-    def _route_one(self, handled: Handled, rec: Any, hint: str, out: Outcome,
-                   first_seen: datetime) -> None:
+    def _route_one(
+        self, handled: Handled, rec: Any, hint: str, out: Outcome, first_seen: datetime
+    ) -> None:
         """What one outcome adds to its input's handling; every kind is matched (mypy checks
         that a new :class:`OutcomeKind` is routed here)."""
         kind = out.kind
@@ -155,8 +156,9 @@ class Outputs:
         for stage, seconds in times.items():
             self._observe_stage(str(stage))(float(seconds))
 
-    def output_rejected(self, refusal: Refusal, rec: Any, first_seen: datetime,
-                        exc: BaseException) -> OutRecord | None:
+    def output_rejected(
+        self, refusal: Refusal, rec: Any, first_seen: datetime, exc: BaseException
+    ) -> OutRecord | None:
         """A research/held record the broker refuses: dead-letter the input instead, and do
         not confirm the version (a later replay from the dead-letter topic decides again)."""
         refusal.refused = True
@@ -208,8 +210,9 @@ class Outputs:
             on_ack,
         )
 
-    def coordinates(self, rec: Any, reason_class: str, reason: str, first_seen: datetime
-                     ) -> list[tuple[str, bytes]]:
+    def coordinates(
+        self, rec: Any, reason_class: str, reason: str, first_seen: datetime
+    ) -> list[tuple[str, bytes]]:
         return [
             ("reason-class", reason_class.encode()),
             ("reason", reason[:MAX_REASON_CHARS].encode()),
@@ -220,8 +223,14 @@ class Outputs:
             ("first-seen", first_seen.isoformat().encode()),
         ]
 
-    def dead_letter(self, rec: Any, reason_class: str, reason: str, first_seen: datetime,
-                    extra: Sequence[tuple[str, bytes]] = ()) -> Handled:
+    def dead_letter(
+        self,
+        rec: Any,
+        reason_class: str,
+        reason: str,
+        first_seen: datetime,
+        extra: Sequence[tuple[str, bytes]] = (),
+    ) -> Handled:
         original = [(k, v) for k, v in (rec.headers or ()) if not k.startswith("reason")]
         headers = self.coordinates(rec, reason_class, reason, first_seen) + list(extra)
         headers += original
@@ -233,16 +242,36 @@ class Outputs:
         def without_value(exc: BaseException) -> OutRecord:
             # the original is too big for the dead-letter topic: keep the coordinates
             note = [("value-dropped", type(exc).__name__.encode())]
-            return OutRecord(self.settings.deadletter_topic, rec.key, b"", headers + note,
-                             on_ack, on_reject=lambda _exc: None, once=once)
+            return OutRecord(
+                self.settings.deadletter_topic,
+                rec.key,
+                b"",
+                headers + note,
+                on_ack,
+                on_reject=lambda _exc: None,
+                once=once,
+            )
 
         once = dead_letter_mark(rec)
-        out = OutRecord(self.settings.deadletter_topic, rec.key, rec.value or b"", headers,
-                        on_ack, on_reject=without_value, once=once)
+        out = OutRecord(
+            self.settings.deadletter_topic,
+            rec.key,
+            rec.value or b"",
+            headers,
+            on_ack,
+            on_reject=without_value,
+            once=once,
+        )
         return Handled(rec, [out], kind="deadletter")
 
-    def held(self, rec: Any, research_key: str | None, reason_class: str, reason: str,
-             first_seen: datetime) -> Handled:
+    def held(
+        self,
+        rec: Any,
+        research_key: str | None,
+        reason_class: str,
+        reason: str,
+        first_seen: datetime,
+    ) -> Handled:
         headers = self.coordinates(rec, reason_class, reason, first_seen)
         released = next((v for k, v in rec.headers or () if k == "released-from"), None)
         if released:  # `deidstream held release` sent it again: link the two held records
@@ -250,21 +279,23 @@ class Outputs:
         if self.settings.held_topic_secure:
             value = rec.value or b""  # the original input only; never the half-cleaned text
         else:
-            value = orjson.dumps({
-                "source_topic": rec.topic,
-                "source_partition": rec.partition,
-                "source_offset": rec.offset,
-                "reason_class": reason_class,
-                "reason": reason[:MAX_REASON_CHARS],
-                "research_key": research_key,
-                "first_seen": first_seen.isoformat(),
-            })
+            value = orjson.dumps(
+                {
+                    "source_topic": rec.topic,
+                    "source_partition": rec.partition,
+                    "source_offset": rec.offset,
+                    "reason_class": reason_class,
+                    "reason": reason[:MAX_REASON_CHARS],
+                    "research_key": research_key,
+                    "first_seen": first_seen.isoformat(),
+                }
+            )
 
         def on_ack() -> None:
             self.metrics.held.labels(reason_class).inc()
             self.counts["held"] += 1
 
         key = research_key.encode() if research_key else None
-        return Handled(rec, [OutRecord(self.settings.held_topic, key, value, headers, on_ack)],
-                       kind="held")
-
+        return Handled(
+            rec, [OutRecord(self.settings.held_topic, key, value, headers, on_ack)], kind="held"
+        )

@@ -61,7 +61,6 @@ class RebalanceListener(ConsumerRebalanceListener):
         log.info("partitions assigned: %s", sorted(f"{t.topic}/{t.partition}" for t in assigned))
 
 
-
 class Partitions(RunnerState):
     """The runner's view of its assignment: lag per partition, forgotten on revoke."""
 
@@ -92,4 +91,3 @@ class Partitions(RunnerState):
                 state.position = await asyncio.wait_for(consumer.position(tp), 1.0)
             if state.lag is not None:
                 self.metrics.lag.labels(tp.topic, str(tp.partition)).set(state.lag)
-

@@ -38,7 +38,6 @@ class StoreFault(Exception):  # noqa: N818 - a retry signal, carries the reason 
         self.reason_class = reason_class
 
 
-
 # the broker refuses this one record (size, corruption): retrying cannot help, so the record
 # is replaced (research/held output → dead-letter of the input; dead letter → without value)
 RECORD_REJECTED = (MessageSizeTooLargeError, RecordTooLargeError, CorruptRecordException)
@@ -70,7 +69,6 @@ def is_retriable(exc: BaseException) -> bool:
     return isinstance(exc, (ConnectionError, TimeoutError))
 
 
-
 class Retries(RunnerState):
     """The runner's retry loop and backoff (settings ``retry_initial_seconds`` /
     ``retry_max_seconds``), counted in ``deidstream_retries_total{operation}``."""
@@ -86,8 +84,12 @@ class Retries(RunnerState):
         if self._stop.is_set():
             raise Stopping()
 
-    async def _retry(self, operation: str, fn: Callable[[], Any],
-                     retriable: Callable[[BaseException], bool] = is_retriable) -> Any:
+    async def _retry(
+        self,
+        operation: str,
+        fn: Callable[[], Any],
+        retriable: Callable[[BaseException], bool] = is_retriable,
+    ) -> Any:
         """Call ``fn`` (an awaitable factory) until it succeeds or a non-retriable error.
 
         The first attempt is a plain call: the retry machinery (tenacity's state, a few dozen
@@ -110,20 +112,28 @@ class Retries(RunnerState):
         self._clear_stream_fault(operation)
         return result
 
-    async def _retry_loop(self, operation: str, fn: Callable[[], Any],
-                          retriable: Callable[[BaseException], bool] = is_retriable) -> Any:
+    async def _retry_loop(
+        self,
+        operation: str,
+        fn: Callable[[], Any],
+        retriable: Callable[[BaseException], bool] = is_retriable,
+    ) -> Any:
         """The retry loop proper (tenacity): backoff with jitter, counted and logged."""
         s = self.settings
 
         def before_sleep(state: Any) -> None:
             self.metrics.retries.labels(operation).inc()
             exc = state.outcome.exception() if state.outcome else None
-            log.warning("%s failed (%s), retry %d", operation, type(exc).__name__,
-                        state.attempt_number)
+            log.warning(
+                "%s failed (%s), retry %d", operation, type(exc).__name__, state.attempt_number
+            )
             if operation in ("connect", "commit", "fetch"):
                 self.broker_ok = False
-            elif exc is not None and not isinstance(exc, StoreFault) and (
-                    is_stream_fault(exc) or isinstance(exc, KeystoreError)):
+            elif (
+                exc is not None
+                and not isinstance(exc, StoreFault)
+                and (is_stream_fault(exc) or isinstance(exc, KeystoreError))
+            ):
                 self._enter_stream_fault(exc, operation)  # a store fault has its own line
             self._update_ready()
 
@@ -138,4 +148,3 @@ class Retries(RunnerState):
             with attempt:
                 return await fn()
         raise AssertionError("unreachable")  # pragma: no cover
-

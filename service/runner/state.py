@@ -73,8 +73,12 @@ class RunnerState:
     def _update_ready(self) -> None:
         raise NotImplementedError
 
-    async def _retry(self, operation: str, fn: Callable[[], Any],
-                     retriable: Callable[[BaseException], bool] = ...) -> Any:
+    async def _retry(
+        self,
+        operation: str,
+        fn: Callable[[], Any],
+        retriable: Callable[[BaseException], bool] = ...,
+    ) -> Any:
         raise NotImplementedError
 
     def _enter_stream_fault(self, exc: BaseException, operation: str) -> None:
@@ -101,8 +105,7 @@ class RunnerState:
     async def _reopen_processor(self) -> None:
         raise NotImplementedError
 
-    def _set_store_fault(self, reason_class: str, detail: DeidstreamError | None = None
-                         ) -> None:
+    def _set_store_fault(self, reason_class: str, detail: DeidstreamError | None = None) -> None:
         raise NotImplementedError
 
     def _clear_store_fault(self) -> None:
@@ -123,9 +126,14 @@ class RunnerState:
     async def _flush(self, handled: list[Handled]) -> None:
         raise NotImplementedError
 
-    async def _finish(self, previous: asyncio.Task[None] | None,
-                      previous_acked: asyncio.Future[None] | None, handled: list[Handled],
-                      offsets: dict[TopicPartition, int], acked: asyncio.Future[None]) -> None:
+    async def _finish(
+        self,
+        previous: asyncio.Task[None] | None,
+        previous_acked: asyncio.Future[None] | None,
+        handled: list[Handled],
+        offsets: dict[TopicPartition, int],
+        acked: asyncio.Future[None],
+    ) -> None:
         raise NotImplementedError
 
     def forget_partition(self, tp: TopicPartition) -> None:

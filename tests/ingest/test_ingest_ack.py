@@ -89,9 +89,7 @@ def test_reason_headers_add_hl7apy_findings_for_structural_errors() -> None:
 
 # -- the direct ER7 composer gives hl7apy's bytes ----------------------------------------
 
-_TEXT = st.text(
-    alphabet=st.characters(codec="utf-8", exclude_categories=("Cs",)), max_size=40
-)
+_TEXT = st.text(alphabet=st.characters(codec="utf-8", exclude_categories=("Cs",)), max_size=40)
 _HD = st.text(alphabet="ABCXYZ09 ._-^&", max_size=12)
 _ID = st.text(alphabet="ABC0123456789-_.", max_size=25)
 

@@ -188,8 +188,10 @@ def test_first_component_is_raw_first_repetition_first_component(
 ) -> None:
     fs, enc = seps[0], seps[1:]
     header = f"MSH{fs}{enc}{fs}A"
-    line = f"{name}{fs}{enc}" + fs.join(["", *fields]) if name in ("MSH", "BHS") else (
-        name + fs.join(["", *fields])
+    line = (
+        f"{name}{fs}{enc}" + fs.join(["", *fields])
+        if name in ("MSH", "BHS")
+        else (name + fs.join(["", *fields]))
     )
     msg = Er7Message(header + "\r" + line)
     seg = msg.segments[-1]

@@ -98,9 +98,15 @@ def test_subject_identifier_wins_in_every_packaging() -> None:
         )
     )
     conditional = parse(docref({"reference": f"Patient?identifier={MR.authority}|{MR.value}"}))
-    assert key(alone) == key(with_ref) == key(bundled) == key(conditional) == (
-        MR.value,
-        MR.authority,
+    assert (
+        key(alone)
+        == key(with_ref)
+        == key(bundled)
+        == key(conditional)
+        == (
+            MR.value,
+            MR.authority,
+        )
     )
     assert all(
         MR.value in {i.value for i in d.identifiers.patient_ids}

@@ -13,7 +13,8 @@ from pipelines.hl7.er7 import read_message
 from pipelines.hl7.mapping import patient_identifier, to_document
 
 _CX = st.tuples(
-    st.sampled_from(["", "A1", "B2", "c3"]), st.sampled_from(["", "HOSP", "H2"]),
+    st.sampled_from(["", "A1", "B2", "c3"]),
+    st.sampled_from(["", "HOSP", "H2"]),
     st.sampled_from(["", "MR", "PI", "AN"]),
 ).map(lambda t: "" if not any(t) else f"{t[0]}^^^{t[1]}^{t[2]}")
 _FIELD = st.lists(_CX, max_size=3).map("~".join)
@@ -43,7 +44,9 @@ def test_patient_and_visit_are_what_a_fresh_read_gives(
         raise AssertionError("to_document filed a document patient_identifier refuses") from None
     document = to_document(msg)
     assert (document.patient_id, document.assigning_authority) == (
-        expected.value, expected.authority)
+        expected.value,
+        expected.authority,
+    )
     pv1 = msg.first("PV1")
     visit = cx(pv1.raw(19, 0), msg.delimiters, msg.charset) if pv1 is not None else None
     assert document.visit_id == (visit.value if visit is not None else "")

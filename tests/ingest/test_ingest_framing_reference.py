@@ -88,8 +88,9 @@ _cr_soup = st.tuples(
     st.sampled_from(["MSH|", "MSH#", "MSH ", "MSHA", "MSH|^~\\&|A", "MSH|x \t"]),
     st.lists(_line, max_size=10),
     st.lists(st.sampled_from(["\r", "\r\r", "\r\r\r"]), min_size=11, max_size=11),
-).map(lambda t: "".join(line + end for line, end in zip([t[0], *t[1]], t[2], strict=False))
-      .encode())
+).map(
+    lambda t: "".join(line + end for line, end in zip([t[0], *t[1]], t[2], strict=False)).encode()
+)
 
 
 @settings(max_examples=400, deadline=None)

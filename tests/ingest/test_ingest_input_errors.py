@@ -59,8 +59,10 @@ _HOSTILE = st.one_of(
     st.integers(1, 6000).map(lambda n: "9" * n),
     st.integers(1, 6000).map(lambda n: "2." + "9" * n),
     st.text(st.characters(categories=["Nd", "No", "Nl"]), min_size=1, max_size=16),
-    st.tuples(st.sampled_from(["2024", "19", "2"]), st.text(st.characters(categories=["Nd", "No"]),
-                                                             max_size=12)).map("".join),
+    st.tuples(
+        st.sampled_from(["2024", "19", "2"]),
+        st.text(st.characters(categories=["Nd", "No"]), max_size=12),
+    ).map("".join),
     st.sampled_from(
         [
             "http://[",
@@ -85,9 +87,24 @@ _HOSTILE = st.one_of(
 
 
 # (segment id, field index in ``line.split("|")``): MSH-n is index n - 1 (MSH-1 is the bar)
-_HOT_FIELDS = [("MSH", 6), ("MSH", 8), ("MSH", 9), ("MSH", 11), ("MSH", 17), ("PID", 3),
-               ("PID", 5), ("PID", 7), ("OBR", 7), ("OBR", 25), ("OBX", 2), ("OBX", 5),
-               ("OBX", 11), ("TXA", 4), ("TXA", 17), ("PV1", 19)]
+_HOT_FIELDS = [
+    ("MSH", 6),
+    ("MSH", 8),
+    ("MSH", 9),
+    ("MSH", 11),
+    ("MSH", 17),
+    ("PID", 3),
+    ("PID", 5),
+    ("PID", 7),
+    ("OBR", 7),
+    ("OBR", 25),
+    ("OBX", 2),
+    ("OBX", 5),
+    ("OBX", 11),
+    ("TXA", 4),
+    ("TXA", 17),
+    ("PV1", 19),
+]
 
 
 @st.composite
@@ -97,8 +114,12 @@ def mutated_hl7(draw: Any) -> bytes:
     text = draw(st.sampled_from(HL7_SEEDS)).decode("utf-8", "replace")
     segments = text.replace("\r\n", "\r").replace("\n", "\r").split("\r")
     value = draw(_HOSTILE)
-    hot = [(i, j) for i, seg in enumerate(segments) for sid, j in _HOT_FIELDS
-           if seg.startswith(sid + "|") and j < len(seg.split("|"))]
+    hot = [
+        (i, j)
+        for i, seg in enumerate(segments)
+        for sid, j in _HOT_FIELDS
+        if seg.startswith(sid + "|") and j < len(seg.split("|"))
+    ]
     if hot and draw(st.booleans()):
         i, j = draw(st.sampled_from(hot))
     else:
@@ -122,7 +143,9 @@ def mutated_hl7(draw: Any) -> bytes:
 
 
 def _json_values(max_leaves: int = 6) -> Any:
-    leaf = st.one_of(_HOSTILE, st.integers(-(2**63), 2**63 - 1), st.floats(), st.booleans(), st.none())
+    leaf = st.one_of(
+        _HOSTILE, st.integers(-(2**63), 2**63 - 1), st.floats(), st.booleans(), st.none()
+    )
     return st.recursive(
         leaf,
         lambda inner: st.one_of(
@@ -214,8 +237,10 @@ def test_the_whole_processor_gives_outcomes_or_input_errors(
         pytest.fail(f"a parser raised {exc.coordinates.get('error')} (net: MalformedInput)")
     except InputError:
         return
-    assert all(o.kind in {"publish", "tombstone", "duplicate", "superseded", "held", "context"}
-               for o in outcomes)
+    assert all(
+        o.kind in {"publish", "tombstone", "duplicate", "superseded", "held", "context"}
+        for o in outcomes
+    )
 
 
 # -- the cases found (issue 14, item 5), kept as plain examples --------------------------------

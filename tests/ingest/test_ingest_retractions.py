@@ -33,10 +33,25 @@ def one(path: str) -> ClinicalDocument:
 @pytest.mark.parametrize(
     ("path", "document_id", "type_code", "filed"),
     [
-        ("hl7v2/oru-r01-retracted-no-obx-v25.hl7", "FI-1", "24627-2", datetime(2024, 3, 6, 10, tzinfo=EST)),
-        ("hl7v2/oru-r01-retracted-obx-d-v251.hl7", "FI-1", "24627-2", datetime(2024, 3, 6, 10, tzinfo=EST)),
+        (
+            "hl7v2/oru-r01-retracted-no-obx-v25.hl7",
+            "FI-1",
+            "24627-2",
+            datetime(2024, 3, 6, 10, tzinfo=EST),
+        ),
+        (
+            "hl7v2/oru-r01-retracted-obx-d-v251.hl7",
+            "FI-1",
+            "24627-2",
+            datetime(2024, 3, 6, 10, tzinfo=EST),
+        ),
         ("hl7v2/mdm-t11-cancel-v25.hl7", "DOC-1", "PN", datetime(2024, 3, 6, 8, 15, tzinfo=EST)),
-        ("hl7v2/mdm-t02-ca-no-obx-v25.hl7", "DOC-4", "PN", datetime(2024, 3, 5, 10, 15, tzinfo=EST)),  # MSH-7 > TXA-6
+        (
+            "hl7v2/mdm-t02-ca-no-obx-v25.hl7",
+            "DOC-4",
+            "PN",
+            datetime(2024, 3, 5, 10, 15, tzinfo=EST),
+        ),  # MSH-7 > TXA-6
     ],
 )
 def test_hl7_retraction_without_narrative_is_an_empty_entered_in_error_document(

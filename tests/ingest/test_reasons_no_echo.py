@@ -30,8 +30,11 @@ def _reasons(raw: bytes, hint: str | None = None) -> str:
         orjson.dumps({"resourceType": WORD, "id": "x"}),
         orjson.dumps({"resourceType": WORD.upper()}),
         orjson.dumps(
-            {"resourceType": "Bundle", "type": "collection",
-             "entry": [{"resource": {"resourceType": WORD}}]}
+            {
+                "resourceType": "Bundle",
+                "type": "collection",
+                "entry": [{"resource": {"resourceType": WORD}}],
+            }
         ),
     ],
 )
@@ -45,8 +48,12 @@ def test_a_known_fhir_type_is_still_named() -> None:
 
 @pytest.mark.parametrize(
     ("old", "new"),
-    [(b"ORU^R01", f"{SHORT}^R01".encode()), (b"ORU^R01", f"ORU^{SHORT}".encode()),
-     (b"|P|2.5", f"|P|2.{SHORT}".encode()), (b"|P|2.5", f"|P|{SHORT}".encode())],
+    [
+        (b"ORU^R01", f"{SHORT}^R01".encode()),
+        (b"ORU^R01", f"ORU^{SHORT}".encode()),
+        (b"|P|2.5", f"|P|2.{SHORT}".encode()),
+        (b"|P|2.5", f"|P|{SHORT}".encode()),
+    ],
 )
 def test_hl7_reasons_do_not_echo_codes_that_are_words(old: bytes, new: bytes) -> None:
     raw = ORU.replace(old, new)
@@ -62,8 +69,12 @@ def test_hl7_reasons_still_name_protocol_codes() -> None:
 
 
 def test_an_unknown_fhir_element_is_not_named() -> None:
-    resource = {"resourceType": "DocumentReference", "status": "current",
-                "content": [{"attachment": {"data": "eA=="}}], WORD: "x"}
+    resource = {
+        "resourceType": "DocumentReference",
+        "status": "current",
+        "content": [{"attachment": {"data": "eA=="}}],
+        WORD: "x",
+    }
     with pytest.raises(InputError) as caught:
         validate_resource(resource)
     assert WORD not in str(caught.value) and "unknown element" in str(caught.value)

@@ -60,12 +60,14 @@ def pg_schema_url(pg_url: str) -> Iterator[str]:
 
 
 def _broker(s3: LocalS3, port: int, log: Path) -> EmbeddedBroker:
-    return EmbeddedBroker(port=port, storage_engine=f"s3://{BUCKET}/", env=s3.env(),
-                          log_path=log, start_timeout=30).start()
+    return EmbeddedBroker(
+        port=port, storage_engine=f"s3://{BUCKET}/", env=s3.env(), log_path=log, start_timeout=30
+    ).start()
 
 
-def _service(bootstrap: str, base: str, store_url: str, key: str, port: int, log: Path
-             ) -> subprocess.Popen[bytes]:
+def _service(
+    bootstrap: str, base: str, store_url: str, key: str, port: int, log: Path
+) -> subprocess.Popen[bytes]:
     env = {
         **os.environ,
         "DEIDSTREAM_BOOTSTRAP_SERVERS": bootstrap,
@@ -87,8 +89,13 @@ def _service(bootstrap: str, base: str, store_url: str, key: str, port: int, log
     for name in ("DEIDSTREAM_FETCH_MAX_WAIT_MS", "DEIDSTREAM_FETCH_MAX_WAIT_CEILING_MS"):
         env.pop(name, None)  # the defaults are what is under test
     with open(log, "ab") as out:
-        return subprocess.Popen([sys.executable, "-m", "service.cli", "run"], cwd=ROOT, env=env,
-                                stdout=out, stderr=subprocess.STDOUT)
+        return subprocess.Popen(
+            [sys.executable, "-m", "service.cli", "run"],
+            cwd=ROOT,
+            env=env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+        )
 
 
 async def produce_each(bootstrap: str, topic: str, messages: list[tuple[bytes, bytes]]) -> None:
@@ -104,15 +111,20 @@ async def produce_each(bootstrap: str, topic: str, messages: list[tuple[bytes, b
         await producer.stop()
 
 
-async def _wait(port: int, proc: subprocess.Popen[bytes], pred: Any, within: float
-                ) -> dict[str, Any]:
+async def _wait(
+    port: int, proc: subprocess.Popen[bytes], pred: Any, within: float
+) -> dict[str, Any]:
     end = time.monotonic() + within
     async with httpx.AsyncClient(timeout=2) as http:
         while time.monotonic() < end:
             assert proc.poll() is None, "the service exited"
             try:
-                st = (await http.get(f"http://127.0.0.1:{port}/v1/status",
-                                    headers={"Authorization": f"Bearer {STATUS_TOKEN}"})).json()
+                st = (
+                    await http.get(
+                        f"http://127.0.0.1:{port}/v1/status",
+                        headers={"Authorization": f"Bearer {STATUS_TOKEN}"},
+                    )
+                ).json()
             except (httpx.HTTPError, ValueError):
                 st = None
             if st is not None and pred(st):
@@ -122,7 +134,8 @@ async def _wait(port: int, proc: subprocess.Popen[bytes], pred: Any, within: flo
 
 
 async def test_kill_9_of_the_broker_on_s3_storage_loses_nothing(
-        local_s3: LocalS3, pg_schema_url: str, tmp_path: Path) -> None:
+    local_s3: LocalS3, pg_schema_url: str, tmp_path: Path
+) -> None:
     base = unique("bkill")
     tansu_log, service_log = tmp_path / "tansu.log", tmp_path / "service.log"
     broker_port = free_port()
@@ -132,26 +145,40 @@ async def test_kill_9_of_the_broker_on_s3_storage_loses_nothing(
     docs = [report(n, v) for n in range(patients) for v in (1, 2)]
     first, second = docs[:80], docs[80:]
     port = free_port()
-    proc = _service(bootstrap, base, pg_schema_url, Keyring.generate().to_text(), port,
-                    service_log)
+    proc = _service(bootstrap, base, pg_schema_url, Keyring.generate().to_text(), port, service_log)
     try:
         await _wait(port, proc, lambda st: st["ready"], 90)
-        await produce_each(bootstrap, f"{base}.hl7v2",
-                      [(b"%d" % (700000 + i // 2), m) for i, m in enumerate(first)])
+        await produce_each(
+            bootstrap,
+            f"{base}.hl7v2",
+            [(b"%d" % (700000 + i // 2), m) for i, m in enumerate(first)],
+        )
         mid = await _wait(port, proc, lambda st: st["counts"].get("published", 0) >= 20, 90)
         assert mid["counts"].get("consumed", 0) < len(docs)
         os.kill(broker.pid or 0, signal.SIGKILL)  # the broker, not the service
         broker.stop()  # reaps the killed process
         await asyncio.sleep(1.0)
         broker = _broker(local_s3, broker_port, tansu_log)  # same storage, same address
-        await produce_each(bootstrap, f"{base}.hl7v2",
-                      [(b"%d" % (700000 + (i + 80) // 2), m) for i, m in enumerate(second)])
-        await _wait(port, proc, lambda st: st["ready"] and st["total_lag"] == 0
-                    and st["counts"].get("consumed", 0) >= len(docs), 180)
+        await produce_each(
+            bootstrap,
+            f"{base}.hl7v2",
+            [(b"%d" % (700000 + (i + 80) // 2), m) for i, m in enumerate(second)],
+        )
+        await _wait(
+            port,
+            proc,
+            lambda st: (
+                st["ready"]
+                and st["total_lag"] == 0
+                and st["counts"].get("consumed", 0) >= len(docs)
+            ),
+            180,
+        )
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(timeout=30) == 0
-        research = await read_all(bootstrap, f"{base}.research", expect=len(docs),
-                                  within=60, settle=1.0)
+        research = await read_all(
+            bootstrap, f"{base}.research", expect=len(docs), within=60, settle=1.0
+        )
         held = await read_all(bootstrap, f"{base}.held")
         dead = await read_all(bootstrap, f"{base}.dlq")
     finally:
@@ -167,8 +194,11 @@ async def test_kill_9_of_the_broker_on_s3_storage_loses_nothing(
     assert all(len(v) == 1 for v in values.values()), "one version, two different values"
     # 0 lost: every document is out (published, or held back by the leak guard)
     assert len(values) + len(held) == len(docs)
-    twice = {k: n for k, n in Counter((r.key, headers_of(r)["version"]) for r in research).items()
-             if n > 1}
+    twice = {
+        k: n
+        for k, n in Counter((r.key, headers_of(r)["version"]) for r in research).items()
+        if n > 1
+    }
     assert len(twice) <= 32, f"{len(twice)} versions published more than once"
     log = service_log.read_text(encoding="utf-8", errors="replace")
     assert "Traceback" not in log
@@ -193,7 +223,8 @@ def s3_broker(local_s3: LocalS3, tmp_path: Path) -> Iterator[EmbeddedBroker]:
 
 
 async def test_a_too_short_fetch_wait_does_not_starve_on_s3_storage(
-        s3_broker: EmbeddedBroker) -> None:
+    s3_broker: EmbeddedBroker,
+) -> None:
     """A 1 ms fetch wait on Tansu's s3:// storage reads nothing, ever (each fetch must read
     its objects within the wait: measured 10 ms → 0 records in 15 s). The adaptive wait
     doubles while records wait behind the position, so the runner consumes everything.
@@ -206,18 +237,30 @@ async def test_a_too_short_fetch_wait_does_not_starve_on_s3_storage(
 
     base = unique("starve")
     settings = Settings(
-        bootstrap_servers=s3_broker.bootstrap_servers, input_topics=(f"{base}.in",),
-        research_topic=f"{base}.research", deadletter_topic=f"{base}.dlq",
-        held_topic=f"{base}.held", group_id=f"{base}.g", topic_partitions=1,
-        session_timeout_ms=6000, heartbeat_interval_ms=500, retry_initial_seconds=0.05,
-        retry_max_seconds=0.5, fetch_max_wait_ms=1, fetch_max_wait_ceiling_ms=1000)
+        bootstrap_servers=s3_broker.bootstrap_servers,
+        input_topics=(f"{base}.in",),
+        research_topic=f"{base}.research",
+        deadletter_topic=f"{base}.dlq",
+        held_topic=f"{base}.held",
+        group_id=f"{base}.g",
+        topic_partitions=1,
+        session_timeout_ms=6000,
+        heartbeat_interval_ms=500,
+        retry_initial_seconds=0.05,
+        retry_max_seconds=0.5,
+        fetch_max_wait_ms=1,
+        fetch_max_wait_ceiling_ms=1000,
+    )
     count = 40
     runner = Runner(settings, Metrics(), ToyProcessor)
     runner.start_background()
     try:
         assert await _until(lambda: runner.ready, 60)
-        await produce_each(s3_broker.bootstrap_servers, f"{base}.in",
-                           [(b"p%d" % i, toy(f"p{i}", "d", 1, f"note {i}")) for i in range(count)])
+        await produce_each(
+            s3_broker.bootstrap_servers,
+            f"{base}.in",
+            [(b"p%d" % i, toy(f"p{i}", "d", 1, f"note {i}")) for i in range(count)],
+        )
         await _until(lambda: runner.counts["published"] >= count, 60)
         assert runner.counts["published"] == count
         assert runner.fetch_wait.current_ms > 1  # it had to adapt

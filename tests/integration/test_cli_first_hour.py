@@ -24,8 +24,15 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def _cli(*args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("DEIDSTREAM_")}
-    return subprocess.run([sys.executable, "-m", "service.cli", *args], capture_output=True,
-                          text=True, timeout=timeout, cwd=ROOT, env=env, check=False)
+    return subprocess.run(
+        [sys.executable, "-m", "service.cli", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        cwd=ROOT,
+        env=env,
+        check=False,
+    )
 
 
 def _one_line_error(result: subprocess.CompletedProcess[str], *needles: str) -> None:
@@ -40,18 +47,24 @@ def test_replay_and_tail_to_an_unreachable_broker_say_one_line(tmp_path: Path) -
     note = tmp_path / "r.hl7"
     note.write_bytes(b"MSH|^~\\&|A|B|C|D|20240101||ORU^R01|1|P|2.5\rPID|1||X1\r")
     dead = f"127.0.0.1:{free_port()}"
-    _one_line_error(_cli("replay", str(note), "--topic", "t", "--bootstrap-servers", dead),
-                    "cannot reach the Kafka broker", dead)
-    _one_line_error(_cli("tail", "t", "--bootstrap-servers", dead),
-                    "cannot reach the Kafka broker", dead)
+    _one_line_error(
+        _cli("replay", str(note), "--topic", "t", "--bootstrap-servers", dead),
+        "cannot reach the Kafka broker",
+        dead,
+    )
+    _one_line_error(
+        _cli("tail", "t", "--bootstrap-servers", dead), "cannot reach the Kafka broker", dead
+    )
 
 
 def test_replay_over_the_input_limit_says_one_line(tmp_path: Path) -> None:
     big = tmp_path / "big.txt"
     big.write_bytes(b"x" * (4 * 1024 * 1024 + 1))
     dead = f"127.0.0.1:{free_port()}"  # refused before any connection is tried
-    _one_line_error(_cli("replay", str(big), "--topic", "t", "--bootstrap-servers", dead),
-                    "over the 4194304-byte limit")
+    _one_line_error(
+        _cli("replay", str(big), "--topic", "t", "--bootstrap-servers", dead),
+        "over the 4194304-byte limit",
+    )
 
 
 async def test_a_2_mib_message_is_replayed(tansu: EmbeddedBroker) -> None:
@@ -64,13 +77,20 @@ async def test_a_2_mib_message_is_replayed(tansu: EmbeddedBroker) -> None:
 
 def _start_broker(*args: str) -> tuple[subprocess.Popen[str], str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("DEIDSTREAM_")}
-    proc = subprocess.Popen([sys.executable, "-m", "service.cli", "broker", *args],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            cwd=ROOT, env=env)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "service.cli", "broker", *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=ROOT,
+        env=env,
+    )
     assert proc.stdout is not None
     first = proc.stdout.readline()
-    assert first.startswith("bootstrap servers: "), (first, proc.stderr.read() if proc.poll()
-                                                       is not None else "")
+    assert first.startswith("bootstrap servers: "), (
+        first,
+        proc.stderr.read() if proc.poll() is not None else "",
+    )
     banner = first
     while "Ctrl-C" not in banner.splitlines()[-1]:
         banner += proc.stdout.readline()

@@ -21,8 +21,9 @@ def test_replay_then_tail(tansu: EmbeddedBroker, tmp_path: Path) -> None:
     cli = CliRunner()
     topic = unique("replay")
     files = [str(p) for p in demo_files() if p.suffix == ".hl7"]
-    result = cli.invoke(app, ["replay", *files, "--topic", topic,
-                              "--bootstrap-servers", tansu.bootstrap_servers])
+    result = cli.invoke(
+        app, ["replay", *files, "--topic", topic, "--bootstrap-servers", tansu.bootstrap_servers]
+    )
     assert result.exit_code == 0, result.output
     assert f"published {len(files)} messages to {topic} ({len(files) - 1} keyed" in result.output
 
@@ -38,14 +39,34 @@ def test_replay_then_tail(tansu: EmbeddedBroker, tmp_path: Path) -> None:
     assert len({r.partition for r in vance}) == 1
     assert [r.offset for r in vance] == sorted(r.offset for r in vance)
 
-    result = cli.invoke(app, ["tail", topic, "--max", "3", "--timeout", "5",
-                              "--bootstrap-servers", tansu.bootstrap_servers])
+    result = cli.invoke(
+        app,
+        [
+            "tail",
+            topic,
+            "--max",
+            "3",
+            "--timeout",
+            "5",
+            "--bootstrap-servers",
+            tansu.bootstrap_servers,
+        ],
+    )
     assert result.exit_code == 0, result.output
     lines = [json.loads(line) for line in result.output.splitlines()]
     assert len(lines) == 3
     assert all({"key", "headers", "value"} <= set(line) for line in lines)
     assert all(isinstance(line["value"], str) for line in lines)
 
-    empty = cli.invoke(app, ["tail", unique("nothing"), "--timeout", "1",
-                             "--bootstrap-servers", tansu.bootstrap_servers])
+    empty = cli.invoke(
+        app,
+        [
+            "tail",
+            unique("nothing"),
+            "--timeout",
+            "1",
+            "--bootstrap-servers",
+            tansu.bootstrap_servers,
+        ],
+    )
     assert empty.exit_code == 0 and empty.output == ""

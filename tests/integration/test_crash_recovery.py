@@ -50,9 +50,13 @@ def _env(broker: EmbeddedBroker, tmp: Path, base: str, key: str) -> dict[str, st
 def _start(env: dict[str, str], port: int, log: Path) -> subprocess.Popen[bytes]:
     out = open(log, "ab")  # noqa: SIM115 - handed to the child
     try:
-        return subprocess.Popen([sys.executable, "-m", "service.cli", "run"], cwd=ROOT,
-                                env={**env, "DEIDSTREAM_HTTP_PORT": str(port)},
-                                stdout=out, stderr=subprocess.STDOUT)
+        return subprocess.Popen(
+            [sys.executable, "-m", "service.cli", "run"],
+            cwd=ROOT,
+            env={**env, "DEIDSTREAM_HTTP_PORT": str(port)},
+            stdout=out,
+            stderr=subprocess.STDOUT,
+        )
     finally:
         out.close()
 
@@ -60,14 +64,19 @@ def _start(env: dict[str, str], port: int, log: Path) -> subprocess.Popen[bytes]
 async def _status(port: int) -> dict[str, Any] | None:
     try:
         async with httpx.AsyncClient(timeout=2) as http:
-            return (await http.get(f"http://127.0.0.1:{port}/v1/status",
-                                   headers={"Authorization": f"Bearer {STATUS_TOKEN}"})).json()
+            return (
+                await http.get(
+                    f"http://127.0.0.1:{port}/v1/status",
+                    headers={"Authorization": f"Bearer {STATUS_TOKEN}"},
+                )
+            ).json()
     except httpx.HTTPError:
         return None
 
 
-async def _wait_status(port: int, pred: Any, within: float, proc: subprocess.Popen[bytes]
-                       ) -> dict[str, Any]:
+async def _wait_status(
+    port: int, pred: Any, within: float, proc: subprocess.Popen[bytes]
+) -> dict[str, Any]:
     end = time.monotonic() + within
     while time.monotonic() < end:
         assert proc.poll() is None, "the service exited"
@@ -96,16 +105,21 @@ async def test_kill_9_mid_stream_then_restart(tansu: EmbeddedBroker, tmp_path: P
         await _wait_status(port, lambda st: st["ready"], 60, proc)
         await produce(tansu.bootstrap_servers, f"{base}.hl7v2", messages)
         # mid-stream: some documents out, most not yet
-        first = await _wait_status(port, lambda st: st["counts"].get("published", 0) >= 30,
-                                   60, proc)
+        first = await _wait_status(
+            port, lambda st: st["counts"].get("published", 0) >= 30, 60, proc
+        )
         proc.send_signal(signal.SIGKILL)
         proc.wait(timeout=10)
         assert first["counts"]["consumed"] < len(messages), "the stream was already done"
 
         port = free_port()
         proc = _start(env, port, log)
-        await _wait_status(port, lambda st: st["ready"] and st["total_lag"] == 0
-                           and st["counts"].get("consumed", 0) > 0, 120, proc)
+        await _wait_status(
+            port,
+            lambda st: st["ready"] and st["total_lag"] == 0 and st["counts"].get("consumed", 0) > 0,
+            120,
+            proc,
+        )
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(timeout=30) == 0  # SIGTERM drains and exits cleanly
     finally:
@@ -113,8 +127,9 @@ async def test_kill_9_mid_stream_then_restart(tansu: EmbeddedBroker, tmp_path: P
             proc.kill()
             proc.wait()
 
-    research = await read_all(tansu.bootstrap_servers, f"{base}.research",
-                              expect=len(unique_docs), settle=1.0)
+    research = await read_all(
+        tansu.bootstrap_servers, f"{base}.research", expect=len(unique_docs), settle=1.0
+    )
     held = await read_all(tansu.bootstrap_servers, f"{base}.held")
     dead = await read_all(tansu.bootstrap_servers, f"{base}.dlq", expect=len(malformed))
 

@@ -33,10 +33,35 @@ pytestmark = pytest.mark.integration
 
 # identifiers of the demo's synthetic patients (service/demo_data); long enough not to occur
 # by chance in a log line (no bare years or short numbers)
-KNOWN = ["Vance", "Eleanor", "Okafor", "Hartley", "Tobias", "Lindqvist", "Raman", "Priya",
-         "Ortega", "Okonkwo", "Chidi", "Brandt", "100234", "200871", "300552", "400918",
-         "555-0142", "555-0199", "555-0123", "Birch Lane", "Harbor View", "Cedar Court",
-         "priya.raman", "123-45-6789", "03/14/2025", "03/15/2025", "04/02/2025"]
+KNOWN = [
+    "Vance",
+    "Eleanor",
+    "Okafor",
+    "Hartley",
+    "Tobias",
+    "Lindqvist",
+    "Raman",
+    "Priya",
+    "Ortega",
+    "Okonkwo",
+    "Chidi",
+    "Brandt",
+    "100234",
+    "200871",
+    "300552",
+    "400918",
+    "555-0142",
+    "555-0199",
+    "555-0123",
+    "Birch Lane",
+    "Harbor View",
+    "Cedar Court",
+    "priya.raman",
+    "123-45-6789",
+    "03/14/2025",
+    "03/15/2025",
+    "04/02/2025",
+]
 
 
 def _environment(bootstrap: str, tmp: Path, http_port: int) -> dict[str, str]:
@@ -61,8 +86,13 @@ def _environment(bootstrap: str, tmp: Path, http_port: int) -> dict[str, str]:
 
 def _start(env: dict[str, str], out: BinaryIO) -> subprocess.Popen[bytes]:
     """``deidstream run`` as an operator starts it, stdout and stderr into ``out``."""
-    return subprocess.Popen([sys.executable, "-m", "service.cli", "run"], cwd=ROOT, env=env,
-                            stdout=out, stderr=subprocess.STDOUT)
+    return subprocess.Popen(
+        [sys.executable, "-m", "service.cli", "run"],
+        cwd=ROOT,
+        env=env,
+        stdout=out,
+        stderr=subprocess.STDOUT,
+    )
 
 
 async def _status(port: int) -> dict[str, object] | None:
@@ -89,19 +119,24 @@ async def _consumed(port: int, total: int, token: str) -> bool:
     """The service's own count of consumed inputs (the token-guarded status endpoint)."""
     try:
         async with httpx.AsyncClient(timeout=2) as http:
-            got = await http.get(f"http://127.0.0.1:{port}/v1/status",
-                                 headers={"Authorization": f"Bearer {token}"})
+            got = await http.get(
+                f"http://127.0.0.1:{port}/v1/status", headers={"Authorization": f"Bearer {token}"}
+            )
     except httpx.HTTPError:
         return False
     if got.status_code != 200:
         return False
     status = got.json()
-    return bool(status.get("counts", {}).get("consumed", 0) >= total
-                and status.get("total_lag") == 0 and status.get("in_flight", 0) == 0)
+    return bool(
+        status.get("counts", {}).get("consumed", 0) >= total
+        and status.get("total_lag") == 0
+        and status.get("in_flight", 0) == 0
+    )
 
 
-async def test_the_stream_at_debug_logs_no_identifier(tansu: EmbeddedBroker, tmp_path: Path
-                                                      ) -> None:
+async def test_the_stream_at_debug_logs_no_identifier(
+    tansu: EmbeddedBroker, tmp_path: Path
+) -> None:
     port = free_port()
     token = "status-" + unique("t")
     env = _environment(tansu.bootstrap_servers, tmp_path, port)
@@ -142,8 +177,14 @@ def test_payload_loggers_stay_at_warning_whatever_the_level() -> None:
     saved = {name: logging.getLogger(name).level for name in PAYLOAD_LOGGERS}
     try:
         configure_logging("debug")
-        for name in ("aiokafka", "aiokafka.consumer.fetcher", "psycopg", "uvicorn.access",
-                     "httpx", "hl7apy"):
+        for name in (
+            "aiokafka",
+            "aiokafka.consumer.fetcher",
+            "psycopg",
+            "uvicorn.access",
+            "httpx",
+            "hl7apy",
+        ):
             assert not logging.getLogger(name).isEnabledFor(logging.INFO), name
         configure_logging("error")
         assert not logging.getLogger("aiokafka").isEnabledFor(logging.WARNING)

@@ -26,28 +26,43 @@ from service.wiring import real_processor_factory
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
 
-async def test_broker_outage_mid_stream_loses_nothing(own_tansu: EmbeddedBroker,
-                                                      tmp_path: Path) -> None:
+async def test_broker_outage_mid_stream_loses_nothing(
+    own_tansu: EmbeddedBroker, tmp_path: Path
+) -> None:
     """Tansu keeps data in memory only, so the outage is a frozen broker (SIGSTOP): clients
     time out exactly as with a dead one, and the data is still there when it comes back."""
     s = settings_for(own_tansu, request_timeout_ms=7000, max_in_flight=10)
     runner = await start_runner(s, ToyProcessor(str(tmp_path / "marks.db")))
     topic = s.input_topics[0]
     try:
-        await produce(s.bootstrap_servers, topic,
-                      [(b"k%d" % (i % 7), toy(f"p{i}", "d", 1)) for i in range(60)])
+        await produce(
+            s.bootstrap_servers,
+            topic,
+            [(b"k%d" % (i % 7), toy(f"p{i}", "d", 1)) for i in range(60)],
+        )
         await wait_for(lambda: runner.counts["published"] >= 10)
         own_tansu.pause()
         await wait_for(lambda: not runner.ready, within=20)
         assert runner.metrics.value("deidstream_ready") == 0
         await asyncio.sleep(1.0)
         own_tansu.resume()
-        await produce(s.bootstrap_servers, topic,
-                      [(b"k%d" % (i % 7), toy(f"p{i}", "d", 1)) for i in range(60, 100)])
-        await wait_for(lambda: runner.ready and runner.status()["total_lag"] == 0
-                       and runner.counts["consumed"] >= 100, within=90)
-        retries = sum(runner.metrics.value("deidstream_retries_total", operation=op)
-                      for op in ("publish", "commit", "fetch", "connect"))
+        await produce(
+            s.bootstrap_servers,
+            topic,
+            [(b"k%d" % (i % 7), toy(f"p{i}", "d", 1)) for i in range(60, 100)],
+        )
+        await wait_for(
+            lambda: (
+                runner.ready
+                and runner.status()["total_lag"] == 0
+                and runner.counts["consumed"] >= 100
+            ),
+            within=90,
+        )
+        retries = sum(
+            runner.metrics.value("deidstream_retries_total", operation=op)
+            for op in ("publish", "commit", "fetch", "connect")
+        )
     finally:
         await runner.stop()
     research = await read_all(s.bootstrap_servers, s.research_topic, expect=100)
@@ -66,8 +81,7 @@ def pg_schema_url(pg_url: str) -> Any:
         conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
 
 
-async def test_two_instances_agree_on_surrogates(tansu: EmbeddedBroker, pg_schema_url: str
-                                                 ) -> None:
+async def test_two_instances_agree_on_surrogates(tansu: EmbeddedBroker, pg_schema_url: str) -> None:
     base = unique("pair")
     s = Settings(
         bootstrap_servers=tansu.bootstrap_servers,
@@ -91,8 +105,13 @@ async def test_two_instances_agree_on_surrogates(tansu: EmbeddedBroker, pg_schem
     try:
         await wait_for(lambda: all(r.ready for r in runners), within=60)
         # wait for the group to settle: the two members split the partitions between them
-        await wait_for(lambda: len(runners[0].partitions) + len(runners[1].partitions) == 6
-                       and all(r.partitions for r in runners), within=60)
+        await wait_for(
+            lambda: (
+                len(runners[0].partitions) + len(runners[1].partitions) == 6
+                and all(r.partitions for r in runners)
+            ),
+            within=60,
+        )
         patients, visits = 12, 3
         # unkeyed (random partitions, both topics), so a patient's reports meet both members
         docs = [(None, report(n, v)) for n in range(patients) for v in range(1, visits + 1)]
@@ -100,15 +119,18 @@ async def test_two_instances_agree_on_surrogates(tansu: EmbeddedBroker, pg_schem
         await produce(s.bootstrap_servers, s.input_topics[1], docs[1::2])
         total = patients * visits
         await wait_for(lambda: sum(r.counts["consumed"] for r in runners) >= total, within=90)
-        await wait_for(lambda: sum(r.counts["published"] + r.counts["held"] for r in runners)
-                       >= total, within=30)
+        await wait_for(
+            lambda: sum(r.counts["published"] + r.counts["held"] for r in runners) >= total,
+            within=30,
+        )
         per_instance = [r.counts["published"] for r in runners]
     finally:
         await asyncio.gather(*(r.stop() for r in runners))
 
     assert all(n > 0 for n in per_instance), per_instance  # both did real work
-    research = await read_all(s.bootstrap_servers, s.research_topic, expect=per_instance[0]
-                              + per_instance[1])
+    research = await read_all(
+        s.bootstrap_servers, s.research_topic, expect=per_instance[0] + per_instance[1]
+    )
     by_subject: dict[str, list[str]] = defaultdict(list)
     for r in research:
         resource = json.loads(r.value)
@@ -133,8 +155,10 @@ async def test_starts_while_the_broker_is_still_down(tmp_path: Path) -> None:
     runner = Runner(s, Metrics(), lambda: ToyProcessor())
     runner.start_background()
     try:
-        await wait_for(lambda: runner.metrics.value(
-            "deidstream_retries_total", operation="connect") >= 2, within=30)
+        await wait_for(
+            lambda: runner.metrics.value("deidstream_retries_total", operation="connect") >= 2,
+            within=30,
+        )
         assert not runner.ready
         broker.start()
         await wait_for(lambda: runner.ready, within=60)
@@ -156,14 +180,16 @@ async def test_broker_restart_the_service_reconnects(tmp_path: Path) -> None:
     s = settings_for(broker, request_timeout_ms=7000)
     runner = await start_runner(s, ToyProcessor())
     try:
-        await produce(s.bootstrap_servers, s.input_topics[0],
-                      [(b"k", toy(f"p{i}", "d")) for i in range(10)])
+        await produce(
+            s.bootstrap_servers, s.input_topics[0], [(b"k", toy(f"p{i}", "d")) for i in range(10)]
+        )
         await wait_for(lambda: runner.counts["published"] == 10)
         broker.stop()
         await wait_for(lambda: not runner.ready, within=30)
         broker.start()
-        await produce(s.bootstrap_servers, s.input_topics[0],
-                      [(b"k", toy(f"q{i}", "d")) for i in range(10)])
+        await produce(
+            s.bootstrap_servers, s.input_topics[0], [(b"k", toy(f"q{i}", "d")) for i in range(10)]
+        )
         await wait_for(lambda: runner.counts["published"] == 20 and runner.ready, within=90)
         research = await read_all(s.bootstrap_servers, s.research_topic, expect=10)
     finally:

@@ -43,8 +43,7 @@ def pg_schema_url(pg_url: str) -> Iterator[str]:
             conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
 
 
-def _env(broker: EmbeddedBroker, base: str, store_url: str, policy: Path | None
-         ) -> dict[str, str]:
+def _env(broker: EmbeddedBroker, base: str, store_url: str, policy: Path | None) -> dict[str, str]:
     env = {
         **os.environ,
         "DEIDSTREAM_BOOTSTRAP_SERVERS": broker.bootstrap_servers,
@@ -70,9 +69,12 @@ class Service:
         self.port = free_port()
         with open(log, "ab") as out:
             self.proc = subprocess.Popen(
-                [sys.executable, "-m", "service.cli", "run"], cwd=ROOT,
+                [sys.executable, "-m", "service.cli", "run"],
+                cwd=ROOT,
                 env={**env, "DEIDSTREAM_HTTP_PORT": str(self.port)},
-                stdout=out, stderr=subprocess.STDOUT)
+                stdout=out,
+                stderr=subprocess.STDOUT,
+            )
 
     async def wait(self, pred: Any, within: float = 60) -> dict[str, Any]:
         end = time.monotonic() + within
@@ -80,8 +82,12 @@ class Service:
             while time.monotonic() < end:
                 assert self.proc.poll() is None, "the service exited"
                 try:
-                    st = (await http.get(f"http://127.0.0.1:{self.port}/v1/status",
-                                    headers={"Authorization": f"Bearer {STATUS_TOKEN}"})).json()
+                    st = (
+                        await http.get(
+                            f"http://127.0.0.1:{self.port}/v1/status",
+                            headers={"Authorization": f"Bearer {STATUS_TOKEN}"},
+                        )
+                    ).json()
                 except httpx.HTTPError:
                     st = None
                 if st is not None and pred(st):
@@ -100,12 +106,20 @@ class Service:
 
 
 def _cli(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "service.cli", *args], cwd=ROOT, env=env,
-                          capture_output=True, text=True, timeout=60, check=False)
+    return subprocess.run(
+        [sys.executable, "-m", "service.cli", *args],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
 
 
 async def test_held_then_fixed_then_released_is_published_once(
-        tansu: EmbeddedBroker, pg_schema_url: str, tmp_path: Path) -> None:
+    tansu: EmbeddedBroker, pg_schema_url: str, tmp_path: Path
+) -> None:
     base = unique("held")
     key = Keyring.generate().to_text()
     blind = tmp_path / "blind.toml"  # a detector with no recognizers: the guard must hold
@@ -148,12 +162,10 @@ async def test_held_then_fixed_then_released_is_published_once(
         released = _cli(env_fixed, "held", "release", str(coords))
         assert released.returncode == 0, released.stderr
         assert released.stdout.strip() == f"released {coords}"
-        await svc.wait(lambda st: st["counts"].get("published", 0) == 1
-                       and st["total_lag"] == 0)
+        await svc.wait(lambda st: st["counts"].get("published", 0) == 1 and st["total_lag"] == 0)
         # released again (or re-sent): the version is out now, so a duplicate
         assert _cli(env_fixed, "held", "release", str(coords)).returncode == 0
-        await svc.wait(lambda st: st["counts"].get("duplicate", 0) == 1
-                       and st["total_lag"] == 0)
+        await svc.wait(lambda st: st["counts"].get("duplicate", 0) == 1 and st["total_lag"] == 0)
     finally:
         svc.stop()
     research = await read_all(tansu.bootstrap_servers, f"{base}.research", expect=1, settle=1.0)
@@ -163,7 +175,8 @@ async def test_held_then_fixed_then_released_is_published_once(
 
 
 async def test_release_from_a_secure_held_topic_when_the_input_is_gone(
-        tansu: EmbeddedBroker) -> None:
+    tansu: EmbeddedBroker,
+) -> None:
     """The input topic no longer has the record (retention): on a secure held topic the held
     record's own bytes are released; on a non-secure one it is refused, nothing sent."""
     from service.commands.held import HeldError, release
@@ -171,9 +184,14 @@ async def test_release_from_a_secure_held_topic_when_the_input_is_gone(
     base = unique("heldsec")
     body = report(5)
     gone = Coordinates(f"{base}.hl7v2", 0, 41)  # past the end of the input topic
-    headers = [("reason-class", b"leak_guard"), ("reason", b"known identifier left"),
-               ("source-topic", gone.topic.encode()), ("source-partition", b"0"),
-               ("source-offset", b"41"), ("first-seen", b"2026-01-01T00:00:00+00:00")]
+    headers = [
+        ("reason-class", b"leak_guard"),
+        ("reason", b"known identifier left"),
+        ("source-topic", gone.topic.encode()),
+        ("source-partition", b"0"),
+        ("source-offset", b"41"),
+        ("first-seen", b"2026-01-01T00:00:00+00:00"),
+    ]
     producer = AIOKafkaProducer(bootstrap_servers=tansu.bootstrap_servers, acks="all")
     await producer.start()
     try:

@@ -23,8 +23,9 @@ pytestmark = pytest.mark.integration
 
 
 async def _committed(bootstrap: str, group: str, topics: tuple[str, ...]) -> list[int | None]:
-    consumer = AIOKafkaConsumer(bootstrap_servers=bootstrap, group_id=group,
-                                enable_auto_commit=False)
+    consumer = AIOKafkaConsumer(
+        bootstrap_servers=bootstrap, group_id=group, enable_auto_commit=False
+    )
     await consumer.start()
     try:
         out = []
@@ -37,7 +38,8 @@ async def _committed(bootstrap: str, group: str, topics: tuple[str, ...]) -> lis
 
 
 async def test_wrong_master_key_stops_then_the_right_one_publishes(
-        tansu: EmbeddedBroker, tmp_path: Path) -> None:
+    tansu: EmbeddedBroker, tmp_path: Path
+) -> None:
     key_a = Keyring.generate().to_text()
     good = pipeline_settings(tansu, tmp_path, master_key=key_a)
     open_keystore(good).close()  # the store exists, sealed under key A

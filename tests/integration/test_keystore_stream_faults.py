@@ -54,8 +54,10 @@ class Db:
     def kill(self) -> int:
         """Terminate every session of the service role; how many."""
         with psycopg.connect(ADMIN, autocommit=True) as conn:
-            rows = conn.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
-                                " WHERE usename = %s", (self.role,)).fetchall()
+            rows = conn.execute(
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE usename = %s",
+                (self.role,),
+            ).fetchall()
         return len(rows)
 
 
@@ -71,14 +73,17 @@ def db(pg_url: str) -> Iterator[Db]:
     try:
         with open_store(f"{ADMIN}?schema={schema}", Keyring.parse(key), migrate=True) as store:
             store.grant_service(role)
-        url = (f"postgresql://{role}@127.0.0.1:5432/test?schema={schema}"
-               "&options=-c%20lock_timeout%3D400")
+        url = (
+            f"postgresql://{role}@127.0.0.1:5432/test?schema={schema}"
+            "&options=-c%20lock_timeout%3D400"
+        )
         yield Db(role, schema, url, key)
     finally:
         with psycopg.connect(ADMIN, autocommit=True) as conn:
             conn.execute(f'ALTER ROLE "{role}" CONNECTION LIMIT -1')
-            conn.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
-                         " WHERE usename = %s", (role,))
+            conn.execute(
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE usename = %s", (role,)
+            )
             conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
             conn.execute(f'DROP OWNED BY "{role}"')
             conn.execute(f'DROP ROLE "{role}"')
@@ -121,8 +126,9 @@ def _grant_back(db: Db) -> None:
 
 def _read_only(db: Db, on: bool) -> None:
     """New sessions of the role read-only (or not again); its current ones are ended."""
-    change = "SET default_transaction_read_only = on" if on \
-        else "RESET default_transaction_read_only"
+    change = (
+        "SET default_transaction_read_only = on" if on else "RESET default_transaction_read_only"
+    )
     db.sql(f'ALTER ROLE "{db.role}" {change}')
     db.kill()
 
@@ -132,33 +138,42 @@ FAULTS: dict[str, tuple[Callable[[Db], Any], Callable[[Db, Any], None], str | No
     "revoke_insert": (
         lambda d: d.sql(f'REVOKE INSERT ON "{d.schema}".patients FROM "{d.role}"'),
         lambda d, _: d.sql(f'GRANT INSERT ON "{d.schema}".patients TO "{d.role}"'),
-        "keystore_permission"),
+        "keystore_permission",
+    ),
     "revoke_schema_usage": (  # a schema without USAGE is skipped in the search path:
         lambda d: d.sql(f'REVOKE USAGE ON SCHEMA "{d.schema}" FROM "{d.role}"'),
         lambda d, _: _grant_back(d),
-        "keystore_schema"),  # the tables are not found (42P01), not refused (42501)
+        "keystore_schema",
+    ),  # the tables are not found (42P01), not refused (42501)
     "revoke_tables": (
         lambda d: d.sql(f'REVOKE ALL ON ALL TABLES IN SCHEMA "{d.schema}" FROM "{d.role}"'),
         lambda d, _: _grant_back(d),
-        "keystore_permission"),
-    "read_only_role": (lambda d: _read_only(d, True), lambda d, _: _read_only(d, False),
-                       "keystore_read_only"),
+        "keystore_permission",
+    ),
+    "read_only_role": (
+        lambda d: _read_only(d, True),
+        lambda d, _: _read_only(d, False),
+        "keystore_read_only",
+    ),
     "missing_table": (
         lambda d: d.sql(f'ALTER TABLE "{d.schema}".marks RENAME TO marks_gone'),
         lambda d, _: d.sql(f'ALTER TABLE "{d.schema}".marks_gone RENAME TO marks'),
-        "keystore_schema"),
+        "keystore_schema",
+    ),
     "lock_timeout": (Locker, lambda d, locker: locker.release(), "keystore_contention"),
     "connection_limit": (
         lambda d: (d.sql(f'ALTER ROLE "{d.role}" CONNECTION LIMIT 0'), d.kill()),
         lambda d, _: d.sql(f'ALTER ROLE "{d.role}" CONNECTION LIMIT -1'),
-        None),  # the reconnect fails (resources) or a statement on a dead one (connection)
+        None,
+    ),  # the reconnect fails (resources) or a statement on a dead one (connection)
     "connections_killed": (Killer, lambda d, killer: killer.release(), None),
 }
 
 
 async def _committed(bootstrap: str, group: str, topics: tuple[str, ...]) -> int:
-    consumer = AIOKafkaConsumer(bootstrap_servers=bootstrap, group_id=group,
-                                enable_auto_commit=False)
+    consumer = AIOKafkaConsumer(
+        bootstrap_servers=bootstrap, group_id=group, enable_auto_commit=False
+    )
     await consumer.start()
     try:
         total = 0
@@ -179,19 +194,24 @@ async def _until(pred: Callable[[], bool], what: str, within: float = 60.0) -> N
 
 
 def _faults(metrics: Metrics) -> float:
-    return sum(s.value for m in metrics.registry.collect()
-               if m.name == "deidstream_stream_faults" for s in m.samples
-               if s.name.endswith("_total"))
+    return sum(
+        s.value
+        for m in metrics.registry.collect()
+        if m.name == "deidstream_stream_faults"
+        for s in m.samples
+        if s.name.endswith("_total")
+    )
 
 
 @pytest.mark.parametrize("fault", list(FAULTS))
 async def test_a_postgres_fault_mid_stream_dead_letters_nothing_and_loses_nothing(
-        tansu: EmbeddedBroker, tmp_path: Path, db: Db, fault: str,
-        caplog: pytest.LogCaptureFixture) -> None:
+    tansu: EmbeddedBroker, tmp_path: Path, db: Db, fault: str, caplog: pytest.LogCaptureFixture
+) -> None:
     caplog.set_level(logging.WARNING, logger="deidstream.runner")
     start, stop, reason = FAULTS[fault]
-    s = pipeline_settings(tansu, tmp_path, keystore_url=db.url, master_key=db.key,
-                          keystore_migrate=False)
+    s = pipeline_settings(
+        tansu, tmp_path, keystore_url=db.url, master_key=db.key, keystore_migrate=False
+    )
     topic = s.input_topics[0]
     docs = [(f"{700000 + n}".encode(), report(n, 1)) for n in range(3 * PER_PHASE)]
     metrics = Metrics()
@@ -207,10 +227,14 @@ async def test_a_postgres_fault_mid_stream_dead_letters_nothing_and_loses_nothin
 
         handle = await asyncio.to_thread(start, db)
         try:
-            await produce(s.bootstrap_servers, topic, docs[PER_PHASE:2 * PER_PHASE])
+            await produce(s.bootstrap_servers, topic, docs[PER_PHASE : 2 * PER_PHASE])
             if reason is not None:
-                await _until(lambda: metrics.value("deidstream_stream_faults_total",
-                                                   reason_class=reason) >= 1, "fault noticed")
+                await _until(
+                    lambda: (
+                        metrics.value("deidstream_stream_faults_total", reason_class=reason) >= 1
+                    ),
+                    "fault noticed",
+                )
                 seen_reason = runner.status()["keystore_fault"]
                 assert not runner.ready and seen_reason == reason
                 assert metrics.value("deidstream_keystore_fault", reason_class=reason) == 1
@@ -220,7 +244,7 @@ async def test_a_postgres_fault_mid_stream_dead_letters_nothing_and_loses_nothin
             await asyncio.to_thread(stop, db, handle)
 
         await _until(lambda: out() == 2 * PER_PHASE, f"published after {fault} cleared")
-        await produce(s.bootstrap_servers, topic, docs[2 * PER_PHASE:])
+        await produce(s.bootstrap_servers, topic, docs[2 * PER_PHASE :])
         await _until(lambda: out() == 3 * PER_PHASE and runner.in_flight == 0, "all published")
         await _until(lambda: runner.ready, "ready again")
     finally:
@@ -232,13 +256,18 @@ async def test_a_postgres_fault_mid_stream_dead_letters_nothing_and_loses_nothin
     committed = await _committed(s.bootstrap_servers, s.group_id, s.input_topics)
     keys = {r.key for r in research}
     lost = len(docs) - len(keys) - len(held)
-    warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING
-                and r.getMessage().startswith("stream fault (")]
-    print(f"\nFAULT {fault}: reason={seen_reason} inputs={len(docs)} outputs={len(research)}"
-          f" (distinct {len(keys)}) held={len(held)} dead_letters={len(dead)} lost={lost}"
-          f" committed={committed} faults={_faults(metrics):.0f}"
-          f" retries={metrics.value('deidstream_retries_total', operation='process'):.0f}"
-          f"+{metrics.value('deidstream_retries_total', operation='confirm'):.0f}")
+    warnings = [
+        r.getMessage()
+        for r in caplog.records
+        if r.levelno == logging.WARNING and r.getMessage().startswith("stream fault (")
+    ]
+    print(
+        f"\nFAULT {fault}: reason={seen_reason} inputs={len(docs)} outputs={len(research)}"
+        f" (distinct {len(keys)}) held={len(held)} dead_letters={len(dead)} lost={lost}"
+        f" committed={committed} faults={_faults(metrics):.0f}"
+        f" retries={metrics.value('deidstream_retries_total', operation='process'):.0f}"
+        f"+{metrics.value('deidstream_retries_total', operation='confirm'):.0f}"
+    )
     assert dead == [] and lost == 0 and committed == len(docs)
     assert len(research) == len(keys)  # each published once
     if reason is not None:

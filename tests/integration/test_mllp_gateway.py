@@ -101,8 +101,8 @@ async def test_messages_are_published_keyed_by_patient_then_acked(tansu: Embedde
     t11 = (H / "mdm-t11-cancel-v25.hl7").read_bytes()
     async with running(settings_for(tansu)) as gw:
         # three frames in one write (with a blank line between two of them) ...
-        stream = mllp_frame(payloads[0]) + b"\r\n" + mllp_frame(payloads[1]) + mllp_frame(
-            payloads[2]
+        stream = (
+            mllp_frame(payloads[0]) + b"\r\n" + mllp_frame(payloads[1]) + mllp_frame(payloads[2])
         )
         acks = await exchange(gw, stream, 3)
         # ... and one frame dribbled in 7-byte writes
@@ -110,7 +110,12 @@ async def test_messages_are_published_keyed_by_patient_then_acked(tansu: Embedde
         topic = gw.settings.input_topics[0]
         records = await read_all(tansu.bootstrap_servers, topic, expect=4)
     assert [ack_fields(a)["MSA"][1] for a in acks] == ["AA"] * 4
-    assert [ack_fields(a)["MSA"][2] for a in acks] == ["ORU-0001", "MDM-0001", "ADT-A01", "MDM-0007"]
+    assert [ack_fields(a)["MSA"][2] for a in acks] == [
+        "ORU-0001",
+        "MDM-0001",
+        "ADT-A01",
+        "MDM-0007",
+    ]
     assert "ERR" not in ack_fields(acks[0])
     assert ack_fields(acks[0])["MSH"][8] == "ACK^R01^ACK"
     assert len(records) == 4
@@ -199,8 +204,11 @@ async def test_what_the_service_would_dead_letter_is_answered_ae_before_the_ack(
     for ack in acks:
         assert not any(value in ack for value in PHI if value != b"MRN00417")
     reasons = {r.value: headers_of(r)["reason-class"] for r in dead}
-    assert reasons == {cut: "no_narrative", no_text: "no_narrative",
-                       pdf_only: "unsupported_content_type"}
+    assert reasons == {
+        cut: "no_narrative",
+        no_text: "no_narrative",
+        pdf_only: "unsupported_content_type",
+    }
     assert sorted(r.value for r in taken) == sorted([good, batch])
 
 
@@ -284,8 +292,9 @@ async def test_mllp_to_research_topic_publish_then_tombstone(
         async with running(settings) as gw:
             acks = await exchange(gw, mllp_frame(report) + mllp_frame(retraction), 2)
             assert [ack_fields(a)["MSA"][1] for a in acks] == ["AA", "AA"]
-            out = await read_all(tansu.bootstrap_servers, settings.research_topic, expect=2,
-                                 within=60)
+            out = await read_all(
+                tansu.bootstrap_servers, settings.research_topic, expect=2, within=60
+            )
     finally:
         await runner.stop()
     assert len(out) == 2

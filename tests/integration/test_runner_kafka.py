@@ -65,22 +65,34 @@ async def test_end_to_end_routes_every_kind(tansu: EmbeddedBroker) -> None:
     runner = await start_runner(s, proc)
     try:
         hl7, fhir = s.input_topics
-        await produce(s.bootstrap_servers, hl7, [
-            (b"p1", toy("p1", "d1", 1, "first")),
-            (b"p1", toy("p1", "d1", 1, "first")),           # exact repeat -> duplicate
-            (b"p1", toy("p1", "d1", 2, "second")),          # newer -> publish
-            (b"p1", toy("p1", "d1", 1, "first")),           # older -> superseded
-            (b"p2", b"\x0bMSH|broken"),                     # malformed -> dead letter
-            (b"p2", toy("p2", "d9", 1, "after the bad one")),  # the stream goes on
-        ])
-        await produce(s.bootstrap_servers, fhir, [
-            (b"p3", toy("p3", "d3", 1, "fhir doc")),
-            (b"p3", toy("p3", "d3", 2, status="entered-in-error")),  # tombstone
-            (b"p4", toy("p4", "d4", 1, "leaky", hold=True)),          # held back
-        ])
-        await wait_for(lambda: runner.counts["consumed"] == 9 and runner.metrics.value(
-            "deidstream_offset_commits_total") >= 1 and all(
-                st.lag == 0 for st in runner.partitions.values()))
+        await produce(
+            s.bootstrap_servers,
+            hl7,
+            [
+                (b"p1", toy("p1", "d1", 1, "first")),
+                (b"p1", toy("p1", "d1", 1, "first")),  # exact repeat -> duplicate
+                (b"p1", toy("p1", "d1", 2, "second")),  # newer -> publish
+                (b"p1", toy("p1", "d1", 1, "first")),  # older -> superseded
+                (b"p2", b"\x0bMSH|broken"),  # malformed -> dead letter
+                (b"p2", toy("p2", "d9", 1, "after the bad one")),  # the stream goes on
+            ],
+        )
+        await produce(
+            s.bootstrap_servers,
+            fhir,
+            [
+                (b"p3", toy("p3", "d3", 1, "fhir doc")),
+                (b"p3", toy("p3", "d3", 2, status="entered-in-error")),  # tombstone
+                (b"p4", toy("p4", "d4", 1, "leaky", hold=True)),  # held back
+            ],
+        )
+        await wait_for(
+            lambda: (
+                runner.counts["consumed"] == 9
+                and runner.metrics.value("deidstream_offset_commits_total") >= 1
+                and all(st.lag == 0 for st in runner.partitions.values())
+            )
+        )
         research = await read_all(s.bootstrap_servers, s.research_topic, expect=5)
         dlq = await read_all(s.bootstrap_servers, s.deadletter_topic, expect=1)
         held = await read_all(s.bootstrap_servers, s.held_topic, expect=1)
@@ -91,8 +103,12 @@ async def test_end_to_end_routes_every_kind(tansu: EmbeddedBroker) -> None:
     tombs = [r for r in research if r.value is None]
     assert len(docs) == 4 and len(tombs) == 1
     versions = sorted((json.loads(r.value)["text"], headers_of(r)["version"]) for r in docs)
-    assert versions == [("[REDACTED] AFTER THE BAD ONE", "1"), ("[REDACTED] FHIR DOC", "1"),
-                        ("[REDACTED] FIRST", "1"), ("[REDACTED] SECOND", "2")]
+    assert versions == [
+        ("[REDACTED] AFTER THE BAD ONE", "1"),
+        ("[REDACTED] FHIR DOC", "1"),
+        ("[REDACTED] FIRST", "1"),
+        ("[REDACTED] SECOND", "2"),
+    ]
     for r in docs:
         h = headers_of(r)
         assert h["content-type"] == "application/fhir+json"
@@ -146,8 +162,9 @@ async def test_restart_replays_nothing_twice(tansu: EmbeddedBroker, tmp_path: Pa
     assert len(research) == 20
 
 
-async def test_transient_failure_retries_without_loss(tansu: EmbeddedBroker,
-                                                      tmp_path: Path) -> None:
+async def test_transient_failure_retries_without_loss(
+    tansu: EmbeddedBroker, tmp_path: Path
+) -> None:
     """Key store 'down': processing retries with backoff, readiness false, nothing committed;
     once it is back every message goes out exactly once."""
     s = settings_for(tansu)
@@ -160,10 +177,12 @@ async def test_transient_failure_retries_without_loss(tansu: EmbeddedBroker,
         fail.unlink()
         await wait_for(lambda: runner.ready, within=15)  # ... and that it is back
         fail.touch()
-        await produce(s.bootstrap_servers, s.input_topics[0],
-                      [(None, toy(f"p{i}", "d", 1)) for i in range(5)])
-        await wait_for(lambda: runner.metrics.value(
-            "deidstream_retries_total", operation="process") >= 3)
+        await produce(
+            s.bootstrap_servers, s.input_topics[0], [(None, toy(f"p{i}", "d", 1)) for i in range(5)]
+        )
+        await wait_for(
+            lambda: runner.metrics.value("deidstream_retries_total", operation="process") >= 3
+        )
         assert not runner.ready and not runner.keystore_ok
         assert runner.metrics.value("deidstream_offset_commits_total") == 0
         fail.unlink()
@@ -175,8 +194,9 @@ async def test_transient_failure_retries_without_loss(tansu: EmbeddedBroker,
     assert len(research) == 5
 
 
-async def test_rebalance_mid_stream_finishes_the_batch(tansu: EmbeddedBroker,
-                                                       tmp_path: Path) -> None:
+async def test_rebalance_mid_stream_finishes_the_batch(
+    tansu: EmbeddedBroker, tmp_path: Path
+) -> None:
     """A second member joins while the first is busy: the revoke waits for the batch in
     flight, which publishes and commits; the new owner resumes from there — nothing is lost
     and nothing published twice."""
@@ -193,15 +213,23 @@ async def test_rebalance_mid_stream_finishes_the_batch(tansu: EmbeddedBroker,
 
     slow.process = slower  # type: ignore[method-assign]
     total = 300
-    await produce(s.bootstrap_servers, s.input_topics[0],
-                  [(b"k%d" % i, toy(f"p{i}", "d", 1)) for i in range(total)])
+    await produce(
+        s.bootstrap_servers,
+        s.input_topics[0],
+        [(b"k%d" % i, toy(f"p{i}", "d", 1)) for i in range(total)],
+    )
     first = await start_runner(s, slow)
     await wait_for(lambda: first.counts["published"] >= 20)
     second = await start_runner(s, ToyProcessor(marks))
     try:
-        await wait_for(lambda: first.counts["consumed"] + second.counts["consumed"] >= total
-                       and first.status()["total_lag"] == 0
-                       and second.status()["total_lag"] == 0, within=60)
+        await wait_for(
+            lambda: (
+                first.counts["consumed"] + second.counts["consumed"] >= total
+                and first.status()["total_lag"] == 0
+                and second.status()["total_lag"] == 0
+            ),
+            within=60,
+        )
         assert second.counts["published"] > 0  # the newcomer got partitions and worked
     finally:
         await asyncio.gather(first.stop(), second.stop())
@@ -232,12 +260,17 @@ async def test_output_the_broker_refuses_is_dead_lettered(tansu: EmbeddedBroker)
     s = settings_for(tansu, max_message_bytes=256 * 1024)  # producer limit: 1 MiB
     runner = await start_runner(s, ToyProcessor())
     try:
-        await produce(s.bootstrap_servers, s.input_topics[0], [
-            (b"p1", toy("p1", "d1", 1, "huge output", pad=2_000_000)),
-            (b"p1", toy("p1", "d2", 1, "next one")),
-        ])
-        await wait_for(lambda: runner.counts["published"] == 1
-                       and runner.counts["deadlettered"] == 1)
+        await produce(
+            s.bootstrap_servers,
+            s.input_topics[0],
+            [
+                (b"p1", toy("p1", "d1", 1, "huge output", pad=2_000_000)),
+                (b"p1", toy("p1", "d2", 1, "next one")),
+            ],
+        )
+        await wait_for(
+            lambda: runner.counts["published"] == 1 and runner.counts["deadlettered"] == 1
+        )
     finally:
         await runner.stop()
     dead = await read_all(s.bootstrap_servers, s.deadletter_topic, expect=1)
@@ -248,14 +281,16 @@ async def test_output_the_broker_refuses_is_dead_lettered(tansu: EmbeddedBroker)
 
 
 async def test_partial_input_publishes_the_good_part_and_dead_letters_the_input(
-        tansu: EmbeddedBroker) -> None:
+    tansu: EmbeddedBroker,
+) -> None:
     s = settings_for(tansu)
     runner = await start_runner(s, ToyProcessor())
     raw = toy("p1", "d1", 1, "good half", partial=True)
     try:
         await produce(s.bootstrap_servers, s.input_topics[0], [(b"p1", raw)])
-        await wait_for(lambda: runner.counts["published"] == 1
-                       and runner.counts["deadlettered"] == 1)
+        await wait_for(
+            lambda: runner.counts["published"] == 1 and runner.counts["deadlettered"] == 1
+        )
     finally:
         await runner.stop()
     research = await read_all(s.bootstrap_servers, s.research_topic, expect=1)

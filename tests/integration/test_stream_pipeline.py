@@ -29,11 +29,38 @@ from service.wiring import real_processor_factory
 pytestmark = pytest.mark.integration
 
 # identifiers of our synthetic demo patients (service/demo_data): none may reach the output
-KNOWN = ["Vance", "Eleanor", "Okafor", "Grace", "Hartley", "Tobias", "Lindqvist", "Raman",
-         "Priya", "Ortega", "Okonkwo", "Chidi", "Brandt", "100234", "200871", "300552",
-         "400918", "555-0142", "555-0199", "555-0123", "Birch Lane", "Harbor View",
-         "Cedar Court", "priya.raman", "123-45-6789", "1958", "1947", "03/14/2025",
-         "03/15/2025", "04/02/2025"]
+KNOWN = [
+    "Vance",
+    "Eleanor",
+    "Okafor",
+    "Grace",
+    "Hartley",
+    "Tobias",
+    "Lindqvist",
+    "Raman",
+    "Priya",
+    "Ortega",
+    "Okonkwo",
+    "Chidi",
+    "Brandt",
+    "100234",
+    "200871",
+    "300552",
+    "400918",
+    "555-0142",
+    "555-0199",
+    "555-0123",
+    "Birch Lane",
+    "Harbor View",
+    "Cedar Court",
+    "priya.raman",
+    "123-45-6789",
+    "1958",
+    "1947",
+    "03/14/2025",
+    "03/15/2025",
+    "04/02/2025",
+]
 
 
 def _own_identifiers(resource: dict[str, Any]) -> list[str]:
@@ -43,8 +70,9 @@ def _own_identifiers(resource: dict[str, Any]) -> list[str]:
     ("Vance" as a surrogate surname in another patient's note is no leak)."""
     codes = {c["code"] for c in resource["type"].get("coding", ())}
     sources = [p.read_text("utf-8", "replace") for p in demo_files()]
-    inputs = [t for t in sources
-              if any(f"|{code}^" in t or f'"code": "{code}"' in t for code in codes)]
+    inputs = [
+        t for t in sources if any(f"|{code}^" in t or f'"code": "{code}"' in t for code in codes)
+    ]
     return [ident for ident in KNOWN if any(ident in t for t in inputs)]
 
 
@@ -70,8 +98,13 @@ def pipeline_settings(broker: EmbeddedBroker, tmp: Path, **over: Any) -> Setting
 
 
 def _promtool(exposition: str) -> str | None:
-    check = subprocess.run(["promtool", "check", "metrics"], input=exposition.encode(),
-                           capture_output=True, timeout=30, check=False)
+    check = subprocess.run(
+        ["promtool", "check", "metrics"],
+        input=exposition.encode(),
+        capture_output=True,
+        timeout=30,
+        check=False,
+    )
     return None if check.returncode == 0 else check.stdout.decode() + check.stderr.decode()
 
 
@@ -101,8 +134,13 @@ async def test_demo_messages_through_the_service(tansu: EmbeddedBroker, tmp_path
             total += await publish(s.bootstrap_servers, topic, list(messages_of(path)))
         # consumed and fetched is not yet acknowledged: the output counters move on the
         # broker's ack, so wait until nothing fetched is left uncommitted
-        await _until(lambda: runner.counts["consumed"] == total
-                     and runner.status()["total_lag"] == 0 and runner.in_flight == 0)
+        await _until(
+            lambda: (
+                runner.counts["consumed"] == total
+                and runner.status()["total_lag"] == 0
+                and runner.in_flight == 0
+            )
+        )
         async with httpx.AsyncClient(base_url=base) as http:
             ready = await http.get("/readyz")
             exposition = (await http.get("/metrics")).text
@@ -153,18 +191,17 @@ async def test_demo_messages_through_the_service(tansu: EmbeddedBroker, tmp_path
     def value(name: str, **labels: str) -> float:
         return samples.get((name, tuple(sorted(labels.items()))), 0.0)
 
-    assert value("deidstream_messages_consumed_total", topic=s.input_topics[0],
-                 source="hl7v2") == 7
-    assert value("deidstream_messages_consumed_total", topic=s.input_topics[1],
-                 source="fhir") == 1
+    assert value("deidstream_messages_consumed_total", topic=s.input_topics[0], source="hl7v2") == 7
+    assert value("deidstream_messages_consumed_total", topic=s.input_topics[1], source="fhir") == 1
     assert value("deidstream_documents_published_total", kind="document") == 5
     assert value("deidstream_documents_published_total", kind="tombstone") == 1
     assert value("deidstream_documents_dropped_total", reason="duplicate") == 1
     assert value("deidstream_messages_deadlettered_total", reason_class="not_hl7") == 1
     assert value("deidstream_end_to_end_latency_seconds_count") == 6
     assert sum(v for (n, _), v in samples.items() if n == "deidstream_phi_spans_total") > 10
-    assert sum(v for (n, _), v in samples.items()
-               if n == "deidstream_keystore_operations_total") > 0
+    assert (
+        sum(v for (n, _), v in samples.items() if n == "deidstream_keystore_operations_total") > 0
+    )
     assert value("deidstream_processing_stage_seconds_count", stage="parse") >= 7
     if shutil.which("promtool"):  # the Prometheus linter, where installed
         problems = _promtool(exposition)
@@ -211,9 +248,12 @@ async def test_deidentify_endpoint_with_the_real_pipeline(tmp_path: Path) -> Non
     stay empty, so the stream would still publish it."""
     from service.app import create_app
 
-    s = Settings(keystore_url=f"sqlite:///{tmp_path / 'ks.sqlite3'}",
-                 master_key=Keyring.generate().to_text(), deidentify_api_enabled=True,
-                 api_token="t0ken")
+    s = Settings(
+        keystore_url=f"sqlite:///{tmp_path / 'ks.sqlite3'}",
+        master_key=Keyring.generate().to_text(),
+        deidentify_api_enabled=True,
+        api_token="t0ken",
+    )
     metrics = Metrics()
     runner = Runner(s, metrics, real_processor_factory(s, metrics))
     app = create_app(s, runner=runner, start_runner=False)
@@ -221,8 +261,9 @@ async def test_deidentify_endpoint_with_the_real_pipeline(tmp_path: Path) -> Non
     raw = _first_demo_message()
     headers = {"Authorization": "Bearer t0ken", "Content-Type": "x-application/hl7-v2+er7"}
     try:
-        async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app),
-                                     base_url="http://t") as http:
+        async with httpx.AsyncClient(
+            transport=httpx.ASGITransport(app=app), base_url="http://t"
+        ) as http:
             first = (await http.post("/v1/deidentify", content=raw, headers=headers)).json()
             again = (await http.post("/v1/deidentify", content=raw, headers=headers)).json()
             bad = await http.post("/v1/deidentify", content=b"MSH|broken", headers=headers)
@@ -242,14 +283,14 @@ async def test_deidentify_endpoint_with_the_real_pipeline(tmp_path: Path) -> Non
         await runner.stop()
 
 
-async def test_dead_letter_carries_hl7apy_findings(tansu: EmbeddedBroker, tmp_path: Path
-                                                   ) -> None:
+async def test_dead_letter_carries_hl7apy_findings(tansu: EmbeddedBroker, tmp_path: Path) -> None:
     s = pipeline_settings(tansu, tmp_path)
     metrics = Metrics()
     runner = Runner(s, metrics, real_processor_factory(s, metrics))
     runner.start_background()
-    no_patient = (b"MSH|^~\\&|A|B|C|D|20250101||ORU^R01|77|P|2.5\rPID|1||\r"
-                  b"OBX|1|TX|x||some text||||||F\r")
+    no_patient = (
+        b"MSH|^~\\&|A|B|C|D|20250101||ORU^R01|77|P|2.5\rPID|1||\rOBX|1|TX|x||some text||||||F\r"
+    )
     try:
         await _until(lambda: runner.ready)
         await publish(s.bootstrap_servers, s.input_topics[0], [(None, no_patient)])

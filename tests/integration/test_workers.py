@@ -56,8 +56,13 @@ def _env(broker: EmbeddedBroker, tmp: Path, base: str, port: int) -> dict[str, s
 def _start(env: dict[str, str], log_path: Path) -> subprocess.Popen[bytes]:
     log = open(log_path, "ab")  # noqa: SIM115 - handed to the child
     try:
-        return subprocess.Popen([sys.executable, "-m", "service.cli", "run", "--workers", "2"],
-                                cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
+        return subprocess.Popen(
+            [sys.executable, "-m", "service.cli", "run", "--workers", "2"],
+            cwd=ROOT,
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
     finally:
         log.close()
 
@@ -65,14 +70,16 @@ def _start(env: dict[str, str], log_path: Path) -> subprocess.Popen[bytes]:
 async def _get(port: int, path: str) -> httpx.Response | None:
     try:
         async with httpx.AsyncClient(timeout=5) as http:
-            return await http.get(f"http://127.0.0.1:{port}{path}",
-                                  headers={"Authorization": f"Bearer {TOKEN}"})
+            return await http.get(
+                f"http://127.0.0.1:{port}{path}", headers={"Authorization": f"Bearer {TOKEN}"}
+            )
     except httpx.HTTPError:
         return None
 
 
-async def _wait_status(port: int, pred: Any, within: float, proc: subprocess.Popen[bytes]
-                       ) -> dict[str, Any]:
+async def _wait_status(
+    port: int, pred: Any, within: float, proc: subprocess.Popen[bytes]
+) -> dict[str, Any]:
     end = time.monotonic() + within
     while time.monotonic() < end:
         assert proc.poll() is None, "the supervisor exited"
@@ -98,8 +105,9 @@ async def _committed(bootstrap: str, group: str, topic: str) -> int:
     """The sum of the group's committed offsets over the topic's partitions (one record per
     offset: the number of inputs committed). Tansu's ListOffsets answers below the committed
     offsets here, so the produced count is the reference, not ``end_offsets``."""
-    consumer = AIOKafkaConsumer(bootstrap_servers=bootstrap, group_id=group,
-                                enable_auto_commit=False)
+    consumer = AIOKafkaConsumer(
+        bootstrap_servers=bootstrap, group_id=group, enable_auto_commit=False
+    )
     await consumer.start()
     try:
         tps = [TopicPartition(topic, p) for p in range(PARTITIONS)]
@@ -109,7 +117,8 @@ async def _committed(bootstrap: str, group: str, topic: str) -> int:
 
 
 async def test_kill_9_one_worker_loses_nothing_and_sigterm_drains(
-        tansu: EmbeddedBroker, tmp_path: Path) -> None:
+    tansu: EmbeddedBroker, tmp_path: Path
+) -> None:
     base = unique("workers")
     port = free_port()
     env = _env(tansu, tmp_path, base, port)
@@ -122,24 +131,32 @@ async def test_kill_9_one_worker_loses_nothing_and_sigterm_drains(
     try:
         first = await _wait_status(port, lambda st: st["ready"], 120, proc)
         assert len(first["workers"]) == 2
-        assert all(len([a for a in first["assignments"] if a["worker"] == w]) > 0
-                   for w in (0, 1)), "both workers are members of the group"
+        assert all(
+            len([a for a in first["assignments"] if a["worker"] == w]) > 0 for w in (0, 1)
+        ), "both workers are members of the group"
         await produce(tansu.bootstrap_servers, f"{base}.hl7v2", messages)
-        mid = await _wait_status(port, lambda st: st["counts"].get("published", 0) >= 20,
-                                 120, proc)
+        mid = await _wait_status(port, lambda st: st["counts"].get("published", 0) >= 20, 120, proc)
         victim = mid["workers"][0]["pid"]
         os.kill(victim, signal.SIGKILL)
 
         done = await _wait_status(
-            port, lambda st: st["ready"] and st["total_lag"] == 0
-            and st["workers"][0]["restarts"] == 1 and st["workers"][0]["pid"] != victim,
-            180, proc)
+            port,
+            lambda st: (
+                st["ready"]
+                and st["total_lag"] == 0
+                and st["workers"][0]["restarts"] == 1
+                and st["workers"][0]["pid"] != victim
+            ),
+            180,
+            proc,
+        )
         assert done["workers"][1]["restarts"] == 0
         metrics = await _metrics(port)
         # the dead worker's counts were kept (folded), the restart is counted
-        assert metrics["deidstream_messages_consumed_total,source=hl7v2,topic="
-                       f"{base}.hl7v2"] >= len(messages)
-        assert metrics['deidstream_worker_restarts_total,worker=0'] == 1
+        assert metrics[
+            f"deidstream_messages_consumed_total,source=hl7v2,topic={base}.hl7v2"
+        ] >= len(messages)
+        assert metrics["deidstream_worker_restarts_total,worker=0"] == 1
         assert metrics["deidstream_workers_running"] == 2
         assert metrics["deidstream_ready"] == 1
 
@@ -155,8 +172,9 @@ async def test_kill_9_one_worker_loses_nothing_and_sigterm_drains(
     committed = await _committed(tansu.bootstrap_servers, f"{base}.g", f"{base}.hl7v2")
     assert committed == len(messages), "every input was committed, none beyond"
 
-    research = await read_all(tansu.bootstrap_servers, f"{base}.research", expect=len(docs),
-                              settle=1.0)
+    research = await read_all(
+        tansu.bootstrap_servers, f"{base}.research", expect=len(docs), settle=1.0
+    )
     held = await read_all(tansu.bootstrap_servers, f"{base}.held")
     dead = await read_all(tansu.bootstrap_servers, f"{base}.dlq", expect=len(malformed))
     values: dict[tuple[bytes, str], set[bytes]] = {}
@@ -167,14 +185,16 @@ async def test_kill_9_one_worker_loses_nothing_and_sigterm_drains(
     # between the broker's ack and the version-mark confirm, same key and bytes — is bounded
     # by what the killed worker had in flight (DEIDSTREAM_MAX_IN_FLIGHT)
     assert len(values) + len(held) == len(docs)
-    twice = {k for k, n in Counter((r.key, headers_of(r)["version"]) for r in research).items()
-             if n > 1}
+    twice = {
+        k for k, n in Counter((r.key, headers_of(r)["version"]) for r in research).items() if n > 1
+    }
     assert len(twice) <= 32
     assert {r.value for r in dead} == set(malformed)
 
 
-async def test_sigterm_mid_stream_drains_every_worker(tansu: EmbeddedBroker,
-                                                      tmp_path: Path) -> None:
+async def test_sigterm_mid_stream_drains_every_worker(
+    tansu: EmbeddedBroker, tmp_path: Path
+) -> None:
     """SIGTERM with a backlog: both workers finish their batches and commit what they
     published, so the restarted service publishes nothing a second time."""
     base = unique("workers-term")
@@ -184,10 +204,10 @@ async def test_sigterm_mid_stream_drains_every_worker(tansu: EmbeddedBroker,
     proc = _start(env, tmp_path / "service.log")
     try:
         await _wait_status(port, lambda st: st["ready"], 120, proc)
-        await produce(tansu.bootstrap_servers, f"{base}.hl7v2",
-                      [(b"%d" % i, m) for i, m in enumerate(docs)])
-        mid = await _wait_status(port, lambda st: st["counts"].get("published", 0) >= 20,
-                                 120, proc)
+        await produce(
+            tansu.bootstrap_servers, f"{base}.hl7v2", [(b"%d" % i, m) for i, m in enumerate(docs)]
+        )
+        mid = await _wait_status(port, lambda st: st["counts"].get("published", 0) >= 20, 120, proc)
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(timeout=90) == 0
         assert mid["counts"].get("consumed", 0) < len(docs), "the stream was already done"
@@ -200,8 +220,9 @@ async def test_sigterm_mid_stream_drains_every_worker(tansu: EmbeddedBroker,
         if proc.poll() is None:
             proc.kill()
             proc.wait()
-    research = await read_all(tansu.bootstrap_servers, f"{base}.research", expect=len(docs),
-                              settle=1.0)
+    research = await read_all(
+        tansu.bootstrap_servers, f"{base}.research", expect=len(docs), settle=1.0
+    )
     held = await read_all(tansu.bootstrap_servers, f"{base}.held")
     versions = Counter((r.key, headers_of(r)["version"]) for r in research)
     assert len(versions) + len(held) == len(docs)

@@ -52,8 +52,7 @@ def pg_url() -> Iterator[str]:
 def cli(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> typer.Typer:
     """The ``keys`` command group alone, run in a clean directory with no key store settings."""
     monkeypatch.chdir(tmp_path)
-    for name in ("DEIDSTREAM_KEYSTORE_URL", "DEIDSTREAM_MASTER_KEY",
-                 "DEIDSTREAM_MASTER_KEY_FILE"):
+    for name in ("DEIDSTREAM_KEYSTORE_URL", "DEIDSTREAM_MASTER_KEY", "DEIDSTREAM_MASTER_KEY_FILE"):
         monkeypatch.delenv(name, raising=False)
     app = typer.Typer()
 

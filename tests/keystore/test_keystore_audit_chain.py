@@ -42,12 +42,14 @@ def _db(url: str) -> Path:
 def _tamper(url: str, sql: str) -> None:
     """What a writer with file access can do: drop the triggers, then edit."""
     with sqlite3.connect(_db(url)) as conn:
-        conn.executescript("DROP TRIGGER IF EXISTS audit_no_update;"
-                           "DROP TRIGGER IF EXISTS audit_no_delete;" + sql)
+        conn.executescript(
+            "DROP TRIGGER IF EXISTS audit_no_update;DROP TRIGGER IF EXISTS audit_no_delete;" + sql
+        )
 
 
-def test_an_untouched_log_verifies_and_every_edit_is_named(sqlite_url: str,
-                                                           keyring: Keyring) -> None:
+def test_an_untouched_log_verifies_and_every_edit_is_named(
+    sqlite_url: str, keyring: Keyring
+) -> None:
     with open_store(sqlite_url, keyring) as store:
         _some_lines(store)
         report = store.verify_audit()
@@ -59,15 +61,21 @@ def test_an_untouched_log_verifies_and_every_edit_is_named(sqlite_url: str,
         assert "changed" in bad.problem
 
 
-@pytest.mark.parametrize("edit, good", [  # good: the lines that still verify
-    ("DELETE FROM audit WHERE seq = 2", 1),  # a line deleted: the next one is out of order
-    ("UPDATE audit SET seq = seq + 10 WHERE seq >= 3", 2),  # renumbered (2's successor)
-    ("UPDATE audit SET operator = 'someone else' WHERE seq = 3", 2),
-    ("UPDATE audit SET mac = (SELECT mac FROM audit WHERE seq = 1) WHERE seq = 3", 2),
-    ("INSERT INTO audit (at, action, operator, reason, subject, outcome, seq, mac)"
-     " SELECT at, action, operator, reason, subject, outcome, 5, mac FROM audit"
-     " WHERE seq = 4", 4),  # a copied line appended
-])
+@pytest.mark.parametrize(
+    "edit, good",
+    [  # good: the lines that still verify
+        ("DELETE FROM audit WHERE seq = 2", 1),  # a line deleted: the next one is out of order
+        ("UPDATE audit SET seq = seq + 10 WHERE seq >= 3", 2),  # renumbered (2's successor)
+        ("UPDATE audit SET operator = 'someone else' WHERE seq = 3", 2),
+        ("UPDATE audit SET mac = (SELECT mac FROM audit WHERE seq = 1) WHERE seq = 3", 2),
+        (
+            "INSERT INTO audit (at, action, operator, reason, subject, outcome, seq, mac)"
+            " SELECT at, action, operator, reason, subject, outcome, 5, mac FROM audit"
+            " WHERE seq = 4",
+            4,
+        ),  # a copied line appended
+    ],
+)
 def test_tampering_is_found(sqlite_url: str, keyring: Keyring, edit: str, good: int) -> None:
     with open_store(sqlite_url, keyring) as store:
         _some_lines(store)
@@ -79,8 +87,7 @@ def test_tampering_is_found(sqlite_url: str, keyring: Keyring, edit: str, good: 
         assert report.head_seq == good
 
 
-def test_a_deleted_tail_is_found_against_a_recorded_head(sqlite_url: str,
-                                                         keyring: Keyring) -> None:
+def test_a_deleted_tail_is_found_against_a_recorded_head(sqlite_url: str, keyring: Keyring) -> None:
     with open_store(sqlite_url, keyring) as store:
         _some_lines(store)
         head = store.verify_audit().head
@@ -109,8 +116,11 @@ def test_subjects_are_keyed(tmp_path: Path, keyring: Keyring) -> None:
 def test_lines_from_before_the_chain_are_covered(tmp_path: Path) -> None:
     db = tmp_path / "legacy.sqlite3"
     shutil.copyfile(FIXTURE / "ks.sqlite3", db)
-    key = next(line.split('"')[1] for line in (FIXTURE / "make_v1_store.py").read_text()
-               .splitlines() if line.startswith("KEY = "))
+    key = next(
+        line.split('"')[1]
+        for line in (FIXTURE / "make_v1_store.py").read_text().splitlines()
+        if line.startswith("KEY = ")
+    )
     url = f"sqlite:///{db}"
     with open_store(url, Keyring.parse(key)) as store:
         store.forget("H", "nobody", operator="o", reason="r")
@@ -137,7 +147,8 @@ def pg_owner_and_role(pg_url: str):  # type: ignore[no-untyped-def]
 
 
 def test_postgresql_a_role_without_ownership_cannot_change_the_log(
-        pg_owner_and_role, keyring: Keyring) -> None:  # type: ignore[no-untyped-def]
+    pg_owner_and_role, keyring: Keyring
+) -> None:  # type: ignore[no-untyped-def]
     pg_url, schema, role, admin = pg_owner_and_role
     with open_store(pg_url, keyring) as store:
         _some_lines(store)
@@ -150,9 +161,13 @@ def test_postgresql_a_role_without_ownership_cannot_change_the_log(
             # UPDATE and DELETE: the rules make them do nothing (no error, nothing changed)
             conn.execute("UPDATE audit SET reason = 'x'")
             conn.execute("DELETE FROM audit")
-            for sql in ("TRUNCATE audit", "DROP RULE audit_no_update ON audit",
-                        "DROP TRIGGER audit_no_truncate ON audit", "DROP TABLE audit",
-                        "ALTER TABLE audit DISABLE TRIGGER ALL"):
+            for sql in (
+                "TRUNCATE audit",
+                "DROP RULE audit_no_update ON audit",
+                "DROP TRIGGER audit_no_truncate ON audit",
+                "DROP TABLE audit",
+                "ALTER TABLE audit DISABLE TRIGGER ALL",
+            ):
                 with pytest.raises(psycopg.errors.InsufficientPrivilege):
                     conn.execute(sql)
         assert store.verify_audit().ok and store.verify_audit().lines == 4
@@ -167,10 +182,10 @@ def test_postgresql_a_role_without_ownership_cannot_change_the_log(
         assert not report.ok and report.broken_seq == 3
 
 
-def test_postgresql_concurrent_appends_never_fork_the_chain(pg_url: str,
-                                                            keyring: Keyring) -> None:
+def test_postgresql_concurrent_appends_never_fork_the_chain(pg_url: str, keyring: Keyring) -> None:
     stores = [open_store(pg_url, keyring) for _ in range(3)]
     try:
+
         def work(store: EncryptedStore, n: int) -> None:
             for i in range(12):
                 store.forget("H", f"absent-{n}-{i}", operator=f"o{n}", reason="r")

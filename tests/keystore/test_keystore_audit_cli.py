@@ -18,8 +18,7 @@ def _run(app: typer.Typer, *args: str) -> tuple[int, str]:
     return result.exit_code, result.output
 
 
-def test_verify_prints_the_head_and_names_the_broken_line(cli: typer.Typer,
-                                                          tmp_path: Path) -> None:
+def test_verify_prints_the_head_and_names_the_broken_line(cli: typer.Typer, tmp_path: Path) -> None:
     assert _run(cli, "keys", "init")[0] == 0
     with default_store_from_env() as store:
         state = store.get_or_create("H", "5511", lambda: store.new_state(3))
@@ -30,8 +29,10 @@ def test_verify_prints_the_head_and_names_the_broken_line(cli: typer.Typer,
     head = out.rsplit("head ", 1)[1].strip()
     assert head.startswith("3:")
     with sqlite3.connect(tmp_path / ".deidstream" / "keystore.sqlite3") as conn:
-        conn.executescript("DROP TRIGGER audit_no_update; DROP TRIGGER audit_no_delete;"
-                           "UPDATE audit SET reason = 'IRB-9' WHERE seq = 2;")
+        conn.executescript(
+            "DROP TRIGGER audit_no_update; DROP TRIGGER audit_no_delete;"
+            "UPDATE audit SET reason = 'IRB-9' WHERE seq = 2;"
+        )
     code, out = _run(cli, "keys", "audit", "verify")
     assert code == 1 and "(seq 2)" in out and "changed" in out, out
     with sqlite3.connect(tmp_path / ".deidstream" / "keystore.sqlite3") as conn:
@@ -42,7 +43,8 @@ def test_verify_prints_the_head_and_names_the_broken_line(cli: typer.Typer,
 
 
 def test_forget_now_with_keys_from_the_environment_says_what_to_do(
-        cli: typer.Typer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    cli: typer.Typer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("DEIDSTREAM_MASTER_KEY", Keyring.generate("env-a").primary.entry())
     monkeypatch.setenv("DEIDSTREAM_KEYSTORE_URL", f"sqlite:///{tmp_path / 'ks.db'}")
     code, out = _run(cli, "keys", "forget", "5511", "--authority", "H", "--now")

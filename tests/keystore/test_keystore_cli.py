@@ -30,11 +30,11 @@ def test_local_default_lifecycle(cli: typer.Typer, tmp_path: Path) -> None:
 
     with default_store_from_env() as store:
         state = store.get_or_create("HOSP", "12345", lambda: store.new_state(-40))
-    code, out = _run(cli, "keys", "reveal", state.pseudonym, "--reason", "IRB-7",
-                     "--operator", "officer")
+    code, out = _run(
+        cli, "keys", "reveal", state.pseudonym, "--reason", "IRB-7", "--operator", "officer"
+    )
     assert code == 0, out
-    assert json.loads(out.strip().splitlines()[-1]) == {"authority": "HOSP",
-                                                         "patient_id": "12345"}
+    assert json.loads(out.strip().splitlines()[-1]) == {"authority": "HOSP", "patient_id": "12345"}
 
     code, out = _run(cli, "keys", "rotate")
     assert code == 0 and "re-wrapped 1" in out, out
@@ -57,8 +57,9 @@ def test_local_default_lifecycle(cli: typer.Typer, tmp_path: Path) -> None:
     assert "12345" not in out and "HOSP" not in out
 
 
-def test_env_keys_and_print_key(cli: typer.Typer, tmp_path: Path,
-                                monkeypatch: pytest.MonkeyPatch) -> None:
+def test_env_keys_and_print_key(
+    cli: typer.Typer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     code, out = _run(cli, "keys", "init", "--print-key")
     entry = out.strip()
     key_id, b64 = entry.split(":")
@@ -101,7 +102,8 @@ def test_key_file_with_loose_permissions_is_refused(tmp_path: Path) -> None:
 
 
 def test_rotate_retire_old_is_refused_while_an_instance_seals_with_the_old_key(
-        cli: typer.Typer, tmp_path: Path) -> None:
+    cli: typer.Typer, tmp_path: Path
+) -> None:
     """The issue-14 scenario: `keys rotate --retire-old` while an instance runs on the old
     key. Refused with a clear message, the old key stays in the key file, and every record
     the instance writes meanwhile stays readable; once it stops, retiring goes through."""
@@ -137,8 +139,9 @@ def test_migrate_command(cli: typer.Typer, tmp_path: Path) -> None:
     assert code == 1 and "only a PostgreSQL" in out
 
 
-def test_rotate_retire_old_keeps_the_review_queue_readable(cli: typer.Typer,
-                                                           tmp_path: Path) -> None:
+def test_rotate_retire_old_keeps_the_review_queue_readable(
+    cli: typer.Typer, tmp_path: Path
+) -> None:
     """`keys rotate --retire-old` with a key file and a review queue: the queue's blobs are
     re-wrapped (and counted), the old key leaves the file, every item opens with what is
     left."""
@@ -149,12 +152,18 @@ def test_rotate_retire_old_keeps_the_review_queue_readable(cli: typer.Typer,
 
     assert _run(cli, "keys", "init")[0] == 0
     note = ClinicalDocument(  # an invented relative
-        text="Seen with Orvella Stanch today.\n", patient_id="P-1", assigning_authority="H",
-        identifiers=Identifiers(relative_names=(PersonName(family="Stanch",
-                                                           given=("Orvella",)),)))
+        text="Seen with Orvella Stanch today.\n",
+        patient_id="P-1",
+        assigning_authority="H",
+        identifiers=Identifiers(relative_names=(PersonName(family="Stanch", given=("Orvella",)),)),
+    )
     with default_store_from_env() as store:
-        ids = ReviewQueue(store).enqueue(note, Detector(Policy.from_mapping({"recognizers": {}})),
-                                         coordinates="in:0:1", held_reason=("leak_guard", "r"))
+        ids = ReviewQueue(store).enqueue(
+            note,
+            Detector(Policy.from_mapping({"recognizers": {}})),
+            coordinates="in:0:1",
+            held_reason=("leak_guard", "r"),
+        )
     code, out = _run(cli, "keys", "rotate", "--retire-old")
     assert code == 0, out
     assert f"review blobs re-wrapped {len(ids)}," in out and "Stanch" not in out

@@ -24,8 +24,7 @@ def _run(app: typer.Typer, *args: str) -> tuple[int, str]:
 
 def _patient(authority: str, patient_id: str, shift: int = -20) -> str:
     with default_store_from_env() as store:
-        return store.get_or_create(authority, patient_id,
-                                   lambda: store.new_state(shift)).pseudonym
+        return store.get_or_create(authority, patient_id, lambda: store.new_state(shift)).pseudonym
 
 
 def test_forget_without_authority_finds_the_patient(cli: typer.Typer) -> None:
@@ -64,8 +63,7 @@ def test_reveal_takes_the_subject_reference_as_it_is(cli: typer.Typer) -> None:
     pseudonym = _patient("NORTHCLINIC", "MRN-3")
     code, out = _run(cli, "keys", "reveal", f"Patient/{pseudonym}", "--reason", "IRB-2")
     assert code == 0, out
-    assert json.loads(out.splitlines()[-1]) == {"authority": "NORTHCLINIC",
-                                                "patient_id": "MRN-3"}
+    assert json.loads(out.splitlines()[-1]) == {"authority": "NORTHCLINIC", "patient_id": "MRN-3"}
     code, out = _run(cli, "keys", "reveal", "Patient/nosuchpseudonym", "--reason", "IRB-2")
     assert code == 1 and "not found" in out
 
@@ -74,22 +72,27 @@ def test_reveal_a_visit_pseudonym(cli: typer.Typer) -> None:
     assert _run(cli, "keys", "init")[0] == 0
     with default_store_from_env() as store:
         state = store.get_or_create("NORTHCLINIC", "MRN-4", lambda: store.new_state(11))
-        remember_context(state, Identifiers(
-            other_ids=(Identifier("V-20240305-7", "NORTHCLINIC", "VN"),)))
+        remember_context(
+            state, Identifiers(other_ids=(Identifier("V-20240305-7", "NORTHCLINIC", "VN"),))
+        )
         store.save("NORTHCLINIC", "MRN-4", state)
         visit = store.pseudonym("visit", state.seed, "V-20240305-7")
-    code, out = _run(cli, "keys", "reveal", f"Encounter/{visit}", "--reason", "IRB-3",
-                     "--operator", "officer")
+    code, out = _run(
+        cli, "keys", "reveal", f"Encounter/{visit}", "--reason", "IRB-3", "--operator", "officer"
+    )
     assert code == 0, out
-    assert json.loads(out.splitlines()[-1]) == {"authority": "NORTHCLINIC",
-                                                "patient_id": "MRN-4",
-                                                "visit_id": "V-20240305-7"}
+    assert json.loads(out.splitlines()[-1]) == {
+        "authority": "NORTHCLINIC",
+        "patient_id": "MRN-4",
+        "visit_id": "V-20240305-7",
+    }
     code, out = _run(cli, "keys", "reveal", "Encounter/unknownvisit", "--reason", "IRB-3")
     assert code == 1 and "not found" in out
 
 
-def test_rotate_with_one_key_does_not_call_it_new(cli: typer.Typer, tmp_path: Path,
-                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+def test_rotate_with_one_key_does_not_call_it_new(
+    cli: typer.Typer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     entry = Keyring.generate("only").primary.entry()
     monkeypatch.setenv("DEIDSTREAM_MASTER_KEY", entry)
     monkeypatch.setenv("DEIDSTREAM_KEYSTORE_URL", f"sqlite:///{tmp_path / 'k.db'}")

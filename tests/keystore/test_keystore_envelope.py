@@ -16,7 +16,7 @@ LOOKUP_B = os.urandom(32)
 
 
 def _flip(data: bytes, index: int) -> bytes:
-    return data[:index] + bytes([data[index] ^ 0x01]) + data[index + 1:]
+    return data[:index] + bytes([data[index] ^ 0x01]) + data[index + 1 :]
 
 
 def test_round_trip_and_fresh_data_key_each_time(keyring: Keyring) -> None:
@@ -41,7 +41,9 @@ def test_tampered_bytes_are_rejected(keyring: Keyring, field: str) -> None:
 def test_truncated_ciphertext_is_rejected(keyring: Keyring) -> None:
     sealed = seal(keyring, LOOKUP_A, b"some patient state")
     with pytest.raises(IntegrityError):
-        open_sealed(keyring, LOOKUP_A, dataclasses.replace(sealed, ciphertext=sealed.ciphertext[:-1]))
+        open_sealed(
+            keyring, LOOKUP_A, dataclasses.replace(sealed, ciphertext=sealed.ciphertext[:-1])
+        )
 
 
 def test_wrong_key_with_same_id_is_rejected(keyring: Keyring) -> None:

@@ -18,9 +18,11 @@ from keystore.postgres import PostgresBackend
 from keystore.store import EncryptedStore
 
 FIXTURE = Path(__file__).parent.parent / "fixtures" / "keystore_v1"
-LEGACY_KEY = next(line.split('"')[1] for line in
-                  (FIXTURE / "make_v1_store.py").read_text().splitlines()
-                  if line.startswith("KEY = "))
+LEGACY_KEY = next(
+    line.split('"')[1]
+    for line in (FIXTURE / "make_v1_store.py").read_text().splitlines()
+    if line.startswith("KEY = ")
+)
 EXPECTED = json.loads((FIXTURE / "expected.json").read_text())
 
 
@@ -37,13 +39,17 @@ def _check_expected(store: EncryptedStore) -> None:
         state = store.get(authority, pid)
         assert state is not None
         assert (state.pseudonym, state.shift_days, state.name_map) == (
-            want["pseudonym"], want["shift"], want["names"])
+            want["pseudonym"],
+            want["shift"],
+            want["names"],
+        )
 
 
 def _rows(db: Path) -> list[tuple[int, int, int]]:
     with sqlite3.connect(db) as conn:
-        return conn.execute("SELECT record_schema, length(wrapped_key), revision FROM patients"
-                            " ORDER BY lookup").fetchall()
+        return conn.execute(
+            "SELECT record_schema, length(wrapped_key), revision FROM patients ORDER BY lookup"
+        ).fetchall()
 
 
 def test_a_version_1_sqlite_store_opens_reads_and_upgrades_on_rotation(tmp_path: Path) -> None:
@@ -76,15 +82,18 @@ def test_a_version_1_store_copied_to_postgresql_opens(tmp_path: Path, pg_url: st
     base, _, schema = pg_url.partition("?schema=")
     backend = PostgresBackend(base, schema=schema)
     backend.migrate(time.time())
-    tables = {"store_keys": "name, key_id, wrapped, created_at, updated_at",
-              "patients": "lookup, key_id, wrapped_key, nonce, ciphertext, record_schema,"
-                          " revision, created_at, updated_at",
-              "pseudonyms": "pseudonym_hash, lookup, created_at, forgotten_at",
-              "marks": "key_hash, value, updated_at"}
+    tables = {
+        "store_keys": "name, key_id, wrapped, created_at, updated_at",
+        "patients": "lookup, key_id, wrapped_key, nonce, ciphertext, record_schema,"
+        " revision, created_at, updated_at",
+        "pseudonyms": "pseudonym_hash, lookup, created_at, forgotten_at",
+        "marks": "key_hash, value, updated_at",
+    }
     with sqlite3.connect(_legacy_copy(tmp_path)) as src, backend._transaction() as cur:
         # what migration 3 registers for a store that already has records
-        cur.execute("INSERT INTO master_keys (key_id, added_at) VALUES (%s, 0)",
-                    (LEGACY_KEY.split(":")[0],))
+        cur.execute(
+            "INSERT INTO master_keys (key_id, added_at) VALUES (%s, 0)", (LEGACY_KEY.split(":")[0],)
+        )
         for table, columns in tables.items():
             marks = ", ".join(["%s"] * len(columns.split(",")))
             for row in src.execute(f"SELECT {columns} FROM {table}"):  # noqa: S608
@@ -116,18 +125,21 @@ def test_the_per_record_key_is_hkdf_expand(keyring: Keyring) -> None:
 
     key_id, lookup = keyring.primary.key_id, b"M" * 32
     want = HKDFExpand(hashes.SHA256(), 32, kek_info(key_id, lookup, 3)).derive(
-        keyring.wrapping_key(key_id))
+        keyring.wrapping_key(key_id)
+    )
     assert _kek(keyring, key_id, lookup, 3) == want != _kek(keyring, key_id, lookup, 4)
 
 
 def _raw_row(db: Path) -> tuple[bytes, bytes, bytes, int]:
     with sqlite3.connect(db) as conn:
-        return conn.execute("SELECT wrapped_key, nonce, ciphertext, revision FROM patients"
-                            ).fetchone()
+        return conn.execute(
+            "SELECT wrapped_key, nonce, ciphertext, revision FROM patients"
+        ).fetchone()
 
 
 def test_a_database_writer_cannot_roll_a_record_back_unnoticed(
-        tmp_path: Path, keyring: Keyring) -> None:
+    tmp_path: Path, keyring: Keyring
+) -> None:
     db = tmp_path / "ks.sqlite3"
     url = f"sqlite:///{db}"
     with open_store(url, keyring, cache_ttl_s=0) as store:
@@ -142,8 +154,7 @@ def test_a_database_writer_cannot_roll_a_record_back_unnoticed(
         assert _raw_row(db)[3] == 3
         # 1. the old sealed bytes under the current revision number
         with sqlite3.connect(db) as conn:
-            conn.execute("UPDATE patients SET wrapped_key = ?, nonce = ?, ciphertext = ?",
-                         old[:3])
+            conn.execute("UPDATE patients SET wrapped_key = ?, nonce = ?, ciphertext = ?", old[:3])
         with open_store(url, keyring) as fresh, pytest.raises(IntegrityError):
             fresh.get("A", "p1")
         # 2. the whole old row, revision included: consistent on its own, but this

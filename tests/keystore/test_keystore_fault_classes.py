@@ -24,12 +24,15 @@ def test_every_kind_has_its_own_class_and_reason_class() -> None:
         assert cls.retriable
 
 
-@pytest.mark.parametrize(("kind", "cls"), [
-    (FaultKind.CONNECTION, KeystoreConnectionFault),
-    (FaultKind.SCHEMA, KeystoreSchemaFault),
-    (FaultKind.CORRUPT, KeystoreCorruptFault),
-    (FaultKind.DATABASE, KeystoreFault),
-])
+@pytest.mark.parametrize(
+    ("kind", "cls"),
+    [
+        (FaultKind.CONNECTION, KeystoreConnectionFault),
+        (FaultKind.SCHEMA, KeystoreSchemaFault),
+        (FaultKind.CORRUPT, KeystoreCorruptFault),
+        (FaultKind.DATABASE, KeystoreFault),
+    ],
+)
 def test_fault_builds_the_named_class(kind: FaultKind, cls: type[KeystoreFault]) -> None:
     made = fault(kind, "refused", sqlstate="42501")
     assert type(made) is cls

@@ -57,9 +57,10 @@ def _sqlite_row(db: Path, store: EncryptedStore):  # type: ignore[no-untyped-def
     def read() -> list[bytes]:
         with sqlite3.connect(db) as conn:
             wrapped, ciphertext = conn.execute(
-                "SELECT wrapped_key, ciphertext FROM patients WHERE lookup = ?",
-                (lookup,)).fetchone()
+                "SELECT wrapped_key, ciphertext FROM patients WHERE lookup = ?", (lookup,)
+            ).fetchone()
         return [bytes(wrapped), bytes(ciphertext)]
+
     return read
 
 
@@ -72,7 +73,8 @@ def _recover(db_copy: Path, keyring: Keyring) -> dict[str, str] | None:
 
 @pytest.mark.parametrize("step", ["rotate --retire-old", "forget --now"])
 def test_sqlite_forget_leaves_no_bytes_and_is_final_after_the_step(
-        cli: typer.Typer, tmp_path: Path, step: str) -> None:
+    cli: typer.Typer, tmp_path: Path, step: str
+) -> None:
     _run(cli, "keys", "init")
     key_file = tmp_path / ".deidstream" / "master.key"
     db = tmp_path / ".deidstream" / "keystore.sqlite3"
@@ -87,10 +89,10 @@ def test_sqlite_forget_leaves_no_bytes_and_is_final_after_the_step(
             shutil.copyfile(f"{db}{suffix}", backup / f"ks.sqlite3{suffix}")
     assert Path(f"{db}-wal").stat().st_size > 0
 
-    assert "forgotten" in _run(cli, "keys", "forget", VICTIM[1], "--authority", VICTIM[0],
-                               "--reason", "patient request")
-    live = db.read_bytes() + (Path(f"{db}-wal").read_bytes()
-                              if Path(f"{db}-wal").exists() else b"")
+    assert "forgotten" in _run(
+        cli, "keys", "forget", VICTIM[1], "--authority", VICTIM[0], "--reason", "patient request"
+    )
+    live = db.read_bytes() + (Path(f"{db}-wal").read_bytes() if Path(f"{db}-wal").exists() else b"")
     leftovers = [n for n, chunk in enumerate(sealed_bytes) if chunk in live]
     assert leftovers == []  # no revision's wrapped key or ciphertext, file or WAL
     assert len(old_keys) == 1 and Keyring.from_file(key_file).key_ids == old_keys.key_ids
@@ -101,8 +103,17 @@ def test_sqlite_forget_leaves_no_bytes_and_is_final_after_the_step(
 
     service.close()  # instances restart with the new key before the old one is retired
     if step == "forget --now":
-        out = _run(cli, "keys", "forget", VICTIM[1], "--authority", VICTIM[0], "--now",
-                   "--reason", "patient request")
+        out = _run(
+            cli,
+            "keys",
+            "forget",
+            VICTIM[1],
+            "--authority",
+            VICTIM[0],
+            "--now",
+            "--reason",
+            "patient request",
+        )
         assert "final" in out
     else:
         _run(cli, "keys", "rotate", "--retire-old")
@@ -118,7 +129,8 @@ def test_sqlite_forget_leaves_no_bytes_and_is_final_after_the_step(
 
 
 def test_postgresql_an_old_copy_opens_until_the_old_key_is_destroyed(
-        pg_url: str, tmp_path: Path) -> None:
+    pg_url: str, tmp_path: Path
+) -> None:
     key_file = tmp_path / "master.key"
     Keyring.generate("pg-old").write_file(key_file)
     old_keys = Keyring.from_file(key_file)
@@ -136,16 +148,26 @@ def test_postgresql_an_old_copy_opens_until_the_old_key_is_destroyed(
         _write_history(store, [], read)
         store.forget(*VICTIM, operator="officer", reason="patient request")
         for row in copies:  # a dump, dead tuples, pg_wal: every revision's sealed bytes
-            assert open_sealed(old_keys, row.lookup, Sealed(row.key_id, row.wrapped_key,
-                               row.nonce, row.ciphertext, row.record_schema), row.revision)
+            assert open_sealed(
+                old_keys,
+                row.lookup,
+                Sealed(row.key_id, row.wrapped_key, row.nonce, row.ciphertext, row.record_schema),
+                row.revision,
+            )
         assert store.forgets_not_final() == 1
         done = retire_old_keys(store, old_keys, key_file, operator="officer")
         assert done.destroyed == ("pg-old",) and store.forgets_not_final() == 0
         remaining = Keyring.from_file(key_file)
         for row in copies:
             with pytest.raises(MissingKeyError):
-                open_sealed(remaining, row.lookup, Sealed(row.key_id, row.wrapped_key,
-                            row.nonce, row.ciphertext, row.record_schema), row.revision)
+                open_sealed(
+                    remaining,
+                    row.lookup,
+                    Sealed(
+                        row.key_id, row.wrapped_key, row.nonce, row.ciphertext, row.record_schema
+                    ),
+                    row.revision,
+                )
     finally:
         store.close()
     with open_store(pg_url, Keyring.from_file(key_file)) as fresh:
@@ -155,7 +177,8 @@ def test_postgresql_an_old_copy_opens_until_the_old_key_is_destroyed(
 
 
 def test_retiring_is_refused_while_a_record_is_wrapped_under_the_key(
-        sqlite_url: str, keyring: Keyring) -> None:
+    sqlite_url: str, keyring: Keyring
+) -> None:
     with open_store(sqlite_url, keyring) as store:
         store.get_or_create(*OTHER, lambda: store.new_state(3))
         with pytest.raises(Exception, match="still wrapped"):
@@ -167,8 +190,9 @@ def _pg_files(admin: psycopg.Connection, schema: str) -> list[Path]:  # type: ig
     (after a CHECKPOINT, so the dead tuple is on disk)."""
     data = Path(admin.execute("SHOW data_directory").fetchone()[0])
     admin.execute("CHECKPOINT")
-    heap = admin.execute("SELECT pg_relation_filepath(%s::regclass)",
-                         (f'"{schema}".patients',)).fetchone()[0]
+    heap = admin.execute(
+        "SELECT pg_relation_filepath(%s::regclass)", (f'"{schema}".patients',)
+    ).fetchone()[0]
     current = admin.execute("SELECT pg_walfile_name(pg_current_wal_lsn())").fetchone()[0]
     wal = sorted((data / "pg_wal").glob("0*"))
     recent = [p for p in wal if p.name <= current][-2:]
@@ -176,7 +200,8 @@ def _pg_files(admin: psycopg.Connection, schema: str) -> list[Path]:  # type: ig
 
 
 def test_postgresql_dead_tuples_and_wal_keep_the_bytes_until_the_key_is_gone(
-        pg_url: str, tmp_path: Path) -> None:
+    pg_url: str, tmp_path: Path
+) -> None:
     admin = psycopg.connect("postgresql://postgres@127.0.0.1:5432/test", autocommit=True)
     try:
         data = Path(admin.execute("SHOW data_directory").fetchone()[0])
@@ -214,13 +239,19 @@ def test_postgresql_dead_tuples_and_wal_keep_the_bytes_until_the_key_is_gone(
 
 
 def _opens(keyring: Keyring, row: Row) -> bool:
-    return bool(open_sealed(keyring, row.lookup, Sealed(row.key_id, row.wrapped_key, row.nonce,
-                                                        row.ciphertext, row.record_schema),
-                            row.revision))
+    return bool(
+        open_sealed(
+            keyring,
+            row.lookup,
+            Sealed(row.key_id, row.wrapped_key, row.nonce, row.ciphertext, row.record_schema),
+            row.revision,
+        )
+    )
 
 
 def test_forget_now_is_refused_while_an_instance_seals_under_the_old_key(
-        cli: typer.Typer, tmp_path: Path) -> None:
+    cli: typer.Typer, tmp_path: Path
+) -> None:
     """Destroying the key a running instance still seals with would lose what it writes
     next: the step is refused, the key file kept, the forget itself stands."""
     _run(cli, "keys", "init")
@@ -230,8 +261,10 @@ def test_forget_now_is_refused_while_an_instance_seals_under_the_old_key(
     with open_store(f"sqlite:///{db}", old_keys) as service:
         service.get_or_create(*VICTIM, lambda: service.new_state(-30))
         service.get_or_create(*OTHER, lambda: service.new_state(12))
-        result = CliRunner().invoke(cli, ["keys", "forget", VICTIM[1], "--authority",
-                                          VICTIM[0], "--now", "--reason", "request"])
+        result = CliRunner().invoke(
+            cli,
+            ["keys", "forget", VICTIM[1], "--authority", VICTIM[0], "--now", "--reason", "request"],
+        )
         assert result.exit_code == 1 and "not final" in result.output, result.output
         assert "live instances" in result.output
         assert old_keys.primary.key_id in Keyring.from_file(key_file).key_ids

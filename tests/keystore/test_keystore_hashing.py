@@ -50,12 +50,16 @@ def test_pinned_pseudonyms() -> None:
 def test_pinned_store_hashes() -> None:
     keys = StoreKeys(_ROOT)
     assert keys.lookup("MRN-AUTH", "P123").hex() == (
-        "2f072beb4c69faaa9a7d60ed817fb7da5f98574f09be287889214b8cbeca978a")
+        "2f072beb4c69faaa9a7d60ed817fb7da5f98574f09be287889214b8cbeca978a"
+    )
     assert keys.mark_key("version:abc").hex() == (
-        "36e137a7a09de60e92b97bf1b8455e584761148cd9cc72a4fb354eba9598a597")
+        "36e137a7a09de60e92b97bf1b8455e584761148cd9cc72a4fb354eba9598a597"
+    )
     assert keys.pseudonym_index("abcdefghijklmnopqrstuvwx").hex() == (
-        "e7963499fba1ca505be0a31539eb88fbb3dc2fae198782566d55992f4f97e354")
+        "e7963499fba1ca505be0a31539eb88fbb3dc2fae198782566d55992f4f97e354"
+    )
     assert AuditKeys(_ROOT).subject("pseudonym", "abc") == "sa6404186ec38bda5d47ef95e"
     keyring = Keyring([MasterKey("k1", _ROOT)])
     assert keyring.kek_hmac("k1").digest(b"record").hex() == (
-        "65bb046b8b53279eea78cf26bb5e6a0c914ae10a64a553e0215d2d566c4b1548")
+        "65bb046b8b53279eea78cf26bb5e6a0c914ae10a64a553e0215d2d566c4b1548"
+    )

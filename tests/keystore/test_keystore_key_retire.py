@@ -137,8 +137,9 @@ def test_a_stale_instance_cannot_seal_under_a_retired_key(pg_url: str) -> None:
     with open_store(pg_url, k2) as reader:
         assert reader.stats()["patients"] == before
         assert reader.get("H", "after") is None
-        assert reader.get("H", "before") is not None and "x" not in reader.get(
-            "H", "before").name_map
+        assert (
+            reader.get("H", "before") is not None and "x" not in reader.get("H", "before").name_map
+        )
 
 
 def test_the_primary_key_and_unknown_ids_are_handled(pg_url: str) -> None:
@@ -149,4 +150,5 @@ def test_the_primary_key_and_unknown_ids_are_handled(pg_url: str) -> None:
         store.retire_key("never-used")  # nothing uses it: retired, and stays so
         assert "never-used" in store.stats()["retired_keys"]
         assert [(a[1], a[4], a[5]) for a in store.audit_log()][-1:] == [
-            ("retire", "never-used", "retired")]
+            ("retire", "never-used", "retired")
+        ]

@@ -45,9 +45,18 @@ def test_urlsafe_base64_is_accepted() -> None:
     assert ring.primary.secret == secret
 
 
-@pytest.mark.parametrize("text", ["", "  ", "not base64!!", _b64(b"short"), "a:" + _b64(b"x" * 31),
-                                  f"a:{_b64(os.urandom(32))},a:{_b64(os.urandom(32))}",
-                                  f"bad id:{_b64(os.urandom(32))}"])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "",
+        "  ",
+        "not base64!!",
+        _b64(b"short"),
+        "a:" + _b64(b"x" * 31),
+        f"a:{_b64(os.urandom(32))},a:{_b64(os.urandom(32))}",
+        f"bad id:{_b64(os.urandom(32))}",
+    ],
+)
 def test_bad_key_text_is_a_clear_error_without_key_material(text: str) -> None:
     with pytest.raises(MissingKeyError) as info:
         Keyring.parse(text)
@@ -97,8 +106,10 @@ def test_missing_file_and_missing_config(tmp_path: Path) -> None:
 
 def test_env_key_wins_over_key_file(tmp_path: Path) -> None:
     path = Keyring.generate("file").write_file(tmp_path / "k")
-    env = {"DEIDSTREAM_MASTER_KEY": f"env:{_b64(os.urandom(32))}",
-           "DEIDSTREAM_MASTER_KEY_FILE": str(path)}
+    env = {
+        "DEIDSTREAM_MASTER_KEY": f"env:{_b64(os.urandom(32))}",
+        "DEIDSTREAM_MASTER_KEY_FILE": str(path),
+    }
     assert Keyring.from_env(env).primary.key_id == "env"
     assert Keyring.from_env({"DEIDSTREAM_MASTER_KEY_FILE": str(path)}).primary.key_id == "file"
 

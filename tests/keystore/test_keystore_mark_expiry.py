@@ -28,15 +28,17 @@ class Clock:
 class Expiring(Protocol):
     def get_mark(self, key: str) -> bytes | None: ...
     def compare_and_set_mark(self, key: str, expected: bytes | None, value: bytes) -> bool: ...
-    def compare_and_set_marks(self, items: Any, *, ttl_seconds: float | None = None
-                              ) -> list[bool]: ...
+    def compare_and_set_marks(
+        self, items: Any, *, ttl_seconds: float | None = None
+    ) -> list[bool]: ...
     def prune_marks(self, limit: int = ...) -> int: ...
 
 
 def _check_expiry(store: Expiring, clock: Clock) -> None:
     assert store.compare_and_set_marks([("keep", None, b"v")]) == [True]
-    assert store.compare_and_set_marks([("dl-1", None, b"s"), ("dl-2", None, b"s")],
-                                       ttl_seconds=60) == [True, True]
+    assert store.compare_and_set_marks(
+        [("dl-1", None, b"s"), ("dl-2", None, b"s")], ttl_seconds=60
+    ) == [True, True]
     assert store.compare_and_set_marks([("dl-3", None, b"s")], ttl_seconds=600) == [True]
     assert store.prune_marks() == 0  # nothing due yet
     clock.now += 59
@@ -84,16 +86,17 @@ def test_postgres_expiry(pg_url: str, keyring: Keyring, clock: Clock) -> None:
     with _opened(pg_url, keyring, clock) as store:
         _check_expiry(store, clock)
         # the single-statement batch path (distinct keys) and the ordered path (a repeat)
-        assert store.compare_and_set_marks([("a", None, b"1"), ("b", None, b"1")],
-                                           ttl_seconds=5) == [True, True]
-        assert store.compare_and_set_marks([("c", None, b"1"), ("c", b"1", b"2")],
-                                           ttl_seconds=5) == [True, True]
+        assert store.compare_and_set_marks(
+            [("a", None, b"1"), ("b", None, b"1")], ttl_seconds=5
+        ) == [True, True]
+        assert store.compare_and_set_marks(
+            [("c", None, b"1"), ("c", b"1", b"2")], ttl_seconds=5
+        ) == [True, True]
         clock.now += 5
         assert store.prune_marks() == 4  # a, b, c and dl-1 (ttl 1)
 
 
-def test_counts_report_expiring_marks(sqlite_url: str, keyring: Keyring,
-                                      clock: Clock) -> None:
+def test_counts_report_expiring_marks(sqlite_url: str, keyring: Keyring, clock: Clock) -> None:
     with _opened(sqlite_url, keyring, clock) as store:
         store.compare_and_set_marks([("x", None, b"1")], ttl_seconds=5)
         store.compare_and_set_marks([("y", None, b"1")])
@@ -101,8 +104,9 @@ def test_counts_report_expiring_marks(sqlite_url: str, keyring: Keyring,
         assert counts["marks"] == 2 and counts["expiring_marks"] == 1
 
 
-def test_a_version_1_store_migrates_and_keeps_its_marks(tmp_path: Path, keyring: Keyring,
-                                                         clock: Clock) -> None:
+def test_a_version_1_store_migrates_and_keeps_its_marks(
+    tmp_path: Path, keyring: Keyring, clock: Clock
+) -> None:
     """A store written before marks could expire opens, migrates, and its marks stay."""
     assert SCHEMA_VERSION >= 2
     path = tmp_path / "old.sqlite3"
@@ -143,4 +147,3 @@ def test_a_version_1_store_migrates_and_keeps_its_marks(tmp_path: Path, keyring:
 def test_migrations_are_append_only_numbered() -> None:
     versions: list[int] = [v for v, _ in MIGRATIONS]
     assert versions == list(range(1, len(versions) + 1))
-

@@ -115,7 +115,9 @@ def test_postgres_batch_of_distinct_keys_is_one_statement(pg_url: str, keyring: 
                 self._cur.close()  # type: ignore[attr-defined]
 
         conn.cursor = lambda *a, **k: Counting(real_cursor(*a, **k))
-        assert store.compare_and_set_marks([(f"k{i}", None, b"v") for i in range(50)]) == [True] * 50
+        assert (
+            store.compare_and_set_marks([(f"k{i}", None, b"v") for i in range(50)]) == [True] * 50
+        )
         assert len(statements) == 1
         statements.clear()
         assert store.get_marks([f"k{i}" for i in range(60)])["k0"] == b"v"

@@ -42,13 +42,17 @@ def _kill(store: EncryptedStore, pg_url: str) -> None:
         admin.execute("SELECT pg_terminate_backend(%s)", (pid,))
 
 
-@settings(max_examples=12, deadline=None,
-          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 @given(before=SAVES, saves=SAVES, marks=MARKS, fail=st.booleans())
-def test_postgres_transaction_equals_plain_calls(pg_url: str, before: list[tuple[int, str]],
-                                                 saves: list[tuple[int, str]],
-                                                 marks: list[tuple[int, int]],
-                                                 fail: bool) -> None:
+def test_postgres_transaction_equals_plain_calls(
+    pg_url: str,
+    before: list[tuple[int, str]],
+    saves: list[tuple[int, str]],
+    marks: list[tuple[int, int]],
+    fail: bool,
+) -> None:
     keyring = Keyring.generate("test-a")
     made: list[str] = []
 
@@ -65,7 +69,8 @@ def test_postgres_transaction_equals_plain_calls(pg_url: str, before: list[tuple
 
 
 def test_a_lost_compare_and_set_is_false_and_the_flush_still_commits(
-        pg_url: str, keyring: Keyring) -> None:
+    pg_url: str, keyring: Keyring
+) -> None:
     store, other = open_store(pg_url, keyring), open_store(pg_url, keyring)
     try:
         _work(store, [(0, "ab")], [])
@@ -73,7 +78,9 @@ def test_a_lost_compare_and_set_is_false_and_the_flush_still_commits(
         with store.transaction():
             assert _work(store, [(0, "cd")], [(0, 0), (1, 0)]) == [False, True]
         assert _content(pg_url, keyring, 1, 2) == (
-            ([("ab", "AB"), ("cd", "CD")],), (b"theirs", b"0"))
+            ([("ab", "AB"), ("cd", "CD")],),
+            (b"theirs", b"0"),
+        )
     finally:
         store.close()
         other.close()
@@ -84,22 +91,27 @@ def test_raising_after_flush_and_marks_stores_nothing(pg_url: str, keyring: Keyr
     try:
         _work(store, [(0, "ab"), (1, "ab")], [(0, 0)])
         with pytest.raises(Boom), store.transaction():
-            assert _work(store, [(0, "cd"), (1, "cd"), (2, "cd")], [(0, 1), (1, 0)]) == \
-                [True, True]
+            assert _work(store, [(0, "cd"), (1, "cd"), (2, "cd")], [(0, 1), (1, 0)]) == [True, True]
             raise Boom
         assert _content(pg_url, keyring, 3, 2) == (
-            ([("ab", "AB")], [("ab", "AB")], None), (b"0", None))
+            ([("ab", "AB")], [("ab", "AB")], None),
+            (b"0", None),
+        )
         assert store.pending == 3
         store.flush()  # the connection is usable, the states written at their old revisions
         assert _content(pg_url, keyring, 3, 2)[0] == (
-            [("ab", "AB"), ("cd", "CD")], [("ab", "AB"), ("cd", "CD")], [("cd", "CD")])
+            [("ab", "AB"), ("cd", "CD")],
+            [("ab", "AB"), ("cd", "CD")],
+            [("cd", "CD")],
+        )
     finally:
         store.close()
 
 
 @pytest.mark.parametrize("when", ["after_flush", "after_marks"])
-def test_a_connection_killed_mid_group_commits_nothing(pg_url: str, keyring: Keyring,
-                                                       when: str) -> None:
+def test_a_connection_killed_mid_group_commits_nothing(
+    pg_url: str, keyring: Keyring, when: str
+) -> None:
     store = open_store(pg_url, keyring)
     try:
         _work(store, [(0, "ab")], [])
@@ -121,7 +133,8 @@ def test_a_connection_killed_mid_group_commits_nothing(pg_url: str, keyring: Key
 
 
 def test_a_failed_statement_rolls_back_and_leaves_the_connection_usable(
-        pg_url: str, keyring: Keyring) -> None:
+    pg_url: str, keyring: Keyring
+) -> None:
     store = open_store(pg_url, keyring)
     backend = store._backend
     try:
@@ -136,8 +149,9 @@ def test_a_failed_statement_rolls_back_and_leaves_the_connection_usable(
         assert info.value.retriable
         assert _content(pg_url, keyring, 1, 1) == (([("ab", "AB")],), (None,))
         conn = backend._conn  # type: ignore[attr-defined]
-        assert conn is not None and conn.info.transaction_status == \
-            psycopg.pq.TransactionStatus.IDLE
+        assert (
+            conn is not None and conn.info.transaction_status == psycopg.pq.TransactionStatus.IDLE
+        )
         assert store.compare_and_set_marks([("m0", None, b"1")]) == [True]
     finally:
         store.close()
@@ -148,8 +162,8 @@ def test_repeated_keys_in_a_group_keep_their_order(pg_url: str, keyring: Keyring
     try:
         with store.transaction():
             assert store.compare_and_set_marks(
-                [("m0", None, b"1"), ("m0", b"1", b"2"), ("m0", b"1", b"3")]) == \
-                [True, True, False]
+                [("m0", None, b"1"), ("m0", b"1", b"2"), ("m0", b"1", b"3")]
+            ) == [True, True, False]
         assert store.get_mark("m0") == b"2"
     finally:
         store.close()
@@ -205,7 +219,8 @@ def counted_url(pg_url: str) -> Iterator[tuple[str, Callable[[], int]]]:
 
 
 def test_a_batch_confirmation_takes_three_round_trips(
-        counted_url: tuple[str, Callable[[], int]], keyring: Keyring) -> None:
+    counted_url: tuple[str, Callable[[], int]], keyring: Keyring
+) -> None:
     """BEGIN + the states' UPDATE, the marks' compare-and-set, COMMIT + Sync (it was four:
     BEGIN alone first)."""
     url, turns = counted_url

@@ -19,8 +19,9 @@ def _never() -> PatientState:
     raise AssertionError("a new identity was created where the stored one must be used")
 
 
-def test_two_instances_racing_on_new_patients_share_one_state(pg_url: str,
-                                                              keyring: Keyring) -> None:
+def test_two_instances_racing_on_new_patients_share_one_state(
+    pg_url: str, keyring: Keyring
+) -> None:
     a, b = open_store(pg_url, keyring), open_store(pg_url, keyring)
     shifts: dict[str, list[int]] = {}
     calls: list[str] = []
@@ -102,8 +103,9 @@ def test_updates_merge_and_marks_race(pg_url: str, keyring: Keyring) -> None:
         barrier.wait()
         wins.append(store.compare_and_set_mark("dedup", b"r1", value))
 
-    threads = [threading.Thread(target=cas, args=((a, b)[i % 2], f"v{i}".encode()))
-               for i in range(6)]
+    threads = [
+        threading.Thread(target=cas, args=((a, b)[i % 2], f"v{i}".encode())) for i in range(6)
+    ]
     for t in threads:
         t.start()
     for t in threads:
@@ -131,8 +133,9 @@ def test_rotate_forget_reveal_and_tamper(pg_url: str, keyring: Keyring) -> None:
     schema = pg_url.rsplit("schema=", 1)[1]
     with psycopg.connect(pg_url.split("?")[0], autocommit=True) as conn:
         conn.execute(sql.SQL("SET search_path TO {}").format(sql.Identifier(schema)))
-        conn.execute("UPDATE patients SET ciphertext ="
-                     " set_byte(ciphertext, 4, get_byte(ciphertext, 4) # 1)")  # flip one bit
+        conn.execute(
+            "UPDATE patients SET ciphertext = set_byte(ciphertext, 4, get_byte(ciphertext, 4) # 1)"
+        )  # flip one bit
         conn.execute("DELETE FROM audit")  # append-only: silently nothing
         assert conn.execute("SELECT COUNT(*) FROM audit").fetchone()[0] >= 3
     with open_store(pg_url, new) as s, pytest.raises(IntegrityError):
@@ -159,8 +162,7 @@ def test_lost_connection_is_retriable_then_recovers(pg_url: str, keyring: Keyrin
         assert s.compare_and_set_mark("x", None, b"1")
 
 
-def test_batched_state_writes_keep_the_revision_check(
-        pg_url: str, keyring: Keyring) -> None:
+def test_batched_state_writes_keep_the_revision_check(pg_url: str, keyring: Keyring) -> None:
     """Distinct records go in one batch (one UPDATE statement on PostgreSQL); a record
     another instance moved on is not overwritten (its revision check fails) and is merged,
     as with one UPDATE per record."""

@@ -84,8 +84,7 @@ def test_postgres_prefetch(pg_url: str, keyring: Keyring) -> None:
     _check(lambda **kw: open_store(pg_url, keyring, **kw))
 
 
-def test_absent_hint_loses_gracefully_to_another_creator(sqlite_url: str,
-                                                         keyring: Keyring) -> None:
+def test_absent_hint_loses_gracefully_to_another_creator(sqlite_url: str, keyring: Keyring) -> None:
     """Told 'absent' by a prefetch, then another instance creates the patient: the insert
     loses and the stored identity is used (first writer wins, as always)."""
     a, b = open_store(sqlite_url, keyring), open_store(sqlite_url, keyring)

@@ -38,8 +38,10 @@ class Setup:
 
 def _schema_exists(schema: str) -> bool:
     with psycopg.connect(ADMIN, autocommit=True) as conn:
-        return conn.execute("SELECT 1 FROM pg_namespace WHERE nspname = %s",
-                            (schema,)).fetchone() is not None
+        return (
+            conn.execute("SELECT 1 FROM pg_namespace WHERE nspname = %s", (schema,)).fetchone()
+            is not None
+        )
 
 
 @pytest.fixture
@@ -52,8 +54,10 @@ def setup(pg_url: str) -> Iterator[Setup]:
         yield made
     finally:
         with psycopg.connect(ADMIN, autocommit=True) as conn:
-            conn.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
-                         " WHERE usename = %s", (made.role,))
+            conn.execute(
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE usename = %s",
+                (made.role,),
+            )
             conn.execute(f'DROP SCHEMA IF EXISTS "{made.schema}" CASCADE')
             conn.execute(f'DROP OWNED BY "{made.role}"')
             conn.execute(f'DROP ROLE "{made.role}"')
@@ -88,10 +92,12 @@ def test_the_service_role_has_dml_only(setup: Setup) -> None:
             with pytest.raises(KeystorePermissionFault):  # admin only
                 service.forget("H", f"p{migrate}")
     with psycopg.connect(setup.service_url.split("?")[0], autocommit=True) as conn:
-        for ddl in (f'CREATE TABLE "{setup.schema}".x (a int)',
-                    f'ALTER TABLE "{setup.schema}".patients ADD COLUMN x int',
-                    f'DROP TABLE "{setup.schema}".marks',
-                    f'TRUNCATE "{setup.schema}".audit'):
+        for ddl in (
+            f'CREATE TABLE "{setup.schema}".x (a int)',
+            f'ALTER TABLE "{setup.schema}".patients ADD COLUMN x int',
+            f'DROP TABLE "{setup.schema}".marks',
+            f'TRUNCATE "{setup.schema}".audit',
+        ):
             with pytest.raises(psycopg.errors.InsufficientPrivilege):
                 conn.execute(ddl)
 
@@ -103,8 +109,10 @@ def test_a_schema_dropped_under_the_service_is_a_fault_not_recreated(setup: Setu
     service = open_store(setup.service_url, keyring)
     try:
         with psycopg.connect(ADMIN, autocommit=True) as conn:
-            conn.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
-                         " WHERE usename = %s", (setup.role,))
+            conn.execute(
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE usename = %s",
+                (setup.role,),
+            )
             conn.execute(f'DROP SCHEMA "{setup.schema}" CASCADE')
         errors = []
         for _ in range(2):  # the lost connection, then the reconnect finding no tables
@@ -133,16 +141,25 @@ def test_the_service_role_runs_the_review_queue(setup: Setup) -> None:
         owner.grant_service(setup.role)
         add_account(ReviewQueue(owner), "ana", "a long enough secret", Role.REVIEWER)
     note = ClinicalDocument(  # an invented relative
-        text="Seen with Orvella Stanch today.\n", patient_id="P-1", assigning_authority="H",
-        identifiers=Identifiers(relative_names=(PersonName(family="Stanch",
-                                                           given=("Orvella",)),)))
+        text="Seen with Orvella Stanch today.\n",
+        patient_id="P-1",
+        assigning_authority="H",
+        identifiers=Identifiers(relative_names=(PersonName(family="Stanch", given=("Orvella",)),)),
+    )
     with open_store(setup.service_url, keyring, migrate=False) as service:
         queue = ReviewQueue(service, lists_ttl_s=0.0)
-        ids = queue.enqueue(note, Detector(Policy.from_mapping({"recognizers": {}})),
-                            coordinates="in:0:1", held_reason=("leak_guard", "r"))
+        ids = queue.enqueue(
+            note,
+            Detector(Policy.from_mapping({"recognizers": {}})),
+            coordinates="in:0:1",
+            held_reason=("leak_guard", "r"),
+        )
         span = next(i for i in (queue.item(x) for x in ids) if i and i.candidate is not None)
-        queue.decide(Decision(span.id, "ana", Role.REVIEWER, DecisionKind.PHI,
-                              span.candidate.category, Scope.SITE))  # type: ignore[union-attr]
+        queue.decide(
+            Decision(
+                span.id, "ana", Role.REVIEWER, DecisionKind.PHI, span.candidate.category, Scope.SITE
+            )
+        )  # type: ignore[union-attr]
         assert not queue.lists().empty
         assert span.id in queue.undo("ana")
         assert queue.lists().empty

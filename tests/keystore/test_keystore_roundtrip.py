@@ -35,8 +35,11 @@ def test_record_round_trip(state: PatientState, identity: Identity | None) -> No
 
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(st.lists(st.tuples(text, text, states), min_size=1, max_size=4,
-                unique_by=lambda t: (t[0], t[1])))
+@given(
+    st.lists(
+        st.tuples(text, text, states), min_size=1, max_size=4, unique_by=lambda t: (t[0], t[1])
+    )
+)
 def test_store_round_trip_across_restart(patients: list[tuple[str, str, PatientState]]) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         url = f"sqlite:///{Path(tmp) / 'ks.sqlite3'}"
@@ -62,8 +65,10 @@ def test_marks_behave_like_a_compare_and_set_dict(
     ops: list[tuple[str, bytes | None, bytes]],
 ) -> None:
     model: dict[str, bytes] = {}
-    with tempfile.TemporaryDirectory() as tmp, \
-            open_store(f"sqlite:///{Path(tmp) / 'm.sqlite3'}", KEYRING) as store:
+    with (
+        tempfile.TemporaryDirectory() as tmp,
+        open_store(f"sqlite:///{Path(tmp) / 'm.sqlite3'}", KEYRING) as store,
+    ):
         for key, expected, value in ops:
             wins = model.get(key) == expected
             if wins:

@@ -23,7 +23,8 @@ def _store(path: Path, keyring: Keyring, busy_timeout_s: float = 10.0) -> Encryp
 
 
 def test_a_full_disk_is_a_resources_fault_and_nothing_is_lost(
-        tmp_path: Path, keyring: Keyring) -> None:
+    tmp_path: Path, keyring: Keyring
+) -> None:
     store = _store(tmp_path / "ks.sqlite3", keyring)
     conn = store._backend._conn  # type: ignore[attr-defined]  # noqa: SLF001
     pages = conn.execute("PRAGMA page_count").fetchone()[0]

@@ -108,8 +108,9 @@ def test_first_writer_wins_between_two_instances(sqlite_url: str, keyring: Keyri
     b.close()
 
 
-def test_updates_from_two_instances_merge_and_stored_wins(sqlite_url: str,
-                                                          keyring: Keyring) -> None:
+def test_updates_from_two_instances_merge_and_stored_wins(
+    sqlite_url: str, keyring: Keyring
+) -> None:
     a, b = open_store(sqlite_url, keyring), open_store(sqlite_url, keyring)
     sa = a.get_or_create("A", "1", _factory(a))
     sb = b.get_or_create("A", "1", _never)
@@ -169,15 +170,16 @@ def _tamper(url: str, sql: str, *params: object) -> None:
     conn.close()
 
 
-def test_corrupted_record_is_an_error_not_a_new_identity(sqlite_url: str,
-                                                        keyring: Keyring) -> None:
+def test_corrupted_record_is_an_error_not_a_new_identity(sqlite_url: str, keyring: Keyring) -> None:
     with open_store(sqlite_url, keyring) as s:
         s.get_or_create("A", "1", _factory(s))
     conn = sqlite3.connect(_db_path(sqlite_url))
     (blob,) = conn.execute("SELECT ciphertext FROM patients").fetchone()
     with conn:
-        conn.execute("UPDATE patients SET ciphertext = ?",
-                     (blob[:10] + bytes([blob[10] ^ 0x40]) + blob[11:],))
+        conn.execute(
+            "UPDATE patients SET ciphertext = ?",
+            (blob[:10] + bytes([blob[10] ^ 0x40]) + blob[11:],),
+        )
     conn.close()
     with open_store(sqlite_url, keyring) as s:
         with pytest.raises(IntegrityError):
@@ -192,8 +194,10 @@ def test_swapped_rows_in_the_database_are_rejected(sqlite_url: str, keyring: Key
     conn = sqlite3.connect(_db_path(sqlite_url))
     rows = conn.execute("SELECT lookup, wrapped_key, nonce, ciphertext FROM patients").fetchall()
     with conn:
-        conn.execute("UPDATE patients SET wrapped_key = ?, nonce = ?, ciphertext = ?"
-                     " WHERE lookup = ?", (*rows[0][1:], rows[1][0]))
+        conn.execute(
+            "UPDATE patients SET wrapped_key = ?, nonce = ?, ciphertext = ? WHERE lookup = ?",
+            (*rows[0][1:], rows[1][0]),
+        )
     conn.close()
     with open_store(sqlite_url, keyring) as s:
         outcomes = []
@@ -297,8 +301,10 @@ def test_reveal_is_audited_without_phi(store: EncryptedStore) -> None:
     with pytest.raises(KeystoreError, match="reason"):
         store.reveal(state.pseudonym, operator="officer", reason=" ")
     log = store.audit_log()
-    assert [(row[1], row[5]) for row in log] == [("reveal", "revealed"),
-                                                  ("reveal", "unknown_pseudonym")]
+    assert [(row[1], row[5]) for row in log] == [
+        ("reveal", "revealed"),
+        ("reveal", "unknown_pseudonym"),
+    ]
     flat = repr(log)
     for secret in (MRN, AUTHORITY, state.pseudonym):
         assert secret not in flat

@@ -26,16 +26,16 @@ def _factory(store: EncryptedStore, n: int) -> Callable[[], PatientState]:
     return lambda: store.new_state(n + 1, bytes([n]) * 32)
 
 
-def _work(store: EncryptedStore, saves: list[tuple[int, str]],
-          marks: list[tuple[int, int]]) -> list[bool]:
+def _work(
+    store: EncryptedStore, saves: list[tuple[int, str]], marks: list[tuple[int, int]]
+) -> list[bool]:
     """Save some states, flush, compare-and-set some marks (as Processor.commit does)."""
     for patient, word in saves:
         state = store.get_or_create("A", str(patient), _factory(store, patient))
         state.name_map[word] = word.upper()
         store.save("A", str(patient), state)
     store.flush()
-    items = [(f"m{k}", None if v == 0 else str(v - 1).encode(), str(v).encode())
-             for k, v in marks]
+    items = [(f"m{k}", None if v == 0 else str(v - 1).encode(), str(v).encode()) for k, v in marks]
     return store.compare_and_set_marks(items)
 
 
@@ -52,14 +52,18 @@ def _content(url: str, keyring: Keyring, patients: int, marks: int) -> tuple[obj
         fresh.close()
 
 
-SAVES = st.lists(st.tuples(st.integers(0, 3), st.sampled_from(["ab", "cd", "ef"])),
-                 max_size=6)
+SAVES = st.lists(st.tuples(st.integers(0, 3), st.sampled_from(["ab", "cd", "ef"])), max_size=6)
 MARKS = st.lists(st.tuples(st.integers(0, 3), st.integers(0, 2)), max_size=5)
 
 
-def _check_equivalence(make_url: Callable[[], str], keyring: Keyring, before: list[tuple[int, str]],
-                       saves: list[tuple[int, str]], marks: list[tuple[int, int]],
-                       fail: bool) -> None:
+def _check_equivalence(
+    make_url: Callable[[], str],
+    keyring: Keyring,
+    before: list[tuple[int, str]],
+    saves: list[tuple[int, str]],
+    marks: list[tuple[int, int]],
+    fail: bool,
+) -> None:
     plain_url, tx_url = make_url(), make_url()
     plain, tx = open_store(plain_url, keyring), open_store(tx_url, keyring)
     try:
@@ -84,10 +88,13 @@ def _check_equivalence(make_url: Callable[[], str], keyring: Keyring, before: li
 
 @settings(max_examples=40, deadline=None)
 @given(before=SAVES, saves=SAVES, marks=MARKS, fail=st.booleans())
-def test_sqlite_transaction_equals_plain_calls(tmp_path_factory: pytest.TempPathFactory,
-                                               before: list[tuple[int, str]],
-                                               saves: list[tuple[int, str]],
-                                               marks: list[tuple[int, int]], fail: bool) -> None:
+def test_sqlite_transaction_equals_plain_calls(
+    tmp_path_factory: pytest.TempPathFactory,
+    before: list[tuple[int, str]],
+    saves: list[tuple[int, str]],
+    marks: list[tuple[int, int]],
+    fail: bool,
+) -> None:
     keyring = Keyring.generate("test-a")
     root = tmp_path_factory.mktemp("tx")
     counter = iter(range(1000))
@@ -99,20 +106,22 @@ def test_sqlite_transaction_equals_plain_calls(tmp_path_factory: pytest.TempPath
 
 
 def test_a_failed_block_stores_nothing_and_leaves_the_states_pending(
-        sqlite_url: str, keyring: Keyring) -> None:
+    sqlite_url: str, keyring: Keyring
+) -> None:
     store = open_store(sqlite_url, keyring)
     try:
         _work(store, [(0, "ab")], [(0, 0)])
         with pytest.raises(Boom), store.transaction():
             assert _work(store, [(0, "cd"), (1, "ef")], [(0, 1), (1, 0)]) == [True, True]
             raise Boom
-        assert _content(sqlite_url, keyring, 2, 2) == (
-            ([("ab", "AB")], None), (b"0", None))
+        assert _content(sqlite_url, keyring, 2, 2) == (([("ab", "AB")], None), (b"0", None))
         assert store.pending == 2
         assert store.get_mark("m0") == b"0"
         store.flush()  # the states written now, at their old revisions (no conflict)
         assert _content(sqlite_url, keyring, 2, 2)[0] == (
-            [("ab", "AB"), ("cd", "CD")], [("ef", "EF")])
+            [("ab", "AB"), ("cd", "CD")],
+            [("ef", "EF")],
+        )
     finally:
         store.close()
 
@@ -128,8 +137,10 @@ def test_sqlite_one_commit_for_flush_and_marks(tmp_path: Path, keyring: Keyring)
         with store.transaction(), store.transaction():  # nested: part of the outer one
             _work(store, [(0, "cd"), (1, "cd")], [(0, 0), (1, 0)])
         conn.set_trace_callback(None)
-        assert [s for s in statements if s in ("BEGIN IMMEDIATE", "COMMIT")] == \
-            ["BEGIN IMMEDIATE", "COMMIT"]
+        assert [s for s in statements if s in ("BEGIN IMMEDIATE", "COMMIT")] == [
+            "BEGIN IMMEDIATE",
+            "COMMIT",
+        ]
         statements.clear()
         _work(store, [(0, "ef")], [(2, 0)])  # without: a commit for each
         conn.set_trace_callback(statements.append)
@@ -150,11 +161,15 @@ def test_postgres_transaction_all_or_nothing(pg_url: str, keyring: Keyring) -> N
         assert _content(pg_url, keyring, 2, 2) == (([("ab", "AB")], None), (b"0", None))
         assert store.pending == 2
         with store.transaction():
-            assert store.compare_and_set_marks([("m0", b"0", b"1"), ("m1", None, b"0")]) \
-                == [True, True]
+            assert store.compare_and_set_marks([("m0", b"0", b"1"), ("m1", None, b"0")]) == [
+                True,
+                True,
+            ]
             store.flush()
         assert _content(pg_url, keyring, 2, 2) == (
-            ([("ab", "AB"), ("cd", "CD")], [("ef", "EF")]), (b"1", b"0"))
+            ([("ab", "AB"), ("cd", "CD")], [("ef", "EF")]),
+            (b"1", b"0"),
+        )
     finally:
         store.close()
 

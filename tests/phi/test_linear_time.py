@@ -294,11 +294,14 @@ def _fhir_html(n: int) -> bytes:
     import orjson
 
     html = base64.b64encode(b"<b><i>" * (n // 6)).decode()
-    return orjson.dumps({
-        "resourceType": "DocumentReference", "status": "current",
-        "subject": {"reference": "Patient/p1"},
-        "content": [{"attachment": {"contentType": "text/html", "data": html}}],
-    })
+    return orjson.dumps(
+        {
+            "resourceType": "DocumentReference",
+            "status": "current",
+            "subject": {"reference": "Patient/p1"},
+            "content": [{"attachment": {"contentType": "text/html", "data": html}}],
+        }
+    )
 
 
 PARSER_SHAPES: dict[str, Callable[[int], bytes]] = {

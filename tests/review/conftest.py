@@ -23,8 +23,9 @@ def keyring() -> Keyring:
 
 
 @pytest.fixture(params=["sqlite", "postgresql"])
-def store(request: pytest.FixtureRequest, tmp_path: Path, keyring: Keyring
-          ) -> Iterator[EncryptedStore]:
+def store(
+    request: pytest.FixtureRequest, tmp_path: Path, keyring: Keyring
+) -> Iterator[EncryptedStore]:
     if request.param == "sqlite":
         s = open_store(f"sqlite:///{tmp_path / 'ks.sqlite3'}", keyring)
         yield s
@@ -45,13 +46,17 @@ def store(request: pytest.FixtureRequest, tmp_path: Path, keyring: Keyring
 
 
 # Invented people and places only.
-NOTE = ("Pt seen with daughter Quillon Marbry today. Transfer to Westfalls General planned. "
-        "Call Quillon Marbry about the plan.\n")
+NOTE = (
+    "Pt seen with daughter Quillon Marbry today. Transfer to Westfalls General planned. "
+    "Call Quillon Marbry about the plan.\n"
+)
 
 
 def held_document(text: str = NOTE) -> ClinicalDocument:
     return ClinicalDocument(
-        text=text, patient_id="P-7734", assigning_authority="HOSP",
+        text=text,
+        patient_id="P-7734",
+        assigning_authority="HOSP",
         identifiers=Identifiers(relative_names=(PersonName(family="Marbry", given=("Quillon",)),)),
     )
 

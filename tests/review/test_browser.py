@@ -25,10 +25,30 @@ from .test_web import PASSWORD, make_app
 
 pytestmark = pytest.mark.slow
 # invented name parts: 10 x 10 distinct relatives' names
-_FIRST = ["Quillon", "Tessaly", "Orrin", "Bettina", "Cormac", "Ivana", "Zebulon", "Maelis",
-          "Torvald", "Odile"]
-_LAST = ["Marbry", "Dunmore", "Vasquell", "Skarsgrove", "Thibodine", "Peltonen", "Frostwick",
-         "Ambery", "Kelloway", "Strand"]
+_FIRST = [
+    "Quillon",
+    "Tessaly",
+    "Orrin",
+    "Bettina",
+    "Cormac",
+    "Ivana",
+    "Zebulon",
+    "Maelis",
+    "Torvald",
+    "Odile",
+]
+_LAST = [
+    "Marbry",
+    "Dunmore",
+    "Vasquell",
+    "Skarsgrove",
+    "Thibodine",
+    "Peltonen",
+    "Frostwick",
+    "Ambery",
+    "Kelloway",
+    "Strand",
+]
 NAMES = [f"{a} {b}" for a in _FIRST for b in _LAST]
 
 
@@ -36,8 +56,10 @@ def _doc(k: int) -> ClinicalDocument:
     given, family = NAMES[k].split()
     return ClinicalDocument(
         text=f"Seen today with daughter {NAMES[k]}; plan unchanged.\n",
-        patient_id=f"P{k:03d}", assigning_authority="HOSP",
-        identifiers=Identifiers(relative_names=(PersonName(family=family, given=(given,)),)))
+        patient_id=f"P{k:03d}",
+        assigning_authority="HOSP",
+        identifiers=Identifiers(relative_names=(PersonName(family=family, given=(given,)),)),
+    )
 
 
 class Captured(logging.Handler):
@@ -69,8 +91,12 @@ def _app(tmp_path: Path, docs: int) -> tuple[Any, ReviewQueue]:
     add_account(queue, "ana", PASSWORD, Role.REVIEWER)
     add_account(queue, "eve", PASSWORD, Role.EXPERT)
     for k in range(docs):
-        queue.enqueue(_doc(k), Detector(BLIND), coordinates=f"in.hl7v2:0:{k}",
-                      held_reason=("leak_guard", "leak guard: NAME_RELATIVE=1"))
+        queue.enqueue(
+            _doc(k),
+            Detector(BLIND),
+            coordinates=f"in.hl7v2:0:{k}",
+            held_reason=("leak_guard", "leak guard: NAME_RELATIVE=1"),
+        )
     return app, queue
 
 
@@ -139,7 +165,9 @@ async def test_time_to_clear_100_spans_by_keyboard(tmp_path: Path, logs: Capture
             elapsed = time.perf_counter() - began
             await browser.close()
         assert queue.progress()["decided"] == 100
-    print(f"\ncleared 100 queued spans by keyboard in {elapsed:.1f} s "
-          f"({elapsed / 100 * 1000:.0f} ms per decision, page load included)")
+    print(
+        f"\ncleared 100 queued spans by keyboard in {elapsed:.1f} s "
+        f"({elapsed / 100 * 1000:.0f} ms per decision, page load included)"
+    )
     text = "\n".join(logs.lines)
     assert not any(part in text for name in NAMES[:34] for part in name.split())

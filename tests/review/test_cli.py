@@ -32,19 +32,26 @@ def env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[str, Keyring]:
 def test_stats_prints_counts_and_kappas(env: tuple[str, Keyring]) -> None:
     store = open_store(*env)
     queue = ReviewQueue(store, reviews_per_item=3)
-    queue.enqueue(held_document(), Detector(BLIND), coordinates="t:0:1",
-                  held_reason=("leak_guard", "r"))
+    queue.enqueue(
+        held_document(), Detector(BLIND), coordinates="t:0:1", held_reason=("leak_guard", "r")
+    )
     items = [i for i in queue.page(Role.REVIEWER, limit=50)]
     whole = next(i for i in items if i.candidate is None)
     spans = [i for i in items if i.candidate is not None]
     # three reviewers on the whole-note item and one span item (note scope: its twin too)
-    votes = {"ana": ("not_phi", "not_phi"), "bob": ("not_phi", "unsure"),
-             "cy": ("phi", "not_phi")}
+    votes = {"ana": ("not_phi", "not_phi"), "bob": ("not_phi", "unsure"), "cy": ("phi", "not_phi")}
     for reviewer, (first, second) in votes.items():
         for item, kind in ((whole, first), (spans[0], second)):
             k = DecisionKind(kind)
-            queue.decide(Decision(item.id, reviewer, Role.REVIEWER, k,
-                                  None if k is not DecisionKind.PHI else Category.NAME_OTHER))
+            queue.decide(
+                Decision(
+                    item.id,
+                    reviewer,
+                    Role.REVIEWER,
+                    k,
+                    None if k is not DecisionKind.PHI else Category.NAME_OTHER,
+                )
+            )
     store.close()
     result = CliRunner().invoke(command(), ["review", "stats"])
     assert result.exit_code == 0, result.output
@@ -58,8 +65,9 @@ def test_stats_prints_counts_and_kappas(env: tuple[str, Keyring]) -> None:
     assert "Marbry" not in result.output and "Quillon" not in result.output
 
 
-def test_add_user_hashes_the_password(env: tuple[str, Keyring],
-                                      monkeypatch: pytest.MonkeyPatch) -> None:
+def test_add_user_hashes_the_password(
+    env: tuple[str, Keyring], monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("DEIDSTREAM_REVIEW_PASSWORD", "a long enough secret")
     result = CliRunner().invoke(command(), ["review", "add-user", "eve", "--role", "expert"])
     assert result.exit_code == 0, result.output
@@ -76,8 +84,9 @@ def test_add_user_hashes_the_password(env: tuple[str, Keyring],
     store.close()
 
 
-def test_sync_queues_a_held_input_once(env: tuple[str, Keyring], tmp_path: Path,
-                                       tansu: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_sync_queues_a_held_input_once(
+    env: tuple[str, Keyring], tmp_path: Path, tansu: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """`deidstream review sync` against a real broker: the input on its topic and its held
     record (headers as the service writes them) → the held document enters the queue with
     its coordinates and reason; a second pass queues nothing; no note text is printed."""
@@ -91,15 +100,19 @@ def test_sync_queues_a_held_input_once(env: tuple[str, Keyring], tmp_path: Path,
     base = unique("rvsync")
     blind = tmp_path / "blind.toml"  # finds nothing: the held note's names stay candidates
     blind.write_text("[recognizers]\n", encoding="utf-8")
-    for name, value in (("BOOTSTRAP_SERVERS", tansu.bootstrap_servers),
-                        ("HELD_TOPIC", f"{base}.held"), ("POLICY_FILE", str(blind)),
-                        ("INPUT_TOPICS", f"{base}.hl7v2")):
+    for name, value in (
+        ("BOOTSTRAP_SERVERS", tansu.bootstrap_servers),
+        ("HELD_TOPIC", f"{base}.held"),
+        ("POLICY_FILE", str(blind)),
+        ("INPUT_TOPICS", f"{base}.hl7v2"),
+    ):
         monkeypatch.setenv(f"DEIDSTREAM_{name}", value)
     body = report(5)
     asyncio.run(produce(tansu.bootstrap_servers, f"{base}.hl7v2", [(b"k", body)]))
     (rec,) = asyncio.run(read_all(tansu.bootstrap_servers, f"{base}.hl7v2", expect=1))
-    headers = Outputs.coordinates(cast(Any, None), rec, "leak_guard", "leak guard: MRN=1",
-                                  datetime.now(UTC))
+    headers = Outputs.coordinates(
+        cast(Any, None), rec, "leak_guard", "leak guard: MRN=1", datetime.now(UTC)
+    )
     asyncio.run(_produce_held(tansu.bootstrap_servers, f"{base}.held", headers))
 
     first = CliRunner().invoke(command(), ["review", "sync"])

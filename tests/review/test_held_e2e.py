@@ -108,20 +108,32 @@ async def _item_shown(page: Any) -> bool:
 
 
 def _add_user(env: dict[str, str]) -> None:
-    add = subprocess.run([sys.executable, "-m", "service.cli", "review", "add-user", "ana"],
-                         cwd=ROOT, env={**env, "DEIDSTREAM_REVIEW_PASSWORD": PASSWORD},
-                         capture_output=True, text=True, timeout=60, check=False)
+    add = subprocess.run(
+        [sys.executable, "-m", "service.cli", "review", "add-user", "ana"],
+        cwd=ROOT,
+        env={**env, "DEIDSTREAM_REVIEW_PASSWORD": PASSWORD},
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
     assert add.returncode == 0, add.stderr
 
 
 def _start(env: dict[str, str], log: Path) -> subprocess.Popen[bytes]:
     with open(log, "ab") as out:
-        return subprocess.Popen([sys.executable, "-m", "service.cli", "run"], cwd=ROOT,
-                                env=env, stdout=out, stderr=subprocess.STDOUT)
+        return subprocess.Popen(
+            [sys.executable, "-m", "service.cli", "run"],
+            cwd=ROOT,
+            env=env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+        )
 
 
 async def test_held_note_reviewed_in_the_browser_is_published_once(
-        tansu: Any, tmp_path: Path) -> None:
+    tansu: Any, tmp_path: Path
+) -> None:
     chromium = chromium_or_skip()
     base = unique("review")
     env = _env(tansu, base, tmp_path)
@@ -133,11 +145,11 @@ async def test_held_note_reviewed_in_the_browser_is_published_once(
         await _status(env, lambda st: st["ready"])
         await produce(tansu.bootstrap_servers, f"{base}.hl7v2", [(b"700003", body)])
         await _status(env, lambda st: st["counts"].get("held", 0) == 1)
-        decided = await _review_all(f"http://127.0.0.1:{env['DEIDSTREAM_HTTP_PORT']}",
-                                    chromium)
+        decided = await _review_all(f"http://127.0.0.1:{env['DEIDSTREAM_HTTP_PORT']}", chromium)
         assert decided >= 2
-        await _status(env, lambda st: st["counts"].get("published", 0) == 1
-                      and st["total_lag"] == 0)
+        await _status(
+            env, lambda st: st["counts"].get("published", 0) == 1 and st["total_lag"] == 0
+        )
         await asyncio.sleep(3)  # a few more intake passes: nothing is released twice
         st = await _status(env, lambda st: st["total_lag"] == 0)
         assert st["counts"].get("published", 0) == 1

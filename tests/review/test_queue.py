@@ -36,19 +36,23 @@ def _dump(store: EncryptedStore) -> str:
     out = []
     backend = store.backend
     with backend._transaction(write=False) as cur:
-        for table in ("review_items", "review_docs", "review_decisions", "review_lists",
-                      "audit"):
+        for table in ("review_items", "review_docs", "review_decisions", "review_lists", "audit"):
             for row in backend._exec(cur, f"SELECT * FROM {table}").fetchall():  # noqa: S608
                 out.append(repr(row))
-                out.extend(bytes(v).decode("latin-1") for v in row
-                           if isinstance(v, bytes | memoryview))
+                out.extend(
+                    bytes(v).decode("latin-1") for v in row if isinstance(v, bytes | memoryview)
+                )
     return "\n".join(out)
 
 
 def _queue(store: EncryptedStore, **kw: Any) -> tuple[ReviewQueue, list[str]]:
     queue = ReviewQueue(store, lists_ttl_s=0.0, **kw)
-    ids = queue.enqueue(held_document(), Detector(BLIND), coordinates="in.hl7v2:0:7",
-                        held_reason=("leak_guard", "leak guard: NAME_RELATIVE=1"))
+    ids = queue.enqueue(
+        held_document(),
+        Detector(BLIND),
+        coordinates="in.hl7v2:0:7",
+        held_reason=("leak_guard", "leak guard: NAME_RELATIVE=1"),
+    )
     return queue, ids
 
 
@@ -62,8 +66,12 @@ def test_held_document_enters_with_the_strings_that_held_it(store: EncryptedStor
     assert all(i and i.text == NOTE for i in items)
     # again (a second sync of the held topic): nothing new
     assert len(queue.db.items_of_doc(items[0].doc_id)) == len(ids)  # type: ignore[union-attr]
-    queue.enqueue(held_document(), Detector(BLIND), coordinates="in.hl7v2:0:7",
-                  held_reason=("leak_guard", "x"))
+    queue.enqueue(
+        held_document(),
+        Detector(BLIND),
+        coordinates="in.hl7v2:0:7",
+        held_reason=("leak_guard", "x"),
+    )
     assert len(queue.db.items_of_doc(items[0].doc_id)) == len(ids)  # type: ignore[union-attr]
     dump = _dump(store)
     for secret in ("Quillon", "Marbry", "Westfalls", "P-7734", "daughter"):
@@ -75,14 +83,18 @@ def _span_items(queue: ReviewQueue, ids: list[str]) -> list[Any]:
 
 
 def test_patient_scope_decides_every_occurrence_and_feeds_the_detector(
-        store: EncryptedStore) -> None:
+    store: EncryptedStore,
+) -> None:
     queue, ids = _queue(store)
     spans = _span_items(queue, ids)
     first = spans[0]
     same = [s for s in spans if s.string == first.string]
     assert len(same) == 2  # the name occurs twice in the note
-    decided = queue.decide(Decision(first.id, "ana", Role.REVIEWER, DecisionKind.PHI,
-                                    Category.NAME_RELATIVE, Scope.PATIENT))
+    decided = queue.decide(
+        Decision(
+            first.id, "ana", Role.REVIEWER, DecisionKind.PHI, Category.NAME_RELATIVE, Scope.PATIENT
+        )
+    )
     assert set(decided) == {s.id for s in same}
     assert all(queue.item(s.id).status is ItemStatus.DECIDED for s in same)  # type: ignore[union-attr]
     detector = Detector(BLIND, lists=queue.lists)
@@ -99,8 +111,7 @@ def test_patient_scope_decides_every_occurrence_and_feeds_the_detector(
 def test_site_allow_drops_a_detected_span(store: EncryptedStore) -> None:
     queue, ids = _queue(store)
     item = _span_items(queue, ids)[0]
-    queue.decide(Decision(item.id, "ana", Role.REVIEWER, DecisionKind.NOT_PHI,
-                          scope=Scope.SITE))
+    queue.decide(Decision(item.id, "ana", Role.REVIEWER, DecisionKind.NOT_PHI, scope=Scope.SITE))
     lists = queue.lists()
     text = f"{item.string} sign noted"
     spans = [Span(0, len(item.string), Category.NAME_OTHER, 0.9, "tagger")]
@@ -123,8 +134,9 @@ def test_referred_items_are_the_experts(store: EncryptedStore) -> None:
 def test_undo_reopens_and_takes_back_the_list_entry(store: EncryptedStore) -> None:
     queue, ids = _queue(store)
     item = _span_items(queue, ids)[0]
-    queue.decide(Decision(item.id, "ana", Role.REVIEWER, DecisionKind.PHI, Category.NAME_OTHER,
-                          Scope.SITE))
+    queue.decide(
+        Decision(item.id, "ana", Role.REVIEWER, DecisionKind.PHI, Category.NAME_OTHER, Scope.SITE)
+    )
     assert not queue.lists().empty
     undone = queue.undo("ana")
     assert item.id in undone
@@ -184,11 +196,26 @@ def _decide_all(queue: ReviewQueue, ids: list[str], whole: DecisionKind) -> None
         if item.status is ItemStatus.DECIDED:
             continue
         if item.candidate is None:
-            queue.decide(Decision(item_id, "ana", Role.REVIEWER, whole,
-                                  Category.NAME_OTHER if whole is DecisionKind.PHI else None))
+            queue.decide(
+                Decision(
+                    item_id,
+                    "ana",
+                    Role.REVIEWER,
+                    whole,
+                    Category.NAME_OTHER if whole is DecisionKind.PHI else None,
+                )
+            )
         else:
-            queue.decide(Decision(item_id, "ana", Role.REVIEWER, DecisionKind.PHI,
-                                  Category.NAME_RELATIVE, Scope.PATIENT))
+            queue.decide(
+                Decision(
+                    item_id,
+                    "ana",
+                    Role.REVIEWER,
+                    DecisionKind.PHI,
+                    Category.NAME_RELATIVE,
+                    Scope.PATIENT,
+                )
+            )
 
 
 def test_a_decided_held_document_is_released_once(store: EncryptedStore) -> None:
@@ -232,8 +259,10 @@ def test_two_reviewers_agreement(store: EncryptedStore) -> None:
     b = next(s for s in spans if s.string != a.string)
     n_a = sum(1 for s in spans if s.string == a.string)  # a note decision covers them all
     n_b = sum(1 for s in spans if s.string == b.string)
-    for reviewer, kinds in (("ana", [DecisionKind.NOT_PHI, DecisionKind.UNSURE]),
-                            ("bob", [DecisionKind.NOT_PHI, DecisionKind.NOT_PHI])):
+    for reviewer, kinds in (
+        ("ana", [DecisionKind.NOT_PHI, DecisionKind.UNSURE]),
+        ("bob", [DecisionKind.NOT_PHI, DecisionKind.NOT_PHI]),
+    ):
         for item, kind in zip((a, b), kinds, strict=True):
             queue.decide(Decision(item.id, reviewer, Role.REVIEWER, kind))
     assert queue.item(a.id).status is ItemStatus.DECIDED  # type: ignore[union-attr]
@@ -248,9 +277,11 @@ def test_two_reviewers_agreement(store: EncryptedStore) -> None:
 
 def test_disagreements_are_names_and_places_one_side_misses() -> None:
     rules = [Span(0, 5, Category.DATE), Span(10, 15, Category.NAME_PATIENT)]
-    learned = [Span(0, 5, Category.DATE, 0.9, "tagger"),
-               Span(20, 26, Category.LOCATION_OTHER, 0.9, "tagger"),
-               Span(30, 33, Category.DATE, 0.9, "tagger")]
+    learned = [
+        Span(0, 5, Category.DATE, 0.9, "tagger"),
+        Span(20, 26, Category.LOCATION_OTHER, 0.9, "tagger"),
+        Span(30, 33, Category.DATE, 0.9, "tagger"),
+    ]
     found = list(_disagreements(rules, learned))
     assert Span(20, 26, Category.LOCATION_OTHER, 0.9, "tagger") in found  # tagger only
     assert Span(10, 15, Category.NAME_PATIENT) in found  # rules only
@@ -272,7 +303,10 @@ def test_a_reviewers_wide_decision_passes_referred_twins_over(store: EncryptedSt
     first = spans[0]
     twin = next(s for s in spans if s.string == first.string and s.id != first.id)
     queue.decide(Decision(twin.id, "ana", Role.REVIEWER, DecisionKind.REFER))
-    decided = queue.decide(Decision(first.id, "ana", Role.REVIEWER, DecisionKind.PHI,
-                                    Category.NAME_RELATIVE, Scope.PATIENT))
+    decided = queue.decide(
+        Decision(
+            first.id, "ana", Role.REVIEWER, DecisionKind.PHI, Category.NAME_RELATIVE, Scope.PATIENT
+        )
+    )
     assert twin.id not in decided
     assert queue.item(twin.id).status is ItemStatus.REFERRED  # type: ignore[union-attr]

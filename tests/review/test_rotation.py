@@ -46,19 +46,19 @@ def _fill(store: EncryptedStore, coordinates: str) -> tuple[list[str], list[str]
     """Queue a held note; decide one of its strings for the site (a list entry). Returns the
     item ids and the list entries' plaintexts as the queue reads them."""
     queue = ReviewQueue(store, lists_ttl_s=0.0)
-    ids = queue.enqueue(held_document(), Detector(BLIND), coordinates=coordinates,
-                        held_reason=("leak_guard", "r"))
+    ids = queue.enqueue(
+        held_document(), Detector(BLIND), coordinates=coordinates, held_reason=("leak_guard", "r")
+    )
     span = next(i for i in (queue.item(x) for x in ids) if i and i.candidate is not None)
-    queue.decide(Decision(span.id, "ana", Role.REVIEWER, DecisionKind.NOT_PHI,
-                          scope=Scope.SITE))
+    queue.decide(Decision(span.id, "ana", Role.REVIEWER, DecisionKind.NOT_PHI, scope=Scope.SITE))
     return ids, sorted(queue.lists().site.allow)
 
 
 def _key_ids(store: EncryptedStore, table: str) -> set[str]:
     backend = store.backend
+    query = f"SELECT DISTINCT key_id FROM {table}"  # noqa: S608 - a table name of ours
     with backend._transaction(write=False) as cur:  # noqa: SLF001
-        return {str(r[0]) for r in backend._exec(  # noqa: SLF001
-            cur, f"SELECT DISTINCT key_id FROM {table}").fetchall()}  # noqa: S608
+        return {str(r[0]) for r in backend._exec(cur, query).fetchall()}  # noqa: SLF001
 
 
 def test_rotate_rewraps_the_queue_then_the_old_key_retires(url: str) -> None:
@@ -98,9 +98,12 @@ def test_retire_is_refused_while_a_review_blob_is_under_the_key(url: str) -> Non
         admin.rotate(new_first, operator="officer")
         old_first = k1.merged_with(k2)  # a stale instance: the old key still first
         with open_store(url, old_first) as stale:
-            late = ReviewQueue(stale).enqueue(held_document("Quillon Marbry called.\n"),
-                                              Detector(BLIND), coordinates="in:0:2",
-                                              held_reason=("leak_guard", "r"))
+            late = ReviewQueue(stale).enqueue(
+                held_document("Quillon Marbry called.\n"),
+                Detector(BLIND),
+                coordinates="in:0:2",
+                held_reason=("leak_guard", "r"),
+            )
         with pytest.raises(RetireRefused, match="review queue blobs") as refused:
             admin.retire_key("rv-k1", operator="officer")
         assert refused.value.coordinates["review_items"] == len(late)
@@ -128,9 +131,9 @@ def test_retire_is_refused_while_a_review_blob_is_under_the_key(url: str) -> Non
             assert item is not None and "Marbry" in item.text
 
 
-
 def test_a_store_whose_queue_was_created_on_first_use_migrates(
-        url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """A store at schema 4 whose review tables an earlier release created on first use (the
     same statements, no key guard): `keys migrate` to 5 keeps its items, adds the guard, and
     rotate + retire then cover them."""
@@ -174,15 +177,17 @@ def test_a_blob_replaced_during_the_rotation_is_read_again(url: str) -> None:
         _fill(store, "in:0:1")
         db = ReviewQueue(store).db
         (before,) = db.list_entries()
-        replaced = replace(before, sealed=seal(k1, LIST_BINDING + before.entry.encode(),
-                                               b"replaced"))
+        replaced = replace(
+            before, sealed=seal(k1, LIST_BINDING + before.entry.encode(), b"replaced")
+        )
         db.put_list_entry(replaced, 1.0)  # after the rotation read `before`
     new_first = k2.merged_with(k1)
     with open_store(url, new_first) as admin:
         report = BlobRewrap()
         where = ("review_lists", "entry", LIST_BINDING)
-        missed = _rewrap_batch(admin.backend, new_first, where,
-                               [(before.entry, before.sealed)], report)
+        missed = _rewrap_batch(
+            admin.backend, new_first, where, [(before.entry, before.sealed)], report
+        )
         assert missed == [before.entry] and report.rewrapped == 0
         _rewrap_one(admin.backend, new_first, where, before.entry, replaced.sealed, report)
         assert report.rewrapped == 1 and not report.failed

@@ -28,9 +28,11 @@ class Learned(Recognizer):
     def detect(self, doc: Doc) -> list[Span]:
         Learned.calls += 1
         out = []
-        for word, category, confidence in (("Warfarin", Category.NAME_OTHER, 0.5),
-                                           ("Harrowgate", Category.LOCATION_OTHER, 0.95),
-                                           ("2/2", Category.DATE, 0.99)):
+        for word, category, confidence in (
+            ("Warfarin", Category.NAME_OTHER, 0.5),
+            ("Harrowgate", Category.LOCATION_OTHER, 0.95),
+            ("2/2", Category.DATE, 0.99),
+        ):
             start = doc.text.find(word)
             if start >= 0:
                 out.append(Span(start, start + len(word), category, confidence, "tagger"))
@@ -47,8 +49,10 @@ def test_streamed_document_queues_its_uncertain_spans_once(store: EncryptedStore
     assert Learned.calls == 1  # one detection for the answer and the candidates
     assert {s.text_of(TEXT) for s in spans} == {"Warfarin", "Harrowgate", "2/2"}
     items = queue.page(Role.REVIEWER, limit=10)
-    assert {(i.string, i.kind) for i in items} == {("Warfarin", ItemKind.BAND),
-                                                   ("Harrowgate", ItemKind.DISAGREEMENT)}
+    assert {(i.string, i.kind) for i in items} == {
+        ("Warfarin", ItemKind.BAND),
+        ("Harrowgate", ItemKind.DISAGREEMENT),
+    }
     assert all(len(i.others) == 2 for i in items)  # the context: the other spans
     detector.detect(doc)  # the same note again (a re-send): nothing new
     assert len(queue.page(Role.REVIEWER, limit=10)) == 2

@@ -30,8 +30,12 @@ PASSWORD = "correct horse battery"
 def make_app(tmp_path: Path, **over: Any) -> Any:
     values: dict[str, Any] = {
         "keystore_url": f"sqlite:///{tmp_path / 'ks.sqlite3'}",
-        "master_key": Keyring.generate("web").to_text(), "review_enabled": True,
-        "review_cookie_secure": False, "review_sync_seconds": 0, **over}
+        "master_key": Keyring.generate("web").to_text(),
+        "review_enabled": True,
+        "review_cookie_secure": False,
+        "review_sync_seconds": 0,
+        **over,
+    }
     settings = Settings(**values)
     runner = Runner(settings, Metrics(), lambda: None)  # type: ignore[arg-type,return-value]
     return create_app(settings, runner=runner, start_runner=False)
@@ -44,8 +48,12 @@ async def app(tmp_path: Path) -> AsyncIterator[Any]:
     add_account(queue, "ana", PASSWORD, Role.REVIEWER)
     add_account(queue, "eve", PASSWORD, Role.EXPERT)
     doc = held_document("Seen <script>alert(1)</script> with daughter Quillon Marbry.\n")
-    queue.enqueue(doc, Detector(BLIND), coordinates="in.hl7v2:0:1",
-                  held_reason=("leak_guard", "leak guard: NAME_RELATIVE=1"))
+    queue.enqueue(
+        doc,
+        Detector(BLIND),
+        coordinates="in.hl7v2:0:1",
+        held_reason=("leak_guard", "leak guard: NAME_RELATIVE=1"),
+    )
     yield app
     queue.store.close()
 
@@ -59,8 +67,9 @@ async def login(c: httpx.AsyncClient, user: str, password: str = PASSWORD) -> st
     form = await c.get("/review/login")
     token = re.search(r'name="csrf" value="([^"]+)"', form.text)
     assert token
-    r = await c.post("/review/login", data={"csrf": token.group(1), "username": user,
-                                             "password": password})
+    r = await c.post(
+        "/review/login", data={"csrf": token.group(1), "username": user, "password": password}
+    )
     assert r.status_code == 303
     page = await c.get("/review")
     found = re.search(r'<meta name="csrf" content="([^"]+)"', page.text)
@@ -87,8 +96,9 @@ async def test_no_page_without_a_session(app: Any) -> None:
 async def test_login_needs_its_csrf_token_and_the_password(app: Any) -> None:
     async with client(app) as c:
         await c.get("/review/login")
-        r = await c.post("/review/login", data={"csrf": "wrong", "username": "ana",
-                                                 "password": PASSWORD})
+        r = await c.post(
+            "/review/login", data={"csrf": "wrong", "username": "ana", "password": PASSWORD}
+        )
         assert r.status_code == 403
         assert await login(c, "ana", "not the password") == ""
         assert (await c.get("/review")).status_code == 303
@@ -106,8 +116,9 @@ async def test_decisions_need_the_csrf_token(app: Any) -> None:
         item, seq = item_of(page.text)
         body = {"item": item, "seq": seq, "kind": "not_phi"}
         assert (await c.post("/review/decide", json=body)).status_code == 403
-        assert (await c.post("/review/decide", json=body,
-                             headers={"X-CSRF-Token": "x" + csrf})).status_code == 403
+        assert (
+            await c.post("/review/decide", json=body, headers={"X-CSRF-Token": "x" + csrf})
+        ).status_code == 403
         queue: ReviewQueue = app.state.review.queue
         assert queue.item(item).status is ItemStatus.OPEN  # type: ignore[union-attr]
         ok = await c.post("/review/decide", json=body, headers={"X-CSRF-Token": csrf})
@@ -124,22 +135,30 @@ async def test_a_reviewer_cannot_act_as_an_expert(app: Any) -> None:
         csrf = await login(c, "ana")
         item, seq = item_of((await c.get("/review")).text)
         h = {"X-CSRF-Token": csrf}
-        assert (await c.post("/review/decide", json={"item": item, "seq": seq,
-                                                     "kind": "refer"}, headers=h)).is_success
+        assert (
+            await c.post(
+                "/review/decide", json={"item": item, "seq": seq, "kind": "refer"}, headers=h
+            )
+        ).is_success
         # the referred item is gone from the reviewer's queue…
         assert item_of((await c.get("/review")).text)[0] != item
         # …and deciding it (even claiming the expert role) is refused
-        r = await c.post("/review/decide", json={"item": item, "seq": seq, "kind": "not_phi",
-                                                 "role": "expert"}, headers=h)
+        r = await c.post(
+            "/review/decide",
+            json={"item": item, "seq": seq, "kind": "not_phi", "role": "expert"},
+            headers=h,
+        )
         assert r.status_code == 403 and "referred" in r.json()["error"]
     assert queue.item(item).status is ItemStatus.REFERRED  # type: ignore[union-attr]
     async with client(app) as c:
         csrf = await login(c, "eve")
         page = await c.get("/review")
         assert item_of(page.text)[0] == item and "referred to an expert" in page.text
-        r = await c.post("/review/decide", json={"item": item, "seq": seq, "kind": "phi",
-                                                 "category": "NAME_RELATIVE"},
-                         headers={"X-CSRF-Token": csrf})
+        r = await c.post(
+            "/review/decide",
+            json={"item": item, "seq": seq, "kind": "phi", "category": "NAME_RELATIVE"},
+            headers={"X-CSRF-Token": csrf},
+        )
         assert r.status_code == 200
     assert queue.item(item).status is ItemStatus.DECIDED  # type: ignore[union-attr]
     roles = {d.reviewer: d.role for d in queue.db.decisions()}
@@ -151,8 +170,11 @@ async def test_malformed_decisions_are_refused(app: Any) -> None:
         csrf = await login(c, "ana")
         item, seq = item_of((await c.get("/review")).text)
         h = {"X-CSRF-Token": csrf}
-        for body in ({"item": item, "kind": "maybe"}, {"item": item, "kind": "phi"},
-                     {"kind": "not_phi"}):
+        for body in (
+            {"item": item, "kind": "maybe"},
+            {"item": item, "kind": "phi"},
+            {"kind": "not_phi"},
+        ):
             assert (await c.post("/review/decide", json=body, headers=h)).status_code == 400
         r = await c.post("/review/decide", json={"item": "nope", "kind": "not_phi"}, headers=h)
         assert r.status_code == 403

@@ -30,12 +30,20 @@ def _fhir() -> dict[str, object]:
     return {
         "resourceType": "DocumentReference",
         "status": "current",
-        "subject": {"identifier": {"system": "urn:mrn:northclinic", "value": "MRN55012"},
-                    "display": "Ysolde Quarrington"},
+        "subject": {
+            "identifier": {"system": "urn:mrn:northclinic", "value": "MRN55012"},
+            "display": "Ysolde Quarrington",
+        },
         "type": {"coding": [{"system": "http://loinc.org", "code": "11506-3"}]},
         "date": "2024-03-05T09:00:00Z",
-        "content": [{"attachment": {"contentType": "text/plain",
-                                    "data": base64.b64encode(note.encode()).decode()}}],
+        "content": [
+            {
+                "attachment": {
+                    "contentType": "text/plain",
+                    "data": base64.b64encode(note.encode()).decode(),
+                }
+            }
+        ],
     }
 
 
@@ -68,7 +76,8 @@ INPUTS = {
 
 @pytest.mark.parametrize("name", sorted(INPUTS))
 def test_detect_parses_clinical_messages_through_ingest(
-        app: typer.Typer, tmp_path: Path, name: str) -> None:
+    app: typer.Typer, tmp_path: Path, name: str
+) -> None:
     path = _write(tmp_path, name, INPUTS[name])
     result = CliRunner().invoke(app, ["detect", str(path), "--format", "text"])
     assert result.exit_code == 0, result.output
@@ -81,7 +90,8 @@ def test_detect_parses_clinical_messages_through_ingest(
 
 @pytest.mark.parametrize("name", sorted(INPUTS))
 def test_deidentify_refuses_naming_convert(
-        app: typer.Typer, tmp_path: Path, name: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    app: typer.Typer, tmp_path: Path, name: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.chdir(tmp_path)
     path = _write(tmp_path, name, INPUTS[name])
     result = CliRunner().invoke(app, ["deidentify", str(path), "--no-store"])
@@ -93,8 +103,9 @@ def test_deidentify_refuses_naming_convert(
 
 @pytest.mark.parametrize("command", ["detect", "deidentify"])
 @pytest.mark.parametrize("content", [b"", b"\n  \n"])
-def test_empty_input_is_an_error(app: typer.Typer, tmp_path: Path, command: str,
-                                 content: bytes, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_empty_input_is_an_error(
+    app: typer.Typer, tmp_path: Path, command: str, content: bytes, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.chdir(tmp_path)
     path = _write(tmp_path, "empty.txt", content)
     extra = ["--no-store"] if command == "deidentify" else []
@@ -104,8 +115,9 @@ def test_empty_input_is_an_error(app: typer.Typer, tmp_path: Path, command: str,
     assert "de-identified" not in result.output
 
 
-def test_plain_text_note_still_works(app: typer.Typer, tmp_path: Path,
-                                     monkeypatch: pytest.MonkeyPatch) -> None:
+def test_plain_text_note_still_works(
+    app: typer.Typer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.chdir(tmp_path)
     path = _write(tmp_path, "note.txt", b"Seen on 3/14 for follow-up.\n")
     result = CliRunner().invoke(app, ["deidentify", str(path), "--no-store"])

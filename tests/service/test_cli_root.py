@@ -11,8 +11,9 @@ from service import cli
 
 
 def _invoke(*args: str) -> str:
-    result = CliRunner().invoke(cli.command(), list(args), prog_name="deidstream",
-                                env={"COLUMNS": "120", "TERM": "dumb"})
+    result = CliRunner().invoke(
+        cli.command(), list(args), prog_name="deidstream", env={"COLUMNS": "120", "TERM": "dumb"}
+    )
     assert result.exit_code == 0, result.output
     return result.output
 
@@ -28,8 +29,13 @@ def test_shell_completion_is_offered() -> None:
 
 
 def test_boolean_flags_take_no_value_in_help() -> None:
-    for args in (("--help",), ("demo", "--help"), ("convert", "--help"),
-                 ("keys", "rotate", "--help"), ("deidentify", "--help")):
+    for args in (
+        ("--help",),
+        ("demo", "--help"),
+        ("convert", "--help"),
+        ("keys", "rotate", "--help"),
+        ("deidentify", "--help"),
+    ):
         out = _invoke(*args)
         assert "<bool>" not in out, (args, out)
     convert = _invoke("convert", "--help")

@@ -15,8 +15,9 @@ from pydantic import ValidationError
 from service.affinity import parse_cpu_list, pin_process
 from service.settings import Settings, load_settings
 
-needs_affinity = pytest.mark.skipif(not hasattr(os, "sched_setaffinity"),
-                                    reason="no CPU affinity on this platform")
+needs_affinity = pytest.mark.skipif(
+    not hasattr(os, "sched_setaffinity"), reason="no CPU affinity on this platform"
+)
 
 
 def _format(cpus: set[int]) -> str:
@@ -85,8 +86,9 @@ t2.start(); t2.join(); done.set(); t.join()
 assert late["mask"] == target  # started after: inherits
 print("ok", sorted(target))
 """
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         timeout=60, check=False)
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=False
+    )
     assert out.returncode == 0, out.stderr
     assert out.stdout.startswith("ok")
 
@@ -105,10 +107,18 @@ def test_cpus_outside_the_allowed_set_are_a_clear_error() -> None:
 @needs_affinity
 def test_run_refuses_a_cpu_it_may_not_use() -> None:
     beyond = max(os.sched_getaffinity(0)) + 1
-    env = {**os.environ, "DEIDSTREAM_CPU_AFFINITY": str(beyond),
-           "DEIDSTREAM_BOOTSTRAP_SERVERS": "127.0.0.1:1"}
-    out = subprocess.run([sys.executable, "-m", "service.cli", "run"], capture_output=True,
-                         text=True, timeout=60, env=env, check=False)
+    env = {
+        **os.environ,
+        "DEIDSTREAM_CPU_AFFINITY": str(beyond),
+        "DEIDSTREAM_BOOTSTRAP_SERVERS": "127.0.0.1:1",
+    }
+    out = subprocess.run(
+        [sys.executable, "-m", "service.cli", "run"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=env,
+        check=False,
+    )
     assert out.returncode == 2
     assert "cpu_affinity" in out.stderr and "outside" in out.stderr
-

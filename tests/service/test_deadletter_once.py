@@ -67,8 +67,9 @@ async def test_a_replayed_batch_sends_no_second_dead_letter() -> None:
     await asyncio.wait_for(again.drain(), 2)
     assert producer2.acks == []  # no second dead letter; a and c are duplicates
     assert again.counts["deadlettered"] == 1  # still accounted for as dead-lettered
-    assert again.metrics.value("deidstream_messages_deadlettered_total",
-                               reason_class="not_hl7") == 1
+    assert (
+        again.metrics.value("deidstream_messages_deadlettered_total", reason_class="not_hl7") == 1
+    )
     assert log2[-1] == "commit 3"
     await again.stop()
 
@@ -94,8 +95,12 @@ async def test_a_dead_letter_not_acknowledged_before_the_crash_is_sent_again() -
 
 
 def test_service_processor_keeps_dead_letter_marks_in_the_key_store(tmp_path: Path) -> None:
-    store = open_keystore(Settings(keystore_url=f"sqlite:///{tmp_path / 'ks.sqlite3'}",
-                                   master_key=Keyring.generate().to_text()))
+    store = open_keystore(
+        Settings(
+            keystore_url=f"sqlite:///{tmp_path / 'ks.sqlite3'}",
+            master_key=Keyring.generate().to_text(),
+        )
+    )
     try:
         proc = ServiceProcessor(None, None, None, store)  # type: ignore[arg-type]
 
@@ -117,20 +122,26 @@ def test_dead_letter_marks_expire_and_are_pruned(tmp_path: Path) -> None:
     """Marks live ``deadletter_mark_days``; once past, the next mark_sent prunes them (at
     most hourly), and a replay after that would send the dead letter again."""
     now = [1_000_000.0]
-    store = open_store(f"sqlite:///{tmp_path / 'ks.sqlite3'}", Keyring.generate(),
-                       clock=lambda: now[0])
+    store = open_store(
+        f"sqlite:///{tmp_path / 'ks.sqlite3'}", Keyring.generate(), clock=lambda: now[0]
+    )
     try:
-        proc = ServiceProcessor(None, None, None, store,  # type: ignore[arg-type]
-                                deadletter_mark_seconds=3600.0)
+        proc = ServiceProcessor(
+            None,
+            None,
+            None,
+            store,  # type: ignore[arg-type]
+            deadletter_mark_seconds=3600.0,
+        )
         proc.mark_sent(["deadletter|t|0|1|d1"])  # prunes nothing yet (nothing due)
         now[0] += 3600.0
         proc.mark_sent(["deadletter|t|0|2|d2"])  # within the hour since the last prune
         assert proc.sent_marks(["deadletter|t|0|1|d1"]) == {"deadletter|t|0|1|d1"}
         proc._pruned_at = None  # as if an hour had passed on the monotonic clock
         proc.mark_sent(["deadletter|t|0|3|d3"])
-        assert proc.sent_marks(["deadletter|t|0|1|d1", "deadletter|t|0|2|d2",
-                                "deadletter|t|0|3|d3"]) == {"deadletter|t|0|2|d2",
-                                                            "deadletter|t|0|3|d3"}
+        assert proc.sent_marks(
+            ["deadletter|t|0|1|d1", "deadletter|t|0|2|d2", "deadletter|t|0|3|d3"]
+        ) == {"deadletter|t|0|2|d2", "deadletter|t|0|3|d3"}
         assert store.get_mark("deadletter|t|0|1|d1") is None
     finally:
         store.close()

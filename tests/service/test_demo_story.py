@@ -5,8 +5,9 @@ from __future__ import annotations
 from service.commands.demo import Story, plural, story_lines
 
 
-def _rec(key: str, version: str | None, replaces: str | None = None,
-         tombstone: bool = False) -> dict[str, object]:
+def _rec(
+    key: str, version: str | None, replaces: str | None = None, tombstone: bool = False
+) -> dict[str, object]:
     headers = {k: v for k, v in (("version", version), ("replaces", replaces)) if v}
     return {"key": key, "headers": headers, "value": None if tombstone else {"x": 1}}
 
@@ -17,8 +18,11 @@ def test_each_input_gets_its_own_line() -> None:
         Story("b.hl7", {"duplicate": 1}),
         Story("c.hl7", {"published": 1}, (_rec("k1", "v2", replaces="v1"),)),
         Story("d.hl7", {"tombstoned": 1}, (_rec("k2", None, tombstone=True),)),
-        Story("e.hl7", {"deadlettered": 1}, dead=({"headers": {
-            "reason-class": "not_hl7", "reason": "no MSH segment"}},)),
+        Story(
+            "e.hl7",
+            {"deadlettered": 1},
+            dead=({"headers": {"reason-class": "not_hl7", "reason": "no MSH segment"}},),
+        ),
         Story("f.hl7", {"held": 1}),
     ]
     lines = story_lines(stories)

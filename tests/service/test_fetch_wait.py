@@ -46,6 +46,5 @@ def test_ceiling_equal_to_floor_is_a_fixed_wait() -> None:
 
 def test_ceiling_below_the_request_timeout() -> None:
     with pytest.raises(ValueError, match="fetch_max_wait_ceiling_ms"):
-        Settings(fetch_max_wait_ceiling_ms=5000, request_timeout_ms=5000,
-                 session_timeout_ms=4000)
+        Settings(fetch_max_wait_ceiling_ms=5000, request_timeout_ms=5000, session_timeout_ms=4000)
     assert Settings().fetch_max_wait_ceiling_ms == 1000

@@ -120,15 +120,15 @@ async def test_the_same_patient_failing_twice_is_no_streak() -> None:
 
 async def test_an_unknown_key_id_on_a_record_is_retried_not_dead_lettered() -> None:
     proc = Scripted()
-    proc.failing[b"p1"] = MissingKeyError("the master key that sealed this record is not "
-                                          "configured", key_id="old")
+    proc.failing[b"p1"] = MissingKeyError(
+        "the master key that sealed this record is not configured", key_id="old"
+    )
     runner = _runner(proc)
     app = create_app(runner.settings, runner=runner, start_runner=False)
     await runner.prepare_processor()
     task = asyncio.create_task(runner._handle_record(Rec(b"p1", b"p1")))
     await _wait(lambda: runner.keystore_fault == "missing_key")
-    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app),
-                                 base_url="http://t") as c:
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://t") as c:
         ready = await c.get("/readyz")
     assert ready.status_code == 503
     assert ready.json()["keystore_fault"] == "missing_key"
@@ -145,12 +145,16 @@ def _other_key_same_id(keyring_text: str) -> str:
     return f"{key_id}:{base64.b64encode(os.urandom(32)).decode()}"
 
 
-@pytest.mark.parametrize(("configured", "reason"), [
-    (lambda a: Keyring.generate().to_text(), "missing_key"),  # another key id
-    (_other_key_same_id, "keystore_integrity"),  # the same id, other bytes
-])
+@pytest.mark.parametrize(
+    ("configured", "reason"),
+    [
+        (lambda a: Keyring.generate().to_text(), "missing_key"),  # another key id
+        (_other_key_same_id, "keystore_integrity"),  # the same id, other bytes
+    ],
+)
 async def test_a_store_sealed_under_another_key_never_opens(
-        tmp_path: Path, configured: Any, reason: str) -> None:
+    tmp_path: Path, configured: Any, reason: str
+) -> None:
     """The real key store: sealed under key A, configured with B → the runner retries the
     open (not ready, fault metric) instead of dying or inventing identities."""
     url = f"sqlite:///{tmp_path / 'ks.sqlite3'}"
@@ -160,8 +164,10 @@ async def test_a_store_sealed_under_another_key_never_opens(
     metrics = Metrics()
     runner = Runner(s, metrics, real_processor_factory(s, metrics))
     task = asyncio.create_task(runner.prepare_processor())
-    await _wait(lambda: runner.metrics.value("deidstream_retries_total",
-                                             operation="keystore") >= 2, within=30)
+    await _wait(
+        lambda: runner.metrics.value("deidstream_retries_total", operation="keystore") >= 2,
+        within=30,
+    )
     assert not task.done() and runner.keystore_fault == reason and not runner.ready
     assert metrics.value("deidstream_keystore_fault", reason_class=reason) == 1
     runner.request_stop()
@@ -170,13 +176,17 @@ async def test_a_store_sealed_under_another_key_never_opens(
     await runner.stop()
 
 
-@pytest.mark.parametrize("error", [
-    KeystorePermissionFault("PostgreSQL key store operation failed", sqlstate="42501"),
-    KeystoreError("could not write patient state: too many concurrent updates"),
-    sqlite3.OperationalError("no such table: patients"),  # a raw driver error that escaped
-])
+@pytest.mark.parametrize(
+    "error",
+    [
+        KeystorePermissionFault("PostgreSQL key store operation failed", sqlstate="42501"),
+        KeystoreError("could not write patient state: too many concurrent updates"),
+        sqlite3.OperationalError("no such table: patients"),  # a raw driver error that escaped
+    ],
+)
 async def test_a_database_fault_is_the_streams_not_the_records(
-        error: Exception, caplog: pytest.LogCaptureFixture) -> None:
+    error: Exception, caplog: pytest.LogCaptureFixture
+) -> None:
     """Issue 14: a key store error that is not one record failing authentication is a fault
     of the stream — retried with backoff, not ready with the reason, one WARNING line and a
     metric per fault — never a dead letter; it clears when the database answers again."""
@@ -191,8 +201,7 @@ async def test_a_database_fault_is_the_streams_not_the_records(
     assert not task.done() and runner.counts["deadlettered"] == 0
     reason = runner.stream_fault
     assert reason is not None and reason.startswith("keystore")
-    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app),
-                                 base_url="http://t") as c:
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://t") as c:
         ready = await c.get("/readyz")
     assert ready.status_code == 503 and ready.json()["keystore_fault"] == reason
     assert runner.metrics.value("deidstream_stream_faults_total", reason_class=reason) == 1
@@ -210,8 +219,10 @@ async def test_a_confirmation_failing_on_any_key_store_error_is_retried() -> Non
     """Confirming a batch concerns no record: even a non-retriable key store error there is
     retried (the offsets wait) instead of stopping the runner."""
     proc = Scripted()
-    failures = [KeystoreError("PostgreSQL key store statement failed"),
-                KeystoreReadOnlyFault("read-only", sqlstate="25006")]
+    failures = [
+        KeystoreError("PostgreSQL key store statement failed"),
+        KeystoreReadOnlyFault("read-only", sqlstate="25006"),
+    ]
     confirmed: list[Any] = []
 
     def commit(outcomes: Any) -> None:

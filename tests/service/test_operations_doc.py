@@ -12,8 +12,9 @@ DOC = (ROOT / "docs" / "operations.md").read_text(encoding="utf-8")
 
 
 def test_reason_classes_set_by_the_runner_are_explained() -> None:
-    runner = "\n".join(p.read_text(encoding="utf-8")
-                       for p in sorted((ROOT / "service" / "runner").glob("*.py")))
+    runner = "\n".join(
+        p.read_text(encoding="utf-8") for p in sorted((ROOT / "service" / "runner").glob("*.py"))
+    )
     literal = set(re.findall(r'dead_letter\(\s*\w+,\s*"(\w+)"', runner))
     literal |= set(re.findall(r'return "(\w+)", f?"unexpected', runner))
     assert {"oversize", "output_rejected", "internal_error"} <= literal
@@ -38,8 +39,11 @@ def test_readiness_reasons_are_explained() -> None:
 
 
 def test_request_timeout_rule_and_mllp_gateway_are_documented() -> None:
-    assert re.search(r"DEIDSTREAM_REQUEST_TIMEOUT_MS.{0,80}greater than"
-                     r" `DEIDSTREAM_SESSION_TIMEOUT_MS`", DOC)
+    assert re.search(
+        r"DEIDSTREAM_REQUEST_TIMEOUT_MS.{0,80}greater than"
+        r" `DEIDSTREAM_SESSION_TIMEOUT_MS`",
+        DOC,
+    )
     assert "`deidstream mllp" in DOC
     for name in ("DEIDSTREAM_MLLP_PORT", "deidstream_mllp_messages_total"):
         assert name in DOC, name

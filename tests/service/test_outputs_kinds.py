@@ -41,8 +41,14 @@ def _route(outcome: Outcome) -> tuple[list[tuple[str, bytes | None, bytes | None
 @pytest.mark.parametrize("kind", list(OutcomeKind))
 def test_every_kind_is_routed(kind: OutcomeKind) -> None:
     settings = Settings()
-    outcome = Outcome(kind=kind, research_key="rk", value=b"{}",
-                      headers=(("version", "v1"),), reason_class="leak_guard", reason="r")
+    outcome = Outcome(
+        kind=kind,
+        research_key="rk",
+        value=b"{}",
+        headers=(("version", "v1"),),
+        reason_class="leak_guard",
+        reason="r",
+    )
     sent, counts = _route(outcome)
     match kind:
         case OutcomeKind.PUBLISH:
@@ -60,8 +66,12 @@ def test_every_kind_is_routed(kind: OutcomeKind) -> None:
 
 def test_research_record_keeps_the_outcome_headers_first() -> None:
     outputs = Outputs(Settings(), Metrics(), Counter())
-    outcome = Outcome(kind=OutcomeKind.PUBLISH, research_key="rk", value=b"{}",
-                      headers=(("source", "fhir"), ("version", "v2")))
+    outcome = Outcome(
+        kind=OutcomeKind.PUBLISH,
+        research_key="rk",
+        value=b"{}",
+        headers=(("source", "fhir"), ("version", "v2")),
+    )
     record = outputs.research_record(Rec(), "hl7v2", outcome)
     headers = dict(record.headers)
     assert headers["source"] == b"fhir" and headers["version"] == b"v2"

@@ -29,8 +29,13 @@ class Rec:
 
 
 def Out(kind: str) -> Outcome:  # noqa: N802 - reads like the record it builds
-    return Outcome(kind=OutcomeKind(kind), research_key="rk", value=b"{}",
-                   stage_seconds={"detect": 0.001}, span_counts={"NAME": 2})
+    return Outcome(
+        kind=OutcomeKind(kind),
+        research_key="rk",
+        value=b"{}",
+        stage_seconds={"detect": 0.001},
+        span_counts={"NAME": 2},
+    )
 
 
 def test_routed_records_hold_no_reference_cycle() -> None:

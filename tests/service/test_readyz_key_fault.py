@@ -19,13 +19,15 @@ from service.settings import Settings
 
 
 def _no_store() -> object:
-    raise MissingKeyError("the master key that sealed this record is not configured",
-                          key_id="clinic-2024")
+    raise MissingKeyError(
+        "the master key that sealed this record is not configured", key_id="clinic-2024"
+    )
 
 
 async def test_wrong_key_at_start_is_the_only_reason(caplog: pytest.LogCaptureFixture) -> None:
-    settings = Settings(retry_initial_seconds=0.01, retry_max_seconds=0.02,
-                        bootstrap_servers="127.0.0.1:9")
+    settings = Settings(
+        retry_initial_seconds=0.01, retry_max_seconds=0.02, bootstrap_servers="127.0.0.1:9"
+    )
     runner = Runner(settings, Metrics(), _no_store)
     app = create_app(settings, runner=runner, start_runner=False)
     caplog.set_level(logging.ERROR, logger="deidstream.runner")
@@ -35,8 +37,9 @@ async def test_wrong_key_at_start_is_the_only_reason(caplog: pytest.LogCaptureFi
             if runner.keystore_fault:
                 break
             await asyncio.sleep(0.01)
-        async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app),
-                                     base_url="http://t") as client:
+        async with httpx.AsyncClient(
+            transport=httpx.ASGITransport(app=app), base_url="http://t"
+        ) as client:
             ready = await client.get("/readyz")
         assert ready.status_code == 503
         assert ready.json()["reasons"] == ["keystore_fault:missing_key"]

@@ -23,8 +23,9 @@ def test_the_example_record_is_what_the_page_describes() -> None:
     DocumentReference.model_validate(value)
     headers = record["headers"]
     assert headers["decision"] == "publish" and headers["version"] == value["id"]
-    assert value["relatesTo"][0]["target"]["reference"] == \
-        f"DocumentReference/{headers['replaces']}"
+    assert (
+        value["relatesTo"][0]["target"]["reference"] == f"DocumentReference/{headers['replaces']}"
+    )
     assert value["subject"]["reference"].startswith("Patient/")
     assert len(record["key"]) == 24
     [decoded] = _blocks("text")
@@ -38,6 +39,6 @@ def test_the_example_record_is_what_the_page_describes() -> None:
 
 def test_the_example_holds_no_demo_identifier() -> None:
     text = DOC.read_text(encoding="utf-8")
-    example = text[text.index("## An example record"):]
+    example = text[text.index("## An example record") :]
     for ident in ("Eleanor", "100234", "555-0142", "Birch Lane", "Springfield"):
         assert ident not in example

@@ -68,5 +68,6 @@ async def test_fast_path_behaves_like_the_loop(outcomes: list[str]) -> None:
     for a, b in zip(fast_slept, loop_slept, strict=True):
         assert abs(a - b) <= 0.5  # same backoff step (jitter is at most retry_initial)
     retries = "deidstream_retries_total"
-    assert fast.metrics.value(retries, operation="confirm") == \
-        loop.metrics.value(retries, operation="confirm")
+    assert fast.metrics.value(retries, operation="confirm") == loop.metrics.value(
+        retries, operation="confirm"
+    )

@@ -60,7 +60,11 @@ async def test_a_batch_is_processed_in_one_hop_with_process_alone() -> None:
     await runner.handle_batch(_batch((0, "a"), (1, "b"), (2, "c"), (3, "d")))
     assert executor.submits - before == 1  # four records, one hop
     assert [e for e in log if e.startswith("process")] == [
-        "process a", "process b", "process c", "process d"]
+        "process a",
+        "process b",
+        "process c",
+        "process d",
+    ]
     await _until(lambda: len(producer.acks) == 4)
     await _finish(runner, producer)
     assert log[-2:] == ["confirm a,b,c,d", "commit 4"]
@@ -74,8 +78,9 @@ class Many(Proc):
         super().__init__(log)
         self.batches: list[int] = []
 
-    def process_many(self, items: Sequence[tuple[bytes, str | None, datetime]]
-                     ) -> list[list[Out] | BaseException]:
+    def process_many(
+        self, items: Sequence[tuple[bytes, str | None, datetime]]
+    ) -> list[list[Out] | BaseException]:
         self.batches.append(len(items))
         out: list[list[Out] | BaseException] = []
         for raw, hint, now in items:
@@ -97,8 +102,9 @@ async def test_process_many_is_used_and_errors_come_back_per_item() -> None:
     await _until(lambda: len(producer.acks) == 3)
     await _finish(runner, producer)
     assert runner.counts["published"] == 2 and runner.counts["deadlettered"] == 1
-    assert runner.metrics.value("deidstream_messages_deadlettered_total",
-                                reason_class="not_hl7") == 1
+    assert (
+        runner.metrics.value("deidstream_messages_deadlettered_total", reason_class="not_hl7") == 1
+    )
     assert "commit 3" in log
 
 
@@ -115,8 +121,17 @@ async def test_a_repeated_key_is_decided_after_the_earlier_output_is_durable() -
     await asyncio.wait_for(task, 2)
     await _until(lambda: len(producer.acks) == 2)
     await _finish(runner, producer)
-    assert log == ["process a", "process a", "send a", "confirm a", "process a", "process b",
-                   "send b", "confirm b", "commit 3"]
+    assert log == [
+        "process a",
+        "process a",
+        "send a",
+        "confirm a",
+        "process a",
+        "process b",
+        "send b",
+        "confirm b",
+        "commit 3",
+    ]
     assert runner.counts["duplicate"] == 1 and runner.counts["published"] == 2
 
 
@@ -126,7 +141,8 @@ async def test_a_repeated_key_with_process_many_is_sent_once() -> None:
     runner, producer, _ex = _runner(proc, log)
     await runner.prepare_processor()
     task = asyncio.create_task(
-        runner.handle_batch(_batch((0, "a"), (1, "a"), (2, "b"), (3, "a"), (4, "c"))))
+        runner.handle_batch(_batch((0, "a"), (1, "a"), (2, "b"), (3, "a"), (4, "c")))
+    )
     for _ in range(50):
         producer.ack_all()
         if task.done():
@@ -163,7 +179,12 @@ async def test_a_retriable_failure_is_retried_alone_then_the_rest_processed() ->
     await asyncio.wait_for(runner.handle_batch(_batch((0, "a"), (1, "b"), (2, "c"))), 5)
     # process() alone stops the run at the failure; b is retried with backoff, then c
     assert [e for e in log if not e.startswith("send")] == [
-        "process a", "fail b", "fail b", "process b", "process c"]
+        "process a",
+        "fail b",
+        "fail b",
+        "process b",
+        "process c",
+    ]
     assert runner.metrics.value("deidstream_retries_total", operation="process") == 2
     assert runner.keystore_ok  # ready again once the store answers
     await _until(lambda: len(producer.acks) == 3)
@@ -177,8 +198,9 @@ class FlakyMany(Many):
         super().__init__(log)
         self.down = True
 
-    def process_many(self, items: Sequence[tuple[bytes, str | None, datetime]]
-                     ) -> list[list[Out] | BaseException]:
+    def process_many(
+        self, items: Sequence[tuple[bytes, str | None, datetime]]
+    ) -> list[list[Out] | BaseException]:
         if self.down:  # the store is down for the whole first run
             self.down = False
             self.batches.append(len(items))
@@ -194,8 +216,7 @@ async def test_after_a_retry_the_later_records_are_processed_again() -> None:
     await asyncio.wait_for(runner.handle_batch(_batch((0, "a"), (1, "b"), (2, "c"))), 5)
     # the first record is retried alone (process), the other two in a new run
     assert proc.batches == [3, 2]
-    assert [e for e in log if e.startswith("process")] == ["process a", "process b",
-                                                           "process c"]
+    assert [e for e in log if e.startswith("process")] == ["process a", "process b", "process c"]
     await _until(lambda: len(producer.acks) == 3)
     await _finish(runner, producer)
     assert runner.counts["published"] == 3 and runner.counts["deadlettered"] == 0

@@ -42,8 +42,9 @@ class Producer:
     def __init__(self) -> None:
         self.sent: list[tuple[Any, ...]] = []
 
-    async def send(self, topic: str, value: bytes | None, *, key: bytes | None,
-                   headers: Any) -> asyncio.Future[Any]:
+    async def send(
+        self, topic: str, value: bytes | None, *, key: bytes | None, headers: Any
+    ) -> asyncio.Future[Any]:
         kept = tuple((k, v) for k, v in headers if k != "first-seen")
         if value and topic.endswith("held"):
             value = re.sub(rb'"first_seen":"[^"]*"', b'"first_seen":"-"', value)
@@ -61,8 +62,9 @@ class Consumer:
         return None
 
 
-async def _publish_all(url: str, key: str, recs: list[Rec], batch: int, many: bool
-                       ) -> list[tuple[Any, ...]]:
+async def _publish_all(
+    url: str, key: str, recs: list[Rec], batch: int, many: bool
+) -> list[tuple[Any, ...]]:
     s = Settings(keystore_url=url, master_key=key, create_topics=False)
     metrics = Metrics()
     factory = real_processor_factory(s, metrics)
@@ -80,20 +82,24 @@ async def _publish_all(url: str, key: str, recs: list[Rec], batch: int, many: bo
     runner.broker_ok = True
     await runner.prepare_processor()
     for i in range(0, len(recs), batch):
-        await runner.handle_batch({TP: recs[i:i + batch]})
+        await runner.handle_batch({TP: recs[i : i + batch]})
     await runner.drain()
     await runner.stop()
     return producer.sent
 
 
 @pytest.mark.parametrize("many", [True, False], ids=["process_many", "process_each"])
-async def test_batched_outputs_equal_one_by_one(physionet_dev: Path, tmp_path: Path,
-                                                many: bool) -> None:
+async def test_batched_outputs_equal_one_by_one(
+    physionet_dev: Path, tmp_path: Path, many: bool
+) -> None:
     from bench.stream import build_messages
     from pipelines.corpus import Note, load_patient_names, read_notes
 
-    notes = [n for n in read_notes(physionet_dev / "id.text", "physionet")
-             if isinstance(n, Note) and n.text.strip()][:120]
+    notes = [
+        n
+        for n in read_notes(physionet_dev / "id.text", "physionet")
+        if isinstance(n, Note) and n.text.strip()
+    ][:120]
     names = load_patient_names(physionet_dev / "pid_patientname.txt")
     key = Keyring.generate().to_text()
 

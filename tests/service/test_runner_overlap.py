@@ -60,8 +60,9 @@ class Producer:
         self.log = log
         self.acks: list[tuple[bytes, asyncio.Future[Any]]] = []
 
-    async def send(self, topic: str, value: bytes | None, *, key: bytes | None,
-                   headers: Any) -> asyncio.Future[Any]:
+    async def send(
+        self, topic: str, value: bytes | None, *, key: bytes | None, headers: Any
+    ) -> asyncio.Future[Any]:
         self.log.append(f"send {key.decode() if key else ''}")
         fut: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
         self.acks.append((key or b"", fut))
@@ -90,8 +91,9 @@ def _runner(log: list[str], **over: Any) -> tuple[Runner, Producer]:
 
 def runner_with(proc: Any, log: list[str], **over: Any) -> tuple[Runner, Producer]:
     """A runner over ``proc`` with the logging consumer and producer doubles."""
-    settings = Settings(create_topics=False, retry_initial_seconds=0.01,
-                        retry_max_seconds=0.02, **over)
+    settings = Settings(
+        create_topics=False, retry_initial_seconds=0.01, retry_max_seconds=0.02, **over
+    )
     runner = Runner(settings, Metrics(), lambda: proc)
     producer = Producer(log)
     runner._producer = producer  # type: ignore[assignment]
@@ -136,7 +138,11 @@ async def test_next_batch_is_processed_while_the_previous_waits_for_acks() -> No
     # confirms and commits stay in batch order
     assert [e for e in order if e.startswith("send")] == ["send a", "send b", "send c"]
     assert [e for e in order if not e.startswith("send")] == [
-        "confirm a,b", "commit 2", "confirm c", "commit 3"]
+        "confirm a,b",
+        "commit 2",
+        "confirm c",
+        "commit 3",
+    ]
     assert runner.in_flight == 0
     await runner.stop()
 
@@ -153,8 +159,16 @@ async def test_a_key_repeated_across_overlapping_batches_is_decided_again() -> N
     producer.ack_all()
     await asyncio.wait_for(second, 2)
     await asyncio.wait_for(runner.drain(), 2)
-    assert log == ["process a", "send a", "process a", "confirm a", "commit 1",
-                   "process a", "confirm ", "commit 2"]  # the repeat is a duplicate: sent once
+    assert log == [
+        "process a",
+        "send a",
+        "process a",
+        "confirm a",
+        "commit 1",
+        "process a",
+        "confirm ",
+        "commit 2",
+    ]  # the repeat is a duplicate: sent once
     assert runner.counts["duplicate"] == 1
     await runner.stop()
 
@@ -204,7 +218,11 @@ async def test_a_batch_is_sent_after_the_previous_acks_not_after_its_commit() ->
     committed.set()
     await asyncio.wait_for(runner.drain(), 2)
     assert [e for e in log if e.startswith(("confirm", "commit"))] == [
-        "confirm a", "commit 1", "confirm b", "commit 2"]
+        "confirm a",
+        "commit 1",
+        "confirm b",
+        "commit 2",
+    ]
     await runner.stop()
 
 
@@ -216,8 +234,9 @@ class Backlog(Consumer):
         self.recs = recs
         self.asked: list[int] = []
 
-    async def getmany(self, *, timeout_ms: int, max_records: int
-                      ) -> dict[TopicPartition, list[Rec]]:
+    async def getmany(
+        self, *, timeout_ms: int, max_records: int
+    ) -> dict[TopicPartition, list[Rec]]:
         self.asked.append(max_records)
         if not self.recs:
             await asyncio.sleep(timeout_ms / 1000)
@@ -255,7 +274,8 @@ async def test_a_backlog_is_fetched_in_batches_that_overlap() -> None:
     busy = runner.status()["worker_busy_seconds"]
     assert busy > 0
     assert runner.metrics.value("deidstream_processing_busy_seconds_total") == pytest.approx(
-        busy, abs=1e-6)
+        busy, abs=1e-6
+    )
     runner.request_stop()
     await asyncio.wait_for(task, 2)
     await runner.stop()

@@ -41,7 +41,8 @@ async def test_health_ready_status_metrics_docs() -> None:
         assert metrics.headers["content-type"].startswith("text/plain")
         spec = (await c.get("/openapi.json")).json()
         assert {"/healthz", "/readyz", "/metrics", "/v1/status", "/v1/deidentify"} <= set(
-            spec["paths"])
+            spec["paths"]
+        )
         assert (await c.get("/docs")).status_code == 200
     await runner.stop()
 
@@ -120,8 +121,9 @@ async def test_a_body_at_the_limit_is_taken() -> None:
 async def test_deidentify_is_off_by_default() -> None:
     app, runner = _app(api_token=TOKEN)
     async with _client(app) as c:
-        r = await c.post("/v1/deidentify", content=b"{}",
-                         headers={"Authorization": f"Bearer {TOKEN}"})
+        r = await c.post(
+            "/v1/deidentify", content=b"{}", headers={"Authorization": f"Bearer {TOKEN}"}
+        )
         assert r.status_code == 404
     await runner.stop()
 

@@ -42,12 +42,19 @@ def test_exposition_parses_and_follows_naming() -> None:
         if family.type == "histogram":
             assert name.endswith("_seconds"), name
     wanted = {
-        "deidstream_build_info", "deidstream_messages_consumed", "deidstream_documents_published",
-        "deidstream_documents_dropped", "deidstream_messages_deadlettered",
-        "deidstream_documents_held", "deidstream_phi_spans",
-        "deidstream_processing_stage_seconds", "deidstream_end_to_end_latency_seconds",
-        "deidstream_consumer_lag_messages", "deidstream_keystore_operations",
-        "deidstream_keystore_operation_seconds", "deidstream_retries",
+        "deidstream_build_info",
+        "deidstream_messages_consumed",
+        "deidstream_documents_published",
+        "deidstream_documents_dropped",
+        "deidstream_messages_deadlettered",
+        "deidstream_documents_held",
+        "deidstream_phi_spans",
+        "deidstream_processing_stage_seconds",
+        "deidstream_end_to_end_latency_seconds",
+        "deidstream_consumer_lag_messages",
+        "deidstream_keystore_operations",
+        "deidstream_keystore_operation_seconds",
+        "deidstream_retries",
         "deidstream_messages_in_flight",
     }
     assert wanted <= set(families)
@@ -55,12 +62,11 @@ def test_exposition_parses_and_follows_naming() -> None:
 
 def test_values_and_keystore_timer() -> None:
     m = _exercised()
-    assert m.value("deidstream_messages_consumed_total", topic="clinical.hl7v2",
-                   source="hl7v2") == 3
-    assert m.value("deidstream_keystore_operations_total", operation="get_mark",
-                   result="ok") == 1
-    assert m.value("deidstream_keystore_operations_total", operation="flush",
-                   result="error") == 1
+    assert (
+        m.value("deidstream_messages_consumed_total", topic="clinical.hl7v2", source="hl7v2") == 3
+    )
+    assert m.value("deidstream_keystore_operations_total", operation="get_mark", result="ok") == 1
+    assert m.value("deidstream_keystore_operations_total", operation="flush", result="error") == 1
     assert m.value("deidstream_keystore_operation_seconds_count", operation="flush") == 1
     assert m.value("deidstream_absent_total") == 0
 
@@ -75,16 +81,23 @@ def test_registries_are_independent() -> None:
 @pytest.mark.skipif(shutil.which("promtool") is None, reason="promtool is not installed")
 def test_promtool_accepts_the_exposition() -> None:
     body, _ = _exercised().exposition()
-    proc = subprocess.run(["promtool", "check", "metrics"], input=body, capture_output=True,
-                          timeout=30, check=False)
+    proc = subprocess.run(
+        ["promtool", "check", "metrics"], input=body, capture_output=True, timeout=30, check=False
+    )
     assert proc.returncode == 0, proc.stdout.decode() + proc.stderr.decode()
 
 
 def test_stage_histogram_buckets_and_labels() -> None:
     m = Metrics()
     # on a bound, between bounds, below the first, above the last, zero
-    for stage, value in [("detect", 0.0001), ("detect", 0.0003), ("detect", 0.00001),
-                         ("detect", 7.5), ("parse", 0.0), ("parse", 1.0)]:
+    for stage, value in [
+        ("detect", 0.0001),
+        ("detect", 0.0003),
+        ("detect", 0.00001),
+        ("detect", 7.5),
+        ("parse", 0.0),
+        ("parse", 1.0),
+    ]:
         m.stage_seconds.labels(stage).observe(value)
     name = "deidstream_processing_stage_seconds"
     assert m.value(f"{name}_bucket", stage="detect", le="0.0001") == 2  # a bound is inclusive

@@ -32,11 +32,14 @@ def test_defaults_match_the_issue() -> None:
     assert not s.held_topic_secure
 
 
-def test_file_then_environment_then_overrides(tmp_path: Path,
-                                               monkeypatch: pytest.MonkeyPatch) -> None:
+def test_file_then_environment_then_overrides(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     conf = tmp_path / "deidstream.toml"
-    conf.write_text('[deidstream]\ngroup_id = "from-file"\nmax_in_flight = 7\n'
-                    'http_port = 1111\n', encoding="utf-8")
+    conf.write_text(
+        '[deidstream]\ngroup_id = "from-file"\nmax_in_flight = 7\nhttp_port = 1111\n',
+        encoding="utf-8",
+    )
     monkeypatch.setenv("DEIDSTREAM_HTTP_PORT", "2222")
     s = load_settings(conf, max_in_flight=9)
     assert s.group_id == "from-file"
@@ -46,8 +49,7 @@ def test_file_then_environment_then_overrides(tmp_path: Path,
 
 def test_env_file_format(tmp_path: Path) -> None:
     conf = tmp_path / "service.env"
-    conf.write_text("# comment\nDEIDSTREAM_GROUP_ID='g1'\nresearch_topic=r.out\n",
-                    encoding="utf-8")
+    conf.write_text("# comment\nDEIDSTREAM_GROUP_ID='g1'\nresearch_topic=r.out\n", encoding="utf-8")
     s = load_settings(conf)
     assert (s.group_id, s.research_topic) == ("g1", "r.out")
 
@@ -67,19 +69,26 @@ def test_frozen_and_validated() -> None:
 
 
 def test_secrets_do_not_print() -> None:
-    s = Settings(master_key="c2VjcmV0LWtleQ==", api_token="tok-123",
-                 sasl_password="hunter2")
+    s = Settings(master_key="c2VjcmV0LWtleQ==", api_token="tok-123", sasl_password="hunter2")
     text = repr(s) + str(s) + s.model_dump_json()
     for secret in ("c2VjcmV0LWtleQ==", "tok-123", "hunter2"):
         assert secret not in text
 
 
 def test_sasl_settings_pass_through() -> None:
-    s = Settings(security_protocol="SASL_PLAINTEXT", sasl_mechanism="SCRAM-SHA-512",
-                 sasl_username="svc", sasl_password="pw")
+    s = Settings(
+        security_protocol="SASL_PLAINTEXT",
+        sasl_mechanism="SCRAM-SHA-512",
+        sasl_username="svc",
+        sasl_password="pw",
+    )
     sec = s.kafka_security()
-    assert sec == {"security_protocol": "SASL_PLAINTEXT", "sasl_mechanism": "SCRAM-SHA-512",
-                   "sasl_plain_username": "svc", "sasl_plain_password": "pw"}
+    assert sec == {
+        "security_protocol": "SASL_PLAINTEXT",
+        "sasl_mechanism": "SCRAM-SHA-512",
+        "sasl_plain_username": "svc",
+        "sasl_plain_password": "pw",
+    }
     assert Settings().kafka_security() == {"security_protocol": "PLAINTEXT"}
 
 

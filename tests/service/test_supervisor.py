@@ -38,8 +38,13 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def test_cgroup_quota_in_whole_cpus(tmp_path: Path) -> None:
     assert cgroup_cpu_limit(tmp_path) is None  # no cgroup file: no quota
-    for text, want in (("max 100000\n", None), ("150000 100000\n", 2),
-                       ("50000 100000\n", 1), ("400000 100000\n", 4), ("junk\n", None)):
+    for text, want in (
+        ("max 100000\n", None),
+        ("150000 100000\n", 2),
+        ("50000 100000\n", 1),
+        ("400000 100000\n", 4),
+        ("junk\n", None),
+    ):
         (tmp_path / "cpu.max").write_text(text)
         assert cgroup_cpu_limit(tmp_path) == want, text
 
@@ -67,9 +72,15 @@ def test_cli_refuses_zero_workers() -> None:
 
 
 def test_a_worker_gets_exactly_the_supervisors_settings() -> None:
-    s = Settings(master_key="k1:" + "A" * 44, api_token="secret-token", workers=4,
-                 input_topics="a,b", cpu_affinity="0", policy_file=Path("/tmp/p.toml"),
-                 http_port=0)
+    s = Settings(
+        master_key="k1:" + "A" * 44,
+        api_token="secret-token",
+        workers=4,
+        input_topics="a,b",
+        cpu_affinity="0",
+        policy_file=Path("/tmp/p.toml"),
+        http_port=0,
+    )
     got = settings_from_payload(settings_payload(s))
     assert got.workers == 1  # a worker never supervises
     assert got.master_key is not None and got.api_token is not None
@@ -97,16 +108,25 @@ WRITER = textwrap.dedent("""
 
 def _write_metrics(directory: Path, n: int) -> int:
     env = {**os.environ, "PROMETHEUS_MULTIPROC_DIR": str(directory)}
-    out = subprocess.run([sys.executable, "-c", WRITER, str(n)], cwd=ROOT, env=env,
-                         capture_output=True, text=True, check=True)
+    out = subprocess.run(
+        [sys.executable, "-c", WRITER, str(n)],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     return int(out.stdout.strip())
 
 
 def _samples(directory: Path) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
     registry = CollectorRegistry()
     MultiProcessCollector(registry, path=str(directory))
-    return {(s.name, tuple(sorted(s.labels.items()))): s.value
-            for family in registry.collect() for s in family.samples}
+    return {
+        (s.name, tuple(sorted(s.labels.items()))): s.value
+        for family in registry.collect()
+        for s in family.samples
+    }
 
 
 def test_a_dead_workers_counts_survive_and_its_gauges_go(tmp_path: Path) -> None:
@@ -126,8 +146,10 @@ def test_a_dead_workers_counts_survive_and_its_gauges_go(tmp_path: Path) -> None
     assert final[consumed] == 12 and final[latency] == 2
     assert final[("deidstream_processing_stage_seconds_count", (("stage", "detect"),))] == 2
     assert ("deidstream_ready", ()) not in final  # live gauges of dead workers: gone
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["counter_archive.db",
-                                                           "histogram_archive.db"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        "counter_archive.db",
+        "histogram_archive.db",
+    ]
 
 
 # --------------------------------------------------------------------------- lifecycle
@@ -145,7 +167,8 @@ class ScriptedSupervisor(Supervisor):
 
 
 async def test_a_dead_worker_is_restarted_with_growing_backoff(
-        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     sup = ScriptedSupervisor("import sys; sys.exit(3)", Settings(), 1, tmp_path)
     caplog.set_level(logging.WARNING, "deidstream.supervisor")
     await sup.start()
@@ -160,22 +183,25 @@ async def test_a_dead_worker_is_restarted_with_growing_backoff(
     assert "worker 0 (pid" in caplog.text and "exited unasked (status 3)" in caplog.text
     ready = await sup.readiness()
     assert not ready["ready"]
-    assert any(r.startswith("worker 0: not running (status 3; restart in")
-               or r == "worker 0: starting" for r in ready["reasons"])
+    assert any(
+        r.startswith("worker 0: not running (status 3; restart in") or r == "worker 0: starting"
+        for r in ready["reasons"]
+    )
     assert await sup.stop(grace=5) == 1  # the last worker did not exit 0
 
 
 async def test_stop_sends_sigterm_and_reports_clean_exits(tmp_path: Path) -> None:
-    script = ("import signal, sys, time\n"
-              "signal.signal(signal.SIGTERM, lambda *a: sys.exit(0))\n"
-              "time.sleep(60)\n")
+    script = (
+        "import signal, sys, time\n"
+        "signal.signal(signal.SIGTERM, lambda *a: sys.exit(0))\n"
+        "time.sleep(60)\n"
+    )
     sup = ScriptedSupervisor(script, Settings(), 2, tmp_path)
     await sup.start()
     await asyncio.sleep(0.5)
     assert all(w.running for w in sup.workers)
     assert await sup.stop(grace=10) == 0
-    assert all(w.restarts == 0 and w.process and w.process.returncode == 0
-               for w in sup.workers)
+    assert all(w.restarts == 0 and w.process and w.process.returncode == 0 for w in sup.workers)
 
 
 async def test_readiness_names_each_worker_that_is_not_ready(tmp_path: Path) -> None:
@@ -189,23 +215,32 @@ def test_status_merges_counts_and_lag_and_is_ready_only_when_all_are() -> None:
     workers = [Worker(0, Path("a")), Worker(1, Path("b"))]
 
     def status(ready: bool, consumed: int, lag: int | None) -> tuple[int, dict[str, Any]]:
-        return 200, {"ready": ready, "counts": {"consumed": consumed},
-                     "assignments": [{"topic": "t", "partition": consumed, "lag": lag}],
-                     "worker_busy_seconds": 1.5, "keystore_fault": None}
+        return 200, {
+            "ready": ready,
+            "counts": {"consumed": consumed},
+            "assignments": [{"topic": "t", "partition": consumed, "lag": lag}],
+            "worker_busy_seconds": 1.5,
+            "keystore_fault": None,
+        }
 
     merged = merge_statuses(workers, [status(True, 3, 2), status(True, 4, 5)], Settings())
     assert merged["ready"] is True
     assert merged["counts"] == {"consumed": 7}
     assert merged["total_lag"] == 7 and merged["worker_busy_seconds"] == 3.0
     assert [a["worker"] for a in merged["assignments"]] == [0, 1]
-    assert merge_statuses(workers, [status(True, 3, None), status(True, 4, 5)],
-                          Settings())["total_lag"] is None
+    assert (
+        merge_statuses(workers, [status(True, 3, None), status(True, 4, 5)], Settings())[
+            "total_lag"
+        ]
+        is None
+    )
     down = merge_statuses(workers, [status(True, 3, 2), None], Settings())
     assert down["ready"] is False and down["counts"] == {"consumed": 3}
 
 
 async def test_a_port_in_use_stops_before_any_worker_starts(
-        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     import socket
 
     from service.commands.run import supervise

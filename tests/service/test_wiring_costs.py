@@ -64,5 +64,4 @@ def test_instrumented_store_wraps_each_method_once_and_counts_every_call() -> No
     ops = "deidstream_keystore_operations_total"
     assert metrics.value(ops, operation="get_mark", result="ok") == 3
     assert metrics.value(ops, operation="get_mark", result="error") == 1
-    assert metrics.value("deidstream_keystore_operation_seconds_count",
-                         operation="get_mark") == 4
+    assert metrics.value("deidstream_keystore_operation_seconds_count", operation="get_mark") == 4

@@ -4,13 +4,57 @@ from __future__ import annotations
 
 import random
 
-GIVEN = ["Alma", "Boris", "Cecile", "Dorian", "Edith", "Farid", "Greta", "Hugo", "Ines", "Jonas",
-         "Kira", "Lionel", "Maren", "Nils", "Odette", "Pavel", "Quinn", "Rosa", "Stellan", "Thea"]
-FAMILY = ["Abernathy", "Bellweather", "Castellano", "Dunmore", "Eskildsen", "Fairbrook",
-          "Grunewald", "Halloran", "Ingersoll", "Jablonski", "Kettering", "Lindgren",
-          "Marchetti", "Northcott", "Oyelaran", "Pemberton", "Quarrington", "Rasmussen"]
-FINDINGS = ["stable mild anemia", "improving cough", "resolved rash", "controlled hypertension",
-            "new ankle swelling", "persistent headache", "normal sinus rhythm"]
+GIVEN = [
+    "Alma",
+    "Boris",
+    "Cecile",
+    "Dorian",
+    "Edith",
+    "Farid",
+    "Greta",
+    "Hugo",
+    "Ines",
+    "Jonas",
+    "Kira",
+    "Lionel",
+    "Maren",
+    "Nils",
+    "Odette",
+    "Pavel",
+    "Quinn",
+    "Rosa",
+    "Stellan",
+    "Thea",
+]
+FAMILY = [
+    "Abernathy",
+    "Bellweather",
+    "Castellano",
+    "Dunmore",
+    "Eskildsen",
+    "Fairbrook",
+    "Grunewald",
+    "Halloran",
+    "Ingersoll",
+    "Jablonski",
+    "Kettering",
+    "Lindgren",
+    "Marchetti",
+    "Northcott",
+    "Oyelaran",
+    "Pemberton",
+    "Quarrington",
+    "Rasmussen",
+]
+FINDINGS = [
+    "stable mild anemia",
+    "improving cough",
+    "resolved rash",
+    "controlled hypertension",
+    "new ankle swelling",
+    "persistent headache",
+    "normal sinus rhythm",
+]
 
 
 def report(n: int, visit: int = 1, *, rng: random.Random | None = None) -> bytes:

@@ -17,8 +17,9 @@ def unique(prefix: str) -> str:
     return f"{prefix}.{uuid.uuid4().hex[:8]}"
 
 
-async def produce(bootstrap: str, topic: str, messages: Iterable[tuple[bytes | None, bytes]]
-                  ) -> None:
+async def produce(
+    bootstrap: str, topic: str, messages: Iterable[tuple[bytes | None, bytes]]
+) -> None:
     producer = AIOKafkaProducer(bootstrap_servers=bootstrap, acks="all")
     await producer.start()
     try:
@@ -28,8 +29,14 @@ async def produce(bootstrap: str, topic: str, messages: Iterable[tuple[bytes | N
         await producer.stop()
 
 
-async def read_all(bootstrap: str, topic: str, *, expect: int | None = None,
-                   within: float = 20.0, settle: float = 0.5) -> list[Any]:
+async def read_all(
+    bootstrap: str,
+    topic: str,
+    *,
+    expect: int | None = None,
+    within: float = 20.0,
+    settle: float = 0.5,
+) -> list[Any]:
     """Every record of ``topic`` from the beginning. Waits until ``expect`` records (or
     ``within`` seconds), then ``settle`` seconds more to catch any extra (duplicate) records."""
     consumer = AIOKafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False)

@@ -65,24 +65,43 @@ class ToyProcessor:
         if msg.get("status") == "entered-in-error":
             return [Outcome(kind=OutcomeKind.TOMBSTONE, research_key=key, headers=marked)]
         if msg.get("hold"):
-            return [Outcome(kind=OutcomeKind.HELD, research_key=key, headers=marked,
-                            reason_class="leak_guard",
-                            reason="known identifier left (field PID-5)")]
-        body = {"resourceType": "DocumentReference", "id": key, "version": version,
-                "text": "[REDACTED] " + str(msg.get("text", "")).upper()}
+            return [
+                Outcome(
+                    kind=OutcomeKind.HELD,
+                    research_key=key,
+                    headers=marked,
+                    reason_class="leak_guard",
+                    reason="known identifier left (field PID-5)",
+                )
+            ]
+        body = {
+            "resourceType": "DocumentReference",
+            "id": key,
+            "version": version,
+            "text": "[REDACTED] " + str(msg.get("text", "")).upper(),
+        }
         if msg.get("pad"):  # an output too big for the broker
             body["pad"] = "x" * int(msg["pad"])
         if msg.get("partial"):  # a batch input whose second entry is broken
-            good = Outcome(kind=OutcomeKind.PUBLISH, research_key=key,
-                           value=json.dumps(body).encode(), headers=marked)
+            good = Outcome(
+                kind=OutcomeKind.PUBLISH,
+                research_key=key,
+                value=json.dumps(body).encode(),
+                headers=marked,
+            )
             exc = PartialInput("1 of 2 entries failed", entry=1)
             exc.outcomes = [good]
             raise exc
-        return [Outcome(kind=OutcomeKind.PUBLISH, research_key=key,
-                        value=json.dumps(body).encode(),
-                        headers=(*marked, ("source", content_hint)),
-                        span_counts={"NAME": 1, "DATE": 2},
-                        stage_seconds={"parse": 0.0002, "detect": 0.001})]
+        return [
+            Outcome(
+                kind=OutcomeKind.PUBLISH,
+                research_key=key,
+                value=json.dumps(body).encode(),
+                headers=(*marked, ("source", content_hint)),
+                span_counts={"NAME": 1, "DATE": 2},
+                stage_seconds={"parse": 0.0002, "detect": 0.001},
+            )
+        ]
 
     def ping(self) -> None:
         if self.fail_file and os.path.exists(self.fail_file):
@@ -96,8 +115,8 @@ class ToyProcessor:
             for out in outcomes:
                 version = dict(out.headers).get("version")
                 if out.research_key is not None and version is not None:
-                    self._db.execute("update marks set acked = 1 where k = ? and v = ?",
-                                     (out.research_key, int(version)))
+                    self._db.execute(
+                        "update marks set acked = 1 where k = ? and v = ?",
+                        (out.research_key, int(version)),
+                    )
             self._db.commit()
-
-

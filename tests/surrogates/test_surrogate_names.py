@@ -86,7 +86,9 @@ def test_initials_never_survive() -> None:
     assert sorted(letters.values()) == sorted(letters)
 
 
-common = st.sampled_from(list(census().pools[("M", "")].names[:300] + census().pools[("L", "")].names[:300]))
+common = st.sampled_from(
+    list(census().pools[("M", "")].names[:300] + census().pools[("L", "")].names[:300])
+)
 
 
 @settings(max_examples=60, deadline=None)

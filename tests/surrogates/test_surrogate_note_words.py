@@ -19,8 +19,16 @@ from surrogates.context import ReplaceContext
 
 # letters whose lower-casing is unusual: Kelvin sign, dotted I, final sigma, a combining
 # accent, apostrophes, digits
-_ALPHABET = list("abcKkSsIi '’-.0159\n") + ["\u212a", "\u0130", "\u03a3", "\u03c3", "\u03c2",
-                                             "\u0301", "\u00df", "\u00c9"]
+_ALPHABET = list("abcKkSsIi '’-.0159\n") + [
+    "\u212a",
+    "\u0130",
+    "\u03a3",
+    "\u03c3",
+    "\u03c2",
+    "\u0301",
+    "\u00df",
+    "\u00c9",
+]
 _WORDS = st.text(st.sampled_from(_ALPHABET), min_size=1, max_size=5)
 
 
@@ -50,10 +58,15 @@ def _reference_stream(seed: bytes, purpose: str, original: str, size: int) -> by
 
 
 @settings(max_examples=200, deadline=None)
-@given(st.binary(min_size=16, max_size=40), st.text(max_size=8), st.text(max_size=8),
-       st.lists(st.integers(1, 40), max_size=8))
-def test_chooser_draws_the_hmac_stream(seed: bytes, purpose: str, original: str,
-                                       sizes: list[int]) -> None:
+@given(
+    st.binary(min_size=16, max_size=40),
+    st.text(max_size=8),
+    st.text(max_size=8),
+    st.lists(st.integers(1, 40), max_size=8),
+)
+def test_chooser_draws_the_hmac_stream(
+    seed: bytes, purpose: str, original: str, sizes: list[int]
+) -> None:
     chooser = Chooser(seed, purpose, original)
     drawn = b"".join(chooser._take(n) for n in sizes)
     assert drawn == _reference_stream(seed, purpose, original, sum(sizes))

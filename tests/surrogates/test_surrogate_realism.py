@@ -46,8 +46,9 @@ REAL_ZIPS = st.sampled_from(
 @settings(max_examples=150, deadline=None)
 @given(first=MALE, last=SURNAMES, seed=SEEDS)
 def test_a_man_gets_a_mans_first_name_and_a_surname(first: str, last: str, seed: bytes) -> None:
-    out = replace_one(NAMES, f"{first.title()} {last.title()}", "NAME_PATIENT",
-                      state=make_state(seed))
+    out = replace_one(
+        NAMES, f"{first.title()} {last.title()}", "NAME_PATIENT", state=make_state(seed)
+    )
     new_first, new_last = out.lower().split()
     assert _is_first_of(new_first, "M"), out
     assert C.is_surname(new_last), out
@@ -56,14 +57,14 @@ def test_a_man_gets_a_mans_first_name_and_a_surname(first: str, last: str, seed:
 @settings(max_examples=150, deadline=None)
 @given(first=FEMALE, last=SURNAMES, seed=SEEDS)
 def test_a_woman_gets_a_womans_first_name(first: str, last: str, seed: bytes) -> None:
-    out = replace_one(NAMES, f"{last.upper()}, {first.upper()}", "NAME_PATIENT",
-                      state=make_state(seed))
+    out = replace_one(
+        NAMES, f"{last.upper()}, {first.upper()}", "NAME_PATIENT", state=make_state(seed)
+    )
     assert _is_first_of(out.split(", ")[1].lower(), "F"), out
 
 
 @settings(max_examples=150, deadline=None)
-@given(first=AMBIGUOUS, last=AMBIGUOUS, title=st.sampled_from(["Mr.", "Mrs.", ""]),
-       seed=SEEDS)
+@given(first=AMBIGUOUS, last=AMBIGUOUS, title=st.sampled_from(["Mr.", "Mrs.", ""]), seed=SEEDS)
 def test_a_first_name_never_gets_a_surname(first: str, last: str, title: str, seed: bytes) -> None:
     """Whatever the original ("Lacy Young", "Mr. Jordan Young"): a given name's surrogate is
     a first name, of the title's gender when there is a title."""
@@ -103,8 +104,13 @@ def test_the_state_beside_a_zip_agrees_with_the_surrogate_zip(zip_code: str, see
 
 
 @settings(max_examples=100, deadline=None)
-@given(first=MALE, last=SURNAMES, seed=SEEDS, digits=st.sampled_from(["", "7", "82"]),
-       sep=st.sampled_from([".", "_", ""]))
+@given(
+    first=MALE,
+    last=SURNAMES,
+    seed=SEEDS,
+    digits=st.sampled_from(["", "7", "82"]),
+    sep=st.sampled_from([".", "_", ""]),
+)
 def test_an_email_is_built_from_the_patients_name_surrogates(
     first: str, last: str, seed: bytes, digits: str, sep: str
 ) -> None:
@@ -132,13 +138,19 @@ def test_an_initial_and_surname_email_keeps_that_shape(first: str, last: str, se
 
 
 @settings(max_examples=100, deadline=None)
-@given(word=st.from_regex(r"[A-Z][a-z]{3,9}", fullmatch=True), possessive=st.booleans(),
-       title=st.sampled_from(["St.", "Saint", "ST"]), seed=SEEDS)
-def test_a_saints_hospital_gets_a_saint(word: str, possessive: bool, title: str,
-                                        seed: bytes) -> None:
+@given(
+    word=st.from_regex(r"[A-Z][a-z]{3,9}", fullmatch=True),
+    possessive=st.booleans(),
+    title=st.sampled_from(["St.", "Saint", "ST"]),
+    seed=SEEDS,
+)
+def test_a_saints_hospital_gets_a_saint(
+    word: str, possessive: bool, title: str, seed: bytes
+) -> None:
     name = word + ("'s" if possessive else "")
-    out = replace_one(PLACES, f"{title} {name} Hospital", "LOCATION_HOSPITAL",
-                      state=make_state(seed))
+    out = replace_one(
+        PLACES, f"{title} {name} Hospital", "LOCATION_HOSPITAL", state=make_state(seed)
+    )
     m = re.fullmatch(rf"{re.escape(title)} (\w+)('s)? Hospital", out)
     assert m and m.group(1).lower() in SAINTS and m.group(1).lower() != word.lower(), out
     assert bool(m.group(2)) == possessive
@@ -149,14 +161,18 @@ def test_surrogates_are_the_same_for_the_same_patient() -> None:
     outs = []
     for _ in range(2):
         ctx = make_ctx(text, make_state(b"k" * 32))
-        outs.append(tuple(
-            r.replace(FakeSpan(text.index(part), text.index(part) + len(part), cat), ctx)
-            for r, part, cat in (
-                (NAMES, "Mr. Jordan Young", "NAME_PATIENT"),
-                (PLACES, "55812", "LOCATION_ZIP"),
-                (EmailSurrogate(), "jyoung@mail.example.com", "EMAIL"),
-                (PLACES, "St. Byars Hospital", "LOCATION_HOSPITAL"),
+        outs.append(
+            tuple(
+                r.replace(FakeSpan(text.index(part), text.index(part) + len(part), cat), ctx)
+                for r, part, cat in (
+                    (NAMES, "Mr. Jordan Young", "NAME_PATIENT"),
+                    (PLACES, "55812", "LOCATION_ZIP"),
+                    (EmailSurrogate(), "jyoung@mail.example.com", "EMAIL"),
+                    (PLACES, "St. Byars Hospital", "LOCATION_HOSPITAL"),
+                )
             )
-        ))
+        )
     assert outs[0] == outs[1]
-    assert outs[0][2].split("@")[0] == outs[0][0].split()[1][0].lower() + outs[0][0].split()[2].lower()
+    assert (
+        outs[0][2].split("@")[0] == outs[0][0].split()[1][0].lower() + outs[0][0].split()[2].lower()
+    )

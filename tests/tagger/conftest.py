@@ -36,9 +36,13 @@ def write_corpus(directory: Path) -> Path:
             body, spans = _fill(template, values)
             if template.isupper():
                 body = body.upper()
-            text_lines.append(f"START_OF_RECORD={patient}||||{note}||||\n{body}||||END_OF_RECORD\n\n")
+            text_lines.append(
+                f"START_OF_RECORD={patient}||||{note}||||\n{body}||||END_OF_RECORD\n\n"
+            )
             for start, end, key in spans:
-                phi_lines.append(f"{patient} {note} {start} {end} {_CATEGORY[key]} {body[start:end]}\n")
+                phi_lines.append(
+                    f"{patient} {note} {start} {end} {_CATEGORY[key]} {body[start:end]}\n"
+                )
     directory.mkdir(parents=True, exist_ok=True)
     (directory / "id.text").write_text("".join(text_lines), encoding="utf-8")
     (directory / "id-phi.phrase").write_text("".join(phi_lines), encoding="utf-8")

@@ -29,7 +29,9 @@ def test_case(case: dict[str, Any], detector: Detector) -> None:
     covered = {i for s in spans for i in range(s.start, s.end)}
     for phrase in case["must_cover"]:
         at = text.index(phrase)
-        missing = [i for i in range(at, at + len(phrase)) if i not in covered and not text[i].isspace()]
+        missing = [
+            i for i in range(at, at + len(phrase)) if i not in covered and not text[i].isspace()
+        ]
         assert not missing, f"{phrase!r} not fully covered"
     for phrase in case.get("must_not", []):
         at = text.index(phrase)

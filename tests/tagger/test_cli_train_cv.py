@@ -24,9 +24,25 @@ def app() -> typer.Typer:
     return app
 
 
-def test_train_writes_a_model_and_its_report(app: typer.Typer, tiny_corpus: Path, tmp_path: Path) -> None:
+def test_train_writes_a_model_and_its_report(
+    app: typer.Typer, tiny_corpus: Path, tmp_path: Path
+) -> None:
     out = tmp_path / "m.crfsuite"
-    result = runner.invoke(app, ["train", str(tiny_corpus), "--out", str(out), "--augment", "1", "--iterations", "20", "--synthetic", "0"])
+    result = runner.invoke(
+        app,
+        [
+            "train",
+            str(tiny_corpus),
+            "--out",
+            str(out),
+            "--augment",
+            "1",
+            "--iterations",
+            "20",
+            "--synthetic",
+            "0",
+        ],
+    )
     assert result.exit_code == 0, result.output
     assert out.stat().st_size > 0
     report = json.loads(out.with_suffix(".json").read_text())
@@ -61,8 +77,22 @@ def _check_cv_report(data: dict, k: int) -> None:  # type: ignore[type-arg]
 def test_cv_on_the_tiny_corpus(app: typer.Typer, tiny_corpus: Path) -> None:
     result = runner.invoke(
         app,
-        ["evaluate", str(tiny_corpus), "--known-names", "--cv", "3", "--augment", "1", "--synthetic", "0",
-         "--iterations", "20", "--threshold", "0.3", "--json"],
+        [
+            "evaluate",
+            str(tiny_corpus),
+            "--known-names",
+            "--cv",
+            "3",
+            "--augment",
+            "1",
+            "--synthetic",
+            "0",
+            "--iterations",
+            "20",
+            "--threshold",
+            "0.3",
+            "--json",
+        ],
     )
     assert result.exit_code == 0, result.output
     _check_cv_report(json.loads(result.stdout), 3)
@@ -73,8 +103,22 @@ def test_cv_on_the_tiny_corpus(app: typer.Typer, tiny_corpus: Path) -> None:
 def test_cv_on_the_dev_split_has_the_reported_shape(app: typer.Typer, physionet_dev: Path) -> None:
     result = runner.invoke(
         app,
-        ["evaluate", str(physionet_dev), "--known-names", "--cv", "2", "--augment", "0", "--synthetic", "0",
-         "--iterations", "15", "--threshold", "0.3", "--json"],
+        [
+            "evaluate",
+            str(physionet_dev),
+            "--known-names",
+            "--cv",
+            "2",
+            "--augment",
+            "0",
+            "--synthetic",
+            "0",
+            "--iterations",
+            "15",
+            "--threshold",
+            "0.3",
+            "--json",
+        ],
     )
     assert result.exit_code == 0, result.output
     _check_cv_report(json.loads(result.stdout), 2)

@@ -115,7 +115,10 @@ def test_augmentation_replaces_every_phrase_and_keeps_offsets_true() -> None:
     import random
 
     text = "WIFE JANE DOE CALLED FROM SPRINGFIELD ON 3/14"
-    example = Example(text, (Phrase(5, 13, Label.NAME), Phrase(26, 37, Label.LOCATION), Phrase(41, 45, Label.DATE)))
+    example = Example(
+        text,
+        (Phrase(5, 13, Label.NAME), Phrase(26, 37, Label.LOCATION), Phrase(41, 45, Label.DATE)),
+    )
     copy = augment(example, random.Random(1))
     assert copy.text.startswith("WIFE ") and " CALLED FROM " in copy.text
     assert [p.label for p in copy.phrases] == [Label.NAME, Label.LOCATION, Label.DATE]
@@ -151,7 +154,10 @@ def test_a_lower_threshold_finds_at_least_as_much(tiny_model: Path) -> None:
 
 def test_unite_takes_the_rule_category_where_they_overlap() -> None:
     rules = [Span(10, 15, Category.NAME_PROVIDER)]
-    learned = [Span(4, 15, Category.NAME_OTHER, 0.8, "tagger"), Span(30, 34, Category.LOCATION_OTHER, 0.7, "tagger")]
+    learned = [
+        Span(4, 15, Category.NAME_OTHER, 0.8, "tagger"),
+        Span(30, 34, Category.LOCATION_OTHER, 0.7, "tagger"),
+    ]
     merged = merge_spans(unite(rules, learned))
     assert [(s.start, s.end, s.category) for s in merged] == [
         (4, 15, Category.NAME_PROVIDER),
@@ -160,7 +166,9 @@ def test_unite_takes_the_rule_category_where_they_overlap() -> None:
     assert unite(rules, []) == rules
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 @given(text=st.text(max_size=300))
 def test_tagger_never_raises_and_merges_with_rules(tiny_model: Path, text: str) -> None:
     tagger = Tagger(tiny_model, threshold=0.3)
@@ -177,7 +185,9 @@ def test_synthetic_examples_leave_facility_heads_out() -> None:
 
     examples = synthetic_examples(40, seed=2)
     assert len(examples) == 40
-    places = [e.text[p.start : p.end] for e in examples for p in e.phrases if p.label is Label.LOCATION]
+    places = [
+        e.text[p.start : p.end] for e in examples for p in e.phrases if p.label is Label.LOCATION
+    ]
     assert places
     assert not any(p.lower().endswith((" hospital", " medical center")) for p in places)
     for e in examples:
@@ -189,7 +199,9 @@ def test_synthetic_examples_leave_facility_heads_out() -> None:
     rules=st.lists(st.tuples(st.integers(0, 60), st.integers(1, 15)), max_size=12),
     learned=st.lists(st.tuples(st.integers(0, 60), st.integers(1, 15)), max_size=12),
 )
-def test_unite_matches_the_plain_scan(rules: list[tuple[int, int]], learned: list[tuple[int, int]]) -> None:
+def test_unite_matches_the_plain_scan(
+    rules: list[tuple[int, int]], learned: list[tuple[int, int]]
+) -> None:
     r = [Span(a, a + n, Category.DATE if a % 2 else Category.NAME_PROVIDER) for a, n in rules]
     l_ = [Span(a, a + n, Category.NAME_OTHER, 0.5, "tagger") for a, n in learned]
     got = unite(r, l_)

@@ -124,9 +124,7 @@ class PhoneRecognizer(Recognizer):
 
 # re2 (linear time): with ``re`` the leading repeat made "a.a.a.…a.@x" quadratic (every
 # start position re-scanned the run; tests/phi/test_linear_time.py).
-_EMAIL = compile_words(
-    r"[A-Za-z0-9._%+\-]+@[A-Za-z0-9\-]+(?:\.[A-Za-z0-9\-]+)*\.[A-Za-z]{2,}"
-)
+_EMAIL = compile_words(r"[A-Za-z0-9._%+\-]+@[A-Za-z0-9\-]+(?:\.[A-Za-z0-9\-]+)*\.[A-Za-z]{2,}")
 
 
 @register("email")
@@ -139,8 +137,7 @@ class EmailRecognizer(Recognizer):
         if not _email_at(doc.text):
             return []
         return [
-            Span(m.start(), m.end(), Category.EMAIL, 0.95, self.name)
-            for m in finditer(doc, _EMAIL)
+            Span(m.start(), m.end(), Category.EMAIL, 0.95, self.name) for m in finditer(doc, _EMAIL)
         ]
 
 

@@ -171,14 +171,20 @@ def _of_place(words: tuple[Token, ...], end: int, text: str, mixed: bool) -> int
     """ "Hospital of Michigan", "Community Hospital of Chula Vista": the last word of a listed
     city or state after "of" behind the head, or None."""
     k = end + 1
-    if k + 1 >= len(words) or words[k].lower != "of" or text[words[end].end : words[k].start] != " ":
+    if (
+        k + 1 >= len(words)
+        or words[k].lower != "of"
+        or text[words[end].end : words[k].start] != " "
+    ):
         return None
     places = _places()
     best = None
     phrase = ""
     for m in range(k + 1, min(k + 4, len(words))):
         tok = words[m]
-        if text[words[m - 1].end : tok.start] != " " or (mixed and not (tok.is_title or tok.is_upper)):
+        if text[words[m - 1].end : tok.start] != " " or (
+            mixed and not (tok.is_title or tok.is_upper)
+        ):
             break
         phrase = f"{phrase} {tok.lower}".strip()
         if phrase in places and len(phrase) > 2:

@@ -19,7 +19,20 @@ from pipelines.phi import lexicons
 from pipelines.phi.tagger.features import facility_core, facility_names
 from pipelines.phi.tagger.model import Label
 
-_MONTHS: Final = ["January", "February", "March", "April", "May", "June", "July", "August", "September", "October", "November", "December"]
+_MONTHS: Final = [
+    "January",
+    "February",
+    "March",
+    "April",
+    "May",
+    "June",
+    "July",
+    "August",
+    "September",
+    "October",
+    "November",
+    "December",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -117,11 +130,19 @@ def _date(rng: random.Random, original: str) -> str:
         name = _MONTHS[month - 1]
         if len(original.split()[0].strip(".,")) <= 4:
             name = name[:3]
-        form = rng.choice([f"{name} {day}", f"{name} {day}, {year}", f"{day} {name}",
-                           f"{name} {year}", f"{name} of {year}", name])
+        form = rng.choice(
+            [
+                f"{name} {day}",
+                f"{name} {day}, {year}",
+                f"{day} {name}",
+                f"{name} {year}",
+                f"{name} of {year}",
+                name,
+            ]
+        )
         return _like(form, original)
     if original.isdigit() and len(original) in (2, 4):
-        return str(year)[-len(original):]
+        return str(year)[-len(original) :]
     seps = [c for c in original if not c.isdigit()]
     sep = seps[0] if seps else "/"
     parts = [str(month), str(day)]

@@ -55,12 +55,15 @@ class FoldResult:
         report = self.reports[system]
         out: dict[str, Any] = {k: report.metrics.get(k) for k in _HEADLINE[:4]}
         names_places = [
-            c for cat, c in report.categories.items()
+            c
+            for cat, c in report.categories.items()
             if label_of(cat) in (Label.NAME, Label.LOCATION)
         ]
         tokens = sum(c.tokens for c in names_places)
         # the tagger's own job: names and places (dates, phones, IDs are left to the rules)
-        out["name_place_recall"] = sum(c.tokens_found for c in names_places) / tokens if tokens else None
+        out["name_place_recall"] = (
+            sum(c.tokens_found for c in names_places) / tokens if tokens else None
+        )
         out["recall_by_category"] = {
             cat: (c.tokens_found / c.tokens if c.tokens else None)
             for cat, c in report.categories.items()
@@ -137,9 +140,14 @@ def cross_validate(
     settings = settings or TrainSettings()
     policy = policy or Policy.load()
     tagger_options = dict(policy.recognizers.get("tagger", {}))
-    rules = Detector(replace(policy, recognizers={
-        name: opts for name, opts in policy.recognizers.items() if name != "tagger"
-    }))
+    rules = Detector(
+        replace(
+            policy,
+            recognizers={
+                name: opts for name, opts in policy.recognizers.items() if name != "tagger"
+            },
+        )
+    )
     result = CrossValidation(k=k, seed=seed, settings=settings)
     folds = patient_folds([n.patient for n in notes], k, seed)
     for index, held in enumerate(folds, 1):

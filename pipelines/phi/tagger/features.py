@@ -310,8 +310,13 @@ def _word_features(word: str, one_case: bool) -> tuple[str, ...]:
         out.append(f"len={_bucket(len(word), (2, 3, 4, 6, 9))}")
         if not one_case:
             case = (
-                "U" if word.isupper() else "T" if word[0].isupper() and word[1:].islower()
-                else "L" if word.islower() else "M"
+                "U"
+                if word.isupper()
+                else "T"
+                if word[0].isupper() and word[1:].islower()
+                else "L"
+                if word.islower()
+                else "M"
             )
             out.append(f"c={case}")
         out += _lexicon_features(low)

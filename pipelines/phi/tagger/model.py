@@ -135,7 +135,9 @@ class Tagger:
             self._local.tagger = tagger
         return tagger
 
-    def _decide(self, tagger: pycrfsuite.Tagger, i: int, predicted: str, p_phi: float) -> Label | None:
+    def _decide(
+        self, tagger: pycrfsuite.Tagger, i: int, predicted: str, p_phi: float
+    ) -> Label | None:
         """The label of item ``i`` (None: not PHI), given the probability that it is PHI."""
         if predicted != OUTSIDE:
             return Label(predicted[2:])

@@ -44,9 +44,7 @@ class TrainReport:
     settings: dict[str, float | int] = field(default_factory=dict)
 
 
-def examples_from(
-    notes: Iterable[Note], gold: dict[NoteKey, list[GoldPhrase]]
-) -> list[Example]:
+def examples_from(notes: Iterable[Note], gold: dict[NoteKey, list[GoldPhrase]]) -> list[Example]:
     out: list[Example] = []
     for note in notes:
         phrases = []
