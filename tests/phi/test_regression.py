@@ -9,6 +9,7 @@ File format (shared by all recognizer families)::
     text = "Found on floor 7/22 by husband; BP 120/80."
     spans = [[15, 19, "DATE"]]     # expected [start, end, CATEGORY], end exclusive
     must_not = ["120/80"]          # optional: substrings no predicted span may touch
+    known_weakness = "why"         # optional: expected to fail (strict xfail) until fixed
 
 Like deduce's regression tests, the comparison is on span *sets*: the predicted spans of the
 compared categories must equal the expected ones exactly (missing and extra both fail), so
@@ -37,7 +38,16 @@ def _load() -> list[Any]:
         named = {Category(c) for case in cases for _, _, c in case.get("spans", [])}
         compared = {Category(c) for c in data.get("categories", [])} or named
         for case in cases:
-            params.append(pytest.param(case, frozenset(compared), id=f"{path.stem}:{case['id']}"))
+            # a known weakness stays in the file, fails as expected, and fails the suite
+            # the day it is fixed (strict), so the case is then promoted to a plain one
+            marks = (
+                [pytest.mark.xfail(strict=True, reason=case["known_weakness"])]
+                if "known_weakness" in case
+                else []
+            )
+            params.append(
+                pytest.param(case, frozenset(compared), id=f"{path.stem}:{case['id']}", marks=marks)
+            )
     return params
 
 
