@@ -106,12 +106,6 @@ def tokenize(text: str) -> list[Tok]:
     return list(zip(offsets[0:-1:2], offsets[1::2], parts[1::2], strict=True))
 
 
-def word_positions(tokens: list[Tok]) -> list[int]:
-    """Indices of the word tokens. Digits and punctuation are left to the rules (dates,
-    phones, identifiers) and seen by the CRF only as context."""
-    return [i for i, t in enumerate(tokens) if t[2][0].isalpha()]
-
-
 # Where the CRF looks (``Featurizer.items``). A name or a place in a note written in mixed
 # case is capitalised; a word in lower case there, or any word of a one-case note, that is
 # common English (Zipf >= this), used more as a word than as a name, and no word of a
