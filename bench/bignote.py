@@ -1,12 +1,13 @@
 """One very large note through the whole de-identification path: time and peak RSS.
 
-    .venv/bin/python bench/bignote.py [--sizes 1,2,5] [--profile /tmp/bignote.prof]
+    .venv/bin/python bench/bignote.py [--sizes 1,2,5] [--profile /tmp/bignote.prof] [--policy FILE]
 
 For each size (MB of text) a child process builds one plain-text document of that size from
 invented paragraphs (``pipelines.phi.synthetic`` short texts with PHI between invented
 clinical sentences; ``--filler 6``: about one PHI phrase per 150 characters) and runs it
 through ``Processor.process_document``: detect → replace → leak guard → render, with an
-in-memory key store, after one small warm-up document (lexicons and the tagger load there).
+in-memory key store, after one small warm-up document (lexicons and the tagger load there)
+and the service's ``gc.freeze()`` after its warm-up.
 Prints wall and CPU seconds (CPU is the figure to read on a shared machine), the stage
 split, the child's peak RSS and its resident size before the note. Needs no corpus. Speed
 figures are printed here, never asserted.
@@ -84,15 +85,16 @@ def _current_rss_mb() -> float:
     return pages * resource.getpagesize() / 2**20
 
 
-def child(megabytes: float, profile: str | None, filler: int) -> int:
+def child(megabytes: float, profile: str | None, filler: int, policy_file: str | None) -> int:
     from keystore.memory import InMemoryStore
     from keystore.pseudonyms import Pseudonyms
     from pipelines.document import ClinicalDocument, Identifiers, PersonName
     from pipelines.policy import Policy
     from pipelines.process import Processor
+    from service.wiring import freeze_after_warmup
     from surrogates import warm
 
-    policy = Policy.load()
+    policy = Policy.load(policy_file)
     proc = Processor(policy=policy, store=InMemoryStore(), pseudonyms=Pseudonyms.random())
     warm()
     # a small document first: lexicons, the tagger model and the census lists load here
@@ -103,6 +105,7 @@ def child(megabytes: float, profile: str | None, filler: int) -> int:
         assigning_authority="BENCH",
     )
     proc.process_document(small, now=datetime.now(UTC))
+    freeze_after_warmup()  # as the service does after its warm-up
     rss_before = _current_rss_mb()
     text = build_text(megabytes, filler=filler)
     doc = ClinicalDocument(
@@ -141,14 +144,17 @@ def main() -> int:
     ap.add_argument("--sizes", default="1,2,5")
     ap.add_argument("--profile", default=None, help="cProfile output (with one size)")
     ap.add_argument("--filler", type=int, default=6, help="clinical sentences per PHI text")
+    ap.add_argument("--policy", default=None, help="a policy file (default: the packaged one)")
     ap.add_argument("--child", type=float, default=None, help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.child is not None:
-        return child(args.child, args.profile, args.filler)
+        return child(args.child, args.profile, args.filler, args.policy)
     for size in [float(s) for s in args.sizes.split(",") if s.strip()]:
         cmd = [sys.executable, __file__, "--child", str(size), "--filler", str(args.filler)]
         if args.profile:
             cmd += ["--profile", args.profile]
+        if args.policy:
+            cmd += ["--policy", args.policy]
         subprocess.run(cmd, check=False)
     return 0
 

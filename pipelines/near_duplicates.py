@@ -41,20 +41,61 @@ def sketch(text: str, key: str, size: int = SKETCH_SIZE) -> tuple[int, ...]:
     fraction of the cost of a keyed BLAKE2b per shingle. Without the key the values cannot
     be recomputed; they are kept only inside the patient's sealed state.
 
-    Computed for all shingles at once with one big-integer multiplication (:func:`_lanes`),
-    not three multiplications per shingle in Python: the same values.
+    Computed with one big-integer multiplication per block of shingles (:func:`_lanes`),
+    not three multiplications per shingle in Python: the same values. A long text is read in
+    pieces and hashed in blocks, so the memory it takes stays bounded at any length: the
+    bottom ``size`` of a union is the bottom ``size`` of the blocks' bottoms.
     """
-    folded = text.casefold()
-    if folded.isascii():  # ASCII \w is [0-9a-z_] once folded: every other byte separates
-        words = folded.encode("ascii").translate(_NON_WORD_BYTES).split()
-        codes = array("Q", map(zlib.crc32, words))
-    else:
-        codes = array("Q", [zlib.crc32(w.encode("utf-8")) for w in _WORD.findall(folded)])
+    return _sketch(text, key, size, _PIECE_CHARS, _LANE_BLOCK)
+
+
+_PIECE_CHARS = 1 << 20  # text folded and split into words this much at a time
+_LANE_BLOCK = 1 << 16  # shingles hashed per big-integer multiplication
+_SEPARATOR = re.compile(r"\s")  # never inside a word, in either path of _word_codes
+
+
+def _sketch(text: str, key: str, size: int, piece_chars: int, block: int) -> tuple[int, ...]:
+    codes = _word_codes(text, piece_chars)
     if not codes:
         return ()
     if len(codes) < SHINGLE_WORDS:  # one short shingle, padded with 2^32 (never a CRC-32)
         codes.extend([1 << 32] * (SHINGLE_WORDS - len(codes)))
-    return _bottom(_lanes(codes, key), size)
+    shingles = len(codes) - SHINGLE_WORDS + 1
+    if shingles <= block:
+        return _bottom(_lanes(codes, key), size)
+    best: set[int] = set()
+    for i in range(0, shingles, block):
+        part = codes[i : i + block + SHINGLE_WORDS - 1]
+        best = set(sorted(best.union(_bottom(_lanes(part, key), size)))[:size])
+    return tuple(sorted(best))
+
+
+def _word_codes(text: str, piece_chars: int) -> array[int]:
+    """The CRC-32 of every word of the case-folded text, in order."""
+    codes: array[int] = array("Q")
+    for piece in _pieces(text, piece_chars):
+        folded = piece.casefold()
+        if folded.isascii():  # ASCII \w is [0-9a-z_] once folded: every other byte separates
+            words = folded.encode("ascii").translate(_NON_WORD_BYTES).split()
+            codes.extend(map(zlib.crc32, words))
+        else:
+            codes.extend([zlib.crc32(w.encode("utf-8")) for w in _WORD.findall(folded)])
+    return codes
+
+
+def _pieces(text: str, size: int) -> list[str]:
+    """The text cut into pieces of about ``size`` characters, each cut at a whitespace
+    character (so no word is split); one piece when there is none to cut at."""
+    out: list[str] = []
+    start = 0
+    while len(text) - start > size:
+        cut = _SEPARATOR.search(text, start + size)
+        if cut is None:
+            break
+        out.append(text[start : cut.start()])
+        start = cut.start()
+    out.append(text[start:])
+    return out
 
 
 def _bottom(values: array[int], size: int) -> tuple[int, ...]:

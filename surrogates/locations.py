@@ -14,10 +14,12 @@ the same surrogate word for the patient.
 from __future__ import annotations
 
 import re
+import sys
 from collections import Counter
 from dataclasses import dataclass
 from functools import lru_cache, partial
 
+from surrogates import zipdata
 from surrogates.base import SpanLike, Surrogate, apply_edits
 from surrogates.context import ReplaceContext
 from surrogates.identifiers import surrogate_chars
@@ -63,16 +65,14 @@ class ZipData:
 
 @lru_cache(maxsize=1)
 def _zip_data() -> ZipData:
-    """The ``zipcodes`` package's standard, active zips, their states and the city words."""
-    import zipcodes
-
+    """The standard, active zips of the ``zipcodes`` package, their states and the city words."""
     state_of: dict[str, str] = {}
     words: set[str] = set()
-    for row in zipcodes.list_all():
-        if row.get("zip_code_type") != "STANDARD" or not row.get("active", True):
+    for row in zipdata.rows():
+        if not row.standard:
             continue
-        state_of[row["zip_code"]] = str(row.get("state", ""))
-        city = str(row.get("city", "")).lower()
+        state_of[row.zip_code] = sys.intern(row.state)
+        city = row.city.lower()
         if city.isalpha() and 4 <= len(city) <= 12 and city not in GENERIC_WORDS:
             words.add(city)
     prefix_votes: dict[str, Counter[str]] = {}
@@ -330,11 +330,9 @@ def _city_run(ctx: ReplaceContext, key: str, pool: tuple[str, ...]) -> str:
 @lru_cache(maxsize=1)
 def _multiword_cities() -> dict[int, tuple[str, ...]]:
     """Real US city names of two and three words (``zipcodes``), lower-case, by word count."""
-    import zipcodes
-
     by_count: dict[int, set[str]] = {}
-    for row in zipcodes.list_all():
-        words = str(row.get("city", "")).lower().split()
+    for row in zipdata.rows():
+        words = row.city.lower().split()
         if 2 <= len(words) <= 3 and all(w.isalpha() for w in words):
             by_count.setdefault(len(words), set()).add(" ".join(words))
     return {n: tuple(sorted(names)) for n, names in by_count.items()}

@@ -7,8 +7,6 @@ check that it still does what it did, then raise the bound.
 - google-re2 (``<1.2``): ``re2._Match``, ``re2._Anchor``, ``re2._NULL_SPAN`` and a compiled
   pattern's ``_regexp`` — pipelines/phi/scan.py runs re2's own bytes loop on ASCII text
   without mapping offsets back to characters (about half a scan's cost).
-- zipcodes (``<4``): ``zipcodes._zipcodes.list_all()`` — pipelines/phi/lexicons.py reads the
-  rows without the 42k dicts ``zipcodes.list_all()`` keeps cached for the process's life.
 - aiokafka (``<0.15``): the consumer's ``_fetcher._fetch_max_wait_ms`` (the adaptive fetch
   wait, service/runner/fetchwait.py) and ``_client.force_metadata_update()`` (a topic created
   while ``tail`` / ``held`` wait for it).
@@ -35,16 +33,6 @@ def test_re2_internals_used_by_the_ascii_scan_loop() -> None:
     ours = [(m.span(), m.groups(), m.group()) for m in scan._ascii_finditer(pattern, text)]
     public = [(m.span(), m.groups(), m.group()) for m in pattern.finditer(text)]
     assert ours == public
-
-
-def test_zipcodes_extension_rows_are_the_public_rows() -> None:
-    import zipcodes
-
-    native = getattr(zipcodes, "_zipcodes", None)
-    assert native is not None, "zipcodes._zipcodes is gone: check pipelines/phi/lexicons.py"
-    rows = native.list_all()
-    assert len(rows) == len(zipcodes.list_all()) > 40_000
-    assert {r["city"] for r in rows} == {r["city"] for r in zipcodes.list_all()}
 
 
 def test_aiokafka_fetch_wait_attribute_is_read_per_fetch() -> None:

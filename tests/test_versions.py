@@ -400,6 +400,16 @@ def test_sketch_equals_the_shingle_by_shingle_definition(text: str, key: str, si
     assert sketch(text, key, size) == _reference_sketch(text, key, size)
 
 
+@given(_TEXT, st.sampled_from([4, 64]), st.integers(1, 40), st.integers(1, 9))
+def test_a_long_text_read_in_pieces_and_blocks_gives_the_same_sketch(
+    text: str, size: int, piece_chars: int, block: int
+) -> None:
+    """Bounded memory for long notes: small pieces and blocks change nothing."""
+    from pipelines.near_duplicates import _sketch
+
+    assert _sketch(text, "k", size, piece_chars, block) == _reference_sketch(text, "k", size)
+
+
 @settings(max_examples=200)
 @given(
     st.lists(st.tuples(st.integers(0, 40), st.integers(1, 80)), max_size=17),

@@ -231,22 +231,11 @@ def us_states() -> dict[str, str]:
 
 @cache
 def us_cities() -> frozenset[str]:
-    """Lower-case US city names (one or more words) from the zipcodes database."""
-    import zipcodes
+    """Lower-case US city names (one or more words) from the zipcodes database (its shipped
+    copy, ``surrogates.zipdata``)."""
+    from surrogates import zipdata
 
-    # zipcodes.list_all() keeps its 42k row dicts cached for the life of the process: 170k
-    # objects the garbage collector would walk on every full collection (it doubled the time
-    # of tokenising a note). Read the rows from the extension directly when it is there, so
-    # only the set of names stays (a private module: bounded in pyproject.toml and checked by
-    # tests/test_third_party_internals.py).
-    native = getattr(zipcodes, "_zipcodes", None)
-    rows = native.list_all() if native is not None else zipcodes.list_all()
-    cities: set[str] = set()
-    for row in rows:
-        city = row.get("city")
-        if city:
-            cities.add(" ".join(city.lower().split()))
-    return frozenset(cities)
+    return frozenset(row.city.lower() for row in zipdata.rows() if row.city)
 
 
 @cache

@@ -73,11 +73,11 @@ def address_scan() -> Any:
 
 @lru_cache(maxsize=1)
 def _real_zips() -> frozenset[str]:
-    """Every ZIP code the ``zipcodes`` package knows (one load, then set lookups: its own
-    ``is_real`` scans the list each call)."""
-    import zipcodes
+    """Every ZIP code the ``zipcodes`` package knows, from its shipped copy (one load, then
+    set lookups)."""
+    from surrogates import zipdata
 
-    return frozenset(str(z["zip_code"]) for z in zipcodes.list_all())
+    return frozenset(row.zip_code for row in zipdata.rows())
 
 
 def _zip_exists(code: str) -> bool:
