@@ -7,7 +7,7 @@ invented paragraphs (``pipelines.phi.synthetic`` short texts with PHI between in
 clinical sentences; ``--filler 6``: about one PHI phrase per 150 characters) and runs it
 through ``Processor.process_document``: detect → replace → leak guard → render, with an
 in-memory key store, after one small warm-up document (lexicons and the tagger load there)
-and the service's ``gc.freeze()`` after its warm-up.
+with the service's word-list warm-up and ``gc.freeze()`` after it.
 Prints wall and CPU seconds (CPU is the figure to read on a shared machine), the stage
 split, the child's peak RSS and its resident size before the note. Needs no corpus. Speed
 figures are printed here, never asserted.
@@ -91,12 +91,11 @@ def child(megabytes: float, profile: str | None, filler: int, policy_file: str |
     from pipelines.document import ClinicalDocument, Identifiers, PersonName
     from pipelines.policy import Policy
     from pipelines.process import Processor
-    from service.wiring import freeze_after_warmup
-    from surrogates import warm
+    from service.wiring import freeze_after_warmup, warm_word_lists
 
+    warm_word_lists()  # as the service does, before its processor
     policy = Policy.load(policy_file)
     proc = Processor(policy=policy, store=InMemoryStore(), pseudonyms=Pseudonyms.random())
-    warm()
     # a small document first: lexicons, the tagger model and the census lists load here
     small = ClinicalDocument(
         text="Seen by Dr. Quill on 3/4/2021.",

@@ -21,6 +21,21 @@ _WORD = re.compile(r"[^\W\d_]+(?:['’][^\W\d_]+)?|\d+")
 # Up to this length a substring test of the lower-cased note rules most words out without
 # building the word set; above it, each test would cost a scan of the note: the set, once.
 SUBSTRING_TEST_CHARS = 20_000
+_PIECE_CHARS = 1 << 16  # a long note's words are listed this much at a time
+_SPACE = re.compile(r"\s")  # never inside a _WORD match: a safe place to cut
+
+
+def _words_in_pieces(text: str, piece_chars: int = _PIECE_CHARS) -> frozenset[str]:
+    """``frozenset(_WORD.findall(text))`` without a list of every word of a long note at once
+    (800k strings for 5 MB): pieces cut at whitespace, so no word is split."""
+    words: set[str] = set()
+    start = 0
+    while start < len(text):
+        cut = _SPACE.search(text, start + piece_chars) if len(text) - start > piece_chars else None
+        end = cut.start() if cut else len(text)
+        words.update(_WORD.findall(text, start, end))
+        start = end
+    return frozenset(words)
 
 
 @dataclass(frozen=True)
@@ -71,7 +86,7 @@ class ReplaceContext:
     def original_tokens(self) -> frozenset[str]:
         """Every word of the note, lower-cased: a surrogate may never be one of them."""
         if self.text.isascii():  # lower-casing ASCII first finds the same words, in C
-            return frozenset(_WORD.findall(self.text.lower()))
+            return _words_in_pieces(self.lowered)
         return frozenset(m.group().lower() for m in _WORD.finditer(self.text))
 
     @cached_property

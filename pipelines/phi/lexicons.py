@@ -131,13 +131,14 @@ def _tokenize(text: str) -> Tokens:
 
 
 def _census(filename: str) -> dict[str, float]:
-    """Name -> share of the US population (percent) from a census file of the ``names`` package."""
-    text = resources.files("names").joinpath(filename).read_text("ascii")
+    """Name -> share of the US population (percent) from a census file of the ``names`` package
+    (read line by line: the whole file as one string, then split, was a 40 MB transient)."""
     out: dict[str, float] = {}
-    for line in text.splitlines():
-        parts = line.split()
-        if len(parts) >= 2:
-            out[parts[0].lower()] = float(parts[1])
+    with resources.files("names").joinpath(filename).open("r", encoding="ascii") as lines:
+        for line in lines:
+            parts = line.split()
+            if len(parts) >= 2:
+                out[parts[0].lower()] = float(parts[1])
     return out
 
 
@@ -157,24 +158,28 @@ def last_names() -> dict[str, float]:
 
 @cache
 def _english() -> dict[str, float]:
+    """wordfreq's large English list: word -> its Zipf frequency, one dict and no other copy.
+
+    ``wordfreq.get_frequency_dict`` would keep its own dict and the raw list cached for the
+    process's life, beside a memo of Zipf values; here the list is read once (its uncached
+    function) and each frequency bucket's value is computed once, as ``zipf`` did per word."""
     import wordfreq
 
-    return wordfreq.get_frequency_dict("en", "large")
-
-
-_ZIPF: dict[str, float] = {}
-_NAME_SCORE: dict[str, float] = {}
+    pack = wordfreq.get_frequency_list.__wrapped__("en", "large")
+    out: dict[str, float] = {}
+    for index, bucket in enumerate(pack):
+        value = math.log10(wordfreq.cB_to_freq(-index)) + 9.0  # as get_frequency_dict does
+        for word in bucket:
+            out[word] = value
+    return out
 
 
 def zipf(word: str) -> float:
     """English frequency of a lower-case word on the Zipf scale (0 = unseen, 7 = "the")."""
-    value = _ZIPF.get(word)
-    if value is None:
-        freq = _english().get(word)
-        value = math.log10(freq) + 9.0 if freq else 0.0
-        if len(_ZIPF) < 200_000:  # memo of words seen in notes, bounded
-            _ZIPF[word] = value
-    return value
+    return _english().get(word, 0.0)
+
+
+_NAME_SCORE: dict[str, float] = {}
 
 
 def name_score(word: str) -> float:
@@ -351,11 +356,13 @@ def near_english(word: str) -> bool:
 
 
 def warm() -> None:
-    """Load every lexicon now (a service calls this at start-up instead of on the first note)."""
+    """Load every lexicon now (a service calls this at start-up instead of on the first note).
+    The drug list first: its packaged tables are a large transient, best freed before the
+    lists that stay are laid out in memory."""
+    drug_words()
     first_names()
     last_names()
     _english()
     us_states()
     us_cities()
     countries()
-    drug_words()

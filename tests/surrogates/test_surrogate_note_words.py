@@ -70,3 +70,14 @@ def test_chooser_draws_the_hmac_stream(
     chooser = Chooser(seed, purpose, original)
     drawn = b"".join(chooser._take(n) for n in sizes)
     assert drawn == _reference_stream(seed, purpose, original, sum(sizes))
+
+
+@given(
+    st.text(alphabet=st.sampled_from(list("abZ09_' \n\t.-")), max_size=200),
+    st.integers(1, 30),
+)
+def test_a_long_note_listed_in_pieces_has_the_same_words(text: str, piece_chars: int) -> None:
+    """Bounded memory for long notes: pieces cut at whitespace find exactly the note's words."""
+    from surrogates.context import _WORD, _words_in_pieces
+
+    assert _words_in_pieces(text, piece_chars) == frozenset(_WORD.findall(text))
