@@ -32,12 +32,12 @@ def run(url: str, items: int) -> None:
     with open_store(url, k1) as store:
         build(ReviewQueue(store), items)
     new_first = k2.merged_with(k1)
-    with open_store(url, new_first) as admin:
+    with open_store(url, new_first) as officer:
         start = time.perf_counter()
-        report = admin.rotate(new_first, operator="bench")
+        report = officer.admin.rotate(new_first, operator="bench")
         took = time.perf_counter() - start
         assert report.review_rewrapped == items and not report.failed
-        admin.retire_key("bench-k1", operator="bench")
+        officer.admin.retire_key("bench-k1", operator="bench")
     print(
         f"{url.split(':', 1)[0]}: {items} review blobs re-wrapped in {took:.2f} s "
         f"({items / took:,.0f}/s)"

@@ -2,9 +2,11 @@
 (crypto-shredding), re-identification (reveal), the audit log and the privacy officer's view.
 
 Split from :mod:`keystore.store` so the code that can re-identify a patient is reviewed on
-its own: everything here is audited (no PHI in the audit lines). :class:`StoreAdmin` is a
-mixin of :class:`keystore.store.EncryptedStore`; each method runs on the store internals
-named by the :class:`_Store` protocol (the whole surface this module touches).
+its own: everything here is audited (no PHI in the audit lines). :class:`StoreAdmin` is
+composed with an :class:`keystore.store.EncryptedStore` (``store.admin``): it is given the
+backend, the store's derived keys, its clock and its instance, and reaches the live store
+only through the :class:`_LiveStore` protocol (the keyring rotation replaces, the lock,
+pending writes, the cache and opening a record).
 """
 
 from __future__ import annotations
@@ -40,17 +42,11 @@ class RotationReport:
     failed: list[str] = field(default_factory=list)  # record fingerprints, no ids
 
 
-class _Store(Protocol):
-    """What the admin operations use of :class:`keystore.store.EncryptedStore`."""
+class _LiveStore(Protocol):
+    """What the admin operations use of the live :class:`keystore.store.EncryptedStore`."""
 
-    _backend: SqlBackend
-    _keyring: Keyring
-    _keys: StoreKeys
-    _audit_keys: AuditKeys
+    _keyring: Keyring  # replaced by a rotation
     _lock: threading.RLock
-    _clock: Callable[[], float]
-    instance_id: str
-    schema_version: int
 
     def _flush_locked(self) -> None: ...
     def _drop(self, key: tuple[str, str]) -> None: ...
@@ -59,54 +55,71 @@ class _Store(Protocol):
     def _audit(
         self, action: str, operator: str, reason: str, subject: str, outcome: str
     ) -> None: ...
-    def pseudonym(self, kind: str, *parts: str | bytes) -> str: ...
-    def forgets_not_final(self) -> int: ...
 
 
 class StoreAdmin:
     """Rotation, retirement, forget, reveal and audit of an :class:`EncryptedStore`."""
 
+    def __init__(
+        self,
+        store: _LiveStore,
+        backend: SqlBackend,
+        keys: StoreKeys,
+        audit_keys: AuditKeys,
+        *,
+        clock: Callable[[], float],
+        instance_id: str,
+        schema_version: int,
+    ) -> None:
+        self._store = store
+        self._backend = backend
+        self._keys = keys
+        self._audit_keys = audit_keys
+        self._clock = clock
+        self._instance_id = instance_id
+        self._schema_version = schema_version
+
     def retire_key(
-        self: _Store, key_id: str, *, operator: str = "unknown", live_within_s: float = 60.0
+        self, key_id: str, *, operator: str = "unknown", live_within_s: float = 60.0
     ) -> None:
         """Retire master key ``key_id``: from then on nothing can be wrapped under it (the
         operator may then delete it). Refused (``RetireRefused``, nothing changed) while an
         instance with a heartbeat in the last ``live_within_s`` seals with it, or any record
         or the store root is still wrapped under it; audited either way."""
-        if key_id == self._keyring.primary.key_id:
+        if key_id == self._store._keyring.primary.key_id:
             raise RetireRefused(
                 "refused: this is the primary key; rotate to a new key first", key_id=key_id
             )
-        with self._lock:
-            self._flush_locked()
+        with self._store._lock:
+            self._store._flush_locked()
             now = self._clock()
             try:
                 self._backend.retire_key(
-                    key_id, now, now - live_within_s, self.instance_id, operator
+                    key_id, now, now - live_within_s, self._instance_id, operator
                 )
             except RetireRefused as exc:
-                self._audit("retire", operator, "", key_id, "refused")
+                self._store._audit("retire", operator, "", key_id, "refused")
                 raise exc from None
-            self._audit("retire", operator, "", key_id, "retired")
+            self._store._audit("retire", operator, "", key_id, "retired")
 
-    def rotate(self: _Store, new_keyring: Keyring, *, operator: str = "unknown") -> RotationReport:
+    def rotate(self, new_keyring: Keyring, *, operator: str = "unknown") -> RotationReport:
         """Re-wrap every data key (and the store root) under ``new_keyring.primary``.
 
         Keys of the current keyring stay usable for reading until the operator removes
         them from the configuration; ciphertexts are not touched.
         """
-        with self._lock:
-            self._flush_locked()
-            combined = new_keyring.merged_with(self._keyring)
+        with self._store._lock:
+            self._store._flush_locked()
+            combined = new_keyring.merged_with(self._store._keyring)
             report = RotationReport(combined.primary.key_id)
             # the new key may wrap from now on (refused if it was retired); this instance
             # seals with it from now on
             self._backend.register_instance(
-                self.instance_id, combined.primary.key_id, combined.key_ids, self._clock()
+                self._instance_id, combined.primary.key_id, combined.key_ids, self._clock()
             )
             for rows in self._backend.iter_rows():
                 for row in rows:
-                    _rewrap_row(self, combined, row, report)
+                    self._rewrap_row(combined, row, report)
             root_id, root_wrapped = self._backend.get_root() or ("", b"")
             if root_id != combined.primary.key_id or is_legacy_wrap(root_wrapped):
                 root = unwrap_key(combined, ROOT_BINDING, root_id, root_wrapped)
@@ -116,8 +129,8 @@ class StoreAdmin:
             blobs = rewrap_blobs(self._backend, combined)
             report.review_rewrapped = blobs.rewrapped
             report.failed += blobs.failed
-            self._keyring = combined
-            self._audit(
+            self._store._keyring = combined
+            self._store._audit(
                 "rotate",
                 operator,
                 "",
@@ -128,7 +141,7 @@ class StoreAdmin:
             return report
 
     def forget(
-        self: _Store,
+        self,
         authority: str,
         patient_id: str,
         *,
@@ -147,10 +160,10 @@ class StoreAdmin:
         """
         key = (authority, patient_id)
         lookup = self._keys.lookup(authority, patient_id)
-        with self._lock:
-            self._drop(key)
+        with self._store._lock:
+            self._store._drop(key)
             deleted = self._backend.delete(lookup, self._clock())
-            self._audit(
+            self._store._audit(
                 "forget",
                 operator,
                 reason,
@@ -164,11 +177,11 @@ class StoreAdmin:
                 )
         return deleted
 
-    def check_retirable(self: _Store, key_ids: Sequence[str]) -> None:
+    def check_retirable(self, key_ids: Sequence[str]) -> None:
         """KeystoreError unless no record and not the store root is wrapped under any of
         ``key_ids`` (after a rotation, before the keys are destroyed)."""
-        with self._lock:
-            self._flush_locked()
+        with self._store._lock:
+            self._store._flush_locked()
             by_key = self._backend.counts().get("records_by_key")
             still = sorted(set(key_ids) & set(by_key if isinstance(by_key, dict) else {}))
             root = self._backend.get_root()
@@ -187,13 +200,13 @@ class StoreAdmin:
                 )
 
     def record_key_retirement(
-        self: _Store, key_ids: Sequence[str], *, operator: str, destroyed: bool = True
+        self, key_ids: Sequence[str], *, operator: str, destroyed: bool = True
     ) -> None:
         """Audit that master keys ``key_ids`` were destroyed (after :meth:`check_retirable`;
         ``destroyed=False``: retired, the operator destroys them where they are kept):
         every forget before this line is final once they are gone — no record, and no copy
         of one in a backup or an old database page, can be unwrapped any more."""
-        self._audit(
+        self._store._audit(
             "retire_keys",
             operator,
             "",
@@ -201,70 +214,70 @@ class StoreAdmin:
             "destroyed" if destroyed else "retired",
         )
 
-    def forgets_not_final(self: _Store) -> int:
+    def forgets_not_final(self) -> int:
         """Forgets since the last key retirement: their records may still be recovered
         from a backup or old database pages with the keys configured now."""
         return self._backend.audit_count(
             "forget", "deleted", self._backend.last_audit_at("retire_keys")
         )
 
-    def reveal(self: _Store, pseudonym: str, *, operator: str, reason: str) -> Identity:
+    def reveal(self, pseudonym: str, *, operator: str, reason: str) -> Identity:
         """Authorized re-identification of a patient pseudonym; always audited (no PHI)."""
         if not reason.strip() or not operator.strip():
             raise KeystoreError("reveal needs an operator and a reason")
         subject = self._audit_keys.subject("pseudonym", pseudonym)
         target = self._backend.pseudonym_target(self._keys.pseudonym_index(pseudonym))
         if target is None:
-            self._audit("reveal", operator, reason, subject, "unknown_pseudonym")
+            self._store._audit("reveal", operator, reason, subject, "unknown_pseudonym")
             raise KeystoreError("pseudonym not found in this store", pseudonym_hash=subject)
         lookup, forgotten = target
         row = self._backend.fetch(lookup) if lookup is not None else None
         if forgotten or row is None:
-            self._audit("reveal", operator, reason, subject, "forgotten")
+            self._store._audit("reveal", operator, reason, subject, "forgotten")
             raise ForgottenPatientError("this patient was forgotten", pseudonym_hash=subject)
         try:
-            _, identity = self._open(row)
+            _, identity = self._store._open(row)
         except KeystoreError:
-            self._audit("reveal", operator, reason, subject, "unreadable")
+            self._store._audit("reveal", operator, reason, subject, "unreadable")
             raise
         if identity is None:
-            self._audit("reveal", operator, reason, subject, "identity_not_kept")
+            self._store._audit("reveal", operator, reason, subject, "identity_not_kept")
             raise KeystoreError(
                 "the store kept no identity for this pseudonym", pseudonym_hash=subject
             )
-        self._audit("reveal", operator, reason, subject, "revealed")
+        self._store._audit("reveal", operator, reason, subject, "revealed")
         return identity
 
-    def grant_service(self: _Store, role: str) -> list[str]:
+    def grant_service(self, role: str) -> list[str]:
         """Grant a DML-only service role what the service needs (PostgreSQL; the statements
         are returned). Run by the owner, after migrating."""
         return self._backend.grant_service(role)
 
-    def audit_log(self: _Store) -> list[tuple[float, str, str, str, str, str]]:
+    def audit_log(self) -> list[tuple[float, str, str, str, str, str]]:
         return self._backend.audit_rows()
 
-    def verify_audit(self: _Store, head: str | None = None) -> AuditReport:
+    def verify_audit(self, head: str | None = None) -> AuditReport:
         """Check the audit log's hash chain (and that ``head``, a ``SEQ:MAC`` printed by an
         earlier verify, is still in it); the report names the first line that fails."""
         return self._audit_keys.verify(self._backend.audit_lines(), head)
 
-    def audit_subject(self: _Store, pseudonym: str) -> str:
+    def audit_subject(self, pseudonym: str) -> str:
         """The subject a reveal of ``pseudonym`` is audited under (to find its lines)."""
         return self._audit_keys.subject("pseudonym", pseudonym)
 
-    def find_patient(self: _Store, patient_id: str) -> list[Identity]:
+    def find_patient(self, patient_id: str) -> list[Identity]:
         """Every identity with this patient id, whatever its assigning authority (the lookup
         hash needs the authority, so this opens every record: an admin operation, O(store)).
         Records that cannot be opened, or that kept no identity, are skipped."""
-        self.flush()
+        self._store.flush()
         found: list[Identity] = []
-        for identity, _ in _identities(self):
+        for identity, _ in self._identities():
             if identity.patient_id == patient_id:
                 found.append(identity)
         return sorted(found, key=lambda i: i.authority)
 
     def reveal_visit(
-        self: _Store,
+        self,
         pseudonym: str,
         candidates: Callable[[PatientState], Sequence[str]],
         *,
@@ -277,16 +290,16 @@ class StoreAdmin:
         if not reason.strip() or not operator.strip():
             raise KeystoreError("reveal needs an operator and a reason")
         subject = self._audit_keys.subject("visit-pseudonym", pseudonym)
-        self.flush()
-        for identity, state in _identities(self):
+        self._store.flush()
+        for identity, state in self._identities():
             for visit in candidates(state):
-                if self.pseudonym("visit", state.seed, visit) == pseudonym:
-                    self._audit("reveal-visit", operator, reason, subject, "revealed")
+                if self._keys.pseudonyms.pseudonym("visit", state.seed, visit) == pseudonym:
+                    self._store._audit("reveal-visit", operator, reason, subject, "revealed")
                     return identity, visit
-        self._audit("reveal-visit", operator, reason, subject, "unknown_pseudonym")
+        self._store._audit("reveal-visit", operator, reason, subject, "unknown_pseudonym")
         raise KeystoreError("visit pseudonym not found in this store", pseudonym_hash=subject)
 
-    def officer_stats(self: _Store) -> dict[str, object]:
+    def officer_stats(self) -> dict[str, object]:
         """What a privacy officer asks: patients, keys in use, last rotation, forgotten."""
         counts = self._backend.counts()
         rotations = [row for row in self._backend.audit_rows() if row[1] == "rotate"]
@@ -296,8 +309,8 @@ class StoreAdmin:
         return {
             "patients": counts["patients"],
             "forgotten": counts["forgotten"],
-            "primary_key_id": self._keyring.primary.key_id,
-            "configured_key_ids": list(self._keyring.key_ids),
+            "primary_key_id": self._store._keyring.primary.key_id,
+            "configured_key_ids": list(self._store._keyring.key_ids),
             "keys_in_use": sorted({*by_key, *([root[0]] if root else [])}),
             "records_by_key": by_key,
             "last_rotation": None
@@ -309,49 +322,47 @@ class StoreAdmin:
                 "outcome": last[5],
             },
             "backend": self._backend.name,
-            "schema_version": self.schema_version,
+            "schema_version": self._schema_version,
             "forgets_not_final": self.forgets_not_final(),
         }
 
-
-def _rewrap_row(store: _Store, keyring: Keyring, row: Row, report: RotationReport) -> None:
-    current: Row | None = row
-    for _ in range(_MAX_REWRAP_RETRIES):
-        if current is None:
-            return  # forgotten meanwhile
-        legacy = current.record_schema == LEGACY_ENVELOPE
-        if current.key_id == keyring.primary.key_id and not legacy:
-            report.already_current += 1
-            return
-        try:
-            if legacy:  # upgrade: sealed afresh, same revision, only if unchanged
-                new = reseal(keyring, current.lookup, current.sealed(), current.revision)
-                done = store._backend.update_many(
-                    [(Row.of(current.lookup, new, current.revision), current.revision)],
-                    store._clock(),
-                )[0]
-            else:
-                new = rewrap(keyring, current.lookup, current.sealed(), current.revision)
-                done = store._backend.rewrap(
-                    current.lookup, new.key_id, new.wrapped_key, current.wrapped_key
-                )
-        except (IntegrityError, KeystoreError):
-            report.failed.append(fingerprint(current.lookup))
-            return
-        if done:
-            report.rewrapped += 1
-            report.upgraded += legacy
-            return
-        current = store._backend.fetch(current.lookup)  # rewritten meanwhile: again
-    report.failed.append(fingerprint(row.lookup))
-
-
-def _identities(store: _Store) -> Iterator[tuple[Identity, PatientState]]:
-    for rows in store._backend.iter_rows():
-        for row in rows:
+    def _rewrap_row(self, keyring: Keyring, row: Row, report: RotationReport) -> None:
+        current: Row | None = row
+        for _ in range(_MAX_REWRAP_RETRIES):
+            if current is None:
+                return  # forgotten meanwhile
+            legacy = current.record_schema == LEGACY_ENVELOPE
+            if current.key_id == keyring.primary.key_id and not legacy:
+                report.already_current += 1
+                return
             try:
-                state, identity = store._open(row)
-            except KeystoreError:
-                continue
-            if identity is not None:
-                yield identity, state
+                if legacy:  # upgrade: sealed afresh, same revision, only if unchanged
+                    new = reseal(keyring, current.lookup, current.sealed(), current.revision)
+                    done = self._backend.update_many(
+                        [(Row.of(current.lookup, new, current.revision), current.revision)],
+                        self._clock(),
+                    )[0]
+                else:
+                    new = rewrap(keyring, current.lookup, current.sealed(), current.revision)
+                    done = self._backend.rewrap(
+                        current.lookup, new.key_id, new.wrapped_key, current.wrapped_key
+                    )
+            except (IntegrityError, KeystoreError):
+                report.failed.append(fingerprint(current.lookup))
+                return
+            if done:
+                report.rewrapped += 1
+                report.upgraded += legacy
+                return
+            current = self._backend.fetch(current.lookup)  # rewritten meanwhile: again
+        report.failed.append(fingerprint(row.lookup))
+
+    def _identities(self) -> Iterator[tuple[Identity, PatientState]]:
+        for rows in self._backend.iter_rows():
+            for row in rows:
+                try:
+                    state, identity = self._store._open(row)
+                except KeystoreError:
+                    continue
+                if identity is not None:
+                    yield identity, state

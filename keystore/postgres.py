@@ -376,26 +376,27 @@ class PostgresBackend(SqlBackend):
         """Records and the store root may only be wrapped under a registered (not retired)
         master key; a registered key may only be deleted (retired) while nothing is wrapped
         under it. Foreign keys do both atomically, under concurrent writers."""
-        return [
-            "ALTER TABLE patients ADD CONSTRAINT patients_key_active"
-            " FOREIGN KEY (key_id) REFERENCES master_keys (key_id)",
-            "ALTER TABLE store_keys ADD CONSTRAINT store_keys_key_active"
-            " FOREIGN KEY (key_id) REFERENCES master_keys (key_id)",
-        ]
+        return [_key_active_fk("patients"), _key_active_fk("store_keys")]
 
     def _review_key_guard(self) -> list[str]:
         """The same foreign keys on the review queue's sealed blobs (NOT VALID: rows an
         earlier release wrote are not re-checked; new rows and retirements are)."""
-        return [
-            f"ALTER TABLE {t} ADD CONSTRAINT {t}_key_active FOREIGN KEY (key_id)"
-            " REFERENCES master_keys (key_id) NOT VALID"
-            for t in REVIEW_SEALED_TABLES
-        ]
+        return [_key_active_fk(t, not_valid=True) for t in REVIEW_SEALED_TABLES]
 
     def close(self) -> None:
         with self._lock:
             self._closed = True
             self._drop()
+
+
+def _key_active_fk(table: str, *, not_valid: bool = False) -> str:
+    """The foreign key (one of ``KEY_GUARDS``) from ``table``'s key id to ``master_keys``
+    (``not_valid``: existing rows are not checked, new rows and deletions are)."""
+    return (
+        f"ALTER TABLE {table} ADD CONSTRAINT {table}_key_active"
+        " FOREIGN KEY (key_id) REFERENCES master_keys (key_id)"
+        + (" NOT VALID" if not_valid else "")
+    )
 
 
 def service_grants(schema: str, role: str) -> list[str]:

@@ -39,7 +39,7 @@ def retire_old_keys(
     target = Keyring.generate().merged_with(current) if generate else current
     if generate:
         target.write_file(key_file, overwrite=True)
-    report = store.rotate(target, operator=operator)
+    report = store.admin.rotate(target, operator=operator)
     if report.failed:
         raise KeystoreError(
             "some records could not be re-wrapped; old keys kept", failed=len(report.failed)
@@ -65,8 +65,8 @@ def destroy_old_keys(
     old = tuple(k for k in target.key_ids if k != keep)
     if retire:
         for key_id in old:
-            store.retire_key(key_id, operator=operator)
-    store.check_retirable(old)
+            store.admin.retire_key(key_id, operator=operator)
+    store.admin.check_retirable(old)
     target.subset([keep]).write_file(key_file, overwrite=True, shred_previous=True)
-    store.record_key_retirement(old, operator=operator)
+    store.admin.record_key_retirement(old, operator=operator)
     return old

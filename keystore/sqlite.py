@@ -113,46 +113,19 @@ class SqliteBackend(SqlBackend):
     def _key_guard(self) -> list[str]:
         """Triggers (SQLite cannot add a foreign key to a table): writers are serialized by
         BEGIN IMMEDIATE, so the check and the write cannot interleave with a retirement."""
-        active = "NOT EXISTS (SELECT 1 FROM master_keys WHERE key_id = NEW.key_id)"
-        refuse = f"BEGIN SELECT RAISE(ABORT, '{_GUARD} not active'); END"
-        in_use = (
-            "EXISTS (SELECT 1 FROM patients WHERE key_id = OLD.key_id)"
-            " OR EXISTS (SELECT 1 FROM store_keys WHERE key_id = OLD.key_id)"
-        )
         return [
-            f"CREATE TRIGGER patients_key_active BEFORE INSERT ON patients WHEN {active} {refuse}",
-            f"CREATE TRIGGER patients_key_active_update BEFORE UPDATE OF key_id ON patients"
-            f" WHEN {active} {refuse}",
-            f"CREATE TRIGGER store_keys_key_active BEFORE INSERT ON store_keys WHEN {active}"
-            f" {refuse}",
-            f"CREATE TRIGGER store_keys_key_active_update BEFORE UPDATE OF key_id ON store_keys"
-            f" WHEN {active} {refuse}",
-            f"CREATE TRIGGER master_keys_in_use BEFORE DELETE ON master_keys WHEN {in_use}"
-            f" BEGIN SELECT RAISE(ABORT, '{_GUARD} in use'); END",
+            *_key_active_triggers("patients"),
+            *_key_active_triggers("store_keys"),
+            _in_use_trigger(("patients", "store_keys")),
         ]
 
     def _review_key_guard(self) -> list[str]:
         """The same triggers on the review queue's sealed blobs; the guard on retiring a key
         is replaced by one that also counts them."""
-        active = "NOT EXISTS (SELECT 1 FROM master_keys WHERE key_id = NEW.key_id)"
-        refuse = f"BEGIN SELECT RAISE(ABORT, '{_GUARD} not active'); END"
-        in_use = " OR ".join(
-            f"EXISTS (SELECT 1 FROM {t} WHERE key_id = OLD.key_id)"  # noqa: S608
-            for t in ("patients", "store_keys", *REVIEW_SEALED_TABLES)
-        )
-        statements = []
-        for table in REVIEW_SEALED_TABLES:
-            statements += [
-                f"CREATE TRIGGER {table}_key_active BEFORE INSERT ON {table} WHEN {active}"
-                f" {refuse}",
-                f"CREATE TRIGGER {table}_key_active_update BEFORE UPDATE OF key_id ON {table}"
-                f" WHEN {active} {refuse}",
-            ]
         return [
-            *statements,
+            *(s for table in REVIEW_SEALED_TABLES for s in _key_active_triggers(table)),
             "DROP TRIGGER master_keys_in_use",
-            f"CREATE TRIGGER master_keys_in_use BEFORE DELETE ON master_keys WHEN {in_use}"
-            f" BEGIN SELECT RAISE(ABORT, '{_GUARD} in use'); END",
+            _in_use_trigger(("patients", "store_keys", *REVIEW_SEALED_TABLES)),
         ]
 
     def close(self) -> None:
@@ -160,6 +133,29 @@ class SqliteBackend(SqlBackend):
             if self._conn is not None:
                 self._conn.close()
                 self._conn = None
+
+
+def _key_active_triggers(table: str) -> list[str]:
+    """Refuse a row of ``table`` inserted, or re-keyed, under a key not in ``master_keys``."""
+    active = "NOT EXISTS (SELECT 1 FROM master_keys WHERE key_id = NEW.key_id)"
+    refuse = f"BEGIN SELECT RAISE(ABORT, '{_GUARD} not active'); END"
+    return [
+        f"CREATE TRIGGER {table}_key_active BEFORE INSERT ON {table} WHEN {active} {refuse}",
+        f"CREATE TRIGGER {table}_key_active_update BEFORE UPDATE OF key_id ON {table}"
+        f" WHEN {active} {refuse}",
+    ]
+
+
+def _in_use_trigger(tables: tuple[str, ...]) -> str:
+    """Refuse deleting (retiring) a master key any row of ``tables`` is wrapped under."""
+    in_use = " OR ".join(
+        f"EXISTS (SELECT 1 FROM {t} WHERE key_id = OLD.key_id)"  # noqa: S608 - our tables
+        for t in tables
+    )
+    return (
+        f"CREATE TRIGGER master_keys_in_use BEFORE DELETE ON master_keys WHEN {in_use}"
+        f" BEGIN SELECT RAISE(ABORT, '{_GUARD} in use'); END"
+    )
 
 
 def classify(exc: sqlite3.Error) -> KeystoreError:

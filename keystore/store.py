@@ -1,5 +1,5 @@
 """EncryptedStore: PatientStore + MarkStore over a SQL backend (the admin operations —
-rotate, forget, reveal, audit — are in :mod:`keystore.admin`).
+rotate, forget, reveal, audit — are ``store.admin``, a :class:`keystore.admin.StoreAdmin`).
 
 Reads go through an in-process LRU cache (a hit is a dict lookup under a lock); updated
 states are written in batches by ``flush`` (or when ``batch_size`` are pending, or the
@@ -62,7 +62,7 @@ class _Entry:
     indexed_pseudonym: str | None = None
 
 
-class EncryptedStore(StoreAdmin):
+class EncryptedStore:
     """The real key store. Thread-safe; one instance per process and database is enough."""
 
     def __init__(
@@ -120,6 +120,15 @@ class EncryptedStore(StoreAdmin):
         except BaseException:
             backend.close()  # a store that cannot open must not leak its connection
             raise
+        self.admin = StoreAdmin(
+            self,
+            backend,
+            self._keys,
+            self._audit_keys,
+            clock=clock,
+            instance_id=self.instance_id,
+            schema_version=self.schema_version,
+        )
 
     # -- key usage ------------------------------------------------------------------------
     def _register(self) -> None:
@@ -519,7 +528,7 @@ class EncryptedStore(StoreAdmin):
                     "cache_hits": self.hits,
                     "cache_misses": self.misses,
                     "pending_writes": len(self._dirty),
-                    "forgets_not_final": self.forgets_not_final(),
+                    "forgets_not_final": self.admin.forgets_not_final(),
                     "instance_id": self.instance_id,
                 }
             )

@@ -29,6 +29,7 @@ from pipelines.corpus import (
 from pipelines.deidentify import Deidentifier, DeidResult
 from pipelines.document import ClinicalDocument, Identifiers
 from pipelines.policy import Policy
+from service.commands.options import Authority, PolicyFile, known_names_file
 
 PHYSIONET_AUTHORITY = "physionet"
 NO_PATIENT = "-"
@@ -136,22 +137,11 @@ def register(app: typer.Typer) -> None:
         ] = Format.AUTO,
         known_names: Annotated[
             Path | None,
-            typer.Option(
-                "--known-names",
-                help="pid_patientname.txt (patient||||FIRST||||LAST): known names per patient.",
-                exists=True,
-                dir_okay=False,
+            known_names_file(
+                "pid_patientname.txt (patient||||FIRST||||LAST): known names per patient."
             ),
         ] = None,
-        policy: Annotated[
-            Path | None,
-            typer.Option(
-                "--policy",
-                help="Policy TOML (default: the packaged policy).",
-                exists=True,
-                dir_okay=False,
-            ),
-        ] = None,
+        policy: PolicyFile = None,
         annotations: Annotated[
             Path | None,
             typer.Option(
@@ -171,12 +161,7 @@ def register(app: typer.Typer) -> None:
                 help="Patient identity for text input (keeps the shift and names across runs).",
             ),
         ] = None,
-        authority: Annotated[
-            str,
-            typer.Option(
-                "--authority", help="Assigning authority of the patient ids in the key store."
-            ),
-        ] = PHYSIONET_AUTHORITY,
+        authority: Authority = PHYSIONET_AUTHORITY,
         no_store: Annotated[
             bool,
             typer.Option(

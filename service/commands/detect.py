@@ -27,6 +27,7 @@ from pipelines.phi.base import Doc
 from pipelines.phi.detector import Detector
 from pipelines.policy import Policy
 from pipelines.spans import Span
+from service.commands.options import PolicyFile, known_names_file
 
 
 class OutputFormat(StrEnum):
@@ -144,22 +145,11 @@ def register(app: typer.Typer) -> None:
         ] = InputFormat.AUTO,
         known_names: Annotated[
             Path | None,
-            typer.Option(
-                "--known-names",
-                help="pid_patientname.txt lines (patient||||FIRST||||LAST): each note gets its patient's names as known identifiers.",
-                exists=True,
-                dir_okay=False,
+            known_names_file(
+                "pid_patientname.txt lines (patient||||FIRST||||LAST): each note gets its patient's names as known identifiers."
             ),
         ] = None,
-        policy: Annotated[
-            Path | None,
-            typer.Option(
-                "--policy",
-                help="Policy TOML (default: the packaged policy).",
-                exists=True,
-                dir_okay=False,
-            ),
-        ] = None,
+        policy: PolicyFile = None,
     ) -> None:
         """Detect PHI spans in every note of FILE and write them to stdout.
 

@@ -31,7 +31,8 @@ from pipelines.phi.detector import Detector
 from pipelines.phi.tagger.train import TrainSettings
 from pipelines.policy import Policy
 from service.commands.detect import detect_notes, report_error
-from service.commands.train import FORMAT_HELP, load_corpus, read_corpus
+from service.commands.options import FORMAT_HELP, PolicyFile
+from service.commands.train import load_corpus, read_corpus
 
 
 def _replay(
@@ -181,15 +182,7 @@ def register(app: typer.Typer) -> None:
                 dir_okay=False,
             ),
         ] = None,
-        policy: Annotated[
-            Path | None,
-            typer.Option(
-                "--policy",
-                help="Policy TOML (default: the packaged policy).",
-                exists=True,
-                dir_okay=False,
-            ),
-        ] = None,
+        policy: PolicyFile = None,
         as_json: Annotated[bool, typer.Option("--json", help="Print the report as JSON.")] = False,
         resamples: Annotated[
             int,

@@ -30,7 +30,7 @@ from pipelines.deidentify import Deidentifier
 from pipelines.document import Identifiers
 from pipelines.policy import Policy
 from service.commands.deidentify import PHYSIONET_AUTHORITY, deidentify_note
-from service.commands.train import FORMAT_HELP
+from service.commands.options import Authority, CorpusLayout, PolicyFile, known_names_file
 
 
 class _Exporter:
@@ -96,33 +96,13 @@ def register(app: typer.Typer) -> None:
             CorpusFormat,
             typer.Option("--to", help="Output layout: physionet, brat, i2b2 or jsonl."),
         ] = CorpusFormat.JSONL,
-        corpus_format: Annotated[
-            CorpusFormat, typer.Option("--format", help=FORMAT_HELP)
-        ] = CorpusFormat.AUTO,
+        corpus_format: CorpusLayout = CorpusFormat.AUTO,
         known_names: Annotated[
             Path | None,
-            typer.Option(
-                "--known-names",
-                help="pid_patientname.txt (default: the one beside the corpus, if any).",
-                exists=True,
-                dir_okay=False,
-            ),
+            known_names_file("pid_patientname.txt (default: the one beside the corpus, if any)."),
         ] = None,
-        policy: Annotated[
-            Path | None,
-            typer.Option(
-                "--policy",
-                help="Policy TOML (default: the packaged policy).",
-                exists=True,
-                dir_okay=False,
-            ),
-        ] = None,
-        authority: Annotated[
-            str,
-            typer.Option(
-                "--authority", help="Assigning authority of the patient ids in the key store."
-            ),
-        ] = PHYSIONET_AUTHORITY,
+        policy: PolicyFile = None,
+        authority: Authority = PHYSIONET_AUTHORITY,
         no_store: Annotated[
             bool,
             typer.Option(

@@ -128,7 +128,7 @@ def rotate(
             # Save the new key before any record depends on it.
             target.write_file(config.key_file, overwrite=True)
         with open_store(config.url, current) as store:
-            report = store.rotate(target, operator=_operator(operator))
+            report = store.admin.rotate(target, operator=_operator(operator))
             figures = (
                 f"re-wrapped {report.rewrapped}, already current "
                 f"{report.already_current}, review blobs re-wrapped "
@@ -173,7 +173,7 @@ def rotate(
             )
         elif retire_old:
             with open_store(config.url, target) as store:
-                store.record_key_retirement(
+                store.admin.record_key_retirement(
                     [k for k in target.key_ids if k != report.new_key_id],
                     operator=_operator(operator),
                     destroyed=False,
@@ -194,7 +194,7 @@ def _retire(store: EncryptedStore, key_ids: list[str], operator: str) -> None:
     left as it is: every key in it still decrypts)."""
     for key_id in key_ids:
         try:
-            store.retire_key(key_id, operator=operator)
+            store.admin.retire_key(key_id, operator=operator)
         except RetireRefused as exc:
             typer.echo(f"error: cannot retire master key {key_id}: {exc}; old keys kept", err=True)
             raise typer.Exit(1) from None
@@ -215,7 +215,7 @@ def migrate(
         with open_store(config.url, keyring, migrate=True) as store:
             typer.echo(f"store: {_safe_url(config.url)}; schema version {store.schema_version}")
             if grant_to:
-                for statement in store.grant_service(grant_to):
+                for statement in store.admin.grant_service(grant_to):
                     typer.echo(statement)
 
 
@@ -268,14 +268,14 @@ def forget(
     key_file = _key_file_for_now() if now else None
     with _errors(), _store() as store:
         if patient.startswith(PATIENT_PREFIX):
-            found = store.reveal(
+            found = store.admin.reveal(
                 patient.removeprefix(PATIENT_PREFIX),
                 operator=_operator(operator),
                 reason=reason or "forget",
             )
             authority, patient = found.authority, found.patient_id
         if authority is None:
-            matches = store.find_patient(patient)
+            matches = store.admin.find_patient(patient)
             if not matches:
                 _nothing_done("no patient with this id under any authority (nothing forgotten)")
             if len(matches) > 1:
@@ -287,7 +287,9 @@ def forget(
                 )
                 raise typer.Exit(2)
             authority = matches[0].authority
-        deleted = store.forget(authority, patient, operator=_operator(operator), reason=reason)
+        deleted = store.admin.forget(
+            authority, patient, operator=_operator(operator), reason=reason
+        )
         try:
             done = (
                 None
@@ -366,7 +368,7 @@ def reveal(
     master key). Prints JSON; exit 1 if the pseudonym is not in this store."""
     with _errors(), _store() as store:
         if pseudonym.startswith(ENCOUNTER_PREFIX):
-            identity, visit = store.reveal_visit(
+            identity, visit = store.admin.reveal_visit(
                 pseudonym.removeprefix(ENCOUNTER_PREFIX),
                 visit_candidates,
                 operator=_operator(operator),
@@ -382,7 +384,7 @@ def reveal(
                 )
             )
             return
-        identity = store.reveal(
+        identity = store.admin.reveal(
             pseudonym.removeprefix(PATIENT_PREFIX).strip(),
             operator=_operator(operator),
             reason=reason,
@@ -398,7 +400,7 @@ def stats(
 ) -> None:
     """Patients, forgotten patients, master keys in use, the last rotation."""
     with _errors(), _store() as store:
-        officer = store.officer_stats()
+        officer = store.admin.officer_stats()
         usage = store.stats()
         figures = {**usage, **officer} if as_json else officer
     if as_json:
@@ -449,7 +451,7 @@ def audit_verify(
 ) -> None:
     """Check the audit log's hash chain; name the first line that fails (exit 1)."""
     with _errors(), _store() as store:
-        report = store.verify_audit(head)
+        report = store.admin.verify_audit(head)
     if report.ok:
         typer.echo(
             f"audit log intact: {report.lines} lines ({report.legacy_lines} from "

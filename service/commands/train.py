@@ -19,13 +19,9 @@ from pipelines.corpus_formats import read_corpus as read_any_corpus
 from pipelines.phi.tagger.augment import Example
 from pipelines.phi.tagger.train import TrainSettings, examples_from, train
 from pipelines.policy import Policy
+from service.commands.options import CorpusLayout
 
 _DEFAULT_OUT = Path("pipelines/phi/data/tagger.crfsuite")
-
-FORMAT_HELP = (
-    "Corpus layout: physionet (id.text + id-phi.phrase), brat (.txt + .ann), i2b2 (2014 XML),"
-    " jsonl; auto sniffs the directory / file."
-)
 
 
 def load_corpus(
@@ -74,9 +70,7 @@ def register(app: typer.Typer) -> None:
                 exists=True,
             ),
         ],
-        corpus_format: Annotated[
-            CorpusFormat, typer.Option("--format", help=FORMAT_HELP)
-        ] = CorpusFormat.AUTO,
+        corpus_format: CorpusLayout = CorpusFormat.AUTO,
         policy: Annotated[
             Path | None,
             typer.Option(

@@ -10,8 +10,6 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
-import subprocess
-import sys
 import time
 import uuid
 from collections import Counter
@@ -19,19 +17,18 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import httpx
 import psycopg
 import pytest
 from aiokafka import AIOKafkaProducer
 from hl7_gen import report
 from kafka_helpers import headers_of, read_all, toy, unique
+from service_process import ServiceProcess
 
 from keystore.keyring import Keyring
 from service.broker import EmbeddedBroker, find_tansu, free_port
 from service.commands.broker import BUCKET, LocalS3
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
-ROOT = Path(__file__).resolve().parents[2]
 
 
 STATUS_TOKEN = "status-token-for-tests"
@@ -65,9 +62,7 @@ def _broker(s3: LocalS3, port: int, log: Path) -> EmbeddedBroker:
     ).start()
 
 
-def _service(
-    bootstrap: str, base: str, store_url: str, key: str, port: int, log: Path
-) -> subprocess.Popen[bytes]:
+def _service_env(bootstrap: str, base: str, store_url: str, key: str) -> dict[str, str]:
     env = {
         **os.environ,
         "DEIDSTREAM_BOOTSTRAP_SERVERS": bootstrap,
@@ -84,18 +79,10 @@ def _service(
         "DEIDSTREAM_MAX_IN_FLIGHT": "32",
         "DEIDSTREAM_TOPIC_PARTITIONS": "2",
         "DEIDSTREAM_LOG_LEVEL": "info",
-        "DEIDSTREAM_HTTP_PORT": str(port),
     }
     for name in ("DEIDSTREAM_FETCH_MAX_WAIT_MS", "DEIDSTREAM_FETCH_MAX_WAIT_CEILING_MS"):
         env.pop(name, None)  # the defaults are what is under test
-    with open(log, "ab") as out:
-        return subprocess.Popen(
-            [sys.executable, "-m", "service.cli", "run"],
-            cwd=ROOT,
-            env=env,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-        )
+    return env
 
 
 async def produce_each(bootstrap: str, topic: str, messages: list[tuple[bytes, bytes]]) -> None:
@@ -111,28 +98,6 @@ async def produce_each(bootstrap: str, topic: str, messages: list[tuple[bytes, b
         await producer.stop()
 
 
-async def _wait(
-    port: int, proc: subprocess.Popen[bytes], pred: Any, within: float
-) -> dict[str, Any]:
-    end = time.monotonic() + within
-    async with httpx.AsyncClient(timeout=2) as http:
-        while time.monotonic() < end:
-            assert proc.poll() is None, "the service exited"
-            try:
-                st = (
-                    await http.get(
-                        f"http://127.0.0.1:{port}/v1/status",
-                        headers={"Authorization": f"Bearer {STATUS_TOKEN}"},
-                    )
-                ).json()
-            except (httpx.HTTPError, ValueError):
-                st = None
-            if st is not None and pred(st):
-                return st
-            await asyncio.sleep(0.2)
-    raise AssertionError("the service did not reach the expected state")
-
-
 async def test_kill_9_of_the_broker_on_s3_storage_loses_nothing(
     local_s3: LocalS3, pg_schema_url: str, tmp_path: Path
 ) -> None:
@@ -144,16 +109,16 @@ async def test_kill_9_of_the_broker_on_s3_storage_loses_nothing(
     patients = 60
     docs = [report(n, v) for n in range(patients) for v in (1, 2)]
     first, second = docs[:80], docs[80:]
-    port = free_port()
-    proc = _service(bootstrap, base, pg_schema_url, Keyring.generate().to_text(), port, service_log)
+    env = _service_env(bootstrap, base, pg_schema_url, Keyring.generate().to_text())
+    service = ServiceProcess(env, service_log, port=free_port())
     try:
-        await _wait(port, proc, lambda st: st["ready"], 90)
+        await service.status(lambda st: st["ready"], within=90)
         await produce_each(
             bootstrap,
             f"{base}.hl7v2",
             [(b"%d" % (700000 + i // 2), m) for i, m in enumerate(first)],
         )
-        mid = await _wait(port, proc, lambda st: st["counts"].get("published", 0) >= 20, 90)
+        mid = await service.status(lambda st: st["counts"].get("published", 0) >= 20, within=90)
         assert mid["counts"].get("consumed", 0) < len(docs)
         os.kill(broker.pid or 0, signal.SIGKILL)  # the broker, not the service
         broker.stop()  # reaps the killed process
@@ -164,27 +129,22 @@ async def test_kill_9_of_the_broker_on_s3_storage_loses_nothing(
             f"{base}.hl7v2",
             [(b"%d" % (700000 + (i + 80) // 2), m) for i, m in enumerate(second)],
         )
-        await _wait(
-            port,
-            proc,
+        await service.status(
             lambda st: (
                 st["ready"]
                 and st["total_lag"] == 0
                 and st["counts"].get("consumed", 0) >= len(docs)
             ),
-            180,
+            within=180,
         )
-        proc.send_signal(signal.SIGTERM)
-        assert proc.wait(timeout=30) == 0
+        assert service.stop() == 0
         research = await read_all(
             bootstrap, f"{base}.research", expect=len(docs), within=60, settle=1.0
         )
         held = await read_all(bootstrap, f"{base}.held")
         dead = await read_all(bootstrap, f"{base}.dlq")
     finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
+        service.kill()
         broker.stop()
 
     assert dead == []

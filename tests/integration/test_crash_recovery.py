@@ -3,26 +3,19 @@ no research document version published twice (see the note on the ack→commit w
 
 from __future__ import annotations
 
-import asyncio
 import os
-import signal
-import subprocess
-import sys
-import time
 from collections import Counter
 from pathlib import Path
-from typing import Any
 
-import httpx
 import pytest
 from hl7_gen import report
 from kafka_helpers import headers_of, produce, read_all, unique
+from service_process import ServiceProcess
 
 from keystore.keyring import Keyring
 from service.broker import EmbeddedBroker, free_port
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
-ROOT = Path(__file__).resolve().parents[2]
 
 
 STATUS_TOKEN = "crash-recovery-status"
@@ -47,46 +40,6 @@ def _env(broker: EmbeddedBroker, tmp: Path, base: str, key: str) -> dict[str, st
     }
 
 
-def _start(env: dict[str, str], port: int, log: Path) -> subprocess.Popen[bytes]:
-    out = open(log, "ab")  # noqa: SIM115 - handed to the child
-    try:
-        return subprocess.Popen(
-            [sys.executable, "-m", "service.cli", "run"],
-            cwd=ROOT,
-            env={**env, "DEIDSTREAM_HTTP_PORT": str(port)},
-            stdout=out,
-            stderr=subprocess.STDOUT,
-        )
-    finally:
-        out.close()
-
-
-async def _status(port: int) -> dict[str, Any] | None:
-    try:
-        async with httpx.AsyncClient(timeout=2) as http:
-            return (
-                await http.get(
-                    f"http://127.0.0.1:{port}/v1/status",
-                    headers={"Authorization": f"Bearer {STATUS_TOKEN}"},
-                )
-            ).json()
-    except httpx.HTTPError:
-        return None
-
-
-async def _wait_status(
-    port: int, pred: Any, within: float, proc: subprocess.Popen[bytes]
-) -> dict[str, Any]:
-    end = time.monotonic() + within
-    while time.monotonic() < end:
-        assert proc.poll() is None, "the service exited"
-        st = await _status(port)
-        if st is not None and pred(st):
-            return st
-        await asyncio.sleep(0.1)
-    raise AssertionError("service did not reach the expected state")
-
-
 async def test_kill_9_mid_stream_then_restart(tansu: EmbeddedBroker, tmp_path: Path) -> None:
     base = unique("crash")
     env = _env(tansu, tmp_path, base, Keyring.generate().to_text())
@@ -98,34 +51,24 @@ async def test_kill_9_mid_stream_then_restart(tansu: EmbeddedBroker, tmp_path: P
     messages[40:40] = [(b"r%d" % i, m) for i, m in enumerate(resends)]
     messages[100:100] = [(None, m) for m in malformed]
 
-    port = free_port()
     log = tmp_path / "service.log"
-    proc = _start(env, port, log)
+    service = ServiceProcess(env, log, port=free_port())
     try:
-        await _wait_status(port, lambda st: st["ready"], 60, proc)
+        await service.status(lambda st: st["ready"])
         await produce(tansu.bootstrap_servers, f"{base}.hl7v2", messages)
         # mid-stream: some documents out, most not yet
-        first = await _wait_status(
-            port, lambda st: st["counts"].get("published", 0) >= 30, 60, proc
-        )
-        proc.send_signal(signal.SIGKILL)
-        proc.wait(timeout=10)
+        first = await service.status(lambda st: st["counts"].get("published", 0) >= 30)
+        service.kill()
         assert first["counts"]["consumed"] < len(messages), "the stream was already done"
 
-        port = free_port()
-        proc = _start(env, port, log)
-        await _wait_status(
-            port,
+        service = ServiceProcess(env, log, port=free_port())
+        await service.status(
             lambda st: st["ready"] and st["total_lag"] == 0 and st["counts"].get("consumed", 0) > 0,
-            120,
-            proc,
+            within=120,
         )
-        proc.send_signal(signal.SIGTERM)
-        assert proc.wait(timeout=30) == 0  # SIGTERM drains and exits cleanly
+        assert service.stop() == 0  # SIGTERM drains and exits cleanly
     finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
+        service.kill()
 
     research = await read_all(
         tansu.bootstrap_servers, f"{base}.research", expect=len(unique_docs), settle=1.0

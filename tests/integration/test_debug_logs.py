@@ -9,25 +9,19 @@ third-party loggers were held at WARNING (``service/logs.py``).
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import os
-import signal
-import subprocess
-import sys
 from pathlib import Path
-from typing import BinaryIO
 
-import httpx
 import pytest
 from kafka_helpers import unique
+from service_process import ServiceProcess
 
 from keystore.keyring import Keyring
 from service.broker import EmbeddedBroker, free_port
 from service.commands.demo import demo_files
 from service.commands.replay import messages_of, publish
 from service.logs import PAYLOAD_LOGGERS, configure_logging
-from tests.conftest import ROOT
 
 pytestmark = pytest.mark.integration
 
@@ -84,56 +78,6 @@ def _environment(bootstrap: str, tmp: Path, http_port: int) -> dict[str, str]:
     return env
 
 
-def _start(env: dict[str, str], out: BinaryIO) -> subprocess.Popen[bytes]:
-    """``deidstream run`` as an operator starts it, stdout and stderr into ``out``."""
-    return subprocess.Popen(
-        [sys.executable, "-m", "service.cli", "run"],
-        cwd=ROOT,
-        env=env,
-        stdout=out,
-        stderr=subprocess.STDOUT,
-    )
-
-
-async def _status(port: int) -> dict[str, object] | None:
-    try:
-        async with httpx.AsyncClient(timeout=2) as http:
-            ready = await http.get(f"http://127.0.0.1:{port}/readyz")
-            return dict(ready.json()) if ready.status_code in (200, 503) else None
-    except httpx.HTTPError:
-        return None
-
-
-async def _wait_ready(proc: subprocess.Popen[bytes], port: int, within: float = 90) -> None:
-    loop = asyncio.get_running_loop()
-    end = loop.time() + within
-    while loop.time() < end and proc.poll() is None:
-        found = await _status(port)
-        if found and found.get("ready"):
-            return
-        await asyncio.sleep(0.2)
-    raise AssertionError("the service did not become ready")
-
-
-async def _consumed(port: int, total: int, token: str) -> bool:
-    """The service's own count of consumed inputs (the token-guarded status endpoint)."""
-    try:
-        async with httpx.AsyncClient(timeout=2) as http:
-            got = await http.get(
-                f"http://127.0.0.1:{port}/v1/status", headers={"Authorization": f"Bearer {token}"}
-            )
-    except httpx.HTTPError:
-        return False
-    if got.status_code != 200:
-        return False
-    status = got.json()
-    return bool(
-        status.get("counts", {}).get("consumed", 0) >= total
-        and status.get("total_lag") == 0
-        and status.get("in_flight", 0) == 0
-    )
-
-
 async def test_the_stream_at_debug_logs_no_identifier(
     tansu: EmbeddedBroker, tmp_path: Path
 ) -> None:
@@ -142,28 +86,24 @@ async def test_the_stream_at_debug_logs_no_identifier(
     env = _environment(tansu.bootstrap_servers, tmp_path, port)
     env["DEIDSTREAM_API_TOKEN"] = token
     log_path = tmp_path / "service.log"
-    with log_path.open("wb") as out:
-        proc = _start(env, out)
-        try:
-            await _wait_ready(proc, port)
-            total = 0
-            topics = env["DEIDSTREAM_INPUT_TOPICS"].split(",")
-            for path in demo_files():
-                topic = topics[0] if path.suffix == ".hl7" else topics[1]
-                total += await publish(tansu.bootstrap_servers, topic, list(messages_of(path)))
-            loop = asyncio.get_running_loop()
-            end = loop.time() + 90
-            while not await _consumed(port, total, token):
-                assert loop.time() < end, "the inputs were not all processed"
-                assert proc.poll() is None, "the service died"
-                await asyncio.sleep(0.2)
-        finally:
-            proc.send_signal(signal.SIGTERM)
-            try:
-                proc.wait(30)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait(10)
+    service = ServiceProcess(env, log_path)
+    try:
+        await service.status(lambda st: st["ready"], within=90)
+        total = 0
+        topics = env["DEIDSTREAM_INPUT_TOPICS"].split(",")
+        for path in demo_files():
+            topic = topics[0] if path.suffix == ".hl7" else topics[1]
+            total += await publish(tansu.bootstrap_servers, topic, list(messages_of(path)))
+        await service.status(
+            lambda st: (
+                st.get("counts", {}).get("consumed", 0) >= total
+                and st.get("total_lag") == 0
+                and st.get("in_flight", 0) == 0
+            ),
+            within=90,
+        )
+    finally:
+        service.stop()
     lines = log_path.read_text("utf-8", "replace").splitlines()
     # the run logged at DEBUG (our own loggers), or the scan would prove nothing
     assert any(" DEBUG " in line for line in lines), lines[:20]

@@ -4,23 +4,19 @@ process): a document held by the leak guard, the policy fixed, the input release
 
 from __future__ import annotations
 
-import asyncio
 import os
-import signal
 import subprocess
 import sys
-import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
-import httpx
 import psycopg
 import pytest
 from aiokafka import AIOKafkaProducer
 from hl7_gen import report
 from kafka_helpers import produce, read_all, unique
+from service_process import ServiceProcess
 
 from keystore.keyring import Keyring
 from service.broker import EmbeddedBroker, free_port
@@ -64,47 +60,6 @@ def _env(broker: EmbeddedBroker, base: str, store_url: str, policy: Path | None)
     return env
 
 
-class Service:
-    def __init__(self, env: dict[str, str], log: Path) -> None:
-        self.port = free_port()
-        with open(log, "ab") as out:
-            self.proc = subprocess.Popen(
-                [sys.executable, "-m", "service.cli", "run"],
-                cwd=ROOT,
-                env={**env, "DEIDSTREAM_HTTP_PORT": str(self.port)},
-                stdout=out,
-                stderr=subprocess.STDOUT,
-            )
-
-    async def wait(self, pred: Any, within: float = 60) -> dict[str, Any]:
-        end = time.monotonic() + within
-        async with httpx.AsyncClient(timeout=2) as http:
-            while time.monotonic() < end:
-                assert self.proc.poll() is None, "the service exited"
-                try:
-                    st = (
-                        await http.get(
-                            f"http://127.0.0.1:{self.port}/v1/status",
-                            headers={"Authorization": f"Bearer {STATUS_TOKEN}"},
-                        )
-                    ).json()
-                except httpx.HTTPError:
-                    st = None
-                if st is not None and pred(st):
-                    return st
-                await asyncio.sleep(0.1)
-        raise AssertionError("the service did not reach the expected state")
-
-    def stop(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-
-
 def _cli(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "service.cli", *args],
@@ -128,18 +83,18 @@ async def test_held_then_fixed_then_released_is_published_once(
     env_fixed = {**_env(tansu, base, pg_schema_url, None), "DEIDSTREAM_MASTER_KEY": key}
     log = tmp_path / "service.log"
 
-    svc = Service(env_blind, log)
+    svc = ServiceProcess(env_blind, log, port=free_port())
     try:
-        await svc.wait(lambda st: st["ready"])
+        await svc.status(lambda st: st["ready"])
         await produce(tansu.bootstrap_servers, f"{base}.hl7v2", [(b"700003", report(3))])
-        await svc.wait(lambda st: st["counts"].get("held", 0) == 1 and st["total_lag"] == 0)
+        await svc.status(lambda st: st["counts"].get("held", 0) == 1 and st["total_lag"] == 0)
         held = await read_held(tansu.bootstrap_servers, f"{base}.held")
         assert [e.reason_class for e in held] == ["leak_guard"]
         coords = held[0].coordinates
         assert coords == Coordinates(f"{base}.hl7v2", coords.partition, 0)
         # released while the cause stands: held again (the version was not consumed)
         assert _cli(env_blind, "held", "release", str(coords)).returncode == 0
-        await svc.wait(lambda st: st["counts"].get("held", 0) == 2 and st["total_lag"] == 0)
+        await svc.status(lambda st: st["counts"].get("held", 0) == 2 and st["total_lag"] == 0)
     finally:
         svc.stop()
     again = Coordinates(coords.topic, coords.partition, 1)
@@ -156,16 +111,16 @@ async def test_held_then_fixed_then_released_is_published_once(
     refused = _cli(env_fixed, "held", "release", f"{base}.hl7v2:{coords.partition}:99")
     assert refused.returncode == 1 and "not on the held topic" in refused.stderr
 
-    svc = Service(env_fixed, log)  # the policy is fixed
+    svc = ServiceProcess(env_fixed, log, port=free_port())  # the policy is fixed
     try:
-        await svc.wait(lambda st: st["ready"])
+        await svc.status(lambda st: st["ready"])
         released = _cli(env_fixed, "held", "release", str(coords))
         assert released.returncode == 0, released.stderr
         assert released.stdout.strip() == f"released {coords}"
-        await svc.wait(lambda st: st["counts"].get("published", 0) == 1 and st["total_lag"] == 0)
+        await svc.status(lambda st: st["counts"].get("published", 0) == 1 and st["total_lag"] == 0)
         # released again (or re-sent): the version is out now, so a duplicate
         assert _cli(env_fixed, "held", "release", str(coords)).returncode == 0
-        await svc.wait(lambda st: st["counts"].get("duplicate", 0) == 1 and st["total_lag"] == 0)
+        await svc.status(lambda st: st["counts"].get("duplicate", 0) == 1 and st["total_lag"] == 0)
     finally:
         svc.stop()
     research = await read_all(tansu.bootstrap_servers, f"{base}.research", expect=1, settle=1.0)

@@ -72,7 +72,7 @@ def db(pg_url: str) -> Iterator[Db]:
         conn.execute(f'CREATE ROLE "{role}" LOGIN')
     try:
         with open_store(f"{ADMIN}?schema={schema}", Keyring.parse(key), migrate=True) as store:
-            store.grant_service(role)
+            store.admin.grant_service(role)
         url = (
             f"postgresql://{role}@127.0.0.1:5432/test?schema={schema}"
             "&options=-c%20lock_timeout%3D400"

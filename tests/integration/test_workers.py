@@ -5,15 +5,10 @@ every published input committed)."""
 
 from __future__ import annotations
 
-import asyncio
 import os
 import signal
-import subprocess
-import sys
-import time
 from collections import Counter
 from pathlib import Path
-from typing import Any
 
 import httpx
 import pytest
@@ -21,12 +16,12 @@ from aiokafka import AIOKafkaConsumer, TopicPartition
 from hl7_gen import report
 from kafka_helpers import headers_of, produce, read_all, unique
 from prometheus_client.parser import text_string_to_metric_families
+from service_process import ServiceProcess
 
 from keystore.keyring import Keyring
 from service.broker import EmbeddedBroker, free_port
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
-ROOT = Path(__file__).resolve().parents[2]
 TOKEN = "workers-status"
 PARTITIONS = 4
 
@@ -53,20 +48,6 @@ def _env(broker: EmbeddedBroker, tmp: Path, base: str, port: int) -> dict[str, s
     }
 
 
-def _start(env: dict[str, str], log_path: Path) -> subprocess.Popen[bytes]:
-    log = open(log_path, "ab")  # noqa: SIM115 - handed to the child
-    try:
-        return subprocess.Popen(
-            [sys.executable, "-m", "service.cli", "run", "--workers", "2"],
-            cwd=ROOT,
-            env=env,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-        )
-    finally:
-        log.close()
-
-
 async def _get(port: int, path: str) -> httpx.Response | None:
     try:
         async with httpx.AsyncClient(timeout=5) as http:
@@ -75,19 +56,6 @@ async def _get(port: int, path: str) -> httpx.Response | None:
             )
     except httpx.HTTPError:
         return None
-
-
-async def _wait_status(
-    port: int, pred: Any, within: float, proc: subprocess.Popen[bytes]
-) -> dict[str, Any]:
-    end = time.monotonic() + within
-    while time.monotonic() < end:
-        assert proc.poll() is None, "the supervisor exited"
-        got = await _get(port, "/v1/status")
-        if got is not None and got.status_code == 200 and pred(got.json()):
-            return dict(got.json())
-        await asyncio.sleep(0.2)
-    raise AssertionError("the service did not reach the expected state")
 
 
 async def _metrics(port: int) -> dict[str, float]:
@@ -127,28 +95,26 @@ async def test_kill_9_one_worker_loses_nothing_and_sigterm_drains(
     messages = [(b"%d" % i, m) for i, m in enumerate(docs)]
     messages[50:50] = [(None, m) for m in malformed]
 
-    proc = _start(env, tmp_path / "service.log")
+    service = ServiceProcess(env, tmp_path / "service.log", "--workers", "2")
     try:
-        first = await _wait_status(port, lambda st: st["ready"], 120, proc)
+        first = await service.status(lambda st: st["ready"], within=120)
         assert len(first["workers"]) == 2
         assert all(
             len([a for a in first["assignments"] if a["worker"] == w]) > 0 for w in (0, 1)
         ), "both workers are members of the group"
         await produce(tansu.bootstrap_servers, f"{base}.hl7v2", messages)
-        mid = await _wait_status(port, lambda st: st["counts"].get("published", 0) >= 20, 120, proc)
+        mid = await service.status(lambda st: st["counts"].get("published", 0) >= 20, within=120)
         victim = mid["workers"][0]["pid"]
         os.kill(victim, signal.SIGKILL)
 
-        done = await _wait_status(
-            port,
+        done = await service.status(
             lambda st: (
                 st["ready"]
                 and st["total_lag"] == 0
                 and st["workers"][0]["restarts"] == 1
                 and st["workers"][0]["pid"] != victim
             ),
-            180,
-            proc,
+            within=180,
         )
         assert done["workers"][1]["restarts"] == 0
         metrics = await _metrics(port)
@@ -160,12 +126,9 @@ async def test_kill_9_one_worker_loses_nothing_and_sigterm_drains(
         assert metrics["deidstream_workers_running"] == 2
         assert metrics["deidstream_ready"] == 1
 
-        proc.send_signal(signal.SIGTERM)
-        assert proc.wait(timeout=90) == 0  # both workers drained and exited 0
+        assert service.stop(timeout=90) == 0  # both workers drained and exited 0
     finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
+        service.kill()
 
     text = (tmp_path / "service.log").read_text(errors="replace")
     assert f"worker 0 (pid {victim}) exited unasked (signal SIGKILL): restarting in" in text
@@ -201,25 +164,21 @@ async def test_sigterm_mid_stream_drains_every_worker(
     port = free_port()
     env = _env(tansu, tmp_path, base, port)
     docs = [report(n, v) for n in range(150) for v in (1, 2)]
-    proc = _start(env, tmp_path / "service.log")
+    service = ServiceProcess(env, tmp_path / "service.log", "--workers", "2")
     try:
-        await _wait_status(port, lambda st: st["ready"], 120, proc)
+        await service.status(lambda st: st["ready"], within=120)
         await produce(
             tansu.bootstrap_servers, f"{base}.hl7v2", [(b"%d" % i, m) for i, m in enumerate(docs)]
         )
-        mid = await _wait_status(port, lambda st: st["counts"].get("published", 0) >= 20, 120, proc)
-        proc.send_signal(signal.SIGTERM)
-        assert proc.wait(timeout=90) == 0
+        mid = await service.status(lambda st: st["counts"].get("published", 0) >= 20, within=120)
+        assert service.stop(timeout=90) == 0
         assert mid["counts"].get("consumed", 0) < len(docs), "the stream was already done"
 
-        proc = _start(env, tmp_path / "service.log")
-        await _wait_status(port, lambda st: st["ready"] and st["total_lag"] == 0, 180, proc)
-        proc.send_signal(signal.SIGTERM)
-        assert proc.wait(timeout=90) == 0
+        service = ServiceProcess(env, tmp_path / "service.log", "--workers", "2")
+        await service.status(lambda st: st["ready"] and st["total_lag"] == 0, within=180)
+        assert service.stop(timeout=90) == 0
     finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
+        service.kill()
     research = await read_all(
         tansu.bootstrap_servers, f"{base}.research", expect=len(docs), settle=1.0
     )

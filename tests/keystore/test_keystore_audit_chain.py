@@ -28,10 +28,10 @@ def _factory(store: EncryptedStore):  # type: ignore[no-untyped-def]
 
 def _some_lines(store: EncryptedStore) -> str:
     state = store.get_or_create("H", "p1", _factory(store))
-    store.reveal(state.pseudonym, operator="officer", reason="IRB-1")
-    store.forget("H", "p2", operator="officer", reason="request 1")
-    store.forget("H", "p1", operator="officer", reason="request 2")
-    store.rotate(Keyring.generate("k-next"), operator="officer")
+    store.admin.reveal(state.pseudonym, operator="officer", reason="IRB-1")
+    store.admin.forget("H", "p2", operator="officer", reason="request 1")
+    store.admin.forget("H", "p1", operator="officer", reason="request 2")
+    store.admin.rotate(Keyring.generate("k-next"), operator="officer")
     return state.pseudonym
 
 
@@ -52,11 +52,11 @@ def test_an_untouched_log_verifies_and_every_edit_is_named(
 ) -> None:
     with open_store(sqlite_url, keyring) as store:
         _some_lines(store)
-        report = store.verify_audit()
+        report = store.admin.verify_audit()
         assert report.ok and report.lines == 4 and report.head_seq == 4
         ids = [line.row_id for line in store._backend.audit_lines()]
         _tamper(sqlite_url, f"UPDATE audit SET reason = 'nothing to see' WHERE id = {ids[1]}")  # noqa: S608
-        bad = store.verify_audit()
+        bad = store.admin.verify_audit()
         assert not bad.ok and bad.broken_at == ids[1] and bad.broken_seq == 2
         assert "changed" in bad.problem
 
@@ -81,7 +81,7 @@ def test_tampering_is_found(sqlite_url: str, keyring: Keyring, edit: str, good: 
         _some_lines(store)
         ids = [x.row_id for x in store._backend.audit_lines()]
         _tamper(sqlite_url, edit + ";")
-        report = store.verify_audit()
+        report = store.admin.verify_audit()
         assert not report.ok
         assert report.broken_at is not None and report.broken_at not in ids[:good]
         assert report.head_seq == good
@@ -90,10 +90,10 @@ def test_tampering_is_found(sqlite_url: str, keyring: Keyring, edit: str, good: 
 def test_a_deleted_tail_is_found_against_a_recorded_head(sqlite_url: str, keyring: Keyring) -> None:
     with open_store(sqlite_url, keyring) as store:
         _some_lines(store)
-        head = store.verify_audit().head
+        head = store.admin.verify_audit().head
         _tamper(sqlite_url, "DELETE FROM audit WHERE seq >= 3;")
-        assert store.verify_audit().ok  # a shorter chain on its own is consistent
-        report = store.verify_audit(head)
+        assert store.admin.verify_audit().ok  # a shorter chain on its own is consistent
+        report = store.admin.verify_audit(head)
         assert not report.ok and "tail was deleted" in report.problem
 
 
@@ -102,14 +102,14 @@ def test_subjects_are_keyed(tmp_path: Path, keyring: Keyring) -> None:
     for name in ("a", "b"):
         with open_store(f"sqlite:///{tmp_path / name}.sqlite3", keyring) as store:
             state = store.get_or_create("H", "p1", _factory(store))
-            store.reveal(state.pseudonym, operator="o", reason="r")
+            store.admin.reveal(state.pseudonym, operator="o", reason="r")
             with pytest.raises(Exception, match="not found"):
-                store.reveal("notapseudonym", operator="o", reason="r")
+                store.admin.reveal("notapseudonym", operator="o", reason="r")
             lines = store._backend.audit_lines()
-            assert lines[0].subject == store.audit_subject(state.pseudonym)
+            assert lines[0].subject == store.admin.audit_subject(state.pseudonym)
             unkeyed = hashlib.sha256(state.pseudonym.encode()).hexdigest()
             assert all(unkeyed[:16] not in line.subject for line in lines)
-            subjects.append(store.audit_subject("samepseudonym"))
+            subjects.append(store.admin.audit_subject("samepseudonym"))
     assert subjects[0] != subjects[1]  # another store's key: unlinkable
 
 
@@ -123,11 +123,11 @@ def test_lines_from_before_the_chain_are_covered(tmp_path: Path) -> None:
     )
     url = f"sqlite:///{db}"
     with open_store(url, Keyring.parse(key)) as store:
-        store.forget("H", "nobody", operator="o", reason="r")
-        report = store.verify_audit()
+        store.admin.forget("H", "nobody", operator="o", reason="r")
+        report = store.admin.verify_audit()
         assert report.ok and report.legacy_lines == 2 and report.head_seq == 1
         _tamper(url, "UPDATE audit SET operator = 'someone else' WHERE seq IS NULL;")
-        report = store.verify_audit()
+        report = store.admin.verify_audit()
         assert not report.ok and report.broken_seq == 1
 
 
@@ -170,7 +170,7 @@ def test_postgresql_a_role_without_ownership_cannot_change_the_log(
             ):
                 with pytest.raises(psycopg.errors.InsufficientPrivilege):
                     conn.execute(sql)
-        assert store.verify_audit().ok and store.verify_audit().lines == 4
+        assert store.admin.verify_audit().ok and store.admin.verify_audit().lines == 4
         # the owner cannot TRUNCATE either (the trigger); what it can do is found
         with psycopg.connect(PG_URL, autocommit=True) as conn:
             conn.execute(f'SET search_path TO "{schema}"')
@@ -178,7 +178,7 @@ def test_postgresql_a_role_without_ownership_cannot_change_the_log(
                 conn.execute("TRUNCATE audit")
             conn.execute("DROP RULE audit_no_update ON audit")
             conn.execute("UPDATE audit SET operator = 'someone else' WHERE seq = 3")
-        report = store.verify_audit()
+        report = store.admin.verify_audit()
         assert not report.ok and report.broken_seq == 3
 
 
@@ -188,14 +188,14 @@ def test_postgresql_concurrent_appends_never_fork_the_chain(pg_url: str, keyring
 
         def work(store: EncryptedStore, n: int) -> None:
             for i in range(12):
-                store.forget("H", f"absent-{n}-{i}", operator=f"o{n}", reason="r")
+                store.admin.forget("H", f"absent-{n}-{i}", operator=f"o{n}", reason="r")
 
         threads = [threading.Thread(target=work, args=(s, n)) for n, s in enumerate(stores)]
         for t in threads:
             t.start()
         for t in threads:
             t.join()
-        report = stores[0].verify_audit()
+        report = stores[0].admin.verify_audit()
         assert report.ok and report.lines == 36 and report.head_seq == 36
     finally:
         for s in stores:

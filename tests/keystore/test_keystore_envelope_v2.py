@@ -59,7 +59,7 @@ def test_a_version_1_sqlite_store_opens_reads_and_upgrades_on_rotation(tmp_path:
     with open_store(f"sqlite:///{db}", keyring) as store:
         _check_expected(store)
         first = EXPECTED["HOSP-A|900001"]["pseudonym"]
-        assert store.reveal(first, operator="t", reason="IRB-T").patient_id == "900001"
+        assert store.admin.reveal(first, operator="t", reason="IRB-T").patient_id == "900001"
         # a write of a version-1 record writes version 2 (at the next revision)
         state = store.get("HOSP-A", "900002")
         assert state is not None
@@ -69,7 +69,7 @@ def test_a_version_1_sqlite_store_opens_reads_and_upgrades_on_rotation(tmp_path:
     assert sorted(r[0] for r in _rows(db)) == [LEGACY_ENVELOPE, ENVELOPE]
     new = Keyring.generate("k2").merged_with(keyring)
     with open_store(f"sqlite:///{db}", keyring) as store:
-        report = store.rotate(new, operator="t")
+        report = store.admin.rotate(new, operator="t")
         assert report.rewrapped == 2 and report.upgraded == 1 and not report.failed
     assert {(r[0], r[1]) for r in _rows(db)} == {(ENVELOPE, 41)}
     with sqlite3.connect(db) as conn:

@@ -146,7 +146,7 @@ def test_postgresql_an_old_copy_opens_until_the_old_key_is_destroyed(
 
         copies: list = []  # type: ignore[type-arg]
         _write_history(store, [], read)
-        store.forget(*VICTIM, operator="officer", reason="patient request")
+        store.admin.forget(*VICTIM, operator="officer", reason="patient request")
         for row in copies:  # a dump, dead tuples, pg_wal: every revision's sealed bytes
             assert open_sealed(
                 old_keys,
@@ -154,9 +154,9 @@ def test_postgresql_an_old_copy_opens_until_the_old_key_is_destroyed(
                 Sealed(row.key_id, row.wrapped_key, row.nonce, row.ciphertext, row.record_schema),
                 row.revision,
             )
-        assert store.forgets_not_final() == 1
+        assert store.admin.forgets_not_final() == 1
         done = retire_old_keys(store, old_keys, key_file, operator="officer")
-        assert done.destroyed == ("pg-old",) and store.forgets_not_final() == 0
+        assert done.destroyed == ("pg-old",) and store.admin.forgets_not_final() == 0
         remaining = Keyring.from_file(key_file)
         for row in copies:
             with pytest.raises(MissingKeyError):
@@ -173,7 +173,7 @@ def test_postgresql_an_old_copy_opens_until_the_old_key_is_destroyed(
     with open_store(pg_url, Keyring.from_file(key_file)) as fresh:
         other = fresh.get(*OTHER)
         assert other is not None and other.id_map == {"MRN-1": "SUR-1"}
-        assert fresh.verify_audit().ok
+        assert fresh.admin.verify_audit().ok
 
 
 def test_retiring_is_refused_while_a_record_is_wrapped_under_the_key(
@@ -182,7 +182,7 @@ def test_retiring_is_refused_while_a_record_is_wrapped_under_the_key(
     with open_store(sqlite_url, keyring) as store:
         store.get_or_create(*OTHER, lambda: store.new_state(3))
         with pytest.raises(Exception, match="still wrapped"):
-            store.check_retirable([keyring.primary.key_id])
+            store.admin.check_retirable([keyring.primary.key_id])
 
 
 def _pg_files(admin: psycopg.Connection, schema: str) -> list[Path]:  # type: ignore[type-arg]
@@ -222,7 +222,7 @@ def test_postgresql_dead_tuples_and_wal_keep_the_bytes_until_the_key_is_gone(
                 return []
 
             _write_history(store, [], read)
-            store.forget(*VICTIM, operator="officer", reason="patient request")
+            store.admin.forget(*VICTIM, operator="officer", reason="patient request")
             raw = b"".join(p.read_bytes() for p in _pg_files(admin, schema))
             # the forensic reader finds every revision (dead tuples, WAL) and opens it
             found = [r for r in rows if r.ciphertext in raw and r.wrapped_key in raw]
@@ -273,4 +273,4 @@ def test_forget_now_is_refused_while_an_instance_seals_under_the_old_key(
     with open_store(f"sqlite:///{db}", Keyring.from_file(key_file)) as store:
         assert store.get(*VICTIM) is None
         assert store.get("HOSP-Q", "900779") == state
-        assert store.forgets_not_final() == 1
+        assert store.admin.forgets_not_final() == 1

@@ -63,16 +63,16 @@ def test_rotate_and_retire_with_two_running_instances(pg_url: str) -> None:
     new_first = k2.merged_with(k1)  # what every instance is given before the rotation
     a = open_store(pg_url, k1, heartbeat_s=0.2)
     b = open_store(pg_url, k1, heartbeat_s=0.2)
-    admin = open_store(pg_url, new_first)
+    officer = open_store(pg_url, new_first)
     written: list[str] = []
     try:
         with running(a, "a") as wa, running(b, "b") as wb:
             time.sleep(0.3)
-            report = admin.rotate(new_first, operator="officer")
+            report = officer.admin.rotate(new_first, operator="officer")
             assert report.rewrapped > 0 and not report.failed
             # both instances still seal with k1 (and keep writing meanwhile): refused
             with pytest.raises(RetireRefused, match="live instances") as refused:
-                admin.retire_key("k1", operator="officer")
+                officer.admin.retire_key("k1", operator="officer")
             assert refused.value.coordinates["live_instances"] == 2
         written += wa.written + wb.written
         b.close()  # B restarts with the new key first
@@ -80,29 +80,29 @@ def test_rotate_and_retire_with_two_running_instances(pg_url: str) -> None:
         with running(a, "a2") as wa, running(b, "b2") as wb:
             time.sleep(0.2)
             with pytest.raises(RetireRefused, match="live instances") as refused:
-                admin.retire_key("k1", operator="officer")  # A is still on k1
+                officer.admin.retire_key("k1", operator="officer")  # A is still on k1
             assert refused.value.coordinates["live_instances"] == 1
         written += wa.written + wb.written
         a.close()  # A restarts with the new key first too
         a = open_store(pg_url, new_first, heartbeat_s=0.2)
         # what A wrote under k1 after the rotation is still wrapped under it: refused
         with pytest.raises(RetireRefused, match="records") as refused:
-            admin.retire_key("k1", operator="officer")
+            officer.admin.retire_key("k1", operator="officer")
         assert refused.value.coordinates["records"] > 0
         with running(a, "a3") as wa, running(b, "b3") as wb:
-            again = admin.rotate(new_first, operator="officer")  # re-wrap the leftovers
+            again = officer.admin.rotate(new_first, operator="officer")  # re-wrap the leftovers
             assert again.rewrapped > 0 and not again.failed
-            admin.retire_key("k1", operator="officer")
+            officer.admin.retire_key("k1", operator="officer")
         written += wa.written + wb.written
 
         # an instance still configured with k1 first refuses to start
         with pytest.raises(KeyRetiredError):
             open_store(pg_url, k1)
-        usage = admin.stats()
+        usage = officer.stats()
         assert usage["retired_keys"] == ["k1"] and usage["active_keys"] == ["k2"]
         assert usage["records_by_key"] == {"k2": len(set(written))}
     finally:
-        for store in (a, b, admin):
+        for store in (a, b, officer):
             store.close()
 
     # nothing unreadable: with the new key alone, every patient both instances wrote
@@ -120,11 +120,11 @@ def test_a_stale_instance_cannot_seal_under_a_retired_key(pg_url: str) -> None:
     k1, k2 = Keyring.generate("k1"), Keyring.generate("k2")
     stale = open_store(pg_url, k1, heartbeat_s=3600)
     stale.get_or_create("H", "before", lambda: stale.new_state(1))
-    with open_store(pg_url, k2.merged_with(k1)) as admin:
-        admin.rotate(k2.merged_with(k1))
+    with open_store(pg_url, k2.merged_with(k1)) as officer:
+        officer.admin.rotate(k2.merged_with(k1))
         time.sleep(0.3)
-        admin.retire_key("k1", live_within_s=0.2)
-        before = admin.stats()["patients"]
+        officer.admin.retire_key("k1", live_within_s=0.2)
+        before = officer.stats()["patients"]
     with pytest.raises(KeyRetiredError):
         stale.get_or_create("H", "after", lambda: stale.new_state(2))
     state = stale.get_or_create("H", "before", lambda: stale.new_state(3))
@@ -146,9 +146,9 @@ def test_the_primary_key_and_unknown_ids_are_handled(pg_url: str) -> None:
     k1 = Keyring.generate("k1")
     with open_store(pg_url, k1) as store:
         with pytest.raises(RetireRefused, match="primary"):
-            store.retire_key("k1")
-        store.retire_key("never-used")  # nothing uses it: retired, and stays so
+            store.admin.retire_key("k1")
+        store.admin.retire_key("never-used")  # nothing uses it: retired, and stays so
         assert "never-used" in store.stats()["retired_keys"]
-        assert [(a[1], a[4], a[5]) for a in store.audit_log()][-1:] == [
+        assert [(a[1], a[4], a[5]) for a in store.admin.audit_log()][-1:] == [
             ("retire", "never-used", "retired")
         ]

@@ -119,17 +119,17 @@ def test_rotate_forget_reveal_and_tamper(pg_url: str, keyring: Keyring) -> None:
     new = Keyring.generate("pg-new")
     with open_store(pg_url, keyring) as s:
         states = {str(i): s.get_or_create("H", str(i), lambda: s.new_state(5)) for i in range(6)}
-        report = s.rotate(new.merged_with(keyring))
+        report = s.admin.rotate(new.merged_with(keyring))
         assert report.rewrapped == 6
-        assert s.forget("H", "2", operator="o", reason="request")
+        assert s.admin.forget("H", "2", operator="o", reason="request")
     with open_store(pg_url, new) as s:
         for pid, state in states.items():
             if pid == "2":
                 with pytest.raises(ForgottenPatientError):
-                    s.reveal(state.pseudonym, operator="o", reason="irb")
+                    s.admin.reveal(state.pseudonym, operator="o", reason="irb")
                 continue
             assert s.get_or_create("H", pid, _never) == state
-        assert s.reveal(states["4"].pseudonym, operator="o", reason="irb").patient_id == "4"
+        assert s.admin.reveal(states["4"].pseudonym, operator="o", reason="irb").patient_id == "4"
     schema = pg_url.rsplit("schema=", 1)[1]
     with psycopg.connect(pg_url.split("?")[0], autocommit=True) as conn:
         conn.execute(sql.SQL("SET search_path TO {}").format(sql.Identifier(schema)))

@@ -78,7 +78,7 @@ def test_opening_without_migrating_creates_nothing(setup: Setup) -> None:
 def test_the_service_role_has_dml_only(setup: Setup) -> None:
     keyring = Keyring.generate()
     with open_store(setup.owner_url, keyring) as owner:
-        statements = owner.grant_service(setup.role)
+        statements = owner.admin.grant_service(setup.role)
     assert all(s.startswith("GRANT ") for s in statements)
     # the service: migrate=True on a current store reads the version and changes nothing
     for migrate in (False, True):
@@ -90,7 +90,7 @@ def test_the_service_role_has_dml_only(setup: Setup) -> None:
             assert service.compare_and_set_marks([(f"m{migrate}", None, b"1")]) == [True]
             assert service.prune_marks() == 0
             with pytest.raises(KeystorePermissionFault):  # admin only
-                service.forget("H", f"p{migrate}")
+                service.admin.forget("H", f"p{migrate}")
     with psycopg.connect(setup.service_url.split("?")[0], autocommit=True) as conn:
         for ddl in (
             f'CREATE TABLE "{setup.schema}".x (a int)',
@@ -105,7 +105,7 @@ def test_the_service_role_has_dml_only(setup: Setup) -> None:
 def test_a_schema_dropped_under_the_service_is_a_fault_not_recreated(setup: Setup) -> None:
     keyring = Keyring.generate()
     with open_store(setup.owner_url, keyring) as owner:
-        owner.grant_service(setup.role)
+        owner.admin.grant_service(setup.role)
     service = open_store(setup.service_url, keyring)
     try:
         with psycopg.connect(ADMIN, autocommit=True) as conn:
@@ -138,7 +138,7 @@ def test_the_service_role_runs_the_review_queue(setup: Setup) -> None:
 
     keyring = Keyring.generate()
     with open_store(setup.owner_url, keyring) as owner:
-        owner.grant_service(setup.role)
+        owner.admin.grant_service(setup.role)
         add_account(ReviewQueue(owner), "ana", "a long enough secret", Role.REVIEWER)
     note = ClinicalDocument(  # an invented relative
         text="Seen with Orvella Stanch today.\n",

@@ -69,7 +69,7 @@ def test_database_holds_no_plaintext_identifiers(sqlite_url: str, keyring: Keyri
         state.extra["birth"] = DATE
         s.save(AUTHORITY, MRN, state)
         assert s.compare_and_set_mark(f"dedup:{MRN}:visit", None, DATE.encode())
-        s.reveal(state.pseudonym, operator="officer", reason="IRB-42")
+        s.admin.reveal(state.pseudonym, operator="officer", reason="IRB-42")
         pseudonym = state.pseudonym
     raw = b"".join(p.read_bytes() for p in Path(_db_path(sqlite_url)).parent.iterdir())
     for secret in (MRN, AUTHORITY, NAME, "Zebulon", "Arthur Penhallow", DATE, pseudonym):
@@ -243,7 +243,7 @@ def test_rotate_keeps_every_record_readable(sqlite_url: str, keyring: Keyring) -
             states[str(i)] = s.get_or_create("A", str(i), _factory(s))
         assert s.compare_and_set_mark("m", None, b"v1")
         pseudonym = s.pseudonym("visit", "x")
-        report = s.rotate(new.merged_with(keyring))
+        report = s.admin.rotate(new.merged_with(keyring))
         assert s.get_or_create("A", "0", _never) == states["0"]
     assert report.rewrapped == 40 and not report.failed
     with open_store(sqlite_url, new) as s:  # the old key is gone entirely
@@ -252,27 +252,27 @@ def test_rotate_keeps_every_record_readable(sqlite_url: str, keyring: Keyring) -
         assert s.get_mark("m") == b"v1"
         assert s.pseudonym("visit", "x") == pseudonym  # research ids survive rotation
         assert s.stats()["records_by_key"] == {"new": 40}
-        again = s.rotate(new)
+        again = s.admin.rotate(new)
         assert again.rewrapped == 0 and again.already_current == 40
 
 
 def test_forget_makes_exactly_one_patient_unreadable(sqlite_url: str, keyring: Keyring) -> None:
     with open_store(sqlite_url, keyring) as s:
         states = {str(i): s.get_or_create("A", str(i), _factory(s)) for i in range(5)}
-        assert s.forget("A", "3", operator="officer", reason="patient request")
-        assert not s.forget("A", "99", operator="officer", reason="typo")
+        assert s.admin.forget("A", "3", operator="officer", reason="patient request")
+        assert not s.admin.forget("A", "99", operator="officer", reason="typo")
     conn = sqlite3.connect(_db_path(sqlite_url))
     assert conn.execute("SELECT COUNT(*) FROM patients").fetchone()[0] == 4
     conn.close()
     with open_store(sqlite_url, keyring) as s:
         for pid in ("0", "1", "2", "4"):
             assert s.get_or_create("A", pid, _never) == states[pid]
-            assert s.reveal(states[pid].pseudonym, operator="o", reason="r").patient_id == pid
+            assert s.admin.reveal(states[pid].pseudonym, operator="o", reason="r").patient_id == pid
         with pytest.raises(ForgottenPatientError):
-            s.reveal(states["3"].pseudonym, operator="o", reason="r")
+            s.admin.reveal(states["3"].pseudonym, operator="o", reason="r")
         fresh = s.get_or_create("A", "3", _factory(s))  # a NEW identity, unlinked
         assert fresh.pseudonym != states["3"].pseudonym and fresh.seed != states["3"].seed
-        assert s.reveal(fresh.pseudonym, operator="o", reason="r").patient_id == "3"
+        assert s.admin.reveal(fresh.pseudonym, operator="o", reason="r").patient_id == "3"
         assert s.stats()["forgotten"] == 1
 
 
@@ -281,7 +281,7 @@ def test_forget_in_one_instance_reaches_the_other(sqlite_url: str, keyring: Keyr
     a = open_store(sqlite_url, keyring, cache_ttl_s=10.0, monotonic=lambda: now[0])
     b = open_store(sqlite_url, keyring)
     old = a.get_or_create("A", "1", _factory(a))
-    b.forget("A", "1", operator="o", reason="r")
+    b.admin.forget("A", "1", operator="o", reason="r")
     old.name_map["late"] = "write"
     a.save("A", "1", old)
     a.flush()  # must not resurrect the shredded record
@@ -294,13 +294,13 @@ def test_forget_in_one_instance_reaches_the_other(sqlite_url: str, keyring: Keyr
 
 def test_reveal_is_audited_without_phi(store: EncryptedStore) -> None:
     state = store.get_or_create(AUTHORITY, MRN, _factory(store))
-    who = store.reveal(state.pseudonym, operator="officer", reason="IRB-2026-17")
+    who = store.admin.reveal(state.pseudonym, operator="officer", reason="IRB-2026-17")
     assert (who.authority, who.patient_id) == (AUTHORITY, MRN)
     with pytest.raises(KeystoreError, match="not found"):
-        store.reveal("nosuchpseudonym", operator="officer", reason="IRB-2026-17")
+        store.admin.reveal("nosuchpseudonym", operator="officer", reason="IRB-2026-17")
     with pytest.raises(KeystoreError, match="reason"):
-        store.reveal(state.pseudonym, operator="officer", reason=" ")
-    log = store.audit_log()
+        store.admin.reveal(state.pseudonym, operator="officer", reason=" ")
+    log = store.admin.audit_log()
     assert [(row[1], row[5]) for row in log] == [
         ("reveal", "revealed"),
         ("reveal", "unknown_pseudonym"),
@@ -312,7 +312,7 @@ def test_reveal_is_audited_without_phi(store: EncryptedStore) -> None:
 
 
 def test_audit_is_append_only(sqlite_url: str, store: EncryptedStore) -> None:
-    store.forget("A", "1", operator="o", reason="r")
+    store.admin.forget("A", "1", operator="o", reason="r")
     conn = sqlite3.connect(_db_path(sqlite_url))
     with pytest.raises(sqlite3.IntegrityError, match="append-only"):
         conn.execute("DELETE FROM audit")
@@ -325,7 +325,7 @@ def test_reveal_without_kept_identity(sqlite_url: str, keyring: Keyring) -> None
     with open_store(sqlite_url, keyring, keep_identity=False) as s:
         state = s.get_or_create("A", "1", _factory(s))
         with pytest.raises(KeystoreError, match="no identity"):
-            s.reveal(state.pseudonym, operator="o", reason="r")
+            s.admin.reveal(state.pseudonym, operator="o", reason="r")
 
 
 # -- marks ------------------------------------------------------------------------------

@@ -7,17 +7,16 @@ from __future__ import annotations
 
 import asyncio
 import os
-import signal
 import subprocess
 import sys
 import time
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 from hl7_gen import report
 from kafka_helpers import produce, read_all, unique
+from service_process import ServiceProcess
 
 from keystore.keyring import Keyring
 from service.broker import free_port
@@ -53,21 +52,6 @@ def _env(broker: Any, base: str, tmp: Path) -> dict[str, str]:
         "DEIDSTREAM_LOG_LEVEL": "debug",
         "DEIDSTREAM_HTTP_PORT": str(free_port()),
     }
-
-
-async def _status(env: dict[str, str], pred: Any, within: float = 60) -> dict[str, Any]:
-    url = f"http://127.0.0.1:{env['DEIDSTREAM_HTTP_PORT']}/v1/status"
-    end = time.monotonic() + within
-    async with httpx.AsyncClient(timeout=2) as http:
-        while time.monotonic() < end:
-            try:
-                st = (await http.get(url, headers={"Authorization": f"Bearer {TOKEN}"})).json()
-            except httpx.HTTPError:
-                st = None
-            if st is not None and pred(st):
-                return st
-            await asyncio.sleep(0.2)
-    raise AssertionError("the service did not reach the expected state")
 
 
 async def _review_all(base_url: str, chromium: str) -> int:
@@ -120,17 +104,6 @@ def _add_user(env: dict[str, str]) -> None:
     assert add.returncode == 0, add.stderr
 
 
-def _start(env: dict[str, str], log: Path) -> subprocess.Popen[bytes]:
-    with open(log, "ab") as out:
-        return subprocess.Popen(
-            [sys.executable, "-m", "service.cli", "run"],
-            cwd=ROOT,
-            env=env,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-        )
-
-
 async def test_held_note_reviewed_in_the_browser_is_published_once(
     tansu: Any, tmp_path: Path
 ) -> None:
@@ -139,28 +112,22 @@ async def test_held_note_reviewed_in_the_browser_is_published_once(
     env = _env(tansu, base, tmp_path)
     _add_user(env)
     log = tmp_path / "service.log"
-    proc = _start(env, log)
+    service = ServiceProcess(env, log)
     body = report(3)
     try:
-        await _status(env, lambda st: st["ready"])
+        await service.status(lambda st: st["ready"])
         await produce(tansu.bootstrap_servers, f"{base}.hl7v2", [(b"700003", body)])
-        await _status(env, lambda st: st["counts"].get("held", 0) == 1)
-        decided = await _review_all(f"http://127.0.0.1:{env['DEIDSTREAM_HTTP_PORT']}", chromium)
+        await service.status(lambda st: st["counts"].get("held", 0) == 1)
+        decided = await _review_all(service.url, chromium)
         assert decided >= 2
-        await _status(
-            env, lambda st: st["counts"].get("published", 0) == 1 and st["total_lag"] == 0
+        await service.status(
+            lambda st: st["counts"].get("published", 0) == 1 and st["total_lag"] == 0
         )
         await asyncio.sleep(3)  # a few more intake passes: nothing is released twice
-        st = await _status(env, lambda st: st["total_lag"] == 0)
+        st = await service.status(lambda st: st["total_lag"] == 0)
         assert st["counts"].get("published", 0) == 1
     finally:
-        if proc.poll() is None:
-            proc.send_signal(signal.SIGTERM)
-            try:
-                proc.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+        service.stop()
     research = await read_all(tansu.bootstrap_servers, f"{base}.research", expect=1, settle=1.0)
     assert len(research) == 1 and research[0].value
     pid = body.split(b"PID|")[1].split(b"\r")[0].decode()

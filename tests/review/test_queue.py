@@ -173,7 +173,7 @@ def test_undo_keeps_a_list_entry_another_live_decision_made(store: EncryptedStor
     assert word in {w.lower() for w in queue.lists().site.allow}
     queue.undo("ana")  # the last live decision gone: so is the entry
     assert queue.lists().empty
-    assert store.verify_audit().ok
+    assert store.admin.verify_audit().ok
 
 
 def test_every_decision_is_audited_without_text(store: EncryptedStore) -> None:
@@ -181,11 +181,11 @@ def test_every_decision_is_audited_without_text(store: EncryptedStore) -> None:
     item = _span_items(queue, ids)[0]
     queue.decide(Decision(item.id, "ana", Role.REVIEWER, DecisionKind.PHI, Category.NAME_OTHER))
     queue.undo("ana")
-    lines = store.audit_log()
+    lines = store.admin.audit_log()
     mine = [line for line in lines if line[1].startswith("review-")]
     assert [line[1] for line in mine] == ["review-decide", "review-undo"]
     assert mine[0][2] == "ana" and mine[0][4] == item.id
-    assert store.verify_audit().ok
+    assert store.admin.verify_audit().ok
     assert item.string not in repr(lines)
 
 

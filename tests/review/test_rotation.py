@@ -67,14 +67,14 @@ def test_rotate_rewraps_the_queue_then_the_old_key_retires(url: str) -> None:
         ids, allowed = _fill(store, "in:0:1")
         assert allowed and _key_ids(store, "review_items") == {"rv-k1"}
     new_first = k2.merged_with(k1)
-    with open_store(url, new_first) as admin:
-        report = admin.rotate(new_first, operator="officer")
+    with open_store(url, new_first) as officer:
+        report = officer.admin.rotate(new_first, operator="officer")
         assert not report.failed
         assert report.review_rewrapped == len(ids) + len(allowed)
-        assert _key_ids(admin, "review_items") == _key_ids(admin, "review_lists") == {"rv-k2"}
-        admin.retire_key("rv-k1", operator="officer")
-        admin.check_retirable(["rv-k1"])
-        again = admin.rotate(new_first, operator="officer")  # nothing left to do
+        assert _key_ids(officer, "review_items") == _key_ids(officer, "review_lists") == {"rv-k2"}
+        officer.admin.retire_key("rv-k1", operator="officer")
+        officer.admin.check_retirable(["rv-k1"])
+        again = officer.admin.rotate(new_first, operator="officer")  # nothing left to do
         assert again.review_rewrapped == 0
     # nothing unreadable: with the new key alone, every item and list entry opens
     with open_store(url, k2) as reader:
@@ -93,9 +93,9 @@ def test_retire_is_refused_while_a_review_blob_is_under_the_key(url: str) -> Non
     with open_store(url, k1) as store:
         first, _ = _fill(store, "in:0:1")
     new_first = k2.merged_with(k1)
-    admin = open_store(url, new_first)
+    officer = open_store(url, new_first)
     try:
-        admin.rotate(new_first, operator="officer")
+        officer.admin.rotate(new_first, operator="officer")
         old_first = k1.merged_with(k2)  # a stale instance: the old key still first
         with open_store(url, old_first) as stale:
             late = ReviewQueue(stale).enqueue(
@@ -105,25 +105,25 @@ def test_retire_is_refused_while_a_review_blob_is_under_the_key(url: str) -> Non
                 held_reason=("leak_guard", "r"),
             )
         with pytest.raises(RetireRefused, match="review queue blobs") as refused:
-            admin.retire_key("rv-k1", operator="officer")
+            officer.admin.retire_key("rv-k1", operator="officer")
         assert refused.value.coordinates["review_items"] == len(late)
         assert "review_lists" not in refused.value.coordinates
         assert "Marbry" not in str(refused.value) and "Quillon" not in str(refused.value)
         with pytest.raises(KeystoreError, match="review queue blobs"):
-            admin.check_retirable(["rv-k1"])
-        assert admin.stats()["retired_keys"] == []  # nothing changed
-        report = admin.rotate(new_first, operator="officer")
+            officer.admin.check_retirable(["rv-k1"])
+        assert officer.stats()["retired_keys"] == []  # nothing changed
+        report = officer.admin.rotate(new_first, operator="officer")
         assert report.review_rewrapped == len(late) and not report.failed
-        admin.retire_key("rv-k1", operator="officer")
+        officer.admin.retire_key("rv-k1", operator="officer")
         # the database guard: a blob sealed under the retired key is refused
-        db = ReviewQueue(admin).db
+        db = ReviewQueue(officer).db
         row = db.item(late[0])
         assert row is not None
         forged = replace(row, id="forged", sealed=seal(k1, ITEM_BINDING + b"forged", b"{}"))
         with pytest.raises(KeyRetiredError):
             db.add_items([forged])
     finally:
-        admin.close()
+        officer.close()
     with open_store(url, k2) as reader:
         queue = ReviewQueue(reader)
         for item_id in first + late:
@@ -155,11 +155,11 @@ def test_a_store_whose_queue_was_created_on_first_use_migrates(
     monkeypatch.setattr(backend_module, "MIGRATIONS", five)
     monkeypatch.setattr(backend_module, "SCHEMA_VERSION", 5)
     new_first = k2.merged_with(k1)
-    with open_store(url, new_first, migrate=True) as admin:
-        assert admin.schema_version == 5
-        report = admin.rotate(new_first, operator="officer")
+    with open_store(url, new_first, migrate=True) as officer:
+        assert officer.schema_version == 5
+        report = officer.admin.rotate(new_first, operator="officer")
         assert report.review_rewrapped == len(ids) + len(allowed)
-        admin.retire_key("rv-k1", operator="officer")
+        officer.admin.retire_key("rv-k1", operator="officer")
     with open_store(url, k2) as reader:
         queue = ReviewQueue(reader, lists_ttl_s=0.0)
         assert all(queue.item(i) is not None for i in ids)
@@ -182,18 +182,18 @@ def test_a_blob_replaced_during_the_rotation_is_read_again(url: str) -> None:
         )
         db.put_list_entry(replaced, 1.0)  # after the rotation read `before`
     new_first = k2.merged_with(k1)
-    with open_store(url, new_first) as admin:
+    with open_store(url, new_first) as officer:
         report = BlobRewrap()
         where = ("review_lists", "entry", LIST_BINDING)
         missed = _rewrap_batch(
-            admin.backend, new_first, where, [(before.entry, before.sealed)], report
+            officer.backend, new_first, where, [(before.entry, before.sealed)], report
         )
         assert missed == [before.entry] and report.rewrapped == 0
-        _rewrap_one(admin.backend, new_first, where, before.entry, replaced.sealed, report)
+        _rewrap_one(officer.backend, new_first, where, before.entry, replaced.sealed, report)
         assert report.rewrapped == 1 and not report.failed
-        (after,) = ReviewQueue(admin).db.list_entries()
+        (after,) = ReviewQueue(officer).db.list_entries()
         assert after.sealed.key_id == "rv-k2"
-        assert admin.open_blob(LIST_BINDING + after.entry.encode(), after.sealed) == b"replaced"
+        assert officer.open_blob(LIST_BINDING + after.entry.encode(), after.sealed) == b"replaced"
 
 
 def test_rotation_and_the_retire_check_know_the_same_tables() -> None:

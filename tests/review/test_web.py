@@ -103,7 +103,7 @@ async def test_login_needs_its_csrf_token_and_the_password(app: Any) -> None:
         assert await login(c, "ana", "not the password") == ""
         assert (await c.get("/review")).status_code == 303
         assert await login(c, "nobody") == ""
-    lines = app.state.review.queue.store.audit_log()
+    lines = app.state.review.queue.store.admin.audit_log()
     assert [line[5] for line in lines if line[1] == "review-login"] == ["refused", "refused"]
 
 
