@@ -331,7 +331,9 @@ def slips(word: str) -> set[str]:
 
 
 _LETTERS: Final = "abcdefghijklmnopqrstuvwxyz"
-_COMMON_FREQ: Final = 10 ** (3.3 - 9.0)  # Zipf 3.3: a word most adults know
+# Zipf 3.3, a word most adults know: computed as the lexicon's values are (frequency, then
+# log10 + 9), so the bucket at exactly 3.3 compares as it did against frequencies
+_COMMON_ZIPF: Final = math.log10(10 ** (3.3 - 9.0)) + 9.0
 
 
 def near_english(word: str) -> bool:
@@ -342,15 +344,15 @@ def near_english(word: str) -> bool:
     if len(word) < 4:
         return False
     english = _english()
-    if english.get(word, 0.0) >= _COMMON_FREQ:
+    if english.get(word, 0.0) >= _COMMON_ZIPF:
         return True
     for i in range(len(word) if len(word) > 4 else 0):  # a letter added ("dertermine")
-        if english.get(word[:i] + word[i + 1 :], 0.0) >= _COMMON_FREQ:
+        if english.get(word[:i] + word[i + 1 :], 0.0) >= _COMMON_ZIPF:
             return True
     for i in range(1, len(word) + 1):  # a letter dropped (not the first)
         head, tail = word[:i], word[i:]
         for letter in _LETTERS:
-            if english.get(head + letter + tail, 0.0) >= _COMMON_FREQ:
+            if english.get(head + letter + tail, 0.0) >= _COMMON_ZIPF:
                 return True
     return False
 
