@@ -246,8 +246,9 @@ class ServiceProcessor:
 
 def warm_word_lists() -> None:
     """Load the detector's lexicons, then the surrogates' lists, before readiness (not on the
-    first documents). The detector's go first: the drug list's packaged tables are a 46 MB
-    transient that later lists then reuse, instead of raising the resident size on top."""
+    first documents). The detector's go first: the drug list's packaged tables are a large
+    transient that later lists then reuse, instead of raising the resident size on top
+    (bench/README.md, "Memory")."""
     import surrogates
     from pipelines.phi import lexicons
 

@@ -27,7 +27,7 @@ _SPACE = re.compile(r"\s")  # never inside a _WORD match: a safe place to cut
 
 def _words_in_pieces(text: str, piece_chars: int = _PIECE_CHARS) -> frozenset[str]:
     """``frozenset(_WORD.findall(text))`` without a list of every word of a long note at once
-    (800k strings for 5 MB): pieces cut at whitespace, so no word is split."""
+    (a string per word): pieces cut at whitespace, so no word is split."""
     words: set[str] = set()
     start = 0
     while start < len(text):

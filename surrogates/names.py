@@ -105,12 +105,14 @@ class Census:
 
 
 def _read(name: str) -> list[tuple[str, float]]:
-    raw = resources.files("names").joinpath(name).read_text("ascii")
+    """(lower-case name, percent of the population) per line of a census file of ``names``,
+    read line by line (the whole file split at once was a large transient)."""
     rows = []
-    for line in raw.splitlines():
-        parts = line.split()
-        if len(parts) >= 2:
-            rows.append((parts[0].lower(), float(parts[1])))
+    with resources.files("names").joinpath(name).open("r", encoding="ascii") as lines:
+        for line in lines:
+            parts = line.split()
+            if len(parts) >= 2:
+                rows.append((parts[0].lower(), float(parts[1])))
     return rows
 
 

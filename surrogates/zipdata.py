@@ -1,9 +1,9 @@
 """US ZIP codes with their state and city, from the ``zipcodes`` package, read from a compact
 copy shipped beside this module (``data/zips.tsv.gz``).
 
-Why a copy: ``zipcodes`` materialises its whole database as 42k Python dicts (about 840k
-objects). Building them raised a process's peak resident memory by about 160 MB even when
-nothing kept them, and ``zipcodes.list_all()`` keeps them for the life of the process. The
+Why a copy: ``zipcodes`` materialises its whole database as a Python dict per code, and
+``zipcodes.list_all()`` keeps them for the life of the process; building them raised a
+process's peak resident memory even when nothing kept them (bench/README.md, "Memory"). The
 copy holds the four fields this project uses, one line per code, and is read as a stream.
 
 The copy is derived, not written by hand: ``python -m surrogates.zipdata`` rewrites it from the

@@ -23,7 +23,6 @@ import math
 import re
 from dataclasses import dataclass
 from functools import cache
-from importlib import resources
 from itertools import accumulate, repeat
 from typing import TYPE_CHECKING, Final, NamedTuple
 
@@ -130,30 +129,22 @@ def _tokenize(text: str) -> Tokens:
     return Tokens(words, mixed, frozenset(lowers), lower_note, texts, lowers)
 
 
-def _census(filename: str) -> dict[str, float]:
-    """Name -> share of the US population (percent) from a census file of the ``names`` package
-    (read line by line: the whole file as one string, then split, was a 40 MB transient)."""
-    out: dict[str, float] = {}
-    with resources.files("names").joinpath(filename).open("r", encoding="ascii") as lines:
-        for line in lines:
-            parts = line.split()
-            if len(parts) >= 2:
-                out[parts[0].lower()] = float(parts[1])
-    return out
-
-
 @cache
 def first_names() -> dict[str, float]:
     """Census first names (male and female), lower-case -> percent of the population."""
-    male = _census("dist.male.first")
-    female = _census("dist.female.first")
+    from surrogates.names import census
+
+    male, female = census().male, census().female
     return {k: max(male.get(k, 0.0), female.get(k, 0.0)) for k in male.keys() | female.keys()}
 
 
 @cache
 def last_names() -> dict[str, float]:
-    """Census last names, lower-case -> percent of the population."""
-    return _census("dist.all.last")
+    """Census last names, lower-case -> percent of the population (the surrogates' own
+    table: one copy in memory)."""
+    from surrogates.names import census
+
+    return census().last
 
 
 @cache
