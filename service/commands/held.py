@@ -21,9 +21,9 @@ from typing import Annotated, Any
 import typer
 
 from pipelines.errors import DeidstreamError
+from service.commands.options import BootstrapServers
 
 RELEASED_HEADER = "released-from"
-BootstrapOption = Annotated[str | None, typer.Option(help="Overrides DEIDSTREAM_BOOTSTRAP_SERVERS")]
 
 
 class HeldError(DeidstreamError):
@@ -285,7 +285,7 @@ def register(app: typer.Typer) -> None:
             raise typer.Exit(1) from None
 
     @held_app.command("list")
-    def list_command(bootstrap_servers: BootstrapOption = None) -> None:
+    def list_command(bootstrap_servers: BootstrapServers = None) -> None:
         """Print each held input: TOPIC:PARTITION:OFFSET, reason class, first seen, reason."""
         from service.settings import settings_or_exit
 
@@ -313,7 +313,7 @@ def register(app: typer.Typer) -> None:
                 help="TOPIC:PARTITION:OFFSET of held inputs, as `held list` prints them"
             ),
         ],
-        bootstrap_servers: BootstrapOption = None,
+        bootstrap_servers: BootstrapServers = None,
     ) -> None:
         """Send held inputs through the service again: published if the cause is fixed,
         held again if not."""

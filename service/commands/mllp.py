@@ -4,10 +4,11 @@ ACK per message only after the broker acknowledged it (see service/mllp.py)."""
 from __future__ import annotations
 
 import asyncio
-from pathlib import Path
 from typing import Annotated
 
 import typer
+
+from service.commands.options import BootstrapServers, ConfigFile
 
 
 def register(app: typer.Typer) -> None:
@@ -19,9 +20,7 @@ def register(app: typer.Typer) -> None:
         port: Annotated[
             int, typer.Option(envvar="DEIDSTREAM_MLLP_PORT", help="TCP port (2575: HL7)")
         ] = 2575,
-        bootstrap_servers: Annotated[
-            str | None, typer.Option(help="Overrides DEIDSTREAM_BOOTSTRAP_SERVERS")
-        ] = None,
+        bootstrap_servers: BootstrapServers = None,
         topic: Annotated[
             str | None, typer.Option(help="HL7 input topic (default: the configured one)")
         ] = None,
@@ -31,9 +30,7 @@ def register(app: typer.Typer) -> None:
                 envvar="DEIDSTREAM_MLLP_METRICS_PORT", help="Serve /metrics on this port (off)"
             ),
         ] = None,
-        config: Annotated[
-            Path | None, typer.Option("--config", "-c", help="TOML, JSON or .env settings file")
-        ] = None,
+        config: ConfigFile = None,
     ) -> None:
         """Receive HL7 v2 over MLLP, publish each message keyed by patient, ACK after the broker."""
         from service.logs import configure_logging

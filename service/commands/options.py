@@ -1,6 +1,7 @@
 """Options several commands take alike, one ``Annotated`` alias each, so the flag, its help
 and its checks read the same in every command (``detect``, ``deidentify``, ``export``,
-``evaluate``, ``train``). A command whose option differs (its own help text, another flag)
+``evaluate``, ``train``; the broker and settings-file options of ``run``, ``mllp``,
+``replay``, ``tail`` and ``held``). A command whose option differs (its own help text, another flag)
 keeps its own; ``--known-names FILE`` keeps each command's help through
 :func:`known_names_file`."""
 
@@ -34,6 +35,14 @@ Authority = Annotated[
 ]
 
 CorpusLayout = Annotated[CorpusFormat, typer.Option("--format", help=FORMAT_HELP)]
+
+BootstrapServers = Annotated[
+    str | None, typer.Option(help="Overrides DEIDSTREAM_BOOTSTRAP_SERVERS")
+]
+
+ConfigFile = Annotated[
+    Path | None, typer.Option("--config", "-c", help="TOML, JSON or .env settings file")
+]
 
 
 def known_names_file(help_text: str) -> Any:

@@ -14,6 +14,7 @@ from typing import Annotated, Any
 import typer
 
 from pipelines.errors import DeidstreamError
+from service.commands.options import BootstrapServers
 
 _SEGMENT_SPLIT = re.compile(rb"\r\n|\r|\n")
 _BATCH_SEGMENTS = (b"FHS", b"BHS", b"BTS", b"FTS")
@@ -193,9 +194,7 @@ def register(app: typer.Typer) -> None:
     def replay(
         files: Annotated[list[Path], typer.Argument(exists=True, dir_okay=False)],
         topic: Annotated[str, typer.Option("--topic", "-t", help="Kafka topic to publish to")],
-        bootstrap_servers: Annotated[
-            str | None, typer.Option(help="Overrides DEIDSTREAM_BOOTSTRAP_SERVERS")
-        ] = None,
+        bootstrap_servers: BootstrapServers = None,
     ) -> None:
         """Publish HL7 v2 / FHIR files to TOPIC, one record per message, keyed by patient."""
         from service.settings import settings_or_exit

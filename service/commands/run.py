@@ -8,12 +8,12 @@ import logging
 import signal
 import socket
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Annotated
 
 import typer
 import uvicorn
 
+from service.commands.options import ConfigFile
 from service.logs import configure_logging, quiet_payload_loggers
 from service.runner import Runner
 from service.settings import Settings, settings_or_exit
@@ -141,9 +141,7 @@ async def supervise(settings: Settings, workers: int, *, stop: asyncio.Event | N
 def register(app: typer.Typer) -> None:
     @app.command()
     def run(
-        config: Annotated[
-            Path | None, typer.Option("--config", "-c", help="TOML, JSON or .env settings file")
-        ] = None,
+        config: ConfigFile = None,
         http_port: Annotated[
             int | None, typer.Option(help="Overrides DEIDSTREAM_HTTP_PORT")
         ] = None,

@@ -11,6 +11,8 @@ from typing import Annotated, Any
 import orjson
 import typer
 
+from service.commands.options import BootstrapServers
+
 
 def _text(data: bytes | None) -> Any:
     if data is None:
@@ -100,9 +102,7 @@ def register(app: typer.Typer) -> None:
         timeout: Annotated[
             float, typer.Option("--timeout", help="Stop after S seconds with no new record")
         ] = 5.0,
-        bootstrap_servers: Annotated[
-            str | None, typer.Option(help="Overrides DEIDSTREAM_BOOTSTRAP_SERVERS")
-        ] = None,
+        bootstrap_servers: BootstrapServers = None,
     ) -> None:
         """Print TOPIC's records from the beginning, one JSON line each (key, headers, value)."""
         from service.settings import settings_or_exit
