@@ -89,7 +89,19 @@ class Pseudonymizer(Protocol):
     def pseudonym(self, kind: str, *parts: str | bytes) -> str: ...
 
 
-class ServiceStore(PatientStore, MarkStore, ExpiringMarks, Pseudonymizer, Protocol):
+class StateMinter(Protocol):
+    """Makes a new patient's state from a drawn shift and seed, the pseudonym derived from
+    the seed under the store's key so the store can reveal it later (``EncryptedStore``,
+    ``InMemoryStore``)."""
+
+    def new_state(self, shift_days: int, seed: bytes | None = None) -> PatientState: ...
+
+
+class MintingStore(PatientStore, StateMinter, Protocol):
+    """Patient states, new ones minted by the store (what ``Deidentifier.run`` needs)."""
+
+
+class ServiceStore(PatientStore, MarkStore, ExpiringMarks, Pseudonymizer, StateMinter, Protocol):
     """The whole store as the service uses it (``EncryptedStore``; ``InMemoryStore`` for
     tests): patients, marks (some expiring), pseudonyms, transactions and a heartbeat."""
 

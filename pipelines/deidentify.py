@@ -25,7 +25,7 @@ from datetime import date
 from functools import lru_cache
 from types import MappingProxyType
 
-from keystore.api import PatientState, PatientStore
+from keystore.api import MintingStore, PatientState, StateMinter
 from pipelines.deadline import check
 from pipelines.document import ClinicalDocument, Identifiers, PersonName
 from pipelines.leak_guard import COMMON_WORD_ZIPF, WORD_RUN, is_word_char, leak_guard
@@ -97,16 +97,13 @@ class Deidentifier:
     def new_state(self) -> PatientState:
         return new_patient_state(self.settings)
 
-    def state_factory(self, store: object) -> Callable[[], PatientState]:
-        """A new patient's state; a store that mints pseudonyms (``new_state``) gets to."""
-        mint = getattr(store, "new_state", None)
-        if not callable(mint):
-            return self.new_state
+    def state_factory(self, store: StateMinter) -> Callable[[], PatientState]:
+        """A new patient's state: surrogates draw the shift and seed, the store mints the
+        state (its pseudonym derived from the seed under the store's key)."""
 
         def make() -> PatientState:
             fresh = self.new_state()
-            state = mint(fresh.shift_days, fresh.seed)
-            return state if isinstance(state, PatientState) else fresh
+            return store.new_state(fresh.shift_days, fresh.seed)
 
         return make
 
@@ -116,7 +113,7 @@ class Deidentifier:
     def run(
         self,
         document: ClinicalDocument,
-        store: PatientStore,
+        store: MintingStore,
         authority: str | None = None,
         patient_id: str | None = None,
     ) -> DeidResult:

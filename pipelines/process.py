@@ -62,7 +62,8 @@ from typing import Protocol
 
 from cachetools import LRUCache
 
-from keystore.api import MarkStore, PatientState, PatientStore
+from keystore.api import MarkStore, PatientState, PatientStore, StateMinter
+from keystore.api import Pseudonymizer as PseudonymSource
 from pipelines.deadline import deadline
 from pipelines.document import ClinicalDocument
 from pipelines.errors import DeadlineExceeded, MissingPatientId, PartialInput, TransientError
@@ -91,8 +92,9 @@ NEAR_DUPLICATE_THRESHOLD = 0.8
 PSEUDONYM_CACHE = 4096  # (kind, parts) → pseudonym, most recently used kept
 
 
-class Store(PatientStore, MarkStore, Protocol):
-    """The keystore as the processor uses it: patient states and version marks."""
+class Store(PatientStore, MarkStore, PseudonymSource, StateMinter, Protocol):
+    """The keystore as the processor uses it: patient states, version marks, pseudonyms and
+    new patients' states (``EncryptedStore``, ``InMemoryStore``)."""
 
 
 class Pseudonymizer(Protocol):
@@ -170,10 +172,7 @@ class Processor:
         # one document's de-identification longer than this: held, reason class "timeout"
         self.deadline_seconds = deadline_seconds
         self.store = store
-        found = pseudonyms or getattr(store, "pseudonym", None)
-        if found is None:
-            raise TypeError("the store has no pseudonym(); pass pseudonyms=")
-        self._pseudonym_of: Pseudonymizer = found
+        self._pseudonym_of: Pseudonymizer = pseudonyms or store.pseudonym
         # Pseudonyms are pure functions of (kind, parts): the versions of one report, and
         # every report of a patient's type (near-duplicate key), ask for the same ones.
         self._pseudonyms: LRUCache[tuple[str | bytes, ...], str] = LRUCache(PSEUDONYM_CACHE)
@@ -706,21 +705,17 @@ def _default_parse(max_bytes: int | None) -> ParseFn:
     return partial(parse_input, max_bytes=max_bytes or DEFAULT_MAX_BYTES)
 
 
-def _default_state_factory(policy: Policy, store: object) -> Callable[[], PatientState]:
-    """A fresh identity: surrogates draw the shift and seed; the store (when it can) derives
-    the pseudonym from the seed, so the keystore can reveal it later."""
+def _default_state_factory(policy: Policy, store: StateMinter) -> Callable[[], PatientState]:
+    """A fresh identity: surrogates draw the shift and seed; the store derives the pseudonym
+    from the seed, so the keystore can reveal it later."""
     from pipelines.deidentify import surrogate_settings
     from surrogates import new_patient_state
 
     settings = surrogate_settings(policy)
-    new_state = getattr(store, "new_state", None)
 
     def make() -> PatientState:
         fresh = new_patient_state(settings)
-        if new_state is None:
-            return fresh
-        made: PatientState = new_state(fresh.shift_days, fresh.seed)
-        return made
+        return store.new_state(fresh.shift_days, fresh.seed)
 
     return make
 

@@ -16,7 +16,7 @@ from typing import Annotated, TextIO
 
 import typer
 
-from keystore.api import PatientState, PatientStore
+from keystore.api import MintingStore, PatientState
 from pipelines.corpus import (
     Note,
     RecordError,
@@ -65,7 +65,7 @@ class Annotations:
 
 def deidentify_note(
     deid: Deidentifier,
-    store: PatientStore | None,
+    store: MintingStore | None,
     note: Note,
     identifiers: Identifiers,
     authority: str,

@@ -22,7 +22,7 @@ from typing import Annotated
 
 import typer
 
-from keystore.api import PatientStore
+from keystore.api import MintingStore
 from pipelines.corpus import GoldPhrase, Note, load_patient_names
 from pipelines.corpus_formats import Corpus, CorpusError, CorpusFormat, write_corpus
 from pipelines.corpus_formats import read_corpus as read_any_corpus
@@ -36,7 +36,7 @@ from service.commands.options import Authority, CorpusLayout, PolicyFile, known_
 class _Exporter:
     """Yields de-identified ``(note, spans)`` pairs and counts what it skipped."""
 
-    def __init__(self, deid: Deidentifier, store: PatientStore | None, authority: str) -> None:
+    def __init__(self, deid: Deidentifier, store: MintingStore | None, authority: str) -> None:
         self.deid, self.store, self.authority = deid, store, authority
         self.failed = 0
         self.held: Counter[str] = Counter()
