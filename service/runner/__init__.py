@@ -13,8 +13,8 @@ Delivery contract (at-least-once in, effectively-once out):
    those of earlier batches still finishing (everything fetched and not committed counts
    against the limit; batches smaller than the limit keep the worker busy under a backlog);
 2. process the records, in partition order, on a single worker thread — one hop for a run of
-   records (``Processor.process_many`` when the processor has it, else ``process`` for each
-   inside the worker thread), not one per record (CPU-bound work stays off the event loop so
+   records (``Processor.process_many``; ``BaseProcessor`` gives one calling ``process`` for
+   each inside the worker thread), not one per record (CPU-bound work stays off the event loop so
    heartbeats keep flowing; one thread keeps the processor's state and its database
    connection on one thread);
 3. hand the batch to its *finisher* (a task) and go back to 1: the finisher waits for the
@@ -40,7 +40,7 @@ Records fetched before a rebalance are not processed (the new owner reads them f
 committed offset). A rebalance waits for everything in flight (the revoke callback takes the
 batch lock, then waits for the finishers). A record the broker refuses (too large) is replaced
 by a dead letter. A dead letter is sent once per input: with a processor that keeps marks
-(``sent_marks`` / ``mark_sent``), a replayed batch skips the dead letters already acknowledged.
+(its ``sent_marks`` / ``mark_sent`` remember them), a replayed batch skips the dead letters already acknowledged.
 Transient errors (broker, key store) are retried with exponential backoff and jitter — nothing
 is committed meanwhile and readiness goes false. Errors of the input go to the dead-letter topic
 and the stream goes on: no input can block its partition.
@@ -63,6 +63,7 @@ retried on any key store error: it never stops the runner.
 """
 
 from service.runner.contract import (
+    BaseProcessor,
     Item,
     Outcome,
     Processor,
@@ -88,6 +89,7 @@ from service.runner.partitions import PartitionState, RebalanceListener
 from service.runner.retry import RECORD_REJECTED, Stopping, StoreFault, is_retriable
 
 __all__ = [
+    "BaseProcessor",
     "KEY_FAULT_STREAK",
     "MAX_REASON_CHARS",
     "RECORD_REJECTED",

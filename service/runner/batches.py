@@ -17,7 +17,7 @@ from aiokafka import TopicPartition
 from keystore import classify_database_error
 from pipelines.errors import DeidstreamError, LeakHeldBack, PartialInput
 from pipelines.outcome import Outcome
-from service.runner.contract import Item, content_hint, process_each
+from service.runner.contract import Item, ProcessItem, Processor, content_hint
 from service.runner.outputs import MAX_REASON_CHARS, Handled, safe_reason
 from service.runner.retry import Stopping, StoreFault, is_stream_fault
 from service.runner.state import RunnerState
@@ -68,8 +68,7 @@ class Batches(RunnerState):
 
     async def _decide_batch(self, records: Sequence[Any]) -> tuple[list[Handled], set[str]]:
         """Process a batch's records in input order with one worker-thread hop for a run of
-        them (``process_many`` when the processor has it), then route each result on the
-        event loop.
+        them (``process_many``), then route each result on the event loop.
 
         A record that decided a research key not confirmed yet — decided earlier in this run
         or batch, or in a batch still finishing — is decided again after the earlier outputs
@@ -159,21 +158,16 @@ class Batches(RunnerState):
     ) -> Sequence[Sequence[Outcome] | BaseException]:
         """One hop to the worker thread for a run of items: each item's outcomes, or the
         exception its processing raised (returned, not raised). ``process_many`` answers for
-        every item; without it ``process`` is called for each in turn, stopping after a
-        retriable failure or after an item deciding a research key that is ``unconfirmed``
-        or was decided earlier in the run."""
+        a prefix of the items: the real processor for all of them, :func:`process_each` (a
+        processor with ``process`` alone) stopping after a retriable failure or after an item
+        deciding a research key that is ``unconfirmed`` or was decided earlier in the run."""
         if not items:
             return []
         if self.keystore_fault is not None:  # the processor is unusable: each item retries
             return [StoreFault(self.keystore_fault)] * len(items)
-        processor = self._need(self._processor)
-        args = [(i.raw, i.hint, i.first_seen) for i in items]
-        batch_call = getattr(processor, "process_many", None)
-        call = (
-            partial(batch_call, args)
-            if callable(batch_call)
-            else partial(process_each, processor, args, unconfirmed)
-        )
+        processor: Processor = self._need(self._processor)
+        args: list[ProcessItem] = [(i.raw, i.hint, i.first_seen) for i in items]
+        call = partial(processor.process_many, args, unconfirmed)
         try:
             results = await asyncio.get_running_loop().run_in_executor(self._executor, call)
         except Exception as exc:  # noqa: BLE001 - the call itself failed: as if every item did
@@ -227,15 +221,16 @@ class Batches(RunnerState):
         return self.outputs.route(rec, hint, outcomes, first_seen)
 
     async def _diagnose(self, exc: BaseException, raw: bytes) -> list[tuple[str, bytes]]:
-        """Extra dead-letter headers from the processor's optional ``diagnose(error, raw)``
-        (e.g. hl7apy's precise findings on a malformed HL7 message; coordinates, no PHI).
-        Slow and optional: run on the worker thread, and never fail the dead-lettering."""
-        diagnose = getattr(self._processor, "diagnose", None)
-        if not callable(diagnose):
+        """Extra dead-letter headers from the processor's ``diagnose(error, raw)`` (e.g.
+        hl7apy's precise findings on a malformed HL7 message; coordinates, no PHI). Slow:
+        run on the worker thread, and never fail the dead-lettering."""
+        processor = self._processor
+        if processor is None:
             return []
         loop = asyncio.get_running_loop()
         try:
-            found = await loop.run_in_executor(self._executor, partial(diagnose, exc, raw))
+            call = partial(processor.diagnose, exc, raw)
+            found = await loop.run_in_executor(self._executor, call)
         except Exception as err:  # noqa: BLE001 - diagnosis is best effort
             log.warning("dead-letter diagnosis failed: %s", type(err).__name__)
             return []
@@ -327,13 +322,10 @@ class Batches(RunnerState):
 
     async def deidentify(self, raw: bytes, hint: str) -> Sequence[Outcome]:
         """Synchronous de-identification for /v1/deidentify: the processor's ``preview`` (real
-        patient state, private dedup marks) when it has one; never confirmed either way."""
+        patient state, private dedup marks); never confirmed."""
         processor = self._processor
         if processor is None:
             raise RuntimeError("the processor is not started")
-        preview = getattr(processor, "preview", None)
-        if preview is None:
-            return await self.process(raw, hint, datetime.now(UTC))
         loop = asyncio.get_running_loop()
-        call = partial(preview, raw, content_hint=hint, now=datetime.now(UTC))
+        call = partial(processor.preview, raw, content_hint=hint, now=datetime.now(UTC))
         return await loop.run_in_executor(self._executor, call)

@@ -14,6 +14,7 @@ from aiokafka import TopicPartition
 from aiokafka.errors import CommitFailedError, IllegalStateError
 
 from pipelines.errors import KeystoreError
+from service.runner.contract import Processor
 from service.runner.outputs import Handled, OutRecord
 from service.runner.retry import RECORD_REJECTED, is_retriable
 from service.runner.state import RunnerState
@@ -68,7 +69,7 @@ class Delivery(RunnerState):
         """Publish every output and wait for the acks; the dead-letter marks to remember.
 
         Dead letters are sent once per input: with a processor that keeps marks
-        (``sent_marks`` / ``mark_sent``), a dead letter whose input was dead-lettered and
+        (``sent_marks`` / ``mark_sent`` do something), a dead letter whose input was dead-lettered and
         acknowledged before (a batch replayed after a crash, before its offsets were
         committed) is not sent again — it is counted, as the replayed input was consumed.
         The marks are written with the confirmation, after the acks."""
@@ -87,11 +88,9 @@ class Delivery(RunnerState):
 
     async def _sent_marks(self, marks: list[str]) -> set[str]:
         """Which of these dead letters were sent and acknowledged before (one worker hop)."""
-        check = getattr(self._processor, "sent_marks", None)
-        if not callable(check):
-            return set()
+        processor: Processor = self._need(self._processor)
         loop = asyncio.get_running_loop()
-        call = partial(check, marks)
+        call = partial(processor.sent_marks, marks)
         found = await self._retry(
             "confirm", lambda: loop.run_in_executor(self._executor, call), confirm_retriable
         )
@@ -155,23 +154,20 @@ class Delivery(RunnerState):
 
     async def _confirm(self, handled: list[Handled], sent: Sequence[str] = ()) -> None:
         """Outputs are durable: the processor marks those versions acknowledged
-        (``Processor.commit``; ``confirm`` is accepted too) before offsets are committed.
-        One call per flush, in input order, so the key store flushes once per batch."""
-        processor = self._need(self._processor)
-        confirm = getattr(processor, "commit", None) or getattr(processor, "confirm", None)
-        mark_sent = getattr(processor, "mark_sent", None)
+        (``Processor.commit``) and remembers the dead letters sent (``mark_sent``) before
+        offsets are committed. One call per flush, in input order, so the key store flushes
+        once per batch."""
+        processor: Processor = self._need(self._processor)
         outcomes = [o for h in handled if not h.rejected for o in h.outcomes]
-        if confirm is None:
-            outcomes = []
-        marks = list(sent) if callable(mark_sent) else []
+        marks = list(sent)
         if not outcomes and not marks:
             return
 
         def call() -> None:  # one worker hop for both
-            if outcomes and confirm is not None:
-                confirm(outcomes)
-            if marks and callable(mark_sent):
-                mark_sent(marks)
+            if outcomes:
+                processor.commit(outcomes)
+            if marks:
+                processor.mark_sent(marks)
 
         loop = asyncio.get_running_loop()
         await self._retry(

@@ -109,7 +109,7 @@ class Health(RunnerState):
 
     async def _probe_broker(self) -> None:
         """While idle, check every few seconds that the broker and the key store still
-        answer (the processor's optional ``ping``), so readiness is true when it says so."""
+        answer (the processor's ``ping``), so readiness is true when it says so."""
         now = time.monotonic()
         if now - self._last_probe < 3.0 or self._producer is None:
             return
@@ -125,11 +125,12 @@ class Health(RunnerState):
         if ok and not self.broker_ok:
             await self._after_outage()
         self.broker_ok = ok
-        ping = getattr(self._processor, "ping", None)
-        if callable(ping):
+        processor = self._processor
+        if processor is not None:
             loop = asyncio.get_running_loop()
             try:
-                await asyncio.wait_for(loop.run_in_executor(self._executor, ping), timeout)
+                ping = loop.run_in_executor(self._executor, processor.ping)
+                await asyncio.wait_for(ping, timeout)
                 store_ok = True
             except Exception:  # noqa: BLE001 - any failure means not reachable
                 store_ok = False

@@ -170,10 +170,9 @@ class Runner(Batches, Delivery, Health, Partitions, Clients, Retries):
         if new is old:
             return
         self._processor = new
-        closer = getattr(old, "close", None)
-        if callable(closer):
+        if old is not None:
             try:
-                await asyncio.get_running_loop().run_in_executor(self._executor, closer)
+                await asyncio.get_running_loop().run_in_executor(self._executor, old.close)
             except Exception as exc:  # noqa: BLE001 - the old store is being replaced anyway
                 log.warning("closing the faulty processor failed: %s", type(exc).__name__)
 
@@ -223,12 +222,10 @@ class Runner(Batches, Delivery, Health, Partitions, Clients, Retries):
             with contextlib.suppress(Exception):
                 await producer.stop()
         processor, self._processor = self._processor, None
-        closer = getattr(processor, "close", None) or getattr(
-            getattr(processor, "store", None), "close", None
-        )
-        if callable(closer):
+        if processor is not None:
             try:  # on the worker thread, which owns the store's connection
-                await asyncio.get_running_loop().run_in_executor(self._executor, closer)
+                close = processor.close
+                await asyncio.get_running_loop().run_in_executor(self._executor, close)
             except Exception as exc:  # noqa: BLE001 - closing must not hide the real exit
                 log.warning("closing the processor failed: %s", type(exc).__name__)
         self._executor.shutdown(wait=True, cancel_futures=True)

@@ -22,7 +22,7 @@ from pipelines.errors import IntegrityError, KeystoreError, MissingKeyError
 from pipelines.outcome import Outcome, OutcomeKind
 from service.app import create_app
 from service.metrics import Metrics
-from service.runner import KEY_FAULT_STREAK, Runner, Stopping
+from service.runner import KEY_FAULT_STREAK, BaseProcessor, Runner, Stopping
 from service.settings import Settings
 from service.wiring import open_keystore, real_processor_factory
 
@@ -40,7 +40,7 @@ class Rec:
     headers: list[tuple[str, bytes]] = field(default_factory=list)
 
 
-class Scripted:
+class Scripted(BaseProcessor):
     """process() raises what ``failing`` says for a patient (the record value), else publishes."""
 
     def __init__(self) -> None:

@@ -9,6 +9,7 @@ tests/integration)."""
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -18,7 +19,7 @@ from aiokafka import TopicPartition
 from pipelines.outcome import Outcome as Out
 from pipelines.outcome import OutcomeKind
 from service.metrics import Metrics
-from service.runner import Runner
+from service.runner import BaseProcessor, Runner
 from service.settings import Settings
 
 TP = TopicPartition("in.hl7v2", 0)
@@ -35,7 +36,7 @@ class Rec:
     headers: list[tuple[str, bytes]] = field(default_factory=list)
 
 
-class Proc:
+class Proc(BaseProcessor):
     """Publishes a key the first time, a duplicate once that key's publish is confirmed."""
 
     def __init__(self, log: list[str]) -> None:
@@ -49,7 +50,7 @@ class Proc:
             return [Out(kind=OutcomeKind.DUPLICATE)]
         return [Out(kind=OutcomeKind.PUBLISH, research_key=key, value=raw)]
 
-    def commit(self, outcomes: list[Out]) -> None:
+    def commit(self, outcomes: Sequence[Out]) -> None:
         keys = [o.research_key for o in outcomes if o.research_key]
         self.log.append(f"confirm {','.join(keys)}")
         self.confirmed.update(k for k in keys if k)
