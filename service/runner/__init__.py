@@ -1,11 +1,13 @@
 """The Kafka runner: consume input topics, run the processor, publish, commit after ack.
 
-The package's modules: ``loop`` (the Runner: lifecycle, fetch loop, batches in flight),
+The package's modules, one part each, every part an object constructed with what it uses:
+``loop`` (the Runner: lifecycle, fetch loop; it holds the parts and delegates to them),
 ``batches`` (processing a batch: one worker-thread hop per run of records), ``delivery``
-(publish, confirm, commit), ``outputs`` (research, dead-letter and held records),
-``health`` (readiness, key store faults, status), ``partitions`` (assignment, lag, the
-rebalance listener), ``clients`` (Kafka producer, consumer, topics), ``retry`` (transient
-errors, backoff), ``contract`` (what a processor is), ``state`` (shared attributes).
+(publish, confirm, commit), ``finishing`` (the batches in flight), ``outputs`` (research,
+dead-letter and held records), ``health`` (readiness, key store faults, idle probes),
+``partitions`` (assignment, lag, the rebalance listener), ``clients`` (Kafka producer,
+consumer, topics), ``worker`` (the processor on its thread), ``retry`` (transient errors,
+backoff), ``contract`` (what a processor is), ``state`` (the frozen context they share).
 
 Delivery contract (at-least-once in, effectively-once out):
 
@@ -62,10 +64,10 @@ WARNING line and ``deidstream_stream_faults_total`` per fault. A failing confirm
 retried on any key store error: it never stops the runner.
 """
 
+from pipelines.outcome import Outcome
 from service.runner.contract import (
     BaseProcessor,
     Item,
-    Outcome,
     Processor,
     ProcessorFactory,
     content_hint,

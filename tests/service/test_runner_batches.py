@@ -38,18 +38,18 @@ def _runner(proc: Any, log: list[str]) -> tuple[Runner, Producer, CountingExecut
     settings = Settings(create_topics=False, retry_initial_seconds=0.01, retry_max_seconds=0.02)
     runner = Runner(settings, Metrics(), lambda: proc)
     executor = CountingExecutor()
-    runner._executor = executor
+    runner.worker.executor = executor
     producer = Producer(log)
-    runner._producer = producer  # type: ignore[assignment]
-    runner._consumer = Consumer(log)  # type: ignore[assignment]
-    runner.broker_ok = True
+    runner.clients.producer = producer  # type: ignore[assignment]
+    runner.clients.consumer = Consumer(log)  # type: ignore[assignment]
+    runner.health.broker_ok = True
     return runner, producer, executor
 
 
 async def _finish(runner: Runner, producer: Producer) -> None:
     for _ in range(20):
         producer.ack_all()
-        if not runner._finishing or all(t.done() for t, _k, _n in runner._finishing):
+        if runner.finishing.all_done():
             break
         await asyncio.sleep(0.02)
     await asyncio.wait_for(runner.drain(), 2)

@@ -104,9 +104,9 @@ async def _publish_all(
 
     runner = Runner(s, metrics, build)
     producer = Producer()
-    runner._producer = producer  # type: ignore[assignment]
-    runner._consumer = Consumer()  # type: ignore[assignment]
-    runner.broker_ok = True
+    runner.clients.producer = producer  # type: ignore[assignment]
+    runner.clients.consumer = Consumer()  # type: ignore[assignment]
+    runner.health.broker_ok = True
     await runner.prepare_processor()
     for i in range(0, len(recs), batch):
         await runner.handle_batch({TP: recs[i : i + batch]})
