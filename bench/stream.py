@@ -76,6 +76,7 @@ from pipelines.corpus import Note, load_patient_names, read_notes  # noqa: E402
 from pipelines.document import Identifiers  # noqa: E402
 from pipelines.outcome import Outcome, OutcomeKind  # noqa: E402
 from service.broker import BrokerUnavailable, EmbeddedBroker, free_port  # noqa: E402
+from service.runner import BaseProcessor  # noqa: E402
 from service.runner.clients import partition_for  # noqa: E402
 
 DEFAULT_CORPUS = ROOT.parent / "shared" / "data" / "physionet" / "dev"
@@ -194,7 +195,7 @@ def build_messages(
 _SEQ = re.compile(rb"(?:BENCH|doc)(\d{9})")
 
 
-class PassThrough:
+class PassThrough(BaseProcessor):
     """A processor that does no de-identification: it reads the bench's sequence number and
     publishes a tiny JSON with the matching date. Measures the service shell (consume,
     worker-thread hop, publish, commit) and the broker without the pipeline's cost."""

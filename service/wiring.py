@@ -1,7 +1,8 @@
 """Builds the real processor for the runner: key store + policy + pipeline.
 
-Kept apart from the runner so the runner can be tested with any object that has
-``process(raw, *, content_hint, now)`` (see ``service.runner.Processor``).
+Kept apart from the runner so the runner can be tested with any object that implements
+``service.runner.Processor`` (``service.runner.BaseProcessor`` for one with ``process``
+alone). :class:`ServiceProcessor` implements all of it.
 """
 
 from __future__ import annotations
@@ -9,6 +10,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
+from datetime import datetime
 from functools import partial
 from time import monotonic, perf_counter
 from typing import Any
@@ -17,6 +19,7 @@ from keystore.api import ServiceStore
 from pipelines.outcome import Outcome
 from service.metrics import Metrics
 from service.runner import Processor, ProcessorFactory
+from service.runner.contract import ProcessItem, Result
 from service.settings import Settings
 
 log = logging.getLogger("deidstream.wiring")
@@ -178,16 +181,19 @@ class ServiceProcessor:
         self._pruned_at: float | None = None
 
     def process_many(
-        self, items: Sequence[tuple[bytes, str | None, Any]]
-    ) -> Sequence[Sequence[Outcome] | BaseException]:
-        """Several inputs in one call (the runner's one worker-thread hop per batch)."""
-        results: Sequence[Sequence[Outcome] | BaseException] = self._stream.process_many(items)
+        self, items: Sequence[ProcessItem], unconfirmed: Sequence[set[str]] = ()
+    ) -> Sequence[Result]:
+        """Several inputs in one call (the runner's one worker-thread hop per batch). Every
+        item is decided, ``unconfirmed`` aside: the runner decides again a record whose
+        research key was not confirmed yet."""
+        results: Sequence[Result] = self._stream.process_many(items)
         return results
 
-    def process(self, raw: bytes, *, content_hint: str, now: Any) -> Any:
-        return self._stream.process(raw, content_hint=content_hint, now=now)
+    def process(self, raw: bytes, *, content_hint: str, now: datetime) -> Sequence[Outcome]:
+        outcomes: Sequence[Outcome] = self._stream.process(raw, content_hint=content_hint, now=now)
+        return outcomes
 
-    def commit(self, outcomes: Any) -> None:
+    def commit(self, outcomes: Sequence[Outcome]) -> None:
         """The batch's confirmation — the patient states flushed, then the version marks
         acknowledged — in ONE key store transaction where the store has them: all or nothing
         (a failure leaves the states pending and the marks unacknowledged: the runner
@@ -195,9 +201,10 @@ class ServiceProcessor:
         with self._store.transaction():
             self._stream.commit(outcomes)
 
-    def preview(self, raw: bytes, *, content_hint: str, now: Any) -> Any:
+    def preview(self, raw: bytes, *, content_hint: str, now: datetime) -> Sequence[Outcome]:
         self._preview_marks.reset()  # every preview decides as if the document were new
-        return self._preview.process(raw, content_hint=content_hint, now=now)
+        outcomes: Sequence[Outcome] = self._preview.process(raw, content_hint=content_hint, now=now)
+        return outcomes
 
     def diagnose(self, error: BaseException, raw: bytes) -> dict[str, str]:
         """Dead-letter headers beyond the reason: hl7apy's findings for a structurally bad

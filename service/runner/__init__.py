@@ -1,11 +1,13 @@
 """The Kafka runner: consume input topics, run the processor, publish, commit after ack.
 
-The package's modules: ``loop`` (the Runner: lifecycle, fetch loop, batches in flight),
+The package's modules, one part each, every part an object constructed with what it uses:
+``loop`` (the Runner: lifecycle, fetch loop; it holds the parts and delegates to them),
 ``batches`` (processing a batch: one worker-thread hop per run of records), ``delivery``
-(publish, confirm, commit), ``outputs`` (research, dead-letter and held records),
-``health`` (readiness, key store faults, status), ``partitions`` (assignment, lag, the
-rebalance listener), ``clients`` (Kafka producer, consumer, topics), ``retry`` (transient
-errors, backoff), ``contract`` (what a processor is), ``state`` (shared attributes).
+(publish, confirm, commit), ``finishing`` (the batches in flight), ``outputs`` (research,
+dead-letter and held records), ``health`` (readiness, key store faults, idle probes),
+``partitions`` (assignment, lag, the rebalance listener), ``clients`` (Kafka producer,
+consumer, topics), ``worker`` (the processor on its thread), ``retry`` (transient errors,
+backoff), ``contract`` (what a processor is), ``state`` (the frozen context they share).
 
 Delivery contract (at-least-once in, effectively-once out):
 
@@ -13,8 +15,8 @@ Delivery contract (at-least-once in, effectively-once out):
    those of earlier batches still finishing (everything fetched and not committed counts
    against the limit; batches smaller than the limit keep the worker busy under a backlog);
 2. process the records, in partition order, on a single worker thread — one hop for a run of
-   records (``Processor.process_many`` when the processor has it, else ``process`` for each
-   inside the worker thread), not one per record (CPU-bound work stays off the event loop so
+   records (``Processor.process_many``; ``BaseProcessor`` gives one calling ``process`` for
+   each inside the worker thread), not one per record (CPU-bound work stays off the event loop so
    heartbeats keep flowing; one thread keeps the processor's state and its database
    connection on one thread);
 3. hand the batch to its *finisher* (a task) and go back to 1: the finisher waits for the
@@ -40,7 +42,7 @@ Records fetched before a rebalance are not processed (the new owner reads them f
 committed offset). A rebalance waits for everything in flight (the revoke callback takes the
 batch lock, then waits for the finishers). A record the broker refuses (too large) is replaced
 by a dead letter. A dead letter is sent once per input: with a processor that keeps marks
-(``sent_marks`` / ``mark_sent``), a replayed batch skips the dead letters already acknowledged.
+(its ``sent_marks`` / ``mark_sent`` remember them), a replayed batch skips the dead letters already acknowledged.
 Transient errors (broker, key store) are retried with exponential backoff and jitter — nothing
 is committed meanwhile and readiness goes false. Errors of the input go to the dead-letter topic
 and the stream goes on: no input can block its partition.
@@ -62,9 +64,10 @@ WARNING line and ``deidstream_stream_faults_total`` per fault. A failing confirm
 retried on any key store error: it never stops the runner.
 """
 
+from pipelines.outcome import Outcome
 from service.runner.contract import (
+    BaseProcessor,
     Item,
-    Outcome,
     Processor,
     ProcessorFactory,
     content_hint,
@@ -88,6 +91,7 @@ from service.runner.partitions import PartitionState, RebalanceListener
 from service.runner.retry import RECORD_REJECTED, Stopping, StoreFault, is_retriable
 
 __all__ = [
+    "BaseProcessor",
     "KEY_FAULT_STREAK",
     "MAX_REASON_CHARS",
     "RECORD_REJECTED",

@@ -10,31 +10,64 @@ from collections import Counter as Tally
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from functools import partial
-from typing import Any, cast
+from typing import Any
 
 from aiokafka import TopicPartition
 
 from keystore import classify_database_error
 from pipelines.errors import DeidstreamError, LeakHeldBack, PartialInput
 from pipelines.outcome import Outcome
-from service.runner.contract import Item, content_hint, process_each
-from service.runner.outputs import MAX_REASON_CHARS, Handled, safe_reason
-from service.runner.retry import Stopping, StoreFault, is_stream_fault
-from service.runner.state import RunnerState
+from service.runner.clients import Clients
+from service.runner.contract import Item, ProcessItem, content_hint
+from service.runner.delivery import Delivery
+from service.runner.finishing import Finishing
+from service.runner.health import Health
+from service.runner.outputs import MAX_REASON_CHARS, Handled, Outputs, safe_reason
+from service.runner.partitions import Assignment
+from service.runner.retry import Retrier, Stopping, StoreFault, is_stream_fault
+from service.runner.state import RunnerContext
+from service.runner.worker import Worker
 
 log = logging.getLogger("deidstream.runner")
 
 
-class Batches(RunnerState):
-    """From a fetched batch to a finisher task: process, route, hand over."""
+class Batches:
+    """From a fetched batch to a finisher task: process, route, hand over. ``lock`` is held
+    while a batch is processed (a revoke takes it too)."""
+
+    def __init__(
+        self,
+        context: RunnerContext,
+        outputs: Outputs,
+        clients: Clients,
+        worker: Worker,
+        retrier: Retrier,
+        health: Health,
+        assignment: Assignment,
+        finishing: Finishing,
+        delivery: Delivery,
+    ) -> None:
+        self._settings = context.settings
+        self._metrics = context.metrics
+        self._counts = context.counts
+        self._outputs = outputs
+        self._clients = clients
+        self._worker = worker
+        self._retrier = retrier
+        self._health = health
+        self._assignment = assignment
+        self._finishing = finishing
+        self._delivery = delivery
+        self.lock = asyncio.Lock()
+        self._topic_hints: dict[str, str] = {}  # content hint of a record without headers
 
     async def handle_batch(
         self, batch: Mapping[TopicPartition, Sequence[Any]], generation: int | None = None
     ) -> None:
-        async with self.batch_lock:
-            consumer = self._need(self._consumer)
+        async with self.lock:
+            consumer = self._clients.need_consumer()
             assigned = consumer.assignment()
-            if generation is not None and generation != self.generation:
+            if generation is not None and generation != self._assignment.generation:
                 # fetched before a rebalance: the records belong to whoever owns the partition
                 # now, from its committed offset; if we still own it, read them again
                 for tp, recs in batch.items():
@@ -45,31 +78,26 @@ class Batches(RunnerState):
             count = sum(len(r) for r in work.values())
             if not count:
                 return
-            self._processing = count
-            self._set_in_flight_gauge()
+            finishing = self._finishing
+            finishing.set_processing(count)
             try:
                 records = [rec for recs in work.values() for rec in recs]
                 pending, pending_keys = await self._decide_batch(records)
                 offsets = {tp: recs[-1].offset + 1 for tp, recs in work.items()}
-                previous = self._finishing[-1][0] if self._finishing else None
-                previous_acked = self._last_acked if previous is not None else None
+                previous, previous_acked = finishing.last()
                 loop = asyncio.get_running_loop()
                 acked: asyncio.Future[None] = loop.create_future()
                 finisher = loop.create_task(
-                    self._finish(previous, previous_acked, pending, offsets, acked),
+                    self._delivery.finish(previous, previous_acked, pending, offsets, acked),
                     name="deidstream-finish",
                 )
-                self._last_acked = acked
-                self._finishing.append((finisher, pending_keys, count))
-                self._finishing_records += count
+                finishing.add(finisher, pending_keys, count, acked)
             finally:
-                self._processing = 0
-                self._set_in_flight_gauge()
+                finishing.set_processing(0)
 
     async def _decide_batch(self, records: Sequence[Any]) -> tuple[list[Handled], set[str]]:
         """Process a batch's records in input order with one worker-thread hop for a run of
-        them (``process_many`` when the processor has it), then route each result on the
-        event loop.
+        them (``process_many``), then route each result on the event loop.
 
         A record that decided a research key not confirmed yet — decided earlier in this run
         or batch, or in a batch still finishing — is decided again after the earlier outputs
@@ -88,11 +116,11 @@ class Batches(RunnerState):
         first_items = [self._item(rec) for rec in records]
         consumed = Tally((item.rec.topic, item.hint) for item in first_items)
         for (topic, hint), n in consumed.items():
-            self.metrics.consumed.labels(topic, hint).inc(n)
-        self.counts["consumed"] += len(records)
+            self._metrics.consumed.labels(topic, hint).inc(n)
+        self._counts["consumed"] += len(records)
         pending: list[Handled] = []
         pending_keys: set[str] = set()  # keys decided in this batch, not yet flushed
-        finishing = self._unconfirmed_keys()
+        finishing = self._finishing.unconfirmed_keys()
         unconfirmed = set().union(*finishing)  # the keys of the batches still finishing
         start = 0
         while start < len(records):
@@ -113,7 +141,8 @@ class Batches(RunnerState):
                 start += 1
                 keys = h.research_keys()
                 if keys and not keys.isdisjoint(unconfirmed):
-                    finishing = self._unconfirmed_keys()  # some may have finished meanwhile
+                    # some may have finished meanwhile
+                    finishing = self._finishing.unconfirmed_keys()
                     unconfirmed = set().union(*finishing)
                 if keys and not (
                     keys.isdisjoint(run_keys)
@@ -122,12 +151,12 @@ class Batches(RunnerState):
                 ):
                     # decided against a version that is not confirmed yet
                     run_keys |= keys
-                    await self.drain()
+                    await self._finishing.drain()
                     finishing, unconfirmed = [], set()
                     if not keys.isdisjoint(pending_keys):
-                        await self._flush(pending)
+                        await self._delivery.flush(pending)
                         pending, pending_keys = [], set()
-                    h = await self._handle_record(item.rec)
+                    h = await self.handle_record(item.rec)
                     keys = h.research_keys()
                 else:
                     run_keys |= keys
@@ -147,35 +176,32 @@ class Batches(RunnerState):
             hint = self._topic_hints.get(rec.topic) or self._topic_hints.setdefault(
                 rec.topic, content_hint(rec.topic, None)
             )
-        return Item(rec, raw, hint, datetime.now(UTC), len(raw) > self.settings.max_message_bytes)
+        oversize = len(raw) > self._settings.max_message_bytes
+        return Item(rec, raw, hint, datetime.now(UTC), oversize)
 
     def _oversize(self, item: Item) -> Handled:
         rec, size = item.rec, len(item.raw)
         reason = f"message of {size} bytes exceeds the limit"
-        return self.outputs.dead_letter(rec, "oversize", reason, item.first_seen)
+        return self._outputs.dead_letter(rec, "oversize", reason, item.first_seen)
 
     async def _process_batch(
         self, items: Sequence[Item], unconfirmed: Sequence[set[str]]
     ) -> Sequence[Sequence[Outcome] | BaseException]:
         """One hop to the worker thread for a run of items: each item's outcomes, or the
         exception its processing raised (returned, not raised). ``process_many`` answers for
-        every item; without it ``process`` is called for each in turn, stopping after a
-        retriable failure or after an item deciding a research key that is ``unconfirmed``
-        or was decided earlier in the run."""
+        a prefix of the items: the real processor for all of them, :func:`process_each` (a
+        processor with ``process`` alone) stopping after a retriable failure or after an item
+        deciding a research key that is ``unconfirmed`` or was decided earlier in the run."""
         if not items:
             return []
-        if self.keystore_fault is not None:  # the processor is unusable: each item retries
-            return [StoreFault(self.keystore_fault)] * len(items)
-        processor = self._need(self._processor)
-        args = [(i.raw, i.hint, i.first_seen) for i in items]
-        batch_call = getattr(processor, "process_many", None)
-        call = (
-            partial(batch_call, args)
-            if callable(batch_call)
-            else partial(process_each, processor, args, unconfirmed)
-        )
+        fault = self._health.keystore_fault
+        if fault is not None:  # the processor is unusable: each item retries
+            return [StoreFault(fault)] * len(items)
+        processor = self._worker.processor
+        args: list[ProcessItem] = [(i.raw, i.hint, i.first_seen) for i in items]
+        call = partial(processor.process_many, args, unconfirmed)
         try:
-            results = await asyncio.get_running_loop().run_in_executor(self._executor, call)
+            results = await self._worker.run(call)
         except Exception as exc:  # noqa: BLE001 - the call itself failed: as if every item did
             return [exc] * len(items)
         if not results or len(results) > len(items):
@@ -183,7 +209,7 @@ class Batches(RunnerState):
             return [error] * len(items)
         return results
 
-    async def _handle_record(self, rec: Any) -> Handled:
+    async def handle_record(self, rec: Any) -> Handled:
         """One record alone (its own worker-thread hop)."""
         item = self._item(rec)
         if item.oversize:
@@ -199,13 +225,13 @@ class Batches(RunnerState):
         except Stopping:
             raise
         except LeakHeldBack as exc:
-            return self.outputs.held(rec, None, exc.reason_class, str(exc), first_seen)
+            return self._outputs.held(rec, None, exc.reason_class, str(exc), first_seen)
         except PartialInput as exc:
             # the good documents go out; the whole input goes to the dead-letter topic too,
             # with the reason naming the failed entries (coordinates only)
-            good = self.outputs.route(rec, hint, exc.outcomes, first_seen)
+            good = self._outputs.route(rec, hint, exc.outcomes, first_seen)
             found = await self._diagnose(exc, raw)
-            dead = self.outputs.dead_letter(rec, exc.reason_class, str(exc), first_seen, found)
+            dead = self._outputs.dead_letter(rec, exc.reason_class, str(exc), first_seen, found)
             good.outputs.extend(dead.outputs)
             good.effects.extend(dead.effects)
             good.kind = (good.kind + ",deadletter").lstrip(",")
@@ -223,19 +249,18 @@ class Batches(RunnerState):
                 extra: list[tuple[str, bytes]] = []
             else:
                 extra = await self._diagnose(exc, raw)
-            return self.outputs.dead_letter(rec, reason_class, reason, first_seen, extra)
-        return self.outputs.route(rec, hint, outcomes, first_seen)
+            return self._outputs.dead_letter(rec, reason_class, reason, first_seen, extra)
+        return self._outputs.route(rec, hint, outcomes, first_seen)
 
     async def _diagnose(self, exc: BaseException, raw: bytes) -> list[tuple[str, bytes]]:
-        """Extra dead-letter headers from the processor's optional ``diagnose(error, raw)``
-        (e.g. hl7apy's precise findings on a malformed HL7 message; coordinates, no PHI).
-        Slow and optional: run on the worker thread, and never fail the dead-lettering."""
-        diagnose = getattr(self._processor, "diagnose", None)
-        if not callable(diagnose):
+        """Extra dead-letter headers from the processor's ``diagnose(error, raw)`` (e.g.
+        hl7apy's precise findings on a malformed HL7 message; coordinates, no PHI). Slow:
+        run on the worker thread, and never fail the dead-lettering."""
+        processor = self._worker.current
+        if processor is None:
             return []
-        loop = asyncio.get_running_loop()
         try:
-            found = await loop.run_in_executor(self._executor, partial(diagnose, exc, raw))
+            found = await self._worker.run(partial(processor.diagnose, exc, raw))
         except Exception as err:  # noqa: BLE001 - diagnosis is best effort
             log.warning("dead-letter diagnosis failed: %s", type(err).__name__)
             return []
@@ -261,17 +286,16 @@ class Batches(RunnerState):
         if (
             first is not None
             and not isinstance(first, BaseException)
-            and self.keystore_fault is None
+            and self._health.keystore_fault is None
         ):
-            self._settled()  # the common case: no retry machinery per record
+            self._health.settled()  # the common case: no retry machinery per record
             return first
-        loop = asyncio.get_running_loop()
         given = [first] if first is not None else []
 
         async def attempt() -> Sequence[Outcome]:
-            if self.keystore_fault is not None:
+            if self._health.keystore_fault is not None:
                 given.clear()  # computed by the faulty processor
-                await self._reopen_processor()  # raises StoreFault while still unusable
+                await self._worker.reopen()  # raises StoreFault while still unusable
             try:
                 if given:
                     got = given.pop()
@@ -282,21 +306,21 @@ class Batches(RunnerState):
                     if first is not None:
                         item.retried = True
                     call = partial(
-                        self._need(self._processor).process,
+                        self._worker.processor.process,
                         item.raw,
                         content_hint=item.hint,
                         now=item.first_seen,
                     )
-                    result = await loop.run_in_executor(self._executor, call)
+                    result = await self._worker.run(call)
             except Exception as exc:
                 classified = self._classified(exc, item)
                 if classified is exc:
                     raise
                 raise classified from exc
-            self._settled()
+            self._health.settled()
             return result
 
-        return cast(Sequence[Outcome], await self._retry("process", attempt))
+        return await self._retrier.retry("process", attempt)
 
     def _classified(self, exc: Exception, item: Item) -> Exception:
         """What a processing failure is: a fault of the whole store (``StoreFault``: the
@@ -308,32 +332,19 @@ class Batches(RunnerState):
         if (
             isinstance(exc, DeidstreamError)
             and not exc.retriable
-            and self._store_wide(exc, item.subject_of())
+            and self._health.store_wide(exc, item.subject_of())
         ):
-            self._set_store_fault(exc.reason_class, exc)
+            self._health.set_store_fault(exc.reason_class, exc)
             return StoreFault(exc.reason_class)
         if is_stream_fault(exc) or isinstance(exc, DeidstreamError) and exc.retriable:
-            self._enter_stream_fault(exc, "process")
+            self._health.enter_stream_fault(exc, "process")
         return exc
-
-    def _settled(self) -> None:
-        """A record was processed: the integrity streak ends, the store is usable."""
-        if self._integrity_streak:
-            self._integrity_streak.clear()
-        if self.stream_fault is not None:
-            self._clear_stream_fault("process")
-        if not self.keystore_ok or self.keystore_fault is not None:
-            self._clear_store_fault()
 
     async def deidentify(self, raw: bytes, hint: str) -> Sequence[Outcome]:
         """Synchronous de-identification for /v1/deidentify: the processor's ``preview`` (real
-        patient state, private dedup marks) when it has one; never confirmed either way."""
-        processor = self._processor
+        patient state, private dedup marks); never confirmed."""
+        processor = self._worker.current
         if processor is None:
             raise RuntimeError("the processor is not started")
-        preview = getattr(processor, "preview", None)
-        if preview is None:
-            return await self.process(raw, hint, datetime.now(UTC))
-        loop = asyncio.get_running_loop()
-        call = partial(preview, raw, content_hint=hint, now=datetime.now(UTC))
-        return await loop.run_in_executor(self._executor, call)
+        call = partial(processor.preview, raw, content_hint=hint, now=datetime.now(UTC))
+        return await self._worker.run(call)

@@ -3,6 +3,7 @@ it), the topics it creates when asked (:mod:`service.topics`), and the group con
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import logging
 import random
@@ -11,7 +12,6 @@ from collections.abc import Sequence
 
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 
-from service.runner.state import RunnerState
 from service.settings import Settings
 from service.topics import ensure_topics
 
@@ -71,15 +71,40 @@ def new_consumer(s: Settings) -> AIOKafkaConsumer:
     )
 
 
-class Clients(RunnerState):
-    """Connecting the producer and creating topics (both retried by the caller)."""
+class Clients:
+    """The producer and the group consumer (None until connected; the runner's tests put
+    doubles here), connecting the producer and creating topics (both retried by the
+    caller)."""
 
-    async def _connect_producer(self) -> None:
-        s = self.settings
-        if self._producer is not None:
+    def __init__(self, settings: Settings) -> None:
+        self._settings = settings
+        self.producer: AIOKafkaProducer | None = None
+        self.consumer: AIOKafkaConsumer | None = None
+
+    def need_producer(self) -> AIOKafkaProducer:
+        if self.producer is None:
+            raise RuntimeError("the runner is not started")
+        return self.producer
+
+    def need_consumer(self) -> AIOKafkaConsumer:
+        if self.consumer is None:
+            raise RuntimeError("the runner is not started")
+        return self.consumer
+
+    def assigned(self) -> bool:
+        """Does the consumer have partitions assigned?"""
+        return bool(self.consumer and self.consumer.assignment())
+
+    def new_consumer(self) -> AIOKafkaConsumer:
+        self.consumer = new_consumer(self._settings)
+        return self.consumer
+
+    async def connect_producer(self) -> None:
+        s = self._settings
+        if self.producer is not None:
             with contextlib.suppress(Exception):
-                await self._producer.stop()
-        self._producer = AIOKafkaProducer(
+                await self.producer.stop()
+        self.producer = AIOKafkaProducer(
             acks="all",
             enable_idempotence=False,  # Tansu refuses idempotent producers and transactions
             partitioner=partition_for,
@@ -89,13 +114,36 @@ class Clients(RunnerState):
             **s.kafka_common(),
         )
         try:
-            await self._producer.start()
+            await self.producer.start()
         except BaseException:
             with contextlib.suppress(Exception):
-                await self._producer.stop()
-            self._producer = None
+                await self.producer.stop()
+            self.producer = None
             raise
 
-    async def _ensure_topics(self) -> None:
-        s = self.settings
+    async def ensure_topics(self) -> None:
+        s = self._settings
         await ensure_topics(s, (*s.input_topics, *s.output_topics()))
+
+    async def after_outage(self) -> None:
+        """The broker answers again: it may be a new one that lost its topics (a broker with
+        memory storage, a re-created cluster). Create them again before publishing — Tansu
+        acknowledges records for a topic it no longer has and drops them."""
+        if not self._settings.create_topics:
+            return
+        try:
+            timeout = self._settings.request_timeout_ms / 1000
+            await asyncio.wait_for(self.ensure_topics(), timeout)
+        except Exception as exc:  # noqa: BLE001 - retried on the next outage/probe
+            log.warning("re-creating topics after an outage failed: %s", type(exc).__name__)
+
+    async def close(self) -> None:
+        """Leave the group and stop both clients (errors are ignored: closing)."""
+        consumer, self.consumer = self.consumer, None
+        producer, self.producer = self.producer, None
+        if consumer is not None:
+            with contextlib.suppress(Exception):
+                await consumer.stop()
+        if producer is not None:
+            with contextlib.suppress(Exception):
+                await producer.stop()

@@ -1,11 +1,13 @@
 """What the runner expects of a processor, and the small pure helpers around one input
 record: its content hint, its subject (to tell patients apart), its research keys, and
-``process_each`` — ``process_many`` for a processor that only has ``process``."""
+``process_each`` — ``process_many`` for a processor that only has ``process``
+(:class:`BaseProcessor` gives it and the other defaults)."""
 
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable, Iterable, Sequence
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Protocol
@@ -14,17 +16,90 @@ from pipelines.errors import PartialInput
 from pipelines.outcome import Outcome
 from service.runner.retry import is_retriable
 
+Result = Sequence[Outcome] | BaseException  # one item's outcomes, or what processing raised
+ProcessItem = tuple[bytes, str | None, datetime]  # (raw, content hint, now)
+
 
 class Processor(Protocol):
-    """The pure pipeline (pipelines.process.Processor): bytes in, outcomes out, no I/O.
+    """The pure pipeline behind the runner (``service.wiring.ServiceProcessor`` around
+    ``pipelines.process.Processor``): bytes in, outcomes out. Every method the runner calls
+    is named here, and every one runs on the runner's worker thread (the processor's key
+    store connection lives there). :class:`BaseProcessor` gives the defaults for a
+    processor that has only ``process``."""
 
-    Only ``process`` is required (test doubles have just that). Used when present, all on
-    the worker thread: ``process_many(items)`` — ``(raw, content_hint, now)`` items → each
-    item's outcomes or its exception, returned; ``commit(outcomes)`` (or ``confirm``) after
-    the acks; ``sent_marks(marks)`` / ``mark_sent(marks)`` — dead letters already sent;
-    ``preview``, ``diagnose(error, raw)``, ``ping()``, ``close()``."""
+    def process(self, raw: bytes, *, content_hint: str, now: datetime) -> Sequence[Outcome]:
+        """One input's outcomes; input errors are raised."""
+        ...
 
+    def process_many(
+        self, items: Sequence[ProcessItem], unconfirmed: Sequence[set[str]] = ()
+    ) -> Sequence[Result]:
+        """Several inputs in one call: each item's outcomes or its exception, returned, in
+        order; it may stop early (a prefix), e.g. after an item deciding a research key in
+        ``unconfirmed`` or decided by an earlier item (see :func:`process_each`)."""
+        ...
+
+    def preview(self, raw: bytes, *, content_hint: str, now: datetime) -> Sequence[Outcome]:
+        """``process`` without side effects on the stream (for ``/v1/deidentify``)."""
+        ...
+
+    def commit(self, outcomes: Sequence[Outcome]) -> None:
+        """The outcomes' outputs are acknowledged by the broker: make them durable."""
+        ...
+
+    def sent_marks(self, marks: Sequence[str]) -> set[str]:
+        """Which of these dead letters (:func:`dead_letter_mark`) were sent before."""
+        ...
+
+    def mark_sent(self, marks: Sequence[str]) -> None:
+        """Remember dead letters the broker acknowledged."""
+        ...
+
+    def diagnose(self, error: BaseException, raw: bytes) -> Mapping[str, str]:
+        """Extra dead-letter headers for a failed input (coordinates, no content)."""
+        ...
+
+    def ping(self) -> None:
+        """Raise if the processor's store does not answer (readiness while idle)."""
+        ...
+
+    def close(self) -> None: ...
+
+
+class BaseProcessor(ABC):
+    """A processor that has only ``process``: the rest of :class:`Processor` as the runner
+    treats a processor without them — ``process_many`` is :func:`process_each`, ``preview``
+    is ``process``, no confirmation, no dead-letter marks, no diagnosis, nothing to ping or
+    close. Subclasses override what they have."""
+
+    @abstractmethod
     def process(self, raw: bytes, *, content_hint: str, now: datetime) -> Sequence[Outcome]: ...
+
+    def process_many(
+        self, items: Sequence[ProcessItem], unconfirmed: Sequence[set[str]] = ()
+    ) -> Sequence[Result]:
+        return process_each(self, items, unconfirmed)
+
+    def preview(self, raw: bytes, *, content_hint: str, now: datetime) -> Sequence[Outcome]:
+        return self.process(raw, content_hint=content_hint, now=now)
+
+    def commit(self, outcomes: Sequence[Outcome]) -> None:
+        return None
+
+    def sent_marks(self, marks: Sequence[str]) -> set[str]:
+        return set()
+
+    def mark_sent(self, marks: Sequence[str]) -> None:
+        return None
+
+    def diagnose(self, error: BaseException, raw: bytes) -> Mapping[str, str]:
+        return {}
+
+    def ping(self) -> None:
+        return None
+
+    def close(self) -> None:
+        return None
 
 
 ProcessorFactory = Callable[[], Processor]
@@ -91,17 +166,17 @@ class Item:
 
 
 def process_each(
-    processor: Processor,
-    items: Sequence[tuple[bytes, str | None, datetime]],
+    processor: Processor | BaseProcessor,
+    items: Sequence[ProcessItem],
     unconfirmed: Sequence[set[str]] = (),
-) -> list[Sequence[Outcome] | BaseException]:
+) -> list[Result]:
     """``process_many`` for a processor that has only ``process`` (runs on the worker
     thread): each item's outcomes, or the exception its processing raised (returned, not
     raised), in order — stopping after a retriable failure (the runner retries that item,
     then processes the rest) and after an item deciding a research key in ``unconfirmed``
     or decided by an earlier item (the runner confirms the earlier outputs and decides it
     again before the rest are decided)."""
-    results: list[Sequence[Outcome] | BaseException] = []
+    results: list[Result] = []
     seen: set[str] = set()
     for raw, hint, now in items:
         try:

@@ -14,9 +14,14 @@ from aiokafka import TopicPartition
 from aiokafka.errors import CommitFailedError, IllegalStateError
 
 from pipelines.errors import KeystoreError
+from service.metrics import Metrics
+from service.runner.clients import Clients
+from service.runner.health import Health
 from service.runner.outputs import Handled, OutRecord
-from service.runner.retry import RECORD_REJECTED, is_retriable
-from service.runner.state import RunnerState
+from service.runner.partitions import Assignment
+from service.runner.retry import RECORD_REJECTED, Retrier, is_retriable
+from service.runner.worker import Worker
+from service.settings import Settings
 
 log = logging.getLogger("deidstream.runner")
 
@@ -27,10 +32,28 @@ def confirm_retriable(exc: BaseException) -> bool:
     return is_retriable(exc) or isinstance(exc, KeystoreError)
 
 
-class Delivery(RunnerState):
+class Delivery:
     """Publish → confirm → commit for the batches handed to finishers."""
 
-    async def _finish(
+    def __init__(
+        self,
+        settings: Settings,
+        metrics: Metrics,
+        clients: Clients,
+        worker: Worker,
+        retrier: Retrier,
+        health: Health,
+        assignment: Assignment,
+    ) -> None:
+        self._settings = settings
+        self._metrics = metrics
+        self._clients = clients
+        self._worker = worker
+        self._retrier = retrier
+        self._health = health
+        self._assignment = assignment
+
+    async def finish(
         self,
         previous: asyncio.Task[None] | None,
         previous_acked: asyncio.Future[None] | None,
@@ -57,18 +80,18 @@ class Delivery(RunnerState):
         acked.set_result(None)
         if previous is not None:
             await asyncio.shield(previous)
-        await self._confirm(handled, sent)
+        await self.confirm(handled, sent)
         await self._commit(offsets)
 
-    async def _flush(self, handled: list[Handled]) -> None:
+    async def flush(self, handled: list[Handled]) -> None:
         """Publish every output, wait for the acks, then confirm to the processor."""
-        await self._confirm(handled, await self._send(handled))
+        await self.confirm(handled, await self._send(handled))
 
     async def _send(self, handled: list[Handled]) -> list[str]:
         """Publish every output and wait for the acks; the dead-letter marks to remember.
 
         Dead letters are sent once per input: with a processor that keeps marks
-        (``sent_marks`` / ``mark_sent``), a dead letter whose input was dead-lettered and
+        (``sent_marks`` / ``mark_sent`` do something), a dead letter whose input was dead-lettered and
         acknowledged before (a batch replayed after a crash, before its offsets were
         committed) is not sent again — it is counted, as the replayed input was consumed.
         The marks are written with the confirmation, after the acks."""
@@ -87,13 +110,10 @@ class Delivery(RunnerState):
 
     async def _sent_marks(self, marks: list[str]) -> set[str]:
         """Which of these dead letters were sent and acknowledged before (one worker hop)."""
-        check = getattr(self._processor, "sent_marks", None)
-        if not callable(check):
-            return set()
-        loop = asyncio.get_running_loop()
-        call = partial(check, marks)
-        found = await self._retry(
-            "confirm", lambda: loop.run_in_executor(self._executor, call), confirm_retriable
+        processor = self._worker.processor
+        call = partial(processor.sent_marks, marks)
+        found = await self._retrier.retry(
+            "confirm", lambda: self._worker.run(call), confirm_retriable
         )
         return set(found or ())
 
@@ -103,12 +123,13 @@ class Delivery(RunnerState):
         remaining = outputs
         attempt = 0
         sent_any = bool(outputs)
-        if outputs and not self.broker_ok:
-            await self._after_outage()
+        health, clients = self._health, self._clients
+        if outputs and not health.broker_ok:
+            await clients.after_outage()
         while remaining:
-            if self._producer is None:
-                await self._retry("connect", self._connect_producer)
-            producer = self._need(self._producer)
+            if clients.producer is None:
+                await self._retrier.retry("connect", clients.connect_producer)
+            producer = clients.need_producer()
             futures: list[asyncio.Future[Any]] = []
             for out in remaining:
                 try:
@@ -143,58 +164,47 @@ class Delivery(RunnerState):
             log.warning(
                 "publish failed for %d records (%s); retrying", len(retry), ",".join(sorted(errors))
             )
-            self.broker_ok = False
-            self._update_ready()
-            self.metrics.retries.labels("publish").inc()
-            await self._sleep(self._backoff(attempt))
+            health.set_broker(False)
+            self._metrics.retries.labels("publish").inc()
+            await self._retrier.sleep(self._retrier.backoff(attempt))
             attempt += 1
             remaining = retry
-        if sent_any and not self.broker_ok:
-            self.broker_ok = True
-            self._update_ready()
+        if sent_any and not health.broker_ok:
+            health.set_broker(True)
 
-    async def _confirm(self, handled: list[Handled], sent: Sequence[str] = ()) -> None:
+    async def confirm(self, handled: list[Handled], sent: Sequence[str] = ()) -> None:
         """Outputs are durable: the processor marks those versions acknowledged
-        (``Processor.commit``; ``confirm`` is accepted too) before offsets are committed.
-        One call per flush, in input order, so the key store flushes once per batch."""
-        processor = self._need(self._processor)
-        confirm = getattr(processor, "commit", None) or getattr(processor, "confirm", None)
-        mark_sent = getattr(processor, "mark_sent", None)
+        (``Processor.commit``) and remembers the dead letters sent (``mark_sent``) before
+        offsets are committed. One call per flush, in input order, so the key store flushes
+        once per batch."""
+        processor = self._worker.processor
         outcomes = [o for h in handled if not h.rejected for o in h.outcomes]
-        if confirm is None:
-            outcomes = []
-        marks = list(sent) if callable(mark_sent) else []
+        marks = list(sent)
         if not outcomes and not marks:
             return
 
         def call() -> None:  # one worker hop for both
-            if outcomes and confirm is not None:
-                confirm(outcomes)
-            if marks and callable(mark_sent):
-                mark_sent(marks)
+            if outcomes:
+                processor.commit(outcomes)
+            if marks:
+                processor.mark_sent(marks)
 
-        loop = asyncio.get_running_loop()
-        await self._retry(
-            "confirm", lambda: loop.run_in_executor(self._executor, call), confirm_retriable
-        )
+        await self._retrier.retry("confirm", lambda: self._worker.run(call), confirm_retriable)
 
     async def _commit(self, offsets: dict[TopicPartition, int]) -> None:
-        consumer = self._need(self._consumer)
+        consumer = self._clients.need_consumer()
+        timeout = self._settings.request_timeout_ms / 1000
 
         async def attempt() -> None:
             # aiokafka waits for a coordinator without limit; bound it so an unreachable
             # broker becomes a retry (and readiness false) instead of a silent hang
-            await asyncio.wait_for(
-                consumer.commit(offsets), self.settings.request_timeout_ms / 1000
-            )
+            await asyncio.wait_for(consumer.commit(offsets), timeout)
 
         try:
-            await self._retry("commit", attempt)
+            await self._retrier.retry("commit", attempt)
         except (CommitFailedError, IllegalStateError) as exc:
             # the group rebalanced: the new owner replays from its last commit; dedup drops it
             log.warning("commit refused after rebalance: %s", type(exc).__name__)
             return
-        self.metrics.commits.inc()
-        for tp, offset in offsets.items():
-            if tp in self.partitions:
-                self.partitions[tp].committed = offset
+        self._metrics.commits.inc()
+        self._assignment.committed(offsets)

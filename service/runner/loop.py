@@ -1,7 +1,8 @@
-"""The runner itself: lifecycle (start, stop, drain), the fetch loop, and the batches in
-flight. The parts live beside it: ``batches`` (processing), ``delivery`` (publish, confirm,
-commit), ``outputs`` (what is sent), ``health`` (readiness, store faults, status),
-``partitions`` (assignment, lag), ``clients`` (Kafka), ``retry`` (backoff)."""
+"""The runner itself: lifecycle (start, stop, drain), the fetch loop, and its parts —
+``batches`` (processing), ``delivery`` (publish, confirm, commit), ``finishing`` (batches in
+flight), ``outputs`` (what is sent), ``health`` (readiness, store faults, probes),
+``partitions`` (assignment, lag), ``clients`` (Kafka), ``worker`` (the processor on its
+thread), ``retry`` (backoff) — each an object given what it uses."""
 
 from __future__ import annotations
 
@@ -10,51 +11,41 @@ import contextlib
 import logging
 from collections import Counter as Tally
 from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
-from time import monotonic, perf_counter
+from datetime import datetime
+from time import monotonic
 from typing import Any
 
-from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
+from aiokafka import TopicPartition
 from aiokafka.errors import KafkaError
 
-from pipelines.errors import KeystoreError
+from pipelines.outcome import Outcome
 from service.metrics import Metrics
 from service.runner import fetchwait
 from service.runner.batches import Batches
-from service.runner.clients import Clients, new_consumer
-from service.runner.contract import Processor, ProcessorFactory
+from service.runner.clients import Clients
+from service.runner.contract import ProcessorFactory
 from service.runner.delivery import Delivery
 from service.runner.fetchwait import FetchWait
-from service.runner.health import Health
+from service.runner.finishing import Finishing
+from service.runner.health import Health, Prober
 from service.runner.outputs import Outputs
-from service.runner.partitions import Partitions, PartitionState, RebalanceListener
-from service.runner.retry import Retries, Stopping, StoreFault
+from service.runner.partitions import Assignment, PartitionState, RebalanceListener
+from service.runner.retry import Retrier, Stopping
+from service.runner.state import RunnerContext
+from service.runner.worker import Worker
 from service.settings import Settings
 
 log = logging.getLogger("deidstream.runner")
 
 
-class WorkerThread(ThreadPoolExecutor):
-    """The one processing thread, with the wall time of its work added to ``busy`` (the
-    saturation signal: how much of the time the processor is working)."""
+class Runner:
+    """Consumer group member + producer + processor, with readiness and status.
 
-    def __init__(self, busy: Callable[[float], None]) -> None:
-        super().__init__(max_workers=1, thread_name_prefix="deidstream-proc")
-        self._busy = busy
-
-    def submit(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Future[Any]:
-        return super().submit(self._timed, fn, args, kwargs)
-
-    def _timed(self, fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-        start = perf_counter()
-        try:
-            return fn(*args, **kwargs)
-        finally:
-            self._busy(perf_counter() - start)
-
-
-class Runner(Batches, Delivery, Health, Partitions, Clients, Retries):
-    """Consumer group member + producer + processor, with readiness and status."""
+    Composed of small parts, each constructed with what it uses (:mod:`service.runner`):
+    ``clients`` (Kafka), ``health`` (readiness, faults), ``retrier`` (backoff), ``worker``
+    (the processor on its thread), ``assignment`` (partitions, lag), ``finishing`` (batches
+    in flight), ``delivery`` (publish, confirm, commit), ``batches`` (processing) and
+    ``prober`` (idle probes). The runner owns the lifecycle and the fetch loop."""
 
     def __init__(
         self,
@@ -64,44 +55,106 @@ class Runner(Batches, Delivery, Health, Partitions, Clients, Retries):
         *,
         on_fatal: Callable[[BaseException], None] | None = None,
     ) -> None:
-        self.settings = settings
-        self.metrics = metrics
-        self.processor_factory = processor_factory
+        self.context = ctx = RunnerContext(settings, metrics, Tally(), asyncio.Event())
         self.on_fatal = on_fatal
-        self.batch_lock = asyncio.Lock()
-        self.partitions: dict[TopicPartition, PartitionState] = {}
-        self.generation = 0  # bumped on every revoke/assign
-        self.counts: Tally[str] = Tally()
-        self.outputs = Outputs(settings, metrics, self.counts)
-        self.broker_ok = False
-        self.keystore_ok = False
-        self.keystore_fault: str | None = None  # reason class while the store is unusable
-        self.stream_fault: str | None = None  # reason class while a stream fault stops it
-        self._stream_fault_at: tuple[str, float] | None = None  # (operation, since)
-        self._integrity_streak: list[str] = []  # patients whose records failed in a row
-        self.started = False
-        self._stop = asyncio.Event()
-        self.worker_busy_seconds = 0.0  # wall time the processing thread spent working
-        self._busy_inc = self.metrics.processing_busy.inc
-        self._executor = WorkerThread(self._add_busy)
-        self._processor: Processor | None = None
-        self._producer: AIOKafkaProducer | None = None
-        self._consumer: AIOKafkaConsumer | None = None
-        self._task: asyncio.Task[None] | None = None
-        self._last_probe = 0.0
-        # batches processed and not yet committed: (finisher task, research keys, records)
-        self._finishing: list[tuple[asyncio.Task[None], set[str], int]] = []
+        self.clients = Clients(settings)
+        self.health = Health(metrics, self.clients.assigned)
+        self.retrier = Retrier(ctx, self.health)
+        self.worker = Worker(metrics, processor_factory, self.health, self.retrier)
+        self.assignment = Assignment(metrics)
+        self.finishing = Finishing(metrics)
+        self.outputs = Outputs(settings, metrics, ctx.counts)
+        self.delivery = Delivery(
+            settings, metrics, self.clients, self.worker, self.retrier, self.health, self.assignment
+        )
+        self.batches = Batches(
+            ctx,
+            self.outputs,
+            self.clients,
+            self.worker,
+            self.retrier,
+            self.health,
+            self.assignment,
+            self.finishing,
+            self.delivery,
+        )
+        self.prober = Prober(settings, self.health, self.clients, self.worker)
         self.fetch_wait = FetchWait(settings.fetch_max_wait_ms, settings.fetch_max_wait_ceiling_ms)
-        self._finishing_records = 0  # the records of those batches
-        self._last_acked: asyncio.Future[None] | None = None
-        self._last_lag = 0.0
-        self._processing = 0  # records of the batch being processed now
-        self._topic_hints: dict[str, str] = {}
+        self._task: asyncio.Task[None] | None = None
 
-    def _add_busy(self, seconds: float) -> None:
-        """Called on the processing thread only (its one writer)."""
-        self.worker_busy_seconds += seconds
-        self._busy_inc(seconds)
+    # ---------------------------------------------------------------- the parts' state
+
+    @property
+    def settings(self) -> Settings:
+        return self.context.settings
+
+    @property
+    def metrics(self) -> Metrics:
+        return self.context.metrics
+
+    @property
+    def counts(self) -> Tally[str]:
+        return self.context.counts
+
+    @property
+    def partitions(self) -> dict[TopicPartition, PartitionState]:
+        return self.assignment.states
+
+    @property
+    def ready(self) -> bool:
+        return self.health.ready
+
+    @property
+    def started(self) -> bool:
+        return self.health.started
+
+    @property
+    def broker_ok(self) -> bool:
+        return self.health.broker_ok
+
+    @property
+    def keystore_ok(self) -> bool:
+        return self.health.keystore_ok
+
+    @property
+    def keystore_fault(self) -> str | None:
+        return self.health.keystore_fault
+
+    @property
+    def stream_fault(self) -> str | None:
+        return self.health.stream_fault
+
+    @property
+    def worker_busy_seconds(self) -> float:
+        return self.worker.busy_seconds
+
+    @property
+    def in_flight(self) -> int:
+        """Records fetched and not committed (batches finishing + the one processed)."""
+        return self.finishing.records
+
+    # ---------------------------------------------------------------- the parts' work
+
+    async def handle_batch(
+        self, batch: Mapping[TopicPartition, Sequence[Any]], generation: int | None = None
+    ) -> None:
+        await self.batches.handle_batch(batch, generation)
+
+    async def process(
+        self, raw: bytes, hint: str, now: datetime, *, subject: str | None = None
+    ) -> Sequence[Outcome]:
+        return await self.batches.process(raw, hint, now, subject=subject)
+
+    async def deidentify(self, raw: bytes, hint: str) -> Sequence[Outcome]:
+        return await self.batches.deidentify(raw, hint)
+
+    async def drain(self) -> None:
+        """Wait until every batch handed to a finisher is acknowledged and committed."""
+        await self.finishing.drain()
+
+    async def prepare_processor(self) -> None:
+        """Build the processor on the worker thread (it owns the key store connection)."""
+        await self.worker.prepare()
 
     # ---------------------------------------------------------------- lifecycle
 
@@ -129,60 +182,26 @@ class Runner(Batches, Delivery, Health, Partitions, Clients, Retries):
     async def start(self) -> None:
         """Connect (retrying while the broker is unreachable), create topics, subscribe."""
         await self.prepare_processor()
-        await self._retry("connect", self._connect_producer)
+        clients, retrier = self.clients, self.retrier
+        await retrier.retry("connect", clients.connect_producer)
         if self.settings.create_topics:
-            await self._retry("connect", self._ensure_topics)
+            await retrier.retry("connect", clients.ensure_topics)
         s = self.settings
-        self._consumer = new_consumer(s)
-        self._consumer.subscribe(list(s.input_topics), listener=RebalanceListener(self))
-        await self._retry("connect", self._consumer.start)
-        self.broker_ok = True
-        self.started = True
-        self._update_ready()
+        consumer = clients.new_consumer()
+        listener = RebalanceListener(self.batches.lock, self.finishing.drain, self.assignment)
+        consumer.subscribe(list(s.input_topics), listener=listener)
+        await retrier.retry("connect", consumer.start)
+        self.health.broker_ok = True
+        self.health.started = True
+        self.health.update_ready()
         log.info("runner started: %d input topics, group %s", len(s.input_topics), s.group_id)
 
-    async def prepare_processor(self) -> None:
-        """Build the processor on the worker thread (it owns the key store connection)."""
-        if self._processor is not None:
-            return
-        self._processor = await self._retry("keystore", self._open_processor)
-        self.keystore_ok = True
-        self._clear_store_fault()
-
-    async def _open_processor(self) -> Processor:
-        """Run the factory on the worker thread; a key store that cannot be opened for a
-        reason other than an outage (wrong or missing key, unusable file) is a StoreFault."""
-        loop = asyncio.get_running_loop()
-        try:
-            made: Processor = await loop.run_in_executor(self._executor, self.processor_factory)
-        except KeystoreError as exc:
-            if exc.retriable:
-                raise
-            self._set_store_fault(exc.reason_class, exc)
-            raise StoreFault(exc.reason_class) from exc
-        return made
-
-    async def _reopen_processor(self) -> None:
-        """After a store fault: open the store again (a corrected key file is read anew);
-        the old processor is closed (its store flushed) once the new one works."""
-        old = self._processor
-        new = await self._open_processor()
-        if new is old:
-            return
-        self._processor = new
-        closer = getattr(old, "close", None)
-        if callable(closer):
-            try:
-                await asyncio.get_running_loop().run_in_executor(self._executor, closer)
-            except Exception as exc:  # noqa: BLE001 - the old store is being replaced anyway
-                log.warning("closing the faulty processor failed: %s", type(exc).__name__)
-
     def request_stop(self) -> None:
-        self._stop.set()
+        self.context.stop.set()
 
     @property
     def stopping(self) -> bool:
-        return self._stop.is_set()
+        return self.context.stopping
 
     async def stop(self, grace: float = 30.0) -> None:
         """Drain: finish the batch in flight, commit, leave the group, close clients."""
@@ -204,65 +223,42 @@ class Runner(Batches, Delivery, Health, Partitions, Clients, Retries):
                 task.exception()  # already reported by _main; mark it retrieved
 
     async def _close(self) -> None:
-        self.started = False
-        self._update_ready()
-        for task, _keys, _n in self._finishing:
-            if not task.done():
-                task.cancel()
-            with contextlib.suppress(BaseException):
-                await task
-        self._finishing.clear()
-        self._finishing_records = 0
-        self._last_acked = None
-        consumer, self._consumer = self._consumer, None
-        producer, self._producer = self._producer, None
-        if consumer is not None:
-            with contextlib.suppress(Exception):
-                await consumer.stop()
-        if producer is not None:
-            with contextlib.suppress(Exception):
-                await producer.stop()
-        processor, self._processor = self._processor, None
-        closer = getattr(processor, "close", None) or getattr(
-            getattr(processor, "store", None), "close", None
-        )
-        if callable(closer):
-            try:  # on the worker thread, which owns the store's connection
-                await asyncio.get_running_loop().run_in_executor(self._executor, closer)
-            except Exception as exc:  # noqa: BLE001 - closing must not hide the real exit
-                log.warning("closing the processor failed: %s", type(exc).__name__)
-        self._executor.shutdown(wait=True, cancel_futures=True)
+        self.health.started = False
+        self.health.update_ready()
+        await self.finishing.cancel()
+        await self.clients.close()
+        await self.worker.close()
 
     # ---------------------------------------------------------------- the loop
 
     async def run(self) -> None:
-        consumer = self._need(self._consumer)
-        while not self._stop.is_set():
-            self._reap()
-            room = self.settings.max_in_flight - self.in_flight
+        consumer = self.clients.need_consumer()
+        finishing, health = self.finishing, self.health
+        while not self.stopping:
+            finishing.reap()
+            room = self.settings.max_in_flight - finishing.records
             if room <= 0:
-                await self._wait_oldest()  # bounded memory: the oldest batch first
+                await finishing.wait_oldest()  # bounded memory: the oldest batch first
                 continue
-            generation = self.generation
+            generation = self.assignment.generation
             try:
                 batch = await consumer.getmany(
-                    timeout_ms=50 if self._finishing else 300,
+                    timeout_ms=50 if finishing.pending else 300,
                     max_records=min(room, self.settings.max_batch_records),
                 )
             except KafkaError as exc:
-                self.broker_ok = False
-                self._update_ready()
+                health.set_broker(False)
                 log.warning("fetch failed: %s", type(exc).__name__)
                 self.metrics.retries.labels("fetch").inc()
-                await self._sleep(self.settings.retry_initial_seconds)
+                await self.retrier.sleep(self.settings.retry_initial_seconds)
                 continue
             await self._adapt_fetch_wait(consumer, batch)
             if batch:
-                await self.handle_batch(batch, generation)
+                await self.batches.handle_batch(batch, generation)
             else:
-                await self._probe_broker()
+                await self.prober.probe()
             try:
-                await self._refresh_lag()
+                await self.assignment.refresh_lag(self.clients.consumer)
             except Exception as exc:  # noqa: BLE001 - bookkeeping must never stop the stream
                 log.warning("lag refresh failed: %s", type(exc).__name__)
         await self.drain()  # a stop: finish and commit everything in flight
@@ -287,32 +283,40 @@ class Runner(Batches, Delivery, Health, Partitions, Clients, Retries):
                 "records waiting, fetch empty" if after > before else "idle",
             )
 
-    @property
-    def in_flight(self) -> int:
-        """Records fetched and not committed (batches finishing + the one processed)."""
-        return self._finishing_records + self._processing
-
-    def _set_in_flight_gauge(self) -> None:
-        self.metrics.in_flight.set(self.in_flight)
-
-    def _reap(self) -> None:
-        """Forget finished finishers; a failed one raises here (Stopping, a fatal error)."""
-        while self._finishing and self._finishing[0][0].done():
-            task, _keys, n = self._finishing.pop(0)
-            self._finishing_records -= n
-            self._set_in_flight_gauge()
-            task.result()
-
-    async def _wait_oldest(self) -> None:
-        if self._finishing:
-            await asyncio.shield(self._finishing[0][0])
-        self._reap()
-
-    async def drain(self) -> None:
-        """Wait until every batch handed to a finisher is acknowledged and committed."""
-        while self._finishing:
-            await self._wait_oldest()
-
-    def _unconfirmed_keys(self) -> list[set[str]]:
-        """The research keys of the batches still finishing (not yet confirmed)."""
-        return [keys for task, keys, _n in self._finishing if not task.done()]
+    def status(self) -> dict[str, Any]:
+        """Assignments, lag and counts: coordinates and numbers only, no message content."""
+        parts = []
+        for tp in sorted(self.partitions, key=lambda t: (t.topic, t.partition)):
+            st = self.partitions[tp]
+            parts.append(
+                {
+                    "topic": tp.topic,
+                    "partition": tp.partition,
+                    "committed": st.committed,
+                    "position": st.position,
+                    "highwater": st.highwater,
+                    "lag": st.lag,
+                }
+            )
+        health = self.health
+        return {
+            "ready": health.ready,
+            "started": health.started,
+            "broker_reachable": health.broker_ok,
+            "keystore_reachable": health.keystore_ok,
+            # a fault of the whole store, else of the stream (e.g. keystore_permission)
+            "keystore_fault": health.keystore_fault or health.stream_fault,
+            "group_id": self.settings.group_id,
+            "input_topics": list(self.settings.input_topics),
+            "assignments": parts,
+            # None while any assigned partition's lag is still unknown
+            "total_lag": (
+                sum(p["lag"] for p in parts)
+                if parts and all(p["lag"] is not None for p in parts)
+                else None
+            ),
+            "counts": dict(sorted(self.counts.items())),
+            # wall time the processing thread spent working (processing, confirming, key
+            # store calls): its growth per second near 1 means the instance is saturated
+            "worker_busy_seconds": round(self.worker.busy_seconds, 6),
+        }

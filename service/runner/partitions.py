@@ -7,16 +7,12 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import Iterable
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
-from aiokafka import ConsumerRebalanceListener, TopicPartition
+from aiokafka import AIOKafkaConsumer, ConsumerRebalanceListener, TopicPartition
 
-from service.runner.state import RunnerState
-
-if TYPE_CHECKING:
-    from service.runner.loop import Runner
+from service.metrics import Metrics
 
 log = logging.getLogger("deidstream.runner")
 LAG_REFRESH_SECONDS = 0.5
@@ -37,57 +33,83 @@ class PartitionState:
         return max(0, self.highwater - done)
 
 
-class RebalanceListener(ConsumerRebalanceListener):
-    def __init__(self, runner: Runner) -> None:
-        self.runner = runner
+class RebalanceListener(ConsumerRebalanceListener):  # type: ignore[misc,unused-ignore]
+    """A revoke takes the batch ``lock`` (the batch being processed finishes first), then
+    ``drain`` (earlier batches: acknowledged, confirmed, committed), then forgets the
+    partitions; every revoke and assign makes earlier fetches stale (``generation``)."""
+
+    def __init__(
+        self, lock: asyncio.Lock, drain: Callable[[], Awaitable[None]], assignment: Assignment
+    ) -> None:
+        self._lock = lock
+        self._drain = drain
+        self._assignment = assignment
 
     async def on_partitions_revoked(self, revoked: Iterable[TopicPartition]) -> None:
         # Taking the batch lock waits for the batch in flight: it publishes, confirms and
         # commits before the partitions go to another member.
-        async with self.runner.batch_lock:
+        async with self._lock:
             try:
-                await self.runner.drain()  # earlier batches: acknowledged, confirmed, committed
+                await self._drain()  # earlier batches: acknowledged, confirmed, committed
             except Exception as exc:  # noqa: BLE001 - the runner reports it on its next await
                 log.warning("draining before a revoke failed: %s", type(exc).__name__)
-            self.runner.generation += 1  # batches fetched before this point are stale
-            for tp in revoked:
-                self.runner.forget_partition(tp)
+            self._assignment.revoked(revoked)
         log.info("partitions revoked: %d", len(list(revoked)))
 
     async def on_partitions_assigned(self, assigned: Iterable[TopicPartition]) -> None:
-        self.runner.generation += 1
-        for tp in assigned:
-            self.runner.partitions.setdefault(tp, PartitionState())
+        self._assignment.assigned(assigned)
         log.info("partitions assigned: %s", sorted(f"{t.topic}/{t.partition}" for t in assigned))
 
 
-class Partitions(RunnerState):
-    """The runner's view of its assignment: lag per partition, forgotten on revoke."""
+class Assignment:
+    """The runner's view of its assignment: committed offset, position and lag per
+    partition (forgotten on revoke), and the ``generation`` bumped on every revoke/assign."""
 
-    def forget_partition(self, tp: TopicPartition) -> None:
-        self.partitions.pop(tp, None)
+    def __init__(self, metrics: Metrics) -> None:
+        self._lag_gauge = metrics.lag
+        self.states: dict[TopicPartition, PartitionState] = {}
+        self.generation = 0  # bumped on every revoke/assign
+        self._last_lag = 0.0  # when the lag was last refreshed (monotonic)
+
+    def assigned(self, tps: Iterable[TopicPartition]) -> None:
+        self.generation += 1
+        for tp in tps:
+            self.states.setdefault(tp, PartitionState())
+
+    def revoked(self, tps: Iterable[TopicPartition]) -> None:
+        self.generation += 1  # batches fetched before this point are stale
+        for tp in tps:
+            self.forget(tp)
+
+    def forget(self, tp: TopicPartition) -> None:
+        self.states.pop(tp, None)
         with contextlib.suppress(KeyError):
-            self.metrics.lag.remove(tp.topic, str(tp.partition))
+            self._lag_gauge.remove(tp.topic, str(tp.partition))
 
-    async def _refresh_lag(self) -> None:
+    def committed(self, offsets: Mapping[TopicPartition, int]) -> None:
+        """Offsets committed: the next to read, for the partitions still assigned."""
+        for tp, offset in offsets.items():
+            if tp in self.states:
+                self.states[tp].committed = offset
+
+    async def refresh_lag(self, consumer: AIOKafkaConsumer | None) -> None:
         """Positions and high watermarks → lag, at most every ``LAG_REFRESH_SECONDS`` (it
         awaits a position per partition: cheap, but not after every small batch)."""
-        consumer = self._consumer
         now = time.monotonic()
         if consumer is None or now - self._last_lag < LAG_REFRESH_SECONDS:
             return
         self._last_lag = now
         assigned = consumer.assignment()
-        for tp in [t for t in self.partitions if t not in assigned]:
-            self.forget_partition(tp)
+        for tp in [t for t in self.states if t not in assigned]:
+            self.forget(tp)
         for tp in assigned:
             if tp not in consumer.assignment():
                 continue  # a rebalance happened while we awaited a position below
-            state = self.partitions.setdefault(tp, PartitionState())
+            state = self.states.setdefault(tp, PartitionState())
             high = consumer.highwater(tp)
             if high is not None:
                 state.highwater = high
             with contextlib.suppress(Exception):  # position is unknown during a rebalance
                 state.position = await asyncio.wait_for(consumer.position(tp), 1.0)
             if state.lag is not None:
-                self.metrics.lag.labels(tp.topic, str(tp.partition)).set(state.lag)
+                self._lag_gauge.labels(tp.topic, str(tp.partition)).set(state.lag)

@@ -6,8 +6,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from aiokafka.errors import (
     CorruptRecordException,
@@ -20,9 +20,13 @@ from tenacity import AsyncRetrying, retry_if_exception, wait_exponential, wait_r
 
 from keystore import classify_database_error
 from pipelines.errors import DeidstreamError, IntegrityError, KeystoreError
-from service.runner.state import RunnerState
+
+if TYPE_CHECKING:
+    from service.runner.health import Health
+    from service.runner.state import RunnerContext
 
 log = logging.getLogger("deidstream.runner")
+T = TypeVar("T")
 
 
 class Stopping(Exception):  # noqa: N818 - control flow, not an error
@@ -69,27 +73,34 @@ def is_retriable(exc: BaseException) -> bool:
     return isinstance(exc, (ConnectionError, TimeoutError))
 
 
-class Retries(RunnerState):
+class Retrier:
     """The runner's retry loop and backoff (settings ``retry_initial_seconds`` /
-    ``retry_max_seconds``), counted in ``deidstream_retries_total{operation}``."""
+    ``retry_max_seconds``), counted in ``deidstream_retries_total{operation}``; its sleeps
+    end with ``Stopping`` on a stop request, and a retried failure shows in ``health``."""
 
-    def _backoff(self, attempt: int) -> float:
-        s = self.settings
+    def __init__(self, context: RunnerContext, health: Health) -> None:
+        self._settings = context.settings
+        self._metrics = context.metrics
+        self._stop = context.stop
+        self._health = health
+
+    def backoff(self, attempt: int) -> float:
+        s = self._settings
         return float(min(s.retry_max_seconds, s.retry_initial_seconds * (2 ** min(attempt, 16))))
 
-    async def _sleep(self, seconds: float) -> None:
+    async def sleep(self, seconds: float) -> None:
         """Sleep unless a stop is requested; raise Stopping then."""
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(self._stop.wait(), seconds)
         if self._stop.is_set():
             raise Stopping()
 
-    async def _retry(
+    async def retry(
         self,
         operation: str,
-        fn: Callable[[], Any],
+        fn: Callable[[], Awaitable[T]],
         retriable: Callable[[BaseException], bool] = is_retriable,
-    ) -> Any:
+    ) -> T:
         """Call ``fn`` (an awaitable factory) until it succeeds or a non-retriable error.
 
         The first attempt is a plain call: the retry machinery (tenacity's state, a few dozen
@@ -103,46 +114,47 @@ class Retries(RunnerState):
                 raise
             first: list[BaseException] = [exc]
 
-        async def again() -> Any:
+        async def again() -> T:
             if first:
                 raise first.pop()  # the failure of the plain call: the loop's attempt 1
             return await fn()
 
-        result = await self._retry_loop(operation, again, retriable)
-        self._clear_stream_fault(operation)
+        result = await self.retry_loop(operation, again, retriable)
+        self._health.clear_stream_fault(operation)
         return result
 
-    async def _retry_loop(
+    async def retry_loop(
         self,
         operation: str,
-        fn: Callable[[], Any],
+        fn: Callable[[], Awaitable[T]],
         retriable: Callable[[BaseException], bool] = is_retriable,
-    ) -> Any:
+    ) -> T:
         """The retry loop proper (tenacity): backoff with jitter, counted and logged."""
-        s = self.settings
+        s = self._settings
+        health = self._health
 
         def before_sleep(state: Any) -> None:
-            self.metrics.retries.labels(operation).inc()
+            self._metrics.retries.labels(operation).inc()
             exc = state.outcome.exception() if state.outcome else None
             log.warning(
                 "%s failed (%s), retry %d", operation, type(exc).__name__, state.attempt_number
             )
             if operation in ("connect", "commit", "fetch"):
-                self.broker_ok = False
+                health.broker_ok = False
             elif (
                 exc is not None
                 and not isinstance(exc, StoreFault)
                 and (is_stream_fault(exc) or isinstance(exc, KeystoreError))
             ):
-                self._enter_stream_fault(exc, operation)  # a store fault has its own line
-            self._update_ready()
+                health.enter_stream_fault(exc, operation)  # a store fault has its own line
+            health.update_ready()
 
         async for attempt in AsyncRetrying(
             retry=retry_if_exception(retriable),
             wait=wait_exponential(multiplier=s.retry_initial_seconds, max=s.retry_max_seconds)
             + wait_random(0, s.retry_initial_seconds),
             before_sleep=before_sleep,
-            sleep=self._sleep,
+            sleep=self.sleep,
             reraise=True,
         ):
             with attempt:

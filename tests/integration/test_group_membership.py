@@ -39,7 +39,7 @@ async def test_outage_longer_than_max_poll_interval_leaves_and_rejoins(
                 and all(st.lag == 0 for st in runner.partitions.values())
             )
         )
-        coordinator = runner._consumer._coordinator  # type: ignore[union-attr]
+        coordinator = runner.clients.consumer._coordinator  # type: ignore[union-attr]
         member = coordinator.member_id
         assert coordinator.generation >= 0 and member and runner.ready
 
@@ -72,7 +72,7 @@ async def test_outage_longer_than_max_poll_interval_leaves_and_rejoins(
             ),
             within=60,
         )
-        assert runner._consumer.assignment()  # type: ignore[union-attr]
+        assert runner.clients.consumer.assignment()  # type: ignore[union-attr]
         assert coordinator.member_id != member  # a new member: it joined again
     finally:
         await runner.stop()

@@ -276,7 +276,7 @@ async def test_deidentify_endpoint_with_the_real_pipeline(tmp_path: Path) -> Non
         for ident in ("Vance", "Eleanor", "100234", "555-0142", "Birch Lane"):
             assert ident not in text
         assert bad.status_code == 422 and bad.json()["reason_class"]
-        processor = runner._processor  # noqa: SLF001 - inspect the stream's store
+        processor = runner.worker.processor  # inspect the stream's store
         store = processor._store  # noqa: SLF001
         assert store.get_mark(first["outcomes"][0]["research_key"]) is None
     finally:

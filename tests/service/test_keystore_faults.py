@@ -22,7 +22,7 @@ from pipelines.errors import IntegrityError, KeystoreError, MissingKeyError
 from pipelines.outcome import Outcome, OutcomeKind
 from service.app import create_app
 from service.metrics import Metrics
-from service.runner import KEY_FAULT_STREAK, Runner, Stopping
+from service.runner import KEY_FAULT_STREAK, BaseProcessor, Runner, Stopping
 from service.settings import Settings
 from service.wiring import open_keystore, real_processor_factory
 
@@ -40,7 +40,7 @@ class Rec:
     headers: list[tuple[str, bytes]] = field(default_factory=list)
 
 
-class Scripted:
+class Scripted(BaseProcessor):
     """process() raises what ``failing`` says for a patient (the record value), else publishes."""
 
     def __init__(self) -> None:
@@ -75,11 +75,11 @@ async def test_one_record_failing_authentication_is_dead_lettered() -> None:
     proc.failing[b"p1"] = IntegrityError("record failed authentication", record="r1")
     runner = _runner(proc)
     await runner.prepare_processor()
-    h = await runner._handle_record(Rec(b"p1", b"p1"))
+    h = await runner.batches.handle_record(Rec(b"p1", b"p1"))
     assert h.kind == "deadletter"
     assert dict(h.outputs[0].headers)["reason-class"] == b"keystore_integrity"
     assert runner.keystore_fault is None and runner.keystore_ok
-    ok = await runner._handle_record(Rec(b"p2", b"p2"))  # the stream goes on
+    ok = await runner.batches.handle_record(Rec(b"p2", b"p2"))  # the stream goes on
     assert ok.kind == "publish"
     await runner.stop()
 
@@ -91,9 +91,11 @@ async def test_a_streak_of_patients_failing_authentication_stops_the_stream() ->
     runner = _runner(proc)
     await runner.prepare_processor()
     for n in range(KEY_FAULT_STREAK - 1):
-        assert (await runner._handle_record(Rec(b"p%d" % n, b"p%d" % n))).kind == "deadletter"
+        assert (
+            await runner.batches.handle_record(Rec(b"p%d" % n, b"p%d" % n))
+        ).kind == "deadletter"
     last = b"p%d" % (KEY_FAULT_STREAK - 1)
-    task = asyncio.create_task(runner._handle_record(Rec(last, last)))
+    task = asyncio.create_task(runner.batches.handle_record(Rec(last, last)))
     await _wait(lambda: proc.calls >= KEY_FAULT_STREAK + 3)  # retried, not dead-lettered
     assert not task.done()
     assert runner.keystore_fault == "keystore_integrity" and not runner.keystore_ok
@@ -113,7 +115,7 @@ async def test_the_same_patient_failing_twice_is_no_streak() -> None:
     runner = _runner(proc)
     await runner.prepare_processor()
     for _ in range(KEY_FAULT_STREAK + 1):
-        assert (await runner._handle_record(Rec(b"p1", b"p1"))).kind == "deadletter"
+        assert (await runner.batches.handle_record(Rec(b"p1", b"p1"))).kind == "deadletter"
     assert runner.keystore_fault is None
     await runner.stop()
 
@@ -126,7 +128,7 @@ async def test_an_unknown_key_id_on_a_record_is_retried_not_dead_lettered() -> N
     runner = _runner(proc)
     app = create_app(runner.settings, runner=runner, start_runner=False)
     await runner.prepare_processor()
-    task = asyncio.create_task(runner._handle_record(Rec(b"p1", b"p1")))
+    task = asyncio.create_task(runner.batches.handle_record(Rec(b"p1", b"p1")))
     await _wait(lambda: runner.keystore_fault == "missing_key")
     async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://t") as c:
         ready = await c.get("/readyz")
@@ -196,7 +198,7 @@ async def test_a_database_fault_is_the_streams_not_the_records(
     runner = _runner(proc)
     app = create_app(runner.settings, runner=runner, start_runner=False)
     await runner.prepare_processor()
-    task = asyncio.create_task(runner._handle_record(Rec(b"p1", b"p1")))
+    task = asyncio.create_task(runner.batches.handle_record(Rec(b"p1", b"p1")))
     await _wait(lambda: proc.calls >= 5)
     assert not task.done() and runner.counts["deadlettered"] == 0
     reason = runner.stream_fault
@@ -233,8 +235,8 @@ async def test_a_confirmation_failing_on_any_key_store_error_is_retried() -> Non
     proc.commit = commit  # type: ignore[attr-defined]
     runner = _runner(proc)
     await runner.prepare_processor()
-    h = await runner._handle_record(Rec(b"p1", b"p1"))
-    await runner._confirm([h])
+    h = await runner.batches.handle_record(Rec(b"p1", b"p1"))
+    await runner.delivery.confirm([h])
     assert not failures and len(confirmed) == 1
     assert runner.metrics.value("deidstream_retries_total", operation="confirm") == 2
     assert runner.stream_fault is None

@@ -1,6 +1,6 @@
-"""The runner's ``_retry`` makes its first attempt as a plain call and builds the retry loop
+"""The runner's ``Retrier.retry`` makes its first attempt as a plain call and builds the retry loop
 only after a retriable failure: what it returns, raises, counts and sleeps must be what the
-loop run from the start (``_retry_loop``) gives, for any sequence of attempt outcomes."""
+loop run from the start (``Retrier.retry_loop``) gives, for any sequence of attempt outcomes."""
 
 from __future__ import annotations
 
@@ -43,7 +43,7 @@ def _runner() -> tuple[Runner, list[float]]:
     async def sleep(seconds: float) -> None:  # backoff recorded, not waited
         slept.append(seconds)
 
-    runner._sleep = sleep  # type: ignore[method-assign]
+    runner.retrier.sleep = sleep  # type: ignore[method-assign]
     return runner, slept
 
 
@@ -60,8 +60,8 @@ async def test_fast_path_behaves_like_the_loop(outcomes: list[str]) -> None:
     fast, fast_slept = _runner()
     loop, loop_slept = _runner()
     fast_script, loop_script = Script(outcomes), Script(outcomes)
-    got = await _outcome(fast._retry, fast_script)
-    want = await _outcome(loop._retry_loop, loop_script)
+    got = await _outcome(fast.retrier.retry, fast_script)
+    want = await _outcome(loop.retrier.retry_loop, loop_script)
     assert got == want
     assert fast_script.calls == loop_script.calls
     assert len(fast_slept) == len(loop_slept)  # jitter differs; the number of sleeps not

@@ -9,7 +9,9 @@ from __future__ import annotations
 import asyncio
 import re
 import shutil
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -17,8 +19,9 @@ import pytest
 from aiokafka import TopicPartition
 
 from keystore.keyring import Keyring
+from pipelines.outcome import Outcome
 from service.metrics import Metrics
-from service.runner import Runner
+from service.runner import BaseProcessor, Processor, Runner
 from service.settings import Settings
 from service.wiring import real_processor_factory
 
@@ -62,6 +65,32 @@ class Consumer:
         return None
 
 
+class EachProcessor(BaseProcessor):
+    """The real processor without its own ``process_many``: ``process`` for each record
+    (:func:`service.runner.process_each`), everything else the real one's."""
+
+    def __init__(self, inner: Processor) -> None:
+        self.inner = inner
+
+    def process(self, raw: bytes, *, content_hint: str, now: datetime) -> Sequence[Outcome]:
+        return self.inner.process(raw, content_hint=content_hint, now=now)
+
+    def commit(self, outcomes: Sequence[Outcome]) -> None:
+        self.inner.commit(outcomes)
+
+    def sent_marks(self, marks: Sequence[str]) -> set[str]:
+        return self.inner.sent_marks(marks)
+
+    def mark_sent(self, marks: Sequence[str]) -> None:
+        self.inner.mark_sent(marks)
+
+    def diagnose(self, error: BaseException, raw: bytes) -> Mapping[str, str]:
+        return self.inner.diagnose(error, raw)
+
+    def close(self) -> None:
+        self.inner.close()
+
+
 async def _publish_all(
     url: str, key: str, recs: list[Rec], batch: int, many: bool
 ) -> list[tuple[Any, ...]]:
@@ -69,17 +98,15 @@ async def _publish_all(
     metrics = Metrics()
     factory = real_processor_factory(s, metrics)
 
-    def build() -> Any:
+    def build() -> Processor:
         proc = factory()
-        if not many:
-            vars(proc).pop("process_many", None)
-        return proc
+        return proc if many else EachProcessor(proc)
 
     runner = Runner(s, metrics, build)
     producer = Producer()
-    runner._producer = producer  # type: ignore[assignment]
-    runner._consumer = Consumer()  # type: ignore[assignment]
-    runner.broker_ok = True
+    runner.clients.producer = producer  # type: ignore[assignment]
+    runner.clients.consumer = Consumer()  # type: ignore[assignment]
+    runner.health.broker_ok = True
     await runner.prepare_processor()
     for i in range(0, len(recs), batch):
         await runner.handle_batch({TP: recs[i : i + batch]})

@@ -9,6 +9,7 @@ tests/integration)."""
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -18,7 +19,7 @@ from aiokafka import TopicPartition
 from pipelines.outcome import Outcome as Out
 from pipelines.outcome import OutcomeKind
 from service.metrics import Metrics
-from service.runner import Runner
+from service.runner import BaseProcessor, Runner
 from service.settings import Settings
 
 TP = TopicPartition("in.hl7v2", 0)
@@ -35,7 +36,7 @@ class Rec:
     headers: list[tuple[str, bytes]] = field(default_factory=list)
 
 
-class Proc:
+class Proc(BaseProcessor):
     """Publishes a key the first time, a duplicate once that key's publish is confirmed."""
 
     def __init__(self, log: list[str]) -> None:
@@ -49,7 +50,7 @@ class Proc:
             return [Out(kind=OutcomeKind.DUPLICATE)]
         return [Out(kind=OutcomeKind.PUBLISH, research_key=key, value=raw)]
 
-    def commit(self, outcomes: list[Out]) -> None:
+    def commit(self, outcomes: Sequence[Out]) -> None:
         keys = [o.research_key for o in outcomes if o.research_key]
         self.log.append(f"confirm {','.join(keys)}")
         self.confirmed.update(k for k in keys if k)
@@ -96,9 +97,9 @@ def runner_with(proc: Any, log: list[str], **over: Any) -> tuple[Runner, Produce
     )
     runner = Runner(settings, Metrics(), lambda: proc)
     producer = Producer(log)
-    runner._producer = producer  # type: ignore[assignment]
-    runner._consumer = Consumer(log)  # type: ignore[assignment]
-    runner.broker_ok = True
+    runner.clients.producer = producer  # type: ignore[assignment]
+    runner.clients.consumer = Consumer(log)  # type: ignore[assignment]
+    runner.health.broker_ok = True
     return runner, producer
 
 
@@ -181,7 +182,7 @@ async def test_everything_fetched_counts_against_max_in_flight() -> None:
     assert runner.settings.max_in_flight - runner.in_flight == 1  # room for one more only
     await runner.handle_batch(_batch((2, "c")))
     assert runner.in_flight == 3
-    waiting = asyncio.create_task(runner._wait_oldest())
+    waiting = asyncio.create_task(runner.finishing.wait_oldest())
     await asyncio.sleep(0.05)
     assert not waiting.done()  # the run loop would wait here instead of fetching
     producer.ack_all()
@@ -204,7 +205,7 @@ async def test_a_batch_is_sent_after_the_previous_acks_not_after_its_commit() ->
             await committed.wait()  # the previous batch's offset commit hangs
             await super().commit(offsets)
 
-    runner._consumer = SlowCommit(log)  # type: ignore[assignment]
+    runner.clients.consumer = SlowCommit(log)  # type: ignore[assignment]
     await runner.prepare_processor()
     await runner.handle_batch(_batch((0, "a")))
     await _until(lambda: len(producer.acks) == 1)
@@ -258,8 +259,8 @@ async def test_a_backlog_is_fetched_in_batches_that_overlap() -> None:
     log: list[str] = []
     runner, producer = _runner(log, max_in_flight=9, max_batch_records=3)
     consumer = Backlog(log, [Rec(i, f"k{i}".encode()) for i in range(9)])
-    runner._consumer = consumer  # type: ignore[assignment]
-    runner._last_probe = float("inf")  # no broker probe while idle
+    runner.clients.consumer = consumer  # type: ignore[assignment]
+    runner.prober.last_probe = float("inf")  # no broker probe while idle
     await runner.prepare_processor()
     task = asyncio.create_task(runner.run())
     await _until(lambda: len(producer.acks) == 3)  # the first batch sent, acks held back

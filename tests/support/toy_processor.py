@@ -2,7 +2,7 @@
 
 Input: JSON ``{"patient": str, "doc": str, "v": int, "text": str, "status": str}``.
 It raises the project's real errors for bad input, keeps version marks in SQLite (written
-only on ``confirm``, like the real pipeline), and can be told to fail transiently. It returns
+only on ``commit``, like the real pipeline), and can be told to fail transiently. It returns
 the real :class:`pipelines.outcome.Outcome`; the version an outcome confirms is its
 ``version`` header.
 """
@@ -20,16 +20,17 @@ from typing import Any
 
 from pipelines.errors import InvalidJSON, KeystoreUnavailable, MissingPatientId, PartialInput
 from pipelines.outcome import Outcome, OutcomeKind
+from service.runner import BaseProcessor
 
 
 def research_key(patient: str, doc: str) -> str:
     return hashlib.sha256(f"{patient}|{doc}".encode()).hexdigest()[:16]
 
 
-class ToyProcessor:
+class ToyProcessor(BaseProcessor):
     """Follows the real processor's contract: ``process`` writes an *unacknowledged* mark;
     meeting an unacknowledged mark of the same version re-emits the same outcome (a replay
-    after a crash); ``confirm`` acknowledges; an acknowledged same version is a duplicate."""
+    after a crash); ``commit`` acknowledges; an acknowledged same version is a duplicate."""
 
     def __init__(self, marks_path: str | None = None, fail_file: str | None = None) -> None:
         self._db = sqlite3.connect(marks_path or ":memory:", check_same_thread=False)
@@ -110,7 +111,7 @@ class ToyProcessor:
     def close(self) -> None:
         self._db.close()
 
-    def confirm(self, outcomes: Sequence[Outcome]) -> None:
+    def commit(self, outcomes: Sequence[Outcome]) -> None:
         with self._lock:
             for out in outcomes:
                 version = dict(out.headers).get("version")
