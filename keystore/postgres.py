@@ -19,7 +19,7 @@ from typing import Any
 
 import psycopg
 
-from keystore.backend import REVIEW_SEALED_TABLES, Dialect, Row, SqlBackend
+from keystore.backend import REVIEW_GUARDED_AT_5, Dialect, Row, SqlBackend
 from keystore.errors import (
     FaultKind,
     KeyRetiredError,
@@ -381,7 +381,7 @@ class PostgresBackend(SqlBackend):
     def _review_key_guard(self) -> list[str]:
         """The same foreign keys on the review queue's sealed blobs (NOT VALID: rows an
         earlier release wrote are not re-checked; new rows and retirements are)."""
-        return [_key_active_fk(t, not_valid=True) for t in REVIEW_SEALED_TABLES]
+        return [_key_active_fk(t, not_valid=True) for t in REVIEW_GUARDED_AT_5]
 
     def close(self) -> None:
         with self._lock:

@@ -9,7 +9,7 @@ from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any
 
-from keystore.backend import REVIEW_SEALED_TABLES, Dialect, SqlBackend
+from keystore.backend import REVIEW_GUARDED_AT_5, Dialect, SqlBackend
 from keystore.errors import FaultKind, KeyRetiredError, KeystoreError, KeystoreUnavailable, fault
 
 SQLITE = Dialect(
@@ -123,9 +123,9 @@ class SqliteBackend(SqlBackend):
         """The same triggers on the review queue's sealed blobs; the guard on retiring a key
         is replaced by one that also counts them."""
         return [
-            *(s for table in REVIEW_SEALED_TABLES for s in _key_active_triggers(table)),
+            *(s for table in REVIEW_GUARDED_AT_5 for s in _key_active_triggers(table)),
             "DROP TRIGGER master_keys_in_use",
-            _in_use_trigger(("patients", "store_keys", *REVIEW_SEALED_TABLES)),
+            _in_use_trigger(("patients", "store_keys", *REVIEW_GUARDED_AT_5)),
         ]
 
     def close(self) -> None:

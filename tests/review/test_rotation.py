@@ -201,3 +201,12 @@ def test_rotation_and_the_retire_check_know_the_same_tables() -> None:
     from keystore.backend import REVIEW_SEALED_TABLES
 
     assert tuple(t for t, _, _ in reviewdb._SEALED_TABLES) == REVIEW_SEALED_TABLES  # noqa: SLF001
+
+
+def test_every_sealed_review_table_is_guarded_by_a_migration() -> None:
+    """Migration 5's guard is frozen; a sealed table added later needs its own migration."""
+    from keystore.backend import REVIEW_GUARDED_AT_5, REVIEW_SEALED_TABLES
+
+    assert set(REVIEW_SEALED_TABLES) <= set(REVIEW_GUARDED_AT_5), (
+        "a new sealed table needs a migration that adds its key guard"
+    )
