@@ -42,10 +42,10 @@ import signal
 import sys
 import tempfile
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol, cast
 
 import httpx
 from prometheus_client import CollectorRegistry, Counter, Gauge
@@ -127,6 +127,22 @@ def settings_from_payload(data: bytes) -> Settings:
 # --------------------------------------------------------------------------- metrics files
 
 
+class _ArchiveFile(Protocol):
+    """The part of prometheus_client's ``MmapedDict`` (a private module, bounded in
+    pyproject.toml and checked by tests/test_third_party_internals.py) used here."""
+
+    def read_value(self, key: str) -> tuple[float, float]: ...
+    def write_value(self, key: str, value: float, timestamp: float) -> None: ...
+    def close(self) -> None: ...
+
+
+class _ArchiveFiles(Protocol):
+    def __call__(self, filename: str) -> _ArchiveFile: ...
+    def read_all_values_from_file(
+        self, filename: str
+    ) -> Iterable[tuple[str, float, float, int]]: ...
+
+
 def fold_dead_process(directory: Path, pid: int) -> None:
     """A dead worker's metric files: counters and histograms added into ``*_archive.db`` (so
     the merged totals never go backwards and files do not pile up across restarts), its
@@ -134,19 +150,21 @@ def fold_dead_process(directory: Path, pid: int) -> None:
     from prometheus_client import multiprocess
     from prometheus_client.mmap_dict import MmapedDict
 
+    files = cast(_ArchiveFiles, MmapedDict)
+    mark_dead = cast(Callable[[int, str], None], multiprocess.mark_process_dead)
     for kind in ("counter", "histogram"):
         path = directory / f"{kind}_{pid}.db"
         if not path.exists():
             continue
-        archive = MmapedDict(str(directory / f"{kind}_archive.db"))
+        archive = files(str(directory / f"{kind}_archive.db"))
         try:
-            for key, value, timestamp, _pos in MmapedDict.read_all_values_from_file(str(path)):
+            for key, value, timestamp, _pos in files.read_all_values_from_file(str(path)):
                 old, _ = archive.read_value(key)
                 archive.write_value(key, old + value, timestamp)
         finally:
             archive.close()
         path.unlink()
-    multiprocess.mark_process_dead(pid, str(directory))
+    mark_dead(pid, str(directory))
     for path in directory.glob(f"*_{pid}.db"):
         path.unlink(missing_ok=True)
 

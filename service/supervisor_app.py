@@ -5,7 +5,8 @@ worker, which checks the token itself (service/supervisor.py)."""
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable
+from typing import Any, cast
 
 import httpx
 from fastapi import FastAPI, HTTPException, Request, Response, status
@@ -23,7 +24,8 @@ FORWARDED_HEADERS = ("authorization", "content-type")
 def merged_registry(supervisor: Supervisor) -> CollectorRegistry:
     """The workers' files (live and archived) and the supervisor's own instruments."""
     registry = CollectorRegistry()
-    MultiProcessCollector(registry, path=str(supervisor.metrics_dir))
+    collect = cast(Callable[..., object], MultiProcessCollector)  # untyped in prometheus_client
+    collect(registry, path=str(supervisor.metrics_dir))
     registry.register(_Own(supervisor.metrics.registry))
     return registry
 

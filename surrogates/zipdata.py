@@ -14,10 +14,11 @@ from __future__ import annotations
 
 import gzip
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
+from typing import Any, cast
 
 FILENAME = "zips.tsv.gz"
 
@@ -60,6 +61,7 @@ def rows_from_package() -> list[ZipRow]:
     for regenerating the copy and for its test, never on a service's path)."""
     import zipcodes
 
+    list_all = cast(Callable[[], list[dict[str, Any]]], zipcodes.list_all)  # untyped
     out = [
         ZipRow(
             zip_code=str(r["zip_code"]),
@@ -67,7 +69,7 @@ def rows_from_package() -> list[ZipRow]:
             city=" ".join(str(r.get("city") or "").split()),
             standard=r.get("zip_code_type") == "STANDARD" and bool(r.get("active", True)),
         )
-        for r in zipcodes.list_all()
+        for r in list_all()
     ]
     return sorted(out, key=lambda r: r.zip_code)
 

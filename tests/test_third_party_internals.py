@@ -10,11 +10,15 @@ check that it still does what it did, then raise the bound.
 - aiokafka (``<0.15``): the consumer's ``_fetcher._fetch_max_wait_ms`` (the adaptive fetch
   wait, service/runner/fetchwait.py) and ``_client.force_metadata_update()`` (a topic created
   while ``tail`` / ``held`` wait for it).
+- prometheus-client (``<0.27``): ``prometheus_client.mmap_dict.MmapedDict`` — service/supervisor.py
+  folds a dead worker's counter and histogram files into an archive file so merged totals
+  never go backwards (multiprocess mode has no public call for that).
 """
 
 from __future__ import annotations
 
 import inspect
+from pathlib import Path
 
 import pytest
 
@@ -55,3 +59,28 @@ def test_aiokafka_client_metadata_refresh(command: str) -> None:
     assert "_client.force_metadata_update()" in inspect.getsource(
         __import__(command, fromlist=["x"])
     )
+
+
+def test_prometheus_mmaped_dict_folds_values_as_the_supervisor_expects(tmp_path: Path) -> None:
+    from prometheus_client.mmap_dict import MmapedDict
+
+    from service.supervisor import fold_dead_process
+
+    worker = MmapedDict(str(tmp_path / "counter_4242.db"))
+    worker.write_value("k1", 2.5, 100.0)
+    worker.write_value("k2", 1.0, 101.0)
+    worker.close()
+    archive = MmapedDict(str(tmp_path / "counter_archive.db"))
+    archive.write_value("k1", 1.5, 50.0)
+    archive.close()
+
+    fold_dead_process(tmp_path, 4242)
+
+    assert not (tmp_path / "counter_4242.db").exists()
+    folded = {
+        key: value
+        for key, value, _ts, _pos in MmapedDict.read_all_values_from_file(
+            str(tmp_path / "counter_archive.db")
+        )
+    }
+    assert folded == {"k1": 4.0, "k2": 1.0}
