@@ -8,7 +8,9 @@ detector unites these spans with the rules' (``pipelines.phi.combine``).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
+from dataclasses import replace
 from functools import cache
 from importlib import resources
 from pathlib import Path
@@ -19,6 +21,7 @@ from pipelines.phi.base import Doc, Recognizer
 from pipelines.phi.registry import register
 from pipelines.phi.tagger.features import BUILDING_PARTS, CUES
 from pipelines.phi.tagger.model import Label, TaggedSpan, Tagger
+from pipelines.phi.wordlists import word_set
 from pipelines.spans import Category, Span
 
 _HEADS: Final = CUES["head"]
@@ -61,11 +64,33 @@ class TaggerRecognizer(Recognizer):
 
     def detect(self, doc: Doc) -> list[Span]:
         text = doc.text
+        kept = (_trimmed(text, t) for t in self.tagger.tag(text))
         return [
             Span(t.start, t.end, _category(text, t), t.confidence, "tagger")
-            for t in self.tagger.tag(text)
-            if not _not_phi(text, t)
+            for t in kept
+            if t is not None and not _not_phi(text, t)
         ]
+
+
+_LEADING_WORD = re.compile(r"[A-Za-z]+")
+
+
+def _trimmed(text: str, tagged: TaggedSpan) -> TaggedSpan | None:
+    """A name without the grammar words it starts with ("Later Ann" -> "Ann"): words that are
+    never part of a person's name (``data/name_never_words.txt``); None when nothing is left."""
+    if tagged.label is not Label.NAME:
+        return tagged
+    never = word_set("name_never_words")
+    start = tagged.start
+    while (m := _LEADING_WORD.match(text, start, tagged.end)) and m.group().lower() in never:
+        if m.end() < tagged.end and not text[m.end()].isspace():
+            break  # "Thebes", "And-" : the letters run on into the name
+        start = m.end()
+        while start < tagged.end and text[start].isspace():
+            start += 1
+    if start == tagged.start:
+        return tagged
+    return replace(tagged, start=start) if start < tagged.end else None
 
 
 def _not_phi(text: str, tagged: TaggedSpan) -> bool:
