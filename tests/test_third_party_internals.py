@@ -10,6 +10,8 @@ check that it still does what it did, then raise the bound.
 - aiokafka (``<0.15``): the consumer's ``_fetcher._fetch_max_wait_ms`` (the adaptive fetch
   wait, service/runner/fetchwait.py) and ``_client.force_metadata_update()`` (a topic created
   while ``tail`` / ``held`` wait for it).
+- wordfreq (``<4``): its data file ``data/large_en.msgpack.gz`` read without importing the
+  package (pipelines/phi/lexicons.py ``_english``; the import brings ftfy and friends).
 - prometheus-client (``<0.27``): ``prometheus_client.mmap_dict.MmapedDict`` — service/supervisor.py
   folds a dead worker's counter and histogram files into an archive file so merged totals
   never go backwards (multiprocess mode has no public call for that).
@@ -84,3 +86,16 @@ def test_prometheus_mmaped_dict_folds_values_as_the_supervisor_expects(tmp_path:
         )
     }
     assert folded == {"k1": 4.0, "k2": 1.0}
+
+
+def test_wordfreq_data_file_read_directly_gives_wordfreqs_values() -> None:
+    import math
+
+    import wordfreq
+
+    from pipelines.phi import lexicons
+
+    ours = lexicons._english()  # noqa: SLF001
+    theirs = wordfreq.get_frequency_dict("en", "large")
+    assert len(ours) == len(theirs) > 300_000
+    assert all(ours[w] == math.log10(f) + 9.0 for w, f in theirs.items())

@@ -151,15 +151,31 @@ def last_names() -> dict[str, float]:
 def _english() -> dict[str, float]:
     """wordfreq's large English list: word -> its Zipf frequency, one dict and no other copy.
 
-    ``wordfreq.get_frequency_dict`` would keep its own dict and the raw list cached for the
-    process's life, beside a memo of Zipf values; here the list is read once (its uncached
-    function) and each frequency bucket's value is computed once, as ``zipf`` did per word."""
-    import wordfreq
+    Read from the package's data file without importing ``wordfreq``: its import brings
+    ftfy, langcodes, regex and wcwidth's tables, which the detector does not use (figures:
+    bench/README.md, "Memory"). The file is in wordfreq's documented cBpack format: gzipped
+    msgpack, a header, then bucket ``i`` holding the words of frequency ``10 ** (-i / 100)``
+    (``wordfreq.cB_to_freq(-i)``). Each bucket's value is ``log10`` of that plus 9, the
+    float ``zipf`` always computed; tests/test_third_party_internals.py checks every value
+    against wordfreq's own dictionary (the data path is bounded in pyproject.toml)."""
+    import gzip
+    import importlib.util
+    from pathlib import Path
 
-    pack = wordfreq.get_frequency_list.__wrapped__("en", "large")
+    import msgpack
+
+    spec = importlib.util.find_spec("wordfreq")
+    if spec is None or not spec.submodule_search_locations:
+        raise ModuleNotFoundError("wordfreq is not installed")
+    path = Path(next(iter(spec.submodule_search_locations))) / "data" / "large_en.msgpack.gz"
+    with gzip.open(path, "rb") as raw:
+        pack = msgpack.load(raw, raw=False)
+    header = pack[0] if pack else None
+    if not isinstance(header, dict) or header.get("format") != "cB" or header.get("version") != 1:
+        raise ValueError(f"{path.name}: not a cBpack version 1 file")
     out: dict[str, float] = {}
-    for index, bucket in enumerate(pack):
-        value = math.log10(wordfreq.cB_to_freq(-index)) + 9.0  # as get_frequency_dict does
+    for index, bucket in enumerate(pack[1:]):
+        value = math.log10(10 ** (-index / 100)) + 9.0
         for word in bucket:
             out[word] = value
     return out
