@@ -135,7 +135,8 @@ def first_names() -> dict[str, float]:
     from surrogates.names import census
 
     male, female = census().male, census().female
-    return {k: max(male.get(k, 0.0), female.get(k, 0.0)) for k in male.keys() | female.keys()}
+    names = sorted(male.keys() | female.keys())  # a set's order follows the string hash seed
+    return {k: max(male.get(k, 0.0), female.get(k, 0.0)) for k in names}
 
 
 @cache

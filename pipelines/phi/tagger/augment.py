@@ -52,8 +52,9 @@ class Example:
 
 @cache
 def _pools() -> dict[str, tuple[str, ...]]:
-    firsts = sorted(lexicons.first_names(), key=lambda w: -lexicons.first_names()[w])
-    lasts = sorted(lexicons.last_names(), key=lambda w: -lexicons.last_names()[w])
+    # by share, then alphabetically: ties must not follow a dict's order (a set's, hashed)
+    firsts = sorted(lexicons.first_names(), key=lambda w: (-lexicons.first_names()[w], w))
+    lasts = sorted(lexicons.last_names(), key=lambda w: (-lexicons.last_names()[w], w))
     cores = sorted({facility_core(n) for n in facility_names()} - {""})
     return {
         "first": tuple(firsts[:4000]),
