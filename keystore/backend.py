@@ -601,7 +601,7 @@ class SqlBackend(ABC):
                     now,
                 ),
             )
-            inserted = cur.rowcount == 1
+            inserted = bool(cur.rowcount == 1)
             if inserted and pseudonym_hash is not None:
                 self._index(cur, pseudonym_hash, row.lookup, now)
         return inserted
@@ -676,7 +676,7 @@ class SqlBackend(ABC):
         """Crypto-shred: drop the sealed record and unlink its pseudonyms."""
         with self._transaction() as cur:
             self._exec(cur, "DELETE FROM patients WHERE lookup = ?", (lookup,))
-            deleted = cur.rowcount == 1
+            deleted = bool(cur.rowcount == 1)
             self._exec(
                 cur,
                 "UPDATE pseudonyms SET lookup = NULL, forgotten_at = ? WHERE lookup = ?",

@@ -9,7 +9,9 @@ parser does the tokenising); RTF goes through the ``striprtf`` library.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from html.parser import HTMLParser
+from typing import cast
 
 from striprtf.striprtf import rtf_to_text
 
@@ -145,7 +147,8 @@ def markup_to_text(markup: str) -> str:
 
 def rtf_text(rtf: str) -> str:
     """Simple RTF → text (striprtf ignores what it does not know: pictures, objects)."""
-    return rtf_to_text(rtf, errors="ignore").strip()
+    convert = cast(Callable[..., str], rtf_to_text)  # striprtf has no type hints
+    return convert(rtf, errors="ignore").strip()
 
 
 HTML_TYPES = frozenset(
