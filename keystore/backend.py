@@ -46,6 +46,20 @@ class Row:
             revision,
         )
 
+    def inserted_at(self, now: float) -> tuple[object, ...]:
+        """The values of an INSERT into ``patients``: the row, created and updated ``now``."""
+        return (
+            self.lookup,
+            self.key_id,
+            self.wrapped_key,
+            self.nonce,
+            self.ciphertext,
+            self.record_schema,
+            self.revision,
+            now,
+            now,
+        )
+
     def sealed(self) -> Sealed:
         return Sealed(
             self.key_id, self.wrapped_key, self.nonce, self.ciphertext, self.record_schema
@@ -589,17 +603,7 @@ class SqlBackend(ABC):
                 "INSERT INTO patients (lookup, key_id, wrapped_key, nonce, ciphertext, record_schema, revision,"
                 " created_at, updated_at)"
                 " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (lookup) DO NOTHING",
-                (
-                    row.lookup,
-                    row.key_id,
-                    row.wrapped_key,
-                    row.nonce,
-                    row.ciphertext,
-                    row.record_schema,
-                    row.revision,
-                    now,
-                    now,
-                ),
+                row.inserted_at(now),
             )
             inserted = bool(cur.rowcount == 1)
             if inserted and pseudonym_hash is not None:

@@ -291,20 +291,7 @@ class PostgresBackend(SqlBackend):
             return super().insert(row, pseudonym_hash, now)
         with self._transaction(write=False) as cur:
             found = cur.execute(
-                _INSERT_INDEXED,
-                (
-                    row.lookup,
-                    row.key_id,
-                    row.wrapped_key,
-                    row.nonce,
-                    row.ciphertext,
-                    row.record_schema,
-                    row.revision,
-                    now,
-                    now,
-                    pseudonym_hash,
-                    now,
-                ),
+                _INSERT_INDEXED, (*row.inserted_at(now), pseudonym_hash, now)
             ).fetchone()
         return bool(found and found[0] == 1)
 

@@ -59,6 +59,14 @@ class DecisionRow:
     at: float
     undone: bool
 
+    @classmethod
+    def of(cls, r: Sequence[Any]) -> DecisionRow:
+        """From a selected row: id, item_id, reviewer, role, kind, category, scope, at, undone."""
+        return cls(
+            int(r[0]), str(r[1]), str(r[2]), str(r[3]), str(r[4]), str(r[5]), str(r[6]),
+            float(r[7]), bool(r[8]),
+        )  # fmt: skip
+
 
 @dataclass(frozen=True, slots=True)
 class DocRow:
@@ -310,20 +318,7 @@ class ReviewDb:
             f" FROM review_decisions{clause} ORDER BY id",
             params,
         )
-        return [
-            DecisionRow(
-                int(r[0]),
-                str(r[1]),
-                str(r[2]),
-                str(r[3]),
-                str(r[4]),
-                str(r[5]),
-                str(r[6]),
-                float(r[7]),
-                bool(r[8]),
-            )
-            for r in rows
-        ]
+        return [DecisionRow.of(r) for r in rows]
 
     def last_decision_at(self, reviewer: str) -> float | None:
         rows = self._read(
@@ -362,18 +357,7 @@ class ReviewDb:
         rows = self._read(sql + " ORDER BY d.id DESC LIMIT 1", params)
         if not rows:
             return None
-        r = rows[0]
-        return DecisionRow(
-            int(r[0]),
-            str(r[1]),
-            str(r[2]),
-            str(r[3]),
-            str(r[4]),
-            str(r[5]),
-            str(r[6]),
-            float(r[7]),
-            bool(r[8]),
-        )
+        return DecisionRow.of(rows[0])
 
     # -- allow / deny lists ---------------------------------------------------------------
     def put_list_entry(self, row: ListRow, now: float) -> None:

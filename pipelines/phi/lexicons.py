@@ -189,6 +189,22 @@ def zipf(word: str) -> float:
 
 _NAME_SCORE: dict[str, float] = {}
 
+# English month names, for the invented texts and augmentation that write dates out
+MONTH_NAMES: Final = (
+    "January",
+    "February",
+    "March",
+    "April",
+    "May",
+    "June",
+    "July",
+    "August",
+    "September",
+    "October",
+    "November",
+    "December",
+)
+
 
 def name_score(word: str) -> float:
     value = _NAME_SCORE.get(word)

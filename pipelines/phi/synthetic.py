@@ -190,20 +190,7 @@ _HEADS = (
     "Nursing Home",
 )
 _WARD_HEADS = ("Pavilion", "Tower", "Wing", "Building", "Unit")
-_MONTHS = [
-    "January",
-    "February",
-    "March",
-    "April",
-    "May",
-    "June",
-    "July",
-    "August",
-    "September",
-    "October",
-    "November",
-    "December",
-]
+_MONTHS = lx.MONTH_NAMES
 
 
 # --- fillers ----------------------------------------------------------------------------

@@ -14,6 +14,7 @@ import os
 from pathlib import Path
 
 import pytest
+from demo_identifiers import IN_LOG_LINES
 from kafka_helpers import unique
 from service_process import ServiceProcess
 
@@ -25,37 +26,7 @@ from service.logs import PAYLOAD_LOGGERS, configure_logging
 
 pytestmark = pytest.mark.integration
 
-# identifiers of the demo's synthetic patients (service/demo_data); long enough not to occur
-# by chance in a log line (no bare years or short numbers)
-KNOWN = [
-    "Vance",
-    "Eleanor",
-    "Okafor",
-    "Hartley",
-    "Tobias",
-    "Lindqvist",
-    "Raman",
-    "Priya",
-    "Ortega",
-    "Okonkwo",
-    "Chidi",
-    "Brandt",
-    "100234",
-    "200871",
-    "300552",
-    "400918",
-    "555-0142",
-    "555-0199",
-    "555-0123",
-    "Birch Lane",
-    "Harbor View",
-    "Cedar Court",
-    "priya.raman",
-    "123-45-6789",
-    "03/14/2025",
-    "03/15/2025",
-    "04/02/2025",
-]
+KNOWN = IN_LOG_LINES
 
 
 def _environment(bootstrap: str, tmp: Path, http_port: int) -> dict[str, str]:

@@ -12,6 +12,7 @@ from typing import Any
 
 import httpx
 import pytest
+from demo_identifiers import DEMO_IDENTIFIERS
 from fhir.resources.R4B.documentreference import DocumentReference
 from kafka_helpers import headers_of, read_all, unique
 from prometheus_client.parser import text_string_to_metric_families
@@ -28,39 +29,7 @@ from service.wiring import real_processor_factory
 
 pytestmark = pytest.mark.integration
 
-# identifiers of our synthetic demo patients (service/demo_data): none may reach the output
-KNOWN = [
-    "Vance",
-    "Eleanor",
-    "Okafor",
-    "Grace",
-    "Hartley",
-    "Tobias",
-    "Lindqvist",
-    "Raman",
-    "Priya",
-    "Ortega",
-    "Okonkwo",
-    "Chidi",
-    "Brandt",
-    "100234",
-    "200871",
-    "300552",
-    "400918",
-    "555-0142",
-    "555-0199",
-    "555-0123",
-    "Birch Lane",
-    "Harbor View",
-    "Cedar Court",
-    "priya.raman",
-    "123-45-6789",
-    "1958",
-    "1947",
-    "03/14/2025",
-    "03/15/2025",
-    "04/02/2025",
-]
+KNOWN = DEMO_IDENTIFIERS
 
 
 def _own_identifiers(resource: dict[str, Any]) -> list[str]:

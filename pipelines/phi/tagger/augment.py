@@ -13,26 +13,10 @@ import random
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cache
-from typing import Final
 
 from pipelines.phi import lexicons
 from pipelines.phi.tagger.features import facility_core, facility_names
 from pipelines.phi.tagger.model import Label
-
-_MONTHS: Final = [
-    "January",
-    "February",
-    "March",
-    "April",
-    "May",
-    "June",
-    "July",
-    "August",
-    "September",
-    "October",
-    "November",
-    "December",
-]
 
 
 @dataclass(frozen=True, slots=True)
@@ -128,7 +112,7 @@ def _digits_like(rng: random.Random, original: str) -> str:
 def _date(rng: random.Random, original: str) -> str:
     month, day, year = rng.randint(1, 12), rng.randint(1, 28), rng.randint(1950, 2030)
     if any(c.isalpha() for c in original):
-        name = _MONTHS[month - 1]
+        name = lexicons.MONTH_NAMES[month - 1]
         if len(original.split()[0].strip(".,")) <= 4:
             name = name[:3]
         form = rng.choice(
