@@ -32,7 +32,7 @@ from pipelines.leak_guard import COMMON_WORD_ZIPF, WORD_RUN, is_word_char, leak_
 from pipelines.phi.detector import Detector
 from pipelines.phi.merge import merge_spans
 from pipelines.policy import Action, Oversize, Policy
-from pipelines.spans import Span
+from pipelines.spans import Category, Span
 from surrogates import ReplaceContext, SurrogateSettings, new_patient_state, redaction_tag
 from surrogates import replacer_for as _replacer_for
 
@@ -208,24 +208,29 @@ class Deidentifier:
         parts: list[str] = []
         out_spans: list[Span] = []
         replaced: list[tuple[_Region, Span, str]] = []
+        action = {category: self.policy.action_for(category) for category in Category}
+        # A surrogate is a function of its category and original text (what it draws is
+        # remembered in the patient's maps), so a phrase that recurs is made once per note.
+        made: dict[tuple[Category, str], str] = {}
         pos = 0
         shift = 0  # output offset minus input offset so far
         for region in regions:
-            actions = {self.policy.action_for(s.category) for s in region.spans}
+            spans = region.spans
+            actions = {action[s.category] for s in spans}
             if actions == {Action.KEEP}:
                 continue
             if Action.REDACT in actions:
-                new = redaction_tag(s.category for s in region.spans)
-                chosen = max(region.spans, key=_rank)
-                categories = sorted({s.category for s in region.spans}, key=lambda c: c.value)
+                new = redaction_tag(s.category for s in spans)
+                chosen = max(spans, key=_rank)
+                categories = sorted({s.category for s in spans}, key=lambda c: c.value)
             else:
-                candidates = [
-                    s
-                    for s in region.spans
-                    if self.policy.action_for(s.category) is Action.SURROGATE
-                ]
-                chosen = max(candidates, key=_rank)
-                new = _replacer_for(chosen.category).replace(chosen, ctx)
+                candidates = [s for s in spans if action[s.category] is Action.SURROGATE]
+                chosen = max(candidates, key=_rank) if len(candidates) > 1 else candidates[0]
+                key = (chosen.category, text[region.start : region.end])
+                found = made.get(key)
+                if found is None:
+                    found = made[key] = _replacer_for(chosen.category).replace(chosen, ctx)
+                new = found
                 categories = [chosen.category]
             parts.append(text[pos : region.start])
             parts.append(new)
@@ -274,10 +279,7 @@ def recurrences(text: str, spans: Sequence[Span]) -> list[Span]:
     they found, and each of its rare words, is found wherever it recurs written exactly the
     same way, as whole words. One pass over the words of the note.
     """
-    phrases: dict[str, Span] = {}
-    for span in spans:
-        for phrase in _propagated(text, span):
-            phrases.setdefault(phrase, span)
+    phrases = _phrases(text, spans)
     if not phrases:
         return []
     by_first: dict[str, list[str]] = {}
@@ -291,19 +293,33 @@ def recurrences(text: str, spans: Sequence[Span]) -> list[Span]:
     out: list[Span] = []
     for m in WORD_RUN.finditer(text):
         for phrase in by_first.get(m.group(), ()):
-            end = m.start() + len(phrase)
+            at = m.start()
+            end = at + len(phrase)
             if (
-                text.startswith(phrase, m.start())
+                text.startswith(phrase, at)
                 and (end == len(text) or not is_word_char(text[end]))
-                and (m.start() == 0 or not is_word_char(text[m.start() - 1]))
-                and not any(covered[m.start() : end])
+                and covered.find(1, at, end) < 0
             ):
                 seen = phrases[phrase]
-                out.append(
-                    Span(m.start(), end, seen.category, min(seen.confidence, 0.7), "recurrence")
-                )
-                covered[m.start() : end] = b"\x01" * (end - m.start())
+                out.append(Span(at, end, seen.category, min(seen.confidence, 0.7), "recurrence"))
+                covered[at:end] = b"\x01" * (end - at)
     return out
+
+
+def _phrases(text: str, spans: Sequence[Span]) -> dict[str, Span]:
+    """Each phrase to propagate → the first span it comes from."""
+    phrases: dict[str, Span] = {}
+    done: set[tuple[str, str]] = set()  # (source, text): the same phrase propagates the same
+    for span in spans:
+        if span.source not in PROPAGATED_SOURCES:
+            continue
+        key = (span.source, text[span.start : span.end])
+        if key in done:
+            continue
+        done.add(key)
+        for phrase in _propagated(text, span):
+            phrases.setdefault(phrase, span)
+    return phrases
 
 
 _BREAKS = ("\n\n", "\n", " ")  # paragraph, then line, then word boundaries

@@ -37,12 +37,19 @@ class Category(StrEnum):
     @property
     def group(self) -> str:
         """The coarse class used for redaction tags: NAME, LOCATION, DATE, PHONE…"""
-        head = self.value.split("_", 1)[0]
-        return head if head in {"NAME", "LOCATION"} else self.value
+        return _GROUPS[self]  # asked per span when merging: a look-up, not string work
 
     @property
     def is_name(self) -> bool:
         return self.group == "NAME"
+
+
+def _group(value: str) -> str:
+    head = value.split("_", 1)[0]
+    return head if head in {"NAME", "LOCATION"} else value
+
+
+_GROUPS: dict[Category, str] = {category: _group(category.value) for category in Category}
 
 
 @dataclass(frozen=True, slots=True, order=True)

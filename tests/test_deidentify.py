@@ -399,3 +399,35 @@ def test_two_instances_on_postgresql_meeting_a_new_patient_agree(pg_url: str) ->
     with open_store(pg_url, keyring) as third:  # a third instance reads the same identity
         again = _run(deid, third, "Mr. Smith, 07/22/2005.")
     assert again.text == f"Mr. {family}, {results[0].rsplit(' ', 1)[1]}"
+
+
+def test_a_recurring_phrase_gets_what_a_fresh_surrogate_call_gives() -> None:
+    """``_replace`` makes the surrogate of a (category, text) once per note; every other
+    occurrence must read what the surrogate would have made for it afresh."""
+    from surrogates import ReplaceContext, replacer_for
+
+    pieces = [
+        ("Quesby Marlowe", C.NAME_PROVIDER),
+        ("07/22/2005", C.DATE),
+        ("617-732-5500", C.PHONE),
+        ("4412345", C.MRN),
+        ("Ashcott General Hospital", C.LOCATION_HOSPITAL),
+        ("12 Elm Street, Boston, MA 02115", C.LOCATION_STREET),
+        ("Quesby", C.NAME_OTHER),
+        ("jo.quesby@mail.org", C.EMAIL),
+    ]
+    text, spans = "", []
+    for i in range(3):
+        for phrase, category in pieces[i % 2 :]:
+            text += "Seen: "
+            spans.append(Span(len(text), len(text) + len(phrase), category))
+            text += phrase + ". "
+    state = _state()
+    deid = _no_detector()
+    result = deid.deidentify(_doc(text, Identifiers()), state, spans=spans)
+    ctx = ReplaceContext(state=deepcopy(state), text=text, settings=deid.settings)
+    assert len(result.acted) == len(spans) == len(result.spans)
+    for (start, end, chosen), out in zip(result.acted, result.spans, strict=True):
+        fresh = replacer_for(chosen.category).replace(chosen.with_bounds(start, end), ctx)
+        assert result.text[out.start : out.end] == fresh
+    assert not ctx.changed  # every surrogate was made and remembered by the first run

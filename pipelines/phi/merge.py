@@ -8,36 +8,43 @@ both kept over the region's full extent, so redaction can write ``[PHI]`` there.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from operator import attrgetter
 
 from pipelines.spans import Span
 
+_START = attrgetter("start")
+_END = attrgetter("end")
+_CATEGORY = attrgetter("category")  # a StrEnum: ordered as its value
+
 
 def merge_spans(spans: Iterable[Span]) -> list[Span]:
-    ordered = sorted(spans, key=lambda s: (s.start, -s.end))
+    """The regions of ``spans`` in order of (start, end, category)."""
+    # by start, the longest first, ties in input order: two stable sorts with C keys
+    ordered = sorted(spans, key=_END, reverse=True)
+    ordered.sort(key=_START)
     out: list[Span] = []
-    cluster: list[Span] = []
-    cluster_end = -1
-    for span in ordered:
-        if cluster and span.start < cluster_end:
-            cluster.append(span)
-            cluster_end = max(cluster_end, span.end)
-            continue
-        out.extend(_resolve(cluster))
-        cluster = [span]
-        cluster_end = span.end
-    out.extend(_resolve(cluster))
-    return sorted(out, key=lambda s: (s.start, s.end, s.category.value))
+    i, n = 0, len(ordered)
+    while i < n:
+        end = ordered[i].end
+        j = i + 1
+        while j < n and ordered[j].start < end:
+            end = max(end, ordered[j].end)
+            j += 1
+        if j == i + 1:  # most regions hold one span: already its own region
+            out.append(ordered[i])
+        else:
+            out += _resolve(ordered[i:j], end)
+        i = j
+    # regions are disjoint and in order; the spans of one region share their bounds
+    return out
 
 
-def _resolve(cluster: list[Span]) -> list[Span]:
-    if len(cluster) < 2:  # most regions hold one span: already its own region
-        return cluster
-    start = min(s.start for s in cluster)
-    end = max(s.end for s in cluster)
+def _resolve(cluster: list[Span], end: int) -> list[Span]:
+    start = cluster[0].start
     best: dict[str, Span] = {}
     for span in cluster:
         group = span.category.group
         current = best.get(group)
         if current is None or (span.confidence, span.length) > (current.confidence, current.length):
             best[group] = span
-    return [s.with_bounds(start, end) for s in best.values()]
+    return sorted((s.with_bounds(start, end) for s in best.values()), key=_CATEGORY)
