@@ -396,7 +396,10 @@ class _WordIndex:
     index; each pattern then costs at most one pass over its windows, merged.
     """
 
-    def __init__(self, scan: str, anchored: Mapping[str, tuple[str, ...]]) -> None:
+    def __init__(
+        self, scan: str, anchored: Mapping[str, tuple[str, ...]], lowered: str | None = None
+    ) -> None:
+        """``lowered``: ``scan.lower()`` if the caller has it (a long output: one copy)."""
         if not scan.isascii():
             raise ValueError("the word index is for ASCII output")  # lower() keeps offsets
         self.scan = scan
@@ -404,7 +407,7 @@ class _WordIndex:
         self.anchors = anchored
         wanted = {word for words in anchored.values() for word in words}
         self.at: dict[str, list[int]] = {}
-        for m in WORD_RUN.finditer(scan.lower()):
+        for m in WORD_RUN.finditer(scan.lower() if lowered is None else lowered):
             if m.group() in wanted:
                 self.at.setdefault(m.group(), []).append(m.start())
 
@@ -497,7 +500,7 @@ def leak_guard(
     found = _found_terms_of(original, replaced, mixed_case)
     index = None
     if len(scan) > GUARD_INDEX_CHARS and scan.isascii():
-        index = _WordIndex(scan, _anchored_terms(original, replaced, mixed_case))
+        index = _WordIndex(scan, _anchored_terms(original, replaced, mixed_case), probe.lowered)
     for category, pattern, needle, how in _known_terms(identifiers, _kept(policy), mixed_case):
         if pattern in seen or (needle and not probe.may_hold(needle, how)):
             continue

@@ -16,7 +16,7 @@ import re
 import struct
 import zlib
 from array import array
-from collections.abc import Callable, MutableMapping, Sequence
+from collections.abc import Callable, Iterator, MutableMapping, Sequence
 from functools import lru_cache
 from itertools import islice
 
@@ -49,53 +49,58 @@ def sketch(text: str, key: str, size: int = SKETCH_SIZE) -> tuple[int, ...]:
     return _sketch(text, key, size, _PIECE_CHARS, _LANE_BLOCK)
 
 
-_PIECE_CHARS = 1 << 20  # text folded and split into words this much at a time
+_PIECE_CHARS = 1 << 18  # text folded and split into words this much at a time
 _LANE_BLOCK = 1 << 16  # shingles hashed per big-integer multiplication
 _SEPARATOR = re.compile(r"\s")  # never inside a word, in either path of _word_codes
 
 
 def _sketch(text: str, key: str, size: int, piece_chars: int, block: int) -> tuple[int, ...]:
-    codes = _word_codes(text, piece_chars)
-    if not codes:
-        return ()
-    if len(codes) < SHINGLE_WORDS:  # one short shingle, padded with 2^32 (never a CRC-32)
-        codes.extend([1 << 32] * (SHINGLE_WORDS - len(codes)))
-    shingles = len(codes) - SHINGLE_WORDS + 1
-    if shingles <= block:
-        return _bottom(_lanes(codes, key), size)
+    """Blocks of ``block`` shingles are hashed as the pieces' word codes come: the codes of
+    the whole text are never held at once (the last two stay for the next block's first
+    shingles)."""
     best: set[int] = set()
-    for i in range(0, shingles, block):
-        part = codes[i : i + block + SHINGLE_WORDS - 1]
-        best = set(sorted(best.union(_bottom(_lanes(part, key), size)))[:size])
+    codes: array[int] = array("Q")
+    hashed = False  # some block was hashed: the codes left are the next block's
+    for piece in _pieces(text, piece_chars):
+        codes.extend(_word_codes(piece))
+        while len(codes) >= block + SHINGLE_WORDS - 1:
+            best = _keep_bottom(best, _lanes(codes[: block + SHINGLE_WORDS - 1], key), size)
+            del codes[:block]
+            hashed = True
+    if not hashed and 0 < len(codes) < SHINGLE_WORDS:
+        # one short shingle, padded with 2^32 (never a CRC-32)
+        codes.extend([1 << 32] * (SHINGLE_WORDS - len(codes)))
+    if len(codes) >= SHINGLE_WORDS:
+        best = _keep_bottom(best, _lanes(codes, key), size)
     return tuple(sorted(best))
 
 
-def _word_codes(text: str, piece_chars: int) -> array[int]:
-    """The CRC-32 of every word of the case-folded text, in order."""
-    codes: array[int] = array("Q")
-    for piece in _pieces(text, piece_chars):
-        folded = piece.casefold()
-        if folded.isascii():  # ASCII \w is [0-9a-z_] once folded: every other byte separates
-            words = folded.encode("ascii").translate(_NON_WORD_BYTES).split()
-            codes.extend(map(zlib.crc32, words))
-        else:
-            codes.extend([zlib.crc32(w.encode("utf-8")) for w in _WORD.findall(folded)])
-    return codes
+def _keep_bottom(best: set[int], values: array[int], size: int) -> set[int]:
+    """The ``size`` smallest of ``best`` and ``values``: the bottom of a union is the
+    bottom of its parts' bottoms."""
+    return set(sorted(best.union(_bottom(values, size)))[:size])
 
 
-def _pieces(text: str, size: int) -> list[str]:
+def _word_codes(piece: str) -> array[int] | list[int]:
+    """The CRC-32 of every word of the case-folded piece, in order."""
+    folded = piece.casefold()
+    if folded.isascii():  # ASCII \w is [0-9a-z_] once folded: every other byte separates
+        words = folded.encode("ascii").translate(_NON_WORD_BYTES).split()
+        return array("Q", map(zlib.crc32, words))
+    return [zlib.crc32(w.encode("utf-8")) for w in _WORD.findall(folded)]
+
+
+def _pieces(text: str, size: int) -> Iterator[str]:
     """The text cut into pieces of about ``size`` characters, each cut at a whitespace
     character (so no word is split); one piece when there is none to cut at."""
-    out: list[str] = []
     start = 0
     while len(text) - start > size:
         cut = _SEPARATOR.search(text, start + size)
         if cut is None:
             break
-        out.append(text[start : cut.start()])
+        yield text[start : cut.start()]
         start = cut.start()
-    out.append(text[start:])
-    return out
+    yield text[start:]
 
 
 def _bottom(values: array[int], size: int) -> tuple[int, ...]:

@@ -31,6 +31,7 @@ across visits are :mod:`pipelines.near_duplicates`' job.
 from __future__ import annotations
 
 import hashlib
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -79,6 +80,28 @@ def normalise(text: str) -> str:
     this is ``re.sub(r"\\s+", " ", text).strip()`` — the stored hashes stay valid — in C.
     """
     return " ".join(text.split()).casefold()
+
+
+_NORMALISE_PIECE_CHARS = 1 << 18  # a long text is normalised and hashed this much at a time
+_WHITESPACE = re.compile(r"\s")  # what str.split() splits on: a safe place to cut
+
+
+def normalised_hash(key: str, text: str, piece_chars: int = _NORMALISE_PIECE_CHARS) -> bytes:
+    """``keyed_hash(key, normalise(text))`` without the normalised copy of a long text and a
+    string per word of it at once: pieces cut at whitespace, each normalised and hashed in
+    turn (``casefold`` is per character, so the pieces' folds join into the text's)."""
+    digest = hashlib.blake2b(key=key.encode("utf-8")[:64], digest_size=16)
+    separator = b""
+    start = 0
+    while start < len(text):
+        cut = _WHITESPACE.search(text, start + piece_chars)
+        end = cut.start() if cut else len(text)
+        words = text[start:end].split()
+        if words:
+            digest.update(separator + " ".join(words).casefold().encode("utf-8"))
+            separator = b" "
+        start = end
+    return digest.digest()
 
 
 def keyed_hash(key: str, data: str, size: int = 16) -> bytes:
@@ -137,7 +160,7 @@ class Fingerprint:
 
 
 def fingerprint(document: ClinicalDocument, research_key: str) -> Fingerprint:
-    text_hash = keyed_hash(research_key, normalise(document.text))
+    text_hash = normalised_hash(research_key, document.text)
     rank = STATUS_RANK.get(document.status, STATUS_RANK[Status.FINAL])
     filed = document.version.filing_time or document.document_date
     version = document.version.version_number

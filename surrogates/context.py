@@ -25,16 +25,23 @@ _PIECE_CHARS = 1 << 16  # a long note's words are listed this much at a time
 _SPACE = re.compile(r"\s")  # never inside a _WORD match: a safe place to cut
 
 
-def _words_in_pieces(text: str, piece_chars: int = _PIECE_CHARS) -> frozenset[str]:
-    """``frozenset(_WORD.findall(text))`` without a list of every word of a long note at once
-    (a string per word): pieces cut at whitespace, so no word is split."""
-    words: set[str] = set()
+def note_words(text: str, piece_chars: int = _PIECE_CHARS) -> frozenset[str]:
+    """The lower-cased ``_WORD`` tokens of ``text``.
+
+    No token holds whitespace, so the tokens of the text are those of its whitespace-separated
+    chunks, and a long note repeats few distinct chunks: each is tokenised once. The chunks
+    are listed a piece at a time (cut at whitespace), never a string per word of the note.
+    """
+    chunks: set[str] = set()
     start = 0
     while start < len(text):
         cut = _SPACE.search(text, start + piece_chars) if len(text) - start > piece_chars else None
         end = cut.start() if cut else len(text)
-        words.update(_WORD.findall(text, start, end))
+        chunks.update(text[start:end].split())
         start = end
+    words: set[str] = set()
+    for chunk in chunks:
+        words.update(word.lower() for word in _WORD.findall(chunk))
     return frozenset(words)
 
 
@@ -85,9 +92,7 @@ class ReplaceContext:
     @cached_property
     def original_tokens(self) -> frozenset[str]:
         """Every word of the note, lower-cased: a surrogate may never be one of them."""
-        if self.text.isascii():  # lower-casing ASCII first finds the same words, in C
-            return _words_in_pieces(self.lowered)
-        return frozenset(m.group().lower() for m in _WORD.finditer(self.text))
+        return note_words(self.text)
 
     @cached_property
     def lowered(self) -> str:

@@ -24,6 +24,7 @@ from pipelines.versions import (
     fingerprint,
     keyed_hash,
     normalise,
+    normalised_hash,
     settle,
     update_mark,
 )
@@ -485,3 +486,11 @@ def test_nearest_with_a_probe_equals_the_exhaustive_search(
             best = (f"v{i}", score)
     expected = best if best is not None and best[1] >= at_least else None
     assert VisitSketches(table, "nd:").nearest("v0", signature, at_least) == expected
+
+
+@given(
+    st.text(st.sampled_from(list("aB \t\n\x1c\u2028\u00df\u03a3\u0130.")), max_size=80),
+    st.integers(1, 12),
+)
+def test_the_normalised_hash_hashes_the_normalised_text_in_pieces(text: str, piece: int) -> None:
+    assert normalised_hash("k", text, piece) == keyed_hash("k", normalise(text))

@@ -78,6 +78,14 @@ def test_chooser_draws_the_hmac_stream(
 )
 def test_a_long_note_listed_in_pieces_has_the_same_words(text: str, piece_chars: int) -> None:
     """Bounded memory for long notes: pieces cut at whitespace find exactly the note's words."""
-    from surrogates.context import _WORD, _words_in_pieces
+    from surrogates.context import _WORD, note_words
 
-    assert _words_in_pieces(text, piece_chars) == frozenset(_WORD.findall(text))
+    assert note_words(text, piece_chars) == frozenset(w.lower() for w in _WORD.findall(text))
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.text(st.sampled_from([*_ALPHABET, "\t", "\x1c", "\u2028", "\xa0"]), max_size=60))
+def test_the_notes_words_are_its_tokens_lower_cased(text: str) -> None:
+    from surrogates.context import _WORD
+
+    assert _ctx(text).original_tokens == frozenset(m.group().lower() for m in _WORD.finditer(text))
