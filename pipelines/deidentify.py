@@ -19,7 +19,7 @@ The leak guard itself is :mod:`pipelines.leak_guard`.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import date
 from functools import lru_cache
@@ -51,25 +51,23 @@ class DeidResult:
     state_changed: bool = False  # the patient's maps grew: save the state
     leaks: Mapping[str, int] = field(default_factory=dict)  # category → terms that survived
     detected: int = 0  # spans the detector (or the caller) gave
-    acted: tuple[tuple[int, int, Span], ...] = ()  # (start, end in the input, chosen span)
+    # per region acted on, its chosen span, which has the region's bounds in the input
+    chosen: tuple[Span, ...] = ()
     held_class: str = "leak_guard"  # why it was held: leak_guard | oversize_note
 
     @property
     def replaced(self) -> tuple[Span, ...]:
-        """The spans acted on, offsets in the *input* text. Built when asked (tools and
-        benchmarks ask; the service does not): a Span per region is not free."""
-        return tuple(chosen.with_bounds(start, end) for start, end, chosen in self.acted)
+        """The spans acted on, offsets in the *input* text."""
+        return self.chosen
+
+    @property
+    def acted(self) -> tuple[tuple[int, int, Span], ...]:
+        """(start, end in the input, chosen span) per region acted on."""
+        return tuple((s.start, s.end, s) for s in self.chosen)
 
     @property
     def held(self) -> bool:
         return self.held_reason is not None
-
-
-@dataclass(frozen=True, slots=True)
-class _Region:
-    start: int
-    end: int
-    spans: tuple[Span, ...]
 
 
 def surrogate_settings(policy: Policy) -> SurrogateSettings:
@@ -175,7 +173,7 @@ class Deidentifier:
             state_changed=ctx.changed,
             leaks=dict(leaks),
             detected=len(found),
-            acted=tuple([(r.start, r.end, chosen) for r, chosen, _ in replaced]),
+            chosen=tuple([chosen for chosen, _ in replaced]),
         )
 
     def _detect(self, document: ClinicalDocument) -> list[Span]:
@@ -202,49 +200,58 @@ class Deidentifier:
         return now
 
     def _replace(
-        self, text: str, regions: list[_Region], ctx: ReplaceContext
-    ) -> tuple[str, list[Span], list[tuple[_Region, Span, str]]]:
-        """Build the output; returns it, its spans and (region, chosen span, new text)."""
+        self, text: str, regions: Iterable[tuple[Span, ...]], ctx: ReplaceContext
+    ) -> tuple[str, list[Span], list[tuple[Span, str]]]:
+        """Build the output; returns it, its spans and (chosen span, new text) per region
+        acted on (the chosen span has the region's bounds)."""
         parts: list[str] = []
+        joined: list[str] = []  # the parts so far, joined a batch at a time
         out_spans: list[Span] = []
-        replaced: list[tuple[_Region, Span, str]] = []
+        replaced: list[tuple[Span, str]] = []
         action = {category: self.policy.action_for(category) for category in Category}
         # A surrogate is a function of its category and original text (what it draws is
         # remembered in the patient's maps), so a phrase that recurs is made once per note.
         made: dict[tuple[Category, str], str] = {}
         pos = 0
         shift = 0  # output offset minus input offset so far
-        for region in regions:
-            spans = region.spans
+        for spans in regions:
             actions = {action[s.category] for s in spans}
             if actions == {Action.KEEP}:
                 continue
+            start, end = spans[0].start, spans[0].end
             if Action.REDACT in actions:
                 new = redaction_tag(s.category for s in spans)
                 chosen = max(spans, key=_rank)
                 categories = sorted({s.category for s in spans}, key=lambda c: c.value)
             else:
-                candidates = [s for s in spans if action[s.category] is Action.SURROGATE]
-                chosen = max(candidates, key=_rank) if len(candidates) > 1 else candidates[0]
-                key = (chosen.category, text[region.start : region.end])
+                chosen = max(
+                    (s for s in spans if action[s.category] is Action.SURROGATE), key=_rank
+                )
+                key = (chosen.category, text[start:end])
                 found = made.get(key)
                 if found is None:
                     found = made[key] = _replacer_for(chosen.category).replace(chosen, ctx)
                 new = found
                 categories = [chosen.category]
-            parts.append(text[pos : region.start])
-            parts.append(new)
-            start = region.start + shift
+            parts += (text[pos:start], new)
+            if len(parts) >= _JOIN_EVERY:  # a long note's slices are never all held at once
+                joined.append("".join(parts))
+                parts.clear()
+            at = start + shift
             if new:
                 for category in categories:
                     out_spans.append(
-                        Span(start, start + len(new), category, chosen.confidence, "surrogate")
+                        Span(at, at + len(new), category, chosen.confidence, "surrogate")
                     )
-            shift += len(new) - (region.end - region.start)
-            pos = region.end
-            replaced.append((region, chosen, new))
+            shift += len(new) - (end - start)
+            pos = end
+            replaced.append((chosen, new))
         parts.append(text[pos:])
-        return "".join(parts), out_spans, replaced
+        joined.append("".join(parts))
+        return "".join(joined), out_spans, replaced
+
+
+_JOIN_EVERY = 4096  # output parts joined in one go
 
 
 PROPAGATED_SOURCES = frozenset({"names", "locations"})  # recognizers that propagate in a note
@@ -356,18 +363,30 @@ def _rank(span: Span) -> tuple[float, int]:
     return (span.confidence, span.length)
 
 
-def _regions(spans: Iterable[Span]) -> list[_Region]:
-    """Group merged spans by their (equal) bounds; overlapping leftovers join the region."""
-    regions: list[_Region] = []
+def _regions(spans: Iterable[Span]) -> Iterator[tuple[Span, ...]]:
+    """The spans of each region, in order, all with the region's bounds: merged spans
+    overlap only with equal bounds; overlapping leftovers join the region."""
+    group: list[Span] = []
+    end = -1
     for span in sorted(spans, key=lambda s: (s.start, -s.end)):
-        if regions and span.start < regions[-1].end:
-            last = regions[-1]
-            end = max(last.end, span.end)
-            members = tuple(s.with_bounds(last.start, end) for s in (*last.spans, span))
-            regions[-1] = _Region(last.start, end, members)
+        if group and span.start < end:
+            group.append(span)
+            end = max(end, span.end)
             continue
-        regions.append(_Region(span.start, span.end, (span,)))
-    return regions
+        if group:
+            yield _bounded(group, end)
+        group, end = [span], span.end
+    if group:
+        yield _bounded(group, end)
+
+
+def _bounded(group: list[Span], end: int) -> tuple[Span, ...]:
+    start = group[0].start
+    if len(group) == 1:
+        return (group[0],)
+    return tuple(
+        s if (s.start, s.end) == (start, end) else s.with_bounds(start, end) for s in group
+    )
 
 
 def _reference_date(document: ClinicalDocument) -> date | None:

@@ -20,7 +20,7 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from datetime import date
 from functools import lru_cache
-from typing import NamedTuple, Protocol
+from typing import NamedTuple
 
 from pipelines.deadline import check
 from pipelines.document import Address, Identifiers, PersonName
@@ -33,16 +33,6 @@ from surrogates.names import SUFFIXES, TITLES
 MAY_EQUAL = frozenset({Category.DATE, Category.AGE})
 MIN_ID_CHARS = 4  # shorter identifiers (e.g. "1") would match everywhere
 MIN_NUMERIC_PHRASE = 4  # detected all-digit phrases shorter than this are not scanned
-
-
-class Region(Protocol):
-    """A replaced region of the original text (``pipelines.deidentify``'s regions)."""
-
-    @property
-    def start(self) -> int: ...
-
-    @property
-    def end(self) -> int: ...
 
 
 _SEPARATORS = r"[\s().\-/]*"
@@ -301,11 +291,11 @@ def _known_terms(
 
 
 def _found_terms_of(
-    text: str, replaced: Sequence[tuple[Region, Span, str]], mixed_case: bool
+    text: str, replaced: Sequence[tuple[Span, str]], mixed_case: bool
 ) -> list[Term]:
     terms: list[Term] = []
-    for region, chosen, _ in replaced:
-        phrase = " ".join(text[region.start : region.end].split())
+    for chosen, _ in replaced:
+        phrase = " ".join(text[chosen.start : chosen.end].split())
         terms += _phrase_terms(phrase, chosen.category, mixed_case)
     return terms
 
@@ -437,12 +427,12 @@ class _WordIndex:
 
 
 def _anchored_terms(
-    text: str, replaced: Sequence[tuple[Region, Span, str]], mixed_case: bool
+    text: str, replaced: Sequence[tuple[Span, str]], mixed_case: bool
 ) -> dict[str, tuple[str, ...]]:
     """pattern → the lower-case words every match of it contains ((): none known)."""
     out: dict[str, tuple[str, ...]] = {}
-    for region, chosen, _ in replaced:
-        phrase = " ".join(text[region.start : region.end].split())
+    for chosen, _ in replaced:
+        phrase = " ".join(text[chosen.start : chosen.end].split())
         for term in _phrase_terms(phrase, chosen.category, mixed_case):
             if term.pattern in out:
                 continue
@@ -470,11 +460,31 @@ def _whole_word(text: str, needle: str) -> bool:
     return False
 
 
+def masked(output: str, spans: Sequence[Span]) -> str:
+    """``output`` with the characters of ``spans`` replaced by NUL: the text we generated."""
+    if output.isascii():
+        # one buffer written in place: not a slice of the output per span
+        buffer = bytearray(output, "ascii")
+        for span in spans:
+            buffer[span.start : span.end] = bytes(span.end - span.start)
+        return buffer.decode("ascii")
+    pieces: list[str] = []
+    pos = 0
+    for span in sorted(spans, key=lambda s: s.start):
+        start = max(pos, span.start)
+        if span.end <= start:
+            continue
+        pieces += (output[pos:start], "\x00" * (span.end - start))
+        pos = span.end
+    pieces.append(output[pos:])
+    return "".join(pieces)
+
+
 def leak_guard(
     original: str,
     output: str,
     out_spans: Sequence[Span],
-    replaced: Sequence[tuple[Region, Span, str]],
+    replaced: Sequence[tuple[Span, str]],
     identifiers: Identifiers,
     policy: Policy,
 ) -> Counter[str]:
@@ -483,16 +493,7 @@ def leak_guard(
     Text we generated (surrogates, tags) is masked first: a surrogate that happens to read
     like another original of the note is not a leak. A surrogate equal to its own original is.
     """
-    pieces: list[str] = []
-    pos = 0
-    for span in sorted(out_spans, key=lambda s: s.start):
-        start = max(pos, span.start)
-        if span.end <= start:
-            continue
-        pieces += (output[pos:start], "\x00" * (span.end - start))
-        pos = span.end
-    pieces.append(output[pos:])
-    scan = "".join(pieces)
+    scan = masked(output, out_spans)
     probe = _Probe(scan)
     leaks: Counter[str] = Counter()
     seen: set[str] = set()
@@ -521,10 +522,10 @@ def leak_guard(
         seen.add(pattern)
         if _compiled(pattern).search(scan):
             leaks[category] += 1
-    for region, chosen, new in replaced:
+    for chosen, new in replaced:
         if chosen.category in MAY_EQUAL:
             continue
-        old = original[region.start : region.end]
+        old = original[chosen.start : chosen.end]
         if new.casefold() == old.casefold():
             leaks[chosen.category.value] += 1
     return leaks

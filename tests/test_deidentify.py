@@ -431,3 +431,33 @@ def test_a_recurring_phrase_gets_what_a_fresh_surrogate_call_gives() -> None:
         fresh = replacer_for(chosen.category).replace(chosen.with_bounds(start, end), ctx)
         assert result.text[out.start : out.end] == fresh
     assert not ctx.changed  # every surrogate was made and remembered by the first run
+
+
+def _reference_regions(spans: list[Span]) -> list[tuple[int, int, tuple[Span, ...]]]:
+    regions: list[tuple[int, int, tuple[Span, ...]]] = []
+    for span in sorted(spans, key=lambda s: (s.start, -s.end)):
+        if regions and span.start < regions[-1][1]:
+            start, end, members = regions[-1]
+            end = max(end, span.end)
+            regions[-1] = (start, end, tuple(s.with_bounds(start, end) for s in (*members, span)))
+            continue
+        regions.append((span.start, span.end, (span,)))
+    return regions
+
+
+def test_regions_group_overlapping_spans_at_the_regions_bounds() -> None:
+    from hypothesis import given
+    from hypothesis import strategies as st
+
+    from pipelines.deidentify import _regions
+
+    span = st.builds(
+        lambda a, n, c: Span(a, a + n, c), st.integers(0, 40), st.integers(1, 9), st.sampled_from(C)
+    )
+
+    @given(st.lists(span, max_size=12))
+    def check(spans: list[Span]) -> None:
+        got = list(_regions(spans))
+        assert [(g[0].start, g[0].end, g) for g in got] == _reference_regions(spans)
+
+    check()

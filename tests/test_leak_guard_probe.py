@@ -140,3 +140,24 @@ def test_known_terms_find_the_known_identifiers_in_a_text() -> None:
     found = {t.category for t in terms if re.search(t.pattern, text)}
     assert found == {"NAME_PATIENT", "PHONE"}
     assert not [t for t in terms if re.search(t.pattern, "Seen today, no calls.")]
+
+
+def _reference_mask(output: str, spans: list[tuple[int, int]]) -> str:
+    chars = list(output)
+    for start, end in spans:
+        chars[start:end] = ["\x00"] * (end - start)
+    return "".join(chars)
+
+
+@given(
+    st.text(st.sampled_from(list("ab \n\x00é")), min_size=1, max_size=40),
+    st.lists(st.tuples(st.integers(0, 39), st.integers(1, 8)), max_size=6),
+)
+def test_masking_writes_nul_over_every_span(output: str, bounds: list[tuple[int, int]]) -> None:
+    from pipelines.leak_guard import masked
+    from pipelines.spans import Category, Span
+
+    spans = [Span(a, min(a + n, len(output)), Category.DATE) for a, n in bounds if a < len(output)]
+    expected = _reference_mask(output, [(s.start, s.end) for s in spans])
+    assert masked(output, spans) == expected
+    assert masked(output.replace("é", "e"), spans) == expected.replace("é", "e")
