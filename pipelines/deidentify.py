@@ -28,7 +28,7 @@ from types import MappingProxyType
 from keystore.api import MintingStore, PatientState, StateMinter
 from pipelines.deadline import check
 from pipelines.document import ClinicalDocument, Identifiers, PersonName
-from pipelines.leak_guard import COMMON_WORD_ZIPF, WORD_RUN, is_word_char, leak_guard
+from pipelines.leak_guard import COMMON_WORD_ZIPF, WORD_RUN, is_word_char, leak_guard, word_runs
 from pipelines.phi.detector import Detector
 from pipelines.phi.merge import merge_spans
 from pipelines.policy import Action, Oversize, Policy
@@ -284,7 +284,7 @@ def recurrences(text: str, spans: Sequence[Span]) -> list[Span]:
     The name and place recognizers propagate what they find to the rest of the text they
     are given; a note detected in chunks would lose that across the cuts, so here a phrase
     they found, and each of its rare words, is found wherever it recurs written exactly the
-    same way, as whole words. One pass over the words of the note.
+    same way, as whole words. One pass over the note (:func:`~pipelines.leak_guard.word_runs`).
     """
     phrases = _phrases(text, spans)
     if not phrases:
@@ -298,9 +298,8 @@ def recurrences(text: str, spans: Sequence[Span]) -> list[Span]:
     for span in spans:
         covered[span.start : span.end] = b"\x01" * (span.end - span.start)
     out: list[Span] = []
-    for m in WORD_RUN.finditer(text):
-        for phrase in by_first.get(m.group(), ()):
-            at = m.start()
+    for at, word in word_runs(text, by_first.keys()):
+        for phrase in by_first[word]:
             end = at + len(phrase)
             if (
                 text.startswith(phrase, at)

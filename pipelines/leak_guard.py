@@ -17,10 +17,12 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Iterator, Mapping, Sequence
 from datetime import date
 from functools import lru_cache
 from typing import NamedTuple
+
+import re2
 
 from pipelines.deadline import check
 from pipelines.document import Address, Identifiers, PersonName
@@ -290,13 +292,19 @@ def _known_terms(
     return terms
 
 
-def _found_terms_of(
-    text: str, replaced: Sequence[tuple[Span, str]], mixed_case: bool
-) -> list[Term]:
+def _detected_phrases(
+    text: str, replaced: Sequence[tuple[Span, str]]
+) -> list[tuple[str, Category]]:
+    """Each detected phrase (whitespace runs made one space) with its category, once, in
+    the order of the text: a long note repeats its names and places many times."""
+    written = dict.fromkeys((text[c.start : c.end], c.category) for c, _ in replaced)
+    return list(dict.fromkeys((" ".join(phrase.split()), c) for phrase, c in written))
+
+
+def _found_terms_of(phrases: Sequence[tuple[str, Category]], mixed_case: bool) -> list[Term]:
     terms: list[Term] = []
-    for chosen, _ in replaced:
-        phrase = " ".join(text[chosen.start : chosen.end].split())
-        terms += _phrase_terms(phrase, chosen.category, mixed_case)
+    for phrase, category in phrases:
+        terms += _phrase_terms(phrase, category, mixed_case)
     return terms
 
 
@@ -397,9 +405,8 @@ class _WordIndex:
         self.anchors = anchored
         wanted = {word for words in anchored.values() for word in words}
         self.at: dict[str, list[int]] = {}
-        for m in WORD_RUN.finditer(scan.lower() if lowered is None else lowered):
-            if m.group() in wanted:
-                self.at.setdefault(m.group(), []).append(m.start())
+        for at, word in word_runs(scan.lower() if lowered is None else lowered, wanted):
+            self.at.setdefault(word, []).append(at)
 
     def search(self, pattern: re.Pattern[str]) -> bool:
         words = self.anchors.get(pattern.pattern)
@@ -427,19 +434,50 @@ class _WordIndex:
 
 
 def _anchored_terms(
-    text: str, replaced: Sequence[tuple[Span, str]], mixed_case: bool
+    phrases: Sequence[tuple[str, Category]], mixed_case: bool
 ) -> dict[str, tuple[str, ...]]:
     """pattern → the lower-case words every match of it contains ((): none known)."""
     out: dict[str, tuple[str, ...]] = {}
-    for chosen, _ in replaced:
-        phrase = " ".join(text[chosen.start : chosen.end].split())
-        for term in _phrase_terms(phrase, chosen.category, mixed_case):
+    for phrase, category in phrases:
+        for term in _phrase_terms(phrase, category, mixed_case):
             if term.pattern in out:
                 continue
             whole = term.pattern == f"(?i:{word_pattern(phrase)})"
             words = WORD_RUN.findall(phrase.lower() if whole else term.needle)
             out[term.pattern] = tuple(words) if all(w.isascii() for w in words) else ()
     return out
+
+
+_RUN_PIECE_CHARS = 1 << 20
+_WHITESPACE = re.compile(r"\s")  # never inside a word run
+
+
+def word_runs(
+    text: str, words: Collection[str], piece_chars: int = _RUN_PIECE_CHARS
+) -> Iterator[tuple[int, str]]:
+    """``(start, word)`` of each maximal run of word characters in ``text`` that is one of
+    ``words``, in order: ``WORD_RUN.finditer(text)`` filtered by ``words``.
+
+    When the text and the words are ASCII (where re2's ``\\b`` is Python's ``\\w`` boundary),
+    one re2 scan of the words' alternation finds them: no match object per word of the text.
+    """
+    if not words:
+        return
+    if text.isascii() and all(w.isascii() for w in words):
+        alternation = "|".join(re.escape(w) for w in sorted(words))
+        pattern = re2.compile(rf"\b(?:{alternation})\b".encode("ascii"))
+        start = 0
+        while start < len(text):  # a piece at a time (cut at whitespace): one small copy
+            cut = _WHITESPACE.search(text, start + piece_chars)
+            end = cut.start() if cut else len(text)
+            for m in pattern.finditer(text[start:end].encode("ascii")):
+                low, high = m.span()
+                yield start + low, text[start + low : start + high]
+            start = end
+        return
+    for m in WORD_RUN.finditer(text):
+        if m.group() in words:
+            yield m.start(), m.group()
 
 
 def is_word_char(c: str) -> bool:
@@ -498,10 +536,11 @@ def leak_guard(
     leaks: Counter[str] = Counter()
     seen: set[str] = set()
     mixed_case = is_mixed_case(original)
-    found = _found_terms_of(original, replaced, mixed_case)
+    phrases = _detected_phrases(original, replaced)
+    found = _found_terms_of(phrases, mixed_case)
     index = None
     if len(scan) > GUARD_INDEX_CHARS and scan.isascii():
-        index = _WordIndex(scan, _anchored_terms(original, replaced, mixed_case), probe.lowered)
+        index = _WordIndex(scan, _anchored_terms(phrases, mixed_case), probe.lowered)
     for category, pattern, needle, how in _known_terms(identifiers, _kept(policy), mixed_case):
         if pattern in seen or (needle and not probe.may_hold(needle, how)):
             continue

@@ -446,7 +446,7 @@ def _reference_regions(spans: list[Span]) -> list[tuple[int, int, tuple[Span, ..
 
 
 def test_regions_group_overlapping_spans_at_the_regions_bounds() -> None:
-    from hypothesis import given
+    from hypothesis import given, settings
     from hypothesis import strategies as st
 
     from pipelines.deidentify import _regions
@@ -455,6 +455,7 @@ def test_regions_group_overlapping_spans_at_the_regions_bounds() -> None:
         lambda a, n, c: Span(a, a + n, c), st.integers(0, 40), st.integers(1, 9), st.sampled_from(C)
     )
 
+    @settings(deadline=None)
     @given(st.lists(span, max_size=12))
     def check(spans: list[Span]) -> None:
         got = list(_regions(spans))

@@ -149,6 +149,7 @@ def _reference_mask(output: str, spans: list[tuple[int, int]]) -> str:
     return "".join(chars)
 
 
+@settings(deadline=None)
 @given(
     st.text(st.sampled_from(list("ab \n\x00é")), min_size=1, max_size=40),
     st.lists(st.tuples(st.integers(0, 39), st.integers(1, 8)), max_size=6),

@@ -210,3 +210,18 @@ def test_the_processor_holds_an_oversize_note_with_its_own_reason_class() -> Non
         text=_note(3), patient_id="7", assigning_authority="LONGNOTE", document_id="D2"
     )
     assert proc.process_document(short, now=now).kind == "publish"
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    text=st.text(st.sampled_from(list("ab_1 .\n\x00")), max_size=80),
+    words=st.sets(st.text(st.sampled_from(list("ab_1")), min_size=1, max_size=3), max_size=5),
+    piece=st.integers(1, 12),
+    accent=st.booleans(),
+)
+def test_word_runs_are_the_word_runs_equal_to_a_word(
+    text: str, words: set[str], piece: int, accent: bool
+) -> None:
+    text = text + "é" if accent else text  # not ASCII: the plain scan
+    expected = [(m.start(), m.group()) for m in re.finditer(r"\w+", text) if m.group() in words]
+    assert list(guard.word_runs(text, words, piece)) == expected

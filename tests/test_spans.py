@@ -1,7 +1,7 @@
 from __future__ import annotations
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pipelines.phi.merge import merge_spans
@@ -92,6 +92,7 @@ tied_spans_st = st.builds(
 )
 
 
+@settings(deadline=None)
 @given(st.lists(tied_spans_st, max_size=40))
 def test_merge_equals_the_reference(spans: list[Span]) -> None:
     assert merge_spans(spans) == _reference_merge(spans)

@@ -488,6 +488,7 @@ def test_nearest_with_a_probe_equals_the_exhaustive_search(
     assert VisitSketches(table, "nd:").nearest("v0", signature, at_least) == expected
 
 
+@settings(deadline=None)
 @given(
     st.text(st.sampled_from(list("aB \t\n\x1c\u2028\u00df\u03a3\u0130.")), max_size=80),
     st.integers(1, 12),

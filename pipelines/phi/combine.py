@@ -10,17 +10,20 @@ from __future__ import annotations
 
 import bisect
 from collections.abc import Sequence
+from operator import attrgetter
 
 from pipelines.spans import Span
+
+_BOUNDS = attrgetter("start", "end")
 
 
 def unite(rules: Sequence[Span], learned: Sequence[Span]) -> list[Span]:
     """Linear in the spans but for the few rule spans each learned span overlaps."""
     if not learned:
         return list(rules)
-    ordered = sorted(rules, key=lambda s: (s.start, s.end))
+    ordered = sorted(rules, key=_BOUNDS)
     starts = [s.start for s in ordered]
-    longest = max((s.length for s in ordered), default=0)
+    longest = max((s.end - s.start for s in ordered), default=0)
     out = list(rules)
     for span in learned:
         best: Span | None = None

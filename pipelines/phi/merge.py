@@ -47,4 +47,7 @@ def _resolve(cluster: list[Span], end: int) -> list[Span]:
         current = best.get(group)
         if current is None or (span.confidence, span.length) > (current.confidence, current.length):
             best[group] = span
+    if len(best) == 1:  # one group: the usual overlap of a rule span and the tagger's
+        (only,) = best.values()
+        return [only.with_bounds(start, end)]
     return sorted((s.with_bounds(start, end) for s in best.values()), key=_CATEGORY)
