@@ -23,6 +23,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import date
 from functools import lru_cache
+from operator import attrgetter
 from types import MappingProxyType
 
 from keystore.api import MintingStore, PatientState, StateMinter
@@ -221,11 +222,13 @@ class Deidentifier:
             start, end = spans[0].start, spans[0].end
             if Action.REDACT in actions:
                 new = redaction_tag(s.category for s in spans)
-                chosen = max(spans, key=_rank)
+                chosen = _most_confident(spans)
                 categories = sorted({s.category for s in spans}, key=lambda c: c.value)
             else:
-                chosen = max(
-                    (s for s in spans if action[s.category] is Action.SURROGATE), key=_rank
+                chosen = _most_confident(
+                    [s for s in spans if action[s.category] is Action.SURROGATE]
+                    if len(spans) > 1
+                    else spans
                 )
                 key = (chosen.category, text[start:end])
                 found = made.get(key)
@@ -362,12 +365,19 @@ def _rank(span: Span) -> tuple[float, int]:
     return (span.confidence, span.length)
 
 
+def _most_confident(spans: Sequence[Span]) -> Span:
+    """The first of the most confident (then longest) spans; most regions hold one."""
+    return spans[0] if len(spans) == 1 else max(spans, key=_rank)
+
+
 def _regions(spans: Iterable[Span]) -> Iterator[tuple[Span, ...]]:
     """The spans of each region, in order, all with the region's bounds: merged spans
     overlap only with equal bounds; overlapping leftovers join the region."""
     group: list[Span] = []
     end = -1
-    for span in sorted(spans, key=lambda s: (s.start, -s.end)):
+    ordered = sorted(spans, key=attrgetter("end"), reverse=True)
+    ordered.sort(key=attrgetter("start"))  # by start, the longest first (stable: C keys)
+    for span in ordered:
         if group and span.start < end:
             group.append(span)
             end = max(end, span.end)
