@@ -87,11 +87,15 @@ class Deidentifier:
         policy: Policy | None = None,
         detector: Detector | None = None,
         timer: Callable[[], float] | None = None,
+        keep_chosen: bool = True,
     ) -> None:
+        """``keep_chosen=False``: results leave ``chosen`` (hence ``acted``, ``replaced``)
+        empty — the service never reads them, and a long note has tens of thousands."""
         self.policy = policy or Policy.load()
         self.detector = detector or Detector(self.policy)
         self.settings = surrogate_settings(self.policy)
         self.timer = timer
+        self.keep_chosen = keep_chosen
 
     def new_state(self) -> PatientState:
         return new_patient_state(self.settings)
@@ -174,7 +178,7 @@ class Deidentifier:
             state_changed=ctx.changed,
             leaks=dict(leaks),
             detected=len(found),
-            chosen=tuple([chosen for chosen, _ in replaced]),
+            chosen=tuple([chosen for chosen, _ in replaced]) if self.keep_chosen else (),
         )
 
     def _detect(self, document: ClinicalDocument) -> list[Span]:

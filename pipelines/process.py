@@ -723,7 +723,7 @@ def _default_state_factory(policy: Policy, store: StateMinter) -> Callable[[], P
 def _default_deidentify(policy: Policy, timer: Callable[[], float]) -> DeidentifyFn:
     from pipelines.deidentify import Deidentifier
 
-    return Deidentifier(policy, timer=timer)
+    return Deidentifier(policy, timer=timer, keep_chosen=False)  # the processor never reads them
 
 
 __all__ = ["Deidentified", "Item", "Processor"]

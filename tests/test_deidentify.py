@@ -462,3 +462,13 @@ def test_regions_group_overlapping_spans_at_the_regions_bounds() -> None:
         assert [(g[0].start, g[0].end, g) for g in got] == _reference_regions(spans)
 
     check()
+
+
+def test_without_chosen_spans_the_result_is_otherwise_the_same() -> None:
+    policy = Policy()
+    kept = Deidentifier(policy, Detector(policy)).deidentify(_doc(), _state(), spans=SPANS)
+    light = Deidentifier(policy, Detector(policy), keep_chosen=False)
+    result = light.deidentify(_doc(), _state(), spans=SPANS)
+    assert result.chosen == result.acted == result.replaced == ()
+    assert (result.text, result.spans, result.leaks) == (kept.text, kept.spans, kept.leaks)
+    assert len(kept.chosen) == len(SPANS)
