@@ -461,10 +461,10 @@ def word_runs(
     When the text and the words are ASCII (where re2's ``\\b`` is Python's ``\\w`` boundary),
     one re2 scan of the words' alternation finds them: no match object per word of the text.
     """
-    if not words:
+    if not any(words):  # "" is no word run
         return
     if text.isascii() and all(w.isascii() for w in words):
-        alternation = "|".join(re.escape(w) for w in sorted(words))
+        alternation = "|".join(re.escape(w) for w in sorted(words) if w)
         pattern = re2.compile(rf"\b(?:{alternation})\b".encode("ascii"))
         start = 0
         while start < len(text):  # a piece at a time (cut at whitespace): one small copy
