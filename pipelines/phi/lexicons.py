@@ -21,9 +21,11 @@ from __future__ import annotations
 
 import math
 import re
+from array import array
+from bisect import bisect_left
 from dataclasses import dataclass
 from functools import cache
-from itertools import accumulate, repeat
+from itertools import accumulate, pairwise, repeat
 from typing import TYPE_CHECKING, Final, NamedTuple
 
 if TYPE_CHECKING:
@@ -148,17 +150,65 @@ def last_names() -> dict[str, float]:
     return census().last
 
 
-@cache
-def _english() -> dict[str, float]:
-    """wordfreq's large English list: word -> its Zipf frequency, one dict and no other copy.
+# Zipf 3.3, a word most adults know: computed as the lexicon's values are (frequency, then
+# log10 + 9), so the bucket at exactly 3.3 compares as it did against frequencies
+_COMMON_ZIPF: Final = math.log10(10 ** (3.3 - 9.0)) + 9.0
+
+
+# The rare words' arrays are cut by the top bits of the hash: a look-up bisects one slice
+# of a few entries instead of the whole array
+_SLOT_BITS: Final = 16
+_SLOT_SHIFT: Final = 64 - _SLOT_BITS
+_SLOT_BASE: Final = 1 << (_SLOT_BITS - 1)  # hash() is signed: its top bits from -2**15
+_SEEN_LIMIT: Final = 20_000
+
+
+@dataclass(frozen=True, slots=True)
+class English:
+    """wordfreq's English list, held in two parts: a dict of the common words (Zipf >=
+    ``_COMMON_ZIPF``, about 20k: most look-ups, and every one ``near_english`` makes) and of
+    the few words that are not ASCII, and the long rare tail (about 300k ASCII words) as a
+    sorted ``array`` of the words' ``hash()`` with a parallel array of frequency buckets,
+    searched with ``bisect`` (in the slice that shares the hash's top bits). The tail keeps
+    no string object: a word's text took more memory than its dict entry (figures:
+    bench/README.md, "Memory").
+
+    The arrays are built in each process from its own hash seed. ``hash()`` reads a string's
+    stored bytes, which a one-byte (ASCII) and a two-byte string can share ("L0" and "が"),
+    so only ASCII words are in the arrays and only ASCII words are searched there. An ASCII
+    word outside the list is then taken for a listed one only if their 64-bit hashes are
+    equal by chance (odds about 1e-14 per look-up); listed words whose hashes coincide go to
+    the dict."""
+
+    common: dict[str, float]
+    hashes: array[int]  # sorted hash() of the rare words
+    buckets: array[int]  # value index of each, in ``values``
+    values: tuple[float, ...]  # bucket i -> its Zipf value
+    slots: array[int]  # slot s -> where the hashes of top bits s - _SLOT_BASE start
+    # rare and unlisted words looked up, up to _SEEN_LIMIT: a note repeats its rare words
+    # (clinical terms, its names), and a dict look-up is faster than the search
+    seen: dict[str, float]
+
+    def rare(self, word: str) -> float:
+        """The Zipf value of a word not in ``common``, searched in the arrays."""
+        if not word.isascii():
+            return 0.0
+        key = hash(word)
+        slot = (key >> _SLOT_SHIFT) + _SLOT_BASE
+        hashes, end = self.hashes, self.slots[slot + 1]
+        at = bisect_left(hashes, key, self.slots[slot], end)
+        return self.values[self.buckets[at]] if at < end and hashes[at] == key else 0.0
+
+
+def _english_buckets() -> list[list[str]]:
+    """wordfreq's large English list as its buckets of words, bucket ``i`` holding the words
+    of frequency ``10 ** (-i / 100)`` (``wordfreq.cB_to_freq(-i)``).
 
     Read from the package's data file without importing ``wordfreq``: its import brings
     ftfy, langcodes, regex and wcwidth's tables, which the detector does not use (figures:
     bench/README.md, "Memory"). The file is in wordfreq's documented cBpack format: gzipped
-    msgpack, a header, then bucket ``i`` holding the words of frequency ``10 ** (-i / 100)``
-    (``wordfreq.cB_to_freq(-i)``). Each bucket's value is ``log10`` of that plus 9, the
-    float ``zipf`` always computed; tests/test_third_party_internals.py checks every value
-    against wordfreq's own dictionary (the data path is bounded in pyproject.toml)."""
+    msgpack, a header, then the buckets; tests/test_third_party_internals.py checks every
+    value against wordfreq's own dictionary (the data path is bounded in pyproject.toml)."""
     import gzip
     import importlib.util
     from pathlib import Path
@@ -174,17 +224,52 @@ def _english() -> dict[str, float]:
     header = pack[0] if pack else None
     if not isinstance(header, dict) or header.get("format") != "cB" or header.get("version") != 1:
         raise ValueError(f"{path.name}: not a cBpack version 1 file")
-    out: dict[str, float] = {}
-    for index, bucket in enumerate(pack[1:]):
-        value = math.log10(10 ** (-index / 100)) + 9.0
-        for word in bucket:
-            out[word] = value
-    return out
+    buckets: list[list[str]] = pack[1:]
+    return buckets
+
+
+@cache
+def _english() -> English:
+    """Each bucket's value is ``log10`` of its frequency plus 9, the float ``zipf`` always
+    computed (one float object per bucket)."""
+    buckets = _english_buckets()
+    values = tuple(math.log10(10 ** (-index / 100)) + 9.0 for index in range(len(buckets)))
+    common: dict[str, float] = {}
+    rare: list[int] = []  # hash << 16 | bucket: one sort orders both arrays
+    for index, (value, words) in enumerate(zip(values, buckets, strict=True)):
+        if value >= _COMMON_ZIPF:
+            common.update(zip(words, repeat(value)))
+        else:
+            common.update((word, value) for word in words if not word.isascii())
+            rare.extend((hash(word) << 16) | index for word in words if word.isascii())
+    rare.sort()
+    shared = {a >> 16 for a, b in pairwise(rare) if a >> 16 == b >> 16}
+    if shared:  # words the arrays cannot tell apart (none in most processes)
+        rare = [key for key in rare if key >> 16 not in shared]
+        for value, words in zip(values, buckets, strict=True):
+            common.update((w, value) for w in words if w.isascii() and hash(w) in shared)
+    del buckets
+    hashes = array("q", (key >> 16 for key in rare))
+    marks = array("H", (key & 0xFFFF for key in rare))
+    del rare
+    slots = array(
+        "I",
+        (bisect_left(hashes, (s - _SLOT_BASE) << _SLOT_SHIFT) for s in range(2**_SLOT_BITS + 1)),
+    )
+    return English(common, hashes, marks, values, slots, {})
 
 
 def zipf(word: str) -> float:
     """English frequency of a lower-case word on the Zipf scale (0 = unseen, 7 = "the")."""
-    return _english().get(word, 0.0)
+    english = _english()
+    value = english.common.get(word)
+    if value is None:
+        value = english.seen.get(word)
+        if value is None:
+            value = english.rare(word)
+            if len(english.seen) < _SEEN_LIMIT:
+                english.seen[word] = value
+    return value
 
 
 _NAME_SCORE: dict[str, float] = {}
@@ -355,9 +440,6 @@ def slips(word: str) -> set[str]:
 
 
 _LETTERS: Final = "abcdefghijklmnopqrstuvwxyz"
-# Zipf 3.3, a word most adults know: computed as the lexicon's values are (frequency, then
-# log10 + 9), so the bucket at exactly 3.3 compares as it did against frequencies
-_COMMON_ZIPF: Final = math.log10(10 ** (3.3 - 9.0)) + 9.0
 
 
 def near_english(word: str) -> bool:
@@ -367,7 +449,7 @@ def near_english(word: str) -> bool:
     index of variants slowed every note through the garbage collector)."""
     if len(word) < 4:
         return False
-    english = _english()
+    english = _english().common  # every word of Zipf >= _COMMON_ZIPF
     if english.get(word, 0.0) >= _COMMON_ZIPF:
         return True
     for i in range(len(word) if len(word) > 4 else 0):  # a letter added ("dertermine")

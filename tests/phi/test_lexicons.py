@@ -153,3 +153,23 @@ def test_the_case_census_at_the_85_percent_line(lowers: int, uppers: int) -> Non
     text = " ".join(["ab"] * lowers + ["AB"] * uppers)  # 17 of 20: exactly 85%
     toks = lx.tokens(Doc(text))
     assert (toks.mixed_case, toks.lower_note) == _reference_case(text)
+
+
+def test_english_words_whose_hashes_coincide_are_kept_apart(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Two rare words with one hash cannot be told apart in the arrays: both go to the dict
+    with their own values (``hash`` is the builtin everywhere but here)."""
+    one, other = "kerlixes", "quellamotts"
+    buckets: list[list[str]] = [[] for _ in range(701)]  # Zipf 9 - index / 100
+    buckets[600], buckets[700] = ["aaa", one], [other]
+    monkeypatch.setattr(lx, "_english_buckets", lambda: buckets)
+    monkeypatch.setattr(lx, "hash", lambda w: 7 if w in (one, other) else len(w), raising=False)
+    lx._english.cache_clear()  # noqa: SLF001
+    try:
+        english = lx._english()  # noqa: SLF001
+        assert set(english.common) == {one, other} and len(english.hashes) == 1
+        assert lx.zipf(one) == english.values[600] and lx.zipf(other) == english.values[700]
+        assert lx.zipf("aaa") == english.values[600] and lx.zipf("notlisted") == 0.0
+    finally:
+        lx._english.cache_clear()  # noqa: SLF001
