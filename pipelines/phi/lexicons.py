@@ -155,8 +155,8 @@ def last_names() -> dict[str, float]:
 _COMMON_ZIPF: Final = math.log10(10 ** (3.3 - 9.0)) + 9.0
 
 
-# The rare words' arrays are cut by the top bits of the hash: a look-up bisects one slice
-# of a few entries instead of the whole array
+# The arrays of ``HashedWords`` are cut by the top bits of the hash: a look-up bisects one
+# slice of a few entries instead of the whole array
 _SLOT_BITS: Final = 16
 _SLOT_SHIFT: Final = 64 - _SLOT_BITS
 _SLOT_BASE: Final = 1 << (_SLOT_BITS - 1)  # hash() is signed: its top bits from -2**15
@@ -164,40 +164,69 @@ _SEEN_LIMIT: Final = 20_000
 
 
 @dataclass(frozen=True, slots=True)
-class English:
-    """wordfreq's English list, held in two parts: a dict of the common words (Zipf >=
-    ``_COMMON_ZIPF``, about 20k: most look-ups, and every one ``near_english`` makes) and of
-    the few words that are not ASCII, and the long rare tail (about 300k ASCII words) as a
-    sorted ``array`` of the words' ``hash()`` with a parallel array of frequency buckets,
-    searched with ``bisect`` (in the slice that shares the hash's top bits). The tail keeps
-    no string object: a word's text took more memory than its dict entry (figures:
-    bench/README.md, "Memory").
+class HashedWords:
+    """A large word list with a value per word that keeps no string object per word: the
+    words' ``hash()`` in a sorted ``array`` with a parallel array of value indices, searched
+    with ``bisect`` in the slice that shares the hash's top bits. A word's text and its
+    dict or set entry took several times that memory (figures: bench/README.md, "Memory").
 
     The arrays are built in each process from its own hash seed. ``hash()`` reads a string's
     stored bytes, which a one-byte (ASCII) and a two-byte string can share ("L0" and "が"),
-    so only ASCII words are in the arrays and only ASCII words are searched there. An ASCII
-    word outside the list is then taken for a listed one only if their 64-bit hashes are
-    equal by chance (odds about 1e-14 per look-up); listed words whose hashes coincide go to
-    the dict."""
+    so only ASCII words are in the arrays and only ASCII words are searched there; the few
+    others, and listed words whose hashes coincide, are in ``apart``. An ASCII word outside
+    the list is then taken for a listed one only if their 64-bit hashes are equal by chance
+    (odds about 1e-14 per look-up)."""
 
-    common: dict[str, float]
-    hashes: array[int]  # sorted hash() of the rare words
-    buckets: array[int]  # value index of each, in ``values``
-    values: tuple[float, ...]  # bucket i -> its Zipf value
+    apart: dict[str, float]
+    hashes: array[int]  # sorted hash() of the other words
+    indices: array[int]  # value index of each, in ``values``
+    values: tuple[float, ...]
     slots: array[int]  # slot s -> where the hashes of top bits s - _SLOT_BASE start
-    # rare and unlisted words looked up, up to _SEEN_LIMIT: a note repeats its rare words
-    # (clinical terms, its names), and a dict look-up is faster than the search
-    seen: dict[str, float]
 
-    def rare(self, word: str) -> float:
-        """The Zipf value of a word not in ``common``, searched in the arrays."""
+    def get(self, word: str) -> float:
+        """The word's value, or 0.0 for a word not listed."""
+        value = self.apart.get(word)
+        if value is not None:
+            return value
         if not word.isascii():
             return 0.0
         key = hash(word)
         slot = (key >> _SLOT_SHIFT) + _SLOT_BASE
         hashes, end = self.hashes, self.slots[slot + 1]
         at = bisect_left(hashes, key, self.slots[slot], end)
-        return self.values[self.buckets[at]] if at < end and hashes[at] == key else 0.0
+        return self.values[self.indices[at]] if at < end and hashes[at] == key else 0.0
+
+
+def hashed_words(groups: list[list[str]], values: tuple[float, ...]) -> HashedWords:
+    """The words of ``groups[i]`` with the value ``values[i]`` (a word in one group only)."""
+    apart = {w: values[i] for i, words in enumerate(groups) for w in words if not w.isascii()}
+    keys = [(hash(w) << 16) | i for i, words in enumerate(groups) for w in words if w.isascii()]
+    keys.sort()  # by hash, then index: one sort orders both arrays
+    shared = {a >> 16 for a, b in pairwise(keys) if a >> 16 == b >> 16}
+    if shared:  # words the arrays cannot tell apart (none in most processes)
+        keys = [key for key in keys if key >> 16 not in shared]
+        for value, words in zip(values, groups, strict=True):
+            apart.update((w, value) for w in words if w.isascii() and hash(w) in shared)
+    hashes = array("q", (key >> 16 for key in keys))
+    indices = array("H", (key & 0xFFFF for key in keys))
+    del keys
+    starts = (
+        bisect_left(hashes, (s - _SLOT_BASE) << _SLOT_SHIFT) for s in range(2**_SLOT_BITS + 1)
+    )
+    return HashedWords(apart, hashes, indices, values, array("I", starts))
+
+
+@dataclass(frozen=True, slots=True)
+class English:
+    """wordfreq's English list: a dict of the common words (Zipf >= ``_COMMON_ZIPF``, about
+    20k: most look-ups, and every one ``near_english`` makes), and the long rare tail
+    (about 300k words) as ``HashedWords``."""
+
+    common: dict[str, float]
+    rare: HashedWords
+    # rare and unlisted words looked up, up to _SEEN_LIMIT: a note repeats its rare words
+    # (clinical terms, its names), and a dict look-up is faster than the search
+    seen: dict[str, float]
 
 
 def _english_buckets() -> list[list[str]]:
@@ -235,28 +264,15 @@ def _english() -> English:
     buckets = _english_buckets()
     values = tuple(math.log10(10 ** (-index / 100)) + 9.0 for index in range(len(buckets)))
     common: dict[str, float] = {}
-    rare: list[int] = []  # hash << 16 | bucket: one sort orders both arrays
-    for index, (value, words) in enumerate(zip(values, buckets, strict=True)):
+    rare: list[list[str]] = []  # the same buckets, each common one left empty
+    for value, words in zip(values, buckets, strict=True):
         if value >= _COMMON_ZIPF:
             common.update(zip(words, repeat(value)))
+            rare.append([])
         else:
-            common.update((word, value) for word in words if not word.isascii())
-            rare.extend((hash(word) << 16) | index for word in words if word.isascii())
-    rare.sort()
-    shared = {a >> 16 for a, b in pairwise(rare) if a >> 16 == b >> 16}
-    if shared:  # words the arrays cannot tell apart (none in most processes)
-        rare = [key for key in rare if key >> 16 not in shared]
-        for value, words in zip(values, buckets, strict=True):
-            common.update((w, value) for w in words if w.isascii() and hash(w) in shared)
+            rare.append(words)
     del buckets
-    hashes = array("q", (key >> 16 for key in rare))
-    marks = array("H", (key & 0xFFFF for key in rare))
-    del rare
-    slots = array(
-        "I",
-        (bisect_left(hashes, (s - _SLOT_BASE) << _SLOT_SHIFT) for s in range(2**_SLOT_BITS + 1)),
-    )
-    return English(common, hashes, marks, values, slots, {})
+    return English(common, hashed_words(rare, values), {})
 
 
 def zipf(word: str) -> float:
@@ -266,7 +282,7 @@ def zipf(word: str) -> float:
     if value is None:
         value = english.seen.get(word)
         if value is None:
-            value = english.rare(word)
+            value = english.rare.get(word)
             if len(english.seen) < _SEEN_LIMIT:
                 english.seen[word] = value
     return value
@@ -373,9 +389,15 @@ def countries() -> frozenset[str]:
 
 
 @cache
-def drug_words() -> frozenset[str]:
+def drug_words() -> HashedWords:
     """Lower-case one-word drug names (generic and brand) and their 5-6 letter heads, the
-    way notes shorten them ("vanco", "ceftaz"); from drug-named-entity-recognition's data."""
+    way notes shorten them ("vanco", "ceftaz"); from drug-named-entity-recognition's data.
+    Each has the value 1.0 (``HashedWords``: 50k words, asked about a few per note)."""
+    return hashed_words([sorted(drug_variants())], (1.0,))
+
+
+def drug_variants() -> set[str]:
+    """The words of ``drug_words`` as strings (read anew on each call)."""
     import bz2
     import gc
     import importlib.util
@@ -398,7 +420,7 @@ def drug_words() -> frozenset[str]:
             if len(variant) >= 8:
                 out.add(variant[:5])
                 out.add(variant[:6])
-    return frozenset(out)
+    return out
 
 
 # Endings of drug, anatomy, disease and procedure words (INN stems and Greek/Latin morphology).
@@ -415,7 +437,7 @@ _CLINICAL_ENDINGS: Final = tuple(_ENDINGS.split())
 def clinical_word(word: str) -> bool:
     """A lower-case word that looks like clinical vocabulary: a listed drug, or a word with a
     drug stem / medical suffix ("metoprolol", "pancreatitis", "thoracotomy")."""
-    return word in drug_words() or (len(word) >= 6 and word.endswith(_CLINICAL_ENDINGS))
+    return bool(drug_words().get(word)) or (len(word) >= 6 and word.endswith(_CLINICAL_ENDINGS))
 
 
 def rare_unknown(word: str, max_zipf: float = 1.8) -> bool:

@@ -168,8 +168,18 @@ def test_english_words_whose_hashes_coincide_are_kept_apart(
     lx._english.cache_clear()  # noqa: SLF001
     try:
         english = lx._english()  # noqa: SLF001
-        assert set(english.common) == {one, other} and len(english.hashes) == 1
-        assert lx.zipf(one) == english.values[600] and lx.zipf(other) == english.values[700]
-        assert lx.zipf("aaa") == english.values[600] and lx.zipf("notlisted") == 0.0
+        assert not english.common and len(english.rare.hashes) == 1
+        assert set(english.rare.apart) == {one, other}
+        values = english.rare.values
+        assert lx.zipf(one) == values[600] and lx.zipf(other) == values[700]
+        assert lx.zipf("aaa") == values[600] and lx.zipf("notlisted") == 0.0
     finally:
         lx._english.cache_clear()  # noqa: SLF001
+
+
+def test_drug_words_hold_every_variant_and_no_other_word() -> None:
+    variants = lx.drug_variants()
+    assert len(variants) > 40_000
+    assert all(lx.drug_words().get(w) == 1.0 for w in variants)
+    absent = ({w + "q" for w in variants} | {w[1:] for w in variants}) - variants
+    assert not any(map(lx.drug_words().get, absent))
