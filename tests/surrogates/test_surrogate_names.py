@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from itertools import accumulate
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -125,3 +126,23 @@ def test_known_names_fix_roles_in_family_first_order() -> None:
     first, last = natural.split()
     assert reversed_order == f"{last.upper()} {first.upper()}"
     assert first.lower() in census().male
+
+
+def test_census_tables_hold_each_files_figures() -> None:
+    """One float object per distinct figure and machine-integer weights change no value:
+    every name has the float of its line, every pool the running sum of its weights."""
+    from importlib import resources
+
+    c = census()
+    for name, table in (
+        ("dist.male.first", c.male),
+        ("dist.female.first", c.female),
+        ("dist.all.last", c.last),
+    ):
+        lines = resources.files("names").joinpath(name).read_text("ascii").split("\n")
+        rows = [line.split() for line in lines if len(line.split()) >= 2]
+        assert {row[0].lower(): float(row[1]) for row in rows} == table
+    for (kind, _), pool in c.pools.items():
+        table = {"M": c.male, "F": c.female, "L": c.last}[kind]
+        weights = [max(1, round(table[n] * 1000)) for n in pool.names]
+        assert list(pool.cumulative) == list(accumulate(weights))
