@@ -198,16 +198,16 @@ class Gazetteer:
 
 def _gazetteer(phrases: set[tuple[str, ...]]) -> Gazetteer:
     trie: Trie = {}
-    words: set[str] = set()
+    distinct: dict[str, str] = {}
     for phrase in phrases:
         if phrase:
             node = trie
-            for word in phrase:
+            for each in phrase:
+                word = distinct.setdefault(each, each)  # one string per word, not per use
                 node = node.setdefault(word, {})
             node[_END] = _NOTHING
-            words.update(phrase)
     _share_leaves(trie)
-    return Gazetteer(trie, frozenset(words))
+    return Gazetteer(trie, frozenset(distinct))
 
 
 # Shared by every gazetteer once built (and never written to): the node past a phrase's
