@@ -19,15 +19,19 @@ import re
 import string
 from array import array
 from bisect import bisect_right
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
+from typing import TypeVar, overload
 
 from surrogates.base import SpanLike, Surrogate
 from surrogates.choice import Chooser
 from surrogates.context import ReplaceContext
 from surrogates.identifiers import surrogate_chars
+from surrogates.wordtable import hashed_words
 
+_T = TypeVar("_T")
 MAX_DRAWS = 64
 LAST_NAME_POOL = 20000  # the most frequent census surnames; rarer ones read oddly
 # A first-name surrogate of one gender is a name at least this share of whose census bearers
@@ -80,11 +84,59 @@ class Pool:
         return self.names[bisect_right(self.cumulative, at)]
 
 
+class NameTable(Mapping[str, float]):
+    """A census file's names -> percent of the population, for the 89k surnames: 70k of
+    them at 0.000%, their strings and a dict took 9 MB resident (figures: bench/README.md,
+    "Memory"). Looked up in ``HashedWords`` (a listed name may have the value 0.0: a name is
+    listed where ``find`` places it); iterated by reading the file again, as only training
+    and the invented texts do."""
+
+    def __init__(self, file: str, rows: list[tuple[str, float]]) -> None:
+        table = dict(rows)  # a name listed twice has its last figure, as a dict had
+        values = tuple(dict.fromkeys(table.values()))
+        index = {value: i for i, value in enumerate(values)}
+        groups: list[list[str]] = [[] for _ in values]
+        for name, value in table.items():
+            groups[index[value]].append(name)
+        self._file = file
+        self._words = hashed_words(groups, values)
+        self._size = len(table)
+
+    @overload
+    def get(self, name: str, /) -> float | None: ...
+    @overload
+    def get(self, name: str, /, default: float | _T) -> float | _T: ...
+    def get(self, name: str, /, default: object = None) -> object:
+        """As ``Mapping.get``, without its ``KeyError`` round trip for a name not listed."""
+        words = self._words
+        value = words.apart.get(name)
+        if value is None:
+            at = words.find(name)
+            return words.values[words.indices[at]] if at >= 0 else default
+        return value
+
+    def __getitem__(self, name: str) -> float:
+        value = self.get(name)
+        if value is None:
+            raise KeyError(name)
+        return value
+
+    def __contains__(self, name: object) -> bool:
+        words = self._words
+        return isinstance(name, str) and (name in words.apart or words.find(name) >= 0)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(dict(_read(self._file, {})))
+
+    def __len__(self) -> int:
+        return self._size
+
+
 @dataclass(frozen=True)
 class Census:
     male: dict[str, float]
     female: dict[str, float]
-    last: dict[str, float]
+    last: NameTable
     pools: dict[tuple[str, str], Pool]  # (M | F | L, initial or "") → names, lower-case
 
     def first(self, low: str) -> float:
@@ -141,7 +193,9 @@ def census() -> Census:
     male = _read("dist.male.first", percents)
     female = _read("dist.female.first", percents)
     last = _read("dist.all.last", percents)
-    c = Census(male=dict(male), female=dict(female), last=dict(last), pools={})
+    c = Census(
+        male=dict(male), female=dict(female), last=NameTable("dist.all.last", last), pools={}
+    )
     eligible = {
         "M": [(n, f) for n, f in male if c.share(n, "M") >= GENDER_SHARE and c.is_first_name(n)],
         "F": [(n, f) for n, f in female if c.share(n, "F") >= GENDER_SHARE and c.is_first_name(n)],

@@ -21,15 +21,16 @@ from __future__ import annotations
 
 import math
 import re
-from array import array
-from bisect import bisect_left
 from dataclasses import dataclass
 from functools import cache
-from itertools import accumulate, pairwise, repeat
+from itertools import accumulate, repeat
 from typing import TYPE_CHECKING, Final, NamedTuple
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping
+
     from pipelines.phi.base import Doc
+    from surrogates.wordtable import HashedWords
 
 
 # A word: letters, optionally joined by an apostrophe ("O'Neil", "pt's").
@@ -142,7 +143,7 @@ def first_names() -> dict[str, float]:
 
 
 @cache
-def last_names() -> dict[str, float]:
+def last_names() -> Mapping[str, float]:
     """Census last names, lower-case -> percent of the population (the surrogates' own
     table: one copy in memory)."""
     from surrogates.names import census
@@ -155,65 +156,7 @@ def last_names() -> dict[str, float]:
 _COMMON_ZIPF: Final = math.log10(10 ** (3.3 - 9.0)) + 9.0
 
 
-# The arrays of ``HashedWords`` are cut by the top bits of the hash: a look-up bisects one
-# slice of a few entries instead of the whole array
-_SLOT_BITS: Final = 16
-_SLOT_SHIFT: Final = 64 - _SLOT_BITS
-_SLOT_BASE: Final = 1 << (_SLOT_BITS - 1)  # hash() is signed: its top bits from -2**15
 _SEEN_LIMIT: Final = 20_000
-
-
-@dataclass(frozen=True, slots=True)
-class HashedWords:
-    """A large word list with a value per word that keeps no string object per word: the
-    words' ``hash()`` in a sorted ``array`` with a parallel array of value indices, searched
-    with ``bisect`` in the slice that shares the hash's top bits. A word's text and its
-    dict or set entry took several times that memory (figures: bench/README.md, "Memory").
-
-    The arrays are built in each process from its own hash seed. ``hash()`` reads a string's
-    stored bytes, which a one-byte (ASCII) and a two-byte string can share ("L0" and "が"),
-    so only ASCII words are in the arrays and only ASCII words are searched there; the few
-    others, and listed words whose hashes coincide, are in ``apart``. An ASCII word outside
-    the list is then taken for a listed one only if their 64-bit hashes are equal by chance
-    (odds about 1e-14 per look-up)."""
-
-    apart: dict[str, float]
-    hashes: array[int]  # sorted hash() of the other words
-    indices: array[int]  # value index of each, in ``values``
-    values: tuple[float, ...]
-    slots: array[int]  # slot s -> where the hashes of top bits s - _SLOT_BASE start
-
-    def get(self, word: str) -> float:
-        """The word's value, or 0.0 for a word not listed."""
-        value = self.apart.get(word)
-        if value is not None:
-            return value
-        if not word.isascii():
-            return 0.0
-        key = hash(word)
-        slot = (key >> _SLOT_SHIFT) + _SLOT_BASE
-        hashes, end = self.hashes, self.slots[slot + 1]
-        at = bisect_left(hashes, key, self.slots[slot], end)
-        return self.values[self.indices[at]] if at < end and hashes[at] == key else 0.0
-
-
-def hashed_words(groups: list[list[str]], values: tuple[float, ...]) -> HashedWords:
-    """The words of ``groups[i]`` with the value ``values[i]`` (a word in one group only)."""
-    apart = {w: values[i] for i, words in enumerate(groups) for w in words if not w.isascii()}
-    keys = [(hash(w) << 16) | i for i, words in enumerate(groups) for w in words if w.isascii()]
-    keys.sort()  # by hash, then index: one sort orders both arrays
-    shared = {a >> 16 for a, b in pairwise(keys) if a >> 16 == b >> 16}
-    if shared:  # words the arrays cannot tell apart (none in most processes)
-        keys = [key for key in keys if key >> 16 not in shared]
-        for value, words in zip(values, groups, strict=True):
-            apart.update((w, value) for w in words if w.isascii() and hash(w) in shared)
-    hashes = array("q", (key >> 16 for key in keys))
-    indices = array("H", (key & 0xFFFF for key in keys))
-    del keys
-    starts = (
-        bisect_left(hashes, (s - _SLOT_BASE) << _SLOT_SHIFT) for s in range(2**_SLOT_BITS + 1)
-    )
-    return HashedWords(apart, hashes, indices, values, array("I", starts))
 
 
 @dataclass(frozen=True, slots=True)
@@ -261,6 +204,8 @@ def _english_buckets() -> list[list[str]]:
 def _english() -> English:
     """Each bucket's value is ``log10`` of its frequency plus 9, the float ``zipf`` always
     computed (one float object per bucket)."""
+    from surrogates.wordtable import hashed_words
+
     buckets = _english_buckets()
     values = tuple(math.log10(10 ** (-index / 100)) + 9.0 for index in range(len(buckets)))
     common: dict[str, float] = {}
@@ -393,6 +338,8 @@ def drug_words() -> HashedWords:
     """Lower-case one-word drug names (generic and brand) and their 5-6 letter heads, the
     way notes shorten them ("vanco", "ceftaz"); from drug-named-entity-recognition's data.
     Each has the value 1.0 (``HashedWords``: 50k words, asked about a few per note)."""
+    from surrogates.wordtable import hashed_words
+
     return hashed_words([sorted(drug_variants())], (1.0,))
 
 
