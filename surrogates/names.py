@@ -77,7 +77,7 @@ class Pool:
     ``cumulative[i] - cumulative[i - 1]`` (thousandths of a percent, integers)."""
 
     names: tuple[str, ...]
-    cumulative: array[int]  # machine integers: a 45k-entry tuple of int objects took 2 MB
+    cumulative: array[int]  # machine integers, not an int object each
 
     def draw(self, chooser: Chooser) -> str:
         at = chooser.below(self.cumulative[-1])
@@ -85,9 +85,9 @@ class Pool:
 
 
 class NameTable(Mapping[str, float]):
-    """A census file's names -> percent of the population, for the 89k surnames: 70k of
-    them at 0.000%, their strings and a dict took 9 MB resident (figures: bench/README.md,
-    "Memory"). Looked up in ``HashedWords`` (a listed name may have the value 0.0: a name is
+    """A census file's names -> percent of the population, for the surnames: most of them
+    at 0.000%, their strings and a dict took several times the memory of the arrays
+    (figures: bench/README.md, "Memory"). Looked up in ``HashedWords`` (a listed name may have the value 0.0: a name is
     listed where ``find`` places it); iterated by reading the file again, as only training
     and the invented texts do."""
 
@@ -160,7 +160,7 @@ class Census:
 def _read(name: str, percents: dict[str, float]) -> list[tuple[str, float]]:
     """(lower-case name, percent of the population) per line of a census file of ``names``,
     read line by line (the whole file split at once was a large transient). ``percents``
-    gives one float object per distinct figure: the files' 94k lines hold 362 of them."""
+    gives one float object per distinct figure: the files repeat a few hundred figures."""
     rows = []
     with resources.files("names").joinpath(name).open("r", encoding="ascii") as lines:
         for line in lines:

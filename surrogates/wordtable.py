@@ -29,7 +29,7 @@ class HashedWords:
     so only ASCII words are in the arrays and only ASCII words are searched there; the few
     others, and listed words whose hashes coincide, are in ``apart``. An ASCII word outside
     the list is then taken for a listed one only if their 64-bit hashes are equal by chance
-    (odds about 1e-14 per look-up)."""
+    (one in 2**64 per listed word)."""
 
     apart: dict[str, float]
     hashes: array[int]  # sorted hash() of the other words

@@ -161,9 +161,9 @@ _SEEN_LIMIT: Final = 20_000
 
 @dataclass(frozen=True, slots=True)
 class English:
-    """wordfreq's English list: a dict of the common words (Zipf >= ``_COMMON_ZIPF``, about
-    20k: most look-ups, and every one ``near_english`` makes), and the long rare tail
-    (about 300k words) as ``HashedWords``."""
+    """wordfreq's English list: a dict of the common words (Zipf >= ``_COMMON_ZIPF``: most
+    look-ups, and every one ``near_english`` makes), and the long rare tail, most of the
+    list, as ``HashedWords`` (figures: bench/README.md, "Memory")."""
 
     common: dict[str, float]
     rare: HashedWords
@@ -337,7 +337,7 @@ def countries() -> frozenset[str]:
 def drug_words() -> HashedWords:
     """Lower-case one-word drug names (generic and brand) and their 5-6 letter heads, the
     way notes shorten them ("vanco", "ceftaz"); from drug-named-entity-recognition's data.
-    Each has the value 1.0 (``HashedWords``: 50k words, asked about a few per note)."""
+    Each has the value 1.0 (``HashedWords``: a long list, asked about a few times a note)."""
     from surrogates.wordtable import hashed_words
 
     return hashed_words([sorted(drug_variants())], (1.0,))
