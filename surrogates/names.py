@@ -17,16 +17,21 @@ from __future__ import annotations
 
 import re
 import string
+from array import array
 from bisect import bisect_right
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
+from typing import TypeVar, overload
 
 from surrogates.base import SpanLike, Surrogate
 from surrogates.choice import Chooser
 from surrogates.context import ReplaceContext
 from surrogates.identifiers import surrogate_chars
+from surrogates.wordtable import hashed_words
 
+_T = TypeVar("_T")
 MAX_DRAWS = 64
 LAST_NAME_POOL = 20000  # the most frequent census surnames; rarer ones read oddly
 # A first-name surrogate of one gender is a name at least this share of whose census bearers
@@ -72,18 +77,66 @@ class Pool:
     ``cumulative[i] - cumulative[i - 1]`` (thousandths of a percent, integers)."""
 
     names: tuple[str, ...]
-    cumulative: tuple[int, ...]
+    cumulative: array[int]  # machine integers, not an int object each
 
     def draw(self, chooser: Chooser) -> str:
         at = chooser.below(self.cumulative[-1])
         return self.names[bisect_right(self.cumulative, at)]
 
 
+class NameTable(Mapping[str, float]):
+    """A census file's names -> percent of the population, for the surnames: most of them
+    at 0.000%, their strings and a dict took several times the memory of the arrays
+    (figures: bench/README.md, "Memory"). Looked up in ``HashedWords`` (a listed name may have the value 0.0: a name is
+    listed where ``find`` places it); iterated by reading the file again, as only training
+    and the invented texts do."""
+
+    def __init__(self, file: str, rows: list[tuple[str, float]]) -> None:
+        table = dict(rows)  # a name listed twice has its last figure, as a dict had
+        values = tuple(dict.fromkeys(table.values()))
+        index = {value: i for i, value in enumerate(values)}
+        groups: list[list[str]] = [[] for _ in values]
+        for name, value in table.items():
+            groups[index[value]].append(name)
+        self._file = file
+        self._words = hashed_words(groups, values)
+        self._size = len(table)
+
+    @overload
+    def get(self, name: str, /) -> float | None: ...
+    @overload
+    def get(self, name: str, /, default: float | _T) -> float | _T: ...
+    def get(self, name: str, /, default: object = None) -> object:
+        """As ``Mapping.get``, without its ``KeyError`` round trip for a name not listed."""
+        words = self._words
+        value = words.apart.get(name)
+        if value is None:
+            at = words.find(name)
+            return words.values[words.indices[at]] if at >= 0 else default
+        return value
+
+    def __getitem__(self, name: str) -> float:
+        value = self.get(name)
+        if value is None:
+            raise KeyError(name)
+        return value
+
+    def __contains__(self, name: object) -> bool:
+        words = self._words
+        return isinstance(name, str) and (name in words.apart or words.find(name) >= 0)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(dict(_read(self._file, {})))
+
+    def __len__(self) -> int:
+        return self._size
+
+
 @dataclass(frozen=True)
 class Census:
     male: dict[str, float]
     female: dict[str, float]
-    last: dict[str, float]
+    last: NameTable
     pools: dict[tuple[str, str], Pool]  # (M | F | L, initial or "") → names, lower-case
 
     def first(self, low: str) -> float:
@@ -104,25 +157,29 @@ class Census:
         return (male if gender == "M" else female) / (male + female)
 
 
-def _read(name: str) -> list[tuple[str, float]]:
+def _read(name: str, percents: dict[str, float]) -> list[tuple[str, float]]:
     """(lower-case name, percent of the population) per line of a census file of ``names``,
-    read line by line (the whole file split at once was a large transient)."""
+    read line by line (the whole file split at once was a large transient). ``percents``
+    gives one float object per distinct figure: the files repeat a few hundred figures."""
     rows = []
     with resources.files("names").joinpath(name).open("r", encoding="ascii") as lines:
         for line in lines:
             parts = line.split()
             if len(parts) >= 2:
-                rows.append((parts[0].lower(), float(parts[1])))
+                percent = percents.get(parts[1])
+                if percent is None:
+                    percent = percents[parts[1]] = float(parts[1])
+                rows.append((parts[0].lower(), percent))
     return rows
 
 
 def _pool(rows: list[tuple[str, float]]) -> Pool:
-    names, cumulative, total = [], [], 0
+    names, cumulative, total = [], array("q"), 0
     for name, freq in rows:
         total += max(1, round(freq * 1000))  # the lists give 3 decimals; rarest weigh 1
         names.append(name)
         cumulative.append(total)
-    return Pool(tuple(names), tuple(cumulative))
+    return Pool(tuple(names), cumulative)
 
 
 @lru_cache(maxsize=1)
@@ -132,10 +189,13 @@ def census() -> Census:
     First-name pools hold only names that are mostly of their gender and more a first name
     than a surname; the surname pool only names that are more a surname than a first name.
     """
-    male = _read("dist.male.first")
-    female = _read("dist.female.first")
-    last = _read("dist.all.last")
-    c = Census(male=dict(male), female=dict(female), last=dict(last), pools={})
+    percents: dict[str, float] = {}
+    male = _read("dist.male.first", percents)
+    female = _read("dist.female.first", percents)
+    last = _read("dist.all.last", percents)
+    c = Census(
+        male=dict(male), female=dict(female), last=NameTable("dist.all.last", last), pools={}
+    )
     eligible = {
         "M": [(n, f) for n, f in male if c.share(n, "M") >= GENDER_SHARE and c.is_first_name(n)],
         "F": [(n, f) for n, f in female if c.share(n, "F") >= GENDER_SHARE and c.is_first_name(n)],

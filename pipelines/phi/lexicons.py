@@ -27,7 +27,10 @@ from itertools import accumulate, repeat
 from typing import TYPE_CHECKING, Final, NamedTuple
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping
+
     from pipelines.phi.base import Doc
+    from surrogates.wordtable import HashedWords
 
 
 # A word: letters, optionally joined by an apostrophe ("O'Neil", "pt's").
@@ -140,7 +143,7 @@ def first_names() -> dict[str, float]:
 
 
 @cache
-def last_names() -> dict[str, float]:
+def last_names() -> Mapping[str, float]:
     """Census last names, lower-case -> percent of the population (the surrogates' own
     table: one copy in memory)."""
     from surrogates.names import census
@@ -148,17 +151,36 @@ def last_names() -> dict[str, float]:
     return census().last
 
 
-@cache
-def _english() -> dict[str, float]:
-    """wordfreq's large English list: word -> its Zipf frequency, one dict and no other copy.
+# Zipf 3.3, a word most adults know: computed as the lexicon's values are (frequency, then
+# log10 + 9), so the bucket at exactly 3.3 compares as it did against frequencies
+_COMMON_ZIPF: Final = math.log10(10 ** (3.3 - 9.0)) + 9.0
+
+
+_SEEN_LIMIT: Final = 20_000
+
+
+@dataclass(frozen=True, slots=True)
+class English:
+    """wordfreq's English list: a dict of the common words (Zipf >= ``_COMMON_ZIPF``: most
+    look-ups, and every one ``near_english`` makes), and the long rare tail, most of the
+    list, as ``HashedWords`` (figures: bench/README.md, "Memory")."""
+
+    common: dict[str, float]
+    rare: HashedWords
+    # rare and unlisted words looked up, up to _SEEN_LIMIT: a note repeats its rare words
+    # (clinical terms, its names), and a dict look-up is faster than the search
+    seen: dict[str, float]
+
+
+def _english_buckets() -> list[list[str]]:
+    """wordfreq's large English list as its buckets of words, bucket ``i`` holding the words
+    of frequency ``10 ** (-i / 100)`` (``wordfreq.cB_to_freq(-i)``).
 
     Read from the package's data file without importing ``wordfreq``: its import brings
     ftfy, langcodes, regex and wcwidth's tables, which the detector does not use (figures:
     bench/README.md, "Memory"). The file is in wordfreq's documented cBpack format: gzipped
-    msgpack, a header, then bucket ``i`` holding the words of frequency ``10 ** (-i / 100)``
-    (``wordfreq.cB_to_freq(-i)``). Each bucket's value is ``log10`` of that plus 9, the
-    float ``zipf`` always computed; tests/test_third_party_internals.py checks every value
-    against wordfreq's own dictionary (the data path is bounded in pyproject.toml)."""
+    msgpack, a header, then the buckets; tests/test_third_party_internals.py checks every
+    value against wordfreq's own dictionary (the data path is bounded in pyproject.toml)."""
     import gzip
     import importlib.util
     from pathlib import Path
@@ -174,17 +196,41 @@ def _english() -> dict[str, float]:
     header = pack[0] if pack else None
     if not isinstance(header, dict) or header.get("format") != "cB" or header.get("version") != 1:
         raise ValueError(f"{path.name}: not a cBpack version 1 file")
-    out: dict[str, float] = {}
-    for index, bucket in enumerate(pack[1:]):
-        value = math.log10(10 ** (-index / 100)) + 9.0
-        for word in bucket:
-            out[word] = value
-    return out
+    buckets: list[list[str]] = pack[1:]
+    return buckets
+
+
+@cache
+def _english() -> English:
+    """Each bucket's value is ``log10`` of its frequency plus 9, the float ``zipf`` always
+    computed (one float object per bucket)."""
+    from surrogates.wordtable import hashed_words
+
+    buckets = _english_buckets()
+    values = tuple(math.log10(10 ** (-index / 100)) + 9.0 for index in range(len(buckets)))
+    common: dict[str, float] = {}
+    rare: list[list[str]] = []  # the same buckets, each common one left empty
+    for value, words in zip(values, buckets, strict=True):
+        if value >= _COMMON_ZIPF:
+            common.update(zip(words, repeat(value)))
+            rare.append([])
+        else:
+            rare.append(words)
+    del buckets
+    return English(common, hashed_words(rare, values), {})
 
 
 def zipf(word: str) -> float:
     """English frequency of a lower-case word on the Zipf scale (0 = unseen, 7 = "the")."""
-    return _english().get(word, 0.0)
+    english = _english()
+    value = english.common.get(word)
+    if value is None:
+        value = english.seen.get(word)
+        if value is None:
+            value = english.rare.get(word)
+            if len(english.seen) < _SEEN_LIMIT:
+                english.seen[word] = value
+    return value
 
 
 _NAME_SCORE: dict[str, float] = {}
@@ -288,9 +334,17 @@ def countries() -> frozenset[str]:
 
 
 @cache
-def drug_words() -> frozenset[str]:
+def drug_words() -> HashedWords:
     """Lower-case one-word drug names (generic and brand) and their 5-6 letter heads, the
-    way notes shorten them ("vanco", "ceftaz"); from drug-named-entity-recognition's data."""
+    way notes shorten them ("vanco", "ceftaz"); from drug-named-entity-recognition's data.
+    Each has the value 1.0 (``HashedWords``: a long list, asked about a few times a note)."""
+    from surrogates.wordtable import hashed_words
+
+    return hashed_words([sorted(drug_variants())], (1.0,))
+
+
+def drug_variants() -> set[str]:
+    """The words of ``drug_words`` as strings (read anew on each call)."""
     import bz2
     import gc
     import importlib.util
@@ -313,7 +367,7 @@ def drug_words() -> frozenset[str]:
             if len(variant) >= 8:
                 out.add(variant[:5])
                 out.add(variant[:6])
-    return frozenset(out)
+    return out
 
 
 # Endings of drug, anatomy, disease and procedure words (INN stems and Greek/Latin morphology).
@@ -330,7 +384,7 @@ _CLINICAL_ENDINGS: Final = tuple(_ENDINGS.split())
 def clinical_word(word: str) -> bool:
     """A lower-case word that looks like clinical vocabulary: a listed drug, or a word with a
     drug stem / medical suffix ("metoprolol", "pancreatitis", "thoracotomy")."""
-    return word in drug_words() or (len(word) >= 6 and word.endswith(_CLINICAL_ENDINGS))
+    return bool(drug_words().get(word)) or (len(word) >= 6 and word.endswith(_CLINICAL_ENDINGS))
 
 
 def rare_unknown(word: str, max_zipf: float = 1.8) -> bool:
@@ -355,9 +409,6 @@ def slips(word: str) -> set[str]:
 
 
 _LETTERS: Final = "abcdefghijklmnopqrstuvwxyz"
-# Zipf 3.3, a word most adults know: computed as the lexicon's values are (frequency, then
-# log10 + 9), so the bucket at exactly 3.3 compares as it did against frequencies
-_COMMON_ZIPF: Final = math.log10(10 ** (3.3 - 9.0)) + 9.0
 
 
 def near_english(word: str) -> bool:
@@ -367,7 +418,7 @@ def near_english(word: str) -> bool:
     index of variants slowed every note through the garbage collector)."""
     if len(word) < 4:
         return False
-    english = _english()
+    english = _english().common  # every word of Zipf >= _COMMON_ZIPF
     if english.get(word, 0.0) >= _COMMON_ZIPF:
         return True
     for i in range(len(word) if len(word) > 4 else 0):  # a letter added ("dertermine")

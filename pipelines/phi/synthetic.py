@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import random
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from functools import cache
@@ -79,7 +79,7 @@ def _join(*parts: Piece | str) -> Piece:
 # --- lexicons ---------------------------------------------------------------------------
 
 
-def _top(table: dict[str, float], n: int) -> list[str]:
+def _top(table: Mapping[str, float], n: int) -> list[str]:
     ranked = sorted(table.items(), key=lambda kv: (-kv[1], kv[0]))
     return [name.capitalize() for name, _ in ranked[:n] if name.isalpha() and len(name) > 2]
 

@@ -153,3 +153,36 @@ def test_the_case_census_at_the_85_percent_line(lowers: int, uppers: int) -> Non
     text = " ".join(["ab"] * lowers + ["AB"] * uppers)  # 17 of 20: exactly 85%
     toks = lx.tokens(Doc(text))
     assert (toks.mixed_case, toks.lower_note) == _reference_case(text)
+
+
+def test_english_words_whose_hashes_coincide_are_kept_apart(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Two rare words with one hash cannot be told apart in the arrays: both go to the dict
+    with their own values (``hash`` is the builtin everywhere but here)."""
+    one, other = "kerlixes", "quellamotts"
+    buckets: list[list[str]] = [[] for _ in range(701)]  # Zipf 9 - index / 100
+    buckets[600], buckets[700] = ["aaa", one], [other]
+    monkeypatch.setattr(lx, "_english_buckets", lambda: buckets)
+    from surrogates import wordtable
+
+    fake = lambda w: 7 if w in (one, other) else len(w)  # noqa: E731
+    monkeypatch.setattr(wordtable, "hash", fake, raising=False)
+    lx._english.cache_clear()  # noqa: SLF001
+    try:
+        english = lx._english()  # noqa: SLF001
+        assert not english.common and len(english.rare.hashes) == 1
+        assert set(english.rare.apart) == {one, other}
+        values = english.rare.values
+        assert lx.zipf(one) == values[600] and lx.zipf(other) == values[700]
+        assert lx.zipf("aaa") == values[600] and lx.zipf("notlisted") == 0.0
+    finally:
+        lx._english.cache_clear()  # noqa: SLF001
+
+
+def test_drug_words_hold_every_variant_and_no_other_word() -> None:
+    variants = lx.drug_variants()
+    assert len(variants) > 40_000
+    assert all(lx.drug_words().get(w) == 1.0 for w in variants)
+    absent = ({w + "q" for w in variants} | {w[1:] for w in variants}) - variants
+    assert not any(map(lx.drug_words().get, absent))

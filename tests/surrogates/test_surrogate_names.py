@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import re
+from importlib import resources
+from itertools import accumulate
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from surrogate_helpers import FakeSpan, make_ctx, make_state, replace_all
@@ -125,3 +128,35 @@ def test_known_names_fix_roles_in_family_first_order() -> None:
     first, last = natural.split()
     assert reversed_order == f"{last.upper()} {first.upper()}"
     assert first.lower() in census().male
+
+
+def test_census_tables_hold_each_files_figures() -> None:
+    """One float object per distinct figure and machine-integer weights change no value:
+    every name has the float of its line, every pool the running sum of its weights."""
+    c = census()
+    for name, table in (
+        ("dist.male.first", c.male),
+        ("dist.female.first", c.female),
+        ("dist.all.last", c.last),
+    ):
+        lines = resources.files("names").joinpath(name).read_text("ascii").split("\n")
+        rows = [line.split() for line in lines if len(line.split()) >= 2]
+        assert {row[0].lower(): float(row[1]) for row in rows} == table
+    for (kind, _), pool in c.pools.items():
+        table = {"M": c.male, "F": c.female, "L": c.last}[kind]
+        weights = [max(1, round(table[n] * 1000)) for n in pool.names]
+        assert list(pool.cumulative) == list(accumulate(weights))
+
+
+def test_surname_table_answers_as_a_dict() -> None:
+    c = census()
+    lines = resources.files("names").joinpath("dist.all.last").read_text("ascii").split("\n")
+    table = {row[0].lower(): float(row[1]) for row in map(str.split, lines) if len(row) >= 2}
+    assert len(c.last) == len(table) and list(c.last) == list(table)
+    assert all(name in c.last and c.last.get(name, -1.0) == f for name, f in table.items())
+    assert any(f == 0.0 for f in table.values())  # listed at 0.000%: still listed
+    absent = ({n + "q" for n in table} | {n[1:] for n in table} | {"", "é", "smíth"}) - table.keys()
+    assert not any(name in c.last for name in absent)
+    assert all(c.last.get(name) is None and c.last.get(name, 0.0) == 0.0 for name in absent)
+    with pytest.raises(KeyError):
+        c.last["notaname"]

@@ -164,7 +164,7 @@ Trie = dict[str, "Trie"]
 class Gazetteer:
     """Multi-word phrases as a word trie: a phrase matches where its words follow."""
 
-    trie: Trie  # word -> the phrases that go on with it; _END -> {} where one ends
+    trie: Trie  # word -> the phrases that go on with it; _END -> _NOTHING where one ends
     words: frozenset[str]
 
     def matches(
@@ -198,15 +198,31 @@ class Gazetteer:
 
 def _gazetteer(phrases: set[tuple[str, ...]]) -> Gazetteer:
     trie: Trie = {}
-    words: set[str] = set()
+    distinct: dict[str, str] = {}
     for phrase in phrases:
         if phrase:
             node = trie
-            for word in phrase:
+            for each in phrase:
+                word = distinct.setdefault(each, each)  # one string per word, not per use
                 node = node.setdefault(word, {})
-            node[_END] = {}
-            words.update(phrase)
-    return Gazetteer(trie, frozenset(words))
+            node[_END] = _NOTHING
+    _share_leaves(trie)
+    return Gazetteer(trie, frozenset(distinct))
+
+
+# Shared by every gazetteer once built (and never written to): the node past a phrase's
+# end, and the node of a phrase that no longer phrase goes on from. Most nodes are such;
+# a dict each took half the tries' memory (figures: bench/README.md, "Memory").
+_NOTHING: Final[Trie] = {}
+_LEAF: Final[Trie] = {_END: _NOTHING}
+
+
+def _share_leaves(node: Trie) -> None:
+    for word, child in node.items():
+        if child.keys() == _LEAF.keys():
+            node[word] = _LEAF
+        elif child is not _NOTHING:
+            _share_leaves(child)
 
 
 def _lower_tokens(text: str) -> tuple[str, ...]:
