@@ -8,7 +8,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pipelines.phi.tagger.features import Featurizer, is_one_case, token_columns, tokenize
+from pipelines.phi.tagger.features import (
+    _ASCII_TOKEN,
+    _TOKEN,
+    Featurizer,
+    is_one_case,
+    token_columns,
+    tokenize,
+)
 from pipelines.phi.tagger.model import (
     OUTSIDE,
     Label,
@@ -40,6 +47,12 @@ def shipped() -> Tagger:
 def every_label() -> dict[float, Tagger]:
     """The shipped model at a few thresholds, reporting every label."""
     return {t: Tagger(threshold=t, labels=frozenset(Label)) for t in (0.5, 0.2, 0.05)}
+
+
+@settings(max_examples=500)
+@given(text=st.text(alphabet=st.characters(max_codepoint=127)) | _TEXTS)
+def test_ascii_tokens_are_the_unicode_pattern_s(text: str) -> None:
+    assert _ASCII_TOKEN.split(text) == _TOKEN.split(text)
 
 
 @settings(max_examples=150, deadline=None)

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import bisect
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from functools import cache
 from importlib import resources
@@ -26,6 +26,12 @@ from pipelines.phi import lexicons
 # a word (letters, inner apostrophes), a run of digits, or any other single visible character;
 # as a splitter (one capturing group): gap, token, gap, token, …, gap in one C call
 _TOKEN: Final = re.compile(r"([^\W\d_]+(?:['’][^\W\d_]+)*|\d+|[^\s])")
+# The same on ASCII text, with plain character sets (the ASCII characters ``str.isspace``
+# calls space) and possessive repeats: the matcher tests a set faster than a Unicode category
+# and keeps no backtracking points.
+_ASCII_TOKEN: Final = re.compile(
+    r"([A-Za-z][A-Za-z]*+(?:'[A-Za-z]++)*+|[0-9][0-9]*+|[^ \t\n\r\f\v\x1c-\x1f])"
+)
 
 _MEMO_LIMIT: Final = 300_000
 _CONTEXT: Final = (-2, -1, 1, 2)
@@ -107,7 +113,7 @@ def tokenize(text: str) -> list[Tok]:
 
 def token_columns(text: str) -> tuple[list[int], list[int], list[str]]:
     """The tokens' starts, ends and texts, column by column (no tuple per token)."""
-    parts = _TOKEN.split(text)
+    parts = (_ASCII_TOKEN if text.isascii() else _TOKEN).split(text)
     offsets = list(accumulate(map(len, parts)))
     return offsets[0:-1:2], offsets[1::2], parts[1::2]
 
@@ -360,6 +366,7 @@ class Featurizer:
         facility_cores()
         cities()
         _place_words()
+        _any_first_word()
 
     def items(self, text: str, tokens: list[Tok], one_case: bool | None = None) -> list[int]:
         """Indices of the tokens the CRF labels (``may_be_phi``; memo per distinct word)."""
@@ -424,9 +431,7 @@ class Featurizer:
     ) -> list[list[str]]:
         lowers = list(map(_lower, entries))
         keep = self.keep
-        extras: Mapping[int, Sequence[str]] = _extras(text, starts, lowers)
-        if keep is not None:
-            extras = {i: kept for i, found in extras.items() if (kept := self._kept(found))}
+        extras = _extras(text, starts, lowers, _everything if keep is None else keep.__contains__)
         bl_first, br_first = self._bigram_firsts
         # around[k + 2]: what the tokens near token k see of it; two sentinels either side
         # give what a token sees beyond either end of the note
@@ -495,17 +500,26 @@ _lower: Final = attrgetter("lower")
 _around: Final = attrgetter("around")
 
 
-def _extras(text: str, starts: list[int], lowers: list[str]) -> dict[int, list[str]]:
+def _extras(
+    text: str, starts: list[int], lowers: list[str], kept: Callable[[str], bool]
+) -> dict[int, list[str]]:
     """Features of a token that depend on the note around it: line starts, gazetteer
-    phrases, a kinship word a few tokens back ("wife of 30 years, Ann")."""
+    phrases, a kinship word a few tokens back ("wife of 30 years, Ann"). Only those
+    ``kept`` are added (a family none of whose features is kept is not looked for)."""
     extras: dict[int, list[str]] = {}
-    _add_line_features(text, starts, extras)
-    _add_gazetteer_features(lowers, extras)
-    n = len(lowers)
-    for i in [i for i, w in enumerate(lowers) if w in _KIN]:
-        for j in range(i + 3, min(i + 6, n)):
-            extras.setdefault(j, []).append("kin<")
+    if kept("bol"):
+        _add_line_features(text, starts, extras)
+    _add_gazetteer_features(lowers, extras, kept)
+    if kept("kin<"):
+        n = len(lowers)
+        for i in compress(count(), map(_KIN.__contains__, lowers)):
+            for j in range(i + 3, min(i + 6, n)):
+                extras.setdefault(j, []).append("kin<")
     return extras
+
+
+def _everything(_: str) -> bool:
+    return True
 
 
 def is_one_case(text: str) -> bool:
@@ -546,16 +560,27 @@ def _any_first_word() -> frozenset[str]:
     return frozenset().union(*(g().trie.keys() for g in _GAZETTEERS.values()))
 
 
-def _add_gazetteer_features(lowers: list[str], extras: dict[int, list[str]]) -> None:
+def _add_gazetteer_features(
+    lowers: list[str], extras: dict[int, list[str]], kept: Callable[[str], bool]
+) -> None:
     n = len(lowers)
-    firsts = _any_first_word()
-    candidates = [i for i, w in enumerate(lowers) if w in firsts]
-    for name, gazetteer in _GAZETTEERS.items():
-        for start, end in gazetteer().matches(lowers, candidates):
-            extras.setdefault(start, []).append(f"{name}=B")
-            for k in range(start + 1, end):
-                extras.setdefault(k, []).append(f"{name}=I")
-            if start > 0:
-                extras.setdefault(start - 1, []).append(f"{name}=next")
-            if end < n:
-                extras.setdefault(end, []).append(f"{name}=prev")
+    names = [g for g in _GAZETTEERS if any(kept(f"{g}={part}") for part in _GAZETTEER_PARTS)]
+    if not names:
+        return
+    candidates = list(compress(count(), map(_any_first_word().__contains__, lowers)))
+    for name in names:
+        begin, inside, before, after = (f"{name}={part}" for part in _GAZETTEER_PARTS)
+        for start, end in _GAZETTEERS[name]().matches(lowers, candidates):
+            if kept(begin):
+                extras.setdefault(start, []).append(begin)
+            if kept(inside):
+                for k in range(start + 1, end):
+                    extras.setdefault(k, []).append(inside)
+            if start > 0 and kept(before):
+                extras.setdefault(start - 1, []).append(before)
+            if end < n and kept(after):
+                extras.setdefault(end, []).append(after)
+
+
+# a phrase's first word, its other words, the word before it and the word after it
+_GAZETTEER_PARTS: Final = ("B", "I", "next", "prev")
