@@ -388,14 +388,16 @@ class Featurizer:
         if one_case is None:
             one_case = is_one_case(text)
         entries = self._entries([t[2] for t in tokens], one_case)
-        return self._rows(text, [t[0] for t in tokens], entries, items)
+        lowers = list(map(_lower, entries))
+        return self._rows(text, [t[0] for t in tokens], entries, lowers, items)
 
     def encode(self, text: str, starts: list[int], words: list[str], one_case: bool) -> Encoded:
         """``items`` and ``features`` in one pass over the columns of ``token_columns``."""
         entries = self._entries(words, one_case)
         items = _items(entries)
-        rows = self._rows(text, starts, entries, items) if items else []
-        return Encoded(items, rows, list(map(_lower, entries)))
+        lowers = list(map(_lower, entries))
+        rows = self._rows(text, starts, entries, lowers, items) if items else []
+        return Encoded(items, rows, lowers)
 
     def _kept(self, features: Iterable[str]) -> tuple[str, ...]:
         keep = self.keep
@@ -427,9 +429,13 @@ class Featurizer:
         return entries  # type: ignore[return-value]
 
     def _rows(
-        self, text: str, starts: list[int], entries: list[_Word], items: list[int]
+        self,
+        text: str,
+        starts: list[int],
+        entries: list[_Word],
+        lowers: list[str],
+        items: list[int],
     ) -> list[list[str]]:
-        lowers = list(map(_lower, entries))
         keep = self.keep
         extras = _extras(text, starts, lowers, _everything if keep is None else keep.__contains__)
         bl_first, br_first = self._bigram_firsts
