@@ -358,7 +358,7 @@ class Featurizer:
         self.keep = keep
         self._words: tuple[dict[str, _Word], dict[str, _Word]] = ({}, {})
         self._pad = tuple(self._kept(p) for p in _PAD)
-        self._bigram_firsts = _firsts(keep, "bl="), _firsts(keep, "br=")
+        self._pairs = _pairs(keep, "bl="), _pairs(keep, "br=")
 
     def warm(self) -> None:
         lexicons.warm()
@@ -438,7 +438,7 @@ class Featurizer:
     ) -> list[list[str]]:
         keep = self.keep
         extras = _extras(text, starts, lowers, _everything if keep is None else keep.__contains__)
-        bl_first, br_first = self._bigram_firsts
+        bl_pairs, br_pairs = self._pairs
         # around[k + 2]: what the tokens near token k see of it; two sentinels either side
         # give what a token sees beyond either end of the note
         pad = self._pad
@@ -457,15 +457,14 @@ class Featurizer:
                 *around[i + 3][2],
                 *around[i + 4][3],
             ]
-            # the word pairs are checked per note, a pair's string built only where the
-            # model knows a pair that starts with its first word
+            # word pairs: a pair's string is built only where the model knows the pair
             before, low, after = left[i], left[i + 1], left[i + 2]
             if keep is None:
                 row += (f"bl={before}|{low}", f"br={low}|{after}")
             else:
-                if before in bl_first and (pair := f"bl={before}|{low}") in keep:
+                if low in bl_pairs.get(before, ()) and (pair := f"bl={before}|{low}") in keep:
                     row.append(pair)
-                if low in br_first and (pair := f"br={low}|{after}") in keep:
+                if after in br_pairs.get(low, ()) and (pair := f"br={low}|{after}") in keep:
                     row.append(pair)
             row += get(i, ())
             append(row)
@@ -476,11 +475,17 @@ def _items(entries: list[_Word]) -> list[int]:
     return list(compress(count(), map(attrgetter("item"), entries)))
 
 
-def _firsts(keep: frozenset[str] | None, prefix: str) -> frozenset[str]:
-    """The words a kept word-pair attribute ``{prefix}{a}|{b}`` may start with: the text
-    before any of its bars ("|" is a token too)."""
-    pairs = [a.removeprefix(prefix) for a in keep or () if a.startswith(prefix)]
-    return frozenset(p[:j] for p in pairs for j, c in enumerate(p) if c == "|")
+def _pairs(keep: frozenset[str] | None, prefix: str) -> dict[str, frozenset[str]]:
+    """First word -> second words of the kept word-pair attributes ``{prefix}{a}|{b}``;
+    every split at a bar is listed ("|" is a token too)."""
+    found: dict[str, set[str]] = {}
+    for attribute in keep or ():
+        if attribute.startswith(prefix):
+            pair = attribute.removeprefix(prefix)
+            for j, c in enumerate(pair):
+                if c == "|":
+                    found.setdefault(pair[:j], set()).add(pair[j + 1 :])
+    return {first: frozenset(seconds) for first, seconds in found.items()}
 
 
 @dataclass(frozen=True, slots=True)
