@@ -84,6 +84,9 @@ def label_of(category: str) -> Label | None:
         return None
 
 
+# The CRF's labels (B-NAME, I-NAME, …) -> their class, without an enum lookup per item
+_LABEL_OF: Final = {f"{prefix}-{label}": label for label in Label for prefix in "BI"}
+
 DEFAULT_MODEL: Final = "data/tagger.crfsuite"
 
 
@@ -140,7 +143,7 @@ class Tagger:
     ) -> Label | None:
         """The label of item ``i`` (None: not PHI), given the probability that it is PHI."""
         if predicted != OUTSIDE:
-            return Label(predicted[2:])
+            return _LABEL_OF[predicted]
         if p_phi < self._least:
             return None
         label = _likeliest(tagger, i)
@@ -202,12 +205,15 @@ CONNECTORS: Final[dict[Label, frozenset[str]]] = {
 }
 
 
+_CLAUSE_MARKS: Final = frozenset(",;:()[]{}\n|/")
+
+
 def _breaks(text: str, end: int, start: int, label: Label | None = None) -> bool:
     """Text between two items that ends a phrase: a clause mark or a line break. A name or
     a place runs on over spaces, hyphens, periods of initials and apostrophes, and over up
     to two of its class's ``CONNECTORS``."""
     gap = text[end:start]
-    if any(c in gap for c in ",;:()[]{}\n|/"):
+    if not _CLAUSE_MARKS.isdisjoint(gap):
         return True
     if len(gap) <= 3:
         return False
@@ -252,7 +258,7 @@ def _likeliest(tagger: pycrfsuite.Tagger, i: int) -> Label:
             continue
         p = tagger.marginal(name, i)
         if p > best_p:
-            best_label, best_p = Label(name[2:]), p
+            best_label, best_p = _LABEL_OF[name], p
     return best_label
 
 
