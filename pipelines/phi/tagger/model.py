@@ -237,7 +237,8 @@ def _recurrences(
         return []
     # "inside a span" by bisection: an ``any`` over every span per token was quadratic (a
     # 1 MiB line took minutes). ``reach[i]``: the furthest end of the spans starting at or
-    # before ``starts[i]``, so a token is covered iff that of the last start <= it is beyond it
+    # before ``span_starts[i]``, so a token is covered iff that of the last start <= it is
+    # beyond it. The tokens are those whose word is a found one (in C: most are not)
     covered = sorted((s.start, s.end) for s in spans)
     span_starts = [a for a, _ in covered]
     reach = list(accumulate((b for _, b in covered), max))
