@@ -13,11 +13,12 @@ from __future__ import annotations
 
 import bisect
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from functools import cache
 from importlib import resources
-from itertools import accumulate
+from itertools import accumulate, compress, count
+from operator import attrgetter
 from typing import Final
 
 from pipelines.phi import lexicons
@@ -25,6 +26,12 @@ from pipelines.phi import lexicons
 # a word (letters, inner apostrophes), a run of digits, or any other single visible character;
 # as a splitter (one capturing group): gap, token, gap, token, …, gap in one C call
 _TOKEN: Final = re.compile(r"([^\W\d_]+(?:['’][^\W\d_]+)*|\d+|[^\s])")
+# The same on ASCII text, with plain character sets (the ASCII characters ``str.isspace``
+# calls space) and possessive repeats: the matcher tests a set faster than a Unicode category
+# and keeps no backtracking points.
+_ASCII_TOKEN: Final = re.compile(
+    r"([A-Za-z][A-Za-z]*+(?:'[A-Za-z]++)*+|[0-9][0-9]*+|[^ \t\n\r\f\v\x1c-\x1f])"
+)
 
 _MEMO_LIMIT: Final = 300_000
 _CONTEXT: Final = (-2, -1, 1, 2)
@@ -101,9 +108,14 @@ Tok = tuple[int, int, str]
 
 
 def tokenize(text: str) -> list[Tok]:
-    parts = _TOKEN.split(text)
+    return list(zip(*token_columns(text), strict=True))
+
+
+def token_columns(text: str) -> tuple[list[int], list[int], list[str]]:
+    """The tokens' starts, ends and texts, column by column (no tuple per token)."""
+    parts = (_ASCII_TOKEN if text.isascii() else _TOKEN).split(text)
     offsets = list(accumulate(map(len, parts)))
-    return list(zip(offsets[0:-1:2], offsets[1::2], parts[1::2], strict=True))
+    return offsets[0:-1:2], offsets[1::2], parts[1::2]
 
 
 # Where the CRF looks (``Featurizer.items``). A name or a place in a note written in mixed
@@ -361,8 +373,8 @@ class Featurizer:
     def __init__(self, keep: frozenset[str] | None = None) -> None:
         self.keep = keep
         self._words: tuple[dict[str, _Word], dict[str, _Word]] = ({}, {})
-        self._item: dict[str, tuple[bool, bool]] = {}
         self._pad = tuple(self._kept(p) for p in _PAD)
+        self._pairs = _pairs(keep, "bl="), _pairs(keep, "br=")
 
     def warm(self) -> None:
         lexicons.warm()
@@ -370,44 +382,13 @@ class Featurizer:
         facility_cores()
         cities()
         _place_words()
+        _any_first_word()
 
     def items(self, text: str, tokens: list[Tok], one_case: bool | None = None) -> list[int]:
         """Indices of the tokens the CRF labels (``may_be_phi``; memo per distinct word)."""
         if one_case is None:
             one_case = is_one_case(text)
-        memo = self._item
-        out: list[int] = []
-        for i, tok in enumerate(tokens):
-            word = tok[2]
-            found = memo.get(word)
-            if found is None:
-                found = memo[word] = may_be_phi(word, False), may_be_phi(word, True)
-                if len(memo) > _MEMO_LIMIT:
-                    memo.clear()
-            if found[one_case]:
-                out.append(i)
-        return out
-
-    def _kept(self, features: Iterable[str]) -> tuple[str, ...]:
-        keep = self.keep
-        return tuple(features) if keep is None else tuple(filter(keep.__contains__, features))
-
-    def word(self, word: str, one_case: bool) -> _Word:
-        """What ``word`` is (its own features) and what tokens at each offset of
-        ``_CONTEXT`` see of it (a subset, prefixed by the offset); memo per distinct word."""
-        memo = self._words[one_case]
-        found = memo.get(word)
-        if found is None:
-            features = _word_features(word, one_case)
-            seen = [f for f in features if f.startswith(_CONTEXT_KEEP)]
-            found = _Word(
-                self._kept(features),
-                tuple(self._kept(map(prefix.__add__, seen)) for prefix in _CONTEXT_PREFIXES),
-                word.lower(),
-            )
-            if len(memo) < _MEMO_LIMIT:
-                memo[word] = found
-        return found
+        return _items(self._entries([t[2] for t in tokens], one_case))
 
     def features(
         self,
@@ -422,37 +403,105 @@ class Featurizer:
             items = list(range(len(tokens)))
         if one_case is None:
             one_case = is_one_case(text)
-        memo = self._words[one_case]
-        entries = [memo.get(t[2]) or self.word(t[2], one_case) for t in tokens]
-        lowers = [e.lower for e in entries]
-        extras = _extras(text, tokens, lowers)
+        entries = self._entries([t[2] for t in tokens], one_case)
+        lowers = list(map(_lower, entries))
+        return self._rows(text, [t[0] for t in tokens], entries, lowers, items)
+
+    def encode(self, text: str, starts: list[int], words: list[str], one_case: bool) -> Encoded:
+        """``items`` and ``features`` in one pass over the columns of ``token_columns``."""
+        entries = self._entries(words, one_case)
+        items = _items(entries)
+        lowers = list(map(_lower, entries))
+        rows = self._rows(text, starts, entries, lowers, items) if items else []
+        return Encoded(items, rows, lowers)
+
+    def _kept(self, features: Iterable[str]) -> tuple[str, ...]:
         keep = self.keep
+        return tuple(features) if keep is None else tuple(filter(keep.__contains__, features))
+
+    def word(self, word: str, one_case: bool) -> _Word:
+        """What ``word`` is (its own features, whether the CRF labels it) and what tokens
+        at each offset of ``_CONTEXT`` see of it (a subset, prefixed by the offset); memo
+        per distinct word."""
+        memo = self._words[one_case]
+        found = memo.get(word)
+        if found is None:
+            features = _word_features(word, one_case)
+            seen = [f for f in features if f.startswith(_CONTEXT_KEEP)]
+            found = _Word(
+                self._kept(features),
+                tuple(self._kept(map(prefix.__add__, seen)) for prefix in _CONTEXT_PREFIXES),
+                word.lower(),
+                may_be_phi(word, one_case),
+            )
+            if len(memo) < _MEMO_LIMIT:
+                memo[word] = found
+        return found
+
+    def _entries(self, words: list[str], one_case: bool) -> list[_Word]:
+        entries = list(map(self._words[one_case].get, words))
+        if not all(entries):  # a word first seen (``_Word`` objects are all true)
+            entries = [e or self.word(w, one_case) for e, w in zip(entries, words, strict=True)]
+        return entries  # type: ignore[return-value]
+
+    def _rows(
+        self,
+        text: str,
+        starts: list[int],
+        entries: list[_Word],
+        lowers: list[str],
+        items: list[int],
+    ) -> list[list[str]]:
+        keep = self.keep
+        extras = _extras(text, starts, lowers, _everything if keep is None else keep.__contains__)
+        bl_pairs, br_pairs = self._pairs
         # around[k + 2]: what the tokens near token k see of it; two sentinels either side
         # give what a token sees beyond either end of the note
         pad = self._pad
-        around = [pad, pad, *(e.around for e in entries), pad, pad]
+        around = [pad, pad, *map(_around, entries), pad, pad]
         left = ["<s>", *lowers, "</s>"]
         rows: list[list[str]] = []
         append = rows.append
         get = extras.get
         for i in items:
-            # own and context features are filtered once per word; these per note
-            low = left[i + 1]
-            local = [f"bl={left[i]}|{low}", f"br={low}|{left[i + 2]}", *get(i, ())]
-            if keep is not None:
-                local = [f for f in local if f in keep]
-            # token i sees offset -2 of token i-2, …, offset +2 of token i+2
-            append(
-                [
-                    *entries[i].own,
-                    *around[i][0],
-                    *around[i + 1][1],
-                    *around[i + 3][2],
-                    *around[i + 4][3],
-                    *local,
-                ]
-            )
+            # own and context features are filtered once per word; token i sees offset -2
+            # of token i-2, …, offset +2 of token i+2
+            row = [
+                *entries[i].own,
+                *around[i][0],
+                *around[i + 1][1],
+                *around[i + 3][2],
+                *around[i + 4][3],
+            ]
+            # word pairs: a pair's string is built only where the model knows the pair
+            before, low, after = left[i], left[i + 1], left[i + 2]
+            if keep is None:
+                row += (f"bl={before}|{low}", f"br={low}|{after}")
+            else:
+                if low in bl_pairs.get(before, ()) and (pair := f"bl={before}|{low}") in keep:
+                    row.append(pair)
+                if after in br_pairs.get(low, ()) and (pair := f"br={low}|{after}") in keep:
+                    row.append(pair)
+            row += get(i, ())
+            append(row)
         return rows
+
+
+def _items(entries: list[_Word]) -> list[int]:
+    return list(compress(count(), map(attrgetter("item"), entries)))
+
+
+def _pairs(keep: frozenset[str] | None, prefix: str) -> dict[str, frozenset[str]]:
+    """First word -> second words of the kept word-pair attributes ``{prefix}{a}|{b}``;
+    every split at a bar is listed ("|" is a token too)."""
+    found: dict[str, set[str]] = {}
+    for attribute in keep or ():
+        if attribute.startswith(prefix):
+            pair = attribute.removeprefix(prefix)
+            for j, c in enumerate(pair):
+                if c == "|":
+                    found.setdefault(pair[:j], set()).add(pair[j + 1 :])
+    return {first: frozenset(seconds) for first, seconds in found.items()}
 
 
 @dataclass(frozen=True, slots=True)
@@ -460,22 +509,44 @@ class _Word:
     own: tuple[str, ...]
     around: tuple[tuple[str, ...], ...]
     lower: str
+    item: bool  # ``may_be_phi``: the CRF labels it
+
+
+@dataclass(frozen=True, slots=True)
+class Encoded:
+    """A note for the CRF: the indices of the tokens it labels, their feature rows, and
+    every token lower-cased."""
+
+    items: list[int]
+    rows: list[list[str]]
+    lowers: list[str]
 
 
 _PAD: Final = tuple((f"{o}pad",) for o in _CONTEXT)
+_lower: Final = attrgetter("lower")
+_around: Final = attrgetter("around")
 
 
-def _extras(text: str, tokens: list[Tok], lowers: list[str]) -> dict[int, list[str]]:
+def _extras(
+    text: str, starts: list[int], lowers: list[str], kept: Callable[[str], bool]
+) -> dict[int, list[str]]:
     """Features of a token that depend on the note around it: line starts, gazetteer
-    phrases, a kinship word a few tokens back ("wife of 30 years, Ann")."""
+    phrases, a kinship word a few tokens back ("wife of 30 years, Ann"). Only those
+    ``kept`` are added (a family none of whose features is kept is not looked for)."""
     extras: dict[int, list[str]] = {}
-    _add_line_features(text, tokens, extras)
-    _add_gazetteer_features(lowers, extras)
-    n = len(lowers)
-    for i in [i for i, w in enumerate(lowers) if w in _KIN]:
-        for j in range(i + 3, min(i + 6, n)):
-            extras.setdefault(j, []).append("kin<")
+    if kept("bol"):
+        _add_line_features(text, starts, extras)
+    _add_gazetteer_features(lowers, extras, kept)
+    if kept("kin<"):
+        n = len(lowers)
+        for i in compress(count(), map(_KIN.__contains__, lowers)):
+            for j in range(i + 3, min(i + 6, n)):
+                extras.setdefault(j, []).append("kin<")
     return extras
+
+
+def _everything(_: str) -> bool:
+    return True
 
 
 def is_one_case(text: str) -> bool:
@@ -497,10 +568,9 @@ _NOT_UPPER: Final = bytes(c for c in range(256) if not 65 <= c <= 90)
 _NOT_LOWER: Final = bytes(c for c in range(256) if not 97 <= c <= 122)
 
 
-def _add_line_features(text: str, tokens: list[Tok], extras: dict[int, list[str]]) -> None:
-    if tokens:
+def _add_line_features(text: str, starts: list[int], extras: dict[int, list[str]]) -> None:
+    if starts:
         extras.setdefault(0, []).append("bol")
-    starts = [t[0] for t in tokens]
     n = len(starts)
     at = text.find("\n")
     k = 0
@@ -517,16 +587,27 @@ def _any_first_word() -> frozenset[str]:
     return frozenset().union(*(g().trie.keys() for g in _GAZETTEERS.values()))
 
 
-def _add_gazetteer_features(lowers: list[str], extras: dict[int, list[str]]) -> None:
+def _add_gazetteer_features(
+    lowers: list[str], extras: dict[int, list[str]], kept: Callable[[str], bool]
+) -> None:
     n = len(lowers)
-    firsts = _any_first_word()
-    candidates = [i for i, w in enumerate(lowers) if w in firsts]
-    for name, gazetteer in _GAZETTEERS.items():
-        for start, end in gazetteer().matches(lowers, candidates):
-            extras.setdefault(start, []).append(f"{name}=B")
-            for k in range(start + 1, end):
-                extras.setdefault(k, []).append(f"{name}=I")
-            if start > 0:
-                extras.setdefault(start - 1, []).append(f"{name}=next")
-            if end < n:
-                extras.setdefault(end, []).append(f"{name}=prev")
+    names = [g for g in _GAZETTEERS if any(kept(f"{g}={part}") for part in _GAZETTEER_PARTS)]
+    if not names:
+        return
+    candidates = list(compress(count(), map(_any_first_word().__contains__, lowers)))
+    for name in names:
+        begin, inside, before, after = (f"{name}={part}" for part in _GAZETTEER_PARTS)
+        for start, end in _GAZETTEERS[name]().matches(lowers, candidates):
+            if kept(begin):
+                extras.setdefault(start, []).append(begin)
+            if kept(inside):
+                for k in range(start + 1, end):
+                    extras.setdefault(k, []).append(inside)
+            if start > 0 and kept(before):
+                extras.setdefault(start - 1, []).append(before)
+            if end < n and kept(after):
+                extras.setdefault(end, []).append(after)
+
+
+# a phrase's first word, its other words, the word before it and the word after it
+_GAZETTEER_PARTS: Final = ("B", "I", "next", "prev")

@@ -8,19 +8,19 @@ probability that the tokens are PHI). A token is PHI when the marginal of "not P
 from __future__ import annotations
 
 import bisect
-import itertools
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 from importlib import resources
+from itertools import accumulate, compress, count, repeat
 from pathlib import Path
 from typing import Final
 
 import pycrfsuite
 
 from pipelines.phi import lexicons
-from pipelines.phi.tagger.features import Featurizer, Tok, is_one_case, tokenize, words_of
+from pipelines.phi.tagger.features import Featurizer, is_one_case, token_columns, words_of
 from pipelines.spans import Category, Span
 
 OUTSIDE: Final = "O"
@@ -84,6 +84,9 @@ def label_of(category: str) -> Label | None:
         return None
 
 
+# The CRF's labels (B-NAME, I-NAME, …) -> their class, without an enum lookup per item
+_LABEL_OF: Final = {f"{prefix}-{label}": label for label in Label for prefix in "BI"}
+
 DEFAULT_MODEL: Final = "data/tagger.crfsuite"
 
 
@@ -140,47 +143,57 @@ class Tagger:
     ) -> Label | None:
         """The label of item ``i`` (None: not PHI), given the probability that it is PHI."""
         if predicted != OUTSIDE:
-            return Label(predicted[2:])
+            return _LABEL_OF[predicted]
         if p_phi < self._least:
             return None
         label = _likeliest(tagger, i)
         return label if p_phi >= self.thresholds[label] else None
 
     def tag(self, text: str) -> list[TaggedSpan]:
-        tokens = tokenize(text)
-        one_case = is_one_case(text)
-        items = self.featurizer.items(text, tokens, one_case)
+        starts, ends, words = token_columns(text)
+        note = self.featurizer.encode(text, starts, words, is_one_case(text))
+        items = note.items
         if not items:
             return []
         tagger = self._open()
-        tagger.set(self.featurizer.features(text, tokens, items, one_case))
-        tokens = [tokens[i] for i in items]
+        tagger.set(note.rows)
+        predicted = tagger.tag()
+        # P(not PHI) of every item, in one pass in C
+        p_out = list(map(tagger.marginal, repeat(OUTSIDE, len(items)), range(len(items))))
         spans: list[TaggedSpan] = []
-        run: list[int] = []
+        run: list[int] = []  # the items (indices into ``items``) of the phrase open
         run_label: Label | None = None
         run_conf = 1.0
-        marginal, least = tagger.marginal, self._least
-        for i, predicted in enumerate(tagger.tag()):
-            p_phi = 1.0 - marginal(OUTSIDE, i)
-            if predicted == OUTSIDE and p_phi < least and not run:
-                continue  # most items: not PHI, and no phrase open
-            label = self._decide(tagger, i, predicted, p_phi)
+        for i in self._candidates(predicted, p_out):
+            p_phi = 1.0 - p_out[i]
+            label = self._decide(tagger, i, predicted[i], p_phi)
             if run and (
                 label is None
                 or label != run_label
-                or predicted.startswith("B-")
-                or _breaks(text, tokens[run[-1]][1], tokens[i][0], run_label)
+                or run[-1] != i - 1  # an item between that is no PHI
+                or predicted[i].startswith("B-")
+                or _breaks(text, ends[items[run[-1]]], starts[items[i]], run_label)
             ):
-                spans.append(_span(tokens, run, run_label, run_conf))
+                spans.append(_span(starts, ends, items, run, run_label, run_conf))
                 run, run_label, run_conf = [], None, 1.0
             if label is not None:
                 run.append(i)
                 run_label = label
                 run_conf = min(run_conf, p_phi)
         if run:
-            spans.append(_span(tokens, run, run_label, run_conf))
+            spans.append(_span(starts, ends, items, run, run_label, run_conf))
         spans = [s for s in spans if s.label in self.labels]
-        return spans + _recurrences(text, tokens, spans)
+        return spans + _recurrences(text, starts, ends, note.lowers, spans)
+
+    def _candidates(self, predicted: list[str], p_out: list[float]) -> list[int]:
+        """The items that may be PHI: labelled so, or given at least the least threshold.
+        The others (most items) are not PHI and only end the phrase open before them."""
+        least = self._least
+        return [
+            i
+            for i, (label, p) in enumerate(zip(predicted, p_out, strict=True))
+            if label != OUTSIDE or 1.0 - p >= least
+        ]
 
 
 # Words a name or a place runs on over though the CRF does not label them (they are common
@@ -192,12 +205,15 @@ CONNECTORS: Final[dict[Label, frozenset[str]]] = {
 }
 
 
+_CLAUSE_MARKS: Final = frozenset(",;:()[]{}\n|/")
+
+
 def _breaks(text: str, end: int, start: int, label: Label | None = None) -> bool:
     """Text between two items that ends a phrase: a clause mark or a line break. A name or
     a place runs on over spaces, hyphens, periods of initials and apostrophes, and over up
     to two of its class's ``CONNECTORS``."""
     gap = text[end:start]
-    if any(c in gap for c in ",;:()[]{}\n|/"):
+    if not _CLAUSE_MARKS.isdisjoint(gap):
         return True
     if len(gap) <= 3:
         return False
@@ -206,7 +222,9 @@ def _breaks(text: str, end: int, start: int, label: Label | None = None) -> bool
     return not (joints and 0 < len(words) <= 2 and all(w in joints for w in words))
 
 
-def _recurrences(text: str, tokens: Sequence[Tok], spans: list[TaggedSpan]) -> list[TaggedSpan]:
+def _recurrences(
+    text: str, starts: list[int], ends: list[int], lowers: list[str], spans: list[TaggedSpan]
+) -> list[TaggedSpan]:
     """The other occurrences in the note of a rare word found inside a span: a surname or a
     town is usually written several times, in contexts of varying strength."""
     found: dict[str, TaggedSpan] = {}
@@ -219,18 +237,18 @@ def _recurrences(text: str, tokens: Sequence[Tok], spans: list[TaggedSpan]) -> l
         return []
     # "inside a span" by bisection: an ``any`` over every span per token was quadratic (a
     # 1 MiB line took minutes). ``reach[i]``: the furthest end of the spans starting at or
-    # before ``starts[i]``, so a token is covered iff that of the last start <= it is beyond it
+    # before ``span_starts[i]``, so a token is covered iff that of the last start <= it is
+    # beyond it. The tokens are those whose word is a found one (in C: most are not)
     covered = sorted((s.start, s.end) for s in spans)
-    starts = [a for a, _ in covered]
-    reach = list(itertools.accumulate((b for _, b in covered), max))
+    span_starts = [a for a, _ in covered]
+    reach = list(accumulate((b for _, b in covered), max))
     out: list[TaggedSpan] = []
-    for start, end, word in tokens:
-        source = found.get(word.lower())
-        if source is None:
-            continue
-        i = bisect.bisect_right(starts, start) - 1
+    for k in compress(count(), map(found.__contains__, lowers)):
+        start = starts[k]
+        i = bisect.bisect_right(span_starts, start) - 1
         if i < 0 or reach[i] <= start:
-            out.append(TaggedSpan(start, end, source.label, source.confidence))
+            source = found[lowers[k]]
+            out.append(TaggedSpan(start, ends[k], source.label, source.confidence))
     return out
 
 
@@ -241,10 +259,18 @@ def _likeliest(tagger: pycrfsuite.Tagger, i: int) -> Label:
             continue
         p = tagger.marginal(name, i)
         if p > best_p:
-            best_label, best_p = Label(name[2:]), p
+            best_label, best_p = _LABEL_OF[name], p
     return best_label
 
 
-def _span(tokens: Sequence[Tok], run: list[int], label: Label | None, conf: float) -> TaggedSpan:
+def _span(
+    starts: list[int],
+    ends: list[int],
+    items: list[int],
+    run: list[int],
+    label: Label | None,
+    conf: float,
+) -> TaggedSpan:
     assert label is not None  # noqa: S101 - a run always has a label
-    return TaggedSpan(tokens[run[0]][0], tokens[run[-1]][1], label, max(0.0, min(1.0, conf)))
+    start, end = starts[items[run[0]]], ends[items[run[-1]]]
+    return TaggedSpan(start, end, label, max(0.0, min(1.0, conf)))

@@ -1,0 +1,128 @@
+"""The tagger's fast paths give what the plain definitions give: the one-pass ``encode``
+equals ``items`` + ``features`` filtered by the model's attributes, and ``Tagger.tag``
+equals a plain loop over every item."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from pipelines.phi.tagger.features import (
+    _ASCII_TOKEN,
+    _TOKEN,
+    Featurizer,
+    is_one_case,
+    token_columns,
+    tokenize,
+)
+from pipelines.phi.tagger.model import (
+    OUTSIDE,
+    Label,
+    TaggedSpan,
+    Tagger,
+    _breaks,
+    _recurrences,
+)
+
+# words the shipped model knows (names, places, cue words), capitalised connectors (items
+# a phrase may run on over), bars, digits, line breaks
+_PIECES = st.sampled_from(
+    [
+        "Dr.", "Mr", "Ann", "Lee", "Smith", "saw", "the", "pt", "in", "Boston", "New", "York",
+        "Mercy", "Hospital", "of", "wife", "called", "3/14", "2021", "|", "||", ":", ",",
+        "(", "MRN", "#", "48213", "\n", "\n\n", "ann", "LEE", "St", "Mary's", "-", "O'Neil",
+        "De", "La", "Van", "San", "Of", "The", "And", "At", "Pt", "Plan", "Hosp",
+    ]
+)  # fmt: skip
+_TEXTS = st.lists(_PIECES, max_size=60).map(" ".join)
+
+
+@pytest.fixture(scope="module")
+def shipped() -> Tagger:
+    return Tagger()
+
+
+@pytest.fixture(scope="module")
+def every_label() -> dict[float, Tagger]:
+    """The shipped model at a few thresholds, reporting every label."""
+    return {t: Tagger(threshold=t, labels=frozenset(Label)) for t in (0.5, 0.2, 0.05)}
+
+
+@settings(max_examples=500)
+@given(text=st.text(alphabet=st.characters(max_codepoint=127)) | _TEXTS)
+def test_ascii_tokens_are_the_unicode_pattern_s(text: str) -> None:
+    assert _ASCII_TOKEN.split(text) == _TOKEN.split(text)
+
+
+@settings(max_examples=150, deadline=None)
+@given(text=_TEXTS, data=st.data())
+def test_encode_equals_the_full_rows_filtered_by_keep(text: str, data: st.DataObject) -> None:
+    tokens = tokenize(text)
+    full = Featurizer().features(text, tokens)
+    every = sorted({f for row in full for f in row})
+    keep = frozenset(data.draw(st.lists(st.sampled_from(every)))) if every else frozenset()
+    starts, _, words = token_columns(text)
+    note = Featurizer(keep=keep).encode(text, starts, words, is_one_case(text))
+    assert note.items == Featurizer().items(text, tokens)
+    assert note.rows == [[f for f in full[i] if f in keep] for i in note.items]
+    assert note.lowers == [w.lower() for w in words]
+
+
+@settings(max_examples=100, deadline=None)
+@given(text=_TEXTS, threshold=st.sampled_from([0.5, 0.2, 0.05]))
+def test_tag_equals_a_plain_loop_over_every_item(
+    every_label: dict[float, Tagger], text: str, threshold: float
+) -> None:
+    tagger = every_label[threshold]
+    assert tagger.tag(text) == _plain_tag(tagger, text)
+
+
+def test_tag_equals_a_plain_loop_on_a_long_note(shipped: Tagger) -> None:
+    line = "Seen by Dr. Ann Lee at Mercy Hospital of Boston, wife Mary Smith called 3/14.\n"
+    # "At": an item not PHI between two places, the gap a place's connector ("at")
+    joints = (
+        "Pt At New Plan called ann Hosp St of wife San called At York || ann O'Neil De La "
+        "O'Neil Lee Dr. York , 3/14 Smith 2021 Ann wife the\n"
+    )
+    text = joints + line * 40 + line.upper() * 5
+    assert shipped.tag(text) == _plain_tag(shipped, text)
+
+
+def _plain_tag(tagger: Tagger, text: str) -> list[TaggedSpan]:
+    """``Tagger.tag`` as first written: one step per item, from tuples of tokens."""
+    tokens = tokenize(text)
+    items = tagger.featurizer.items(text, tokens)
+    if not items:
+        return []
+    crf = tagger._open()
+    crf.set(tagger.featurizer.features(text, tokens, items))
+    toks = [tokens[i] for i in items]
+    spans: list[TaggedSpan] = []
+    run: list[int] = []
+    run_label: Label | None = None
+    run_conf = 1.0
+    for i, predicted in enumerate(crf.tag()):
+        p_phi = 1.0 - crf.marginal(OUTSIDE, i)
+        label = tagger._decide(crf, i, predicted, p_phi)
+        if run and (
+            label is None
+            or label != run_label
+            or predicted.startswith("B-")
+            or _breaks(text, toks[run[-1]][1], toks[i][0], run_label)
+        ):
+            spans.append(TaggedSpan(toks[run[0]][0], toks[run[-1]][1], run_label, run_conf))  # type: ignore[arg-type]
+            run, run_label, run_conf = [], None, 1.0
+        if label is not None:
+            run.append(i)
+            run_label = label
+            run_conf = min(run_conf, p_phi)
+    if run:
+        spans.append(TaggedSpan(toks[run[0]][0], toks[run[-1]][1], run_label, run_conf))  # type: ignore[arg-type]
+    spans = [
+        TaggedSpan(s.start, s.end, s.label, max(0.0, min(1.0, s.confidence)))
+        for s in spans
+        if s.label in tagger.labels
+    ]
+    starts, ends, words = token_columns(text)
+    return spans + _recurrences(text, starts, ends, [w.lower() for w in words], spans)
