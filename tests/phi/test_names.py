@@ -271,8 +271,10 @@ def test_rule_starts_of_the_ascii_path_agree_with_the_general_path(text: str) ->
     """ASCII notes pick their rule starts from the note's own starter set and a sort order
     test for capitals; the same indices as the general path's per-word memo."""
     toks = lx.tokens(Doc(text))
-    assert _rule_starts(toks, True, True) == _rule_starts(toks, True, False)
-    assert _rule_starts(toks, False, True) == _rule_starts(toks, False, False)
+    for mixed, lower_note in ((True, False), (False, True), (False, False)):
+        assert _rule_starts(toks, mixed, lower_note, True) == _rule_starts(
+            toks, mixed, lower_note, False
+        )
 
 
 @settings(max_examples=300, deadline=None)
@@ -290,3 +292,77 @@ def test_every_trigger_word_has_a_cue_plan() -> None:
     from pipelines.phi.recognizers.names import _CUE_PLANS
 
     assert cues().triggers and all(_CUE_PLANS[w] for w in cues().triggers)
+
+
+_VOCAB_WORDS = (
+    "Dr dr Mrs ms RN md wife son daughter daugher spoke with w by to is other significant per "
+    "aware notified named name John Mary Will Ann Ed Al Hazel Rose Smith Kowalski Harcourt "
+    "Vantmoor Oriel Brazzolini Plan Pain the a i J E S T A M R Foley catheter disease Parkinson "
+    "Hospital family contact"
+)
+_VOCAB = tuple(_VOCAB_WORDS.split())
+_SEPARATORS = (" ", " ", " ", " ", ". ", ". ", ", ", "\n", " (", ") ", "-", "'s ", ": ")
+
+
+@st.composite
+def _name_texts(draw: st.DrawFn) -> str:
+    """Texts made of cue words, names, initials and common words in any case and spacing."""
+    count = draw(st.integers(1, 12))
+    parts: list[str] = []
+    for _ in range(count):
+        word = draw(st.sampled_from(_VOCAB))
+        case = draw(st.sampled_from((str, str, str.upper, str.lower)))
+        parts += [case(word), draw(st.sampled_from(_SEPARATORS))]
+    return "".join(parts)
+
+
+def _gated_takes_as_every(text: str, ascii_path: bool) -> None:
+    from pipelines.phi.recognizers.names import _Note, _scan
+
+    doc = Doc(text)
+    toks = lx.tokens(doc)
+    every, gated = _Note(doc, toks), _Note(doc, toks)
+    _scan(every, list(range(len(toks.words))))
+    _scan(gated, _rule_starts(toks, gated.mixed, gated.lower_note, ascii_path))
+    assert gated.taken == every.taken, text
+
+
+@settings(max_examples=1500, deadline=None)
+@given(_name_texts(), st.booleans())
+def test_visiting_only_the_rule_starts_takes_what_visiting_every_word_takes(
+    text: str, ascii_path: bool
+) -> None:
+    """Words where no pass could take a name are left out of the visits: the same names are
+    taken as when every word is visited."""
+    _gated_takes_as_every(text, ascii_path)
+
+
+_NOTE_CASES = (
+    ("Seen today and then ", " in room."),  # mixed case
+    (  # lower case: its capitals count
+        "seen today and the pt is in the room with all of the family as we had planned, "
+        "she is resting well and then ",
+        " in room.",
+    ),
+    ("SEEN TODAY AND THEN ", " IN ROOM."),  # one case
+)
+_SECOND = ("John", "Mary", "Kowalski", "Smith", "Vantmoor", "Harcourt", "J", "catheter")
+
+
+def test_rule_starts_take_what_every_word_takes_for_any_two_words() -> None:
+    """Every vocabulary word, in three cases, before a name-like word, in notes of each case."""
+    cases = (str, str.upper, str.lower)
+    for head, tail in _NOTE_CASES:
+        for first in {c(w) for w in _VOCAB for c in cases}:
+            for second in {c(w) for w in _SECOND for c in cases}:
+                for sep in (" ", ". "):
+                    _gated_takes_as_every(f"{head}{first}{sep}{second}{tail}", True)
+
+
+def test_rule_starts_take_what_every_word_takes_in_invented_notes() -> None:
+    from pipelines.phi.synthetic import generate
+
+    for family in ("dev", "heldout"):
+        for note in generate(150, 3, family):
+            for case in (str, str.upper, str.lower):
+                _gated_takes_as_every(case(note.text), True)

@@ -29,6 +29,7 @@ from functools import cache
 from itertools import compress
 from operator import itemgetter, or_
 from string import ascii_lowercase
+from typing import Final
 
 from pipelines.phi import lexicons as lx
 from pipelines.phi.base import Doc, Recognizer
@@ -98,31 +99,6 @@ def _start_words() -> frozenset[str]:
     return frozenset({*cues().triggers, *ascii_lowercase, *lx.first_names()})
 
 
-def _rule_starts(toks: lx.Tokens, capitals_count: bool, ascii_text: bool) -> list[int]:
-    """Indices of the words the main loop must visit, picked with C-level ``map``: a word that
-    may start a rule by itself, or (where case tells something) any capitalised word.
-
-    Why the ASCII path: a per-token look-up in a big table misses the CPU cache once the other
-    recognizers have run (slower than in a tight loop), so the big set is asked once per
-    distinct word and each token then asks only the note's few starters."""
-    lows = toks.lowers
-    if ascii_text:
-        starters = toks.lower_set & _start_words()
-        may = map(starters.__contains__, lows)
-        if capitals_count:
-            # an ASCII word sorts before "[" exactly when its first letter is a capital
-            may = map(or_, may, map("[".__gt__, toks.texts))
-    elif capitals_count:
-        may = map(
-            or_,
-            map(_MAY_START.__getitem__, lows),
-            map(str.isupper, map(_first_char, toks.texts)),
-        )
-    else:
-        may = map(_MAY_START.__getitem__, lows)
-    return list(compress(range(len(lows)), may))
-
-
 class _Note:
     """One note under analysis: its words, what its case tells, and the name words taken so far
     (word index -> role and confidence; a higher confidence wins)."""
@@ -157,13 +133,7 @@ class _Note:
         self.lowered: Container[str] = _Lowered(toks) if toks.mixed_case else frozenset()
         self.first_names = lx.first_names()
         self.taken: dict[int, tuple[Category, float]] = {}
-        self.uncued = (
-            _UNCUED_LOWER
-            if toks.lower_note
-            else _UNCUED_CAPITALS
-            if toks.mixed_case
-            else _UNCUED_ONE_CASE
-        )
+        self.uncued = _uncued(toks.mixed_case, toks.lower_note)
 
     def take(self, i: int, cat: Category, conf: float) -> None:
         old = self.taken.get(i)
@@ -645,6 +615,13 @@ _UNCUED_ONE_CASE: tuple[_Pass, ...] = (_capital_initial_surname, _one_case_full_
 _UNCUED_LOWER: tuple[_Pass, ...] = (*_UNCUED_CAPITALS, _one_case_full_name)
 
 
+def _uncued(mixed: bool, lower_note: bool) -> tuple[_Pass, ...]:
+    """The uncued passes of a note of this case."""
+    if lower_note:
+        return _UNCUED_LOWER
+    return _UNCUED_CAPITALS if mixed else _UNCUED_ONE_CASE
+
+
 def _lower_full_name_pass(note: _Note, i: int) -> int | None:
     """ "john kowalski in to visit": a lower-case full name in a mixed-case note, no cue."""
     tok = note.words[i]
@@ -660,13 +637,13 @@ def _lower_full_name_pass(note: _Note, i: int) -> int | None:
     return None
 
 
-def _capital_counts(note: _Note, tok: Token) -> bool:
+def _capital_counts(tok: Token, mixed: bool, lower_note: bool) -> bool:
     """May a word that is no cue start an uncued rule: a capital where case tells something,
     or (in a one-case note) a census first name?"""
     capital = tok.text[0].isupper()
-    if note.mixed:
+    if mixed:
         return capital
-    return tok.lower in note.first_names or (note.lower_note and capital)
+    return tok.lower in lx.first_names() or (lower_note and capital)
 
 
 class _CuePlans(dict[str, tuple[_Pass, ...]]):
@@ -709,7 +686,7 @@ def _visit(note: _Note, i: int) -> int | None:
             nxt = cued(note, i)
             if nxt is not None:
                 return nxt
-    elif not _capital_counts(note, tok):
+    elif not _capital_counts(tok, note.mixed, note.lower_note):
         # no cue, no initial, no capital where case tells and no first name in a one-case
         # note: only a lower-case full name may start here
         return _lower_full_name_pass(note, i)
@@ -718,6 +695,123 @@ def _visit(note: _Note, i: int) -> int | None:
         if nxt is not None:
             return nxt
     return None
+
+
+# --------------------------------------------------------------------------- rule starts
+
+# What each pass asks of the word it starts at, and of nothing else (not its neighbours, the
+# note's eponyms or the names taken so far): a pass whose question fails there takes nothing.
+# So a word for which every pass ``_visit`` would try fails its question needs no visit.
+_Gate = Callable[[Token, bool, bool], bool]
+
+
+def _title_pair_may(tok: Token, mixed: bool, lower_note: bool) -> bool:
+    low = tok.lower
+    return (
+        (mixed or lower_note)
+        and lx.TITLE_CASE[tok.text]
+        and _namey(tok)
+        and (low in lx.first_names() or _rare_unknown(tok) or lx.zipf(low) < 2.5)
+    )
+
+
+def _initial_surname_may(tok: Token, mixed: bool, lower_note: bool) -> bool:
+    return len(tok.text) == 1 and tok.text.isupper() and tok.lower not in cues().clinical_letters
+
+
+def _lone_first_may(tok: Token, mixed: bool, lower_note: bool) -> bool:
+    return (mixed or lower_note) and lx.TITLE_CASE[tok.text] and tok.lower in lx.first_names()
+
+
+def _one_case_full_may(tok: Token, mixed: bool, lower_note: bool) -> bool:
+    low = tok.lower
+    if mixed or low not in lx.first_names():
+        return False
+    ns, f = lx.name_score(low), lx.zipf(low)
+    return (ns >= 1.5 and f < 4.5) or (ns >= 2.0 and f < 5.5)
+
+
+def _lower_full_may(tok: Token, mixed: bool, lower_note: bool) -> bool:
+    low = tok.lower
+    if not (mixed and low in lx.first_names() and tok.text.islower() and len(low) >= 3):
+        return False
+    ns, f = lx.name_score(low), lx.zipf(low)
+    return (ns >= 1.0 and f < 4.5) or (ns >= 2.0 and f < 5.5)
+
+
+def _initial_may(tok: Token, mixed: bool, lower_note: bool) -> bool:
+    return len(tok.text) == 1 and tok.lower not in {"a", "i"}
+
+
+# the passes not listed ask of their word only what brought them to it (a cue word)
+_MAY: dict[_Pass, _Gate] = {
+    _title_case_pair: _title_pair_may,
+    _capital_initial_surname: _initial_surname_may,
+    _lone_first_name: _lone_first_may,
+    _one_case_full_name: _one_case_full_may,
+    _initial_then_surname: _initial_may,
+}
+
+
+def _may_take(tok: Token, mixed: bool, lower_note: bool) -> bool:
+    """May a visit at ``tok`` take a name in a note of this case? (False: ``_visit`` would
+    return None there, for any neighbours.) The passes are those ``_visit`` tries."""
+    plan = _CUE_PLANS[tok.lower]
+    if not plan and not _capital_counts(tok, mixed, lower_note):
+        return _lower_full_may(tok, mixed, lower_note)
+    return any(
+        _MAY.get(step, _always)(tok, mixed, lower_note)
+        for step in (*plan, *_uncued(mixed, lower_note))
+    )
+
+
+def _always(tok: Token, mixed: bool, lower_note: bool) -> bool:
+    return True
+
+
+class _Gates(dict[str, bool]):
+    """Word as written -> ``_may_take`` of it in an ASCII note of one case (where the word's
+    lower-case form is ``str.lower`` of it). Filled on first sight, bounded."""
+
+    def __init__(self, mixed: bool, lower_note: bool) -> None:
+        super().__init__()
+        self.mode = (mixed, lower_note)
+
+    def __missing__(self, text: str) -> bool:
+        verdict = _may_take(Token(0, len(text), text, text.lower()), *self.mode)
+        if len(self) < 100_000:
+            self[text] = verdict
+        return verdict
+
+
+_GATES: Final = {(m, lo): _Gates(m, lo) for m in (False, True) for lo in (False, True)}
+
+
+def _rule_starts(toks: lx.Tokens, mixed: bool, lower_note: bool, ascii_text: bool) -> list[int]:
+    """Indices of the words the main loop must visit: a word that may start a rule by itself
+    (a cue word, an initial, a census first name) or, where case tells something, any
+    capitalised word — less those where no pass could take a name (``_may_take``).
+
+    Why the ASCII path: a per-token look-up in a big table misses the CPU cache once the other
+    recognizers have run (slower than in a tight loop), so the big tables are asked once per
+    distinct word and each token then asks only the note's few starters."""
+    lows, texts = toks.lowers, toks.texts
+    capitals_count = mixed or lower_note
+    if ascii_text:
+        starters = toks.lower_set & _start_words()
+        gates = _GATES[mixed, lower_note]
+        # an ASCII word sorts before "[" exactly when its first letter is a capital
+        kept = {
+            t
+            for t in set(texts)
+            if (t.lower() in starters or (capitals_count and t < "[")) and gates[t]
+        }
+        return list(compress(range(len(texts)), map(kept.__contains__, texts)))
+    may = map(_MAY_START.__getitem__, lows)
+    if capitals_count:
+        may = map(or_, may, map(str.isupper, map(_first_char, texts)))
+    words = toks.words
+    return [i for i in compress(range(len(lows)), may) if _may_take(words[i], mixed, lower_note)]
 
 
 def _scan(note: _Note, starts: list[int]) -> None:
@@ -756,7 +850,7 @@ class NameRecognizer(Recognizer):
         if not toks.words:
             return []
         note = _Note(doc, toks)
-        _scan(note, _rule_starts(toks, note.mixed or note.lower_note, doc.text.isascii()))
+        _scan(note, _rule_starts(toks, note.mixed, note.lower_note, doc.text.isascii()))
         _signature(note.words, note.text, note.mixed, note.take)
         _propagate(note.words, toks.lowers, note.mixed, note.taken)
         _known_roles(doc, note)
