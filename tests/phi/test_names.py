@@ -317,13 +317,20 @@ def _name_texts(draw: st.DrawFn) -> str:
 
 
 def _gated_takes_as_every(text: str, ascii_path: bool) -> None:
-    from pipelines.phi.recognizers.names import _Note, _scan
+    """Visiting only the rule starts and trying only each word's ``_steps`` takes the same
+    names as visiting every word and trying every pass that may start there."""
+    from pipelines.phi.lexicons import Token
+    from pipelines.phi.recognizers.names import _all_steps, _Note, _scan
 
     doc = Doc(text)
     toks = lx.tokens(doc)
     every, gated = _Note(doc, toks), _Note(doc, toks)
+    mode = (every.mixed, every.lower_note)
+    every.steps = {t: _all_steps(Token(0, 0, t, t.lower()), *mode) for t in toks.texts}  # type: ignore[assignment]
     _scan(every, list(range(len(toks.words))))
-    _scan(gated, _rule_starts(toks, gated.mixed, gated.lower_note, ascii_path))
+    if not ascii_path:
+        gated.steps = None
+    _scan(gated, _rule_starts(toks, *mode, ascii_path))
     assert gated.taken == every.taken, text
 
 

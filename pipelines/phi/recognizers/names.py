@@ -112,8 +112,8 @@ class _Note:
         "mixed",
         "n",
         "taken",
+        "steps",
         "text",
-        "uncued",
         "words",
     )
 
@@ -133,7 +133,11 @@ class _Note:
         self.lowered: Container[str] = _Lowered(toks) if toks.mixed_case else frozenset()
         self.first_names = lx.first_names()
         self.taken: dict[int, tuple[Category, float]] = {}
-        self.uncued = _uncued(toks.mixed_case, toks.lower_note)
+        # the passes to try at a word, by the word as written (None: a note not in ASCII,
+        # where each visit works them out)
+        self.steps: _Steps | None = (
+            _STEPS[self.mixed, self.lower_note] if doc.text.isascii() else None
+        )
 
     def take(self, i: int, cat: Category, conf: float) -> None:
         old = self.taken.get(i)
@@ -677,31 +681,11 @@ class _CuePlans(dict[str, tuple[_Pass, ...]]):
 _CUE_PLANS = _CuePlans()
 
 
-def _visit(note: _Note, i: int) -> int | None:
-    """Try the passes at word ``i``; return the index to go on from, or None for ``i + 1``."""
-    tok = note.words[i]
-    plan = _CUE_PLANS[tok.lower]
-    if plan:  # cue words and initials
-        for cued in plan:
-            nxt = cued(note, i)
-            if nxt is not None:
-                return nxt
-    elif not _capital_counts(tok, note.mixed, note.lower_note):
-        # no cue, no initial, no capital where case tells and no first name in a one-case
-        # note: only a lower-case full name may start here
-        return _lower_full_name_pass(note, i)
-    for uncued in note.uncued:
-        nxt = uncued(note, i)
-        if nxt is not None:
-            return nxt
-    return None
-
-
 # --------------------------------------------------------------------------- rule starts
 
 # What each pass asks of the word it starts at, and of nothing else (not its neighbours, the
-# note's eponyms or the names taken so far): a pass whose question fails there takes nothing.
-# So a word for which every pass ``_visit`` would try fails its question needs no visit.
+# note's eponyms or the names taken so far): a pass whose question fails there takes nothing,
+# so it need not be tried at that word, and a word where no pass is left needs no visit.
 _Gate = Callable[[Token, bool, bool], bool]
 
 
@@ -743,54 +727,60 @@ def _initial_may(tok: Token, mixed: bool, lower_note: bool) -> bool:
     return len(tok.text) == 1 and tok.lower not in {"a", "i"}
 
 
+def _always(tok: Token, mixed: bool, lower_note: bool) -> bool:
+    return True
+
+
 # the passes not listed ask of their word only what brought them to it (a cue word)
 _MAY: dict[_Pass, _Gate] = {
     _title_case_pair: _title_pair_may,
     _capital_initial_surname: _initial_surname_may,
     _lone_first_name: _lone_first_may,
     _one_case_full_name: _one_case_full_may,
+    _lower_full_name_pass: _lower_full_may,
     _initial_then_surname: _initial_may,
 }
 
 
-def _may_take(tok: Token, mixed: bool, lower_note: bool) -> bool:
-    """May a visit at ``tok`` take a name in a note of this case? (False: ``_visit`` would
-    return None there, for any neighbours.) The passes are those ``_visit`` tries."""
+def _steps(tok: Token, mixed: bool, lower_note: bool) -> tuple[_Pass, ...]:
+    """The passes to try, in order, at a word like ``tok`` in a note of this case: its cue
+    passes (a title, a credential, a role word, an initial) then the uncued ones — or, at a
+    word that is no cue and whose case tells nothing, only a lower-case full name — less
+    those whose question about the word itself fails."""
+    tried = _all_steps(tok, mixed, lower_note)
+    return tuple(step for step in tried if _MAY.get(step, _always)(tok, mixed, lower_note))
+
+
+def _all_steps(tok: Token, mixed: bool, lower_note: bool) -> tuple[_Pass, ...]:
+    """The passes that may start at a word like ``tok``, before its own questions."""
     plan = _CUE_PLANS[tok.lower]
-    if not plan and not _capital_counts(tok, mixed, lower_note):
-        return _lower_full_may(tok, mixed, lower_note)
-    return any(
-        _MAY.get(step, _always)(tok, mixed, lower_note)
-        for step in (*plan, *_uncued(mixed, lower_note))
-    )
+    if plan or _capital_counts(tok, mixed, lower_note):
+        return (*plan, *_uncued(mixed, lower_note))
+    return (_lower_full_name_pass,)
 
 
-def _always(tok: Token, mixed: bool, lower_note: bool) -> bool:
-    return True
-
-
-class _Gates(dict[str, bool]):
-    """Word as written -> ``_may_take`` of it in an ASCII note of one case (where the word's
+class _Steps(dict[str, tuple[_Pass, ...]]):
+    """Word as written -> its ``_steps`` in an ASCII note of one case (where the word's
     lower-case form is ``str.lower`` of it). Filled on first sight, bounded."""
 
     def __init__(self, mixed: bool, lower_note: bool) -> None:
         super().__init__()
         self.mode = (mixed, lower_note)
 
-    def __missing__(self, text: str) -> bool:
-        verdict = _may_take(Token(0, len(text), text, text.lower()), *self.mode)
+    def __missing__(self, text: str) -> tuple[_Pass, ...]:
+        steps = _steps(Token(0, len(text), text, text.lower()), *self.mode)
         if len(self) < 100_000:
-            self[text] = verdict
-        return verdict
+            self[text] = steps
+        return steps
 
 
-_GATES: Final = {(m, lo): _Gates(m, lo) for m in (False, True) for lo in (False, True)}
+_STEPS: Final = {(m, lo): _Steps(m, lo) for m in (False, True) for lo in (False, True)}
 
 
 def _rule_starts(toks: lx.Tokens, mixed: bool, lower_note: bool, ascii_text: bool) -> list[int]:
     """Indices of the words the main loop must visit: a word that may start a rule by itself
     (a cue word, an initial, a census first name) or, where case tells something, any
-    capitalised word — less those where no pass could take a name (``_may_take``).
+    capitalised word — less those where no pass is left to try (``_steps``).
 
     Why the ASCII path: a per-token look-up in a big table misses the CPU cache once the other
     recognizers have run (slower than in a tight loop), so the big tables are asked once per
@@ -799,19 +789,32 @@ def _rule_starts(toks: lx.Tokens, mixed: bool, lower_note: bool, ascii_text: boo
     capitals_count = mixed or lower_note
     if ascii_text:
         starters = toks.lower_set & _start_words()
-        gates = _GATES[mixed, lower_note]
+        steps = _STEPS[mixed, lower_note]
         # an ASCII word sorts before "[" exactly when its first letter is a capital
         kept = {
             t
             for t in set(texts)
-            if (t.lower() in starters or (capitals_count and t < "[")) and gates[t]
+            if (t.lower() in starters or (capitals_count and t < "[")) and steps[t]
         }
         return list(compress(range(len(texts)), map(kept.__contains__, texts)))
     may = map(_MAY_START.__getitem__, lows)
     if capitals_count:
         may = map(or_, may, map(str.isupper, map(_first_char, texts)))
     words = toks.words
-    return [i for i in compress(range(len(lows)), may) if _may_take(words[i], mixed, lower_note)]
+    return [i for i in compress(range(len(lows)), may) if _steps(words[i], mixed, lower_note)]
+
+
+def _visit(note: _Note, i: int) -> int | None:
+    """Try the passes at word ``i``; return the index to go on from, or None for ``i + 1``."""
+    tok = note.words[i]
+    steps = (
+        note.steps[tok.text] if note.steps is not None else _steps(tok, note.mixed, note.lower_note)
+    )
+    for step in steps:
+        nxt = step(note, i)
+        if nxt is not None:
+            return nxt
+    return None
 
 
 def _scan(note: _Note, starts: list[int]) -> None:
@@ -850,7 +853,7 @@ class NameRecognizer(Recognizer):
         if not toks.words:
             return []
         note = _Note(doc, toks)
-        _scan(note, _rule_starts(toks, note.mixed, note.lower_note, doc.text.isascii()))
+        _scan(note, _rule_starts(toks, note.mixed, note.lower_note, note.steps is not None))
         _signature(note.words, note.text, note.mixed, note.take)
         _propagate(note.words, toks.lowers, note.mixed, note.taken)
         _known_roles(doc, note)
