@@ -9,6 +9,7 @@ from hypothesis import strategies as st
 from pipelines.document import Identifiers, PersonName
 from pipelines.phi import lexicons as lx
 from pipelines.phi.base import Doc
+from pipelines.phi.lexicons import Token
 from pipelines.phi.recognizers.names import NameRecognizer, _rule_starts
 from pipelines.spans import Category
 
@@ -319,7 +320,6 @@ def _name_texts(draw: st.DrawFn) -> str:
 def _gated_takes_as_every(text: str, ascii_path: bool) -> None:
     """Visiting only the rule starts and trying only each word's ``_steps`` takes the same
     names as visiting every word and trying every pass that may start there."""
-    from pipelines.phi.lexicons import Token
     from pipelines.phi.recognizers.names import _all_steps, _Note, _scan
 
     doc = Doc(text)
@@ -373,3 +373,52 @@ def test_rule_starts_take_what_every_word_takes_in_invented_notes() -> None:
         for note in generate(150, 3, family):
             for case in (str, str.upper, str.lower):
                 _gated_takes_as_every(case(note.text), True)
+
+
+def _plausible_reference(tok: Token, mixed: bool, strength: int, lowered: frozenset[str]) -> bool:
+    """``name_words._plausible`` as it was written before its per-word memo."""
+    from pipelines.phi.recognizers.name_cues import _RARE
+    from pipelines.phi.recognizers.name_words import _base
+
+    word = _base(tok.lower)
+    if len(word) < 2:
+        return False
+    if len(word) < 3 and strength < 3 and not (mixed and tok.is_title and lx.is_first_name(word)):
+        return False
+    f = lx.zipf(word)
+    ns = lx.name_score(word)
+    named = ns > -9.0
+    titled = tok.is_title or (tok.is_upper and not mixed)
+    if mixed:
+        if not (tok.is_title or tok.is_upper):
+            return strength >= 3 and ((named and f < 5.6) or f < _RARE)
+        if tok.is_upper and len(word) < 4 and strength < 3:
+            return False
+        if word in lowered and strength < 3:
+            return False
+    if strength >= 3:
+        if named:
+            if f >= 4.5 and ns < -0.5 and not (mixed and titled):
+                return False
+            return f < 5.5 or (mixed and titled)
+        return f < _RARE or (mixed and titled and f < 3.5)
+    if strength == 2:
+        if mixed and titled:
+            return (named and f < 5.6) or f < 3.5
+        return (ns >= 0.5 and f < 5.6) or (lx.rare_unknown(word) and not lx.near_english(word))
+    return mixed and titled and ((ns > 1.5 and f < 3.5) or (ns >= 2.5 and f < 4.0))
+
+
+def test_the_memoised_word_judgment_equals_the_reference() -> None:
+    from pipelines.phi.recognizers.name_words import _plausible
+
+    extra = ("Xyzzq", "Brazzolini's", "AL", "Al", "HO", "Aline", "Kowalski's", "x", "Metoprolol")
+    for word in {c(w) for w in (*_VOCAB, *extra) for c in (str, str.upper, str.lower)}:
+        tok = Token(0, len(word), word, word.lower())
+        base = word.lower().removesuffix("'s")
+        for lowered in (frozenset(), frozenset({base})):
+            for mixed in (False, True):
+                for strength in (1, 2, 3):
+                    assert _plausible(tok, mixed, strength, lowered) == _plausible_reference(
+                        tok, mixed, strength, lowered
+                    ), (word, mixed, strength, lowered)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Container
 from itertools import compress
+from typing import Final
 
 from pipelines.phi import lexicons as lx
 from pipelines.phi.lexicons import Token
@@ -18,23 +19,47 @@ def _plausible(tok: Token, mixed: bool, strength: int, lowered: Container[str]) 
     ``lowered`` holds the words this (mixed-case) note also writes in lower case: those are
     common nouns here ("Aline placed" … "aline dc'd"), whatever the census says.
     """
-    word = _base(tok.lower)
+    verdict = _JUDGED[tok.text, tok.lower, mixed, strength]
+    return verdict is True or (verdict is None and _base(tok.lower) not in lowered)
+
+
+class _Judged(dict[tuple[str, str, bool, int], "bool | None"]):
+    """(text, lower, mixed, strength) -> ``_judge`` of it: the same word is judged once, not
+    at every cue it follows. Filled on first sight, bounded."""
+
+    def __missing__(self, key: tuple[str, str, bool, int]) -> bool | None:
+        verdict = _judge(*key)
+        if len(self) < 200_000:
+            self[key] = verdict
+        return verdict
+
+
+def _judge(text: str, low: str, mixed: bool, strength: int) -> bool | None:
+    """``_plausible`` of a word written ``text``, lower-case ``low``, before looking at the
+    note: None for "yes, unless this mixed-case note also writes the word in lower case"."""
+    word = _base(low)
+    title, upper = lx.TITLE_CASE[text], text.isupper()
     if len(word) < 2:
         return False
-    if len(word) < 3 and strength < 3 and not (mixed and tok.is_title and lx.is_first_name(word)):
+    if len(word) < 3 and strength < 3 and not (mixed and title and lx.is_first_name(word)):
         return False  # two letters: a name only as "Ed", "Al" in Title case, or after a title
     f = lx.zipf(word)
     ns = lx.name_score(word)
     named = ns > -9.0
-    titled = tok.is_title or (tok.is_upper and not mixed)
     if mixed:
-        if not (tok.is_title or tok.is_upper):
+        if not (title or upper):
             # a lower-case word in a mixed-case note is no name, except after a title: "dr smith"
             return strength >= 3 and ((named and f < 5.6) or f < _RARE)
-        if tok.is_upper and len(word) < 4 and strength < 3:
+        if upper and len(word) < 4 and strength < 3:
             return False  # "HO", "ASA": abbreviations
-        if word in lowered and strength < 3:
-            return False
+    verdict = _by_strength(word, f, ns, mixed, title or (upper and not mixed), strength)
+    # a word the note also writes in lower case is a common noun there (below a title's cue)
+    return None if verdict and mixed and strength < 3 else verdict
+
+
+def _by_strength(word: str, f: float, ns: float, mixed: bool, titled: bool, strength: int) -> bool:
+    """The last questions of ``_judge``: how name-like the word must be after this cue."""
+    named = ns > -9.0
     if strength >= 3:
         if named:
             if f >= 4.5 and ns < -0.5 and not (mixed and titled):  # "ms given", "dr check"
@@ -48,6 +73,9 @@ def _plausible(tok: Token, mixed: bool, strength: int, lowered: Container[str]) 
         return (ns >= 0.5 and f < 5.6) or (lx.rare_unknown(word) and not lx.near_english(word))
     # no cue: a word used far more as a name than as an English word
     return mixed and titled and ((ns > 1.5 and f < 3.5) or (ns >= 2.5 and f < 4.0))
+
+
+_JUDGED: Final = _Judged()
 
 
 def _is_initial(tok: Token, text: str) -> bool:
