@@ -89,10 +89,10 @@ def _is_initial(tok: Token, text: str) -> bool:
 
 def _base(word: str) -> str:
     """The word without a possessive "'s"."""
-    for suffix in ("'s", "’s"):
-        if word.endswith(suffix) and len(word) > len(suffix):
-            return word[: -len(suffix)]
-    return word
+    return word[:-2] if word[-2:] in _POSSESSIVE and len(word) > 2 else word
+
+
+_POSSESSIVE: Final = ("'s", "’s")
 
 
 def _gap(text: str, left: Token, right: Token) -> str:

@@ -115,6 +115,7 @@ class _Note:
         "steps",
         "text",
         "words",
+        "written",
     )
 
     def __init__(self, doc: Doc, toks: lx.Tokens) -> None:
@@ -130,13 +131,22 @@ class _Note:
             if not toks.lower_set.isdisjoint(self.cues.eponym_heads)
             else set()
         )
-        self.lowered: Container[str] = _Lowered(toks) if toks.mixed_case else frozenset()
+        # the words as written, in an ASCII note (None in another: it looks words up by the
+        # lower-case form it slices from the lower-cased note)
+        self.written: frozenset[str] | None = frozenset(toks.texts) if doc.text.isascii() else None
+        # a lower-case word is written lower-case exactly when it is one of the words as
+        # written there, so an ASCII note needs no set of its own for that
+        self.lowered: Container[str] = (
+            (self.written if self.written is not None else _Lowered(toks))
+            if toks.mixed_case
+            else frozenset()
+        )
         self.first_names = lx.first_names()
         self.taken: dict[int, tuple[Category, float]] = {}
         # the passes to try at a word, by the word as written (None: a note not in ASCII,
         # where each visit works them out)
         self.steps: _Steps | None = (
-            _STEPS[self.mixed, self.lower_note] if doc.text.isascii() else None
+            _STEPS[self.mixed, self.lower_note] if self.written is not None else None
         )
 
     def take(self, i: int, cat: Category, conf: float) -> None:
@@ -777,23 +787,26 @@ class _Steps(dict[str, tuple[_Pass, ...]]):
 _STEPS: Final = {(m, lo): _Steps(m, lo) for m in (False, True) for lo in (False, True)}
 
 
-def _rule_starts(toks: lx.Tokens, mixed: bool, lower_note: bool, ascii_text: bool) -> list[int]:
+def _rule_starts(
+    toks: lx.Tokens, mixed: bool, lower_note: bool, written: frozenset[str] | None
+) -> list[int]:
     """Indices of the words the main loop must visit: a word that may start a rule by itself
     (a cue word, an initial, a census first name) or, where case tells something, any
-    capitalised word — less those where no pass is left to try (``_steps``).
+    capitalised word — less those where no pass is left to try (``_steps``). ``written``: the
+    note's distinct words as written when it is ASCII, else None.
 
     Why the ASCII path: a per-token look-up in a big table misses the CPU cache once the other
     recognizers have run (slower than in a tight loop), so the big tables are asked once per
     distinct word and each token then asks only the note's few starters."""
     lows, texts = toks.lowers, toks.texts
     capitals_count = mixed or lower_note
-    if ascii_text:
+    if written is not None:
         starters = toks.lower_set & _start_words()
         steps = _STEPS[mixed, lower_note]
         # an ASCII word sorts before "[" exactly when its first letter is a capital
         kept = {
             t
-            for t in set(texts)
+            for t in written
             if (t.lower() in starters or (capitals_count and t < "[")) and steps[t]
         }
         return list(compress(range(len(texts)), map(kept.__contains__, texts)))
@@ -853,7 +866,7 @@ class NameRecognizer(Recognizer):
         if not toks.words:
             return []
         note = _Note(doc, toks)
-        _scan(note, _rule_starts(toks, note.mixed, note.lower_note, note.steps is not None))
+        _scan(note, _rule_starts(toks, note.mixed, note.lower_note, note.written))
         _signature(note.words, note.text, note.mixed, note.take)
         _propagate(note.words, toks.lowers, note.mixed, note.taken)
         _known_roles(doc, note)
