@@ -221,3 +221,57 @@ def test_a_ward_glued_to_its_floor_needs_no_cue() -> None:
     }
     # counts ("x2"), drugs with doses and lab values glued to numbers are no wards
     assert found("ABSx4. Stoolsx2 today. REDO CABGX2 USING SVG. Levophed5 mcg. lasix40 iv") == {}
+
+
+def _acronyms_reference(text: str) -> list[tuple[int, int]]:
+    """``facility_phrases.hospital_acronyms`` as it was: the scan run over the whole note."""
+    from bisect import bisect_left
+    from operator import attrgetter
+
+    from pipelines.phi import lexicons as lx
+    from pipelines.phi.recognizers import facility_phrases as fp
+
+    toks = lx.tokens(Doc(text))
+    if not toks.mixed_case:
+        return []
+    words, out = toks.words, []
+    for m in fp._acronym_scan().finditer(text):
+        k = bisect_left(words, m.start(), key=attrgetter("start"))
+        if k >= len(words) or words[k].start != m.start() or words[k].end != m.end():
+            continue
+        tok, low = words[k], words[k].lower
+        if not 3 <= len(low) <= 6 or low in fp.data_words("clinical_acronyms.txt"):
+            continue
+        if lx.zipf(low) >= 3.5:
+            continue
+        gap = text[words[k - 1].end : tok.start] if k > 0 else ""
+        cue = (gap == " " and words[k - 1].lower in fp._ACRONYM_CUES) or (
+            gap == ", " and words[k - 1].is_title
+        )
+        if cue or (k + 1 < len(words) and words[k + 1].lower in fp._ACRONYM_AFTER):
+            out.append((tok.start, tok.end))
+    return out
+
+
+_BEFORE = ("", " ", "2", "_", "é", "'", " at ", " from the ", ", ", "Dr. Quill, ", "\n")
+_ACRONYM = ("XYZMC", "XRMC", "ABMH", "QCH", "MC", "ABCDEMC", "Xyzmc", "Seen", "the", "pt")
+_AFTER = ("", " ER", "'s", "2", "_", "é", " icu", ".", ",", " and")
+
+
+@settings(max_examples=500, deadline=None)
+@given(
+    st.lists(
+        st.tuples(st.sampled_from(_BEFORE), st.sampled_from(_ACRONYM), st.sampled_from(_AFTER)),
+        max_size=8,
+    )
+)
+def test_hospital_acronyms_match_a_scan_of_the_whole_note(
+    parts: list[tuple[str, str, str]],
+) -> None:
+    from pipelines.phi import lexicons as lx
+    from pipelines.phi.recognizers import facility_phrases as fp
+
+    text = "Seen today. " + "".join(b + w + a for b, w, a in parts)
+    toks = lx.tokens(Doc(text))
+    got = [(s.start, s.end) for s in fp.hospital_acronyms(toks, text, toks.mixed_case)]
+    assert got == _acronyms_reference(text)

@@ -14,11 +14,9 @@ mixed-case note, and follow a place cue ("at", "from", "to", "of") or precede "E
 from __future__ import annotations
 
 import re
-from bisect import bisect_left
 from functools import cache
 from importlib import resources
 from itertools import compress
-from operator import attrgetter
 from typing import Final
 
 from pipelines.phi import lexicons as lx
@@ -233,17 +231,21 @@ def _acronym_scan() -> re.Pattern[str]:
     return re.compile(r"\b[A-Z]{1,4}(?:" + endings + r")\b")
 
 
-def hospital_acronyms(words: tuple[Token, ...], text: str, mixed: bool) -> list[Span]:
+def hospital_acronyms(toks: lx.Tokens, text: str, mixed: bool) -> list[Span]:
     """ "seen at XYZMC", "from XRMC ER": capital acronyms with a hospital ending."""
     if not mixed:
         return []
+    words = toks.words
+    scan = _acronym_scan()
     clinical = data_words("clinical_acronyms.txt")
     out: list[Span] = []
-    for m in _acronym_scan().finditer(text):  # one scan in C; a few candidates a note
-        k = bisect_left(words, m.start(), key=attrgetter("start"))
-        if k >= len(words) or words[k].start != m.start() or words[k].end != m.end():
-            continue
+    # only a word in capitals can be a whole match of the scan: each is matched where it
+    # starts (the scan's word boundary still looks at the character before), not the note
+    for k in compress(range(len(words)), map(str.isupper, toks.texts)):
         tok = words[k]
+        m = scan.match(text, tok.start)
+        if m is None or m.end() != tok.end:
+            continue
         low = tok.lower
         if not 3 <= len(low) <= 6 or low in clinical or lx.zipf(low) >= 3.5:
             continue

@@ -145,12 +145,12 @@ class LocationRecognizer(Recognizer):
         n = len(words)
         states = lx.us_states()
         if toks.lower_set.isdisjoint(_TRIGGERS) and toks.lower_set.isdisjoint(states):
-            return _propagate(out, words, text, mixed) if out else []
+            return _propagate(out, toks, text, mixed) if out else []
         # whole facility names, head included unless the policy says otherwise
         # ("Sacred Heart Memorial Hospital"; option facility_heads = false: "Sacred Heart")
         with_head = bool(self.options.get("facility_heads", True))
         out += fp.facility_phrases(words, toks.lowers, text, mixed, _stops(), with_head)
-        out += fp.hospital_acronyms(words, text, mixed)
+        out += fp.hospital_acronyms(toks, text, mixed)
         for h in compress(range(n), map(_starts().__contains__, toks.lowers)):
             tok = words[h]
             low = tok.lower
@@ -192,7 +192,7 @@ class LocationRecognizer(Recognizer):
                 )
             if span is not None:
                 out.append(span)
-        return _propagate(out, words, text, mixed)
+        return _propagate(out, toks, text, mixed)
 
     def _facility(self, words: tuple[Token, ...], h: int, text: str, mixed: bool) -> Span | None:
         """The name words before a facility head: "Ashcott Hospital", "Univ of X Medical"."""
@@ -685,10 +685,11 @@ def _title_run(words: tuple[Token, ...], j: int, text: str, mixed: bool) -> Span
     return Span(words[j].start, words[k - 1].end, HOSPITAL, 0.6, "locations")
 
 
-def _propagate(spans: list[Span], words: tuple[Token, ...], text: str, mixed: bool) -> list[Span]:
+def _propagate(spans: list[Span], toks: lx.Tokens, text: str, mixed: bool) -> list[Span]:
     """A place named once in a note is the same place wherever its word recurs there."""
     if not spans:
         return spans
+    words = toks.words
     found: dict[str, Category] = {}
     phrases: dict[str, Category] = {}
     for span in spans:
@@ -711,16 +712,17 @@ def _propagate(spans: list[Span], words: tuple[Token, ...], text: str, mixed: bo
             best[(span.start, span.end)] = span
     out = list(best.values())
     if phrases:
-        out.extend(_phrase_again(phrases, words, text, mixed, set(best)))
+        out.extend(_phrase_again(phrases, toks, text, mixed, set(best)))
     if not found:
         return out
     covered = set(best)
-    for tok in words:
-        cat = found.get(tok.lower)
-        if cat is not None and (tok.start, tok.end) not in covered:
+    # the words found again, picked without a Python call per word of the note
+    for i in compress(range(len(words)), map(found.__contains__, toks.lowers)):
+        tok = words[i]
+        if (tok.start, tok.end) not in covered:
             if mixed and not (tok.is_title or tok.is_upper):
                 continue
-            out.append(Span(tok.start, tok.end, cat, 0.65, "locations"))
+            out.append(Span(tok.start, tok.end, found[tok.lower], 0.65, "locations"))
     return out
 
 
@@ -954,17 +956,18 @@ def _people(low: str) -> bool:
 
 def _phrase_again(
     phrases: dict[str, Category],
-    words: tuple[Token, ...],
+    toks: lx.Tokens,
     text: str,
     mixed: bool,
     covered: set[tuple[int, int]],
 ) -> list[Span]:
     """Multi-word places found once ("Holy Cross", "Chester River") wherever they recur."""
     firsts = {p.split(" ", 1)[0]: p.count(" ") + 1 for p in phrases}
+    words = toks.words
     out: list[Span] = []
-    for i, tok in enumerate(words):
-        size = firsts.get(tok.lower)
-        if size is None or i + size > len(words):
+    for i in compress(range(len(words)), map(firsts.__contains__, toks.lowers)):
+        size = firsts[words[i].lower]
+        if i + size > len(words):
             continue
         part = words[i : i + size]
         if any(text[a.end : b.start] != " " for a, b in zip(part, part[1:], strict=False)):
