@@ -6,7 +6,8 @@ check that it still does what it did, then raise the bound.
 
 - google-re2 (``<1.2``): ``re2._Match``, ``re2._Anchor``, ``re2._NULL_SPAN`` and a compiled
   pattern's ``_regexp`` — pipelines/phi/scan.py runs re2's own bytes loop on ASCII text
-  without mapping offsets back to characters (about half a scan's cost).
+  without mapping offsets back to characters (about half a scan's cost); a match's
+  ``_spans`` — ``scan.grab`` reads a group's span without ``span``'s call into re2.
 - aiokafka (``<0.15``): the consumer's ``_fetcher._fetch_max_wait_ms`` (the adaptive fetch
   wait, service/runner/fetchwait.py) and ``_client.force_metadata_update()`` (a topic created
   while ``tail`` / ``held`` wait for it).
@@ -39,6 +40,10 @@ def test_re2_internals_used_by_the_ascii_scan_loop() -> None:
     ours = [(m.span(), m.groups(), m.group()) for m in scan._ascii_finditer(pattern, text)]
     public = [(m.span(), m.groups(), m.group()) for m in pattern.finditer(text)]
     assert ours == public
+    assert scan._SPANS, "re2 matches lost _spans: check pipelines/phi/scan.py grab"
+    for m in pattern.finditer(text + " é Dr. Émile"):  # spans in characters, also past an é
+        assert [m._spans[g] for g in range(3)] == [m.span(g) for g in range(3)]
+        assert [scan.grab(m.string, m, g) for g in range(3)] == [m.group(g) or "" for g in range(3)]
 
 
 def test_aiokafka_fetch_wait_attribute_is_read_per_fetch() -> None:

@@ -36,8 +36,10 @@ def compile_words(pattern: str) -> Any:
 
 def grab(text: str, match: Any, group: int) -> str:
     """``match.group(group)`` for re2 matches, much cheaper (re2's ``group`` re-validates and
-    re-decodes on every call; ``span`` is a tuple lookup). "" if the group did not take part."""
-    start, end = match.span(group)
+    re-decodes on every call; ``span`` checks the index against the pattern's group count, a
+    call into re2, every time: the match's own span list is read where it is there, see
+    ``_ASCII_LOOP``). "" if the group did not take part."""
+    start, end = match._spans[group] if _SPANS else match.span(group)
     return "" if start < 0 else text[start:end]
 
 
@@ -102,6 +104,8 @@ def finditer(doc: Doc, pattern: Any) -> Iterator[Any]:
 # same match objects. These are re2 internals: without them the public ``finditer`` is used
 # (google-re2 has an upper bound for them; tests/test_third_party_internals.py checks them).
 _ASCII_LOOP = all(hasattr(re2, name) for name in ("_Match", "_Anchor", "_NULL_SPAN"))
+# a match's group spans, in characters, as ``span`` returns them (checked by the same test)
+_SPANS = "_spans" in getattr(getattr(re2, "_Match", None), "__slots__", ())
 
 
 def _ascii_finditer(pattern: Any, text: str) -> Iterator[Any]:
