@@ -366,13 +366,22 @@ def test_rule_starts_take_what_every_word_takes_for_any_two_words() -> None:
                     _gated_takes_as_every(f"{head}{first}{sep}{second}{tail}", True)
 
 
+_CRAFTED = (
+    "Pt seen today. Spoke at length with John Kowalski about the plan.",
+    "Family meeting held; significant other Mary Vantmoor at bedside, is aware.",
+    "Discussed with wife Hazel and son, explained to Harcourt by phone.",
+    "Plan reviewed w Dr. Oriel; seen by J. Smith, RN. Rose is family contact.",
+)
+
+
 def test_rule_starts_take_what_every_word_takes_in_invented_notes() -> None:
     from pipelines.phi.synthetic import generate
 
-    for family in ("dev", "heldout"):
-        for note in generate(150, 3, family):
-            for case in (str, str.upper, str.lower):
-                _gated_takes_as_every(case(note.text), True)
+    texts = [*_CRAFTED, *(n.text for f in ("dev", "heldout") for n in generate(150, 3, f))]
+    for text in texts:
+        for case in (str, str.upper, str.lower):
+            _gated_takes_as_every(case(text), True)
+            _gated_takes_as_every(case(text), False)
 
 
 def _plausible_reference(tok: Token, mixed: bool, strength: int, lowered: frozenset[str]) -> bool:

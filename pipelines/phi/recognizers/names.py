@@ -485,6 +485,23 @@ def _role_passes(note: _Note, i: int) -> int | None:
     return None
 
 
+def _family_contact_pass(note: _Note, i: int) -> None:
+    """ "Anne is family contact" at an "is" (which is no role word itself)."""
+    _family_contact(note, i)
+
+
+# Where ``_talked_with`` may find a role: "spoke with X", "explained to X", "significant other X"
+_TALK_WORDS: Final = frozenset({"with", "w", "by", "to", "other"})
+
+
+def _talked_with_pass(note: _Note, i: int) -> int | None:
+    """ "spoke with X", "significant other X" at a word that is no role word itself."""
+    role = _talked_with(note, i)
+    if role is not None and i + 1 < note.n:
+        return _after_role(note, i, role)
+    return None
+
+
 def _surname_after_initial(note: _Note, i: int) -> bool:
     """Is the word after the initial at ``i`` a surname: far more a name than a word, a
     Title-case name in a mixed-case note, or ("M. XYZ" in a one-case note) a surname English
@@ -674,13 +691,12 @@ class _CuePlans(dict[str, tuple[_Pass, ...]]):
             plan.append(_before_credential)
         if low in c.role_after:
             plan.append(_before_role_after)
-        if (
-            low in c.role_before
-            or low in c.role_slips
-            or low in c.role_possessive
-            or low in {"is", "with", "w", "by", "to", "other"}
-        ):
+        if low in c.role_before or low in c.role_slips or low in c.role_possessive:
             plan.append(_role_passes)
+        elif low == "is":  # what ``_role_passes`` does at a word that is no role word
+            plan.append(_family_contact_pass)
+        elif low in _TALK_WORDS:
+            plan.append(_talked_with_pass)
         if len(low) == 1:
             plan.append(_initial_then_surname)
         if len(self) < 100_000:
@@ -809,12 +825,37 @@ def _rule_starts(
             for t in written
             if (t.lower() in starters or (capitals_count and t < "[")) and steps[t]
         }
-        return list(compress(range(len(texts)), map(kept.__contains__, texts)))
-    may = map(_MAY_START.__getitem__, lows)
-    if capitals_count:
-        may = map(or_, may, map(str.isupper, map(_first_char, texts)))
-    words = toks.words
-    return [i for i in compress(range(len(lows)), may) if _steps(words[i], mixed, lower_note)]
+        starts = list(compress(range(len(texts)), map(kept.__contains__, texts)))
+        talk_only = {t for t in kept if steps[t] == _TALK_ONLY}
+    else:
+        may = map(_MAY_START.__getitem__, lows)
+        if capitals_count:
+            may = map(or_, may, map(str.isupper, map(_first_char, texts)))
+        words = toks.words
+        tried = [(i, _steps(words[i], mixed, lower_note)) for i in compress(range(len(lows)), may)]
+        starts = [i for i, found in tried if found]
+        talk_only = {texts[i] for i, found in tried if found == _TALK_ONLY}
+    if not talk_only:
+        return starts
+    # "with", "to"… where nothing but a verb of talking before them could make them a cue
+    talk = _after_talking(toks)
+    return [i for i in starts if i in talk or texts[i] not in talk_only]
+
+
+_TALK_ONLY: Final = (_talked_with_pass,)
+
+
+def _after_talking(toks: lx.Tokens) -> set[int]:
+    """Word positions where ``_talked_with`` may find a role: one or two words after a verb
+    of talking ("spoke with", "spoke at length with"), one after "significant"."""
+    verbs, lows = cues().verb_then_name, toks.lowers
+    after: set[int] = set()
+    if not toks.lower_set.isdisjoint(verbs):
+        for i in compress(range(len(lows)), map(verbs.__contains__, lows)):
+            after.update((i + 1, i + 2))
+    if "significant" in toks.lower_set:
+        after.update(i + 1 for i in compress(range(len(lows)), map("significant".__eq__, lows)))
+    return after
 
 
 def _visit(note: _Note, i: int) -> int | None:
