@@ -49,7 +49,7 @@ class Token(NamedTuple):
     @property
     def is_title(self) -> bool:
         """ "Smith", "McDonald" (not "MD's", "SMITH")."""
-        return self.text[0].isupper() and self.text[1:2].islower()
+        return TITLE_CASE[self.text]
 
     @property
     def is_upper(self) -> bool:

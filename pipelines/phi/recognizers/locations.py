@@ -257,7 +257,7 @@ class LocationRecognizer(Recognizer):
                 return glued
         if mixed and not nxt.text[0].isupper():
             # "returned to new haven": a lower-case city of two or more words, after a verb
-            if nxt.lower in lx.city_first_words():
+            if cue in _LOWER_CITY_CUES and nxt.lower in lx.city_first_words():
                 return _lower_city(words, c, text)
             return None
         if (
@@ -872,11 +872,14 @@ def _ward_after_room(words: tuple[Token, ...], j: int, text: str, mixed: bool) -
     return Span(tok.start, tok.end, HOSPITAL, 0.6, "locations")
 
 
+_LOWER_CITY_CUES: Final = frozenset({"to", "from", "in"})
+
+
 def _lower_city(words: tuple[Token, ...], c: int, text: str) -> Span | None:
     """ "returned to new haven", "lives in frostburg": in a mixed-case note a lower-case city
     counts after a movement or residence verb when it has two or more words, or is one word
     English hardly uses (after "lives in" / "from" a relative)."""
-    if words[c].lower not in {"to", "from", "in"}:
+    if words[c].lower not in _LOWER_CITY_CUES:
         return None
     before = {w.lower for w in words[max(0, c - 3) : c]}
     resident = not before.isdisjoint(RESIDENCE_VERBS)
