@@ -29,7 +29,7 @@ class _Judged(dict[tuple[str, str, bool, int], "bool | None"]):
 
     def __missing__(self, key: tuple[str, str, bool, int]) -> bool | None:
         verdict = _judge(*key)
-        if len(self) < 200_000:
+        if len(self) < 20_000:  # only words right after a cue are asked about
             self[key] = verdict
         return verdict
 

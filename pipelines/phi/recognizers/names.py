@@ -795,9 +795,13 @@ class _Steps(dict[str, tuple[_Pass, ...]]):
 
     def __missing__(self, text: str) -> tuple[_Pass, ...]:
         steps = _steps(Token(0, len(text), text, text.lower()), *self.mode)
-        if len(self) < 100_000:
+        steps = _SHARED_STEPS.setdefault(steps, steps)  # a few distinct tuples, kept once
+        if len(self) < 50_000:  # words as written: a stream's vocabulary grows for long
             self[text] = steps
         return steps
+
+
+_SHARED_STEPS: dict[tuple[_Pass, ...], tuple[_Pass, ...]] = {}
 
 
 _STEPS: Final = {(m, lo): _Steps(m, lo) for m in (False, True) for lo in (False, True)}
