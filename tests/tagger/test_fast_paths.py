@@ -1,5 +1,5 @@
 """The tagger's fast paths give what the plain definitions give: the one-pass ``encode``
-equals ``items`` + ``features`` filtered by the model's attributes, and ``Tagger.tag``
+equals ``items`` + ``features`` filtered by the model's attributes (UTF-8), and ``Tagger.tag``
 equals a plain loop over every item."""
 
 from __future__ import annotations
@@ -65,7 +65,7 @@ def test_encode_equals_the_full_rows_filtered_by_keep(text: str, data: st.DataOb
     starts, _, words = token_columns(text)
     note = Featurizer(keep=keep).encode(text, starts, words, is_one_case(text))
     assert note.items == Featurizer().items(text, tokens)
-    assert note.rows == [[f for f in full[i] if f in keep] for i in note.items]
+    assert note.rows == [[f.encode() for f in full[i] if f in keep] for i in note.items]
     assert note.lowers == [w.lower() for w in words]
 
 

@@ -1,6 +1,7 @@
 """Tokens and their features for the learned tagger.
 
-Every feature is a string (python-crfsuite's binary attributes). What a word *is* (its shape,
+Every feature is a string (python-crfsuite's binary attributes), held UTF-8 encoded: the
+bytes python-crfsuite copies as they are, where it encodes a ``str`` anew on every use. What a word *is* (its shape,
 case, affixes, lexicon membership) is computed once per distinct word and kept in a bounded
 memo; what surrounds it (neighbours' words and classes, gazetteer phrases, line position) is
 added per note. Lexicons come from packages (census names, wordfreq, zipcodes, us, pycountry,
@@ -405,7 +406,8 @@ class Featurizer:
             one_case = is_one_case(text)
         entries = self._entries([t[2] for t in tokens], one_case)
         lowers = list(map(_lower, entries))
-        return self._rows(text, [t[0] for t in tokens], entries, lowers, items)
+        rows = self._rows(text, [t[0] for t in tokens], entries, lowers, items)
+        return [[attribute.decode() for attribute in row] for row in rows]
 
     def encode(self, text: str, starts: list[int], words: list[str], one_case: bool) -> Encoded:
         """``items`` and ``features`` in one pass over the columns of ``token_columns``."""
@@ -415,9 +417,10 @@ class Featurizer:
         rows = self._rows(text, starts, entries, lowers, items) if items else []
         return Encoded(items, rows, lowers)
 
-    def _kept(self, features: Iterable[str]) -> tuple[str, ...]:
+    def _kept(self, features: Iterable[str]) -> tuple[bytes, ...]:
         keep = self.keep
-        return tuple(features) if keep is None else tuple(filter(keep.__contains__, features))
+        kept = features if keep is None else filter(keep.__contains__, features)
+        return tuple(map(str.encode, kept))
 
     def word(self, word: str, one_case: bool) -> _Word:
         """What ``word`` is (its own features, whether the CRF labels it) and what tokens
@@ -451,7 +454,7 @@ class Featurizer:
         entries: list[_Word],
         lowers: list[str],
         items: list[int],
-    ) -> list[list[str]]:
+    ) -> list[list[bytes]]:
         keep = self.keep
         extras = _extras(text, starts, lowers, _everything if keep is None else keep.__contains__)
         bl_pairs, br_pairs = self._pairs
@@ -460,7 +463,7 @@ class Featurizer:
         pad = self._pad
         around = [pad, pad, *map(_around, entries), pad, pad]
         left = ["<s>", *lowers, "</s>"]
-        rows: list[list[str]] = []
+        rows: list[list[bytes]] = []
         append = rows.append
         get = extras.get
         for i in items:
@@ -476,12 +479,12 @@ class Featurizer:
             # word pairs: a pair's string is built only where the model knows the pair
             before, low, after = left[i], left[i + 1], left[i + 2]
             if keep is None:
-                row += (f"bl={before}|{low}", f"br={low}|{after}")
+                row += (f"bl={before}|{low}".encode(), f"br={low}|{after}".encode())
             else:
                 if low in bl_pairs.get(before, ()) and (pair := f"bl={before}|{low}") in keep:
-                    row.append(pair)
+                    row.append(pair.encode())
                 if after in br_pairs.get(low, ()) and (pair := f"br={low}|{after}") in keep:
-                    row.append(pair)
+                    row.append(pair.encode())
             row += get(i, ())
             append(row)
         return rows
@@ -506,19 +509,19 @@ def _pairs(keep: frozenset[str] | None, prefix: str) -> dict[str, frozenset[str]
 
 @dataclass(frozen=True, slots=True)
 class _Word:
-    own: tuple[str, ...]
-    around: tuple[tuple[str, ...], ...]
+    own: tuple[bytes, ...]
+    around: tuple[tuple[bytes, ...], ...]
     lower: str
     item: bool  # ``may_be_phi``: the CRF labels it
 
 
 @dataclass(frozen=True, slots=True)
 class Encoded:
-    """A note for the CRF: the indices of the tokens it labels, their feature rows, and
-    every token lower-cased."""
+    """A note for the CRF: the indices of the tokens it labels, their feature rows (UTF-8),
+    and every token lower-cased."""
 
     items: list[int]
-    rows: list[list[str]]
+    rows: list[list[bytes]]
     lowers: list[str]
 
 
@@ -529,11 +532,11 @@ _around: Final = attrgetter("around")
 
 def _extras(
     text: str, starts: list[int], lowers: list[str], kept: Callable[[str], bool]
-) -> dict[int, list[str]]:
+) -> dict[int, list[bytes]]:
     """Features of a token that depend on the note around it: line starts, gazetteer
     phrases, a kinship word a few tokens back ("wife of 30 years, Ann"). Only those
     ``kept`` are added (a family none of whose features is kept is not looked for)."""
-    extras: dict[int, list[str]] = {}
+    extras: dict[int, list[bytes]] = {}
     if kept("bol"):
         _add_line_features(text, starts, extras)
     _add_gazetteer_features(lowers, extras, kept)
@@ -541,7 +544,7 @@ def _extras(
         n = len(lowers)
         for i in compress(count(), map(_KIN.__contains__, lowers)):
             for j in range(i + 3, min(i + 6, n)):
-                extras.setdefault(j, []).append("kin<")
+                extras.setdefault(j, []).append(b"kin<")
     return extras
 
 
@@ -568,9 +571,9 @@ _NOT_UPPER: Final = bytes(c for c in range(256) if not 65 <= c <= 90)
 _NOT_LOWER: Final = bytes(c for c in range(256) if not 97 <= c <= 122)
 
 
-def _add_line_features(text: str, starts: list[int], extras: dict[int, list[str]]) -> None:
+def _add_line_features(text: str, starts: list[int], extras: dict[int, list[bytes]]) -> None:
     if starts:
-        extras.setdefault(0, []).append("bol")
+        extras.setdefault(0, []).append(b"bol")
     n = len(starts)
     at = text.find("\n")
     k = 0
@@ -578,7 +581,7 @@ def _add_line_features(text: str, starts: list[int], extras: dict[int, list[str]
         k = bisect.bisect_left(starts, at, k)
         if k == n:
             break
-        extras.setdefault(k, []).append("bol")
+        extras.setdefault(k, []).append(b"bol")
         at = text.find("\n", starts[k])
 
 
@@ -588,7 +591,7 @@ def _any_first_word() -> frozenset[str]:
 
 
 def _add_gazetteer_features(
-    lowers: list[str], extras: dict[int, list[str]], kept: Callable[[str], bool]
+    lowers: list[str], extras: dict[int, list[bytes]], kept: Callable[[str], bool]
 ) -> None:
     n = len(lowers)
     names = [g for g in _GAZETTEERS if any(kept(f"{g}={part}") for part in _GAZETTEER_PARTS)]
@@ -596,16 +599,19 @@ def _add_gazetteer_features(
         return
     candidates = list(compress(count(), map(_any_first_word().__contains__, lowers)))
     for name in names:
-        begin, inside, before, after = (f"{name}={part}" for part in _GAZETTEER_PARTS)
+        # each part's attribute, None where it is not kept
+        begin, inside, before, after = (
+            a.encode() if kept(a := f"{name}={part}") else None for part in _GAZETTEER_PARTS
+        )
         for start, end in _GAZETTEERS[name]().matches(lowers, candidates):
-            if kept(begin):
+            if begin:
                 extras.setdefault(start, []).append(begin)
-            if kept(inside):
+            if inside:
                 for k in range(start + 1, end):
                     extras.setdefault(k, []).append(inside)
-            if start > 0 and kept(before):
+            if start > 0 and before:
                 extras.setdefault(start - 1, []).append(before)
-            if end < n and kept(after):
+            if end < n and after:
                 extras.setdefault(end, []).append(after)
 
 
