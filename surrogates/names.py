@@ -108,12 +108,8 @@ class NameTable(Mapping[str, float]):
     def get(self, name: str, /, default: float | _T) -> float | _T: ...
     def get(self, name: str, /, default: object = None) -> object:
         """As ``Mapping.get``, without its ``KeyError`` round trip for a name not listed."""
-        words = self._words
-        value = words.apart.get(name)
-        if value is None:
-            at = words.find(name)
-            return words.values[words.indices[at]] if at >= 0 else default
-        return value
+        value = self._words.lookup(name)
+        return default if value is None else value
 
     def __getitem__(self, name: str) -> float:
         value = self.get(name)
@@ -122,8 +118,7 @@ class NameTable(Mapping[str, float]):
         return value
 
     def __contains__(self, name: object) -> bool:
-        words = self._words
-        return isinstance(name, str) and (name in words.apart or words.find(name) >= 0)
+        return isinstance(name, str) and self._words.lookup(name) is not None
 
     def __iter__(self) -> Iterator[str]:
         return iter(dict(_read(self._file, {})))

@@ -39,10 +39,15 @@ class HashedWords:
 
     def get(self, word: str) -> float:
         """The word's value, or 0.0 for a word not listed."""
+        value = self.lookup(word)
+        return 0.0 if value is None else value
+
+    def lookup(self, word: str) -> float | None:
+        """The word's value, or None for a word not listed (a listed word may have 0.0)."""
         value = self.apart.get(word)
         if value is None:
             at = self.find(word)
-            value = self.values[self.indices[at]] if at >= 0 else 0.0
+            return self.values[self.indices[at]] if at >= 0 else None
         return value
 
     def find(self, word: str) -> int:
