@@ -29,6 +29,7 @@ from pipelines.document import Address, Identifiers, PersonName
 from pipelines.policy import Action, Policy
 from pipelines.spans import Category, Span
 from surrogates.names import SUFFIXES, TITLES
+from surrogates.pieces import whitespace_pieces
 
 # Categories whose surrogate may legitimately read like the original: a year-only date can
 # stay in its year, an age under the ceiling is kept.
@@ -449,7 +450,6 @@ def _anchored_terms(
 
 
 _RUN_PIECE_CHARS = 1 << 20
-_WHITESPACE = re.compile(r"\s")  # never inside a word run
 
 
 def word_runs(
@@ -466,14 +466,10 @@ def word_runs(
     if text.isascii() and all(w.isascii() for w in words):
         alternation = "|".join(re.escape(w) for w in sorted(words) if w)
         pattern = re2.compile(rf"\b(?:{alternation})\b".encode("ascii"))
-        start = 0
-        while start < len(text):  # a piece at a time (cut at whitespace): one small copy
-            cut = _WHITESPACE.search(text, start + piece_chars)
-            end = cut.start() if cut else len(text)
+        for start, end in whitespace_pieces(text, piece_chars):  # one small copy at a time
             for m in pattern.finditer(text[start:end].encode("ascii")):
                 low, high = m.span()
                 yield start + low, text[start + low : start + high]
-            start = end
         return
     for m in WORD_RUN.finditer(text):
         if m.group() in words:

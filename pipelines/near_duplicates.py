@@ -16,9 +16,11 @@ import re
 import struct
 import zlib
 from array import array
-from collections.abc import Callable, Iterator, MutableMapping, Sequence
+from collections.abc import Callable, MutableMapping, Sequence
 from functools import lru_cache
 from itertools import islice
+
+from surrogates.pieces import whitespace_pieces
 
 SKETCH_SIZE = 64  # bottom-k sketch size: Jaccard estimate error ~ 1/sqrt(k)
 SKETCH_VISITS = 16  # visits remembered per (patient, report type) for near-duplicate checks
@@ -51,7 +53,6 @@ def sketch(text: str, key: str, size: int = SKETCH_SIZE) -> tuple[int, ...]:
 
 _PIECE_CHARS = 1 << 18  # text folded and split into words this much at a time
 _LANE_BLOCK = 1 << 16  # shingles hashed per big-integer multiplication
-_SEPARATOR = re.compile(r"\s")  # never inside a word, in either path of _word_codes
 
 
 def _sketch(text: str, key: str, size: int, piece_chars: int, block: int) -> tuple[int, ...]:
@@ -61,8 +62,8 @@ def _sketch(text: str, key: str, size: int, piece_chars: int, block: int) -> tup
     best: set[int] = set()
     codes: array[int] = array("Q")
     hashed = False  # some block was hashed: the codes left are the next block's
-    for piece in _pieces(text, piece_chars):
-        codes.extend(_word_codes(piece))
+    for start, end in whitespace_pieces(text, piece_chars):
+        codes.extend(_word_codes(text[start:end]))
         while len(codes) >= block + SHINGLE_WORDS - 1:
             best = _keep_bottom(best, _lanes(codes[: block + SHINGLE_WORDS - 1], key), size)
             del codes[:block]
@@ -88,19 +89,6 @@ def _word_codes(piece: str) -> array[int] | list[int]:
         words = folded.encode("ascii").translate(_NON_WORD_BYTES).split()
         return array("Q", map(zlib.crc32, words))
     return [zlib.crc32(w.encode("utf-8")) for w in _WORD.findall(folded)]
-
-
-def _pieces(text: str, size: int) -> Iterator[str]:
-    """The text cut into pieces of about ``size`` characters, each cut at a whitespace
-    character (so no word is split); one piece when there is none to cut at."""
-    start = 0
-    while len(text) - start > size:
-        cut = _SEPARATOR.search(text, start + size)
-        if cut is None:
-            break
-        yield text[start : cut.start()]
-        start = cut.start()
-    yield text[start:]
 
 
 def _bottom(values: array[int], size: int) -> tuple[int, ...]:

@@ -31,7 +31,6 @@ across visits are :mod:`pipelines.near_duplicates`' job.
 from __future__ import annotations
 
 import hashlib
-import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -43,6 +42,7 @@ import orjson
 from keystore.api import MarkStore
 from pipelines.document import ClinicalDocument, Status
 from pipelines.errors import TransientError
+from surrogates.pieces import whitespace_pieces
 
 MARK_FORMAT = 1
 SEEN_LIMIT = 8  # text hashes of earlier versions remembered per key (exact-repeat detection)
@@ -83,7 +83,6 @@ def normalise(text: str) -> str:
 
 
 _NORMALISE_PIECE_CHARS = 1 << 18  # a long text is normalised and hashed this much at a time
-_WHITESPACE = re.compile(r"\s")  # what str.split() splits on: a safe place to cut
 
 
 def normalised_hash(key: str, text: str, piece_chars: int = _NORMALISE_PIECE_CHARS) -> bytes:
@@ -92,15 +91,11 @@ def normalised_hash(key: str, text: str, piece_chars: int = _NORMALISE_PIECE_CHA
     turn (``casefold`` is per character, so the pieces' folds join into the text's)."""
     digest = hashlib.blake2b(key=key.encode("utf-8")[:64], digest_size=16)
     separator = b""
-    start = 0
-    while start < len(text):
-        cut = _WHITESPACE.search(text, start + piece_chars)
-        end = cut.start() if cut else len(text)
+    for start, end in whitespace_pieces(text, piece_chars):
         words = text[start:end].split()
         if words:
             digest.update(separator + " ".join(words).casefold().encode("utf-8"))
             separator = b" "
-        start = end
     return digest.digest()
 
 

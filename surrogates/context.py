@@ -16,13 +16,13 @@ from functools import cached_property
 from keystore.api import PatientState
 from surrogates.base import SpanLike
 from surrogates.choice import Chooser
+from surrogates.pieces import whitespace_pieces
 
 _WORD = re.compile(r"[^\W\d_]+(?:['’][^\W\d_]+)?|\d+")
 # Up to this length a substring test of the lower-cased note rules most words out without
 # building the word set; above it, each test would cost a scan of the note: the set, once.
 SUBSTRING_TEST_CHARS = 20_000
 _PIECE_CHARS = 1 << 16  # a long note's words are listed this much at a time
-_SPACE = re.compile(r"\s")  # never inside a _WORD match: a safe place to cut
 
 
 def note_words(text: str, piece_chars: int = _PIECE_CHARS) -> frozenset[str]:
@@ -33,12 +33,8 @@ def note_words(text: str, piece_chars: int = _PIECE_CHARS) -> frozenset[str]:
     are listed a piece at a time (cut at whitespace), never a string per word of the note.
     """
     chunks: set[str] = set()
-    start = 0
-    while start < len(text):
-        cut = _SPACE.search(text, start + piece_chars) if len(text) - start > piece_chars else None
-        end = cut.start() if cut else len(text)
+    for start, end in whitespace_pieces(text, piece_chars):
         chunks.update(text[start:end].split())
-        start = end
     words: set[str] = set()
     for chunk in chunks:
         words.update(word.lower() for word in _WORD.findall(chunk))
