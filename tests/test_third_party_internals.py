@@ -16,6 +16,11 @@ check that it still does what it did, then raise the bound.
 - prometheus-client (``<0.27``): ``prometheus_client.mmap_dict.MmapedDict`` — service/supervisor.py
   folds a dead worker's counter and histogram files into an archive file so merged totals
   never go backwards (multiprocess mode has no public call for that).
+- python-crfsuite (``<0.10``): the crfsuite 0.12 C API its extension module exports
+  (``crfsuite.h``), which pipelines/phi/tagger/crf.py calls through cffi, and beyond the
+  header the head of the tagger's ``crf1dt_t`` and ``crf1dc_marginal_point``, which read all
+  of a note's marginals in one pass (the public ``marginal_point`` is the fallback, one call
+  per item).
 """
 
 from __future__ import annotations
@@ -110,3 +115,18 @@ def test_wordfreq_data_file_read_directly_gives_wordfreqs_values() -> None:
     absent -= theirs.keys()
     assert len(absent) > 600_000
     assert not any(map(lexicons.zipf, absent))
+
+
+def test_crfsuite_internals_read_by_the_tagger_s_marginals() -> None:
+    from pipelines.phi.tagger.crf import ATTRIBUTE, CrfModel
+    from pipelines.phi.tagger.model import Tagger
+
+    model = CrfModel(Tagger().model_path)
+    tagger = model.tagger()
+    ids = list(model.attribute_ids.values())
+    rows = [b"".join(ATTRIBUTE.pack(a, 1.0) for a in ids[k : k + 7]) for k in range(0, 140, 7)]
+    tagger.set(rows)
+    for label in range(len(model.labels)):
+        by_api = [tagger.marginal(label, t) for t in range(len(rows))]
+        assert tagger.marginals(label) == by_api, "crf1dt_t moved: check tagger/crf.py"
+    assert sum(tagger.marginal(label, 3) for label in range(len(model.labels))) == pytest.approx(1)

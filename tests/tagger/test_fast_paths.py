@@ -1,9 +1,11 @@
 """The tagger's fast paths give what the plain definitions give: the one-pass ``encode``
-equals ``items`` + ``features`` filtered by the model's attributes (UTF-8), and ``Tagger.tag``
-equals a plain loop over every item."""
+equals ``items`` + ``features`` filtered by the model's attributes (packed), and ``Tagger.tag``
+(crfsuite fed attribute ids through its C API) equals a plain loop over every item of
+python-crfsuite's own ``Tagger`` fed the attribute strings."""
 
 from __future__ import annotations
 
+import pycrfsuite
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -63,9 +65,11 @@ def test_encode_equals_the_full_rows_filtered_by_keep(text: str, data: st.DataOb
     every = sorted({f for row in full for f in row})
     keep = frozenset(data.draw(st.lists(st.sampled_from(every)))) if every else frozenset()
     starts, _, words = token_columns(text)
-    note = Featurizer(keep=keep).encode(text, starts, words, is_one_case(text))
+    featurizer = Featurizer(keep=keep)
+    note = featurizer.encode(text, starts, words, is_one_case(text))
     assert note.items == Featurizer().items(text, tokens)
-    assert note.rows == [[f.encode() for f in full[i] if f in keep] for i in note.items]
+    rows = list(map(featurizer.attributes.names, note.rows))
+    assert rows == [[f for f in full[i] if f in keep] for i in note.items]
     assert note.lowers == [w.lower() for w in words]
 
 
@@ -89,13 +93,31 @@ def test_tag_equals_a_plain_loop_on_a_long_note(shipped: Tagger) -> None:
     assert shipped.tag(text) == _plain_tag(shipped, text)
 
 
+def _plain_decide(
+    tagger: Tagger, crf: pycrfsuite.Tagger, i: int, predicted: str, p_phi: float
+) -> Label | None:
+    """``Tagger._decide`` on python-crfsuite's tagger, by label names."""
+    if predicted != OUTSIDE:
+        return Label(predicted[2:])
+    if p_phi < min(tagger.thresholds.values()):
+        return None
+    marginals = {name: crf.marginal(name, i) for name in crf.labels() if name != OUTSIDE}
+    best = Label.NAME
+    best_p = -1.0
+    for name, p in marginals.items():
+        if p > best_p:
+            best, best_p = Label(name[2:]), p
+    return best if p_phi >= tagger.thresholds[best] else None
+
+
 def _plain_tag(tagger: Tagger, text: str) -> list[TaggedSpan]:
     """``Tagger.tag`` as first written: one step per item, from tuples of tokens."""
     tokens = tokenize(text)
     items = tagger.featurizer.items(text, tokens)
     if not items:
         return []
-    crf = tagger._open()
+    crf = pycrfsuite.Tagger()
+    crf.open(str(tagger.model_path))
     crf.set(tagger.featurizer.features(text, tokens, items))
     toks = [tokens[i] for i in items]
     spans: list[TaggedSpan] = []
@@ -104,7 +126,7 @@ def _plain_tag(tagger: Tagger, text: str) -> list[TaggedSpan]:
     run_conf = 1.0
     for i, predicted in enumerate(crf.tag()):
         p_phi = 1.0 - crf.marginal(OUTSIDE, i)
-        label = tagger._decide(crf, i, predicted, p_phi)
+        label = _plain_decide(tagger, crf, i, predicted, p_phi)
         if run and (
             label is None
             or label != run_label

@@ -1,9 +1,10 @@
 """Tokens and their features for the learned tagger.
 
-Every feature is a string (python-crfsuite's binary attributes), held UTF-8 encoded: the
-bytes python-crfsuite copies as they are, where it encodes a ``str`` anew on every use. What a word *is* (its shape,
-case, affixes, lexicon membership) is computed once per distinct word and kept in a bounded
-memo; what surrounds it (neighbours' words and classes, gazetteer phrases, line position) is
+Every feature is a string (crfsuite's binary attributes). A note's rows are handed to
+crfsuite packed: each attribute as the record crfsuite holds (its id in the model, value 1.0;
+``crf.ATTRIBUTE``), a row its records end to end (``Attributes``). What a word *is* (its
+shape, case, affixes, lexicon membership) is computed once per distinct word and kept, packed,
+in a bounded memo; what surrounds it (neighbours' words and classes, gazetteer phrases, line position) is
 added per note. Lexicons come from packages (census names, wordfreq, zipcodes, us, pycountry,
 drug names) and from the facility gazetteer shipped in ``pipelines/phi/data/hospitals.txt``.
 Cue words are written by hand from knowledge of how notes name people and places (titles,
@@ -14,7 +15,7 @@ from __future__ import annotations
 
 import bisect
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
 from functools import cache
 from importlib import resources
@@ -23,6 +24,7 @@ from operator import attrgetter
 from typing import Final
 
 from pipelines.phi import lexicons
+from pipelines.phi.tagger.crf import ATTRIBUTE
 
 # a word (letters, inner apostrophes), a run of digits, or any other single visible character;
 # as a splitter (one capturing group): gap, token, gap, token, …, gap in one C call
@@ -363,19 +365,62 @@ def _cue_features() -> dict[str, tuple[str, ...]]:
 _CONTEXT_KEEP: Final = ("w=", "c=", "cue=", "fn=", "ln=", "month", "city", "state", "facw", "sh=")
 
 
-class Featurizer:
-    """Turns a note into one feature list per item (bounded memo per distinct word).
+class Attributes:
+    """Attribute strings and the ids crfsuite knows them by, and rows packed with them.
 
-    ``keep``: the attributes a trained model knows. Others carry no weight, so they are
-    dropped when first made (per distinct word), not looked up by crfsuite every time.
-    Training passes ``None`` (every attribute is a candidate).
+    ``ids``: a model's attributes (``crf.CrfModel.attribute_ids``); the others carry no
+    weight and are dropped when a row is packed. ``None``: every attribute, numbered as first
+    made (training and tests read rows back as strings with ``names``).
     """
 
-    def __init__(self, keep: frozenset[str] | None = None) -> None:
-        self.keep = keep
+    def __init__(self, ids: Mapping[str, int] | None = None) -> None:
+        self.open = ids is None
+        self._ids: dict[str, int] = dict(ids or {})
+        self._names: dict[int, str] = {i: a for a, i in self._ids.items()}
+
+    def __contains__(self, attribute: str) -> bool:
+        return self.open or attribute in self._ids
+
+    def _id(self, attribute: str) -> int:
+        found = self._ids.get(attribute)
+        if found is None:  # only when open: a known model's others are filtered before
+            found = self._ids[attribute] = len(self._ids)
+            self._names[found] = attribute
+        return found
+
+    def pack(self, attributes: Iterable[str]) -> bytes:
+        """The kept ``attributes``' records end to end, in their order."""
+        kept = attributes if self.open else filter(self._ids.__contains__, attributes)
+        return b"".join([_pack(self._id(a), 1.0) for a in kept])
+
+    def one(self, attribute: str) -> bytes:
+        """One attribute's record (the caller tested it is kept)."""
+        return _pack(self._id(attribute), 1.0)
+
+    def names(self, row: bytes) -> list[str]:
+        """A packed row read back as attribute strings."""
+        return [self._names[i] for i, _ in ATTRIBUTE.iter_unpack(row)]
+
+
+_pack: Final = ATTRIBUTE.pack
+
+
+class Featurizer:
+    """Turns a note into one packed feature row per item (bounded memo per distinct word).
+
+    ``keep``: the attributes a trained model knows, with their ids (a mapping) or without (a
+    set: numbered here). Others carry no weight, so they are dropped when first made (per
+    distinct word), not looked up by crfsuite every time. Training passes ``None`` (every
+    attribute is a candidate).
+    """
+
+    def __init__(self, keep: Mapping[str, int] | Collection[str] | None = None) -> None:
+        if keep is not None and not isinstance(keep, Mapping):
+            keep = {a: i for i, a in enumerate(sorted(keep))}
+        self.attributes = Attributes(keep)
         self._words: tuple[dict[str, _Word], dict[str, _Word]] = ({}, {})
-        self._pad = tuple(self._kept(p) for p in _PAD)
-        self._pairs = _pairs(keep, "bl="), _pairs(keep, "br=")
+        self._pad = tuple(self.attributes.pack(p) for p in _PAD)
+        self._pairs = None if keep is None else (_pairs(keep, "bl="), _pairs(keep, "br="))
 
     def warm(self) -> None:
         lexicons.warm()
@@ -407,7 +452,7 @@ class Featurizer:
         entries = self._entries([t[2] for t in tokens], one_case)
         lowers = list(map(_lower, entries))
         rows = self._rows(text, [t[0] for t in tokens], entries, lowers, items)
-        return [[attribute.decode() for attribute in row] for row in rows]
+        return list(map(self.attributes.names, rows))
 
     def encode(self, text: str, starts: list[int], words: list[str], one_case: bool) -> Encoded:
         """``items`` and ``features`` in one pass over the columns of ``token_columns``."""
@@ -416,11 +461,6 @@ class Featurizer:
         lowers = list(map(_lower, entries))
         rows = self._rows(text, starts, entries, lowers, items) if items else []
         return Encoded(items, rows, lowers)
-
-    def _kept(self, features: Iterable[str]) -> tuple[bytes, ...]:
-        keep = self.keep
-        kept = features if keep is None else filter(keep.__contains__, features)
-        return tuple(map(str.encode, kept))
 
     def word(self, word: str, one_case: bool) -> _Word:
         """What ``word`` is (its own features, whether the CRF labels it) and what tokens
@@ -431,9 +471,10 @@ class Featurizer:
         if found is None:
             features = _word_features(word, one_case)
             seen = [f for f in features if f.startswith(_CONTEXT_KEEP)]
+            pack = self.attributes.pack
             found = _Word(
-                self._kept(features),
-                tuple(self._kept(map(prefix.__add__, seen)) for prefix in _CONTEXT_PREFIXES),
+                pack(features),
+                tuple(pack(map(prefix.__add__, seen)) for prefix in _CONTEXT_PREFIXES),
                 word.lower(),
                 may_be_phi(word, one_case),
             )
@@ -454,39 +495,43 @@ class Featurizer:
         entries: list[_Word],
         lowers: list[str],
         items: list[int],
-    ) -> list[list[bytes]]:
-        keep = self.keep
-        extras = _extras(text, starts, lowers, _everything if keep is None else keep.__contains__)
-        bl_pairs, br_pairs = self._pairs
+    ) -> list[bytes]:
+        attributes = self.attributes
+        extras = _extras(text, starts, lowers, attributes)
         # around[k + 2]: what the tokens near token k see of it; two sentinels either side
         # give what a token sees beyond either end of the note
         pad = self._pad
         around = [pad, pad, *map(_around, entries), pad, pad]
         left = ["<s>", *lowers, "</s>"]
-        rows: list[list[bytes]] = []
+        rows: list[bytes] = []
         append = rows.append
         get = extras.get
+        one = attributes.one
+        join = b"".join
+        pairs = self._pairs
         for i in items:
-            # own and context features are filtered once per word; token i sees offset -2
+            # own and context features are packed once per word; token i sees offset -2
             # of token i-2, …, offset +2 of token i+2
             row = [
-                *entries[i].own,
-                *around[i][0],
-                *around[i + 1][1],
-                *around[i + 3][2],
-                *around[i + 4][3],
+                entries[i].own,
+                around[i][0],
+                around[i + 1][1],
+                around[i + 3][2],
+                around[i + 4][3],
             ]
             # word pairs: a pair's string is built only where the model knows the pair
             before, low, after = left[i], left[i + 1], left[i + 2]
-            if keep is None:
-                row += (f"bl={before}|{low}".encode(), f"br={low}|{after}".encode())
+            if pairs is None:
+                row += (one(f"bl={before}|{low}"), one(f"br={low}|{after}"))
             else:
-                if low in bl_pairs.get(before, ()) and (pair := f"bl={before}|{low}") in keep:
-                    row.append(pair.encode())
-                if after in br_pairs.get(low, ()) and (pair := f"br={low}|{after}") in keep:
-                    row.append(pair.encode())
-            row += get(i, ())
-            append(row)
+                if low in pairs[0].get(before, ()) and (pair := f"bl={before}|{low}") in attributes:
+                    row.append(one(pair))
+                if after in pairs[1].get(low, ()) and (pair := f"br={low}|{after}") in attributes:
+                    row.append(one(pair))
+            extra = get(i)
+            if extra:
+                row += extra
+            append(join(row))
         return rows
 
 
@@ -494,11 +539,11 @@ def _items(entries: list[_Word]) -> list[int]:
     return list(compress(count(), map(attrgetter("item"), entries)))
 
 
-def _pairs(keep: frozenset[str] | None, prefix: str) -> dict[str, frozenset[str]]:
+def _pairs(keep: Iterable[str], prefix: str) -> dict[str, frozenset[str]]:
     """First word -> second words of the kept word-pair attributes ``{prefix}{a}|{b}``;
     every split at a bar is listed ("|" is a token too)."""
     found: dict[str, set[str]] = {}
-    for attribute in keep or ():
+    for attribute in keep:
         if attribute.startswith(prefix):
             pair = attribute.removeprefix(prefix)
             for j, c in enumerate(pair):
@@ -509,19 +554,19 @@ def _pairs(keep: frozenset[str] | None, prefix: str) -> dict[str, frozenset[str]
 
 @dataclass(frozen=True, slots=True)
 class _Word:
-    own: tuple[bytes, ...]
-    around: tuple[tuple[bytes, ...], ...]
+    own: bytes  # packed (``Attributes``)
+    around: tuple[bytes, ...]
     lower: str
     item: bool  # ``may_be_phi``: the CRF labels it
 
 
 @dataclass(frozen=True, slots=True)
 class Encoded:
-    """A note for the CRF: the indices of the tokens it labels, their feature rows (UTF-8),
-    and every token lower-cased."""
+    """A note for the CRF: the indices of the tokens it labels, their feature rows (packed,
+    ``Attributes``), and every token lower-cased."""
 
     items: list[int]
-    rows: list[list[bytes]]
+    rows: list[bytes]
     lowers: list[str]
 
 
@@ -531,25 +576,23 @@ _around: Final = attrgetter("around")
 
 
 def _extras(
-    text: str, starts: list[int], lowers: list[str], kept: Callable[[str], bool]
+    text: str, starts: list[int], lowers: list[str], attributes: Attributes
 ) -> dict[int, list[bytes]]:
     """Features of a token that depend on the note around it: line starts, gazetteer
-    phrases, a kinship word a few tokens back ("wife of 30 years, Ann"). Only those
-    ``kept`` are added (a family none of whose features is kept is not looked for)."""
+    phrases, a kinship word a few tokens back ("wife of 30 years, Ann"). Only those kept
+    in ``attributes`` are added (a family none of whose features is kept is not looked for),
+    packed."""
     extras: dict[int, list[bytes]] = {}
-    if kept("bol"):
-        _add_line_features(text, starts, extras)
-    _add_gazetteer_features(lowers, extras, kept)
-    if kept("kin<"):
+    if "bol" in attributes:
+        _add_line_features(text, starts, extras, attributes.one("bol"))
+    _add_gazetteer_features(lowers, extras, attributes)
+    if "kin<" in attributes:
+        kin = attributes.one("kin<")
         n = len(lowers)
         for i in compress(count(), map(_KIN.__contains__, lowers)):
             for j in range(i + 3, min(i + 6, n)):
-                extras.setdefault(j, []).append(b"kin<")
+                extras.setdefault(j, []).append(kin)
     return extras
-
-
-def _everything(_: str) -> bool:
-    return True
 
 
 def is_one_case(text: str) -> bool:
@@ -571,9 +614,11 @@ _NOT_UPPER: Final = bytes(c for c in range(256) if not 65 <= c <= 90)
 _NOT_LOWER: Final = bytes(c for c in range(256) if not 97 <= c <= 122)
 
 
-def _add_line_features(text: str, starts: list[int], extras: dict[int, list[bytes]]) -> None:
+def _add_line_features(
+    text: str, starts: list[int], extras: dict[int, list[bytes]], bol: bytes
+) -> None:
     if starts:
-        extras.setdefault(0, []).append(b"bol")
+        extras.setdefault(0, []).append(bol)
     n = len(starts)
     at = text.find("\n")
     k = 0
@@ -581,7 +626,7 @@ def _add_line_features(text: str, starts: list[int], extras: dict[int, list[byte
         k = bisect.bisect_left(starts, at, k)
         if k == n:
             break
-        extras.setdefault(k, []).append(b"bol")
+        extras.setdefault(k, []).append(bol)
         at = text.find("\n", starts[k])
 
 
@@ -591,17 +636,18 @@ def _any_first_word() -> frozenset[str]:
 
 
 def _add_gazetteer_features(
-    lowers: list[str], extras: dict[int, list[bytes]], kept: Callable[[str], bool]
+    lowers: list[str], extras: dict[int, list[bytes]], attributes: Attributes
 ) -> None:
     n = len(lowers)
-    names = [g for g in _GAZETTEERS if any(kept(f"{g}={part}") for part in _GAZETTEER_PARTS)]
+    names = [g for g in _GAZETTEERS if any(f"{g}={p}" in attributes for p in _GAZETTEER_PARTS)]
     if not names:
         return
     candidates = list(compress(count(), map(_any_first_word().__contains__, lowers)))
     for name in names:
         # each part's attribute, None where it is not kept
         begin, inside, before, after = (
-            a.encode() if kept(a := f"{name}={part}") else None for part in _GAZETTEER_PARTS
+            attributes.one(a) if (a := f"{name}={part}") in attributes else None
+            for part in _GAZETTEER_PARTS
         )
         for start, end in _GAZETTEERS[name]().matches(lowers, candidates):
             if begin:

@@ -1,4 +1,4 @@
-"""The learned tagger at run time: a linear-chain CRF (python-crfsuite) over word features.
+"""The learned tagger at run time: a linear-chain CRF (crfsuite) over word features.
 
 ``Tagger.tag(text)`` returns spans of coarse PHI classes with a confidence (the CRF's marginal
 probability that the tokens are PHI). A token is PHI when the marginal of "not PHI" falls below
@@ -13,13 +13,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 from importlib import resources
-from itertools import accumulate, compress, count, repeat
+from itertools import accumulate, compress, count
 from pathlib import Path
 from typing import Final
 
-import pycrfsuite
-
 from pipelines.phi import lexicons
+from pipelines.phi.tagger.crf import CrfModel, CrfTagger
 from pipelines.phi.tagger.features import Featurizer, is_one_case, token_columns, words_of
 from pipelines.spans import Category, Span
 
@@ -127,26 +126,23 @@ class Tagger:
         self._least = min(self.thresholds.values())
         self.labels = labels  # the classes reported; the others are left to the rules
         self._local = threading.local()  # crfsuite taggers are not thread-safe: one per thread
-        known = self._open().info().state_features  # fails at start-up, not on the first note
-        self.featurizer = Featurizer(keep=frozenset(attribute for attribute, _ in known))
+        self._model = CrfModel(model_path)  # fails at start-up, not on the first note
+        self._outside = self._model.labels.index(OUTSIDE)
+        self.featurizer = Featurizer(keep=self._model.attribute_ids)
 
-    def _open(self) -> pycrfsuite.Tagger:
-        tagger: pycrfsuite.Tagger | None = getattr(self._local, "tagger", None)
+    def _open(self) -> CrfTagger:
+        tagger: CrfTagger | None = getattr(self._local, "tagger", None)
         if tagger is None:
-            tagger = pycrfsuite.Tagger()
-            tagger.open(str(self.model_path))
-            self._local.tagger = tagger
+            tagger = self._local.tagger = self._model.tagger()
         return tagger
 
-    def _decide(
-        self, tagger: pycrfsuite.Tagger, i: int, predicted: str, p_phi: float
-    ) -> Label | None:
+    def _decide(self, tagger: CrfTagger, i: int, predicted: str, p_phi: float) -> Label | None:
         """The label of item ``i`` (None: not PHI), given the probability that it is PHI."""
         if predicted != OUTSIDE:
             return _LABEL_OF[predicted]
         if p_phi < self._least:
             return None
-        label = _likeliest(tagger, i)
+        label = _likeliest(tagger, self._model.labels, i)
         return label if p_phi >= self.thresholds[label] else None
 
     def tag(self, text: str) -> list[TaggedSpan]:
@@ -157,9 +153,9 @@ class Tagger:
             return []
         tagger = self._open()
         tagger.set(note.rows)
-        predicted = tagger.tag()
-        # P(not PHI) of every item, in one pass in C
-        p_out = list(map(tagger.marginal, repeat(OUTSIDE, len(items)), range(len(items))))
+        names = self._model.labels
+        predicted = [names[label] for label in tagger.viterbi()]
+        p_out = tagger.marginals(self._outside)  # P(not PHI) of every item
         spans: list[TaggedSpan] = []
         run: list[int] = []  # the items (indices into ``items``) of the phrase open
         run_label: Label | None = None
@@ -252,12 +248,12 @@ def _recurrences(
     return out
 
 
-def _likeliest(tagger: pycrfsuite.Tagger, i: int) -> Label:
+def _likeliest(tagger: CrfTagger, names: tuple[str, ...], i: int) -> Label:
     best_label, best_p = Label.NAME, -1.0
-    for name in tagger.labels():
+    for label, name in enumerate(names):
         if name == OUTSIDE:
             continue
-        p = tagger.marginal(name, i)
+        p = tagger.marginal(label, i)
         if p > best_p:
             best_label, best_p = _LABEL_OF[name], p
     return best_label

@@ -1,0 +1,214 @@
+"""crfsuite's tagger through its C API, fed attribute ids instead of attribute strings.
+
+python-crfsuite's ``Tagger.set`` takes every item's attributes as strings and turns each
+into a C++ string and a dictionary lookup, on every item of every note; for a long note that
+was half of the tagger's time. The same library exports crfsuite's C API (``crfsuite.h``,
+version 0.12, bundled in python-crfsuite), and this module calls it through cffi: the model
+is opened by ``crfsuite_create_instance_from_file`` as python-crfsuite opens it, the
+attribute dictionary is read once into ``{string: id}``, and a note's items are handed over
+as one buffer of ``crfsuite_attribute_t`` records the featurizer packs per distinct word
+(``ATTRIBUTE``). State scores, Viterbi and marginals are then crfsuite's own code, so the
+labels and probabilities are those python-crfsuite gives (``tests/tagger/test_crf.py``).
+Training still goes through python-crfsuite's ``Trainer``.
+
+What is written by hand here: the declarations of the public structs and function tables of
+``crfsuite.h`` (cffi needs them), and the packing of items. The layout is checked against
+``struct`` at import.
+"""
+
+from __future__ import annotations
+
+import os
+import struct
+from functools import cache
+from itertools import accumulate, repeat
+from pathlib import Path
+from typing import Any, Final
+
+import pycrfsuite._pycrfsuite as _native
+from cffi import FFI
+
+# The public part of crfsuite.h that tagging uses (crfsuite 0.12, bundled in python-crfsuite).
+_CDEF: Final = """
+typedef double floatval_t;
+typedef struct { int aid; floatval_t value; } crfsuite_attribute_t;
+typedef struct {
+    int num_contents; int cap_contents; crfsuite_attribute_t *contents;
+} crfsuite_item_t;
+typedef struct {
+    int num_items; int cap_items; crfsuite_item_t *items; int *labels;
+    floatval_t weight; int group;
+} crfsuite_instance_t;
+typedef struct tag_crfsuite_model crfsuite_model_t;
+typedef struct tag_crfsuite_tagger crfsuite_tagger_t;
+typedef struct tag_crfsuite_dictionary crfsuite_dictionary_t;
+struct tag_crfsuite_model {
+    void *internal; int nref;
+    int (*addref)(crfsuite_model_t *model);
+    int (*release)(crfsuite_model_t *model);
+    int (*get_tagger)(crfsuite_model_t *model, crfsuite_tagger_t **ptr_tagger);
+    int (*get_labels)(crfsuite_model_t *model, crfsuite_dictionary_t **ptr_labels);
+    int (*get_attrs)(crfsuite_model_t *model, crfsuite_dictionary_t **ptr_attrs);
+    int (*dump)(crfsuite_model_t *model, void *fpo);
+};
+struct tag_crfsuite_tagger {
+    void *internal; int nref;
+    int (*addref)(crfsuite_tagger_t *tagger);
+    int (*release)(crfsuite_tagger_t *tagger);
+    int (*set)(crfsuite_tagger_t *tagger, crfsuite_instance_t *inst);
+    int (*length)(crfsuite_tagger_t *tagger);
+    int (*viterbi)(crfsuite_tagger_t *tagger, int *labels, floatval_t *ptr_score);
+    int (*score)(crfsuite_tagger_t *tagger, int *path, floatval_t *ptr_score);
+    int (*lognorm)(crfsuite_tagger_t *tagger, floatval_t *ptr_norm);
+    int (*marginal_point)(crfsuite_tagger_t *tagger, int l, int t, floatval_t *ptr_prob);
+    int (*marginal_path)(crfsuite_tagger_t *tagger, const int *path, int begin, int end,
+                         floatval_t *ptr_prob);
+};
+struct tag_crfsuite_dictionary {
+    void *internal; int nref;
+    int (*addref)(crfsuite_dictionary_t *dic);
+    int (*release)(crfsuite_dictionary_t *dic);
+    int (*get)(crfsuite_dictionary_t *dic, const char *str);
+    int (*to_id)(crfsuite_dictionary_t *dic, const char *str);
+    int (*to_string)(crfsuite_dictionary_t *dic, int id, char const **pstr);
+    int (*num)(crfsuite_dictionary_t *dic);
+    void (*free)(crfsuite_dictionary_t *dic, const char *str);
+};
+int crfsuite_create_instance_from_file(const char *filename, void **ptr);
+
+/* Not in crfsuite.h: the head of the tagger's internal object (crf1d_tag.c, ``crf1dt_t``)
+   and the context's marginal (crf1d.h), read for all items at once by ``marginals``. */
+typedef struct { void *model; void *ctx; } crf1dt_head_t;
+floatval_t crf1dc_marginal_point(void *ctx, int l, int t);
+"""
+
+# One attribute of an item as crfsuite holds it: its id and its value (1.0: present).
+ATTRIBUTE: Final = struct.Struct("@id")
+# One item: the number of its attributes (twice: count and capacity) and where they start.
+_ITEM: Final = struct.Struct("@iiP")
+
+_ffi: Final = FFI()
+_ffi.cdef(_CDEF)
+
+
+@cache
+def _lib() -> Any:
+    """The C library: python-crfsuite's extension module, which exports crfsuite's API."""
+    lib = _ffi.dlopen(_native.__file__)
+    for name, packed in (("crfsuite_attribute_t", ATTRIBUTE), ("crfsuite_item_t", _ITEM)):
+        if _ffi.sizeof(name) != packed.size:
+            raise ImportError(f"crfsuite's {name} is not laid out as expected")
+    return lib
+
+
+class CrfError(RuntimeError):
+    """crfsuite could not open a model or tag a note."""
+
+
+def _strings(dictionary: Any) -> list[str]:
+    """Every string of a crfsuite dictionary, in id order."""
+    out: list[str] = []
+    text = _ffi.new("char const **")
+    for i in range(dictionary.num(dictionary)):
+        if dictionary.to_string(dictionary, i, text) != 0:
+            raise CrfError(f"crfsuite dictionary entry {i} unreadable")
+        out.append(_ffi.string(text[0]).decode())
+        dictionary.free(dictionary, text[0])
+    return out
+
+
+_MAGIC: Final = b"lCRF"
+_HEADER_SIZE: Final = 48
+
+
+def _check_header(path: Path) -> None:
+    """What python-crfsuite checks before crfsuite reads a file, which it does unchecked:
+    the magic bytes, and a header that is all there."""
+    with path.open("rb") as fh:
+        head = fh.read(_HEADER_SIZE + 1)
+    if head[:4] != _MAGIC:
+        raise CrfError(f"crfsuite cannot read the model {path}: not a crfsuite model")
+    if len(head) <= _HEADER_SIZE:
+        raise CrfError(f"crfsuite cannot read the model {path}: its header is incomplete")
+
+
+class CrfModel:
+    """A trained model file opened by crfsuite: its attribute ids and its labels."""
+
+    def __init__(self, path: Path) -> None:
+        _check_header(path)
+        lib = _lib()
+        pointer = _ffi.new("void **")
+        if lib.crfsuite_create_instance_from_file(os.fsencode(path), pointer) != 0:
+            raise CrfError(f"crfsuite cannot read the model {path}")
+        model = _ffi.cast("crfsuite_model_t *", pointer[0])
+        self._model = _ffi.gc(model, lambda m: m.release(m))
+        dictionaries = _ffi.new("crfsuite_dictionary_t **")
+        model.get_attrs(model, dictionaries)
+        self.attribute_ids: dict[str, int] = {a: i for i, a in enumerate(_strings(dictionaries[0]))}
+        model.get_labels(model, dictionaries)
+        self.labels: tuple[str, ...] = tuple(_strings(dictionaries[0]))
+
+    def tagger(self) -> CrfTagger:
+        """A new tagger of this model (one per thread: a tagger holds a note's scores)."""
+        return CrfTagger(self)
+
+
+class CrfTagger:
+    """crfsuite's tagger: ``set`` a note's rows, then its Viterbi path and marginals."""
+
+    def __init__(self, model: CrfModel) -> None:
+        self._owner = model  # the tagger reads the model's memory: keep it alive
+        pointer = _ffi.new("crfsuite_tagger_t **")
+        raw = model._model
+        if raw.get_tagger(raw, pointer) != 0:
+            raise CrfError("crfsuite cannot make a tagger")
+        self._tagger = _ffi.gc(pointer[0], lambda t: t.release(t))
+        self._out = _ffi.new("floatval_t *")
+        self.length = 0
+
+    def set(self, rows: list[bytes]) -> None:
+        """Score a note: one row per item, each its ``ATTRIBUTE`` records end to end."""
+        contents = b"".join(rows)
+        buffer = _ffi.from_buffer(contents)
+        base = int(_ffi.cast("uintptr_t", buffer))
+        sizes = list(map(len, rows))
+        counts = [size // ATTRIBUTE.size for size in sizes]
+        starts = map(base.__add__, accumulate(sizes, initial=0))
+        items = b"".join(map(_ITEM.pack, counts, counts, starts))
+        instance = _ffi.new("crfsuite_instance_t *")
+        instance.num_items = instance.cap_items = len(rows)
+        instance.items = _ffi.cast("crfsuite_item_t *", _ffi.from_buffer(items))
+        tagger = self._tagger
+        if tagger.set(tagger, instance) != 0:
+            raise CrfError("crfsuite could not score a note")
+        self.length = len(rows)
+
+    def viterbi(self) -> list[int]:
+        """The likeliest label of each item (label ids: ``CrfModel.labels``)."""
+        if self.length == 0:
+            return []
+        labels = _ffi.new("int[]", self.length)
+        tagger = self._tagger
+        if tagger.viterbi(tagger, labels, _ffi.NULL) != 0:
+            raise CrfError("crfsuite could not find a path")
+        return list(_ffi.unpack(labels, self.length))
+
+    def marginal(self, label: int, item: int) -> float:
+        """The probability that ``item`` has ``label``."""
+        tagger = self._tagger
+        tagger.marginal_point(tagger, label, item, self._out)
+        return float(self._out[0])
+
+    def marginals(self, label: int) -> list[float]:
+        """The probability of ``label`` at every item: the first through the API (which
+        runs the forward-backward pass), the others from its context, the function the API
+        calls (``crf1dc_marginal_point``), without an out-parameter per item."""
+        n = self.length
+        if n == 0:
+            return []
+        self.marginal(label, 0)
+        context = _ffi.cast("crf1dt_head_t *", self._tagger.internal).ctx
+        return list(
+            map(_lib().crf1dc_marginal_point, repeat(context, n), repeat(label, n), range(n))
+        )
