@@ -20,8 +20,10 @@ from __future__ import annotations
 
 import os
 import struct
+from array import array
 from functools import cache
-from itertools import accumulate, repeat
+from itertools import accumulate
+from operator import mul, truediv
 from pathlib import Path
 from typing import Any, Final
 
@@ -77,9 +79,15 @@ struct tag_crfsuite_dictionary {
 int crfsuite_create_instance_from_file(const char *filename, void **ptr);
 
 /* Not in crfsuite.h: the head of the tagger's internal object (crf1d_tag.c, ``crf1dt_t``)
-   and the context's marginal (crf1d.h), read for all items at once by ``marginals``. */
-typedef struct { void *model; void *ctx; } crf1dt_head_t;
-floatval_t crf1dc_marginal_point(void *ctx, int l, int t);
+   and its context (crf1d.h, ``crf1d_context_t``), whose forward and backward scores
+   ``marginals`` reads for all items at once. */
+typedef struct {
+    int flag; int num_labels; int num_items; int cap_items; floatval_t log_norm;
+    floatval_t *state; floatval_t *trans; floatval_t *alpha_score; floatval_t *beta_score;
+    floatval_t *scale_factor; floatval_t *row; int *backward_edge; floatval_t *exp_state;
+    floatval_t *exp_trans; floatval_t *mexp_state; floatval_t *mexp_trans;
+} crf1d_context_t;
+typedef struct { void *model; crf1d_context_t *ctx; } crf1dt_head_t;
 """
 
 # One attribute of an item as crfsuite holds it: its id and its value (1.0: present).
@@ -87,6 +95,7 @@ ATTRIBUTE: Final = struct.Struct("@id")
 # One item: the number of its attributes (twice: count and capacity) and where they start.
 _ITEM: Final = struct.Struct("@iiP")
 
+_DOUBLE: Final = 8  # floatval_t
 _ffi: Final = FFI()
 _ffi.cdef(_CDEF)
 
@@ -98,6 +107,8 @@ def _lib() -> Any:
     for name, packed in (("crfsuite_attribute_t", ATTRIBUTE), ("crfsuite_item_t", _ITEM)):
         if _ffi.sizeof(name) != packed.size:
             raise ImportError(f"crfsuite's {name} is not laid out as expected")
+    if _ffi.sizeof("floatval_t") != _DOUBLE or array("d").itemsize != _DOUBLE:
+        raise ImportError("crfsuite's floatval_t is not a double")
     return lib
 
 
@@ -201,14 +212,20 @@ class CrfTagger:
         return float(self._out[0])
 
     def marginals(self, label: int) -> list[float]:
-        """The probability of ``label`` at every item: the first through the API (which
-        runs the forward-backward pass), the others from its context, the function the API
-        calls (``crf1dc_marginal_point``), without an out-parameter per item."""
+        """The probability of ``label`` at every item. The first comes through the API,
+        which runs the forward-backward pass; the others are computed as the API computes
+        each (``crf1dc_marginal_point``: forward times backward score over the item's
+        scale factor, in doubles), from the context's arrays in one pass, not one call each."""
         n = self.length
         if n == 0:
             return []
         self.marginal(label, 0)
         context = _ffi.cast("crf1dt_head_t *", self._tagger.internal).ctx
-        return list(
-            map(_lib().crf1dc_marginal_point, repeat(context, n), repeat(label, n), range(n))
-        )
+        labels = context.num_labels
+        size = n * labels * _DOUBLE
+        forward, backward, scale = array("d"), array("d"), array("d")
+        forward.frombytes(_ffi.buffer(context.alpha_score, size))
+        backward.frombytes(_ffi.buffer(context.beta_score, size))
+        scale.frombytes(_ffi.buffer(context.scale_factor, n * _DOUBLE))
+        column = slice(label, None, labels)
+        return list(map(truediv, map(mul, forward[column], backward[column]), scale))
