@@ -125,7 +125,7 @@ def test_crfsuite_internals_read_by_the_tagger_s_marginals() -> None:
     tagger = model.tagger()
     ids = list(model.attribute_ids.values())
     rows = [b"".join(ATTRIBUTE.pack(a, 1.0) for a in ids[k : k + 7]) for k in range(0, 140, 7)]
-    tagger.set(rows)
+    tagger.set(b"".join(rows), [len(row) // ATTRIBUTE.size for row in rows])
     for label in range(len(model.labels)):
         by_api = [tagger.marginal(label, t) for t in range(len(rows))]
         assert tagger.marginals(label) == by_api, "crf1dt_t moved: check tagger/crf.py"

@@ -12,7 +12,7 @@ import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from pipelines.phi.tagger.crf import CrfError, CrfModel
+from pipelines.phi.tagger.crf import ATTRIBUTE, CrfError, CrfModel, CrfTagger
 from pipelines.phi.tagger.features import Featurizer, tokenize
 from pipelines.phi.tagger.model import Tagger
 
@@ -36,6 +36,10 @@ def reference(shipped: Tagger) -> pycrfsuite.Tagger:
     tagger = pycrfsuite.Tagger()
     tagger.open(str(shipped.model_path))
     return tagger
+
+
+def _set(crf: CrfTagger, rows: list[bytes]) -> None:
+    crf.set(b"".join(rows), [len(row) // ATTRIBUTE.size for row in rows])
 
 
 def _rows(tagger: Tagger, text: str) -> tuple[list[bytes], list[list[str]]]:
@@ -65,7 +69,7 @@ def test_path_and_marginals_equal_python_crfsuite_s(
     packed, strings = _rows(shipped, text)
     assume(strings)
     crf = shipped._open()
-    crf.set(packed)
+    _set(crf, packed)
     reference.set(strings)
     names = CrfModel(shipped.model_path).labels
     assert [names[label] for label in crf.viterbi()] == reference.tag()
@@ -82,7 +86,7 @@ def test_an_unknown_attribute_is_dropped_as_python_crfsuite_drops_it(
     known = sorted(CrfModel(shipped.model_path).attribute_ids)
     row = [known[0], "no-such-attribute", known[-1]]
     crf = shipped._open()
-    crf.set([featurizer.attributes.pack(row)])
+    _set(crf, [featurizer.attributes.pack(row)])
     reference.set([row])
     assert crf.marginals(0) == [reference.marginal("O", 0)]
     assert featurizer.attributes.names(featurizer.attributes.pack(row)) == [known[0], known[-1]]
@@ -90,7 +94,7 @@ def test_an_unknown_attribute_is_dropped_as_python_crfsuite_drops_it(
 
 def test_a_note_of_no_items_has_no_path(shipped: Tagger) -> None:
     crf = shipped._open()
-    crf.set([])
+    crf.set(b"", [])
     assert crf.viterbi() == []
     assert crf.marginals(0) == []
 
@@ -130,3 +134,9 @@ def test_a_featurizer_without_a_model_numbers_attributes_as_first_made() -> None
     assert rows == again
     assert all(isinstance(a, str) for row in rows for a in row)
     assert "w=ann" in rows[2]  # Dr . Ann Lee
+
+
+def test_counts_that_do_not_add_up_to_the_records_are_refused(shipped: Tagger) -> None:
+    record = ATTRIBUTE.pack(0, 1.0)
+    with pytest.raises(CrfError, match="do not add up"):
+        shipped._open().set(record * 3, [1, 1])

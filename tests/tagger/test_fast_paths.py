@@ -68,7 +68,7 @@ def test_encode_equals_the_full_rows_filtered_by_keep(text: str, data: st.DataOb
     featurizer = Featurizer(keep=keep)
     note = featurizer.encode(text, starts, words, is_one_case(text))
     assert note.items == Featurizer().items(text, tokens)
-    rows = list(map(featurizer.attributes.names, note.rows))
+    rows = list(map(featurizer.attributes.names, note.rows.each()))
     assert rows == [[f for f in full[i] if f in keep] for i in note.items]
     assert note.lowers == [w.lower() for w in words]
 

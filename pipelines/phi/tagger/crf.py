@@ -178,22 +178,22 @@ class CrfTagger:
         self._out = _ffi.new("floatval_t *")
         self.length = 0
 
-    def set(self, rows: list[bytes]) -> None:
-        """Score a note: one row per item, each its ``ATTRIBUTE`` records end to end."""
-        contents = b"".join(rows)
-        buffer = _ffi.from_buffer(contents)
+    def set(self, packed: bytes | bytearray, counts: list[int]) -> None:
+        """Score a note: its items' ``ATTRIBUTE`` records end to end, and how many records
+        each item has, in order."""
+        if sum(counts) * ATTRIBUTE.size != len(packed):
+            raise CrfError("the items' attribute counts do not add up to the records given")
+        buffer = _ffi.from_buffer(packed)
         base = int(_ffi.cast("uintptr_t", buffer))
-        sizes = list(map(len, rows))
-        counts = [size // ATTRIBUTE.size for size in sizes]
-        starts = map(base.__add__, accumulate(sizes, initial=0))
+        starts = map(base.__add__, accumulate((n * ATTRIBUTE.size for n in counts), initial=0))
         items = b"".join(map(_ITEM.pack, counts, counts, starts))
         instance = _ffi.new("crfsuite_instance_t *")
-        instance.num_items = instance.cap_items = len(rows)
+        instance.num_items = instance.cap_items = len(counts)
         instance.items = _ffi.cast("crfsuite_item_t *", _ffi.from_buffer(items))
         tagger = self._tagger
         if tagger.set(tagger, instance) != 0:
             raise CrfError("crfsuite could not score a note")
-        self.length = len(rows)
+        self.length = len(counts)
 
     def viterbi(self) -> list[int]:
         """The likeliest label of each item (label ids: ``CrfModel.labels``)."""

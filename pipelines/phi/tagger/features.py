@@ -403,6 +403,7 @@ class Attributes:
 
 
 _pack: Final = ATTRIBUTE.pack
+_RECORD: Final = ATTRIBUTE.size
 
 
 class Featurizer:
@@ -452,14 +453,14 @@ class Featurizer:
         entries = self._entries([t[2] for t in tokens], one_case)
         lowers = list(map(_lower, entries))
         rows = self._rows(text, [t[0] for t in tokens], entries, lowers, items)
-        return list(map(self.attributes.names, rows))
+        return list(map(self.attributes.names, rows.each()))
 
     def encode(self, text: str, starts: list[int], words: list[str], one_case: bool) -> Encoded:
         """``items`` and ``features`` in one pass over the columns of ``token_columns``."""
         entries = self._entries(words, one_case)
         items = _items(entries)
         lowers = list(map(_lower, entries))
-        rows = self._rows(text, starts, entries, lowers, items) if items else []
+        rows = self._rows(text, starts, entries, lowers, items) if items else Rows(bytearray(), [])
         return Encoded(items, rows, lowers)
 
     def word(self, word: str, one_case: bool) -> _Word:
@@ -495,7 +496,7 @@ class Featurizer:
         entries: list[_Word],
         lowers: list[str],
         items: list[int],
-    ) -> list[bytes]:
+    ) -> Rows:
         attributes = self.attributes
         extras = _extras(text, starts, lowers, attributes)
         # around[k + 2]: what the tokens near token k see of it; two sentinels either side
@@ -503,36 +504,35 @@ class Featurizer:
         pad = self._pad
         around = [pad, pad, *map(_around, entries), pad, pad]
         left = ["<s>", *lowers, "</s>"]
-        rows: list[bytes] = []
-        append = rows.append
+        packed = bytearray()  # every row's records end to end
+        counts: list[int] = []
+        append = counts.append
         get = extras.get
         one = attributes.one
-        join = b"".join
         pairs = self._pairs
         for i in items:
+            at = len(packed)
             # own and context features are packed once per word; token i sees offset -2
             # of token i-2, …, offset +2 of token i+2
-            row = [
-                entries[i].own,
-                around[i][0],
-                around[i + 1][1],
-                around[i + 3][2],
-                around[i + 4][3],
-            ]
+            packed += entries[i].own
+            packed += around[i][0]
+            packed += around[i + 1][1]
+            packed += around[i + 3][2]
+            packed += around[i + 4][3]
             # word pairs: a pair's string is built only where the model knows the pair
             before, low, after = left[i], left[i + 1], left[i + 2]
             if pairs is None:
-                row += (one(f"bl={before}|{low}"), one(f"br={low}|{after}"))
+                packed += one(f"bl={before}|{low}")
+                packed += one(f"br={low}|{after}")
             else:
                 if low in pairs[0].get(before, ()) and (pair := f"bl={before}|{low}") in attributes:
-                    row.append(one(pair))
+                    packed += one(pair)
                 if after in pairs[1].get(low, ()) and (pair := f"br={low}|{after}") in attributes:
-                    row.append(one(pair))
-            extra = get(i)
-            if extra:
-                row += extra
-            append(join(row))
-        return rows
+                    packed += one(pair)
+            for extra in get(i, ()):
+                packed += extra
+            append((len(packed) - at) // _RECORD)
+        return Rows(packed, counts)
 
 
 def _items(entries: list[_Word]) -> list[int]:
@@ -561,12 +561,28 @@ class _Word:
 
 
 @dataclass(frozen=True, slots=True)
+class Rows:
+    """Feature rows packed end to end (``Attributes``), and the number of records of each."""
+
+    packed: bytearray
+    counts: list[int]
+
+    def each(self) -> list[bytes]:
+        """The rows one by one."""
+        ends = accumulate(count * _RECORD for count in self.counts)
+        return [
+            bytes(self.packed[end - count * _RECORD : end])
+            for count, end in zip(self.counts, ends, strict=True)
+        ]
+
+
+@dataclass(frozen=True, slots=True)
 class Encoded:
-    """A note for the CRF: the indices of the tokens it labels, their feature rows (packed,
-    ``Attributes``), and every token lower-cased."""
+    """A note for the CRF: the indices of the tokens it labels, their feature rows, and
+    every token lower-cased."""
 
     items: list[int]
-    rows: list[bytes]
+    rows: Rows
     lowers: list[str]
 
 

@@ -152,7 +152,7 @@ class Tagger:
         if not items:
             return []
         tagger = self._open()
-        tagger.set(note.rows)
+        tagger.set(note.rows.packed, note.rows.counts)
         names = self._model.labels
         predicted = [names[label] for label in tagger.viterbi()]
         p_out = tagger.marginals(self._outside)  # P(not PHI) of every item
