@@ -409,11 +409,19 @@ class _WordIndex:
         for at, word in word_runs(scan.lower() if lowered is None else lowered, wanted):
             self.at.setdefault(word, []).append(at)
 
-    def search(self, pattern: re.Pattern[str]) -> bool:
-        words = self.anchors.get(pattern.pattern)
+    def search(self, pattern: str) -> bool:
+        """Does ``pattern`` match the output? Compiled only if its rarest anchor word occurs
+        (most detected phrases were replaced: their words are gone from the output)."""
+        words = self.anchors.get(pattern)
         if not words:  # no word to anchor on (or a non-ASCII one): the whole output
-            return pattern.search(self.scan) is not None
+            return _compiled(pattern).search(self.scan) is not None
         places = min((self.at.get(w, ()) for w in words), key=len)
+        if not places:
+            return False
+        return self._search_near(_compiled(pattern), places)
+
+    def _search_near(self, pattern: re.Pattern[str], places: Sequence[int]) -> bool:
+        """``pattern.search(scan)`` where a match must hold a word starting at ``places``."""
         reach = len(pattern.pattern) + _WINDOW_SLACK  # the pattern is longer than its match
         windows: list[list[int]] = []
         for at in places:
@@ -549,7 +557,7 @@ def leak_guard(
         check("guard")  # the per-document deadline: once per distinct detected term
         if index is not None:
             seen.add(pattern)
-            if index.search(_compiled(pattern)):
+            if index.search(pattern):
                 leaks[category] += 1
             continue
         if needle and not probe.may_hold(needle, how):
