@@ -24,7 +24,7 @@ at each word that may start a rule):
 
 from __future__ import annotations
 
-from collections.abc import Callable, Container
+from collections.abc import Callable, Container, Sequence
 from functools import cache
 from itertools import compress
 from operator import itemgetter, or_
@@ -842,24 +842,21 @@ def _rule_starts(
     if not talk_only:
         return starts
     # "with", "to"… where nothing but a verb of talking before them could make them a cue
-    talk = _after_talking(toks)
-    return [i for i in starts if i in talk or texts[i] not in talk_only]
+    lows = toks.lowers
+    return [i for i in starts if texts[i] not in talk_only or _after_talking(lows, i)]
 
 
 _TALK_ONLY: Final = (_talked_with_pass,)
 
 
-def _after_talking(toks: lx.Tokens) -> set[int]:
-    """Word positions where ``_talked_with`` may find a role: one or two words after a verb
-    of talking ("spoke with", "spoke at length with"), one after "significant"."""
-    verbs, lows = cues().verb_then_name, toks.lowers
-    after: set[int] = set()
-    if not toks.lower_set.isdisjoint(verbs):
-        for i in compress(range(len(lows)), map(verbs.__contains__, lows)):
-            after.update((i + 1, i + 2))
-    if "significant" in toks.lower_set:
-        after.update(i + 1 for i in compress(range(len(lows)), map("significant".__eq__, lows)))
-    return after
+def _after_talking(lows: Sequence[str], i: int) -> bool:
+    """Is word ``i`` one where ``_talked_with`` may find a role: one or two words after a verb
+    of talking ("spoke with", "spoke at length with"), one after "significant"? Asked at the
+    few starts that need it, not worked out for every word of the note."""
+    verbs = cues().verb_then_name
+    if i >= 1 and (lows[i - 1] in verbs or lows[i - 1] == "significant"):
+        return True
+    return i >= 2 and lows[i - 2] in verbs
 
 
 def _visit(note: _Note, i: int) -> int | None:
