@@ -1,5 +1,10 @@
 from __future__ import annotations
 
+import copy
+import dataclasses
+import pickle
+from dataclasses import dataclass
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -102,3 +107,60 @@ def test_category_group_of_every_category() -> None:
     for category in Category:
         head = category.value.split("_", 1)[0]
         assert category.group == (head if head in {"NAME", "LOCATION"} else category.value)
+
+
+@dataclass(frozen=True, slots=True, order=True)
+class _ReferenceSpan:
+    """``Span`` as it was written before its ``__init__`` was: the dataclass's own, checked
+    after the fact."""
+
+    start: int
+    end: int
+    category: Category
+    confidence: float = 1.0
+    source: str = ""
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.category, Category):
+            object.__setattr__(self, "category", Category(self.category))
+        if self.start < 0 or self.end <= self.start:
+            raise ValueError(f"invalid span bounds [{self.start}, {self.end})")
+        if not 0.0 <= self.confidence <= 1.0:
+            raise ValueError(f"confidence {self.confidence} outside [0, 1]")
+
+
+def _made(kind: type, args: tuple[object, ...]) -> tuple[object, ...] | str:
+    try:
+        made = kind(*args)
+    except ValueError as error:
+        return f"ValueError: {error}"
+    return tuple(
+        getattr(made, name) for name in ("start", "end", "category", "confidence", "source")
+    )
+
+
+@settings(max_examples=500)
+@given(
+    st.integers(-3, 40),
+    st.integers(-3, 40),
+    st.one_of(st.sampled_from(list(Category)), st.sampled_from(["DATE", "AGE", "NOPE"])),
+    st.one_of(st.floats(-0.5, 1.5), st.just(float("nan"))),
+    st.sampled_from(["", "names", "tagger"]),
+    st.integers(3, 5),
+)
+def test_span_is_made_and_checked_as_the_plain_dataclass(
+    start: int, end: int, category: object, confidence: float, source: str, given_args: int
+) -> None:
+    args = (start, end, category, confidence, source)[:given_args]
+    assert _made(Span, args) == _made(_ReferenceSpan, args)
+
+
+def test_a_span_stays_frozen_hashable_ordered_and_picklable() -> None:
+    span = Span(2, 5, Category.DATE, 0.5, "dates")
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        span.start = 3  # type: ignore[misc]
+    assert hash(span) == hash(Span(2, 5, Category.DATE, 0.5, "dates"))
+    assert span < Span(2, 6, Category.AGE) and span == copy.copy(span)
+    assert pickle.loads(pickle.dumps(span)) == span  # noqa: S301 - our own bytes
+    assert repr(span).startswith("Span(start=2, end=5, category=")
+    assert Span(start=1, end=2, category=Category.AGE).confidence == 1.0
