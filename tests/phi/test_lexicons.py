@@ -188,3 +188,20 @@ def test_drug_words_hold_every_variant_and_no_other_word() -> None:
     assert all(lx.drug_words().get(w) == 1.0 for w in variants)
     absent = ({w + "q" for w in variants} | {w[1:] for w in variants}) - variants
     assert not any(map(lx.drug_words().get, absent))
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    st.text(alphabet="abAB 'é.\n", max_size=80),
+    st.sets(st.sampled_from(["a", "b", "ab", "ba", "aa", "bb", "é", "x", "a'b", "abab"])),
+    st.booleans(),
+)
+def test_where_finds_the_words_the_plain_filter_finds(
+    text: str, wanted: set[str], as_dict: bool
+) -> None:
+    from itertools import compress
+
+    toks = lx.tokens(Doc(text))
+    asked = dict.fromkeys(wanted, 1) if as_dict else frozenset(wanted)
+    plain = list(compress(range(len(toks.lowers)), map(asked.__contains__, toks.lowers)))
+    assert lx.where(toks, asked) == plain

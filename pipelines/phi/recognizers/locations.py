@@ -717,7 +717,7 @@ def _propagate(spans: list[Span], toks: lx.Tokens, text: str, mixed: bool) -> li
         return out
     covered = set(best)
     # the words found again, picked without a Python call per word of the note
-    for i in compress(range(len(words)), map(found.__contains__, toks.lowers)):
+    for i in lx.where(toks, found):
         tok = words[i]
         if (tok.start, tok.end) not in covered:
             if mixed and not (tok.is_title or tok.is_upper):
@@ -968,7 +968,7 @@ def _phrase_again(
     firsts = {p.split(" ", 1)[0]: p.count(" ") + 1 for p in phrases}
     words = toks.words
     out: list[Span] = []
-    for i in compress(range(len(words)), map(firsts.__contains__, toks.lowers)):
+    for i in lx.where(toks, firsts):
         size = firsts[words[i].lower]
         if i + size > len(words):
             continue

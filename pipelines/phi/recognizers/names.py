@@ -910,6 +910,6 @@ class NameRecognizer(Recognizer):
         note = _Note(doc, toks)
         _scan(note, _rule_starts(toks, note.mixed, note.lower_note, note.written))
         _signature(note.words, note.text, note.mixed, note.take)
-        _propagate(note.words, toks.lowers, note.mixed, note.taken)
+        _propagate(toks, note.mixed, note.taken)
         _known_roles(doc, note)
         return _spans(note.words, note.taken, note.text)
