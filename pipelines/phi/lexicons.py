@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections import Counter
 from dataclasses import dataclass
 from functools import cache
 from itertools import accumulate, compress, repeat
@@ -28,6 +29,7 @@ from typing import TYPE_CHECKING, Final, NamedTuple
 
 if TYPE_CHECKING:
     from collections.abc import Collection, Mapping
+    from collections.abc import Set as AbstractSet
 
     from pipelines.phi.base import Doc
     from surrogates.wordtable import HashedWords
@@ -87,6 +89,9 @@ class Tokens:
     lower_note: bool = False
     texts: tuple[str, ...] = ()
     lowers: tuple[str, ...] = ()
+    # the distinct words as written: a recognizer judges each once, then finds the few it
+    # wants (``positions``)
+    written: frozenset[str] = frozenset()
 
 
 _new_token = tuple.__new__
@@ -107,29 +112,59 @@ def tokens(doc: Doc) -> Tokens:
 
 def _tokenize(text: str) -> Tokens:
     """Built column by column from one ``split`` (no match object and no Python-level loop
-    per token: the tokenizer was a large share of the detector's time)."""
+    per token: the tokenizer was a large share of the detector's time).
+
+    What a word is asked (its lower-case form, its case) is asked once per distinct word: a
+    note repeats its words (a 50,000-character piece writes some 7,000, a few hundred of them
+    distinct). In an ASCII note the words' lower-case forms are then one object per distinct
+    word, so each recognizer's set look-ups reuse its hash instead of hashing every token."""
     parts = _SPLIT.split(text)  # [gap, word, gap, word, …, gap]
     offsets = list(accumulate(map(len, parts)))
     starts, ends, texts = offsets[0:-1:2], offsets[1::2], tuple(parts[1::2])
+    counts = Counter(texts)  # the distinct words as written, and how often each occurs
     if text.isascii():  # lower-casing keeps every offset: each word lower-cases alone
-        lowers = tuple(map(str.lower, texts))
+        lower_of = {word: word.lower() for word in counts}
+        lowers = tuple(map(lower_of.__getitem__, texts))
+        lower_set = frozenset(lower_of.values())
     else:  # sliced from the lower-cased text, as the offsets are the original text's
         lowers = tuple(map(text.lower().__getitem__, map(slice, starts, ends)))
+        lower_set = frozenset(lowers)
     words = tuple(map(_new_token, repeat(Token), zip(starts, ends, texts, lowers, strict=True)))
-    longer = [t for t in texts if len(t) > 1]
-    n = len(longer) or 1
-    lower = sum(map(str.islower, longer))
-    # a note is "one-case" when >= 85% of its words share a case. No word is both upper and
-    # lower case, so upper <= n - lower: where that bound is under 85% (most notes) the upper
-    # case words need no count
+    mixed = _mixed_case(counts)
+    lower_note = not mixed and _lower_among_first(texts, 40) > 20
+    return Tokens(words, mixed, lower_set, lower_note, texts, lowers, frozenset(counts))
+
+
+def _mixed_case(counts: Counter[str]) -> bool:
+    """Are fewer than 85% of the words of two or more letters in one case? (Counted per
+    distinct word, times its occurrences.)"""
+    n = lower = 0
+    for word, count in counts.items():
+        if len(word) > 1:
+            n += count
+            if word.islower():
+                lower += count
+    n = n or 1
+    # No word is both upper and lower case, so upper <= n - lower: where that bound is under
+    # 85% (most notes) the upper case words need no count
     if lower / n >= 0.85:
-        mixed = False
-    elif (n - lower) / n < 0.85:
-        mixed = True
-    else:
-        mixed = sum(map(str.isupper, longer)) / n < 0.85
-    lower_note = not mixed and sum(map(str.islower, longer[:40])) > 20
-    return Tokens(words, mixed, frozenset(lowers), lower_note, texts, lowers)
+        return False
+    if (n - lower) / n < 0.85:
+        return True
+    upper = sum(count for word, count in counts.items() if len(word) > 1 and word.isupper())
+    return upper / n < 0.85
+
+
+def _lower_among_first(texts: tuple[str, ...], first: int) -> int:
+    """How many of the ``first`` first words of two or more letters are lower-case."""
+    seen = lower = 0
+    for word in texts:
+        if len(word) > 1:
+            lower += word.islower()
+            seen += 1
+            if seen == first:
+                break
+    return lower
 
 
 # Up to this many distinct words wanted, ``where`` finds each with ``tuple.index``.
@@ -144,17 +179,21 @@ def where(toks: Tokens, wanted: Collection[str]) -> list[int]:
     once, a known name) occur in a note as one to four distinct words. Each is then found
     with ``tuple.index``, a C scan comparing string lengths and bytes, about half the cost of
     a set look-up per word of the note; more words are picked with one look-up each."""
-    lows = toks.lowers
-    present = toks.lower_set.intersection(wanted)
+    return positions(toks.lowers, toks.lower_set.intersection(wanted))
+
+
+def positions(column: tuple[str, ...], present: AbstractSet[str]) -> list[int]:
+    """Indices, ascending, of the items of ``column`` in ``present``, a set of items that
+    occur in it (``where``: a few are found with ``tuple.index``)."""
     if len(present) > _FEW_WORDS:
-        return list(compress(range(len(lows)), map(present.__contains__, lows)))
+        return list(compress(range(len(column)), map(present.__contains__, column)))
     found: list[int] = []
     for word in present:
-        at = lows.index(word)
+        at = column.index(word)
         while True:
             found.append(at)
             try:
-                at = lows.index(word, at + 1)
+                at = column.index(word, at + 1)
             except ValueError:
                 break
     if len(present) > 1:

@@ -205,3 +205,43 @@ def test_where_finds_the_words_the_plain_filter_finds(
     asked = dict.fromkeys(wanted, 1) if as_dict else frozenset(wanted)
     plain = list(compress(range(len(toks.lowers)), map(asked.__contains__, toks.lowers)))
     assert lx.where(toks, asked) == plain
+
+
+def _tokenize_reference(text: str) -> lx.Tokens:
+    """``lexicons._tokenize`` as it was written before it asked each distinct word once."""
+    import re
+    from itertools import accumulate
+
+    parts = re.split(r"([A-Za-z]+(?:['’][A-Za-z]+)*)", text)
+    offsets = list(accumulate(map(len, parts)))
+    starts, ends, texts = offsets[0:-1:2], offsets[1::2], tuple(parts[1::2])
+    if text.isascii():
+        lowers = tuple(map(str.lower, texts))
+    else:
+        lowers = tuple(map(text.lower().__getitem__, map(slice, starts, ends)))
+    words = tuple(lx.Token(*t) for t in zip(starts, ends, texts, lowers, strict=True))
+    longer = [t for t in texts if len(t) > 1]
+    n = len(longer) or 1
+    lower = sum(map(str.islower, longer))
+    if lower / n >= 0.85:
+        mixed = False
+    elif (n - lower) / n < 0.85:
+        mixed = True
+    else:
+        mixed = sum(map(str.isupper, longer)) / n < 0.85
+    lower_note = not mixed and sum(map(str.islower, longer[:40])) > 20
+    return lx.Tokens(words, mixed, frozenset(lowers), lower_note, texts, lowers, frozenset(texts))
+
+
+_CASED_WORDS = st.sampled_from(["a", "I", "pt", "PT", "Pt", "seen", "SEEN", "O'Neil", "x", "İs"])
+
+
+@settings(max_examples=500, deadline=None)
+@given(
+    st.one_of(
+        st.text(alphabet="abAB 'é’.\n", max_size=120),
+        st.lists(_CASED_WORDS, max_size=80).map(" ".join),
+    )
+)
+def test_tokenize_per_distinct_word_agrees_with_the_plain_tokenizer(text: str) -> None:
+    assert lx._tokenize(text) == _tokenize_reference(text)

@@ -254,7 +254,7 @@ def _acronyms_reference(text: str) -> list[tuple[int, int]]:
 
 
 _BEFORE = ("", " ", "2", "_", "é", "'", " at ", " from the ", ", ", "Dr. Quill, ", "\n")
-_ACRONYM = ("XYZMC", "XRMC", "ABMH", "QCH", "MC", "ABCDEMC", "Xyzmc", "Seen", "the", "pt")
+_ACRONYM = ("XYZMC", "XRMC", "ABMH", "QCH", "MC", "ABCDEMC", "Xyzmc", "AB'MC", "Seen", "the", "pt")
 _AFTER = ("", " ER", "'s", "2", "_", "é", " icu", ".", ",", " and")
 
 

@@ -225,10 +225,22 @@ _ACRONYM_AFTER: Final = frozenset({"er", "ed", "ew", "icu", "campus", "clinic"})
 
 
 @cache
+def _acronym_body() -> str:
+    endings = "|".join(sorted((e.upper() for e in data_words("hospital_acronyms.txt")), key=len))
+    return r"[A-Z]{1,4}(?:" + endings + ")"
+
+
+@cache
 def _acronym_scan() -> re.Pattern[str]:
     """Capital words of 3-6 letters with a hospital-acronym ending ("XYZMC", "XMH")."""
-    endings = "|".join(sorted((e.upper() for e in data_words("hospital_acronyms.txt")), key=len))
-    return re.compile(r"\b[A-Z]{1,4}(?:" + endings + r")\b")
+    return re.compile(r"\b" + _acronym_body() + r"\b")
+
+
+@cache
+def _acronym_word() -> re.Pattern[str]:
+    """What a word must be for ``_acronym_scan`` to match it whole: letters are all a match
+    takes, so it is the word itself, start to end."""
+    return re.compile(_acronym_body())
 
 
 def hospital_acronyms(toks: lx.Tokens, text: str, mixed: bool) -> list[Span]:
@@ -239,9 +251,12 @@ def hospital_acronyms(toks: lx.Tokens, text: str, mixed: bool) -> list[Span]:
     scan = _acronym_scan()
     clinical = data_words("clinical_acronyms.txt")
     out: list[Span] = []
-    # only a word in capitals can be a whole match of the scan: each is matched where it
-    # starts (the scan's word boundary still looks at the character before), not the note
-    for k in compress(range(len(words)), map(str.isupper, toks.texts)):
+    # only a word the scan's letters match whole can be a whole match of the scan: such
+    # words (few, most notes none) are picked from the note's distinct words, and each is
+    # matched where it occurs (the scan's word boundaries still look at its neighbours)
+    whole = _acronym_word().fullmatch
+    shaped = {word for word in toks.written if word.isupper() and whole(word)}
+    for k in lx.positions(toks.texts, shaped):
         tok = words[k]
         m = scan.match(text, tok.start)
         if m is None or m.end() != tok.end:

@@ -133,7 +133,7 @@ class _Note:
         )
         # the words as written, in an ASCII note (None in another: it looks words up by the
         # lower-case form it slices from the lower-cased note)
-        self.written: frozenset[str] | None = frozenset(toks.texts) if doc.text.isascii() else None
+        self.written: frozenset[str] | None = toks.written if doc.text.isascii() else None
         # a lower-case word is written lower-case exactly when it is one of the words as
         # written there, so an ASCII note needs no set of its own for that
         self.lowered: Container[str] = (
