@@ -275,3 +275,40 @@ def test_hospital_acronyms_match_a_scan_of_the_whole_note(
     toks = lx.tokens(Doc(text))
     got = [(s.start, s.end) for s in fp.hospital_acronyms(toks, text, toks.mixed_case)]
     assert got == _acronyms_reference(text)
+
+
+_STATE_TEXT_WORDS = (
+    "or", "OR", "Or", "me", "Maryland", "MARYLAND", "maryland", "va", "VA", "Va", "pa",
+    "Frostburg", "Middle", "River", "western", "Western", "U", "univ", "in", "to", "from",
+    "Hospital", "the", "Seen", "today", "X", "oregon's", "Oregon's",
+)  # fmt: skip
+_STATE_SEPARATORS = (" ", " ", ", ", ". ", "\n", "-")
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    st.lists(
+        st.tuples(st.sampled_from(_STATE_TEXT_WORDS), st.sampled_from(_STATE_SEPARATORS)),
+        max_size=14,
+    )
+)
+def test_loop_starts_of_a_mixed_note_take_what_every_start_takes(
+    parts: list[tuple[str, str]],
+) -> None:
+    """Leaving out the state words a mixed-case note writes in lower case changes nothing."""
+    from itertools import compress
+
+    import pipelines.phi.recognizers.locations as loc
+
+    text = "Seen today by the team. " + "".join(w + s for w, s in parts)
+    plain = LocationRecognizer()
+    every = lambda toks, ascii_note: compress(  # noqa: E731
+        range(len(toks.lowers)), map(loc._starts().__contains__, toks.lowers)
+    )
+    fast = sorted((s.start, s.end, s.category, s.confidence) for s in plain.detect(Doc(text)))
+    original, loc._loop_starts = loc._loop_starts, every
+    try:
+        slow = sorted((s.start, s.end, s.category, s.confidence) for s in plain.detect(Doc(text)))
+    finally:
+        loc._loop_starts = original
+    assert fast == slow
