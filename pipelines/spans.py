@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any, cast
@@ -51,6 +52,7 @@ def _group(value: str) -> str:
 
 
 _GROUPS: dict[Category, str] = {category: _group(category.value) for category in Category}
+GROUPS: Mapping[Category, str] = _GROUPS  # Category -> its group, for loops over many spans
 
 
 @dataclass(frozen=True, slots=True, order=True, init=False)

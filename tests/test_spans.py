@@ -164,3 +164,44 @@ def test_a_span_stays_frozen_hashable_ordered_and_picklable() -> None:
     assert pickle.loads(pickle.dumps(span)) == span  # noqa: S301 - our own bytes
     assert repr(span).startswith("Span(start=2, end=5, category=")
     assert Span(start=1, end=2, category=Category.AGE).confidence == 1.0
+
+
+def _merge_reference(spans: list[Span]) -> list[Span]:
+    """``merge_spans`` as it was written before its ``_resolve`` compared fields directly."""
+    ordered = sorted(spans, key=lambda s: s.end, reverse=True)
+    ordered.sort(key=lambda s: s.start)
+    out: list[Span] = []
+    i = 0
+    while i < len(ordered):
+        end, j = ordered[i].end, i + 1
+        while j < len(ordered) and ordered[j].start < end:
+            end, j = max(end, ordered[j].end), j + 1
+        best: dict[str, Span] = {}
+        for span in ordered[i:j]:
+            current = best.get(span.category.group)
+            if current is None or (span.confidence, span.length) > (
+                current.confidence,
+                current.length,
+            ):
+                best[span.category.group] = span
+        start = ordered[i].start
+        out += sorted((s.with_bounds(start, end) for s in best.values()), key=lambda s: s.category)
+        i = j
+    return out
+
+
+@settings(max_examples=500)
+@given(
+    st.lists(
+        st.builds(
+            lambda a, n, c, p: Span(a, a + n, c, p),
+            st.integers(0, 60),
+            st.integers(1, 12),
+            st.sampled_from(list(Category)),
+            st.sampled_from([0.5, 0.6, 0.9, 1.0]),
+        ),
+        max_size=25,
+    )
+)
+def test_merge_spans_agrees_with_the_plain_merge(spans: list[Span]) -> None:
+    assert merge_spans(spans) == _merge_reference(spans)
