@@ -205,3 +205,30 @@ def _merge_reference(spans: list[Span]) -> list[Span]:
 )
 def test_merge_spans_agrees_with_the_plain_merge(spans: list[Span]) -> None:
     assert merge_spans(spans) == _merge_reference(spans)
+
+
+def _unite_reference(rules: list[Span], learned: list[Span]) -> list[Span]:
+    """``combine.unite`` written plainly: each learned span takes the category and
+    confidence of the rule span it overlaps most (the first of equals in bounds order)."""
+    out = list(rules)
+    ordered = sorted(rules, key=lambda s: (s.start, s.end))
+    for span in learned:
+        overlaps = [(min(r.end, span.end) - max(r.start, span.start), r) for r in ordered]
+        best = max((o for o in overlaps if o[0] > 0), key=lambda o: o[0], default=None)
+        if best is None:
+            out.append(span)
+        else:
+            rule = best[1]
+            out.append(Span(span.start, span.end, rule.category, rule.confidence, span.source))
+    return out
+
+
+@settings(max_examples=400)
+@given(
+    st.lists(spans_st, max_size=12),
+    st.lists(spans_st, max_size=8),
+)
+def test_unite_agrees_with_the_plain_definition(rules: list[Span], learned: list[Span]) -> None:
+    from pipelines.phi.combine import unite
+
+    assert unite(rules, learned) == _unite_reference(rules, learned)
