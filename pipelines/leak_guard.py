@@ -446,7 +446,13 @@ class _WordIndex:
 def _anchored_terms(
     phrases: Sequence[tuple[str, Category]], mixed_case: bool
 ) -> dict[str, tuple[str, ...]]:
-    """pattern → the lower-case words every match of it contains ((): none known)."""
+    """pattern → a lower-case word every match of it contains ((): none known).
+
+    Any such word finds the same matches; the one least common in English is kept, so the
+    index need not list the output's every "the" or "3" ("the General Hospital", "3 West"):
+    the note's frequent words are most of the index's work otherwise."""
+    from pipelines.phi.lexicons import zipf
+
     out: dict[str, tuple[str, ...]] = {}
     for phrase, category in phrases:
         for term in _phrase_terms(phrase, category, mixed_case):
@@ -454,7 +460,8 @@ def _anchored_terms(
                 continue
             whole = term.pattern == f"(?i:{word_pattern(phrase)})"
             words = WORD_RUN.findall(phrase.lower() if whole else term.needle)
-            out[term.pattern] = tuple(words) if all(w.isascii() for w in words) else ()
+            ascii_words = bool(words) and all(w.isascii() for w in words)
+            out[term.pattern] = (min(words, key=zipf),) if ascii_words else ()
     return out
 
 
