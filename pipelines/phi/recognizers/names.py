@@ -807,6 +807,28 @@ _SHARED_STEPS: dict[tuple[_Pass, ...], tuple[_Pass, ...]] = {}
 _STEPS: Final = {(m, lo): _Steps(m, lo) for m in (False, True) for lo in (False, True)}
 
 
+class _Starter(dict[str, bool]):
+    """Word as written in an ASCII note of one case -> may the main loop visit it: a word that
+    may start a rule by itself or (where case tells something) a capitalised one, with some
+    pass left to try (``_steps``). Filled on first sight, bounded."""
+
+    def __init__(self, mixed: bool, lower_note: bool) -> None:
+        super().__init__()
+        self.capitals_count = mixed or lower_note
+        self.steps = _STEPS[mixed, lower_note]
+
+    def __missing__(self, text: str) -> bool:
+        # an ASCII word sorts before "[" exactly when its first letter is a capital
+        may = text.lower() in _start_words() or (self.capitals_count and text < "[")
+        verdict = bool(may and self.steps[text])
+        if len(self) < 50_000:
+            self[text] = verdict
+        return verdict
+
+
+_STARTERS: Final = {(m, lo): _Starter(m, lo) for m in (False, True) for lo in (False, True)}
+
+
 def _rule_starts(
     toks: lx.Tokens, mixed: bool, lower_note: bool, written: frozenset[str] | None
 ) -> list[int]:
@@ -821,14 +843,9 @@ def _rule_starts(
     lows, texts = toks.lowers, toks.texts
     capitals_count = mixed or lower_note
     if written is not None:
-        starters = toks.lower_set & _start_words()
         steps = _STEPS[mixed, lower_note]
-        # an ASCII word sorts before "[" exactly when its first letter is a capital
-        kept = {
-            t
-            for t in written
-            if (t.lower() in starters or (capitals_count and t < "[")) and steps[t]
-        }
+        starter = _STARTERS[mixed, lower_note]
+        kept = {t for t in written if starter[t]}
         starts = list(compress(range(len(texts)), map(kept.__contains__, texts)))
         talk_only = {t for t in kept if steps[t] == _TALK_ONLY}
     else:
