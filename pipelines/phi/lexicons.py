@@ -480,11 +480,26 @@ def slips(word: str) -> set[str]:
 _LETTERS: Final = "abcdefghijklmnopqrstuvwxyz"
 
 
+_NEAR_ENGLISH: dict[str, bool] = {}
+
+
 def near_english(word: str) -> bool:
     """A lower-case word one typing slip (a letter dropped or added) away from a common English
-    word: "notifed", "awating", "dertermine" — typos, not names. The variants are looked up in
-    wordfreq directly (no index kept: this runs for a few rare words a note, and a 100k-entry
-    index of variants slowed every note through the garbage collector)."""
+    word: "notifed", "awating", "dertermine" — typos, not names. Each word is worked out once
+    (bounded memo: it tries some 26 variants a letter, 30 µs for a 6-letter word, and a note
+    asks about its few rare words again and again)."""
+    verdict = _NEAR_ENGLISH.get(word)
+    if verdict is None:
+        verdict = _near_english(word)
+        if len(_NEAR_ENGLISH) < _SEEN_LIMIT:
+            _NEAR_ENGLISH[word] = verdict
+    return verdict
+
+
+def _near_english(word: str) -> bool:
+    """:func:`near_english` worked out. The variants are looked up in wordfreq directly (no
+    index kept: a 100k-entry index of variants slowed every note through the garbage
+    collector)."""
     if len(word) < 4:
         return False
     english = _english().common  # every word of Zipf >= _COMMON_ZIPF

@@ -245,3 +245,10 @@ _CASED_WORDS = st.sampled_from(["a", "I", "pt", "PT", "Pt", "seen", "SEEN", "O'N
 )
 def test_tokenize_per_distinct_word_agrees_with_the_plain_tokenizer(text: str) -> None:
     assert lx._tokenize(text) == _tokenize_reference(text)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet="abcdeilnorst", max_size=9))
+def test_near_english_remembered_is_near_english_worked_out(word: str) -> None:
+    assert lx.near_english(word) == lx._near_english(word)
+    assert lx.near_english(word) == lx._near_english(word)  # the second answer: the memo's
