@@ -28,7 +28,7 @@ from itertools import accumulate, compress, repeat
 from typing import TYPE_CHECKING, Final, NamedTuple
 
 if TYPE_CHECKING:
-    from collections.abc import Collection, Mapping
+    from collections.abc import Callable, Collection, Mapping
     from collections.abc import Set as AbstractSet
 
     from pipelines.phi.base import Doc
@@ -112,47 +112,72 @@ def tokens(doc: Doc) -> Tokens:
 
 def _tokenize(text: str) -> Tokens:
     """Built column by column from one ``split`` (no match object and no Python-level loop
-    per token: the tokenizer was a large share of the detector's time).
-
-    What a word is asked (its lower-case form, its case) is asked once per distinct word: a
-    note repeats its words (a 50,000-character piece writes some 7,000, a few hundred of them
-    distinct). In an ASCII note the words' lower-case forms are then one object per distinct
-    word, so each recognizer's set look-ups reuse its hash instead of hashing every token."""
+    per token: the tokenizer was a large share of the detector's time)."""
     parts = _SPLIT.split(text)  # [gap, word, gap, word, …, gap]
     offsets = list(accumulate(map(len, parts)))
     starts, ends, texts = offsets[0:-1:2], offsets[1::2], tuple(parts[1::2])
-    counts = Counter(texts)  # the distinct words as written, and how often each occurs
+    facts = _per_word if len(texts) >= _PER_WORD_FROM else _per_token
+    lowers, lower_set, written, mixed = facts(text, starts, ends, texts)
+    words = tuple(map(_new_token, repeat(Token), zip(starts, ends, texts, lowers, strict=True)))
+    lower_note = not mixed and _lower_among_first(texts, 40) > 20
+    return Tokens(words, mixed, lower_set, lower_note, texts, lowers, written)
+
+
+# The words' lower-case forms, their set, the distinct words as written, mixed case?
+_Facts = tuple[tuple[str, ...], frozenset[str], frozenset[str], bool]
+# From this many words on, a text's words are asked once per distinct word (``_per_word``);
+# a shorter one (most notes of a stream) asks each word: counting costs more there.
+_PER_WORD_FROM: Final = 256
+
+
+def _per_token(text: str, starts: list[int], ends: list[int], texts: tuple[str, ...]) -> _Facts:
+    """Each word asked its lower-case form and case."""
     if text.isascii():  # lower-casing keeps every offset: each word lower-cases alone
+        lowers = tuple(map(str.lower, texts))
+    else:  # sliced from the lower-cased text, as the offsets are the original text's
+        lowers = tuple(map(text.lower().__getitem__, map(slice, starts, ends)))
+    longer = [t for t in texts if len(t) > 1]
+    upper = lambda: sum(map(str.isupper, longer))  # noqa: E731 - asked in a few notes only
+    mixed = _mixed_case(len(longer), sum(map(str.islower, longer)), upper)
+    return lowers, frozenset(lowers), frozenset(texts), mixed
+
+
+def _per_word(text: str, starts: list[int], ends: list[int], texts: tuple[str, ...]) -> _Facts:
+    """Each distinct word asked once: a long note repeats its words (a 50,000-character piece
+    writes some 7,000, a few hundred of them distinct). In an ASCII note the words'
+    lower-case forms are then one object per distinct word, so each recognizer's set look-ups
+    reuse its hash instead of hashing every token."""
+    counts = Counter(texts)  # the distinct words as written, and how often each occurs
+    if text.isascii():
         lower_of = {word: word.lower() for word in counts}
         lowers = tuple(map(lower_of.__getitem__, texts))
         lower_set = frozenset(lower_of.values())
-    else:  # sliced from the lower-cased text, as the offsets are the original text's
+    else:
         lowers = tuple(map(text.lower().__getitem__, map(slice, starts, ends)))
         lower_set = frozenset(lowers)
-    words = tuple(map(_new_token, repeat(Token), zip(starts, ends, texts, lowers, strict=True)))
-    mixed = _mixed_case(counts)
-    lower_note = not mixed and _lower_among_first(texts, 40) > 20
-    return Tokens(words, mixed, lower_set, lower_note, texts, lowers, frozenset(counts))
-
-
-def _mixed_case(counts: Counter[str]) -> bool:
-    """Are fewer than 85% of the words of two or more letters in one case? (Counted per
-    distinct word, times its occurrences.)"""
     n = lower = 0
     for word, count in counts.items():
         if len(word) > 1:
             n += count
             if word.islower():
                 lower += count
-    n = n or 1
+    upper = lambda: sum(  # noqa: E731 - asked in a few notes only
+        count for word, count in counts.items() if len(word) > 1 and word.isupper()
+    )
+    return lowers, lower_set, frozenset(counts), _mixed_case(n, lower, upper)
+
+
+def _mixed_case(longer: int, lower: int, upper: Callable[[], int]) -> bool:
+    """Are fewer than 85% of the ``longer`` words (two or more letters) in one case, ``lower``
+    of them lower-case and ``upper()`` upper-case?"""
+    n = longer or 1
     # No word is both upper and lower case, so upper <= n - lower: where that bound is under
     # 85% (most notes) the upper case words need no count
     if lower / n >= 0.85:
         return False
     if (n - lower) / n < 0.85:
         return True
-    upper = sum(count for word, count in counts.items() if len(word) > 1 and word.isupper())
-    return upper / n < 0.85
+    return upper() / n < 0.85
 
 
 def _lower_among_first(texts: tuple[str, ...], first: int) -> int:

@@ -244,7 +244,17 @@ _CASED_WORDS = st.sampled_from(["a", "I", "pt", "PT", "Pt", "seen", "SEEN", "O'N
     )
 )
 def test_tokenize_per_distinct_word_agrees_with_the_plain_tokenizer(text: str) -> None:
-    assert lx._tokenize(text) == _tokenize_reference(text)
+    """Both ways of asking about the words (each token, each distinct word) give the tokens
+    of the former tokenizer, whatever the text's length."""
+    expected = _tokenize_reference(text)
+    assert lx._tokenize(text) == expected
+    threshold = lx._PER_WORD_FROM
+    try:
+        for per_word_from in (0, 10**9):
+            setattr(lx, "_PER_WORD_FROM", per_word_from)  # noqa: B010 - a Final in the module
+            assert lx._tokenize(text) == expected
+    finally:
+        setattr(lx, "_PER_WORD_FROM", threshold)  # noqa: B010
 
 
 @settings(max_examples=300, deadline=None)
