@@ -299,6 +299,8 @@ def recurrences(text: str, spans: Sequence[Span]) -> list[Span]:
         covered[span.start : span.end] = b"\x01" * (span.end - span.start)
     out: list[Span] = []
     for at, word in word_runs(text, by_first.keys()):
+        if covered[at]:
+            continue  # found there already (most runs): no phrase starting here can be new
         for phrase in by_first[word]:
             end = at + len(phrase)
             if (
