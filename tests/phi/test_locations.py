@@ -312,3 +312,38 @@ def test_loop_starts_of_a_mixed_note_take_what_every_start_takes(
     finally:
         loc._loop_starts = original
     assert fast == slow
+
+
+_HEAD_WORDS = ("Medical", "Center", "center", "Nursing", "Home", "Hospital", "and", "of", "X")
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(
+        st.tuples(st.sampled_from(_HEAD_WORDS), st.sampled_from([" ", " ", "  ", "-", ", "])),
+        min_size=1,
+        max_size=8,
+    )
+)
+def test_head_phrases_are_found_as_by_their_words(parts: list[tuple[str, str]]) -> None:
+    """``_head_at`` compares a slice of lower-case forms; it finds what comparing each
+    word's lower-case form finds."""
+    from pipelines.phi import lexicons as lx
+    from pipelines.phi.recognizers import facility_phrases as fp
+
+    text = "".join(w + g for w, g in parts)
+    toks = lx.tokens(Doc(text))
+    words = toks.words
+    for i in range(len(words)):
+        expected = None
+        for phrase in fp._heads().get(words[i].lower, ()):
+            k = i + len(phrase)
+            part = words[i:k]
+            gaps = [text[a.end : b.start] for a, b in zip(part, part[1:], strict=False)]
+            if k <= len(words) and tuple(w.lower for w in part) == phrase and set(gaps) <= {" "}:
+                expected = k - 1
+                break
+        assert fp._head_at(words, toks.lowers, i, text) == expected
+    assert fp._modifiers() == fp.data_words("facility_modifiers.txt") | fp.data_words(
+        "facility_services.txt"
+    )

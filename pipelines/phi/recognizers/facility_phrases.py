@@ -52,14 +52,15 @@ def head_words() -> frozenset[str]:
     return frozenset(_heads())
 
 
-def _head_at(words: tuple[Token, ...], i: int, text: str) -> int | None:
-    """Index of the last word of the longest head phrase starting at word ``i``."""
-    for phrase in _heads().get(words[i].lower, ()):
+def _head_at(words: tuple[Token, ...], lowers: tuple[str, ...], i: int, text: str) -> int | None:
+    """Index of the last word of the longest head phrase starting at word ``i`` (``lowers``:
+    the words' lower-case forms, compared with a phrase as one slice)."""
+    for phrase in _heads().get(lowers[i], ()):
         k = i + len(phrase)
         if k > len(words):
             continue
         part = words[i:k]
-        if tuple(w.lower for w in part) == phrase and all(
+        if lowers[i:k] == phrase and all(
             text[a.end : b.start] == " " for a, b in zip(part, part[1:], strict=False)
         ):
             return k - 1
@@ -112,7 +113,7 @@ def _name_start(
     head = words[h]
     lower_head = mixed and head.text.islower()
     prefixes = data_words("facility_prefixes.txt")
-    modifiers = data_words("facility_modifiers.txt") | data_words("facility_services.txt")
+    modifiers = _modifiers()
     first: int | None = None
     named = False
     j = h - 1
@@ -141,7 +142,13 @@ def _name_start(
     return first, named
 
 
-def _more_heads(words: tuple[Token, ...], end: int, text: str) -> int:
+@cache
+def _modifiers() -> frozenset[str]:
+    """In-name modifiers and services: words a facility name may hold that name nothing."""
+    return data_words("facility_modifiers.txt") | data_words("facility_services.txt")
+
+
+def _more_heads(words: tuple[Token, ...], lowers: tuple[str, ...], end: int, text: str) -> int:
     """Heads that follow a head: "X Medical Center Nursing Home", "X Hospital and Medical
     Center"."""
     heads = _heads()
@@ -153,7 +160,7 @@ def _more_heads(words: tuple[Token, ...], end: int, text: str) -> int:
             break
         if not _gap_ok(text, words[k - 1], words[k]):
             break
-        more = _head_at(words, k, text)
+        more = _head_at(words, lowers, k, text)
         if more is None:
             break
         end = more
@@ -204,10 +211,10 @@ def facility_phrases(
     for i in compress(range(n), map(heads.__contains__, lowers)):
         if i < done:
             continue  # inside a phrase already reported
-        end = _head_at(words, i, text)
+        end = _head_at(words, lowers, i, text)
         if end is None:
             continue
-        end = _more_heads(words, end, text)
+        end = _more_heads(words, lowers, end, text)
         first, named = _name_start(words, i, text, mixed, stops)
         place_end = _of_place(words, end, text, mixed)
         if (named or place_end is not None) and _same_case(words[end], words[i], mixed):
