@@ -220,26 +220,19 @@ class Deidentifier:
         pos = 0
         shift = 0  # output offset minus input offset so far
         for spans in regions:
-            actions = {action[s.category] for s in spans}
-            if actions == {Action.KEEP}:
+            choice = _choose(spans, action)
+            if choice is None:
                 continue
+            chosen, categories, redact = choice
             start, end = spans[0].start, spans[0].end
-            if Action.REDACT in actions:
-                new = redaction_tag(s.category for s in spans)
-                chosen = _most_confident(spans)
-                categories = sorted({s.category for s in spans}, key=lambda c: c.value)
+            if redact:
+                new = redaction_tag(categories)
             else:
-                chosen = _most_confident(
-                    [s for s in spans if action[s.category] is Action.SURROGATE]
-                    if len(spans) > 1
-                    else spans
-                )
                 key = (chosen.category, text[start:end])
                 found = made.get(key)
                 if found is None:
                     found = made[key] = _replacer_for(chosen.category).replace(chosen, ctx)
                 new = found
-                categories = [chosen.category]
             parts += (text[pos:start], new)
             if len(parts) >= _JOIN_EVERY:  # a long note's slices are never all held at once
                 joined.append("".join(parts))
@@ -306,6 +299,8 @@ def recurrences(text: str, spans: Sequence[Span]) -> list[Span]:
         covered[span.start : span.end] = b"\x01" * (span.end - span.start)
     out: list[Span] = []
     for at, word in word_runs(text, by_first.keys()):
+        if covered[at]:
+            continue  # found there already (most runs): no phrase starting here can be new
         for phrase in by_first[word]:
             end = at + len(phrase)
             if (
@@ -363,6 +358,28 @@ def chunk_bounds(text: str, size: int, overlap: int) -> list[tuple[int, int]]:
         end = _cut(text, start + size // 2, start + size)
         bounds.append((start, end))
         start = max(_cut(text, max(start + 1, end - size // 2), end - overlap), start + 1)
+
+
+def _choose(
+    spans: tuple[Span, ...], action: Mapping[Category, Action]
+) -> tuple[Span, list[Category], bool] | None:
+    """What a region becomes: the chosen span, the categories of its output span(s) and
+    whether it is redacted; None where every span of it is kept. Most regions hold one
+    span, answered without building sets."""
+    if len(spans) == 1:
+        span = spans[0]
+        act = action[span.category]
+        if act is Action.KEEP:
+            return None
+        return span, [span.category], act is Action.REDACT
+    actions = {action[s.category] for s in spans}
+    if actions == {Action.KEEP}:
+        return None
+    if Action.REDACT in actions:
+        categories = sorted({s.category for s in spans}, key=lambda c: c.value)
+        return _most_confident(spans), categories, True
+    chosen = _most_confident([s for s in spans if action[s.category] is Action.SURROGATE])
+    return chosen, [chosen.category], False
 
 
 def _rank(span: Span) -> tuple[float, int]:

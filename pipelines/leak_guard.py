@@ -20,12 +20,13 @@ from collections import Counter
 from collections.abc import Collection, Iterator, Mapping, Sequence
 from datetime import date
 from functools import lru_cache
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import re2
 
 from pipelines.deadline import check
 from pipelines.document import Address, Identifiers, PersonName
+from pipelines.phi.scan import _ASCII_LOOP
 from pipelines.policy import Action, Policy
 from pipelines.spans import Category, Span
 from surrogates.names import SUFFIXES, TITLES
@@ -409,11 +410,19 @@ class _WordIndex:
         for at, word in word_runs(scan.lower() if lowered is None else lowered, wanted):
             self.at.setdefault(word, []).append(at)
 
-    def search(self, pattern: re.Pattern[str]) -> bool:
-        words = self.anchors.get(pattern.pattern)
+    def search(self, pattern: str) -> bool:
+        """Does ``pattern`` match the output? Compiled only if its rarest anchor word occurs
+        (most detected phrases were replaced: their words are gone from the output)."""
+        words = self.anchors.get(pattern)
         if not words:  # no word to anchor on (or a non-ASCII one): the whole output
-            return pattern.search(self.scan) is not None
+            return _compiled(pattern).search(self.scan) is not None
         places = min((self.at.get(w, ()) for w in words), key=len)
+        if not places:
+            return False
+        return self._search_near(_compiled(pattern), places)
+
+    def _search_near(self, pattern: re.Pattern[str], places: Sequence[int]) -> bool:
+        """``pattern.search(scan)`` where a match must hold a word starting at ``places``."""
         reach = len(pattern.pattern) + _WINDOW_SLACK  # the pattern is longer than its match
         windows: list[list[int]] = []
         for at in places:
@@ -437,7 +446,13 @@ class _WordIndex:
 def _anchored_terms(
     phrases: Sequence[tuple[str, Category]], mixed_case: bool
 ) -> dict[str, tuple[str, ...]]:
-    """pattern → the lower-case words every match of it contains ((): none known)."""
+    """pattern → a lower-case word every match of it contains ((): none known).
+
+    Any such word finds the same matches; the one least common in English is kept, so the
+    index need not list the output's every "the" or "3" ("the General Hospital", "3 West"):
+    the note's frequent words are most of the index's work otherwise."""
+    from pipelines.phi.lexicons import zipf
+
     out: dict[str, tuple[str, ...]] = {}
     for phrase, category in phrases:
         for term in _phrase_terms(phrase, category, mixed_case):
@@ -445,7 +460,8 @@ def _anchored_terms(
                 continue
             whole = term.pattern == f"(?i:{word_pattern(phrase)})"
             words = WORD_RUN.findall(phrase.lower() if whole else term.needle)
-            out[term.pattern] = tuple(words) if all(w.isascii() for w in words) else ()
+            ascii_words = bool(words) and all(w.isascii() for w in words)
+            out[term.pattern] = (min(words, key=zipf),) if ascii_words else ()
     return out
 
 
@@ -467,13 +483,32 @@ def word_runs(
         alternation = "|".join(re.escape(w) for w in sorted(words) if w)
         pattern = re2.compile(rf"\b(?:{alternation})\b".encode("ascii"))
         for start, end in whitespace_pieces(text, piece_chars):  # one small copy at a time
-            for m in pattern.finditer(text[start:end].encode("ascii")):
-                low, high = m.span()
+            for low, high in _match_spans(pattern, text[start:end].encode("ascii")):
                 yield start + low, text[start + low : start + high]
         return
     for m in WORD_RUN.finditer(text):
         if m.group() in words:
             yield m.start(), m.group()
+
+
+def _match_spans(pattern: Any, data: bytes) -> Iterator[tuple[int, int]]:
+    """``m.span()`` for each match of the re2 bytes ``pattern`` in ``data``, as its
+    ``finditer`` finds them, through re2's own match call: no match object per match (the
+    wrapper's, ``pipelines.phi.scan._ascii_finditer``; without its internals, ``finditer``)."""
+    if not _ASCII_LOOP:
+        for m in pattern.finditer(data):
+            yield m.span()
+        return
+    regexp, end, pos = pattern._regexp, len(data), 0
+    unanchored, null = re2._Anchor.UNANCHORED, re2._NULL_SPAN
+    while True:
+        span = regexp.Match(unanchored, data, pos, end)[0]
+        if span == null:
+            return
+        yield span
+        if pos == end:
+            return
+        pos = pos + 1 if pos == span[1] else span[1]
 
 
 def is_word_char(c: str) -> bool:
@@ -549,7 +584,7 @@ def leak_guard(
         check("guard")  # the per-document deadline: once per distinct detected term
         if index is not None:
             seen.add(pattern)
-            if index.search(_compiled(pattern)):
+            if index.search(pattern):
                 leaks[category] += 1
             continue
         if needle and not probe.may_hold(needle, how):

@@ -14,6 +14,7 @@ import binascii
 import hashlib
 import re
 import struct
+import sys
 import zlib
 from array import array
 from collections.abc import Callable, MutableMapping, Sequence
@@ -62,10 +63,14 @@ def _sketch(text: str, key: str, size: int, piece_chars: int, block: int) -> tup
     best: set[int] = set()
     codes: array[int] = array("Q")
     hashed = False  # some block was hashed: the codes left are the next block's
+    full = block + SHINGLE_WORDS - 1  # the codes of a whole block
+    added: int | None = None  # a whole block's ``b`` in every lane, made for the first
     for start, end in whitespace_pieces(text, piece_chars):
         codes.extend(_word_codes(text[start:end]))
-        while len(codes) >= block + SHINGLE_WORDS - 1:
-            best = _keep_bottom(best, _lanes(codes[: block + SHINGLE_WORDS - 1], key), size)
+        while len(codes) >= full:
+            if added is None:
+                added = _lane_offsets(key, full)
+            best = _keep_bottom(best, _lanes(codes[:full], key, added), size)
             del codes[:block]
             hashed = True
     if not hashed and 0 < len(codes) < SHINGLE_WORDS:
@@ -99,17 +104,37 @@ def _bottom(values: array[int], size: int) -> tuple[int, ...]:
     n = len(values)
     if n > size + _BOTTOM_MARGIN:
         cut = int((size + _BOTTOM_MARGIN) / n * 4294967296)
-        below = {v for v in values if v < cut}
+        below = _below(values, cut)
         if len(below) >= size:
             return tuple(sorted(below)[:size])
     return tuple(sorted(set(values))[:size])
 
 
 _BOTTOM_MARGIN = 32  # expected values kept beyond ``size`` (falling short is ~5 sd away)
+_TOP_BYTE = 3 if sys.byteorder == "little" else 0  # of a 32-bit array item
 
 
-def _lanes(codes: array[int], key: str) -> array[int]:
+def _below(values: array[int], cut: int) -> set[int]:
+    """``{v for v in values if v < cut}``. A 32-bit value under a cut-off of at most 2^24
+    (what a block of 24,576 shingles or more asks for) has a zero top byte, as about one
+    value in 256 has: those are found with ``bytes.find`` in the column of top bytes, not
+    with a Python step per value."""
+    if values.itemsize != 4 or cut > 1 << 24:
+        return {v for v in values if v < cut}
+    tops = values.tobytes()[_TOP_BYTE::4]
+    below: set[int] = set()
+    at = tops.find(0)
+    while at >= 0:
+        value = values[at]
+        if value < cut:
+            below.add(value)
+        at = tops.find(0, at + 1)
+    return below
+
+
+def _lanes(codes: array[int], key: str, added: int | None = None) -> array[int]:
     """``((a1·c[i] + a2·c[i+1] + a3·c[i+2] + b) mod 2^64) >> 32`` for every i, in C.
+    ``added``: ``_lane_offsets(key, len(codes))`` if the caller has it.
 
     Each code gets a 128-bit lane of one big integer X; X · (a3 + a2·2^128 + a1·2^256) puts
     ``a1·c[i] + a2·c[i+1] + a3·c[i+2]`` in lane i+2. A lane's sum stays below
@@ -117,15 +142,24 @@ def _lanes(codes: array[int], key: str) -> array[int]:
     lane, and bits 32..63 of each lane are the shingle hash — the 32-bit word 4·lane + 1.
     """
     n = len(codes)
-    multiplier, offsets = _lane_constants(key)
-    lanes = array("Q", bytes(16 * n))
+    multiplier, _ = _lane_constants(key)
+    lanes = _ZERO * (2 * n)  # array repetition: no bytes object of zeros copied in
     lanes[0::2] = codes
     total = int.from_bytes(lanes, "little") * multiplier
-    total += int.from_bytes(offsets * n, "little")
+    total += _lane_offsets(key, n) if added is None else added
     words = array("I", total.to_bytes(16 * n + 48, "little"))
     if words.itemsize != 4 or lanes.itemsize != 8:  # pragma: no cover - exotic platforms
         raise RuntimeError("array type sizes differ from 4 and 8 bytes")
     return words[9 : 4 * n : 4]  # lanes 2 .. n-1: one per 3-word shingle
+
+
+_ZERO = array("Q", (0,))
+
+
+def _lane_offsets(key: str, n: int) -> int:
+    """``b`` in each of ``n`` lanes (what ``_lanes`` adds): the same for every whole block
+    of a text, so ``_sketch`` makes it once (a 1 MB integer for a block of 65,536)."""
+    return int.from_bytes(_lane_constants(key)[1] * n, "little")
 
 
 @lru_cache(maxsize=4096)

@@ -9,6 +9,8 @@ from datetime import datetime, timedelta
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from keystore import Keyring, open_store
 from keystore.api import PatientState
@@ -472,3 +474,50 @@ def test_without_chosen_spans_the_result_is_otherwise_the_same() -> None:
     assert result.chosen == result.acted == result.replaced == ()
     assert (result.text, result.spans, result.leaks) == (kept.text, kept.spans, kept.leaks)
     assert len(kept.chosen) == len(SPANS)
+
+
+def _choose_reference(
+    spans: tuple[Span, ...], action: dict[C, Action]
+) -> tuple[Span, list[C], str] | None:
+    """What ``Deidentifier._replace`` did with a region before ``_choose``: the chosen span,
+    the output's categories and the redaction tag (or "" for a surrogate)."""
+    from pipelines.deidentify import _most_confident
+    from surrogates.redaction import redaction_tag
+
+    actions = {action[s.category] for s in spans}
+    if actions == {Action.KEEP}:
+        return None
+    if Action.REDACT in actions:
+        categories = sorted({s.category for s in spans}, key=lambda c: c.value)
+        return _most_confident(spans), categories, redaction_tag(s.category for s in spans)
+    chosen = _most_confident(
+        [s for s in spans if action[s.category] is Action.SURROGATE] if len(spans) > 1 else spans
+    )
+    return chosen, [chosen.category], ""
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    st.lists(
+        st.tuples(st.sampled_from(list(C)), st.sampled_from([0.5, 0.7, 0.9]), st.integers(3, 6)),
+        min_size=1,
+        max_size=4,
+    ),
+    st.dictionaries(st.sampled_from(list(C)), st.sampled_from(list(Action))),
+    st.sampled_from(list(Action)),
+)
+def test_choose_agrees_with_the_region_rules_it_replaced(
+    parts: list[tuple[C, float, int]], actions: dict[C, Action], default: Action
+) -> None:
+    from pipelines.deidentify import _choose
+    from surrogates.redaction import redaction_tag
+
+    spans = tuple(Span(2, end, category, conf) for category, conf, end in parts)
+    action = {c: actions.get(c, default) for c in C}
+    got = _choose(spans, action)
+    expected = _choose_reference(spans, action)
+    if got is None or expected is None:
+        assert got is expected
+        return
+    chosen, categories, redact = got
+    assert (chosen, categories, redaction_tag(categories) if redact else "") == expected

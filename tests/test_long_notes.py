@@ -167,8 +167,13 @@ def test_the_word_index_finds_what_a_whole_scan_finds(
     anchors = {pattern.pattern: tuple(re.findall(r"\w+", phrase.lower()))}
     written = (" " * spaces).join(words)
     for scan in (before + (written.upper() if upper else written) + after, before + after):
+        expected = pattern.search(scan) is not None
         index = guard._WordIndex(scan, anchors)
-        assert index.search(pattern) == (pattern.search(scan) is not None)
+        assert index.search(pattern.pattern) == expected
+        # any one of the words anchors it alike (the guard keeps the least common)
+        for word in anchors[pattern.pattern]:
+            alone = guard._WordIndex(scan, {pattern.pattern: (word,)})
+            assert alone.search(pattern.pattern) == expected
 
 
 def test_the_guard_on_a_long_note_holds_a_leak_and_passes_a_clean_note(
@@ -225,3 +230,63 @@ def test_word_runs_are_the_word_runs_equal_to_a_word(
     text = text + "é" if accent else text  # not ASCII: the plain scan
     expected = [(m.start(), m.group()) for m in re.finditer(r"\w+", text) if m.group() in words]
     assert list(guard.word_runs(text, words, piece)) == expected
+
+
+def _recurrences_reference(text: str, spans: list[Span]) -> list[Span]:
+    """``deidentify.recurrences`` written plainly: every word run of the text, every phrase
+    that starts with it, checked character by character."""
+    from pipelines.deidentify import _phrases
+
+    phrases = _phrases(text, spans)
+    covered = [False] * len(text)
+    for span in spans:
+        covered[span.start : span.end] = [True] * (span.end - span.start)
+    out: list[Span] = []
+    for m in re.finditer(r"\w+", text):
+        at = m.start()
+        for phrase, seen in phrases.items():
+            first = re.match(r"\w+", phrase)
+            if first is None or first.group() != m.group():
+                continue
+            end = at + len(phrase)
+            if not text.startswith(phrase, at):
+                continue
+            whole = end == len(text) or not guard.is_word_char(text[end])
+            if whole and not any(covered[at:end]):
+                out.append(Span(at, end, seen.category, min(seen.confidence, 0.7), "recurrence"))
+                covered[at:end] = [True] * (end - at)
+    return out
+
+
+_RECURRING = ("Quillfeather", "Brackenridge", "Lowfield", "Memorial", "the", "saw", "at", "3")
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(
+        st.tuples(st.sampled_from(_RECURRING), st.sampled_from([" ", " ", ", ", ".\n", "-"])),
+        min_size=1,
+        max_size=16,
+    ),
+    st.lists(
+        st.tuples(st.integers(0, 15), st.integers(1, 2), st.sampled_from(["names", "locations"])),
+        max_size=5,
+    ),
+)
+def test_recurrences_are_those_of_a_plain_scan(
+    words: list[tuple[str, str]], picks: list[tuple[int, int, str]]
+) -> None:
+    from pipelines.deidentify import recurrences
+
+    starts, text = [], ""
+    for word, gap in words:
+        starts.append(len(text))
+        text += word + gap
+    spans = []
+    for first, count, source in picks:
+        if first < len(words):
+            last = min(first + count, len(words)) - 1
+            end = starts[last] + len(words[last][0])
+            category = C.NAME_PATIENT if source == "names" else C.LOCATION_HOSPITAL
+            spans.append(Span(starts[first], end, category, 0.9, source))
+    assert recurrences(text, spans) == _recurrences_reference(text, spans)

@@ -460,6 +460,38 @@ def test_bottom_k_equals_sorting_every_distinct_value(values: list[int], size: i
     assert _bottom(array("Q", values), size) == tuple(sorted(set(values))[:size])
 
 
+@given(
+    st.lists(st.integers(0, (1 << 32) - 1), max_size=300)
+    | st.lists(st.integers(0, 1 << 25), max_size=300)  # top bytes zero, around the cut-off
+    | st.lists(st.sampled_from([0, 1, 255, 1 << 23, (1 << 24) - 1, 1 << 24, 1 << 31]), max_size=50),
+    st.integers(0, 1 << 24) | st.sampled_from([0, 1, 1 << 23, 1 << 24, (1 << 24) + 1, 1 << 30]),
+)
+def test_values_below_a_cut_off_are_the_plain_filter(values: list[int], cut: int) -> None:
+    """``_below`` finds the 32-bit values under a small cut-off by their zero top byte."""
+    from array import array
+
+    from pipelines.near_duplicates import _below
+
+    for kind in ("I", "Q"):
+        assert _below(array(kind, values), cut) == {v for v in values if v < cut}
+
+
+@settings(max_examples=20, deadline=None)
+@given(st.integers(0, 2**32), st.sampled_from([24_576, 30_000, 65_536]), st.sampled_from([4, 64]))
+def test_bottom_k_of_a_whole_block_equals_sorting_every_distinct_value(
+    seed: int, count: int, size: int
+) -> None:
+    """Blocks as the sketch hashes them (32-bit values, a cut-off under 2^24)."""
+    import random
+    from array import array
+
+    from pipelines.near_duplicates import _bottom
+
+    draw = random.Random(seed)
+    values = array("I", (draw.getrandbits(32) >> draw.choice((0, 0, 0, 9)) for _ in range(count)))
+    assert _bottom(values, size) == tuple(sorted(set(values))[:size])
+
+
 @settings(max_examples=300)
 @given(
     st.lists(st.sets(st.integers(0, 150), max_size=70), max_size=12),

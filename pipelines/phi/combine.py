@@ -10,11 +10,13 @@ from __future__ import annotations
 
 import bisect
 from collections.abc import Sequence
-from operator import attrgetter
+from operator import attrgetter, sub
 
 from pipelines.spans import Span
 
 _BOUNDS = attrgetter("start", "end")
+_START = attrgetter("start")
+_END = attrgetter("end")
 
 
 def unite(rules: Sequence[Span], learned: Sequence[Span]) -> list[Span]:
@@ -22,16 +24,20 @@ def unite(rules: Sequence[Span], learned: Sequence[Span]) -> list[Span]:
     if not learned:
         return list(rules)
     ordered = sorted(rules, key=_BOUNDS)
-    starts = [s.start for s in ordered]
-    longest = max((s.end - s.start for s in ordered), default=0)
+    starts = list(map(_START, ordered))
+    longest = max(map(sub, map(_END, ordered), starts), default=0)
     out = list(rules)
     for span in learned:
         best: Span | None = None
         best_overlap = 0
+        start, end = span.start, span.end
         # rule spans overlapping ``span`` start in [span.start - longest, span.end)
-        low = bisect.bisect_left(starts, span.start - longest)
-        for rule in ordered[low : bisect.bisect_left(starts, span.end)]:
-            overlap = min(rule.end, span.end) - max(rule.start, span.start)
+        low = bisect.bisect_left(starts, start - longest)
+        for rule in ordered[low : bisect.bisect_left(starts, end)]:
+            # min(rule.end, end) - max(rule.start, start), without two calls per candidate
+            overlap = (rule.end if rule.end < end else end) - (
+                rule.start if rule.start > start else start
+            )
             if overlap > best_overlap:
                 best, best_overlap = rule, overlap
         if best is None:

@@ -12,7 +12,7 @@ from pipelines.phi.combine import unite
 from pipelines.phi.lists import ReviewLists
 from pipelines.phi.merge import merge_spans
 from pipelines.policy import Policy
-from pipelines.spans import Span
+from pipelines.spans import Category, Span
 
 
 class Detector:
@@ -70,9 +70,6 @@ class Detector:
             (learned if recognizer.learned else found).extend(recognizer.detect(doc))
             check(recognizer.name)  # the per-document deadline, if the caller set one
         size = len(doc.text)
-        kept = [
-            s
-            for s in found
-            if s.end <= size and s.confidence >= self.policy.threshold_for(s.category)
-        ]
+        threshold = {category: self.policy.threshold_for(category) for category in Category}
+        kept = [s for s in found if s.end <= size and s.confidence >= threshold[s.category]]
         return doc, kept, [s for s in learned if s.end <= size]

@@ -21,13 +21,15 @@ from __future__ import annotations
 
 import math
 import re
+from collections import Counter
 from dataclasses import dataclass
 from functools import cache
-from itertools import accumulate, repeat
+from itertools import accumulate, compress, repeat
 from typing import TYPE_CHECKING, Final, NamedTuple
 
 if TYPE_CHECKING:
-    from collections.abc import Mapping
+    from collections.abc import Callable, Collection, Mapping
+    from collections.abc import Set as AbstractSet
 
     from pipelines.phi.base import Doc
     from surrogates.wordtable import HashedWords
@@ -87,6 +89,9 @@ class Tokens:
     lower_note: bool = False
     texts: tuple[str, ...] = ()
     lowers: tuple[str, ...] = ()
+    # the distinct words as written: a recognizer judges each once, then finds the few it
+    # wants (``positions``)
+    written: frozenset[str] = frozenset()
 
 
 _new_token = tuple.__new__
@@ -111,25 +116,114 @@ def _tokenize(text: str) -> Tokens:
     parts = _SPLIT.split(text)  # [gap, word, gap, word, …, gap]
     offsets = list(accumulate(map(len, parts)))
     starts, ends, texts = offsets[0:-1:2], offsets[1::2], tuple(parts[1::2])
+    facts = _per_word if len(texts) >= _PER_WORD_FROM else _per_token
+    lowers, lower_set, written, mixed = facts(text, starts, ends, texts)
+    words = tuple(map(_new_token, repeat(Token), zip(starts, ends, texts, lowers, strict=True)))
+    lower_note = not mixed and _lower_among_first(texts, 40) > 20
+    return Tokens(words, mixed, lower_set, lower_note, texts, lowers, written)
+
+
+# The words' lower-case forms, their set, the distinct words as written, mixed case?
+_Facts = tuple[tuple[str, ...], frozenset[str], frozenset[str], bool]
+# From this many words on, a text's words are asked once per distinct word (``_per_word``);
+# a shorter one (most notes of a stream) asks each word: counting costs more there.
+_PER_WORD_FROM: Final = 256
+
+
+def _per_token(text: str, starts: list[int], ends: list[int], texts: tuple[str, ...]) -> _Facts:
+    """Each word asked its lower-case form and case."""
     if text.isascii():  # lower-casing keeps every offset: each word lower-cases alone
         lowers = tuple(map(str.lower, texts))
     else:  # sliced from the lower-cased text, as the offsets are the original text's
         lowers = tuple(map(text.lower().__getitem__, map(slice, starts, ends)))
-    words = tuple(map(_new_token, repeat(Token), zip(starts, ends, texts, lowers, strict=True)))
     longer = [t for t in texts if len(t) > 1]
-    n = len(longer) or 1
-    lower = sum(map(str.islower, longer))
-    # a note is "one-case" when >= 85% of its words share a case. No word is both upper and
-    # lower case, so upper <= n - lower: where that bound is under 85% (most notes) the upper
-    # case words need no count
-    if lower / n >= 0.85:
-        mixed = False
-    elif (n - lower) / n < 0.85:
-        mixed = True
+    upper = lambda: sum(map(str.isupper, longer))  # noqa: E731 - asked in a few notes only
+    mixed = _mixed_case(len(longer), sum(map(str.islower, longer)), upper)
+    return lowers, frozenset(lowers), frozenset(texts), mixed
+
+
+def _per_word(text: str, starts: list[int], ends: list[int], texts: tuple[str, ...]) -> _Facts:
+    """Each distinct word asked once: a long note repeats its words (a 50,000-character piece
+    writes some 7,000, a few hundred of them distinct). In an ASCII note the words'
+    lower-case forms are then one object per distinct word, so each recognizer's set look-ups
+    reuse its hash instead of hashing every token."""
+    counts = Counter(texts)  # the distinct words as written, and how often each occurs
+    if text.isascii():
+        lower_of = {word: word.lower() for word in counts}
+        lowers = tuple(map(lower_of.__getitem__, texts))
+        lower_set = frozenset(lower_of.values())
     else:
-        mixed = sum(map(str.isupper, longer)) / n < 0.85
-    lower_note = not mixed and sum(map(str.islower, longer[:40])) > 20
-    return Tokens(words, mixed, frozenset(lowers), lower_note, texts, lowers)
+        lowers = tuple(map(text.lower().__getitem__, map(slice, starts, ends)))
+        lower_set = frozenset(lowers)
+    n = lower = 0
+    for word, count in counts.items():
+        if len(word) > 1:
+            n += count
+            if word.islower():
+                lower += count
+    upper = lambda: sum(  # noqa: E731 - asked in a few notes only
+        count for word, count in counts.items() if len(word) > 1 and word.isupper()
+    )
+    return lowers, lower_set, frozenset(counts), _mixed_case(n, lower, upper)
+
+
+def _mixed_case(longer: int, lower: int, upper: Callable[[], int]) -> bool:
+    """Are fewer than 85% of the ``longer`` words (two or more letters) in one case, ``lower``
+    of them lower-case and ``upper()`` upper-case?"""
+    n = longer or 1
+    # No word is both upper and lower case, so upper <= n - lower: where that bound is under
+    # 85% (most notes) the upper case words need no count
+    if lower / n >= 0.85:
+        return False
+    if (n - lower) / n < 0.85:
+        return True
+    return upper() / n < 0.85
+
+
+def _lower_among_first(texts: tuple[str, ...], first: int) -> int:
+    """How many of the ``first`` first words of two or more letters are lower-case."""
+    seen = lower = 0
+    for word in texts:
+        if len(word) > 1:
+            lower += word.islower()
+            seen += 1
+            if seen == first:
+                break
+    return lower
+
+
+# Up to this many distinct words wanted, ``where`` finds each with ``tuple.index``.
+_FEW_WORDS: Final = 4
+
+
+def where(toks: Tokens, wanted: Collection[str]) -> list[int]:
+    """Indices, ascending, of the words whose lower-case form is in ``wanted``: the same as
+    ``list(compress(range(len(toks.lowers)), map(wanted.__contains__, toks.lowers)))``.
+
+    Most of the words a recognizer looks for again (an eponym head, a place or a name found
+    once, a known name) occur in a note as one to four distinct words. Each is then found
+    with ``tuple.index``, a C scan comparing string lengths and bytes, about half the cost of
+    a set look-up per word of the note; more words are picked with one look-up each."""
+    return positions(toks.lowers, toks.lower_set.intersection(wanted))
+
+
+def positions(column: tuple[str, ...], present: AbstractSet[str]) -> list[int]:
+    """Indices, ascending, of the items of ``column`` in ``present``, a set of items that
+    occur in it (``where``: a few are found with ``tuple.index``)."""
+    if len(present) > _FEW_WORDS:
+        return list(compress(range(len(column)), map(present.__contains__, column)))
+    found: list[int] = []
+    for word in present:
+        at = column.index(word)
+        while True:
+            found.append(at)
+            try:
+                at = column.index(word, at + 1)
+            except ValueError:
+                break
+    if len(present) > 1:
+        found.sort()
+    return found
 
 
 @cache
@@ -411,11 +505,26 @@ def slips(word: str) -> set[str]:
 _LETTERS: Final = "abcdefghijklmnopqrstuvwxyz"
 
 
+_NEAR_ENGLISH: dict[str, bool] = {}
+
+
 def near_english(word: str) -> bool:
     """A lower-case word one typing slip (a letter dropped or added) away from a common English
-    word: "notifed", "awating", "dertermine" — typos, not names. The variants are looked up in
-    wordfreq directly (no index kept: this runs for a few rare words a note, and a 100k-entry
-    index of variants slowed every note through the garbage collector)."""
+    word: "notifed", "awating", "dertermine" — typos, not names. Each word is worked out once
+    (bounded memo: it tries some 26 variants a letter, 30 µs for a 6-letter word, and a note
+    asks about its few rare words again and again)."""
+    verdict = _NEAR_ENGLISH.get(word)
+    if verdict is None:
+        verdict = _near_english(word)
+        if len(_NEAR_ENGLISH) < _SEEN_LIMIT:
+            _NEAR_ENGLISH[word] = verdict
+    return verdict
+
+
+def _near_english(word: str) -> bool:
+    """:func:`near_english` worked out. The variants are looked up in wordfreq directly (no
+    index kept: a 100k-entry index of variants slowed every note through the garbage
+    collector)."""
     if len(word) < 4:
         return False
     english = _english().common  # every word of Zipf >= _COMMON_ZIPF

@@ -188,3 +188,77 @@ def test_drug_words_hold_every_variant_and_no_other_word() -> None:
     assert all(lx.drug_words().get(w) == 1.0 for w in variants)
     absent = ({w + "q" for w in variants} | {w[1:] for w in variants}) - variants
     assert not any(map(lx.drug_words().get, absent))
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    st.text(alphabet="abAB 'é.\n", max_size=80),
+    st.sets(st.sampled_from(["a", "b", "ab", "ba", "aa", "bb", "é", "x", "a'b", "abab"])),
+    st.booleans(),
+)
+def test_where_finds_the_words_the_plain_filter_finds(
+    text: str, wanted: set[str], as_dict: bool
+) -> None:
+    from itertools import compress
+
+    toks = lx.tokens(Doc(text))
+    asked = dict.fromkeys(wanted, 1) if as_dict else frozenset(wanted)
+    plain = list(compress(range(len(toks.lowers)), map(asked.__contains__, toks.lowers)))
+    assert lx.where(toks, asked) == plain
+
+
+def _tokenize_reference(text: str) -> lx.Tokens:
+    """``lexicons._tokenize`` as it was written before it asked each distinct word once."""
+    import re
+    from itertools import accumulate
+
+    parts = re.split(r"([A-Za-z]+(?:['’][A-Za-z]+)*)", text)
+    offsets = list(accumulate(map(len, parts)))
+    starts, ends, texts = offsets[0:-1:2], offsets[1::2], tuple(parts[1::2])
+    if text.isascii():
+        lowers = tuple(map(str.lower, texts))
+    else:
+        lowers = tuple(map(text.lower().__getitem__, map(slice, starts, ends)))
+    words = tuple(lx.Token(*t) for t in zip(starts, ends, texts, lowers, strict=True))
+    longer = [t for t in texts if len(t) > 1]
+    n = len(longer) or 1
+    lower = sum(map(str.islower, longer))
+    if lower / n >= 0.85:
+        mixed = False
+    elif (n - lower) / n < 0.85:
+        mixed = True
+    else:
+        mixed = sum(map(str.isupper, longer)) / n < 0.85
+    lower_note = not mixed and sum(map(str.islower, longer[:40])) > 20
+    return lx.Tokens(words, mixed, frozenset(lowers), lower_note, texts, lowers, frozenset(texts))
+
+
+_CASED_WORDS = st.sampled_from(["a", "I", "pt", "PT", "Pt", "seen", "SEEN", "O'Neil", "x", "İs"])
+
+
+@settings(max_examples=500, deadline=None)
+@given(
+    st.one_of(
+        st.text(alphabet="abAB 'é’.\n", max_size=120),
+        st.lists(_CASED_WORDS, max_size=80).map(" ".join),
+    )
+)
+def test_tokenize_per_distinct_word_agrees_with_the_plain_tokenizer(text: str) -> None:
+    """Both ways of asking about the words (each token, each distinct word) give the tokens
+    of the former tokenizer, whatever the text's length."""
+    expected = _tokenize_reference(text)
+    assert lx._tokenize(text) == expected
+    threshold = lx._PER_WORD_FROM
+    try:
+        for per_word_from in (0, 10**9):
+            setattr(lx, "_PER_WORD_FROM", per_word_from)  # noqa: B010 - a Final in the module
+            assert lx._tokenize(text) == expected
+    finally:
+        setattr(lx, "_PER_WORD_FROM", threshold)  # noqa: B010
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet="abcdeilnorst", max_size=9))
+def test_near_english_remembered_is_near_english_worked_out(word: str) -> None:
+    assert lx.near_english(word) == lx._near_english(word)
+    assert lx.near_english(word) == lx._near_english(word)  # the second answer: the memo's

@@ -254,7 +254,7 @@ def _acronyms_reference(text: str) -> list[tuple[int, int]]:
 
 
 _BEFORE = ("", " ", "2", "_", "é", "'", " at ", " from the ", ", ", "Dr. Quill, ", "\n")
-_ACRONYM = ("XYZMC", "XRMC", "ABMH", "QCH", "MC", "ABCDEMC", "Xyzmc", "Seen", "the", "pt")
+_ACRONYM = ("XYZMC", "XRMC", "ABMH", "QCH", "MC", "ABCDEMC", "Xyzmc", "AB'MC", "Seen", "the", "pt")
 _AFTER = ("", " ER", "'s", "2", "_", "é", " icu", ".", ",", " and")
 
 
@@ -275,3 +275,75 @@ def test_hospital_acronyms_match_a_scan_of_the_whole_note(
     toks = lx.tokens(Doc(text))
     got = [(s.start, s.end) for s in fp.hospital_acronyms(toks, text, toks.mixed_case)]
     assert got == _acronyms_reference(text)
+
+
+_STATE_TEXT_WORDS = (
+    "or", "OR", "Or", "me", "Maryland", "MARYLAND", "maryland", "va", "VA", "Va", "pa",
+    "Frostburg", "Middle", "River", "western", "Western", "U", "univ", "in", "to", "from",
+    "Hospital", "the", "Seen", "today", "X", "oregon's", "Oregon's",
+)  # fmt: skip
+_STATE_SEPARATORS = (" ", " ", ", ", ". ", "\n", "-")
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    st.lists(
+        st.tuples(st.sampled_from(_STATE_TEXT_WORDS), st.sampled_from(_STATE_SEPARATORS)),
+        max_size=14,
+    )
+)
+def test_loop_starts_of_a_mixed_note_take_what_every_start_takes(
+    parts: list[tuple[str, str]],
+) -> None:
+    """Leaving out the state words a mixed-case note writes in lower case changes nothing."""
+    from itertools import compress
+
+    import pipelines.phi.recognizers.locations as loc
+
+    text = "Seen today by the team. " + "".join(w + s for w, s in parts)
+    plain = LocationRecognizer()
+    every = lambda toks, ascii_note: compress(  # noqa: E731
+        range(len(toks.lowers)), map(loc._starts().__contains__, toks.lowers)
+    )
+    fast = sorted((s.start, s.end, s.category, s.confidence) for s in plain.detect(Doc(text)))
+    original, loc._loop_starts = loc._loop_starts, every
+    try:
+        slow = sorted((s.start, s.end, s.category, s.confidence) for s in plain.detect(Doc(text)))
+    finally:
+        loc._loop_starts = original
+    assert fast == slow
+
+
+_HEAD_WORDS = ("Medical", "Center", "center", "Nursing", "Home", "Hospital", "and", "of", "X")
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(
+        st.tuples(st.sampled_from(_HEAD_WORDS), st.sampled_from([" ", " ", "  ", "-", ", "])),
+        min_size=1,
+        max_size=8,
+    )
+)
+def test_head_phrases_are_found_as_by_their_words(parts: list[tuple[str, str]]) -> None:
+    """``_head_at`` compares a slice of lower-case forms; it finds what comparing each
+    word's lower-case form finds."""
+    from pipelines.phi import lexicons as lx
+    from pipelines.phi.recognizers import facility_phrases as fp
+
+    text = "".join(w + g for w, g in parts)
+    toks = lx.tokens(Doc(text))
+    words = toks.words
+    for i in range(len(words)):
+        expected = None
+        for phrase in fp._heads().get(words[i].lower, ()):
+            k = i + len(phrase)
+            part = words[i:k]
+            gaps = [text[a.end : b.start] for a, b in zip(part, part[1:], strict=False)]
+            if k <= len(words) and tuple(w.lower for w in part) == phrase and set(gaps) <= {" "}:
+                expected = k - 1
+                break
+        assert fp._head_at(words, toks.lowers, i, text) == expected
+    assert fp._modifiers() == fp.data_words("facility_modifiers.txt") | fp.data_words(
+        "facility_services.txt"
+    )

@@ -431,3 +431,30 @@ def test_the_memoised_word_judgment_equals_the_reference() -> None:
                     assert _plausible(tok, mixed, strength, lowered) == _plausible_reference(
                         tok, mixed, strength, lowered
                     ), (word, mixed, strength, lowered)
+
+
+def _after_talking_reference(lows: tuple[str, ...]) -> set[int]:
+    """``names._after_talking`` as it was written before it was asked per start: every word
+    position one or two words after a verb of talking, or one after "significant"."""
+    from pipelines.phi.recognizers.name_cues import cues
+
+    verbs = cues().verb_then_name
+    after: set[int] = set()
+    for i, low in enumerate(lows):
+        if low in verbs:
+            after.update((i + 1, i + 2))
+        if low == "significant":
+            after.add(i + 1)
+    return after
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.lists(st.sampled_from(_VOCAB + ("spoke", "discussed", "explained", "x")), max_size=8))
+def test_after_talking_per_word_agrees_with_the_set_of_the_note(words: list[str]) -> None:
+    from pipelines.phi.recognizers.names import _after_talking
+
+    lows = tuple(w.lower() for w in words)
+    reference = _after_talking_reference(lows)
+    assert [_after_talking(lows, i) for i in range(len(lows))] == [
+        i in reference for i in range(len(lows))
+    ]

@@ -52,14 +52,15 @@ def head_words() -> frozenset[str]:
     return frozenset(_heads())
 
 
-def _head_at(words: tuple[Token, ...], i: int, text: str) -> int | None:
-    """Index of the last word of the longest head phrase starting at word ``i``."""
-    for phrase in _heads().get(words[i].lower, ()):
+def _head_at(words: tuple[Token, ...], lowers: tuple[str, ...], i: int, text: str) -> int | None:
+    """Index of the last word of the longest head phrase starting at word ``i`` (``lowers``:
+    the words' lower-case forms, compared with a phrase as one slice)."""
+    for phrase in _heads().get(lowers[i], ()):
         k = i + len(phrase)
         if k > len(words):
             continue
         part = words[i:k]
-        if tuple(w.lower for w in part) == phrase and all(
+        if lowers[i:k] == phrase and all(
             text[a.end : b.start] == " " for a, b in zip(part, part[1:], strict=False)
         ):
             return k - 1
@@ -112,7 +113,7 @@ def _name_start(
     head = words[h]
     lower_head = mixed and head.text.islower()
     prefixes = data_words("facility_prefixes.txt")
-    modifiers = data_words("facility_modifiers.txt") | data_words("facility_services.txt")
+    modifiers = _modifiers()
     first: int | None = None
     named = False
     j = h - 1
@@ -141,7 +142,13 @@ def _name_start(
     return first, named
 
 
-def _more_heads(words: tuple[Token, ...], end: int, text: str) -> int:
+@cache
+def _modifiers() -> frozenset[str]:
+    """In-name modifiers and services: words a facility name may hold that name nothing."""
+    return data_words("facility_modifiers.txt") | data_words("facility_services.txt")
+
+
+def _more_heads(words: tuple[Token, ...], lowers: tuple[str, ...], end: int, text: str) -> int:
     """Heads that follow a head: "X Medical Center Nursing Home", "X Hospital and Medical
     Center"."""
     heads = _heads()
@@ -153,7 +160,7 @@ def _more_heads(words: tuple[Token, ...], end: int, text: str) -> int:
             break
         if not _gap_ok(text, words[k - 1], words[k]):
             break
-        more = _head_at(words, k, text)
+        more = _head_at(words, lowers, k, text)
         if more is None:
             break
         end = more
@@ -204,10 +211,10 @@ def facility_phrases(
     for i in compress(range(n), map(heads.__contains__, lowers)):
         if i < done:
             continue  # inside a phrase already reported
-        end = _head_at(words, i, text)
+        end = _head_at(words, lowers, i, text)
         if end is None:
             continue
-        end = _more_heads(words, end, text)
+        end = _more_heads(words, lowers, end, text)
         first, named = _name_start(words, i, text, mixed, stops)
         place_end = _of_place(words, end, text, mixed)
         if (named or place_end is not None) and _same_case(words[end], words[i], mixed):
@@ -225,10 +232,22 @@ _ACRONYM_AFTER: Final = frozenset({"er", "ed", "ew", "icu", "campus", "clinic"})
 
 
 @cache
+def _acronym_body() -> str:
+    endings = "|".join(sorted((e.upper() for e in data_words("hospital_acronyms.txt")), key=len))
+    return r"[A-Z]{1,4}(?:" + endings + ")"
+
+
+@cache
 def _acronym_scan() -> re.Pattern[str]:
     """Capital words of 3-6 letters with a hospital-acronym ending ("XYZMC", "XMH")."""
-    endings = "|".join(sorted((e.upper() for e in data_words("hospital_acronyms.txt")), key=len))
-    return re.compile(r"\b[A-Z]{1,4}(?:" + endings + r")\b")
+    return re.compile(r"\b" + _acronym_body() + r"\b")
+
+
+@cache
+def _acronym_word() -> re.Pattern[str]:
+    """What a word must be for ``_acronym_scan`` to match it whole: letters are all a match
+    takes, so it is the word itself, start to end."""
+    return re.compile(_acronym_body())
 
 
 def hospital_acronyms(toks: lx.Tokens, text: str, mixed: bool) -> list[Span]:
@@ -239,9 +258,12 @@ def hospital_acronyms(toks: lx.Tokens, text: str, mixed: bool) -> list[Span]:
     scan = _acronym_scan()
     clinical = data_words("clinical_acronyms.txt")
     out: list[Span] = []
-    # only a word in capitals can be a whole match of the scan: each is matched where it
-    # starts (the scan's word boundary still looks at the character before), not the note
-    for k in compress(range(len(words)), map(str.isupper, toks.texts)):
+    # only a word the scan's letters match whole can be a whole match of the scan: such
+    # words (few, most notes none) are picked from the note's distinct words, and each is
+    # matched where it occurs (the scan's word boundaries still look at its neighbours)
+    whole = _acronym_word().fullmatch
+    shaped = {word for word in toks.written if word.isupper() and whole(word)}
+    for k in lx.positions(toks.texts, shaped):
         tok = words[k]
         m = scan.match(text, tok.start)
         if m is None or m.end() != tok.end:

@@ -17,7 +17,6 @@ import re
 from collections.abc import Iterable, Iterator
 from datetime import date
 from functools import cache, lru_cache
-from itertools import compress
 from typing import Any
 
 from pipelines.document import Identifiers, PersonName
@@ -135,7 +134,7 @@ class KnownIdentifierRecognizer(Recognizer):
         initials, wanted = _name_lookup(ids.provider_names, ids.relative_names, ids.patient_names)
         if toks.lower_set.isdisjoint(wanted):
             return  # none of the known names (nor their initials) occurs in this note
-        for i in compress(range(len(words)), map(wanted.__contains__, toks.lowers)):
+        for i in lx.where(toks, wanted):
             tok = words[i]
             base = _base(tok.lower)
             cat = forms.get(base)

@@ -4,7 +4,6 @@ once to its other occurrences in the note, and joining name words into spans."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from itertools import compress
 
 from pipelines.phi import lexicons as lx
 from pipelines.phi.lexicons import Token
@@ -45,13 +44,9 @@ def _signature(
             take(idx, P, 0.6)
 
 
-def _propagate(
-    words: tuple[Token, ...],
-    lowers: tuple[str, ...],
-    mixed: bool,
-    taken: dict[int, tuple[Category, float]],
-) -> None:
+def _propagate(toks: lx.Tokens, mixed: bool, taken: dict[int, tuple[Category, float]]) -> None:
     """A name found once in a note is a name wherever the same word recurs in that note."""
+    words = toks.words
     found: dict[str, tuple[Category, float]] = {}
     for idx, (cat, conf) in taken.items():
         low = _base(words[idx].lower)
@@ -61,7 +56,7 @@ def _propagate(
         return
     # the words whose base form was found, picked without a Python call per word
     forms = {*found, *(k + "'s" for k in found), *(k + "’s" for k in found)}
-    for idx in compress(range(len(words)), map(forms.__contains__, lowers)):
+    for idx in lx.where(toks, forms):
         tok = words[idx]
         if idx in taken:
             continue

@@ -4,7 +4,6 @@ the strength of its cue, is it an initial, a surname after a first name, an epon
 from __future__ import annotations
 
 from collections.abc import Container
-from itertools import compress
 from typing import Final
 
 from pipelines.phi import lexicons as lx
@@ -113,7 +112,7 @@ def _eponyms(toks: lx.Tokens, text: str) -> set[str]:
     Only the positions of head words are visited (picked with ``compress``), not every word."""
     words, lows = toks.words, toks.lowers
     found: set[str] = set()
-    for h in compress(range(len(lows)), map(cues().eponym_heads.__contains__, lows)):
+    for h in lx.where(toks, cues().eponym_heads):
         # the word before the head, or before an "s" before it ("Parkinson's disease"
         # tokenises as "Parkinson", "s"); "s" itself is no head
         for nxt in (h, h - 1) if h >= 2 and lows[h - 1] == "s" else (h,):

@@ -24,7 +24,7 @@ at each word that may start a rule):
 
 from __future__ import annotations
 
-from collections.abc import Callable, Container
+from collections.abc import Callable, Container, Sequence
 from functools import cache
 from itertools import compress
 from operator import itemgetter, or_
@@ -133,7 +133,7 @@ class _Note:
         )
         # the words as written, in an ASCII note (None in another: it looks words up by the
         # lower-case form it slices from the lower-cased note)
-        self.written: frozenset[str] | None = frozenset(toks.texts) if doc.text.isascii() else None
+        self.written: frozenset[str] | None = toks.written if doc.text.isascii() else None
         # a lower-case word is written lower-case exactly when it is one of the words as
         # written there, so an ASCII note needs no set of its own for that
         self.lowered: Container[str] = (
@@ -807,6 +807,28 @@ _SHARED_STEPS: dict[tuple[_Pass, ...], tuple[_Pass, ...]] = {}
 _STEPS: Final = {(m, lo): _Steps(m, lo) for m in (False, True) for lo in (False, True)}
 
 
+class _Starter(dict[str, bool]):
+    """Word as written in an ASCII note of one case -> may the main loop visit it: a word that
+    may start a rule by itself or (where case tells something) a capitalised one, with some
+    pass left to try (``_steps``). Filled on first sight, bounded."""
+
+    def __init__(self, mixed: bool, lower_note: bool) -> None:
+        super().__init__()
+        self.capitals_count = mixed or lower_note
+        self.steps = _STEPS[mixed, lower_note]
+
+    def __missing__(self, text: str) -> bool:
+        # an ASCII word sorts before "[" exactly when its first letter is a capital
+        may = text.lower() in _start_words() or (self.capitals_count and text < "[")
+        verdict = bool(may and self.steps[text])
+        if len(self) < 50_000:
+            self[text] = verdict
+        return verdict
+
+
+_STARTERS: Final = {(m, lo): _Starter(m, lo) for m in (False, True) for lo in (False, True)}
+
+
 def _rule_starts(
     toks: lx.Tokens, mixed: bool, lower_note: bool, written: frozenset[str] | None
 ) -> list[int]:
@@ -821,14 +843,9 @@ def _rule_starts(
     lows, texts = toks.lowers, toks.texts
     capitals_count = mixed or lower_note
     if written is not None:
-        starters = toks.lower_set & _start_words()
         steps = _STEPS[mixed, lower_note]
-        # an ASCII word sorts before "[" exactly when its first letter is a capital
-        kept = {
-            t
-            for t in written
-            if (t.lower() in starters or (capitals_count and t < "[")) and steps[t]
-        }
+        starter = _STARTERS[mixed, lower_note]
+        kept = {t for t in written if starter[t]}
         starts = list(compress(range(len(texts)), map(kept.__contains__, texts)))
         talk_only = {t for t in kept if steps[t] == _TALK_ONLY}
     else:
@@ -842,24 +859,21 @@ def _rule_starts(
     if not talk_only:
         return starts
     # "with", "to"… where nothing but a verb of talking before them could make them a cue
-    talk = _after_talking(toks)
-    return [i for i in starts if i in talk or texts[i] not in talk_only]
+    lows = toks.lowers
+    return [i for i in starts if texts[i] not in talk_only or _after_talking(lows, i)]
 
 
 _TALK_ONLY: Final = (_talked_with_pass,)
 
 
-def _after_talking(toks: lx.Tokens) -> set[int]:
-    """Word positions where ``_talked_with`` may find a role: one or two words after a verb
-    of talking ("spoke with", "spoke at length with"), one after "significant"."""
-    verbs, lows = cues().verb_then_name, toks.lowers
-    after: set[int] = set()
-    if not toks.lower_set.isdisjoint(verbs):
-        for i in compress(range(len(lows)), map(verbs.__contains__, lows)):
-            after.update((i + 1, i + 2))
-    if "significant" in toks.lower_set:
-        after.update(i + 1 for i in compress(range(len(lows)), map("significant".__eq__, lows)))
-    return after
+def _after_talking(lows: Sequence[str], i: int) -> bool:
+    """Is word ``i`` one where ``_talked_with`` may find a role: one or two words after a verb
+    of talking ("spoke with", "spoke at length with"), one after "significant"? Asked at the
+    few starts that need it, not worked out for every word of the note."""
+    verbs = cues().verb_then_name
+    if i >= 1 and (lows[i - 1] in verbs or lows[i - 1] == "significant"):
+        return True
+    return i >= 2 and lows[i - 2] in verbs
 
 
 def _visit(note: _Note, i: int) -> int | None:
@@ -913,6 +927,6 @@ class NameRecognizer(Recognizer):
         note = _Note(doc, toks)
         _scan(note, _rule_starts(toks, note.mixed, note.lower_note, note.written))
         _signature(note.words, note.text, note.mixed, note.take)
-        _propagate(note.words, toks.lowers, note.mixed, note.taken)
+        _propagate(toks, note.mixed, note.taken)
         _known_roles(doc, note)
         return _spans(note.words, note.taken, note.text)
