@@ -10,6 +10,7 @@ countries alone are not identifying under Safe Harbor; they are kept unless part
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from functools import cache
 from itertools import compress
 from operator import attrgetter
@@ -711,13 +712,20 @@ def _propagate(spans: list[Span], toks: lx.Tokens, text: str, mixed: bool) -> li
         if old is None or old.confidence < span.confidence:
             best[(span.start, span.end)] = span
     out = list(best.values())
-    if phrases:
-        out.extend(_phrase_again(phrases, toks, text, mixed, set(best)))
+    if not phrases and not found:
+        return out
+    firsts = {p.split(" ", 1)[0]: p.count(" ") + 1 for p in phrases}
+    # the words found again and the phrases' first words, picked in one pass without a
+    # Python call per word of the note
+    lowers = toks.lowers
+    hits = list(compress(range(len(words)), map({**firsts, **found}.__contains__, lowers)))
+    if firsts:
+        again = compress(hits, map(firsts.__contains__, map(lowers.__getitem__, hits)))
+        out.extend(_phrase_again(phrases, firsts, again, toks, text, mixed, set(best)))
     if not found:
         return out
     covered = set(best)
-    # the words found again, picked without a Python call per word of the note
-    for i in compress(range(len(words)), map(found.__contains__, toks.lowers)):
+    for i in compress(hits, map(found.__contains__, map(lowers.__getitem__, hits))):
         tok = words[i]
         if (tok.start, tok.end) not in covered:
             if mixed and not (tok.is_title or tok.is_upper):
@@ -959,25 +967,30 @@ def _people(low: str) -> bool:
 
 def _phrase_again(
     phrases: dict[str, Category],
+    firsts: dict[str, int],
+    at: Iterable[int],
     toks: lx.Tokens,
     text: str,
     mixed: bool,
     covered: set[tuple[int, int]],
 ) -> list[Span]:
-    """Multi-word places found once ("Holy Cross", "Chester River") wherever they recur."""
-    firsts = {p.split(" ", 1)[0]: p.count(" ") + 1 for p in phrases}
+    """Multi-word places found once ("Holy Cross", "Chester River") wherever they recur:
+    ``firsts`` maps each phrase's first word to its length in words, ``at`` lists the indices
+    of the words of the note that are such a first word."""
     words = toks.words
     out: list[Span] = []
-    for i in compress(range(len(words)), map(firsts.__contains__, toks.lowers)):
+    for i in at:
         size = firsts[words[i].lower]
         if i + size > len(words):
             continue
         part = words[i : i + size]
+        if (part[0].start, part[-1].end) in covered:
+            continue  # found there already (asked first: the checks below are dearer)
         if any(text[a.end : b.start] != " " for a, b in zip(part, part[1:], strict=False)):
             continue
         if mixed and not all(p.is_title or p.is_upper for p in part):
             continue
         cat = phrases.get(" ".join(p.lower for p in part))
-        if cat is not None and (part[0].start, part[-1].end) not in covered:
+        if cat is not None:
             out.append(Span(part[0].start, part[-1].end, cat, 0.65, "locations"))
     return out
