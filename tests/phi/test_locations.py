@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from pipelines.phi.base import Doc
@@ -359,3 +361,110 @@ def test_places_found_again_match_a_scan_of_every_word(
     ]
     got = loc._propagate(list(spans), toks, text, toks.mixed_case)
     assert got == _propagate_reference(spans, text)
+
+
+_CUE_GAPS = (" ", " ", " ", " ", ", ", ". ", "\n", " 2 ", "3 ", "  ", " 209 ", ": ", "-", "'")
+
+
+def _cue_words(*words: str, most: int) -> st.SearchStrategy[str]:
+    """Up to ``most`` of ``words``, each followed by a gap."""
+    pair = st.tuples(st.sampled_from(words), st.sampled_from(_CUE_GAPS)).map("".join)
+    return st.lists(pair, max_size=most).map("".join)
+
+
+# a cue with the words a rule reads around it: a verb or a relative up to seven words before
+# it, an article, a place of up to three words and the word after it (a head, a suffix)
+_cue_text = st.tuples(
+    _cue_words(
+        *("flew", "lives", "sent", "transferred", "daughter", "returned", "visiting", "home"),
+        most=1,
+    ),
+    _cue_words(*("today", "was", "Medical", "blood", "drawn", "is", "pt", "Smith"), most=7),
+    st.sampled_from(("to ", "from ", "in ", "at ", "of ", "on ", "leave ", "From ", "IN ")),
+    st.sampled_from(("", "", "the ", "The ")),
+    _cue_words(
+        *("Rome", "Mobile", "Boston", "Paris", "Silver", "Spring", "new", "haven", "Reading"),
+        *("XQH", "St", "Mary's", "Xyzward", "Italy", "DC", "icu", "Holy", "Cross", "Frostburg"),
+        *("MD", "Dover", "Hospital", "Medical", "xyzward", "Lafox", "Smith", "Marion", "the"),
+        most=3,
+    ),
+    _cue_words(
+        *("Heights", "Hospital", "ER", "Center", "and", "for", "mg", "area", "today", "Park"),
+        most=3,
+    ),
+).map("".join)
+
+
+_FILLER = "He was seen today and then "
+_AFTER = " and went home later that day."
+
+
+@settings(max_examples=400, deadline=None)
+@given(_cue_text, _cue_text, _cue_text, _cue_text, _cue_text, st.sampled_from(("", "u", "l")))
+# the farthest reads: a travel verb six words back, a facility head five words on (and what
+# ends that word: "Hospital's" is no head)
+@example("flew today was blood drawn pt in Boston today", "", "", "", "", "")
+@example("transferred from the West Palm Beach Hospital's", "", "", "", "", "")
+@example("transferred from the West Palm Beach Hospital", "", "", "", "'s", "")
+@example("transferred from the West Palm Beach Hospital", "", "", "", " ", "")
+@example("transferred from the West Palm Beach Hospital", "", "", "", "x", "")
+def test_a_cue_verdict_depends_on_its_window_only(
+    middle: str, left: str, right: str, left2: str, right2: str, case: str
+) -> None:
+    """What ``_judged`` keeps per window is sound: the rules behind a cue, with its window
+    moved into other surroundings, give the same verdict there."""
+    from pipelines.phi import lexicons as lx
+    from pipelines.phi.recognizers import locations as loc
+
+    def plain(rule: Any, words: Any, c: int, text: str, mixed: bool) -> Span | None:
+        return rule(words, c, text, mixed)  # type: ignore[no-any-return]
+
+    def verdicts(text: str) -> dict[int, tuple[Any, Any, int]]:
+        """Cue start -> case and window text, verdict and cue start (relative to the window)."""
+        toks = lx.tokens(Doc(text))
+        words, mixed, out = toks.words, toks.mixed_case, {}
+        for c in range(len(words) - 1):
+            window = loc._window(words, c, text)
+            if words[c].lower in loc._CUES and window is not None:
+                origin, key = window
+                span = LOCATIONS._after_cue(words, c, text, mixed)
+                moved = span and (span.start - origin, span.end - origin, span.category)
+                out[words[c].start] = ((mixed, key), moved, words[c].start - origin)
+        return out
+
+    def cased(text: str) -> str:
+        return text.upper() if case == "u" else text.lower() if case == "l" else text
+
+    text = cased(_FILLER + left + middle + right + _AFTER)
+    prefix = cased(_FILLER + left2).rstrip("'’") + " "
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(loc, "_judged", plain)
+        for key, verdict, at in verdicts(text).values():
+            there = verdicts(prefix + key[1] + cased(right2)).get(len(prefix) + at)
+            if there is not None and there[0] == key:
+                assert there[1] == verdict
+
+
+@settings(max_examples=200, deadline=None)
+@given(_cue_text, _cue_text, _cue_text, _cue_text, _cue_text, st.sampled_from(("", "u", "l")))
+def test_cue_verdicts_kept_per_window_match_the_rules(
+    left: str, middle: str, right: str, left2: str, right2: str, case: str
+) -> None:
+    """The verdict behind a cue, kept per stretch of text around it (``_judged``), is the
+    verdict of the rules themselves, in notes that share the stretch but not what is around."""
+    from pipelines.phi import lexicons as lx
+    from pipelines.phi.recognizers import locations as loc
+
+    def plain(rule: Any, words: Any, c: int, text: str, mixed: bool) -> Span | None:
+        return rule(words, c, text, mixed)  # type: ignore[no-any-return]
+
+    for text in (left + middle + right, left2 + middle + right2):
+        text = text.upper() if case == "u" else text.lower() if case == "l" else text
+        toks = lx.tokens(Doc(text))
+        words, mixed = toks.words, toks.mixed_case
+        for c in range(len(words) - 1):
+            if words[c].lower in loc._CUES:
+                kept = LOCATIONS._after_cue(words, c, text, mixed)
+                with pytest.MonkeyPatch.context() as patch:
+                    patch.setattr(loc, "_judged", plain)
+                    assert kept == LOCATIONS._after_cue(words, c, text, mixed)

@@ -10,7 +10,7 @@ countries alone are not identifying under Safe Harbor; they are kept unless part
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from functools import cache
 from itertools import compress
 from operator import attrgetter
@@ -268,6 +268,15 @@ class LocationRecognizer(Recognizer):
             and nxt.lower not in lx.countries()
         ):
             return None
+        return _judged(self._cue_context, words, c, text, mixed)
+
+    def _cue_context(self, words: tuple[Token, ...], c: int, text: str, mixed: bool) -> Span | None:
+        """The rules of ``_after_cue`` that read the words around the cue: the movement verbs
+        before it, the city, facility or acronym after it. They read no word more than
+        ``_WINDOW_BEFORE`` before the cue or ``_WINDOW_AFTER`` after it, no character past
+        the last of those, and nothing else of the note but its case (:func:`_judged` relies
+        on it: a rule added here must keep to that window, or widen it)."""
+        cue = words[c].lower
         before = set(map(_lower, words[max(0, c - 3) : c]))
         prev = words[c - 1].lower if c > 0 else ""
         moved = not before.isdisjoint(MOVE_VERBS)
@@ -732,6 +741,67 @@ def _propagate(spans: list[Span], toks: lx.Tokens, text: str, mixed: bool) -> li
                 continue
             out.append(Span(tok.start, tok.end, found[tok.lower], 0.65, "locations"))
     return out
+
+
+# How far the rules behind a cue read (see ``_cue_context``): six words before it (the travel
+# verbs) and five after it (an article, a city of three words and the word after it: a
+# facility head or a place suffix). The characters they read past a word (a floor number, a
+# clause mark) come before the fifth word's end.
+_WINDOW_BEFORE: Final = 6
+_WINDOW_AFTER: Final = 5
+_JUDGED_LIMIT: Final = 20_000
+_Verdict = tuple[int, int, Category, float] | None
+# verdicts by window text, for one-case notes and for mixed-case notes
+_JUDGED: Final[tuple[dict[str, _Verdict], dict[str, _Verdict]]] = ({}, {})
+_UNSEEN: Final = (0, 0, CITY, 0.0)  # a verdict no rule gives (an empty span)
+
+
+def _judged(
+    rule: Callable[[tuple[Token, ...], int, str, bool], Span | None],
+    words: tuple[Token, ...],
+    c: int,
+    text: str,
+    mixed: bool,
+) -> Span | None:
+    """``rule(words, c, text, mixed)``, judged once per distinct stretch of text around the
+    word ``c`` and note case (a long note repeats its phrases: "transferred from X Hospital").
+
+    The rule reads the words from ``_WINDOW_BEFORE`` before ``c`` to ``_WINDOW_AFTER`` after
+    it and the text between them, and nothing else of the note but its case. So its verdict,
+    taken relative to the first word's start, is a function of the case and of the text from
+    the first word's start to the last word's end: that text fixes the words in it (a word
+    ends where the next one's gap starts, and the last ends where the text does). Near the
+    note's ends, where the window would be cut short, the rule is asked each time."""
+    window = _window(words, c, text)
+    if window is None:
+        return rule(words, c, text, mixed)
+    origin, key = window
+    judged = _JUDGED[mixed]
+    verdict = judged.get(key, _UNSEEN)
+    if verdict is None:
+        return None
+    if verdict is not _UNSEEN:
+        start, stop, category, confidence = verdict
+        return Span(origin + start, origin + stop, category, confidence, "locations")
+    span = rule(words, c, text, mixed)
+    if len(judged) >= _JUDGED_LIMIT:
+        judged.clear()
+    if span is None:
+        judged[key] = None
+    elif origin <= span.start and span.end <= origin + len(key):  # the rule reads no further
+        judged[key] = (span.start - origin, span.end - origin, span.category, span.confidence)
+    return span
+
+
+def _window(words: tuple[Token, ...], c: int, text: str) -> tuple[int, str] | None:
+    """Where the window of the word ``c`` starts in the text, and its text (see ``_judged``);
+    None where the note has fewer words before or after ``c``."""
+    lo = c - _WINDOW_BEFORE
+    hi = c + _WINDOW_AFTER + 1
+    if lo < 0 or hi > len(words):
+        return None
+    origin = words[lo].start
+    return origin, text[origin : words[hi - 1].end]
 
 
 def _person_before(tok: Token, mixed: bool) -> bool:
