@@ -468,3 +468,38 @@ def test_cue_verdicts_kept_per_window_match_the_rules(
                 with pytest.MonkeyPatch.context() as patch:
                     patch.setattr(loc, "_judged", plain)
                     assert kept == LOCATIONS._after_cue(words, c, text, mixed)
+
+
+_FACILITY_WORDS = (
+    *("Sacred", "Heart", "Memorial", "Hospital", "Medical", "Center", "of", "Michigan", "the"),
+    *("Calvert", "county", "hospital", "Nursing", "Home", "and", "St", "Agnes", "or", "to"),
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(
+        st.tuples(st.sampled_from(_FACILITY_WORDS), st.sampled_from((" ", " ", ". ", ", ", "-"))),
+        max_size=14,
+    ),
+    st.booleans(),
+)
+def test_facility_phrases_at_the_picked_heads_match_a_scan_of_every_word(
+    parts: list[tuple[str, str]], with_head: bool
+) -> None:
+    """``detect`` hands ``facility_phrases`` the head words it picked in its own pass."""
+    from itertools import compress
+
+    from pipelines.phi import lexicons as lx
+    from pipelines.phi.recognizers import facility_phrases as fp
+    from pipelines.phi.recognizers import locations as loc
+
+    text = "".join(w + g for w, g in parts)
+    toks = lx.tokens(Doc(text))
+    words, lowers, mixed = toks.words, toks.lowers, toks.mixed_case
+    picked = list(compress(range(len(words)), map(loc._picked_words().__contains__, lowers)))
+    heads = [i for i in picked if lowers[i] in fp.head_words()]
+    stops = loc._stops()
+    assert fp.facility_phrases(words, lowers, text, mixed, stops, with_head, heads) == (
+        fp.facility_phrases(words, lowers, text, mixed, stops, with_head)
+    )

@@ -14,6 +14,7 @@ mixed-case note, and follow a place cue ("at", "from", "to", "of") or precede "E
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from functools import cache
 from importlib import resources
 from itertools import compress
@@ -192,16 +193,19 @@ def _of_place(words: tuple[Token, ...], end: int, text: str, mixed: bool) -> int
 
 def facility_phrases(
     words: tuple[Token, ...], lowers: tuple[str, ...], text: str, mixed: bool,
-    stops: frozenset[str], with_head: bool = True,
+    stops: frozenset[str], with_head: bool = True, at: Iterable[int] | None = None,
 ) -> list[Span]:  # fmt: skip
     """Whole facility names: name words, then one or more head phrases (``with_head=False``:
-    the name words only, as corpora that leave the generic head out annotate them)."""
+    the name words only, as corpora that leave the generic head out annotate them). ``at``:
+    the indices of the words in ``head_words()``, in order, when the caller has picked them."""
     heads = _heads()
     out: list[Span] = []
     done = 0
     n = len(words)
     # only head words start the work (picked in C: no Python call per word of the note)
-    for i in compress(range(n), map(heads.__contains__, lowers)):
+    if at is None:
+        at = compress(range(n), map(heads.__contains__, lowers))
+    for i in at:
         if i < done:
             continue  # inside a phrase already reported
         end = _head_at(words, i, text)

@@ -121,6 +121,12 @@ def _starts() -> frozenset[str]:
     return frozenset({*_TRIGGERS, *states, *(f"{s}'s" for s in states)})
 
 
+@cache
+def _picked_words() -> frozenset[str]:
+    """The words at which the loop of ``detect`` or a facility phrase starts."""
+    return _starts() | fp.head_words()
+
+
 _SERVICES: Final = "facility_services.txt"
 
 
@@ -150,9 +156,13 @@ class LocationRecognizer(Recognizer):
         # whole facility names, head included unless the policy says otherwise
         # ("Sacred Heart Memorial Hospital"; option facility_heads = false: "Sacred Heart")
         with_head = bool(self.options.get("facility_heads", True))
-        out += fp.facility_phrases(words, toks.lowers, text, mixed, _stops(), with_head)
+        # the words at which this loop or a facility phrase starts, picked in one pass
+        lowers = toks.lowers
+        picked = list(compress(range(n), map(_picked_words().__contains__, lowers)))
+        heads = compress(picked, map(fp.head_words().__contains__, map(lowers.__getitem__, picked)))
+        out += fp.facility_phrases(words, lowers, text, mixed, _stops(), with_head, heads)
         out += fp.hospital_acronyms(toks, text, mixed)
-        for h in compress(range(n), map(_starts().__contains__, toks.lowers)):
+        for h in compress(picked, map(_starts().__contains__, map(lowers.__getitem__, picked))):
             tok = words[h]
             low = tok.lower
             span: Span | None = None
@@ -183,14 +193,13 @@ class LocationRecognizer(Recognizer):
                     4.0 if short_caps else 3.3
                 ):
                     span = _acronym_before_unit(words, h, text, mixed, staff=True)
-            elif (
-                (low in states or low.removesuffix("'s") in states)
-                and h > 0
-                and text[words[h - 1].end : tok.start] in {", ", " "}
-            ):
-                span = _city_before_state(words, h, text, mixed) or _compass_state(
-                    words, h, text, mixed
-                )
+            elif (low in states or low.removesuffix("'s") in states) and h > 0:
+                gap = text[words[h - 1].end : tok.start]
+                # both rules want a comma before a two-letter state ("this or that", "X MD")
+                if gap == ", " or (gap == " " and len(low) > 2):
+                    span = _city_before_state(words, h, text, mixed) or _compass_state(
+                        words, h, text, mixed
+                    )
             if span is not None:
                 out.append(span)
         return _propagate(out, toks, text, mixed)
