@@ -399,6 +399,50 @@ _FILLER = "He was seen today and then "
 _AFTER = " and went home later that day."
 
 
+def _plain(window: Any, rule: Any, words: Any, c: int, text: str, flag: bool) -> Span | None:
+    return rule(words, c, text, flag)  # type: ignore[no-any-return]
+
+
+def _window_verdicts(text: str, heads: bool) -> dict[int, tuple[Any, Any, int]]:
+    """Start of each cue (or head) with a whole window -> its key (the flag and the window
+    text), its verdict and its start, both relative to the window."""
+    from pipelines.phi import lexicons as lx
+    from pipelines.phi.recognizers import locations as loc
+
+    toks = lx.tokens(Doc(text))
+    words, out = toks.words, {}
+    window = loc._HEAD_WINDOW if heads else loc._CUE_WINDOW
+    for c in range(len(words) - 1):
+        where = loc._window_text(window, words, c, text)
+        if where is None or words[c].lower not in (loc._HEADS if heads else loc._CUES):
+            continue
+        origin, key = where
+        flag = toks.mixed_case
+        if heads:
+            flag = flag or (toks.lower_note and words[c].is_title)
+            span = LOCATIONS._facility(words, c, text, flag)
+        else:
+            with pytest.MonkeyPatch.context() as patch:
+                patch.setattr(loc, "_judged", _plain)
+                span = LOCATIONS._after_cue(words, c, text, flag)
+        moved = span and (span.start - origin, span.end - origin, span.category)
+        out[words[c].start] = ((flag, key), moved, words[c].start - origin)
+    return out
+
+
+def _window_keeps_its_verdicts(middle: str, left: str, right: str, left2: str, right2: str,
+                               case: str, heads: bool) -> None:  # fmt: skip
+    def cased(text: str) -> str:
+        return text.upper() if case == "u" else text.lower() if case == "l" else text
+
+    text = cased(_FILLER + left + middle + right + _AFTER)
+    prefix = cased(_FILLER + left2).rstrip("'’") + " "
+    for key, verdict, at in _window_verdicts(text, heads).values():
+        there = _window_verdicts(prefix + key[1] + cased(right2), heads).get(len(prefix) + at)
+        if there is not None and there[0] == key:
+            assert there[1] == verdict
+
+
 @settings(max_examples=400, deadline=None)
 @given(_cue_text, _cue_text, _cue_text, _cue_text, _cue_text, st.sampled_from(("", "u", "l")))
 # the farthest reads: a travel verb six words back, a facility head five words on (and what
@@ -413,61 +457,49 @@ def test_a_cue_verdict_depends_on_its_window_only(
 ) -> None:
     """What ``_judged`` keeps per window is sound: the rules behind a cue, with its window
     moved into other surroundings, give the same verdict there."""
-    from pipelines.phi import lexicons as lx
-    from pipelines.phi.recognizers import locations as loc
+    _window_keeps_its_verdicts(middle, left, right, left2, right2, case, heads=False)
 
-    def plain(rule: Any, words: Any, c: int, text: str, mixed: bool) -> Span | None:
-        return rule(words, c, text, mixed)  # type: ignore[no-any-return]
 
-    def verdicts(text: str) -> dict[int, tuple[Any, Any, int]]:
-        """Cue start -> case and window text, verdict and cue start (relative to the window)."""
-        toks = lx.tokens(Doc(text))
-        words, mixed, out = toks.words, toks.mixed_case, {}
-        for c in range(len(words) - 1):
-            window = loc._window(words, c, text)
-            if words[c].lower in loc._CUES and window is not None:
-                origin, key = window
-                span = LOCATIONS._after_cue(words, c, text, mixed)
-                moved = span and (span.start - origin, span.end - origin, span.category)
-                out[words[c].start] = ((mixed, key), moved, words[c].start - origin)
-        return out
+_head_text = st.tuples(
+    _cue_words(
+        *("University", "of", "St", "Mary's", "Sacred", "Heart", "Smith", "outside", "the"),
+        *("Calvert", "medical", "Medical", "Vermont", "pain", "Frostburg", "nursing", "to"),
+        most=6,
+    ),
+    st.sampled_from(("Hospital", "hospital", "Center", "House", "Health", "General", "Rehab")),
+    st.sampled_from((" ", ".", ", ", " NH", " Hospital", " diet", "\n")),
+).map("".join)
 
-    def cased(text: str) -> str:
-        return text.upper() if case == "u" else text.lower() if case == "l" else text
 
-    text = cased(_FILLER + left + middle + right + _AFTER)
-    prefix = cased(_FILLER + left2).rstrip("'’") + " "
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(loc, "_judged", plain)
-        for key, verdict, at in verdicts(text).values():
-            there = verdicts(prefix + key[1] + cased(right2)).get(len(prefix) + at)
-            if there is not None and there[0] == key:
-                assert there[1] == verdict
+@settings(max_examples=400, deadline=None)
+@given(_head_text, _head_text, _head_text, _head_text, _head_text, st.sampled_from(("", "u", "l")))
+@example("at University of Vermont Medical Center", "", "", "", "", "")
+@example("at the Sisters of Mercy Hospital", "", "", "", "", "")
+@example("at Smith House", "", "", "", " NH", "l")
+def test_a_head_verdict_depends_on_its_window_only(
+    middle: str, left: str, right: str, left2: str, right2: str, case: str
+) -> None:
+    """As above for the name words before a facility head (``_facility``)."""
+    _window_keeps_its_verdicts(middle, left, right, left2, right2, case, heads=True)
 
 
 @settings(max_examples=200, deadline=None)
 @given(_cue_text, _cue_text, _cue_text, _cue_text, _cue_text, st.sampled_from(("", "u", "l")))
-def test_cue_verdicts_kept_per_window_match_the_rules(
+def test_verdicts_kept_per_window_match_the_rules(
     left: str, middle: str, right: str, left2: str, right2: str, case: str
 ) -> None:
-    """The verdict behind a cue, kept per stretch of text around it (``_judged``), is the
-    verdict of the rules themselves, in notes that share the stretch but not what is around."""
+    """Verdicts kept per stretch of text (``_judged``) are the rules' own verdicts, in notes
+    that share the stretch but not what is around it."""
     from pipelines.phi import lexicons as lx
     from pipelines.phi.recognizers import locations as loc
-
-    def plain(rule: Any, words: Any, c: int, text: str, mixed: bool) -> Span | None:
-        return rule(words, c, text, mixed)  # type: ignore[no-any-return]
 
     for text in (left + middle + right, left2 + middle + right2):
         text = text.upper() if case == "u" else text.lower() if case == "l" else text
         toks = lx.tokens(Doc(text))
-        words, mixed = toks.words, toks.mixed_case
-        for c in range(len(words) - 1):
-            if words[c].lower in loc._CUES:
-                kept = LOCATIONS._after_cue(words, c, text, mixed)
-                with pytest.MonkeyPatch.context() as patch:
-                    patch.setattr(loc, "_judged", plain)
-                    assert kept == LOCATIONS._after_cue(words, c, text, mixed)
+        kept = LOCATIONS.detect(Doc(text))
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(loc, "_judged", _plain)
+            assert kept == LOCATIONS.detect(Doc(text)), toks.mixed_case
 
 
 _FACILITY_WORDS = (

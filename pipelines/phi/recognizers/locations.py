@@ -11,6 +11,7 @@ countries alone are not identifying under Safe Harbor; they are kept unless part
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
 from functools import cache
 from itertools import compress
 from operator import attrgetter
@@ -169,7 +170,8 @@ class LocationRecognizer(Recognizer):
             is_home = low == "home" and h > 0 and words[h - 1].lower == "nursing"
             if low in GENERIC_HEADS or low in NAMED_HEADS or is_home:
                 # a capitalised head in a lower-case note reads as in a mixed-case one
-                span = self._facility(words, h, text, mixed or (toks.lower_note and tok.is_title))
+                cased = mixed or (toks.lower_note and tok.is_title)
+                span = _judged(_HEAD_WINDOW, self._facility, words, h, text, cased)
                 if span is not None:
                     also = _facility_list(words, h, text, mixed)
                     if also is not None:
@@ -205,7 +207,8 @@ class LocationRecognizer(Recognizer):
         return _propagate(out, toks, text, mixed)
 
     def _facility(self, words: tuple[Token, ...], h: int, text: str, mixed: bool) -> Span | None:
-        """The name words before a facility head: "Ashcott Hospital", "Univ of X Medical"."""
+        """The name words before a facility head: "Ashcott Hospital", "Univ of X Medical".
+        Reads no word beyond ``_HEAD_WINDOW`` and nothing else of the note but ``mixed``."""
         head = words[h]
         if mixed and not (head.is_title or head.is_upper) and head.lower in NAMED_HEADS:
             return None  # "general hospital", "good health" written in lower case
@@ -277,14 +280,14 @@ class LocationRecognizer(Recognizer):
             and nxt.lower not in lx.countries()
         ):
             return None
-        return _judged(self._cue_context, words, c, text, mixed)
+        return _judged(_CUE_WINDOW, self._cue_context, words, c, text, mixed)
 
     def _cue_context(self, words: tuple[Token, ...], c: int, text: str, mixed: bool) -> Span | None:
         """The rules of ``_after_cue`` that read the words around the cue: the movement verbs
         before it, the city, facility or acronym after it. They read no word more than
-        ``_WINDOW_BEFORE`` before the cue or ``_WINDOW_AFTER`` after it, no character past
-        the last of those, and nothing else of the note but its case (:func:`_judged` relies
-        on it: a rule added here must keep to that window, or widen it)."""
+        ``_CUE_WINDOW.before`` before the cue or ``_CUE_WINDOW.after`` after it, no character
+        past the last of those, and nothing else of the note but its case (:func:`_judged`
+        relies on it: a rule added here must keep to that window, or widen it)."""
         cue = words[c].lower
         before = set(map(_lower, words[max(0, c - 3) : c]))
         prev = words[c - 1].lower if c > 0 else ""
@@ -752,47 +755,63 @@ def _propagate(spans: list[Span], toks: lx.Tokens, text: str, mixed: bool) -> li
     return out
 
 
-# How far the rules behind a cue read (see ``_cue_context``): six words before it (the travel
-# verbs) and five after it (an article, a city of three words and the word after it: a
-# facility head or a place suffix). The characters they read past a word (a floor number, a
-# clause mark) come before the fifth word's end.
-_WINDOW_BEFORE: Final = 6
-_WINDOW_AFTER: Final = 5
-_JUDGED_LIMIT: Final = 20_000
 _Verdict = tuple[int, int, Category, float] | None
-# verdicts by window text, for one-case notes and for mixed-case notes
-_JUDGED: Final[tuple[dict[str, _Verdict], dict[str, _Verdict]]] = ({}, {})
 _UNSEEN: Final = (0, 0, CITY, 0.0)  # a verdict no rule gives (an empty span)
 
 
+@dataclass(frozen=True, slots=True, eq=False)
+class _Window:
+    """How many words before and after its word a rule reads (and the text between them, and
+    nothing else of the note but the case flag it is given), with its verdicts kept per
+    window text: one dict for each value of the flag, emptied at ``_JUDGED_LIMIT``."""
+
+    before: int
+    after: int
+    judged: tuple[dict[str, _Verdict], dict[str, _Verdict]] = field(
+        default_factory=lambda: ({}, {})
+    )
+
+
+_JUDGED_LIMIT: Final = 20_000
+# The rules behind a cue (``_cue_context``) read six words before it (the travel verbs) and
+# five after it (an article, a city of three words and the word after it: a facility head
+# or a place suffix); the characters they read past a word (a floor number, a clause mark)
+# come before the fifth word's end.
+_CUE_WINDOW: Final = _Window(6, 5)
+# ``_facility`` reads the name words up to four before the head and the word before them
+# ("University of"), and the word after the head ("X House NH", "General Hospital").
+_HEAD_WINDOW: Final = _Window(5, 1)
+
+
 def _judged(
+    window: _Window,
     rule: Callable[[tuple[Token, ...], int, str, bool], Span | None],
     words: tuple[Token, ...],
     c: int,
     text: str,
-    mixed: bool,
+    flag: bool,
 ) -> Span | None:
-    """``rule(words, c, text, mixed)``, judged once per distinct stretch of text around the
-    word ``c`` and note case (a long note repeats its phrases: "transferred from X Hospital").
+    """``rule(words, c, text, flag)``, judged once per distinct stretch of text around the
+    word ``c`` and flag (a long note repeats its phrases: "transferred from X Hospital").
 
-    The rule reads the words from ``_WINDOW_BEFORE`` before ``c`` to ``_WINDOW_AFTER`` after
-    it and the text between them, and nothing else of the note but its case. So its verdict,
-    taken relative to the first word's start, is a function of the case and of the text from
+    The rule reads the words from ``window.before`` before ``c`` to ``window.after`` after
+    it and the text between them, and nothing else of the note but ``flag``. So its verdict,
+    taken relative to the first word's start, is a function of the flag and of the text from
     the first word's start to the last word's end: that text fixes the words in it (a word
     ends where the next one's gap starts, and the last ends where the text does). Near the
     note's ends, where the window would be cut short, the rule is asked each time."""
-    window = _window(words, c, text)
-    if window is None:
-        return rule(words, c, text, mixed)
-    origin, key = window
-    judged = _JUDGED[mixed]
+    where = _window_text(window, words, c, text)
+    if where is None:
+        return rule(words, c, text, flag)
+    origin, key = where
+    judged = window.judged[flag]
     verdict = judged.get(key, _UNSEEN)
     if verdict is None:
         return None
     if verdict is not _UNSEEN:
         start, stop, category, confidence = verdict
         return Span(origin + start, origin + stop, category, confidence, "locations")
-    span = rule(words, c, text, mixed)
+    span = rule(words, c, text, flag)
     if len(judged) >= _JUDGED_LIMIT:
         judged.clear()
     if span is None:
@@ -802,11 +821,13 @@ def _judged(
     return span
 
 
-def _window(words: tuple[Token, ...], c: int, text: str) -> tuple[int, str] | None:
+def _window_text(
+    window: _Window, words: tuple[Token, ...], c: int, text: str
+) -> tuple[int, str] | None:
     """Where the window of the word ``c`` starts in the text, and its text (see ``_judged``);
     None where the note has fewer words before or after ``c``."""
-    lo = c - _WINDOW_BEFORE
-    hi = c + _WINDOW_AFTER + 1
+    lo = c - window.before
+    hi = c + window.after + 1
     if lo < 0 or hi > len(words):
         return None
     origin = words[lo].start
