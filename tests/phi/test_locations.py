@@ -535,3 +535,15 @@ def test_facility_phrases_at_the_picked_heads_match_a_scan_of_every_word(
     assert fp.facility_phrases(words, lowers, text, mixed, stops, with_head, heads) == (
         fp.facility_phrases(words, lowers, text, mixed, stops, with_head)
     )
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.sampled_from(_FACILITY_WORDS + _PLACE_WORDS + ("x", "o'neil", "lasix", "walking")))
+def test_facility_name_words_judged_once_per_word_match_the_rule(word: str) -> None:
+    from pipelines.phi import lexicons as lx
+    from pipelines.phi.recognizers import facility_phrases as fp
+
+    tok = lx.tokens(Doc(word)).words[0]
+    for cased in (False, True):
+        assert fp._names(tok, cased) == fp._names_word.__wrapped__(tok.lower, cased)
+        assert fp._names(tok, cased) == fp._names(tok, cased)

@@ -15,9 +15,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-from functools import cache
+from functools import cache, lru_cache
 from importlib import resources
 from itertools import compress
+from operator import attrgetter
 from typing import Final
 
 from pipelines.phi import lexicons as lx
@@ -25,6 +26,7 @@ from pipelines.phi.lexicons import Token
 from pipelines.spans import Category, Span
 
 HOSPITAL: Final = Category.LOCATION_HOSPITAL
+_lower = attrgetter("lower")
 _MAX_NAME_WORDS: Final = 5
 _FUNCTION_ZIPF: Final = 5.6
 
@@ -60,7 +62,7 @@ def _head_at(words: tuple[Token, ...], i: int, text: str) -> int | None:
         if k > len(words):
             continue
         part = words[i:k]
-        if tuple(w.lower for w in part) == phrase and all(
+        if tuple(map(_lower, part)) == phrase and all(
             text[a.end : b.start] == " " for a, b in zip(part, part[1:], strict=False)
         ):
             return k - 1
@@ -79,7 +81,12 @@ def _same_case(tok: Token, head: Token, mixed: bool) -> bool:
 
 def _names(tok: Token, cased: bool) -> bool:
     """A word that can be the naming part of a facility ("Calvert", "Newhall", "Candler")."""
-    low = tok.lower
+    return _names_word(tok.lower, cased)
+
+
+@lru_cache(maxsize=50_000)
+def _names_word(low: str, cased: bool) -> bool:
+    """``_names`` of a word, judged once per distinct lower-case word and ``cased``."""
     if len(low) < 2 or not low.replace("'", "").isalpha():
         return False
     if low in data_words("facility_services.txt"):
