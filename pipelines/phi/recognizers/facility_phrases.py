@@ -84,7 +84,7 @@ def _names(tok: Token, cased: bool) -> bool:
     return _names_word(tok.lower, cased)
 
 
-@lru_cache(maxsize=50_000)
+@lru_cache(maxsize=20_000)
 def _names_word(low: str, cased: bool) -> bool:
     """``_names`` of a word, judged once per distinct lower-case word and ``cased``."""
     if len(low) < 2 or not low.replace("'", "").isalpha():

@@ -772,7 +772,10 @@ class _Window:
     )
 
 
-_JUDGED_LIMIT: Final = 20_000
+_JUDGED_LIMIT: Final = 10_000  # per dict: about 2 MB of windows at most
+# Windows repeat in long notes (copied-forward text, templates); a short note's windows are
+# mostly new, and keeping them would cost more than it saves (5 ms per MB of short notes).
+_JUDGED_MIN_TEXT = 10_000
 # The rules behind a cue (``_cue_context``) read six words before it (the travel verbs) and
 # five after it (an article, a city of three words and the word after it: a facility head
 # or a place suffix); the characters they read past a word (a floor number, a clause mark)
@@ -799,8 +802,9 @@ def _judged(
     taken relative to the first word's start, is a function of the flag and of the text from
     the first word's start to the last word's end: that text fixes the words in it (a word
     ends where the next one's gap starts, and the last ends where the text does). Near the
-    note's ends, where the window would be cut short, the rule is asked each time."""
-    where = _window_text(window, words, c, text)
+    note's ends, where the window would be cut short, or in a short note, the rule is asked
+    each time."""
+    where = _window_text(window, words, c, text) if len(text) >= _JUDGED_MIN_TEXT else None
     if where is None:
         return rule(words, c, text, flag)
     origin, key = where
