@@ -17,7 +17,7 @@ import re
 from collections.abc import Iterable
 from functools import cache, lru_cache
 from importlib import resources
-from itertools import compress
+from itertools import compress, repeat
 from operator import attrgetter
 from typing import Final
 
@@ -242,6 +242,11 @@ def _acronym_scan() -> re.Pattern[str]:
     return re.compile(r"\b[A-Z]{1,4}(?:" + endings + r")\b")
 
 
+@cache
+def _acronym_endings() -> tuple[str, ...]:
+    return tuple(e.upper() for e in data_words("hospital_acronyms.txt"))
+
+
 def hospital_acronyms(toks: lx.Tokens, text: str, mixed: bool) -> list[Span]:
     """ "seen at XYZMC", "from XRMC ER": capital acronyms with a hospital ending."""
     if not mixed:
@@ -250,9 +255,12 @@ def hospital_acronyms(toks: lx.Tokens, text: str, mixed: bool) -> list[Span]:
     scan = _acronym_scan()
     clinical = data_words("clinical_acronyms.txt")
     out: list[Span] = []
-    # only a word in capitals can be a whole match of the scan: each is matched where it
-    # starts (the scan's word boundary still looks at the character before), not the note
-    for k in compress(range(len(words)), map(str.isupper, toks.texts)):
+    # only a word in capitals with an acronym ending can be a whole match of the scan (both
+    # picked in C): each is matched where it starts (the scan's word boundary still looks at
+    # the character before), not the note
+    caps = list(compress(range(len(words)), map(str.isupper, toks.texts)))
+    ends = map(str.endswith, map(toks.texts.__getitem__, caps), repeat(_acronym_endings()))
+    for k in compress(caps, ends):
         tok = words[k]
         m = scan.match(text, tok.start)
         if m is None or m.end() != tok.end:
