@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from pipelines.phi.base import Doc
 from pipelines.phi.recognizers.locations import LocationRecognizer
-from pipelines.spans import Category
+from pipelines.spans import Category, Span
 
 LOCATIONS = LocationRecognizer()
 
@@ -277,6 +279,277 @@ def test_hospital_acronyms_match_a_scan_of_the_whole_note(
     assert got == _acronyms_reference(text)
 
 
+def _propagate_reference(spans: list[Span], text: str) -> list[Span]:
+    """The plain definition of ``_propagate``: every word and every phrase of the note is
+    compared with the places found once."""
+    from pipelines.phi import lexicons as lx
+    from pipelines.phi.recognizers import locations as loc
+
+    toks = lx.tokens(Doc(text))
+    words, mixed = toks.words, toks.mixed_case
+    found: dict[str, Category] = {}
+    phrases: dict[str, Category] = {}
+    for span in spans:
+        phrase = text[span.start : span.end]
+        if "\n" in phrase or span.confidence < 0.6:
+            continue
+        low = phrase.lower()
+        if " " in phrase:
+            if span.confidence >= 0.7 and len(low) >= 6:
+                phrases[" ".join(low.split())] = span.category
+            continue
+        ceiling = 4.6 if span.category is Category.LOCATION_CITY and span.confidence >= 0.7 else 3.5
+        if lx.zipf(low) < ceiling and low not in loc.UNITS and not lx.is_first_name(low):
+            found[low] = span.category
+    best: dict[tuple[int, int], Span] = {}
+    for span in spans:
+        old = best.get((span.start, span.end))
+        if old is None or old.confidence < span.confidence:
+            best[(span.start, span.end)] = span
+    out = list(best.values())
+    firsts = {p.split(" ", 1)[0]: p.count(" ") + 1 for p in phrases}
+    for i, first in enumerate(words):
+        size = firsts.get(first.lower)
+        if size is None or i + size > len(words):
+            continue
+        part = words[i : i + size]
+        if any(text[a.end : b.start] != " " for a, b in zip(part, part[1:], strict=False)):
+            continue
+        if mixed and not all(p.is_title or p.is_upper for p in part):
+            continue
+        cat = phrases.get(" ".join(p.lower for p in part))
+        if cat is not None and (part[0].start, part[-1].end) not in best:
+            out.append(Span(part[0].start, part[-1].end, cat, 0.65, "locations"))
+    for tok in words:
+        if tok.lower in found and (tok.start, tok.end) not in best:
+            if mixed and not (tok.is_title or tok.is_upper):
+                continue
+            out.append(Span(tok.start, tok.end, found[tok.lower], 0.65, "locations"))
+    return out
+
+
+_PLACE_WORDS = ("Holy", "Cross", "holy", "CROSS", "Frostburg", "frostburg", "Rome", "icu")
+_PLACE_GAPS = (" ", " ", " ", "  ", "\n", ", ")
+
+
+@settings(max_examples=500, deadline=None)
+@given(
+    st.lists(st.tuples(st.sampled_from(_PLACE_WORDS), st.sampled_from(_PLACE_GAPS)), max_size=12),
+    st.lists(
+        st.tuples(
+            st.integers(0, 11),
+            st.integers(1, 2),
+            st.sampled_from(list(Category)[:3] + [Category.LOCATION_CITY]),
+            st.sampled_from((0.55, 0.6, 0.65, 0.7, 0.75, 0.8)),
+        ),
+        max_size=6,
+    ),
+)
+def test_places_found_again_match_a_scan_of_every_word(
+    parts: list[tuple[str, str]], picks: list[tuple[int, int, Category, float]]
+) -> None:
+    from pipelines.phi import lexicons as lx
+    from pipelines.phi.recognizers import locations as loc
+
+    text = "Seen today. " + "".join(w + g for w, g in parts)
+    toks = lx.tokens(Doc(text))
+    words = toks.words
+    spans = [
+        Span(words[i].start, words[min(i + size, len(words)) - 1].end, cat, conf, "locations")
+        for i, size, cat, conf in picks
+        if i < len(words)
+    ]
+    got = loc._propagate(list(spans), toks, text, toks.mixed_case)
+    assert got == _propagate_reference(spans, text)
+
+
+_CUE_GAPS = (" ", " ", " ", " ", ", ", ". ", "\n", " 2 ", "3 ", "  ", " 209 ", ": ", "-", "'")
+
+
+def _cue_words(*words: str, most: int) -> st.SearchStrategy[str]:
+    """Up to ``most`` of ``words``, each followed by a gap."""
+    pair = st.tuples(st.sampled_from(words), st.sampled_from(_CUE_GAPS)).map("".join)
+    return st.lists(pair, max_size=most).map("".join)
+
+
+# a cue with the words a rule reads around it: a verb or a relative up to seven words before
+# it, an article, a place of up to three words and the word after it (a head, a suffix)
+_cue_text = st.tuples(
+    _cue_words(
+        *("flew", "lives", "sent", "transferred", "daughter", "returned", "visiting", "home"),
+        most=1,
+    ),
+    _cue_words(*("today", "was", "Medical", "blood", "drawn", "is", "pt", "Smith"), most=7),
+    st.sampled_from(("to ", "from ", "in ", "at ", "of ", "on ", "leave ", "From ", "IN ")),
+    st.sampled_from(("", "", "the ", "The ")),
+    _cue_words(
+        *("Rome", "Mobile", "Boston", "Paris", "Silver", "Spring", "new", "haven", "Reading"),
+        *("XQH", "St", "Mary's", "Xyzward", "Italy", "DC", "icu", "Holy", "Cross", "Frostburg"),
+        *("MD", "Dover", "Hospital", "Medical", "xyzward", "Lafox", "Smith", "Marion", "the"),
+        most=3,
+    ),
+    _cue_words(
+        *("Heights", "Hospital", "ER", "Center", "and", "for", "mg", "area", "today", "Park"),
+        most=3,
+    ),
+).map("".join)
+
+
+_FILLER = "He was seen today and then "
+_AFTER = " and went home later that day."
+
+
+def _plain(window: Any, rule: Any, words: Any, c: int, text: str, flag: bool) -> Span | None:
+    return rule(words, c, text, flag)  # type: ignore[no-any-return]
+
+
+def _window_verdicts(text: str, heads: bool) -> dict[int, tuple[Any, Any, int]]:
+    """Start of each cue (or head) with a whole window -> its key (the flag and the window
+    text), its verdict and its start, both relative to the window."""
+    from pipelines.phi import lexicons as lx
+    from pipelines.phi.recognizers import locations as loc
+
+    toks = lx.tokens(Doc(text))
+    words, out = toks.words, {}
+    window = loc._HEAD_WINDOW if heads else loc._CUE_WINDOW
+    for c in range(len(words) - 1):
+        where = loc._window_text(window, words, c, text)
+        if where is None or words[c].lower not in (loc._HEADS if heads else loc._CUES):
+            continue
+        origin, key = where
+        flag = toks.mixed_case
+        if heads:
+            flag = flag or (toks.lower_note and words[c].is_title)
+            span = LOCATIONS._facility(words, c, text, flag)
+        else:
+            with pytest.MonkeyPatch.context() as patch:
+                patch.setattr(loc, "_judged", _plain)
+                span = LOCATIONS._after_cue(words, c, text, flag)
+        moved = span and (span.start - origin, span.end - origin, span.category)
+        out[words[c].start] = ((flag, key), moved, words[c].start - origin)
+    return out
+
+
+def _window_keeps_its_verdicts(middle: str, left: str, right: str, left2: str, right2: str,
+                               case: str, heads: bool) -> None:  # fmt: skip
+    def cased(text: str) -> str:
+        return text.upper() if case == "u" else text.lower() if case == "l" else text
+
+    text = cased(_FILLER + left + middle + right + _AFTER)
+    prefix = cased(_FILLER + left2).rstrip("'’") + " "
+    for key, verdict, at in _window_verdicts(text, heads).values():
+        there = _window_verdicts(prefix + key[1] + cased(right2), heads).get(len(prefix) + at)
+        if there is not None and there[0] == key:
+            assert there[1] == verdict
+
+
+@settings(max_examples=400, deadline=None)
+@given(_cue_text, _cue_text, _cue_text, _cue_text, _cue_text, st.sampled_from(("", "u", "l")))
+# the farthest reads: a travel verb six words back, a facility head five words on (and what
+# ends that word: "Hospital's" is no head)
+@example("flew today was blood drawn pt in Boston today", "", "", "", "", "")
+@example("transferred from the West Palm Beach Hospital's", "", "", "", "", "")
+@example("transferred from the West Palm Beach Hospital", "", "", "", "'s", "")
+@example("transferred from the West Palm Beach Hospital", "", "", "", " ", "")
+@example("transferred from the West Palm Beach Hospital", "", "", "", "x", "")
+def test_a_cue_verdict_depends_on_its_window_only(
+    middle: str, left: str, right: str, left2: str, right2: str, case: str
+) -> None:
+    """What ``_judged`` keeps per window is sound: the rules behind a cue, with its window
+    moved into other surroundings, give the same verdict there."""
+    _window_keeps_its_verdicts(middle, left, right, left2, right2, case, heads=False)
+
+
+_head_text = st.tuples(
+    _cue_words(
+        *("University", "of", "St", "Mary's", "Sacred", "Heart", "Smith", "outside", "the"),
+        *("Calvert", "medical", "Medical", "Vermont", "pain", "Frostburg", "nursing", "to"),
+        most=6,
+    ),
+    st.sampled_from(("Hospital", "hospital", "Center", "House", "Health", "General", "Rehab")),
+    st.sampled_from((" ", ".", ", ", " NH", " Hospital", " diet", "\n")),
+).map("".join)
+
+
+@settings(max_examples=400, deadline=None)
+@given(_head_text, _head_text, _head_text, _head_text, _head_text, st.sampled_from(("", "u", "l")))
+@example("at University of Vermont Medical Center", "", "", "", "", "")
+@example("at the Sisters of Mercy Hospital", "", "", "", "", "")
+@example("at Smith House", "", "", "", " NH", "l")
+def test_a_head_verdict_depends_on_its_window_only(
+    middle: str, left: str, right: str, left2: str, right2: str, case: str
+) -> None:
+    """As above for the name words before a facility head (``_facility``)."""
+    _window_keeps_its_verdicts(middle, left, right, left2, right2, case, heads=True)
+
+
+@settings(max_examples=200, deadline=None)
+@given(_cue_text, _cue_text, _cue_text, _cue_text, _cue_text, st.sampled_from(("", "u", "l")))
+def test_verdicts_kept_per_window_match_the_rules(
+    left: str, middle: str, right: str, left2: str, right2: str, case: str
+) -> None:
+    """Verdicts kept per stretch of text (``_judged``) are the rules' own verdicts, in notes
+    that share the stretch but not what is around it."""
+    from pipelines.phi import lexicons as lx
+    from pipelines.phi.recognizers import locations as loc
+
+    for text in (left + middle + right, left2 + middle + right2):
+        text = text.upper() if case == "u" else text.lower() if case == "l" else text
+        toks = lx.tokens(Doc(text))
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(loc, "_JUDGED_MIN_TEXT", 0)  # kept for short notes too
+            kept = LOCATIONS.detect(Doc(text))
+            patch.setattr(loc, "_judged", _plain)
+            assert kept == LOCATIONS.detect(Doc(text)), toks.mixed_case
+
+
+_FACILITY_WORDS = (
+    *("Sacred", "Heart", "Memorial", "Hospital", "Medical", "Center", "of", "Michigan", "the"),
+    *("Calvert", "county", "hospital", "Nursing", "Home", "and", "St", "Agnes", "or", "to"),
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(
+        st.tuples(st.sampled_from(_FACILITY_WORDS), st.sampled_from((" ", " ", ". ", ", ", "-"))),
+        max_size=14,
+    ),
+    st.booleans(),
+)
+def test_facility_phrases_at_the_picked_heads_match_a_scan_of_every_word(
+    parts: list[tuple[str, str]], with_head: bool
+) -> None:
+    """``detect`` hands ``facility_phrases`` the head words it picked in its own pass."""
+    from itertools import compress
+
+    from pipelines.phi import lexicons as lx
+    from pipelines.phi.recognizers import facility_phrases as fp
+    from pipelines.phi.recognizers import locations as loc
+
+    text = "".join(w + g for w, g in parts)
+    toks = lx.tokens(Doc(text))
+    words, lowers, mixed = toks.words, toks.lowers, toks.mixed_case
+    picked = list(compress(range(len(words)), map(loc._picked_words().__contains__, lowers)))
+    heads = [i for i in picked if lowers[i] in fp.head_words()]
+    stops = loc._stops()
+    assert fp.facility_phrases(words, lowers, text, mixed, stops, with_head, heads) == (
+        fp.facility_phrases(words, lowers, text, mixed, stops, with_head)
+    )
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.sampled_from(_FACILITY_WORDS + _PLACE_WORDS + ("x", "o'neil", "lasix", "walking")))
+def test_facility_name_words_judged_once_per_word_match_the_rule(word: str) -> None:
+    from pipelines.phi import lexicons as lx
+    from pipelines.phi.recognizers import facility_phrases as fp
+
+    tok = lx.tokens(Doc(word)).words[0]
+    for cased in (False, True):
+        assert fp._names(tok, cased) == fp._names_word.__wrapped__(tok.lower, cased)
+        assert fp._names(tok, cased) == fp._names(tok, cased)
+
+
 _STATE_TEXT_WORDS = (
     "or", "OR", "Or", "me", "Maryland", "MARYLAND", "maryland", "va", "VA", "Va", "pa",
     "Frostburg", "Middle", "River", "western", "Western", "U", "univ", "in", "to", "from",
@@ -302,8 +575,8 @@ def test_loop_starts_of_a_mixed_note_take_what_every_start_takes(
 
     text = "Seen today by the team. " + "".join(w + s for w, s in parts)
     plain = LocationRecognizer()
-    every = lambda toks, ascii_note: compress(  # noqa: E731
-        range(len(toks.lowers)), map(loc._starts().__contains__, toks.lowers)
+    every = lambda toks, ascii_note, picked: compress(  # noqa: E731
+        picked, map(loc._starts().__contains__, map(toks.lowers.__getitem__, picked))
     )
     fast = sorted((s.start, s.end, s.category, s.confidence) for s in plain.detect(Doc(text)))
     original, loc._loop_starts = loc._loop_starts, every

@@ -14,9 +14,11 @@ mixed-case note, and follow a place cue ("at", "from", "to", "of") or precede "E
 from __future__ import annotations
 
 import re
-from functools import cache
+from collections.abc import Iterable
+from functools import cache, lru_cache
 from importlib import resources
 from itertools import compress
+from operator import attrgetter
 from typing import Final
 
 from pipelines.phi import lexicons as lx
@@ -24,6 +26,7 @@ from pipelines.phi.lexicons import Token
 from pipelines.spans import Category, Span
 
 HOSPITAL: Final = Category.LOCATION_HOSPITAL
+_lower = attrgetter("lower")
 _MAX_NAME_WORDS: Final = 5
 _FUNCTION_ZIPF: Final = 5.6
 
@@ -79,7 +82,12 @@ def _same_case(tok: Token, head: Token, mixed: bool) -> bool:
 
 def _names(tok: Token, cased: bool) -> bool:
     """A word that can be the naming part of a facility ("Calvert", "Newhall", "Candler")."""
-    low = tok.lower
+    return _names_word(tok.lower, cased)
+
+
+@lru_cache(maxsize=20_000)
+def _names_word(low: str, cased: bool) -> bool:
+    """``_names`` of a word, judged once per distinct lower-case word and ``cased``."""
     if len(low) < 2 or not low.replace("'", "").isalpha():
         return False
     if low in data_words("facility_services.txt"):
@@ -199,16 +207,19 @@ def _of_place(words: tuple[Token, ...], end: int, text: str, mixed: bool) -> int
 
 def facility_phrases(
     words: tuple[Token, ...], lowers: tuple[str, ...], text: str, mixed: bool,
-    stops: frozenset[str], with_head: bool = True,
+    stops: frozenset[str], with_head: bool = True, at: Iterable[int] | None = None,
 ) -> list[Span]:  # fmt: skip
     """Whole facility names: name words, then one or more head phrases (``with_head=False``:
-    the name words only, as corpora that leave the generic head out annotate them)."""
+    the name words only, as corpora that leave the generic head out annotate them). ``at``:
+    the indices of the words in ``head_words()``, in order, when the caller has picked them."""
     heads = _heads()
     out: list[Span] = []
     done = 0
     n = len(words)
     # only head words start the work (picked in C: no Python call per word of the note)
-    for i in compress(range(n), map(heads.__contains__, lowers)):
+    if at is None:
+        at = compress(range(n), map(heads.__contains__, lowers))
+    for i in at:
         if i < done:
             continue  # inside a phrase already reported
         end = _head_at(words, lowers, i, text)

@@ -10,9 +10,11 @@ countries alone are not identifying under Safe Harbor; they are kept unless part
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
 from functools import cache
 from itertools import compress
+from operator import attrgetter
 from typing import Final
 
 from pipelines.phi import lexicons as lx
@@ -22,6 +24,8 @@ from pipelines.phi.recognizers import facility_phrases as fp
 from pipelines.phi.registry import register
 from pipelines.phi.scan import compile_words, finditer
 from pipelines.spans import Category, Span
+
+_lower = attrgetter("lower")
 
 HOSPITAL, CITY, OTHER = (
     Category.LOCATION_HOSPITAL,
@@ -136,14 +140,18 @@ class _MixedStarts(dict[str, bool]):
 _MIXED_STARTS = _MixedStarts()
 
 
-def _loop_starts(toks: lx.Tokens, ascii_note: bool) -> Iterable[int]:
-    """Indices of the words the loop visits: the words of ``_starts`` — in a mixed-case
-    ASCII note less the state words that can start nothing there, picked from the note's
-    distinct words as written (2,000 of the 18,000 visits a MB of the bench note)."""
+def _loop_starts(toks: lx.Tokens, ascii_note: bool, picked: list[int]) -> Iterable[int]:
+    """Indices of the words the loop visits, of those ``picked``: the words of ``_starts`` —
+    in a mixed-case ASCII note less the state words that can start nothing there."""
     if not (toks.mixed_case and ascii_note):
-        return compress(range(len(toks.lowers)), map(_starts().__contains__, toks.lowers))
-    may = _MIXED_STARTS
-    return lx.positions(toks.texts, {word for word in toks.written if may[word]})
+        return compress(picked, map(_starts().__contains__, map(toks.lowers.__getitem__, picked)))
+    return compress(picked, map(_MIXED_STARTS.__getitem__, map(toks.texts.__getitem__, picked)))
+
+
+@cache
+def _picked_words() -> frozenset[str]:
+    """The words at which the loop of ``detect`` or a facility phrase starts."""
+    return _starts() | fp.head_words()
 
 
 _SERVICES: Final = "facility_services.txt"
@@ -175,22 +183,27 @@ class LocationRecognizer(Recognizer):
         # whole facility names, head included unless the policy says otherwise
         # ("Sacred Heart Memorial Hospital"; option facility_heads = false: "Sacred Heart")
         with_head = bool(self.options.get("facility_heads", True))
-        out += fp.facility_phrases(words, toks.lowers, text, mixed, _stops(), with_head)
+        # the words at which this loop or a facility phrase starts, picked in one pass
+        lowers = toks.lowers
+        picked = list(compress(range(n), map(_picked_words().__contains__, lowers)))
+        heads = compress(picked, map(fp.head_words().__contains__, map(lowers.__getitem__, picked)))
+        out += fp.facility_phrases(words, lowers, text, mixed, _stops(), with_head, heads)
         out += fp.hospital_acronyms(toks, text, mixed)
-        for h in _loop_starts(toks, text.isascii()):
+        for h in _loop_starts(toks, text.isascii(), picked):
             tok = words[h]
             low = tok.lower
             span: Span | None = None
             is_home = low == "home" and h > 0 and words[h - 1].lower == "nursing"
             if low in GENERIC_HEADS or low in NAMED_HEADS or is_home:
                 # a capitalised head in a lower-case note reads as in a mixed-case one
-                span = self._facility(words, h, text, mixed or (toks.lower_note and tok.is_title))
+                cased = mixed or (toks.lower_note and tok.is_title)
+                span = _judged(_HEAD_WINDOW, self._facility, words, h, text, cased)
                 if span is not None:
                     also = _facility_list(words, h, text, mixed)
                     if also is not None:
                         out.append(also)
             elif low in _CUES and h + 1 < n:
-                span = self._after_cue(words, toks.lowers, h, text, mixed)
+                span = self._after_cue(words, h, text, mixed)
                 if span is None and low == "of" and h > 0:
                     span = _university_of(words, h, text, mixed)
             elif low in {"shore", "coast", "side", "end"}:
@@ -208,20 +221,20 @@ class LocationRecognizer(Recognizer):
                     4.0 if short_caps else 3.3
                 ):
                     span = _acronym_before_unit(words, h, text, mixed, staff=True)
-            elif (
-                (low in states or low.removesuffix("'s") in states)
-                and h > 0
-                and text[words[h - 1].end : tok.start] in {", ", " "}
-            ):
-                span = _city_before_state(words, h, text, mixed) or _compass_state(
-                    words, h, text, mixed
-                )
+            elif (low in states or low.removesuffix("'s") in states) and h > 0:
+                gap = text[words[h - 1].end : tok.start]
+                # both rules want a comma before a two-letter state ("this or that", "X MD")
+                if gap == ", " or (gap == " " and len(low) > 2):
+                    span = _city_before_state(words, h, text, mixed) or _compass_state(
+                        words, h, text, mixed
+                    )
             if span is not None:
                 out.append(span)
         return _propagate(out, toks, text, mixed)
 
     def _facility(self, words: tuple[Token, ...], h: int, text: str, mixed: bool) -> Span | None:
-        """The name words before a facility head: "Ashcott Hospital", "Univ of X Medical"."""
+        """The name words before a facility head: "Ashcott Hospital", "Univ of X Medical".
+        Reads no word beyond ``_HEAD_WINDOW`` and nothing else of the note but ``mixed``."""
         head = words[h]
         if mixed and not (head.is_title or head.is_upper) and head.lower in NAMED_HEADS:
             return None  # "general hospital", "good health" written in lower case
@@ -269,11 +282,8 @@ class LocationRecognizer(Recognizer):
             return None
         return Span(start, end, HOSPITAL, 0.8, "locations")
 
-    def _after_cue(
-        self, words: tuple[Token, ...], lowers: tuple[str, ...], c: int, text: str, mixed: bool
-    ) -> Span | None:
-        """A place right after "to/from/at/in/of" when a movement verb or place shape says so
-        (``lowers``: the words' lower-case forms, read as slices)."""
+    def _after_cue(self, words: tuple[Token, ...], c: int, text: str, mixed: bool) -> Span | None:
+        """A place right after "to/from/at/in/of" when a movement verb or place shape says so."""
         cue = words[c].lower
         nxt = words[c + 1] if words[c + 1].lower != "the" or c + 2 >= len(words) else words[c + 2]
         # fast reject: every rule below wants a capitalised word in a mixed-case note, and a
@@ -287,7 +297,7 @@ class LocationRecognizer(Recognizer):
         if mixed and not nxt.text[0].isupper():
             # "returned to new haven": a lower-case city of two or more words, after a verb
             if cue in _LOWER_CITY_CUES and nxt.lower in lx.city_first_words():
-                return _lower_city(words, lowers, c, text)
+                return _lower_city(words, c, text)
             return None
         if (
             not mixed
@@ -296,7 +306,16 @@ class LocationRecognizer(Recognizer):
             and nxt.lower not in lx.countries()
         ):
             return None
-        before = set(lowers[max(0, c - 3) : c])
+        return _judged(_CUE_WINDOW, self._cue_context, words, c, text, mixed)
+
+    def _cue_context(self, words: tuple[Token, ...], c: int, text: str, mixed: bool) -> Span | None:
+        """The rules of ``_after_cue`` that read the words around the cue: the movement verbs
+        before it, the city, facility or acronym after it. They read no word more than
+        ``_CUE_WINDOW.before`` before the cue or ``_CUE_WINDOW.after`` after it, no character
+        past the last of those, and nothing else of the note but its case (:func:`_judged`
+        relies on it: a rule added here must keep to that window, or widen it)."""
+        cue = words[c].lower
+        before = set(map(_lower, words[max(0, c - 3) : c]))
         prev = words[c - 1].lower if c > 0 else ""
         moved = not before.isdisjoint(MOVE_VERBS)
         resident = not before.isdisjoint(RESIDENCE_VERBS)
@@ -321,7 +340,7 @@ class LocationRecognizer(Recognizer):
         # a city from the zipcodes list (longest first, up to three words)
         city_end = _city_at(words, j, text, mixed)
         if city_end is not None:
-            phrase = " ".join(lowers[j : city_end + 1])
+            phrase = " ".join(w.lower for w in words[j : city_end + 1])
             single = city_end == j
             f = lx.zipf(phrase)
             rare = not single or f < 3.5
@@ -334,7 +353,7 @@ class LocationRecognizer(Recognizer):
                     resident
                     or ((moved or loose) and rare)
                     or (people and cue == "from" and f < 5.0)  # "daughter from Miami"
-                    or (f < 5.0 and _travelled(lowers, c))  # asked last: it looks back six words
+                    or (f < 5.0 and _travelled(words, c))  # asked last: it looks back six words
                 )
                 and phrase not in lx.us_states()
                 and (not single or tok.lower not in UNITS)
@@ -350,7 +369,7 @@ class LocationRecognizer(Recognizer):
                     last += 1  # "Frostburg Heights", "Glen Burnie Heights": a neighbouring place
                 return Span(tok.start, words[last].end, CITY, 0.75, "locations")
         return self._after_cue_rest(
-            words, c, j, text, mixed, lowers=lowers, before=before, moved=moved, resident=resident
+            words, c, j, text, mixed, before=before, moved=moved, resident=resident
         )
 
     def _after_cue_rest(
@@ -361,7 +380,6 @@ class LocationRecognizer(Recognizer):
         text: str,
         mixed: bool,
         *,
-        lowers: tuple[str, ...],
         before: set[str],
         moved: bool,
         resident: bool,
@@ -386,7 +404,7 @@ class LocationRecognizer(Recognizer):
             if where is not None:
                 return where
         # a country after a residence or travel cue ("lives in Italy"): not identifying alone
-        if tok.lower in lx.countries() and (resident or _travelled(lowers, c)):
+        if tok.lower in lx.countries() and (resident or _travelled(words, c)):
             return Span(tok.start, tok.end, OTHER, 0.55, "locations")
         floor = _building_floor(words, j, text, mixed, cued=cue in {"to", "on", "from", "at"})
         if floor is not None and cue in {"to", "on", "from", "at"}:
@@ -741,19 +759,109 @@ def _propagate(spans: list[Span], toks: lx.Tokens, text: str, mixed: bool) -> li
         if old is None or old.confidence < span.confidence:
             best[(span.start, span.end)] = span
     out = list(best.values())
-    if phrases:
-        out.extend(_phrase_again(phrases, toks, text, mixed, set(best)))
+    if not phrases and not found:
+        return out
+    firsts = {p.split(" ", 1)[0]: p.count(" ") + 1 for p in phrases}
+    # the words found again and the phrases' first words, picked in one pass without a
+    # Python call per word of the note
+    lowers = toks.lowers
+    hits = list(compress(range(len(words)), map({**firsts, **found}.__contains__, lowers)))
+    if firsts:
+        again = compress(hits, map(firsts.__contains__, map(lowers.__getitem__, hits)))
+        out.extend(_phrase_again(phrases, firsts, again, toks, text, mixed, set(best)))
     if not found:
         return out
     covered = set(best)
-    # the words found again, picked without a Python call per word of the note
-    for i in lx.where(toks, found):
+    for i in compress(hits, map(found.__contains__, map(lowers.__getitem__, hits))):
         tok = words[i]
         if (tok.start, tok.end) not in covered:
             if mixed and not (tok.is_title or tok.is_upper):
                 continue
             out.append(Span(tok.start, tok.end, found[tok.lower], 0.65, "locations"))
     return out
+
+
+_Verdict = tuple[int, int, Category, float] | None
+_UNSEEN: Final = (0, 0, CITY, 0.0)  # a verdict no rule gives (an empty span)
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class _Window:
+    """How many words before and after its word a rule reads (and the text between them, and
+    nothing else of the note but the case flag it is given), with its verdicts kept per
+    window text: one dict for each value of the flag, emptied at ``_JUDGED_LIMIT``."""
+
+    before: int
+    after: int
+    judged: tuple[dict[str, _Verdict], dict[str, _Verdict]] = field(
+        default_factory=lambda: ({}, {})
+    )
+
+
+_JUDGED_LIMIT: Final = 10_000  # per dict: about 2 MB of windows at most
+# Windows repeat in long notes (copied-forward text, templates); a short note's windows are
+# mostly new, and keeping them would cost more than it saves (5 ms per MB of short notes).
+_JUDGED_MIN_TEXT = 10_000
+# The rules behind a cue (``_cue_context``) read six words before it (the travel verbs) and
+# five after it (an article, a city of three words and the word after it: a facility head
+# or a place suffix); the characters they read past a word (a floor number, a clause mark)
+# come before the fifth word's end.
+_CUE_WINDOW: Final = _Window(6, 5)
+# ``_facility`` reads the name words up to four before the head and the word before them
+# ("University of"), and the word after the head ("X House NH", "General Hospital").
+_HEAD_WINDOW: Final = _Window(5, 1)
+
+
+def _judged(
+    window: _Window,
+    rule: Callable[[tuple[Token, ...], int, str, bool], Span | None],
+    words: tuple[Token, ...],
+    c: int,
+    text: str,
+    flag: bool,
+) -> Span | None:
+    """``rule(words, c, text, flag)``, judged once per distinct stretch of text around the
+    word ``c`` and flag (a long note repeats its phrases: "transferred from X Hospital").
+
+    The rule reads the words from ``window.before`` before ``c`` to ``window.after`` after
+    it and the text between them, and nothing else of the note but ``flag``. So its verdict,
+    taken relative to the first word's start, is a function of the flag and of the text from
+    the first word's start to the last word's end: that text fixes the words in it (a word
+    ends where the next one's gap starts, and the last ends where the text does). Near the
+    note's ends, where the window would be cut short, or in a short note, the rule is asked
+    each time."""
+    where = _window_text(window, words, c, text) if len(text) >= _JUDGED_MIN_TEXT else None
+    if where is None:
+        return rule(words, c, text, flag)
+    origin, key = where
+    judged = window.judged[flag]
+    verdict = judged.get(key, _UNSEEN)
+    if verdict is None:
+        return None
+    if verdict is not _UNSEEN:
+        start, stop, category, confidence = verdict
+        return Span(origin + start, origin + stop, category, confidence, "locations")
+    span = rule(words, c, text, flag)
+    if len(judged) >= _JUDGED_LIMIT:
+        judged.clear()
+    if span is None:
+        judged[key] = None
+    elif origin <= span.start and span.end <= origin + len(key):  # the rule reads no further
+        judged[key] = (span.start - origin, span.end - origin, span.category, span.confidence)
+    return span
+
+
+def _window_text(
+    window: _Window, words: tuple[Token, ...], c: int, text: str
+) -> tuple[int, str] | None:
+    """Where the window of the word ``c`` starts in the text, and its text (see ``_judged``);
+    None where the note has fewer words before or after ``c``."""
+    lo = c - window.before
+    hi = c + window.after + 1
+    if lo < 0 or hi > len(words):
+        return None
+    origin = words[lo].start
+    return origin, text[origin : words[hi - 1].end]
 
 
 def _person_before(tok: Token, mixed: bool) -> bool:
@@ -905,15 +1013,13 @@ def _ward_after_room(words: tuple[Token, ...], j: int, text: str, mixed: bool) -
 _LOWER_CITY_CUES: Final = frozenset({"to", "from", "in"})
 
 
-def _lower_city(
-    words: tuple[Token, ...], lowers: tuple[str, ...], c: int, text: str
-) -> Span | None:
+def _lower_city(words: tuple[Token, ...], c: int, text: str) -> Span | None:
     """ "returned to new haven", "lives in frostburg": in a mixed-case note a lower-case city
     counts after a movement or residence verb when it has two or more words, or is one word
     English hardly uses (after "lives in" / "from" a relative)."""
     if words[c].lower not in _LOWER_CITY_CUES:
         return None
-    before = set(lowers[max(0, c - 3) : c])
+    before = {w.lower for w in words[max(0, c - 3) : c]}
     resident = not before.isdisjoint(RESIDENCE_VERBS)
     people = c > 0 and _people(words[c - 1].lower)
     if before.isdisjoint(_MOVE_OR_RETURN) and not resident and not people:
@@ -978,10 +1084,10 @@ _PEOPLE_SLIPS: Final = frozenset(
 )
 
 
-def _travelled(lowers: tuple[str, ...], c: int) -> bool:
+def _travelled(words: tuple[Token, ...], c: int) -> bool:
     """A travel or return verb among the six words before the cue at ``c``. Asked only where a
     city or a country follows (most cues end earlier, so it is not worked out up front)."""
-    return not _TRAVEL_OR_RETURN.isdisjoint(lowers[max(0, c - 6) : c])
+    return not _TRAVEL_OR_RETURN.isdisjoint(map(_lower, words[max(0, c - 6) : c]))
 
 
 def _people(low: str) -> bool:
@@ -991,25 +1097,30 @@ def _people(low: str) -> bool:
 
 def _phrase_again(
     phrases: dict[str, Category],
+    firsts: dict[str, int],
+    at: Iterable[int],
     toks: lx.Tokens,
     text: str,
     mixed: bool,
     covered: set[tuple[int, int]],
 ) -> list[Span]:
-    """Multi-word places found once ("Holy Cross", "Chester River") wherever they recur."""
-    firsts = {p.split(" ", 1)[0]: p.count(" ") + 1 for p in phrases}
+    """Multi-word places found once ("Holy Cross", "Chester River") wherever they recur:
+    ``firsts`` maps each phrase's first word to its length in words, ``at`` lists the indices
+    of the words of the note that are such a first word."""
     words = toks.words
     out: list[Span] = []
-    for i in lx.where(toks, firsts):
+    for i in at:
         size = firsts[words[i].lower]
         if i + size > len(words):
             continue
         part = words[i : i + size]
+        if (part[0].start, part[-1].end) in covered:
+            continue  # found there already (asked first: the checks below are dearer)
         if any(text[a.end : b.start] != " " for a, b in zip(part, part[1:], strict=False)):
             continue
         if mixed and not all(p.is_title or p.is_upper for p in part):
             continue
-        cat = phrases.get(" ".join(toks.lowers[i : i + size]))
-        if cat is not None and (part[0].start, part[-1].end) not in covered:
+        cat = phrases.get(" ".join(p.lower for p in part))
+        if cat is not None:
             out.append(Span(part[0].start, part[-1].end, cat, 0.65, "locations"))
     return out
