@@ -20,6 +20,7 @@ from pipelines.phi.scan import (
     finditer,
     grab,
     keep_best,
+    led_finditer,
     may_match,
     word_set,
     words_before,
@@ -199,7 +200,7 @@ class IpRecognizer(Recognizer):
     def detect(self, doc: Doc) -> list[Span]:
         text = doc.text
         spans: list[Span] = []
-        for m in _IPV4_TAIL.finditer(text) if may_match(doc, _IPV4_SHAPE) else ():
+        for m in led_finditer(text, _IPV4_SHAPE, _IPV4_TAIL) if may_match(doc, _IPV4_SHAPE) else ():
             start = m.start()
             while start > 0 and m.start() - start < 3 and text[start - 1].isdigit():
                 start -= 1

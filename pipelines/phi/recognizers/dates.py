@@ -24,6 +24,7 @@ from pipelines.phi.scan import (
     compile_words,
     finditer,
     grab,
+    led_finditer,
     may_match,
     word_set,
     words_after,
@@ -221,7 +222,9 @@ class DateRecognizer(Recognizer):
     def detect(self, doc: Doc) -> list[Span]:
         text = doc.text
         spans: list[Span] = []
-        for m in _NUMERIC.finditer(text) if may_match(doc, _NUMERIC_SHAPE) else ():
+        for m in (
+            led_finditer(text, _NUMERIC_SHAPE, _NUMERIC) if may_match(doc, _NUMERIC_SHAPE) else ()
+        ):
             start = m.start()
             if (
                 (start and text[start - 1] in _LEFT_BLOCK)
