@@ -124,3 +124,20 @@ def test_led_finditer_is_the_stdlib_finditer(text: str) -> None:
         ours = [(m.span(), m.group()) for m in scan.led_finditer(text, lead, pattern)]
         plain = [(m.span(), m.group()) for m in pattern.finditer(text)]
         assert ours == plain
+
+
+@settings(max_examples=500, deadline=None)
+@given(
+    st.lists(
+        st.sampled_from(["5", " ", "\t", "\n", "%", "mg", "MG", "x", "é", "/", "'", "min", "-"]),
+        max_size=10,
+    ).map("".join)
+    | st.text(max_size=20),
+    st.integers(0, 3),
+)
+def test_unit_follows_reads_the_next_word_as_defined(tail: str, end: int) -> None:
+    from pipelines.phi import clinical
+
+    text = "12" + tail
+    for pos in range(min(end, len(text)) + 1):
+        assert clinical.unit_follows(text, pos) == clinical._unit_follows_plain(text, pos)
