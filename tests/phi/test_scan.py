@@ -110,7 +110,9 @@ def test_ascii_matches_read_their_spans_as_re2_does(text: str) -> None:
             raise AssertionError(f"{read.__name__}({bad}) gave no IndexError")
 
 
-_NUMERIC_TEXT = st.text(alphabet="0123456789١٢/-. x\n", max_size=40)
+_NUMERIC_TEXT = st.text(alphabet="0123456789١٢/-. x\n", max_size=40) | st.lists(
+    st.sampled_from(["3", "12", " / ", " - ", " . ", "19", "2019", "x", "/", " "]), max_size=12
+).map("".join)
 
 
 @settings(max_examples=500, deadline=None)
@@ -120,6 +122,7 @@ def test_led_finditer_is_the_stdlib_finditer(text: str) -> None:
     for lead, pattern in (
         (dates._NUMERIC_SHAPE, dates._NUMERIC),
         (contact._IPV4_SHAPE, contact._IPV4_TAIL),
+        (dates._SPACED_SHAPE, dates._SPACED),
     ):
         ours = [(m.span(), m.group()) for m in scan.led_finditer(text, lead, pattern)]
         plain = [(m.span(), m.group()) for m in pattern.finditer(text)]
