@@ -190,8 +190,11 @@ def lower(doc: Doc) -> str:
 def words_before(text: str, pos: int, count: int = 2, window: int = 40) -> list[str]:
     """The last ``count`` word-ish tokens before ``pos`` on the same line, lower-cased,
     nearest last (a line break ends the context: headings and lists start afresh)."""
-    lo = max(0, pos - window, text.rfind("\n", max(0, pos - window), pos) + 1)
-    return [w.lower() for w in _WORD.findall(text, lo, pos)[-count:]]
+    lo = pos - window if pos > window else 0
+    found = _WORD.findall(text, max(lo, text.rfind("\n", lo, pos) + 1), pos)
+    if count == 1:  # the common ask: no slice, no list comprehension
+        return [found[-1].lower()] if found else []
+    return [w.lower() for w in found[-count:]]
 
 
 def words_after(text: str, pos: int, count: int = 2, window: int = 40) -> list[str]:

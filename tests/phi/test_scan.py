@@ -144,3 +144,21 @@ def test_unit_follows_reads_the_next_word_as_defined(tail: str, end: int) -> Non
     text = "12" + tail
     for pos in range(min(end, len(text)) + 1):
         assert clinical.unit_follows(text, pos) == clinical._unit_follows_plain(text, pos)
+
+
+@settings(max_examples=500, deadline=None)
+@given(
+    st.lists(st.sampled_from(["BP", " ", "\n", "on", "7/22", "é", "x", ".", "MRN:"]), max_size=12)
+    .map("".join)
+    .filter(bool),
+    st.integers(0, 3),
+    st.integers(1, 30),
+    st.data(),
+)
+def test_words_before_is_the_last_words_of_the_line(
+    text: str, count: int, window: int, data: Any
+) -> None:
+    pos = data.draw(st.integers(0, len(text)))
+    lo = max(0, pos - window, text.rfind("\n", max(0, pos - window), pos) + 1)
+    plain = [w.lower() for w in scan._WORD.findall(text, lo, pos)[-count:]]
+    assert scan.words_before(text, pos, count, window) == plain
