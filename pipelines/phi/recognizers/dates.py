@@ -420,6 +420,7 @@ _YEAR_SCAN = compile_words(
     r"|(?P<pre>\d{2})\s+(?:" + "|".join(sorted(EVENT_WORDS, key=len, reverse=True)) + r")\b"
 )
 _YG = dict(_YEAR_SCAN.groupindex)  # numbers: re2 name lookups are slow
+_A1, _A2, _FOUR, _PRE, _EV = (_YG[name] for name in ("a1", "a2", "four", "pre", "ev"))
 _CLAUSE_START = frozenset(".,;:\n(")
 _CHAIN = re.compile(r"\s*(?:,|and|&|/)\s*'?(\d{4}|\d{2})\b'?(?![\d/%:.\-])")
 
@@ -436,20 +437,21 @@ class YearRecognizer(Recognizer):
         text = doc.text
         found: list[Span] = []
         for m in finditer(doc, _YEAR_SCAN):
-            if grab(text, m, _YG["four"]):
+            four = grab(text, m, _FOUR)  # most matches: 4-digit numbers
+            if four:
                 start, end = m.start(), m.end()
                 nxt = text[end : end + 2]
                 if (start and text[start - 1] in _YEAR_LEFT_BLOCK) or _blocked_after(nxt, "/%:"):
                     continue
-                conf = self._four(text, start, end, grab(text, m, _YG["four"]))
-            elif grab(text, m, _YG["a1"]):  # '95
-                start, end = m.start(_YG["a1"]), m.end(_YG["a1"])
+                conf = self._four(text, start, end, four)
+            elif grab(text, m, _A1):  # '95
+                start, end = m.start(_A1), m.end(_A1)
                 nxt = text[end : end + 2]
                 if (m.start() and text[m.start() - 1].isdigit()) or _blocked_after(nxt, "'\"/"):
                     continue  # 5'10"
                 conf = 0.0 if clinical.unit_follows(text, end) else 0.85
-            elif grab(text, m, _YG["a2"]):  # 74'
-                start, end = m.start(_YG["a2"]), m.end(_YG["a2"])
+            elif grab(text, m, _A2):  # 74'
+                start, end = m.start(_A2), m.end(_A2)
                 if (
                     (start and text[start - 1] in _YEAR_LEFT_BLOCK)
                     or text[end + 1 : end + 2] in ("'", '"', "s", "S")
@@ -460,13 +462,13 @@ class YearRecognizer(Recognizer):
                 # "ambulated 30'", "HOB 30'" are feet and degrees
                 ok = bool(before) and (before[0] in EVENT_WORDS or before[0] == "in")
                 conf = 0.8 if ok else 0.0
-            elif grab(text, m, _YG["pre"]):  # "PMH: ... NIDDM. 09 PTCA to LCX"
-                start, end = m.start(_YG["pre"]), m.end(_YG["pre"])
+            elif grab(text, m, _PRE):  # "PMH: ... NIDDM. 09 PTCA to LCX"
+                start, end = m.start(_PRE), m.end(_PRE)
                 head = text[max(0, start - 3) : start].rstrip(" \t")
                 decimal = head[-1:] == "." and head[-2:-1].isdigit()  # "ca 1.08 ..."
                 conf = 0.6 if (start == 0 or head[-1:] in _CLAUSE_START) and not decimal else 0.0
             else:
-                start, end = m.start(_YG["ev"]), m.end(_YG["ev"])
+                start, end = m.start(_EV), m.end(_EV)
                 nxt = text[end : end + 2]
                 if _blocked_after(nxt, "/%:"):
                     continue
