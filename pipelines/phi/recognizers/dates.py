@@ -295,7 +295,6 @@ class DateRecognizer(Recognizer):
     def _numeric(self, text: str, start: int, end: int, value: str) -> float:
         parts = _DELIM.split(value)
         delims = _DELIM.findall(value)
-        cue = any(w in DATE_CUES for w in words_before(text, start, 1, 16))
         if len(parts) == 3 and delims[0] == delims[1]:
             a, b, c = parts
             if len(a) == 4:
@@ -330,8 +329,10 @@ class DateRecognizer(Recognizer):
             return 0.0  # "+3/6 SEM", "5-6/3-4", "600x4/5"; but "UO-9/10", "fx4/97" are labels
         if clinical.vent_context(text, start, end):
             return 0.0
+        word = words_before(text, start, 1, 16)
+        cue = any(w in DATE_CUES for w in word)  # "on 7/22"
         if len(b_s) <= 2 and 1 <= b <= 31:
-            strong = a == b and bool(set(words_before(text, start, 1, 16)) & _STRONG_CUES)
+            strong = a == b and bool(set(word) & _STRONG_CUES)
             if clinical.is_score(a, b, text, start, end) and not strong:
                 return 0.0  # "5/5 strength" — but "post 3/3" is a date
             if clinical.is_fraction(a, b) and not cue:
