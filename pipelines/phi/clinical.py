@@ -66,8 +66,31 @@ _LINE_OR_SENTENCE = re.compile(r"\n|\. ")
 _TIME_AFTER = re.compile(r"\s*(?:a\.?m\.?|p\.?m\.?|hrs?\b|h\b|o'?clock)", re.I)
 
 
+# The letter-led word of ``scan.words_after`` (a word that starts with an ASCII letter)
+_ASCII_WORD = re.compile(r"[A-Za-z](?:[A-Za-z0-9'/]*[A-Za-z0-9])?")
+
+
 def unit_follows(text: str, end: int) -> bool:
-    """True when a unit / quantity word or ``%`` follows the number ending at ``end``."""
+    """True when a unit / quantity word or ``%`` follows the number ending at ``end``.
+
+    Asked for most numeric candidates: after the blanks, a ``%`` or an ASCII letter is read
+    on the spot (that letter starts the first word ``words_after`` would give); anything
+    else but a letter means no unit; other letters take ``_unit_follows_plain``."""
+    gap = _GAP.match(text, end)
+    pos = gap.end() if gap else end
+    ch = text[pos : pos + 1]
+    if ch == "%":
+        return True
+    if not ch.isalpha():
+        return False
+    if not ch.isascii():
+        return _unit_follows_plain(text, end)
+    word = _ASCII_WORD.match(text, pos, pos + 16)
+    return word is not None and word.group().lower() in UNIT_WORDS
+
+
+def _unit_follows_plain(text: str, end: int) -> bool:
+    """``unit_follows`` as defined: the next word, on this line, within 16 characters."""
     ch = next_char(text, end)
     if ch == "%":
         return True

@@ -108,11 +108,42 @@ _ASCII_LOOP = all(hasattr(re2, name) for name in ("_Match", "_Anchor", "_NULL_SP
 _SPANS = "_spans" in getattr(getattr(re2, "_Match", None), "__slots__", ())
 
 
+if _SPANS:
+
+    class _AsciiMatch(re2._Match):
+        """re2's match whose ``start``/``end``/``span`` read its own span list: re2's ask the
+        pattern for its group count, a call into re2, to check the index every time (a third
+        of the per-match cost of the rule recognizers). There is one span per group, 0 to
+        that count, so ``len(self._spans)`` gives the same check and the same IndexError."""
+
+        __slots__ = ()
+
+        def start(self, group: int = 0) -> int:
+            spans = self._spans
+            if not 0 <= group < len(spans):
+                raise IndexError("bad group index")
+            return spans[group][0]
+
+        def end(self, group: int = 0) -> int:
+            spans = self._spans
+            if not 0 <= group < len(spans):
+                raise IndexError("bad group index")
+            return spans[group][1]
+
+        def span(self, group: int = 0) -> tuple[int, int]:
+            spans = self._spans
+            if not 0 <= group < len(spans):
+                raise IndexError("bad group index")
+            return spans[group]
+
+
 def _ascii_finditer(pattern: Any, text: str) -> Iterator[Any]:
-    """``pattern.finditer(text)`` for ASCII ``text``: the same matches, the same objects."""
+    """``pattern.finditer(text)`` for ASCII ``text``: the same matches, as re2's match objects
+    (``_AsciiMatch`` where the span list is there)."""
     data = text.encode("ascii")
     regexp, end, pos = pattern._regexp, len(data), 0
-    unanchored, null, match = re2._Anchor.UNANCHORED, re2._NULL_SPAN, re2._Match
+    unanchored, null = re2._Anchor.UNANCHORED, re2._NULL_SPAN
+    match = _AsciiMatch if _SPANS else re2._Match
     while True:
         spans = regexp.Match(unanchored, data, pos, end)
         if spans[0] == null:
@@ -121,6 +152,30 @@ def _ascii_finditer(pattern: Any, text: str) -> Iterator[Any]:
         if pos == end:
             return
         pos = pos + 1 if pos == spans[0][1] else spans[0][1]
+
+
+def led_finditer(text: str, lead: Any, pattern: re.Pattern[str]) -> Iterator[re.Match[str]]:
+    """``pattern.finditer(text)``, where the stdlib would try ``pattern`` at every candidate
+    first character (every digit of a note, for a date): in ASCII text the re2 ``lead``
+    finds the next place where ``pattern`` can start, in one C call, and ``pattern`` is only
+    tried there. ``lead`` must match (some text) wherever ``pattern`` matches, e.g. the
+    pattern without its look-ahead; ``pattern`` must never match the empty string."""
+    if not (_ASCII_LOOP and text.isascii()):
+        yield from pattern.finditer(text)
+        return
+    data = text.encode("ascii")
+    regexp, end, pos = lead._regexp, len(data), 0
+    unanchored, null, match = re2._Anchor.UNANCHORED, re2._NULL_SPAN, pattern.match
+    while pos < end:
+        start = regexp.Match(unanchored, data, pos, end)[0]
+        if start == null:
+            return
+        found = match(text, start[0])
+        if found is None:
+            pos = start[0] + 1
+        else:
+            yield found
+            pos = found.end()
 
 
 def lower(doc: Doc) -> str:
@@ -135,8 +190,11 @@ def lower(doc: Doc) -> str:
 def words_before(text: str, pos: int, count: int = 2, window: int = 40) -> list[str]:
     """The last ``count`` word-ish tokens before ``pos`` on the same line, lower-cased,
     nearest last (a line break ends the context: headings and lists start afresh)."""
-    lo = max(0, pos - window, text.rfind("\n", max(0, pos - window), pos) + 1)
-    return [w.lower() for w in _WORD.findall(text, lo, pos)[-count:]]
+    lo = pos - window if pos > window else 0
+    found = _WORD.findall(text, max(lo, text.rfind("\n", lo, pos) + 1), pos)
+    if count == 1:  # the common ask: no slice, no list comprehension
+        return [found[-1].lower()] if found else []
+    return [w.lower() for w in found[-count:]]
 
 
 def words_after(text: str, pos: int, count: int = 2, window: int = 40) -> list[str]:

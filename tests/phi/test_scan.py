@@ -84,3 +84,81 @@ def test_patterns_first_seen_on_several_threads_each_get_their_own_answer() -> N
 def test_ipv4_scan_is_never_skipped_where_it_matches(text: str) -> None:
     if contact._IPV4_TAIL.search(text):
         assert scan.may_match(Doc(text), contact._IPV4_SHAPE)
+
+
+def _match_view(m: Any, groups: int) -> list[Any]:
+    return [(m.span(g), m.start(g), m.end(g), m.group(g)) for g in range(groups + 1)]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(_PIECES, max_size=12).map("".join) | st.text(max_size=60))
+def test_ascii_matches_read_their_spans_as_re2_does(text: str) -> None:
+    """``_AsciiMatch``'s own ``start``/``end``/``span`` against re2's, for every group."""
+    for pattern in _PATTERNS:
+        if not text.isascii():
+            continue
+        ours = [_match_view(m, pattern.groups) for m in scan._ascii_finditer(pattern, text)]
+        public = [_match_view(m, pattern.groups) for m in pattern.finditer(text)]
+        assert ours == public
+    m = next(scan._ascii_finditer(dates._YEAR_SCAN, "in 1999"))
+    for bad in (-1, dates._YEAR_SCAN.groups + 1):
+        for read in (m.start, m.end, m.span):
+            try:
+                read(bad)
+            except IndexError:
+                continue
+            raise AssertionError(f"{read.__name__}({bad}) gave no IndexError")
+
+
+_NUMERIC_TEXT = st.text(alphabet="0123456789١٢/-. x\n", max_size=40) | st.lists(
+    st.sampled_from(["3", "12", " / ", " - ", " . ", "19", "2019", "x", "/", " "]), max_size=12
+).map("".join)
+
+
+@settings(max_examples=500, deadline=None)
+@given(_NUMERIC_TEXT | st.lists(_PIECES, max_size=12).map("".join))
+def test_led_finditer_is_the_stdlib_finditer(text: str) -> None:
+    """The re2-led search finds the stdlib's matches: numeric dates and IPv4 tails."""
+    for lead, pattern in (
+        (dates._NUMERIC_SHAPE, dates._NUMERIC),
+        (contact._IPV4_SHAPE, contact._IPV4_TAIL),
+        (dates._SPACED_SHAPE, dates._SPACED),
+    ):
+        ours = [(m.span(), m.group()) for m in scan.led_finditer(text, lead, pattern)]
+        plain = [(m.span(), m.group()) for m in pattern.finditer(text)]
+        assert ours == plain
+
+
+@settings(max_examples=500, deadline=None)
+@given(
+    st.lists(
+        st.sampled_from(["5", " ", "\t", "\n", "%", "mg", "MG", "x", "é", "/", "'", "min", "-"]),
+        max_size=10,
+    ).map("".join)
+    | st.text(max_size=20),
+    st.integers(0, 3),
+)
+def test_unit_follows_reads_the_next_word_as_defined(tail: str, end: int) -> None:
+    from pipelines.phi import clinical
+
+    text = "12" + tail
+    for pos in range(min(end, len(text)) + 1):
+        assert clinical.unit_follows(text, pos) == clinical._unit_follows_plain(text, pos)
+
+
+@settings(max_examples=500, deadline=None)
+@given(
+    st.lists(st.sampled_from(["BP", " ", "\n", "on", "7/22", "é", "x", ".", "MRN:"]), max_size=12)
+    .map("".join)
+    .filter(bool),
+    st.integers(0, 3),
+    st.integers(1, 30),
+    st.data(),
+)
+def test_words_before_is_the_last_words_of_the_line(
+    text: str, count: int, window: int, data: Any
+) -> None:
+    pos = data.draw(st.integers(0, len(text)))
+    lo = max(0, pos - window, text.rfind("\n", max(0, pos - window), pos) + 1)
+    plain = [w.lower() for w in scan._WORD.findall(text, lo, pos)[-count:]]
+    assert scan.words_before(text, pos, count, window) == plain

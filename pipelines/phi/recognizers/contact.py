@@ -20,6 +20,7 @@ from pipelines.phi.scan import (
     finditer,
     grab,
     keep_best,
+    led_finditer,
     may_match,
     word_set,
     words_before,
@@ -43,6 +44,7 @@ _SCAN = compile_words(
     r"|\((?P<paren>\d{3}[ \-]\d{3}[ \-]\d{4,5})\)"
 )
 _G = dict(_SCAN.groupindex)  # numbers: re2 name lookups are slow
+_SEVEN = re.compile(r"([2-9]\d\d)[.\-](\d{4})")  # "555-0187": a valid exchange first
 _COUNTRY = re.compile(r"(?<![\w+])\+?1[ .\-]$")
 _FAX_CUES = frozenset({"fax", "facsimile", "fx"})
 _PHONE_CUES = word_set(
@@ -107,7 +109,7 @@ class PhoneRecognizer(Recognizer):
         if (digits < 10 or (value[:10].isdigit() and digits == 10)) and not cued:
             # 7 digits (555-0187) or 10 bare digits: a dash/dot layout that is not a
             # range ("500-1000", "930-1130PM") and a valid exchange (2-9 first)
-            seven = re.fullmatch(r"([2-9]\d\d)[.\-](\d{4})", value)
+            seven = _SEVEN.fullmatch(value)
             if not seven or int(seven.group(2)) % 50 == 0 or text[end : end + 1].isalpha():
                 return None
         if clinical.unit_follows(text, end) or clinical.vital_before(text, start, 2):
@@ -199,7 +201,7 @@ class IpRecognizer(Recognizer):
     def detect(self, doc: Doc) -> list[Span]:
         text = doc.text
         spans: list[Span] = []
-        for m in _IPV4_TAIL.finditer(text) if may_match(doc, _IPV4_SHAPE) else ():
+        for m in led_finditer(text, _IPV4_SHAPE, _IPV4_TAIL) if may_match(doc, _IPV4_SHAPE) else ():
             start = m.start()
             while start > 0 and m.start() - start < 3 and text[start - 1].isdigit():
                 start -= 1

@@ -123,11 +123,13 @@ class IdentifierRecognizer(Recognizer):
         return keep_best(spans)
 
     def _cued(self, text: str, m: Any) -> Span | None:
-        cue = _SPACES.sub(" ", grab(text, m, _G["cue"]).lower())
+        cue = grab(text, m, _G["cue"]).lower()
+        if not cue.isalpha():  # "medical  record", "s/n": spaces collapsed
+            cue = _SPACES.sub(" ", cue)
         value = grab(text, m, _G["value"])
         start, end = m.start(_G["value"]), m.end(_G["value"])
         category = _CUES.get(cue, Category.ID)
-        digits = sum(c.isdigit() for c in value)
+        digits = sum(map(str.isdigit, value))
         between = text[m.end(_G["cue"]) : start]
         numbered = any(c in between for c in "#:=") or bool(_NUMBERED.search(between))
         after = text[end : end + 2]
