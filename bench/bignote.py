@@ -1,6 +1,7 @@
 """One very large note through the whole de-identification path: time and peak RSS.
 
     .venv/bin/python bench/bignote.py [--sizes 1,2,5] [--profile /tmp/bignote.prof] [--policy FILE]
+                                      [--filler 6] [--texts 60]
 
 For each size (MB of text) a child process builds one plain-text document of that size from
 invented paragraphs (``pipelines.phi.synthetic`` short texts with PHI between invented
@@ -55,14 +56,16 @@ def _publishable(notes: list[SyntheticNote]) -> list[SyntheticNote]:
     return [n for n in notes if not deid.deidentify(ClinicalDocument(text=n.text), state).held]
 
 
-def build_text(megabytes: float, seed: int = 1, filler: int = 6) -> str:
+def build_text(megabytes: float, seed: int = 1, filler: int = 6, texts: int = 60) -> str:
     """Paragraphs of ``filler`` invented clinical sentences around one short synthetic text
-    with PHI (about 4 phrases); filler=6 gives about one PHI phrase per 150 characters."""
+    with PHI (about 4 phrases); filler=6 gives about one PHI phrase per 150 characters. The
+    ``texts`` synthetic texts are cycled: the default 60 make a note whose paragraphs repeat
+    every 60 (memos of the detector gain from that); more repeat less."""
     from pipelines.phi.synthetic import generate
 
     target = int(megabytes * 1_000_000)
     # 60 texts of seed 1 share no value written two ways, so the big note is published
-    notes = _publishable(generate(60, seed, "dev"))
+    notes = _publishable(generate(texts, seed, "dev"))
     parts: list[str] = []
     size = 0
     i = 0
@@ -85,7 +88,9 @@ def _current_rss_mb() -> float:
     return pages * resource.getpagesize() / 2**20
 
 
-def child(megabytes: float, profile: str | None, filler: int, policy_file: str | None) -> int:
+def child(
+    megabytes: float, profile: str | None, filler: int, policy_file: str | None, texts: int
+) -> int:
     from keystore.memory import InMemoryStore
     from keystore.pseudonyms import Pseudonyms
     from pipelines.document import ClinicalDocument, Identifiers, PersonName
@@ -106,7 +111,7 @@ def child(megabytes: float, profile: str | None, filler: int, policy_file: str |
     proc.process_document(small, now=datetime.now(UTC))
     freeze_after_warmup()  # as the service does after its warm-up
     rss_before = _current_rss_mb()
-    text = build_text(megabytes, filler=filler)
+    text = build_text(megabytes, filler=filler, texts=texts)
     doc = ClinicalDocument(
         text=text,
         patient_id="P1",
@@ -144,12 +149,19 @@ def main() -> int:
     ap.add_argument("--profile", default=None, help="cProfile output (with one size)")
     ap.add_argument("--filler", type=int, default=6, help="clinical sentences per PHI text")
     ap.add_argument("--policy", default=None, help="a policy file (default: the packaged one)")
+    ap.add_argument(
+        "--texts",
+        type=int,
+        default=60,
+        help="distinct synthetic texts cycled (more: less repeated)",
+    )
     ap.add_argument("--child", type=float, default=None, help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.child is not None:
-        return child(args.child, args.profile, args.filler, args.policy)
+        return child(args.child, args.profile, args.filler, args.policy, args.texts)
     for size in [float(s) for s in args.sizes.split(",") if s.strip()]:
         cmd = [sys.executable, __file__, "--child", str(size), "--filler", str(args.filler)]
+        cmd += ["--texts", str(args.texts)]
         if args.profile:
             cmd += ["--profile", args.profile]
         if args.policy:
