@@ -30,6 +30,8 @@ from typing import Any, Final
 import pycrfsuite._pycrfsuite as _native
 from cffi import FFI
 
+from pipelines.errors import DeidstreamError
+
 # The public part of crfsuite.h that tagging uses (crfsuite 0.12, bundled in python-crfsuite).
 _CDEF: Final = """
 typedef double floatval_t;
@@ -112,8 +114,11 @@ def _lib() -> Any:
     return lib
 
 
-class CrfError(RuntimeError):
-    """crfsuite could not open a model or tag a note."""
+class CrfError(DeidstreamError):
+    """crfsuite could not open a model or tag a note: the model file or the library is at
+    fault, not the input, and retrying will not help."""
+
+    reason_class = "tagger_model"
 
 
 def _strings(dictionary: Any) -> list[str]:
