@@ -58,18 +58,29 @@ class Token(NamedTuple):
         return self.text.isupper()
 
 
-class _TitleCase(dict[str, bool]):
-    """Word -> ``Token.is_title`` of it, filled on first sight (bounded): a dict lookup where a
-    hot loop would call the property for every capitalised word."""
+class BoundedMemo(dict[str, bool]):
+    """Word -> ``judge(word)``, filled on first sight: a dict lookup where a hot loop would
+    ask the same question of every occurrence. Past ``limit`` words new answers are given
+    but not kept (a stream's vocabulary keeps growing)."""
 
-    def __missing__(self, text: str) -> bool:
-        verdict = text[0].isupper() and text[1:2].islower()
-        if len(self) < 200_000:
-            self[text] = verdict
+    def __init__(self, judge: Callable[[str], bool], limit: int) -> None:
+        super().__init__()
+        self.judge = judge
+        self.limit = limit
+
+    def __missing__(self, word: str) -> bool:
+        verdict = self.judge(word)
+        if len(self) < self.limit:
+            self[word] = verdict
         return verdict
 
 
-TITLE_CASE: Final = _TitleCase()
+def _is_title(text: str) -> bool:
+    return text[0].isupper() and text[1:2].islower()
+
+
+# Word -> ``Token.is_title`` of it
+TITLE_CASE: Final = BoundedMemo(_is_title, 200_000)
 
 
 @dataclass(frozen=True, slots=True)

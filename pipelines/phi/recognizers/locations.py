@@ -122,22 +122,16 @@ def _starts() -> frozenset[str]:
     return frozenset({*_TRIGGERS, *states, *(f"{s}'s" for s in states)})
 
 
-class _MixedStarts(dict[str, bool]):
-    """Word as written in a mixed-case ASCII note -> may the loop start at it: a trigger, or a
+def _mixed_start(word: str) -> bool:
+    """May the loop start at ``word`` as written in a mixed-case ASCII note: a trigger, or a
     state written capitalised or in capitals. A state word written otherwise ("or", "me",
     "pa", common words) starts nothing there: the state rules (``_city_before_state``,
-    ``_compass_state``) want a capitalised or all-caps state in a mixed-case note. Filled on
-    first sight, bounded."""
-
-    def __missing__(self, word: str) -> bool:
-        low = word.lower()
-        verdict = low in _starts() and (low in _TRIGGERS or lx.TITLE_CASE[word] or word.isupper())
-        if len(self) < 100_000:
-            self[word] = verdict
-        return verdict
+    ``_compass_state``) want a capitalised or all-caps state in a mixed-case note."""
+    low = word.lower()
+    return low in _starts() and (low in _TRIGGERS or lx.TITLE_CASE[word] or word.isupper())
 
 
-_MIXED_STARTS = _MixedStarts()
+_MIXED_STARTS: Final = lx.BoundedMemo(_mixed_start, 100_000)
 
 
 def _loop_starts(toks: lx.Tokens, ascii_note: bool, picked: list[int]) -> Iterable[int]:

@@ -77,24 +77,19 @@ class _Lowered:
         return word in self._words
 
 
-class _MayStart(dict[str, bool]):
-    """Lower-case word -> may it start a rule whatever its case: a cue word, a single letter
-    (an initial) or a census first name. Filled on first sight, bounded."""
-
-    def __missing__(self, low: str) -> bool:
-        verdict = low in cues().triggers or len(low) <= 1 or low in lx.first_names()
-        if len(self) < 100_000:
-            self[low] = verdict
-        return verdict
+def _may_start(low: str) -> bool:
+    """May a lower-case word start a rule whatever its case: a cue word, a single letter (an
+    initial) or a census first name."""
+    return low in cues().triggers or len(low) <= 1 or low in lx.first_names()
 
 
-_MAY_START = _MayStart()
+_MAY_START = lx.BoundedMemo(_may_start, 100_000)
 _first_char = itemgetter(0)
 
 
 @cache
 def _start_words() -> frozenset[str]:
-    """The lower-case words ``_MayStart`` says yes to, for ASCII notes (where a one-letter word
+    """The lower-case words ``_may_start`` says yes to, for ASCII notes (where a one-letter word
     is one of a-z): one set, so a note asks it once per distinct word, not once per token."""
     return frozenset({*cues().triggers, *ascii_lowercase, *lx.first_names()})
 
