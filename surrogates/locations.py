@@ -3,9 +3,11 @@
 The text is replaced token by token following its own pattern: house and unit numbers are
 reshaped, five-digit zips become other real zips of the same state (``zipcodes`` package;
 the state of the zip, else of its first three digits), a state beside a zip becomes the
-zip's state (so the two agree), other states become other states (``us`` package), the
-place after "St." / "Saint" in a facility becomes a saint ("St. Vincent's Hospital"), place words become words of real US city names (``zipcodes``),
-street-name words become census surnames, acronyms ("GH") become other letters of the same
+zip's state (so the two agree), a city beside a state or zip becomes a real city of that
+state (the zip's own city beside a zip: ``surrogates/places.py``), other states become other
+states (``us`` package), the place after "St." / "Saint" in a facility becomes a saint
+("St. Vincent's Hospital"), other place words become words of real US city names
+(``zipcodes``), a street's name becomes a name of a street-name vocabulary, acronyms ("GH") become other letters of the same
 length, and the generic words that carry no identity ("Hospital", "Street", "Apt", "of") are
 kept. Each place word maps through ``state.id_map`` so "ASHCOTT HOSPITAL" and "ashcott" get
 the same surrogate word for the patient.
