@@ -161,6 +161,8 @@ class Deidentifier:
             reference_date=_reference_date(document),
             known_given=known_given,
             known_family=known_family,
+            recorded_sex=document.identifiers.sex.value,
+            patient_given=_name_parts(document.identifiers.patient_names, (), (), True),
         )
         out_text, out_spans, replaced = self._replace(text, _regions(found), ctx)
         tick = self._lap(times, "replace", tick)

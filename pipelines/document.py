@@ -17,6 +17,14 @@ class Source(StrEnum):
     TEXT = "text"
 
 
+class Sex(StrEnum):
+    """Administrative sex as the structured part records it (PID-8, ``Patient.gender``)."""
+
+    MALE = "M"
+    FEMALE = "F"
+    UNKNOWN = ""
+
+
 class Status(StrEnum):
     PRELIMINARY = "preliminary"
     FINAL = "final"
@@ -70,6 +78,7 @@ class Identifiers:
     provider_names: tuple[PersonName, ...] = ()
     relative_names: tuple[PersonName, ...] = ()
     other_ids: tuple[Identifier, ...] = ()  # licences, visit numbers, document ids…
+    sex: Sex = Sex.UNKNOWN  # not PHI: read so name surrogates keep the patient's gender
 
     def is_empty(self) -> bool:
         return not any(

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from datetime import date
 from typing import TypeVar
 
-from pipelines.document import Address, Identifier, Identifiers, PersonName
+from pipelines.document import Address, Identifier, Identifiers, PersonName, Sex
 
 _T = TypeVar("_T")
 
@@ -39,6 +39,14 @@ class CollectedIdentifiers:
     providers: list[PersonName] = field(default_factory=list)
     relatives: list[PersonName] = field(default_factory=list)
     other_ids: list[Identifier] = field(default_factory=list)
+    sex: Sex = Sex.UNKNOWN
+
+    def record_sex(self, value: str) -> None:
+        """The first male or female value read (HL7 ``M``/``F``, FHIR ``male``/``female``)."""
+        if self.sex is Sex.UNKNOWN:
+            self.sex = {"m": Sex.MALE, "male": Sex.MALE, "f": Sex.FEMALE, "female": Sex.FEMALE}.get(
+                value.strip().lower(), Sex.UNKNOWN
+            )
 
     def freeze(self) -> Identifiers:
         return Identifiers(
@@ -53,4 +61,5 @@ class CollectedIdentifiers:
             provider_names=unique(self.providers),
             relative_names=unique(self.relatives),
             other_ids=unique(self.other_ids),
+            sex=self.sex,
         )

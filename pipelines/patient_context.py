@@ -29,7 +29,7 @@ def merge_identifiers(first: Identifiers, second: Identifiers) -> Identifiers:
     merged: dict[str, Any] = {}
     for name in Identifiers.__dataclass_fields__:
         a, b = getattr(first, name), getattr(second, name)
-        if name == "birth_date":
+        if name in ("birth_date", "sex"):
             merged[name] = a or b
             continue
         merged[name] = tuple(dict.fromkeys((*a, *b)))[:CONTEXT_LIMIT]

@@ -33,7 +33,9 @@ class Policy:
     category_thresholds: dict[Category, float] = field(default_factory=dict)
     actions: dict[Category, Action] = field(default_factory=dict)
     default_action: Action = Action.SURROGATE
-    date_shift_min_days: int = 1
+    # A shift of a few days hides nothing (a date a week off is still "that week"): the default
+    # moves every date at least a month (docs/keystore.md, "What a date shift protects").
+    date_shift_min_days: int = 30
     date_shift_max_days: int = 730
     age_ceiling: int = 89
     # Above this many characters the detector runs on overlapping chunks (or the note is held):
@@ -66,6 +68,7 @@ class Policy:
         surrogates = data.get("surrogates", {})
         limits = data.get("limits", {})
         review = data.get("review", {})
+        shift_low, shift_high = _shift_range(surrogates)
         return cls(
             review_band=_band(review.get("band", (0.3, 0.7))),
             review_disagreement=bool(review.get("disagreement", True)),
@@ -74,8 +77,8 @@ class Policy:
             category_thresholds=thresholds,
             actions=actions,
             default_action=Action(cats.get("default", "surrogate")),
-            date_shift_min_days=int(surrogates.get("date_shift_min_days", 1)),
-            date_shift_max_days=int(surrogates.get("date_shift_max_days", 730)),
+            date_shift_min_days=shift_low,
+            date_shift_max_days=shift_high,
             age_ceiling=int(surrogates.get("age_ceiling", 89)),
             max_note_chars=_positive(limits.get("max_note_chars", 50_000), "max_note_chars"),
             oversize=Oversize(limits.get("oversize", "split")),
@@ -93,6 +96,18 @@ class Policy:
         else:
             raw = Path(path).read_text(encoding="utf-8")
         return cls.from_mapping(tomllib.loads(raw))
+
+
+def _shift_range(surrogates: dict[str, Any]) -> tuple[int, int]:
+    """``date_shift_min_days`` and ``_max_days``: 1 <= min <= max, else a clear error."""
+    low = int(surrogates.get("date_shift_min_days", 30))
+    high = int(surrogates.get("date_shift_max_days", 730))
+    if not 1 <= low <= high:
+        raise ValueError(
+            "[surrogates] needs 1 <= date_shift_min_days <= date_shift_max_days"
+            f" (got {low} and {high})"
+        )
+    return low, high
 
 
 MIN_NOTE_CHARS = 1_000  # smaller chunks would cut most paragraphs

@@ -1,7 +1,7 @@
 """Phone / fax numbers, e-mail addresses, URLs and IP addresses that look right but are not real.
 
-- Phones keep their format; the area code is a real US one (from Google's libphonenumber
-  metadata, the ``phonenumbers`` package), the exchange is 555 and the line 0100-0199, the
+- Phones keep their format; the area code is a real geographic US one of the original's
+  state (from Google's libphonenumber geocoding data, the ``phonenumbers`` package), the exchange is 555 and the line 0100-0199, the
   range the North American Numbering Plan reserves for fiction, so no surrogate rings anyone.
 - E-mail and URL hosts become ``example.com`` / ``.org`` / ``.net`` (RFC 2606) with the
   other labels and the path reshaped; an e-mail's local part is built from the patient's
@@ -29,19 +29,45 @@ FICTIONAL_EXCHANGE = "555"
 
 
 @lru_cache(maxsize=1)
-def us_area_codes() -> tuple[str, ...]:
-    """Area codes libphonenumber knows as valid geographic US codes (about 380)."""
+def area_codes_by_state() -> dict[str, tuple[str, ...]]:
+    """Geographic US area codes by state, from libphonenumber's geocoding data (the
+    ``phonenumbers`` package): a code whose numbers it places in a state ("Pocatello, ID",
+    "California"). Non-geographic codes (500, 800…) have no place and are never drawn."""
     import phonenumbers
+    import us
+    from phonenumbers import geocoder
 
-    codes = []
+    by_name = {s.name.lower(): s.abbr for s in us.states.STATES_AND_TERRITORIES}
+    found: dict[str, list[str]] = {}
     for code in range(200, 1000):
         number = phonenumbers.parse(f"+1{code}2345678")
-        if (
-            phonenumbers.is_valid_number(number)
-            and phonenumbers.region_code_for_number(number) == "US"
-        ):
-            codes.append(str(code))
-    return tuple(codes)
+        if phonenumbers.region_code_for_number(number) != "US":
+            continue
+        place = geocoder.description_for_number(number, "en")
+        state = place.rsplit(", ", 1)[-1] if ", " in place else by_name.get(place.lower(), "")
+        if len(state) == 2 and state.isupper():
+            found.setdefault(state, []).append(str(code))
+    return {state: tuple(codes) for state, codes in sorted(found.items())}
+
+
+@lru_cache(maxsize=1)
+def us_area_codes() -> tuple[str, ...]:
+    """Every geographic US area code libphonenumber places in a state (about 300)."""
+    return tuple(sorted(c for codes in area_codes_by_state().values() for c in codes))
+
+
+@lru_cache(maxsize=1)
+def state_of_area_code() -> dict[str, str]:
+    return {code: state for state, codes in area_codes_by_state().items() for code in codes}
+
+
+def area_code(ctx: ReplaceContext, original: str) -> str:
+    """A real area code of the original's state (the policy keeps states), another one where
+    the state has several; of any state when the original is not a geographic US code."""
+    state = state_of_area_code().get(original)
+    pool = area_codes_by_state()[state] if state else us_area_codes()
+    others = tuple(c for c in pool if c != original) or pool
+    return ctx.chooser("phone-area", original).pick(others)
 
 
 def _phone_digits(ctx: ReplaceContext, digits: str) -> str:
@@ -61,9 +87,7 @@ def _phone_digits(ctx: ReplaceContext, digits: str) -> str:
     new_local = FICTIONAL_EXCHANGE + line
     if len(core) == 7:
         return lead + new_local
-    area_chooser = ctx.chooser("phone-area", core[:3])
-    area = area_chooser.pick(us_area_codes())
-    return lead + area + new_local
+    return lead + area_code(ctx, core[:3]) + new_local
 
 
 class PhoneSurrogate(Surrogate):

@@ -41,12 +41,40 @@ def note_words(text: str, piece_chars: int = _PIECE_CHARS) -> frozenset[str]:
     return frozenset(words)
 
 
+_PRONOUN = re.compile(r"\b(he|him|his|himself|she|her|hers|herself)\b", re.I)
+_MALE_PRONOUNS = frozenset({"he", "him", "his", "himself"})
+PRONOUN_WINDOW = 200  # characters after a name searched for the pronoun that refers to it
+PRONOUN_MAJORITY = 2  # the note's pronouns decide when one gender has twice the other's count
+
+
+def pronoun_gender(text: str) -> str:
+    """The gender the pronouns of ``text`` point to: one gender's pronouns at least
+    ``PRONOUN_MAJORITY`` times the other's, else ""."""
+    male = female = 0
+    for m in _PRONOUN.finditer(text):
+        if m.group().lower() in _MALE_PRONOUNS:
+            male += 1
+        else:
+            female += 1
+    if male and male >= PRONOUN_MAJORITY * female:
+        return "M"
+    if female and female >= PRONOUN_MAJORITY * male:
+        return "F"
+    return ""
+
+
+def first_pronoun(text: str, end: int) -> str:
+    """The first pronoun within ``PRONOUN_WINDOW`` characters after ``end``, or ""."""
+    m = _PRONOUN.search(text, end, end + PRONOUN_WINDOW) if end < len(text) else None
+    return m.group() if m else ""
+
+
 @dataclass(frozen=True)
 class SurrogateSettings:
     """The policy's surrogate section (pipelines builds it from ``Policy``)."""
 
     age_ceiling: int = 89
-    date_shift_min_days: int = 1
+    date_shift_min_days: int = 30
     date_shift_max_days: int = 730
 
 
@@ -72,6 +100,10 @@ class ReplaceContext:
     reference_date: date | None = None
     known_given: frozenset[str] = frozenset()  # lower-cased given names known for this document
     known_family: frozenset[str] = frozenset()
+    # the patient's recorded sex ("M", "F" or ""; PID-8, Patient.gender) and own given names:
+    # a surrogate for one of those names keeps the recorded sex
+    recorded_sex: str = ""
+    patient_given: frozenset[str] = frozenset()
     changed: bool = False
     # values of a state map, kept as a set while surrogates add to the map through ``mapped``
     _values: dict[int, tuple[dict[str, str], set[str], int]] = field(
@@ -89,6 +121,11 @@ class ReplaceContext:
     def original_tokens(self) -> frozenset[str]:
         """Every word of the note, lower-cased: a surrogate may never be one of them."""
         return note_words(self.text)
+
+    @cached_property
+    def pronoun_gender(self) -> str:
+        """ "M" or "F" when the note's pronouns point clearly to one gender, else ""."""
+        return pronoun_gender(self.text)
 
     @cached_property
     def lowered(self) -> str:

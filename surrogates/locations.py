@@ -3,9 +3,11 @@
 The text is replaced token by token following its own pattern: house and unit numbers are
 reshaped, five-digit zips become other real zips of the same state (``zipcodes`` package;
 the state of the zip, else of its first three digits), a state beside a zip becomes the
-zip's state (so the two agree), other states become other states (``us`` package), the
-place after "St." / "Saint" in a facility becomes a saint ("St. Vincent's Hospital"), place words become words of real US city names (``zipcodes``),
-street-name words become census surnames, acronyms ("GH") become other letters of the same
+zip's state (so the two agree), a city beside a state or zip becomes a real city of that
+state (the zip's own city beside a zip: ``surrogates/places.py``), other states become other
+states (``us`` package), the place after "St." / "Saint" in a facility becomes a saint
+("St. Vincent's Hospital"), other place words become words of real US city names
+(``zipcodes``), a street's name becomes a name of a street-name vocabulary, acronyms ("GH") become other letters of the same
 length, and the generic words that carry no identity ("Hospital", "Street", "Apt", "of") are
 kept. Each place word maps through ``state.id_map`` so "ASHCOTT HOSPITAL" and "ashcott" get
 the same surrogate word for the patient.
@@ -19,7 +21,7 @@ from collections import Counter
 from dataclasses import dataclass
 from functools import lru_cache, partial
 
-from surrogates import zipdata
+from surrogates import places, zipdata
 from surrogates.base import SpanLike, Surrogate, apply_edits
 from surrogates.context import ReplaceContext
 from surrogates.identifiers import surrogate_chars
@@ -106,6 +108,7 @@ def _states() -> tuple[dict[str, str], dict[str, str], tuple[tuple[str, str], ..
     return {a: n for a, n in known}, {n.lower(): a for a, n in known}, pairs
 
 
+_WHOLE_CITY = re.compile(r"[^\W\d_]+(?:(?:['’.\-][ \t]?|[ \t])[^\W\d_]+)*\.?")
 _TOKEN = re.compile(r"\d+|[^\W\d_]+(?:['’][^\W\d_]+)*")
 
 
@@ -176,6 +179,11 @@ class LocationSurrogate(Surrogate):
 
     def replace(self, span: SpanLike, ctx: ReplaceContext) -> str:
         text = ctx.original(span)
+        if span.category == "LOCATION_CITY" and _WHOLE_CITY.fullmatch(text):
+            # a city as written, directions included ("North Granby"): one real city
+            state, zip_code = _state_after(ctx, span.end)
+            key = " ".join(text.lower().split())
+            return case_like(places.city(ctx, key, state, zip_code), text)
         street = span.category == "LOCATION_STREET"
         by_abbr, by_name, _ = _states()
         edits: list[tuple[int, int, str]] = []
@@ -183,16 +191,24 @@ class LocationSurrogate(Surrogate):
 
         tokens = list(_TOKEN.finditer(text))
         zip_state_here = _zip_state_in(tokens, street)
+        found = _address_city(text)
+        if found is not None:  # "…, Missouri City, TX 77459": the city as a whole
+            edits.append(_address_city_edit(ctx, text, found))
+            tokens = [m for m in tokens if not found[0] <= m.start() < found[1]]
 
         def flush() -> None:
             if not run:
                 return
             in_street = street and "," not in text[: run[0].start()]  # "…, Boston" is a city
-            if not in_street and _after_saint_title(text, tokens, run[0]):
+            if not in_street and (city_span or _beside_state(ctx, span.start + run[-1].end())):
+                edits.append(_city_run(ctx, _with_direction(text, tokens, run), span.start))
+            elif not in_street and _after_saint_title(text, tokens, run[0]):
                 edits.append(_saint_run(ctx, run))
             else:
                 edits.extend(_place_run(ctx, run, in_street))
             run.clear()
+
+        city_span = span.category == "LOCATION_CITY"
 
         for i, m in enumerate(tokens):
             word = m.group()
@@ -291,12 +307,16 @@ def _after_saint_title(text: str, tokens: list[re.Match[str]], first: re.Match[s
 def _place_run(
     ctx: ReplaceContext, run: list[re.Match[str]], street: bool
 ) -> list[tuple[int, int, str]]:
-    """A run of place words: a real city name of as many words, else word by word."""
+    """A run of place words: a street name of the vocabulary for a street's name, else a
+    real city name of as many words, else word by word."""
     words = [m.group() for m in run]
-    pool = _multiword_cities().get(len(words), ()) if not street and len(words) > 1 else ()
+    key = " ".join(w.lower() for w in words)
+    if street:
+        text = " ".join(words)
+        return [(run[0].start(), run[-1].end(), case_like(places.street_name(ctx, key), text))]
+    pool = _multiword_cities().get(len(words), ()) if len(words) > 1 else ()
     if pool:
-        key = " ".join(w.lower() for w in words)
-        new = ctx.mapped(ctx.state.id_map, f"LOCRUN:{key}", partial(_city_run, ctx, key, pool))
+        new = ctx.mapped(ctx.state.id_map, f"LOCRUN:{key}", partial(_multiword, ctx, key, pool))
         return [
             (m.start(), m.end(), case_like(part, m.group()))
             for m, part in zip(run, new.split(" "), strict=True)
@@ -309,7 +329,7 @@ def _place_run(
                 ctx.mapped(
                     ctx.state.id_map,
                     f"LOC:{m.group().lower()}",
-                    partial(_place_word, ctx, m.group().lower(), street),
+                    partial(_place_word, ctx, m.group().lower(), False),
                 ),
                 m.group(),
             ),
@@ -318,13 +338,93 @@ def _place_run(
     ]
 
 
-def _city_run(ctx: ReplaceContext, key: str, pool: tuple[str, ...]) -> str:
+def _multiword(ctx: ReplaceContext, key: str, pool: tuple[str, ...]) -> str:
     chooser = ctx.chooser("city-run", key)
     for _ in range(MAX_DRAWS):
         candidate = chooser.pick(pool)
         if candidate != key and not ctx.is_original_word(candidate.split()):
             return candidate
     return chooser.pick(pool)
+
+
+# After a city: ", ID 83702", " Idaho", ", ID" (the state as the table or ``us`` writes it)
+_STATE_AFTER = re.compile(
+    r"[ \t]*,?[ \t]*(?P<state>[A-Z]{2}|[A-Z][a-z]+(?:[ \t][A-Z][a-z]+)?)\.?,?[ \t]*"
+    r"(?P<zip>\d{5})?(?![\w])"
+)
+
+
+def _state_after(ctx: ReplaceContext, end: int) -> tuple[str | None, str | None]:
+    """The state (abbreviation) and five-digit ZIP written right after ``end``, if any."""
+    m = _STATE_AFTER.match(ctx.text, end, end + 48)
+    if m is None:
+        return None, None
+    by_abbr, by_name, _ = _states()
+    word = m.group("state")
+    state = word if word in by_abbr else by_name.get(word.lower())
+    if state is None:
+        return None, None
+    return state, m.group("zip")
+
+
+def _beside_state(ctx: ReplaceContext, end: int) -> bool:
+    return _state_after(ctx, end)[0] is not None
+
+
+# A city between a comma (or the span's start) and ", ST" or ", ST 12345"
+_ADDRESS_CITY = re.compile(
+    r"(?:^|,)[ \t]*(?P<city>[^\W\d_]+(?:[ .'’\-]+[^\W\d_]+)*)[ \t]*,[ \t]*"
+    r"(?P<state>[A-Z]{2}|[A-Z][a-z]+(?:[ \t][A-Z][a-z]+)?)\.?(?:,?[ \t]*(?P<zip>\d{5}))?(?!\w)"
+)
+
+
+def _address_city(text: str) -> tuple[int, int, str, str | None] | None:
+    """(start, end, state, ZIP or None) of the city of an address written in ``text``."""
+    by_abbr, by_name, _ = _states()
+    pos = 0
+    while (m := _ADDRESS_CITY.search(text, pos)) is not None:
+        word = m.group("state")
+        state = word if word in by_abbr else by_name.get(word.lower())
+        if state is not None:
+            return m.start("city"), m.end("city"), state, m.group("zip")
+        pos = m.start() + 1
+    return None
+
+
+def _address_city_edit(
+    ctx: ReplaceContext, text: str, found: tuple[int, int, str, str | None]
+) -> tuple[int, int, str]:
+    start, end, state, zip_code = found
+    original = text[start:end]
+    new = places.city(ctx, " ".join(original.lower().split()), state, zip_code)
+    return start, end, case_like(new, original)
+
+
+DIRECTIONS = frozenset({"north", "south", "east", "west"})
+
+
+def _with_direction(
+    text: str, tokens: list[re.Match[str]], run: list[re.Match[str]]
+) -> list[re.Match[str]]:
+    """The run with the direction or saint word that starts the city's name ("West Chester",
+    "St. Louis")."""
+    at = tokens.index(run[0])
+    before = tokens[at - 1] if at > 0 else None
+    if (
+        before is not None
+        and before.group().lower() in DIRECTIONS | SAINT_TITLES
+        and text[before.end() : run[0].start()].strip() in ("", ".")
+    ):
+        return [before, *run]
+    return run
+
+
+def _city_run(ctx: ReplaceContext, run: list[re.Match[str]], offset: int) -> tuple[int, int, str]:
+    """A city: a real city of the state written after it, the ZIP's own city beside a ZIP."""
+    original = " ".join(m.group() for m in run)
+    state, zip_code = _state_after(ctx, offset + run[-1].end())
+    new = places.city(ctx, original.lower(), state, zip_code)
+    return run[0].start(), run[-1].end(), case_like(new, original)
 
 
 @lru_cache(maxsize=1)

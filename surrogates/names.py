@@ -19,7 +19,7 @@ import re
 import string
 from array import array
 from bisect import bisect_right
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
@@ -27,7 +27,7 @@ from typing import TypeVar, overload
 
 from surrogates.base import SpanLike, Surrogate
 from surrogates.choice import Chooser
-from surrogates.context import ReplaceContext
+from surrogates.context import ReplaceContext, first_pronoun, pronoun_gender
 from surrogates.identifiers import surrogate_chars
 from surrogates.wordtable import hashed_words
 
@@ -304,17 +304,53 @@ def _assign_roles(text: str, tokens: list[_Token], ctx: ReplaceContext) -> None:
         only.role = "given" if first > c.last.get(low, 0.0) else "family"
 
 
-def _gender(low: str, tokens: list[_Token], chooser: Chooser) -> str:
-    titles = {t.core.lower() for t in tokens if t.kind == "title"}
-    if titles & TITLES_MALE:
+_TITLE_BEFORE = re.compile(
+    r"\b(" + "|".join(sorted(TITLES_MALE | TITLES_FEMALE)) + r")\.?\s*$", re.I
+)
+
+
+def _title_gender(titles: Iterable[str]) -> str:
+    found = {t.lower() for t in titles}
+    if found & TITLES_MALE:
         return "M"
-    if titles & TITLES_FEMALE:
+    if found & TITLES_FEMALE:
         return "F"
+    return ""
+
+
+def _census_gender(low: str) -> str:
     c = census()
     male, female = c.male.get(low, 0.0), c.female.get(low, 0.0)
     if male or female:
         return "M" if male >= female else "F"
-    return chooser.pick(("M", "F"))
+    return ""
+
+
+def given_gender(ctx: ReplaceContext, low: str, titles: Iterable[str], start: int, end: int) -> str:
+    """The gender of a given name at ``text[start:end]``, from the best evidence there is:
+
+    1. the patient's recorded sex (PID-8, ``Patient.gender``), for the patient's own names;
+    2. a title in the name or just before it ("Mr. [Olivia Green]");
+    3. the note's pronouns, for the patient's own names;
+    4. the census counts of the name;
+    5. the first pronoun after the name, then the note's pronouns;
+    6. a draw in the census share (the lists hold about as many men as women).
+    """
+    own = low in ctx.patient_given
+    before = _TITLE_BEFORE.search(ctx.text, max(0, start - 12), start) if start > 0 else None
+    evidence = (
+        lambda: ctx.recorded_sex if own else "",
+        lambda: _title_gender([*titles, before.group(1)] if before else titles),
+        lambda: ctx.pronoun_gender if own else "",
+        lambda: _census_gender(low),
+        lambda: pronoun_gender(first_pronoun(ctx.text, end)),
+        lambda: ctx.pronoun_gender,
+    )
+    for read in evidence:
+        found = read()
+        if found in ("M", "F"):
+            return found
+    return ctx.chooser("gender", low).pick(("M", "F"))
 
 
 def pool_role(ctx: ReplaceContext, low: str, role: str) -> str:
@@ -362,7 +398,7 @@ def surrogate_part(ctx: ReplaceContext, low: str, role: str, gender_hint: str) -
         pool = pool_role(ctx, low, role)
         gender = gender_hint
         if pool == "given" and gender not in ("M", "F"):
-            gender = _gender(low, [], ctx.chooser("gender", low))
+            gender = given_gender(ctx, low, (), 0, 0)
         return _draw(ctx, low, pool, gender)
 
     return ctx.mapped(ctx.state.name_map, low, make)
@@ -376,6 +412,7 @@ class NameSurrogate(Surrogate):
         tokens = _tokens(text)
         _assign_roles(text, tokens, ctx)
         letters = letter_map(ctx.state.seed)
+        titles = [t.core for t in tokens if t.kind == "title"]
         edits: list[tuple[int, int, str]] = []
         for t in tokens:
             if t.kind in ("title", "suffix"):
@@ -395,7 +432,9 @@ class NameSurrogate(Surrogate):
                     continue
                 low = piece.lower().replace("’", "'")
                 gender = (
-                    _gender(low, tokens, ctx.chooser("gender", low)) if t.role == "given" else ""
+                    given_gender(ctx, low, titles, span.start, span.end)
+                    if t.role == "given"
+                    else ""
                 )
                 out.append(case_like(surrogate_part(ctx, low, t.role or "family", gender), piece))
             edits.append((t.start, t.end, "".join(out)))

@@ -163,6 +163,7 @@ class Collected(CollectedIdentifiers):
             if name is not None:
                 self.patient_names.append(name)
         self.birth_date = self.birth_date or birth_date(string(p, "birthDate", path))
+        self.record_sex(string(p, "gender", path))
         for ident in objs(p, "identifier", path):
             value = string(ident, "value", path)
             if not value:

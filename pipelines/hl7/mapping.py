@@ -212,6 +212,7 @@ class _Reader:
             self.names(seg, 5, c.patient_names)
             self.names(seg, 9, c.patient_names)
             self.names(seg, 6, c.relatives)
+            c.record_sex(self.val(seg, 8))
             self.addresses(seg, 11)
             self.phones(seg, 13)
             self.phones(seg, 14)

@@ -32,12 +32,15 @@ def test_acronym_stays_an_acronym() -> None:
 
 def test_address_city_state_zip() -> None:
     out = replace_one(LOC, "12 Elm Street, Boston, MA 02115-1234", "LOCATION_STREET")
-    m = re.fullmatch(r"(\d{2}) (\w+) Street, (\w+), ([A-Z]{2}) (\d{5})-(\d{4})", out)
+    m = re.fullmatch(r"(\d{2}) ([\w ]+) Street, ([\w ]+), ([A-Z]{2}) (\d{5})-(\d{4})", out)
     assert m, out
     assert m.group(2) != "Elm" and m.group(3) != "Boston"
     # issue 15 item 12: the zip stays in its state and the state beside it agrees with it
-    assert zipcodes.matching(m.group(5))[0]["state"] == m.group(4) == "MA"
+    found = zipcodes.matching(m.group(5))[0]
+    assert found["state"] == m.group(4) == "MA"
     assert m.group(5) != "02115"
+    # issue 27: the city is the zip's own city (one real triple)
+    assert found["city"].lower() == m.group(3).lower()
 
 
 def test_zip_is_real_and_different() -> None:
