@@ -20,14 +20,14 @@ from collections import Counter
 from collections.abc import Collection, Iterator, Mapping, Sequence
 from datetime import date
 from functools import lru_cache
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 import re2
 
 from pipelines.deadline import check
 from pipelines.document import Address, Identifiers, PersonName
-from pipelines.phi.scan import _ASCII_LOOP
 from pipelines.policy import Action, Policy
+from pipelines.re2_boundary import match_spans
 from pipelines.spans import Category, Span
 from surrogates.names import SUFFIXES, TITLES
 from surrogates.pieces import whitespace_pieces
@@ -483,32 +483,12 @@ def word_runs(
         alternation = "|".join(re.escape(w) for w in sorted(words) if w)
         pattern = re2.compile(rf"\b(?:{alternation})\b".encode("ascii"))
         for start, end in whitespace_pieces(text, piece_chars):  # one small copy at a time
-            for low, high in _match_spans(pattern, text[start:end].encode("ascii")):
+            for low, high in match_spans(pattern, text[start:end].encode("ascii")):
                 yield start + low, text[start + low : start + high]
         return
     for m in WORD_RUN.finditer(text):
         if m.group() in words:
             yield m.start(), m.group()
-
-
-def _match_spans(pattern: Any, data: bytes) -> Iterator[tuple[int, int]]:
-    """``m.span()`` for each match of the re2 bytes ``pattern`` in ``data``, as its
-    ``finditer`` finds them, through re2's own match call: no match object per match (the
-    wrapper's, ``pipelines.phi.scan._ascii_finditer``; without its internals, ``finditer``)."""
-    if not _ASCII_LOOP:
-        for m in pattern.finditer(data):
-            yield m.span()
-        return
-    regexp, end, pos = pattern._regexp, len(data), 0
-    unanchored, null = re2._Anchor.UNANCHORED, re2._NULL_SPAN
-    while True:
-        span = regexp.Match(unanchored, data, pos, end)[0]
-        if span == null:
-            return
-        yield span
-        if pos == end:
-            return
-        pos = pos + 1 if pos == span[1] else span[1]
 
 
 def is_word_char(c: str) -> bool:

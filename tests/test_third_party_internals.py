@@ -5,9 +5,11 @@ pyproject.toml. When a new release moves one of these, this file fails first: re
 check that it still does what it did, then raise the bound.
 
 - google-re2 (``<1.2``): ``re2._Match``, ``re2._Anchor``, ``re2._NULL_SPAN`` and a compiled
-  pattern's ``_regexp`` — pipelines/phi/scan.py runs re2's own bytes loop on ASCII text
+  pattern's ``_regexp`` — pipelines/re2_boundary.py runs re2's own bytes loop on ASCII text
   without mapping offsets back to characters (about half a scan's cost); a match's
-  ``_spans`` — ``scan.grab`` reads a group's span without ``span``'s call into re2.
+  ``_spans`` — ``re2_boundary.group`` reads a group's span without ``span``'s call into re2.
+  All of it sits in that one module, used only for a checked release (``CHECKED``), with the
+  public API as the fallback (tests/phi/test_re2_fallback.py runs the detector both ways).
 - aiokafka (``<0.15``): the consumer's ``_fetcher._fetch_max_wait_ms`` (the adaptive fetch
   wait, service/runner/fetchwait.py) and ``_client.force_metadata_update()`` (a topic created
   while ``tail`` / ``held`` wait for it).
@@ -34,21 +36,37 @@ import pytest
 def test_re2_internals_used_by_the_ascii_scan_loop() -> None:
     import re2
 
-    from pipelines.phi import scan
+    from pipelines import re2_boundary
 
     for name in ("_Match", "_Anchor", "_NULL_SPAN"):
-        assert hasattr(re2, name), f"re2.{name} is gone: check pipelines/phi/scan.py"
-    assert scan._ASCII_LOOP, "scan.py fell back to the public finditer"
+        assert hasattr(re2, name), f"re2.{name} is gone: check pipelines/re2_boundary.py"
+    assert re2_boundary.AVAILABLE, "re2_boundary fell back to the public API: read its doc"
+    assert re2_boundary.fast()
     pattern = re2.compile(r"(?i)\b(dr|mr)\.?\s+([a-z]+)|\d{3}-\d{4}|")
-    assert hasattr(pattern, "_regexp"), "re2 patterns lost _regexp: check pipelines/phi/scan.py"
+    assert hasattr(pattern, "_regexp"), "re2 patterns lost _regexp: check re2_boundary.py"
     text = "Seen by Dr. Smith, call 555-0100; mr jones.\nEmpty matches too."
-    ours = [(m.span(), m.groups(), m.group()) for m in scan._ascii_finditer(pattern, text)]
+    ours = [(m.span(), m.groups(), m.group()) for m in re2_boundary.finditer(pattern, text)]
     public = [(m.span(), m.groups(), m.group()) for m in pattern.finditer(text)]
     assert ours == public
-    assert scan._SPANS, "re2 matches lost _spans: check pipelines/phi/scan.py grab"
     for m in pattern.finditer(text + " é Dr. Émile"):  # spans in characters, also past an é
         assert [m._spans[g] for g in range(3)] == [m.span(g) for g in range(3)]
-        assert [scan.grab(m.string, m, g) for g in range(3)] == [m.group(g) or "" for g in range(3)]
+        assert [re2_boundary.group(m.string, m, g) for g in range(3)] == [
+            m.group(g) or "" for g in range(3)
+        ]
+
+
+def test_re2_boundary_refuses_internals_of_an_unchecked_version(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A google-re2 release the tests have not read turns the fast path off at import."""
+    import importlib
+
+    from pipelines import re2_boundary
+
+    monkeypatch.setattr(importlib.metadata, "version", lambda name: "9.0.0")
+    assert not re2_boundary._version_checked()
+    monkeypatch.setattr(re2_boundary, "CHECKED", ("9.0",))
+    assert re2_boundary._version_checked()
 
 
 def test_aiokafka_fetch_wait_attribute_is_read_per_fetch() -> None:

@@ -18,8 +18,26 @@ from typing import Any
 
 import re2
 
+from pipelines import re2_boundary
 from pipelines.phi.base import Doc
+from pipelines.re2_boundary import compile_words, led_finditer
+from pipelines.re2_boundary import group as grab
 from pipelines.spans import Span
+
+__all__ = [
+    "compile_words",
+    "finditer",
+    "grab",
+    "keep_best",
+    "led_finditer",
+    "lower",
+    "may_match",
+    "next_char",
+    "prev_char",
+    "word_set",
+    "words_after",
+    "words_before",
+]
 
 _WORD = re.compile(r"[A-Za-z](?:[A-Za-z0-9'/]*[A-Za-z0-9])?|\d+(?:\.\d+)?|[#@%&]")
 
@@ -27,20 +45,6 @@ _WORD = re.compile(r"[A-Za-z](?:[A-Za-z0-9'/]*[A-Za-z0-9])?|\d+(?:\.\d+)?|[#@%&]
 def word_set(words: str) -> frozenset[str]:
     """A frozen set from a whitespace-separated word list (keeps long lists readable)."""
     return frozenset(words.split())
-
-
-def compile_words(pattern: str) -> Any:
-    """Compile a look-around-free pattern with re2 (fast alternations of words)."""
-    return re2.compile(pattern)
-
-
-def grab(text: str, match: Any, group: int) -> str:
-    """``match.group(group)`` for re2 matches, much cheaper (re2's ``group`` re-validates and
-    re-decodes on every call; ``span`` checks the index against the pattern's group count, a
-    call into re2, every time: the match's own span list is read where it is there, see
-    ``_ASCII_LOOP``). "" if the group did not take part."""
-    start, end = match._spans[group] if _SPANS else match.span(group)
-    return "" if start < 0 else text[start:end]
 
 
 # Every re2 scan pattern asked about with ``may_match``: pattern -> index in one RE2::Set.
@@ -92,90 +96,7 @@ def finditer(doc: Doc, pattern: Any) -> Iterator[Any]:
     """``pattern.finditer(doc.text)`` for an re2 pattern, skipped when ``may_match`` says no."""
     if not may_match(doc, pattern):
         return iter(())
-    text = doc.text
-    if _ASCII_LOOP and text.isascii():
-        return _ascii_finditer(pattern, text)
-    return pattern.finditer(text)
-
-
-# re2's str wrapper maps byte offsets back to characters after every match (a sort, a dict
-# and C calls per offset: ~half of a scan's cost). In ASCII text a byte offset is the
-# character offset, so ``_ascii_finditer`` runs the wrapper's own bytes loop and builds the
-# same match objects. These are re2 internals: without them the public ``finditer`` is used
-# (google-re2 has an upper bound for them; tests/test_third_party_internals.py checks them).
-_ASCII_LOOP = all(hasattr(re2, name) for name in ("_Match", "_Anchor", "_NULL_SPAN"))
-# a match's group spans, in characters, as ``span`` returns them (checked by the same test)
-_SPANS = "_spans" in getattr(getattr(re2, "_Match", None), "__slots__", ())
-
-
-if _SPANS:
-
-    class _AsciiMatch(re2._Match):
-        """re2's match whose ``start``/``end``/``span`` read its own span list: re2's ask the
-        pattern for its group count, a call into re2, to check the index every time (a third
-        of the per-match cost of the rule recognizers). There is one span per group, 0 to
-        that count, so ``len(self._spans)`` gives the same check and the same IndexError."""
-
-        __slots__ = ()
-
-        def start(self, group: int = 0) -> int:
-            spans = self._spans
-            if not 0 <= group < len(spans):
-                raise IndexError("bad group index")
-            return spans[group][0]
-
-        def end(self, group: int = 0) -> int:
-            spans = self._spans
-            if not 0 <= group < len(spans):
-                raise IndexError("bad group index")
-            return spans[group][1]
-
-        def span(self, group: int = 0) -> tuple[int, int]:
-            spans = self._spans
-            if not 0 <= group < len(spans):
-                raise IndexError("bad group index")
-            return spans[group]
-
-
-def _ascii_finditer(pattern: Any, text: str) -> Iterator[Any]:
-    """``pattern.finditer(text)`` for ASCII ``text``: the same matches, as re2's match objects
-    (``_AsciiMatch`` where the span list is there)."""
-    data = text.encode("ascii")
-    regexp, end, pos = pattern._regexp, len(data), 0
-    unanchored, null = re2._Anchor.UNANCHORED, re2._NULL_SPAN
-    match = _AsciiMatch if _SPANS else re2._Match
-    while True:
-        spans = regexp.Match(unanchored, data, pos, end)
-        if spans[0] == null:
-            return
-        yield match(pattern, text, 0, end, spans)
-        if pos == end:
-            return
-        pos = pos + 1 if pos == spans[0][1] else spans[0][1]
-
-
-def led_finditer(text: str, lead: Any, pattern: re.Pattern[str]) -> Iterator[re.Match[str]]:
-    """``pattern.finditer(text)``, where the stdlib would try ``pattern`` at every candidate
-    first character (every digit of a note, for a date): in ASCII text the re2 ``lead``
-    finds the next place where ``pattern`` can start, in one C call, and ``pattern`` is only
-    tried there. ``lead`` must match (some text) wherever ``pattern`` matches, e.g. the
-    pattern without its look-ahead; ``pattern`` must never match the empty string."""
-    if not (_ASCII_LOOP and text.isascii()):
-        yield from pattern.finditer(text)
-        return
-    data = text.encode("ascii")
-    regexp, end, pos = lead._regexp, len(data), 0
-    unanchored, null, match = re2._Anchor.UNANCHORED, re2._NULL_SPAN, pattern.match
-    while pos < end:
-        start = regexp.Match(unanchored, data, pos, end)[0]
-        if start == null:
-            return
-        found = match(text, start[0])
-        if found is None:
-            pos = start[0] + 1
-        else:
-            yield found
-            pos = found.end()
+    return re2_boundary.finditer(pattern, doc.text)
 
 
 def lower(doc: Doc) -> str:

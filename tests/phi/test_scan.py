@@ -8,6 +8,7 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from pipelines import re2_boundary
 from pipelines.phi import scan
 from pipelines.phi.base import Doc
 from pipelines.phi.recognizers import addresses, ages, contact, dates, identifiers, locations
@@ -97,10 +98,12 @@ def test_ascii_matches_read_their_spans_as_re2_does(text: str) -> None:
     for pattern in _PATTERNS:
         if not text.isascii():
             continue
-        ours = [_match_view(m, pattern.groups) for m in scan._ascii_finditer(pattern, text)]
-        public = [_match_view(m, pattern.groups) for m in pattern.finditer(text)]
+        ours = [_match_view(m, pattern.groups) for m in re2_boundary.finditer(pattern, text)]
+        public = [
+            _match_view(m, pattern.groups) for m in re2_boundary.plain_finditer(pattern, text)
+        ]
         assert ours == public
-    m = next(scan._ascii_finditer(dates._YEAR_SCAN, "in 1999"))
+    m = next(re2_boundary.finditer(dates._YEAR_SCAN, "in 1999"))
     for bad in (-1, dates._YEAR_SCAN.groups + 1):
         for read in (m.start, m.end, m.span):
             try:
@@ -125,7 +128,9 @@ def test_led_finditer_is_the_stdlib_finditer(text: str) -> None:
         (dates._SPACED_SHAPE, dates._SPACED),
     ):
         ours = [(m.span(), m.group()) for m in scan.led_finditer(text, lead, pattern)]
-        plain = [(m.span(), m.group()) for m in pattern.finditer(text)]
+        plain = [
+            (m.span(), m.group()) for m in re2_boundary.plain_led_finditer(text, lead, pattern)
+        ]
         assert ours == plain
 
 
