@@ -35,7 +35,12 @@ ANCHOR_TABLE = (
 
 class AuditAnchorError(IntegrityError):
     """The audit log's sealed head anchor is missing or does not verify: appends refuse,
-    so nothing is chained onto a log that was tampered with (``keys audit verify``)."""
+    so nothing is chained onto a log that was tampered with (``keys audit verify``). A
+    fault of the store, not of any input: retriable (HTTP 503), until the officer repairs
+    it (``keys audit reanchor``)."""
+
+    retriable = True
+    reason_class = "audit_anchor"
 
 
 def read_anchor(backend: SqlBackend, cur: Any) -> AuditAnchor | None:

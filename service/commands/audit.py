@@ -56,7 +56,7 @@ def audit_verify(
     if report.ok:
         typer.echo(
             f"audit log intact: {report.lines} lines ({report.legacy_lines} from "
-            f"before the chain); head {report.head}, anchored"
+            f"before the chain), head anchored; head {report.head}"
         )
         return
     typer.echo(f"error: {_broken(report)}", err=True)
