@@ -181,7 +181,9 @@ class _RootMoved(Exception):
     """The root was re-wrapped by someone else meanwhile (rolls the anchoring back)."""
 
 
-def reanchor(backend: SqlBackend, keys: AuditKeys, now: float) -> tuple[AuditAnchor | None, AuditAnchor]:
+def reanchor(
+    backend: SqlBackend, keys: AuditKeys, now: float
+) -> tuple[AuditAnchor | None, AuditAnchor]:
     """Seal the log's head as the table holds it now, replacing the anchor (the officer's
     deliberate repair after ``keys audit verify`` found a problem: the caller audits it).
     Returns the anchor before (None: none) and after."""

@@ -29,13 +29,13 @@ from dataclasses import dataclass
 from keystore.admin import StoreAdmin
 from keystore.api import PatientState
 from keystore.audit import AuditKeys, AuditLine
+from keystore.auditdb import anchor_root, create_root
 from keystore.backend import Row, SqlBackend
 from keystore.envelope import ENVELOPE, LEGACY_ENVELOPE, Sealed, open_sealed, seal
 from keystore.errors import IntegrityError, KeystoreError
 from keystore.keyring import Keyring, fingerprint
 from keystore.pseudonyms import new_patient_state
 from keystore.records import Identity, dump_state, load_state
-from keystore.auditdb import anchor_root, create_root
 from keystore.subkeys import ROOT_BINDING_ANCHORED, StoreKeys, open_root
 
 log = logging.getLogger("deidstream.keystore")

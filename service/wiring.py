@@ -136,7 +136,9 @@ class ServiceProcessor:
         store: ServiceStore,
         *,
         deadletter_mark_seconds: float = 30 * 86400.0,
+        audit_head: Callable[[], None] | None = None,
     ) -> None:
+        self._audit_head = audit_head  # exports the audit log's anchored head (ping)
         self._stream = stream
         self._preview = preview
         self._preview_marks = preview_marks
@@ -210,9 +212,33 @@ class ServiceProcessor:
         this instance's heartbeat (at most every few seconds: which key it seals with)."""
         self._store.get_mark("deidstream:readiness-probe")
         self._store.heartbeat()
+        if self._audit_head is not None:
+            self._audit_head()
 
     def close(self) -> None:
         self._store.close()
+
+
+class AuditHeadExport:
+    """Sets ``deidstream_keystore_audit_head_seq`` from the store's sealed audit anchor, at
+    most every ``every_s`` (the readiness probe calls it every few seconds): an outside
+    record of the head, so a log cut or rolled back with its anchor is seen going down."""
+
+    def __init__(self, store: Any, metrics: Metrics, every_s: float = 30.0) -> None:
+        self._store = store
+        self._gauge = metrics.audit_head
+        self._every = every_s
+        self._at: float | None = None
+
+    def __call__(self) -> None:
+        now = monotonic()
+        if self._at is not None and now - self._at < self._every:
+            return
+        self._at = now
+        admin = getattr(self._store, "admin", None)
+        if admin is not None:
+            head = admin.audit_head()
+            self._gauge.set(-1 if head is None else head)
 
 
 def warm_word_lists() -> None:
@@ -313,6 +339,7 @@ def real_processor_factory(settings: Settings, metrics: Metrics) -> ProcessorFac
             preview,
             store,
             deadletter_mark_seconds=settings.deadletter_mark_days * 86400.0,
+            audit_head=AuditHeadExport(raw, metrics),
         )
 
     return build

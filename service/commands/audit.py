@@ -10,6 +10,7 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
+from typing import Annotated
 
 import typer
 
@@ -116,9 +117,10 @@ def audit_show(
     authority: str | None = typer.Option(
         None, help="Assigning authority of --patient (needed for a forgotten patient)."
     ),
-    action: list[str] | None = typer.Option(
-        None, help="Only these actions (forget, reveal, reveal-visit, rotate, preview…)."
-    ),
+    action: Annotated[
+        list[str] | None,
+        typer.Option(help="Only these actions (forget, reveal, reveal-visit, rotate, preview…)."),
+    ] = None,
     as_json: bool = typer.Option(False, "--json", help="One JSON object per line."),
 ) -> None:
     """Who revealed, forgot, rotated or previewed what, when and why. The chain is checked

@@ -187,8 +187,10 @@ def test_every_append_logs_the_head(
     url: str, keyring: Keyring, caplog: pytest.LogCaptureFixture
 ) -> None:
     """The service log carries the head at every append: an outside record of it."""
-    with caplog.at_level(logging.INFO, logger="deidstream.keystore.audit"):
-        with open_store(url, keyring) as store:
-            store.admin.forget("H", "p1", operator="officer", reason="r")
-            head = store.admin.verify_audit()
+    with (
+        caplog.at_level(logging.INFO, logger="deidstream.keystore.audit"),
+        open_store(url, keyring) as store,
+    ):
+        store.admin.forget("H", "p1", operator="officer", reason="r")
+        head = store.admin.verify_audit()
     assert f"audit head 1:{head.head_mac[:16]} (forget)" in caplog.text

@@ -99,9 +99,7 @@ def test_a_preview_creates_no_record_and_is_audited(url: str, key: Keyring) -> N
     assert _previews(url, key) == [(API_OPERATOR, next(iter(subjects)), "unknown_patient")]
 
 
-def test_a_preview_of_a_known_patient_is_what_the_stream_published(
-    url: str, key: Keyring
-) -> None:
+def test_a_preview_of_a_known_patient_is_what_the_stream_published(url: str, key: Keyring) -> None:
     processor = real_processor_factory(_settings(url, key), Metrics())()
     try:
         streamed = _text(processor.process(_raw(), content_hint="hl7v2", now=NOW))
@@ -184,3 +182,28 @@ def test_no_output_without_its_audit_line(url: str, key: Keyring) -> None:
     response = asyncio.run(post())
     assert response.status_code == 503
     assert "outcomes" not in response.json()
+
+
+def test_the_audit_head_is_exported_on_metrics(url: str, key: Keyring) -> None:
+    """Issue 23 item 2: the anchored head on /metrics (an outside record of it): it counts
+    the preview's line, and says -1 once the anchor is deleted."""
+    from service.wiring import AuditHeadExport
+
+    metrics = Metrics()
+    processor = real_processor_factory(_settings(url, key), metrics)()
+    name = "deidstream_keystore_audit_head_seq"
+    try:
+        processor.ping()
+        assert metrics.value(name) == 0
+        processor.preview(_raw(), content_hint="hl7v2", now=NOW)
+        with open_store(url, key) as store:
+            export = AuditHeadExport(store, metrics, every_s=0.0)
+            export()
+            assert metrics.value(name) == 1
+            from tests.keystore.test_keystore_audit_anchor import tamper
+
+            tamper(url, "DELETE FROM audit_head")
+            export()
+            assert metrics.value(name) == -1
+    finally:
+        processor.close()
