@@ -27,7 +27,7 @@ ANCHOR_ROW = 1
 
 # migration 6: the one-row table of the sealed head (see MIGRATIONS in keystore/backend.py)
 ANCHOR_TABLE = (
-    "CREATE TABLE audit_head (id INTEGER PRIMARY KEY, seq {bigint} NOT NULL,"
+    "CREATE TABLE IF NOT EXISTS audit_head (id INTEGER PRIMARY KEY, seq {bigint} NOT NULL,"
     " mac {blob} NOT NULL, legacy {bigint} NOT NULL, seal {blob} NOT NULL,"
     " updated_at {real} NOT NULL)"
 )

@@ -306,6 +306,11 @@ def _reviewed_deidentifiers(settings: Settings, policy: Any, store: Any) -> tupl
     )
 
 
+def _reviewed_deidentifier(settings: Settings, policy: Any, store: Any) -> Any:
+    """The stream's de-identifier of :func:`_reviewed_deidentifiers` (None: the default)."""
+    return _reviewed_deidentifiers(settings, policy, store)[0]
+
+
 def real_processor_factory(settings: Settings, metrics: Metrics) -> ProcessorFactory:
     """A factory (run on the runner's worker thread) for the real pipeline."""
 

@@ -194,3 +194,32 @@ def test_every_append_logs_the_head(
         store.admin.forget("H", "p1", operator="officer", reason="r")
         head = store.admin.verify_audit()
     assert f"audit head 1:{head.head_mac[:16]} (forget)" in caplog.text
+
+
+def test_an_upgraded_store_is_anchored_at_its_first_open(tmp_path: Path) -> None:
+    """A store from before the chain (two unchained lines) is anchored by the first open of
+    an owner: its old lines are pinned (two, no more), and from then on a deleted anchor is
+    found, not taken for a store never anchored."""
+    import shutil
+
+    fixture = Path(__file__).parent.parent / "fixtures" / "keystore_v1"
+    db = tmp_path / "legacy.sqlite3"
+    shutil.copyfile(fixture / "ks.sqlite3", db)
+    key = next(
+        line.split('"')[1]
+        for line in (fixture / "make_v1_store.py").read_text().splitlines()
+        if line.startswith("KEY = ")
+    )
+    url = f"sqlite:///{db}"
+    with open_store(url, Keyring.parse(key)) as store:
+        report = store.admin.verify_audit()
+        assert report.ok and report.legacy_lines == 2 and report.head_seq == 0
+        store.admin.forget("H", "nobody", operator="o", reason="r")
+        assert store.admin.verify_audit().ok
+    tamper(url, "UPDATE audit SET seq = NULL, mac = NULL")  # the chained line made "old"
+    with open_store(url, Keyring.parse(key)) as store:
+        report = store.admin.verify_audit()
+        assert not report.ok and report.legacy_lines == 2 and "unchained" in report.problem
+    tamper(url, "DELETE FROM audit_head")
+    with open_store(url, Keyring.parse(key)) as store:
+        assert "anchor was deleted" in store.admin.verify_audit().problem
