@@ -6,13 +6,15 @@ real stored state (date shift, surrogates, pseudonym) — which is a re-identifi
 in the hands of whoever holds the API token: every patient a preview reads is therefore an
 audit line (``preview``, the record's keyed subject, "read" or "unknown_patient") written
 before the output is returned. A preview never writes patient state: a patient the store
-has not seen gets a throwaway identity (no record is created), and the maps a preview adds
-stay in its own copy. Dedup marks live in a dict reset per preview, so previews never
+has not seen gets a throwaway identity (:func:`throwaway_identity`; no record is created),
+and the maps a preview adds stay in its own copy. Dedup marks live in a dict reset per preview, so previews never
 change what the stream publishes.
 """
 
 from __future__ import annotations
 
+import hashlib
+import random
 from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
@@ -39,13 +41,39 @@ def audited_reader(store: Any) -> StateReader:
     return read
 
 
-class PreviewStore:
-    """Patient states through ``read`` (copies; never created, never saved), pseudonyms
-    and new states from ``inner``, marks private. ``reset`` before each preview."""
+Throwaway = Callable[[str, str], PatientState]
 
-    def __init__(self, inner: Any, read: StateReader) -> None:
+
+def throwaway_identity(store: Any, policy: Any) -> Throwaway:
+    """The identity a preview gives a patient the store has not seen: drawn as the stream
+    draws one (the policy's shift range, a seed, the store's pseudonym of it) but from a
+    generator seeded by a keyed hash of the patient — so asking twice shows the same
+    document — and never stored. It is not the identity the stream will draw (that is
+    random when the first document arrives), and it is never in research output."""
+    from pipelines.deidentify import surrogate_settings
+    from surrogates.context import new_patient_state
+
+    settings = surrogate_settings(policy)
+
+    def make(authority: str, patient_id: str) -> PatientState:
+        keyed = store.pseudonym("preview-throwaway-identity", authority, patient_id)
+        draw = random.Random(hashlib.sha256(keyed.encode()).digest())  # noqa: S311 - not a secret
+        fresh = new_patient_state(settings, randbelow=draw.randrange, token_bytes=draw.randbytes)
+        made: PatientState = store.new_state(fresh.shift_days, fresh.seed)
+        return made
+
+    return make
+
+
+class PreviewStore:
+    """Patient states through ``read`` (copies; never created, never saved) or, for a
+    patient without one, ``throwaway``; pseudonyms and new states from ``inner``; marks
+    private. ``reset`` before each preview."""
+
+    def __init__(self, inner: Any, read: StateReader, throwaway: Throwaway | None = None) -> None:
         self._inner = inner
         self._read = read
+        self._throwaway = throwaway
         self._marks: dict[str, bytes] = {}
         self._states: dict[tuple[str, str], PatientState] = {}
 
@@ -60,7 +88,11 @@ class PreviewStore:
         key = (authority, patient_id)
         found = self._states.get(key)
         if found is None:
-            found = self._read(authority, patient_id) or factory()
+            found = self._read(authority, patient_id)
+            if found is None:
+                found = (
+                    factory() if self._throwaway is None else self._throwaway(authority, patient_id)
+                )
             self._states[key] = found
         return found
 

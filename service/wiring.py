@@ -18,7 +18,7 @@ from typing import Any
 from keystore.api import ServiceStore
 from pipelines.outcome import Outcome
 from service.metrics import Metrics
-from service.preview import PreviewStore, audited_reader
+from service.preview import PreviewStore, audited_reader, throwaway_identity
 from service.runner import Processor, ProcessorFactory
 from service.runner.contract import ProcessItem, Result
 from service.settings import Settings
@@ -323,7 +323,7 @@ def real_processor_factory(settings: Settings, metrics: Metrics) -> ProcessorFac
         policy = Policy.load(settings.policy_file)
         warm_word_lists()
         freeze_after_warmup()
-        preview = PreviewStore(store, audited_reader(raw))
+        preview = PreviewStore(store, audited_reader(raw), throwaway_identity(store, policy))
         limit, deadline = settings.max_message_bytes, settings.document_deadline_seconds
         streamed, previewed = _reviewed_deidentifiers(settings, policy, raw)
         return ServiceProcessor(

@@ -90,13 +90,18 @@ def test_a_preview_creates_no_record_and_is_audited(url: str, key: Keyring) -> N
     """Before: the preview created the patient's record and wrote no audit line."""
     processor = real_processor_factory(_settings(url, key), Metrics())()
     try:
-        processor.preview(_raw(), content_hint="hl7v2", now=NOW)
+        first = processor.preview(_raw(), content_hint="hl7v2", now=NOW)
+        again = processor.preview(_raw(), content_hint="hl7v2", now=NOW)
+        with open_store(url, key) as store:
+            assert store.stats()["patients"] == 0
+            (subject,) = store.admin.audit_subjects(AUTHORITY, MRN)
+        assert _previews(url, key) == [(API_OPERATOR, subject, "unknown_patient")] * 2
+        # a throwaway identity: the same when asked twice, not the one the stream draws
+        assert _text(first) == _text(again)
+        streamed = processor.process(_raw(), content_hint="hl7v2", now=NOW)
+        assert streamed[0].research_key != first[0].research_key
     finally:
         processor.close()
-    with open_store(url, key) as store:
-        assert store.stats()["patients"] == 0
-        subjects = store.admin.audit_subjects(AUTHORITY, MRN)
-    assert _previews(url, key) == [(API_OPERATOR, next(iter(subjects)), "unknown_patient")]
 
 
 def test_a_preview_of_a_known_patient_is_what_the_stream_published(url: str, key: Keyring) -> None:
