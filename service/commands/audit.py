@@ -106,6 +106,26 @@ def _row(line: AuditLine) -> dict[str, object]:
     }
 
 
+def _wanted(
+    line: AuditLine, start: float | None, subjects: set[str] | None, actions: list[str] | None
+) -> bool:
+    if start is not None and line.at < start:
+        return False
+    if subjects is not None and line.subject not in subjects:
+        return False
+    return not actions or line.action in actions
+
+
+def _text(line: AuditLine) -> str:
+    row = _row(line)
+    seq = "-" if line.seq is None else str(line.seq)
+    reason = f"  reason: {line.reason}" if line.reason else ""
+    return (
+        f"{row['at']}  #{seq}  {line.action}  by {line.operator}  {line.outcome}"
+        f"  subject {line.subject}{reason}"
+    )
+
+
 @audit_app.command("show")
 def audit_show(
     since: str | None = typer.Option(None, help="Only lines at or after this UTC date/time."),
@@ -125,28 +145,14 @@ def audit_show(
 ) -> None:
     """Who revealed, forgot, rotated or previewed what, when and why. The chain is checked
     first: a broken log is said so (on stderr, exit 1 after the lines)."""
+    start = _since(since)
     with _opened() as store:
         report = store.admin.verify_audit()
         wanted = _subjects(store, patient, authority) if patient else None
         lines = store.admin.audit_lines()
-    start = _since(since)
-    shown = [
-        line
-        for line in lines
-        if (start is None or line.at >= start)
-        and (wanted is None or line.subject in wanted)
-        and (not action or line.action in action)
-    ]
+    shown = [line for line in lines if _wanted(line, start, wanted, action)]
     for line in shown:
-        row = _row(line)
-        if as_json:
-            typer.echo(json.dumps(row))
-            continue
-        typer.echo(
-            f"{row['at']}  #{row['seq'] if row['seq'] is not None else '-'}  {line.action}"
-            f"  by {line.operator}  {line.outcome}  subject {line.subject}"
-            + (f"  reason: {line.reason}" if line.reason else "")
-        )
+        typer.echo(json.dumps(_row(line)) if as_json else _text(line))
     if not report.ok:
         typer.echo(f"error: {_broken(report)}", err=True)
         raise typer.Exit(1)
