@@ -21,7 +21,7 @@ from typing import Protocol
 
 from keystore.api import PatientState
 from keystore.audit import AuditKeys, AuditLine, AuditReport
-from keystore.auditdb import reanchor
+from keystore.auditdb import reanchor, snapshot
 from keystore.backend import Row, SqlBackend
 from keystore.envelope import LEGACY_ENVELOPE, is_legacy_wrap, reseal, rewrap, wrap_key
 from keystore.errors import ForgottenPatientError, IntegrityError, KeystoreError, RetireRefused
@@ -263,8 +263,8 @@ class StoreAdmin:
         """Check the audit log's hash chain and its sealed head anchor (and that ``head``, a
         ``SEQ:MAC`` printed by an earlier verify, is still in it); the report names the
         first line that fails, or what is wrong with the head."""
-        anchor = self._backend.audit_anchor()
-        return self._audit_keys.verify(self._backend.audit_lines(), head, anchor)
+        lines, anchor = snapshot(self._backend)
+        return self._audit_keys.verify(lines, head, anchor)
 
     def reanchor_audit(self, *, operator: str, reason: str) -> AuditReport:
         """The officer's repair after ``verify_audit`` found the anchor (or the tail) wrong:

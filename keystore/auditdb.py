@@ -85,6 +85,14 @@ def lines(backend: SqlBackend, cur: Any, where: str = "") -> list[AuditLine]:
     ]
 
 
+def snapshot(backend: SqlBackend) -> tuple[list[AuditLine], AuditAnchor | None]:
+    """Every line and the anchor as ONE append left them (under the audit lock: a line
+    appended between two reads would look like a cut tail or an old anchor)."""
+    with backend._transaction() as cur:
+        backend._lock_audit(cur)
+        return lines(backend, cur), read_anchor(backend, cur)
+
+
 def _start(backend: SqlBackend, cur: Any, keys: AuditKeys) -> AuditAnchor:
     """What the next line extends: the sealed anchor (checked), or — on a store never
     anchored — the log's head as the table holds it."""
@@ -174,6 +182,13 @@ def anchor_root(
     except KeystoreError as exc:
         log.warning("the audit log could not be anchored now: %s", exc)
         return False
+    # once per store, at its upgrade: seen again for an anchored store, the root was put back
+    log.warning(
+        "the audit log was anchored for the first time: head %d, %d lines from before "
+        "the chain",
+        anchor.seq,
+        anchor.legacy,
+    )
     return True
 
 

@@ -154,9 +154,10 @@ class EncryptedStore:
             if stored is None:
                 raise KeystoreError("store root key vanished right after creation")
         root, binding = open_root(self._keyring, *stored)
-        anchored = binding == ROOT_BINDING_ANCHORED or anchor_root(
-            self._backend, self._keyring, root, stored, self._clock()
-        )
+        if binding != ROOT_BINDING_ANCHORED:  # this version's first open of an older store
+            anchor_root(self._backend, self._keyring, root, stored, self._clock())
+            root, binding = open_root(self._keyring, *(self._backend.get_root() or stored))
+        anchored = binding == ROOT_BINDING_ANCHORED
         self._audit_keys = AuditKeys(root, anchored=anchored)
         return StoreKeys(root)
 
