@@ -63,11 +63,12 @@ def write_anchor(backend: SqlBackend, cur: Any, anchor: AuditAnchor, now: float)
     )
 
 
-def lines(backend: SqlBackend, cur: Any, where: str = "") -> list[AuditLine]:
+def lines(backend: SqlBackend, cur: Any) -> list[AuditLine]:
+    """Every line in insertion order (the table's id), with its seq and mac."""
     raws = backend._exec(
         cur,
-        "SELECT at, action, operator, reason, subject, outcome, seq,"  # noqa: S608
-        f" mac, id FROM audit {where} ORDER BY id",
+        "SELECT at, action, operator, reason, subject, outcome, seq, mac, id FROM audit"
+        " ORDER BY id",
     ).fetchall()
     return [
         AuditLine(
@@ -184,8 +185,7 @@ def anchor_root(
         return False
     # once per store, at its upgrade: seen again for an anchored store, the root was put back
     log.warning(
-        "the audit log was anchored for the first time: head %d, %d lines from before "
-        "the chain",
+        "the audit log was anchored for the first time: head %d, %d lines from before the chain",
         anchor.seq,
         anchor.legacy,
     )
