@@ -223,3 +223,34 @@ def test_an_upgraded_store_is_anchored_at_its_first_open(tmp_path: Path) -> None
     tamper(url, "DELETE FROM audit_head")
     with open_store(url, Keyring.parse(key)) as store:
         assert "anchor was deleted" in store.admin.verify_audit().problem
+
+
+def test_postgresql_the_service_role_appends_and_moves_the_anchor(
+    pg_url: str, keyring: Keyring
+) -> None:
+    """The DML-only service role (``keys migrate --grant-to``) writes audit lines (previews,
+    review settles): its grants cover the anchor, and verify stays intact."""
+    import uuid
+
+    schema = pg_url.partition("?schema=")[2]
+    role = f"ks_aud_{uuid.uuid4().hex[:10]}"
+    with psycopg.connect(PG_ADMIN, autocommit=True) as conn:
+        conn.execute(f'CREATE ROLE "{role}" LOGIN')  # type: ignore[arg-type]
+    try:
+        with open_store(pg_url, keyring) as owner:
+            owner.admin.grant_service(role)
+        service_url = f"postgresql://{role}@127.0.0.1:5432/test?schema={schema}"
+        with open_store(service_url, keyring, migrate=False) as service:
+            service.audit("preview", "deidentify-api", "s-x", "read")
+            assert service.admin.audit_head() == 1
+        with open_store(pg_url, keyring) as owner:
+            assert owner.admin.verify_audit().ok
+    finally:
+        with psycopg.connect(PG_ADMIN, autocommit=True) as conn:
+            conn.execute(
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE usename = %s",
+                (role,),
+            )
+            conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')  # type: ignore[arg-type]
+            conn.execute(f'DROP OWNED BY "{role}"')  # type: ignore[arg-type]
+            conn.execute(f'DROP ROLE "{role}"')  # type: ignore[arg-type]
