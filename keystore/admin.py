@@ -11,6 +11,7 @@ pending writes, the cache and opening a record).
 
 from __future__ import annotations
 
+import copy
 import logging
 import threading
 import time
@@ -19,14 +20,15 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from keystore.api import PatientState
-from keystore.audit import AuditKeys, AuditReport
+from keystore.audit import AuditKeys, AuditLine, AuditReport
+from keystore.auditdb import reanchor, snapshot
 from keystore.backend import Row, SqlBackend
-from keystore.envelope import LEGACY_ENVELOPE, is_legacy_wrap, reseal, rewrap, unwrap_key, wrap_key
+from keystore.envelope import LEGACY_ENVELOPE, is_legacy_wrap, reseal, rewrap, wrap_key
 from keystore.errors import ForgottenPatientError, IntegrityError, KeystoreError, RetireRefused
 from keystore.keyring import Keyring, fingerprint
 from keystore.records import Identity
 from keystore.reviewdb import rewrap_blobs
-from keystore.subkeys import ROOT_BINDING, StoreKeys
+from keystore.subkeys import StoreKeys, open_root
 
 log = logging.getLogger("deidstream.keystore")
 _MAX_REWRAP_RETRIES = 8  # a record rewritten by another instance while it is re-wrapped
@@ -51,6 +53,7 @@ class _LiveStore(Protocol):
     def _flush_locked(self) -> None: ...
     def _drop(self, key: tuple[str, str]) -> None: ...
     def flush(self) -> None: ...
+    def get(self, authority: str, patient_id: str) -> PatientState | None: ...
     def _open(self, row: Row) -> tuple[PatientState, Identity | None]: ...
     def _audit(
         self, action: str, operator: str, reason: str, subject: str, outcome: str
@@ -122,8 +125,8 @@ class StoreAdmin:
                     self._rewrap_row(combined, row, report)
             root_id, root_wrapped = self._backend.get_root() or ("", b"")
             if root_id != combined.primary.key_id or is_legacy_wrap(root_wrapped):
-                root = unwrap_key(combined, ROOT_BINDING, root_id, root_wrapped)
-                key_id, wrapped = wrap_key(combined, ROOT_BINDING, root)
+                root, binding = open_root(combined, root_id, root_wrapped)  # keeps "anchored"
+                key_id, wrapped = wrap_key(combined, binding, root)
                 if not self._backend.replace_root(key_id, wrapped, root_wrapped, self._clock()):
                     raise KeystoreError("store root key changed during rotation; run it again")
             blobs = rewrap_blobs(self._backend, combined)
@@ -257,9 +260,75 @@ class StoreAdmin:
         return self._backend.audit_rows()
 
     def verify_audit(self, head: str | None = None) -> AuditReport:
-        """Check the audit log's hash chain (and that ``head``, a ``SEQ:MAC`` printed by an
-        earlier verify, is still in it); the report names the first line that fails."""
-        return self._audit_keys.verify(self._backend.audit_lines(), head)
+        """Check the audit log's hash chain and its sealed head anchor (and that ``head``, a
+        ``SEQ:MAC`` printed by an earlier verify, is still in it); the report names the
+        first line that fails, or what is wrong with the head."""
+        lines, anchor = snapshot(self._backend)
+        return self._audit_keys.verify(lines, head, anchor)
+
+    def reanchor_audit(self, *, operator: str, reason: str) -> AuditReport:
+        """The officer's repair after ``verify_audit`` found the anchor (or the tail) wrong:
+        seal the log's head as it is now, then audit that (old and new head seq); what was
+        lost stays lost — the line says where. Returns the verify report before."""
+        if not reason.strip() or not operator.strip():
+            raise KeystoreError("re-anchoring the audit log needs an operator and a reason")
+        before = self.verify_audit()
+        with self._store._lock:
+            old, new = reanchor(self._backend, self._audit_keys, self._clock())
+            self._store._audit(
+                "audit-reanchor",
+                operator,
+                reason,
+                f"anchor {old.seq if old is not None else 'none'}->{new.seq}",
+                "reanchored" if before.ok else f"reanchored: {before.problem}"[:200],
+            )
+        return before
+
+    def audit_head(self) -> int | None:
+        """The anchored head's seq, if its seal verifies (for /metrics; None: no valid one)."""
+        anchor = self._backend.audit_anchor()
+        return anchor.seq if anchor is not None and self._audit_keys.sealed(anchor) else None
+
+    def audit_subjects(self, authority: str, patient_id: str) -> set[str]:
+        """Every subject a patient's audit lines carry: its record (forget, preview) and,
+        while its record exists, its pseudonym (reveal)."""
+        lookup = self._keys.lookup(authority, patient_id)
+        found = {self._audit_keys.subject("record", lookup)}
+        row = self._backend.fetch(lookup)
+        if row is not None:
+            state, _ = self._store._open(row)
+            found.add(self._audit_keys.subject("pseudonym", state.pseudonym))
+        return found
+
+    def pseudonym_subjects(self, pseudonym: str) -> set[str]:
+        """The subjects of a research pseudonym's patient (its record's while indexed)."""
+        found = {self._audit_keys.subject("pseudonym", pseudonym)}
+        target = self._backend.pseudonym_target(self._keys.pseudonym_index(pseudonym))
+        if target is not None and target[0] is not None:
+            found.add(self._audit_keys.subject("record", target[0]))
+        return found
+
+    def audit_lines(self) -> list[AuditLine]:
+        """Every audit line, in order (``keys audit show``)."""
+        return self._backend.audit_lines()
+
+    def preview_state(
+        self, authority: str, patient_id: str, *, operator: str, reason: str
+    ) -> PatientState | None:
+        """A COPY of the patient's stored state for a preview (``/v1/deidentify``), or None
+        when the store has none — nothing is created. Audited either way, before the
+        state is returned: a preview shows the patient's real pseudonym."""
+        with self._store._lock:
+            lookup = self._keys.lookup(authority, patient_id)
+            state = self._store.get(authority, patient_id)
+            self._store._audit(
+                "preview",
+                operator,
+                reason,
+                self._audit_keys.subject("record", lookup),
+                "read" if state is not None else "unknown_patient",
+            )
+            return None if state is None else copy.deepcopy(state)
 
     def audit_subject(self, pseudonym: str) -> str:
         """The subject a reveal of ``pseudonym`` is audited under (to find its lines)."""

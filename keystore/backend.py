@@ -15,7 +15,8 @@ from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from typing import Any
 
-from keystore.audit import AuditKeys, AuditLine
+from keystore import auditdb
+from keystore.audit import AuditAnchor, AuditKeys, AuditLine
 from keystore.envelope import Sealed
 
 ROOT_NAME = "root"
@@ -168,6 +169,12 @@ MIGRATIONS: list[tuple[int, list[str]]] = [
             " role TEXT NOT NULL, password_hash TEXT NOT NULL, created_at {real} NOT NULL)",
             "@review_key_guard",
         ],
+    ),
+    (
+        # the audit log's sealed head anchor (keystore/auditdb.py): a cut tail is found
+        # without the operator keeping anything
+        6,
+        [auditdb.ANCHOR_TABLE],
     ),
 ]
 # The review tables migration 5 guards (``@review_key_guard``). A migration is frozen: its
@@ -807,61 +814,19 @@ class SqlBackend(ABC):
             return max(int(cur.rowcount), 0)
 
     # -- audit and counts -----------------------------------------------------------------
-    def append_audit(self, line: AuditLine, keys: AuditKeys) -> AuditLine:
-        """Append ``line`` as the next link of the chain (numbered and signed under the
-        lock, so two writers never fork it; the unique seq index is the backstop)."""
-        with self._transaction() as cur:
-            self._lock_audit(cur)
-            head = self._exec(
-                cur, "SELECT seq, mac FROM audit WHERE seq IS NOT NULL ORDER BY seq DESC LIMIT 1"
-            ).fetchone()
-            if head is None:
-                legacy = self._audit_lines(cur, "WHERE seq IS NULL")
-                chained = keys.chain(None, legacy, 0, line)
-            else:
-                chained = keys.chain(bytes(head[1]), (), int(head[0]), line)
-            self._exec(
-                cur,
-                "INSERT INTO audit (at, action, operator, reason, subject, outcome,"
-                " seq, mac) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                (
-                    chained.at,
-                    chained.action,
-                    chained.operator,
-                    chained.reason,
-                    chained.subject,
-                    chained.outcome,
-                    chained.seq,
-                    chained.mac,
-                ),
-            )
-        return chained
+    def append_audit(self, line: AuditLine, keys: AuditKeys, now: float = 0.0) -> AuditLine:
+        """Append ``line`` as the next link of the chain (keystore/auditdb.py)."""
+        return auditdb.append(self, line, keys, now or line.at)
 
     def audit_lines(self) -> list[AuditLine]:
         """Every audit line in insertion order, with its seq and mac."""
         with self._transaction(write=False) as cur:
-            return self._audit_lines(cur, "")
+            return auditdb.lines(self, cur)
 
-    def _audit_lines(self, cur: Any, where: str) -> list[AuditLine]:
-        raws = self._exec(
-            cur,
-            "SELECT at, action, operator, reason, subject, outcome, seq,"  # noqa: S608
-            f" mac, id FROM audit {where} ORDER BY id",
-        ).fetchall()
-        return [
-            AuditLine(
-                float(r[0]),
-                str(r[1]),
-                str(r[2]),
-                str(r[3]),
-                str(r[4]),
-                str(r[5]),
-                None if r[6] is None else int(r[6]),
-                None if r[7] is None else bytes(r[7]),
-                int(r[8]),
-            )
-            for r in raws
-        ]
+    def audit_anchor(self) -> AuditAnchor | None:
+        """The sealed head anchor as stored (None: there is none)."""
+        with self._transaction(write=False) as cur:
+            return auditdb.read_anchor(self, cur)
 
     def audit_rows(self) -> list[tuple[float, str, str, str, str, str]]:
         with self._transaction(write=False) as cur:

@@ -29,21 +29,14 @@ from dataclasses import dataclass
 from keystore.admin import StoreAdmin
 from keystore.api import PatientState
 from keystore.audit import AuditKeys, AuditLine
+from keystore.auditdb import anchor_root, create_root
 from keystore.backend import Row, SqlBackend
-from keystore.envelope import (
-    ENVELOPE,
-    LEGACY_ENVELOPE,
-    Sealed,
-    open_sealed,
-    seal,
-    unwrap_key,
-    wrap_key,
-)
+from keystore.envelope import ENVELOPE, LEGACY_ENVELOPE, Sealed, open_sealed, seal
 from keystore.errors import IntegrityError, KeystoreError
 from keystore.keyring import Keyring, fingerprint
 from keystore.pseudonyms import new_patient_state
 from keystore.records import Identity, dump_state, load_state
-from keystore.subkeys import ROOT_BINDING, ROOT_BYTES, StoreKeys
+from keystore.subkeys import ROOT_BINDING_ANCHORED, StoreKeys, open_root
 
 log = logging.getLogger("deidstream.keystore")
 _MAX_CONFLICT_RETRIES = 8
@@ -156,14 +149,16 @@ class EncryptedStore:
     def _load_root(self) -> StoreKeys:
         stored = self._backend.get_root()
         if stored is None:
-            key_id, wrapped = wrap_key(self._keyring, ROOT_BINDING, os.urandom(ROOT_BYTES))
-            self._backend.insert_root(key_id, wrapped, self._clock())
+            create_root(self._backend, self._keyring, self._clock())
             stored = self._backend.get_root()  # first writer wins: use whatever is stored
             if stored is None:
                 raise KeystoreError("store root key vanished right after creation")
-        key_id, wrapped = stored
-        root = unwrap_key(self._keyring, ROOT_BINDING, key_id, wrapped)
-        self._audit_keys = AuditKeys(root)
+        root, binding = open_root(self._keyring, *stored)
+        if binding != ROOT_BINDING_ANCHORED:  # this version's first open of an older store
+            anchor_root(self._backend, self._keyring, root, stored, self._clock())
+            root, binding = open_root(self._keyring, *(self._backend.get_root() or stored))
+        anchored = binding == ROOT_BINDING_ANCHORED
+        self._audit_keys = AuditKeys(root, anchored=anchored)
         return StoreKeys(root)
 
     # -- pseudonyms -----------------------------------------------------------------------
@@ -601,8 +596,9 @@ class EncryptedStore:
             self._cache.popitem(last=False)  # a dirty entry stays referenced by _dirty
 
     def _audit(self, action: str, operator: str, reason: str, subject: str, outcome: str) -> None:
+        now = self._clock()
         self._backend.append_audit(
-            AuditLine(self._clock(), action, operator, reason, subject, outcome), self._audit_keys
+            AuditLine(now, action, operator, reason, subject, outcome), self._audit_keys, now
         )
 
 

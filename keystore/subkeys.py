@@ -11,6 +11,7 @@ from __future__ import annotations
 from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives.ciphers.aead import AESSIV
 
+from keystore.envelope import unwrap_key
 from keystore.errors import IntegrityError
 from keystore.keyring import (
     PURPOSE_LOOKUP,
@@ -18,12 +19,24 @@ from keystore.keyring import (
     PURPOSE_MARK_VALUE,
     PURPOSE_PSEUDONYM,
     PURPOSE_PSEUDONYM_INDEX,
+    Keyring,
     derive_subkey,
 )
 from keystore.pseudonyms import KeyedHash, Pseudonyms, encode_parts
 
 ROOT_BYTES = 32
 ROOT_BINDING = b"deidstream/v1/store-root"  # the store root's wrap binding
+# the same, for a store whose audit log has a sealed head anchor (keystore/audit.py): the
+# root says so under the master key, so deleting the anchor row cannot pass for "never had one"
+ROOT_BINDING_ANCHORED = b"deidstream/v1/store-root+audit-anchor"
+
+
+def open_root(keyring: Keyring, key_id: str, wrapped: bytes) -> tuple[bytes, bytes]:
+    """The store root and the binding it is wrapped under (anchored or not)."""
+    try:
+        return unwrap_key(keyring, ROOT_BINDING_ANCHORED, key_id, wrapped), ROOT_BINDING_ANCHORED
+    except IntegrityError:
+        return unwrap_key(keyring, ROOT_BINDING, key_id, wrapped), ROOT_BINDING
 
 
 class StoreKeys:

@@ -218,7 +218,10 @@ def create_app(
         """De-identify one posted HL7 v2 message or FHIR resource, synchronously.
 
         Off unless ``DEIDSTREAM_DEIDENTIFY_API_ENABLED`` and ``DEIDSTREAM_API_TOKEN`` are set.
-        Dedup marks are not written, so test requests never change what the stream publishes.
+        What the stream would publish (same policy, the reviewers' lists, the patient's real
+        state — so the token is a re-identification credential: docs/security.md). Neither
+        dedup marks nor patient state are written (service/preview.py); every patient read
+        is an audit line first, and no line, no answer (503).
         """
         raw = await read_capped(request, settings.max_message_bytes)
         hint = _hint_from_content_type(request.headers.get("content-type", ""))

@@ -187,6 +187,14 @@ class Metrics:
             ["reason_class"],
             registry=r,
         )
+        self.audit_head = Gauge(
+            "deidstream_keystore_audit_head_seq",
+            "The key store audit log's anchored head (seq of its last line, read from the "
+            "sealed anchor about every 30 s; -1 when the anchor is missing or does not "
+            "verify). It never goes down: alert when it does (a cut or rolled-back log).",
+            registry=r,
+            multiprocess_mode="livemax",
+        )
         self.ready = Gauge(
             "deidstream_ready",
             "1 when broker and key store are reachable and partitions are assigned.",

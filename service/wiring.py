@@ -18,6 +18,7 @@ from typing import Any
 from keystore.api import ServiceStore
 from pipelines.outcome import Outcome
 from service.metrics import Metrics
+from service.preview import PreviewStore, audited_reader, throwaway_identity
 from service.runner import Processor, ProcessorFactory
 from service.runner.contract import ProcessItem, Result
 from service.settings import Settings
@@ -124,43 +125,6 @@ def open_keystore(settings: Settings) -> Any:
     return default_store_from_env(environ, migrate=settings.keystore_migrate)
 
 
-class PrivateMarks:
-    """The key store with version marks kept in a private dict, for ``/v1/deidentify``:
-    patient state (shift, surrogates, pseudonym) is the real, shared one, so a preview shows
-    exactly what the stream would publish, but dedup marks never reach the stream's store."""
-
-    def __init__(self, inner: Any) -> None:
-        self._inner = inner
-        self._marks: dict[str, bytes] = {}
-
-    def reset(self) -> None:
-        self._marks.clear()
-
-    def get_mark(self, key: str) -> bytes | None:
-        return self._marks.get(key)
-
-    def get_marks(self, keys: Sequence[str]) -> dict[str, bytes | None]:
-        return {key: self._marks.get(key) for key in keys}
-
-    def compare_and_set_mark(self, key: str, expected: bytes | None, value: bytes) -> bool:
-        if self._marks.get(key) != expected:
-            return False
-        self._marks[key] = value
-        return True
-
-    def compare_and_set_marks(
-        self,
-        items: Sequence[tuple[str, bytes | None, bytes]],
-        *,
-        ttl_seconds: float | None = None,
-    ) -> list[bool]:
-        """In order, each on its own (a preview's marks never expire: reset per preview)."""
-        return [self.compare_and_set_mark(*item) for item in items]
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._inner, name)
-
-
 class ServiceProcessor:
     """The stream's processor plus a side-effect-free twin for previews."""
 
@@ -168,11 +132,13 @@ class ServiceProcessor:
         self,
         stream: Any,
         preview: Any,
-        preview_marks: PrivateMarks,
+        preview_marks: PreviewStore,
         store: ServiceStore,
         *,
         deadletter_mark_seconds: float = 30 * 86400.0,
+        audit_head: Callable[[], None] | None = None,
     ) -> None:
+        self._audit_head = audit_head  # exports the audit log's anchored head (ping)
         self._stream = stream
         self._preview = preview
         self._preview_marks = preview_marks
@@ -246,9 +212,33 @@ class ServiceProcessor:
         this instance's heartbeat (at most every few seconds: which key it seals with)."""
         self._store.get_mark("deidstream:readiness-probe")
         self._store.heartbeat()
+        if self._audit_head is not None:
+            self._audit_head()
 
     def close(self) -> None:
         self._store.close()
+
+
+class AuditHeadExport:
+    """Sets ``deidstream_keystore_audit_head_seq`` from the store's sealed audit anchor, at
+    most every ``every_s`` (the readiness probe calls it every few seconds): an outside
+    record of the head, so a log cut or rolled back with its anchor is seen going down."""
+
+    def __init__(self, store: Any, metrics: Metrics, every_s: float = 30.0) -> None:
+        self._store = store
+        self._gauge = metrics.audit_head
+        self._every = every_s
+        self._at: float | None = None
+
+    def __call__(self) -> None:
+        now = monotonic()
+        if self._at is not None and now - self._at < self._every:
+            return
+        self._at = now
+        admin = getattr(self._store, "admin", None)
+        if admin is not None:
+            head = admin.audit_head()
+            self._gauge.set(-1 if head is None else head)
 
 
 def warm_word_lists() -> None:
@@ -290,11 +280,13 @@ def freeze_after_warmup() -> bool:
     return True
 
 
-def _reviewed_deidentifier(settings: Settings, policy: Any, store: Any) -> Any:
-    """With the review workbench on: a de-identifier whose detector applies the reviewers'
-    allow / deny lists (pipelines.review; re-read every few seconds). Else None (default)."""
+def _reviewed_deidentifiers(settings: Settings, policy: Any, store: Any) -> tuple[Any, Any]:
+    """With the review workbench on: de-identifiers whose detector applies the reviewers'
+    allow / deny lists (pipelines.review; re-read every few seconds) — the stream's, which
+    may also queue spans for review, and the preview's, the same lists and spans without
+    queueing anything. Else (None, None): the policy's default."""
     if not settings.review_enabled:
-        return None
+        return None, None
     import time
 
     from pipelines.deidentify import Deidentifier
@@ -307,7 +299,16 @@ def _reviewed_deidentifier(settings: Settings, policy: Any, store: Any) -> Any:
         if settings.review_queue_spans
         else Detector(policy, lists=queue.lists)
     )
-    return Deidentifier(policy, detector=detector, timer=time.perf_counter)
+    quiet = Detector(policy, lists=queue.lists)  # the same spans, nothing queued
+    return (
+        Deidentifier(policy, detector=detector, timer=time.perf_counter),
+        Deidentifier(policy, detector=quiet, timer=time.perf_counter),
+    )
+
+
+def _reviewed_deidentifier(settings: Settings, policy: Any, store: Any) -> Any:
+    """The stream's de-identifier of :func:`_reviewed_deidentifiers` (None: the default)."""
+    return _reviewed_deidentifiers(settings, policy, store)[0]
 
 
 def real_processor_factory(settings: Settings, metrics: Metrics) -> ProcessorFactory:
@@ -322,20 +323,28 @@ def real_processor_factory(settings: Settings, metrics: Metrics) -> ProcessorFac
         policy = Policy.load(settings.policy_file)
         warm_word_lists()
         freeze_after_warmup()
-        marks = PrivateMarks(store)
+        preview = PreviewStore(store, audited_reader(raw), throwaway_identity(store, policy))
         limit, deadline = settings.max_message_bytes, settings.document_deadline_seconds
+        streamed, previewed = _reviewed_deidentifiers(settings, policy, raw)
         return ServiceProcessor(
             RealProcessor(
                 policy=policy,
                 store=store,
                 max_bytes=limit,
                 deadline_seconds=deadline,
-                deidentify=_reviewed_deidentifier(settings, policy, raw),
+                deidentify=streamed,
             ),
-            RealProcessor(policy=policy, store=marks, max_bytes=limit, deadline_seconds=deadline),
-            marks,
+            RealProcessor(
+                policy=policy,
+                store=preview,
+                max_bytes=limit,
+                deadline_seconds=deadline,
+                deidentify=previewed,
+            ),
+            preview,
             store,
             deadletter_mark_seconds=settings.deadletter_mark_days * 86400.0,
+            audit_head=AuditHeadExport(raw, metrics),
         )
 
     return build

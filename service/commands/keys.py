@@ -43,6 +43,12 @@ def _operator(value: str | None) -> str:
         return "unknown"
 
 
+def _nonblank(value: str) -> str:
+    if not value.strip():
+        raise typer.BadParameter("must say why (it is recorded in the audit log)")
+    return value
+
+
 def _safe_url(url: str) -> str:
     """The URL without any password, for messages."""
     parts = urlsplit(url)
@@ -247,7 +253,9 @@ def forget(
         help="Assigning authority of the patient id (default: search every authority; "
         "several matches must be told apart with this).",
     ),
-    reason: str = typer.Option("", help="Why (recorded in the audit log; no PHI)."),
+    reason: str = typer.Option(
+        ..., help="Why (the request, its ticket): audited; no PHI.", callback=_nonblank
+    ),
     operator: str | None = typer.Option(None, help="Recorded in the audit log."),
     now: bool = typer.Option(
         False,
@@ -437,38 +445,9 @@ def stats(
         )
 
 
-audit_app = typer.Typer(name="audit", help="The key store's audit log.", no_args_is_help=True)
+from service.commands.audit import audit_app  # noqa: E402 - uses this module's helpers
+
 keys_app.add_typer(audit_app, name="audit")
-
-
-@audit_app.command("verify")
-def audit_verify(
-    head: str | None = typer.Option(
-        None,
-        help="SEQ:MAC printed by an earlier verify: also check that line is still "
-        "there (a deleted tail is found only this way).",
-    ),
-) -> None:
-    """Check the audit log's hash chain; name the first line that fails (exit 1)."""
-    with _errors(), _store() as store:
-        report = store.admin.verify_audit(head)
-    if report.ok:
-        typer.echo(
-            f"audit log intact: {report.lines} lines ({report.legacy_lines} from "
-            f"before the chain); head {report.head}"
-        )
-        return
-    where = (
-        f"line id {report.broken_at} (seq {report.broken_seq})"
-        if report.broken_at is not None
-        else "its end"
-    )
-    typer.echo(
-        f"error: audit log broken at {where}: {report.problem}; the "
-        f"{report.head_seq} lines before it verify",
-        err=True,
-    )
-    raise typer.Exit(1)
 
 
 def register(app: typer.Typer) -> None:

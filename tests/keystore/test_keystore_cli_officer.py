@@ -40,9 +40,9 @@ def test_forget_without_authority_finds_the_patient(cli: typer.Typer) -> None:
 def test_forget_nothing_is_a_failure(cli: typer.Typer) -> None:
     assert _run(cli, "keys", "init")[0] == 0
     _patient("NORTHCLINIC", "MRN-1")
-    code, out = _run(cli, "keys", "forget", "MRN-404")
+    code, out = _run(cli, "keys", "forget", "MRN-404", "--reason", "request 1")
     assert code == 1 and "nothing forgotten" in out
-    code, out = _run(cli, "keys", "forget", "MRN-1", "--authority", "SOUTHCLINIC")
+    code, out = _run(cli, "keys", "forget", "MRN-1", "--authority", "SOUTHCLINIC", "--reason", "r")
     assert code == 1 and "nothing forgotten" in out
 
 
@@ -50,9 +50,9 @@ def test_forget_an_id_under_two_authorities_demands_one(cli: typer.Typer) -> Non
     assert _run(cli, "keys", "init")[0] == 0
     _patient("NORTHCLINIC", "MRN-2")
     keep = _patient("SOUTHCLINIC", "MRN-2")
-    code, out = _run(cli, "keys", "forget", "MRN-2")
+    code, out = _run(cli, "keys", "forget", "MRN-2", "--reason", "request 2")
     assert code == 2 and "'NORTHCLINIC', 'SOUTHCLINIC'" in out and "--authority" in out
-    code, out = _run(cli, "keys", "forget", "MRN-2", "--authority", "NORTHCLINIC")
+    code, out = _run(cli, "keys", "forget", "MRN-2", "--authority", "NORTHCLINIC", "--reason", "r")
     assert code == 0, out
     code, out = _run(cli, "keys", "reveal", keep, "--reason", "IRB-1")
     assert code == 0 and json.loads(out.splitlines()[-1])["authority"] == "SOUTHCLINIC"
@@ -111,7 +111,7 @@ def test_stats_for_an_officer(cli: typer.Typer) -> None:
     code, out = _run(cli, "keys", "stats")
     assert code == 0 and "last rotation:     never" in out
     assert "patients:          2" in out and "forgotten:         0" in out
-    assert _run(cli, "keys", "forget", "MRN-7")[0] == 0
+    assert _run(cli, "keys", "forget", "MRN-7", "--reason", "request 7")[0] == 0
     assert _run(cli, "keys", "rotate", "--operator", "officer")[0] == 0
     code, out = _run(cli, "keys", "stats")
     assert code == 0, out

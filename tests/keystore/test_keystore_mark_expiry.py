@@ -134,6 +134,7 @@ def test_a_version_1_store_migrates_and_keeps_its_marks(
         # and without the audit chain's columns
         "DROP INDEX audit_seq; ALTER TABLE audit DROP COLUMN seq;"
         "ALTER TABLE audit DROP COLUMN mac;"
+        "DROP TABLE audit_head;"  # and the audit anchor (version 6)
     )
     conn.close()
     with _opened(url, keyring, clock) as store:

@@ -10,6 +10,7 @@ import uuid
 from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import psycopg
 import pytest
@@ -131,6 +132,16 @@ def test_retire_is_refused_while_a_review_blob_is_under_the_key(url: str) -> Non
             assert item is not None and "Marbry" in item.text
 
 
+def _root_before_the_anchor(backend: Any, keyring: Keyring, now: float) -> None:
+    """A store root as releases before the audit anchor (schema 6) created it."""
+    import os
+
+    from keystore.envelope import wrap_key
+    from keystore.subkeys import ROOT_BINDING, ROOT_BYTES
+
+    backend.insert_root(*wrap_key(keyring, ROOT_BINDING, os.urandom(ROOT_BYTES)), now)
+
+
 def test_a_store_whose_queue_was_created_on_first_use_migrates(
     url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -138,12 +149,19 @@ def test_a_store_whose_queue_was_created_on_first_use_migrates(
     same statements, no key guard): `keys migrate` to 5 keeps its items, adds the guard, and
     rotate + retire then cover them."""
     from keystore import backend as backend_module
+    from keystore import store as store_module
+    from keystore.auditdb import ANCHOR_TABLE
 
     k1, k2 = Keyring.generate("rv-k1"), Keyring.generate("rv-k2")
-    five = backend_module.MIGRATIONS
+    every = backend_module.MIGRATIONS
+    five = [m for m in every if m[0] <= 5]
     assert five[-1][0] == 5
-    monkeypatch.setattr(backend_module, "MIGRATIONS", five[:-1])
+    # that release had no review migration; its root and audit lines come from before the
+    # anchor (the table is there so this code can append; the root is not anchored)
+    four = [*five[:-2], (4, [*five[-2][1], ANCHOR_TABLE])]
+    monkeypatch.setattr(backend_module, "MIGRATIONS", four)
     monkeypatch.setattr(backend_module, "SCHEMA_VERSION", 4)
+    monkeypatch.setattr(store_module, "create_root", _root_before_the_anchor)
     with open_store(url, k1) as old:
         assert old.schema_version == 4
         b = old.backend
@@ -152,11 +170,12 @@ def test_a_store_whose_queue_was_created_on_first_use_migrates(
                 if not statement.startswith("@"):
                     b._exec(cur, statement)  # noqa: SLF001
         ids, allowed = _fill(old, "in:0:1")
-    monkeypatch.setattr(backend_module, "MIGRATIONS", five)
-    monkeypatch.setattr(backend_module, "SCHEMA_VERSION", 5)
+    monkeypatch.setattr(backend_module, "MIGRATIONS", every)
+    monkeypatch.setattr(backend_module, "SCHEMA_VERSION", every[-1][0])
     new_first = k2.merged_with(k1)
     with open_store(url, new_first, migrate=True) as officer:
-        assert officer.schema_version == 5
+        assert officer.schema_version == every[-1][0]
+        assert officer.admin.verify_audit().ok  # anchored by this (owner's) open
         report = officer.admin.rotate(new_first, operator="officer")
         assert report.review_rewrapped == len(ids) + len(allowed)
         officer.admin.retire_key("rv-k1", operator="officer")
