@@ -22,7 +22,9 @@ check that it still does what it did, then raise the bound.
   (``crfsuite.h``), which pipelines/phi/tagger/crf.py calls through cffi, and beyond the
   header the head of the tagger's ``crf1dt_t`` and ``crf1dc_marginal_point``, which read all
   of a note's marginals in one pass (the public ``marginal_point`` is the fallback, one call
-  per item).
+  per item). The C API is used only for a checked release (``crf.CHECKED``); otherwise, or
+  inside ``crf.c_api(False)``, python-crfsuite's public ``Tagger`` answers instead
+  (``crf.PublicTagger``; tests/tagger/test_crf.py checks both give the same bits).
 """
 
 from __future__ import annotations

@@ -12,7 +12,15 @@ import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from pipelines.phi.tagger.crf import ATTRIBUTE, CrfError, CrfModel, CrfTagger
+from pipelines.phi.tagger.crf import (
+    ATTRIBUTE,
+    CrfError,
+    CrfModel,
+    CrfTagger,
+    ItemTagger,
+    PublicTagger,
+    c_api,
+)
 from pipelines.phi.tagger.features import Featurizer, tokenize
 from pipelines.phi.tagger.model import Tagger
 
@@ -38,7 +46,7 @@ def reference(shipped: Tagger) -> pycrfsuite.Tagger:
     return tagger
 
 
-def _set(crf: CrfTagger, rows: list[bytes]) -> None:
+def _set(crf: ItemTagger, rows: list[bytes]) -> None:
     crf.set(b"".join(rows), [len(row) // ATTRIBUTE.size for row in rows])
 
 
@@ -140,3 +148,47 @@ def test_counts_that_do_not_add_up_to_the_records_are_refused(shipped: Tagger) -
     record = ATTRIBUTE.pack(0, 1.0)
     with pytest.raises(CrfError, match="do not add up"):
         shipped._open().set(record * 3, [1, 1])
+
+
+@settings(max_examples=40, deadline=None)
+@given(_TEXTS)
+def test_the_public_api_fallback_gives_the_c_api_s_path_and_marginals(
+    shipped: Tagger, text: str
+) -> None:
+    """python-crfsuite's public ``Tagger`` (the fallback when the C API is not usable)
+    gives the same path and marginals for the same packed rows."""
+    rows, _ = _rows(shipped, text)
+    fast = CrfModel(shipped.model_path).tagger()
+    with c_api(False):
+        public = CrfModel(shipped.model_path).tagger()
+    assert isinstance(public, PublicTagger) and isinstance(fast, CrfTagger)
+    for tagger in (fast, public):
+        _set(tagger, rows)
+    assert fast.viterbi() == public.viterbi()
+    for label in range(5):
+        assert fast.marginals(label) == public.marginals(label)
+
+
+def test_the_tagger_finds_the_same_spans_through_the_fallback(shipped: Tagger) -> None:
+    notes = (
+        "Seen by Dr. Ann Quellmark at Mercy Hospital in Boston; wife Tavilla called.",
+        "PLAN: d/c to Oakdale Regional, f/u with Hanlon in 2 wks. Lives in New Bramford.",
+    )
+    with c_api(False):
+        public = Tagger()
+    assert not public._model.c_api and shipped._model.c_api
+    for text in notes:
+        assert public.tag(text) == shipped.tag(text)
+
+
+def test_an_unchecked_python_crfsuite_release_turns_the_c_api_off(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from importlib import metadata
+
+    from pipelines.phi.tagger import crf
+
+    monkeypatch.setattr(metadata, "version", lambda name: "0.10.0")
+    assert not crf._c_api_usable()
+    monkeypatch.undo()
+    assert crf._c_api_usable()

@@ -21,12 +21,16 @@ from __future__ import annotations
 import os
 import struct
 from array import array
+from collections.abc import Iterator
+from contextlib import contextmanager
 from functools import cache
+from importlib import metadata
 from itertools import accumulate
 from operator import mul, truediv
 from pathlib import Path
-from typing import Any, Final
+from typing import Any, Final, Protocol
 
+import pycrfsuite
 import pycrfsuite._pycrfsuite as _native
 from cffi import FFI
 
@@ -114,6 +118,48 @@ def _lib() -> Any:
     return lib
 
 
+CHECKED: Final = ("0.9",)  # python-crfsuite releases whose exported C API the tests have read
+
+
+def _c_api_usable() -> bool:
+    """The C API path: a checked python-crfsuite whose extension module loads as declared."""
+    try:
+        release = metadata.version("python-crfsuite")
+        if ".".join(release.split(".")[:2]) not in CHECKED:
+            return False
+        _lib()
+    except (metadata.PackageNotFoundError, ImportError, OSError, AttributeError):
+        return False
+    return True
+
+
+C_API: Final = _c_api_usable()
+_use_c = [C_API]  # the switch, flipped only by ``c_api`` (the equivalence tests use it)
+
+
+@contextmanager
+def c_api(enabled: bool) -> Iterator[None]:
+    """Models opened inside the block use the C API (when usable) or python-crfsuite's
+    public ``Tagger``."""
+    before = _use_c[0]
+    _use_c[0] = enabled and C_API
+    try:
+        yield
+    finally:
+        _use_c[0] = before
+
+
+class ItemTagger(Protocol):
+    """What the tagger model needs of crfsuite, whichever way it is reached."""
+
+    length: int
+
+    def set(self, packed: bytes | bytearray, counts: list[int]) -> None: ...
+    def viterbi(self) -> list[int]: ...
+    def marginal(self, label: int, item: int) -> float: ...
+    def marginals(self, label: int) -> list[float]: ...
+
+
 class CrfError(DeidstreamError):
     """crfsuite could not open a model or tag a note: the model file or the library is at
     fault, not the input, and retrying will not help."""
@@ -153,6 +199,20 @@ class CrfModel:
 
     def __init__(self, path: Path) -> None:
         _check_header(path)
+        self.path = path
+        self.c_api = _use_c[0]
+        if not self.c_api:  # python-crfsuite's public API: the reference and the fallback
+            public = pycrfsuite.Tagger()
+            try:
+                public.open(str(path))
+            except (OSError, ValueError) as e:
+                raise CrfError(f"crfsuite cannot read the model {path}") from e
+            self.attribute_ids: dict[str, int] = {
+                a: int(i) for a, i in public.info().attributes.items()
+            }
+            self.labels: tuple[str, ...] = tuple(public.labels())
+            self.attribute_names = sorted(self.attribute_ids, key=self.attribute_ids.__getitem__)
+            return
         lib = _lib()
         pointer = _ffi.new("void **")
         if lib.crfsuite_create_instance_from_file(os.fsencode(path), pointer) != 0:
@@ -161,13 +221,55 @@ class CrfModel:
         self._model = _ffi.gc(model, lambda m: m.release(m))
         dictionaries = _ffi.new("crfsuite_dictionary_t **")
         model.get_attrs(model, dictionaries)
-        self.attribute_ids: dict[str, int] = {a: i for i, a in enumerate(_strings(dictionaries[0]))}
+        self.attribute_names = _strings(dictionaries[0])
+        self.attribute_ids = {a: i for i, a in enumerate(self.attribute_names)}
         model.get_labels(model, dictionaries)
-        self.labels: tuple[str, ...] = tuple(_strings(dictionaries[0]))
+        self.labels = tuple(_strings(dictionaries[0]))
 
-    def tagger(self) -> CrfTagger:
+    def tagger(self) -> ItemTagger:
         """A new tagger of this model (one per thread: a tagger holds a note's scores)."""
-        return CrfTagger(self)
+        return CrfTagger(self) if self.c_api else PublicTagger(self)
+
+
+class PublicTagger:
+    """The same answers through python-crfsuite's public ``Tagger``: each item's attribute
+    ids are turned back into their names, as training wrote them (one call per marginal)."""
+
+    def __init__(self, model: CrfModel) -> None:
+        self._tagger = pycrfsuite.Tagger()
+        self._tagger.open(str(model.path))
+        self._names = model.attribute_names
+        self._labels = model.labels
+        self.length = 0
+
+    def set(self, packed: bytes | bytearray, counts: list[int]) -> None:
+        if sum(counts) * ATTRIBUTE.size != len(packed):
+            raise CrfError("the items' attribute counts do not add up to the records given")
+        records = ATTRIBUTE.iter_unpack(packed)
+        names = self._names
+        items: list[list[str] | dict[str, float]] = []
+        for n in counts:
+            row = [next(records) for _ in range(n)]
+            if all(value == 1.0 for _, value in row):  # as training wrote them: names, in order
+                items.append([names[aid] for aid, _ in row])
+                continue
+            item: dict[str, float] = {}
+            for aid, value in row:  # an attribute twice counts twice, as crfsuite sums them
+                item[names[aid]] = item.get(names[aid], 0.0) + value
+            items.append(item)
+        self._tagger.set(pycrfsuite.ItemSequence(items))
+        self.length = len(counts)
+
+    def viterbi(self) -> list[int]:
+        if self.length == 0:
+            return []
+        return [self._labels.index(label) for label in self._tagger.tag()]
+
+    def marginal(self, label: int, item: int) -> float:
+        return float(self._tagger.marginal(self._labels[label], item))
+
+    def marginals(self, label: int) -> list[float]:
+        return [self.marginal(label, i) for i in range(self.length)]
 
 
 class CrfTagger:

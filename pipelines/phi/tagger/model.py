@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Final
 
 from pipelines.phi import lexicons
-from pipelines.phi.tagger.crf import CrfModel, CrfTagger
+from pipelines.phi.tagger.crf import CrfModel, ItemTagger
 from pipelines.phi.tagger.features import Featurizer, is_one_case, token_columns, words_of
 from pipelines.spans import Category, Span
 
@@ -130,13 +130,13 @@ class Tagger:
         self._outside = self._model.labels.index(OUTSIDE)
         self.featurizer = Featurizer(keep=self._model.attribute_ids)
 
-    def _open(self) -> CrfTagger:
-        tagger: CrfTagger | None = getattr(self._local, "tagger", None)
+    def _open(self) -> ItemTagger:
+        tagger: ItemTagger | None = getattr(self._local, "tagger", None)
         if tagger is None:
             tagger = self._local.tagger = self._model.tagger()
         return tagger
 
-    def _decide(self, tagger: CrfTagger, i: int, predicted: str, p_phi: float) -> Label | None:
+    def _decide(self, tagger: ItemTagger, i: int, predicted: str, p_phi: float) -> Label | None:
         """The label of item ``i`` (None: not PHI), given the probability that it is PHI."""
         if predicted != OUTSIDE:
             return _LABEL_OF[predicted]
@@ -248,7 +248,7 @@ def _recurrences(
     return out
 
 
-def _likeliest(tagger: CrfTagger, names: tuple[str, ...], i: int) -> Label:
+def _likeliest(tagger: ItemTagger, names: tuple[str, ...], i: int) -> Label:
     best_label, best_p = Label.NAME, -1.0
     for label, name in enumerate(names):
         if name == OUTSIDE:
