@@ -498,6 +498,14 @@ class _Work:
             ("decision", kind),
         ]
 
+    def _held_headers(self, reason: str) -> list[tuple[str, str]]:
+        """A held document's: its reason and its patient's pseudonym (``Patient/…``, what
+        ``keys reveal`` takes), for the runner's log line; no text."""
+        return self._base_headers("held") + [
+            ("reason", reason),
+            ("patient", f"Patient/{self.state.pseudonym}"),
+        ]
+
     def outcome(self, verdict: Verdict, times: dict[str, float]) -> tuple[_Draft, bool]:
         """The outcome's fields but the ack token's mark and the stage times (``_settled``
         builds the one Outcome), and whether the leak guard held the document."""
@@ -543,7 +551,7 @@ class _Work:
             deid = self._run_deidentify(times)
         except DeadlineExceeded as exc:
             self._timeout = exc
-            headers = self._base_headers("held") + [("reason", str(exc))]
+            headers = self._held_headers(str(exc))
             return (
                 OutcomeKind.HELD,
                 fp.key,
@@ -556,7 +564,7 @@ class _Work:
             ), True
         counts = _span_counts(deid.spans)
         if deid.held_reason is not None:
-            headers = self._base_headers("held") + [("reason", deid.held_reason)]
+            headers = self._held_headers(deid.held_reason)
             held_class = deid.held_class
             return (
                 OutcomeKind.HELD,

@@ -47,6 +47,10 @@ def _root(
     ] = False,
 ) -> None:
     """De-identify HL7 v2 / FHIR clinical reports: detect PHI, replace it, stream it."""
+    from service.settings import environment_or_exit
+
+    # every command: a misspelt DEIDSTREAM_* variable would be ignored and a default used
+    environment_or_exit()
 
 
 @app.command()

@@ -38,6 +38,12 @@ def register(app: typer.Typer) -> None:
         from service.settings import settings_or_exit
 
         settings = settings_or_exit(config)
+        from service.startup import brokers_or_exit, port_or_exit
+
+        brokers_or_exit(bootstrap_servers or settings.bootstrap_servers, "mllp")
+        port_or_exit(host, port, "the MLLP port", "mllp")
+        if metrics_port is not None:
+            port_or_exit(host, metrics_port, "the metrics port", "mllp")
         configure_logging(settings.log_level)
 
         def started(address: tuple[str, int]) -> None:
