@@ -18,7 +18,10 @@ from wsgiref.simple_server import WSGIRequestHandler, make_server
 from prometheus_client import CollectorRegistry, make_wsgi_app
 from prometheus_client.exposition import ThreadingWSGIServer
 
-TEXT = [("Content-Type", "text/plain; charset=utf-8")]
+
+def _text() -> list[tuple[str, str]]:
+    """Fresh headers per response: wsgiref appends Content-Length to the list it is given."""
+    return [("Content-Type", "text/plain; charset=utf-8")]
 
 
 class _Quiet(WSGIRequestHandler):
@@ -36,11 +39,11 @@ def gateway_app(registry: CollectorRegistry, ready: Callable[[], bool]) -> Any:
             return metrics(environ, start_response)
         if path == "/readyz":
             if ready():
-                start_response("200 OK", TEXT)
+                start_response("200 OK", _text())
                 return [b"ready\n"]
-            start_response("503 Service Unavailable", TEXT)
+            start_response("503 Service Unavailable", _text())
             return [b"not ready: the gateway is not listening (broker not reached yet)\n"]
-        start_response("404 Not Found", TEXT)
+        start_response("404 Not Found", _text())
         return [b"not found: this port serves /metrics and /readyz\n"]
 
     return app
