@@ -73,3 +73,24 @@ def test_help_texts_do_not_break_mid_sentence() -> None:
             assert "\n" not in summary, (group, name, summary)
     assert "retire" in _summaries(_wide("keys", "--help"))
     assert "[evaluation.category_map] renames" in _wide("train", "--help")
+
+
+def test_readme_lists_every_command() -> None:
+    """Issue 28 item 6: `held`, `keys migrate` and `keys retire` were missing."""
+    from pathlib import Path
+
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
+    block = readme[readme.index("## Command line") :].split("```")[1]
+    lines = [line.split("#")[0] for line in block.splitlines()]
+    root = cli.command()
+    listed = {line.split()[1] for line in lines if line.startswith("deidstream ")}
+    assert set(root.commands) - {"version"} <= listed | {"--version"}, set(root.commands) - listed
+    for group in ("keys", "held", "review"):
+        words = {
+            w.strip("|[]")
+            for line in lines
+            if line.startswith(f"deidstream {group} ")
+            for w in line.split()
+        }
+        missing = set(root.commands[group].commands) - words
+        assert not missing, (group, missing)
