@@ -27,7 +27,8 @@ def register(app: typer.Typer) -> None:
         metrics_port: Annotated[
             int | None,
             typer.Option(
-                envvar="DEIDSTREAM_MLLP_METRICS_PORT", help="Serve /metrics on this port (off)"
+                envvar="DEIDSTREAM_MLLP_METRICS_PORT",
+                help="Serve /metrics and /readyz on this port (off)",
             ),
         ] = None,
         config: ConfigFile = None,
