@@ -73,6 +73,7 @@ def test_help_texts_do_not_break_mid_sentence() -> None:
             assert "\n" not in summary, (group, name, summary)
     assert "retire" in _summaries(_wide("keys", "--help"))
     assert "[evaluation.category_map] renames" in _wide("train", "--help")
+    assert "needs moto[server])" in _wide("broker", "--help")
 
 
 def test_readme_lists_every_command() -> None:
