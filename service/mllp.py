@@ -423,9 +423,6 @@ async def serve(
 
     loop = asyncio.get_running_loop()
     stop = stop or asyncio.Event()
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
-            loop.add_signal_handler(sig, stop.set)
     config = GatewayConfig(
         topic=topic or hl7_topic(settings),
         deadletter_topic=settings.deadletter_topic,
@@ -441,8 +438,16 @@ async def serve(
         def ready() -> bool:
             return bool(listening) and not listening[0]._stopping  # noqa: SLF001
 
-        exporter = MetricsServer(host, metrics_port, metrics.registry, ready)
+        try:
+            exporter = MetricsServer(host, metrics_port, metrics.registry, ready)
+        except OSError as exc:
+            reason = (exc.strerror or type(exc).__name__).lower()
+            log.error("cannot listen on %s:%d (metrics): %s", host, metrics_port, reason)
+            return 1
         log.info("MLLP metrics on %s:%d/metrics (and /readyz)", host, exporter.port)
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
+            loop.add_signal_handler(sig, stop.set)
     try:
         producer = await _connect(settings, config, bootstrap_servers, stop)
         if producer is None:

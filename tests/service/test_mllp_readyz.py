@@ -45,3 +45,15 @@ async def test_readyz_is_503_while_the_broker_is_unreachable() -> None:
     assert "deidstream_mllp_messages_total" not in ready.text
     assert metrics.status_code == 200 and "deidstream_mllp_connections_total" in metrics.text
     assert other.status_code == 404
+
+
+async def test_a_taken_metrics_port_is_exit_status_1_before_anything() -> None:
+    import socket
+
+    with socket.create_server(("127.0.0.1", 0)) as taken:
+        port = taken.getsockname()[1]
+        settings = Settings(bootstrap_servers=f"127.0.0.1:{free_port()}")
+        code = await asyncio.wait_for(
+            serve(settings, host="127.0.0.1", port=free_port(), metrics_port=port), 20
+        )
+    assert code == 1
