@@ -53,15 +53,16 @@ def unresolvable_hosts(bootstrap: str) -> list[str]:
     return missing
 
 
-def brokers_or_exit(bootstrap: str, command: str) -> None:
-    """Exit 2 with one line when a broker host of ``bootstrap`` does not resolve."""
+def brokers_or_exit(bootstrap: str, command: str, *, option: bool = True) -> None:
+    """Exit 2 with one line when a broker host of ``bootstrap`` does not resolve; the line
+    names where the value comes from (``option``: the command has --bootstrap-servers)."""
     missing = unresolvable_hosts(bootstrap)
     if missing:
         names = ", ".join(repr(h) for h in missing)
+        where = "--bootstrap-servers" if option else "the settings file"
         typer.echo(
             f"deidstream {command}: the Kafka broker host {names} does not resolve "
-            f"(bootstrap servers {bootstrap}); check DEIDSTREAM_BOOTSTRAP_SERVERS or "
-            "--bootstrap-servers",
+            f"(bootstrap servers {bootstrap}); check DEIDSTREAM_BOOTSTRAP_SERVERS or {where}",
             err=True,
         )
         raise typer.Exit(2)

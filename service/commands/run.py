@@ -163,7 +163,7 @@ def register(app: typer.Typer) -> None:
         settings = settings_or_exit(config, **overrides)
         from service.startup import brokers_or_exit, port_or_exit
 
-        brokers_or_exit(settings.bootstrap_servers, "run")
+        brokers_or_exit(settings.bootstrap_servers, "run", option=False)
         port_or_exit(settings.http_host, settings.http_port, "the HTTP port", "run")
         configure_logging(settings.log_level)
         if settings.cpu_affinity:
