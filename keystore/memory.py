@@ -1,4 +1,5 @@
-"""An in-process PatientStore + MarkStore for unit tests of surrogates/ and pipelines/.
+"""An in-process PatientStore + MarkStore for unit tests of surrogates/ and pipelines/, and
+the throw-away store of ``deidstream convert --no-store``.
 
 Nothing is encrypted or persisted: it exists so callers can test against the store
 contract without a database or a master key. Thread-safe, so race tests can use it too.

@@ -57,4 +57,11 @@ class Outcome:
     ack: AckToken | None = field(default=None, compare=False, repr=False)
 
 
-__all__ = ["EMPTY_COUNTS", "EMPTY_TIMES", "AckToken", "Outcome", "OutcomeKind"]
+def held_meta(base: list[tuple[str, str]], reason: str, pseudonym: str) -> list[tuple[str, str]]:
+    """A held document's headers: ``base``, its reason, and its patient's pseudonym as
+    ``subject.reference`` has it (``Patient/…``, what ``keys reveal`` takes) — the runner
+    logs it with the input's coordinates (a hold is an incident to look into); no text."""
+    return [*base, ("reason", reason), ("patient", f"Patient/{pseudonym}")]
+
+
+__all__ = ["EMPTY_COUNTS", "EMPTY_TIMES", "AckToken", "Outcome", "OutcomeKind", "held_meta"]

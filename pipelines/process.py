@@ -69,7 +69,7 @@ from pipelines.document import ClinicalDocument
 from pipelines.errors import DeadlineExceeded, MissingPatientId, PartialInput, TransientError
 from pipelines.near_duplicates import NearDuplicates
 from pipelines.outcome import EMPTY_COUNTS as _EMPTY_COUNTS
-from pipelines.outcome import AckToken, Outcome, OutcomeKind
+from pipelines.outcome import AckToken, Outcome, OutcomeKind, held_meta
 from pipelines.patient_context import remember_context, with_context
 from pipelines.policy import Action, Policy
 from pipelines.research import MEDIA_TYPE, ResearchDocument, build_resource, render, system_uri
@@ -543,7 +543,7 @@ class _Work:
             deid = self._run_deidentify(times)
         except DeadlineExceeded as exc:
             self._timeout = exc
-            headers = self._base_headers("held") + [("reason", str(exc))]
+            headers = held_meta(self._base_headers("held"), str(exc), self.state.pseudonym)
             return (
                 OutcomeKind.HELD,
                 fp.key,
@@ -556,7 +556,7 @@ class _Work:
             ), True
         counts = _span_counts(deid.spans)
         if deid.held_reason is not None:
-            headers = self._base_headers("held") + [("reason", deid.held_reason)]
+            headers = held_meta(self._base_headers("held"), deid.held_reason, self.state.pseudonym)
             held_class = deid.held_class
             return (
                 OutcomeKind.HELD,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib
+import inspect
 import pkgutil
 from typing import Annotated, Any
 
@@ -47,6 +48,10 @@ def _root(
     ] = False,
 ) -> None:
     """De-identify HL7 v2 / FHIR clinical reports: detect PHI, replace it, stream it."""
+    from service.settings import environment_or_exit
+
+    # every command: a misspelt DEIDSTREAM_* variable would be ignored and a default used
+    environment_or_exit()
 
 
 @app.command()
@@ -91,11 +96,35 @@ def _flags_as_flags(command: Any) -> None:
         _flags_as_flags(sub)
 
 
+def _prose(text: str | None) -> str | None:
+    """A help text as typer's rich help shows it well: each paragraph one line (rich wraps
+    it to the terminal; typer kept a docstring's line breaks in command lists, so a summary
+    broke mid-sentence), and ``[...]`` shown as written (not taken as rich markup, which
+    dropped ``[categories]`` from a sentence)."""
+    if not text:
+        return text
+    from rich.markup import escape
+
+    paragraphs = inspect.cleandoc(text).split("\n\n")
+    return escape("\n\n".join(" ".join(p.split()) for p in paragraphs))
+
+
+def _tidy_help(command: Any) -> None:
+    """:func:`_prose` on every command's and option's help, in every subcommand."""
+    command.help = _prose(command.help)
+    for param in command.params:
+        if getattr(param, "help", None):
+            param.help = _prose(param.help)
+    for sub in (getattr(command, "commands", None) or {}).values():
+        _tidy_help(sub)
+
+
 def command() -> Any:
     """The whole command line as one click command (what ``deidstream`` runs)."""
     _register_commands()
     cmd = typer.main.get_command(app)
     _flags_as_flags(cmd)
+    _tidy_help(cmd)
     return cmd
 
 

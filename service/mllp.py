@@ -423,17 +423,67 @@ async def serve(
 
     loop = asyncio.get_running_loop()
     stop = stop or asyncio.Event()
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
-            loop.add_signal_handler(sig, stop.set)
     config = GatewayConfig(
         topic=topic or hl7_topic(settings),
         deadletter_topic=settings.deadletter_topic,
         max_frame_bytes=settings.max_message_bytes,
         send_timeout=max(1.0, settings.request_timeout_ms / 1000),
     )
+    metrics = GatewayMetrics()
+    listening: list[MllpGateway] = []  # the gateway, once it listens: /readyz says ready
+    exporter = None
+    if metrics_port is not None:  # /metrics and /readyz on their own port (0: the OS picks)
+        from service.mllp_http import MetricsServer
+
+        def ready() -> bool:
+            return bool(listening) and not listening[0]._stopping  # noqa: SLF001
+
+        try:
+            exporter = MetricsServer(host, metrics_port, metrics.registry, ready)
+        except OSError as exc:
+            reason = (exc.strerror or type(exc).__name__).lower()
+            log.error("cannot listen on %s:%d (metrics): %s", host, metrics_port, reason)
+            return 1
+        log.info("MLLP metrics on %s:%d/metrics (and /readyz)", host, exporter.port)
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
+            loop.add_signal_handler(sig, stop.set)
+    try:
+        producer = await _connect(settings, config, bootstrap_servers, stop)
+        if producer is None:
+            return 0
+        gateway = MllpGateway(producer, config, metrics=metrics)
+        try:
+            address = await gateway.start(host, port)
+            listening.append(gateway)
+            if started is not None:
+                started(address)
+            await stop.wait()
+        except OSError as exc:
+            reason = (exc.strerror or type(exc).__name__).lower()
+            log.error("cannot listen on %s:%d: %s", host, port, reason)
+            return 1
+        finally:
+            await gateway.stop()
+            await producer.stop()
+    finally:
+        if exporter is not None:
+            exporter.close()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
+                loop.remove_signal_handler(sig)
+    return 0
+
+
+async def _connect(
+    settings: Settings,
+    config: GatewayConfig,
+    bootstrap_servers: str | None,
+    stop: asyncio.Event,
+) -> Producer | None:
+    """A started producer (topics created when configured), retrying while the broker is
+    unreachable; None when ``stop`` came first."""
     delay = settings.retry_initial_seconds
-    producer = None
     while not stop.is_set():  # the port opens only once messages can be stored
         producer = make_producer(settings, bootstrap_servers)
         try:
@@ -442,40 +492,12 @@ async def serve(
                 await ensure_topics(
                     settings, [config.topic, config.deadletter_topic], bootstrap_servers
                 )
-            break
+            return producer
         except Exception as exc:  # noqa: BLE001 - broker not reachable yet: retry
             log.warning("broker not reachable (%s); retrying in %.1f s", type(exc).__name__, delay)
             with contextlib.suppress(Exception):
                 await producer.stop()
-            producer = None
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(stop.wait(), delay)
             delay = min(delay * 2, settings.retry_max_seconds)
-    if producer is None:
-        return 0
-    metrics = GatewayMetrics()
-    exporter = None
-    if metrics_port is not None:  # /metrics on its own port (0: the OS picks one)
-        from prometheus_client import start_http_server
-
-        exporter, _thread = start_http_server(metrics_port, host, registry=metrics.registry)
-        log.info("MLLP metrics on %s:%d/metrics", host, exporter.server_port)
-    gateway = MllpGateway(producer, config, metrics=metrics)
-    try:
-        address = await gateway.start(host, port)
-        if started is not None:
-            started(address)
-        await stop.wait()
-    except OSError as exc:
-        log.error("cannot listen on %s:%d (%s)", host, port, type(exc).__name__)
-        return 1
-    finally:
-        await gateway.stop()
-        await producer.stop()
-        if exporter is not None:
-            exporter.shutdown()
-            exporter.server_close()
-        for sig in (signal.SIGTERM, signal.SIGINT):
-            with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
-                loop.remove_signal_handler(sig)
-    return 0
+    return None

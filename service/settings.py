@@ -11,6 +11,7 @@ import io
 import json
 import os
 import tomllib
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -226,6 +227,58 @@ class SettingsFileError(DeidstreamError, ValueError):
     reason_class = "settings"
 
 
+ENV_PREFIX = "DEIDSTREAM_"
+# DEIDSTREAM_* variables that are not fields of Settings but that deidstream reads all the
+# same: the settings file's name, the keystore package's key file, options of single commands,
+# and knobs of the tests and benchmarks. Any other DEIDSTREAM_* name is a mistake (a typo
+# would otherwise be ignored and the default used): :func:`check_environment`.
+OTHER_ENV_NAMES = frozenset(
+    {
+        "DEIDSTREAM_CONFIG_FILE",  # load_settings
+        "DEIDSTREAM_MASTER_KEY_FILE",  # keystore.keyring
+        "DEIDSTREAM_MLLP_HOST",  # deidstream mllp --host
+        "DEIDSTREAM_MLLP_PORT",  # deidstream mllp --port
+        "DEIDSTREAM_MLLP_METRICS_PORT",  # deidstream mllp --metrics-port
+        "DEIDSTREAM_REVIEW_PASSWORD",  # deidstream review add-user
+        "DEIDSTREAM_TANSU_BIN",  # service.broker: the Tansu binary
+        "DEIDSTREAM_FUZZ_EXAMPLES",  # tests: Hypothesis examples per fuzz property
+        "DEIDSTREAM_SCREENSHOTS",  # tests: where the review browser test saves pictures
+    }
+)
+
+
+def known_env_names() -> frozenset[str]:
+    """Every DEIDSTREAM_* variable deidstream reads (settings fields and the others)."""
+    fields = {ENV_PREFIX + name.upper() for name in Settings.model_fields}
+    return frozenset(fields) | OTHER_ENV_NAMES
+
+
+class SettingsEnvError(DeidstreamError, ValueError):
+    """A ``DEIDSTREAM_*`` environment variable deidstream does not read (a typo): names the
+    variable and the closest known one, never a value."""
+
+    reason_class = "settings"
+
+
+def check_environment(environ: Mapping[str, str] | None = None) -> None:
+    """Raise :class:`SettingsEnvError` naming every unknown ``DEIDSTREAM_*`` variable, each
+    with the closest known name (difflib), all on one line."""
+    import difflib
+
+    env = os.environ if environ is None else environ
+    known = known_env_names()
+    problems = []
+    for name in sorted(env):
+        upper = name.upper()
+        if not upper.startswith(ENV_PREFIX) or upper in known:
+            continue
+        close = difflib.get_close_matches(upper, sorted(known), n=1)
+        hint = f" (did you mean {close[0]}?)" if close else ""
+        problems.append(f"unknown environment variable {name}{hint}")
+    if problems:
+        raise SettingsEnvError("; ".join(problems))
+
+
 def _check_keys(path: Path, values: dict[str, Any], *, env_names_allowed: bool) -> None:
     import difflib
 
@@ -270,7 +323,9 @@ def _read_file(path: Path) -> dict[str, Any]:
 def load_settings(config_file: str | Path | None = None, **overrides: Any) -> Settings:
     """Settings from the file (if any), overridden by the environment, then by ``overrides``.
 
-    Raises :class:`SettingsFileError` for a key the file must not have."""
+    Raises :class:`SettingsFileError` for a key the file must not have, and
+    :class:`SettingsEnvError` for a ``DEIDSTREAM_*`` variable that is no setting."""
+    check_environment()
     path = config_file or os.environ.get("DEIDSTREAM_CONFIG_FILE")
     file_values = _read_file(Path(path)) if path else {}
     from_env = Settings()
@@ -286,7 +341,7 @@ def settings_or_exit(config_file: str | Path | None = None, **overrides: Any) ->
 
     try:
         return load_settings(config_file, **overrides)
-    except SettingsFileError as exc:
+    except (SettingsFileError, SettingsEnvError) as exc:
         typer.echo(f"deidstream: {exc}", err=True)
         raise typer.Exit(2) from None
     except ValidationError as exc:
@@ -296,9 +351,21 @@ def settings_or_exit(config_file: str | Path | None = None, **overrides: Any) ->
         typer.echo(f"deidstream: invalid settings ({where})", err=True)
         raise typer.Exit(2) from None
     except (OSError, tomllib.TOMLDecodeError, json.JSONDecodeError) as exc:
+        path = config_file or os.environ.get("DEIDSTREAM_CONFIG_FILE")
         typer.echo(
-            f"deidstream: cannot read the settings file: {type(exc).__name__}: "
+            f"deidstream: cannot read the settings file {path}: "
             f"{getattr(exc, 'strerror', None) or exc}",
             err=True,
         )
+        raise typer.Exit(2) from None
+
+
+def environment_or_exit() -> None:
+    """:func:`check_environment` for a command: one line on stderr and exit status 2."""
+    import typer
+
+    try:
+        check_environment()
+    except SettingsEnvError as exc:
+        typer.echo(f"deidstream: {exc}", err=True)
         raise typer.Exit(2) from None

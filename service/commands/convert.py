@@ -5,7 +5,9 @@ without a broker: one DocumentReference per JSON line on stdout, or one file per
 under ``--out``. What did not become a document is said on stderr, one line per input
 (reason class and reason, never content, never a traceback); the exit status is 1 if any
 input failed or was held back. Version marks are acknowledged once an input's outputs are
-written, so converting the same file again against the same key store says ``duplicate``.
+written, so converting the same file again against the same key store says ``duplicate``
+— and so would the stream (``deidstream run``) on that store: ``--no-store`` converts with
+a throw-away one (a try-out, the README's first step).
 """
 
 from __future__ import annotations
@@ -39,13 +41,17 @@ def content_hint(path: Path) -> str | None:
     return None  # let the parser sniff
 
 
-def build_processor(policy_file: Path | None, *, annotations: bool) -> Any:
+def build_processor(policy_file: Path | None, *, annotations: bool, store: bool = True) -> Any:
+    """The service's processor; ``store=False``: a throw-away in-memory store (nothing read
+    or written: new pseudonyms and shifts, no version marks left for the stream)."""
     from keystore.config import default_store_from_env
+    from keystore.memory import InMemoryStore
     from pipelines.policy import Policy
     from pipelines.process import Processor
 
     policy = Policy.load(policy_file)
-    return Processor(policy=policy, store=default_store_from_env(), annotations=annotations)
+    patients = default_store_from_env() if store else InMemoryStore()
+    return Processor(policy=policy, store=patients, annotations=annotations)
 
 
 def _say(path: Path, what: str) -> None:
@@ -193,6 +199,14 @@ def convert(
             "text as <id>.txt beside its <id>.json.",
         ),
     ] = False,
+    no_store: Annotated[
+        bool,
+        typer.Option(
+            "--no-store",
+            help="A throw-away key store: nothing read or written, so a later `deidstream "
+            "run` on the same store does not see these documents as duplicates.",
+        ),
+    ] = False,
 ) -> None:
     """Parse, deduplicate versions, de-identify and write research DocumentReferences."""
     if text and out is None:
@@ -203,7 +217,7 @@ def convert(
     if out is not None:
         out.mkdir(parents=True, exist_ok=True)
     try:
-        processor = build_processor(policy, annotations=annotations)
+        processor = build_processor(policy, annotations=annotations, store=not no_store)
     except DeidstreamError as exc:
         typer.echo(f"deidstream: cannot start [{exc.reason_class}] {exc}", err=True)
         raise typer.Exit(2) from None

@@ -15,7 +15,7 @@ import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import NoReturn
+from typing import Any, NoReturn
 from urllib.parse import urlsplit, urlunsplit
 
 import typer
@@ -400,16 +400,63 @@ def reveal(
     typer.echo(json.dumps({"authority": identity.authority, "patient_id": identity.patient_id}))
 
 
+# an instance whose heartbeat is older than this counts as gone (as `keys retire` judges)
+LIVE_WITHIN_S = 60.0
+
+
+def _age(seconds: float) -> str:
+    """``12 s``, ``5 min``, ``3 h``, ``2 d`` ago."""
+    seconds = max(0.0, seconds)
+    for unit, size in (("d", 86400), ("h", 3600), ("min", 60)):
+        if seconds >= size:
+            return f"{seconds / size:.0f} {unit}"
+    return f"{seconds:.0f} s"
+
+
+def instance_lines(
+    instances: list[dict[str, Any]], *, now: float, own: str, show_all: bool
+) -> list[str]:
+    """One line per instance (live ones: a heartbeat in the last minute; all with
+    ``show_all``), its heartbeat's age; this command's own registration left out."""
+    lines = []
+    stale = 0
+    for inst in instances:
+        if inst["instance"] == own:
+            continue
+        age = now - float(inst["heartbeat_at"])
+        live = age <= LIVE_WITHIN_S
+        stale += not live
+        if live or show_all:
+            state = "" if live else " (not live)"
+            lines.append(
+                f"instance:          {inst['instance']} seals with {inst['key_id']}, "
+                f"heartbeat {_age(age)} ago{state}"
+            )
+    if not lines and not stale:
+        lines.append("instances:         none live")
+    elif not show_all and stale:
+        lines.append(f"not live:          {stale} instances (--all-instances lists them)")
+    return lines
+
+
 @keys_app.command("stats")
 def stats(
     as_json: bool = typer.Option(
         False, "--json", help="Every figure, as JSON (cache and mark counters too)."
     ),
+    all_instances: bool = typer.Option(
+        False,
+        "--all-instances",
+        help="Also list instances with no heartbeat in the last minute (stopped or gone).",
+    ),
 ) -> None:
-    """Patients, forgotten patients, master keys in use, the last rotation."""
+    """Patients, forgotten patients, master keys in use, the last rotation, live instances."""
+    import time
+
     with _errors(), _store() as store:
         officer = store.admin.officer_stats()
         usage = store.stats()
+        own = store.instance_id
         figures = {**usage, **officer} if as_json else officer
     if as_json:
         json.dump(figures, sys.stdout, indent=2, sort_keys=True)
@@ -438,11 +485,10 @@ def stats(
         typer.echo("last rotation:     never")
     retired = usage.get("retired_keys") or []
     typer.echo(f"retired keys:      {', '.join(map(str, retired)) or 'none'}")  # type: ignore[call-overload]
-    for inst in usage.get("instances") or []:  # type: ignore[attr-defined]
-        typer.echo(
-            f"instance:          {inst['instance']} seals with {inst['key_id']}, "
-            f"heartbeat {inst['heartbeat_at']:.0f}"
-        )
+    raw = usage.get("instances")
+    instances = list(raw) if isinstance(raw, list) else []
+    for line in instance_lines(instances, now=time.time(), own=own, show_all=all_instances):
+        typer.echo(line)
 
 
 from service.commands.audit import audit_app  # noqa: E402 - uses this module's helpers

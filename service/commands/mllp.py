@@ -27,7 +27,8 @@ def register(app: typer.Typer) -> None:
         metrics_port: Annotated[
             int | None,
             typer.Option(
-                envvar="DEIDSTREAM_MLLP_METRICS_PORT", help="Serve /metrics on this port (off)"
+                envvar="DEIDSTREAM_MLLP_METRICS_PORT",
+                help="Serve /metrics and /readyz on this port (off)",
             ),
         ] = None,
         config: ConfigFile = None,
@@ -38,6 +39,12 @@ def register(app: typer.Typer) -> None:
         from service.settings import settings_or_exit
 
         settings = settings_or_exit(config)
+        from service.startup import brokers_or_exit, port_or_exit
+
+        brokers_or_exit(bootstrap_servers or settings.bootstrap_servers, "mllp")
+        port_or_exit(host, port, "the MLLP port", "mllp")
+        if metrics_port is not None:
+            port_or_exit(host, metrics_port, "the metrics port", "mllp")
         configure_logging(settings.log_level)
 
         def started(address: tuple[str, int]) -> None:

@@ -189,19 +189,63 @@ async def publish_placed(
         await producer.stop()
 
 
+def empty_files(files: Iterable[Path]) -> list[Path]:
+    """Files with nothing but whitespace (or a byte-order mark) in them."""
+    return [
+        path
+        for path in files
+        if not path.read_bytes().removeprefix(b"\xef\xbb\xbf").strip(b" \t\r\n\x0b\x1c")
+    ]
+
+
+def topic_refusal(topic: str, input_topics: Iterable[str]) -> str | None:
+    """Why sending to ``topic`` needs ``--force`` (it is no input topic: the service does not
+    read it, the messages would sit there with their PHI), or None."""
+    known = tuple(input_topics)
+    if topic in known:
+        return None
+    return (
+        f"{topic!r} is not an input topic of the service ({', '.join(known) or 'none'}): "
+        "nothing would read it, and the messages (PHI) would stay on it; give --force to "
+        "publish there anyway"
+    )
+
+
 def register(app: typer.Typer) -> None:
     @app.command()
     def replay(
         files: Annotated[list[Path], typer.Argument(exists=True, dir_okay=False)],
-        topic: Annotated[str, typer.Option("--topic", "-t", help="Kafka topic to publish to")],
+        topic: Annotated[
+            str,
+            typer.Option(
+                "--topic", "-t", help="Kafka topic to publish to (one of the input topics)."
+            ),
+        ],
         bootstrap_servers: BootstrapServers = None,
+        force: Annotated[
+            bool,
+            typer.Option("--force", help="Publish to a topic that is not one of the input topics."),
+        ] = False,
     ) -> None:
         """Publish HL7 v2 / FHIR files to TOPIC, one record per message, keyed by patient."""
         from service.settings import settings_or_exit
+        from service.startup import brokers_or_exit
 
         settings = settings_or_exit()
+        refused = topic_refusal(topic, settings.input_topics)
+        if refused is not None:
+            if not force:
+                typer.echo(f"deidstream replay: {refused}", err=True)
+                raise typer.Exit(2)
+            typer.echo(f"deidstream replay: warning: {topic!r} is not an input topic", err=True)
+        empty = empty_files(files)
+        if empty:
+            names = ", ".join(str(p) for p in empty)
+            typer.echo(f"deidstream replay: {names} is empty; nothing sent", err=True)
+            raise typer.Exit(1)
         quiet_kafka_client()
         bootstrap = bootstrap_servers or settings.bootstrap_servers
+        brokers_or_exit(bootstrap, "replay")
         records = [rec for path in files for rec in messages_of(path)]
         try:
             sent = asyncio.run(

@@ -161,6 +161,10 @@ def register(app: typer.Typer) -> None:
         if workers is not None:
             overrides["workers"] = workers
         settings = settings_or_exit(config, **overrides)
+        from service.startup import brokers_or_exit, port_or_exit
+
+        brokers_or_exit(settings.bootstrap_servers, "run", option=False)
+        port_or_exit(settings.http_host, settings.http_port, "the HTTP port", "run")
         configure_logging(settings.log_level)
         if settings.cpu_affinity:
             from service.affinity import pin_process

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Annotated, Any
 
 import orjson
@@ -42,6 +42,16 @@ def record_json(record: Any) -> dict[str, Any]:
     }
 
 
+def missing_topic(topic: str, existing: Iterable[str], bootstrap: str) -> str:
+    """One line: the topic is not on the broker (and the closest name that is)."""
+    import difflib
+
+    names = sorted(t for t in existing if not t.startswith("__"))
+    close = difflib.get_close_matches(topic, names, n=1)
+    hint = f" (did you mean {close[0]!r}?)" if close else ""
+    return f"topic {topic!r} does not exist on {bootstrap}{hint}"
+
+
 async def tail(
     bootstrap: str,
     topic: str,
@@ -52,7 +62,8 @@ async def tail(
     security: dict[str, Any] | None = None,
 ) -> int:
     """Read TOPIC from the beginning (no consumer group: nothing committed, no join wait)
-    until ``max_records`` or ``idle_seconds`` without a new record."""
+    until ``max_records`` or ``idle_seconds`` without a new record. A topic the broker does
+    not have (after ``idle_seconds`` of looking) is a :class:`ReplayError`."""
     from aiokafka import AIOKafkaConsumer, TopicPartition
     from aiokafka.errors import KafkaError
 
@@ -75,7 +86,7 @@ async def tail(
             await consumer._client.force_metadata_update()  # noqa: SLF001 - topic may be new
             parts = consumer.partitions_for_topic(topic)
         if not parts:
-            return 0
+            raise ReplayError(missing_topic(topic, consumer._client.cluster.topics(), bootstrap))  # noqa: SLF001
         tps = [TopicPartition(topic, p) for p in sorted(parts)]
         consumer.assign(tps)
         await consumer.seek_to_beginning(*tps)
@@ -114,12 +125,15 @@ def register(app: typer.Typer) -> None:
             sys.stdout.flush()
 
         from service.commands.replay import ReplayError, quiet_kafka_client
+        from service.startup import brokers_or_exit
 
         quiet_kafka_client()
+        bootstrap = bootstrap_servers or settings.bootstrap_servers
+        brokers_or_exit(bootstrap, "tail")
         try:
             asyncio.run(
                 tail(
-                    bootstrap_servers or settings.bootstrap_servers,
+                    bootstrap,
                     topic,
                     max_records=max_records,
                     idle_seconds=timeout,

@@ -147,7 +147,10 @@ class Outputs:
             case OutcomeKind.HELD:
                 reason_class = out.reason_class or "leak_guard"
                 reason = out.reason or "held back by the leak guard"
-                held = self.held(rec, out.research_key, reason_class, reason, first_seen)
+                patient = next((v for k, v in out.headers if k == "patient"), None)
+                held = self.held(
+                    rec, out.research_key, reason_class, reason, first_seen, patient=patient
+                )
                 handled.outputs.extend(held.outputs)
             case _:
                 assert_never(kind)
@@ -271,7 +274,12 @@ class Outputs:
         reason_class: str,
         reason: str,
         first_seen: datetime,
+        *,
+        patient: str | None = None,
     ) -> Handled:
+        """The held record; once the broker has it, one log line (an incident to review:
+        docs/operations.md) with the reason class, the input's coordinates and the patient's
+        pseudonym (``patient``: ``Patient/…`` as subject.reference has it) — no text."""
         headers = self.coordinates(rec, reason_class, reason, first_seen)
         released = next((v for k, v in rec.headers or () if k == "released-from"), None)
         if released:  # `deidstream held release` sent it again: link the two held records
@@ -294,6 +302,14 @@ class Outputs:
         def on_ack() -> None:
             self.metrics.held.labels(reason_class).inc()
             self.counts["held"] += 1
+            log.warning(
+                "document held [%s] input %s:%s:%s patient %s",
+                reason_class,
+                rec.topic,
+                rec.partition,
+                rec.offset,
+                patient or "unknown",
+            )
 
         key = research_key.encode() if research_key else None
         return Handled(

@@ -48,7 +48,7 @@ def test_replay_and_tail_to_an_unreachable_broker_say_one_line(tmp_path: Path) -
     note.write_bytes(b"MSH|^~\\&|A|B|C|D|20240101||ORU^R01|1|P|2.5\rPID|1||X1\r")
     dead = f"127.0.0.1:{free_port()}"
     _one_line_error(
-        _cli("replay", str(note), "--topic", "t", "--bootstrap-servers", dead),
+        _cli("replay", str(note), "--topic", "clinical.hl7v2", "--bootstrap-servers", dead),
         "cannot reach the Kafka broker",
         dead,
     )
@@ -62,7 +62,7 @@ def test_replay_over_the_input_limit_says_one_line(tmp_path: Path) -> None:
     big.write_bytes(b"x" * (4 * 1024 * 1024 + 1))
     dead = f"127.0.0.1:{free_port()}"  # refused before any connection is tried
     _one_line_error(
-        _cli("replay", str(big), "--topic", "t", "--bootstrap-servers", dead),
+        _cli("replay", str(big), "--topic", "clinical.hl7v2", "--bootstrap-servers", dead),
         "over the 4194304-byte limit",
     )
 

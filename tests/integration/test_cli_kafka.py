@@ -22,7 +22,9 @@ def test_replay_then_tail(tansu: EmbeddedBroker, tmp_path: Path) -> None:
     topic = unique("replay")
     files = [str(p) for p in demo_files() if p.suffix == ".hl7"]
     result = cli.invoke(
-        app, ["replay", *files, "--topic", topic, "--bootstrap-servers", tansu.bootstrap_servers]
+        app,
+        ["replay", *files, "--topic", topic, "--bootstrap-servers", tansu.bootstrap_servers],
+        env={"DEIDSTREAM_INPUT_TOPICS": topic},  # an input topic: no --force needed
     )
     assert result.exit_code == 0, result.output
     assert f"published {len(files)} messages to {topic} ({len(files) - 1} keyed" in result.output
@@ -58,15 +60,15 @@ def test_replay_then_tail(tansu: EmbeddedBroker, tmp_path: Path) -> None:
     assert all({"key", "headers", "value"} <= set(line) for line in lines)
     assert all(isinstance(line["value"], str) for line in lines)
 
-    empty = cli.invoke(
+    # issue 28 item 3: a topic the broker does not have is said so, exit 1 (it printed
+    # nothing and exited 0); the closest existing name is offered
+    missing = f"{topic}x"
+    absent = cli.invoke(
         app,
-        [
-            "tail",
-            unique("nothing"),
-            "--timeout",
-            "1",
-            "--bootstrap-servers",
-            tansu.bootstrap_servers,
-        ],
+        ["tail", missing, "--timeout", "1", "--bootstrap-servers", tansu.bootstrap_servers],
     )
-    assert empty.exit_code == 0 and empty.output == ""
+    assert absent.exit_code == 1 and absent.stdout == ""
+    assert absent.stderr.strip() == (
+        f"deidstream tail: topic '{missing}' does not exist on {tansu.bootstrap_servers} "
+        f"(did you mean '{topic}'?)"
+    )

@@ -98,6 +98,14 @@ async def test_held_then_fixed_then_released_is_published_once(
     finally:
         svc.stop()
     again = Coordinates(coords.topic, coords.partition, 1)
+    # issue 28 item 4: each hold is a WARNING line (coordinates, pseudonym), nothing more
+    logged = log.read_text(encoding="utf-8")
+    holds = [line for line in logged.splitlines() if "document held [" in line]
+    assert len(holds) == 2, logged
+    assert f"document held [leak_guard] input {coords} patient Patient/" in holds[0]
+    assert f"input {again} patient Patient/" in holds[1]
+    assert holds[0].split("patient ")[1] == holds[1].split("patient ")[1]  # one patient
+    assert "Maple" not in logged and "700003" not in logged
 
     listed = _cli(env_fixed, "held", "list")
     assert listed.returncode == 0, listed.stderr

@@ -176,6 +176,20 @@ async def test_bad_messages_are_dead_lettered_and_answered_without_phi(
     assert samples[("deidstream_mllp_connections_total", ())] == 1
 
 
+async def test_metrics_port_readyz_says_ready_once_listening(tansu: EmbeddedBroker) -> None:
+    """Issue 28 item 6: /readyz on the metrics port is readiness (200 ready), not metrics;
+    before the broker is reached it is 503 (tests/service/test_mllp_readyz.py)."""
+    metrics_port = free_port()
+    async with (
+        running(settings_for(tansu), metrics_port=metrics_port),
+        httpx.AsyncClient() as client,
+    ):
+        ready = await client.get(f"http://127.0.0.1:{metrics_port}/readyz")
+        metrics = await client.get(f"http://127.0.0.1:{metrics_port}/metrics")
+    assert (ready.status_code, ready.text) == (200, "ready\n")
+    assert "deidstream_mllp_connections_total" in metrics.text
+
+
 async def test_what_the_service_would_dead_letter_is_answered_ae_before_the_ack(
     tansu: EmbeddedBroker,
 ) -> None:

@@ -47,3 +47,18 @@ def test_request_timeout_rule_and_mllp_gateway_are_documented() -> None:
     assert "`deidstream mllp" in DOC
     for name in ("DEIDSTREAM_MLLP_PORT", "deidstream_mllp_messages_total"):
         assert name in DOC, name
+
+
+def test_mllp_reply_table_says_what_the_gateway_answers() -> None:
+    """Issue 28 item 6: the page said AR for a missing patient id; the gateway answers AE
+    for a content error and AR only for the header-level classes (REJECT_CLASSES)."""
+    from service.mllp import REJECT_CLASSES
+
+    table = DOC[DOC.index("| situation | stored where | reply |") :].split("\n\n")[0]
+    rows = {line.split("|")[1].strip(): line.split("|")[3] for line in table.splitlines()[2:]}
+    content = next(r for s, r in rows.items() if s.startswith("no patient id"))
+    header = next(r for s, r in rows.items() if s.startswith("not HL7"))
+    assert "missing_patient_id" not in REJECT_CLASSES and "not_hl7" in REJECT_CLASSES
+    assert "`AE`" in content and "`AR`" not in content, content
+    assert "`AR`" in header and "`AE`" not in header, header
+    assert "/readyz" in DOC[DOC.index("DEIDSTREAM_MLLP_METRICS_PORT") :].split("\n")[0]

@@ -8,6 +8,7 @@ import json
 import re
 from pathlib import Path
 
+import pytest
 from fhir.resources.R4B.documentreference import DocumentReference
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "research-topic.md"
@@ -42,3 +43,22 @@ def test_the_example_holds_no_demo_identifier() -> None:
     example = text[text.index("## An example record") :]
     for ident in ("Eleanor", "100234", "555-0142", "Birch Lane", "Springfield"):
         assert ident not in example
+
+
+def test_the_page_says_to_validate_with_the_r4b_models() -> None:
+    """Issue 28 item 6: fhir.resources' default models are R5, which reject the records; the
+    page names the R4B ones, which accept them."""
+    from fhir.resources.documentreference import DocumentReference as R5DocumentReference
+    from pydantic import ValidationError
+
+    text = DOC.read_text(encoding="utf-8")
+    section = text[text.index("## Validating a record") :].split("\n## ")[0]
+    assert "from fhir.resources.R4B.documentreference import DocumentReference" in section
+    value = json.loads(_blocks("json")[0])["value"]
+    DocumentReference.model_validate(value)
+    with pytest.raises(ValidationError) as caught:
+        R5DocumentReference.model_validate(value)
+    rejected = {str(e["loc"][0]) for e in caught.value.errors()}
+    assert rejected <= {"context", "relatesTo"}
+    for field in rejected:
+        assert f"`{field}" in section, field
