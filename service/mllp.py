@@ -51,7 +51,8 @@ from pipelines.errors import (
 from pipelines.hl7.ack import build_ack
 from pipelines.hl7.framing import FrameDecoder, FrameTooLarge, mllp_frame
 from pipelines.hl7.routing import route
-from pipelines.ingest import parse_input, reason_headers
+from pipelines.ingest import reason_headers
+from service.budget import BudgetedParse
 from service.settings import Settings
 from service.topics import ensure_topics
 
@@ -67,10 +68,11 @@ REJECT_CLASSES = frozenset(
         "unsupported_message_type",
         "unsupported_version",
         "oversize",
+        "too_costly",  # over the per-document budget: the same bytes would cost the same
     }
 )
 MAX_REASON_CHARS = 400
-INLINE_VALIDATE_BYTES = 256 * 1024  # larger payloads are parsed in a worker thread
+PARSE_CHILDREN = 2  # child processes parsing large payloads under the budget
 
 
 class NotStored(TransientError):
@@ -90,6 +92,9 @@ class GatewayConfig:
     send_timeout: float = 15.0
     read_size: int = 64 * 1024
     sending_application: str = "DEIDSTREAM"
+    # the per-document budget (document_deadline_seconds) for the parse before the ACK;
+    # None: no budget (tests)
+    budget_seconds: float | None = None
 
 
 @dataclass
@@ -163,6 +168,11 @@ class MllpGateway:
         self._handlers: set[asyncio.Task[None]] = set()
         self._busy: set[asyncio.Task[Any]] = set()  # between a frame's arrival and its ACK
         self._stopping = False
+        # large payloads are parsed in a child process killed at the budget: a costly message
+        # never holds the event loop, so other connections' ACKs do not wait for it
+        self._parse = BudgetedParse(
+            config.budget_seconds, max_bytes=config.max_frame_bytes, workers=PARSE_CHILDREN
+        )
 
     # -- server ---------------------------------------------------------------------------
     async def start(self, host: str, port: int) -> tuple[str, int]:
@@ -188,6 +198,7 @@ class MllpGateway:
         if self._server is not None:
             await self._server.wait_closed()
             self._server = None
+        await asyncio.to_thread(self._parse.close)
         log.info(
             "MLLP gateway stopped: connections=%d acks=%s reasons=%s",
             self.counts.connections,
@@ -288,13 +299,10 @@ class MllpGateway:
         """The service's own parse (:func:`pipelines.ingest.parse_input`), before the ACK:
         what it would dead-letter (no narrative, a message cut inside a segment…) raises its
         input error here, so the sender hears of it. A failure that is not an input error (a
-        bug) is logged and the message stored: the service decides it."""
-        limit = self.config.max_frame_bytes
+        bug) is logged and the message stored: the service decides it. A parse over the
+        per-document budget raises ``DeadlineExceeded`` (``too_costly``: dead letter, ``AR``)."""
         try:
-            if len(payload) > INLINE_VALIDATE_BYTES:  # large: off the event loop
-                await asyncio.to_thread(parse_input, payload, content_hint="hl7v2", max_bytes=limit)
-            else:
-                parse_input(payload, content_hint="hl7v2", max_bytes=limit)
+            await self._parse.parse_async(payload, content_hint="hl7v2")
         except InputError:
             raise
         except Exception as exc:  # noqa: BLE001 - never refuse a message over our own bug
@@ -431,6 +439,7 @@ async def serve(
         deadletter_topic=settings.deadletter_topic,
         max_frame_bytes=settings.max_message_bytes,
         send_timeout=max(1.0, settings.request_timeout_ms / 1000),
+        budget_seconds=settings.document_deadline_seconds,
     )
     delay = settings.retry_initial_seconds
     producer = None

@@ -17,7 +17,7 @@ from typing import Any
 
 from keystore.api import ServiceStore
 from pipelines.outcome import Outcome
-from service.metrics import Metrics
+from service.metrics import CallWatch, Metrics
 from service.runner import Processor, ProcessorFactory
 from service.runner.contract import ProcessItem, Result
 from service.settings import Settings
@@ -57,6 +57,7 @@ class InstrumentedStore:
                 m.keystore_seconds.labels(name).observe,
                 m.keystore_ops.labels(name, "ok").inc,
                 m.keystore_ops.labels(name, "error").inc,
+                m.store_calls,
             )
             self.__dict__[name] = wrapped
             return wrapped
@@ -71,17 +72,22 @@ def _timed_transaction(
     observe: Callable[[float], None],
     ok: Callable[[], None],
     error: Callable[[], None],
+    watch: CallWatch,
 ) -> Iterator[None]:
     """The store's ``transaction()`` timed and counted as the operation ``transaction``, from
-    its start to its commit (the calls inside are timed on their own as well)."""
+    its start to its commit (the calls inside are timed on their own as well), and watched
+    as one call (a commit that waits on a lock is a stall)."""
     start = perf_counter()
+    watch.begin()
     try:
         with transaction():
             yield
     except BaseException:
+        watch.end()
         observe(perf_counter() - start)
         error()
         raise
+    watch.end()
     observe(perf_counter() - start)
     ok()
 
@@ -91,15 +97,19 @@ def timed_call(fn: Callable[..., Any], operation: str, metrics: Metrics) -> Call
     observe = metrics.keystore_seconds.labels(operation).observe
     ok = metrics.keystore_ops.labels(operation, "ok").inc
     error = metrics.keystore_ops.labels(operation, "error").inc
+    begin, end = metrics.store_calls.begin, metrics.store_calls.end  # the stall watchdog's
 
     def timed(*args: Any, **kwargs: Any) -> Any:
         start = perf_counter()
+        begin()
         try:
             result = fn(*args, **kwargs)
         except BaseException:
+            end()
             observe(perf_counter() - start)
             error()
             raise
+        end()
         observe(perf_counter() - start)
         ok()
         return result
@@ -172,7 +182,9 @@ class ServiceProcessor:
         store: ServiceStore,
         *,
         deadletter_mark_seconds: float = 30 * 86400.0,
+        on_close: Callable[[], None] | None = None,
     ) -> None:
+        self._on_close = on_close  # e.g. the budgeted parse's child processes
         self._stream = stream
         self._preview = preview
         self._preview_marks = preview_marks
@@ -248,7 +260,11 @@ class ServiceProcessor:
         self._store.heartbeat()
 
     def close(self) -> None:
-        self._store.close()
+        try:
+            self._store.close()
+        finally:
+            if self._on_close is not None:
+                self._on_close()
 
 
 def warm_word_lists() -> None:
@@ -316,6 +332,7 @@ def real_processor_factory(settings: Settings, metrics: Metrics) -> ProcessorFac
     def build() -> Processor:
         from pipelines.policy import Policy
         from pipelines.process import Processor as RealProcessor
+        from service.budget import BudgetedParse
 
         raw = open_keystore(settings)
         store = InstrumentedStore(raw, metrics)
@@ -324,6 +341,8 @@ def real_processor_factory(settings: Settings, metrics: Metrics) -> ProcessorFac
         freeze_after_warmup()
         marks = PrivateMarks(store)
         limit, deadline = settings.max_message_bytes, settings.document_deadline_seconds
+        # a large input is parsed in a child process killed at the budget (service/budget.py)
+        parse = BudgetedParse(deadline, max_bytes=limit)
         return ServiceProcessor(
             RealProcessor(
                 policy=policy,
@@ -331,11 +350,15 @@ def real_processor_factory(settings: Settings, metrics: Metrics) -> ProcessorFac
                 max_bytes=limit,
                 deadline_seconds=deadline,
                 deidentify=_reviewed_deidentifier(settings, policy, raw),
+                parse=parse,
             ),
-            RealProcessor(policy=policy, store=marks, max_bytes=limit, deadline_seconds=deadline),
+            RealProcessor(
+                policy=policy, store=marks, max_bytes=limit, deadline_seconds=deadline, parse=parse
+            ),
             marks,
             store,
             deadletter_mark_seconds=settings.deadletter_mark_days * 86400.0,
+            on_close=parse.close,
         )
 
     return build

@@ -1,0 +1,153 @@
+"""The parse of a large input under the per-document budget, in a child process that is
+killed when the budget runs out (issue 24, items 2 and 3).
+
+A Python thread cannot be stopped in the middle of a computation, and a parser (HTML, RTF,
+PDF text extraction…) cannot check a deadline inside itself. So an input larger than
+``INLINE_BYTES`` is parsed by a pebble ``ProcessPool`` worker with the budget as its timeout:
+past it the worker is killed (pebble starts a new one) and the caller gets
+:class:`~pipelines.errors.DeadlineExceeded` (reason class ``too_costly``) — the runner
+dead-letters the input, the MLLP gateway answers ``AR``. The thread that asked waited the
+budget at most; the event loop (ACKs, heartbeats, probes) never waited at all.
+
+Smaller inputs are parsed where they are (a round trip to the child costs ~0.5 ms, more than
+such a parse) and the time it took is held against the budget when it returns
+(``pipelines.deadline.exceeded``). The children start from a fork server that has imported
+the parsers once, never from a fork of the service (its threads, sockets and database
+connections stay where they are).
+
+An input error raised in the child travels back whole (its class, reason, coordinates, and
+the good documents of a ``PartialInput``), as ``parse_input`` would have raised it here.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import multiprocessing
+import threading
+import time
+from concurrent.futures import Future
+from concurrent.futures import TimeoutError as FutureTimeout
+from typing import Any
+
+from pipelines.deadline import exceeded
+from pipelines.document import ClinicalDocument
+from pipelines.errors import DeadlineExceeded, DeidstreamError, MalformedInput
+
+log = logging.getLogger("deidstream.budget")
+
+INLINE_BYTES = 16 * 1024  # inputs up to this size are parsed in the caller's thread
+PRELOAD = ["pipelines.ingest"]
+
+
+def _parse_in_child(raw: bytes, content_hint: str | None, max_bytes: int) -> tuple[bool, Any]:
+    """Runs in the child: (True, documents) or (False, the error as a picklable tuple)."""
+    from pipelines.ingest import parse_input
+
+    try:
+        return True, parse_input(raw, content_hint=content_hint, max_bytes=max_bytes)
+    except DeidstreamError as exc:
+        return False, (type(exc), str(exc), dict(vars(exc)))
+
+
+def _rebuilt(cls: type[DeidstreamError], text: str, state: dict[str, Any]) -> DeidstreamError:
+    error = cls.__new__(cls)
+    Exception.__init__(error, text)
+    error.__dict__.update(state)
+    return error
+
+
+class BudgetedParse:
+    """``parse_input(raw, content_hint=...)`` within ``budget`` seconds (None: no budget,
+    always in the caller's thread). Call it from a worker thread (``__call__``) or from the
+    event loop (``parse_async``); ``close()`` stops the children."""
+
+    def __init__(
+        self,
+        budget: float | None,
+        *,
+        max_bytes: int,
+        inline_bytes: int = INLINE_BYTES,
+        workers: int = 1,
+    ) -> None:
+        self.budget = budget
+        self.max_bytes = max_bytes
+        self.inline_bytes = inline_bytes
+        self._workers = workers
+        self._pool: Any = None  # pebble.ProcessPool, started on first use
+        self._lock = threading.Lock()
+        self.killed = 0  # children killed at the budget
+
+    def _pool_now(self) -> Any:
+        with self._lock:
+            if self._pool is None:
+                from pebble import ProcessPool
+
+                context = multiprocessing.get_context("forkserver")
+                context.set_forkserver_preload(PRELOAD)
+                self._pool = ProcessPool(max_workers=self._workers, context=context)
+            return self._pool
+
+    def _inline(self, raw: bytes, content_hint: str | None) -> list[ClinicalDocument]:
+        from pipelines.ingest import parse_input
+
+        started = time.monotonic()
+        documents = parse_input(raw, content_hint=content_hint, max_bytes=self.max_bytes)
+        late = exceeded("parse", time.monotonic() - started, self.budget)
+        if late is not None:
+            raise late
+        return documents
+
+    def _schedule(self, raw: bytes, content_hint: str | None) -> Future[tuple[bool, Any]]:
+        future: Future[tuple[bool, Any]] = self._pool_now().schedule(
+            _parse_in_child, args=(raw, content_hint, self.max_bytes), timeout=self.budget
+        )
+        return future
+
+    def _result(self, future: Future[tuple[bool, Any]]) -> list[ClinicalDocument]:
+        try:
+            ok, value = future.result()
+        except FutureTimeout:
+            self.killed += 1
+            raise DeadlineExceeded(
+                "document processing exceeded its budget",
+                stage="parse",
+                limit_seconds=self.budget,
+            ) from None
+        except DeidstreamError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - the child died or failed: not the input's fault?
+            # a child killed from outside (OOM) or a parser crash: dead-lettered as malformed,
+            # named by its type only (its text may quote the input)
+            log.warning("parse in a child process failed: %s", type(exc).__name__)
+            raise MalformedInput("the input could not be read", error=type(exc).__name__) from None
+        if ok:
+            documents: list[ClinicalDocument] = value
+            return documents
+        cls, text, state = value
+        raise _rebuilt(cls, text, state)
+
+    def __call__(self, raw: bytes, *, content_hint: str | None = None) -> list[ClinicalDocument]:
+        if self.budget is None or len(raw) <= self.inline_bytes:
+            return self._inline(raw, content_hint)
+        return self._result(self._schedule(raw, content_hint))
+
+    async def parse_async(
+        self, raw: bytes, *, content_hint: str | None = None
+    ) -> list[ClinicalDocument]:
+        """The same from the event loop: a large input waits in the child, never on the loop."""
+        if self.budget is None or len(raw) <= self.inline_bytes:
+            return self._inline(raw, content_hint)
+        future = self._schedule(raw, content_hint)
+        await asyncio.wait([asyncio.wrap_future(future)])
+        return self._result(future)
+
+    def close(self) -> None:
+        with self._lock:
+            pool, self._pool = self._pool, None
+        if pool is not None:
+            pool.stop()
+            pool.join(timeout=5)
+
+
+__all__ = ["INLINE_BYTES", "BudgetedParse"]
