@@ -26,9 +26,10 @@ import logging
 import multiprocessing
 import threading
 import time
+from collections.abc import Callable
 from concurrent.futures import Future
 from concurrent.futures import TimeoutError as FutureTimeout
-from typing import Any
+from typing import Any, TypeVar
 
 from pipelines.deadline import exceeded
 from pipelines.document import ClinicalDocument
@@ -36,25 +37,38 @@ from pipelines.errors import DeadlineExceeded, DeidstreamError, MalformedInput
 
 log = logging.getLogger("deidstream.budget")
 
+T = TypeVar("T")
 INLINE_BYTES = 16 * 1024  # inputs up to this size are parsed in the caller's thread
 PRELOAD = ["pipelines.ingest"]
 
 
-def _parse_in_child(raw: bytes, content_hint: str | None, max_bytes: int) -> tuple[bool, Any]:
-    """Runs in the child: (True, documents) or (False, the error as a picklable tuple)."""
+def _parse(raw: bytes, content_hint: str | None, max_bytes: int) -> list[ClinicalDocument]:
     from pipelines.ingest import parse_input
 
-    try:
-        return True, parse_input(raw, content_hint=content_hint, max_bytes=max_bytes)
-    except DeidstreamError as exc:
-        return False, (type(exc), str(exc), dict(vars(exc)))
+    return parse_input(raw, content_hint=content_hint, max_bytes=max_bytes)
 
 
-def _rebuilt(cls: type[DeidstreamError], text: str, state: dict[str, Any]) -> DeidstreamError:
+def portable(error: DeidstreamError) -> tuple[type[DeidstreamError], str, dict[str, Any]]:
+    """An error as plain picklable parts (its constructor takes keywords that pickling an
+    exception would lose: coordinates, a partial input's good documents)."""
+    return type(error), str(error), dict(vars(error))
+
+
+def rebuilt(parts: tuple[type[DeidstreamError], str, dict[str, Any]]) -> DeidstreamError:
+    """The error :func:`portable` took apart."""
+    cls, text, state = parts
     error = cls.__new__(cls)
     Exception.__init__(error, text)
     error.__dict__.update(state)
     return error
+
+
+def _in_child(fn: Callable[..., T], *args: Any) -> tuple[bool, Any]:
+    """Runs in the child: (True, result) or (False, the error's portable parts)."""
+    try:
+        return True, fn(*args)
+    except DeidstreamError as exc:
+        return False, portable(exc)
 
 
 class BudgetedParse:
@@ -98,13 +112,13 @@ class BudgetedParse:
             raise late
         return documents
 
-    def _schedule(self, raw: bytes, content_hint: str | None) -> Future[tuple[bool, Any]]:
+    def _schedule(self, fn: Callable[..., Any], *args: Any) -> Future[tuple[bool, Any]]:
         future: Future[tuple[bool, Any]] = self._pool_now().schedule(
-            _parse_in_child, args=(raw, content_hint, self.max_bytes), timeout=self.budget
+            _in_child, args=(fn, *args), timeout=self.budget
         )
         return future
 
-    def _result(self, future: Future[tuple[bool, Any]]) -> list[ClinicalDocument]:
+    def _result(self, future: Future[tuple[bool, Any]]) -> Any:
         try:
             ok, value = future.result()
         except FutureTimeout:
@@ -122,15 +136,16 @@ class BudgetedParse:
             log.warning("parse in a child process failed: %s", type(exc).__name__)
             raise MalformedInput("the input could not be read", error=type(exc).__name__) from None
         if ok:
-            documents: list[ClinicalDocument] = value
-            return documents
-        cls, text, state = value
-        raise _rebuilt(cls, text, state)
+            return value
+        raise rebuilt(value)
 
     def __call__(self, raw: bytes, *, content_hint: str | None = None) -> list[ClinicalDocument]:
         if self.budget is None or len(raw) <= self.inline_bytes:
             return self._inline(raw, content_hint)
-        return self._result(self._schedule(raw, content_hint))
+        documents: list[ClinicalDocument] = self._result(
+            self._schedule(_parse, raw, content_hint, self.max_bytes)
+        )
+        return documents
 
     async def parse_async(
         self, raw: bytes, *, content_hint: str | None = None
@@ -138,9 +153,18 @@ class BudgetedParse:
         """The same from the event loop: a large input waits in the child, never on the loop."""
         if self.budget is None or len(raw) <= self.inline_bytes:
             return self._inline(raw, content_hint)
-        future = self._schedule(raw, content_hint)
+        documents: list[ClinicalDocument] = await self.call_async(
+            _parse, raw, content_hint, self.max_bytes
+        )
+        return documents
+
+    async def call_async(self, fn: Callable[..., T], *args: Any) -> T:
+        """``fn(*args)`` (a module-level function: it is pickled by name) in a child under
+        the budget, awaited from the event loop; its input errors are raised here."""
+        future = self._schedule(fn, *args)
         await asyncio.wait([asyncio.wrap_future(future)])
-        return self._result(future)
+        result: T = self._result(future)
+        return result
 
     def close(self) -> None:
         with self._lock:
@@ -150,4 +174,4 @@ class BudgetedParse:
             pool.join(timeout=5)
 
 
-__all__ = ["INLINE_BYTES", "BudgetedParse"]
+__all__ = ["INLINE_BYTES", "BudgetedParse", "portable", "rebuilt"]

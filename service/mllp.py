@@ -50,9 +50,9 @@ from pipelines.errors import (
 )
 from pipelines.hl7.ack import build_ack
 from pipelines.hl7.framing import FrameDecoder, FrameTooLarge, mllp_frame
-from pipelines.hl7.routing import route
+from pipelines.hl7.routing import Route, route
 from pipelines.ingest import reason_headers
-from service.budget import BudgetedParse
+from service.budget import BudgetedParse, portable, rebuilt
 from service.settings import Settings
 from service.topics import ensure_topics
 
@@ -276,12 +276,9 @@ class MllpGateway:
 
     async def _accept(self, payload: bytes, peer: str) -> Reply:
         first_seen = self.clock()
-        partial: PartialInput | None = None
         try:
-            routed = route(payload)
-            await self._validate(payload)
-        except PartialInput as error:
-            partial = error  # stored: the service publishes the good entries
+            # a partial batch is stored: the service publishes the good entries
+            routed, partial = await self._route(payload)
         except InputError as error:
             return await self._dead_letter(payload, error, peer, first_seen)
         headers = [
@@ -295,18 +292,32 @@ class MllpGateway:
             return self._reply(payload, "AE", partial)
         return self._reply(payload, "AE" if failed else "AA", failed)
 
-    async def _validate(self, payload: bytes) -> None:
-        """The service's own parse (:func:`pipelines.ingest.parse_input`), before the ACK:
-        what it would dead-letter (no narrative, a message cut inside a segment…) raises its
-        input error here, so the sender hears of it. A failure that is not an input error (a
-        bug) is logged and the message stored: the service decides it. A parse over the
-        per-document budget raises ``DeadlineExceeded`` (``too_costly``: dead letter, ``AR``)."""
-        try:
-            await self._parse.parse_async(payload, content_hint="hl7v2")
-        except InputError:
-            raise
-        except Exception as exc:  # noqa: BLE001 - never refuse a message over our own bug
-            log.error("MLLP validation failed (%s); message stored as it is", type(exc).__name__)
+    async def _route(self, payload: bytes) -> tuple[Route, PartialInput | None]:
+        """Route, then the service's own parse (:func:`pipelines.ingest.parse_input`),
+        before the ACK: what it would dead-letter (no narrative, a message cut inside a
+        segment…) raises its input error here, so the sender hears of it. A failure that is
+        not an input error (a bug) is logged and the message stored: the service decides it.
+
+        Under the per-document budget: a large payload is routed and parsed in a child
+        process killed at the budget (``DeadlineExceeded``, ``too_costly``: dead letter,
+        ``AR``), so it never holds the event loop and other connections' ACKs. A partial
+        batch is returned beside the route (it is stored); other input errors are raised."""
+        parse = self._parse
+        error: DeidstreamError | None = None
+        if parse.budget is not None and len(payload) > parse.inline_bytes:
+            routed, failed = await parse.call_async(_route_and_validate, payload, parse.max_bytes)
+            error = rebuilt(failed) if failed is not None else None
+        else:
+            routed = route(payload)
+            try:
+                await parse.parse_async(payload, content_hint="hl7v2")
+            except InputError as exc:
+                error = exc
+            except Exception as exc:  # noqa: BLE001 - never refuse a message over our own bug
+                log.error("MLLP validation failed (%s); stored as it is", type(exc).__name__)
+        if error is None or isinstance(error, PartialInput):
+            return routed, error
+        raise error
 
     async def _dead_letter(
         self, payload: bytes, error: InputError, peer: str, first_seen: datetime
@@ -368,6 +379,24 @@ class MllpGateway:
         if reason_class:
             self.counts.reasons[reason_class] += 1
             self.metrics.rejected.labels(reason_class).inc()
+
+
+def _route_and_validate(
+    payload: bytes, max_bytes: int
+) -> tuple[Route, tuple[type[DeidstreamError], str, dict[str, Any]] | None]:
+    """In the budget's child: the route (its input error raised) and the parse's input
+    error, if any, as portable parts (a partial batch is stored all the same). A failure
+    of the parse that is not an input error (a bug) is logged; the message is stored."""
+    from pipelines.ingest import parse_input
+
+    routed = route(payload)
+    try:
+        parse_input(payload, content_hint="hl7v2", max_bytes=max_bytes)
+    except InputError as exc:
+        return routed, portable(exc)
+    except Exception as exc:  # noqa: BLE001 - never refuse a message over our own bug
+        log.error("MLLP validation failed (%s); message stored as it is", type(exc).__name__)
+    return routed, None
 
 
 def _dead_letter_headers(error: InputError, payload: bytes) -> list[tuple[str, bytes]]:
