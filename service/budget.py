@@ -22,6 +22,7 @@ the good documents of a ``PartialInput``), as ``parse_input`` would have raised 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import multiprocessing
 import threading
@@ -162,7 +163,8 @@ class BudgetedParse:
         """``fn(*args)`` (a module-level function: it is pickled by name) in a child under
         the budget, awaited from the event loop; its input errors are raised here."""
         future = self._schedule(fn, *args)
-        await asyncio.wait([asyncio.wrap_future(future)])
+        with contextlib.suppress(BaseException):  # read below, from the future itself
+            await asyncio.wrap_future(future)
         result: T = self._result(future)
         return result
 
