@@ -20,8 +20,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 import httpx
-from aiokafka import AIOKafkaProducer
 import pytest
+from aiokafka import AIOKafkaProducer
 from hl7_gen import big_report, report
 from kafka_helpers import headers_of, produce, read_all
 from test_keystore_stream_faults import Db, Locker, db  # noqa: F401 - the fixture
@@ -153,9 +153,13 @@ async def test_a_locked_key_store_is_a_visible_stall_and_loses_nothing(
             reasons = ready.json()["reasons"]
             assert any(r in ("stalled:keystore", "keystore_unreachable") for r in reasons)
             await _until(
-                lambda: metrics.value("deidstream_stall_seconds", cause="keystore") > 0
-                or metrics.value("deidstream_keystore_fault", reason_class="keystore_contention")
-                == 1,
+                lambda: (
+                    metrics.value("deidstream_stall_seconds", cause="keystore") > 0
+                    or metrics.value(
+                        "deidstream_keystore_fault", reason_class="keystore_contention"
+                    )
+                    == 1
+                ),
                 "a stall metric",
                 within=10,
             )
