@@ -90,7 +90,10 @@ def configure_logging(level: str) -> None:
     logging.basicConfig(level=level_of(level), format=FORMAT)
     quiet_payload_loggers(level)
     for handler in logging.getLogger().handlers:
-        if not any(isinstance(f, RepeatLimit) for f in handler.filters):
+        # the console handler basicConfig made (not a test harness's capture handler)
+        if type(handler) is logging.StreamHandler and not any(
+            isinstance(f, RepeatLimit) for f in handler.filters
+        ):
             handler.addFilter(RepeatLimit())
     logging.getLogger("deidstream.logs").debug(
         "log level %s; payload-seeing library loggers at WARNING or above",

@@ -187,3 +187,14 @@ def test_repeated_log_lines_are_bounded() -> None:
     time.sleep(0.25)
     late = record("Unable connect to node %s")
     assert limit.filter(late) and "997 similar lines left out" in str(late.msg)
+
+
+def test_the_service_console_handler_gets_the_limit(monkeypatch: pytest.MonkeyPatch) -> None:
+    from service.logs import configure_logging
+
+    root = logging.getLogger()
+    console = logging.StreamHandler()
+    monkeypatch.setattr(root, "handlers", [console])
+    configure_logging("info")
+    configure_logging("info")  # twice: one filter
+    assert [type(f) for f in console.filters] == [RepeatLimit]
