@@ -16,7 +16,10 @@ the parsers once, never from a fork of the service (its threads, sockets and dat
 connections stay where they are).
 
 An input error raised in the child travels back whole (its class, reason, coordinates, and
-the good documents of a ``PartialInput``), as ``parse_input`` would have raised it here.
+the good documents of a ``PartialInput``), as ``parse_input`` would have raised it here. A
+child that cannot answer at all (it could not start, it was killed from outside) is our
+fault, never the input's: the input is then parsed in place (and held against the budget
+when that returns), and the next large input gets a new pool.
 """
 
 from __future__ import annotations
@@ -34,7 +37,7 @@ from typing import Any, TypeVar
 
 from pipelines.deadline import exceeded
 from pipelines.document import ClinicalDocument
-from pipelines.errors import DeadlineExceeded, DeidstreamError, MalformedInput
+from pipelines.errors import DeadlineExceeded, DeidstreamError
 
 log = logging.getLogger("deidstream.budget")
 
@@ -62,6 +65,10 @@ def rebuilt(parts: tuple[type[DeidstreamError], str, dict[str, Any]]) -> Deidstr
     Exception.__init__(error, text)
     error.__dict__.update(state)
     return error
+
+
+class _ChildFailed(Exception):  # noqa: N818 - a signal to parse in place
+    """The child process could not give an answer (not the input's fault)."""
 
 
 def _in_child(fn: Callable[..., T], *args: Any) -> tuple[bool, Any]:
@@ -131,11 +138,12 @@ class BudgetedParse:
             ) from None
         except DeidstreamError:
             raise
-        except Exception as exc:  # noqa: BLE001 - the child died or failed: not the input's fault?
-            # a child killed from outside (OOM) or a parser crash: dead-lettered as malformed,
-            # named by its type only (its text may quote the input)
-            log.warning("parse in a child process failed: %s", type(exc).__name__)
-            raise MalformedInput("the input could not be read", error=type(exc).__name__) from None
+        except Exception as exc:  # noqa: BLE001 - the child mechanism failed, not the input
+            # a child that could not start or died (killed from outside, a broken pool): our
+            # fault, never the input's — the caller parses it in place instead
+            log.warning("parse in a child process failed (%s): parsed in place", type(exc).__name__)
+            self._reset()
+            raise _ChildFailed() from None
         if ok:
             return value
         raise rebuilt(value)
@@ -143,9 +151,12 @@ class BudgetedParse:
     def __call__(self, raw: bytes, *, content_hint: str | None = None) -> list[ClinicalDocument]:
         if self.budget is None or len(raw) <= self.inline_bytes:
             return self._inline(raw, content_hint)
-        documents: list[ClinicalDocument] = self._result(
-            self._schedule(_parse, raw, content_hint, self.max_bytes)
-        )
+        try:
+            documents: list[ClinicalDocument] = self._result(
+                self._schedule(_parse, raw, content_hint, self.max_bytes)
+            )
+        except _ChildFailed:
+            return self._inline(raw, content_hint)
         return documents
 
     async def parse_async(
@@ -165,8 +176,23 @@ class BudgetedParse:
         future = self._schedule(fn, *args)
         with contextlib.suppress(BaseException):  # read below, from the future itself
             await asyncio.wrap_future(future)
-        result: T = self._result(future)
+        try:
+            result: T = self._result(future)
+        except _ChildFailed:  # in place, off the loop, held against the budget when it returns
+            started = time.monotonic()
+            result = await asyncio.to_thread(fn, *args)
+            late = exceeded("parse", time.monotonic() - started, self.budget)
+            if late is not None:
+                raise late from None
         return result
+
+    def _reset(self) -> None:
+        """After a failure of the children: a new pool on next use."""
+        with self._lock:
+            pool, self._pool = self._pool, None
+        if pool is not None:
+            with contextlib.suppress(Exception):
+                pool.stop()
 
     def close(self) -> None:
         with self._lock:

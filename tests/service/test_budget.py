@@ -5,6 +5,8 @@ parsed in place and held against the budget when they return."""
 from __future__ import annotations
 
 import asyncio
+import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -99,3 +101,33 @@ async def test_from_the_event_loop_a_costly_parse_does_not_block_it(
     finally:
         ticker.cancel()
     assert ticks >= 10
+
+
+def test_a_child_that_cannot_start_is_not_the_inputs_fault() -> None:
+    """A program read from stdin: the fork server's children cannot re-import its main
+    module, so every child dies at start (BrokenProcessPool). The input is parsed in place
+    and published as usual — it was dead-lettered as malformed before."""
+    support = Path(__file__).resolve().parents[1] / "support"
+    program = f"""
+import sys
+sys.path.insert(0, {str(support)!r})
+from hl7_gen import big_report
+from service.budget import BudgetedParse
+parse = BudgetedParse(30.0, max_bytes=1 << 24)
+docs = parse(big_report(12, 100_000), content_hint="hl7v2")
+print("documents", len(docs), "text", len(docs[0].text) > 50_000)
+parse.close()
+"""
+    root = Path(__file__).resolve().parents[2]
+    done = subprocess.run(
+        [sys.executable, "-"],
+        input=program,
+        capture_output=True,
+        text=True,
+        cwd=root,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "documents 1 text True" in done.stdout
+    assert "parsed in place" in done.stderr
