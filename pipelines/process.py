@@ -56,7 +56,6 @@ import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from functools import partial
 from types import MappingProxyType
 from typing import Protocol
 
@@ -64,6 +63,7 @@ from cachetools import LRUCache
 
 from keystore.api import MarkStore, PatientState, PatientStore, StateMinter
 from keystore.api import Pseudonymizer as PseudonymSource
+from pipelines import process_defaults as defaults
 from pipelines.deadline import deadline, exceeded
 from pipelines.document import ClinicalDocument
 from pipelines.errors import DeadlineExceeded, MissingPatientId, PartialInput, TransientError
@@ -178,9 +178,9 @@ class Processor:
         # every report of a patient's type (near-duplicate key), ask for the same ones.
         self._pseudonyms: LRUCache[tuple[str | bytes, ...], str] = LRUCache(PSEUDONYM_CACHE)
         self._pseudonyms_lock = threading.Lock()
-        self._deidentify = deidentify or _default_deidentify(policy, timer)
-        self._parse = parse or _default_parse(max_bytes)
-        self._state_factory = state_factory or _default_state_factory(policy, store)
+        self._deidentify = deidentify or defaults.deidentify(policy, timer)
+        self._parse = parse or defaults.parse(max_bytes)
+        self._state_factory = state_factory or defaults.state_factory(policy, store)
         self.annotations = annotations
         self.near_duplicates = near_duplicates  # off: no sketch, no cross-visit flag
         self.near_duplicate_threshold = near_duplicate_threshold
@@ -714,36 +714,6 @@ class _Job:
             self.incomplete.outcomes = outcomes
             return self.incomplete
         return outcomes
-
-
-# -- defaults wired to the other packages (imported lazily: they may be absent) ---------
-
-
-def _default_parse(max_bytes: int | None) -> ParseFn:
-    from pipelines.ingest import DEFAULT_MAX_BYTES, parse_input
-
-    return partial(parse_input, max_bytes=max_bytes or DEFAULT_MAX_BYTES)
-
-
-def _default_state_factory(policy: Policy, store: StateMinter) -> Callable[[], PatientState]:
-    """A fresh identity: surrogates draw the shift and seed; the store derives the pseudonym
-    from the seed, so the keystore can reveal it later."""
-    from pipelines.deidentify import surrogate_settings
-    from surrogates import new_patient_state
-
-    settings = surrogate_settings(policy)
-
-    def make() -> PatientState:
-        fresh = new_patient_state(settings)
-        return store.new_state(fresh.shift_days, fresh.seed)
-
-    return make
-
-
-def _default_deidentify(policy: Policy, timer: Callable[[], float]) -> DeidentifyFn:
-    from pipelines.deidentify import Deidentifier
-
-    return Deidentifier(policy, timer=timer, keep_chosen=False)  # the processor never reads them
 
 
 __all__ = ["Deidentified", "Item", "Processor"]
