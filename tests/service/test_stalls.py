@@ -198,3 +198,41 @@ def test_the_service_console_handler_gets_the_limit(monkeypatch: pytest.MonkeyPa
     configure_logging("info")
     configure_logging("info")  # twice: one filter
     assert [type(f) for f in console.filters] == [RepeatLimit]
+
+
+async def test_a_broker_outage_logs_a_bounded_number_of_lines() -> None:
+    """The runner against a broker that does not answer, retrying fast: hundreds of
+    failures (aiokafka's and the runner's lines, ~60 a second), a few lines in the log."""
+    import asyncio
+    import io
+
+    from toy_processor import ToyProcessor
+
+    from service.broker import free_port
+    from service.runner import Runner
+
+    buffer = io.StringIO()
+    handler = logging.StreamHandler(buffer)
+    handler.addFilter(RepeatLimit())
+    root = logging.getLogger()
+    root.addHandler(handler)
+    level = root.level
+    root.setLevel(logging.INFO)
+    metrics = Metrics()
+    settings = Settings(
+        bootstrap_servers=f"127.0.0.1:{free_port()}",
+        retry_initial_seconds=0.01,
+        retry_max_seconds=0.02,
+    )
+    runner = Runner(settings, metrics, ToyProcessor)
+    try:
+        runner.start_background()
+        await asyncio.sleep(3.0)
+    finally:
+        await runner.stop()
+        root.removeHandler(handler)
+        root.setLevel(level)
+    failures = metrics.value("deidstream_retries_total", operation="connect")
+    lines = buffer.getvalue().splitlines()
+    assert failures >= 30, failures
+    assert len(lines) <= 15, lines
