@@ -23,6 +23,7 @@ class PartitionState:
     committed: int | None = None  # last offset this instance committed (next to read)
     position: int | None = None  # consumer position (committed + what is fetched)
     highwater: int | None = None
+    asked_group: bool = False  # the group's committed offset was read (refresh_ends)
 
     @property
     def lag(self) -> int | None:
@@ -127,7 +128,9 @@ class Assignment:
             state = self.states.get(tp)
             if state is None:
                 continue  # revoked meanwhile
-            if state.committed is None and state.position is None:
+            if state.committed is None and not state.asked_group:
+                # once: the fetched position would hide the records stuck in a batch
+                state.asked_group = True
                 with contextlib.suppress(Exception):
                     state.committed = await consumer.committed(tp)
             state.highwater = max(int(end), state.highwater or 0)
