@@ -12,6 +12,7 @@ under a role that owns them; the service may run with a DML-only role (docs/keys
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager, suppress
@@ -117,6 +118,37 @@ _UPDATE_MANY = (
 )
 
 
+# Safe server-side timeouts for every connection, unless the store URL (its ``options``) or
+# PGOPTIONS names them (issue 24, item 4): without them another session's LOCK TABLE, or a
+# database that stops answering, held the worker forever with nothing to show for it. A
+# statement that hits one fails with lock_not_available / query_canceled: a fault of the
+# stream (retried with backoff, not ready, counted once), never the record's.
+SAFE_TIMEOUTS = (
+    ("lock_timeout", "5s"),
+    ("statement_timeout", "30s"),
+    ("idle_in_transaction_session_timeout", "60s"),
+)
+# TCP keepalives, unless the URL sets them: a peer that vanished is noticed in ~25 s
+SAFE_KEEPALIVES = (
+    ("keepalives", "1"),
+    ("keepalives_idle", "10"),
+    ("keepalives_interval", "5"),
+    ("keepalives_count", "3"),
+)
+
+
+def safe_connect_options(conninfo: str) -> dict[str, Any]:
+    """libpq keyword arguments adding :data:`SAFE_TIMEOUTS` and :data:`SAFE_KEEPALIVES` to
+    ``conninfo`` where it does not set them itself (its own values win)."""
+    params = psycopg.conninfo.conninfo_to_dict(conninfo)
+    given = str(params.get("options") or os.environ.get("PGOPTIONS") or "")
+    ours = " ".join(f"-c {name}={value}" for name, value in SAFE_TIMEOUTS if name not in given)
+    out: dict[str, Any] = {key: value for key, value in SAFE_KEEPALIVES if key not in params}
+    if ours:
+        out["options"] = f"{ours} {given}".strip()  # later -c wins: the URL's own values
+    return out
+
+
 class PostgresBackend(SqlBackend):
     dialect = POSTGRES
     name = "postgresql"
@@ -142,7 +174,12 @@ class PostgresBackend(SqlBackend):
         if self._closed:
             raise KeystoreUnavailable("the key store is closed")
         try:
-            conn = psycopg.connect(self._conninfo, autocommit=True, connect_timeout=self._timeout)
+            conn = psycopg.connect(
+                self._conninfo,
+                autocommit=True,
+                connect_timeout=self._timeout,
+                **safe_connect_options(self._conninfo),
+            )
         except psycopg.Error as exc:
             raise classify(exc, connecting=True) from None
         if self._schema:

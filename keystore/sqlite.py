@@ -40,7 +40,9 @@ class SqliteBackend(SqlBackend):
     dialect = SQLITE
     name = "sqlite"
 
-    def __init__(self, path: str | Path, *, busy_timeout_s: float = 10.0) -> None:
+    # a write waits at most this long for another connection's lock, then fails (a fault of
+    # the stream: retried with backoff, not ready), instead of holding the worker
+    def __init__(self, path: str | Path, *, busy_timeout_s: float = 5.0) -> None:
         super().__init__()
         self.path = str(path)
         if self.path != ":memory:":

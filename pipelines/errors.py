@@ -166,11 +166,13 @@ class LeakHeldBack(DeidstreamError):
     reason_class = "leak_guard"
 
 
-class DeadlineExceeded(DeidstreamError):
-    """A document took longer than the per-document processing deadline: it is held (reason
-    class ``timeout``) so one pathological input cannot stall the stream."""
+class DeadlineExceeded(InputError):
+    """A document cost more than its budget (``document_deadline_seconds``: its message's
+    parse and its de-identification together). The input is dead-lettered with reason class
+    ``too_costly`` — never retried as transient, never held: sending the same bytes again
+    costs the same — so one pathological input cannot stall the stream (issue 24, item 2)."""
 
-    reason_class = "timeout"
+    reason_class = "too_costly"
 
 
 @contextmanager

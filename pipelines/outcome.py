@@ -26,7 +26,7 @@ class OutcomeKind(StrEnum):
     TOMBSTONE = "tombstone"  # key, value None: the report was entered in error
     DUPLICATE = "duplicate"  # same text as a version already seen: nothing to send
     SUPERSEDED = "superseded"  # an older version than one already seen: nothing to send
-    HELD = "held"  # the leak guard (or the deadline) kept it back: route the input aside
+    HELD = "held"  # the leak guard kept it back: route the input aside
     CONTEXT = "context"  # an ADT message: identifiers kept in the patient's state
 
 

@@ -56,7 +56,6 @@ import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from functools import partial
 from types import MappingProxyType
 from typing import Protocol
 
@@ -64,7 +63,8 @@ from cachetools import LRUCache
 
 from keystore.api import MarkStore, PatientState, PatientStore, StateMinter
 from keystore.api import Pseudonymizer as PseudonymSource
-from pipelines.deadline import deadline
+from pipelines import process_defaults as defaults
+from pipelines.deadline import deadline, exceeded
 from pipelines.document import ClinicalDocument
 from pipelines.errors import DeadlineExceeded, MissingPatientId, PartialInput, TransientError
 from pipelines.near_duplicates import NearDuplicates
@@ -169,7 +169,8 @@ class Processor:
         deadline_seconds: float | None = None,
     ) -> None:
         self.policy = policy
-        # one document's de-identification longer than this: held, reason class "timeout"
+        # one document's budget: its message's parse and its de-identification together;
+        # past it the input is dead-lettered, reason class "too_costly" (never retried)
         self.deadline_seconds = deadline_seconds
         self.store = store
         self._pseudonym_of: Pseudonymizer = pseudonyms or store.pseudonym
@@ -177,9 +178,9 @@ class Processor:
         # every report of a patient's type (near-duplicate key), ask for the same ones.
         self._pseudonyms: LRUCache[tuple[str | bytes, ...], str] = LRUCache(PSEUDONYM_CACHE)
         self._pseudonyms_lock = threading.Lock()
-        self._deidentify = deidentify or _default_deidentify(policy, timer)
-        self._parse = parse or _default_parse(max_bytes)
-        self._state_factory = state_factory or _default_state_factory(policy, store)
+        self._deidentify = deidentify or defaults.deidentify(policy, timer)
+        self._parse = parse or defaults.parse(max_bytes)
+        self._state_factory = state_factory or defaults.state_factory(policy, store)
         self.annotations = annotations
         self.near_duplicates = near_duplicates  # off: no sketch, no cross-visit flag
         self.near_duplicate_threshold = near_duplicate_threshold
@@ -253,6 +254,7 @@ class Processor:
     def _parse_item(self, raw: bytes, content_hint: str | None) -> _Job:
         times: dict[str, float] = {}
         incomplete: PartialInput | None = None
+        started = time.monotonic()
         with stopwatch(times, "parse", self._timer):
             try:
                 documents = self._parse(raw, content_hint=content_hint)
@@ -261,7 +263,13 @@ class Processor:
                 documents = [d for d in exc.documents if isinstance(d, ClinicalDocument)]
             except Exception as exc:  # noqa: BLE001 - the item's result, as process() raises it
                 return _Job(error=exc)
-        return _Job(incomplete=incomplete, parsed=documents, parse_seconds=times["parse"])
+        spent = time.monotonic() - started
+        too_costly = exceeded("parse", spent, self.deadline_seconds)
+        if too_costly is not None:  # the parse alone used up the budget
+            return _Job(error=too_costly)
+        return _Job(
+            incomplete=incomplete, parsed=documents, parse_seconds=times["parse"], spent=spent
+        )
 
     def _prefetch(self, jobs: Sequence[_Job]) -> None:
         """The batch's patients read with one store call (a cache warm-up: each document
@@ -282,7 +290,9 @@ class Processor:
             # the message's parse time goes with its first document
             times = {"parse": job.parse_seconds} if i == 0 else {}
             try:
-                job.docs.append(self._prepare(document, times))
+                prepared = self._prepare(document, times)
+                prepared.spent = job.spent
+                job.docs.append(prepared)
             except Exception as exc:  # noqa: BLE001 - raised when this document's turn comes
                 job.docs.append(exc)
                 break  # one by one, nothing after it would have been looked at
@@ -355,7 +365,8 @@ class Processor:
         if doc.work is None:
             if doc.fp is None:
                 raise TypeError("a context-only document has no version decision")
-            doc.work = _Work(self, with_context(doc.document, doc.state), doc.state, doc.fp)
+            document = with_context(doc.document, doc.state)
+            doc.work = _Work(self, document, doc.state, doc.fp, doc.spent)
         return doc.work
 
     def _decide_in_batch(self, doc: _Doc, batch: MarkBatch[_Doc]) -> Outcome:
@@ -466,17 +477,34 @@ def _span_counts(spans: Sequence[Span]) -> Mapping[str, int]:
 class _Work:
     """Per-document work that survives a lost compare-and-set (de-identify only once)."""
 
-    __slots__ = ("proc", "document", "state", "fp", "_deid", "_renders", "near", "_timeout")
+    __slots__ = (
+        "proc",
+        "document",
+        "state",
+        "fp",
+        "spent",
+        "_deid",
+        "_renders",
+        "near",
+        "_timeout",
+    )
 
     def __init__(
-        self, proc: Processor, document: ClinicalDocument, state: PatientState, fp: Fingerprint
+        self,
+        proc: Processor,
+        document: ClinicalDocument,
+        state: PatientState,
+        fp: Fingerprint,
+        spent: float = 0.0,
     ) -> None:
         self.proc = proc
+        self.spent = spent  # seconds of the budget its message's parse used
         self.document = document
         self.state = state
         self.fp = fp
         self._deid: Deidentified | None = None
-        self._timeout: DeadlineExceeded | None = None  # the deadline passed: held, not redone
+        # the budget was used up: the input is dead-lettered (too_costly), never redone
+        self._timeout: DeadlineExceeded | None = None
         self._renders: dict[tuple[str | None, str], ResearchDocument] = {}
         self.near = NearDuplicates(
             state.extra,
@@ -539,21 +567,7 @@ class _Work:
                 _EMPTY_COUNTS,
                 State.TOMBSTONE,
             ), False
-        try:
-            deid = self._run_deidentify(times)
-        except DeadlineExceeded as exc:
-            self._timeout = exc
-            headers = held_meta(self._base_headers("held"), str(exc), self.state.pseudonym)
-            return (
-                OutcomeKind.HELD,
-                fp.key,
-                None,
-                tuple(headers),
-                exc.reason_class,
-                str(exc),
-                _EMPTY_COUNTS,
-                State.HELD,
-            ), True
+        deid = self._run_deidentify(times)  # DeadlineExceeded: the item's error, no mark
         counts = _span_counts(deid.spans)
         if deid.held_reason is not None:
             headers = held_meta(self._base_headers("held"), deid.held_reason, self.state.pseudonym)
@@ -595,8 +609,12 @@ class _Work:
         if self._timeout is not None:
             raise self._timeout
         if self._deid is None:
-            with deadline(self.proc.deadline_seconds):
-                self._deid = self.proc._deidentify(self.document, self.state)
+            try:
+                with deadline(self.proc.deadline_seconds, spent=self.spent):
+                    self._deid = self.proc._deidentify(self.document, self.state)
+            except DeadlineExceeded as exc:
+                self._timeout = exc
+                raise
             if self._deid.state_changed:
                 doc = self.document
                 self.proc.store.save(doc.assigning_authority, doc.patient_id, self.state)
@@ -670,6 +688,7 @@ class _Doc:
     work: _Work | None = None
     outcome: Outcome | None = None
     error: BaseException | None = None  # deciding it again (a lost race) failed
+    spent: float = 0.0  # seconds of its budget its message's parse used
 
 
 @dataclass(slots=True)
@@ -682,6 +701,7 @@ class _Job:
     error: BaseException | None = None
     parsed: list[ClinicalDocument] = field(default_factory=list)
     parse_seconds: float = 0.0
+    spent: float = 0.0  # the parse's wall time (monotonic): part of each document's budget
 
     def result(self) -> list[Outcome] | BaseException:
         for doc in self.outs:  # one by one, process() would have raised at that document,
@@ -694,36 +714,6 @@ class _Job:
             self.incomplete.outcomes = outcomes
             return self.incomplete
         return outcomes
-
-
-# -- defaults wired to the other packages (imported lazily: they may be absent) ---------
-
-
-def _default_parse(max_bytes: int | None) -> ParseFn:
-    from pipelines.ingest import DEFAULT_MAX_BYTES, parse_input
-
-    return partial(parse_input, max_bytes=max_bytes or DEFAULT_MAX_BYTES)
-
-
-def _default_state_factory(policy: Policy, store: StateMinter) -> Callable[[], PatientState]:
-    """A fresh identity: surrogates draw the shift and seed; the store derives the pseudonym
-    from the seed, so the keystore can reveal it later."""
-    from pipelines.deidentify import surrogate_settings
-    from surrogates import new_patient_state
-
-    settings = surrogate_settings(policy)
-
-    def make() -> PatientState:
-        fresh = new_patient_state(settings)
-        return store.new_state(fresh.shift_days, fresh.seed)
-
-    return make
-
-
-def _default_deidentify(policy: Policy, timer: Callable[[], float]) -> DeidentifyFn:
-    from pipelines.deidentify import Deidentifier
-
-    return Deidentifier(policy, timer=timer, keep_chosen=False)  # the processor never reads them
 
 
 __all__ = ["Deidentified", "Item", "Processor"]

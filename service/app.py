@@ -178,12 +178,15 @@ def create_app(
                 reasons.append("keystore_unreachable")
             if not st["assignments"]:
                 reasons.append("no_partitions")
+        # a stall (a document past its budget, a key store call or the broker hanging)
+        reasons.extend(f"stalled:{cause}" for cause in st.get("stalls", {}))
         body = {
             "ready": st["ready"],
             "broker_reachable": st["broker_reachable"],
             "keystore_reachable": st["keystore_reachable"],
             "keystore_fault": st["keystore_fault"],
             "assigned_partitions": len(st["assignments"]),
+            "stalls": st.get("stalls", {}),
             "reasons": [] if st["ready"] else reasons,
         }
         code = status.HTTP_200_OK if st["ready"] else status.HTTP_503_SERVICE_UNAVAILABLE

@@ -11,6 +11,8 @@ Our own loggers (``deidstream.*``) never log message content at any level.
 from __future__ import annotations
 
 import logging
+import threading
+import time
 
 # loggers of libraries that handle message bytes, SQL parameters or request data
 PAYLOAD_LOGGERS = (
@@ -49,14 +51,60 @@ def quiet_payload_loggers(level: str | int) -> None:
         logging.getLogger(name).setLevel(floor)
 
 
+class RepeatLimit(logging.Filter):
+    """At most ``burst`` lines of one kind (logger and message template) per ``window``
+    seconds; the next one let through says how many were left out. A broker outage made
+    aiokafka and the runner log ~200 lines per second (issue 24, item 4): now a bounded
+    number per minute, whatever the outage's length."""
+
+    def __init__(self, burst: int = 5, window: float = 60.0) -> None:
+        super().__init__()
+        self.burst = burst
+        self.window = window
+        self._seen: dict[tuple[str, str], list[float]] = {}  # kind → [window start, n, left out]
+        self._lock = threading.Lock()
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        kind = (record.name, str(record.msg))
+        now = time.monotonic()
+        with self._lock:
+            seen = self._seen.get(kind)
+            if seen is None or now - seen[0] >= self.window:
+                left_out = int(seen[2]) if seen is not None else 0
+                if len(self._seen) > 1000:  # bounded memory: forget old kinds
+                    self._seen = {k: v for k, v in self._seen.items() if now - v[0] < self.window}
+                self._seen[kind] = [now, 1, 0]
+                if left_out:
+                    record.msg = f"{record.msg} [{left_out} similar lines left out]"
+                return True
+            seen[1] += 1
+            if seen[1] <= self.burst:
+                return True
+            seen[2] += 1
+            return False
+
+
 def configure_logging(level: str) -> None:
-    """The service commands' logging: ``level`` for the service, the floor for the others."""
+    """The service commands' logging: ``level`` for the service, the floor for the others,
+    and :class:`RepeatLimit` on every handler of the root logger."""
     logging.basicConfig(level=level_of(level), format=FORMAT)
     quiet_payload_loggers(level)
+    for handler in logging.getLogger().handlers:
+        # the console handler basicConfig made (not a test harness's capture handler)
+        if type(handler) is logging.StreamHandler and not any(
+            isinstance(f, RepeatLimit) for f in handler.filters
+        ):
+            handler.addFilter(RepeatLimit())
     logging.getLogger("deidstream.logs").debug(
         "log level %s; payload-seeing library loggers at WARNING or above",
         logging.getLevelName(level_of(level)),
     )
 
 
-__all__ = ["PAYLOAD_LOGGERS", "configure_logging", "level_of", "quiet_payload_loggers"]
+__all__ = [
+    "PAYLOAD_LOGGERS",
+    "RepeatLimit",
+    "configure_logging",
+    "level_of",
+    "quiet_payload_loggers",
+]

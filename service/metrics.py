@@ -5,6 +5,8 @@ topic, partition, source, reason class, category, stage, operation — never ids
 from __future__ import annotations
 
 import platform
+import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from functools import cache
@@ -55,6 +57,29 @@ class PartitionGauge(Gauge):
             self.labels(*labelvalues).set(0)
             return
         super().remove(*labelvalues)
+
+
+class CallWatch:
+    """When the key store call in progress started (monotonic; None between calls), so a
+    watchdog on the event loop sees a call that does not return (a lock held by another
+    session, a database that stopped answering). Calls nest (a transaction's calls)."""
+
+    def __init__(self) -> None:
+        self._depth = 0
+        self._lock = threading.Lock()
+        self.since: float | None = None
+
+    def begin(self) -> None:
+        with self._lock:
+            if self._depth == 0:
+                self.since = time.monotonic()
+            self._depth += 1
+
+    def end(self) -> None:
+        with self._lock:
+            self._depth = max(0, self._depth - 1)
+            if self._depth == 0:
+                self.since = None
 
 
 class Metrics:
@@ -195,6 +220,25 @@ class Metrics:
             registry=r,
             multiprocess_mode="livemax",
         )
+        self.stall = Gauge(
+            "deidstream_stall_seconds",
+            "How long the current stall has lasted, by cause (0: none): document (a document "
+            "still in progress past its budget), keystore (one key store call outstanding "
+            "longer than stall_seconds), broker (unreachable longer than stall_seconds).",
+            ["cause"],
+            registry=r,
+            multiprocess_mode="livemax",
+        )
+        for cause in ("document", "keystore", "broker"):
+            self.stall.labels(cause).set(0)
+        self.too_costly = Counter(
+            "deidstream_documents_too_costly_total",
+            "Inputs dead-lettered because one document cost more than its budget "
+            "(document_deadline_seconds), by the stage that used it up (parse | detect...).",
+            ["stage"],
+            registry=r,
+        )
+        self.store_calls = CallWatch()  # the key store call in progress (not exported)
         self.ready = Gauge(
             "deidstream_ready",
             "1 when broker and key store are reachable and partitions are assigned.",

@@ -50,8 +50,9 @@ from pipelines.errors import (
 )
 from pipelines.hl7.ack import build_ack
 from pipelines.hl7.framing import FrameDecoder, FrameTooLarge, mllp_frame
-from pipelines.hl7.routing import route
-from pipelines.ingest import parse_input, reason_headers
+from pipelines.hl7.routing import Route, route
+from pipelines.ingest import reason_headers
+from service.budget import BudgetedParse, portable, rebuilt
 from service.settings import Settings
 from service.topics import ensure_topics
 
@@ -67,10 +68,11 @@ REJECT_CLASSES = frozenset(
         "unsupported_message_type",
         "unsupported_version",
         "oversize",
+        "too_costly",  # over the per-document budget: the same bytes would cost the same
     }
 )
 MAX_REASON_CHARS = 400
-INLINE_VALIDATE_BYTES = 256 * 1024  # larger payloads are parsed in a worker thread
+PARSE_CHILDREN = 2  # child processes parsing large payloads under the budget
 
 
 class NotStored(TransientError):
@@ -90,6 +92,9 @@ class GatewayConfig:
     send_timeout: float = 15.0
     read_size: int = 64 * 1024
     sending_application: str = "DEIDSTREAM"
+    # the per-document budget (document_deadline_seconds) for the parse before the ACK;
+    # None: no budget (tests)
+    budget_seconds: float | None = None
 
 
 @dataclass
@@ -163,6 +168,11 @@ class MllpGateway:
         self._handlers: set[asyncio.Task[None]] = set()
         self._busy: set[asyncio.Task[Any]] = set()  # between a frame's arrival and its ACK
         self._stopping = False
+        # large payloads are parsed in a child process killed at the budget: a costly message
+        # never holds the event loop, so other connections' ACKs do not wait for it
+        self._parse = BudgetedParse(
+            config.budget_seconds, max_bytes=config.max_frame_bytes, workers=PARSE_CHILDREN
+        )
 
     # -- server ---------------------------------------------------------------------------
     async def start(self, host: str, port: int) -> tuple[str, int]:
@@ -188,6 +198,7 @@ class MllpGateway:
         if self._server is not None:
             await self._server.wait_closed()
             self._server = None
+        await asyncio.to_thread(self._parse.close)
         log.info(
             "MLLP gateway stopped: connections=%d acks=%s reasons=%s",
             self.counts.connections,
@@ -265,12 +276,9 @@ class MllpGateway:
 
     async def _accept(self, payload: bytes, peer: str) -> Reply:
         first_seen = self.clock()
-        partial: PartialInput | None = None
         try:
-            routed = route(payload)
-            await self._validate(payload)
-        except PartialInput as error:
-            partial = error  # stored: the service publishes the good entries
+            # a partial batch is stored: the service publishes the good entries
+            routed, partial = await self._route(payload)
         except InputError as error:
             return await self._dead_letter(payload, error, peer, first_seen)
         headers = [
@@ -284,21 +292,32 @@ class MllpGateway:
             return self._reply(payload, "AE", partial)
         return self._reply(payload, "AE" if failed else "AA", failed)
 
-    async def _validate(self, payload: bytes) -> None:
-        """The service's own parse (:func:`pipelines.ingest.parse_input`), before the ACK:
-        what it would dead-letter (no narrative, a message cut inside a segment…) raises its
-        input error here, so the sender hears of it. A failure that is not an input error (a
-        bug) is logged and the message stored: the service decides it."""
-        limit = self.config.max_frame_bytes
-        try:
-            if len(payload) > INLINE_VALIDATE_BYTES:  # large: off the event loop
-                await asyncio.to_thread(parse_input, payload, content_hint="hl7v2", max_bytes=limit)
-            else:
-                parse_input(payload, content_hint="hl7v2", max_bytes=limit)
-        except InputError:
-            raise
-        except Exception as exc:  # noqa: BLE001 - never refuse a message over our own bug
-            log.error("MLLP validation failed (%s); message stored as it is", type(exc).__name__)
+    async def _route(self, payload: bytes) -> tuple[Route, PartialInput | None]:
+        """Route, then the service's own parse (:func:`pipelines.ingest.parse_input`),
+        before the ACK: what it would dead-letter (no narrative, a message cut inside a
+        segment…) raises its input error here, so the sender hears of it. A failure that is
+        not an input error (a bug) is logged and the message stored: the service decides it.
+
+        Under the per-document budget: a large payload is routed and parsed in a child
+        process killed at the budget (``DeadlineExceeded``, ``too_costly``: dead letter,
+        ``AR``), so it never holds the event loop and other connections' ACKs. A partial
+        batch is returned beside the route (it is stored); other input errors are raised."""
+        parse = self._parse
+        error: DeidstreamError | None = None
+        if parse.budget is not None and len(payload) > parse.inline_bytes:
+            routed, failed = await parse.call_async(_route_and_validate, payload, parse.max_bytes)
+            error = rebuilt(failed) if failed is not None else None
+        else:
+            routed = route(payload)
+            try:
+                await parse.parse_async(payload, content_hint="hl7v2")
+            except InputError as exc:
+                error = exc
+            except Exception as exc:  # noqa: BLE001 - never refuse a message over our own bug
+                log.error("MLLP validation failed (%s); stored as it is", type(exc).__name__)
+        if error is None or isinstance(error, PartialInput):
+            return routed, error
+        raise error
 
     async def _dead_letter(
         self, payload: bytes, error: InputError, peer: str, first_seen: datetime
@@ -360,6 +379,24 @@ class MllpGateway:
         if reason_class:
             self.counts.reasons[reason_class] += 1
             self.metrics.rejected.labels(reason_class).inc()
+
+
+def _route_and_validate(
+    payload: bytes, max_bytes: int
+) -> tuple[Route, tuple[type[DeidstreamError], str, dict[str, Any]] | None]:
+    """In the budget's child: the route (its input error raised) and the parse's input
+    error, if any, as portable parts (a partial batch is stored all the same). A failure
+    of the parse that is not an input error (a bug) is logged; the message is stored."""
+    from pipelines.ingest import parse_input
+
+    routed = route(payload)
+    try:
+        parse_input(payload, content_hint="hl7v2", max_bytes=max_bytes)
+    except InputError as exc:
+        return routed, portable(exc)
+    except Exception as exc:  # noqa: BLE001 - never refuse a message over our own bug
+        log.error("MLLP validation failed (%s); message stored as it is", type(exc).__name__)
+    return routed, None
 
 
 def _dead_letter_headers(error: InputError, payload: bytes) -> list[tuple[str, bytes]]:
@@ -428,6 +465,7 @@ async def serve(
         deadletter_topic=settings.deadletter_topic,
         max_frame_bytes=settings.max_message_bytes,
         send_timeout=max(1.0, settings.request_timeout_ms / 1000),
+        budget_seconds=settings.document_deadline_seconds,
     )
     metrics = GatewayMetrics()
     listening: list[MllpGateway] = []  # the gateway, once it listens: /readyz says ready

@@ -99,10 +99,16 @@ class Settings(BaseSettings):
     # message.max.bytes (Kafka's default: 1 MiB) — a bigger record still goes alone.
     producer_batch_bytes: int = Field(default=256 * 1024, ge=16 * 1024)
     max_message_bytes: int = Field(default=4 * 1024 * 1024, ge=1024)
-    # one document's de-identification taking longer than this is held (reason class
-    # "timeout") instead of stalling the stream; every pattern runs in linear time, so a
-    # 4 MiB note takes a few seconds, a normal one milliseconds
+    # One document's budget: its message's parse (text extraction included) and its
+    # de-identification together. Past it the input is dead-lettered, reason class
+    # "too_costly" (never retried; the MLLP gateway answers AR): a large input is parsed in a
+    # child process killed at the budget, de-identification checks it between steps. A
+    # normal note takes milliseconds, a 4 MiB one a few seconds (docs/operations.md).
     document_deadline_seconds: float = Field(default=30.0, gt=0)
+    # A worker busy on one key store call, or the broker unreachable, for longer than this
+    # is a stall: /readyz answers 503 with its cause, deidstream_stall_seconds{cause} shows
+    # it (a document counts once it is past its budget). Checked every second.
+    stall_seconds: float = Field(default=5.0, gt=0)
     retry_initial_seconds: float = Field(default=0.2, gt=0)
     retry_max_seconds: float = Field(default=10.0, gt=0)
 

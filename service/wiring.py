@@ -17,7 +17,7 @@ from typing import Any
 
 from keystore.api import ServiceStore
 from pipelines.outcome import Outcome
-from service.metrics import Metrics
+from service.metrics import CallWatch, Metrics
 from service.preview import PreviewStore, audited_reader, throwaway_identity
 from service.runner import Processor, ProcessorFactory
 from service.runner.contract import ProcessItem, Result
@@ -58,6 +58,7 @@ class InstrumentedStore:
                 m.keystore_seconds.labels(name).observe,
                 m.keystore_ops.labels(name, "ok").inc,
                 m.keystore_ops.labels(name, "error").inc,
+                m.store_calls,
             )
             self.__dict__[name] = wrapped
             return wrapped
@@ -72,17 +73,22 @@ def _timed_transaction(
     observe: Callable[[float], None],
     ok: Callable[[], None],
     error: Callable[[], None],
+    watch: CallWatch,
 ) -> Iterator[None]:
     """The store's ``transaction()`` timed and counted as the operation ``transaction``, from
-    its start to its commit (the calls inside are timed on their own as well)."""
+    its start to its commit (the calls inside are timed on their own as well), and watched
+    as one call (a commit that waits on a lock is a stall)."""
     start = perf_counter()
+    watch.begin()
     try:
         with transaction():
             yield
     except BaseException:
+        watch.end()
         observe(perf_counter() - start)
         error()
         raise
+    watch.end()
     observe(perf_counter() - start)
     ok()
 
@@ -92,15 +98,19 @@ def timed_call(fn: Callable[..., Any], operation: str, metrics: Metrics) -> Call
     observe = metrics.keystore_seconds.labels(operation).observe
     ok = metrics.keystore_ops.labels(operation, "ok").inc
     error = metrics.keystore_ops.labels(operation, "error").inc
+    begin, end = metrics.store_calls.begin, metrics.store_calls.end  # the stall watchdog's
 
     def timed(*args: Any, **kwargs: Any) -> Any:
         start = perf_counter()
+        begin()
         try:
             result = fn(*args, **kwargs)
         except BaseException:
+            end()
             observe(perf_counter() - start)
             error()
             raise
+        end()
         observe(perf_counter() - start)
         ok()
         return result
@@ -137,8 +147,10 @@ class ServiceProcessor:
         *,
         deadletter_mark_seconds: float = 30 * 86400.0,
         audit_head: Callable[[], None] | None = None,
+        on_close: Callable[[], None] | None = None,
     ) -> None:
         self._audit_head = audit_head  # exports the audit log's anchored head (ping)
+        self._on_close = on_close  # e.g. the budgeted parse's child processes
         self._stream = stream
         self._preview = preview
         self._preview_marks = preview_marks
@@ -216,7 +228,11 @@ class ServiceProcessor:
             self._audit_head()
 
     def close(self) -> None:
-        self._store.close()
+        try:
+            self._store.close()
+        finally:
+            if self._on_close is not None:
+                self._on_close()
 
 
 class AuditHeadExport:
@@ -254,6 +270,35 @@ def warm_word_lists() -> None:
             warm()
         except Exception as exc:  # noqa: BLE001 - the lists also load on first use
             log.warning("warming %s failed: %s", warm.__module__, type(exc).__name__)
+
+
+# An invented note (no real person), de-identified once at start: its first-use costs
+_WARM_NOTE = (
+    "MSH|^~\\&|WARMUP|WARMUP|DEID|RES|20250101090000||ORU^R01|WARMUP-1|P|2.5\r"
+    "PID|1||W0000001^^^WARMUP^MR||Vexley^Quorrin||19700101|F\r"
+    "OBR|1|W1|W1|11506-3^Progress note^LN|||20250101080000\r"
+    "OBX|1|TX|11506-3^Progress note^LN||Quorrin Vexley, 54, was seen on 01/02/2025 at "
+    "12 Nowhere Lane, Springfield; call (555) 010-0199 or q.vexley@example.org.||||||F\r"
+)
+
+
+def warm_pipeline(policy: Any) -> None:
+    """De-identify an invented note once, on a throwaway in-memory store, before readiness:
+    the first document paid ~2-3 s of first uses (phone metadata, the tagger's model, lazy
+    patterns) out of its budget (issue 24, item 2). Nothing is written to the key store."""
+    from datetime import UTC, datetime
+
+    from keystore.memory import InMemoryStore
+    from keystore.pseudonyms import Pseudonyms
+    from pipelines.process import Processor as RealProcessor
+
+    try:
+        throwaway = RealProcessor(
+            policy=policy, store=InMemoryStore(), pseudonyms=Pseudonyms.random()
+        )
+        throwaway.process(_WARM_NOTE.encode(), content_hint="hl7v2", now=datetime.now(UTC))
+    except Exception as exc:  # noqa: BLE001 - warming is a bonus; first uses happen anyway
+        log.warning("warming the pipeline failed: %s", type(exc).__name__)
 
 
 _frozen = False
@@ -317,15 +362,19 @@ def real_processor_factory(settings: Settings, metrics: Metrics) -> ProcessorFac
     def build() -> Processor:
         from pipelines.policy import Policy
         from pipelines.process import Processor as RealProcessor
+        from service.budget import BudgetedParse
 
         raw = open_keystore(settings)
         store = InstrumentedStore(raw, metrics)
         policy = Policy.load(settings.policy_file)
         warm_word_lists()
+        warm_pipeline(policy)
         freeze_after_warmup()
         preview = PreviewStore(store, audited_reader(raw), throwaway_identity(store, policy))
         limit, deadline = settings.max_message_bytes, settings.document_deadline_seconds
         streamed, previewed = _reviewed_deidentifiers(settings, policy, raw)
+        # a large input is parsed in a child process killed at the budget (service/budget.py)
+        parse = BudgetedParse(deadline, max_bytes=limit)
         return ServiceProcessor(
             RealProcessor(
                 policy=policy,
@@ -333,6 +382,7 @@ def real_processor_factory(settings: Settings, metrics: Metrics) -> ProcessorFac
                 max_bytes=limit,
                 deadline_seconds=deadline,
                 deidentify=streamed,
+                parse=parse,
             ),
             RealProcessor(
                 policy=policy,
@@ -340,11 +390,13 @@ def real_processor_factory(settings: Settings, metrics: Metrics) -> ProcessorFac
                 max_bytes=limit,
                 deadline_seconds=deadline,
                 deidentify=previewed,
+                parse=parse,
             ),
             preview,
             store,
             deadletter_mark_seconds=settings.deadletter_mark_days * 86400.0,
             audit_head=AuditHeadExport(raw, metrics),
+            on_close=parse.close,
         )
 
     return build

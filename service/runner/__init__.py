@@ -5,7 +5,8 @@ The package's modules, one part each, every part an object constructed with what
 ``batches`` (processing a batch: one worker-thread hop per run of records), ``delivery``
 (publish, confirm, commit), ``finishing`` (the batches in flight), ``outputs`` (research,
 dead-letter and held records), ``health`` (readiness, key store faults, idle probes),
-``partitions`` (assignment, lag, the rebalance listener), ``clients`` (Kafka producer,
+``partitions`` (assignment, lag, the rebalance listener), ``stalls`` (the stall watchdog
+and the lag beside the fetch loop), ``clients`` (Kafka producer,
 consumer, topics), ``worker`` (the processor on its thread), ``retry`` (transient errors,
 backoff), ``contract`` (what a processor is), ``state`` (the frozen context they share).
 

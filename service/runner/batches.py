@@ -15,7 +15,7 @@ from typing import Any
 from aiokafka import TopicPartition
 
 from keystore import classify_database_error
-from pipelines.errors import DeidstreamError, LeakHeldBack, PartialInput
+from pipelines.errors import DeadlineExceeded, DeidstreamError, LeakHeldBack, PartialInput
 from pipelines.outcome import Outcome
 from service.runner.clients import Clients
 from service.runner.contract import Item, ProcessItem, content_hint
@@ -247,6 +247,17 @@ class Batches:
                     type(exc).__name__,
                 )
                 extra: list[tuple[str, bytes]] = []
+            elif isinstance(exc, DeadlineExceeded):
+                extra = []  # too costly: diagnosing it (hl7apy) would cost as much again
+                stage = str(exc.coordinates.get("stage") or "unknown")
+                self._metrics.too_costly.labels(stage).inc()
+                log.warning(
+                    "too costly at %s/%d@%d (over its budget during %s): dead-lettered",
+                    rec.topic,
+                    rec.partition,
+                    rec.offset,
+                    stage,
+                )
             else:
                 extra = await self._diagnose(exc, raw)
             return self._outputs.dead_letter(rec, reason_class, reason, first_seen, extra)

@@ -23,6 +23,9 @@ log = logging.getLogger("deidstream.runner")
 # this many records of different patients in a row failing authentication: the store (its
 # key) is wrong, not the records — stop and retry instead of dead-lettering the stream
 KEY_FAULT_STREAK = 3
+# a fault of the stream that comes back within this many seconds of clearing is the same
+# fault (a lock that times out record after record): counted and logged once
+FAULT_QUIET_SECONDS = 30.0
 
 
 class Health:
@@ -34,18 +37,46 @@ class Health:
         self._metrics = metrics
         self._assigned = assigned
         self.started = False
-        self.broker_ok = False
+        self._broker_ok = False
+        self.broker_down_since: float | None = None  # monotonic, while unreachable
+        self.stalls: dict[str, float] = {}  # cause → seconds (service/runner/stalls.py)
         self.keystore_ok = False
         self.keystore_fault: str | None = None  # reason class while the store is unusable
         # reason class while a fault of the stream (a key store/database error that is not
         # one record's fault) stops the batches, and which operation (process, confirm) met it
         self.stream_fault: str | None = None
         self._stream_fault_at: tuple[str, float] | None = None  # (operation, since)
+        # the last fault of the stream: (reason class, when it cleared or None while it
+        # lasts, whether its end was logged)
+        self._last_fault: tuple[str, float | None, bool] | None = None
         self._integrity_streak: list[str] = []  # patients whose records failed in a row
 
     @property
+    def broker_ok(self) -> bool:
+        return self._broker_ok
+
+    @broker_ok.setter
+    def broker_ok(self, ok: bool) -> None:
+        if ok:
+            self.broker_down_since = None
+        elif self.broker_down_since is None:
+            self.broker_down_since = time.monotonic()
+        self._broker_ok = ok
+
+    @property
     def ready(self) -> bool:
-        return self.started and self.broker_ok and self.keystore_ok and self._assigned()
+        return (
+            self.started
+            and self._broker_ok
+            and self.keystore_ok
+            and not self.stalls
+            and self._assigned()
+        )
+
+    def set_stalls(self, stalls: dict[str, float]) -> None:
+        """The stall watchdog's finding (cause → seconds; empty: none)."""
+        self.stalls = stalls
+        self.update_ready()
 
     def update_ready(self) -> None:
         self._metrics.ready.set(1 if self.ready else 0)
@@ -85,7 +116,14 @@ class Health:
         reason, one WARNING line and ``deidstream_stream_faults_total`` per fault (not per
         retry), ``deidstream_keystore_fault{reason_class}`` 1 while it lasts."""
         reason = str(getattr(exc, "reason_class", "") or type(exc).__name__)
-        if self.stream_fault != reason:
+        if self.stream_fault != reason and self._same_fault(reason):
+            # the fault that cleared a moment ago is back (retried record after record):
+            # the same fault, not a new one — no second line, no second count
+            self._metrics.keystore_fault.labels(reason).set(1)
+            self.stream_fault = reason
+            self._stream_fault_at = (operation, time.monotonic())
+            self._last_fault = (reason, None, True)
+        elif self.stream_fault != reason:
             log.warning(
                 "stream fault (%s, during %s): batch stopped, nothing committed or "
                 "dead-lettered; retrying with backoff",
@@ -98,21 +136,35 @@ class Health:
             self._metrics.keystore_fault.labels(reason).set(1)
             self.stream_fault = reason
             self._stream_fault_at = (operation, time.monotonic())
+            self._last_fault = (reason, None, False)
         elif self._stream_fault_at is not None:
             self._stream_fault_at = (operation, self._stream_fault_at[1])
         self.keystore_ok = False
         self.update_ready()
+
+    def _same_fault(self, reason: str) -> bool:
+        last = self._last_fault
+        if last is None or last[0] != reason:
+            return False
+        cleared = last[1]
+        return cleared is None or time.monotonic() - cleared < FAULT_QUIET_SECONDS
 
     def clear_stream_fault(self, operation: str) -> None:
         """The operation that met the fault succeeded: the stream goes on."""
         at = self._stream_fault_at
         if self.stream_fault is None or at is None or at[0] != operation:
             return
-        log.warning(
-            "stream fault cleared (%s): resumed after %.1f s",
-            self.stream_fault,
-            time.monotonic() - at[1],
-        )
+        last = self._last_fault
+        if last is not None:
+            self._last_fault = (last[0], time.monotonic(), True)
+        if last is not None and not last[2]:
+            # the first time this fault clears: one line (a relapse within the quiet
+            # period continues the same fault, silently)
+            log.warning(
+                "stream fault cleared (%s): resumed after %.1f s",
+                self.stream_fault,
+                time.monotonic() - at[1],
+            )
         self._metrics.keystore_fault.labels(self.stream_fault).set(0)
         self.stream_fault = None
         self._stream_fault_at = None

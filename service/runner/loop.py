@@ -31,6 +31,7 @@ from service.runner.health import Health, Prober
 from service.runner.outputs import Outputs
 from service.runner.partitions import Assignment, PartitionState, RebalanceListener
 from service.runner.retry import Retrier, Stopping
+from service.runner.stalls import Stalls
 from service.runner.state import RunnerContext
 from service.runner.worker import Worker
 from service.settings import Settings
@@ -80,7 +81,9 @@ class Runner:
         )
         self.prober = Prober(settings, self.health, self.clients, self.worker)
         self.fetch_wait = FetchWait(settings.fetch_max_wait_ms, settings.fetch_max_wait_ceiling_ms)
+        self.stalls = Stalls(settings, metrics, self.health, self.clients, self.assignment)
         self._task: asyncio.Task[None] | None = None
+        self._watchdog: asyncio.Task[None] | None = None
 
     # ---------------------------------------------------------------- the parts' state
 
@@ -164,6 +167,11 @@ class Runner:
         return self._task
 
     async def _main(self) -> None:
+        # the stall watchdog and the lag run beside the fetch loop, from the start (a store
+        # or broker that hangs the start is a stall too)
+        self._watchdog = asyncio.get_running_loop().create_task(
+            self.stalls.run(), name="deidstream-stalls"
+        )
         try:
             await self.start()
             await self.run()
@@ -223,6 +231,12 @@ class Runner:
                 task.exception()  # already reported by _main; mark it retrieved
 
     async def _close(self) -> None:
+        watchdog, self._watchdog = self._watchdog, None
+        if watchdog is not None:
+            watchdog.cancel()
+            with contextlib.suppress(BaseException):
+                await watchdog
+        self.stalls.clear()
         self.health.started = False
         self.health.update_ready()
         await self.finishing.cancel()
@@ -306,6 +320,8 @@ class Runner:
             "keystore_reachable": health.keystore_ok,
             # a fault of the whole store, else of the stream (e.g. keystore_permission)
             "keystore_fault": health.keystore_fault or health.stream_fault,
+            # what holds the worker up, and for how long (service/runner/stalls.py)
+            "stalls": {cause: round(s, 1) for cause, s in sorted(health.stalls.items())},
             "group_id": self.settings.group_id,
             "input_topics": list(self.settings.input_topics),
             "assignments": parts,

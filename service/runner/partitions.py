@@ -23,6 +23,7 @@ class PartitionState:
     committed: int | None = None  # last offset this instance committed (next to read)
     position: int | None = None  # consumer position (committed + what is fetched)
     highwater: int | None = None
+    asked_group: bool = False  # the group's committed offset was read (refresh_ends)
 
     @property
     def lag(self) -> int | None:
@@ -107,9 +108,31 @@ class Assignment:
                 continue  # a rebalance happened while we awaited a position below
             state = self.states.setdefault(tp, PartitionState())
             high = consumer.highwater(tp)
-            if high is not None:
-                state.highwater = high
+            if high is not None:  # never back below what refresh_ends read
+                state.highwater = max(high, state.highwater or 0)
             with contextlib.suppress(Exception):  # position is unknown during a rebalance
                 state.position = await asyncio.wait_for(consumer.position(tp), 1.0)
             if state.lag is not None:
+                self._lag_gauge.labels(tp.topic, str(tp.partition)).set(state.lag)
+
+    async def refresh_ends(self, consumer: AIOKafkaConsumer) -> None:
+        """The lag from the broker's end offsets (one ListOffsets request), not from the
+        fetches: called by the stall watchdog, so the lag keeps growing while the fetch loop
+        waits on a stalled batch (issue 24, item 4). A partition this instance has not
+        committed yet counts from the group's committed offset."""
+        tps = [tp for tp in consumer.assignment() if tp in self.states]
+        if not tps:
+            return
+        ends = await consumer.end_offsets(tps)
+        for tp, end in ends.items():
+            state = self.states.get(tp)
+            if state is None:
+                continue  # revoked meanwhile
+            if state.committed is None and not state.asked_group:
+                # once: the fetched position would hide the records stuck in a batch
+                state.asked_group = True
+                with contextlib.suppress(Exception):
+                    state.committed = await consumer.committed(tp)
+            state.highwater = max(int(end), state.highwater or 0)
+            if state.lag is not None and tp in self.states:
                 self._lag_gauge.labels(tp.topic, str(tp.partition)).set(state.lag)

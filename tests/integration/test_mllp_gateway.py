@@ -12,6 +12,7 @@ from typing import Any
 
 import httpx
 import pytest
+from hl7_gen import big_report
 from kafka_helpers import headers_of, read_all, unique
 from prometheus_client.parser import text_string_to_metric_families
 
@@ -337,3 +338,38 @@ async def test_stop_closes_idle_connections_and_answers_the_frame_in_hand(
     assert [ack_fields(a)["MSA"][1] for a in acks] == ["AA"]
     idle_writer.close()
     writer.close()
+
+
+async def test_a_costly_message_holds_no_other_ack_and_is_answered_ar(
+    tansu: EmbeddedBroker,
+) -> None:
+    """Issue 24, items 2 and 3: eight large HL7 messages held an unrelated ACK for 39 s and
+    four got AE "not stored, resend" (so the sender re-sent them). With a small budget
+    (a real setting) an ordinary large note is too costly: its parse runs in a child
+    process killed at the budget, it is dead-lettered ``too_costly`` and answered AR (do
+    not resend) — and an unrelated message sent after it on another connection is
+    answered AA first."""
+    costly = big_report(11, 4_000_000)
+    small = (H / "mdm-t02-v25.hl7").read_bytes()
+    s = settings_for(tansu, document_deadline_seconds=0.05, max_message_bytes=8 * 1024 * 1024)
+    async with running(s) as gw:
+        await exchange(gw, mllp_frame(small), 1)  # warm: producer, topics
+        order: list[str] = []
+
+        async def send(name: str, payload: bytes) -> bytes:
+            [ack] = await exchange(gw, mllp_frame(payload), 1)
+            order.append(name)
+            return ack
+
+        costly_task = asyncio.create_task(send("costly", costly))
+        await asyncio.sleep(0.05)  # the costly frame is in: its route and parse have begun
+        unrelated = await send("unrelated", small)
+        costly_ack = await costly_task
+        dead = await read_all(tansu.bootstrap_servers, s.deadletter_topic, expect=1)
+    assert order == ["unrelated", "costly"]
+    assert ack_fields(unrelated)["MSA"][1] == "AA"
+    fields = ack_fields(costly_ack)
+    assert fields["MSA"][1] == "AR"  # do not resend: the same bytes would cost the same
+    assert fields["ERR"][8].startswith("too_costly: ")
+    [letter] = dead
+    assert headers_of(letter)["reason-class"] == "too_costly" and letter.value == costly

@@ -78,3 +78,22 @@ def report(n: int, visit: int = 1, *, rng: random.Random | None = None) -> bytes
         f"OBX|2|TX|11506-3^Progress note^LN||Visit {visit} of the series; plan unchanged.||||||F",
     ]
     return ("\r".join(segments) + "\r").encode()
+
+
+def big_report(n: int, size: int) -> bytes:
+    """Patient ``n``'s report with an ordinary narrative of about ``size`` bytes (many OBX
+    lines of plain clinical prose: nothing pathological, just long)."""
+    head = report(n, 1).split(b"\r")[:4]
+    line = (
+        "Patient seen in clinic today, reports {f}; vitals within normal limits, "
+        "exam unremarkable apart from the above, plan reviewed and unchanged."
+    )
+    segments = list(head)
+    total, i = sum(len(s) for s in head), 0
+    while total < size:
+        text = line.format(f=FINDINGS[i % len(FINDINGS)])
+        seg = f"OBX|{i + 1}|TX|11506-3^Progress note^LN||{text}||||||F".encode()
+        segments.append(seg)
+        total += len(seg) + 1
+        i += 1
+    return b"\r".join(segments) + b"\r"

@@ -20,7 +20,10 @@ def unique(prefix: str) -> str:
 async def produce(
     bootstrap: str, topic: str, messages: Iterable[tuple[bytes | None, bytes]]
 ) -> None:
-    producer = AIOKafkaProducer(bootstrap_servers=bootstrap, acks="all")
+    # room for a large note (a test of the per-document budget)
+    producer = AIOKafkaProducer(
+        bootstrap_servers=bootstrap, acks="all", max_request_size=8 * 1024 * 1024
+    )
     await producer.start()
     try:
         futs = [await producer.send(topic, value, key=key) for key, value in messages]

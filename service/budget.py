@@ -1,0 +1,205 @@
+"""The parse of a large input under the per-document budget, in a child process that is
+killed when the budget runs out (issue 24, items 2 and 3).
+
+A Python thread cannot be stopped in the middle of a computation, and a parser (HTML, RTF,
+PDF text extraction…) cannot check a deadline inside itself. So an input larger than
+``INLINE_BYTES`` is parsed by a pebble ``ProcessPool`` worker with the budget as its timeout:
+past it the worker is killed (pebble starts a new one) and the caller gets
+:class:`~pipelines.errors.DeadlineExceeded` (reason class ``too_costly``) — the runner
+dead-letters the input, the MLLP gateway answers ``AR``. The thread that asked waited the
+budget at most; the event loop (ACKs, heartbeats, probes) never waited at all.
+
+Smaller inputs are parsed where they are (a round trip to the child costs ~0.5 ms, more than
+such a parse) and the time it took is held against the budget when it returns
+(``pipelines.deadline.exceeded``). The children start from a fork server that has imported
+the parsers once, never from a fork of the service (its threads, sockets and database
+connections stay where they are).
+
+An input error raised in the child travels back whole (its class, reason, coordinates, and
+the good documents of a ``PartialInput``), as ``parse_input`` would have raised it here. A
+child that cannot answer at all (it could not start, it was killed from outside) is our
+fault, never the input's: the input is then parsed in place (and held against the budget
+when that returns), and the next large input gets a new pool.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import multiprocessing
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import Future
+from concurrent.futures import TimeoutError as FutureTimeout
+from typing import Any, TypeVar
+
+from pipelines.deadline import exceeded
+from pipelines.document import ClinicalDocument
+from pipelines.errors import DeadlineExceeded, DeidstreamError
+
+log = logging.getLogger("deidstream.budget")
+
+T = TypeVar("T")
+INLINE_BYTES = 16 * 1024  # inputs up to this size are parsed in the caller's thread
+PRELOAD = ["pipelines.ingest"]
+
+
+def _parse(raw: bytes, content_hint: str | None, max_bytes: int) -> list[ClinicalDocument]:
+    from pipelines.ingest import parse_input
+
+    return parse_input(raw, content_hint=content_hint, max_bytes=max_bytes)
+
+
+def portable(error: DeidstreamError) -> tuple[type[DeidstreamError], str, dict[str, Any]]:
+    """An error as plain picklable parts (its constructor takes keywords that pickling an
+    exception would lose: coordinates, a partial input's good documents)."""
+    return type(error), str(error), dict(vars(error))
+
+
+def rebuilt(parts: tuple[type[DeidstreamError], str, dict[str, Any]]) -> DeidstreamError:
+    """The error :func:`portable` took apart."""
+    cls, text, state = parts
+    error = cls.__new__(cls)
+    Exception.__init__(error, text)
+    error.__dict__.update(state)
+    return error
+
+
+class _ChildFailed(Exception):  # noqa: N818 - a signal to parse in place
+    """The child process could not give an answer (not the input's fault)."""
+
+
+def _in_child(fn: Callable[..., T], *args: Any) -> tuple[bool, Any]:
+    """Runs in the child: (True, result) or (False, the error's portable parts)."""
+    try:
+        return True, fn(*args)
+    except DeidstreamError as exc:
+        return False, portable(exc)
+
+
+class BudgetedParse:
+    """``parse_input(raw, content_hint=...)`` within ``budget`` seconds (None: no budget,
+    always in the caller's thread). Call it from a worker thread (``__call__``) or from the
+    event loop (``parse_async``); ``close()`` stops the children."""
+
+    def __init__(
+        self,
+        budget: float | None,
+        *,
+        max_bytes: int,
+        inline_bytes: int = INLINE_BYTES,
+        workers: int = 1,
+    ) -> None:
+        self.budget = budget
+        self.max_bytes = max_bytes
+        self.inline_bytes = inline_bytes
+        self._workers = workers
+        self._pool: Any = None  # pebble.ProcessPool, started on first use
+        self._lock = threading.Lock()
+        self.killed = 0  # children killed at the budget
+
+    def _pool_now(self) -> Any:
+        with self._lock:
+            if self._pool is None:
+                from pebble import ProcessPool
+
+                context = multiprocessing.get_context("forkserver")
+                context.set_forkserver_preload(PRELOAD)
+                self._pool = ProcessPool(max_workers=self._workers, context=context)
+            return self._pool
+
+    def _inline(self, raw: bytes, content_hint: str | None) -> list[ClinicalDocument]:
+        from pipelines.ingest import parse_input
+
+        started = time.monotonic()
+        documents = parse_input(raw, content_hint=content_hint, max_bytes=self.max_bytes)
+        late = exceeded("parse", time.monotonic() - started, self.budget)
+        if late is not None:
+            raise late
+        return documents
+
+    def _schedule(self, fn: Callable[..., Any], *args: Any) -> Future[tuple[bool, Any]]:
+        future: Future[tuple[bool, Any]] = self._pool_now().schedule(
+            _in_child, args=(fn, *args), timeout=self.budget
+        )
+        return future
+
+    def _result(self, future: Future[tuple[bool, Any]]) -> Any:
+        try:
+            ok, value = future.result()
+        except FutureTimeout:
+            self.killed += 1
+            raise DeadlineExceeded(
+                "document processing exceeded its budget",
+                stage="parse",
+                limit_seconds=self.budget,
+            ) from None
+        except DeidstreamError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - the child mechanism failed, not the input
+            # a child that could not start or died (killed from outside, a broken pool): our
+            # fault, never the input's — the caller parses it in place instead
+            log.warning("parse in a child process failed (%s): parsed in place", type(exc).__name__)
+            self._reset()
+            raise _ChildFailed() from None
+        if ok:
+            return value
+        raise rebuilt(value)
+
+    def __call__(self, raw: bytes, *, content_hint: str | None = None) -> list[ClinicalDocument]:
+        if self.budget is None or len(raw) <= self.inline_bytes:
+            return self._inline(raw, content_hint)
+        try:
+            documents: list[ClinicalDocument] = self._result(
+                self._schedule(_parse, raw, content_hint, self.max_bytes)
+            )
+        except _ChildFailed:
+            return self._inline(raw, content_hint)
+        return documents
+
+    async def parse_async(
+        self, raw: bytes, *, content_hint: str | None = None
+    ) -> list[ClinicalDocument]:
+        """The same from the event loop: a large input waits in the child, never on the loop."""
+        if self.budget is None or len(raw) <= self.inline_bytes:
+            return self._inline(raw, content_hint)
+        documents: list[ClinicalDocument] = await self.call_async(
+            _parse, raw, content_hint, self.max_bytes
+        )
+        return documents
+
+    async def call_async(self, fn: Callable[..., T], *args: Any) -> T:
+        """``fn(*args)`` (a module-level function: it is pickled by name) in a child under
+        the budget, awaited from the event loop; its input errors are raised here."""
+        future = self._schedule(fn, *args)
+        with contextlib.suppress(BaseException):  # read below, from the future itself
+            await asyncio.wrap_future(future)
+        try:
+            result: T = self._result(future)
+        except _ChildFailed:  # in place, off the loop, held against the budget when it returns
+            started = time.monotonic()
+            result = await asyncio.to_thread(fn, *args)
+            late = exceeded("parse", time.monotonic() - started, self.budget)
+            if late is not None:
+                raise late from None
+        return result
+
+    def _reset(self) -> None:
+        """After a failure of the children: a new pool on next use."""
+        with self._lock:
+            pool, self._pool = self._pool, None
+        if pool is not None:
+            with contextlib.suppress(Exception):
+                pool.stop()
+
+    def close(self) -> None:
+        with self._lock:
+            pool, self._pool = self._pool, None
+        if pool is not None:
+            pool.stop()
+            pool.join(timeout=5)
+
+
+__all__ = ["INLINE_BYTES", "BudgetedParse", "portable", "rebuilt"]
