@@ -5,6 +5,7 @@
 #   BASE_IMAGE  the base of both stages; unset: the official python:3.11-slim when podman
 #               already has it, else the Debian base deploy/base-image.sh makes (no registry
 #               is contacted unless BASE_IMAGE names an image podman must pull)
+#   REBUILD=1   build even when the image was built from the same sources and base
 #   PIP_CA      CA bundle handed to pip as a build secret (default: the host's bundle; it is
 #               mounted for the install step only and never stored in the image)
 #
@@ -53,12 +54,28 @@ secret=()
 ca="${PIP_CA:-/etc/ssl/certs/ca-certificates.crt}"
 [ -s "$ca" ] && secret=(--secret "id=pip-ca,src=$ca")
 
+# what the image is made of: an image built from the same files on the same base is kept
+inputs="$(
+  cd "$root" && {
+    echo "$base"
+    find pyproject.toml README.md pipelines surrogates keystore service deploy/Dockerfile \
+      deploy/Dockerfile.dockerignore -type f ! -name '*.pyc' ! -path '*/__pycache__/*' -print0 \
+      | sort -z | xargs -0 sha256sum
+  } | sha256sum | cut -c1-16
+)"
+built="$(podman image inspect --format '{{index .Labels "org.deidstream.inputs"}}' "$image" 2>/dev/null || true)"
+if [ "$built" = "$inputs" ] && [ -z "${REBUILD:-}" ]; then
+  echo "$image is up to date (same sources and base; REBUILD=1 builds it again)" >&2
+  echo "$image"
+  exit 0
+fi
+
 old="$(podman image inspect --format '{{.Id}}' "$image" 2>/dev/null || true)"
 echo "building $image on $base" >&2
 start=$SECONDS
 # --layers=false: no intermediate (untagged) images are kept, only the tagged result
 podman build --format docker --layers=false "${pull[@]}" "${secret[@]}" \
-  --build-arg "BASE_IMAGE=$base" \
+  --build-arg "BASE_IMAGE=$base" --label "org.deidstream.inputs=$inputs" \
   --ignorefile "$here/Dockerfile.dockerignore" \
   -f "$here/Dockerfile" -t "$image" "$root" >&2 \
   || fail "podman build failed (output above)"

@@ -362,13 +362,40 @@ def test_k8s_deployment_probes_secret_and_selectors() -> None:
 
 def test_dockerfile_runs_the_service_as_non_root() -> None:
     text = (DEPLOY / "Dockerfile").read_text(encoding="utf-8")
+    # one base for both stages, the official slim image unless the build names another
+    assert re.findall(r"^ARG\s+BASE_IMAGE=(\S+)", text, re.M) == ["python:3.11-slim"]
     froms = re.findall(r"^FROM\s+(\S+)", text, re.M)
-    assert froms and all(f == "python:3.11-slim" for f in froms)
+    assert len(froms) >= 2 and all(f == "${BASE_IMAGE}" for f in froms)
     users = re.findall(r"^USER\s+(\S+)", text, re.M)
     assert users and users[-1].split(":")[0] not in ("root", "0")
     assert 'ENTRYPOINT ["deidstream"]' in text and 'CMD ["run"]' in text
     for path in re.findall(r"^COPY\s+(?!--from)(\S+)", text, re.M):
         assert (ROOT / path).exists(), f"Dockerfile copies missing {path}"
+
+
+def test_dockerfile_keeps_build_secrets_and_tools_out_of_the_image() -> None:
+    """pip's CA bundle is a build secret (mounted for one RUN), never copied; the runtime
+    stage takes only the venv from the build stage."""
+    text = (DEPLOY / "Dockerfile").read_text(encoding="utf-8")
+    assert not re.search(r"^(COPY|ADD)\b.*(\.crt|\.pem|certs)", text, re.M | re.I)
+    assert "--mount=type=secret,id=pip-ca" in text
+    runtime = text.rsplit("\nFROM ", 1)[1]
+    assert re.findall(r"^COPY\s+(.*)$", runtime, re.M) == [
+        "--from=build /opt/deidstream /opt/deidstream"
+    ]
+    assert not re.search(r"apt-get|gcc|build-essential", runtime)
+
+
+def test_health_checks_follow_the_configured_port() -> None:
+    """Neither the image's HEALTHCHECK nor the compose file's names a port: both ask the
+    service's settings (a changed DEIDSTREAM_HTTP_PORT made them report unhealthy)."""
+    text = (DEPLOY / "Dockerfile").read_text(encoding="utf-8")
+    check = re.search(r"^HEALTHCHECK (?:.*\\\n)*.*$", text, re.M)
+    assert check, "no HEALTHCHECK"
+    check = check.group(0)
+    assert "service.commands.healthcheck" in check and not re.search(r"\b8080\b", check)
+    compose = load(DEPLOY / "compose.yaml")[0]["services"]["deidstream"]["healthcheck"]
+    assert compose["test"] == ["CMD", "python", "-m", "service.commands.healthcheck", "--ready"]
 
 
 # --------------------------------------------------------------------------- documentation
@@ -446,7 +473,7 @@ def test_kustomize_builds_the_manifests() -> None:
 
 
 def test_compose_file_matches_the_compose_specification() -> None:
-    pytest.importorskip("check_jsonschema")
+    # check-jsonschema and kubernetes-validate are dev dependencies: never skipped
     proc = subprocess.run(
         [
             sys.executable,
@@ -464,7 +491,8 @@ def test_compose_file_matches_the_compose_specification() -> None:
 
 
 def test_k8s_objects_match_the_kubernetes_schemas() -> None:
-    kubernetes_validate = pytest.importorskip("kubernetes_validate")
+    import kubernetes_validate
+
     objects = k8s_objects()
     secret = load(K8S / "secret.example.yaml")[0]
     assert secret["metadata"]["name"] == "deidstream-secrets"
