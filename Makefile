@@ -54,10 +54,10 @@ integration: $(STAMP) $(BIN)/promtool
 # Debian bookworm made by deploy/base-image.sh (kept in podman's storage and reused).
 # BASE_IMAGE=python:3.11-slim builds on the official image instead (pulled by podman).
 # Installs podman/runc/debootstrap with apt-get when missing, or stops saying which is.
-IMAGE ?= localhost/deidstream:$(shell sed -n 's/^version = "\(.*\)"/\1/p' pyproject.toml)
-export IMAGE BASE_IMAGE
+IMAGE := localhost/deidstream:$(shell sed -n 's/^version = "\(.*\)"/\1/p' pyproject.toml)
+BASE_IMAGE ?=
 image:
-	bash deploy/build-image.sh >/dev/null
+	IMAGE='$(IMAGE)' BASE_IMAGE='$(BASE_IMAGE)' bash deploy/build-image.sh >/dev/null
 
 # Runs the image as deploy/compose.yaml does (tests/image/): version, /readyz, /metrics,
 # an HL7 and a FHIR document to the research topic, read-only root, no capabilities,

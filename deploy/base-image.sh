@@ -6,19 +6,19 @@
 #
 #   deploy/base-image.sh            prints the image name (built once, then reused)
 #
-# The tag carries a hash of this script: a changed script builds a new base, an unchanged one
-# is reused from podman's storage (about a minute saved per build). Needs root, debootstrap
-# and podman. Progress goes to stderr; stdout is the image name alone.
+# The tag carries a hash of this script (comments aside): a changed script builds a new base,
+# an unchanged one is reused from podman's storage (a minute or more saved per build). Needs
+# root, debootstrap and podman. Progress goes to stderr; stdout is the image name alone.
 set -euo pipefail
 
 here="$(cd "$(dirname "$0")" && pwd)"
 export CONTAINERS_CONF="${CONTAINERS_CONF:-$here/podman/containers.conf}"
 suite=bookworm
 packages=python3,python3-venv,ca-certificates
-digest="$(sha256sum "$0" | cut -c1-12)"
+digest="$(grep -v '^[[:space:]]*#' "$0" | sha256sum | cut -c1-12)"  # comments aside
 name="localhost/deidstream-base:$suite-$digest"
 
-if podman image exists "$name"; then
+if command -v podman >/dev/null 2>&1 && podman image exists "$name"; then
   echo "base image: $name (cached)" >&2
   echo "$name"
   exit 0

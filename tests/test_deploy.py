@@ -11,6 +11,7 @@ import re
 import shutil
 import subprocess
 import sys
+import tomllib
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -511,3 +512,66 @@ def test_grafana_provisioning_finds_the_mounted_dashboard() -> None:
     dash = load(DASHBOARD)[0]
     default = next(v for v in dash["templating"]["list"] if v["name"] == "datasource")
     assert datasource["datasources"][0]["uid"] == default["current"]["value"]
+
+
+# --------------------------------------------------------------------------- image scripts
+
+
+def _bare_path(tmp_path: Path, tools: tuple[str, ...]) -> str:
+    """A PATH with only ``tools`` on it (no podman, no apt-get)."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    for tool in tools:
+        found = shutil.which(tool)
+        assert found, tool
+        (bin_dir / tool).symlink_to(found)
+    return str(bin_dir)
+
+
+def test_make_image_without_podman_or_apt_fails_in_one_line(tmp_path: Path) -> None:
+    path = _bare_path(tmp_path, ("bash", "dirname"))
+    proc = subprocess.run(
+        ["bash", str(DEPLOY / "build-image.sh")],
+        env={"PATH": path},
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert proc.returncode == 1 and proc.stdout == ""
+    assert proc.stderr.splitlines() == [
+        "make image: missing podman runc, and no apt-get to install them (install: podman runc)"
+    ]
+
+
+def test_the_base_image_script_without_debootstrap_fails_in_one_line(tmp_path: Path) -> None:
+    path = _bare_path(tmp_path, ("bash", "dirname", "grep", "sha256sum", "cut"))
+    proc = subprocess.run(
+        ["bash", str(DEPLOY / "base-image.sh")],
+        env={"PATH": path},
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert proc.returncode == 1 and proc.stdout == ""
+    assert proc.stderr.splitlines() == [
+        "base-image: debootstrap is not installed (apt-get install debootstrap)"
+    ]
+
+
+def test_podman_settings_are_what_this_kind_of_host_needs() -> None:
+    """runc (crun 1.8 fails on cgroup v1/hybrid), cgroupfs, file events, explicit limits:
+    the file every podman call of make image / image-test reads (CONTAINERS_CONF)."""
+    conf = tomllib.loads((DEPLOY / "podman" / "containers.conf").read_text(encoding="utf-8"))
+    assert conf["engine"] == {
+        "runtime": "runc",
+        "cgroup_manager": "cgroupfs",
+        "events_logger": "file",
+    }
+    limits = dict(x.split("=", 1) for x in conf["containers"]["default_ulimits"])
+    assert set(limits) == {"nofile", "nproc"}
+    for soft, hard in (v.split(":") for v in limits.values()):
+        assert int(soft) <= int(hard)
+    for script in ("build-image.sh", "base-image.sh"):
+        assert "podman/containers.conf" in (DEPLOY / script).read_text(encoding="utf-8")
