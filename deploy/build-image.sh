@@ -84,6 +84,11 @@ new="$(podman image inspect --format '{{.Id}}' "$image")"
 if [ -n "$old" ] && [ "$old" != "$new" ]; then
   podman rmi "$old" >/dev/null 2>&1 || echo "previous $image ($old) is still used by a container" >&2
 fi
+# local bases of earlier versions of deploy/base-image.sh, now that no image of ours needs them
+if [ "${base#localhost/deidstream-base:}" != "$base" ]; then
+  podman images --format '{{.Repository}}:{{.Tag}}' | grep '^localhost/deidstream-base:' \
+    | grep -vx "$base" | xargs -r podman rmi >/dev/null 2>&1 || true
+fi
 size="$(podman image inspect --format '{{.Size}}' "$image")"
 echo "built $image: $((size / 1000000)) MB in $((SECONDS - start)) s (base $base)" >&2
 echo "$image"
