@@ -52,7 +52,7 @@ integration: $(STAMP) $(BIN)/promtool
 
 # The container image (deploy/Dockerfile) with podman: without a registry the base is a
 # Debian bookworm made by deploy/base-image.sh (kept in podman's storage and reused).
-# BASE_IMAGE=python:3.11-slim builds on the official image instead (pulled by podman).
+# BASE_IMAGE=docker.io/library/python:3.11-slim: on the official image (podman pulls it).
 # Installs podman/runc/debootstrap with apt-get when missing, or stops saying which is.
 IMAGE := localhost/deidstream:$(shell sed -n 's/^version = "\(.*\)"/\1/p' pyproject.toml)
 BASE_IMAGE ?=

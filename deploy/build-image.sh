@@ -32,7 +32,9 @@ ensure() {
     || fail "apt-get install ${missing[*]} failed"
 }
 
-ensure podman runc
+# slirp4netns and catatonit: the image test's pod (apt brings them as podman's Recommends,
+# unless recommends are off)
+ensure podman runc slirp4netns catatonit
 podman info >/dev/null 2>&1 \
   || fail "podman does not work here: $(podman info 2>&1 | grep -m1 -i error || echo 'podman info failed')"
 
@@ -57,7 +59,7 @@ ca="${PIP_CA:-/etc/ssl/certs/ca-certificates.crt}"
 # what the image is made of: an image built from the same files on the same base is kept
 inputs="$(
   cd "$root" && {
-    echo "$base"
+    echo "$base $(podman image inspect --format '{{.Id}}' "$base" 2>/dev/null || true)"
     find pyproject.toml README.md pipelines surrogates keystore service deploy/Dockerfile \
       deploy/Dockerfile.dockerignore -type f ! -name '*.pyc' ! -path '*/__pycache__/*' -print0 \
       | sort -z | xargs -0 sha256sum

@@ -540,7 +540,8 @@ def test_make_image_without_podman_or_apt_fails_in_one_line(tmp_path: Path) -> N
     )
     assert proc.returncode == 1 and proc.stdout == ""
     assert proc.stderr.splitlines() == [
-        "make image: missing podman runc, and no apt-get to install them (install: podman runc)"
+        "make image: missing podman runc slirp4netns catatonit, and no apt-get to install them"
+        " (install: podman runc slirp4netns catatonit)"
     ]
 
 
