@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: demo test lint unit integration bench evaluate fuzz clean chromium
+.PHONY: demo test lint unit integration bench evaluate fuzz clean chromium image image-test
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -49,6 +49,21 @@ unit: $(STAMP)
 
 integration: $(STAMP) $(BIN)/promtool
 	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/pytest -m integration
+
+# The container image (deploy/Dockerfile) with podman: without a registry the base is a
+# Debian bookworm made by deploy/base-image.sh (kept in podman's storage and reused).
+# BASE_IMAGE=docker.io/library/python:3.11-slim: on the official image (podman pulls it).
+# Installs podman/runc/debootstrap with apt-get when missing, or stops saying which is.
+IMAGE := localhost/deidstream:$(shell sed -n 's/^version = "\(.*\)"/\1/p' pyproject.toml)
+BASE_IMAGE ?=
+image:
+	IMAGE='$(IMAGE)' BASE_IMAGE='$(BASE_IMAGE)' bash deploy/build-image.sh >/dev/null
+
+# Runs the image as deploy/compose.yaml does (tests/image/): version, /readyz, /metrics,
+# an HL7 and a FHIR document to the research topic, read-only root, no capabilities,
+# SIGTERM; reports the image's size. Needs PostgreSQL on 127.0.0.1:5432 (as make test).
+image-test: image $(STAMP)
+	DEIDSTREAM_IMAGE=$(IMAGE) $(BIN)/pytest -p no:cacheprovider --timeout 900 tests/image
 
 # The parser properties of `make test` (bounded there) with many more examples: every input
 # gives documents or a typed InputError (tests/ingest/test_ingest_input_errors.py).

@@ -11,6 +11,7 @@ import re
 import shutil
 import subprocess
 import sys
+import tomllib
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -362,13 +363,40 @@ def test_k8s_deployment_probes_secret_and_selectors() -> None:
 
 def test_dockerfile_runs_the_service_as_non_root() -> None:
     text = (DEPLOY / "Dockerfile").read_text(encoding="utf-8")
+    # one base for both stages, the official slim image unless the build names another
+    assert re.findall(r"^ARG\s+BASE_IMAGE=(\S+)", text, re.M) == ["python:3.11-slim"]
     froms = re.findall(r"^FROM\s+(\S+)", text, re.M)
-    assert froms and all(f == "python:3.11-slim" for f in froms)
+    assert len(froms) >= 2 and all(f == "${BASE_IMAGE}" for f in froms)
     users = re.findall(r"^USER\s+(\S+)", text, re.M)
     assert users and users[-1].split(":")[0] not in ("root", "0")
     assert 'ENTRYPOINT ["deidstream"]' in text and 'CMD ["run"]' in text
     for path in re.findall(r"^COPY\s+(?!--from)(\S+)", text, re.M):
         assert (ROOT / path).exists(), f"Dockerfile copies missing {path}"
+
+
+def test_dockerfile_keeps_build_secrets_and_tools_out_of_the_image() -> None:
+    """pip's CA bundle is a build secret (mounted for one RUN), never copied; the runtime
+    stage takes only the venv from the build stage."""
+    text = (DEPLOY / "Dockerfile").read_text(encoding="utf-8")
+    assert not re.search(r"^(COPY|ADD)\b.*(\.crt|\.pem|certs)", text, re.M | re.I)
+    assert "--mount=type=secret,id=pip-ca" in text
+    runtime = text.rsplit("\nFROM ", 1)[1]
+    assert re.findall(r"^COPY\s+(.*)$", runtime, re.M) == [
+        "--from=build /opt/deidstream /opt/deidstream"
+    ]
+    assert not re.search(r"apt-get|gcc|build-essential", runtime)
+
+
+def test_health_checks_follow_the_configured_port() -> None:
+    """Neither the image's HEALTHCHECK nor the compose file's names a port: both ask the
+    service's settings (a changed DEIDSTREAM_HTTP_PORT made them report unhealthy)."""
+    text = (DEPLOY / "Dockerfile").read_text(encoding="utf-8")
+    check = re.search(r"^HEALTHCHECK (?:.*\\\n)*.*$", text, re.M)
+    assert check, "no HEALTHCHECK"
+    check = check.group(0)
+    assert "service.commands.healthcheck" in check and not re.search(r"\b8080\b", check)
+    compose = load(DEPLOY / "compose.yaml")[0]["services"]["deidstream"]["healthcheck"]
+    assert compose["test"] == ["CMD", "python", "-m", "service.commands.healthcheck", "--ready"]
 
 
 # --------------------------------------------------------------------------- documentation
@@ -446,7 +474,7 @@ def test_kustomize_builds_the_manifests() -> None:
 
 
 def test_compose_file_matches_the_compose_specification() -> None:
-    pytest.importorskip("check_jsonschema")
+    # check-jsonschema and kubernetes-validate are dev dependencies: never skipped
     proc = subprocess.run(
         [
             sys.executable,
@@ -464,7 +492,8 @@ def test_compose_file_matches_the_compose_specification() -> None:
 
 
 def test_k8s_objects_match_the_kubernetes_schemas() -> None:
-    kubernetes_validate = pytest.importorskip("kubernetes_validate")
+    import kubernetes_validate
+
     objects = k8s_objects()
     secret = load(K8S / "secret.example.yaml")[0]
     assert secret["metadata"]["name"] == "deidstream-secrets"
@@ -483,3 +512,67 @@ def test_grafana_provisioning_finds_the_mounted_dashboard() -> None:
     dash = load(DASHBOARD)[0]
     default = next(v for v in dash["templating"]["list"] if v["name"] == "datasource")
     assert datasource["datasources"][0]["uid"] == default["current"]["value"]
+
+
+# --------------------------------------------------------------------------- image scripts
+
+
+def _bare_path(tmp_path: Path, tools: tuple[str, ...]) -> str:
+    """A PATH with only ``tools`` on it (no podman, no apt-get)."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    for tool in tools:
+        found = shutil.which(tool)
+        assert found, tool
+        (bin_dir / tool).symlink_to(found)
+    return str(bin_dir)
+
+
+def test_make_image_without_podman_or_apt_fails_in_one_line(tmp_path: Path) -> None:
+    path = _bare_path(tmp_path, ("bash", "dirname"))
+    proc = subprocess.run(
+        ["bash", str(DEPLOY / "build-image.sh")],
+        env={"PATH": path},
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert proc.returncode == 1 and proc.stdout == ""
+    assert proc.stderr.splitlines() == [
+        "make image: missing podman runc slirp4netns catatonit, and no apt-get to install them"
+        " (install: podman runc slirp4netns catatonit)"
+    ]
+
+
+def test_the_base_image_script_without_debootstrap_fails_in_one_line(tmp_path: Path) -> None:
+    path = _bare_path(tmp_path, ("bash", "dirname", "grep", "sha256sum", "cut"))
+    proc = subprocess.run(
+        ["bash", str(DEPLOY / "base-image.sh")],
+        env={"PATH": path},
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert proc.returncode == 1 and proc.stdout == ""
+    assert proc.stderr.splitlines() == [
+        "base-image: debootstrap is not installed (apt-get install debootstrap)"
+    ]
+
+
+def test_podman_settings_are_what_this_kind_of_host_needs() -> None:
+    """runc (crun 1.8 fails on cgroup v1/hybrid), cgroupfs, file events, explicit limits:
+    the file every podman call of make image / image-test reads (CONTAINERS_CONF)."""
+    conf = tomllib.loads((DEPLOY / "podman" / "containers.conf").read_text(encoding="utf-8"))
+    assert conf["engine"] == {
+        "runtime": "runc",
+        "cgroup_manager": "cgroupfs",
+        "events_logger": "file",
+    }
+    limits = dict(x.split("=", 1) for x in conf["containers"]["default_ulimits"])
+    assert set(limits) == {"nofile", "nproc"}
+    for soft, hard in (v.split(":") for v in limits.values()):
+        assert int(soft) <= int(hard)
+    for script in ("build-image.sh", "base-image.sh"):
+        assert "podman/containers.conf" in (DEPLOY / script).read_text(encoding="utf-8")
