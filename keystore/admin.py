@@ -23,6 +23,7 @@ from keystore.audit import AuditKeys, AuditReport
 from keystore.backend import Row, SqlBackend
 from keystore.envelope import LEGACY_ENVELOPE, is_legacy_wrap, reseal, rewrap, unwrap_key, wrap_key
 from keystore.errors import ForgottenPatientError, IntegrityError, KeystoreError, RetireRefused
+from keystore.forgetting import REVIEW_LIST, REVIEW_PATIENT, ReviewForget, forget_review_rows
 from keystore.keyring import Keyring, fingerprint
 from keystore.records import Identity
 from keystore.reviewdb import rewrap_blobs
@@ -78,6 +79,7 @@ class StoreAdmin:
         self._clock = clock
         self._instance_id = instance_id
         self._schema_version = schema_version
+        self.last_review_forget = ReviewForget()  # what the last forget removed from review
 
     def retire_key(
         self, key_id: str, *, operator: str = "unknown", live_within_s: float = 60.0
@@ -160,22 +162,32 @@ class StoreAdmin:
         """
         key = (authority, patient_id)
         lookup = self._keys.lookup(authority, patient_id)
+        patient_ref = self._keys.pseudonyms.pseudonym(REVIEW_PATIENT, authority, patient_id)
         with self._store._lock:
             self._store._drop(key)
-            deleted = self._backend.delete(lookup, self._clock())
-            self._store._audit(
-                "forget",
-                operator,
-                reason,
-                self._audit_keys.subject("record", lookup),
-                "deleted" if deleted else "absent",
-            )
-            if deleted and self._backend.scrub() is False:
+            # the record and every review row of the patient go in ONE transaction (the
+            # review rows are removed even when the record was gone already: a forget that
+            # failed half-way, or one from before review rows were forgotten, is finished)
+            with self._backend.group():
+                review = forget_review_rows(self._backend, patient_ref, self._list_entry_id)
+                deleted = self._backend.delete(lookup, self._clock())
+                self._store._audit(
+                    "forget",
+                    operator,
+                    reason,
+                    self._audit_keys.subject("record", lookup),
+                    "deleted" if deleted or review.total() else "absent",
+                )
+            self.last_review_forget = review
+            if (deleted or review.total()) and self._backend.scrub() is False:
                 log.warning(
                     "key store: the SQLite WAL could not be checkpointed after a "
                     "forget (readers busy); it is retried at the next forget"
                 )
         return deleted
+
+    def _list_entry_id(self, scope: str, patient_ref: str, text_ref: str) -> str:
+        return self._keys.pseudonyms.pseudonym(REVIEW_LIST, scope, patient_ref, text_ref)
 
     def check_retirable(self, key_ids: Sequence[str]) -> None:
         """KeystoreError unless no record and not the store root is wrapped under any of

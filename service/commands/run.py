@@ -138,6 +138,18 @@ async def supervise(settings: Settings, workers: int, *, stop: asyncio.Event | N
         return status
 
 
+def _check_key_custody(settings: Settings) -> None:
+    """A missing master key is a start-up error (one line, exit 2), not a retry loop."""
+    from keystore.errors import MissingKeyError
+    from service.wiring import check_key_custody
+
+    try:
+        check_key_custody(settings)
+    except MissingKeyError as exc:
+        typer.echo(f"deidstream run: {exc}", err=True)
+        raise typer.Exit(2) from None
+
+
 def register(app: typer.Typer) -> None:
     @app.command()
     def run(
@@ -162,6 +174,7 @@ def register(app: typer.Typer) -> None:
             overrides["workers"] = workers
         settings = settings_or_exit(config, **overrides)
         configure_logging(settings.log_level)
+        _check_key_custody(settings)
         if settings.cpu_affinity:
             from service.affinity import pin_process
 
