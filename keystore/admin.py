@@ -81,6 +81,11 @@ class StoreAdmin:
         self._schema_version = schema_version
         self.last_review_forget = ReviewForget()  # what the last forget removed from review
 
+    @property
+    def keyring(self) -> Keyring:
+        """The master keys the store uses now (a rotation replaces them)."""
+        return self._store._keyring
+
     def retire_key(
         self, key_id: str, *, operator: str = "unknown", live_within_s: float = 60.0
     ) -> None:

@@ -84,4 +84,5 @@ def default_store_from_env(
     from keystore import open_store
 
     config, keyring = resolve(environ, base_dir=base_dir)
-    return open_store(config.url, keyring, **options)
+    # keys from a file: the store re-reads it when it changes (keys rotate, live)
+    return open_store(config.url, keyring, key_file=config.key_file, **options)

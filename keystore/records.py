@@ -64,3 +64,30 @@ def load_state(raw: bytes) -> tuple[PatientState, Identity | None]:
         raise IntegrityError("record decrypted but its content is malformed") from None
     identity = Identity(str(who[0]), str(who[1])) if who else None
     return state, identity
+
+
+def overwrite_state(target: PatientState, source: PatientState) -> None:
+    """Make ``target`` equal ``source`` in place (callers may hold the object or its maps)."""
+    target.shift_days = source.shift_days
+    target.pseudonym = source.pseudonym
+    target.seed = source.seed
+    for mine, theirs in (
+        (target.name_map, source.name_map),
+        (target.id_map, source.id_map),
+        (target.extra, source.extra),
+    ):
+        mine.clear()
+        mine.update(theirs)
+
+
+def merge_state(ours: PatientState, theirs: PatientState) -> None:
+    """Stored (theirs) wins on every conflict; entries only we added are kept."""
+    ours.shift_days = theirs.shift_days
+    ours.pseudonym = theirs.pseudonym
+    ours.seed = theirs.seed
+    for mine, stored in (
+        (ours.name_map, theirs.name_map),
+        (ours.id_map, theirs.id_map),
+        (ours.extra, theirs.extra),
+    ):
+        mine.update(stored)

@@ -25,6 +25,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
+from pathlib import Path
 
 from keystore.admin import StoreAdmin
 from keystore.api import PatientState
@@ -41,8 +42,9 @@ from keystore.envelope import (
 )
 from keystore.errors import IntegrityError, KeystoreError
 from keystore.keyring import Keyring, fingerprint
+from keystore.keywatch import KeyFileWatch, adopt
 from keystore.pseudonyms import new_patient_state
-from keystore.records import Identity, dump_state, load_state
+from keystore.records import Identity, dump_state, load_state, merge_state, overwrite_state
 from keystore.subkeys import ROOT_BINDING, ROOT_BYTES, StoreKeys
 
 log = logging.getLogger("deidstream.keystore")
@@ -80,9 +82,12 @@ class EncryptedStore:
         migrate: bool = True,
         instance_id: str | None = None,
         heartbeat_s: float = 10.0,
+        key_file: Path | None = None,
     ) -> None:
         self._backend = backend
         self._keyring = keyring
+        # keys from a file: re-read at each heartbeat when it changed (keystore/keywatch.py)
+        self._key_watch = KeyFileWatch(key_file) if key_file is not None else None
         self._cache_size = cache_size
         self._ttl = cache_ttl_s
         self._batch_size = batch_size
@@ -146,11 +151,28 @@ class EncryptedStore:
         with self._lock:
             if not force and self._mono() - self._beat_at < self._heartbeat_s:
                 return
+            if self._key_watch is not None and self._pick_up_keys(self._key_watch):
+                return  # registered afresh with the new key
             if not self._backend.heartbeat(
                 self.instance_id, self._keyring.primary.key_id, self._clock()
             ):
                 self._register()  # the row was removed, or the key retired: this refuses
             self._beat_at = self._mono()
+
+    def _pick_up_keys(self, watch: KeyFileWatch) -> bool:
+        """The key file changed: seal with its first key from now on (registered so, which
+        refuses a retired key). True when the keyring changed."""
+        fresh = watch.poll()
+        if fresh is None:
+            return False
+        usage = self._backend.key_usage()
+        ring = adopt(fresh, self._keyring, usage["retired_keys"])  # type: ignore[arg-type]
+        if ring.key_ids == self._keyring.key_ids:
+            return False
+        self._keyring = ring
+        self._register()
+        log.warning("key store: key file changed; now sealing with %s", ring.primary.key_id)
+        return True
 
     # -- root key -------------------------------------------------------------------------
     def _load_root(self) -> StoreKeys:
@@ -275,7 +297,7 @@ class EncryptedStore:
             if _older_copy(row, state, stale.state, stale.revision):
                 raise _rolled_back(row)
             if stale.revision != row.revision:
-                _overwrite(stale.state, state)  # keep the object callers already hold
+                overwrite_state(stale.state, state)  # keep the object callers already hold
             stale.revision = row.revision
             stale.loaded_at = self._mono()
             self._remember(stale)
@@ -409,7 +431,7 @@ class EncryptedStore:
             theirs, _ = self._open(row)
             if _older_copy(row, theirs, entry.state, entry.revision):
                 raise _rolled_back(row)
-            _merge_into(entry.state, theirs)
+            merge_state(entry.state, theirs)
             sealed = seal(
                 self._keyring,
                 entry.lookup,
@@ -563,6 +585,7 @@ class EncryptedStore:
         ``binding`` (a row's stable, non-secret address). A table keeping such blobs must be
         known to rotation (``keystore.reviewdb.rewrap_blobs``) and to the retire check
         (``keystore.backend.REVIEW_SEALED_TABLES``), or retiring a key loses its rows."""
+        self.heartbeat()  # alive, and sealing with the key file's current key
         return seal(self._keyring, binding, plaintext)
 
     def open_blob(self, binding: bytes, sealed: Sealed) -> bytes:
@@ -627,30 +650,3 @@ def _rolled_back(row: Row) -> IntegrityError:
         record=fingerprint(row.lookup),
         revision=row.revision,
     )
-
-
-def _overwrite(target: PatientState, source: PatientState) -> None:
-    """Make ``target`` equal ``source`` in place (callers may hold the object or its maps)."""
-    target.shift_days = source.shift_days
-    target.pseudonym = source.pseudonym
-    target.seed = source.seed
-    for mine, theirs in (
-        (target.name_map, source.name_map),
-        (target.id_map, source.id_map),
-        (target.extra, source.extra),
-    ):
-        mine.clear()
-        mine.update(theirs)
-
-
-def _merge_into(ours: PatientState, theirs: PatientState) -> None:
-    """Stored (theirs) wins on every conflict; entries only we added are kept."""
-    ours.shift_days = theirs.shift_days
-    ours.pseudonym = theirs.pseudonym
-    ours.seed = theirs.seed
-    for mine, stored in (
-        (ours.name_map, theirs.name_map),
-        (ours.id_map, theirs.id_map),
-        (ours.extra, theirs.extra),
-    ):
-        mine.update(stored)

@@ -158,7 +158,7 @@ def test_after_the_final_step_the_new_key_opens_nothing_of_the_patient(
     key_file = tmp_path / "master.key"
     keyring.write_file(key_file)
     store.admin.forget("HOSP", "P-7734", operator="officer", reason="request")
-    done = retire_old_keys(store, keyring, key_file, operator="officer")
+    done = retire_old_keys(store, key_file, operator="officer")
     assert done.destroyed == (keyring.primary.key_id,)
     new_only = Keyring.from_file(key_file)
     assert new_only.key_ids == (done.new_key_id,)
