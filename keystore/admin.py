@@ -15,7 +15,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Protocol
 
 from keystore.api import PatientState
@@ -23,7 +23,14 @@ from keystore.audit import AuditKeys, AuditReport
 from keystore.backend import Row, SqlBackend
 from keystore.envelope import LEGACY_ENVELOPE, is_legacy_wrap, reseal, rewrap, unwrap_key, wrap_key
 from keystore.errors import ForgottenPatientError, IntegrityError, KeystoreError, RetireRefused
-from keystore.forgetting import REVIEW_LIST, REVIEW_PATIENT, ReviewForget, forget_review_rows
+from keystore.forgetting import (
+    MARK_OWNER_KIND,
+    REVIEW_LIST,
+    REVIEW_PATIENT,
+    ReviewForget,
+    forget_marks,
+    forget_review_rows,
+)
 from keystore.keyring import Keyring, fingerprint
 from keystore.records import Identity
 from keystore.reviewdb import rewrap_blobs
@@ -170,11 +177,14 @@ class StoreAdmin:
         patient_ref = self._keys.pseudonyms.pseudonym(REVIEW_PATIENT, authority, patient_id)
         with self._store._lock:
             self._store._drop(key)
+            owner = self._mark_owner(self._backend.fetch(lookup))
             # the record and every review row of the patient go in ONE transaction (the
             # review rows are removed even when the record was gone already: a forget that
             # failed half-way, or one from before review rows were forgotten, is finished)
             with self._backend.group():
                 review = forget_review_rows(self._backend, patient_ref, self._list_entry_id)
+                if owner is not None:
+                    review = replace(review, marks=forget_marks(self._backend, owner))
                 deleted = self._backend.delete(lookup, self._clock())
                 self._store._audit(
                     "forget",
@@ -190,6 +200,18 @@ class StoreAdmin:
                     "forget (readers busy); it is retried at the next forget"
                 )
         return deleted
+
+    def _mark_owner(self, row: Row | None) -> str | None:
+        """The tag of the record's seed its version marks are owned by (None: no record, or
+        one that does not open — its marks then stay; a WARNING)."""
+        if row is None:
+            return None
+        try:
+            state, _ = self._store._open(row)
+        except KeystoreError:
+            log.warning("key store: a forgotten record did not open; its marks are kept")
+            return None
+        return self._keys.pseudonyms.pseudonym(MARK_OWNER_KIND, state.seed)
 
     def _list_entry_id(self, scope: str, patient_ref: str, text_ref: str) -> str:
         return self._keys.pseudonyms.pseudonym(REVIEW_LIST, scope, patient_ref, text_ref)

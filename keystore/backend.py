@@ -169,6 +169,15 @@ MIGRATIONS: list[tuple[int, list[str]]] = [
             "@review_key_guard",
         ],
     ),
+    (
+        # whose version marks (keystore/forgetting.py): a keyed tag of the patient's seed
+        # per mark key hash, so `keys forget` deletes the patient's marks
+        6,
+        [
+            "CREATE TABLE mark_owners (key_hash {blob} PRIMARY KEY, owner TEXT NOT NULL)",
+            "CREATE INDEX mark_owners_owner ON mark_owners (owner)",
+        ],
+    ),
 ]
 # The review tables migration 5 guards (``@review_key_guard``). A migration is frozen: its
 # statements must not change with later code, so a sealed table added later needs a new

@@ -17,11 +17,19 @@ makes a forget final. :func:`forget_review_rows` runs inside the forget's transa
   its coordinates and reason blanked and status ``forgotten`` — it is never released.
 
 Only keyed addresses are used (``patient_ref``, ``text_ref``, entry ids): nothing is unsealed.
+
+The patient's version marks go too. A mark is addressed by a research key, a pseudonym of
+kind :data:`MARK_KEY_KIND` derived from the patient's sealed seed, and holds the real filing
+time of the key's current version: the store notes whose seed keyed each research key it
+derives (:class:`MarkOwners`) and writes, with the mark, a keyed tag of that seed in
+``mark_owners``; the forget opens the record, tags its seed and deletes those marks.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -30,6 +38,11 @@ from keystore.backend import SqlBackend
 FORGOTTEN_DOC = "forgotten"  # review_docs.status of a held document whose patient was forgotten
 REVIEW_PATIENT = "review-patient"  # the pseudonym kind of an item's patient_ref
 REVIEW_LIST = "review-list"  # the pseudonym kind of a list entry's id
+# the pseudonym kind of a research key (pipelines/process.py: seed, visit, report type), which
+# addresses the version marks; and of the tag of a seed that owns marks
+MARK_KEY_KIND = "research-key"
+MARK_OWNER_KIND = "mark-owner"
+_OWNERS_PENDING = 65_536  # research keys noted and not yet written with a mark
 _SITE = "site"
 
 
@@ -42,9 +55,17 @@ class ReviewForget:
     list_entries: int = 0
     site_entries: int = 0  # site-scope entries deleted (no other patient backs them)
     documents: int = 0  # held documents marked forgotten
+    marks: int = 0  # version marks (set by the forget, see :func:`forget_marks`)
 
     def total(self) -> int:
-        return self.items + self.decisions + self.list_entries + self.site_entries + self.documents
+        return (
+            self.items
+            + self.decisions
+            + self.list_entries
+            + self.site_entries
+            + self.documents
+            + self.marks
+        )
 
 
 def _chunks(values: Sequence[str], size: int = 500) -> list[Sequence[str]]:
@@ -111,3 +132,61 @@ def _settle_site_entry(ex: Callable[..., Any], cur: Any, entry: str, text_ref: s
         (kind, str(live[1]), entry),
     )
     return 0
+
+
+class MarkOwners:
+    """The research keys this process derived and the tag of the seed that keyed each, until
+    written beside their mark (bounded: the oldest go first)."""
+
+    def __init__(self, tag: Callable[[bytes], str], limit: int = _OWNERS_PENDING) -> None:
+        self._tag = tag
+        self._limit = limit
+        self._pending: OrderedDict[str, str] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def note(self, key: str, seed: bytes) -> None:
+        with self._lock:
+            if key in self._pending:
+                return
+        owner = self._tag(seed)
+        with self._lock:
+            self._pending[key] = owner
+            while len(self._pending) > self._limit:
+                self._pending.popitem(last=False)
+
+    def find(self, keys: Iterable[str]) -> list[tuple[str, str]]:
+        """(key, owner) of the ``keys`` noted and not written yet."""
+        with self._lock:
+            return [(k, o) for k in keys if (o := self._pending.get(k)) is not None]
+
+    def written(self, found: Iterable[tuple[str, str]]) -> None:
+        with self._lock:
+            for key, _ in found:
+                self._pending.pop(key, None)
+
+
+def add_mark_owners(backend: SqlBackend, rows: Sequence[tuple[bytes, str]]) -> None:
+    """Record the owner tag of each mark key hash (a key already owned keeps its owner)."""
+    with backend._transaction() as cur:  # noqa: SLF001
+        for key_hash, owner in rows:
+            backend._exec(  # noqa: SLF001
+                cur,
+                "INSERT INTO mark_owners (key_hash, owner) VALUES (?, ?)"
+                " ON CONFLICT (key_hash) DO NOTHING",
+                (key_hash, owner),
+            )
+
+
+def forget_marks(backend: SqlBackend, owner: str) -> int:
+    """Delete the marks owned by ``owner`` (and their owner rows); how many marks went."""
+    with backend._transaction() as cur:  # noqa: SLF001
+        ex = backend._exec  # noqa: SLF001
+        ex(
+            cur,
+            "DELETE FROM marks WHERE key_hash IN"
+            " (SELECT key_hash FROM mark_owners WHERE owner = ?)",
+            (owner,),
+        )
+        removed = max(int(cur.rowcount), 0)
+        ex(cur, "DELETE FROM mark_owners WHERE owner = ?", (owner,))
+    return removed

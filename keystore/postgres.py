@@ -401,6 +401,7 @@ def service_grants(schema: str, role: str) -> list[str]:
         f"GRANT SELECT, INSERT ON {s}.store_keys, {s}.master_keys, {s}.audit TO {r}",
         f"GRANT SELECT, INSERT, UPDATE ON {s}.patients, {s}.pseudonyms TO {r}",
         f"GRANT SELECT, INSERT, UPDATE, DELETE ON {s}.marks, {s}.instances TO {r}",
+        f"GRANT SELECT, INSERT ON {s}.mark_owners TO {r}",
         # the review queue: items, documents and decisions are only added and updated
         # (status, undo); list entries are replaced and taken back; accounts are the
         # owner's (`review add-user`)

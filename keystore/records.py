@@ -12,7 +12,9 @@ from dataclasses import dataclass
 import orjson
 
 from keystore.api import PatientState
+from keystore.backend import Row
 from keystore.errors import IntegrityError, KeystoreError
+from keystore.keyring import fingerprint
 
 RECORD_SCHEMA = 1
 
@@ -91,3 +93,26 @@ def merge_state(ours: PatientState, theirs: PatientState) -> None:
         (ours.extra, theirs.extra),
     ):
         mine.update(stored)
+
+
+def older_copy(
+    row: Row, stored: PatientState, known: PatientState, known_revision: int | None
+) -> bool:
+    """The stored record is an older revision of the identity this instance knows at
+    ``known_revision`` (same pseudonym: a forgotten and re-created patient has a new one,
+    and its revisions start again at 1). The revision is authenticated (associated data),
+    so only a copy of an older row can carry an older number."""
+    return (
+        known_revision is not None
+        and row.revision < known_revision
+        and stored.pseudonym == known.pseudonym
+    )
+
+
+def rolled_back(row: Row) -> IntegrityError:
+    return IntegrityError(
+        "record was rolled back: its stored revision is older than one "
+        "this instance has read or written",
+        record=fingerprint(row.lookup),
+        revision=row.revision,
+    )

@@ -25,6 +25,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
 from keystore.admin import StoreAdmin
@@ -41,10 +42,19 @@ from keystore.envelope import (
     wrap_key,
 )
 from keystore.errors import IntegrityError, KeystoreError
+from keystore.forgetting import MARK_KEY_KIND, MARK_OWNER_KIND, MarkOwners, add_mark_owners
 from keystore.keyring import Keyring, fingerprint
 from keystore.keywatch import KeyFileWatch, adopt
 from keystore.pseudonyms import new_patient_state
-from keystore.records import Identity, dump_state, load_state, merge_state, overwrite_state
+from keystore.records import (
+    Identity,
+    dump_state,
+    load_state,
+    merge_state,
+    older_copy,
+    overwrite_state,
+    rolled_back,
+)
 from keystore.subkeys import ROOT_BINDING, ROOT_BYTES, StoreKeys
 
 log = logging.getLogger("deidstream.keystore")
@@ -122,6 +132,7 @@ class EncryptedStore:
             self.schema_version = backend.migrate(clock()) if migrate else backend.check_schema()
             self._register()
             self._keys = self._load_root()
+            self._owners = MarkOwners(partial(self._keys.pseudonyms.pseudonym, MARK_OWNER_KIND))
         except BaseException:
             backend.close()  # a store that cannot open must not leak its connection
             raise
@@ -190,8 +201,12 @@ class EncryptedStore:
 
     # -- pseudonyms -----------------------------------------------------------------------
     def pseudonym(self, kind: str, *parts: str | bytes) -> str:
-        """Keyed-HMAC research id; stable across restarts, instances and key rotation."""
-        return self._keys.pseudonyms.pseudonym(kind, *parts)
+        """Keyed-HMAC research id; stable across restarts, instances and key rotation. A
+        research key (it addresses marks) is noted with its seed: a forget finds its marks."""
+        made = self._keys.pseudonyms.pseudonym(kind, *parts)
+        if kind == MARK_KEY_KIND and parts and isinstance(parts[0], bytes):
+            self._owners.note(made, parts[0])
+        return made
 
     def new_state(self, shift_days: int, seed: bytes | None = None) -> PatientState:
         """A fresh PatientState whose pseudonym derives from its own random seed."""
@@ -294,8 +309,8 @@ class EncryptedStore:
     def _adopt(self, key: tuple[str, str], row: Row, stale: _Entry | None) -> PatientState:
         state, _ = self._open(row)
         if stale is not None and stale.lookup == row.lookup:
-            if _older_copy(row, state, stale.state, stale.revision):
-                raise _rolled_back(row)
+            if older_copy(row, state, stale.state, stale.revision):
+                raise rolled_back(row)
             if stale.revision != row.revision:
                 overwrite_state(stale.state, state)  # keep the object callers already hold
             stale.revision = row.revision
@@ -429,8 +444,8 @@ class EncryptedStore:
                     return
                 continue
             theirs, _ = self._open(row)
-            if _older_copy(row, theirs, entry.state, entry.revision):
-                raise _rolled_back(row)
+            if older_copy(row, theirs, entry.state, entry.revision):
+                raise rolled_back(row)
             merge_state(entry.state, theirs)
             sealed = seal(
                 self._keyring,
@@ -482,6 +497,10 @@ class EncryptedStore:
         succeeds or fails on its own, exactly as :meth:`compare_and_set_mark` would. With
         ``ttl_seconds`` the marks written may be deleted by :meth:`prune_marks` once that
         time has passed (until then they read as usual); without it they are kept."""
+        owned = self._owners.find(key for key, _, _ in items)
+        if owned:  # whose marks these are, before the marks (keystore/forgetting.py)
+            add_mark_owners(self._backend, [(self._mark_hash(k), o) for k, o in owned])
+            self._owners.written(owned)
         sealed: list[tuple[bytes, bytes | None, bytes]] = []
         for key, expected, value in items:
             key_hash = self._mark_hash(key)
@@ -627,26 +646,3 @@ class EncryptedStore:
         self._backend.append_audit(
             AuditLine(self._clock(), action, operator, reason, subject, outcome), self._audit_keys
         )
-
-
-def _older_copy(
-    row: Row, stored: PatientState, known: PatientState, known_revision: int | None
-) -> bool:
-    """The stored record is an older revision of the identity this instance knows at
-    ``known_revision`` (same pseudonym: a forgotten and re-created patient has a new one,
-    and its revisions start again at 1). The revision is authenticated (associated data),
-    so only a copy of an older row can carry an older number."""
-    return (
-        known_revision is not None
-        and row.revision < known_revision
-        and stored.pseudonym == known.pseudonym
-    )
-
-
-def _rolled_back(row: Row) -> IntegrityError:
-    return IntegrityError(
-        "record was rolled back: its stored revision is older than one "
-        "this instance has read or written",
-        record=fingerprint(row.lookup),
-        revision=row.revision,
-    )

@@ -140,7 +140,8 @@ def test_a_store_whose_queue_was_created_on_first_use_migrates(
     from keystore import backend as backend_module
 
     k1, k2 = Keyring.generate("rv-k1"), Keyring.generate("rv-k2")
-    five = backend_module.MIGRATIONS
+    every = backend_module.MIGRATIONS
+    five = [m for m in every if m[0] <= 5]
     assert five[-1][0] == 5
     monkeypatch.setattr(backend_module, "MIGRATIONS", five[:-1])
     monkeypatch.setattr(backend_module, "SCHEMA_VERSION", 4)
