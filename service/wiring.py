@@ -126,11 +126,15 @@ def keystore_environ(settings: Settings) -> dict[str, str]:
 
 def check_key_custody(settings: Settings) -> None:
     """Start-up check: the master key the store would use can be had (``MissingKeyError``
-    else: a configured store with no configured key, an unreadable or loose key file, a
-    local store whose key file vanished). Creates the local default like the first use."""
-    from keystore.config import resolve
+    else: a configured store with no configured key, an unreadable or loose key file).
+    Nothing configured: the local default, made on first use (a demo) — nothing to check,
+    and nothing is created here."""
+    from keystore.config import ENV_URL, resolve
+    from keystore.keyring import ENV_KEY, ENV_KEY_FILE
 
-    resolve(keystore_environ(settings))
+    environ = keystore_environ(settings)
+    if any(environ.get(name, "").strip() for name in (ENV_URL, ENV_KEY, ENV_KEY_FILE)):
+        resolve(environ, create=False)
 
 
 def open_keystore(settings: Settings) -> Any:

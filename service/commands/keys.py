@@ -371,8 +371,9 @@ def forget(
 def _print_review_forget(removed: ReviewForget) -> None:
     if removed.total():
         typer.echo(
-            f"review queue: removed {removed.items} items, {removed.decisions} decisions, "
-            f"{removed.list_entries + removed.site_entries} list entries; "
+            f"removed {removed.items} review items, {removed.decisions} decisions, "
+            f"{removed.list_entries + removed.site_entries} list entries, "
+            f"{removed.marks} version marks; "
             f"{removed.documents} held documents marked forgotten"
         )
 

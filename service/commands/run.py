@@ -174,7 +174,6 @@ def register(app: typer.Typer) -> None:
             overrides["workers"] = workers
         settings = settings_or_exit(config, **overrides)
         configure_logging(settings.log_level)
-        _check_key_custody(settings)
         if settings.cpu_affinity:
             from service.affinity import pin_process
 
@@ -184,6 +183,7 @@ def register(app: typer.Typer) -> None:
                 typer.echo(f"deidstream run: cpu_affinity: {exc}", err=True)
                 raise typer.Exit(2) from exc
             log.info("process pinned to CPUs %s", ",".join(map(str, sorted(pinned))))
+        _check_key_custody(settings)
         from service.supervisor import worker_count
 
         count = worker_count(settings)
