@@ -171,11 +171,13 @@ MIGRATIONS: list[tuple[int, list[str]]] = [
     ),
     (
         # whose version marks (keystore/forgetting.py): a keyed tag of the patient's seed
-        # per mark key hash, so `keys forget` deletes the patient's marks
+        # per mark key hash, so `keys forget` deletes the patient's marks; and the review
+        # items of a patient found by index, not by a scan of the queue
         6,
         [
             "CREATE TABLE mark_owners (key_hash {blob} PRIMARY KEY, owner TEXT NOT NULL)",
             "CREATE INDEX mark_owners_owner ON mark_owners (owner)",
+            "CREATE INDEX review_items_patient ON review_items (patient_ref)",
         ],
     ),
 ]
