@@ -135,26 +135,7 @@ def rotate(
             _retire_key_file(config.url, current, config.key_file, who, wait)
             return
         pending = config.key_file is not None and len(current) > 1
-        make_new = (config.key_file is not None and not pending) if generate is None else generate
-        if make_new and config.key_file is None:
-            typer.echo(
-                "error: keys come from DEIDSTREAM_MASTER_KEY; generate one with "
-                "`deidstream keys init --print-key`, put it first, then rotate",
-                err=True,
-            )
-            raise typer.Exit(2)
-        if make_new and pending:
-            typer.echo(
-                f"error: the key file holds {len(current)} keys: a rotation is pending; "
-                "finish it with `deidstream keys rotate --retire-old` (it adds no key "
-                "while one is pending)",
-                err=True,
-            )
-            raise typer.Exit(2)
-        target = Keyring.generate().merged_with(current) if make_new else current
-        if make_new and config.key_file is not None:
-            # Save the new key before any record depends on it.
-            target.write_file(config.key_file, overwrite=True)
+        target = _rotation_target(config.key_file, current, generate, pending)
         with open_store(config.url, current) as store:
             report = store.admin.rotate(target, operator=who)
             _print_rotation(report, current)
@@ -173,6 +154,34 @@ def rotate(
                     "old keys still decrypt; retire them once every instance uses the new "
                     "key (--retire-old, or `keys retire KEY_ID`)"
                 )
+
+
+def _rotation_target(
+    key_file: Path | None, current: Keyring, generate: bool | None, pending: bool
+) -> Keyring:
+    """The keyring to rotate to: a new key first (saved first in the key file, before any
+    record depends on it) when asked or by default with a one-key file, else ``current``."""
+    make_new = (key_file is not None and not pending) if generate is None else generate
+    if not make_new:
+        return current
+    if key_file is None:
+        typer.echo(
+            "error: keys come from DEIDSTREAM_MASTER_KEY; generate one with "
+            "`deidstream keys init --print-key`, put it first, then rotate",
+            err=True,
+        )
+        raise typer.Exit(2)
+    if pending:
+        typer.echo(
+            f"error: the key file holds {len(current)} keys: a rotation is pending; "
+            "finish it with `deidstream keys rotate --retire-old` (it adds no key "
+            "while one is pending)",
+            err=True,
+        )
+        raise typer.Exit(2)
+    target = Keyring.generate().merged_with(current)
+    target.write_file(key_file, overwrite=True)
+    return target
 
 
 def _print_rotation(report: RotationReport, current: Keyring) -> None:
