@@ -16,7 +16,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Protocol
 
 from keystore.api import PatientState
@@ -25,6 +25,14 @@ from keystore.auditdb import reanchor, snapshot
 from keystore.backend import Row, SqlBackend
 from keystore.envelope import LEGACY_ENVELOPE, is_legacy_wrap, reseal, rewrap, wrap_key
 from keystore.errors import ForgottenPatientError, IntegrityError, KeystoreError, RetireRefused
+from keystore.forgetting import (
+    MARK_OWNER_KIND,
+    REVIEW_LIST,
+    REVIEW_PATIENT,
+    ReviewForget,
+    forget_marks,
+    forget_review_rows,
+)
 from keystore.keyring import Keyring, fingerprint
 from keystore.records import Identity
 from keystore.reviewdb import rewrap_blobs
@@ -81,6 +89,12 @@ class StoreAdmin:
         self._clock = clock
         self._instance_id = instance_id
         self._schema_version = schema_version
+        self.last_review_forget = ReviewForget()  # what the last forget removed from review
+
+    @property
+    def keyring(self) -> Keyring:
+        """The master keys the store uses now (a rotation replaces them)."""
+        return self._store._keyring
 
     def retire_key(
         self, key_id: str, *, operator: str = "unknown", live_within_s: float = 60.0
@@ -163,22 +177,47 @@ class StoreAdmin:
         """
         key = (authority, patient_id)
         lookup = self._keys.lookup(authority, patient_id)
+        patient_ref = self._keys.pseudonyms.pseudonym(REVIEW_PATIENT, authority, patient_id)
         with self._store._lock:
             self._store._drop(key)
-            deleted = self._backend.delete(lookup, self._clock())
-            self._store._audit(
-                "forget",
-                operator,
-                reason,
-                self._audit_keys.subject("record", lookup),
-                "deleted" if deleted else "absent",
-            )
-            if deleted and self._backend.scrub() is False:
+            owner = self._mark_owner(self._backend.fetch(lookup))
+            # the record and every review row of the patient go in ONE transaction (the
+            # review rows are removed even when the record was gone already: a forget that
+            # failed half-way, or one from before review rows were forgotten, is finished)
+            with self._backend.group():
+                review = forget_review_rows(self._backend, patient_ref, self._list_entry_id)
+                if owner is not None:
+                    review = replace(review, marks=forget_marks(self._backend, owner))
+                deleted = self._backend.delete(lookup, self._clock())
+                self._store._audit(
+                    "forget",
+                    operator,
+                    reason,
+                    self._audit_keys.subject("record", lookup),
+                    "deleted" if deleted or review.total() else "absent",
+                )
+            self.last_review_forget = review
+            if (deleted or review.total()) and self._backend.scrub() is False:
                 log.warning(
                     "key store: the SQLite WAL could not be checkpointed after a "
                     "forget (readers busy); it is retried at the next forget"
                 )
         return deleted
+
+    def _mark_owner(self, row: Row | None) -> str | None:
+        """The tag of the record's seed its version marks are owned by (None: no record, or
+        one that does not open — its marks then stay; a WARNING)."""
+        if row is None:
+            return None
+        try:
+            state, _ = self._store._open(row)
+        except KeystoreError:
+            log.warning("key store: a forgotten record did not open; its marks are kept")
+            return None
+        return self._keys.pseudonyms.pseudonym(MARK_OWNER_KIND, state.seed)
+
+    def _list_entry_id(self, scope: str, patient_ref: str, text_ref: str) -> str:
+        return self._keys.pseudonyms.pseudonym(REVIEW_LIST, scope, patient_ref, text_ref)
 
     def check_retirable(self, key_ids: Sequence[str]) -> None:
         """KeystoreError unless no record and not the store root is wrapped under any of

@@ -176,6 +176,17 @@ MIGRATIONS: list[tuple[int, list[str]]] = [
         6,
         [auditdb.ANCHOR_TABLE],
     ),
+    (
+        # whose version marks (keystore/forgetting.py): a keyed tag of the patient's seed
+        # per mark key hash, so `keys forget` deletes the patient's marks; and the review
+        # items of a patient found by index, not by a scan of the queue
+        7,
+        [
+            "CREATE TABLE mark_owners (key_hash {blob} PRIMARY KEY, owner TEXT NOT NULL)",
+            "CREATE INDEX mark_owners_owner ON mark_owners (owner)",
+            "CREATE INDEX review_items_patient ON review_items (patient_ref)",
+        ],
+    ),
 ]
 # The review tables migration 5 guards (``@review_key_guard``). A migration is frozen: its
 # statements must not change with later code, so a sealed table added later needs a new

@@ -3,7 +3,9 @@
 ``DEIDSTREAM_KEYSTORE_URL`` names the store; ``DEIDSTREAM_MASTER_KEY`` (base64 or
 ``id:base64,…``) or ``DEIDSTREAM_MASTER_KEY_FILE`` gives the keys. With neither set, a
 SQLite file and an owner-only key file under ``./.deidstream/`` are used, created on first
-use with a logged warning (fine for a laptop demo, not for production).
+use with a logged warning (fine for a laptop demo, not for production). A configured store
+URL takes its key only from those two variables: ``./.deidstream/master.key`` is never used
+for it (``MissingKeyError``).
 """
 
 from __future__ import annotations
@@ -47,14 +49,15 @@ def resolve(
     if env.get(ENV_KEY_FILE, "").strip():
         path = Path(env[ENV_KEY_FILE])
         return StoreConfig(url, path, False), Keyring.from_file(path)
-    default_key = base / DEFAULT_KEY_FILE
-    if default_key.exists():
-        return StoreConfig(url, default_key, False), Keyring.from_file(default_key)
     if env.get(ENV_URL, "").strip():
-        # A configured shared store with no configured key: never invent a key for it.
+        # A configured store takes its key only from the configured variables: never a
+        # local default key file that happens to be in the working directory, never a new key.
         raise MissingKeyError(
             f"{ENV_URL} is set but no master key is: set {ENV_KEY} or {ENV_KEY_FILE}"
         )
+    default_key = base / DEFAULT_KEY_FILE
+    if default_key.exists():
+        return StoreConfig(url, default_key, False), Keyring.from_file(default_key)
     if not create:
         raise MissingKeyError(f"no master key configured: set {ENV_KEY} or {ENV_KEY_FILE}")
     if (base / DEFAULT_DB).exists():
@@ -81,4 +84,5 @@ def default_store_from_env(
     from keystore import open_store
 
     config, keyring = resolve(environ, base_dir=base_dir)
-    return open_store(config.url, keyring, **options)
+    # keys from a file: the store re-reads it when it changes (keys rotate, live)
+    return open_store(config.url, keyring, key_file=config.key_file, **options)

@@ -186,12 +186,13 @@ class Keyring:
         return "".join(k.entry() + "\n" for k in self._keys)
 
     def write_file(
-        self, path: str | os.PathLike[str], *, overwrite: bool = False, shred_previous: bool = False
+        self, path: str | os.PathLike[str], *, overwrite: bool = False, shred_previous: bool = True
     ) -> Path:
-        """Write the keyring to an owner-only (0600) file, atomically. ``shred_previous``:
-        once the new file is in place, overwrite the old file's bytes with zeros (it held
-        keys being retired; a copy-on-write or journaling file system may still keep old
-        blocks — see docs/keystore.md)."""
+        """Write the keyring to an owner-only (0600) file, atomically. ``shred_previous``
+        (always, unless told otherwise): once the new file is in place, overwrite the
+        replaced file's bytes with zeros — every key file held keys, and the replaced one
+        may hold a key being retired (a copy-on-write or journaling file system may still
+        keep old blocks — see docs/keystore.md)."""
         p = Path(path)
         p.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
         if p.exists() and not overwrite:
@@ -224,6 +225,8 @@ def _previous(path: Path | None) -> Iterator[int | None]:
     if path is None or not path.exists():
         yield None
         return
+    if not os.access(path, os.W_OK):
+        os.chmod(path, 0o600)  # a read-only key file is still ours to zero
     fd = os.open(path, os.O_WRONLY)
     try:
         yield fd

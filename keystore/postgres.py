@@ -440,6 +440,7 @@ def service_grants(schema: str, role: str) -> list[str]:
         f"GRANT SELECT, INSERT, UPDATE, DELETE ON {s}.marks, {s}.instances TO {r}",
         # the audit log's sealed head: rewritten with every audit line (keystore/auditdb.py)
         f"GRANT SELECT, INSERT, UPDATE ON {s}.audit_head TO {r}",
+        f"GRANT SELECT, INSERT ON {s}.mark_owners TO {r}",
         # the review queue: items, documents and decisions are only added and updated
         # (status, undo); list entries are replaced and taken back; accounts are the
         # owner's (`review add-user`)

@@ -25,6 +25,8 @@ from collections import OrderedDict
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
+from functools import partial
+from pathlib import Path
 
 from keystore.admin import StoreAdmin
 from keystore.api import PatientState
@@ -33,9 +35,19 @@ from keystore.auditdb import anchor_root, create_root
 from keystore.backend import Row, SqlBackend
 from keystore.envelope import ENVELOPE, LEGACY_ENVELOPE, Sealed, open_sealed, seal
 from keystore.errors import IntegrityError, KeystoreError
+from keystore.forgetting import MARK_KEY_KIND, MARK_OWNER_KIND, MarkOwners, add_mark_owners
 from keystore.keyring import Keyring, fingerprint
+from keystore.keywatch import KeyFileWatch, adopt
 from keystore.pseudonyms import new_patient_state
-from keystore.records import Identity, dump_state, load_state
+from keystore.records import (
+    Identity,
+    dump_state,
+    load_state,
+    merge_state,
+    older_copy,
+    overwrite_state,
+    rolled_back,
+)
 from keystore.subkeys import ROOT_BINDING_ANCHORED, StoreKeys, open_root
 
 log = logging.getLogger("deidstream.keystore")
@@ -73,9 +85,12 @@ class EncryptedStore:
         migrate: bool = True,
         instance_id: str | None = None,
         heartbeat_s: float = 10.0,
+        key_file: Path | None = None,
     ) -> None:
         self._backend = backend
         self._keyring = keyring
+        # keys from a file: re-read at each heartbeat when it changed (keystore/keywatch.py)
+        self._key_watch = KeyFileWatch(key_file) if key_file is not None else None
         self._cache_size = cache_size
         self._ttl = cache_ttl_s
         self._batch_size = batch_size
@@ -110,6 +125,7 @@ class EncryptedStore:
             self.schema_version = backend.migrate(clock()) if migrate else backend.check_schema()
             self._register()
             self._keys = self._load_root()
+            self._owners = MarkOwners(partial(self._keys.pseudonyms.pseudonym, MARK_OWNER_KIND))
         except BaseException:
             backend.close()  # a store that cannot open must not leak its connection
             raise
@@ -139,11 +155,28 @@ class EncryptedStore:
         with self._lock:
             if not force and self._mono() - self._beat_at < self._heartbeat_s:
                 return
+            if self._key_watch is not None and self._pick_up_keys(self._key_watch):
+                return  # registered afresh with the new key
             if not self._backend.heartbeat(
                 self.instance_id, self._keyring.primary.key_id, self._clock()
             ):
                 self._register()  # the row was removed, or the key retired: this refuses
             self._beat_at = self._mono()
+
+    def _pick_up_keys(self, watch: KeyFileWatch) -> bool:
+        """The key file changed: seal with its first key from now on (registered so, which
+        refuses a retired key). True when the keyring changed."""
+        fresh = watch.poll()
+        if fresh is None:
+            return False
+        usage = self._backend.key_usage()
+        ring = adopt(fresh, self._keyring, usage["retired_keys"])  # type: ignore[arg-type]
+        if ring.key_ids == self._keyring.key_ids:
+            return False
+        self._keyring = ring
+        self._register()
+        log.warning("key store: key file changed; now sealing with %s", ring.primary.key_id)
+        return True
 
     # -- root key -------------------------------------------------------------------------
     def _load_root(self) -> StoreKeys:
@@ -163,8 +196,12 @@ class EncryptedStore:
 
     # -- pseudonyms -----------------------------------------------------------------------
     def pseudonym(self, kind: str, *parts: str | bytes) -> str:
-        """Keyed-HMAC research id; stable across restarts, instances and key rotation."""
-        return self._keys.pseudonyms.pseudonym(kind, *parts)
+        """Keyed-HMAC research id; stable across restarts, instances and key rotation. A
+        research key (it addresses marks) is noted with its seed: a forget finds its marks."""
+        made = self._keys.pseudonyms.pseudonym(kind, *parts)
+        if kind == MARK_KEY_KIND and parts and isinstance(parts[0], bytes):
+            self._owners.note(made, parts[0])
+        return made
 
     def new_state(self, shift_days: int, seed: bytes | None = None) -> PatientState:
         """A fresh PatientState whose pseudonym derives from its own random seed."""
@@ -267,10 +304,10 @@ class EncryptedStore:
     def _adopt(self, key: tuple[str, str], row: Row, stale: _Entry | None) -> PatientState:
         state, _ = self._open(row)
         if stale is not None and stale.lookup == row.lookup:
-            if _older_copy(row, state, stale.state, stale.revision):
-                raise _rolled_back(row)
+            if older_copy(row, state, stale.state, stale.revision):
+                raise rolled_back(row)
             if stale.revision != row.revision:
-                _overwrite(stale.state, state)  # keep the object callers already hold
+                overwrite_state(stale.state, state)  # keep the object callers already hold
             stale.revision = row.revision
             stale.loaded_at = self._mono()
             self._remember(stale)
@@ -402,9 +439,9 @@ class EncryptedStore:
                     return
                 continue
             theirs, _ = self._open(row)
-            if _older_copy(row, theirs, entry.state, entry.revision):
-                raise _rolled_back(row)
-            _merge_into(entry.state, theirs)
+            if older_copy(row, theirs, entry.state, entry.revision):
+                raise rolled_back(row)
+            merge_state(entry.state, theirs)
             sealed = seal(
                 self._keyring,
                 entry.lookup,
@@ -455,6 +492,10 @@ class EncryptedStore:
         succeeds or fails on its own, exactly as :meth:`compare_and_set_mark` would. With
         ``ttl_seconds`` the marks written may be deleted by :meth:`prune_marks` once that
         time has passed (until then they read as usual); without it they are kept."""
+        owned = self._owners.find(key for key, _, _ in items)
+        if owned:  # whose marks these are, before the marks (keystore/forgetting.py)
+            add_mark_owners(self._backend, [(self._mark_hash(k), o) for k, o in owned])
+            self._owners.written(owned)
         sealed: list[tuple[bytes, bytes | None, bytes]] = []
         for key, expected, value in items:
             key_hash = self._mark_hash(key)
@@ -558,6 +599,7 @@ class EncryptedStore:
         ``binding`` (a row's stable, non-secret address). A table keeping such blobs must be
         known to rotation (``keystore.reviewdb.rewrap_blobs``) and to the retire check
         (``keystore.backend.REVIEW_SEALED_TABLES``), or retiring a key loses its rows."""
+        self.heartbeat()  # alive, and sealing with the key file's current key
         return seal(self._keyring, binding, plaintext)
 
     def open_blob(self, binding: bytes, sealed: Sealed) -> bytes:
@@ -600,53 +642,3 @@ class EncryptedStore:
         self._backend.append_audit(
             AuditLine(now, action, operator, reason, subject, outcome), self._audit_keys, now
         )
-
-
-def _older_copy(
-    row: Row, stored: PatientState, known: PatientState, known_revision: int | None
-) -> bool:
-    """The stored record is an older revision of the identity this instance knows at
-    ``known_revision`` (same pseudonym: a forgotten and re-created patient has a new one,
-    and its revisions start again at 1). The revision is authenticated (associated data),
-    so only a copy of an older row can carry an older number."""
-    return (
-        known_revision is not None
-        and row.revision < known_revision
-        and stored.pseudonym == known.pseudonym
-    )
-
-
-def _rolled_back(row: Row) -> IntegrityError:
-    return IntegrityError(
-        "record was rolled back: its stored revision is older than one "
-        "this instance has read or written",
-        record=fingerprint(row.lookup),
-        revision=row.revision,
-    )
-
-
-def _overwrite(target: PatientState, source: PatientState) -> None:
-    """Make ``target`` equal ``source`` in place (callers may hold the object or its maps)."""
-    target.shift_days = source.shift_days
-    target.pseudonym = source.pseudonym
-    target.seed = source.seed
-    for mine, theirs in (
-        (target.name_map, source.name_map),
-        (target.id_map, source.id_map),
-        (target.extra, source.extra),
-    ):
-        mine.clear()
-        mine.update(theirs)
-
-
-def _merge_into(ours: PatientState, theirs: PatientState) -> None:
-    """Stored (theirs) wins on every conflict; entries only we added are kept."""
-    ours.shift_days = theirs.shift_days
-    ours.pseudonym = theirs.pseudonym
-    ours.seed = theirs.seed
-    for mine, stored in (
-        (ours.name_map, theirs.name_map),
-        (ours.id_map, theirs.id_map),
-        (ours.extra, theirs.extra),
-    ):
-        mine.update(stored)

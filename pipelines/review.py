@@ -34,6 +34,7 @@ from typing import Any
 import orjson
 
 from keystore.envelope import Sealed
+from keystore.forgetting import FORGOTTEN_DOC, REVIEW_LIST, REVIEW_PATIENT
 from keystore.reviewdb import ITEM_BINDING as _ITEM_BINDING
 from keystore.reviewdb import LIST_BINDING as _LIST_BINDING
 from keystore.reviewdb import DecisionRow, DocRow, ItemRow, ListRow, ReviewDb
@@ -81,6 +82,7 @@ class DocStatus(StrEnum):
     RELEASING = "releasing"
     RELEASED = "released"
     HELD = "held"
+    FORGOTTEN = FORGOTTEN_DOC  # its patient was forgotten (`keys forget`): never released
 
 
 class Role(StrEnum):
@@ -266,7 +268,7 @@ class ReviewQueue:
 
     # -- refs ---------------------------------------------------------------------------
     def patient_ref(self, authority: str, patient_id: str) -> str:
-        return self.store.pseudonym("review-patient", authority, patient_id)
+        return self.store.pseudonym(REVIEW_PATIENT, authority, patient_id)
 
     def text_ref(self, text: str) -> str:
         return self.store.pseudonym("review-text", normalise(text))
@@ -467,7 +469,7 @@ class ReviewQueue:
         self._lists = None
 
     def _entry_id(self, scope: Scope, patient_ref: str, text_ref: str) -> str:
-        return self.store.pseudonym("review-list", scope.value, patient_ref, text_ref)
+        return self.store.pseudonym(REVIEW_LIST, scope.value, patient_ref, text_ref)
 
     def undo(self, reviewer: str) -> list[str]:
         """Take back ``reviewer``'s last decision (all the items one key press decided)."""

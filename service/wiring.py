@@ -119,12 +119,12 @@ def timed_call(fn: Callable[..., Any], operation: str, metrics: Metrics) -> Call
     return timed
 
 
-def open_keystore(settings: Settings) -> Any:
-    """The encrypted key store named by the settings (or the keystore package's local
-    default when no URL is configured)."""
+def keystore_environ(settings: Settings) -> dict[str, str]:
+    """The environment the key store is resolved from: the process's, with the settings'
+    store URL and master key over it."""
     import os
 
-    from keystore.config import ENV_URL, default_store_from_env
+    from keystore.config import ENV_URL
     from keystore.keyring import ENV_KEY
 
     environ = dict(os.environ)
@@ -132,7 +132,28 @@ def open_keystore(settings: Settings) -> Any:
         environ[ENV_URL] = settings.keystore_url
     if settings.master_key is not None:
         environ[ENV_KEY] = settings.master_key.get_secret_value()
-    return default_store_from_env(environ, migrate=settings.keystore_migrate)
+    return environ
+
+
+def check_key_custody(settings: Settings) -> None:
+    """Start-up check: the master key the store would use can be had (``MissingKeyError``
+    else: a configured store with no configured key, an unreadable or loose key file).
+    Nothing configured: the local default, made on first use (a demo) — nothing to check,
+    and nothing is created here."""
+    from keystore.config import ENV_URL, resolve
+    from keystore.keyring import ENV_KEY, ENV_KEY_FILE
+
+    environ = keystore_environ(settings)
+    if any(environ.get(name, "").strip() for name in (ENV_URL, ENV_KEY, ENV_KEY_FILE)):
+        resolve(environ, create=False)
+
+
+def open_keystore(settings: Settings) -> Any:
+    """The encrypted key store named by the settings (or the keystore package's local
+    default when no URL is configured)."""
+    from keystore.config import default_store_from_env
+
+    return default_store_from_env(keystore_environ(settings), migrate=settings.keystore_migrate)
 
 
 class ServiceProcessor:

@@ -21,10 +21,12 @@ from urllib.parse import urlsplit, urlunsplit
 import typer
 
 from keystore import Keyring, open_store
+from keystore.admin import RotationReport
 from keystore.api import PatientState
 from keystore.config import default_store_from_env, resolve
 from keystore.errors import DeidstreamError, RetireRefused
-from keystore.shred import destroy_old_keys, retire_old_keys
+from keystore.forgetting import ReviewForget
+from keystore.shred import DEFAULT_WAIT_S, Waiting, retire_old_keys, wait_for_instances
 from keystore.store import EncryptedStore
 
 __all__ = ["default_store_from_env", "register", "keys_app"]
@@ -105,94 +107,147 @@ def init(
         typer.echo(f"schema version: {stats['schema_version']}, patients: {stats['patients']}")
 
 
+_WAIT = typer.Option(
+    DEFAULT_WAIT_S,
+    "--wait",
+    min=0.0,
+    help="Seconds to wait for live instances to seal with the new key before the old one "
+    "is retired (an instance re-reads a changed key file at its heartbeat, every 10 s).",
+)
+
+
 @keys_app.command("rotate")
 def rotate(
     generate: bool | None = typer.Option(
         None,
         "--generate/--no-generate",
-        help="Generate a new master key first (default when keys come from a key file). "
-        "With keys from the environment, put the new key first there instead.",
+        help="Generate a new master key first (default when keys come from a key file that "
+        "holds one key). With keys from the environment, put the new key first there instead.",
     ),
     retire_old: bool = typer.Option(
-        False, "--retire-old", help="After a clean rotation, remove old keys from the key file."
+        False,
+        "--retire-old",
+        help="Then retire the old keys and remove them from the key file (waits for live "
+        "instances to pick up the new key); every earlier forget is final.",
     ),
     operator: str | None = typer.Option(None, help="Recorded in the audit log."),
+    wait: float = _WAIT,
 ) -> None:
     """Re-wrap every data key under the first (new) master key."""
     with _errors():
         config, current = resolve(create=False)
-        make_new = (config.key_file is not None) if generate is None else generate
-        if make_new and config.key_file is None:
-            typer.echo(
-                "error: keys come from DEIDSTREAM_MASTER_KEY; generate one with "
-                "`deidstream keys init --print-key`, put it first, then rotate",
-                err=True,
-            )
-            raise typer.Exit(2)
-        target = Keyring.generate().merged_with(current) if make_new else current
-        if make_new and config.key_file is not None:
-            # Save the new key before any record depends on it.
-            target.write_file(config.key_file, overwrite=True)
+        who = _operator(operator)
+        if config.key_file is not None and retire_old:
+            _retire_key_file(config.url, current, config.key_file, who, wait)
+            return
+        pending = config.key_file is not None and len(current) > 1
+        target = _rotation_target(config.key_file, current, generate, pending)
         with open_store(config.url, current) as store:
-            report = store.admin.rotate(target, operator=_operator(operator))
-            figures = (
-                f"re-wrapped {report.rewrapped}, already current "
-                f"{report.already_current}, review blobs re-wrapped "
-                f"{report.review_rewrapped}, failed {len(report.failed)}"
-            )
-            if report.new_key_id == current.primary.key_id:
-                typer.echo(
-                    f"no new master key: {report.new_key_id} is still the primary key; {figures}"
-                )
-                if config.key_file is None:
-                    typer.echo(
-                        "to rotate, put a new key (`deidstream keys init --print-key`)"
-                        " first in DEIDSTREAM_MASTER_KEY, keep the old one after it, "
-                        "and run this again"
-                    )
-            else:
-                typer.echo(
-                    f"new master key: {report.new_key_id} (was {current.primary.key_id}); {figures}"
-                )
+            report = store.admin.rotate(target, operator=who)
+            _print_rotation(report, current)
             if report.failed:
                 typer.echo("error: some records could not be re-wrapped; old keys kept", err=True)
                 raise typer.Exit(1)
-            if retire_old:
-                _retire(
-                    store,
-                    [k for k in target.key_ids if k != report.new_key_id],
-                    _operator(operator),
+            if retire_old:  # keys from the environment
+                _retire_env(store, target, report.new_key_id, who, wait)
+            elif pending:
+                typer.echo(
+                    f"a rotation is pending ({len(target)} keys in the key file): "
+                    "`deidstream keys rotate --retire-old` finishes it"
                 )
-        if retire_old and config.key_file is not None:
-            with open_store(config.url, target) as store:  # retired above: now destroy
-                destroy_old_keys(
-                    store,
-                    target,
-                    report.new_key_id,
-                    config.key_file,
-                    operator=_operator(operator),
-                    retire=False,
+            elif len(target) > 1:
+                typer.echo(
+                    "old keys still decrypt; retire them once every instance uses the new "
+                    "key (--retire-old, or `keys retire KEY_ID`)"
                 )
+
+
+def _rotation_target(
+    key_file: Path | None, current: Keyring, generate: bool | None, pending: bool
+) -> Keyring:
+    """The keyring to rotate to: a new key first (saved first in the key file, before any
+    record depends on it) when asked or by default with a one-key file, else ``current``."""
+    make_new = (key_file is not None and not pending) if generate is None else generate
+    if not make_new:
+        return current
+    if key_file is None:
+        typer.echo(
+            "error: keys come from DEIDSTREAM_MASTER_KEY; generate one with "
+            "`deidstream keys init --print-key`, put it first, then rotate",
+            err=True,
+        )
+        raise typer.Exit(2)
+    if pending:
+        typer.echo(
+            f"error: the key file holds {len(current)} keys: a rotation is pending; "
+            "finish it with `deidstream keys rotate --retire-old` (it adds no key "
+            "while one is pending)",
+            err=True,
+        )
+        raise typer.Exit(2)
+    target = Keyring.generate().merged_with(current)
+    target.write_file(key_file, overwrite=True)
+    return target
+
+
+def _print_rotation(report: RotationReport, current: Keyring) -> None:
+    figures = (
+        f"re-wrapped {report.rewrapped}, already current "
+        f"{report.already_current}, review blobs re-wrapped "
+        f"{report.review_rewrapped}, failed {len(report.failed)}"
+    )
+    if report.new_key_id != current.primary.key_id:
+        typer.echo(f"new master key: {report.new_key_id} (was {current.primary.key_id}); {figures}")
+        return
+    typer.echo(f"no new master key: {report.new_key_id} is still the primary key; {figures}")
+    if len(current) == 1:
+        typer.echo(
+            "to rotate, put a new key (`deidstream keys init --print-key`)"
+            " first in DEIDSTREAM_MASTER_KEY, keep the old one after it, "
+            "and run this again"
+        )
+
+
+def _retire_key_file(url: str, current: Keyring, key_file: Path, who: str, wait: float) -> None:
+    """``rotate --retire-old`` with a key file: finish a pending rotation, then a new key,
+    live instances waited for, the old keys retired and removed from the file."""
+    with open_store(url, current) as store:
+        try:
+            done = retire_old_keys(store, key_file, operator=who, waiting=Waiting(wait))
+        except RetireRefused as exc:
             typer.echo(
-                "old keys removed from the key file; every earlier forget is final "
-                "once no other copy of them exists"
+                f"error: cannot retire master key: {exc}; old keys kept in the key file "
+                "(run this again: it finishes the pending rotation, adding no key)",
+                err=True,
             )
-        elif retire_old:
-            with open_store(config.url, target) as store:
-                store.admin.record_key_retirement(
-                    [k for k in target.key_ids if k != report.new_key_id],
-                    operator=_operator(operator),
-                    destroyed=False,
-                )
-            typer.echo(
-                "old keys retired: remove them from DEIDSTREAM_MASTER_KEY (and every "
-                "secret-manager version); earlier forgets are final then"
-            )
-        elif len(target) > 1:
-            typer.echo(
-                "old keys still decrypt; retire them once every instance uses the new "
-                "key (--retire-old, or `keys retire KEY_ID`)"
-            )
+            raise typer.Exit(1) from None
+    _print_rotation(done.rotation, current)
+    typer.echo(
+        f"retired and removed from the key file: {', '.join(done.destroyed) or 'none'}; "
+        "old keys removed from the key file; every earlier forget is final once no other "
+        "copy of them exists"
+    )
+
+
+def _retire_env(store: EncryptedStore, target: Keyring, keep: str, who: str, wait: float) -> None:
+    """``rotate --retire-old`` with keys from the environment: wait for the instances (they
+    are restarted with the new key first), re-wrap what they sealed meanwhile, retire."""
+    old = [k for k in target.key_ids if k != keep]
+    try:
+        wait_for_instances(store, old, Waiting(wait))
+    except RetireRefused as exc:
+        typer.echo(f"error: cannot retire master key: {exc}; old keys kept", err=True)
+        raise typer.Exit(1) from None
+    if store.admin.rotate(target, operator=who).failed:
+        typer.echo("error: some records could not be re-wrapped; old keys kept", err=True)
+        raise typer.Exit(1)
+    _retire(store, old, who)
+    store.admin.check_retirable(old)
+    store.admin.record_key_retirement(old, operator=who, destroyed=False)
+    typer.echo(
+        "old keys retired: remove them from DEIDSTREAM_MASTER_KEY (and every "
+        "secret-manager version); earlier forgets are final then"
+    )
 
 
 def _retire(store: EncryptedStore, key_ids: list[str], operator: str) -> None:
@@ -263,6 +318,7 @@ def forget(
         help="Make it final now, backups included: new master key, every live record "
         "re-wrapped, old keys removed from the key file (as `rotate --retire-old`).",
     ),
+    wait: float = _WAIT,
 ) -> None:
     """Crypto-shred one patient: their mapping can never be read again.
 
@@ -298,12 +354,13 @@ def forget(
         deleted = store.admin.forget(
             authority, patient, operator=_operator(operator), reason=reason
         )
+        _print_review_forget(store.admin.last_review_forget)
         try:
             done = (
                 None
                 if key_file is None
                 else retire_old_keys(
-                    store, resolve(create=False)[1], key_file, operator=_operator(operator)
+                    store, key_file, operator=_operator(operator), waiting=Waiting(wait)
                 )
             )
         except RetireRefused as exc:
@@ -326,6 +383,16 @@ def forget(
     if not deleted:
         _nothing_done(f"no patient with this id under authority {authority!r} (nothing forgotten)")
     typer.echo(f"forgotten (authority {authority!r})")
+
+
+def _print_review_forget(removed: ReviewForget) -> None:
+    if removed.total():
+        typer.echo(
+            f"removed {removed.items} review items, {removed.decisions} decisions, "
+            f"{removed.list_entries + removed.site_entries} list entries, "
+            f"{removed.marks} version marks; "
+            f"{removed.documents} held documents marked forgotten"
+        )
 
 
 def _key_file_for_now() -> Path:

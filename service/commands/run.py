@@ -138,6 +138,18 @@ async def supervise(settings: Settings, workers: int, *, stop: asyncio.Event | N
         return status
 
 
+def _check_key_custody(settings: Settings) -> None:
+    """A missing master key is a start-up error (one line, exit 2), not a retry loop."""
+    from keystore.errors import MissingKeyError
+    from service.wiring import check_key_custody
+
+    try:
+        check_key_custody(settings)
+    except MissingKeyError as exc:
+        typer.echo(f"deidstream run: {exc}", err=True)
+        raise typer.Exit(2) from None
+
+
 def register(app: typer.Typer) -> None:
     @app.command()
     def run(
@@ -175,6 +187,7 @@ def register(app: typer.Typer) -> None:
                 typer.echo(f"deidstream run: cpu_affinity: {exc}", err=True)
                 raise typer.Exit(2) from exc
             log.info("process pinned to CPUs %s", ",".join(map(str, sorted(pinned))))
+        _check_key_custody(settings)
         from service.supervisor import worker_count
 
         count = worker_count(settings)

@@ -101,37 +101,6 @@ def test_key_file_with_loose_permissions_is_refused(tmp_path: Path) -> None:
         resolve({}, base_dir=tmp_path)
 
 
-def test_rotate_retire_old_is_refused_while_an_instance_seals_with_the_old_key(
-    cli: typer.Typer, tmp_path: Path
-) -> None:
-    """The issue-14 scenario: `keys rotate --retire-old` while an instance runs on the old
-    key. Refused with a clear message, the old key stays in the key file, and every record
-    the instance writes meanwhile stays readable; once it stops, retiring goes through."""
-    assert _run(cli, "keys", "init")[0] == 0
-    key_file = tmp_path / ".deidstream" / "master.key"
-    running = default_store_from_env()  # an instance, on the old key
-    try:
-        running.get_or_create("HOSP", "1", lambda: running.new_state(3))
-        code, out = _run(cli, "keys", "rotate", "--retire-old")
-        assert code == 1, out
-        assert "cannot retire master key" in out and "live instances" in out
-        assert len(Keyring.from_file(key_file)) == 2  # nothing removed
-        running.get_or_create("HOSP", "2", lambda: running.new_state(4))  # still on old key
-    finally:
-        running.close()
-    code, out = _run(cli, "keys", "rotate", "--retire-old")
-    assert code == 0 and "old keys removed" in out, out
-    assert len(Keyring.from_file(key_file)) == 1
-    with default_store_from_env() as store:
-        assert store.get("HOSP", "1") is not None and store.get("HOSP", "2") is not None
-    code, out = _run(cli, "keys", "stats", "--json")
-    stats = json.loads(out)
-    current = Keyring.from_file(key_file).primary.key_id
-    assert len(stats["retired_keys"]) == 2 and stats["active_keys"] == [current]
-    # only the stats command itself is registered now (the instance deregistered on close)
-    assert [i["key_id"] for i in stats["instances"]] == [current]
-
-
 def test_migrate_command(cli: typer.Typer, tmp_path: Path) -> None:
     code, out = _run(cli, "keys", "migrate")
     assert code == 0 and "schema version" in out, out

@@ -155,7 +155,7 @@ def test_postgresql_an_old_copy_opens_until_the_old_key_is_destroyed(
                 row.revision,
             )
         assert store.admin.forgets_not_final() == 1
-        done = retire_old_keys(store, old_keys, key_file, operator="officer")
+        done = retire_old_keys(store, key_file, operator="officer")
         assert done.destroyed == ("pg-old",) and store.admin.forgets_not_final() == 0
         remaining = Keyring.from_file(key_file)
         for row in copies:
@@ -227,7 +227,7 @@ def test_postgresql_dead_tuples_and_wal_keep_the_bytes_until_the_key_is_gone(
             # the forensic reader finds every revision (dead tuples, WAL) and opens it
             found = [r for r in rows if r.ciphertext in raw and r.wrapped_key in raw]
             assert found and all(_opens(old_keys, r) for r in found)
-            retire_old_keys(store, old_keys, key_file, operator="officer")
+            retire_old_keys(store, key_file, operator="officer")
         raw = b"".join(p.read_bytes() for p in _pg_files(admin, schema))
         assert any(r.ciphertext in raw for r in rows)  # still on disk: no VACUUM reaches WAL
         remaining = Keyring.from_file(key_file)
@@ -263,7 +263,10 @@ def test_forget_now_is_refused_while_an_instance_seals_under_the_old_key(
         service.get_or_create(*OTHER, lambda: service.new_state(12))
         result = CliRunner().invoke(
             cli,
-            ["keys", "forget", VICTIM[1], "--authority", VICTIM[0], "--now", "--reason", "request"],
+            [
+                *("keys", "forget", VICTIM[1], "--authority", VICTIM[0], "--now"),
+                *("--reason", "request", "--wait", "1"),
+            ],
         )
         assert result.exit_code == 1 and "not final" in result.output, result.output
         assert "live instances" in result.output

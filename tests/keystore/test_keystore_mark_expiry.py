@@ -119,6 +119,7 @@ def test_a_version_1_store_migrates_and_keeps_its_marks(
         # without the review queue's tables (version 5; their triggers go with them, and
         # the key guard that counts them)
         "DROP TRIGGER master_keys_in_use;"
+        "DROP TABLE mark_owners;"  # version 6: whose version marks
         "DROP TABLE review_items; DROP TABLE review_docs; DROP TABLE review_decisions;"
         "DROP TABLE review_lists; DROP TABLE review_accounts;"
         "DROP INDEX marks_expires_at;"
