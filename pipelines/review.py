@@ -198,9 +198,9 @@ class ReviewQueue:
         found, spans = candidates(
             detector, document, policy.review_band, policy.review_disagreement
         )
-        found = self.undecided(document, found)
         if held_reason is None:
             return self.add_candidates(document, found, spans)
+        found = self.undecided(document, found)
         doc_id = self.store.pseudonym("review-doc", coordinates or document.text)
         now = self._clock()
         left = tuple(surviving(document, policy, spans))
@@ -240,7 +240,9 @@ class ReviewQueue:
     def add_candidates(
         self, document: ClinicalDocument, found: Sequence[Candidate], spans: Sequence[Span]
     ) -> list[str]:
-        """Queue a (not held) document's candidate spans; the item ids."""
+        """Queue a (not held) document's candidate spans, less those already decided for the
+        patient or the site; the item ids."""
+        found = self.undecided(document, found)
         if not found:
             return []
         doc_id = self.store.pseudonym("review-doc", "text", document.text)
