@@ -6,7 +6,7 @@
   if (!note) return;
   const item = note.dataset.item, seq = Number(note.dataset.seq);
   const status = document.getElementById('status');
-  const cand = document.getElementById('candidate') || document.querySelector('mark.left');
+  const cand = document.getElementById('candidate') || note.querySelector('mark.left');
   if (cand) cand.scrollIntoView({block: 'center'});
   // One action per page: once a decision is sent or a navigation started, further key
   // presses wait for the next page, so none lands on an item this page does not show.
