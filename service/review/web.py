@@ -31,6 +31,7 @@ from pipelines.review import (
     Decision,
     DecisionKind,
     ItemKind,
+    ItemStatus,
     QueueItem,
     ReviewError,
     ReviewQueue,
@@ -75,15 +76,20 @@ _STATIC = {
 }
 
 
-def highlight(item: QueueItem) -> Markup:
+def highlight(item: QueueItem, decided: tuple[Span, ...] = ()) -> Markup:
     """The note as HTML: the candidate in <mark>, where an identifier survives in
-    <mark class=left>, other spans in <span class=other>."""
+    <mark class=left>, strings already decided PHI in <mark class=decided>, other spans in
+    <span class=other>."""
     text = item.text
     marks: list[tuple[int, int, str, str]] = []
     cand = item.candidate
     if cand is not None:
         marks.append((cand.start, cand.end, "cand", cand.category.value))
-    layers: tuple[tuple[str, tuple[Span, ...]], ...] = (("left", item.left), ("other", item.others))
+    layers: tuple[tuple[str, tuple[Span, ...]], ...] = (
+        ("left", item.left),
+        ("decided", decided),
+        ("other", item.others),
+    )
     for cls, spans in layers:
         for s in sorted(spans):
             if any(s.start < e and b < s.end for b, e, *_ in marks):
@@ -96,7 +102,7 @@ def highlight(item: QueueItem) -> Markup:
         out.append(str(escape(text[pos:start])))
         tag = "span" if cls == "other" else "mark"
         extra = ' id="candidate"' if cls == "cand" else ""
-        title = f"survives: {cat}" if cls == "left" else cat
+        title = {"left": f"survives: {cat}", "decided": f"decided PHI: {cat}"}.get(cls, cat)
         out.append(
             f'<{tag} class="{cls}"{extra} data-start="{start}" title="{escape(title)}">'
             f"{escape(text[start:end])}</{tag}>"
@@ -347,7 +353,7 @@ def _page_context(queue: ReviewQueue, session: Session, at: int) -> dict[str, An
         "item": item,
         "whole_note": item is not None and item.kind is ItemKind.HELD_DOCUMENT,
         "held": doc,
-        "note": highlight(item) if item else "",
+        "note": highlight(item, _decided_phi(queue, item)) if item else "",
         "categories": [c.value for c in Category],
         "suggested": item.candidate.category.value if item and item.candidate else "NAME_OTHER",
         "progress": queue.progress(),
@@ -355,3 +361,22 @@ def _page_context(queue: ReviewQueue, session: Session, at: int) -> dict[str, An
         "total": m,
         "expert": session.role is Role.EXPERT,
     }
+
+
+def _decided_phi(queue: ReviewQueue, item: QueueItem, limit: int = 200) -> tuple[Span, ...]:
+    """On a held note's whole-note page: the strings of the note already decided PHI (a
+    reviewer's marks among them), so the question is asked of what is left."""
+    if item.kind is not ItemKind.HELD_DOCUMENT:
+        return ()
+    rows = [
+        r
+        for r in queue.db.items_of_doc(item.doc_id)[:limit]
+        if r.text_ref and r.status == ItemStatus.DECIDED
+    ]
+    out: list[Span] = []
+    for r in rows:  # the item's latest decision, an expert's first (one indexed read each)
+        mine = sorted(queue.db.decisions(item_id=r.id), key=lambda d: (d.role == "expert", d.id))
+        cand = queue.open_item(r).candidate if mine and mine[-1].kind == "phi" else None
+        if cand is not None:
+            out.append(cand)
+    return tuple(out)

@@ -141,6 +141,7 @@ async def test_a_held_page_says_why_and_takes_a_marked_string(tmp_path: Path) ->
             )
             await press(page, "m")
             assert await page.get_attribute("#note", "data-item") == whole
+            assert "Tezzy" in await page.locator("#note mark.decided").all_text_contents()
             shots = __import__("os").environ.get("DEIDSTREAM_SCREENSHOTS")
             if shots:
                 await page.screenshot(path=str(Path(shots) / "review-held.png"), full_page=True)
