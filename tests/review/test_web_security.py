@@ -16,12 +16,31 @@ from typing import Any
 import httpx
 import pytest
 
+from pipelines.phi.detector import Detector
 from pipelines.review import ItemStatus, ReviewQueue, Role
 from service.review import auth
 from service.review.auth import LoginThrottle, add_account, hash_password, verify_password
 from service.review.http import MAX_BODY_BYTES
 
-from .test_web import PASSWORD, app, client, item_of, login  # noqa: F401 - the app fixture
+from .conftest import held_document
+from .test_queue import BLIND
+from .test_web import PASSWORD, client, item_of, login, make_app
+
+
+@pytest.fixture
+async def app(tmp_path: Path) -> AsyncIterator[Any]:
+    app = make_app(tmp_path)
+    queue: ReviewQueue = app.state.review.queue
+    add_account(queue, "ana", PASSWORD, Role.REVIEWER)
+    add_account(queue, "eve", PASSWORD, Role.EXPERT)
+    queue.enqueue(
+        held_document(),
+        Detector(BLIND),
+        coordinates="in.hl7v2:0:1",
+        held_reason=("leak_guard", "leak guard: NAME_RELATIVE=1"),
+    )
+    yield app
+    queue.store.close()
 
 
 def _calls(monkeypatch: pytest.MonkeyPatch) -> list[int]:
