@@ -256,3 +256,22 @@ async def test_a_reviewer_cannot_override_an_expert_through_the_page(app: Any) -
             r = await c.post("/review/decide", json=body, headers={"X-CSRF-Token": csrf})
             assert r.status_code == 403 and "expert" in r.json()["error"]
     assert {d.reviewer for d in queue.db.decisions()} == {"eve"}
+
+
+async def test_a_mark_outside_the_note_records_nothing(app: Any) -> None:
+    queue: ReviewQueue = app.state.review.queue
+    before = len(queue.db.counts())
+    async with client(app) as c:
+        csrf = await login(c, "ana")
+        item, _seq = item_of((await c.get("/review")).text)
+        h = {"X-CSRF-Token": csrf}
+        for start, end in ((0, 10_000), (5, 5), (0, 500), (-1, 3)):
+            body = {"item": item, "start": start, "end": end, "category": "NAME_OTHER"}
+            r = await c.post("/review/mark", json=body, headers=h)
+            assert r.status_code in (400, 403), (start, end)
+        r = await c.post(
+            "/review/mark", json={"item": item, "start": 0, "end": 4, "kind": "unsure"}, headers=h
+        )
+        assert r.status_code == 403
+    assert queue.db.decisions() == [] and len(queue.db.counts()) == before
+    assert sum(queue.progress().values()) == len(queue.db.items_of_doc(queue.item(item).doc_id))  # type: ignore[union-attr]
