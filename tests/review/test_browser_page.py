@@ -86,10 +86,16 @@ async def test_fast_presses_act_on_the_items_shown(tmp_path: Path) -> None:
             # four fast presses, not waiting for any page: each acts on the page it reaches
             for _ in range(4):
                 await page.keyboard.press("n")
-            await asyncio.sleep(1.0)
-            await page.wait_for_load_state()
-            now = await page.get_attribute("#note", "data-item")
-            mine = [d.item_id for d in queue.db.decisions() if d.reviewer == "ana"]
+            # wait (a loaded machine: up to 30 s) until the last press's page has loaded
+            deadline = asyncio.get_running_loop().time() + 30
+            while True:
+                await asyncio.sleep(0.5)
+                await page.wait_for_load_state()
+                now = await page.get_attribute("#note", "data-item")
+                mine = [d.item_id for d in queue.db.decisions() if d.reviewer == "ana"]
+                done = [d for d in mine if d in settled]
+                if now == settled[len(done)] or asyncio.get_running_loop().time() > deadline:
+                    break
             await browser.close()
     pressed = [d for d in mine if d in settled]
     # the decisions land on the queue's items in order, none twice, none skipped, and the

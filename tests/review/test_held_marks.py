@@ -67,10 +67,9 @@ def _names_phi(queue: ReviewQueue, items: list[QueueItem]) -> None:
     """The detector's names (queued where the rules and the tagger disagree): PHI."""
     for i in items:
         now = queue.item(i.id)
-        if i.kind is ItemKind.DISAGREEMENT and now and now.status.value == "open":
-            queue.decide(
-                Decision(i.id, "ana", Role.REVIEWER, DecisionKind.PHI, i.candidate.category)
-            )  # type: ignore[union-attr]
+        if i.candidate and i.kind is ItemKind.DISAGREEMENT and now and now.status.value == "open":
+            category = i.candidate.category
+            queue.decide(Decision(i.id, "ana", Role.REVIEWER, DecisionKind.PHI, category))
 
 
 def _items(queue: ReviewQueue, ids: list[str]) -> list[QueueItem]:
