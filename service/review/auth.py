@@ -24,6 +24,7 @@ the event loop.
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import hashlib
 import hmac
@@ -31,6 +32,7 @@ import secrets
 import threading
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 from cachetools import TTLCache
@@ -144,8 +146,10 @@ def unknown_account(queue: ReviewQueue, username: str) -> str:
 
 class LoginThrottle:
     """Failed sign-ins counted per account and per client over ``window_s`` in bounded TTL
-    caches; :meth:`refusal` answers before any hashing. ``max_hashing`` sign-ins hash at
-    once and ``max_waiting`` more may wait; past that a sign-in is refused as busy."""
+    caches; :meth:`refusal` answers before any hashing. The hashes run on ``max_hashing``
+    threads of their own (scrypt's 16 MiB buffers stay in those threads' malloc arenas
+    instead of one per server thread) and ``max_waiting`` sign-ins may be admitted at once;
+    past that a sign-in is refused as busy (:meth:`admit`)."""
 
     def __init__(
         self,
@@ -162,8 +166,8 @@ class LoginThrottle:
         self._accounts: TTLCache[str, int] = TTLCache(max_keys, window_s, timer=clock)
         self._clients: TTLCache[str, int] = TTLCache(max_keys, window_s, timer=clock)
         self._lock = threading.Lock()
-        self._hashing = threading.BoundedSemaphore(max_hashing)
-        self._waiting = 0
+        self._pool = ThreadPoolExecutor(max_hashing, thread_name_prefix="review-login")
+        self._admitted = 0
         self._max_waiting = max_waiting
 
     @staticmethod
@@ -178,8 +182,6 @@ class LoginThrottle:
                 return "account"
             if self._clients.get(client, 0) >= self.per_client:
                 return "client"
-            if self._waiting >= self._max_waiting:
-                return "busy"
             return None
 
     def failed(self, username: str, client: str) -> None:
@@ -192,17 +194,22 @@ class LoginThrottle:
         with self._lock:
             self._accounts.pop(self._account_key(username), None)
 
-    def hashing(self, call: Callable[[], Role | None]) -> Role | None:
-        """Run ``call`` (the password check) with at most ``max_hashing`` at once (blocking:
-        run it in a thread)."""
+    def admit(self) -> bool:
+        """Take a place for one password check (False: ``max_waiting`` are admitted already);
+        :meth:`check` gives it back."""
         with self._lock:
-            self._waiting += 1
+            if self._admitted >= self._max_waiting:
+                return False
+            self._admitted += 1
+            return True
+
+    async def check(self, call: Callable[[], Role | None]) -> Role | None:
+        """Run ``call`` (the password check) on the hashing threads; after :meth:`admit`."""
         try:
-            with self._hashing:
-                return call()
+            return await asyncio.get_running_loop().run_in_executor(self._pool, call)
         finally:
             with self._lock:
-                self._waiting -= 1
+                self._admitted -= 1
 
     def sizes(self) -> tuple[int, int]:
         with self._lock:

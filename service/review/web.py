@@ -280,14 +280,14 @@ class _Login:
         why = self.throttle.refusal(user, client)
         if why is not None:
             log.info("review: a sign-in was refused before checking it (%s)", why)
-            if why == "busy":
-                return Response("busy: try again", status_code=503, headers={"Retry-After": "5"})
             wait = str(int(self.throttle.window))
             return RedirectResponse(
                 "/review/login?failed=2", status_code=303, headers={"Retry-After": wait}
             )
-        check = partial(self._check, user, password)
-        role = await run_in_threadpool(self.throttle.hashing, check)
+        if not self.throttle.admit():
+            log.info("review: a sign-in was refused before checking it (busy)")
+            return Response("busy: try again", status_code=503, headers={"Retry-After": "5"})
+        role = await self.throttle.check(partial(self._check, user, password))
         if role is None:
             self.throttle.failed(user, client)
             who = await run_in_threadpool(self._who, user)

@@ -6,9 +6,9 @@ parameters, a reviewer cannot override an expert through the pages."""
 
 from __future__ import annotations
 
+import asyncio
 import re
 import threading
-import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -111,30 +111,30 @@ def test_the_throttle_memory_is_bounded() -> None:
     assert throttle.refusal("x", "c") is None
 
 
-def test_hashing_runs_a_few_at_once_and_refuses_a_flood() -> None:
+async def test_hashing_runs_a_few_at_once_and_refuses_a_flood() -> None:
     throttle = LoginThrottle(max_hashing=1, max_waiting=3)
     gate = threading.Event()
     running: list[int] = []
     peak: list[int] = []
+    threads: set[str] = set()
 
     def slow() -> None:
         running.append(1)
         peak.append(len(running))
+        threads.add(threading.current_thread().name)
         gate.wait(5)
         running.pop()
         return None
 
-    threads = [threading.Thread(target=throttle.hashing, args=(slow,)) for _ in range(3)]
-    for t in threads:
-        t.start()
-    deadline = time.monotonic() + 5
-    while throttle.refusal("a", "b") != "busy" and time.monotonic() < deadline:
-        time.sleep(0.01)
-    assert throttle.refusal("a", "b") == "busy"
+    admitted = [throttle.admit() for _ in range(5)]
+    assert admitted == [True, True, True, False, False]  # the flood past 3: busy at once
+    checks = [asyncio.ensure_future(throttle.check(slow)) for _ in range(3)]
+    await asyncio.sleep(0.2)
+    assert not throttle.admit()
     gate.set()
-    for t in threads:
-        t.join(5)
-    assert max(peak) == 1 and throttle.refusal("a", "b") is None
+    await asyncio.gather(*checks)
+    assert max(peak) == 1 and len(threads) == 1  # one hashing thread of its own
+    assert throttle.admit()
 
 
 async def test_an_unknown_user_name_is_not_audited_in_clear(app: Any) -> None:
