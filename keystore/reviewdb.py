@@ -296,6 +296,17 @@ class ReviewDb:
         """How many items come before ``seq`` in the queue."""
         return int(self._read("SELECT COUNT(*) FROM review_items WHERE seq < ?", (seq,))[0][0])
 
+    def count(self, statuses: Sequence[str], before_seq: int | None = None) -> int:
+        """How many items in one of ``statuses`` (before ``before_seq`` when given)."""
+        sql = (
+            f"SELECT COUNT(*) FROM review_items WHERE status IN ({', '.join('?' * len(statuses))})"  # noqa: S608
+        )
+        params: list[Any] = list(statuses)
+        if before_seq is not None:
+            sql += " AND seq < ?"
+            params.append(before_seq)
+        return int(self._read(sql, params)[0][0])
+
     # -- decisions ------------------------------------------------------------------------
     def add_decision(self, d: DecisionRow) -> None:
         self._write(
@@ -354,7 +365,9 @@ class ReviewDb:
         if patient_ref is not None:
             sql += " AND i.patient_ref = ?"
             params.append(patient_ref)
-        rows = self._read(sql + " ORDER BY d.id DESC LIMIT 1", params)
+        # an expert's decision outranks any reviewer's, whenever it was taken
+        order = " ORDER BY CASE WHEN d.role = 'expert' THEN 1 ELSE 0 END DESC, d.id DESC LIMIT 1"
+        rows = self._read(sql + order, params)
         if not rows:
             return None
         return DecisionRow.of(rows[0])
@@ -383,6 +396,32 @@ class ReviewDb:
                     s.envelope,
                 ),
             )
+
+    def list_entry(self, entry: str) -> ListRow | None:
+        rows = self._read(
+            "SELECT entry, list, scope, patient_ref, category, key_id,"
+            " wrapped_key, nonce, ciphertext, envelope FROM review_lists WHERE entry = ?",
+            (entry,),
+        )
+        if not rows:
+            return None
+        r = rows[0]
+        return ListRow(str(r[0]), str(r[1]), str(r[2]), str(r[3]), str(r[4]), _sealed(r[5:10]))
+
+    def existing_entries(self, entries: Sequence[str]) -> set[str]:
+        """Which of ``entries`` are on the lists (one query per 500)."""
+        found: set[str] = set()
+        unique = sorted(set(entries))
+        for k in range(0, len(unique), 500):
+            part = unique[k : k + 500]
+            found.update(
+                str(r[0])
+                for r in self._read(
+                    f"SELECT entry FROM review_lists WHERE entry IN ({', '.join('?' * len(part))})",  # noqa: S608
+                    part,
+                )
+            )
+        return found
 
     def delete_list_entry(self, entry: str) -> None:
         self._write("DELETE FROM review_lists WHERE entry = ?", (entry,))

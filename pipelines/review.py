@@ -21,14 +21,12 @@ with a reason (a reviewer said PHI remains, or was unsure).
 
 from __future__ import annotations
 
-import re
 import threading
 import time
-from collections import Counter, defaultdict
-from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections import defaultdict
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from enum import StrEnum
-from itertools import combinations
 from typing import Any
 
 import orjson
@@ -39,16 +37,23 @@ from keystore.reviewdb import ITEM_BINDING as _ITEM_BINDING
 from keystore.reviewdb import LIST_BINDING as _LIST_BINDING
 from keystore.reviewdb import DecisionRow, DocRow, ItemRow, ListRow, ReviewDb
 from keystore.store import EncryptedStore
-from pipelines.agreement import cohen_kappa, fleiss_kappa
 from pipelines.document import ClinicalDocument
 from pipelines.errors import DeidstreamError
-from pipelines.phi.base import Doc
 from pipelines.phi.detector import Detector
-from pipelines.phi.lists import ListScope, ReviewLists, normalise
-from pipelines.policy import Policy
+from pipelines.phi.lists import ListScope, NoteMarks, ReviewLists, normalise
+from pipelines.review_candidates import (
+    Candidate,
+    ItemKind,
+    QueueingDetector,
+    candidates,
+    candidates_from,
+)
+from pipelines.review_held import dump_marks, load_marks, note_marks, surviving
+from pipelines.review_learning import Stats
 from pipelines.spans import Category, Span
 
-_NAMES_AND_PLACES = frozenset({"NAME", "LOCATION"})
+MARK_LIST = "mark"  # review_lists.list of a note's marked places (one entry per note)
+MAX_MARK_CHARS = 200
 
 
 class DecisionKind(StrEnum):
@@ -62,13 +67,6 @@ class Scope(StrEnum):
     NOTE = "note"
     PATIENT = "patient"
     SITE = "site"
-
-
-class ItemKind(StrEnum):
-    HELD_DOCUMENT = "held_document"  # a held note without a candidate span: release it?
-    BAND = "band"  # tagger confidence inside the policy band
-    DISAGREEMENT = "disagreement"  # rules and tagger disagree
-    HELD_SPAN = "held_span"  # a detected span of a held document
 
 
 class ItemStatus(StrEnum):
@@ -94,6 +92,10 @@ class ReviewError(DeidstreamError):
     """A refused review action (no text in the message)."""
 
     reason_class = "review"
+
+
+class StaleItem(ReviewError):
+    """The item was decided meanwhile (another key press, tab or reviewer's scope)."""
 
 
 @dataclass(frozen=True)
@@ -136,115 +138,11 @@ class QueueItem:
     others: tuple[Span, ...]  # the other spans the detector found
     authority: str = ""
     patient_id: str = ""
+    left: tuple[Span, ...] = ()  # a held note's places where an identifier survives
 
     @property
     def string(self) -> str:
         return self.candidate.text_of(self.text) if self.candidate else ""
-
-
-@dataclass(frozen=True)
-class Candidate:
-    span: Span
-    kind: ItemKind
-
-
-def candidates(
-    detector: Detector,
-    document: ClinicalDocument | str,
-    band: tuple[float, float],
-    disagreement: bool = True,
-) -> tuple[list[Candidate], list[Span]]:
-    """The spans a person should look at, and every span the detector finds (the context)."""
-    doc, rules, learned = detector.parts(document)
-    return (
-        candidates_from(rules, learned, band, disagreement),
-        detector.finish(document, doc, rules, learned),
-    )
-
-
-def candidates_from(
-    rules: Sequence[Span],
-    learned: Sequence[Span],
-    band: tuple[float, float],
-    disagreement: bool = True,
-) -> list[Candidate]:
-    low, high = band
-    found: dict[tuple[int, int], Candidate] = {}
-    for span in learned:
-        if low <= span.confidence <= high:
-            found[(span.start, span.end)] = Candidate(span, ItemKind.BAND)
-    if disagreement:
-        for span in _disagreements(rules, learned):
-            found.setdefault((span.start, span.end), Candidate(span, ItemKind.DISAGREEMENT))
-    return sorted(found.values(), key=lambda c: c.span)
-
-
-class QueueingDetector(Detector):
-    """A detector that also queues each document's band and disagreement spans for review
-    (the service with ``review_queue_spans``): one detection, the candidates read off the
-    rules' and the tagger's spans before they are united. Idempotent per note text."""
-
-    def __init__(self, policy: Policy, queue: ReviewQueue) -> None:
-        super().__init__(policy, lists=queue.lists)
-        self.queue = queue
-
-    def detect(self, document: ClinicalDocument | Doc | str) -> list[Span]:
-        doc, rules, learned = self.parts(document)
-        spans = self.finish(document, doc, rules, learned)
-        if isinstance(document, ClinicalDocument):
-            found = candidates_from(
-                rules, learned, self.policy.review_band, self.policy.review_disagreement
-            )
-            if found:
-                self.queue.add_candidates(document, found, spans)
-        return spans
-
-
-def _known_left(
-    document: ClinicalDocument, detector: Detector, spans: Sequence[Span], taken: set[Span]
-) -> list[Candidate]:
-    """Where a held note's known identifiers (its header's names, ids…: what the leak guard
-    looks for) occur outside the detector's spans: the strings that held it."""
-    from pipelines.leak_guard import known_terms
-
-    text = document.text
-    out: list[Candidate] = []
-    for term in known_terms(document.identifiers, detector.policy, text):
-        try:
-            category = Category(term.category)
-        except ValueError:
-            category = Category.ID
-        for m in re.finditer(term.pattern, text):
-            if m.end() <= m.start() or any(
-                s.start < m.end() and m.start() < s.end for s in (*spans, *taken)
-            ):
-                continue
-            span = Span(m.start(), m.end(), category, 1.0, "known")
-            taken.add(span)
-            out.append(Candidate(span, ItemKind.HELD_SPAN))
-    return out
-
-
-def _disagreements(rules: Sequence[Span], learned: Sequence[Span]) -> Iterable[Span]:
-    """Names and places one side finds and the other does not, and overlaps of two groups."""
-    for span in learned:
-        overlapping = [r for r in rules if r.overlaps(span)]
-        if not overlapping:
-            if span.category.group in _NAMES_AND_PLACES:
-                yield span
-        elif all(r.category.group != span.category.group for r in overlapping):
-            yield span
-    for rule in rules:
-        if rule.category.group in _NAMES_AND_PLACES and not any(s.overlaps(rule) for s in learned):
-            yield rule
-
-
-@dataclass
-class Stats:
-    counts: dict[str, Counter[str]] = field(default_factory=dict)  # reviewer → kind → n
-    cohen: dict[tuple[str, str], tuple[float | None, int]] = field(default_factory=dict)
-    fleiss: float | None = None
-    fleiss_items: int = 0
 
 
 class ReviewQueue:
@@ -257,12 +155,14 @@ class ReviewQueue:
         reviews_per_item: int = 1,
         clock: Callable[[], float] = time.time,
         lists_ttl_s: float = 2.0,
+        sleep: Callable[[float], None] = time.sleep,
     ) -> None:
         self.store = store
         self.db = ReviewDb(store.backend)
         self.reviews_per_item = reviews_per_item
         self._clock = clock
         self._lists_ttl = lists_ttl_s
+        self._sleep = sleep
         self._lists: tuple[float, ReviewLists] | None = None
         self._lock = threading.Lock()
 
@@ -281,6 +181,9 @@ class ReviewQueue:
                 return True
         return False
 
+    def note_ref(self, text: str) -> str:
+        return self.store.pseudonym("review-note", text)
+
     def enqueue(
         self,
         document: ClinicalDocument,
@@ -290,29 +193,58 @@ class ReviewQueue:
         held_reason: tuple[str, str] | None = None,
     ) -> list[str]:
         """Queue ``document``'s candidates (and, if held — ``(reason_class, reason)`` —
-        the document itself, keyed by its input ``coordinates``); the new item ids."""
+        the places where its identifiers survive and the document itself, keyed by its
+        input ``coordinates``); the new item ids. A place reviewers already decided in this
+        note, and a string already decided for the patient or the site, is not queued again."""
         policy = detector.policy
         found, spans = candidates(
             detector, document, policy.review_band, policy.review_disagreement
         )
         if held_reason is None:
             return self.add_candidates(document, found, spans)
+        found = self.undecided(document, found)
         doc_id = self.store.pseudonym("review-doc", coordinates or document.text)
         now = self._clock()
-        rows = [self._item_row(document, doc_id, c, spans, now) for c in found]
+        left = tuple(surviving(document, policy, spans))
+        marks = self.marks_of(self.note_ref(document.text))
+        decided = {(s, e) for s, e, _ in marks.deny} | set(marks.allow)
+        found += [
+            Candidate(span, ItemKind.HELD_SPAN)
+            for span in left
+            if not any(span.overlaps(c.span) for c in found)
+        ]
+        found = [c for c in found if (c.span.start, c.span.end) not in decided]
         self.db.add_doc(
             DocRow(doc_id, coordinates, held_reason[0], held_reason[1], DocStatus.OPEN, now, None)
         )
-        left = _known_left(document, detector, spans, {c.span for c in found})
-        rows += [self._item_row(document, doc_id, c, spans, now) for c in left]
-        rows.append(self._item_row(document, doc_id, None, spans, now))
+        rows = [self._item_row(document, doc_id, c, spans, now, left) for c in found]
+        rows.append(self._item_row(document, doc_id, None, spans, now, left))
         self.db.add_items(rows)
         return [r.id for r in rows]
+
+    def undecided(self, document: ClinicalDocument, found: Sequence[Candidate]) -> list[Candidate]:
+        """``found`` less the strings a patient or site decision already settled for this
+        patient (their list entry exists)."""
+        if not found:
+            return []
+        patient = self.patient_ref(document.assigning_authority, document.patient_id)
+        refs = {c: self.text_ref(c.span.text_of(document.text)) for c in found}
+        entries = {
+            c: (
+                self._entry_id(Scope.SITE, "", ref),
+                self._entry_id(Scope.PATIENT, patient, ref),
+            )
+            for c, ref in refs.items()
+        }
+        have = self.db.existing_entries([e for pair in entries.values() for e in pair])
+        return [c for c in found if not have.intersection(entries[c])]
 
     def add_candidates(
         self, document: ClinicalDocument, found: Sequence[Candidate], spans: Sequence[Span]
     ) -> list[str]:
-        """Queue a (not held) document's candidate spans; the item ids."""
+        """Queue a (not held) document's candidate spans, less those already decided for the
+        patient or the site; the item ids."""
+        found = self.undecided(document, found)
         if not found:
             return []
         doc_id = self.store.pseudonym("review-doc", "text", document.text)
@@ -328,6 +260,7 @@ class ReviewQueue:
         cand: Candidate | None,
         spans: Sequence[Span],
         now: float,
+        left: Sequence[Span] = (),
     ) -> ItemRow:
         span = cand.span if cand else None
         item_id = self.store.pseudonym(
@@ -339,6 +272,7 @@ class ReviewQueue:
                 "span": _span_json(span) if span else None,
                 "others": [_span_json(s) for s in spans if s != span],
                 "who": [document.assigning_authority, document.patient_id],
+                "left": [_span_json(s) for s in left],
             }
         )
         sealed = self.store.seal_blob(_ITEM_BINDING + item_id.encode(), payload)
@@ -371,6 +305,7 @@ class ReviewQueue:
             tuple(_span_of(s) for s in raw["others"]),
             str(who[0]),
             str(who[1]),
+            tuple(_span_of(s) for s in raw.get("left") or ()),
         )
 
     def item(self, item_id: str) -> QueueItem | None:
@@ -389,6 +324,17 @@ class ReviewQueue:
             rows += self.db.page([ItemStatus.OPEN], after_seq, limit - len(rows), before)
         return [self.open_item(r) for r in rows]
 
+    def place(self, role: Role, item: QueueItem) -> tuple[int, int]:
+        """(n, m): ``item`` is the n-th of the m items ``role`` has to decide, in the order
+        the page walks them (referred first for experts, then open, by queue number)."""
+        if role is Role.EXPERT:
+            referred = self.db.count([ItemStatus.REFERRED])
+            total = referred + self.db.count([ItemStatus.OPEN])
+            if item.status is ItemStatus.REFERRED:
+                return self.db.count([ItemStatus.REFERRED], item.seq) + 1, total
+            return referred + self.db.count([ItemStatus.OPEN], item.seq) + 1, total
+        return self.db.count([ItemStatus.OPEN], item.seq) + 1, self.db.count([ItemStatus.OPEN])
+
     def progress(self) -> dict[str, int]:
         counts = self.db.counts()
         return {s.value: counts.get(s.value, 0) for s in ItemStatus}
@@ -399,8 +345,8 @@ class ReviewQueue:
         row = self.db.item(decision.item_id)
         if row is None:
             raise ReviewError("no such item in the review queue")
-        if row.status == ItemStatus.REFERRED and decision.role is not Role.EXPERT:
-            raise ReviewError("this item was referred to an expert")
+        if decision.role is not Role.EXPERT:
+            self._reviewer_may(row, decision)
         now = self._clock()
         if decision.kind is DecisionKind.REFER:
             self.db.add_decision(_decision_row(decision, row.id, now))
@@ -430,6 +376,59 @@ class ReviewQueue:
             reason=decision.category.value if decision.category else "",
         )
         return [t.id for t in targets]
+
+    def _reviewer_may(self, row: ItemRow, decision: Decision) -> None:
+        """Refuse what only an expert may do: decide a referred item or one an expert
+        decided, allow a string for the whole site, or change a patient / site entry an
+        expert made. An item decided meanwhile is refused as stale."""
+        if row.status == ItemStatus.REFERRED:
+            raise ReviewError("this item was referred to an expert")
+        if any(d.role == Role.EXPERT for d in self.db.decisions(item_id=row.id)):
+            raise ReviewError("an expert decided this item; an expert's decision is final")
+        if row.status == ItemStatus.DECIDED:
+            raise StaleItem("this item was decided meanwhile")
+        if decision.scope is Scope.SITE and decision.kind is DecisionKind.NOT_PHI:
+            raise ReviewError("a not-PHI decision for the whole site needs the expert role")
+        if decision.scope is not Scope.NOTE and row.text_ref:
+            live = self.db.live_list_decision(
+                row.text_ref,
+                decision.scope.value,
+                row.patient_ref if decision.scope is Scope.PATIENT else None,
+            )
+            if live is not None and live.role == Role.EXPERT:
+                raise ReviewError(
+                    f"an expert decided this string for the {decision.scope.value};"
+                    " an expert's decision is final"
+                )
+
+    def mark(self, item_id: str, start: int, end: int, decision: Decision) -> tuple[str, list[str]]:
+        """A string the machine did not propose, marked by a person in the note of
+        ``item_id`` (characters ``start``–``end``): queued as a ``marked`` item of the same
+        document and decided at once with ``decision`` (PHI or not, of its scope). Returns the
+        new item's id and the items the decision decided."""
+        row = self.db.item(item_id)
+        if row is None:
+            raise ReviewError("no such item in the review queue")
+        if decision.kind not in (DecisionKind.PHI, DecisionKind.NOT_PHI):
+            raise ReviewError("a marked string is decided PHI or not PHI")
+        item = self.open_item(row)
+        if not 0 <= start < end <= len(item.text) or end - start > MAX_MARK_CHARS:
+            raise ReviewError(f"a marked string is 1-{MAX_MARK_CHARS} characters of the note")
+        if not item.text[start:end].strip():
+            raise ReviewError("a marked string is not only white space")
+        category = decision.category or (item.candidate.category if item.candidate else None)
+        span = Span(start, end, category or Category.NAME_OTHER, 1.0, "reviewer")
+        document = ClinicalDocument(
+            text=item.text, patient_id=item.patient_id, assigning_authority=item.authority
+        )
+        new = self._item_row(
+            document, row.doc_id, Candidate(span, ItemKind.MARKED), item.others, self._clock()
+        )
+        if decision.role is not Role.EXPERT:
+            self._reviewer_may(new, decision)
+        self.db.add_items([new])
+        self.store.audit("review-mark", decision.reviewer, new.id, "marked", reason=row.id)
+        return new.id, self.decide(Decision(new.id, *_rest(decision)))
 
     def _reviewed_enough(self, item_id: str) -> bool:
         decided = {
@@ -540,8 +539,13 @@ class ReviewQueue:
     def _load_lists(self) -> ReviewLists:
         deny: dict[str, dict[str, Category]] = defaultdict(dict)
         allow: dict[str, set[str]] = defaultdict(set)
+        notes: dict[str, NoteMarks] = {}
         for row in self.db.list_entries():
             value = self.store.open_blob(_LIST_BINDING + row.entry.encode(), row.sealed)
+            if row.list == MARK_LIST:
+                ref, marks = load_marks(value)
+                notes[ref] = marks
+                continue
             text = value.decode("utf-8")
             if row.list == "deny":
                 deny[row.patient_ref][text] = Category(row.category)
@@ -552,7 +556,7 @@ class ReviewQueue:
             ref: ListScope(deny.get(ref, {}), frozenset(allow.get(ref, set()))) for ref in refs
         }
         site = scopes.pop("", ListScope())
-        return ReviewLists(site, scopes, self.patient_ref)
+        return ReviewLists(site, scopes, self.patient_ref, notes, self.note_ref)
 
     # -- held documents -----------------------------------------------------------------
     def settle(
@@ -576,6 +580,10 @@ class ReviewQueue:
             if not self.db.set_doc_status(doc.doc_id, DocStatus.OPEN, DocStatus.RELEASING, now):
                 continue  # another instance claimed it
             try:
+                if self._write_marks(items):
+                    # the service's detectors re-read the lists every lists_ttl_s: the
+                    # note's marks must be there when it comes back
+                    self._sleep(self._lists_ttl + 0.5)
                 release(doc)
             except BaseException:
                 self.db.set_doc_status(doc.doc_id, DocStatus.RELEASING, DocStatus.OPEN, now)
@@ -584,6 +592,42 @@ class ReviewQueue:
             self.store.audit("review-settle", "review", doc.doc_id, "released")
             done.append((doc.coordinates, DocStatus.RELEASED))
         return done
+
+    def _write_marks(self, items: Sequence[ItemRow]) -> bool:
+        """Record the places decided PHI / not PHI in this note (added to the note's earlier
+        marks) for the detector; False when there are none."""
+        final = self._final([r.id for r in items])
+        decided: list[tuple[Span, bool]] = []
+        note: QueueItem | None = None
+        for row in items:
+            d = final.get(row.id)
+            if not row.text_ref or d is None or d.kind not in ("phi", "not_phi"):
+                continue
+            item = self.open_item(row)
+            note = note or item
+            if item.candidate is not None:
+                phi = d.kind == DecisionKind.PHI
+                category = Category(d.category) if phi and d.category else item.candidate.category
+                c = item.candidate
+                decided.append((Span(c.start, c.end, category, 1.0, c.source), phi))
+        if note is None or not decided:
+            return False
+        ref = self.note_ref(note.text)
+        marks = note_marks(decided, self.marks_of(ref))
+        entry = self._entry_id(Scope.NOTE, "note", ref)
+        sealed = self.store.seal_blob(_LIST_BINDING + entry.encode(), dump_marks(ref, marks))
+        patient = items[0].patient_ref
+        self.db.put_list_entry(ListRow(entry, MARK_LIST, Scope.NOTE, patient, "", sealed), 0.0)
+        self._lists = None
+        return True
+
+    def marks_of(self, note_ref: str) -> NoteMarks:
+        """The places reviewers decided in the note ``note_ref`` (none: empty marks)."""
+        entry = self._entry_id(Scope.NOTE, "note", note_ref)
+        row = self.db.list_entry(entry)
+        if row is None:
+            return NoteMarks()
+        return load_marks(self.store.open_blob(_LIST_BINDING + entry.encode(), row.sealed))[1]
 
     def _verdict(self, items: Sequence[ItemRow]) -> str:
         """'' to release; else why the document stays held (no text)."""
@@ -598,91 +642,41 @@ class ReviewQueue:
 
     def _final_kinds(self, item_ids: Sequence[str]) -> dict[str, DecisionKind]:
         """Each item's latest rating (an expert's outranks a reviewer's)."""
+        return {k: DecisionKind(d.kind) for k, d in self._final(item_ids).items()}
+
+    def _final(self, item_ids: Sequence[str]) -> dict[str, DecisionRow]:
+        """Each item's latest rating (an expert's outranks a reviewer's)."""
         wanted = set(item_ids)
-        best: dict[str, tuple[int, int, DecisionKind]] = {}
+        best: dict[str, tuple[int, int, DecisionRow]] = {}
         for d in self.db.decisions():
             if d.item_id not in wanted or d.kind == DecisionKind.REFER:
                 continue
             rank = (1 if d.role == Role.EXPERT else 0, d.id)
             if d.item_id not in best or rank > best[d.item_id][:2]:
-                best[d.item_id] = (*rank, DecisionKind(d.kind))
+                best[d.item_id] = (*rank, d)
         return {k: v[2] for k, v in best.items()}
 
-    # -- learning and agreement ---------------------------------------------------------
+    # -- learning and agreement (pipelines/review_learning.py) ---------------------------
     def decided_notes(self) -> list[tuple[str, list[tuple[int, int, Category]]]]:
-        """Each decided note's text and its PHI phrases for training (in memory only): the
-        spans decided PHI, plus the detector's other spans not decided not-PHI."""
-        final = self._final_kinds([d.item_id for d in self.db.decisions()])
-        by_doc: dict[str, list[tuple[QueueItem, DecisionKind, Category | None]]] = defaultdict(list)
-        categories = {d.item_id: d.category for d in self.db.decisions() if d.category}
-        for item_id, kind in final.items():
-            row = self.db.item(item_id)
-            if row is None or kind not in (DecisionKind.PHI, DecisionKind.NOT_PHI):
-                continue
-            cat = categories.get(item_id)
-            by_doc[row.doc_id].append((self.open_item(row), kind, Category(cat) if cat else None))
-        notes = []
-        for decided in by_doc.values():
-            text = decided[0][0].text
-            rejected = {
-                (i.candidate.start, i.candidate.end)
-                for i, k, _ in decided
-                if i.candidate and k is DecisionKind.NOT_PHI
-            }
-            phrases = {
-                (i.candidate.start, i.candidate.end): c or i.candidate.category
-                for i, k, c in decided
-                if i.candidate and k is DecisionKind.PHI
-            }
-            for s in decided[0][0].others:
-                if (s.start, s.end) not in rejected and not any(
-                    s.start < e and b < s.end for b, e in rejected
-                ):
-                    phrases.setdefault((s.start, s.end), s.category)
-            notes.append((text, sorted((b, e, c) for (b, e), c in phrases.items())))
-        return notes
+        """Each decided note's text and its PHI phrases for training (in memory only)."""
+        from pipelines.review_learning import decided_notes
+
+        return decided_notes(self)
 
     def training_examples(self) -> list[Any]:
-        """:meth:`decided_notes` as the tagger's training examples (in memory only)."""
-        from pipelines.phi.tagger.augment import Example, Phrase
-        from pipelines.phi.tagger.model import label_of
+        from pipelines.review_learning import training_examples
 
-        out = []
-        for text, spans in self.decided_notes():
-            phrases = []
-            for start, end, category in spans:
-                label = label_of(category.value)
-                if label is not None:
-                    phrases.append(Phrase(start, end, label))
-            out.append(Example(text, tuple(phrases)))
-        return out
+        return training_examples(self)
 
     def stats(self) -> Stats:
         """Per-reviewer counts, Cohen's kappa per pair, Fleiss' kappa across all."""
-        latest: dict[tuple[str, str], str] = {}
-        out = Stats()
-        for d in self.db.decisions():
-            out.counts.setdefault(d.reviewer, Counter())[d.kind] += 1
-            if d.kind != DecisionKind.REFER:
-                latest[(d.item_id, d.reviewer)] = d.kind
-        return _agreement(latest, out)
+        from pipelines.review_learning import stats
+
+        return stats(self)
 
 
-def _agreement(latest: dict[tuple[str, str], str], out: Stats) -> Stats:
-    by_item: dict[str, dict[str, str]] = defaultdict(dict)
-    for (item, reviewer), kind in latest.items():
-        by_item[item][reviewer] = kind
-    reviewers = sorted(out.counts)
-    for a, b in combinations(reviewers, 2):
-        pairs = [(r[a], r[b]) for r in by_item.values() if a in r and b in r]
-        if pairs:
-            out.cohen[(a, b)] = (cohen_kappa(pairs), len(pairs))
-    table: list[Mapping[Hashable, int]] = [
-        Counter(r.values()) for r in by_item.values() if len(r) >= 2
-    ]
-    out.fleiss = fleiss_kappa(table)
-    out.fleiss_items = len(table)
-    return out
+def _rest(decision: Decision) -> tuple[str, Role, DecisionKind, Category | None, Scope]:
+    return (decision.reviewer, decision.role, decision.kind, decision.category, decision.scope)
 
 
 def _decision_row(decision: Decision, item_id: str, at: float) -> DecisionRow:
@@ -713,6 +707,9 @@ def _span_of(raw: Sequence[object]) -> Span:
 __all__ = [
     "Candidate",
     "Decision",
+    "QueueingDetector",
+    "StaleItem",
+    "candidates_from",
     "DecisionKind",
     "DocStatus",
     "ItemKind",

@@ -7,6 +7,12 @@ decided not PHI: a detected span whose text equals it is dropped. Entries of sco
 review queue computes); ``site`` entries apply to every document. Matching ignores case and
 runs of white space. The lists live sealed in the key store (pipelines/review.py); this is
 the small in-memory object the detector is given.
+
+A ``note`` entry (:class:`NoteMarks`) holds the places a reviewer decided in one held note
+(keyed by ``note_ref``, a keyed HMAC of the note's text): a place decided PHI becomes a span
+there even where no whole-word match exists (an id glued to a word), a place decided not PHI
+drops the detected span with those bounds. So a released note is decided again as the
+reviewers decided it, not held again for a string already decided.
 """
 
 from __future__ import annotations
@@ -41,15 +47,41 @@ class ListScope:
 
 
 @dataclass(frozen=True)
+class NoteMarks:
+    """The places reviewers decided in one note: PHI (with a category) or not PHI."""
+
+    deny: tuple[tuple[int, int, Category], ...] = ()
+    allow: tuple[tuple[int, int], ...] = ()
+
+    def __post_init__(self) -> None:
+        places = [(s, e) for s, e, _ in self.deny] + list(self.allow)
+        for start, end in places:
+            if not 0 <= start < end:
+                raise ValueError("a marked place is a non-empty range")
+
+    def apply(self, text: str, spans: Sequence[Span]) -> list[Span]:
+        allowed = set(self.allow)
+        kept = [s for s in spans if (s.start, s.end) not in allowed]
+        return kept + [
+            Span(start, end, category, 1.0, REVIEW_SOURCE)
+            for start, end, category in self.deny
+            if end <= len(text)
+        ]
+
+
+@dataclass(frozen=True)
 class ReviewLists:
     site: ListScope = field(default_factory=ListScope)
     patients: Mapping[str, ListScope] = field(default_factory=dict)  # patient_ref → lists
     # (assigning authority, patient id) → patient_ref; None: patient entries never apply
     patient_ref: Callable[[str, str], str] | None = field(default=None, compare=False)
+    notes: Mapping[str, NoteMarks] = field(default_factory=dict)  # note_ref → marks
+    # a note's text → note_ref; None: note marks never apply
+    note_ref: Callable[[str], str] | None = field(default=None, compare=False)
 
     @property
     def empty(self) -> bool:
-        return not (self.site.deny or self.site.allow or self.patients)
+        return not (self.site.deny or self.site.allow or self.patients or self.notes)
 
     def scopes_for(self, authority: str, patient_id: str) -> list[ListScope]:
         scopes = [self.site]
@@ -69,7 +101,12 @@ class ReviewLists:
         for scope in scopes:  # a patient's entry overrides the site's
             deny.update(scope.deny)
         kept = [s for s in spans if not allow or normalise(s.text_of(text)) not in allow]
-        return kept + list(_occurrences(text, deny))
+        found = kept + list(_occurrences(text, deny))
+        if self.notes and self.note_ref is not None:
+            marks = self.notes.get(self.note_ref(text))
+            if marks is not None:
+                found = marks.apply(text, found)
+        return found
 
 
 def _occurrences(text: str, deny: Mapping[str, Category]) -> list[Span]:

@@ -70,6 +70,7 @@ class HeldEntry:
     held_at: tuple[int, int]  # (partition, offset) of the held record itself
     value: bytes | None  # the input bytes, on a secure held topic only
     released_from: str = ""  # the coordinates it was released from, when it was
+    research_key: str = ""  # the held record's key: the report's research key
 
 
 def _headers(record: Any) -> dict[str, str]:
@@ -90,6 +91,7 @@ def entry_of(record: Any, secure: bool) -> HeldEntry | None:
         (record.partition, record.offset),
         record.value if secure else None,
         h.get(RELEASED_HEADER, ""),
+        (getattr(record, "key", None) or b"").decode("utf-8", "replace"),
     )
 
 
@@ -244,10 +246,11 @@ async def release(
     return [c for c, *_ in records]
 
 
-def list_lines(entries: list[HeldEntry]) -> list[str]:
+def list_lines(entries: list[HeldEntry], fate: dict[Coordinates, str] | None = None) -> list[str]:
     """One line per held input (the latest held record of each), oldest first. An input that
     was released and held again says so on both lines (``released, held again as …`` /
-    ``released from …``)."""
+    ``released from …``); with ``fate`` (:mod:`service.commands.held_fate`) a last column
+    says what became of it."""
     latest: dict[Coordinates, tuple[HeldEntry, int]] = {}
     again_as: dict[str, str] = {}
     for entry in entries:
@@ -264,8 +267,30 @@ def list_lines(entries: list[HeldEntry]) -> list[str]:
         if str(coords) in again_as:
             notes.append(f"released, held again as {again_as[str(coords)]}")
         tail = f" ({'; '.join(notes)})" if notes else ""
-        lines.append(f"{coords}\t{entry.reason_class}\t{entry.first_seen}\t{entry.reason}{tail}")
+        line = f"{coords}\t{entry.reason_class}\t{entry.first_seen}\t{entry.reason}{tail}"
+        lines.append(line if fate is None else f"{line}\t{fate.get(coords, 'held')}")
     return lines
+
+
+def _fates(settings: Any, entries: list[HeldEntry]) -> dict[Coordinates, str]:
+    """What became of each entry (the key store's facts when it opens, else the topic's)."""
+    from service.commands.held_fate import fates, store_facts
+
+    if not settings.keystore_url:
+        return fates(entries, {}, {})
+    try:
+        from service.wiring import open_keystore
+
+        store = open_keystore(settings)
+    except Exception as exc:  # noqa: BLE001 - the list still prints, from the topic alone
+        typer.echo(
+            f"(the key store did not open: {type(exc).__name__}; fates from the topic)", err=True
+        )
+        return fates(entries, {}, {})
+    try:
+        return fates(entries, *store_facts(store, entries))
+    finally:
+        store.close()
 
 
 def register(app: typer.Typer) -> None:
@@ -286,7 +311,8 @@ def register(app: typer.Typer) -> None:
 
     @held_app.command("list")
     def list_command(bootstrap_servers: BootstrapServers = None) -> None:
-        """Print each held input: TOPIC:PARTITION:OFFSET, reason class, first seen, reason."""
+        """Print each held input: TOPIC:PARTITION:OFFSET, reason class, first seen, reason,
+        and what became of it (held, in review, released, published, superseded)."""
         from service.settings import settings_or_exit
 
         s = settings_or_exit()
@@ -299,7 +325,7 @@ def register(app: typer.Typer) -> None:
                 security=s.kafka_security(),
             ),
         )
-        for line in list_lines(entries):
+        for line in list_lines(entries, _fates(s, entries)):
             typer.echo(line)
         typer.echo(
             f"{len({e.coordinates for e in entries})} held input(s) on {s.held_topic}", err=True

@@ -17,6 +17,7 @@ class Workbench:
     settings: Settings
     queue: Any  # pipelines.review.ReviewQueue
     detector: Any  # pipelines.phi.detector.Detector with the queue's lists
+    throttle: Any = None  # service.review.auth.LoginThrottle of the sign-in page
     _task: asyncio.Task[None] | None = field(default=None, repr=False)
 
     def start(self) -> None:
@@ -41,11 +42,15 @@ def mount(app: Any, settings: Settings) -> Workbench:
     from pipelines.phi.detector import Detector
     from pipelines.policy import Policy
     from pipelines.review import ReviewQueue
+    from service.review.auth import LoginThrottle
     from service.review.intake import settle
     from service.review.web import build_router
     from service.wiring import open_keystore
 
     queue = ReviewQueue(open_keystore(settings), reviews_per_item=settings.review_reviews_per_item)
     detector = Detector(Policy.load(settings.policy_file), lists=queue.lists)
-    app.include_router(build_router(settings, queue, lambda docs: settle(settings, queue, docs)))
-    return Workbench(settings, queue, detector)
+    throttle = LoginThrottle()
+    app.include_router(
+        build_router(settings, queue, lambda docs: settle(settings, queue, docs), throttle)
+    )
+    return Workbench(settings, queue, detector, throttle)

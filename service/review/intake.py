@@ -5,8 +5,10 @@ input (from its topic, or the secure held topic's copy), parses it as the servic
 queues its documents with their coordinates and reason (an input already queued is skipped:
 item ids are keyed by coordinates). ``settle`` releases every held document whose items are
 all decided through the held-release path (:func:`service.commands.held.release`): the
-service decides the input again, now with the reviewers' lists, and its version marks make
-the research topic get it exactly once. Nothing here logs or prints text.
+service decides the input again, now with the reviewers' lists and the note's decided places
+(:meth:`pipelines.review.ReviewQueue.settle` writes them first and waits the detectors' list
+refresh), and its version marks make the research topic get it exactly once. Nothing here
+logs or prints text.
 """
 
 from __future__ import annotations

@@ -85,7 +85,7 @@ async def test_held_then_fixed_then_released_is_published_once(
 
     svc = ServiceProcess(env_blind, log, port=free_port())
     try:
-        await svc.status(lambda st: st["ready"])
+        await svc.status(lambda st: st["ready"], within=180)  # a loaded 2-CPU machine
         await produce(tansu.bootstrap_servers, f"{base}.hl7v2", [(b"700003", report(3))])
         await svc.status(lambda st: st["counts"].get("held", 0) == 1 and st["total_lag"] == 0)
         held = await read_held(tansu.bootstrap_servers, f"{base}.held")
@@ -109,10 +109,14 @@ async def test_held_then_fixed_then_released_is_published_once(
 
     listed = _cli(env_fixed, "held", "list")
     assert listed.returncode == 0, listed.stderr
-    first, second = listed.stdout.splitlines()
+    (first, first_fate), (second, second_fate) = (
+        line.rsplit("\t", 1) for line in listed.stdout.splitlines()
+    )
     assert first.split("\t")[:2] == [str(coords), "leak_guard"]
     assert first.endswith(f"(released, held again as {again})")
     assert second.endswith(f"(released from {coords})")
+    # what became of each (issue 23.7): the first was superseded by the second, still held
+    assert (first_fate, second_fate) == (f"superseded by {again}", "held")
     assert "Maple" not in listed.stdout + listed.stderr  # coordinates and reasons only
 
     # not a held input: refused, nothing sent

@@ -115,7 +115,7 @@ async def test_held_note_reviewed_in_the_browser_is_published_once(
     service = ServiceProcess(env, log)
     body = report(3)
     try:
-        await service.status(lambda st: st["ready"])
+        await service.status(lambda st: st["ready"], within=180)  # a loaded 2-CPU machine
         await produce(tansu.bootstrap_servers, f"{base}.hl7v2", [(b"700003", body)])
         await service.status(lambda st: st["counts"].get("held", 0) == 1)
         decided = await _review_all(service.url, chromium)

@@ -22,8 +22,8 @@ from pipelines.review import (
     ReviewQueue,
     Role,
     Scope,
-    _disagreements,
 )
+from pipelines.review_candidates import _disagreements
 from pipelines.spans import Category, Span
 
 from .conftest import NOTE, held_document
@@ -111,7 +111,8 @@ def test_patient_scope_decides_every_occurrence_and_feeds_the_detector(
 def test_site_allow_drops_a_detected_span(store: EncryptedStore) -> None:
     queue, ids = _queue(store)
     item = _span_items(queue, ids)[0]
-    queue.decide(Decision(item.id, "ana", Role.REVIEWER, DecisionKind.NOT_PHI, scope=Scope.SITE))
+    # a site allow needs the expert role (issue 23.3)
+    queue.decide(Decision(item.id, "eve", Role.EXPERT, DecisionKind.NOT_PHI, scope=Scope.SITE))
     lists = queue.lists()
     text = f"{item.string} sign noted"
     spans = [Span(0, len(item.string), Category.NAME_OTHER, 0.9, "tagger")]
@@ -157,7 +158,7 @@ def test_undo_keeps_a_list_entry_another_live_decision_made(store: EncryptedStor
 
     def site(reviewer: str, kind: DecisionKind) -> None:
         category = Category.NAME_RELATIVE if kind is DecisionKind.PHI else None
-        queue.decide(Decision(item.id, reviewer, Role.REVIEWER, kind, category, Scope.SITE))
+        queue.decide(Decision(item.id, reviewer, Role.EXPERT, kind, category, Scope.SITE))
 
     site("ana", DecisionKind.NOT_PHI)
     site("bob", DecisionKind.NOT_PHI)
@@ -168,7 +169,7 @@ def test_undo_keeps_a_list_entry_another_live_decision_made(store: EncryptedStor
     queue.undo("bob")  # ... and takes it back: ana's allow again
     lists = queue.lists()
     assert word in {w.lower() for w in lists.site.allow} and not lists.site.deny
-    queue.decide(Decision(twin.id, "cy", Role.REVIEWER, DecisionKind.NOT_PHI))  # note scope
+    queue.decide(Decision(twin.id, "cy", Role.EXPERT, DecisionKind.NOT_PHI))  # note scope
     queue.undo("cy")
     assert word in {w.lower() for w in queue.lists().site.allow}
     queue.undo("ana")  # the last live decision gone: so is the entry

@@ -51,7 +51,7 @@ def _fill(store: EncryptedStore, coordinates: str) -> tuple[list[str], list[str]
         held_document(), Detector(BLIND), coordinates=coordinates, held_reason=("leak_guard", "r")
     )
     span = next(i for i in (queue.item(x) for x in ids) if i and i.candidate is not None)
-    queue.decide(Decision(span.id, "ana", Role.REVIEWER, DecisionKind.NOT_PHI, scope=Scope.SITE))
+    queue.decide(Decision(span.id, "eve", Role.EXPERT, DecisionKind.NOT_PHI, scope=Scope.SITE))
     return ids, sorted(queue.lists().site.allow)
 
 

@@ -53,7 +53,7 @@ def _decide(queue: ReviewQueue, model: Path) -> None:
     for item in queue.page(Role.REVIEWER, limit=100):
         if item.string == "Warfarin":
             queue.decide(
-                Decision(item.id, "ana", Role.REVIEWER, DecisionKind.NOT_PHI, scope=Scope.SITE)
+                Decision(item.id, "eve", Role.EXPERT, DecisionKind.NOT_PHI, scope=Scope.SITE)
             )
             break
     for item in queue.page(Role.REVIEWER, limit=100):  # the places: PHI
