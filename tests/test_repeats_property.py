@@ -44,6 +44,7 @@ VARIANTS: list[tuple[str, int, Status]] = [
     ("final reading that must hold", 20, Status.FINAL),  # held by the leak guard stub
     ("", 30, Status.ENTERED_IN_ERROR),
     ("amended reading after review", 40, Status.AMENDED),
+    ("first reading of the study", 5, Status.FINAL),  # the preliminary's text, now final
 ]
 
 
@@ -80,7 +81,7 @@ def _parse(raw: bytes, content_hint: str | None = None) -> list[ClinicalDocument
     ]
 
 
-def _processor() -> Processor:
+def _processor(store: InMemoryStore | None = None) -> Processor:
     pseudonyms = Pseudonyms(bytes([7]) * 32)
 
     def make() -> PatientState:
@@ -89,7 +90,7 @@ def _processor() -> Processor:
 
     return Processor(
         policy=Policy.load(),
-        store=InMemoryStore(),
+        store=store if store is not None else InMemoryStore(),
         pseudonyms=pseudonyms,
         deidentify=_deidentify,
         parse=_parse,
@@ -202,3 +203,20 @@ def _text_of(resource: dict[str, Any]) -> str:
 
     data = resource["content"][0]["attachment"]["data"]
     return base64.b64decode(data).decode("utf-8")
+
+
+def test_a_later_status_of_the_same_text_is_not_confirmed_by_the_earlier_output() -> None:
+    """The preliminary goes out in one batch; its final (same text) is decided in the next
+    while the first is in flight. Confirming the first must not mark the final published:
+    after a crash before the final's output left, its replay publishes it."""
+    store = InMemoryStore()
+    proc = _processor(store)
+    (first,) = proc.process_many(_items([(0, 0)]))
+    assert not isinstance(first, BaseException)
+    keys = {o.research_key for o in first if o.research_key}
+    (second,) = proc.process_many(_items([(0, 6)]), keys)
+    assert not isinstance(second, BaseException)
+    assert [o.kind for o in second] == [OutcomeKind.PUBLISH]  # preliminary -> final
+    proc.commit(first)  # the first batch confirmed; then the worker dies
+    replay = _processor(store).process_many(_items([(0, 6)]))
+    assert [o.kind for o in replay[0]] == [OutcomeKind.PUBLISH]  # type: ignore[union-attr]

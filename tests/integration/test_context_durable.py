@@ -25,12 +25,12 @@ pytestmark = [pytest.mark.integration, pytest.mark.slow]
 STATUS_TOKEN = "context-durable-status"
 # invented people and numbers
 ADT = (
-    "MSH|^~\\&|ADT|NORTHCLINIC|DEID|RESEARCH|20250301080000||ADT^A08|CTX0001|P|2.5\r"
-    "EVN|A08|20250301080000\r"
-    "PID|1||MRN770021^^^NORTHCLINIC^MR||Quillfeather^Amabel||19610412|F\r"
-    "NK1|1|Thistlewood^Barnaby|SPO|||218-555-0111\r"
-    "PV1|1|I|W2^201^1||||||||||||||||VN55012^^^NORTHCLINIC^VN\r"
-).encode()
+    b"MSH|^~\\&|ADT|NORTHCLINIC|DEID|RESEARCH|20250301080000||ADT^A08|CTX0001|P|2.5\r"
+    b"EVN|A08|20250301080000\r"
+    b"PID|1||MRN770021^^^NORTHCLINIC^MR||Quillfeather^Amabel||19610412|F\r"
+    b"NK1|1|Thistlewood^Barnaby|SPO|||218-555-0111\r"
+    b"PV1|1|I|W2^201^1||||||||||||||||VN55012^^^NORTHCLINIC^VN\r"
+)
 
 
 @pytest.fixture(params=["sqlite", "postgresql"])
