@@ -254,11 +254,15 @@ class Processor:
         again = [(d, d.work) for d in docs if d.work is not None]
         for _, work in reversed(again):  # newest first: each entry back to its first value
             work.near.undo()
+        flying = set(in_flight)  # and the keys decided again here with an output
         for doc, work in again:
             try:
-                doc.outcome = self._decide(work, doc.times, in_flight)
+                doc.outcome = self._decide(work, doc.times, flying)
             except Exception as exc:  # noqa: BLE001 - as process() raising at this document
                 doc.outcome, doc.error = None, exc
+            else:
+                if doc.outcome.ack is not None:
+                    flying.add(work.fp.key)
 
     def _parse_item(self, raw: bytes, content_hint: str | None) -> _Job:
         times: dict[str, float] = {}
@@ -309,7 +313,10 @@ class Processor:
                 elif batch.usable:
                     doc.outcome = self._decide_in_batch(doc, batch)
                 else:  # the batch read failed: this document the one-by-one way
-                    doc.outcome = self._decide(self._work(doc), doc.times, batch.in_flight)
+                    work = self._work(doc)
+                    doc.outcome = self._decide(work, doc.times, batch.flying.union(batch.in_flight))
+                    if doc.outcome.ack is not None:
+                        batch.flying.add(work.fp.key)
             except Exception as exc:  # noqa: BLE001 - the item's result
                 job.error = exc
                 return

@@ -20,6 +20,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import orjson
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -220,3 +221,35 @@ def test_a_later_status_of_the_same_text_is_not_confirmed_by_the_earlier_output(
     proc.commit(first)  # the first batch confirmed; then the worker dies
     replay = _processor(store).process_many(_items([(0, 6)]))
     assert [o.kind for o in replay[0]] == [OutcomeKind.PUBLISH]  # type: ignore[union-attr]
+
+
+class _Stumbling(InMemoryStore):
+    """The batch's mark read fails, or its compare-and-set is reported lost, once."""
+
+    def __init__(self, fail: str) -> None:
+        super().__init__()
+        self.fail = fail
+
+    def get_marks(self, keys: Sequence[str]) -> dict[str, bytes | None]:
+        if self.fail == "read":
+            self.fail = ""
+            raise ConnectionError("batch read failed once")
+        return super().get_marks(keys)
+
+    def compare_and_set_marks(
+        self, items: Sequence[tuple[str, bytes | None, bytes]], **kwargs: Any
+    ) -> list[bool]:
+        if self.fail == "write":
+            self.fail = ""
+            return [False] * len(items)
+        return super().compare_and_set_marks(items, **kwargs)
+
+
+@pytest.mark.parametrize("fail", ["read", "write"])
+def test_the_one_by_one_fallbacks_decide_repeats_the_same_way(fail: str) -> None:
+    """Decided the long way (the batch read failed, or its write lost a race): a repeat in
+    the batch is still a duplicate, a held version's re-send still held again."""
+    proc = _processor(_Stumbling(fail))
+    got = proc.process_many(_items([(0, 1), (0, 1), (1, 3), (1, 3)]))
+    kinds = [o.kind.value for r in got for o in r]  # type: ignore[union-attr]
+    assert kinds == ["publish", "duplicate", "held", "held"]
