@@ -40,6 +40,7 @@ class AckToken:
     mark: bytes | None = None  # the mark as process() left it (commit's expected value)
     # ``mark`` decoded (what process() decided): commit need not parse it again
     decoded: Mark | None = field(default=None, compare=False, repr=False)
+    version_id: str = ""  # the version decided (empty: text and state alone are compared)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)  # slots: two per document, no dict each

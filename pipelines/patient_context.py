@@ -12,6 +12,7 @@ from dataclasses import replace
 from functools import lru_cache
 from typing import Any
 
+import orjson
 from pydantic import TypeAdapter
 
 from keystore.api import PatientState
@@ -19,6 +20,7 @@ from pipelines.document import ClinicalDocument, Identifiers
 
 CONTEXT_KEY = "context.identifiers"
 CONTEXT_LIMIT = 16  # values kept per identifier kind
+VISITS_KEY = "context.visits"  # the patient's visit ids, oldest first (all of them)
 
 
 _IDENTIFIERS = TypeAdapter(Identifiers)  # pydantic (de)serialises the frozen dataclasses
@@ -60,6 +62,30 @@ def remember_context(state: PatientState, identifiers: Identifiers) -> bool:
     return True
 
 
+def remember_visit(state: PatientState, visit_id: str) -> bool:
+    """Keep a visit id (PV1-19, the FHIR encounter) in the patient's sealed state: the
+    visit's research pseudonym ``Encounter/<pseudonym>`` is keyed by the patient's seed and
+    this id, so ``keys reveal`` can only find a visit the state names. Every visit is kept
+    (a short id per visit, sealed like the rest). Returns whether the state changed."""
+    if not visit_id:
+        return False
+    known = visits_of(state)
+    if visit_id in known:
+        return False
+    state.extra[VISITS_KEY] = orjson.dumps([*known, visit_id]).decode("utf-8")
+    return True
+
+
+def visits_of(state: PatientState) -> tuple[str, ...]:
+    raw = state.extra.get(VISITS_KEY)
+    return _visits_from_json(raw) if raw else ()
+
+
+@lru_cache(maxsize=1024)
+def _visits_from_json(raw: str) -> tuple[str, ...]:
+    return tuple(str(v) for v in orjson.loads(raw))
+
+
 def with_context(document: ClinicalDocument, state: PatientState) -> ClinicalDocument:
     """The document with the patient's remembered context identifiers added to its own."""
     known = context_of(state)
@@ -71,8 +97,11 @@ def with_context(document: ClinicalDocument, state: PatientState) -> ClinicalDoc
 __all__ = [
     "CONTEXT_KEY",
     "CONTEXT_LIMIT",
+    "VISITS_KEY",
     "context_of",
     "merge_identifiers",
     "remember_context",
+    "remember_visit",
+    "visits_of",
     "with_context",
 ]

@@ -53,7 +53,7 @@ from __future__ import annotations
 import contextlib
 import threading
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from types import MappingProxyType
@@ -70,7 +70,7 @@ from pipelines.errors import DeadlineExceeded, MissingPatientId, PartialInput, T
 from pipelines.near_duplicates import NearDuplicates
 from pipelines.outcome import EMPTY_COUNTS as _EMPTY_COUNTS
 from pipelines.outcome import AckToken, Outcome, OutcomeKind, held_meta
-from pipelines.patient_context import remember_context, with_context
+from pipelines.patient_context import remember_context, remember_visit, with_context
 from pipelines.policy import Action, Policy
 from pipelines.research import MEDIA_TYPE, ResearchDocument, build_resource, render, system_uri
 from pipelines.spans import Category, Span
@@ -83,12 +83,15 @@ from pipelines.versions import (
     Mark,
     State,
     Verdict,
+    as_confirmed,
     decide,
     fingerprint,
     settle,
 )
 
 NEAR_DUPLICATE_THRESHOLD = 0.8
+CORRECTION = "correction"  # a publish's reason class: a same-time re-send with another text
+CORRECTION_REASON = "same filing time, status and version as the current version, other text"
 PSEUDONYM_CACHE = 4096  # (kind, parts) → pseudonym, most recently used kept
 
 
@@ -206,15 +209,22 @@ class Processor:
             raise result
         return result
 
-    def process_many(self, items: Sequence[Item]) -> list[list[Outcome] | BaseException]:
+    def process_many(
+        self, items: Sequence[Item], in_flight: Collection[str] = frozenset()
+    ) -> list[list[Outcome] | BaseException]:
         """Several inputs ``(raw, content_hint, now)`` at once, with few store round trips.
 
         Each result is what ``process(raw, content_hint=..., now=...)`` would have returned
-        for that item, called on the items one after the other — or the exception it would
-        have raised (a :class:`PartialInput` with ``.outcomes`` attached, an
-        :class:`InputError`, a retriable store error…), returned, not raised: one bad item
-        never affects the others. Later items see earlier items' decisions (several
-        versions or repeats of one report in a batch are decided as one by one).
+        for that item, called on the items one after the other with each item's outputs
+        confirmed (``commit``) before the next — or the exception it would have raised (a
+        :class:`PartialInput` with ``.outcomes`` attached, an :class:`InputError`, a
+        retriable store error…), returned, not raised: one bad item never affects the
+        others. Later items see earlier items' decisions (several versions or repeats of
+        one report in a batch are decided as one by one). ``in_flight``: research keys
+        whose outputs the caller decided earlier and has not confirmed yet; a repeat of
+        them, like a repeat within the batch, is decided as if those were confirmed
+        (:func:`pipelines.versions.as_confirmed`), so batch cuts and acknowledgement
+        timing never change a verdict.
 
         The batch's patients are read with one store call (``prefetch``: their states are
         then cache hits). The marks of every document are read with ONE
@@ -231,25 +241,29 @@ class Processor:
         for job in jobs:
             self._prepare_item(job)
         docs = [d for job in jobs for d in job.docs if isinstance(d, _Doc) and d.key is not None]
-        batch = MarkBatch(self.store, docs, self._timer)
+        batch = MarkBatch(self.store, docs, self._timer, in_flight)
         for job in jobs:
             self._decide_job(job, batch)
         lost = batch.write()
         if lost:
-            self._redo([d for d in batch.docs if d.key in lost])
+            self._redo([d for d in batch.docs if d.key in lost], in_flight)
         return [job.result() for job in jobs]
 
-    def _redo(self, docs: Sequence[_Doc]) -> None:
+    def _redo(self, docs: Sequence[_Doc], in_flight: Collection[str]) -> None:
         """Documents whose key lost the batch's compare-and-set: decided again, in order, the
         one-by-one way (their de-identification is kept, not redone)."""
         again = [(d, d.work) for d in docs if d.work is not None]
         for _, work in reversed(again):  # newest first: each entry back to its first value
             work.near.undo()
+        flying = set(in_flight)  # and the keys decided again here with an output
         for doc, work in again:
             try:
-                doc.outcome = self._decide(work, doc.times)
+                doc.outcome = self._decide(work, doc.times, flying)
             except Exception as exc:  # noqa: BLE001 - as process() raising at this document
                 doc.outcome, doc.error = None, exc
+            else:
+                if doc.outcome.ack is not None:
+                    flying.add(work.fp.key)
 
     def _parse_item(self, raw: bytes, content_hint: str | None) -> _Job:
         times: dict[str, float] = {}
@@ -309,19 +323,23 @@ class Processor:
                 elif batch.usable:
                     doc.outcome = self._decide_in_batch(doc, batch)
                 else:  # the batch read failed: this document the one-by-one way
-                    doc.outcome = self._decide(self._work(doc), doc.times)
+                    work = self._work(doc)
+                    doc.outcome = self._decide(work, doc.times, batch.flying.union(batch.in_flight))
+                    if doc.outcome.ack is not None:
+                        batch.flying.add(work.fp.key)
             except Exception as exc:  # noqa: BLE001 - the item's result
                 job.error = exc
                 return
             job.outs.append(doc)
 
     def commit(self, outcomes: Iterable[Outcome]) -> None:
-        """Call after the outcomes' outputs were acknowledged, before committing offsets."""
-        tokens = [o.ack for o in outcomes if o.ack is not None]
-        if not tokens:
-            return
+        """Call after the outcomes' outputs were acknowledged, before committing offsets:
+        every state change (ADT context, visits, surrogate maps) is made durable even when
+        no output was sent, then the versions are marked acknowledged."""
         self.store.flush()
-        acknowledge_tokens(self.store, tokens)
+        tokens = [o.ack for o in outcomes if o.ack is not None]
+        if tokens:
+            acknowledge_tokens(self.store, tokens)
 
     # -- one document -----------------------------------------------------------------
     def process_document(self, document: ClinicalDocument, *, now: datetime) -> Outcome:
@@ -332,7 +350,7 @@ class Processor:
         doc = self._prepare(document, times)
         if doc.key is None:
             return self._context(doc)
-        return self._decide(self._work(doc), doc.times)
+        return self._decide(self._work(doc), doc.times, frozenset())
 
     def _prepare(self, document: ClinicalDocument, times: dict[str, float]) -> _Doc:
         """The patient's state, the research key and the version fingerprint: everything a
@@ -342,6 +360,8 @@ class Processor:
         state = self.store.get_or_create(
             document.assigning_authority, document.patient_id, self._state_factory
         )
+        if remember_visit(state, document.visit_id):  # `keys reveal Encounter/...` finds it
+            self.store.save(document.assigning_authority, document.patient_id, state)
         if document.context_only:
             return _Doc(document, state, times)
         with stopwatch(times, "dedup", self._timer):
@@ -377,22 +397,22 @@ class Processor:
         with stopwatch(times, "dedup", self._timer):
             raw = batch.current(key)
             mark = Mark.decode(raw)
-            verdict = decide(mark, work.fp)
+            verdict = decide(batch.view(key, mark), work.fp)
         draft, held = work.outcome(verdict, times)
         with stopwatch(times, "dedup", self._timer):
             new = settle(mark, work.fp, verdict, held=held)
             written = raw if new == mark else new.encode()
-            batch.decided(doc, key, written)
+            batch.decided(doc, key, written, output=draft[7] is not None)
         return self._settled(work, verdict, held, draft, written, new, times)
 
-    def _decide(self, work: _Work, times: dict[str, float]) -> Outcome:
+    def _decide(self, work: _Work, times: dict[str, float], in_flight: Collection[str]) -> Outcome:
         """Read the mark, decide, compare-and-set; on a lost race decide again."""
         key = work.fp.key
         for _ in range(32):
             with stopwatch(times, "dedup", self._timer):
                 raw = self.store.get_mark(key)
                 mark = Mark.decode(raw)
-                verdict = decide(mark, work.fp)
+                verdict = decide(as_confirmed(mark) if key in in_flight else mark, work.fp)
             draft, held = work.outcome(verdict, times)
             with stopwatch(times, "dedup", self._timer):
                 new = settle(mark, work.fp, verdict, held=held)
@@ -420,7 +440,7 @@ class Processor:
         ack = None
         if ack_state is not None:
             fp = work.fp
-            ack = AckToken(fp.key, fp.text_hash, ack_state, written, new)
+            ack = AckToken(fp.key, fp.text_hash, ack_state, written, new, fp.version_id)
         if verdict.decision is Decision.PUBLISH:
             with stopwatch(times, "near_duplicate", self._timer):
                 if not held:
@@ -599,8 +619,8 @@ class _Work:
             fp.key,
             doc.value,
             tuple(headers),
-            None,
-            None,
+            CORRECTION if verdict.correction else None,  # the runner logs it (no PHI)
+            CORRECTION_REASON if verdict.correction else None,
             counts,
             State.LIVE,
         ), False

@@ -5,6 +5,10 @@ against in order through an in-batch overlay (each decision sees the earlier one
 changed ones written with ONE compare-and-set transaction, from the value read to the value
 after the last decision. The keys whose compare-and-set lost (another instance wrote them
 meanwhile) are returned, for the processor to decide their documents again one by one.
+A key whose current version's output is in flight — decided earlier in the batch with an
+output, or named ``in_flight`` by the caller (outputs sent and not yet confirmed) — is
+decided against :func:`~pipelines.versions.as_confirmed` of its mark (``view``): the one
+rule for a repeat whatever the batch cuts and the broker's timing.
 
 :func:`acknowledge`: the delivery contract's second half (``Processor.commit``) — the
 decided versions marked acknowledged, in one transaction from the marks ``process`` wrote,
@@ -14,14 +18,14 @@ moved on meanwhile.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from functools import partial
 from typing import Generic, Protocol, TypeVar
 
 from keystore.api import MarkStore
 from pipelines.outcome import AckToken
 from pipelines.stopwatch import Timer, stopwatch
-from pipelines.versions import Mark, update_mark
+from pipelines.versions import Mark, as_confirmed, update_mark
 from pipelines.versions import acknowledge as acknowledge_mark
 
 STAGE = "dedup"  # the stage the mark store calls are timed under
@@ -44,9 +48,17 @@ class MarkBatch(Generic[D]):
     """The marks of a batch: read with one store call, decided against in order, written
     with one compare-and-set transaction (see the module docstring)."""
 
-    def __init__(self, store: MarkStore, docs: Sequence[D], timer: Timer) -> None:
+    def __init__(
+        self,
+        store: MarkStore,
+        docs: Sequence[D],
+        timer: Timer,
+        in_flight: Collection[str] = frozenset(),
+    ) -> None:
         self.store = store
         self.timer = timer
+        self.in_flight = in_flight  # keys whose outputs the caller has in flight
+        self.flying: set[str] = set()  # keys decided here with an output
         self.docs: list[D] = []  # decided against the overlay, in order
         self.read: dict[str, bytes | None] = {}
         self.overlay: dict[str, bytes | None] = {}
@@ -65,9 +77,18 @@ class MarkBatch(Generic[D]):
     def current(self, key: str) -> bytes | None:
         return self.overlay[key] if key in self.overlay else self.read[key]
 
-    def decided(self, doc: D, key: str, written: bytes | None) -> None:
+    def view(self, key: str, mark: Mark) -> Mark:
+        """What a decision of ``key`` is taken against: the mark as confirmed when its
+        current version's output is in flight (see the module docstring)."""
+        if key in self.flying or key in self.in_flight:
+            return as_confirmed(mark)
+        return mark
+
+    def decided(self, doc: D, key: str, written: bytes | None, output: bool = False) -> None:
         self.overlay[key] = written
         self.docs.append(doc)
+        if output:
+            self.flying.add(key)
 
     def write(self) -> set[str]:
         """One compare-and-set per changed key, from the value read to the last decided one;
@@ -120,7 +141,7 @@ def acknowledge(store: MarkStore, tokens: Iterable[AckToken]) -> None:
 
 
 def _ack_step(token: AckToken, mark: Mark) -> Mark:
-    return acknowledge_mark(mark, token.text_hash, token.state)
+    return acknowledge_mark(mark, token.text_hash, token.state, token.version_id)
 
 
 __all__ = ["STAGE", "Decided", "MarkBatch", "acknowledge"]

@@ -3,7 +3,8 @@
 Only the most recent, most developed report of a key counts. Documents are ordered by
 filing time, then status rank (corrected/amended > final > preliminary; a retraction ranks
 above all so it wins a tie), then version number, then a keyed hash of the message id, then
-the text hash — a total order, so every arrival order ends in the same state:
+the text hash — a total order, so every arrival order ends in the same state, same-time
+corrections aside (below: there the later arrival wins):
 
 - same normalised text as the key's current version → ``duplicate`` (a replay, or a re-send;
   a re-send that only raises the status rank, preliminary → final, is published instead; a
@@ -12,6 +13,11 @@ the text hash — a total order, so every arrival order ends in the same state:
 - same text as a recently seen older version, or older than the current one → ``duplicate``
   or ``superseded``;
 - newer → ``publish`` under the same research key, replacing the current version's id;
+- a **same-time correction** — the same filing time, status rank and version number as the
+  current version but another text, not one of the key's recent texts — is ``publish``
+  (replacing the current version), whatever the message ids: senders re-send corrected
+  reports without touching the timestamps, and the later arrival on the input topic (the
+  partition keeps a patient's order) is the correction. ``Verdict.correction`` says so;
 - entered-in-error / cancelled → ``tombstone`` for the key (a later version revives it).
 
 The state per key is a :class:`Mark` in the keystore's :class:`~keystore.api.MarkStore`
@@ -26,6 +32,12 @@ a ``duplicate`` — except a ``held`` version: it never reached the topic, so it
 nothing, and every re-send of its text is decided (and de-identified) again: published once
 the cause is fixed, held again (one more held record) while it is not. Near-duplicates
 across visits are :mod:`pipelines.near_duplicates`' job.
+
+A version whose output this instance has in flight (decided, sent or being sent, not yet
+confirmed) is not a crash's leftover: a repeat of it is decided against
+:func:`as_confirmed` of the mark — what the mark will be once the output is confirmed — so
+the verdict never depends on how the inputs were cut into batches or how fast the broker
+acknowledged (a repeat is a ``duplicate``, a held version's re-send is decided again).
 """
 
 from __future__ import annotations
@@ -241,6 +253,7 @@ class Verdict:
     replaces: str | None = None  # version id the published document replaces
     redo: bool = False  # repeating an output whose acknowledgement was never recorded
     advance: bool = False  # a duplicate that carries a newer order: the mark moves forward
+    correction: bool = False  # a same-time re-send with another text (module docstring)
 
     @property
     def writes(self) -> bool:
@@ -282,9 +295,32 @@ def decide(mark: Mark, fp: Fingerprint) -> Verdict:
                 return Verdict(Decision.PUBLISH, replaces=cur.replaces, redo=True)
             return Verdict(Decision.DUPLICATE)
         return Verdict(Decision.DUPLICATE, advance=newer)
+    seen = fp.text_hash in mark.seen
+    if same_time(fp.order, cur.order):  # the later arrival wins (module docstring)
+        if seen:
+            return Verdict(Decision.DUPLICATE)
+        return Verdict(Decision.PUBLISH, replaces=cur.live_id, correction=True)
     if newer:
         return Verdict(Decision.PUBLISH, replaces=cur.live_id)
-    return Verdict(Decision.DUPLICATE if fp.text_hash in mark.seen else Decision.SUPERSEDED)
+    return Verdict(Decision.DUPLICATE if seen else Decision.SUPERSEDED)
+
+
+def same_time(a: VersionOrder, b: VersionOrder) -> bool:
+    """Same filing time, status rank and version number: what a sender sets (the message id
+    and the text only break the tie)."""
+    return a.filing_us == b.filing_us and a.status_rank == b.status_rank and a.version == b.version
+
+
+def as_confirmed(mark: Mark) -> Mark:
+    """The mark as it will be once its current version's output is confirmed: what a repeat
+    is decided against while that output is in flight (never written)."""
+    cur = mark.current
+    if cur is None or cur.acked:
+        return mark
+    acked = Current(
+        cur.state, cur.text_hash, cur.order, cur.version_id, True, cur.live_id, cur.replaces
+    )
+    return Mark(acked, mark.seen)
 
 
 def _remember(seen: tuple[bytes, ...], text_hash: bytes) -> tuple[bytes, ...]:
@@ -337,10 +373,15 @@ def settle(mark: Mark, fp: Fingerprint, verdict: Verdict, *, held: bool = False)
     return Mark(current=new, seen=seen)
 
 
-def acknowledge(mark: Mark, text_hash: bytes, state: State) -> Mark:
-    """The mark once the output for (text, state) was acknowledged; unchanged if stale."""
+def acknowledge(mark: Mark, text_hash: bytes, state: State, version_id: str = "") -> Mark:
+    """The mark once the output for (text, state[, version id]) was acknowledged; unchanged
+    if stale. The version id (text and status rank) keeps a confirmation from acknowledging
+    a later version of the same text with another status (preliminary → final) decided
+    while the first was in flight: that one's output is not sent yet."""
     cur = mark.current
     if cur is None or cur.acked or cur.text_hash != text_hash or cur.state is not state:
+        return mark
+    if version_id and cur.version_id != version_id:
         return mark
     # the constructors, not dataclasses.replace (dearer): once per published output
     acked = Current(

@@ -159,6 +159,8 @@ def open_keystore(settings: Settings) -> Any:
 class ServiceProcessor:
     """The stream's processor plus a side-effect-free twin for previews."""
 
+    decides_repeats = True  # the keys in flight go to the pipeline's process_many
+
     def __init__(
         self,
         stream: Any,
@@ -183,9 +185,10 @@ class ServiceProcessor:
         self, items: Sequence[ProcessItem], unconfirmed: Sequence[set[str]] = ()
     ) -> Sequence[Result]:
         """Several inputs in one call (the runner's one worker-thread hop per batch). Every
-        item is decided, ``unconfirmed`` aside: the runner decides again a record whose
-        research key was not confirmed yet."""
-        results: Sequence[Result] = self._stream.process_many(items)
+        item is decided; a repeat of an ``unconfirmed`` research key (outputs in flight) is
+        decided as if those were confirmed (``pipelines.versions.as_confirmed``)."""
+        in_flight: set[str] = set().union(*unconfirmed)
+        results: Sequence[Result] = self._stream.process_many(items, in_flight)
         return results
 
     def process(self, raw: bytes, *, content_hint: str, now: datetime) -> Sequence[Outcome]:

@@ -16,6 +16,7 @@ from keystore.memory import InMemoryStore
 from pipelines.document import ClinicalDocument, ReportType, Status, VersionMarker
 from pipelines.near_duplicates import SKETCH_VISITS, VisitSketches, similarity, sketch
 from pipelines.versions import (
+    STATUS_RANK,
     Decision,
     Mark,
     State,
@@ -274,7 +275,13 @@ _versions = st.lists(
 def test_any_arrival_order_converges_to_the_newest_version(
     versions: list[tuple[str, int, Status, str]], data: st.DataObject, ack_now: bool
 ) -> None:
-    docs = [doc(t, minutes=m, status=s, message_id=i) for t, m, s, i in versions]
+    # one text per (filing time, status rank): same-time corrections have their own test
+    texts: dict[tuple[int, int], str] = {}
+    for t, m, s, _ in versions:
+        texts.setdefault((m, STATUS_RANK[s]), t)
+    docs = [
+        doc(texts[m, STATUS_RANK[s]], minutes=m, status=s, message_id=i) for t, m, s, i in versions
+    ]
     order = data.draw(st.permutations(docs))
     ledger = Ledger(ack_now=ack_now)
     for d in order:
@@ -527,3 +534,25 @@ def test_nearest_with_a_probe_equals_the_exhaustive_search(
 )
 def test_the_normalised_hash_hashes_the_normalised_text_in_pieces(text: str, piece: int) -> None:
     assert normalised_hash("k", text, piece) == keyed_hash("k", normalise(text))
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    texts=st.lists(st.sampled_from(["alpha", "beta", "gamma", "delta"]), min_size=1, max_size=8),
+    ids=st.lists(st.sampled_from(["a", "b", "c"]), min_size=8, max_size=8),
+)
+def test_same_time_versions_the_latest_new_text_wins_and_repeats_are_dropped(
+    texts: list[str], ids: list[str]
+) -> None:
+    """Issue 23.7: a same-time re-send with another text is a correction (published); a
+    text already seen for the report is a duplicate, never published again."""
+    ledger = Ledger()
+    decisions = [
+        ledger.feed(doc(t, minutes=5, message_id=i)) for t, i in zip(texts, ids, strict=False)
+    ]
+    first_seen = [t not in texts[:n] for n, t in enumerate(texts)]
+    assert decisions == [Decision.PUBLISH if new else Decision.DUPLICATE for new in first_seen]
+    winner = [t for t, new in zip(texts, first_seen, strict=True) if new][-1]
+    current = ledger.mark().current
+    assert current is not None
+    assert current.text_hash == fingerprint(doc(winner), KEY).text_hash

@@ -415,11 +415,12 @@ ENCOUNTER_PREFIX = "Encounter/"
 
 
 def visit_candidates(state: PatientState) -> list[str]:
-    """Visit ids a patient's sealed state knows: identifiers from its ADT context (visit and
-    account numbers) and the original identifiers its id map replaced."""
-    from pipelines.patient_context import context_of
+    """Visit ids a patient's sealed state knows: the visits of its documents (ADT, ORU, MDM,
+    FHIR), identifiers from its ADT context (visit and account numbers) and the original
+    identifiers its id map replaced."""
+    from pipelines.patient_context import context_of, visits_of
 
-    out: list[str] = []
+    out: list[str] = list(visits_of(state))
     context = context_of(state)
     if context is not None:
         out.extend(i.value for i in context.other_ids)

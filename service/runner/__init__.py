@@ -35,10 +35,12 @@ that batch and of all earlier ones is acknowledged and confirmed, and outputs ar
 order per partition (a batch's sends start after the previous batch's acks).
 
 A crash before (4) replays the uncommitted batch and the processor re-emits the same outcomes
-(same key, same bytes); after (4) the replay yields duplicates and publishes nothing. If a
-record repeats a research key already decided earlier in the same batch or in a batch still
-finishing, the earlier batches are finished and the earlier outputs flushed (3–4) first and the
-record is decided again, so repeats are dropped.
+(same key, same bytes); after (4) the replay yields duplicates and publishes nothing. A
+record repeating a research key whose output is in flight (decided earlier in the same batch
+or in a batch still finishing) is decided as if that output were confirmed: by the processor
+itself when it ``decides_repeats`` (it is given those keys), else by the runner, which
+finishes the earlier batches and flushes the earlier outputs (3–4) first and decides the
+record again — either way the outcome of processing one input at a time.
 Records fetched before a rebalance are not processed (the new owner reads them from the
 committed offset). A rebalance waits for everything in flight (the revoke callback takes the
 batch lock, then waits for the finishers). A record the broker refuses (too large) is replaced

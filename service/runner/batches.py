@@ -99,10 +99,15 @@ class Batches:
         """Process a batch's records in input order with one worker-thread hop for a run of
         them (``process_many``), then route each result on the event loop.
 
-        A record that decided a research key not confirmed yet — decided earlier in this run
-        or batch, or in a batch still finishing — is decided again after the earlier outputs
-        are made durable (earlier batches finished, this batch's outputs so far flushed), so
-        a repeat is dropped, not published twice. ``process`` alone stops the run right after
+        A processor that ``decides_repeats`` (the real one) is given the research keys whose
+        outputs are in flight (this batch's so far, the batches still finishing) and decides
+        a repeat of them as if they were confirmed: its results stand, so batch cuts and
+        acknowledgement timing never change what is published. With any other processor,
+        a record that decided a research key not confirmed yet — decided earlier in this run
+        or batch, or in a batch still finishing when the run was decided — is decided again
+        after the earlier outputs are made durable (earlier batches finished, this batch's
+        outputs so far flushed), so a repeat is dropped, not published twice. ``process``
+        alone stops the run right after
         such a record, and the next run starts after its new decision: exactly one by one.
         ``process_many`` has decided the later records already; their results stand unless
         they repeat a key too (then they are decided again in turn). The one difference from
@@ -123,6 +128,7 @@ class Batches:
         finishing = self._finishing.unconfirmed_keys()
         unconfirmed = set().union(*finishing)  # the keys of the batches still finishing
         start = 0
+        decides = self._worker.processor.decides_repeats
         while start < len(records):
             items = first_items if start == 0 else [self._item(rec) for rec in records[start:]]
             results = await self._process_batch(
@@ -134,20 +140,23 @@ class Batches:
                 if item.oversize:
                     h = self._oversize(item)
                 elif done < len(results):
+                    item.in_flight = [pending_keys, *self._finishing.unconfirmed_keys()]
                     h = await self._decide(item, results[done])
                     done += 1
                 else:
                     break  # the processor stopped after a repeated key: a new run from here
                 start += 1
                 keys = h.research_keys()
-                if keys and not keys.isdisjoint(unconfirmed):
-                    # some may have finished meanwhile
-                    finishing = self._finishing.unconfirmed_keys()
-                    unconfirmed = set().union(*finishing)
-                if keys and not (
-                    keys.isdisjoint(run_keys)
-                    and keys.isdisjoint(pending_keys)
-                    and keys.isdisjoint(unconfirmed)
+                # (a batch finished since the run was decided still counts: it was decided
+                # before that batch's confirmation)
+                if (
+                    keys
+                    and not decides
+                    and not (
+                        keys.isdisjoint(run_keys)
+                        and keys.isdisjoint(pending_keys)
+                        and keys.isdisjoint(unconfirmed)
+                    )
                 ):
                     # decided against a version that is not confirmed yet
                     run_keys |= keys
@@ -316,13 +325,7 @@ class Batches:
                 else:
                     if first is not None:
                         item.retried = True
-                    call = partial(
-                        self._worker.processor.process,
-                        item.raw,
-                        content_hint=item.hint,
-                        now=item.first_seen,
-                    )
-                    result = await self._worker.run(call)
+                    result = await self._worker.run(partial(_process_one, self._worker, item))
             except Exception as exc:
                 classified = self._classified(exc, item)
                 if classified is exc:
@@ -359,3 +362,16 @@ class Batches:
             raise RuntimeError("the processor is not started")
         call = partial(processor.preview, raw, content_hint=hint, now=datetime.now(UTC))
         return await self._worker.run(call)
+
+
+def _process_one(worker: Worker, item: Item) -> Sequence[Outcome]:
+    """One item on the worker thread; a processor that ``decides_repeats`` is told the keys
+    in flight (as in the batch), so a retried item is decided like any other."""
+    processor = worker.processor
+    if not processor.decides_repeats:
+        return processor.process(item.raw, content_hint=item.hint, now=item.first_seen)
+    keys: set[str] = set().union(*item.in_flight)
+    result = processor.process_many([(item.raw, item.hint, item.first_seen)], [keys])[0]
+    if isinstance(result, BaseException):
+        raise result
+    return result

@@ -27,6 +27,11 @@ class Processor(Protocol):
     store connection lives there). :class:`BaseProcessor` gives the defaults for a
     processor that has only ``process``."""
 
+    # True: ``process_many`` decides a repeat of an ``unconfirmed`` research key as if its
+    # outputs were confirmed, so the runner takes its results as they are; False: the runner
+    # decides such a record again once the earlier outputs are durable
+    decides_repeats: bool
+
     def process(self, raw: bytes, *, content_hint: str, now: datetime) -> Sequence[Outcome]:
         """One input's outcomes; input errors are raised."""
         ...
@@ -71,6 +76,8 @@ class BaseProcessor(ABC):
     treats a processor without them — ``process_many`` is :func:`process_each`, ``preview``
     is ``process``, no confirmation, no dead-letter marks, no diagnosis, nothing to ping or
     close. Subclasses override what they have."""
+
+    decides_repeats = False
 
     @abstractmethod
     def process(self, raw: bytes, *, content_hint: str, now: datetime) -> Sequence[Outcome]: ...
@@ -160,6 +167,7 @@ class Item:
     oversize: bool = False
     retried: bool = False  # processed again after a retriable failure or a store fault
     subject: str | None = None
+    in_flight: Sequence[set[str]] = ()  # research keys in flight when it was routed
 
     def subject_of(self) -> str | None:
         return self.subject if self.rec is None else record_subject(self.rec)

@@ -176,16 +176,16 @@ class Delivery:
         """Outputs are durable: the processor marks those versions acknowledged
         (``Processor.commit``) and remembers the dead letters sent (``mark_sent``) before
         offsets are committed. One call per flush, in input order, so the key store flushes
-        once per batch."""
+        once per batch — also a batch without outputs: every state change it made (an ADT's
+        context, a visit) is durable before its offsets are committed."""
         processor = self._worker.processor
         outcomes = [o for h in handled if not h.rejected for o in h.outcomes]
         marks = list(sent)
-        if not outcomes and not marks:
+        if not handled and not marks:
             return
 
         def call() -> None:  # one worker hop for both
-            if outcomes:
-                processor.commit(outcomes)
+            processor.commit(outcomes)
             if marks:
                 processor.mark_sent(marks)
 

@@ -141,8 +141,12 @@ class Outputs:
         kind = out.kind
         match kind:
             case OutcomeKind.PUBLISH | OutcomeKind.TOMBSTONE:
+                if out.reason_class:  # a same-time correction: said once, never silent
+                    _log_decision(rec, out)
                 handled.outputs.append(self.research_record(rec, hint, out))
             case OutcomeKind.DUPLICATE | OutcomeKind.SUPERSEDED | OutcomeKind.CONTEXT:
+                if kind is OutcomeKind.SUPERSEDED:  # another text, dropped: never silently
+                    _log_decision(rec, out)
                 handled.effects.append(partial(self.count_drop, kind.value))
             case OutcomeKind.HELD:
                 reason_class = out.reason_class or "leak_guard"
@@ -315,3 +319,16 @@ class Outputs:
         return Handled(
             rec, [OutRecord(self.settings.held_topic, key, value, headers, on_ack)], kind="held"
         )
+
+
+def _log_decision(rec: Any, out: Outcome) -> None:
+    """One INFO line for a version decision an operator may ask about (a correction taken,
+    another text dropped as superseded): the input's coordinates and the PHI-free reason."""
+    log.info(
+        "%s at %s/%s@%s: %s",
+        out.reason_class or out.kind.value,
+        getattr(rec, "topic", "-"),
+        getattr(rec, "partition", "-"),
+        getattr(rec, "offset", "-"),
+        out.reason,
+    )

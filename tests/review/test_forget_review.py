@@ -134,13 +134,9 @@ def test_a_site_entry_another_patient_backs_stays(store: EncryptedStore) -> None
         got = queue.enqueue(doc, Detector(BLIND), coordinates=where, held_reason=("lg", "r"))
         ids[pid] = next(i for i in (queue.item(x) for x in got) if i and i.candidate is not None)
     first = ids["P-1"]
+    queue.decide(Decision(ids["P-2"].id, "bo", Role.EXPERT, DecisionKind.NOT_PHI, None, Scope.SITE))
     queue.decide(
-        Decision(ids["P-2"].id, "bo", Role.EXPERT, DecisionKind.NOT_PHI, None, Scope.SITE)
-    )
-    queue.decide(
-        Decision(
-            first.id, "ana", Role.EXPERT, DecisionKind.PHI, Category.NAME_RELATIVE, Scope.SITE
-        )
+        Decision(first.id, "ana", Role.EXPERT, DecisionKind.PHI, Category.NAME_RELATIVE, Scope.SITE)
     )
     assert queue.lists().site.deny  # the latest decision (P-1's) made it a deny entry
     store.admin.forget("HOSP", "P-1", operator="officer")
