@@ -11,15 +11,16 @@ from collections import Counter
 
 import orjson
 
+from service.preview import PreviewStore
 from service.runner import Runner
-from service.wiring import PrivateMarks, ServiceProcessor
+from service.wiring import ServiceProcessor
 from tests.service.test_runner_overlap import TP, Rec, _until, runner_with
 from tests.test_repeats_property import _processor
 
 
 def _service_processor() -> ServiceProcessor:
     stream = _processor()
-    marks = PrivateMarks(stream.store)
+    marks = PreviewStore(stream.store, lambda authority, patient_id: None)
     return ServiceProcessor(stream, _processor(), marks, stream.store)  # type: ignore[arg-type]
 
 
