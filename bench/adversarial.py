@@ -100,7 +100,10 @@ SHAPES: dict[str, tuple[str, Callable[[int], str]]] = {
     "rtf_unicode": ("rtf", lambda n: "{\\rtf1 " + _fill("\\u233?\\u65 ")(n) + "}"),
     "rtf_destinations": ("rtf", lambda n: "{\\rtf1 " + _fill("{\\*\\x a}")(n) + "}"),
     "rtf_font_table": ("rtf", lambda n: "{\\rtf1{\\fonttbl" + _fill("\\f1 x")(n) + "}}"),
-    "rtf_fields": ("rtf", lambda n: "{\\rtf1 " + _fill("{\\field{\\*\\fldinst{HYPERLINK ")(n) + "}"),
+    "rtf_fields": (
+        "rtf",
+        lambda n: "{\\rtf1 " + _fill("{\\field{\\*\\fldinst{HYPERLINK ")(n) + "}",
+    ),
     "rtf_bin": ("rtf", lambda n: "{\\rtf1 {\\pict\\bin" + "1" * (n // 2) + " }a}"),
     "rtf_backslashes": ("rtf", lambda n: "{\\rtf1 " + _fill("\\\\")(n) + "}"),
     # HL7 v2 (one ORU^R01; the payload is OBX-5 of a TX, or the whole body for *_segments)
@@ -189,7 +192,9 @@ class Runner:
         from keystore.pseudonyms import Pseudonyms
         from pipelines.policy import Policy
         from pipelines.process import Processor
+        from service.wiring import freeze_after_warmup, warm_word_lists
 
+        warm_word_lists()  # as the service does, before its processor
         self.proc = Processor(
             policy=Policy.load(),
             store=InMemoryStore(),
@@ -199,7 +204,8 @@ class Runner:
         )
         self.count = 0
         self.outcome = ""
-        self.run("plain_warmup", b"", None)  # lexicons, tagger and census lists load here
+        self.run("plain_warmup", b"", None)  # the tagger and the rest load here
+        freeze_after_warmup()  # as the service does after its warm-up
 
     def run(self, shape: str, raw: bytes, hint: str | None) -> dict[str, float]:
         if not raw:

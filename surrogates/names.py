@@ -304,12 +304,18 @@ def _assign_roles(text: str, tokens: list[_Token], ctx: ReplaceContext) -> None:
         only.role = "given" if first > c.last.get(low, 0.0) else "family"
 
 
-def _gender(low: str, tokens: list[_Token], chooser: Chooser) -> str:
+def _title_gender(tokens: list[_Token]) -> str:
+    """M or F when the span's titles say so ("Mr", "Mrs"), else "" (once per span: a span
+    of thousands of words must not ask every title for every word)."""
     titles = {t.core.lower() for t in tokens if t.kind == "title"}
     if titles & TITLES_MALE:
         return "M"
     if titles & TITLES_FEMALE:
         return "F"
+    return ""
+
+
+def _census_gender(low: str, chooser: Chooser) -> str:
     c = census()
     male, female = c.male.get(low, 0.0), c.female.get(low, 0.0)
     if male or female:
@@ -362,7 +368,7 @@ def surrogate_part(ctx: ReplaceContext, low: str, role: str, gender_hint: str) -
         pool = pool_role(ctx, low, role)
         gender = gender_hint
         if pool == "given" and gender not in ("M", "F"):
-            gender = _gender(low, [], ctx.chooser("gender", low))
+            gender = _census_gender(low, ctx.chooser("gender", low))
         return _draw(ctx, low, pool, gender)
 
     return ctx.mapped(ctx.state.name_map, low, make)
@@ -376,6 +382,7 @@ class NameSurrogate(Surrogate):
         tokens = _tokens(text)
         _assign_roles(text, tokens, ctx)
         letters = letter_map(ctx.state.seed)
+        titled = _title_gender(tokens)
         edits: list[tuple[int, int, str]] = []
         for t in tokens:
             if t.kind in ("title", "suffix"):
@@ -395,7 +402,9 @@ class NameSurrogate(Surrogate):
                     continue
                 low = piece.lower().replace("’", "'")
                 gender = (
-                    _gender(low, tokens, ctx.chooser("gender", low)) if t.role == "given" else ""
+                    titled or _census_gender(low, ctx.chooser("gender", low))
+                    if t.role == "given"
+                    else ""
                 )
                 out.append(case_like(surrogate_part(ctx, low, t.role or "family", gender), piece))
             edits.append((t.start, t.end, "".join(out)))
