@@ -455,10 +455,13 @@ def _anchored_terms(
 
     out: dict[str, tuple[str, ...]] = {}
     for phrase, category in phrases:
-        for term in _phrase_terms(phrase, category, mixed_case):
+        terms = _phrase_terms(phrase, category, mixed_case)
+        # the phrase's own pattern, made once: per term it made a long phrase quadratic
+        whole_pattern = f"(?i:{word_pattern(phrase)})" if terms else ""
+        for term in terms:
             if term.pattern in out:
                 continue
-            whole = term.pattern == f"(?i:{word_pattern(phrase)})"
+            whole = term.pattern == whole_pattern
             words = WORD_RUN.findall(phrase.lower() if whole else term.needle)
             ascii_words = bool(words) and all(w.isascii() for w in words)
             out[term.pattern] = (min(words, key=zipf),) if ascii_words else ()

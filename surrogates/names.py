@@ -326,24 +326,34 @@ def _census_gender(low: str) -> str:
     return ""
 
 
-def given_gender(ctx: ReplaceContext, low: str, titles: Iterable[str], start: int, end: int) -> str:
-    """The gender of a given name at ``text[start:end]``, from the best evidence there is:
+def span_title_gender(ctx: ReplaceContext, titles: Iterable[str], start: int) -> str:
+    """M, F or "": the span's own titles, else a title just before it ("Mr. [Olivia
+    Green]"). Read once per span: a span of thousands of words must not ask every title
+    for every word."""
+    found = _title_gender(titles)
+    if found or start <= 0:
+        return found
+    before = _TITLE_BEFORE.search(ctx.text, max(0, start - 12), start)
+    return _title_gender([before.group(1)]) if before else ""
+
+
+def given_gender(ctx: ReplaceContext, low: str, titled: str, end: int) -> str:
+    """The gender of a given name ending at ``end``, from the best evidence there is:
 
     1. the patient's recorded sex (PID-8, ``Patient.gender``), for the patient's own names;
-    2. a title in the name or just before it ("Mr. [Olivia Green]");
+    2. a title in the name's span or just before it (``titled``: ``span_title_gender``);
     3. the note's pronouns, for the patient's own names;
     4. the census counts of the name;
     5. the first pronoun after the name, then the note's pronouns;
     6. a draw in the census share (the lists hold about as many men as women).
     """
     own = low in ctx.patient_given
-    before = _TITLE_BEFORE.search(ctx.text, max(0, start - 12), start) if start > 0 else None
     evidence = (
         lambda: ctx.recorded_sex if own else "",
-        lambda: _title_gender([*titles, before.group(1)] if before else titles),
+        lambda: titled,
         lambda: ctx.pronoun_gender if own else "",
         lambda: _census_gender(low),
-        lambda: pronoun_gender(first_pronoun(ctx.text, end)),
+        lambda: pronoun_gender(first_pronoun(ctx.text, end)) if end else "",
         lambda: ctx.pronoun_gender,
     )
     for read in evidence:
@@ -398,7 +408,7 @@ def surrogate_part(ctx: ReplaceContext, low: str, role: str, gender_hint: str) -
         pool = pool_role(ctx, low, role)
         gender = gender_hint
         if pool == "given" and gender not in ("M", "F"):
-            gender = given_gender(ctx, low, (), 0, 0)
+            gender = given_gender(ctx, low, "", 0)
         return _draw(ctx, low, pool, gender)
 
     return ctx.mapped(ctx.state.name_map, low, make)
@@ -412,7 +422,7 @@ class NameSurrogate(Surrogate):
         tokens = _tokens(text)
         _assign_roles(text, tokens, ctx)
         letters = letter_map(ctx.state.seed)
-        titles = [t.core for t in tokens if t.kind == "title"]
+        titled = span_title_gender(ctx, [t.core for t in tokens if t.kind == "title"], span.start)
         edits: list[tuple[int, int, str]] = []
         for t in tokens:
             if t.kind in ("title", "suffix"):
@@ -431,11 +441,7 @@ class NameSurrogate(Surrogate):
                     out.append(piece)
                     continue
                 low = piece.lower().replace("’", "'")
-                gender = (
-                    given_gender(ctx, low, titles, span.start, span.end)
-                    if t.role == "given"
-                    else ""
-                )
+                gender = given_gender(ctx, low, titled, span.end) if t.role == "given" else ""
                 out.append(case_like(surrogate_part(ctx, low, t.role or "family", gender), piece))
             edits.append((t.start, t.end, "".join(out)))
         for m in re.finditer(r"\d+", text):  # digits in a name span (rare): reshaped, never kept

@@ -275,6 +275,9 @@ class English:
     # rare and unlisted words looked up, up to _SEEN_LIMIT: a note repeats its rare words
     # (clinical terms, its names), and a dict look-up is faster than the search
     seen: dict[str, float]
+    # the longest common word: a word longer by two or more is no slip of one (a bound that
+    # keeps the slip tests linear on a 16 KiB "word")
+    longest: int
 
 
 def _english_buckets() -> list[list[str]]:
@@ -322,7 +325,8 @@ def _english() -> English:
         else:
             rare.append(words)
     del buckets
-    return English(common, hashed_words(rare, values), {})
+    longest = max(map(len, common), default=0)
+    return English(common, hashed_words(rare, values), {}, longest)
 
 
 def zipf(word: str) -> float:
@@ -504,6 +508,13 @@ def rare_unknown(word: str, max_zipf: float = 1.8) -> bool:
     )
 
 
+def may_slip_common(word: str) -> bool:
+    """Could one typing slip (a letter dropped, added or swapped) make ``word`` a common
+    English word? Not when it is longer than any by two letters or more: the slip tests
+    (``near_english``, ``slips``) build a variant per letter, quadratic in the word's length."""
+    return len(word) <= _english().longest + 1
+
+
 def slips(word: str) -> set[str]:
     """The forms of ``word`` with one typing slip: a letter dropped (not the first) or two
     neighbours swapped ("daugher", "husabnd"). Callers drop the forms that are English words."""
@@ -536,7 +547,7 @@ def _near_english(word: str) -> bool:
     """:func:`near_english` worked out. The variants are looked up in wordfreq directly (no
     index kept: a 100k-entry index of variants slowed every note through the garbage
     collector)."""
-    if len(word) < 4:
+    if len(word) < 4 or not may_slip_common(word):
         return False
     english = _english().common  # every word of Zipf >= _COMMON_ZIPF
     if english.get(word, 0.0) >= _COMMON_ZIPF:

@@ -112,7 +112,10 @@ def _typo(words: str, tagged: TaggedSpan) -> bool:
         and not lexicons.is_name(low)
         and (
             lexicons.near_english(low)
-            or any(lexicons.zipf(v) >= _COMMON_ZIPF for v in lexicons.slips(low))
+            or (
+                lexicons.may_slip_common(low)
+                and any(lexicons.zipf(v) >= _COMMON_ZIPF for v in lexicons.slips(low))
+            )
         )
     )
 
