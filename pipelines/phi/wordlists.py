@@ -1,9 +1,11 @@
-"""The recognizers' hand-written word lists, read from ``pipelines/phi/data/*.txt``.
+"""The one loader of the detector's hand-written vocabulary: every word list lives in
+``pipelines/phi/data/vocabulary/<name>.txt`` (described in the README there).
 
 Each file holds words separated by spaces or line breaks; ``#`` starts a comment. A role file
 has sections (``[provider]``, ``[relative]``, ``[patient]``, ``[other]``) naming the role its
-words give; a word in two sections takes the last. Files are read on first use and cached for
-the life of the process (never at import time, never per document).
+words give; a word in two sections takes the last. A phrase file holds one phrase a line, in
+the order its reader wants them. Files are read on first use and cached for the life of the
+process (never at import time, never per document).
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from pipelines.errors import DeidstreamError
 from pipelines.spans import Category
 
 _PACKAGE: Final = "pipelines.phi"
+_FOLDER: Final = ("data", "vocabulary")
 _ROLES: Final = MappingProxyType(
     {
         "provider": Category.NAME_PROVIDER,
@@ -43,7 +46,7 @@ def _lines(text: str) -> Iterator[str]:
 
 
 def _read(name: str) -> str:
-    return resources.files(_PACKAGE).joinpath("data", f"{name}.txt").read_text("utf-8")
+    return resources.files(_PACKAGE).joinpath(*_FOLDER, f"{name}.txt").read_text("utf-8")
 
 
 def parse_words(text: str, name: str = "<text>") -> frozenset[str]:
@@ -74,11 +77,17 @@ def parse_roles(text: str, name: str = "<text>") -> MappingProxyType[str, Catego
 
 @cache
 def word_set(name: str) -> frozenset[str]:
-    """The words of ``data/<name>.txt`` (a file without sections)."""
+    """The words of ``vocabulary/<name>.txt`` (a file without sections)."""
     return parse_words(_read(name), name)
 
 
 @cache
 def role_map(name: str) -> MappingProxyType[str, Category]:
-    """Word -> role of ``data/<name>.txt`` (a file with role sections)."""
+    """Word -> role of ``vocabulary/<name>.txt`` (a file with role sections)."""
     return parse_roles(_read(name), name)
+
+
+@cache
+def phrases(name: str) -> tuple[tuple[str, ...], ...]:
+    """The phrases of ``vocabulary/<name>.txt``, one a line, as word tuples in file order."""
+    return tuple(tuple(line.split()) for line in _lines(_read(name)))

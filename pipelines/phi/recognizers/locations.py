@@ -23,6 +23,7 @@ from pipelines.phi.lexicons import Token
 from pipelines.phi.recognizers import facility_phrases as fp
 from pipelines.phi.registry import register
 from pipelines.phi.scan import compile_words, finditer
+from pipelines.phi.wordlists import word_set
 from pipelines.spans import Category, Span
 
 _lower = attrgetter("lower")
@@ -148,14 +149,14 @@ def _picked_words() -> frozenset[str]:
     return _starts() | fp.head_words()
 
 
-_SERVICES: Final = "facility_services.txt"
+_SERVICES: Final = "facility_services"
 
 
 @cache
 def _stops() -> frozenset[str]:
     """Words that end a facility name read backwards from its head: care units, articles and
     describing adjectives ("the", "outside"), less the words facility names are made of."""
-    kept = fp.data_words("facility_prefixes.txt") | fp.data_words("facility_modifiers.txt")
+    kept = word_set("facility_prefixes") | word_set("facility_modifiers")
     return (UNITS | GENERIC_MODIFIERS | _words("to from at in on of for by with and")) - kept
 
 
@@ -880,7 +881,7 @@ def _namelike(tok: Token, mixed: bool, strong: bool = True) -> bool:
     """Could this word be part of a facility name? Before a weak head ("rehab", "center") a
     one-case note needs a city, a surname or a rare word ("cardiac rehab" is no name)."""
     low = tok.lower
-    if low in UNITS or (len(low) < 2 and low != "u") or low in fp.data_words(_SERVICES):
+    if low in UNITS or (len(low) < 2 and low != "u") or low in word_set(_SERVICES):
         return False  # "Pain Clinic", "Cardiac Rehab": a service, not a name
     place = low in lx.us_cities() or (len(low) > 2 and low in lx.us_states())
     f = lx.zipf(low)
