@@ -18,7 +18,8 @@ from typing import Any
 from pipelines.phi import clinical
 from pipelines.phi.base import Doc, Recognizer
 from pipelines.phi.registry import register
-from pipelines.phi.scan import compile_words, finditer, grab, keep_best, word_set, words_before
+from pipelines.phi.scan import compile_words, finditer, grab, keep_best, words_before
+from pipelines.phi.wordlists import word_set
 from pipelines.spans import Category, Span
 
 # cue word (lower-case, spaces collapsed) -> category
@@ -67,12 +68,10 @@ _G = dict(_SCAN.groupindex)  # numbers: re2 name lookups are slow
 _HASH = re.compile(r"#\s?([A-Za-z]{1,4}\d{2,}|\d{4,}[A-Za-z]?)(?![\w.])")
 # Cue words that are everyday words too ("unit 3", "group B", "order 2") need "#"/"no."
 # or a long value.
-_WEAK_CUES = word_set(
-    "unit hospital record group order case visit model lot id study policy protocol chart no"
-)
+_WEAK_CUES = word_set("identifier_weak_cues")
 _NUMBERED = re.compile(r"(?i)\b(?:no|num|number|id)\b")
 _SPACES = re.compile(r"\s+")  # compiled once: module-level re.sub looks it up per call
-_PHONE_WORDS = word_set("pager pgr pg beeper cell home work phone tel fax office mobile ph")
+_PHONE_WORDS = word_set("identifier_phone_words")
 
 
 def _compact_timestamp(value: str) -> bool:
