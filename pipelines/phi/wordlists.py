@@ -82,6 +82,15 @@ def word_set(name: str) -> frozenset[str]:
 
 
 @cache
+def word_list(name: str) -> tuple[str, ...]:
+    """The words of ``vocabulary/<name>.txt`` in file order, each once (for a regex
+    alternation, whose order matters)."""
+    words = parse_words(_read(name), name)  # checks the format
+    ordered = (w for line in _lines(_read(name)) for w in line.split())
+    return tuple(dict.fromkeys(w for w in ordered if w in words))
+
+
+@cache
 def role_map(name: str) -> MappingProxyType[str, Category]:
     """Word -> role of ``vocabulary/<name>.txt`` (a file with role sections)."""
     return parse_roles(_read(name), name)

@@ -19,14 +19,10 @@ from pipelines.phi import clinical
 from pipelines.phi.base import Doc, Recognizer
 from pipelines.phi.registry import register
 from pipelines.phi.scan import compile_words, finditer, grab, next_char
-from pipelines.phi.wordlists import word_set
+from pipelines.phi.wordlists import word_list, word_set
 from pipelines.spans import Category, Span
 
-_SUFFIXES = (
-    "street st avenue ave av road rd boulevard blvd lane ln drive dr court ct place pl "
-    "terrace ter circle cir parkway pkwy highway hwy way square sq trail trl alley aly "
-    "plaza plz turnpike tpke pike expressway expy freeway fwy route rte row"
-)
+_SUFFIXES = " ".join(word_list("street_suffixes"))
 _STREET = (
     r"\b(?P<house>\d{1,6}(?:-\d{1,4})?)\s+"
     r"(?P<street>(?:(?i:n|s|e|w|ne|nw|se|sw|north|south|east|west)\.?\s+)?"

@@ -92,8 +92,7 @@ _OTHER_WORD_FORMS = (
     r"|\b(?P<glued>\d{1,2}" + _MONTH + r"(?:19|20)?\d\d)\b"  # "14MAR2019", "3jan19"
 )
 _ORDINAL_OK_AFTER = frozenset({"", ".", ",", ";", ":", ")", '"', "!", "?", "at", "of", "and", "or"})
-_ORDINAL_CUES = frozenset({"on", "is", "it's", "its", "since", "by", "until", "till", "before",
-                           "after", "from", "thru", "through", "was"})  # fmt: skip
+_ORDINAL_CUES = word_set("date_ordinal_cues")
 
 
 @lru_cache(maxsize=1)
@@ -387,9 +386,8 @@ class DateRecognizer(Recognizer):
 # Clinical events after which a bare year dates the patient's history ("MI 92", "CABG '95").
 EVENT_WORDS = word_set("history_events")
 _YEAR_LEFT_BLOCK = frozenset("0123456789/.:-'")
-_YEAR_CUES = frozenset({"in", "since", "year", "yr", "from", "of", "until", "circa", "c", "is"})
-_TIME_CUES = frozenset({"at", "@", "by", "until", "till", "around", "approx", "approximately",
-                        "from", "to", "since", "after", "before", "til", "about", "between"})  # fmt: skip
+_YEAR_CUES = word_set("date_year_cues")
+_TIME_CUES = word_set("date_time_cues")
 
 # One re2 pass: '95, 74', 4-digit years and 2-digit years after an event word. re2 has no
 # look-around, so the edges are checked in Python (few matches: ~0.2 a note).
