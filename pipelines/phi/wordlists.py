@@ -4,8 +4,9 @@
 Each file holds words separated by spaces or line breaks; ``#`` starts a comment. A role file
 has sections (``[provider]``, ``[relative]``, ``[patient]``, ``[other]``) naming the role its
 words give; a word in two sections takes the last. A phrase file holds one phrase a line, in
-the order its reader wants them. Files are read on first use and cached for the life of the
-process (never at import time, never per document).
+the order its reader wants them; a category phrase file has sections named by a ``Category``
+value (``[MRN]``). Every file is read once and cached for the life of the process (a module
+that names a list in a constant reads it when imported), never per document.
 """
 
 from __future__ import annotations
@@ -100,3 +101,22 @@ def role_map(name: str) -> MappingProxyType[str, Category]:
 def phrases(name: str) -> tuple[tuple[str, ...], ...]:
     """The phrases of ``vocabulary/<name>.txt``, one a line, as word tuples in file order."""
     return tuple(tuple(line.split()) for line in _lines(_read(name)))
+
+
+@cache
+def category_phrases(name: str) -> MappingProxyType[str, Category]:
+    """Phrase -> category of ``vocabulary/<name>.txt``: sections named by a ``Category`` value,
+    one phrase a line (its words joined by one space), in file order."""
+    out: dict[str, Category] = {}
+    category: Category | None = None
+    for line in _lines(_read(name)):
+        if line.startswith("[") and line.endswith("]"):
+            try:
+                category = Category(line[1:-1].strip())
+            except ValueError:
+                raise WordListError(f"word list {name!r}: unknown category {line}") from None
+            continue
+        if category is None:
+            raise WordListError(f"word list {name!r}: a phrase before the first section")
+        out[" ".join(line.split())] = category
+    return MappingProxyType(out)

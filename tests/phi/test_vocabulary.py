@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from pipelines.phi import wordlists
+from pipelines.spans import Category
 
 PACKAGE = Path(wordlists.__file__).resolve().parent
 VOCABULARY = PACKAGE / "data" / "vocabulary"
@@ -169,12 +170,30 @@ def test_every_vocabulary_file_loads_says_where_it_comes_from_and_is_in_the_read
 ) -> None:
     text = (VOCABULARY / f"{name}.txt").read_text(encoding="utf-8")
     assert text.startswith("#"), "a file opens with a comment: what it is, where it comes from"
-    if re.search(r"(?m)^\[", text):
+    if re.search(r"(?m)^\[[A-Z_]+\]", text):
+        assert wordlists.category_phrases(name)
+    elif re.search(r"(?m)^\[", text):
         assert wordlists.role_map(name)
     else:
         assert wordlists.word_set(name)
     readme = (VOCABULARY / "README.md").read_text(encoding="utf-8")
     assert f"`{name}.txt`" in readme
+
+
+def test_category_phrases_keep_phrases_whole_and_reject_unknown_sections(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    cues = wordlists.category_phrases("identifier_cues")
+    assert cues["medical record"] is Category.MRN
+    assert cues["license plate"] is Category.VEHICLE
+    monkeypatch.setattr(wordlists, "_read", lambda name: "[NOT_A_CATEGORY]\nx\n")
+    wordlists.category_phrases.cache_clear()
+    try:
+        with pytest.raises(wordlists.WordListError):
+            wordlists.category_phrases("identifier_cues")
+    finally:
+        monkeypatch.undo()
+        wordlists.category_phrases.cache_clear()
 
 
 def test_word_list_keeps_the_file_order() -> None:

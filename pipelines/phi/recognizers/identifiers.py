@@ -19,35 +19,11 @@ from pipelines.phi import clinical
 from pipelines.phi.base import Doc, Recognizer
 from pipelines.phi.registry import register
 from pipelines.phi.scan import compile_words, finditer, grab, keep_best, words_before
-from pipelines.phi.wordlists import word_set
+from pipelines.phi.wordlists import category_phrases, word_set
 from pipelines.spans import Category, Span
 
 # cue word (lower-case, spaces collapsed) -> category
-_CUES: dict[str, Category] = {
-    "mrn": Category.MRN, "mr": Category.MRN, "medical record": Category.MRN,
-    "med rec": Category.MRN, "record": Category.MRN, "unit": Category.MRN,
-    "hospital": Category.MRN, "chart": Category.MRN, "patient id": Category.MRN,
-    "pt id": Category.MRN,
-    "acct": Category.ACCOUNT, "account": Category.ACCOUNT, "billing": Category.ACCOUNT,
-    "encounter": Category.ACCOUNT, "visit": Category.ACCOUNT, "fin": Category.ACCOUNT,
-    "ssn": Category.SSN, "ss": Category.SSN, "social security": Category.SSN,
-    "member": Category.HEALTH_PLAN, "subscriber": Category.HEALTH_PLAN,
-    "insurance": Category.HEALTH_PLAN, "health plan": Category.HEALTH_PLAN,
-    "medicare": Category.HEALTH_PLAN, "medicaid": Category.HEALTH_PLAN,
-    "beneficiary": Category.HEALTH_PLAN, "group": Category.HEALTH_PLAN,
-    "license": Category.LICENSE, "licence": Category.LICENSE, "lic": Category.LICENSE,
-    "dea": Category.LICENSE, "npi": Category.LICENSE, "certificate": Category.LICENSE,
-    "serial": Category.DEVICE, "sn": Category.DEVICE, "s/n": Category.DEVICE,
-    "device": Category.DEVICE, "model": Category.DEVICE, "lot": Category.DEVICE,
-    "udi": Category.DEVICE,
-    "vin": Category.VEHICLE, "plate": Category.VEHICLE, "license plate": Category.VEHICLE,
-    "vehicle": Category.VEHICLE,
-    "protocol": Category.ID, "ref": Category.ID, "reference": Category.ID,
-    "policy": Category.ID, "case": Category.ID, "claim": Category.ID, "order": Category.ID,
-    "accession": Category.ID, "specimen": Category.ID, "study": Category.ID, "id": Category.ID,
-    "confirmation": Category.ID, "ticket": Category.ID, "tracking": Category.ID,
-    "no": Category.ID,
-}  # fmt: skip
+_CUES = category_phrases("identifier_cues")
 _CUE_RE = "|".join(
     sorted((re.escape(c).replace(r"\ ", r"\s+") for c in _CUES), key=len, reverse=True)
 )
