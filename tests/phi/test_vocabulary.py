@@ -72,6 +72,27 @@ def _strings(node: ast.expr) -> int:
     return sum(isinstance(e, ast.Constant) and isinstance(e.value, str) for e in elts)
 
 
+def _split_call(node: ast.expr) -> str:
+    """What a call splits into more than ``MOST_WORDS`` words, else ""."""
+    if not isinstance(node, ast.Call):
+        return ""
+    if isinstance(node.func, ast.Attribute) and node.func.attr == "split":
+        many = _words(node.func.value)
+        return f"'...'.split() of {many} words" if many > MOST_WORDS else ""
+    if _SPLITTER.search(_call_name(node)) and node.args and _words(node.args[0]) > MOST_WORDS:
+        return f"{_call_name(node)}() of {_words(node.args[0])} words"
+    return ""
+
+
+def _what(node: ast.expr, stmt: ast.stmt, name: str) -> str:
+    """What inline word list ``node`` (inside ``stmt``, assigned to ``name``) is, else ""."""
+    if _strings(node) > MOST_WORDS:
+        return f"{type(node).__name__.lower()} of {_strings(node)} strings"
+    if name and node is getattr(stmt, "value", None) and _spaced_words(node) > MOST_WORDS:
+        return f"a string of {_spaced_words(node)} words"
+    return _split_call(node)
+
+
 def _inline_lists(tree: ast.Module) -> Iterator[tuple[str, int, str]]:
     """(name assigned, line, what) of every inline word list in a module."""
     for stmt in ast.walk(tree):
@@ -79,24 +100,8 @@ def _inline_lists(tree: ast.Module) -> Iterator[tuple[str, int, str]]:
             continue  # a compound statement's own statements are walked on their own
         name = _target(stmt)
         for node in ast.walk(stmt):
-            if _strings(node) > MOST_WORDS:
-                yield (
-                    name,
-                    node.lineno,
-                    f"{type(node).__name__.lower()} of {_strings(node)} strings",
-                )
-            elif name and node is getattr(stmt, "value", None) and _spaced_words(node) > MOST_WORDS:
-                yield name, node.lineno, f"a string of {_spaced_words(node)} words"
-            elif isinstance(node, ast.Call):
-                split = node.func if isinstance(node.func, ast.Attribute) else None
-                if split is not None and split.attr == "split" and _words(split.value) > MOST_WORDS:
-                    yield name, node.lineno, f"'...'.split() of {_words(split.value)} words"
-                elif (
-                    _SPLITTER.search(_call_name(node))
-                    and node.args
-                    and _words(node.args[0]) > MOST_WORDS
-                ):
-                    yield name, node.lineno, f"{_call_name(node)}() of {_words(node.args[0])} words"
+            if isinstance(node, ast.expr) and (what := _what(node, stmt, name)):
+                yield name, node.lineno, what
 
 
 def inline_lists(package: Path) -> list[str]:
