@@ -38,15 +38,11 @@ HOSPITAL, CITY, OTHER = (
 # Facility heads that close a name and are not part of the PHI ("Ashcott [Hospital]").
 GENERIC_HEADS: Final = word_set("facility_heads_generic")
 # Strong heads: a hospital for sure, so any non-function word before them is its name.
-STRONG_HEADS: Final = frozenset(
-    {"hospital", "hosp", "hospitals", "hospial", "hosptial", "hopital", "memorial", "infirmary"}
-)
+STRONG_HEADS: Final = word_set("facility_heads_strong")
 # Words between a name and its head ("X [Medical] Center", "X [Nursing] Home").
 HEAD_FILLERS: Final = word_set("facility_head_fillers")
 # Heads that are part of the facility's name ("X Memorial", "X Health", "X House NH").
-NAMED_HEADS: Final = frozenset(
-    {"memorial", "health", "healthcare", "manor", "house", "square", "general"}
-)
+NAMED_HEADS: Final = word_set("facility_heads_named")
 # Movement / residence cues before a place ("transferred to X", "lives in X").
 MOVE_VERBS: Final = word_set("place_move_verbs")
 # Verbs of going back or commuting: a city may follow, but so may a ventilator mode
