@@ -1,12 +1,15 @@
-"""Digest of the detector's spans over the dev split, to show a change left them alone.
+"""A digest of every span the detector finds on the PhysioNet dev split: a refactoring that
+must not change behaviour (moving word lists to data files, say) prints the same digest
+before and after.
 
-    .venv/bin/python bench/digest.py [--corpus ../shared/data/physionet/dev] [--list FILE]
+    .venv/bin/python bench/digest.py [--corpus DIR] [--policy FILE] [--dump FILE]
 
-Every note of the split through ``Detector.detect`` with its patient's known names (as
-``deidstream evaluate --known-names`` gives them); every span's note, start, end, category
-and confidence hashed in order. Prints the span count and the first 16 hex digits of the
-sha256; ``--list FILE`` also writes the spans one a line, to diff two runs. Skips (exit 0)
-when the corpus is absent.
+Runs ``Detector`` (``Policy.load()`` unless ``--policy``) over every note of ``id.text``,
+twice: with the patients' known names (``pid_patientname.txt``, as ``deidstream evaluate
+--known-names`` gives them) and without. For each run it prints the number of spans and the
+sha256 of the sorted ``note start end category`` lines. ``--dump`` writes those lines (the run
+with known names) so two dumps can be compared with ``diff`` when the digests differ; the dump
+holds offsets and categories only, never the text. Skips (exit 0) when the corpus is absent.
 """
 
 from __future__ import annotations
@@ -28,34 +31,45 @@ from pipelines.policy import Policy  # noqa: E402
 DEFAULT_CORPUS = ROOT.parent / "shared" / "data" / "physionet" / "dev"
 
 
+def span_lines(detector: Detector, notes: list[Note], known: dict[str, Identifiers]) -> list[str]:
+    """``patient:note start end category`` for every span of every note, sorted."""
+    lines: list[str] = []
+    for note in notes:
+        doc = Doc(note.text, known.get(note.patient, Identifiers()))
+        lines.extend(
+            f"{note.patient}:{note.note}\t{s.start}\t{s.end}\t{s.category.value}"
+            for s in detector.detect(doc)
+        )
+    lines.sort()
+    return lines
+
+
+def digest(lines: list[str]) -> str:
+    return hashlib.sha256("\n".join(lines).encode("utf-8")).hexdigest()
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--corpus", type=Path, default=DEFAULT_CORPUS)
-    ap.add_argument("--list", type=Path, default=None, help="write the spans here too")
+    ap.add_argument("--policy", type=Path, default=None)
+    ap.add_argument("--dump", type=Path, default=None, help="write the span lines here")
     args = ap.parse_args()
     text_path = args.corpus / "id.text"
     if not text_path.is_file():
-        print(f"bench/digest.py: {text_path} not found; skipped")
+        print(f"skipped: no corpus at {text_path}")
         return 0
     notes = [n for n in read_notes(text_path, "physionet") if isinstance(n, Note)]
     names_path = args.corpus / "pid_patientname.txt"
     known = load_patient_names(names_path) if names_path.is_file() else {}
-    detector = Detector(Policy.load())
-    digest = hashlib.sha256()
-    lines: list[str] = []
-    count = 0
-    for note in notes:
-        doc = Doc(note.text, known.get(note.patient, Identifiers()))
-        for s in detector.detect(doc):
-            line = f"{note.patient}/{note.note} {s.start} {s.end} {s.category} {s.confidence!r}"
-            digest.update(line.encode() + b"\n")
-            lines.append(line)
-            count += 1
-    if args.list:
-        args.list.write_text("\n".join(lines) + "\n")
-    print(f"dev spans {count} {digest.hexdigest()[:16]}")
+    detector = Detector(Policy.load(args.policy))
+    print(f"notes: {len(notes)}")
+    for label, given in (("known names", known), ("no names", {})):
+        lines = span_lines(detector, notes, given)
+        print(f"{label:12} spans {len(lines):6}  sha256 {digest(lines)}")
+        if args.dump is not None and given is known:
+            args.dump.write_text("\n".join(lines) + "\n", encoding="utf-8")
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    raise SystemExit(main())

@@ -12,54 +12,26 @@ from __future__ import annotations
 
 import re
 
-from pipelines.phi.scan import next_char, prev_char, word_set, words_after, words_before
+from pipelines.phi.scan import next_char, prev_char, words_after, words_before
+from pipelines.phi.wordlists import word_set
 
 # Cue words after which a number is a measurement (vitals, haemodynamics, ventilator, labs).
-VITAL_CUES = word_set(
-    """
-    bp sbp dbp nbp abp map maps hr pulse rr resp rate temp tmax tm sat sats spo2 o2 sao2
-    svo2 svo2s fio2 fi02 cvp pap paps pa pas pad pads pcwp pcw wedge ci co svr pvr ps psv peep
-    cpap ips ipap epap imv simv ac vt tv mv rsbi abg vbg ph pco2 po2 hco3 be k na cl bun cr
-    creat glu glucose bs fs fsbs hct hgb wbc plt inr ptt ck cpk trop mg ca phos alb lactate
-    wt weight ht height uo u/o i/o io intake output ins outs drain icp cpp gcs pain cp
-    rate rating rated scale score strength perrla pupils rales crackles bottles sets ls bs
-    ekg ecg qtc pr qrs ef lvef dose doses gtt drip bolus setting settings vent
-    """
-)
+VITAL_CUES = word_set("vital_cues")
 
 # Words after a number that make it a quantity, not an identifier or a date.
-UNIT_WORDS = word_set(
-    """
-    mg mcg ug g gm gram grams kg lb lbs oz ml cc l liter liters litre dl meq mmol mmhg mm cm
-    inch inches ft u unit units iu mu mcg/kg/min mcg/min mg/hr mg/h units/hr u/hr ml/hr
-    cc/hr cc/h ml/h l/min lpm bpm min mins minute minutes hr hrs hour hours h sec secs
-    day days wk wks week weeks mo mos month months x times tabs tab caps puffs drops gtts
-    french fr gauge ga % degrees deg f c kcal cal calories beats breaths mph mgs mls ccs
-    pain cp angina strength bottles sets liters/min bottle ns nss lr yr yrs year years yo
-    pillows
-    """
-)
+UNIT_WORDS = word_set("unit_words")
 
-PAIN_CUES = word_set(
-    "pain cp discomfort ha headache angina rating rated rates scale score c/o complains"
-    " pressure incisional ache aching"
-)
+PAIN_CUES = word_set("pain_cues")
 # Ventilator settings come in lists ("SIMV/PS, 500x10, 40%, & 5/8", "BIPAP 10/5 50%").
-VENT_CUES = word_set(
-    "vent vented ventilator settings setting simv imv ac ps psv peep cpap bipap ipap epap "
-    "ips flowby fio2 fi02 tv vt mv rsbi co ci svr pcwp"
-)
+VENT_CUES = word_set("vent_cues")
 
-_VENT_AFTER = word_set("fio2 fi02 peep ips ipap epap bipap cpap psv simv imv")
+_VENT_AFTER = word_set("vent_after")
 # Cues whose values are written "a/b" with both parts small enough to pass for a month/day:
 # ventilator settings, haemodynamic pairs, pupils, lung-field fractions, strength, scores.
 # A lab name before "7/22" ("WBC 16.0 7/22", "HCT 7/22 was 30") does not make it a value.
-SLASH_VALUE_CUES = VENT_CUES | word_set(
-    "bp sbp nbp abp map pa pap pas pad cvp perrla pupils rales crackles ls bs strength gcs "
-    "pain cp scale score rating rated bottles sets"
-)
+SLASH_VALUE_CUES = VENT_CUES | word_set("slash_value_cues")
 
-GCS_CUES = word_set("gcs glasgow coma score scale")
+GCS_CUES = frozenset({"gcs", "glasgow", "coma", "score", "scale"})
 
 _GAP = re.compile(r"[ \t]*")
 _LINE_OR_SENTENCE = re.compile(r"\n|\. ")
@@ -103,7 +75,7 @@ def _unit_follows_plain(text: str, end: int) -> bool:
     )
 
 
-_CONNECTORS = word_set("of to at was is now = : down up approx ~ @ remains")
+_CONNECTORS = word_set("vital_connectors")
 
 
 def vital_before(text: str, start: int, count: int = 2, cues: frozenset[str] = VITAL_CUES) -> bool:

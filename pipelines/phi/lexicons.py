@@ -27,6 +27,8 @@ from functools import cache
 from itertools import accumulate, compress, repeat
 from typing import TYPE_CHECKING, Final, NamedTuple
 
+from pipelines.phi.wordlists import word_list
+
 if TYPE_CHECKING:
     from collections.abc import Callable, Collection, Mapping
     from collections.abc import Set as AbstractSet
@@ -480,14 +482,7 @@ def drug_variants() -> set[str]:
 
 
 # Endings of drug, anatomy, disease and procedure words (INN stems and Greek/Latin morphology).
-# Written by hand: the WHO INN stem list is not packaged; these are the common ones.
-_ENDINGS = """
-    olol pril sartan azole cillin mycin micin cycline floxacin statin dipine tidine prazole
-    parin oxacin vir mab nib pam lam done phine caine azepam semide thiazide sone olone itis
-    osis emia oma ectomy otomy ostomy plasty scopy gram graphy algia pathy penia uria pnea
-    cardia trophy plegia
-"""
-_CLINICAL_ENDINGS: Final = tuple(_ENDINGS.split())
+_CLINICAL_ENDINGS: Final = word_list("clinical_endings")
 
 
 def clinical_word(word: str) -> bool:

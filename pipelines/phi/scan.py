@@ -34,17 +34,11 @@ __all__ = [
     "may_match",
     "next_char",
     "prev_char",
-    "word_set",
     "words_after",
     "words_before",
 ]
 
 _WORD = re.compile(r"[A-Za-z](?:[A-Za-z0-9'/]*[A-Za-z0-9])?|\d+(?:\.\d+)?|[#@%&]")
-
-
-def word_set(words: str) -> frozenset[str]:
-    """A frozen set from a whitespace-separated word list (keeps long lists readable)."""
-    return frozenset(words.split())
 
 
 # Every re2 scan pattern asked about with ``may_match``: pattern -> index in one RE2::Set.

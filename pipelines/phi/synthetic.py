@@ -27,6 +27,7 @@ from functools import cache
 from importlib import resources
 
 from pipelines.phi import lexicons as lx
+from pipelines.phi.wordlists import phrases
 
 
 class Label(StrEnum):
@@ -122,73 +123,10 @@ _GAZ_HEAD = re.compile(
 )
 
 
-_STATES = [
-    "AL",
-    "AZ",
-    "CA",
-    "CO",
-    "CT",
-    "FL",
-    "GA",
-    "IL",
-    "IN",
-    "KY",
-    "MA",
-    "MD",
-    "ME",
-    "MI",
-    "MN",
-    "MO",
-    "NC",
-    "NJ",
-    "NY",
-    "OH",
-    "OR",
-    "PA",
-    "TN",
-    "TX",
-    "VA",
-    "WA",
-    "WI",
-]
-_SAINTS = [
-    "Agnes",
-    "Brendan",
-    "Joseph",
-    "Mary",
-    "Luke",
-    "Vincent",
-    "Francis",
-    "Elizabeth",
-    "Clare",
-    "Anthony",
-    "Jude",
-]
-_RELIGIOUS = (
-    "Sacred Heart",
-    "Holy Cross",
-    "Holy Family",
-    "Holy Name",
-    "Holy Redeemer",
-    "Good Samaritan",
-    "Our Lady of Mercy",
-    "Mercy",
-    "Providence",
-)
-_HEADS = (
-    "Hospital",
-    "Memorial Hospital",
-    "Medical Center",
-    "Regional Medical Center",
-    "Community Hospital",
-    "Regional Hospital",
-    "Rehab",
-    "Rehabilitation Center",
-    "Health Center",
-    "Memorial",
-    "General Hospital",
-    "Nursing Home",
-)
+_STATES = tuple(" ".join(p) for p in phrases("synthetic_states"))
+_SAINTS = tuple(" ".join(p) for p in phrases("synthetic_saints"))
+_RELIGIOUS = tuple(" ".join(p) for p in phrases("synthetic_religious_names"))
+_HEADS = tuple(" ".join(p) for p in phrases("synthetic_facility_heads"))
 _WARD_HEADS = ("Pavilion", "Tower", "Wing", "Building", "Unit")
 _MONTHS = lx.MONTH_NAMES
 

@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 
 from pipelines.phi.base import Doc
 from pipelines.phi.recognizers.locations import LocationRecognizer
+from pipelines.phi.wordlists import word_set
 from pipelines.spans import Category, Span
 
 LOCATIONS = LocationRecognizer()
@@ -242,7 +243,7 @@ def _acronyms_reference(text: str) -> list[tuple[int, int]]:
         if k >= len(words) or words[k].start != m.start() or words[k].end != m.end():
             continue
         tok, low = words[k], words[k].lower
-        if not 3 <= len(low) <= 6 or low in fp.data_words("clinical_acronyms.txt"):
+        if not 3 <= len(low) <= 6 or low in word_set("clinical_acronyms"):
             continue
         if lx.zipf(low) >= 3.5:
             continue
@@ -617,6 +618,4 @@ def test_head_phrases_are_found_as_by_their_words(parts: list[tuple[str, str]]) 
                 expected = k - 1
                 break
         assert fp._head_at(words, toks.lowers, i, text) == expected
-    assert fp._modifiers() == fp.data_words("facility_modifiers.txt") | fp.data_words(
-        "facility_services.txt"
-    )
+    assert fp._modifiers() == word_set("facility_modifiers") | word_set("facility_services")

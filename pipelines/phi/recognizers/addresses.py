@@ -18,14 +18,11 @@ from typing import Any
 from pipelines.phi import clinical
 from pipelines.phi.base import Doc, Recognizer
 from pipelines.phi.registry import register
-from pipelines.phi.scan import compile_words, finditer, grab, next_char, word_set
+from pipelines.phi.scan import compile_words, finditer, grab, next_char
+from pipelines.phi.wordlists import word_list, word_set
 from pipelines.spans import Category, Span
 
-_SUFFIXES = (
-    "street st avenue ave av road rd boulevard blvd lane ln drive dr court ct place pl "
-    "terrace ter circle cir parkway pkwy highway hwy way square sq trail trl alley aly "
-    "plaza plz turnpike tpke pike expressway expy freeway fwy route rte row"
-)
+_SUFFIXES = " ".join(word_list("street_suffixes"))
 _STREET = (
     r"\b(?P<house>\d{1,6}(?:-\d{1,4})?)\s+"
     r"(?P<street>(?:(?i:n|s|e|w|ne|nw|se|sw|north|south|east|west)\.?\s+)?"
@@ -33,17 +30,10 @@ _STREET = (
     r"(?i:" + _SUFFIXES.replace(" ", "|") + r"))\b\.?"
     r"(?:,?\s*(?i:apt|apartment|suite|ste|unit|fl|floor|rm|room|#)\.?\s*#?\s*[A-Za-z0-9\-]{1,6}\b)?"
 )
-_LONG_SUFFIXES = word_set(
-    "street avenue road boulevard lane drive court place terrace circle parkway highway "
-    "square trail alley plaza turnpike expressway freeway"
-)
+_LONG_SUFFIXES = word_set("street_suffixes_long")
 _PO_BOX = r"(?P<box>(?i:\b(?:p\.?\s*o\.?\s*box|post\s+office\s+box)\s+#?\s*\d{1,6})\b)"
 # Street words that are also clinical / everyday words: a street needs more than these.
-_WEAK_NAME_WORDS = word_set(
-    "the a an of and or to at in on with for per from by is was be mg mcg ml cc units unit "
-    "liter liters hr hrs min x iv po pt pts bp hr rr dr st in into place placed per given "
-    "foley cath line lines tube way runs beat beats degree"
-)
+_WEAK_NAME_WORDS = word_set("street_weak_words")
 
 
 @lru_cache(maxsize=1)

@@ -16,7 +16,7 @@ from typing import Any
 from pipelines.phi import clinical
 from pipelines.phi.base import Doc, Recognizer
 from pipelines.phi.registry import register
-from pipelines.phi.scan import compile_words, finditer, grab, word_set, words_after, words_before
+from pipelines.phi.scan import compile_words, finditer, grab, words_after, words_before
 from pipelines.spans import Category, Span
 
 # Number words 90-119 (the tens and units are plain English; no library parses them here).
@@ -44,8 +44,8 @@ _AGES = compile_words(
     r"|admitted|brought|transferred|resident|from|is|was|here)\b)"
 )
 _G = dict(_AGES.groupindex)  # numbers: re2 name lookups are slow
-_AGE_UNITS = word_set("y yo yr yrs year years")
-_PERSON = word_set("his her their pt's pts patient's")
+_AGE_UNITS = frozenset({"y", "yo", "yr", "yrs", "year", "years"})
+_PERSON = frozenset({"his", "her", "their", "pt's", "pts", "patient's"})
 
 
 def _over_ceiling(value: int, ceiling: int) -> bool:

@@ -22,9 +22,9 @@ from pipelines.phi.scan import (
     keep_best,
     led_finditer,
     may_match,
-    word_set,
     words_before,
 )
+from pipelines.phi.wordlists import word_set
 from pipelines.spans import Category, Span
 
 # One re2 pass (no look-around; edges are checked in Python):
@@ -47,10 +47,7 @@ _G = dict(_SCAN.groupindex)  # numbers: re2 name lookups are slow
 _SEVEN = re.compile(r"([2-9]\d\d)[.\-](\d{4})")  # "555-0187": a valid exchange first
 _COUNTRY = re.compile(r"(?<![\w+])\+?1[ .\-]$")
 _FAX_CUES = frozenset({"fax", "facsimile", "fx"})
-_PHONE_CUES = word_set(
-    "pager pgr pg beeper tel telephone phone ph cell mobile home work office fax call called "
-    "contact reached"
-)
+_PHONE_CUES = word_set("phone_cues")
 
 
 @register("phone")

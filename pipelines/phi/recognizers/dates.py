@@ -26,23 +26,17 @@ from pipelines.phi.scan import (
     grab,
     led_finditer,
     may_match,
-    word_set,
     words_after,
     words_before,
 )
+from pipelines.phi.wordlists import word_set
 from pipelines.spans import Category, Span
 
 # Words before a number that make a date reading likely ("on 7/22", "since 3-5").
-DATE_CUES = word_set(
-    """
-    on since from until till thru through dated date of as by starting started last next
-    admitted admission adm admit discharged discharge dc d/c d/c'd transferred post before
-    after prior dob born birth birthday seen done performed drawn sent obtained
-    """
-)
+DATE_CUES = word_set("date_cues")
 
 # Cues after which even "3/3" reads as a date ("post 3/3"; "on 5/5" is a vent setting).
-_STRONG_CUES = DATE_CUES - word_set("on from of as by next last starting started")
+_STRONG_CUES = DATE_CUES - word_set("date_cues_weak")
 
 # Slash dates (with ranges and pairs), dash and dot dates with a year. The left boundary is
 # checked in Python: a leading look-behind would cost the regex its fast digit prefix search.
@@ -98,8 +92,7 @@ _OTHER_WORD_FORMS = (
     r"|\b(?P<glued>\d{1,2}" + _MONTH + r"(?:19|20)?\d\d)\b"  # "14MAR2019", "3jan19"
 )
 _ORDINAL_OK_AFTER = frozenset({"", ".", ",", ";", ":", ")", '"', "!", "?", "at", "of", "and", "or"})
-_ORDINAL_CUES = frozenset({"on", "is", "it's", "its", "since", "by", "until", "till", "before",
-                           "after", "from", "thru", "through", "was"})  # fmt: skip
+_ORDINAL_CUES = word_set("date_ordinal_cues")
 
 
 @lru_cache(maxsize=1)
@@ -391,26 +384,10 @@ class DateRecognizer(Recognizer):
 # --- years alone --------------------------------------------------------------------
 
 # Clinical events after which a bare year dates the patient's history ("MI 92", "CABG '95").
-EVENT_WORDS = word_set(
-    """
-    mi nqwmi nstemi stemi imi ami cabg cabgx2 cabgx3 cabgx4 redo cva tia stroke ptca pci stent
-    stents stented avr mvr tvr valve turp cath cholecystectomy chole appy appendectomy
-    hernia repair resection nephrectomy mastectomy lumpectomy colectomy hysterectomy ablation
-    tah bso lap lapchole lobectomy thyroidectomy prostatectomy craniotomy laminectomy fusion
-    angioplasty bypass endarterectomy cea colostomy polypectomy hemicolectomy whipple
-    splenectomy thoracotomy sternotomy valvuloplasty tka tha arthroplasty hemiarthroplasty
-    replacement csection c-section dx'd dx'ed
-    cardioversion pacer pacemaker ppm aicd icd defibrillator dx diagnosed diagnosis surgery
-    surg op operation transplant amputation bka aka thr tkr orif fx fracture ca cancer
-    lymphoma leukemia chemo xrt radiation dvt pe bleed gib ugib lgib chf afib aflutter
-    hemorrhage sah sdh seizure arrest hospitalized admission
-    admitted smoking quit stopped etoh sober retired married widowed widow divorced moved
-    """
-)
+EVENT_WORDS = word_set("history_events")
 _YEAR_LEFT_BLOCK = frozenset("0123456789/.:-'")
-_YEAR_CUES = frozenset({"in", "since", "year", "yr", "from", "of", "until", "circa", "c", "is"})
-_TIME_CUES = frozenset({"at", "@", "by", "until", "till", "around", "approx", "approximately",
-                        "from", "to", "since", "after", "before", "til", "about", "between"})  # fmt: skip
+_YEAR_CUES = word_set("date_year_cues")
+_TIME_CUES = word_set("date_time_cues")
 
 # One re2 pass: '95, 74', 4-digit years and 2-digit years after an event word. re2 has no
 # look-around, so the edges are checked in Python (few matches: ~0.2 a note).

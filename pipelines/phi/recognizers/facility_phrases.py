@@ -3,7 +3,7 @@
 A facility's name is written as name words, then a head: "Sacred Heart Memorial Hospital",
 "Lam-Locklear Community Hospital", "St. Agnes Medical Center", "candler county hospital".
 The heads, the saint/religious openers, the in-name modifiers ("Regional", "Community") and the
-services that are no name ("Pain Clinic") are data files under ``pipelines/phi/data/``. A
+services that are no name ("Pain Clinic") are data files under ``pipelines/phi/data/vocabulary/``. A
 phrase is reported whole, head included, when it holds at least one word that names: an
 opener, a listed city, a census surname, or (in a one-case note) a rare word.
 
@@ -16,13 +16,13 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from functools import cache, lru_cache
-from importlib import resources
 from itertools import compress
 from operator import attrgetter
 from typing import Final
 
 from pipelines.phi import lexicons as lx
 from pipelines.phi.lexicons import Token
+from pipelines.phi.wordlists import phrases, word_set
 from pipelines.spans import Category, Span
 
 HOSPITAL: Final = Category.LOCATION_HOSPITAL
@@ -32,21 +32,10 @@ _FUNCTION_ZIPF: Final = 5.6
 
 
 @cache
-def data_words(name: str) -> frozenset[str]:
-    """The lower-case words of a data file (``#`` starts a comment), split on white space."""
-    raw = resources.files("pipelines.phi").joinpath(f"data/{name}").read_text("utf-8")
-    return frozenset(w for line in raw.splitlines() for w in line.split("#", 1)[0].split())
-
-
-@cache
 def _heads() -> dict[str, tuple[tuple[str, ...], ...]]:
     """First word -> head phrases starting with it, longest first."""
-    raw = resources.files("pipelines.phi").joinpath("data/facility_heads.txt").read_text("utf-8")
-    phrases = [
-        tuple(s.split()) for line in raw.splitlines() if (s := line.split("#", 1)[0].strip())
-    ]
     out: dict[str, list[tuple[str, ...]]] = {}
-    for phrase in phrases:
+    for phrase in phrases("facility_heads"):
         out.setdefault(phrase[0], []).append(phrase)
     return {k: tuple(sorted(v, key=len, reverse=True)) for k, v in out.items()}
 
@@ -90,7 +79,7 @@ def _names_word(low: str, cased: bool) -> bool:
     """``_names`` of a word, judged once per distinct lower-case word and ``cased``."""
     if len(low) < 2 or not low.replace("'", "").isalpha():
         return False
-    if low in data_words("facility_services.txt"):
+    if low in word_set("facility_services"):
         return False
     if lx.clinical_word(low) and lx.name_score(low) < 1.0:
         return False  # a drug or a disease, unless a common surname too ("Rocha")
@@ -120,7 +109,7 @@ def _name_start(
     whether a word of it names (not only "Regional", "Community", "Pain")."""
     head = words[h]
     lower_head = mixed and head.text.islower()
-    prefixes = data_words("facility_prefixes.txt")
+    prefixes = word_set("facility_prefixes")
     modifiers = _modifiers()
     first: int | None = None
     named = False
@@ -153,7 +142,7 @@ def _name_start(
 @cache
 def _modifiers() -> frozenset[str]:
     """In-name modifiers and services: words a facility name may hold that name nothing."""
-    return data_words("facility_modifiers.txt") | data_words("facility_services.txt")
+    return word_set("facility_modifiers") | word_set("facility_services")
 
 
 def _more_heads(words: tuple[Token, ...], lowers: tuple[str, ...], end: int, text: str) -> int:
@@ -244,7 +233,7 @@ _ACRONYM_AFTER: Final = frozenset({"er", "ed", "ew", "icu", "campus", "clinic"})
 
 @cache
 def _acronym_body() -> str:
-    endings = "|".join(sorted((e.upper() for e in data_words("hospital_acronyms.txt")), key=len))
+    endings = "|".join(sorted((e.upper() for e in word_set("hospital_acronyms")), key=len))
     return r"[A-Z]{1,4}(?:" + endings + ")"
 
 
@@ -267,7 +256,7 @@ def hospital_acronyms(toks: lx.Tokens, text: str, mixed: bool) -> list[Span]:
         return []
     words = toks.words
     scan = _acronym_scan()
-    clinical = data_words("clinical_acronyms.txt")
+    clinical = word_set("clinical_acronyms")
     out: list[Span] = []
     # only a word the scan's letters match whole can be a whole match of the scan: such
     # words (few, most notes none) are picked from the note's distinct words, and each is

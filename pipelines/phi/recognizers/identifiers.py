@@ -18,35 +18,12 @@ from typing import Any
 from pipelines.phi import clinical
 from pipelines.phi.base import Doc, Recognizer
 from pipelines.phi.registry import register
-from pipelines.phi.scan import compile_words, finditer, grab, keep_best, word_set, words_before
+from pipelines.phi.scan import compile_words, finditer, grab, keep_best, words_before
+from pipelines.phi.wordlists import category_phrases, word_set
 from pipelines.spans import Category, Span
 
 # cue word (lower-case, spaces collapsed) -> category
-_CUES: dict[str, Category] = {
-    "mrn": Category.MRN, "mr": Category.MRN, "medical record": Category.MRN,
-    "med rec": Category.MRN, "record": Category.MRN, "unit": Category.MRN,
-    "hospital": Category.MRN, "chart": Category.MRN, "patient id": Category.MRN,
-    "pt id": Category.MRN,
-    "acct": Category.ACCOUNT, "account": Category.ACCOUNT, "billing": Category.ACCOUNT,
-    "encounter": Category.ACCOUNT, "visit": Category.ACCOUNT, "fin": Category.ACCOUNT,
-    "ssn": Category.SSN, "ss": Category.SSN, "social security": Category.SSN,
-    "member": Category.HEALTH_PLAN, "subscriber": Category.HEALTH_PLAN,
-    "insurance": Category.HEALTH_PLAN, "health plan": Category.HEALTH_PLAN,
-    "medicare": Category.HEALTH_PLAN, "medicaid": Category.HEALTH_PLAN,
-    "beneficiary": Category.HEALTH_PLAN, "group": Category.HEALTH_PLAN,
-    "license": Category.LICENSE, "licence": Category.LICENSE, "lic": Category.LICENSE,
-    "dea": Category.LICENSE, "npi": Category.LICENSE, "certificate": Category.LICENSE,
-    "serial": Category.DEVICE, "sn": Category.DEVICE, "s/n": Category.DEVICE,
-    "device": Category.DEVICE, "model": Category.DEVICE, "lot": Category.DEVICE,
-    "udi": Category.DEVICE,
-    "vin": Category.VEHICLE, "plate": Category.VEHICLE, "license plate": Category.VEHICLE,
-    "vehicle": Category.VEHICLE,
-    "protocol": Category.ID, "ref": Category.ID, "reference": Category.ID,
-    "policy": Category.ID, "case": Category.ID, "claim": Category.ID, "order": Category.ID,
-    "accession": Category.ID, "specimen": Category.ID, "study": Category.ID, "id": Category.ID,
-    "confirmation": Category.ID, "ticket": Category.ID, "tracking": Category.ID,
-    "no": Category.ID,
-}  # fmt: skip
+_CUES = category_phrases("identifier_cues")
 _CUE_RE = "|".join(
     sorted((re.escape(c).replace(r"\ ", r"\s+") for c in _CUES), key=len, reverse=True)
 )
@@ -67,12 +44,10 @@ _G = dict(_SCAN.groupindex)  # numbers: re2 name lookups are slow
 _HASH = re.compile(r"#\s?([A-Za-z]{1,4}\d{2,}|\d{4,}[A-Za-z]?)(?![\w.])")
 # Cue words that are everyday words too ("unit 3", "group B", "order 2") need "#"/"no."
 # or a long value.
-_WEAK_CUES = word_set(
-    "unit hospital record group order case visit model lot id study policy protocol chart no"
-)
+_WEAK_CUES = word_set("identifier_weak_cues")
 _NUMBERED = re.compile(r"(?i)\b(?:no|num|number|id)\b")
 _SPACES = re.compile(r"\s+")  # compiled once: module-level re.sub looks it up per call
-_PHONE_WORDS = word_set("pager pgr pg beeper cell home work phone tel fax office mobile ph")
+_PHONE_WORDS = word_set("identifier_phone_words")
 
 
 def _compact_timestamp(value: str) -> bool:

@@ -23,6 +23,7 @@ from pipelines.document import Identifiers, PersonName
 from pipelines.phi import lexicons as lx
 from pipelines.phi.base import Doc, Recognizer
 from pipelines.phi.registry import register
+from pipelines.phi.wordlists import phrases
 from pipelines.spans import Category, Span
 
 SOURCE = "known"
@@ -69,21 +70,7 @@ _DAY_FIRST = re.compile(
 )
 
 # USPS street-suffix abbreviations (a handful; the full table has no maintained package).
-_STREET_SUFFIX = {
-    "street": "st",
-    "avenue": "ave",
-    "road": "rd",
-    "drive": "dr",
-    "lane": "ln",
-    "boulevard": "blvd",
-    "court": "ct",
-    "place": "pl",
-    "terrace": "ter",
-    "circle": "cir",
-    "parkway": "pkwy",
-    "highway": "hwy",
-    "square": "sq",
-}
+_STREET_SUFFIX = {full: short for full, short in phrases("street_suffix_abbreviations")}
 
 
 @register("known")

@@ -23,6 +23,7 @@ from pipelines.phi.lexicons import Token
 from pipelines.phi.recognizers import facility_phrases as fp
 from pipelines.phi.registry import register
 from pipelines.phi.scan import compile_words, finditer
+from pipelines.phi.wordlists import word_set
 from pipelines.spans import Category, Span
 
 _lower = attrgetter("lower")
@@ -34,78 +35,36 @@ HOSPITAL, CITY, OTHER = (
 )
 
 
-def _words(spaced: str) -> frozenset[str]:
-    return frozenset(spaced.split())
-
-
 # Facility heads that close a name and are not part of the PHI ("Ashcott [Hospital]").
-GENERIC_HEADS: Final = _words(
-    "hospital hosp hospitals hospial hosptial hopital center centre ctr rehab rehabilitation "
-    "clinic clinics nh snf campus infirmary hospice institute ltac ltach"
-)
+GENERIC_HEADS: Final = word_set("facility_heads_generic")
 # Strong heads: a hospital for sure, so any non-function word before them is its name.
-STRONG_HEADS: Final = _words("hospital hosp hospitals hospial hosptial hopital memorial infirmary")
+STRONG_HEADS: Final = word_set("facility_heads_strong")
 # Words between a name and its head ("X [Medical] Center", "X [Nursing] Home").
-HEAD_FILLERS: Final = _words(
-    "medical med heart health care cancer nursing rehab rehabilitation surgical children's"
-)
+HEAD_FILLERS: Final = word_set("facility_head_fillers")
 # Heads that are part of the facility's name ("X Memorial", "X Health", "X House NH").
-NAMED_HEADS: Final = _words("memorial health healthcare manor house square general")
+NAMED_HEADS: Final = word_set("facility_heads_named")
 # Movement / residence cues before a place ("transferred to X", "lives in X").
-MOVE_VERBS: Final = _words(
-    "transferred transfered tranfered transfer trans tx xfer xferred sent admitted taken "
-    "brought medflighted medflight flighted flown flew went came presented presenting "
-    "discharged arrived arrival enroute accepted screened transported referred followed works "
-    "worked lives living lived resides residing moved visiting vacation recieved received "
-    "leave go going goes retired adm admit"
-)
+MOVE_VERBS: Final = word_set("place_move_verbs")
 # Verbs of going back or commuting: a city may follow, but so may a ventilator mode
 # ("returned to SIMV"), so only listed cities count after them.
-RETURN_VERBS: Final = _words(
-    "returned returning return returns headed heading drive drove driven commute commutes"
-)
-RESIDENCE_VERBS: Final = _words(
-    "lives living lived resides residing moved born native home resident residents"
-)
+RETURN_VERBS: Final = word_set("place_return_verbs")
+RESIDENCE_VERBS: Final = word_set("place_residence_words")
 # Who comes from a place ("daughter from X", "he is from X").
-PEOPLE: Final = _words(
-    "wife husband daughter son sister brother mother father friend niece nephew cousin aunt "
-    "uncle family he she they pt patient dtr sons daughters children grandson granddaughter "
-    "man woman male female gentleman lady boy girl m f"
-)
+PEOPLE: Final = word_set("place_people")
 # Care units and departments: where a patient goes inside a hospital, not a facility name.
 # Written by hand: generic hospital vocabulary that no package lists.
-UNITS: Final = _words(
-    "icu micu sicu ccu csru nicu picu cvicu ctu ticu nsicu cticu cvu pacu or er ed ew eu "
-    "cath lab ir ct mri us cxr floor ward unit units rehab home snf ltac nh hospice tele "
-    "telemetry stepdown sdu ecu radiology dialysis endoscopy echo surgery oncology cardiology "
-    "neuro neurology psych ob gi ent osh ama pt ot bed chair room bathroom commode "
-    "vent cpap bipap the a an his her their this that our your my bb lab labs angio "
-    "baseline blood bank pharmacy morgue hob kvo ett ngt ogt hs noc bedside rest tko tol prn "
-    # rhythms, states and lung fields that follow "in" ("in NSR", "in NAD", "in RLL")
-    "nsr sr sb af afib aflutter svt vt vf pea nad nard rll rul lll lul rml chf arf rij lij ij"
-)
+UNITS: Final = word_set("care_units")
 # Adjectives that describe rather than name a hospital ("outside hospital").
-GENERIC_MODIFIERS: Final = _words(
-    "outside local previous other another same referring transferring nearby receiving "
-    "community private state area va veterans"
-)
+GENERIC_MODIFIERS: Final = word_set("facility_generic_modifiers")
 _FUNCTION_ZIPF = 5.6  # function words ("to", "from", "the", "at") are more frequent than this
 
 
 # Staff of a place: "XYZ nurse", "XYZ attorneys" make the acronym before them a hospital.
-_STAFF: Final = _words(
-    "nurse nurses staff team attorney attorneys lawyer lawyers physician physicians doctor "
-    "doctors surgeon surgeons"
-)
+_STAFF: Final = word_set("place_staff")
 # Acronyms of people and tests, never places.
 # ... and clinical services, whose staff are people too ("pulm team", "nsg staff").
-_NOT_PLACES: Final = _words(
-    "rn md np pa ho pt ot sw cm iv rt rrt lpn cna ekg cxr abg "
-    "pulm neuro renal gi cards surg nsg nsurg csurg ortho psych onc heme id micu sicu ccu "
-    "resp medical surgical nursing primary care"
-)
-_CUES: Final = _words("to from at in of on leave near")
+_NOT_PLACES: Final = word_set("acronyms_not_places")
+_CUES: Final = frozenset({"to", "from", "at", "in", "of", "on", "leave", "near"})
 # Words at which some rule starts (heads, cues, unit words); any other word is skipped fast.
 _TRIGGERS: Final = frozenset(
     {*GENERIC_HEADS, *NAMED_HEADS, *_CUES, "home", "plan", "cath", "er", "ew", "ed", "tcu"}
@@ -148,15 +107,15 @@ def _picked_words() -> frozenset[str]:
     return _starts() | fp.head_words()
 
 
-_SERVICES: Final = "facility_services.txt"
+_SERVICES: Final = "facility_services"
 
 
 @cache
 def _stops() -> frozenset[str]:
     """Words that end a facility name read backwards from its head: care units, articles and
     describing adjectives ("the", "outside"), less the words facility names are made of."""
-    kept = fp.data_words("facility_prefixes.txt") | fp.data_words("facility_modifiers.txt")
-    return (UNITS | GENERIC_MODIFIERS | _words("to from at in on of for by with and")) - kept
+    kept = word_set("facility_prefixes") | word_set("facility_modifiers")
+    return (UNITS | GENERIC_MODIFIERS | word_set("facility_stop_function_words")) - kept
 
 
 @register("locations")
@@ -473,27 +432,19 @@ class LocationRecognizer(Recognizer):
 
 
 # Verbs of taking a sample: "sent from X" names a line or a site, not a place.
-_SAMPLED: Final = _words("sent drawn obtained taken cultured")
+_SAMPLED: Final = frozenset({"sent", "drawn", "obtained", "taken", "cultured"})
 # Words after an acronym that make it a hospital ("XYZ ER", "XYZ cath lab", "XYZ TCU").
-_UNIT_AFTER: Final = _words("er ew ed icu ccu micu sicu campus cath tcu rehab clinic")
+_UNIT_AFTER: Final = word_set("facility_unit_after")
 # Words after a number that make it a dose or a setting, not a floor ("lasix 20 iv").
-_DOSE_AFTER: Final = _words(
-    "mg mcg g gm gram grams kg ml cc l u units unit iu meq mmol mm cm iv po sq sc im pr sl prn "
-    "q x times % mcg/kg/min mg/hr cc/hr ml/hr l/min lpm amp amps tabs tab puffs"
-)
+_DOSE_AFTER: Final = word_set("dose_after")
 # Words that may follow a facility named after a movement cue ("sent to XYZ for cath").
-_CLAUSE_WORDS: Final = _words(
-    "for with via on by and at to after today yesterday tomorrow this in where s/p"
-)
+_CLAUSE_WORDS: Final = word_set("facility_clause_words")
 
 
 # Emergency-department words after a hospital's acronym ("XYZ ER", "XYZ EW").
-_EMERGENCY: Final = _words("er ew ed tcu")
+_EMERGENCY: Final = frozenset({"er", "ew", "ed", "tcu"})
 # Travel verbs: a city after them may be a common word ("flying in from Rome").
-TRAVEL_VERBS: Final = _words(
-    "fly flying flew flown arrive arriving drove driving visiting trip travel travels traveled "
-    "travelled traveling travelling winters summers vacations vacationed visits relocated"
-)
+TRAVEL_VERBS: Final = word_set("place_travel_verbs")
 _TRAVEL_OR_RETURN: Final = TRAVEL_VERBS | RETURN_VERBS
 _MOVE_OR_RETURN: Final = MOVE_VERBS | RETURN_VERBS
 _HEADS: Final = GENERIC_HEADS | NAMED_HEADS
@@ -630,8 +581,10 @@ def _region(words: tuple[Token, ...], h: int, text: str, mixed: bool) -> Span | 
     return Span(compass.start, words[h].end, OTHER, 0.6, "locations")
 
 
-_BEING: Final = _words("is am i'm are was were")
-_COMPASS: Final = _words("eastern western northern southern east west north south")
+_BEING: Final = frozenset({"is", "am", "i'm", "are", "was", "were"})
+_COMPASS: Final = frozenset(
+    {"eastern", "western", "northern", "southern", "east", "west", "north", "south"}
+)
 
 
 def _bare_acronym(
@@ -880,7 +833,7 @@ def _namelike(tok: Token, mixed: bool, strong: bool = True) -> bool:
     """Could this word be part of a facility name? Before a weak head ("rehab", "center") a
     one-case note needs a city, a surname or a rare word ("cardiac rehab" is no name)."""
     low = tok.lower
-    if low in UNITS or (len(low) < 2 and low != "u") or low in fp.data_words(_SERVICES):
+    if low in UNITS or (len(low) < 2 and low != "u") or low in word_set(_SERVICES):
         return False  # "Pain Clinic", "Cardiac Rehab": a service, not a name
     place = low in lx.us_cities() or (len(low) > 2 and low in lx.us_states())
     f = lx.zipf(low)
@@ -946,11 +899,7 @@ def _facility_follows(words: tuple[Token, ...], k: int) -> bool:
 
 # Words after a city that name a neighbouring place ("Frostburg Heights", "Severna Park").
 # Written by hand: the generic words of US place names (USGS feature classes).
-PLACE_SUFFIXES: Final = _words(
-    "mill mills park heights hills hill falls village springs beach lake lakes valley ridge "
-    "creek station junction crossing harbor harbour point landing grove woods manor city "
-    "township county haven"
-)
+PLACE_SUFFIXES: Final = word_set("place_suffixes")
 # Facility heads written glued to the name before them ("XyzBuilding", "XyzHospital").
 _GLUED_HEADS: Final = ("Building", "Hospital", "Center", "Pavilion", "Clinic")
 

@@ -1,6 +1,6 @@
 """Cue tables of the name recognizer: titles, credentials, role words, verbs of talking,
 eponym heads and services — the words that make the next or previous word a name (and tell
-its role). The lists live in ``pipelines/phi/data/name_*.txt``; ``cues()`` reads them on
+its role). The lists live in ``pipelines/phi/data/vocabulary/name_*.txt``; ``cues()`` reads them on
 first use and derives the rest (typing slips, possessives, the cue and trigger sets)."""
 
 from __future__ import annotations

@@ -12,7 +12,6 @@ import re
 from collections.abc import Mapping
 from dataclasses import replace
 from functools import cache
-from importlib import resources
 from pathlib import Path
 from typing import Any, ClassVar, Final
 
@@ -77,7 +76,7 @@ _LEADING_WORD = re.compile(r"[A-Za-z]+")
 
 def _trimmed(text: str, tagged: TaggedSpan) -> TaggedSpan | None:
     """A name without the grammar words it starts with ("Later Ann" -> "Ann"): words that are
-    never part of a person's name (``data/name_never_words.txt``); None when nothing is left."""
+    never part of a person's name (``data/vocabulary/name_never_words.txt``); None when nothing is left."""
     if tagged.label is not Label.NAME:
         return tagged
     never = word_set("name_never_words")
@@ -120,12 +119,6 @@ def _typo(words: str, tagged: TaggedSpan) -> bool:
     )
 
 
-@cache
-def _eponyms() -> frozenset[str]:
-    raw = resources.files("pipelines.phi").joinpath("data/eponyms.txt").read_text("utf-8")
-    return frozenset(line.strip() for line in raw.splitlines() if line.strip()[:1] not in ("", "#"))
-
-
 def _eponym(text: str, tagged: TaggedSpan) -> bool:
     """A word inside a hyphenated medical eponym ("X-Y catheter", "X-Y syndrome")."""
     start, end = tagged.start, tagged.end
@@ -133,7 +126,7 @@ def _eponym(text: str, tagged: TaggedSpan) -> bool:
         start -= 1
     while end < len(text) and (text[end].isalpha() or text[end] == "-"):
         end += 1
-    return text[start:end].lower().strip("-") in _eponyms()
+    return text[start:end].lower().strip("-") in word_set("eponyms")
 
 
 def _state_or_country(text: str, tagged: TaggedSpan) -> bool:

@@ -25,6 +25,7 @@ from typing import Final
 
 from pipelines.phi import lexicons
 from pipelines.phi.tagger.crf import ATTRIBUTE
+from pipelines.phi.wordlists import word_set
 
 # a word (letters, inner apostrophes), a run of digits, or any other single visible character;
 # as a splitter (one capturing group): gap, token, gap, token, …, gap in one C call
@@ -41,69 +42,26 @@ _CONTEXT: Final = (-2, -1, 1, 2)
 _CONTEXT_PREFIXES: Final = tuple(str(o) for o in _CONTEXT)
 
 
-def words_of(text: str) -> frozenset[str]:
-    return frozenset(text.split())
-
-
 # Cue words by class. General knowledge of clinical writing, not taken from any corpus.
 CUES: Final[dict[str, frozenset[str]]] = {
-    "title": words_of("dr dr. doctor mr mrs ms miss mx prof professor sir madam rev father sister"),
-    "cred": words_of(
-        "md m.d do rn lpn np pa pa-c crnp cnm phd pharmd dds dmd rd rt rrt pt ot slp msw lcsw "
-        "lics cna emt np-c aprn fnp dnp mph facp facc facs"
-    ),
-    "kin": words_of(
-        "wife husband son daughter mother father mom dad brother sister sibling siblings aunt "
-        "uncle niece nephew cousin grandson granddaughter grandmother grandfather grandchild "
-        "grandchildren spouse partner fiance fiancee friend neighbor neighbour boyfriend "
-        "girlfriend stepson stepdaughter stepmother stepfather guardian proxy hcp dtr"
-    ),
-    "staff": words_of(
-        "attending resident intern fellow nurse rn np pcp physician surgeon cardiologist "
-        "neurologist oncologist team service covering fellow consult consulted paged page "
-        "notified informed aware discussed spoke called per by with seen evaluated signed "
-        "dictated cc attn"
-    ),
-    "prep": words_of("in at from to of near via into"),
-    "move": words_of(
-        "transferred transfer admitted discharged returned return sent lives living resides "
-        "moved visiting visited born home rehab rehabilitation nursing facility"
-    ),
-    "head": words_of(
-        "hospital hospitals hosp medical center centre clinic clinics memorial regional "
-        "general health healthcare rehab rehabilitation infirmary institute university univ "
-        "nursing home manor sanatorium hospice care unit ward campus pavilion"
-    ),
-    "place": words_of(
-        "street st avenue ave road rd drive dr lane ln boulevard blvd court ct way place pl "
-        "county city town village township state"
-    ),
-    "id": words_of(
-        "mrn id acct account acc no number # ssn license lic insurance policy member unit "
-        "record rec med medicaid medicare plan"
-    ),
-    "age": words_of("age aged yo y/o year years yr old"),
+    "title": word_set("tagger_cues_title"),
+    "cred": word_set("tagger_cues_credential"),
+    "kin": word_set("tagger_cues_kin"),
+    "staff": word_set("tagger_cues_staff"),
+    "prep": frozenset({"in", "at", "from", "to", "of", "near", "via", "into"}),
+    "move": word_set("tagger_cues_move"),
+    "head": word_set("tagger_cues_facility_head"),
+    "place": word_set("tagger_cues_place"),
+    "id": word_set("tagger_cues_identifier") | {"#"},
+    "age": frozenset({"age", "aged", "yo", "y/o", "year", "years", "yr", "old"}),
 }
 # Parts of a building: no one's address on their own ("the West Wing", "North Tower"). Used
 # by the recognizer's post-filter, not as a feature.
-BUILDING_PARTS: Final = words_of(
-    "north south east west northeast northwest southeast southwest upper lower main old "
-    "new wing tower building floor level annex entrance lobby campus side"
-)
+BUILDING_PARTS: Final = word_set("building_parts")
 _KIN: Final = CUES["kin"]
-_MONTHS: Final = words_of(
-    "january february march april may june july august september october november december "
-    "jan feb mar apr jun jul aug sep sept oct nov dec"
-)
-_WEEKDAYS: Final = words_of(
-    "monday tuesday wednesday thursday friday saturday sunday mon tue tues wed thu thur thurs "
-    "fri sat sun"
-)
-_GENERIC_HEADS: Final = words_of(
-    "hospital hospitals medical center centre clinic memorial regional general health "
-    "healthcare rehabilitation rehab infirmary institute nursing home care and of the for "
-    "services service county community"
-)
+_MONTHS: Final = word_set("tagger_months")
+_WEEKDAYS: Final = word_set("tagger_weekdays")
+_GENERIC_HEADS: Final = word_set("tagger_facility_generic_words")
 
 
 # A token of the tagger: (start, end, text). Plain tuples: a note has hundreds of them.

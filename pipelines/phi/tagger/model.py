@@ -19,7 +19,8 @@ from typing import Final
 
 from pipelines.phi import lexicons
 from pipelines.phi.tagger.crf import CrfModel, ItemTagger
-from pipelines.phi.tagger.features import Featurizer, is_one_case, token_columns, words_of
+from pipelines.phi.tagger.features import Featurizer, is_one_case, token_columns
+from pipelines.phi.wordlists import word_set
 from pipelines.spans import Category, Span
 
 OUTSIDE: Final = "O"
@@ -196,8 +197,8 @@ class Tagger:
 # English, ``features.may_be_phi``): particles of surnames, the joints of facility names
 # ("Hospital of the Good Shepherd", "Saint Mary and Saint Joseph Hospital").
 CONNECTORS: Final[dict[Label, frozenset[str]]] = {
-    Label.NAME: words_of("de la le del della da di du van von der den ten ter bin ibn al el y"),
-    Label.LOCATION: words_of("of the and & at for on in de la le del da di du san santa st saint"),
+    Label.NAME: word_set("tagger_name_connectors"),
+    Label.LOCATION: word_set("tagger_place_connectors"),
 }
 
 
