@@ -249,6 +249,7 @@ OTHER_ENV_NAMES = frozenset(
         "DEIDSTREAM_TANSU_BIN",  # service.broker: the Tansu binary
         "DEIDSTREAM_FUZZ_EXAMPLES",  # tests: Hypothesis examples per fuzz property
         "DEIDSTREAM_SCREENSHOTS",  # tests: where the review browser test saves pictures
+        "DEIDSTREAM_IMAGE",  # make image / image-test: the image to build and run
     }
 )
 
