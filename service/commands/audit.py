@@ -165,9 +165,11 @@ def audit_reanchor(
     reason: str = typer.Option(..., help="Why (the incident, the ticket); audited."),
     operator: str | None = typer.Option(None, help="Recorded in the audit log."),
 ) -> None:
-    """After `verify` found the anchor or the tail wrong, and the incident is handled: seal
-    the log's head as it is now so audit lines can be appended again. The repair itself is
-    an audit line (old and new head, the problem found); lost lines stay reported."""
+    """Seal the audit log's head as it is now, after an incident is handled.
+
+    Use it after `verify` found the anchor or the tail wrong: audit lines can then be
+    appended again. The repair itself is an audit line (old and new head, the problem
+    found); lost lines stay reported."""
     from service.commands.keys import _operator
 
     with _opened() as store:

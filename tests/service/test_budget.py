@@ -85,7 +85,7 @@ async def test_from_the_event_loop_a_costly_parse_does_not_block_it(
 ) -> None:
     """While a child parses (and is killed), the loop goes on: ticks keep coming."""
     parse(big_report(9, 10_000), content_hint="hl7v2")
-    parse.budget = 0.5
+    parse.budget = 0.2  # a 16 MB report takes about 0.6 s of CPU to parse
     ticks = 0
 
     async def tick() -> None:
@@ -100,7 +100,7 @@ async def test_from_the_event_loop_a_costly_parse_does_not_block_it(
             await parse.parse_async(big_report(10, 16_000_000), content_hint="hl7v2")
     finally:
         ticker.cancel()
-    assert ticks >= 10
+    assert ticks >= 5
 
 
 def test_a_child_that_cannot_start_is_not_the_inputs_fault() -> None:
