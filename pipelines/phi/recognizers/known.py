@@ -16,10 +16,11 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Iterator
 from datetime import date
-from functools import cache, lru_cache
-from typing import Any
+from functools import cache
+from typing import Any, Final
 
 from pipelines.document import Identifiers, PersonName
+from pipelines.memo import Memo
 from pipelines.phi import lexicons as lx
 from pipelines.phi.base import Doc, Recognizer
 from pipelines.phi.registry import register
@@ -131,7 +132,7 @@ class KnownIdentifierRecognizer(Recognizer):
         words, text, mixed = toks.words, doc.text, toks.mixed_case
         nicks = doc.artifacts.known_nicknames or frozenset()
         ids = doc.identifiers
-        initials, wanted = _name_lookup(ids.provider_names, ids.relative_names, ids.patient_names)
+        initials, wanted = _NAME_LOOKUP((ids.provider_names, ids.relative_names, ids.patient_names))
         if toks.lower_set.isdisjoint(wanted):
             return  # none of the known names (nor their initials) occurs in this note
         for i in lx.where(toks, wanted):
@@ -159,20 +160,18 @@ def known_name_forms(doc: Doc) -> dict[str, Category]:
     if artifacts.known_names is not None:
         return artifacts.known_names
     ids = doc.identifiers
-    forms, nicks = _name_forms(ids.provider_names, ids.relative_names, ids.patient_names)
+    forms, nicks = _NAME_FORMS((ids.provider_names, ids.relative_names, ids.patient_names))
     forms = dict(forms)  # the memo's own dict is never handed out
     artifacts.known_names, artifacts.known_nicknames = forms, nicks
     return forms
 
 
-@lru_cache(maxsize=1024)
-def _name_forms(
-    providers: tuple[PersonName, ...],
-    relatives: tuple[PersonName, ...],
-    patients: tuple[PersonName, ...],
-) -> tuple[dict[str, Category], frozenset[str]]:
-    """Name forms and nicknames of the known people, memoised: a patient's documents come in
-    runs with the same names, and splitting parts and looking up nicknames is per-name work."""
+_People = tuple[tuple[PersonName, ...], tuple[PersonName, ...], tuple[PersonName, ...]]
+
+
+def _name_forms(known: _People) -> tuple[dict[str, Category], frozenset[str]]:
+    """Name forms and nicknames of the known people (providers, relatives, patients)."""
+    providers, relatives, patients = known
     forms: dict[str, Category] = {}
     nicks: set[str] = set()
     for people, cat in (
@@ -205,8 +204,11 @@ def _nicknames(people: Iterable[PersonName]) -> Iterator[str]:
             yield from _nicknames_of(person.given[0].lower().strip())
 
 
-@lru_cache(maxsize=4096)
 def _nicknames_of(first: str) -> tuple[str, ...]:
+    return _NICKNAMES(first)
+
+
+def _find_nicknames(first: str) -> tuple[str, ...]:
     return tuple(
         nick
         for nick in sorted(_nicknamer().nicknames_of(first))
@@ -226,18 +228,22 @@ def _name_parts(people: Iterable[PersonName]) -> Iterator[str]:
                 yield low.replace("’", "'")
 
 
-@lru_cache(maxsize=1024)
-def _name_lookup(
-    providers: tuple[PersonName, ...],
-    relatives: tuple[PersonName, ...],
-    patients: tuple[PersonName, ...],
-) -> tuple[dict[str, Category], frozenset[str]]:
+_NICKNAMES: Final = Memo("known.nicknames", _find_nicknames, 4096)
+
+
+def _name_lookup(people: _People) -> tuple[dict[str, Category], frozenset[str]]:
     """The known names' initials, and every form a word of the note is looked up against
     (parts, nicknames, their possessives, initials): per set of people, not per document."""
-    forms, _ = _name_forms(providers, relatives, patients)
-    initials = _known_initials(providers, relatives, patients)
+    forms, _ = _NAME_FORMS(people)
+    initials = _known_initials(*people)
     wanted = {*forms, *(f + "'s" for f in forms), *(f + "’s" for f in forms), *initials}
     return initials, frozenset(wanted)
+
+
+# a patient's documents come in runs with the same names: their forms are worked out per set
+# of people, not per document
+_NAME_FORMS: Final = Memo("known.name_forms", _name_forms, 1024)
+_NAME_LOOKUP: Final = Memo("known.name_lookup", _name_lookup, 1024)
 
 
 def _known_initials(
