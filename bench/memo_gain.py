@@ -1,0 +1,120 @@
+"""What each memo of the detector saves: CPU seconds with every memo on, and with each memo
+(and all of them) off, in the same run.
+
+    .venv/bin/python bench/memo_gain.py [--corpus DIR] [--rounds 3] [--megabytes 1] [--only NAME,...]
+
+Two workloads, each timed in CPU seconds of this process (``time.process_time``), best of
+``--rounds`` rounds that interleave the settings (so a busy spell of the machine touches all
+of them alike): the PhysioNet dev split through ``Detector.detect`` (the patients' known
+names given, as the service does; skipped when the corpus is absent), and one note of
+``--megabytes`` MB built as ``bench/bignote.py`` builds it (invented text, long enough for the
+window memos, which keep no verdicts for notes under 10,000 characters). Every memo is
+emptied before each timed pass: each pass starts cold. Gain = (off - on) / off: the share of
+the CPU time a memo saves; the project removes a memo worth under 1 % on both workloads
+(bench/README.md, "Memos"). Also prints each memo's hit rate over the last pass with all on.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from pipelines import memo  # noqa: E402
+from pipelines.corpus import Note, load_patient_names, read_notes  # noqa: E402
+from pipelines.document import Identifiers  # noqa: E402
+from pipelines.phi.base import Doc  # noqa: E402
+from pipelines.phi.detector import Detector  # noqa: E402
+from pipelines.policy import Policy  # noqa: E402
+
+DEFAULT_CORPUS = ROOT.parent / "shared" / "data" / "physionet" / "dev"
+
+
+def _timed(work: Callable[[], object], off: tuple[str, ...] | None) -> float:
+    """CPU seconds of ``work`` with the memos ``off`` (() = all; None = none) off."""
+    for m in list(memo._ALL):
+        m.clear()
+    if off is None:
+        t0 = time.process_time()
+        work()
+        return time.process_time() - t0
+    with memo.memos(False, *off):
+        t0 = time.process_time()
+        work()
+        return time.process_time() - t0
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--corpus", type=Path, default=DEFAULT_CORPUS)
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--megabytes", type=float, default=1.0)
+    ap.add_argument("--only", default="", help="memo names to time (default: every memo)")
+    args = ap.parse_args()
+
+    spec = importlib.util.spec_from_file_location("bignote", ROOT / "bench" / "bignote.py")
+    assert spec is not None and spec.loader is not None
+    bignote = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bignote)
+
+    detector = Detector(Policy.load())
+    detector.detect(Doc("Seen by Dr. Quill on 3/4/2021 at Elmford Hospital."))  # loads
+    workloads: dict[str, Callable[[], object]] = {}
+    counts: dict[str, int] = {}
+    text_path = args.corpus / "id.text"
+    if text_path.is_file():
+        notes = [n for n in read_notes(text_path, "physionet") if isinstance(n, Note)]
+        names_path = args.corpus / "pid_patientname.txt"
+        known = load_patient_names(names_path) if names_path.is_file() else {}
+        docs = [(n.text, known.get(n.patient, Identifiers())) for n in notes]
+        label = f"dev split ({len(docs)} notes)"
+        workloads[label] = lambda: [detector.detect(Doc(t, ids)) for t, ids in docs]
+        counts[label] = len(docs)
+    big = bignote.build_text(args.megabytes)
+    workloads[f"big note ({len(big) / 1e6:.1f} MB)"] = lambda: detector.detect(Doc(big))
+
+    names = sorted(s for s in args.only.split(",") if s) or sorted(memo.names())
+    settings: list[tuple[str, tuple[str, ...] | None]] = [("(all on)", None)]
+    settings += [(name, (name,)) for name in names] + [("(all off)", ())]
+    for work in workloads.values():
+        work()  # lazy loads (word lists, the tagger's tables) out of the timed passes
+    best: dict[tuple[str, str], float] = {}
+    asked: dict[str, list[int]] = {}  # memo -> [hits, misses] over the passes all on
+    for _ in range(max(1, args.rounds)):
+        for label, work in workloads.items():
+            for name, off in settings:
+                before = {s.name: (s.hits, s.misses) for s in memo.stats()}
+                seconds = _timed(work, off)
+                if off is None:
+                    for s in memo.stats():
+                        hits, misses = before.get(s.name, (0, 0))
+                        row = asked.setdefault(s.name, [0, 0])
+                        row[0] += s.hits - hits
+                        row[1] += s.misses - misses
+                key = (label, name)
+                best[key] = min(best.get(key, float("inf")), seconds)
+    hit_rates = {name: h / (h + m) if h + m else 0.0 for name, (h, m) in asked.items()}
+
+    for label in workloads:
+        on = best[label, "(all on)"]
+        print(f"{label}: all memos on {on:.3f} s CPU (best of {args.rounds})")
+        n = counts.get(label)
+        print(f"  {'memo off':<30}{'CPU s':>8}{'gain':>8}" + ("  notes/s" if n else ""))
+        for name, _ in settings:
+            off = best[label, name]
+            rate = f"{n / off:>9,.0f}" if n else ""
+            print(f"  {name:<30}{off:>8.3f}{(off - on) / off:>8.1%}{rate}")
+    print("hit rates (all passes with the memo on):")
+    for name in names:
+        print(f"  {name:<30}{hit_rates.get(name, 0.0):>8.1%}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
