@@ -22,10 +22,11 @@ from collections.abc import Callable, Hashable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from itertools import repeat
-from typing import Final, Generic, TypeVar
+from typing import Final, Generic, ParamSpec, TypeVar
 
 K = TypeVar("K", bound=Hashable)
 V = TypeVar("V")
+P = ParamSpec("P")
 
 _MISS: Final = object()
 _ALL: "weakref.WeakSet[Memo[object, object]]" = weakref.WeakSet()  # noqa: UP037
@@ -119,6 +120,34 @@ class Memo(Generic[K, V]):
 
     def __len__(self) -> int:
         return len(self._store)
+
+
+class Memoized(Generic[P, V]):
+    """A function of hashable positional arguments with its answers in a :class:`Memo`
+    keyed by the arguments' tuple (what ``functools.lru_cache`` was used for)."""
+
+    __slots__ = ("__wrapped__", "memo")
+
+    def __init__(self, name: str, size: int, function: Callable[P, V]) -> None:
+        self.__wrapped__ = function
+        self.memo: Memo[tuple[object, ...], V] = Memo(name, self._compute, size)
+
+    def _compute(self, args: tuple[object, ...]) -> V:
+        return self.__wrapped__(*args)  # type: ignore[arg-type, call-arg]
+
+    def __call__(self, *args: P.args, **kwargs: P.kwargs) -> V:
+        if kwargs:
+            raise TypeError("a memoized function takes positional arguments only")
+        return self.memo(args)
+
+
+def memoized(name: str, size: int) -> Callable[[Callable[P, V]], Memoized[P, V]]:
+    """Decorator: ``function`` with its answers in a memo ``name`` of ``size`` keys."""
+
+    def wrap(function: Callable[P, V]) -> Memoized[P, V]:
+        return Memoized(name, size, function)
+
+    return wrap
 
 
 def stats() -> list[MemoStats]:

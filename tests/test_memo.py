@@ -102,3 +102,21 @@ def test_the_detectors_memos_are_registered() -> None:
 
     Detector()
     assert {"lexicons.name_score", "locations.cue_window", "names.steps"} <= memo.names()
+
+
+def test_memoized_functions_key_on_their_arguments_and_take_no_keywords() -> None:
+    calls: list[tuple[int, int]] = []
+
+    @memo.memoized("test.memoized", 8)
+    def add(a: int, b: int) -> int:
+        calls.append((a, b))
+        return a + b
+
+    assert [add(1, 2), add(1, 2), add(2, 1)] == [3, 3, 3]
+    assert calls == [(1, 2), (2, 1)]
+    assert add.__wrapped__(5, 5) == 10
+    with pytest.raises(TypeError, match="positional"):
+        add(1, b=2)
+    with memos(False, "test.memoized"):
+        add(1, 2)
+    assert calls == [(1, 2), (2, 1), (1, 2)]
