@@ -119,4 +119,4 @@ def test_memoized_functions_key_on_their_arguments_and_take_no_keywords() -> Non
         add(1, b=2)
     with memos(False, "test.memoized"):
         add(1, 2)
-    assert calls == [(1, 2), (2, 1), (1, 2)]
+    assert calls == [(1, 2), (2, 1), (5, 5), (1, 2)]
