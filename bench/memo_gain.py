@@ -50,6 +50,56 @@ def _timed(work: Callable[[], object], off: tuple[str, ...] | None) -> float:
         return time.process_time() - t0
 
 
+Workloads = dict[str, tuple[Callable[[], object], int]]  # label -> (work, notes or 0)
+Setting = tuple[str, tuple[str, ...] | None]  # label, memos off (() all, None none)
+
+
+def _workloads(corpus: Path, megabytes: float) -> Workloads:
+    spec = importlib.util.spec_from_file_location("bignote", ROOT / "bench" / "bignote.py")
+    assert spec is not None and spec.loader is not None
+    bignote = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bignote)
+    detector = Detector(Policy.load())
+    out: Workloads = {}
+    if (corpus / "id.text").is_file():
+        notes = [n for n in read_notes(corpus / "id.text", "physionet") if isinstance(n, Note)]
+        names_path = corpus / "pid_patientname.txt"
+        known = load_patient_names(names_path) if names_path.is_file() else {}
+        docs = [(n.text, known.get(n.patient, Identifiers())) for n in notes]
+        out[f"dev split ({len(docs)} notes)"] = (
+            lambda: [detector.detect(Doc(t, ids)) for t, ids in docs],
+            len(docs),
+        )
+    big = bignote.build_text(megabytes)
+    out[f"big note ({len(big) / 1e6:.1f} MB)"] = (lambda: detector.detect(Doc(big)), 0)
+    return out
+
+
+def _measure(
+    workloads: Workloads, settings: list[Setting], rounds: int
+) -> tuple[dict[tuple[str, str], float], dict[str, float]]:
+    """Best CPU seconds per (workload, setting), and each memo's hit rate all on."""
+    for work, _ in workloads.values():
+        work()  # lazy loads (word lists, the tagger's tables) out of the timed passes
+    best: dict[tuple[str, str], float] = {}
+    asked: dict[str, list[int]] = {}  # memo -> [hits, misses] over the passes all on
+    for _ in range(max(1, rounds)):
+        for label, (work, _) in workloads.items():
+            for name, off in settings:
+                before = {s.name: (s.hits, s.misses) for s in memo.stats()}
+                seconds = _timed(work, off)
+                key = (label, name)
+                best[key] = min(best.get(key, float("inf")), seconds)
+                if off is not None:
+                    continue
+                for s in memo.stats():
+                    hits, misses = before.get(s.name, (0, 0))
+                    row = asked.setdefault(s.name, [0, 0])
+                    row[0] += s.hits - hits
+                    row[1] += s.misses - misses
+    return best, {name: h / (h + m) if h + m else 0.0 for name, (h, m) in asked.items()}
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--corpus", type=Path, default=DEFAULT_CORPUS)
@@ -58,53 +108,14 @@ def main() -> int:
     ap.add_argument("--only", default="", help="memo names to time (default: every memo)")
     args = ap.parse_args()
 
-    spec = importlib.util.spec_from_file_location("bignote", ROOT / "bench" / "bignote.py")
-    assert spec is not None and spec.loader is not None
-    bignote = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(bignote)
-
-    detector = Detector(Policy.load())
-    detector.detect(Doc("Seen by Dr. Quill on 3/4/2021 at Elmford Hospital."))  # loads
-    workloads: dict[str, Callable[[], object]] = {}
-    counts: dict[str, int] = {}
-    text_path = args.corpus / "id.text"
-    if text_path.is_file():
-        notes = [n for n in read_notes(text_path, "physionet") if isinstance(n, Note)]
-        names_path = args.corpus / "pid_patientname.txt"
-        known = load_patient_names(names_path) if names_path.is_file() else {}
-        docs = [(n.text, known.get(n.patient, Identifiers())) for n in notes]
-        label = f"dev split ({len(docs)} notes)"
-        workloads[label] = lambda: [detector.detect(Doc(t, ids)) for t, ids in docs]
-        counts[label] = len(docs)
-    big = bignote.build_text(args.megabytes)
-    workloads[f"big note ({len(big) / 1e6:.1f} MB)"] = lambda: detector.detect(Doc(big))
-
+    workloads = _workloads(args.corpus, args.megabytes)
     names = sorted(s for s in args.only.split(",") if s) or sorted(memo.names())
-    settings: list[tuple[str, tuple[str, ...] | None]] = [("(all on)", None)]
+    settings: list[Setting] = [("(all on)", None)]
     settings += [(name, (name,)) for name in names] + [("(all off)", ())]
-    for work in workloads.values():
-        work()  # lazy loads (word lists, the tagger's tables) out of the timed passes
-    best: dict[tuple[str, str], float] = {}
-    asked: dict[str, list[int]] = {}  # memo -> [hits, misses] over the passes all on
-    for _ in range(max(1, args.rounds)):
-        for label, work in workloads.items():
-            for name, off in settings:
-                before = {s.name: (s.hits, s.misses) for s in memo.stats()}
-                seconds = _timed(work, off)
-                if off is None:
-                    for s in memo.stats():
-                        hits, misses = before.get(s.name, (0, 0))
-                        row = asked.setdefault(s.name, [0, 0])
-                        row[0] += s.hits - hits
-                        row[1] += s.misses - misses
-                key = (label, name)
-                best[key] = min(best.get(key, float("inf")), seconds)
-    hit_rates = {name: h / (h + m) if h + m else 0.0 for name, (h, m) in asked.items()}
-
-    for label in workloads:
+    best, hit_rates = _measure(workloads, settings, args.rounds)
+    for label, (_, n) in workloads.items():
         on = best[label, "(all on)"]
         print(f"{label}: all memos on {on:.3f} s CPU (best of {args.rounds})")
-        n = counts.get(label)
         print(f"  {'memo off':<30}{'CPU s':>8}{'gain':>8}" + ("  notes/s" if n else ""))
         for name, _ in settings:
             off = best[label, name]

@@ -56,7 +56,8 @@ class Memo(Generic[K, V]):
 
     __slots__ = ("__weakref__", "_store", "clears", "compute", "hits", "misses", "name", "size")
 
-    def __init__(self, name: str, compute: Callable[[K], V], size: int) -> None:
+    def __init__(self, name: str, compute: Callable[[K], V] | None, size: int) -> None:
+        """``compute`` None: a memo read with :meth:`peek` and filled with :meth:`put`."""
         if not name or size < 1:
             raise ValueError("a memo needs a name and a size of at least one key")
         self.name = name
@@ -111,6 +112,8 @@ class Memo(Generic[K, V]):
 
     def _computed(self, key: K) -> V:
         self.misses += 1
+        if self.compute is None:
+            raise TypeError(f"memo {self.name} is filled with put(), not computed")
         value = self.compute(key)
         self.put(key, value)
         return value

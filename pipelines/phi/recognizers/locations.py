@@ -791,11 +791,7 @@ class _Window:
     def __init__(self, name: str, before: int, after: int) -> None:
         self.before = before
         self.after = after
-        self.judged: Memo[tuple[str, bool], _Verdict] = Memo(name, _no_compute, _JUDGED_LIMIT)
-
-
-def _no_compute(key: tuple[str, bool]) -> _Verdict:
-    raise TypeError("a window's verdict is computed by its rule (see _judged)")
+        self.judged: Memo[tuple[str, bool], _Verdict] = Memo(name, None, _JUDGED_LIMIT)
 
 
 _JUDGED_LIMIT: Final = 20_000  # about 4 MB of windows at most

@@ -17,7 +17,7 @@ import bisect
 import re
 from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
-from functools import cache
+from functools import cache, partial
 from importlib import resources
 from itertools import accumulate, compress, count
 from operator import attrgetter
@@ -421,8 +421,8 @@ class Featurizer:
             keep = {a: i for i, a in enumerate(sorted(keep))}
         self.attributes = Attributes(keep)
         self._words = (
-            Memo("tagger.words", self._mixed_word, _MEMO_LIMIT),
-            Memo("tagger.words", self._one_case_word, _MEMO_LIMIT),
+            Memo("tagger.words", partial(self._made, one_case=False), _MEMO_LIMIT),
+            Memo("tagger.words", partial(self._made, one_case=True), _MEMO_LIMIT),
         )
         self._pad = tuple(self.attributes.pack(p) for p in _PAD)
         self._pairs = None if keep is None else (_pairs(keep, "bl="), _pairs(keep, "br="))
@@ -484,12 +484,6 @@ class Featurizer:
             word.lower(),
             may_be_phi(word, one_case),
         )
-
-    def _mixed_word(self, word: str) -> _Word:
-        return self._made(word, False)
-
-    def _one_case_word(self, word: str) -> _Word:
-        return self._made(word, True)
 
     def _entries(self, words: list[str], one_case: bool) -> list[_Word]:
         return self._words[one_case].many(words)
