@@ -53,19 +53,15 @@ class Token(NamedTuple):
     @property
     def is_title(self) -> bool:
         """ "Smith", "McDonald" (not "MD's", "SMITH")."""
-        return TITLE_CASE(self.text)
+        return is_title(self.text)
 
     @property
     def is_upper(self) -> bool:
         return self.text.isupper()
 
 
-def _is_title(text: str) -> bool:
+def is_title(text: str) -> bool:
     return text[0].isupper() and text[1:2].islower()
-
-
-# Word -> ``Token.is_title`` of it
-TITLE_CASE: Final = Memo("lexicons.title_case", _is_title, 200_000)
 
 
 @dataclass(frozen=True, slots=True)
@@ -501,16 +497,11 @@ _LETTERS: Final = "abcdefghijklmnopqrstuvwxyz"
 
 def near_english(word: str) -> bool:
     """A lower-case word one typing slip (a letter dropped or added) away from a common English
-    word: "notifed", "awating", "dertermine" — typos, not names. Each word is worked out once
-    (bounded memo: it tries some 26 variants a letter, 30 µs for a 6-letter word, and a note
-    asks about its few rare words again and again)."""
-    return _NEAR_ENGLISH(word)
-
-
-def _near_english(word: str) -> bool:
-    """:func:`near_english` worked out. The variants are looked up in wordfreq directly (no
-    index kept: a 100k-entry index of variants slowed every note through the garbage
-    collector)."""
+    word: "notifed", "awating", "dertermine" — typos, not names. It tries some 26 variants a
+    letter (30 µs for a 6-letter word), each time: asked only of rare words after a weak cue,
+    a memo saved under 1 % (bench/README.md, "Memos"). The variants are looked up in wordfreq
+    directly (no index kept: a 100k-entry index of variants slowed every note through the
+    garbage collector)."""
     if len(word) < 4:
         return False
     english = _english().common  # every word of Zipf >= _COMMON_ZIPF
@@ -525,9 +516,6 @@ def _near_english(word: str) -> bool:
             if english.get(head + letter + tail, 0.0) >= _COMMON_ZIPF:
                 return True
     return False
-
-
-_NEAR_ENGLISH: Final = Memo("lexicons.near_english", _near_english, _SEEN_LIMIT)
 
 
 def warm() -> None:

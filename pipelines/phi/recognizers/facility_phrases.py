@@ -21,7 +21,6 @@ from itertools import compress
 from operator import attrgetter
 from typing import Final
 
-from pipelines.memo import Memo
 from pipelines.phi import lexicons as lx
 from pipelines.phi.lexicons import Token
 from pipelines.spans import Category, Span
@@ -87,13 +86,7 @@ def _names(tok: Token, cased: bool) -> bool:
 
 
 def _names_word(low: str, cased: bool) -> bool:
-    """``_names`` of a word, judged once per distinct lower-case word and ``cased``."""
-    return _NAMES_WORD((low, cased))
-
-
-def _judge_names_word(key: tuple[str, bool]) -> bool:
-    """``_names_word`` worked out."""
-    low, cased = key
+    """``_names`` of a lower-case word."""
     if len(low) < 2 or not low.replace("'", "").isalpha():
         return False
     if low in data_words("facility_services.txt"):
@@ -110,9 +103,6 @@ def _judge_names_word(key: tuple[str, bool]) -> bool:
         return False
     # a one-case note, or a lower-case name in a mixed note: a place, a surname or a rare word
     return place or lx.name_score(low.removesuffix("'s")) >= 0.5 or (f < 2.5 and len(low) > 3)
-
-
-_NAMES_WORD: Final = Memo("facility_phrases.names_word", _judge_names_word, 20_000)
 
 
 def _gap_ok(text: str, left: Token, right: Token) -> bool:

@@ -17,10 +17,9 @@ import re
 from collections.abc import Iterable, Iterator
 from datetime import date
 from functools import cache
-from typing import Any, Final
+from typing import Any
 
 from pipelines.document import Identifiers, PersonName
-from pipelines.memo import Memo
 from pipelines.phi import lexicons as lx
 from pipelines.phi.base import Doc, Recognizer
 from pipelines.phi.registry import register
@@ -132,7 +131,7 @@ class KnownIdentifierRecognizer(Recognizer):
         words, text, mixed = toks.words, doc.text, toks.mixed_case
         nicks = doc.artifacts.known_nicknames or frozenset()
         ids = doc.identifiers
-        initials, wanted = _NAME_LOOKUP((ids.provider_names, ids.relative_names, ids.patient_names))
+        initials, wanted = _name_lookup((ids.provider_names, ids.relative_names, ids.patient_names))
         if toks.lower_set.isdisjoint(wanted):
             return  # none of the known names (nor their initials) occurs in this note
         for i in lx.where(toks, wanted):
@@ -160,8 +159,7 @@ def known_name_forms(doc: Doc) -> dict[str, Category]:
     if artifacts.known_names is not None:
         return artifacts.known_names
     ids = doc.identifiers
-    forms, nicks = _NAME_FORMS((ids.provider_names, ids.relative_names, ids.patient_names))
-    forms = dict(forms)  # the memo's own dict is never handed out
+    forms, nicks = _name_forms((ids.provider_names, ids.relative_names, ids.patient_names))
     artifacts.known_names, artifacts.known_nicknames = forms, nicks
     return forms
 
@@ -205,10 +203,6 @@ def _nicknames(people: Iterable[PersonName]) -> Iterator[str]:
 
 
 def _nicknames_of(first: str) -> tuple[str, ...]:
-    return _NICKNAMES(first)
-
-
-def _find_nicknames(first: str) -> tuple[str, ...]:
     return tuple(
         nick
         for nick in sorted(_nicknamer().nicknames_of(first))
@@ -228,22 +222,13 @@ def _name_parts(people: Iterable[PersonName]) -> Iterator[str]:
                 yield low.replace("’", "'")
 
 
-_NICKNAMES: Final = Memo("known.nicknames", _find_nicknames, 4096)
-
-
 def _name_lookup(people: _People) -> tuple[dict[str, Category], frozenset[str]]:
     """The known names' initials, and every form a word of the note is looked up against
     (parts, nicknames, their possessives, initials): per set of people, not per document."""
-    forms, _ = _NAME_FORMS(people)
+    forms, _ = _name_forms(people)
     initials = _known_initials(*people)
     wanted = {*forms, *(f + "'s" for f in forms), *(f + "’s" for f in forms), *initials}
     return initials, frozenset(wanted)
-
-
-# a patient's documents come in runs with the same names: their forms are worked out per set
-# of people, not per document
-_NAME_FORMS: Final = Memo("known.name_forms", _name_forms, 1024)
-_NAME_LOOKUP: Final = Memo("known.name_lookup", _name_lookup, 1024)
 
 
 def _known_initials(

@@ -128,10 +128,7 @@ def _mixed_start(word: str) -> bool:
     "pa", common words) starts nothing there: the state rules (``_city_before_state``,
     ``_compass_state``) want a capitalised or all-caps state in a mixed-case note."""
     low = word.lower()
-    return low in _starts() and (low in _TRIGGERS or lx.TITLE_CASE(word) or word.isupper())
-
-
-_MIXED_STARTS: Final = Memo("locations.mixed_starts", _mixed_start, 100_000)
+    return low in _starts() and (low in _TRIGGERS or lx.is_title(word) or word.isupper())
 
 
 def _loop_starts(toks: lx.Tokens, ascii_note: bool, picked: list[int]) -> Iterable[int]:
@@ -139,7 +136,7 @@ def _loop_starts(toks: lx.Tokens, ascii_note: bool, picked: list[int]) -> Iterab
     in a mixed-case ASCII note less the state words that can start nothing there."""
     if not (toks.mixed_case and ascii_note):
         return compress(picked, map(_starts().__contains__, map(toks.lowers.__getitem__, picked)))
-    return compress(picked, _MIXED_STARTS.many(list(map(toks.texts.__getitem__, picked))))
+    return compress(picked, map(_mixed_start, map(toks.texts.__getitem__, picked)))
 
 
 @cache

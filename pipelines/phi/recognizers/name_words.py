@@ -32,7 +32,7 @@ def _judge(text: str, low: str, mixed: bool, strength: int) -> bool | None:
     """``_plausible`` of a word written ``text``, lower-case ``low``, before looking at the
     note: None for "yes, unless this mixed-case note also writes the word in lower case"."""
     word = _base(low)
-    title, upper = lx.TITLE_CASE(text), text.isupper()
+    title, upper = lx.is_title(text), text.isupper()
     if len(word) < 2:
         return False
     if len(word) < 3 and strength < 3 and not (mixed and title and lx.is_first_name(word)):

@@ -84,7 +84,6 @@ def _may_start(low: str) -> bool:
     return low in cues().triggers or len(low) <= 1 or low in lx.first_names()
 
 
-_MAY_START: Final = Memo("names.may_start", _may_start, 100_000)
 _first_char = itemgetter(0)
 
 
@@ -552,7 +551,7 @@ def _initial_then_surname(note: _Note, i: int) -> int | None:
 def _title_case_pair(note: _Note, i: int) -> int | None:
     """No cue: two Title-case words that are each a name or rare ("Oriel Vantmoor")."""
     words, tok = note.words, note.words[i]
-    low, title_case = tok.lower, lx.TITLE_CASE
+    low, title_case = tok.lower, lx.is_title
     if (
         (note.mixed or note.lower_note)
         and title_case(tok.text)
@@ -601,7 +600,7 @@ def _lone_first_name(note: _Note, i: int) -> int | None:
     tok = note.words[i]
     if (
         (note.mixed or note.lower_note)
-        and lx.TITLE_CASE(tok.text)
+        and lx.is_title(tok.text)
         and i not in note.taken
         and tok.lower in note.first_names
         and (note.ok(i, 1) or _common_first_name(tok, note.text, note.lowered, note.eponyms))
@@ -695,9 +694,6 @@ def _cue_plan(low: str) -> tuple[_Pass, ...]:
     return tuple(plan)
 
 
-_CUE_PLANS: Final = Memo("names.cue_plans", _cue_plan, 100_000)
-
-
 # --------------------------------------------------------------------------- rule starts
 
 # What each pass asks of the word it starts at, and of nothing else (not its neighbours, the
@@ -710,7 +706,7 @@ def _title_pair_may(tok: Token, mixed: bool, lower_note: bool) -> bool:
     low = tok.lower
     return (
         (mixed or lower_note)
-        and lx.TITLE_CASE(tok.text)
+        and lx.is_title(tok.text)
         and _namey(tok)
         and (low in lx.first_names() or _rare_unknown(tok) or lx.zipf(low) < 2.5)
     )
@@ -721,7 +717,7 @@ def _initial_surname_may(tok: Token, mixed: bool, lower_note: bool) -> bool:
 
 
 def _lone_first_may(tok: Token, mixed: bool, lower_note: bool) -> bool:
-    return (mixed or lower_note) and lx.TITLE_CASE(tok.text) and tok.lower in lx.first_names()
+    return (mixed or lower_note) and lx.is_title(tok.text) and tok.lower in lx.first_names()
 
 
 def _one_case_full_may(tok: Token, mixed: bool, lower_note: bool) -> bool:
@@ -770,7 +766,7 @@ def _steps(tok: Token, mixed: bool, lower_note: bool) -> tuple[_Pass, ...]:
 
 def _all_steps(tok: Token, mixed: bool, lower_note: bool) -> tuple[_Pass, ...]:
     """The passes that may start at a word like ``tok``, before its own questions."""
-    plan = _CUE_PLANS(tok.lower)
+    plan = _cue_plan(tok.lower)
     if plan or _capital_counts(tok, mixed, lower_note):
         return (*plan, *_uncued(mixed, lower_note))
     return (_lower_full_name_pass,)
@@ -794,7 +790,7 @@ _SHARED_STEPS: dict[tuple[_Pass, ...], tuple[_Pass, ...]] = {}
 _STEPS: Final = {(m, lo): _steps_of(m, lo) for m in (False, True) for lo in (False, True)}
 
 
-def _starter(mixed: bool, lower_note: bool) -> Memo[str, bool]:
+def _starter(mixed: bool, lower_note: bool) -> Callable[[str], bool]:
     """Word as written in an ASCII note of one case -> may the main loop visit it: a word that
     may start a rule by itself or (where case tells something) a capitalised one, with some
     pass left to try (``_steps``)."""
@@ -806,7 +802,7 @@ def _starter(mixed: bool, lower_note: bool) -> Memo[str, bool]:
         may = text.lower() in _start_words() or (capitals_count and text < "[")
         return bool(may and steps(text))
 
-    return Memo("names.starters", starts, 50_000)
+    return starts
 
 
 _STARTERS: Final = {(m, lo): _starter(m, lo) for m in (False, True) for lo in (False, True)}
@@ -828,11 +824,11 @@ def _rule_starts(
     if written is not None:
         steps = _STEPS[mixed, lower_note]
         starter = _STARTERS[mixed, lower_note]
-        kept = set(compress(written, starter.many(list(written))))
+        kept = set(filter(starter, written))
         starts = list(compress(range(len(texts)), map(kept.__contains__, texts)))
         talk_only = {t for t in kept if steps(t) == _TALK_ONLY}
     else:
-        may = iter(_MAY_START.many(lows))
+        may = map(_may_start, lows)
         if capitals_count:
             may = map(or_, may, map(str.isupper, map(_first_char, texts)))
         words = toks.words
