@@ -101,7 +101,12 @@ def test_the_detectors_memos_are_registered() -> None:
     from pipelines.phi.detector import Detector
 
     Detector()
-    assert {"lexicons.name_score", "locations.cue_window", "names.steps", "tagger.words"} <= memo.names()
+    assert {
+        "lexicons.name_score",
+        "locations.cue_window",
+        "names.steps",
+        "tagger.words",
+    } <= memo.names()
 
 
 def test_memoized_functions_key_on_their_arguments_and_take_no_keywords() -> None:

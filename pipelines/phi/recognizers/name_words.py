@@ -6,7 +6,6 @@ from __future__ import annotations
 from collections.abc import Container
 from typing import Final
 
-from pipelines.memo import Memo
 from pipelines.phi import lexicons as lx
 from pipelines.phi.lexicons import Token
 from pipelines.phi.recognizers.name_cues import _RARE, cues
@@ -19,13 +18,8 @@ def _plausible(tok: Token, mixed: bool, strength: int, lowered: Container[str]) 
     ``lowered`` holds the words this (mixed-case) note also writes in lower case: those are
     common nouns here ("Aline placed" … "aline dc'd"), whatever the census says.
     """
-    verdict = _JUDGED((tok.text, tok.lower, mixed, strength))
+    verdict = _judge(tok.text, tok.lower, mixed, strength)
     return verdict is True or (verdict is None and _base(tok.lower) not in lowered)
-
-
-def _judge_key(key: tuple[str, str, bool, int]) -> bool | None:
-    """``_judge`` of (text, lower, mixed, strength)."""
-    return _judge(*key)
 
 
 def _judge(text: str, low: str, mixed: bool, strength: int) -> bool | None:
@@ -67,11 +61,6 @@ def _by_strength(word: str, f: float, ns: float, mixed: bool, titled: bool, stre
         return (ns >= 0.5 and f < 5.6) or (lx.rare_unknown(word) and not lx.near_english(word))
     # no cue: a word used far more as a name than as an English word
     return mixed and titled and ((ns > 1.5 and f < 3.5) or (ns >= 2.5 and f < 4.0))
-
-
-# the same word is judged once, not at every cue it follows; only words right after a cue
-# are asked about
-_JUDGED: Final = Memo("name_words.judged", _judge_key, 20_000)
 
 
 def _is_initial(tok: Token, text: str) -> bool:
