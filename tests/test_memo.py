@@ -125,3 +125,12 @@ def test_memoized_functions_key_on_their_arguments_and_take_no_keywords() -> Non
     with memos(False, "test.memoized"):
         add(1, 2)
     assert calls == [(1, 2), (2, 1), (5, 5), (1, 2)]
+
+
+def test_stats_carry_counts_and_names_never_keys_or_answers() -> None:
+    m: Memo[str, str] = Memo("test.private", str.upper, 4)
+    m("orla quillfeather")
+    (row,) = [s for s in memo.stats() if s.name == "test.private"]
+    shown = repr(row) + repr(memo.stats())
+    assert "quillfeather" not in shown.lower()
+    assert all(isinstance(v, int) for v in (row.size, row.stored, row.hits, row.misses))
