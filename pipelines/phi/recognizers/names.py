@@ -140,7 +140,7 @@ class _Note:
         self.taken: dict[int, tuple[Category, float]] = {}
         # the passes to try at a word, by the word as written (None: a note not in ASCII,
         # where each visit works them out)
-        self.steps: Memo[str, tuple[_Pass, ...]] | None = (
+        self.steps: Callable[[str], tuple[_Pass, ...]] | None = (
             _STEPS[self.mixed, self.lower_note] if self.written is not None else None
         )
 
