@@ -22,7 +22,6 @@ import re
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import date
-from functools import lru_cache
 from operator import attrgetter
 from types import MappingProxyType
 
@@ -30,6 +29,7 @@ from keystore.api import MintingStore, PatientState, StateMinter
 from pipelines.deadline import check
 from pipelines.document import ClinicalDocument, Identifiers, PersonName
 from pipelines.leak_guard import COMMON_WORD_ZIPF, WORD_RUN, is_word_char, leak_guard, word_runs
+from pipelines.memo import memoized
 from pipelines.phi.detector import Detector
 from pipelines.phi.merge import merge_spans
 from pipelines.policy import Action, Oversize, Policy
@@ -441,7 +441,7 @@ def _known_name_parts(identifiers: Identifiers) -> tuple[frozenset[str], frozens
     )
 
 
-@lru_cache(maxsize=2048)
+@memoized("deidentify.both_name_parts", 2048)
 def _both_name_parts(
     patient: tuple[PersonName, ...],
     provider: tuple[PersonName, ...],
@@ -451,7 +451,7 @@ def _both_name_parts(
     return parts(patient, provider, relative, True), parts(patient, provider, relative, False)
 
 
-@lru_cache(maxsize=2048)
+@memoized("deidentify.name_parts", 2048)
 def _name_parts(
     patient: tuple[PersonName, ...],
     provider: tuple[PersonName, ...],

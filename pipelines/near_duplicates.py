@@ -18,9 +18,9 @@ import sys
 import zlib
 from array import array
 from collections.abc import Callable, MutableMapping, Sequence
-from functools import lru_cache
 from itertools import islice
 
+from pipelines.memo import memoized
 from surrogates.pieces import whitespace_pieces
 
 SKETCH_SIZE = 64  # bottom-k sketch size: Jaccard estimate error ~ 1/sqrt(k)
@@ -162,13 +162,13 @@ def _lane_offsets(key: str, n: int) -> int:
     return int.from_bytes(_lane_constants(key)[1] * n, "little")
 
 
-@lru_cache(maxsize=4096)
+@memoized("near_duplicates.lane_constants", 4096)
 def _lane_constants(key: str) -> tuple[int, array[int]]:
     a1, a2, a3, b = _coefficients(key)
     return a3 | (a2 << 128) | (a1 << 256), array("Q", (b, 0))
 
 
-@lru_cache(maxsize=4096)
+@memoized("near_duplicates.coefficients", 4096)
 def _coefficients(key: str) -> tuple[int, int, int, int]:
     """Four 64-bit coefficients drawn from the key (the multipliers odd)."""
     raw = hashlib.blake2b(key.encode("utf-8"), digest_size=32, person=b"dsketch-v2").digest()
@@ -195,7 +195,7 @@ def _similarity(sa: frozenset[int], sb: frozenset[int], size: int) -> float:
     return sum(1 for v in shared if v <= cutoff) / size
 
 
-@lru_cache(maxsize=4096)
+@memoized("near_duplicates.filed", 4096)
 def _filed(entry: str) -> int:
     """A stored table entry's filing time, parsed once per entry string (a patient's visits
     are looked at again on each of its later documents)."""
@@ -206,14 +206,14 @@ def _pack(signature: Sequence[int]) -> str:
     return base64.b64encode(struct.pack(f"<{len(signature)}I", *signature)).decode("ascii")
 
 
-@lru_cache(maxsize=4096)  # ~4.3 KB each: ~18 MB when full
+@memoized("near_duplicates.stored_set", 4096)  # ~4.3 KB each: ~18 MB when full
 def _stored_set(entry: str) -> frozenset[int]:
     """A stored table entry's sketch as a set, decoded once per entry string (whose hash
     the string keeps): every document of the patient compares against the same visits."""
     return frozenset(array("I", binascii.a2b_base64(entry.partition(":")[2])))
 
 
-@lru_cache(maxsize=256)
+@memoized("near_duplicates.probe_size", 256)
 def _probe_size(count: int, at_least: float) -> int:
     """How many of a sketch's ``count`` values a visit must miss to score below ``at_least``.
 

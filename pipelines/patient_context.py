@@ -9,7 +9,6 @@ guard (:func:`with_context`).
 from __future__ import annotations
 
 from dataclasses import replace
-from functools import lru_cache
 from typing import Any
 
 import orjson
@@ -17,6 +16,7 @@ from pydantic import TypeAdapter
 
 from keystore.api import PatientState
 from pipelines.document import ClinicalDocument, Identifiers
+from pipelines.memo import memoized
 
 CONTEXT_KEY = "context.identifiers"
 CONTEXT_LIMIT = 16  # values kept per identifier kind
@@ -43,7 +43,7 @@ def context_of(state: PatientState) -> Identifiers | None:
     return _context_from_json(raw) if raw else None
 
 
-@lru_cache(maxsize=1024)
+@memoized("patient_context.context_from_json", 1024)
 def _context_from_json(raw: str) -> Identifiers:
     """Parsed once per stored text: every report of the patient reads the same context
     (Identifiers are frozen, so the parsed value can be shared)."""
@@ -81,7 +81,7 @@ def visits_of(state: PatientState) -> tuple[str, ...]:
     return _visits_from_json(raw) if raw else ()
 
 
-@lru_cache(maxsize=1024)
+@memoized("patient_context.visits_from_json", 1024)
 def _visits_from_json(raw: str) -> tuple[str, ...]:
     return tuple(str(v) for v in orjson.loads(raw))
 

@@ -27,6 +27,7 @@ from functools import lru_cache
 import holidays
 from dateutil.easter import easter
 
+from pipelines.memo import memoized
 from surrogates.base import SpanLike, Surrogate, apply_edits
 from surrogates.context import ReplaceContext
 
@@ -120,7 +121,7 @@ def _nth_weekday(year: int, month: int, weekday: int, n: int) -> date:
     return first + timedelta(days=offset + 7 * (n - 1))
 
 
-@lru_cache(maxsize=64)
+@memoized("surrogate_dates.holidays_of", 64)
 def _holidays_of(year: int) -> dict[str, date]:
     table: dict[str, date] = {}
     for day, name in sorted(holidays.country_holidays("US", years=year).items()):

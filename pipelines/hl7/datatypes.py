@@ -7,11 +7,11 @@ the standard's (2.3 to 2.8 agree on the ones read here). Escapes are decoded per
 from __future__ import annotations
 
 from datetime import UTC, date, datetime, timedelta, timezone
-from functools import lru_cache
 
 from pipelines.document import Address, Identifier, PersonName
 from pipelines.hl7.er7 import Delimiters
 from pipelines.hl7.escapes import decode_escapes
+from pipelines.memo import memoized
 
 
 def _comps(
@@ -131,7 +131,7 @@ def parse_ts(value: str, default_tz: timezone | None = None) -> datetime | None:
     return _parse_ts(value, default_tz)
 
 
-@lru_cache(maxsize=1024)
+@memoized("datatypes.parse_ts", 1024)
 def _parse_ts(value: str, default_tz: timezone | None) -> datetime | None:
     v = value.strip()
     if len(v) < 4:

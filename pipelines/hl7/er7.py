@@ -15,10 +15,10 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from functools import lru_cache
 
 from pipelines.errors import BadEncoding, BadEncodingCharacters, NoMSH
 from pipelines.hl7.escapes import decode_escapes
+from pipelines.memo import memoized
 
 _HEADER_SEGMENTS = frozenset(("MSH", "FHS", "BHS"))
 
@@ -251,7 +251,7 @@ _PATH = re.compile(
 )
 
 
-@lru_cache(maxsize=1024)
+@memoized("er7.parse_path", 1024)
 def parse_path(path: str) -> tuple[str, int, int, int, int, int]:
     """``OBX[2]-5(1).3.1`` → (segment, occurrence, field, repetition, component, subcomponent)."""
     m = _PATH.match(path)

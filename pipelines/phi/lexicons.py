@@ -27,6 +27,7 @@ from functools import cache
 from itertools import accumulate, compress, repeat
 from typing import TYPE_CHECKING, Final, NamedTuple
 
+from pipelines.memo import Memo
 from pipelines.phi.wordlists import word_list
 
 if TYPE_CHECKING:
@@ -53,36 +54,15 @@ class Token(NamedTuple):
     @property
     def is_title(self) -> bool:
         """ "Smith", "McDonald" (not "MD's", "SMITH")."""
-        return TITLE_CASE[self.text]
+        return is_title(self.text)
 
     @property
     def is_upper(self) -> bool:
         return self.text.isupper()
 
 
-class BoundedMemo(dict[str, bool]):
-    """Word -> ``judge(word)``, filled on first sight: a dict lookup where a hot loop would
-    ask the same question of every occurrence. Past ``limit`` words new answers are given
-    but not kept (a stream's vocabulary keeps growing)."""
-
-    def __init__(self, judge: Callable[[str], bool], limit: int) -> None:
-        super().__init__()
-        self.judge = judge
-        self.limit = limit
-
-    def __missing__(self, word: str) -> bool:
-        verdict = self.judge(word)
-        if len(self) < self.limit:
-            self[word] = verdict
-        return verdict
-
-
-def _is_title(text: str) -> bool:
+def is_title(text: str) -> bool:
     return text[0].isupper() and text[1:2].islower()
-
-
-# Word -> ``Token.is_title`` of it
-TITLE_CASE: Final = BoundedMemo(_is_title, 200_000)
 
 
 @dataclass(frozen=True, slots=True)
@@ -274,9 +254,6 @@ class English:
 
     common: dict[str, float]
     rare: HashedWords
-    # rare and unlisted words looked up, up to _SEEN_LIMIT: a note repeats its rare words
-    # (clinical terms, its names), and a dict look-up is faster than the search
-    seen: dict[str, float]
     # the longest common word: a word longer by two or more is no slip of one (a bound that
     # keeps the slip tests linear on a 16 KiB "word")
     longest: int
@@ -328,7 +305,7 @@ def _english() -> English:
             rare.append(words)
     del buckets
     longest = max(map(len, common), default=0)
-    return English(common, hashed_words(rare, values), {}, longest)
+    return English(common, hashed_words(rare, values), longest)
 
 
 def zipf(word: str) -> float:
@@ -336,15 +313,18 @@ def zipf(word: str) -> float:
     english = _english()
     value = english.common.get(word)
     if value is None:
-        value = english.seen.get(word)
-        if value is None:
-            value = english.rare.get(word)
-            if len(english.seen) < _SEEN_LIMIT:
-                english.seen[word] = value
+        value = _RARE_ZIPF(word)
     return value
 
 
-_NAME_SCORE: dict[str, float] = {}
+def _rare_zipf(word: str) -> float:
+    return _english().rare.get(word)
+
+
+# rare and unlisted words looked up: a note repeats its rare words (clinical terms, its
+# names), and a dict look-up is faster than the search
+_RARE_ZIPF: Final = Memo("lexicons.rare_zipf", _rare_zipf, _SEEN_LIMIT)
+
 
 # English month names, for the invented texts and augmentation that write dates out
 MONTH_NAMES: Final = (
@@ -364,12 +344,7 @@ MONTH_NAMES: Final = (
 
 
 def name_score(word: str) -> float:
-    value = _NAME_SCORE.get(word)
-    if value is None:
-        value = _name_score(word)
-        if len(_NAME_SCORE) < 200_000:
-            _NAME_SCORE[word] = value
-    return value
+    return _NAME_SCORE(word)
 
 
 def _name_score(word: str) -> float:
@@ -385,6 +360,9 @@ def _name_score(word: str) -> float:
     if share <= 0.0:
         return -9.0
     return math.log10(share * 1e5) + 2.0 - zipf(word)
+
+
+_NAME_SCORE: Final = Memo("lexicons.name_score", _name_score, 200_000)
 
 
 def is_first_name(word: str) -> bool:
@@ -522,26 +500,13 @@ def slips(word: str) -> set[str]:
 _LETTERS: Final = "abcdefghijklmnopqrstuvwxyz"
 
 
-_NEAR_ENGLISH: dict[str, bool] = {}
-
-
 def near_english(word: str) -> bool:
     """A lower-case word one typing slip (a letter dropped or added) away from a common English
-    word: "notifed", "awating", "dertermine" — typos, not names. Each word is worked out once
-    (bounded memo: it tries some 26 variants a letter, 30 µs for a 6-letter word, and a note
-    asks about its few rare words again and again)."""
-    verdict = _NEAR_ENGLISH.get(word)
-    if verdict is None:
-        verdict = _near_english(word)
-        if len(_NEAR_ENGLISH) < _SEEN_LIMIT:
-            _NEAR_ENGLISH[word] = verdict
-    return verdict
-
-
-def _near_english(word: str) -> bool:
-    """:func:`near_english` worked out. The variants are looked up in wordfreq directly (no
-    index kept: a 100k-entry index of variants slowed every note through the garbage
-    collector)."""
+    word: "notifed", "awating", "dertermine" — typos, not names. It tries some 26 variants a
+    letter (30 µs for a 6-letter word), each time: asked only of rare words after a weak cue,
+    a memo saved under 1 % (bench/README.md, "Memos"). The variants are looked up in wordfreq
+    directly (no index kept: a 100k-entry index of variants slowed every note through the
+    garbage collector)."""
     if len(word) < 4 or not may_slip_common(word):
         return False
     english = _english().common  # every word of Zipf >= _COMMON_ZIPF

@@ -283,16 +283,16 @@ def test_rule_starts_of_the_ascii_path_agree_with_the_general_path(text: str) ->
 def test_a_word_has_cue_passes_exactly_when_it_may_start_a_cue_rule(word: str) -> None:
     """The per-word plan replaces the old test "a cue word or a single letter"."""
     from pipelines.phi.recognizers.name_cues import cues
-    from pipelines.phi.recognizers.names import _CUE_PLANS
+    from pipelines.phi.recognizers.names import _cue_plan
 
-    assert bool(_CUE_PLANS[word]) == (word in cues().triggers or len(word) == 1)
+    assert bool(_cue_plan(word)) == (word in cues().triggers or len(word) == 1)
 
 
 def test_every_trigger_word_has_a_cue_plan() -> None:
     from pipelines.phi.recognizers.name_cues import cues
-    from pipelines.phi.recognizers.names import _CUE_PLANS
+    from pipelines.phi.recognizers.names import _cue_plan
 
-    assert cues().triggers and all(_CUE_PLANS[w] for w in cues().triggers)
+    assert cues().triggers and all(_cue_plan(w) for w in cues().triggers)
 
 
 _VOCAB_WORDS = (
@@ -326,7 +326,7 @@ def _gated_takes_as_every(text: str, ascii_path: bool) -> None:
     toks = lx.tokens(doc)
     every, gated = _Note(doc, toks), _Note(doc, toks)
     mode = (every.mixed, every.lower_note)
-    every.steps = {t: _all_steps(Token(0, 0, t, t.lower()), *mode) for t in toks.texts}  # type: ignore[assignment]
+    every.steps = {t: _all_steps(Token(0, 0, t, t.lower()), *mode) for t in toks.texts}.__getitem__
     _scan(every, list(range(len(toks.words))))
     if not ascii_path:
         gated.steps = None

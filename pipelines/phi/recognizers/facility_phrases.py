@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-from functools import cache, lru_cache
+from functools import cache
 from itertools import compress
 from operator import attrgetter
 from typing import Final
@@ -74,9 +74,8 @@ def _names(tok: Token, cased: bool) -> bool:
     return _names_word(tok.lower, cased)
 
 
-@lru_cache(maxsize=20_000)
 def _names_word(low: str, cased: bool) -> bool:
-    """``_names`` of a word, judged once per distinct lower-case word and ``cased``."""
+    """``_names`` of a lower-case word."""
     if len(low) < 2 or not low.replace("'", "").isalpha():
         return False
     if low in word_set("facility_services"):

@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Iterator
 from datetime import date
-from functools import cache, lru_cache
+from functools import cache
 from typing import Any
 
 from pipelines.document import Identifiers, PersonName
@@ -118,7 +118,7 @@ class KnownIdentifierRecognizer(Recognizer):
         words, text, mixed = toks.words, doc.text, toks.mixed_case
         nicks = doc.artifacts.known_nicknames or frozenset()
         ids = doc.identifiers
-        initials, wanted = _name_lookup(ids.provider_names, ids.relative_names, ids.patient_names)
+        initials, wanted = _name_lookup((ids.provider_names, ids.relative_names, ids.patient_names))
         if toks.lower_set.isdisjoint(wanted):
             return  # none of the known names (nor their initials) occurs in this note
         for i in lx.where(toks, wanted):
@@ -146,20 +146,17 @@ def known_name_forms(doc: Doc) -> dict[str, Category]:
     if artifacts.known_names is not None:
         return artifacts.known_names
     ids = doc.identifiers
-    forms, nicks = _name_forms(ids.provider_names, ids.relative_names, ids.patient_names)
-    forms = dict(forms)  # the memo's own dict is never handed out
+    forms, nicks = _name_forms((ids.provider_names, ids.relative_names, ids.patient_names))
     artifacts.known_names, artifacts.known_nicknames = forms, nicks
     return forms
 
 
-@lru_cache(maxsize=1024)
-def _name_forms(
-    providers: tuple[PersonName, ...],
-    relatives: tuple[PersonName, ...],
-    patients: tuple[PersonName, ...],
-) -> tuple[dict[str, Category], frozenset[str]]:
-    """Name forms and nicknames of the known people, memoised: a patient's documents come in
-    runs with the same names, and splitting parts and looking up nicknames is per-name work."""
+_People = tuple[tuple[PersonName, ...], tuple[PersonName, ...], tuple[PersonName, ...]]
+
+
+def _name_forms(known: _People) -> tuple[dict[str, Category], frozenset[str]]:
+    """Name forms and nicknames of the known people (providers, relatives, patients)."""
+    providers, relatives, patients = known
     forms: dict[str, Category] = {}
     nicks: set[str] = set()
     for people, cat in (
@@ -192,7 +189,6 @@ def _nicknames(people: Iterable[PersonName]) -> Iterator[str]:
             yield from _nicknames_of(person.given[0].lower().strip())
 
 
-@lru_cache(maxsize=4096)
 def _nicknames_of(first: str) -> tuple[str, ...]:
     return tuple(
         nick
@@ -213,16 +209,11 @@ def _name_parts(people: Iterable[PersonName]) -> Iterator[str]:
                 yield low.replace("’", "'")
 
 
-@lru_cache(maxsize=1024)
-def _name_lookup(
-    providers: tuple[PersonName, ...],
-    relatives: tuple[PersonName, ...],
-    patients: tuple[PersonName, ...],
-) -> tuple[dict[str, Category], frozenset[str]]:
+def _name_lookup(people: _People) -> tuple[dict[str, Category], frozenset[str]]:
     """The known names' initials, and every form a word of the note is looked up against
     (parts, nicknames, their possessives, initials): per set of people, not per document."""
-    forms, _ = _name_forms(providers, relatives, patients)
-    initials = _known_initials(providers, relatives, patients)
+    forms, _ = _name_forms(people)
+    initials = _known_initials(*people)
     wanted = {*forms, *(f + "'s" for f in forms), *(f + "’s" for f in forms), *initials}
     return initials, frozenset(wanted)
 

@@ -11,12 +11,12 @@ countries alone are not identifying under Safe Harbor; they are kept unless part
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
 from functools import cache
 from itertools import compress
 from operator import attrgetter
-from typing import Final
+from typing import Final, cast
 
+from pipelines.memo import Memo
 from pipelines.phi import lexicons as lx
 from pipelines.phi.base import Doc, Recognizer
 from pipelines.phi.lexicons import Token
@@ -87,10 +87,7 @@ def _mixed_start(word: str) -> bool:
     "pa", common words) starts nothing there: the state rules (``_city_before_state``,
     ``_compass_state``) want a capitalised or all-caps state in a mixed-case note."""
     low = word.lower()
-    return low in _starts() and (low in _TRIGGERS or lx.TITLE_CASE[word] or word.isupper())
-
-
-_MIXED_STARTS: Final = lx.BoundedMemo(_mixed_start, 100_000)
+    return low in _starts() and (low in _TRIGGERS or lx.is_title(word) or word.isupper())
 
 
 def _loop_starts(toks: lx.Tokens, ascii_note: bool, picked: list[int]) -> Iterable[int]:
@@ -98,7 +95,7 @@ def _loop_starts(toks: lx.Tokens, ascii_note: bool, picked: list[int]) -> Iterab
     in a mixed-case ASCII note less the state words that can start nothing there."""
     if not (toks.mixed_case and ascii_note):
         return compress(picked, map(_starts().__contains__, map(toks.lowers.__getitem__, picked)))
-    return compress(picked, map(_MIXED_STARTS.__getitem__, map(toks.texts.__getitem__, picked)))
+    return compress(picked, map(_mixed_start, map(toks.texts.__getitem__, picked)))
 
 
 @cache
@@ -732,20 +729,22 @@ _Verdict = tuple[int, int, Category, float] | None
 _UNSEEN: Final = (0, 0, CITY, 0.0)  # a verdict no rule gives (an empty span)
 
 
-@dataclass(frozen=True, slots=True, eq=False)
 class _Window:
     """How many words before and after its word a rule reads (and the text between them, and
     nothing else of the note but the case flag it is given), with its verdicts kept per
-    window text: one dict for each value of the flag, emptied at ``_JUDGED_LIMIT``."""
+    window text and flag in a memo (``_JUDGED_LIMIT`` windows). The bounds are declared, not
+    assumed: tests/phi/test_location_windows.py runs every rule judged through a window on
+    the window's words alone and fails when a verdict differs (a rule reading further)."""
 
-    before: int
-    after: int
-    judged: tuple[dict[str, _Verdict], dict[str, _Verdict]] = field(
-        default_factory=lambda: ({}, {})
-    )
+    __slots__ = ("after", "before", "judged")
+
+    def __init__(self, name: str, before: int, after: int) -> None:
+        self.before = before
+        self.after = after
+        self.judged: Memo[tuple[str, bool], _Verdict] = Memo(name, None, _JUDGED_LIMIT)
 
 
-_JUDGED_LIMIT: Final = 10_000  # per dict: about 2 MB of windows at most
+_JUDGED_LIMIT: Final = 20_000  # about 4 MB of windows at most
 # Windows repeat in long notes (copied-forward text, templates); a short note's windows are
 # mostly new, and keeping them would cost more than it saves (5 ms per MB of short notes).
 _JUDGED_MIN_TEXT = 10_000
@@ -753,10 +752,10 @@ _JUDGED_MIN_TEXT = 10_000
 # five after it (an article, a city of three words and the word after it: a facility head
 # or a place suffix); the characters they read past a word (a floor number, a clause mark)
 # come before the fifth word's end.
-_CUE_WINDOW: Final = _Window(6, 5)
+_CUE_WINDOW: Final = _Window("locations.cue_window", 6, 5)
 # ``_facility`` reads the name words up to four before the head and the word before them
 # ("University of"), and the word after the head ("X House NH", "General Hospital").
-_HEAD_WINDOW: Final = _Window(5, 1)
+_HEAD_WINDOW: Final = _Window("locations.head_window", 5, 1)
 
 
 def _judged(
@@ -781,20 +780,18 @@ def _judged(
     if where is None:
         return rule(words, c, text, flag)
     origin, key = where
-    judged = window.judged[flag]
-    verdict = judged.get(key, _UNSEEN)
+    verdict = window.judged.peek((key, flag), _UNSEEN)
     if verdict is None:
         return None
     if verdict is not _UNSEEN:
-        start, stop, category, confidence = verdict
+        start, stop, category, confidence = cast("tuple[int, int, Category, float]", verdict)
         return Span(origin + start, origin + stop, category, confidence, "locations")
     span = rule(words, c, text, flag)
-    if len(judged) >= _JUDGED_LIMIT:
-        judged.clear()
     if span is None:
-        judged[key] = None
+        window.judged.put((key, flag), None)
     elif origin <= span.start and span.end <= origin + len(key):  # the rule reads no further
-        judged[key] = (span.start - origin, span.end - origin, span.category, span.confidence)
+        relative = (span.start - origin, span.end - origin, span.category, span.confidence)
+        window.judged.put((key, flag), relative)
     return span
 
 

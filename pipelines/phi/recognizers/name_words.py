@@ -18,26 +18,15 @@ def _plausible(tok: Token, mixed: bool, strength: int, lowered: Container[str]) 
     ``lowered`` holds the words this (mixed-case) note also writes in lower case: those are
     common nouns here ("Aline placed" … "aline dc'd"), whatever the census says.
     """
-    verdict = _JUDGED[tok.text, tok.lower, mixed, strength]
+    verdict = _judge(tok.text, tok.lower, mixed, strength)
     return verdict is True or (verdict is None and _base(tok.lower) not in lowered)
-
-
-class _Judged(dict[tuple[str, str, bool, int], "bool | None"]):
-    """(text, lower, mixed, strength) -> ``_judge`` of it: the same word is judged once, not
-    at every cue it follows. Filled on first sight, bounded."""
-
-    def __missing__(self, key: tuple[str, str, bool, int]) -> bool | None:
-        verdict = _judge(*key)
-        if len(self) < 20_000:  # only words right after a cue are asked about
-            self[key] = verdict
-        return verdict
 
 
 def _judge(text: str, low: str, mixed: bool, strength: int) -> bool | None:
     """``_plausible`` of a word written ``text``, lower-case ``low``, before looking at the
     note: None for "yes, unless this mixed-case note also writes the word in lower case"."""
     word = _base(low)
-    title, upper = lx.TITLE_CASE[text], text.isupper()
+    title, upper = lx.is_title(text), text.isupper()
     if len(word) < 2:
         return False
     if len(word) < 3 and strength < 3 and not (mixed and title and lx.is_first_name(word)):
@@ -72,9 +61,6 @@ def _by_strength(word: str, f: float, ns: float, mixed: bool, titled: bool, stre
         return (ns >= 0.5 and f < 5.6) or (lx.rare_unknown(word) and not lx.near_english(word))
     # no cue: a word used far more as a name than as an English word
     return mixed and titled and ((ns > 1.5 and f < 3.5) or (ns >= 2.5 and f < 4.0))
-
-
-_JUDGED: Final = _Judged()
 
 
 def _is_initial(tok: Token, text: str) -> bool:

@@ -31,6 +31,7 @@ from operator import itemgetter, or_
 from string import ascii_lowercase
 from typing import Final
 
+from pipelines.memo import Memo
 from pipelines.phi import lexicons as lx
 from pipelines.phi.base import Doc, Recognizer
 from pipelines.phi.lexicons import Token
@@ -83,7 +84,6 @@ def _may_start(low: str) -> bool:
     return low in cues().triggers or len(low) <= 1 or low in lx.first_names()
 
 
-_MAY_START = lx.BoundedMemo(_may_start, 100_000)
 _first_char = itemgetter(0)
 
 
@@ -140,7 +140,7 @@ class _Note:
         self.taken: dict[int, tuple[Category, float]] = {}
         # the passes to try at a word, by the word as written (None: a note not in ASCII,
         # where each visit works them out)
-        self.steps: _Steps | None = (
+        self.steps: Callable[[str], tuple[_Pass, ...]] | None = (
             _STEPS[self.mixed, self.lower_note] if self.written is not None else None
         )
 
@@ -551,13 +551,13 @@ def _initial_then_surname(note: _Note, i: int) -> int | None:
 def _title_case_pair(note: _Note, i: int) -> int | None:
     """No cue: two Title-case words that are each a name or rare ("Oriel Vantmoor")."""
     words, tok = note.words, note.words[i]
-    low, title_case = tok.lower, lx.TITLE_CASE
+    low, title_case = tok.lower, lx.is_title
     if (
         (note.mixed or note.lower_note)
-        and title_case[tok.text]
+        and title_case(tok.text)
         and i + 1 < note.n
         and i not in note.taken
-        and title_case[words[i + 1].text]
+        and title_case(words[i + 1].text)
         and _tight(note.gap(i, i + 1), tok)
         and _namey(tok)
         and _namey(words[i + 1])
@@ -600,7 +600,7 @@ def _lone_first_name(note: _Note, i: int) -> int | None:
     tok = note.words[i]
     if (
         (note.mixed or note.lower_note)
-        and lx.TITLE_CASE[tok.text]
+        and lx.is_title(tok.text)
         and i not in note.taken
         and tok.lower in note.first_names
         and (note.ok(i, 1) or _common_first_name(tok, note.text, note.lowered, note.eponyms))
@@ -672,34 +672,26 @@ def _capital_counts(tok: Token, mixed: bool, lower_note: bool) -> bool:
     return tok.lower in lx.first_names() or (lower_note and capital)
 
 
-class _CuePlans(dict[str, tuple[_Pass, ...]]):
+def _cue_plan(low: str) -> tuple[_Pass, ...]:
     """Lower-case word -> the cue passes it may start, in order (none for most words): a title,
-    a credential, a word after a name, a role word or verb of talking, an initial. Filled on
-    first sight, bounded."""
-
-    def __missing__(self, low: str) -> tuple[_Pass, ...]:
-        c = cues()
-        plan: list[_Pass] = []
-        if low in c.titles:
-            plan.append(_after_title)
-        if low in c.credentials or low in {"r", "m"}:
-            plan.append(_before_credential)
-        if low in c.role_after:
-            plan.append(_before_role_after)
-        if low in c.role_before or low in c.role_slips or low in c.role_possessive:
-            plan.append(_role_passes)
-        elif low == "is":  # what ``_role_passes`` does at a word that is no role word
-            plan.append(_family_contact_pass)
-        elif low in _TALK_WORDS:
-            plan.append(_talked_with_pass)
-        if len(low) == 1:
-            plan.append(_initial_then_surname)
-        if len(self) < 100_000:
-            self[low] = tuple(plan)
-        return tuple(plan)
-
-
-_CUE_PLANS = _CuePlans()
+    a credential, a word after a name, a role word or verb of talking, an initial."""
+    c = cues()
+    plan: list[_Pass] = []
+    if low in c.titles:
+        plan.append(_after_title)
+    if low in c.credentials or low in {"r", "m"}:
+        plan.append(_before_credential)
+    if low in c.role_after:
+        plan.append(_before_role_after)
+    if low in c.role_before or low in c.role_slips or low in c.role_possessive:
+        plan.append(_role_passes)
+    elif low == "is":  # what ``_role_passes`` does at a word that is no role word
+        plan.append(_family_contact_pass)
+    elif low in _TALK_WORDS:
+        plan.append(_talked_with_pass)
+    if len(low) == 1:
+        plan.append(_initial_then_surname)
+    return tuple(plan)
 
 
 # --------------------------------------------------------------------------- rule starts
@@ -714,7 +706,7 @@ def _title_pair_may(tok: Token, mixed: bool, lower_note: bool) -> bool:
     low = tok.lower
     return (
         (mixed or lower_note)
-        and lx.TITLE_CASE[tok.text]
+        and lx.is_title(tok.text)
         and _namey(tok)
         and (low in lx.first_names() or _rare_unknown(tok) or lx.zipf(low) < 2.5)
     )
@@ -725,7 +717,7 @@ def _initial_surname_may(tok: Token, mixed: bool, lower_note: bool) -> bool:
 
 
 def _lone_first_may(tok: Token, mixed: bool, lower_note: bool) -> bool:
-    return (mixed or lower_note) and lx.TITLE_CASE[tok.text] and tok.lower in lx.first_names()
+    return (mixed or lower_note) and lx.is_title(tok.text) and tok.lower in lx.first_names()
 
 
 def _one_case_full_may(tok: Token, mixed: bool, lower_note: bool) -> bool:
@@ -774,54 +766,46 @@ def _steps(tok: Token, mixed: bool, lower_note: bool) -> tuple[_Pass, ...]:
 
 def _all_steps(tok: Token, mixed: bool, lower_note: bool) -> tuple[_Pass, ...]:
     """The passes that may start at a word like ``tok``, before its own questions."""
-    plan = _CUE_PLANS[tok.lower]
+    plan = _cue_plan(tok.lower)
     if plan or _capital_counts(tok, mixed, lower_note):
         return (*plan, *_uncued(mixed, lower_note))
     return (_lower_full_name_pass,)
 
 
-class _Steps(dict[str, tuple[_Pass, ...]]):
+def _steps_of(mixed: bool, lower_note: bool) -> Memo[str, tuple[_Pass, ...]]:
     """Word as written -> its ``_steps`` in an ASCII note of one case (where the word's
-    lower-case form is ``str.lower`` of it). Filled on first sight, bounded."""
+    lower-case form is ``str.lower`` of it)."""
 
-    def __init__(self, mixed: bool, lower_note: bool) -> None:
-        super().__init__()
-        self.mode = (mixed, lower_note)
+    def steps_of(text: str) -> tuple[_Pass, ...]:
+        steps = _steps(Token(0, len(text), text, text.lower()), mixed, lower_note)
+        return _SHARED_STEPS.setdefault(steps, steps)  # a few distinct tuples, kept once
 
-    def __missing__(self, text: str) -> tuple[_Pass, ...]:
-        steps = _steps(Token(0, len(text), text, text.lower()), *self.mode)
-        steps = _SHARED_STEPS.setdefault(steps, steps)  # a few distinct tuples, kept once
-        if len(self) < 50_000:  # words as written: a stream's vocabulary grows for long
-            self[text] = steps
-        return steps
+    # words as written: a stream's vocabulary grows for long
+    return Memo("names.steps", steps_of, 50_000)
 
 
 _SHARED_STEPS: dict[tuple[_Pass, ...], tuple[_Pass, ...]] = {}
 
 
-_STEPS: Final = {(m, lo): _Steps(m, lo) for m in (False, True) for lo in (False, True)}
+_STEPS: Final = {(m, lo): _steps_of(m, lo) for m in (False, True) for lo in (False, True)}
 
 
-class _Starter(dict[str, bool]):
+def _starter(mixed: bool, lower_note: bool) -> Callable[[str], bool]:
     """Word as written in an ASCII note of one case -> may the main loop visit it: a word that
     may start a rule by itself or (where case tells something) a capitalised one, with some
-    pass left to try (``_steps``). Filled on first sight, bounded."""
+    pass left to try (``_steps``)."""
+    capitals_count = mixed or lower_note
+    steps = _STEPS[mixed, lower_note]
 
-    def __init__(self, mixed: bool, lower_note: bool) -> None:
-        super().__init__()
-        self.capitals_count = mixed or lower_note
-        self.steps = _STEPS[mixed, lower_note]
-
-    def __missing__(self, text: str) -> bool:
+    def starts(text: str) -> bool:
         # an ASCII word sorts before "[" exactly when its first letter is a capital
-        may = text.lower() in _start_words() or (self.capitals_count and text < "[")
-        verdict = bool(may and self.steps[text])
-        if len(self) < 50_000:
-            self[text] = verdict
-        return verdict
+        may = text.lower() in _start_words() or (capitals_count and text < "[")
+        return bool(may and steps(text))
+
+    return starts
 
 
-_STARTERS: Final = {(m, lo): _Starter(m, lo) for m in (False, True) for lo in (False, True)}
+_STARTERS: Final = {(m, lo): _starter(m, lo) for m in (False, True) for lo in (False, True)}
 
 
 def _rule_starts(
@@ -840,11 +824,11 @@ def _rule_starts(
     if written is not None:
         steps = _STEPS[mixed, lower_note]
         starter = _STARTERS[mixed, lower_note]
-        kept = {t for t in written if starter[t]}
+        kept = set(filter(starter, written))
         starts = list(compress(range(len(texts)), map(kept.__contains__, texts)))
-        talk_only = {t for t in kept if steps[t] == _TALK_ONLY}
+        talk_only = {t for t in kept if steps(t) == _TALK_ONLY}
     else:
-        may = map(_MAY_START.__getitem__, lows)
+        may = map(_may_start, lows)
         if capitals_count:
             may = map(or_, may, map(str.isupper, map(_first_char, texts)))
         words = toks.words
@@ -875,7 +859,7 @@ def _visit(note: _Note, i: int) -> int | None:
     """Try the passes at word ``i``; return the index to go on from, or None for ``i + 1``."""
     tok = note.words[i]
     steps = (
-        note.steps[tok.text] if note.steps is not None else _steps(tok, note.mixed, note.lower_note)
+        note.steps(tok.text) if note.steps is not None else _steps(tok, note.mixed, note.lower_note)
     )
     for step in steps:
         nxt = step(note, i)

@@ -17,12 +17,13 @@ import bisect
 import re
 from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
-from functools import cache
+from functools import cache, partial
 from importlib import resources
 from itertools import accumulate, compress, count
 from operator import attrgetter
 from typing import Final
 
+from pipelines.memo import Memo
 from pipelines.phi import lexicons
 from pipelines.phi.tagger.crf import ATTRIBUTE
 from pipelines.phi.wordlists import word_set
@@ -377,7 +378,10 @@ class Featurizer:
         if keep is not None and not isinstance(keep, Mapping):
             keep = {a: i for i, a in enumerate(sorted(keep))}
         self.attributes = Attributes(keep)
-        self._words: tuple[dict[str, _Word], dict[str, _Word]] = ({}, {})
+        self._words = (
+            Memo("tagger.words", partial(self._made, one_case=False), _MEMO_LIMIT),
+            Memo("tagger.words", partial(self._made, one_case=True), _MEMO_LIMIT),
+        )
         self._pad = tuple(self.attributes.pack(p) for p in _PAD)
         self._pairs = None if keep is None else (_pairs(keep, "bl="), _pairs(keep, "br="))
 
@@ -425,27 +429,22 @@ class Featurizer:
         """What ``word`` is (its own features, whether the CRF labels it) and what tokens
         at each offset of ``_CONTEXT`` see of it (a subset, prefixed by the offset); memo
         per distinct word."""
-        memo = self._words[one_case]
-        found = memo.get(word)
-        if found is None:
-            features = _word_features(word, one_case)
-            seen = [f for f in features if f.startswith(_CONTEXT_KEEP)]
-            pack = self.attributes.pack
-            found = _Word(
-                pack(features),
-                tuple(pack(map(prefix.__add__, seen)) for prefix in _CONTEXT_PREFIXES),
-                word.lower(),
-                may_be_phi(word, one_case),
-            )
-            if len(memo) < _MEMO_LIMIT:
-                memo[word] = found
-        return found
+        return self._words[one_case](word)
+
+    def _made(self, word: str, one_case: bool) -> _Word:
+        """:meth:`word` worked out."""
+        features = _word_features(word, one_case)
+        seen = [f for f in features if f.startswith(_CONTEXT_KEEP)]
+        pack = self.attributes.pack
+        return _Word(
+            pack(features),
+            tuple(pack(map(prefix.__add__, seen)) for prefix in _CONTEXT_PREFIXES),
+            word.lower(),
+            may_be_phi(word, one_case),
+        )
 
     def _entries(self, words: list[str], one_case: bool) -> list[_Word]:
-        entries = list(map(self._words[one_case].get, words))
-        if not all(entries):  # a word first seen (``_Word`` objects are all true)
-            entries = [e or self.word(w, one_case) for e, w in zip(entries, words, strict=True)]
-        return entries  # type: ignore[return-value]
+        return self._words[one_case].many(words)
 
     def _rows(
         self,
