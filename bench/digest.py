@@ -2,14 +2,16 @@
 must not change behaviour (moving word lists to data files, say) prints the same digest
 before and after.
 
-    .venv/bin/python bench/digest.py [--corpus DIR] [--policy FILE] [--dump FILE]
+    .venv/bin/python bench/digest.py [--corpus DIR] [--policy FILE] [--dump FILE] [--no-memos]
 
 Runs ``Detector`` (``Policy.load()`` unless ``--policy``) over every note of ``id.text``,
 twice: with the patients' known names (``pid_patientname.txt``, as ``deidstream evaluate
 --known-names`` gives them) and without. For each run it prints the number of spans and the
 sha256 of the sorted ``note start end category`` lines. ``--dump`` writes those lines (the run
 with known names) so two dumps can be compared with ``diff`` when the digests differ; the dump
-holds offsets and categories only, never the text. Skips (exit 0) when the corpus is absent.
+holds offsets and categories only, never the text. ``--no-memos`` runs under
+``memos(False)``: every memo computes without storing (the same digest shows the memos change
+nothing). Skips (exit 0) when the corpus is absent.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ sys.path.insert(0, str(ROOT))
 
 from pipelines.corpus import Note, load_patient_names, read_notes  # noqa: E402
 from pipelines.document import Identifiers  # noqa: E402
+from pipelines.memo import memos  # noqa: E402
 from pipelines.phi.base import Doc  # noqa: E402
 from pipelines.phi.detector import Detector  # noqa: E402
 from pipelines.policy import Policy  # noqa: E402
@@ -53,7 +56,13 @@ def main() -> int:
     ap.add_argument("--corpus", type=Path, default=DEFAULT_CORPUS)
     ap.add_argument("--policy", type=Path, default=None)
     ap.add_argument("--dump", type=Path, default=None, help="write the span lines here")
+    ap.add_argument("--no-memos", action="store_true", help="every memo off (memos(False))")
     args = ap.parse_args()
+    with memos(not args.no_memos):
+        return _run(args)
+
+
+def _run(args: argparse.Namespace) -> int:
     text_path = args.corpus / "id.text"
     if not text_path.is_file():
         print(f"skipped: no corpus at {text_path}")
