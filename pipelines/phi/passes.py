@@ -1,0 +1,253 @@
+"""Passes as data: a word-level recognizer is an ordered list of named :class:`Pass` es.
+
+A pass declares what it needs — the words that start it (``words``), or that it may start at
+any word its gate accepts (``anywhere``); what it asks of that word alone (``gate``); the note
+cases it runs in (``cases``); how many words before and after it reads (``before``/``after``);
+the vocabulary files it reads (``vocabulary``) — and one small function, ``run(note, i)``.
+One driver, :class:`Passes`, derives from those declarations everything that used to be
+written twice: which passes are tried at which word (:meth:`Passes.steps`), which words a
+recognizer must visit at all (:meth:`Passes.triggers`, :meth:`Passes.may_start`), the memo of
+a pass's verdict on a repeated stretch of text (:meth:`Passes.judged`, keyed by the pass's own
+window), and the name every span carries in ``Span.source`` (:meth:`Passes.stamp`). So a gate
+can never disagree with its pass: loosen the pass's declared words or gate and its dispatch
+follows.
+
+The contract a pass keeps, and tests check (``tests/phi/test_passes.py`` and the window
+tests of each recognizer): ``run`` reads no word outside ``[i - before, i + after]`` and
+nothing of the note but its case; its ``gate`` looks at the word only.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Any, Final, Generic, Protocol, TypeVar, cast
+
+from pipelines.memo import Memo
+from pipelines.phi.lexicons import Token, Tokens
+from pipelines.spans import Category, Span
+
+
+class Case(Enum):
+    """The case model of a note, decided once per note from its tokens."""
+
+    MIXED = "mixed"  # capitals tell something
+    LOWER = "lower"  # written in lower case: its few capitals are signals
+    UPPER = "upper"  # written in one case (capitals): case tells nothing
+
+    @classmethod
+    def of(cls, toks: Tokens) -> Case:
+        if toks.mixed_case:
+            return cls.MIXED
+        return cls.LOWER if toks.lower_note else cls.UPPER
+
+
+ALL_CASES: Final = frozenset(Case)
+
+
+class NoteView(Protocol):
+    """What the driver reads of a recognizer's per-note context."""
+
+    @property
+    def words(self) -> tuple[Token, ...]: ...
+
+    @property
+    def text(self) -> str: ...
+
+
+N = TypeVar("N", bound=NoteView)  # the recognizer's per-note context
+R = TypeVar("R")  # what a pass returns (a span, the next word to visit…); None: nothing
+
+Gate = Callable[[Token, Case], bool]
+
+
+def _any(tok: Token, case: Case) -> bool:
+    return True
+
+
+@dataclass(frozen=True)
+class Pass(Generic[N, R]):
+    """One rule of a recognizer, declared.
+
+    ``name`` is ``"<recognizer>.<pass>"`` and is what ``Span.source`` says of the spans the
+    pass makes. ``run(note, i)`` is tried at word ``i`` when the word starts the pass (it is
+    one of ``words``, or ``anywhere`` is set), the note's case is one of ``cases`` and
+    ``gate(word, case)`` holds; it returns None when the pass finds nothing there."""
+
+    name: str
+    run: Callable[[N, int], R | None]
+    words: frozenset[str] = frozenset()
+    anywhere: bool = False
+    gate: Gate = _any
+    cases: frozenset[Case] = ALL_CASES
+    before: int = 0
+    after: int = 0
+    vocabulary: tuple[str, ...] = ()
+    memo: bool = False  # remember its verdict per window text (see ``Passes.judged``)
+    doc: str = field(default="", compare=False)
+
+    def __post_init__(self) -> None:
+        recognizer, _, rule = self.name.partition(".")
+        if not recognizer or not rule:
+            raise ValueError(f"a pass is named '<recognizer>.<pass>', not {self.name!r}")
+        if not self.words and not self.anywhere:
+            raise ValueError(f"pass {self.name}: no trigger words and not ``anywhere``")
+        if self.before < 0 or self.after < 0:
+            raise ValueError(f"pass {self.name}: negative window")
+        if not self.cases:
+            raise ValueError(f"pass {self.name}: runs in no case")
+        if any(w != w.lower() for w in self.words):
+            raise ValueError(f"pass {self.name}: trigger words are lower-case")
+
+    def starts_at(self, tok: Token, case: Case) -> bool:
+        """Is this pass tried at ``tok`` in a note of ``case`` (its declaration only)?"""
+        return (
+            case in self.cases
+            and (self.anywhere or tok.lower in self.words)
+            and self.gate(tok, case)
+        )
+
+    @property
+    def summary(self) -> str:
+        """The first line of what the pass does (its ``doc`` or its function's docstring)."""
+        text = self.doc or (self.run.__doc__ or "")
+        return text.strip().split("\n", 1)[0]
+
+
+_JUDGED_LIMIT: Final = 20_000  # windows remembered per pass at most (about 4 MB)
+# Windows repeat in long notes (copied-forward text, templates); a short note's windows are
+# mostly new, and remembering them costs more than it saves.
+JUDGED_MIN_TEXT: Final = 10_000
+_UNSEEN: Final = object()
+_Verdict = tuple[int, int, Category, float] | None
+
+
+class Passes(Generic[N, R]):
+    """A recognizer's passes in the order they are tried, and what derives from them."""
+
+    def __init__(self, recognizer: str, passes: Sequence[Pass[N, R]]) -> None:
+        names = [p.name for p in passes]
+        if len(set(names)) != len(names):
+            raise ValueError(f"{recognizer}: two passes share a name")
+        for p in passes:
+            if not p.name.startswith(recognizer + "."):
+                raise ValueError(f"pass {p.name} does not belong to {recognizer}")
+        self.recognizer = recognizer
+        self.passes: tuple[Pass[N, R], ...] = tuple(passes)
+        self.by_name = {p.name: p for p in self.passes}
+        self.triggers: frozenset[str] = frozenset().union(*(p.words for p in self.passes))
+        self.anywhere: tuple[Pass[N, R], ...] = tuple(p for p in self.passes if p.anywhere)
+        self.before = max((p.before for p in self.passes), default=0)
+        self.after = max((p.after for p in self.passes), default=0)
+        self._judged: dict[str, Memo[tuple[str, Case], _Verdict]] = {
+            p.name: Memo(f"{p.name}.window", None, _JUDGED_LIMIT) for p in self.passes if p.memo
+        }
+        # word as written -> its steps, per case (ASCII words: lower() is the lower form)
+        self._steps: dict[Case, Memo[str, tuple[Pass[N, R], ...]]] = {
+            case: Memo(f"{recognizer}.steps.{case.value}", self._steps_maker(case), 50_000)
+            for case in Case
+        }
+        self._shared: dict[tuple[Pass[N, R], ...], tuple[Pass[N, R], ...]] = {}
+
+    def _steps_maker(self, case: Case) -> Callable[[str], tuple[Pass[N, R], ...]]:
+        def steps_of(text: str) -> tuple[Pass[N, R], ...]:
+            found = self.plan(Token(0, len(text), text, text.lower()), case)
+            return self._shared.setdefault(found, found)  # a few distinct tuples, kept once
+
+        return steps_of
+
+    def plan(self, tok: Token, case: Case) -> tuple[Pass[N, R], ...]:
+        """The passes tried at ``tok`` in a note of ``case``, in declared order (uncached)."""
+        return tuple(p for p in self.passes if p.starts_at(tok, case))
+
+    def steps(self, tok: Token, case: Case, ascii_word: bool = True) -> tuple[Pass[N, R], ...]:
+        """:meth:`plan`, remembered per word as written (for ASCII words)."""
+        if ascii_word:
+            return self._steps[case](tok.text)
+        return self.plan(tok, case)
+
+    def may_start(self, tok: Token, case: Case) -> bool:
+        """Must a recognizer visit ``tok`` at all: is some pass tried there?"""
+        return bool(self.steps(tok, case, tok.text.isascii()))
+
+    def first(self, note: N, i: int, case: Case) -> tuple[Pass[N, R], R] | None:
+        """Try the passes of word ``i`` in order; the first that finds something, and what."""
+        tok = note.words[i]
+        for step in self.steps(tok, case, tok.text.isascii()):
+            found = self.call(step, note, i, case)
+            if found is not None:
+                return step, found
+        return None
+
+    def call(self, step: Pass[N, R], note: N, i: int, case: Case) -> R | None:
+        """``step.run(note, i)``, through its window memo when it declares one."""
+        if not step.memo:
+            return step.run(note, i)
+        return cast("R | None", self.judged(step, note, i, case))
+
+    def judged(self, step: Pass[N, R], note: N, i: int, case: Case) -> Span | None:
+        """A span-making pass's verdict at word ``i``, worked out once per distinct stretch
+        of text in its declared window and note case (a long note repeats its phrases).
+
+        The pass reads the words from ``before`` before ``i`` to ``after`` after it and the
+        text between them, and nothing else of the note but its case; so its verdict, taken
+        relative to the window's start, is a function of the window's text and the case. Near
+        the note's ends, where the window would be cut short, or in a short note, the pass is
+        asked each time."""
+        words, text = note.words, note.text
+        run = cast("Callable[[N, int], Span | None]", step.run)
+        lo, hi = i - step.before, i + step.after + 1
+        if len(text) < JUDGED_MIN_TEXT or lo < 0 or hi > len(words):
+            return run(note, i)
+        origin = words[lo].start
+        key = (text[origin : words[hi - 1].end], case)
+        memo = self._judged[step.name]
+        verdict = memo.peek(key, _UNSEEN)
+        if verdict is None:
+            return None
+        if verdict is not _UNSEEN:
+            start, stop, category, confidence = cast("tuple[int, int, Category, float]", verdict)
+            return Span(origin + start, origin + stop, category, confidence, step.name)
+        span = run(note, i)
+        if span is None:
+            memo.put(key, None)
+        elif origin <= span.start and span.end <= origin + len(key[0]):  # read no further
+            memo.put(key, (span.start - origin, span.end - origin, span.category, span.confidence))
+        return span
+
+    @staticmethod
+    def stamp(span: Span, step: Pass[N, R]) -> Span:
+        """``span`` as made by ``step`` (its ``source`` names the pass)."""
+        if span.source == step.name:
+            return span
+        return Span(span.start, span.end, span.category, span.confidence, step.name)
+
+    def describe(self) -> list[dict[str, object]]:
+        """The declarations, for ``deidstream detect --explain`` and the docs."""
+        return [
+            {
+                "pass": p.name,
+                "words": sorted(p.words)[:12] + (["…"] if len(p.words) > 12 else []),
+                "anywhere": p.anywhere,
+                "cases": sorted(c.value for c in p.cases),
+                "window": [p.before, p.after],
+                "vocabulary": list(p.vocabulary),
+                "does": p.summary,
+            }
+            for p in self.passes
+        ]
+
+
+_ALL_PASSES: dict[str, Passes[Any, Any]] = {}
+
+
+def declare(passes: Passes[N, R]) -> Passes[N, R]:
+    """Register a recognizer's passes so ``--explain`` and the docs can list them."""
+    _ALL_PASSES[passes.recognizer] = passes
+    return passes
+
+
+def declared() -> Iterable[Passes[Any, Any]]:
+    """Every registered recognizer's passes, by recognizer name."""
+    return [_ALL_PASSES[name] for name in sorted(_ALL_PASSES)]
