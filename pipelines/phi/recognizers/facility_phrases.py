@@ -29,6 +29,8 @@ HOSPITAL: Final = Category.LOCATION_HOSPITAL
 _lower = attrgetter("lower")
 _MAX_NAME_WORDS: Final = 5
 _FUNCTION_ZIPF: Final = 5.6
+PHRASE: Final = "locations.facility_phrase"
+ACRONYM: Final = "locations.hospital_acronym"
 
 
 @cache
@@ -221,7 +223,7 @@ def facility_phrases(
             if place_end is not None:
                 end = place_end  # "Children's Hospital of Michigan": the place is the name
             last = words[end] if with_head or place_end else words[max(first, i - 1)]
-            out.append(Span(words[first].start, last.end, HOSPITAL, conf, "locations"))
+            out.append(Span(words[first].start, last.end, HOSPITAL, conf, PHRASE))
         done = end + 1
     return out
 
@@ -277,5 +279,5 @@ def hospital_acronyms(toks: lx.Tokens, text: str, mixed: bool) -> list[Span]:
         )
         after = k + 1 < len(words) and words[k + 1].lower in _ACRONYM_AFTER
         if cue or after:
-            out.append(Span(tok.start, tok.end, HOSPITAL, 0.7, "locations"))
+            out.append(Span(tok.start, tok.end, HOSPITAL, 0.7, ACRONYM))
     return out
