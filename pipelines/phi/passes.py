@@ -185,6 +185,14 @@ class Passes(Generic[N, R]):
             self._starting = self.triggers.union(*(p.lexicon() for p in self.anywhere if p.lexicon))
         return self._starting
 
+    def steps_of(self, toks: Sequence[Token], case: Case) -> list[tuple[Pass[N, R], ...]]:
+        """:meth:`steps` of each of ``toks`` (the words a recognizer visits in a note), those
+        of ASCII words looked up in one C-level pass."""
+        texts = [tok.text for tok in toks]
+        if "".join(texts).isascii():
+            return self._steps[case].many(texts)
+        return [self.steps(tok, case, tok.text.isascii()) for tok in toks]
+
     def may_start(self, tok: Token, case: Case) -> bool:
         """Must a recognizer visit ``tok`` at all: is some pass tried there?"""
         return bool(self.steps(tok, case, tok.text.isascii()))

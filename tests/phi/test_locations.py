@@ -580,7 +580,7 @@ def test_the_state_gate_leaves_out_only_words_its_passes_refuse(
         note = Note(toks.words, written, case, toks.mixed_case)
         for step in (
             loc.PASSES.by_name[n]
-            for n in ("locations.city_before_state", "locations.compass_state")
+            for n in ("locations.before_state",)
         ):
             for i, tok in enumerate(toks.words):
                 if step.starts_at(tok, case):

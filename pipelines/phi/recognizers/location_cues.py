@@ -10,12 +10,12 @@ end. ``tests/phi/test_location_windows.py`` checks it keeps to that window."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Final
+from typing import Final, NamedTuple
 
 from pipelines.phi import lexicons as lx
 from pipelines.phi.lexicons import Token
 from pipelines.phi.recognizers import location_shapes as shape
+from pipelines.phi.recognizers import location_wards as wards
 from pipelines.phi.recognizers.location_words import (
     BEING,
     CITY,
@@ -31,7 +31,6 @@ from pipelines.phi.recognizers.location_words import (
     SAMPLED,
     UNITS,
     Note,
-    after_article,
     capital,
     lower_of,
     people,
@@ -44,52 +43,39 @@ WARD_CUES: Final = frozenset({"to", "from", "on", "at"})
 _FLOOR_CUES: Final = WARD_CUES
 
 
-def ward_after_cue(note: Note, c: int) -> Span | None:
-    """ "to Xyzward3", "on xyzward4": a ward glued to its floor after a cue."""
-    words, text = note.words, note.text
-    if c + 1 >= len(words):
-        return None
-    nxt = words[after_article(words, c)]
-    if nxt.lower in UNITS or not text[nxt.end : nxt.end + 1].isdigit():
-        return None
-    return shape.ward_glued_to_digit(nxt, text, note.mixed)
-
-
-def lower_city_after_cue(note: Note, c: int) -> Span | None:
-    """ "returned to new haven": a lower-case city after a cue in a mixed-case note."""
-    words = note.words
-    if c + 1 >= len(words):
-        return None
-    nxt = words[after_article(words, c)]
-    if nxt.lower in UNITS or nxt.text[0].isupper() or nxt.lower not in lx.city_first_words():
-        return None
-    return lower_city(words, c, note.text)
-
-
 def after_cue(note: Note, c: int) -> Span | None:
-    """A place right after "to/from/at/in/of" when a movement verb or place shape says so."""
-    words = note.words
+    """A place right after "to/from/at/in/of" when a movement verb or place shape says so:
+    a ward glued to its floor ("to Xyzward3"), a lower-case city in a mixed-case note
+    ("returned to new haven"), or what the words around the cue tell (``cue_context``)."""
+    words, text, mixed = note.words, note.text, note.mixed
     if c + 1 >= len(words):
         return None
-    nxt = words[after_article(words, c)]
+    cue = words[c].lower
+    nxt = words[c + 1]
+    if nxt.lower == "the" and c + 2 < len(words):
+        nxt = words[c + 2]
     # every rule below wants a capitalised word in a mixed-case note, and a rare word, a city
     # or a country in a one-case note; none wants a care unit
     if nxt.lower in UNITS:
         return None
-    if note.mixed:
-        if not nxt.text[0].isupper():
-            return None
-    elif (
-        lx.zipf(nxt.lower) >= 5.0
+    if cue in WARD_CUES and text[nxt.end : nxt.end + 1].isdigit():
+        glued = wards.ward_glued_to_digit(nxt, text, mixed)  # "to Xyzward3", "on xyzward4"
+        if glued is not None:
+            return glued
+    if mixed and not nxt.text[0].isupper():
+        # "returned to new haven": a lower-case city of two or more words, after a verb
+        return lower_city(words, c, text) if nxt.lower in lx.city_first_words() else None
+    if (
+        not mixed
+        and lx.zipf(nxt.lower) >= 5.0
         and nxt.lower not in lx.city_first_words()
         and nxt.lower not in lx.countries()
     ):
-        return None
-    return cue_context(words, c, note.text, note.mixed)
+        return None  # a common word of a one-case note: no city, no country
+    return cue_context(words, c, text, mixed)
 
 
-@dataclass(frozen=True, slots=True)
-class _Cue:
+class _Cue(NamedTuple):
     """A cue at ``c`` and the place word ``j`` after it (past an article), with what the
     words before the cue say: a movement verb (``moved``), a residence word (``resident``)."""
 
@@ -114,25 +100,34 @@ def cue_context(words: tuple[Token, ...], c: int, text: str, mixed: bool) -> Spa
     j = c + 1
     if j < len(words) and words[j].lower == "the":
         j += 1
-    if j >= len(words):
+    if j >= len(words) or (cue == "of" and not resident and not _of_person(words, c, mixed)):
         return None
-    if cue == "of" and not resident and (c == 0 or not _person_before(words[c - 1], mixed)):
+    moved = not before.isdisjoint(MOVE_VERBS)
+    gap = _cue_gap(words, c, j, text)
+    if gap is None:
         return None
-    ctx = _Cue(
-        words, text, mixed, c, j, cue, words[c - 1].lower if c > 0 else "", before,
-        not before.isdisjoint(MOVE_VERBS), resident,
-    )  # fmt: skip
+    if cue in {"to", "from"} and gap.strip().isdigit() and gap[:1] == gap[-1:] == " ":
+        # "transferred to 209 Xward.": a room number, then the ward or building
+        return wards.ward_after_room(words, j, text) if moved else None
+    if gap.strip() not in {"", ":"}:
+        return None
+    prev = words[c - 1].lower if c > 0 else ""
+    ctx = _Cue(words, text, mixed, c, j, cue, prev, before, moved, resident)
+    return _city_after_cue(ctx) or _after_cue_rest(ctx)
+
+
+def _cue_gap(words: tuple[Token, ...], c: int, j: int, text: str) -> str | None:
+    """What stands between the cue and the place word ``j`` (an article counts as a space);
+    None across a line break."""
     gap = text[words[c].end : words[j].start]
     if j == c + 2:  # "from the XYZ": the article is no gap
         gap = gap.replace(words[c + 1].text, " ", 1)
-    if "\n" in gap:
-        return None
-    if gap.strip().isdigit() and gap[:1] == " " and gap[-1:] == " " and cue in {"to", "from"}:
-        # "transferred to 209 Xward.": a room number, then the ward or building
-        return shape.ward_after_room(words, j, text) if ctx.moved else None
-    if gap.strip() not in {"", ":"}:
-        return None
-    return _city_after_cue(ctx) or _after_cue_rest(ctx)
+    return None if "\n" in gap else gap
+
+
+def _of_person(words: tuple[Token, ...], c: int, mixed: bool) -> bool:
+    """ "Neil Smith of Elkbridge": a surname before "of" (a place may follow)."""
+    return c > 0 and _person_before(words[c - 1], mixed)
 
 
 def _person_before(tok: Token, mixed: bool) -> bool:
@@ -167,16 +162,23 @@ def _city_cued(ctx: _Cue, single: bool, f: float) -> bool:
     """Do the cue and the words before it make the city at ``ctx.j`` (of word frequency
     ``f``) a place: a residence word, a movement or a loose cue before a rare city, a relative
     from it, or a travel verb before it."""
-    words, c, cue = ctx.words, ctx.c, ctx.cue
-    rare = not single or f < 3.5
+    words, c = ctx.words, ctx.c
     kin = people(ctx.prev) or (c > 1 and people(words[c - 2].lower))
-    loose = cue == "of" or (cue in {"in", "from"} and (kin or f < (3.0 if ctx.mixed else 2.5)))
+    rare = not single or f < 3.5
     return (
         ctx.resident
-        or ((ctx.moved or loose) and rare)
-        or (kin and cue == "from" and f < 5.0)  # "daughter from Miami"
+        or ((ctx.moved or _loose(ctx, kin, f)) and rare)
+        or (kin and ctx.cue == "from" and f < 5.0)  # "daughter from Miami"
         or (f < 5.0 and travelled(words, c))  # asked last: it looks back six words
     )
+
+
+def _loose(ctx: _Cue, kin: bool, f: float) -> bool:
+    """A cue that needs no verb before a rare city: "of", or "in"/"from" after a relative
+    or before a rare word."""
+    if ctx.cue == "of":
+        return True
+    return ctx.cue in {"in", "from"} and (kin or f < (3.0 if ctx.mixed else 2.5))
 
 
 def _suffix_follows(ctx: _Cue, last: int) -> bool:
@@ -225,7 +227,7 @@ def _near_cue(ctx: _Cue) -> Span | None:
     if tok.lower in lx.countries() and (ctx.resident or travelled(words, ctx.c)):
         return Span(tok.start, tok.end, OTHER, 0.55, "locations")
     if cue in _FLOOR_CUES:
-        return shape.building_floor(words, j, text, mixed, cued=True)
+        return wards.building_floor(words, j, text, mixed, cued=True)
     return None
 
 

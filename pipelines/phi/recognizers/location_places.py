@@ -12,11 +12,13 @@ from typing import Final
 from pipelines.phi import lexicons as lx
 from pipelines.phi.base import Doc
 from pipelines.phi.lexicons import Token
-from pipelines.phi.recognizers.location_shapes import ward_glued_to_digit
+from pipelines.phi.recognizers.location_wards import ward_glued_to_digit
 from pipelines.phi.recognizers.location_words import (
     CITY,
+    COMPASS,
     GENERIC_MODIFIERS,
     HOSPITAL,
+    OTHER,
     UNITS,
     UNIVERSITY,
     capital,
@@ -95,6 +97,34 @@ def _city_phrase(parts: tuple[Token, ...], text: str, mixed: bool) -> bool:
         return False
     phrase = " ".join(p.lower for p in parts)
     return phrase in lx.us_cities() and (len(parts) > 1 or lx.zipf(phrase) < 4.5)
+
+
+def compass_state(words: tuple[Token, ...], h: int, text: str, mixed: bool) -> Span | None:
+    """ "western Maryland", "NORTHERN VIRGINIA": a part of a state is a region, smaller than
+    a state (states alone are kept under Safe Harbor)."""
+    if h < 1:
+        return None
+    compass = words[h - 1]
+    if compass.lower not in COMPASS or text[compass.end : words[h].start] != " ":
+        return None
+    state = words[h]
+    if len(state.lower) <= 2:
+        return None  # "west MD": a doctor or an abbreviation
+    if not capital(state, mixed):
+        return None
+    return Span(compass.start, state.end, OTHER, 0.6, "locations")
+
+
+def region(words: tuple[Token, ...], h: int, text: str, mixed: bool) -> Span | None:
+    """ "the Eastern Shore", "the west coast": a region named by a compass word."""
+    if h < 2 or words[h - 2].lower != "the":
+        return None
+    compass = words[h - 1]
+    if compass.lower not in COMPASS or text[compass.end : words[h].start] != " ":
+        return None
+    if not capital(compass, mixed):
+        return None
+    return Span(compass.start, words[h].end, OTHER, 0.6, "locations")
 
 
 # A word of 5+ letters glued to a one- or two-digit number ("Xyzward3"): re2 finds the few

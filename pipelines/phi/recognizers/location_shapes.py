@@ -1,6 +1,6 @@
 """A place told by its shape once a cue has said where to look (``locations``): an acronym
 ending a clause ("at XYZ."), a saint's name ("to St. Mary's"), Title-case words ("from Good
-Sam"), a building and its floor ("to Xyzward 2"), a ward glued to its floor ("Xyzward3").
+Sam"), a short acronym or a rare word before a unit ("to XYZ ER"), a town before "area".
 Each reads the word it is given and the few after it, nothing else of the note but its case."""
 
 from __future__ import annotations
@@ -10,12 +10,9 @@ from pipelines.phi.lexicons import Token
 from pipelines.phi.recognizers.location_words import (
     CITY,
     CLAUSE_WORDS,
-    COMPASS,
-    DOSE_AFTER,
     GENERIC_MODIFIERS,
     HOSPITAL,
     NOT_NAMES,
-    OTHER,
     SAINTS,
     UNIT_AFTER,
     UNITS,
@@ -37,6 +34,14 @@ def facility_after_cue(words: tuple[Token, ...], j: int, text: str, mixed: bool)
         return Span(tok.start, nxt.end, HOSPITAL, 0.7, "locations")  # "St. Mary's", "Mt Carmel"
     if low in lx.us_states():
         return None
+    return _acronym_or_rare(words, j, text, mixed)
+
+
+def _acronym_or_rare(words: tuple[Token, ...], j: int, text: str, mixed: bool) -> Span | None:
+    """A short acronym or a rare word after a movement cue, told a facility by what follows
+    it: a unit ("XYZ ER"), a floor ("X 2"), the end of the clause ("to XYZ.")."""
+    tok = words[j]
+    low = tok.lower
     unit, floor, clause = _followers(words, j, text)
     f = lx.zipf(low)
     short = 2 <= len(low) <= 5 and (tok.is_upper if mixed else f < 3.6)
@@ -44,12 +49,22 @@ def facility_after_cue(words: tuple[Token, ...], j: int, text: str, mixed: bool)
         if f >= 4.5 and not unit:
             return None
         return Span(tok.start, tok.end, HOSPITAL, 0.7, "locations")
-    rare = f < 3.0 and len(low) > 3 and lx.name_score(low) < 1.0
-    if (rare and (unit or floor or (mixed and tok.is_title))) or (
-        floor and f < 3.5 and len(low) > 3
-    ):
+    if _rare_facility(tok, f, mixed, unit, floor):
         return Span(tok.start, tok.end, HOSPITAL, 0.65, "locations")
     return None
+
+
+def _rare_facility(tok: Token, f: float, mixed: bool, unit: bool, floor: bool) -> bool:
+    """A rare word (of frequency ``f``) before a unit or a floor, or written as a name."""
+    low = tok.lower
+    if floor and f < 3.5 and len(low) > 3:
+        return True
+    return (
+        f < 3.0
+        and len(low) > 3
+        and lx.name_score(low) < 1.0
+        and (unit or floor or (mixed and tok.is_title))
+    )
 
 
 def _saint_pair(tok: Token, nxt: Token, text: str, mixed: bool) -> bool:
@@ -186,99 +201,3 @@ def _title_words_end(words: tuple[Token, ...], j: int, text: str) -> int:
             break
         k += 1
     return k
-
-
-def building_floor(
-    words: tuple[Token, ...], j: int, text: str, mixed: bool, cued: bool = False
-) -> Span | None:
-    """ "to X 2", "on X 2": a rare word and a one-digit floor (not a dose: "lasix 2 mg")."""
-    tok = words[j]
-    low = tok.lower
-    if not _floor_after(words, j, text):
-        return None
-    if low in UNITS or len(low) < 5 or lx.zipf(low) >= 3.0 or lx.clinical_word(low):
-        return None
-    if lx.name_score(low) >= 1.0 and not cued:
-        return None  # "Smith 2" alone; "to Smith 2" names a building after its donor
-    if not capital(tok, mixed):
-        return None
-    return Span(tok.start, tok.end, HOSPITAL, 0.6, "locations")
-
-
-def _floor_after(words: tuple[Token, ...], j: int, text: str) -> bool:
-    """A one-digit number after the word ``j`` (one or two spaces), no decimal, fraction, time
-    or dose: "X 2", not "X 2.5", "X 2/3", "X 2 mg"."""
-    tok = words[j]
-    pad = 2 if text[tok.end : tok.end + 2] == "  " else 1
-    tail = text[tok.end + pad - 1 : tok.end + pad + 2]
-    if not (tail[:1] == " " and tail[1:2].isdigit() and not tail[2:3].isalnum()):
-        return False
-    if tail[2:3] in {".", "/", ":"} and text[tok.end + 3 : tok.end + 4].isdigit():
-        return False  # "2.5", "2/3", "2:30"
-    k = j + 1
-    return not (k < len(words) and words[k].start - tok.end <= 5 and words[k].lower in DOSE_AFTER)
-
-
-def ward_after_room(words: tuple[Token, ...], j: int, text: str) -> Span | None:
-    """ "transferred to 209 Xyz.": a rare word after a room number names a ward or building."""
-    tok = words[j]
-    low = tok.lower
-    if low in UNITS or len(low) < 4 or lx.zipf(low) >= 2.5 or lx.clinical_word(low):
-        return None
-    if low in DOSE_AFTER or low.removesuffix("'s").removesuffix("s") in DOSE_AFTER:
-        return None
-    if not ends_clause(text, tok):
-        return None
-    return Span(tok.start, tok.end, HOSPITAL, 0.6, "locations")
-
-
-def ward_glued_to_digit(tok: Token, text: str, mixed: bool) -> Span | None:
-    """ "to Xyzward3": a rare word glued to a one- or two-digit floor or bed number."""
-    if not _floor_digits(text, tok.end):
-        return None
-    low = tok.lower
-    if len(low) < 5 or lx.zipf(low) >= 2.5 or low in UNITS or lx.clinical_word(low):
-        return None
-    if lx.near_english(low) or lx.is_first_name(low):
-        return None
-    if mixed and not (tok.is_title or tok.is_upper or tok.text.islower()):
-        return None
-    return Span(tok.start, tok.end, HOSPITAL, 0.6, "locations")
-
-
-def _floor_digits(text: str, end: int) -> bool:
-    """One or two digits at ``end``, then no letter, digit or number mark ("./:-%")."""
-    if not text[end : end + 1].isdigit():
-        return False
-    k = end
-    while k < len(text) and text[k].isdigit():
-        k += 1
-    return k - end <= 2 and not (k < len(text) and (text[k].isalnum() or text[k] in "./:-%"))
-
-
-def compass_state(words: tuple[Token, ...], h: int, text: str, mixed: bool) -> Span | None:
-    """ "western Maryland", "NORTHERN VIRGINIA": a part of a state is a region, smaller than
-    a state (states alone are kept under Safe Harbor)."""
-    if h < 1:
-        return None
-    compass = words[h - 1]
-    if compass.lower not in COMPASS or text[compass.end : words[h].start] != " ":
-        return None
-    state = words[h]
-    if len(state.lower) <= 2:
-        return None  # "west MD": a doctor or an abbreviation
-    if not capital(state, mixed):
-        return None
-    return Span(compass.start, state.end, OTHER, 0.6, "locations")
-
-
-def region(words: tuple[Token, ...], h: int, text: str, mixed: bool) -> Span | None:
-    """ "the Eastern Shore", "the west coast": a region named by a compass word."""
-    if h < 2 or words[h - 2].lower != "the":
-        return None
-    compass = words[h - 1]
-    if compass.lower not in COMPASS or text[compass.end : words[h].start] != " ":
-        return None
-    if not capital(compass, mixed):
-        return None
-    return Span(compass.start, words[h].end, OTHER, 0.6, "locations")

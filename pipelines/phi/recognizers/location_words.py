@@ -139,13 +139,6 @@ class Note:
     mixed: bool  # ``case is Case.MIXED``, asked by most rules
 
 
-def after_article(words: tuple[Token, ...], c: int) -> int:
-    """The word after the cue at ``c``, past "the" ("from the XYZ"); ``c + 1`` must exist."""
-    if words[c + 1].lower == "the" and c + 2 < len(words):
-        return c + 2
-    return c + 1
-
-
 def named(span: Span | None, source: str) -> Span | None:
     """``span`` with ``source`` naming what made it."""
     if span is None or span.source == source:

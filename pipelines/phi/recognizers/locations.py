@@ -26,7 +26,7 @@ from typing import Final
 
 from pipelines.phi import lexicons as lx
 from pipelines.phi.base import Doc, Recognizer
-from pipelines.phi.passes import Case, Pass, Passes, declare
+from pipelines.phi.passes import JUDGED_MIN_TEXT, Case, Pass, Passes, declare
 from pipelines.phi.recognizers import facility_phrases as fp
 from pipelines.phi.recognizers import location_cues as cues
 from pipelines.phi.recognizers.location_heads import facility, facility_list, glued_heads
@@ -34,11 +34,13 @@ from pipelines.phi.recognizers.location_places import (
     GLUED_NUMBER,
     acronym_before_unit,
     city_before_state,
+    compass_state,
     propagate,
+    region,
     university_of,
     wards_with_numbers,
 )
-from pipelines.phi.recognizers.location_shapes import building_floor, compass_state, region
+from pipelines.phi.recognizers.location_wards import building_floor
 from pipelines.phi.recognizers.location_words import (
     CITY,
     CUES,
@@ -160,18 +162,13 @@ def _after_state_gap(note: Note, h: int) -> bool:
     return gap == ", " or (gap == " " and len(words[h].lower) > 2)
 
 
-def _city_state(note: Note, h: int) -> Span | None:
-    """ "Middle River, MD", "Frostburg Maryland", "U Maryland": a city before its state."""
+def _before_state(note: Note, h: int) -> Span | None:
+    """ "Middle River, MD", "Frostburg Maryland", "U Maryland": a city before its state;
+    "western Maryland": a part of a state."""
     if not _after_state_gap(note, h):
         return None
-    return city_before_state(note.words, h, note.text, note.mixed)
-
-
-def _compass_state(note: Note, h: int) -> Span | None:
-    """ "western Maryland": a part of a state."""
-    if not _after_state_gap(note, h):
-        return None
-    return compass_state(note.words, h, note.text, note.mixed)
+    words, text, mixed = note.words, note.text, note.mixed
+    return city_before_state(words, h, text, mixed) or compass_state(words, h, text, mixed)
 
 
 FACILITY_HEAD: Final = Pass[Note, Span](
@@ -183,10 +180,6 @@ PASSES: Final = declare(
         "locations",
         [
             FACILITY_HEAD,
-            Pass("locations.ward_after_cue", cues.ward_after_cue, words=cues.WARD_CUES, after=2,
-                 vocabulary=("care_units",)),
-            Pass("locations.lower_city", cues.lower_city_after_cue, words=cues.LOWER_CITY_CUES,
-                 cases=frozenset({Case.MIXED}), before=3, after=3, vocabulary=_CUE_WORDS),
             Pass("locations.after_cue", cues.after_cue, words=CUES, before=6, after=5,
                  vocabulary=_CUE_WORDS, memo=True),
             Pass("locations.university_of", _university_of, words=frozenset({"of"}), before=1,
@@ -198,10 +191,8 @@ PASSES: Final = declare(
                  before=1, after=1, vocabulary=("care_units", "facility_generic_modifiers")),
             Pass("locations.staff_acronym", _staff_acronym, words=STAFF, before=1,
                  vocabulary=("place_staff", "acronyms_not_places")),
-            Pass("locations.city_before_state", _city_state, anywhere=True, gate=_state_gate,
+            Pass("locations.before_state", _before_state, anywhere=True, gate=_state_gate,
                  lexicon=_state_words, before=3),
-            Pass("locations.compass_state", _compass_state, anywhere=True, gate=_state_gate,
-                 lexicon=_state_words, before=1),
         ],
     )
 )  # fmt: skip
@@ -252,17 +243,25 @@ class LocationRecognizer(Recognizer):
 
 def _passes_at(note: Note, starts: Iterable[int]) -> list[Span]:
     """What the passes find at the words ``starts``: at each, the first pass that finds a
-    place (a facility found by its head may have a second one joined to it: "X and Y")."""
+    place (a facility found by its head may have a second one joined to it: "X and Y").
+
+    ``Passes.first`` written out for the loop's sake: the steps of every word looked up at
+    once, and a short note's passes asked directly, as ``Passes.judged`` would."""
     out: list[Span] = []
-    first, case = PASSES.first, note.case
-    for h in starts:
-        found = first(note, h, case)
-        if found is None:
-            continue
-        step, span = found
-        if step is FACILITY_HEAD:
-            also = facility_list(note.words, h, note.text, note.mixed)
-            if also is not None:
-                out.append(also)
-        out.append(Passes.stamp(span, step))
+    words, case = note.words, note.case
+    at = list(starts)
+    plans = PASSES.steps_of(list(map(words.__getitem__, at)), case)
+    judged = PASSES.judged
+    remember = len(note.text) >= JUDGED_MIN_TEXT
+    for h, steps in compress(zip(at, plans, strict=True), plans):
+        for step in steps:
+            span = judged(step, note, h, case) if remember and step.memo else step.run(note, h)
+            if span is None:
+                continue
+            if step is FACILITY_HEAD:
+                also = facility_list(words, h, note.text, note.mixed)
+                if also is not None:
+                    out.append(also)
+            out.append(Passes.stamp(span, step))
+            break
     return out
