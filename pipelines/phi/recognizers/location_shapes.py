@@ -12,6 +12,7 @@ from pipelines.phi.recognizers.location_words import (
     CLAUSE_WORDS,
     GENERIC_MODIFIERS,
     HOSPITAL,
+    NAMED_HEADS,
     NOT_NAMES,
     SAINTS,
     UNIT_AFTER,
@@ -162,10 +163,22 @@ def title_place(words: tuple[Token, ...], j: int, text: str) -> Span | None:
     nxt = words[j + 1] if j + 1 < len(words) else None
     pair = nxt is not None and text[tok.end : nxt.start] == " " and _usable(nxt)
     if pair and nxt is not None and (_placeish(tok) or _placeish(nxt)):
-        return Span(tok.start, nxt.end, HOSPITAL, 0.55, "locations")
+        end = _named_head_after(words, j + 1, text)
+        return Span(tok.start, words[end].end, HOSPITAL, 0.55, "locations")
     if _placeish(tok):
-        return Span(tok.start, tok.end, HOSPITAL, 0.55, "locations")
+        end = _named_head_after(words, j, text)
+        return Span(tok.start, words[end].end, HOSPITAL, 0.55, "locations")
     return None
+
+
+def _named_head_after(words: tuple[Token, ...], k: int, text: str) -> int:
+    """ "Gentle Lamb memorial": a name-part head written in lower case right after the
+    name's last word ``k`` is part of the name; the index of the name's last word."""
+    if k + 1 < len(words) and text[words[k].end : words[k + 1].start] == " ":
+        nxt = words[k + 1]
+        if nxt.lower in NAMED_HEADS and nxt.text.islower():
+            return k + 1
+    return k
 
 
 def area(words: tuple[Token, ...], j: int, mixed: bool) -> Span | None:
@@ -187,7 +200,8 @@ def title_run(words: tuple[Token, ...], j: int, text: str, mixed: bool) -> Span 
         return None
     if all(lx.zipf(w.lower) >= 5.0 for w in words[j:k]):
         return None
-    return Span(words[j].start, words[k - 1].end, HOSPITAL, 0.6, "locations")
+    end = _named_head_after(words, k - 1, text)
+    return Span(words[j].start, words[end].end, HOSPITAL, 0.6, "locations")
 
 
 def _title_words_end(words: tuple[Token, ...], j: int, text: str) -> int:
