@@ -5,6 +5,8 @@ Each reads the word it is given and the few after it, nothing else of the note b
 
 from __future__ import annotations
 
+from typing import Final
+
 from pipelines.phi import lexicons as lx
 from pipelines.phi.lexicons import Token
 from pipelines.phi.recognizers.location_words import (
@@ -215,3 +217,31 @@ def _title_words_end(words: tuple[Token, ...], j: int, text: str) -> int:
             break
         k += 1
     return k
+
+
+# Nouns after a saint's name that make it an eponym, not a hospital ("St. John's wort").
+_EPONYM_NOUNS: Final = frozenset({"wort", "valve", "dance", "encephalitis"})
+
+
+def saint_alone(words: tuple[Token, ...], j: int, text: str) -> Span | None:
+    """ "St. Hildegard has a bed", "a bed at St M.": in a mixed-case note a saint's name (a
+    first name, or an initial and its period) names a hospital with no head noun or cue."""
+    if j + 1 >= len(words):
+        return None
+    tok, nxt = words[j], words[j + 1]
+    if text[tok.end : nxt.start] not in {" ", ".", ". "}:
+        return None
+    if len(nxt.text) == 1:  # an initial: "St M."
+        return _span(tok, nxt, 0.6) if nxt.is_upper and text[nxt.end : nxt.end + 1] == "." else None
+    low = nxt.lower
+    if not nxt.is_title or lx.zipf(low) >= 5.5 or low in UNITS:
+        return None
+    if not lx.is_first_name(low.removesuffix("'s")):
+        return None
+    if j + 2 < len(words) and words[j + 2].lower in _EPONYM_NOUNS:
+        return None
+    return _span(tok, nxt, 0.6)
+
+
+def _span(first: Token, last: Token, confidence: float) -> Span:
+    return Span(first.start, last.end, HOSPITAL, confidence, "locations")

@@ -40,6 +40,7 @@ from pipelines.phi.recognizers.location_places import (
     university_of,
     wards_with_numbers,
 )
+from pipelines.phi.recognizers.location_shapes import saint_alone
 from pipelines.phi.recognizers.location_wards import building_floor
 from pipelines.phi.recognizers.location_words import (
     CITY,
@@ -139,6 +140,15 @@ def _staff_acronym(note: Note, h: int) -> Span | None:
     return acronym_before_unit(words, h, note.text, note.mixed, staff=True)
 
 
+def _saint(note: Note, h: int) -> Span | None:
+    """ "St. Hildegard has a bed", "bed at St M.": a saint's name with no head noun."""
+    return saint_alone(note.words, h, note.text)
+
+
+def _titled(tok: lx.Token, case: Case) -> bool:
+    return tok.is_title
+
+
 @cache
 def _state_words() -> frozenset[str]:
     """US states and "<state>'s", less the facility heads ("NH": the head pass has it)."""
@@ -191,6 +201,8 @@ PASSES: Final = declare(
                  before=1, after=1, vocabulary=("care_units", "facility_generic_modifiers")),
             Pass("locations.staff_acronym", _staff_acronym, words=STAFF, before=1,
                  vocabulary=("place_staff", "acronyms_not_places")),
+            Pass("locations.saint", _saint, words=frozenset({"st", "saint"}), gate=_titled,
+                 cases=frozenset({Case.MIXED}), after=2),
             Pass("locations.before_state", _before_state, anywhere=True, gate=_state_gate,
                  lexicon=_state_words, before=3),
         ],
