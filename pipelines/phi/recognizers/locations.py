@@ -53,6 +53,7 @@ from pipelines.phi.recognizers.location_words import (
     REGION_WORDS,
     STAFF,
     UNITS,
+    UNIVERSITY,
     Note,
     stops,
 )
@@ -100,9 +101,10 @@ def _facility_head(note: Note, h: int) -> Span | None:
 
 def _university_of(note: Note, c: int) -> Span | None:
     """ "University of X", "U of X": the university's (hospital's) name."""
-    if c == 0 or c + 1 >= len(note.words):
+    words = note.words
+    if c == 0 or c + 1 >= len(words) or words[c - 1].lower not in UNIVERSITY:
         return None
-    return university_of(note.words, c, note.text, note.mixed)
+    return university_of(words, c, note.text, note.mixed)
 
 
 def _region(note: Note, h: int) -> Span | None:
@@ -162,22 +164,16 @@ def _state_gate(tok: lx.Token, case: Case) -> bool:
     return case is not Case.MIXED or tok.is_title or tok.is_upper
 
 
-def _after_state_gap(note: Note, h: int) -> bool:
-    """A state word after a comma ("Middle River, MD") or, spelled out, a space; not a cue
-    word the cue passes read ("in" with a word after it)."""
-    words = note.words
-    if h == 0 or (words[h].lower in CUES and h + 1 < len(words)):
-        return False
-    gap = note.text[words[h - 1].end : words[h].start]
-    return gap == ", " or (gap == " " and len(words[h].lower) > 2)
-
-
 def _before_state(note: Note, h: int) -> Span | None:
     """ "Middle River, MD", "Frostburg Maryland", "U Maryland": a city before its state;
-    "western Maryland": a part of a state."""
-    if not _after_state_gap(note, h):
-        return None
+    "western Maryland": a part of a state. The state comes after a comma or, spelled out, a
+    space; a cue word the cue passes read ("in" with a word after it) is none."""
     words, text, mixed = note.words, note.text, note.mixed
+    if h == 0 or (words[h].lower in CUES and h + 1 < len(words)):
+        return None
+    gap = text[words[h - 1].end : words[h].start]
+    if gap != ", " and (gap != " " or len(words[h].lower) <= 2):
+        return None
     return city_before_state(words, h, text, mixed) or compass_state(words, h, text, mixed)
 
 
