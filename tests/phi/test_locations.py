@@ -565,28 +565,25 @@ _STATE_SEPARATORS = (" ", " ", ", ", ". ", "\n", "-")
 def test_the_state_gate_leaves_out_only_words_its_passes_refuse(
     parts: list[tuple[str, str]],
 ) -> None:
-    """The state passes' gate (a mixed-case note's state words written as names) refuses
-    only words where the passes, run anyway, find nothing; and every word the driver tries
-    them at is among the words ``detect`` visits."""
+    """The state pass's gate (a mixed-case note's state words written as names) refuses only
+    words where the pass, run anyway, finds nothing; and every word the driver tries it at
+    is among the words ``detect`` visits."""
     from pipelines.phi import lexicons as lx
     from pipelines.phi.passes import Case
     from pipelines.phi.recognizers import locations as loc
     from pipelines.phi.recognizers.location_words import Note
 
+    step = loc.PASSES.by_name["locations.before_state"]
     text = "Seen today by the team. " + "".join(w + s for w, s in parts)
     for written in (text, text.lower(), text.upper()):
         toks = lx.tokens(Doc(written))
         case = Case.of(toks)
         note = Note(toks.words, written, case, toks.mixed_case)
-        for step in (
-            loc.PASSES.by_name[n]
-            for n in ("locations.before_state",)
-        ):
-            for i, tok in enumerate(toks.words):
-                if step.starts_at(tok, case):
-                    assert tok.lower in loc._visited()
-                elif tok.lower in loc._state_words():
-                    assert step.run(note, i) is None, (written, tok.text)
+        for i, tok in enumerate(toks.words):
+            if step.starts_at(tok, case):
+                assert tok.lower in loc._visited()
+            elif tok.lower in loc._state_words():
+                assert step.run(note, i) is None, (written, tok.text)
 
 
 _HEAD_WORDS = ("Medical", "Center", "center", "Nursing", "Home", "Hospital", "and", "of", "X")
@@ -620,3 +617,28 @@ def test_head_phrases_are_found_as_by_their_words(parts: list[tuple[str, str]]) 
                 break
         assert fp._head_at(words, toks.lowers, i, text) == expected
     assert fp._modifiers() == word_set("facility_modifiers") | word_set("facility_services")
+
+
+def test_the_passes_declare_what_the_loop_visits() -> None:
+    """The visited words derive from the declarations: the trigger words and the states of
+    the state pass's lexicon (less "NH", which the head pass has); a lexicon belongs to a
+    pass tried anywhere; every span names its pass."""
+    from pipelines.phi import lexicons as lx
+    from pipelines.phi.passes import Pass
+    from pipelines.phi.recognizers import locations as loc
+
+    visited = loc.PASSES.starting_words()
+    assert visited is not None
+    assert loc.PASSES.triggers <= visited and {"maryland", "md", "oregon's"} <= visited
+    assert "nh" in loc.PASSES.triggers and "nh" not in loc._state_words()
+    states = set(lx.us_states())
+    assert visited == loc.PASSES.triggers | states | {f"{s}'s" for s in states}
+    with pytest.raises(ValueError, match="lexicon"):
+        Pass("locations.x", loc._saint, words=frozenset({"st"}), lexicon=loc._state_words)
+    text = "Transferred from Pemberton Hospital to St. Hildegard; lives in Frostburg, MD."
+    sources = {s.source for s in LOCATIONS.detect(Doc(text))}
+    assert sources and all(s.split(".")[0] == "locations" and "." in s for s in sources)
+    assert sources <= {p.name for p in loc.PASSES.passes} | {
+        "locations.facility_phrase", "locations.hospital_acronym", "locations.propagated",
+        "locations.glued_head", "locations.ward_number", "locations.facility_list",
+    }  # fmt: skip
