@@ -232,7 +232,7 @@ class Passes(Generic[N, R]):
                 "anywhere": p.anywhere,
                 "cases": sorted(c.value for c in p.cases),
                 "window": [p.before, p.after],
-                "vocabulary": list(p.vocabulary),
+                "word_lists": list(p.vocabulary),
                 "does": p.summary,
             }
             for p in self.passes
