@@ -42,9 +42,13 @@ _AGES = compile_words(
     r"|(?m:^)[ \t]*(?P<lead>\d{2,3})[ \t]?(?:m|f|male|female|man|woman|gentleman|lady)\b"
     r"(?:,?[ \t]+(?:with|w/|who|presents|presenting|presented|s/p|h/o|c/o|pmh|hx|history"
     r"|admitted|brought|transferred|resident|from|is|was|here)\b)"
+    # the bare age that opens a note: "94 s/p fall", "101 w/ CHF" (the note's first word only)
+    r"|\A[ \t\r\n]*(?P<opening>\d{2,3})[ \t]+(?:w/|(?:s/p|h/o|c/o|with|who|presents|presenting"
+    r"|presented|admitted|brought|transferred|found|here)\b)"
 )
 _G = dict(_AGES.groupindex)  # numbers: re2 name lookups are slow
 _AGE_UNITS = frozenset({"y", "yo", "yr", "yrs", "year", "years"})
+_OPENING_MAX = 110
 _PERSON = frozenset({"his", "her", "their", "pt's", "pts", "patient's"})
 
 
@@ -79,6 +83,8 @@ class AgeRecognizer(Recognizer):
                     if _over_ceiling(value, ceiling)
                     else None
                 )
+            elif grab(text, m, _G["opening"]):
+                span = self._opening(m, ceiling, int(grab(text, m, _G["opening"])))
             elif grab(text, m, _G["head"]):
                 span = self._words(text, m, ceiling)
             else:
@@ -96,6 +102,12 @@ class AgeRecognizer(Recognizer):
         unit = grab(text, m, _G["unit"]).lower()
         strong = "old" in unit or "age" in unit or unit.startswith(("y/o", "y.o", "yo", "bi", "bd"))
         return Span(start, m.end(), Category.AGE, 0.95 if strong else 0.7, self.name)
+
+    def _opening(self, m: Any, ceiling: int, value: int) -> Span | None:
+        """A note that opens with a bare number and a clinical opening ("94 s/p fall")."""
+        if not _over_ceiling(value, ceiling) or value > _OPENING_MAX:
+            return None  # a bare 120 opening a note is likelier a vital sign than an age
+        return Span(m.start(_G["opening"]), m.end(_G["opening"]), Category.AGE, 0.8, self.name)
 
     def _cued(self, text: str, m: Any, ceiling: int) -> Span | None:
         start, end = m.start(_G["cued"]), m.end(_G["cued"])
