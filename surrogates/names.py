@@ -80,8 +80,11 @@ class Pool:
     cumulative: array[int]  # machine integers, not an int object each
 
     def draw(self, chooser: Chooser) -> str:
-        at = chooser.below(self.cumulative[-1])
-        return self.names[bisect_right(self.cumulative, at)]
+        return self.names[self.index(chooser)]
+
+    def index(self, chooser: Chooser) -> int:
+        """The index of a name drawn in proportion to its weight."""
+        return bisect_right(self.cumulative, chooser.below(self.cumulative[-1]))
 
 
 class NameTable(Mapping[str, float]):
@@ -380,22 +383,45 @@ def _draw(ctx: ReplaceContext, low: str, role: str, gender: str) -> str:
     chooser = ctx.chooser(f"name:{role}", low)
     pool_name = gender if role == "given" else "L"
     initial = letter_map(ctx.state.seed).get(low[0], "")
-    taken = ctx.taken(ctx.state.name_map)
-    forbidden = ctx.known_given | ctx.known_family
-    for pool in (c.pools.get((pool_name, initial)), c.pools[(pool_name, "")]):
-        if pool is None:
-            continue
-        for _ in range(MAX_DRAWS):
-            candidate = pool.draw(chooser)
-            if (
-                candidate != low
-                and not ctx.is_note_word(candidate)
-                and candidate not in taken
-                and candidate not in forbidden
-            ):
-                return candidate
+    for key in ((pool_name, initial), (pool_name, "")):
+        pool = c.pools.get(key)
+        found = None if pool is None else _draw_free(ctx, key, pool, chooser, low)
+        if found is not None:
+            return found
     # Practically unreachable (thousands of names); still never return the original.
     return (initial or "x") + "".join(chooser.letter(False) for _ in range(max(3, len(low) - 1)))
+
+
+def _draw_free(
+    ctx: ReplaceContext, key: tuple[str, str], pool: Pool, chooser: Chooser, low: str
+) -> str | None:
+    """A name of ``pool`` drawn by census weight; where the draw is refused (a word of the
+    note, a known name, a surrogate already given), the next name of the pool that is not.
+    One draw a name: what is refused stays refused for the document (``ctx.refused``), so
+    however full the pool, a name costs amortised constant time (redrawing until a free
+    name came up cost up to 2 × 64 draws a name once the pools filled)."""
+    refused = ctx.refused(("name", key), len(pool.names))
+    taken = ctx.taken(ctx.state.name_map)
+    forbidden = ctx.known_given | ctx.known_family
+    at = refused.next_free(pool.index(chooser))
+    own = -1  # the original's own index, passed over (not refused: it is free for others)
+    while at >= 0:
+        candidate = pool.names[at]
+        if candidate == low:
+            if own == at:
+                return None  # only the original itself is left
+            own = at
+            at = refused.next_free((at + 1) % len(pool.names))
+            continue
+        if (
+            candidate not in taken
+            and candidate not in forbidden
+            and not ctx.is_note_word(candidate)
+        ):
+            return candidate
+        refused.refuse(at)
+        at = refused.next_free(at)
+    return None
 
 
 def surrogate_part(ctx: ReplaceContext, low: str, role: str, gender_hint: str) -> str:
