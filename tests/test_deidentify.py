@@ -115,8 +115,8 @@ def test_keep_leaves_the_category_and_the_guard_ignores_it() -> None:
 
 
 def test_leak_guard_holds_back_a_known_name_the_detector_missed() -> None:
-    text = "John Smith seen. Later Smith walked."
-    result = _no_detector().deidentify(_doc(text), _state(), spans=[Span(0, 10, C.NAME_PATIENT)])
+    text = "John seen. Later Smith walked."
+    result = _no_detector().deidentify(_doc(text), _state(), spans=[Span(0, 4, C.NAME_PATIENT)])
     assert result.held
     assert result.held_reason == "leak guard: NAME_PATIENT=1"
     assert "Smith" not in (result.held_reason or "")
@@ -131,11 +131,23 @@ def test_leak_guard_holds_back_when_nothing_was_detected() -> None:
 
 
 def test_leak_guard_catches_a_detected_phrase_that_survives_elsewhere() -> None:
-    text = "Transferred from Ashcott Hospital; Ashcott Hospital sent records."
+    # too short to be replaced wherever it recurs (pipelines.deidentify.occurrences)
+    text = "Moved to MA; the MA office called."
+    result = _no_detector().deidentify(
+        _doc(text, Identifiers()), _state(), spans=[Span(9, 11, C.LOCATION_OTHER)]
+    )
+    assert result.held and result.leaks == {"LOCATION_OTHER": 1}
+
+
+def test_a_detected_phrase_is_replaced_wherever_it_recurs() -> None:
+    text = "Transferred from Ashcott Hospital; ASHCOTT  hospital sent records."
     result = _no_detector().deidentify(
         _doc(text, Identifiers()), _state(), spans=[Span(17, 33, C.LOCATION_HOSPITAL)]
     )
-    assert result.held and result.leaks == {"LOCATION_HOSPITAL": 1}
+    assert not result.held and "ashcott" not in result.text.lower()
+    first, second = (result.text[s.start : s.end] for s in result.spans)
+    assert first.lower() == " ".join(second.lower().split())
+    assert result.detected == 1 and [s.source for s in result.spans] == ["surrogate"] * 2
 
 
 def test_leak_guard_checks_phones_digits_and_birth_dates() -> None:
