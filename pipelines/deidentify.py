@@ -19,7 +19,7 @@ The leak guard itself is :mod:`pipelines.leak_guard`.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import date
 from operator import attrgetter
@@ -32,6 +32,7 @@ from pipelines.leak_guard import (
     COMMON_WORD_ZIPF,
     NAME_OVER_WORD,
     WORD_RUN,
+    _compiled,
     is_mixed_case,
     is_word_char,
     leak_guard,
@@ -371,23 +372,22 @@ def occurrences(text: str, spans: Sequence[Span], acts: Callable[[Category], boo
     if not wanted:
         return []
     ascii_text = text.isascii()
-    scan = text.lower() if ascii_text else text
-    by_first: dict[str, list[tuple[re.Pattern[str], Span]]] = {}
+    scan = text.lower() if ascii_text else text  # lower() keeps ASCII offsets
+    by_first: dict[str, list[tuple[str, Span]]] = {}
     for phrase, span in wanted.items():
         first = WORD_RUN.match(phrase)
         if first is not None:
             key = first.group().lower() if ascii_text else first.group()
-            pattern = re.compile(word_pattern(phrase), re.IGNORECASE)
-            by_first.setdefault(key, []).append((pattern, span))
+            by_first.setdefault(key, []).append((phrase, span))
     covered = bytearray(len(text))
     for span in spans:
         covered[span.start : span.end] = b"\x01" * (span.end - span.start)
     out: list[Span] = []
-    for at, word in word_runs(scan, by_first.keys()):
-        if covered[at]:
-            continue
-        for pattern, seen in by_first[word]:
-            m = pattern.match(text, at)
+    for at, word in _first_words(scan, by_first.keys(), covered):
+        for phrase, seen in by_first[word]:
+            # the guard's own pattern (and compiled-pattern cache); compiled only here, at an
+            # occurrence outside what was found: most found strings never recur
+            m = _compiled(f"(?i:{word_pattern(phrase)})").match(text, at)
             if m is not None and covered.find(1, at, m.end()) < 0:
                 out.append(
                     Span(at, m.end(), seen.category, min(seen.confidence, 0.7), "occurrence")
@@ -395,6 +395,33 @@ def occurrences(text: str, spans: Sequence[Span], acts: Callable[[Category], boo
                 covered[at : m.end()] = b"\x01" * (m.end() - at)
                 break
     return out
+
+
+_FIND_BUDGET = 1 << 21  # words × characters below which str.find beats one re2 scan
+
+
+def _first_words(
+    scan: str, words: Collection[str], covered: bytearray
+) -> Iterator[tuple[int, str]]:
+    """``(start, word)`` of each maximal word run of ``scan`` that is one of ``words`` and
+    starts outside ``covered``: ``str.find`` per word on a short note (no pattern to build),
+    one :func:`~pipelines.leak_guard.word_runs` scan on a long one."""
+    if len(words) * len(scan) > _FIND_BUDGET:
+        yield from ((at, w) for at, w in word_runs(scan, words) if not covered[at])
+        return
+    found: list[tuple[int, str]] = []
+    for word in words:
+        at = scan.find(word)
+        while at >= 0:
+            end = at + len(word)
+            if (
+                not covered[at]
+                and (at == 0 or not is_word_char(scan[at - 1]))
+                and (end == len(scan) or not is_word_char(scan[end]))
+            ):
+                found.append((at, word))
+            at = scan.find(word, end)
+    yield from sorted(found)
 
 
 def _occurring(
