@@ -533,3 +533,31 @@ def test_choose_agrees_with_the_region_rules_it_replaced(
         return
     chosen, categories, redact = got
     assert (chosen, categories, redaction_tag(categories) if redact else "") == expected
+
+
+SHORT_NAMED = Identifiers(patient_names=(PersonName(family="Quellbrook", given=("Ed",)),))
+
+
+@pytest.mark.parametrize(
+    ("text", "leaks"),
+    [
+        ("Seen in the ED; ED to call back.", {}),
+        ("SEEN IN ED. ED TO CALL.", {}),
+        ("Mr. Ed called twice.", {"NAME_PATIENT": 1}),
+        ("Ed Quellbrook called.", {"NAME_PATIENT": 2}),
+        ("QUELLBROOK, ED CALLED.", {"NAME_PATIENT": 2}),
+    ],
+)
+def test_a_two_letter_known_name_holds_only_with_name_context(
+    text: str, leaks: dict[str, int]
+) -> None:
+    result = _no_detector().deidentify(_doc(text, SHORT_NAMED), _state())
+    assert result.leaks == leaks
+
+
+def test_a_found_two_letter_name_does_not_hold_the_abbreviation_elsewhere() -> None:
+    text = "Mr. Ed called; back to ED later."
+    result = _no_detector().deidentify(
+        _doc(text, Identifiers()), _state(), spans=[Span(4, 6, C.NAME_PATIENT)]
+    )
+    assert not result.held and result.text.endswith("back to ED later.")

@@ -33,6 +33,7 @@ SOURCE = "known"
 _COMMON_WORD = 4.5
 
 _TITLES = frozenset({"mr", "mrs", "ms", "miss", "dr", "mister"})
+SHORT_NAME_PART = 2  # a known part this short needs name context (see ``_named_here``)
 
 _DIGIT_RUN = re.compile(r"(?<![\w])[A-Za-z]{0,3}\d(?:[./-]?\d)*(?![\w])")
 _PHONE = re.compile(r"(?<!\d)(?:\+?1[\s.-]?)?(?:\(\d{3}\)\s*|\d{3}[\s.-]?)?\d{3}[\s.-]?\d{4}(?!\d)")
@@ -152,9 +153,13 @@ class _Seen:
         cat = self.forms.get(base)
         if cat is None:
             return None
+        if len(base) <= SHORT_NAME_PART:
+            if not _named_here(self.words, i, self.forms, self.mixed):
+                return None
         # a common word, or a nickname ("Peg" is also a feeding tube), needs support
-        doubtful = lx.zipf(base) >= _COMMON_WORD or base in self.nicks
-        if doubtful and not _supported(self.words, i, self.forms, self.mixed):
+        elif (lx.zipf(base) >= _COMMON_WORD or base in self.nicks) and not _supported(
+            self.words, i, self.forms, self.mixed
+        ):
             return None
         return Span(tok.start, tok.start + len(base), cat, 1.0, SOURCE)
 
@@ -286,6 +291,22 @@ def _supported(
     before = words[i - 1].lower if i > 0 else ""
     after = _base(words[i + 1].lower) if i + 1 < len(words) else ""
     return before in _TITLES or before in forms or after in forms
+
+
+def _named_here(
+    words: tuple[lx.Token, ...], i: int, forms: dict[str, Category], mixed: bool
+) -> bool:
+    """A known part of ``SHORT_NAME_PART`` letters ("Al", "Ed", "Jo": clinical abbreviations
+    too) is a name only with name context: a title right before it, or — capitalised where
+    the note is mixed-case — another known part of three letters or more right beside it
+    ("Ed Quill", "QUILL, ED"). The leak guard asks the same of its known terms."""
+    before = words[i - 1].lower if i > 0 else ""
+    if before in _TITLES:
+        return True
+    if mixed and not words[i].is_title:
+        return False
+    after = _base(words[i + 1].lower) if i + 1 < len(words) else ""
+    return any(len(w) > SHORT_NAME_PART and w in forms for w in (before, after))
 
 
 def _norm_digits(value: str) -> str:
