@@ -53,7 +53,7 @@ FACILITY_MODIFIERS = tuple(
     memorial general regional community university college children's childrens
     women's womens cancer heart surgical surgery specialty family
     pediatric pediatrics manor village baptist methodist presbyterian lutheran adventist
-    episcopal mercy providence
+    episcopal mercy
     """.split()  # noqa: SIM905 - a word list reads better as text
 )
 _MODIFIER_SET = frozenset(FACILITY_MODIFIERS)
