@@ -52,7 +52,7 @@ FACILITY_MODIFIERS = tuple(
     """
     memorial general regional community university college children's childrens
     women's womens cancer heart surgical surgery specialty family
-    pediatric pediatrics manor village baptist methodist presbyterian lutheran adventist
+    pediatric pediatrics manor village
     episcopal mercy
     """.split()  # noqa: SIM905 - a word list reads better as text
 )
