@@ -188,16 +188,42 @@ def _name_terms(
 ) -> tuple[Term, ...]:
     terms: list[Term] = []
     for name in names:
-        for part in name.parts:
-            for piece in re.split(r"[\s\-]+", part):
-                if len(piece.strip(".")) >= 2:
-                    piece = piece.strip(".")
-                    term = _term(
-                        category, _name_part_pattern(piece, mixed_case), _needle(piece), PROBE_WORD
-                    )
-                    if term is not None:
-                        terms.append(term)
+        pieces = [p.strip(".") for part in name.parts for p in re.split(r"[\s\-]+", part)]
+        others = [p for p in pieces if len(p) > SHORT_NAME_PART]
+        for piece in pieces:
+            if len(piece) < 2:
+                continue
+            pattern = _part_pattern(piece, tuple(others), mixed_case)
+            term = _term(category, pattern, _needle(piece), PROBE_WORD)
+            if term is not None:
+                terms.append(term)
     return tuple(terms)
+
+
+# A known name part this short ("Al", "Ed", "Jo": also clinical abbreviations) counts only
+# with name context, as the detector's known-name recognizer requires: a title before it,
+# or — capitalised in a mixed-case note — another part of the same name beside it.
+SHORT_NAME_PART = 2
+
+
+def _part_pattern(piece: str, others: tuple[str, ...], mixed_case: bool) -> str:
+    """A name part's pattern: a short one needs name context (``_short_part_pattern``)."""
+    if len(piece) <= SHORT_NAME_PART:
+        return _short_part_pattern(piece, others, mixed_case)
+    return _name_part_pattern(piece, mixed_case)
+
+
+@lru_cache(maxsize=4096)
+def _short_part_pattern(part: str, others: tuple[str, ...], mixed_case: bool) -> str:
+    titled = _TITLE_BEFORE + "(?i:" + re.escape(part) + r")(?!\w)"
+    if not others:
+        return titled
+    forms = {part.capitalize(), part.upper()} if mixed_case else {part}
+    cased = "(?:" + "|".join(re.escape(f) for f in sorted(forms)) + ")"
+    if not mixed_case:
+        cased = f"(?i:{cased})"
+    beside = "(?i:" + "|".join(re.escape(o) for o in others) + ")"
+    return rf"{titled}|(?<!\w){cased}\s+{beside}(?!\w)|(?<!\w){beside},?\s+{cased}(?!\w)"
 
 
 @lru_cache(maxsize=8192)
@@ -331,7 +357,7 @@ def _phrase_terms(phrase: str, category: Category, mixed_case: bool) -> tuple[Te
         terms.append(whole)
     for piece in pieces:
         if len(piece) >= 3 or piece == phrase:
-            pattern = _name_part_pattern(piece, mixed_case)
+            pattern = _part_pattern(piece, (), mixed_case)
             terms.append(Term(value, pattern, piece.lower(), PROBE_WORD))
     return tuple(terms)
 
