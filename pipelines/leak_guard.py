@@ -237,43 +237,58 @@ def _contact_terms(
 ) -> tuple[Term | None, ...]:
     terms: list[Term | None] = []
     for phone in phones:
-        digits = "".join(c for c in phone if c.isdigit())
-        if len(digits) == 11 and digits[0] == "1":
-            digits = digits[1:]
-        if len(digits) >= 7:
-            needle = digits if digits.isascii() else ""
-            terms.append(_term(Category.PHONE, _digits(digits), needle, PROBE_DIGITS))
-            if len(digits) == 10:
-                terms.append(_term(Category.PHONE, _digits(digits[3:]), needle[3:], PROBE_DIGITS))
+        terms += _phone_terms(phone)
     for email in emails:
         if email.strip():
             terms.append(
                 _term(Category.EMAIL, re.escape(email.strip()), email.strip().lower(), PROBE_TEXT)
             )
     for address in addresses:
-        for line in address.street:
-            if len(line.strip()) >= 4:
-                terms.append(
-                    _term(
-                        Category.LOCATION_STREET,
-                        word_pattern(line.strip()),
-                        _needle(line),
-                        PROBE_WORD,
-                    )
-                )
-        if len(address.city.strip()) >= 2:
+        terms += _address_terms(address)
+    return tuple(terms)
+
+
+def _phone_terms(phone: str) -> list[Term | None]:
+    """A phone number's digits (a leading US country code dropped); a ten-digit number
+    also without its area code."""
+    digits = "".join(c for c in phone if c.isdigit())
+    if len(digits) == 11 and digits[0] == "1":
+        digits = digits[1:]
+    if len(digits) < 7:
+        return []
+    needle = digits if digits.isascii() else ""
+    terms = [_term(Category.PHONE, _digits(digits), needle, PROBE_DIGITS)]
+    if len(digits) == 10:
+        terms.append(_term(Category.PHONE, _digits(digits[3:]), needle[3:], PROBE_DIGITS))
+    return terms
+
+
+def _address_terms(address: Address) -> list[Term | None]:
+    """Street lines, city and 5-digit ZIP of one address."""
+    terms: list[Term | None] = []
+    for line in address.street:
+        if len(line.strip()) >= 4:
             terms.append(
                 _term(
-                    Category.LOCATION_CITY,
-                    word_pattern(address.city.strip()),
-                    _needle(address.city),
+                    Category.LOCATION_STREET,
+                    word_pattern(line.strip()),
+                    _needle(line),
                     PROBE_WORD,
                 )
             )
-        if len(address.postal_code.strip()) >= 5:
-            zip5 = address.postal_code.strip()[:5]
-            terms.append(_id_term(zip5, Category.LOCATION_ZIP))
-    return tuple(terms)
+    if len(address.city.strip()) >= 2:
+        terms.append(
+            _term(
+                Category.LOCATION_CITY,
+                word_pattern(address.city.strip()),
+                _needle(address.city),
+                PROBE_WORD,
+            )
+        )
+    if len(address.postal_code.strip()) >= 5:
+        zip5 = address.postal_code.strip()[:5]
+        terms.append(_id_term(zip5, Category.LOCATION_ZIP))
+    return terms
 
 
 @lru_cache(maxsize=1024)
@@ -298,6 +313,17 @@ def _known_terms(
     ):
         if names and category not in kept:
             terms += _name_terms(names, category, mixed_case)
+    optional = _optional_terms(identifiers)
+    if kept:
+        terms += [t for t in optional if t is not None and t.category not in kept]
+    else:
+        terms += [t for t in optional if t is not None]
+    return terms
+
+
+def _optional_terms(identifiers: Identifiers) -> list[Term | None]:
+    """The terms of the known identifiers other than names, in :func:`_known_terms`'s
+    order (None for a value too short or plain to be a term)."""
     optional: list[Term | None] = []
     for ids, category in (
         (identifiers.patient_ids, Category.MRN),
@@ -313,11 +339,7 @@ def _known_terms(
         optional += _contact_terms(identifiers.phones, identifiers.emails, identifiers.addresses)
     if identifiers.birth_date is not None:
         optional += _birth_terms(identifiers.birth_date)
-    if kept:
-        terms += [t for t in optional if t is not None and t.category not in kept]
-    else:
-        terms += [t for t in optional if t is not None]
-    return terms
+    return optional
 
 
 def _detected_phrases(
@@ -581,13 +603,36 @@ def leak_guard(
     index = None
     if len(scan) > GUARD_INDEX_CHARS and scan.isascii():
         index = _WordIndex(scan, _anchored_terms(phrases, mixed_case), probe.lowered)
-    for category, pattern, needle, how in _known_terms(identifiers, _kept(policy), mixed_case):
+    known = _known_terms(identifiers, _kept(policy), mixed_case)
+    _count_known(known, scan, probe, seen, leaks)
+    _count_found(found, scan, probe, index, seen, leaks)
+    _count_echoed(original, replaced, leaks)
+    return leaks
+
+
+def _count_known(
+    terms: list[Term], scan: str, probe: _Probe, seen: set[str], leaks: Counter[str]
+) -> None:
+    """Count the known identifiers' terms found in ``scan`` (each pattern once)."""
+    for category, pattern, needle, how in terms:
         if pattern in seen or (needle and not probe.may_hold(needle, how)):
             continue
         seen.add(pattern)
         if _compiled(pattern).search(scan):
             leaks[category] += 1
-    for category, pattern, needle, how in found:
+
+
+def _count_found(
+    terms: list[Term],
+    scan: str,
+    probe: _Probe,
+    index: _WordIndex | None,
+    seen: set[str],
+    leaks: Counter[str],
+) -> None:
+    """Count the detected phrases' terms found in ``scan`` (by ``index`` on a long ASCII
+    output), each pattern once, under the per-document deadline."""
+    for category, pattern, needle, how in terms:
         if pattern in seen:
             continue
         check("guard")  # the per-document deadline: once per distinct detected term
@@ -601,10 +646,13 @@ def leak_guard(
         seen.add(pattern)
         if _compiled(pattern).search(scan):
             leaks[category] += 1
+
+
+def _count_echoed(original: str, replaced: Sequence[tuple[Span, str]], leaks: Counter[str]) -> None:
+    """Count the replacements equal (case aside) to their own original."""
     for chosen, new in replaced:
         if chosen.category in MAY_EQUAL:
             continue
         old = original[chosen.start : chosen.end]
         if new.casefold() == old.casefold():
             leaks[chosen.category.value] += 1
-    return leaks
