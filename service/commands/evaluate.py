@@ -12,7 +12,7 @@ import time
 from collections.abc import Iterable, Iterator, Sequence
 from enum import StrEnum
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -174,6 +174,46 @@ def _echo_categories(result: CrossValidation) -> None:
         )
 
 
+def _results(
+    items: Iterator[Note | RecordError],
+    predictions: Path | None,
+    policy: Path | None,
+    known: dict[str, Identifiers],
+) -> tuple[Detector, str, Iterator[tuple[Note, Sequence[SpanLike]] | RecordError]]:
+    """The detector's spans per note, or those of a span file when ``predictions`` is set."""
+    if predictions is None:
+        detector = Detector(Policy.load(policy))
+        source = "recognizers: " + (", ".join(r.name for r in detector.recognizers) or "(none)")
+        return detector, source, detect_notes(items, detector, known)
+    try:
+        with predictions.open(encoding="utf-8") as fh:
+            predicted = read_predictions(fh)
+    except (ValueError, KeyError, TypeError) as exc:
+        typer.echo(f"deidstream: cannot read {predictions} ({type(exc).__name__})", err=True)
+        raise typer.Exit(2) from None
+    detector = Detector(Policy(recognizers={}))
+    return detector, f"span file {predictions.name}", _replay(items, predicted)
+
+
+def _score(
+    results: Iterator[tuple[Note, Sequence[SpanLike]] | RecordError],
+    evaluation: Evaluation,
+    gold: dict[tuple[str, str], Any],
+) -> tuple[int, set[tuple[str, str]]]:
+    """Add every result to ``evaluation``; the records that failed and the notes seen."""
+    failed = 0
+    seen: set[tuple[str, str]] = set()
+    for result in results:
+        if isinstance(result, RecordError):
+            failed += 1
+            report_error(result)
+            continue
+        note, spans = result
+        seen.add(note.key)
+        evaluation.add(note.patient, note.note, note.text, gold.get(note.key, []), spans)
+    return failed, seen
+
+
 def register(app: typer.Typer) -> None:
     @app.command()
     def evaluate(
@@ -296,45 +336,14 @@ def register(app: typer.Typer) -> None:
             )
             return
         use_names = known_names or names_file is not None
-        known: dict[str, Identifiers] = {}
-        if use_names:
-            pid = names_file or _beside(directory) / "pid_patientname.txt"
-            if not pid.is_file():
-                typer.echo(f"deidstream: --known-names needs {pid}", err=True)
-                raise typer.Exit(2)
-            known = load_patient_names(pid)
+        known = _known_names(directory, use_names, names_file)
         corpus = load_corpus(directory, corpus_format, policy)
         gold = {k: v for k, v in corpus.gold.items() if _in_half(k[0], patients)}
-        items: list[Note | RecordError] = [*corpus.errors, *corpus.notes]
-        results: Iterator[tuple[Note, Sequence[SpanLike]] | RecordError]
-        if predictions is not None:
-            try:
-                with predictions.open(encoding="utf-8") as fh:
-                    predicted = read_predictions(fh)
-            except (ValueError, KeyError, TypeError) as exc:
-                typer.echo(
-                    f"deidstream: cannot read {predictions} ({type(exc).__name__})", err=True
-                )
-                raise typer.Exit(2) from None
-            detector = Detector(Policy(recognizers={}))
-            source = f"span file {predictions.name}"
-            results = _replay(_only_half(items, patients), predicted)
-        else:
-            detector = Detector(Policy.load(policy))
-            source = "recognizers: " + (", ".join(r.name for r in detector.recognizers) or "(none)")
-            results = detect_notes(_only_half(items, patients), detector, known)
+        items = _only_half([*corpus.errors, *corpus.notes], patients)
+        detector, source, results = _results(items, predictions, policy, known)
         evaluation = Evaluation(collect_text=show_errors > 0)
-        failed = 0
-        seen: set[tuple[str, str]] = set()
         began = time.perf_counter()
-        for result in results:
-            if isinstance(result, RecordError):
-                failed += 1
-                report_error(result)
-                continue
-            note, spans = result
-            seen.add(note.key)
-            evaluation.add(note.patient, note.note, note.text, gold.get(note.key, []), spans)
+        failed, seen = _score(results, evaluation, gold)
         elapsed = time.perf_counter() - began
         report = evaluation.report(resamples=resamples, seed=seed).only_categories(
             error_category or ()
