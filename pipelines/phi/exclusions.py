@@ -50,6 +50,7 @@ class Vocabulary:
     language_cues: frozenset[str]  # "speaking", "interpreter"
     cues: frozenset[str]  # titles and role words before a name
     phrase: re.Pattern[str]  # the multi-word device names
+    phrase_words: frozenset[str]  # their words: a span holds one, or it is in none
     formula: re.Pattern[str]  # a word of two or more element symbols
     formula_any_case: re.Pattern[str]  # the same in any case ("nahco3")
 
@@ -63,7 +64,7 @@ def vocabulary() -> Vocabulary:
     lasts = {p.rsplit(" ", 1)[-1] for p in peoples}
     single = {d for d in devices if " " not in d} | lasts | word_set("exclusion_drug_suffixes")
     places = lx.us_cities() | lx.countries() | lx.us_states().keys()
-    joined = (r"[\s-]*".join(map(re.escape, p.split())) for p in devices + peoples if " " in p)
+    multi = [p.split() for p in devices + peoples if " " in p]
     elements = "|".join(sorted(word_list("chemical_elements"), key=len, reverse=True))
     return Vocabulary(
         name_words=frozenset(w for w in single if not lx.is_name(w)),
@@ -74,10 +75,17 @@ def vocabulary() -> Vocabulary:
         peoples=frozenset(w for p in peoples for w in p.split()),
         language_cues=word_set("exclusion_language_cues"),
         cues=frozenset(role_map("name_titles").keys() | role_map("name_role_before").keys()),
-        phrase=re.compile(rf"(?<![A-Za-z])(?:{'|'.join(joined)})(?![A-Za-z])", re.IGNORECASE),
+        phrase_words=frozenset(w for words in multi for w in words),
+        phrase=_phrase_pattern(multi),
         formula=re.compile(rf"(?:(?:{elements})\d*){{2,}}"),
         formula_any_case=re.compile(rf"(?:(?:{elements})\d*){{2,}}", re.IGNORECASE),
     )
+
+
+def _phrase_pattern(multi: list[list[str]]) -> re.Pattern[str]:
+    """Any of the phrases, a hyphen or spaces (or nothing) between their words."""
+    joined = "|".join(r"[\s-]*".join(map(re.escape, words)) for words in multi)
+    return re.compile(rf"(?<![A-Za-z])(?:{joined})(?![A-Za-z])", re.IGNORECASE)
 
 
 def _units() -> frozenset[str]:
@@ -100,7 +108,9 @@ def vetoed(text: str, span: Span) -> bool:
     if not words or _after_cue(text, span.start):
         return False
     vocab = vocabulary()
-    if _formula(text, span, vocab) or _in_device_phrase(text, span, vocab):
+    if _formula(text, span, vocab) or (
+        not vocab.phrase_words.isdisjoint(words) and _in_device_phrase(text, span, vocab)
+    ):
         return True
     if _head_after(text, span.end, vocab.heads) or any(w in vocab.heads for w in words[1:]):
         return True
