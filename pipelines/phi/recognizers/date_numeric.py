@@ -57,7 +57,7 @@ def _full_date(text: str, start: int, end: int, parts: list[str], delim: str) ->
         return 0.95 if ok else 0.0
     if not valid_year(c) or not (valid_md(int(a), int(b)) or valid_md(int(b), int(a))):
         return 0.0
-    if clinical.unit_follows(text, end) or clinical.vital_before(text, start):
+    if clinical.pair_unit_follows(text, end) or clinical.vital_before(text, start):
         return 0.0
     if clinical.vent_context(text, start, end):
         return 0.0
@@ -86,7 +86,17 @@ def _pairs_with_year(parts: list[str], delims: list[str]) -> float:
     return 0.9 if ok and valid_md(int(m1), int(d1)) and valid_md(int(m2), int(d2)) else 0.0
 
 
-def _sign_before(text: str, start: int, end: int) -> bool:
+def _unit_after(text: str, start: int, end: int, a: int, b: int) -> bool:
+    """A unit a pair can carry: "2/4 mg" (not "4/19 c chest pain", "4/19 gm neg rods")."""
+    return clinical.pair_unit_follows(text, end)
+
+
+def _vent_setting(text: str, start: int, end: int, a: int, b: int) -> bool:
+    """Ventilator words around the pair: "AC 12/5", "SIMV/PS, 40%, & 5/8" (not "L AC 4/19")."""
+    return clinical.vent_context(text, start, end)
+
+
+def _sign_before(text: str, start: int, end: int, a: int, b: int) -> bool:
     """ "+3/6 SEM", "5-6/3-4", "600x4/5"; but "UO-9/10", "fx4/97" are labels before a date."""
     before = text[max(0, start - 2) : start]
     return before[-1:] in {"+", "*", "~"} or (
@@ -94,17 +104,18 @@ def _sign_before(text: str, start: int, end: int) -> bool:
     )
 
 
-def _value_cue_before(text: str, start: int, end: int) -> bool:
+def _value_cue_before(text: str, start: int, end: int, a: int, b: int) -> bool:
     """A cue whose values are written "a/b" right before: "BP 120/80", "PSV 10/5"."""
     return clinical.vital_before(text, start, 3, clinical.SLASH_VALUE_CUES)
 
 
 # The vetoes of a two-part slash or dash number, by name, in the order they are asked.
-SLASH_VETOES: Final[tuple[tuple[str, Callable[[str, int, int], bool]], ...]] = (
-    ("unit_after", lambda text, start, end: clinical.unit_follows(text, end)),
+# Each asks (text, start, end, first number, second number).
+SLASH_VETOES: Final[tuple[tuple[str, Callable[[str, int, int, int, int], bool]], ...]] = (
+    ("unit_after", _unit_after),
     ("value_cue_before", _value_cue_before),
     ("sign_before", _sign_before),
-    ("vent_context", clinical.vent_context),
+    ("vent_setting", _vent_setting),
 )
 
 
@@ -113,7 +124,7 @@ def _month_day(text: str, start: int, end: int, a_s: str, b_s: str, delim: str) 
     a, b = int(a_s), int(b_s)
     if delim == "." or not 1 <= a <= 12 or len(a_s) > 2:
         return 0.0
-    if any(veto(text, start, end) for _, veto in SLASH_VETOES):
+    if any(veto(text, start, end, a, b) for _, veto in SLASH_VETOES):
         return 0.0
     word = words_before(text, start, 1, 16)
     cue = any(w in DATE_CUES for w in word)  # "on 7/22"
