@@ -141,6 +141,31 @@ def vent_context(text: str, start: int, end: int) -> bool:
     return any(w in _VENT_AFTER for w in words_after(text, end, 2, 20))
 
 
+_CLAUSE_BREAK = re.compile(r"[.;](?:\s|$)")
+
+
+def vent_cue_near(
+    text: str, start: int, count: int = 4, date_cues: frozenset[str] = frozenset()
+) -> bool:
+    """A ventilator cue a few words before, in the same clause, the number in the value slot
+    of a change ("to", "at", "now" right before it), and no number and no date cue
+    (``date_cues``) between: "PS raised to 11/8" is a setting; "PS trial since 4/19",
+    "CPAP trial 4/19" and "PS 10 then to 4/19" are not."""
+    line = text.rfind("\n", 0, start) + 1
+    lo = max(line, start - 48)
+    for brk in _CLAUSE_BREAK.finditer(text, lo, start):
+        lo = brk.end()  # the last clause break before the number
+    words = words_before(text, start, count + 1, start - lo)  # and the word before the first
+    if not words or words[-1] not in _CONNECTORS:
+        return False  # the value slot of a change: "raised to", "PS now"; not "PS trial 4/19"
+    for k in range(len(words) - 1, max(0, len(words) - count) - 1, -1):
+        if words[k] in date_cues or words[k][:1].isdigit():
+            return False
+        if _vent_cue(words, k):
+            return True
+    return False
+
+
 def time_follows(text: str, end: int) -> bool:
     return _TIME_AFTER.match(text, end) is not None
 

@@ -96,6 +96,11 @@ def _vent_setting(text: str, start: int, end: int, a: int, b: int) -> bool:
     return clinical.vent_context(text, start, end)
 
 
+def _vent_cue_near(text: str, start: int, end: int, a: int, b: int) -> bool:
+    """A vent cue a few words before, no date cue between: "PS raised to 11/8 overnight"."""
+    return clinical.vent_cue_near(text, start, 4, DATE_CUES)
+
+
 def _sign_before(text: str, start: int, end: int, a: int, b: int) -> bool:
     """ "+3/6 SEM", "5-6/3-4", "600x4/5"; but "UO-9/10", "fx4/97" are labels before a date."""
     before = text[max(0, start - 2) : start]
@@ -116,6 +121,7 @@ SLASH_VETOES: Final[tuple[tuple[str, Callable[[str, int, int, int, int], bool]],
     ("value_cue_before", _value_cue_before),
     ("sign_before", _sign_before),
     ("vent_setting", _vent_setting),
+    ("vent_cue_near", _vent_cue_near),
 )
 
 
