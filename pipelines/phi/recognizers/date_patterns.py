@@ -43,28 +43,35 @@ _WEEKDAY = (
 _ORD = r"\d{1,2}(?:st|nd|rd|th)?"
 # A weekday right before a numeric date belongs to it ("Tues 7/22", "Monday, 3/4/19").
 _WEEKDAY_BEFORE = re.compile(r"(?i)\b" + _WEEKDAY + r"\.?,?[ \t]*$")
+# Blanks within a line: a date never runs on to the next line ("4 Apr, 87" then a line
+# opening "2000 - 0800" is a date and a clock time, not one date). ``_TO``: a day range.
+_B = r"[ \t]"
+_TO = _B + r"*[-–]" + _B + r"*"
 _NAMED = (
-    r"(?:\b(?P<wd>" + _WEEKDAY + r")\.?,?\s+)?"
-    r"(?:\b(?P<rel>early|mid|late)[\s\-]+)?"
-    r"(?:\b(?:the\s+)?(?P<d1>" + _ORD + r"(?:\s*[-–]\s*" + _ORD + r")?)(?:\s+of)?[\s\-]*)?"
-    r"(?:\b" + _MONTH + r"\.?\s*[-–]\s*)?"  # a range of months: "Jan-Mar 2019"
+    r"(?:\b(?P<wd>" + _WEEKDAY + r")\.?,?" + _B + r"+)?"
+    r"(?:\b(?P<rel>early|mid|late)[ \t\-]+)?"
+    r"(?:\b(?:the" + _B + r"+)?(?P<d1>" + _ORD + r"(?:" + _TO + _ORD + r")?)"
+    r"(?:" + _B + r"+of)?[ \t\-]*)?"
+    r"(?:\b" + _MONTH + r"\.?" + _B + r"*[-–]" + _B + r"*)?"  # a range of months: "Jan-Mar 2019"
     r"(?:\b(?P<m>"
     + _MONTH
-    + r")\b\.?(?:[\s\-,/]*(?P<d2>"
+    + r")\b\.?(?:[ \t\-,/]*(?P<d2>"
     + _ORD
-    + r"(?:\s*[-–]\s*"
+    + r"(?:"
+    + _TO
     + _ORD
     + r")?)\b)?"
     r"|\b(?P<m2>" + _MONTH + r")(?P<d3>\d{1,2})\b)"
     # the year: "March 3, 2019", "MARCH of 2019", "14-MAR-2019", "Mar/2019"
-    r"(?:(?:,?\s*(?:of\s+)?|\s*[\-/]\s*)(?P<y>'?(?:1[89]|20)\d\d\b|'\d{2}\b|,\s*\d{2}\b))?"
+    r"(?:(?:,?" + _B + r"*(?:of" + _B + r"+)?|" + _B + r"*[\-/]" + _B + r"*)"
+    r"(?P<y>'?(?:1[89]|20)\d\d\b|'\d{2}\b|," + _B + r"*\d{2}\b))?"
 )
 # Other word-led forms, scanned in the same re2 pass: month-day with a dash after a date
 # cue ("BC from 3-5", "back to OR on 7-8"), "the 11th", vague years ("mid-2012").
 _OTHER_WORD_FORMS = (
-    r"|\b(?:on|from|since|until|till|dated)\s+(?P<dash>\d{1,2}-\d{1,2})\b"
-    r"|\bthe\s+(?P<ord>\d{1,2})(?:st|nd|rd|th)\b"
-    r"|\b(?P<vague>early|mid|late)[\s\-]+(?P<vy>(?:19|20)\d\d)\b"
+    r"|\b(?:on|from|since|until|till|dated)" + _B + r"+(?P<dash>\d{1,2}-\d{1,2})\b"
+    r"|\bthe" + _B + r"+(?P<ord>\d{1,2})(?:st|nd|rd|th)\b"
+    r"|\b(?P<vague>early|mid|late)[ \t\-]+(?P<vy>(?:19|20)\d\d)\b"
     r"|\b(?P<glued>\d{1,2}" + _MONTH + r"(?:19|20)?\d\d)\b"  # "14MAR2019", "3jan19"
 )
 
