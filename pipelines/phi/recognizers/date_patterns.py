@@ -46,7 +46,7 @@ _WEEKDAY_BEFORE = re.compile(r"(?i)\b" + _WEEKDAY + r"\.?,?[ \t]*$")
 # Blanks within a line: a date never runs on to the next line ("4 Apr, 87" then a line
 # opening "2000 - 0800" is a date and a clock time, not one date). ``_TO``: a day range.
 _B = r"[ \t]"
-_TO = _B + r"*[-–]" + _B + r"*"
+_TO = _B + r"*(?:->|[-–])" + _B + r"*"  # "9-10 Apr", "9->10 Apr"
 _NAMED = (
     r"(?:\b(?P<wd>" + _WEEKDAY + r")\.?,?" + _B + r"+)?"
     r"(?:\b(?P<rel>early|mid|late)[ \t\-]+)?"
