@@ -40,6 +40,8 @@ def numeric_confidence(text: str, start: int, end: int, value: str) -> float:
     delims = _DELIM.findall(value)
     if len(parts) == 3 and delims[0] == delims[1]:
         return _full_date(text, start, end, parts, delims[0])
+    if len(parts) == 3 and delims == ["/", "."]:
+        return _slash_dot_date(text, start, end, parts)
     if len(parts) == 4:
         return _two_pairs(text, start, end, parts, delims)
     if len(parts) == 5:
@@ -62,6 +64,25 @@ def _full_date(text: str, start: int, end: int, parts: list[str], delim: str) ->
     if clinical.vent_context(text, start, end):
         return 0.0
     return 0.8 if delim == "." else 0.92
+
+
+def _slash_dot_date(text: str, start: int, end: int, parts: list[str]) -> float:
+    """ "5/17.88": month/day, then a dot before the year. "2/2.45" is as likely a value, so
+    the day must be one no month can be (13-31) or a date cue must come before."""
+    a, b = int(parts[0]), int(parts[1])
+    if len(parts[2]) == 4 and not valid_year(parts[2]):
+        return 0.0
+    if not valid_md(a, b) or (b < 13 and not _date_cue_before(text, start)):
+        return 0.0
+    if clinical.unit_follows(text, end) or clinical.vital_before(text, start):
+        return 0.0
+    if clinical.vent_context(text, start, end):
+        return 0.0
+    return 0.8
+
+
+def _date_cue_before(text: str, start: int) -> bool:
+    return any(w in DATE_CUES for w in words_before(text, start, 1, 16))
 
 
 def _two_pairs(text: str, start: int, end: int, parts: list[str], delims: list[str]) -> float:

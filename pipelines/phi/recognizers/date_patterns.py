@@ -16,7 +16,10 @@ from pipelines.phi.scan import compile_words
 
 # Slash dates (with ranges and pairs), dash and dot dates with a year. The left boundary is
 # checked in Python: a leading look-behind would cost the regex its fast digit prefix search.
-_NUMERIC_BODY = r"\d{1,4}(?:/\d{1,4}(?:[/\-]\d{1,4}){0,3}|-\d{1,2}-\d{2,4}|\.\d{1,2}\.\d{2,4})"
+_NUMERIC_BODY = (
+    r"\d{1,4}(?:/\d{1,4}(?:[/\-]\d{1,4}){0,3}|-\d{1,2}-\d{2,4}|\.\d{1,2}\.\d{2,4}"
+    r"|/\d{1,2}\.\d\d(?:\d\d)?)"  # a slash, then a dot before the year: "5/17.88"
+)
 # "\d\d{0,3}" is "\d{1,4}" (the same matches) opening with a digit class, so the stdlib search
 # skips to the next digit in C instead of trying a match at every position
 # A dash and digits after a date block it ("3/4-5"), unless a second slash date follows: a
