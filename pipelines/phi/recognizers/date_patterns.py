@@ -127,6 +127,9 @@ def word_scan() -> Any:
     return compile_words(r"(?i)" + _NAMED + _OTHER_WORD_FORMS + r"|(?P<hol>" + holidays_alt + r")")
 
 
+# Six digits, MMDDYY ("DOB 071588"): a date only after a date cue (``dates.compact``).
+_COMPACT = re.compile(r"\d{6}(?![\d/]|[.\-]\d)")
+
 # Numeric dates whose separators stand between spaces, with a four-digit year.
 _SPACED = re.compile(r"\b(\d{1,2}) ([/.\-]) (\d{1,2}) \2 ((?:19|20)\d\d)\b")
 # Its shape without the edges and the back-reference, for the re2 prefilter and lead: the

@@ -22,9 +22,10 @@ from pipelines.phi.base import Doc, Recognizer
 from pipelines.phi.passes import declare
 from pipelines.phi.patterns import Found, PatternPass, PatternPasses
 from pipelines.phi.recognizers.date_numeric import DATE_CUES as DATE_CUES
-from pipelines.phi.recognizers.date_numeric import numeric_confidence, valid_md
+from pipelines.phi.recognizers.date_numeric import STRONG_CUES, numeric_confidence, valid_md
 from pipelines.phi.recognizers.date_patterns import (
     _AMBIGUOUS_MONTHS,
+    _COMPACT,
     _NUMERIC,
     _NUMERIC_SHAPE,
     _SPACED,
@@ -94,6 +95,21 @@ def _spaced(note: _Note, m: Any) -> Found | None:
     """Separators set apart: "03 / 14 / 2019"."""
     a, b = int(m.group(1)), int(m.group(3))
     return (m.start(), m.end(), Category.DATE, 0.85) if valid_md(a, b) or valid_md(b, a) else None
+
+
+def _compact(note: _Note, m: Any) -> Found | None:
+    """Six digits MMDDYY right after a date cue: "DOB 071588", "born 120387" (a 6-digit
+    number alone is a count, a dose or a code)."""
+    text, start, end = note.text, m.start(), m.end()
+    if start and text[start - 1] in _LEFT_BLOCK:
+        return None
+    value = m.group()
+    if not valid_md(int(value[:2]), int(value[2:4])):
+        return None
+    before = words_before(text, start, 1, 16)
+    if not (before and before[0] in STRONG_CUES) or clinical.unit_follows(text, end):
+        return None
+    return (start, end, Category.DATE, 0.85)
 
 
 def _holiday(note: _Note, m: Any) -> Found | None:
@@ -204,6 +220,7 @@ PASSES: Final = declare(
         [
             PatternPass("dates.numeric", _numeric, "", "numeric"),
             PatternPass("dates.spaced", _spaced, "", "spaced"),
+            PatternPass("dates.compact", _compact, "", "compact"),
             PatternPass("dates.holiday", _holiday, "hol", "words"),
             PatternPass("dates.cued_dash", _cued_dash, "dash", "words"),
             PatternPass("dates.ordinal", _ordinal, "ord", "words"),
@@ -215,6 +232,7 @@ PASSES: Final = declare(
 )
 _NUMERIC_TABLE = PASSES.table("numeric", {})
 _SPACED_TABLE = PASSES.table("spaced", {})
+_COMPACT_TABLE = PASSES.table("compact", {})
 
 
 @register("dates")
@@ -243,6 +261,8 @@ class DateRecognizer(Recognizer):
         if (" / " in text or " - " in text or " . " in text) and may_match(doc, _SPACED_SHAPE):
             for m in led_finditer(text, _SPACED_SHAPE, _SPACED):
                 judge(_SPACED_TABLE, note, text, m, spans)
+        for m in _COMPACT.finditer(text):
+            judge(_COMPACT_TABLE, note, text, m, spans)
         table = _words_table()
         for m in finditer(doc, word_scan()):
             judge(table, note, text, m, spans)
