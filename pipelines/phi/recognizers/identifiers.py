@@ -32,12 +32,13 @@ _CUE_RE = "|".join(
     sorted((re.escape(c).replace(r"\ ", r"\s+") for c in _CUES), key=len, reverse=True)
 )
 # One re2 pass (edges checked in Python; re2 has no look-around):
-# - cue + optional "number/no./#" + a value holding a digit, letters and hyphens allowed
-#   around it ("AB-123456", "4471-XK-22", "00921-B");
+# - cue + optional "number/no./#" + optional linking verb ("is", "was") + a value holding
+#   a digit, letters and hyphens allowed around it ("AB-123456", "4471-XK-22", "00921-B");
 # - the SSN layout 3-2-4 with one separator kind;
 # - long codes: 7+ digits, or 1-3 capitals and 6+ digits.
 _SCAN = compile_words(
     r"(?i:\b(?P<cue>" + _CUE_RE + r")\b\.?(?:\s*(?:number|num|nbr|no\.?|#|id))*"
+    r"(?:\s+(?:is|was|reads))?"  # a linking verb: "his MRN is ZZ-402913"
     r"\s*[:#=]?\s*#?\s*)(?P<value>(?i:[a-z]{0,4}-?\d[a-z0-9\-/]*\d(?:-?[a-z]{1,3})?"
     r"|[a-z]{0,4}-?\d(?:-?[a-z]{1,3})?))\b"
     r"|(?P<ssn>(?P<area>\d{3})(?P<sep1>[- ])(?P<group>\d{2})(?P<sep2>[- ])(?P<serial>\d{4}))"
