@@ -109,8 +109,12 @@ def _short_value(text: str, end: int, c: _Cued) -> bool:
 
 
 def _weak_cue(text: str, end: int, c: _Cued) -> bool:
-    """Weak cues ("unit 3", "hospital 8/20/02", "group 2-3") need a marker or a long value."""
-    return c.cue in _WEAK_CUES and not c.numbered and (c.digits < 5 or not c.value.isalnum())
+    """Weak cues ("unit 3", "hospital 8/20/02", "group 2-3") need a marker, a long value or
+    a code ("policy ZZ-402913", "ID 4021-7730-5519": six digits or more, no slash)."""
+    if c.cue not in _WEAK_CUES or c.numbered:
+        return False
+    code = c.digits >= 6 and "/" not in c.value
+    return not code and (c.digits < 5 or not c.value.isalnum())
 
 
 # The vetoes of a cued value, by name, in the order they are asked.
