@@ -35,7 +35,9 @@ _CUE_RE = "|".join(
 # - cue + optional "number/no./#" + optional linking verb ("is", "was") + a value holding
 #   a digit, letters and hyphens allowed around it ("AB-123456", "4471-XK-22", "00921-B");
 # - the SSN layout 3-2-4 with one separator kind;
-# - long codes: 7+ digits, or 1-3 capitals and 6+ digits.
+# - long codes: 7+ digits, or 1-3 capitals and 6+ digits;
+# - dashed codes: digit groups 3-3-3 or 4-4-4 ("4021-7730-5519"), capitals-dash-digits
+#   ("ZZ-402913").
 _SCAN = compile_words(
     r"(?i:\b(?P<cue>" + _CUE_RE + r")\b\.?(?:\s*(?:number|num|nbr|no\.?|#|id))*"
     r"(?:\s+(?:is|was|reads))?"  # a linking verb: "his MRN is ZZ-402913"
@@ -43,6 +45,7 @@ _SCAN = compile_words(
     r"|[a-z]{0,4}-?\d(?:-?[a-z]{1,3})?))\b"
     r"|(?P<ssn>(?P<area>\d{3})(?P<sep1>[- ])(?P<group>\d{2})(?P<sep2>[- ])(?P<serial>\d{4}))"
     r"|(?P<long>[A-Z]{1,3}\d{6,}|\d{7,})"
+    r"|(?P<grouped>\d{3}-\d{3}-\d{3}|\d{4}-\d{4}-\d{4}|[A-Z]{1,3}-\d{6,})"
 )
 _G = dict(_SCAN.groupindex)  # numbers: re2 name lookups are slow
 _CUE, _VALUE = _G["cue"], _G["value"]
@@ -177,6 +180,20 @@ def _long(note: _Note, m: Any) -> Found | None:
     return (start, end, Category.ID, 0.6)
 
 
+def _grouped(note: _Note, m: Any) -> Found | None:
+    """Dashed codes with no cue: 3-3-3 or 4-4-4 digit groups ("4021-7730-5519") and capitals,
+    a dash and 6+ digits ("ZZ-402913"); not a number run of a vital ("HR 100-110-120")."""
+    text, start, end = note.text, m.start(), m.end()
+    if start and (text[start - 1].isalnum() or text[start - 1] in "-/.,"):
+        return None
+    nxt = text[end : end + 2]
+    if nxt[:1].isdigit() or (nxt[:1] in ("-", ".", "/") and nxt[1:].isdigit()):
+        return None
+    if clinical.unit_follows(text, end) or clinical.vital_before(text, start):
+        return None
+    return (start, end, Category.ID, 0.6)
+
+
 def _hashed(note: _Note, m: Any) -> Found | None:
     """A number sign before a code: "#kq42", "# 7241983" (not "Pager #12345": a phone)."""
     text = note.text
@@ -194,6 +211,7 @@ PASSES: Final = declare(
         [
             PatternPass("identifiers.cued", _cued, "value", "codes"),
             PatternPass("identifiers.ssn", _ssn, "ssn", "codes"),
+            PatternPass("identifiers.grouped", _grouped, "grouped", "codes"),
             PatternPass("identifiers.long", _long, "", "codes"),
             PatternPass("identifiers.hash", _hashed, "", "hash"),
         ],
