@@ -151,6 +151,9 @@ def vent_cue_near(
     of a change ("to", "at", "now" right before it), and no number and no date cue
     (``date_cues``) between: "PS raised to 11/8" is a setting; "PS trial since 4/19",
     "CPAP trial 4/19" and "PS 10 then to 4/19" are not."""
+    nearest = words_before(text, start, 1, 12)
+    if not nearest or nearest[0] not in _CONNECTORS:
+        return False  # (the common case, asked cheaply first)
     line = text.rfind("\n", 0, start) + 1
     lo = max(line, start - 48)
     for brk in _CLAUSE_BREAK.finditer(text, lo, start):

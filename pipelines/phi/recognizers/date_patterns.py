@@ -12,6 +12,7 @@ import re
 from functools import lru_cache
 from typing import Any
 
+from pipelines.phi.recognizers.date_numeric import STRONG_CUES
 from pipelines.phi.scan import compile_words
 
 # Slash dates (with ranges and pairs), dash and dot dates with a year. The left boundary is
@@ -76,6 +77,10 @@ _OTHER_WORD_FORMS = (
     r"|\bthe" + _B + r"+(?P<ord>\d{1,2})(?:st|nd|rd|th)\b"
     r"|\b(?P<vague>early|mid|late)[ \t\-]+(?P<vy>(?:19|20)\d\d)\b"
     r"|\b(?P<glued>\d{1,2}" + _MONTH + r"(?:19|20)?\d\d)\b"  # "14MAR2019", "3jan19"
+    # six digits, MMDDYY, right after a strong date cue: "DOB 071588", "born: 120387" (a
+    # six-digit number alone is a count, a dose or a code); the right edge is checked later
+    r"|\b(?:" + "|".join(re.escape(c) for c in sorted(STRONG_CUES, key=len, reverse=True)) + r")"
+    r"[ \t]*[:#]?[ \t]*(?P<six>\d{6})"
 )
 
 
@@ -126,9 +131,6 @@ def word_scan() -> Any:
     holidays_alt = holiday_pattern().pattern[len("(?i)") :]
     return compile_words(r"(?i)" + _NAMED + _OTHER_WORD_FORMS + r"|(?P<hol>" + holidays_alt + r")")
 
-
-# Six digits, MMDDYY ("DOB 071588"): a date only after a date cue (``dates.compact``).
-_COMPACT = re.compile(r"\d{6}(?![\d/]|[.\-]\d)")
 
 # Numeric dates whose separators stand between spaces, with a four-digit year.
 _SPACED = re.compile(r"\b(\d{1,2}) ([/.\-]) (\d{1,2}) \2 ((?:19|20)\d\d)\b")

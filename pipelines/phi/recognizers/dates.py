@@ -22,10 +22,9 @@ from pipelines.phi.base import Doc, Recognizer
 from pipelines.phi.passes import declare
 from pipelines.phi.patterns import Found, PatternPass, PatternPasses
 from pipelines.phi.recognizers.date_numeric import DATE_CUES as DATE_CUES
-from pipelines.phi.recognizers.date_numeric import STRONG_CUES, numeric_confidence, valid_md
+from pipelines.phi.recognizers.date_numeric import numeric_confidence, valid_md
 from pipelines.phi.recognizers.date_patterns import (
     _AMBIGUOUS_MONTHS,
-    _COMPACT,
     _NUMERIC,
     _NUMERIC_SHAPE,
     _SPACED,
@@ -98,18 +97,20 @@ def _spaced(note: _Note, m: Any) -> Found | None:
 
 
 def _compact(note: _Note, m: Any) -> Found | None:
-    """Six digits MMDDYY right after a date cue: "DOB 071588", "born 120387" (a 6-digit
-    number alone is a count, a dose or a code)."""
-    text, start, end = note.text, m.start(), m.end()
-    if start and text[start - 1] in _LEFT_BLOCK:
+    """Six digits MMDDYY right after a strong date cue: "DOB 071588", "born 120387" (a
+    6-digit number alone is a count, a dose or a code)."""
+    text = note.text
+    six = word_groups()["six"]
+    start, end = m.start(six), m.end(six)
+    value = text[start:end]
+    if _blocked_after(text[end : end + 2]) or not valid_md(int(value[:2]), int(value[2:4])):
         return None
-    value = m.group()
-    if not valid_md(int(value[:2]), int(value[2:4])):
-        return None
-    before = words_before(text, start, 1, 16)
-    if not (before and before[0] in STRONG_CUES) or clinical.unit_follows(text, end):
-        return None
-    return (start, end, Category.DATE, 0.85)
+    return None if clinical.unit_follows(text, end) else (start, end, Category.DATE, 0.85)
+
+
+def _blocked_after(nxt: str) -> bool:
+    """A digit, a slash, or a dot or dash and a digit: the number goes on."""
+    return nxt[:1].isdigit() or nxt[:1] == "/" or (nxt[:1] in ".-" and nxt[1:].isdigit())
 
 
 def _holiday(note: _Note, m: Any) -> Found | None:
@@ -220,19 +221,18 @@ PASSES: Final = declare(
         [
             PatternPass("dates.numeric", _numeric, "", "numeric"),
             PatternPass("dates.spaced", _spaced, "", "spaced"),
-            PatternPass("dates.compact", _compact, "", "compact"),
             PatternPass("dates.holiday", _holiday, "hol", "words"),
             PatternPass("dates.cued_dash", _cued_dash, "dash", "words"),
             PatternPass("dates.ordinal", _ordinal, "ord", "words"),
             PatternPass("dates.glued", _whole, "glued", "words", "Glued: 14MAR2019, 3jan19."),
             PatternPass("dates.vague_year", _whole, "vague", "words", "Vague years: mid-2012."),
+            PatternPass("dates.compact", _compact, "six", "words"),
             PatternPass("dates.named_month", _named, "", "words"),
         ],
     )
 )
 _NUMERIC_TABLE = PASSES.table("numeric", {})
 _SPACED_TABLE = PASSES.table("spaced", {})
-_COMPACT_TABLE = PASSES.table("compact", {})
 
 
 @register("dates")
@@ -261,8 +261,6 @@ class DateRecognizer(Recognizer):
         if (" / " in text or " - " in text or " . " in text) and may_match(doc, _SPACED_SHAPE):
             for m in led_finditer(text, _SPACED_SHAPE, _SPACED):
                 judge(_SPACED_TABLE, note, text, m, spans)
-        for m in _COMPACT.finditer(text):
-            judge(_COMPACT_TABLE, note, text, m, spans)
         table = _words_table()
         for m in finditer(doc, word_scan()):
             judge(table, note, text, m, spans)
