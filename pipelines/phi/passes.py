@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Any, Final, Generic, Protocol, TypeVar, cast
+from typing import Final, Generic, Protocol, TypeVar, cast
 
 from pipelines.memo import Memo
 from pipelines.phi.lexicons import Token, Tokens
@@ -239,15 +239,25 @@ class Passes(Generic[N, R]):
         ]
 
 
-_ALL_PASSES: dict[str, Passes[Any, Any]] = {}
+class Declared(Protocol):
+    """What ``declare`` keeps of a recognizer's passes: the word-level :class:`Passes` or the
+    pattern-led ``pipelines.phi.patterns.PatternPasses``."""
+
+    recognizer: str
+
+    def describe(self) -> list[dict[str, object]]: ...
 
 
-def declare(passes: Passes[N, R]) -> Passes[N, R]:
+D = TypeVar("D", bound=Declared)
+_ALL_PASSES: dict[str, Declared] = {}
+
+
+def declare(passes: D) -> D:
     """Register a recognizer's passes so ``--explain`` and the docs can list them."""
     _ALL_PASSES[passes.recognizer] = passes
     return passes
 
 
-def declared() -> Iterable[Passes[Any, Any]]:
+def declared() -> Iterable[Declared]:
     """Every registered recognizer's passes, by recognizer name."""
     return [_ALL_PASSES[name] for name in sorted(_ALL_PASSES)]
