@@ -279,16 +279,21 @@ MIN_PROPAGATED_CHARS = 3
 _RARE_PLACE_WORD = 3.5  # the locations recognizer's ceiling for a place word that recurs
 
 
+def recognizer_of(span: Span) -> str:
+    """The recognizer that made a span: its source up to the pass ("names.after_title")."""
+    return span.source.partition(".")[0]
+
+
 def _propagated(text: str, span: Span) -> list[str]:
     """The phrase of a span, and its rare words, that recur wherever written the same way."""
-    if span.source not in PROPAGATED_SOURCES:
+    if recognizer_of(span) not in PROPAGATED_SOURCES:
         return []
     from pipelines.phi.lexicons import zipf
 
     phrase = text[span.start : span.end]
     if len(phrase) < MIN_PROPAGATED_CHARS or "\n" in phrase or not is_word_char(phrase[0]):
         return []
-    ceiling = _RARE_PLACE_WORD if span.source == "locations" else COMMON_WORD_ZIPF
+    ceiling = _RARE_PLACE_WORD if recognizer_of(span) == "locations" else COMMON_WORD_ZIPF
     words = [w for w in WORD_RUN.findall(phrase) if len(w) >= MIN_PROPAGATED_CHARS]
     out = [w for w in words if zipf(w.lower()) < ceiling]  # "Will", "May": not on their own
     if len(words) > 1 or (words and words[0] != phrase):
@@ -337,9 +342,10 @@ def _phrases(text: str, spans: Sequence[Span]) -> dict[str, Span]:
     phrases: dict[str, Span] = {}
     done: set[tuple[str, str]] = set()  # (source, text): the same phrase propagates the same
     for span in spans:
-        if span.source not in PROPAGATED_SOURCES:
+        source = recognizer_of(span)
+        if source not in PROPAGATED_SOURCES:
             continue
-        key = (span.source, text[span.start : span.end])
+        key = (source, text[span.start : span.end])
         if key in done:
             continue
         done.add(key)

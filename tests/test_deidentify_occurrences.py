@@ -107,3 +107,15 @@ def test_an_occurrence_never_splits_a_word_or_reaches_into_a_found_span() -> Non
     found = occurrences(text, [Span(at, len(text) - 1, C.NAME_PROVIDER)], lambda c: True)
     assert [text[s.start : s.end] for s in found] == ["Quillfeather"]
     assert found[0].start == text.index("Quillfeather-")
+
+
+def test_recurrences_follow_spans_named_by_their_pass() -> None:
+    """Spans name the pass that made them ("names.after_title"); what a recognizer found
+    still recurs by the recognizer's name."""
+    from pipelines.deidentify import recurrences
+    from pipelines.spans import Category, Span
+
+    text = "Seen by Dr Quillfeather today. Quillfeather will call back."
+    span = Span(11, 23, Category.NAME_PROVIDER, 0.9, "names.after_title")
+    again = recurrences(text, [span])
+    assert [(text[s.start : s.end], s.source) for s in again] == [("Quillfeather", "recurrence")]
