@@ -260,19 +260,24 @@ PROPAGATED_SOURCES = frozenset({"names", "locations"})  # recognizers that propa
 MIN_PROPAGATED_CHARS = 3
 
 
+def _recognizer(span: Span) -> str:
+    """The recognizer that found ``span`` (its ``source`` may name a pass: "names.role")."""
+    return span.source.partition(".")[0]
+
+
 _RARE_PLACE_WORD = 3.5  # the locations recognizer's ceiling for a place word that recurs
 
 
 def _propagated(text: str, span: Span) -> list[str]:
     """The phrase of a span, and its rare words, that recur wherever written the same way."""
-    if span.source not in PROPAGATED_SOURCES:
+    if _recognizer(span) not in PROPAGATED_SOURCES:
         return []
     from pipelines.phi.lexicons import zipf
 
     phrase = text[span.start : span.end]
     if len(phrase) < MIN_PROPAGATED_CHARS or "\n" in phrase or not is_word_char(phrase[0]):
         return []
-    ceiling = _RARE_PLACE_WORD if span.source == "locations" else COMMON_WORD_ZIPF
+    ceiling = _RARE_PLACE_WORD if _recognizer(span) == "locations" else COMMON_WORD_ZIPF
     words = [w for w in WORD_RUN.findall(phrase) if len(w) >= MIN_PROPAGATED_CHARS]
     out = [w for w in words if zipf(w.lower()) < ceiling]  # "Will", "May": not on their own
     if len(words) > 1 or (words and words[0] != phrase):
@@ -321,9 +326,9 @@ def _phrases(text: str, spans: Sequence[Span]) -> dict[str, Span]:
     phrases: dict[str, Span] = {}
     done: set[tuple[str, str]] = set()  # (source, text): the same phrase propagates the same
     for span in spans:
-        if span.source not in PROPAGATED_SOURCES:
+        if _recognizer(span) not in PROPAGATED_SOURCES:
             continue
-        key = (span.source, text[span.start : span.end])
+        key = (_recognizer(span), text[span.start : span.end])
         if key in done:
             continue
         done.add(key)

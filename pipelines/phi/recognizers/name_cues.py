@@ -1,7 +1,8 @@
 """Cue tables of the name recognizer: titles, credentials, role words, verbs of talking,
 eponym heads and services — the words that make the next or previous word a name (and tell
-its role). The lists live in ``pipelines/phi/data/vocabulary/name_*.txt``; ``cues()`` reads them on
-first use and derives the rest (typing slips, possessives, the cue and trigger sets)."""
+its role). The lists live in ``pipelines/phi/data/vocabulary/name_*.txt``; ``cues()`` reads
+them on first use and derives the rest (typing slips, possessives, the cue set). Which passes
+a word starts is declared with the passes (``names.name_passes``)."""
 
 from __future__ import annotations
 
@@ -39,7 +40,6 @@ class Cues:
     skippable: frozenset[str]  # between a role word and the name ("son is Jim")
     services: frozenset[str]  # "per Neuro", "Renal consulted": services, not people
     cue_words: frozenset[str]  # cues themselves are never the name
-    triggers: frozenset[str]  # may start a rule wherever they stand
     clinical_letters: frozenset[str]  # one-letter shorthand, not initials ("r", "l", "c")
     joiners: frozenset[str]  # inside a list of names ("Drs. Smith and Jones")
 
@@ -82,17 +82,6 @@ def cues() -> Cues:
         services=services,
         cue_words=frozenset(
             {*titles, *credentials, *role_before, *role_after, *verb_then_name, *services}
-        ),
-        triggers=frozenset(
-            {
-                *titles,
-                *credentials,
-                *role_before,
-                *role_after,
-                *slips,
-                *possessive,
-                *word_set("name_triggers"),
-            }
         ),
         clinical_letters=word_set("name_clinical_letters"),
         joiners=word_set("name_joiners"),
