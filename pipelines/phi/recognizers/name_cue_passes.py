@@ -23,6 +23,7 @@ from pipelines.phi.recognizers.name_words import (
     _surname_after_first,
     _tight,
     _word_surname_after_dr,
+    surname_letter,
 )
 from pipelines.spans import Category
 
@@ -68,26 +69,37 @@ def _first_name_then_surname(note: _Note, nxt: int) -> bool:
 
 
 def after_title(note: _Note, i: int) -> int | None:
-    """ "Dr. Xyz", "Mrs. X.", "Dr. J. Xyz", "Dr Will Xyz": the name after a title."""
+    """ "Dr. Xyz", "Mrs. X.", "Dr. J. Xyz", "Dr Will Xyz", "Dr. Q.": the name after a title."""
     title = _title_role(note, i)
     if title is None:
         return None
-    words, text, n = note.words, note.text, note.n
+    words, text = note.words, note.text
     nxt = i + 1
     if _is_initial(words[nxt], text) and title is PT:  # "Ms. S." patient initial
         note.take(nxt, PT, 0.85)
         return nxt + 1
-    bare = len(words[nxt].text) == 1 and nxt + 1 < n and words[nxt].text.isalpha()
-    if (_is_initial(words[nxt], text) or bare) and nxt + 1 < n:
-        nxt += 1  # "Dr. J. Smith", "Dr B Smith"
-    elif _first_name_then_surname(note, nxt):
-        note.take(nxt, title, 0.85)
-        nxt += 1
+    nxt = _surname_slot(note, nxt, title)
     if note.ok(nxt, 3) or (title is P and not note.mixed and _word_surname_after_dr(words[nxt])):
         if nxt != i + 1:
             note.take(i + 1, title, 0.9)
         return note.run_right(nxt, title, 0.9, 3)
+    if surname_letter(words[i + 1], text):  # "Dr. Q.", "Dr B today": the initial alone
+        note.take(i + 1, title, 0.85)
+        return i + 2
     return None
+
+
+def _surname_slot(note: _Note, nxt: int, title: Category) -> int:
+    """Where the surname after a title stands: past an initial ("Dr. J. Smith", "Dr B Smith")
+    or a first name ("Dr Will Cole": the first name is taken here), else right after it."""
+    words, n = note.words, note.n
+    bare = len(words[nxt].text) == 1 and nxt + 1 < n and words[nxt].text.isalpha()
+    if (_is_initial(words[nxt], note.text) or bare) and nxt + 1 < n:
+        return nxt + 1
+    if _first_name_then_surname(note, nxt):
+        note.take(nxt, title, 0.85)
+        return nxt + 1
+    return nxt
 
 
 def before_credential(note: _Note, i: int) -> None:

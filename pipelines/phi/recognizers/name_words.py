@@ -99,6 +99,23 @@ def _is_initial(tok: Token, text: str) -> bool:
     )
 
 
+def surname_letter(tok: Token, text: str) -> bool:
+    """A capital standing for a surname, after a first name or a title: "Greta Q.", "Dr. Q.",
+    "Margaret K in to visit". A single capital but "A" or "I"; written without its period,
+    also no clinical shorthand ("L", "R", "Q") and followed by punctuation, a line's end or a
+    lower-case word ("K 3.4", "B/P", "C DIFF" are no initials)."""
+    if len(tok.text) != 1 or not tok.text.isupper() or tok.lower in {"a", "i"}:
+        return False
+    after = text[tok.end : tok.end + 2]
+    if after[:1] == ".":
+        return True
+    if tok.lower in cues().clinical_letters:
+        return False
+    if after[:1] in {"", ",", ";", ")", "\n"}:
+        return True
+    return after[0] in " \t" and (after[1:] in {"", "\n"} or after[1].islower())
+
+
 def _base(word: str) -> str:
     """The word without a possessive "'s"."""
     return word[:-2] if word[-2:] in _POSSESSIVE and len(word) > 2 else word

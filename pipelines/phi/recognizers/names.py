@@ -47,6 +47,7 @@ from pipelines.phi.recognizers.name_words import (
     _plausible,
     _surname_after_first,
     _tight,
+    surname_letter,
 )
 from pipelines.phi.registry import register
 from pipelines.spans import Category, Span
@@ -149,6 +150,7 @@ class _Note:
         while j < self.n and count < 4 and _tight(self.gap(j - 1, j), words[j - 1]):
             if words[j].lower in self.cues.credentials or not (
                 _is_initial(words[j], self.text)
+                or surname_letter(words[j], self.text)
                 or self.ok(j, max(strength - 1, 2))
                 or _surname_after_first(words[j - 1], words[j], self.mixed)
             ):
