@@ -40,7 +40,7 @@ DOTTED_CREDENTIAL_LETTERS: Final = frozenset({"r", "m"})
 def _title_role(note: _Note, i: int) -> Category | None:
     """The role a title at word ``i`` gives the next word, or None when it is no title here."""
     words, tok = note.words, note.words[i]
-    title = note.cues.titles.get(tok.lower)
+    title = note.cues.titles.get(tok.lower) or _title_slip(note, tok.lower)
     if title is None or i + 1 >= note.n:
         return None
     gap = note.gap(i, i + 1)
@@ -54,6 +54,13 @@ def _title_role(note: _Note, i: int) -> Category | None:
         if lx.name_score(nw) < 0.5 and not (lx.name_score(nw) == -9.0 and lx.zipf(nw) < _RARE):
             return None
     return title
+
+
+def _title_slip(note: _Note, low: str) -> Category | None:
+    """A title with one typing slip ("the renal doctr Hanlon"), unless the form is an English
+    word ("miser")."""
+    role = note.cues.title_slips.get(low)
+    return role if role is not None and lx.zipf(low) < 2.0 else None
 
 
 def _first_name_then_surname(note: _Note, nxt: int) -> bool:

@@ -30,6 +30,7 @@ class Cues:
     """Every word table of the name recognizer, read once."""
 
     titles: Mapping[str, Category]  # the next word is a name ("Dr.", "Mrs.")
+    title_slips: Mapping[str, Category]  # long titles with one typing slip ("doctr")
     credentials: frozenset[str]  # written after a name ("Jane Doe, RN")
     role_before: Mapping[str, Category]  # before a name ("daughter Jane", "per Smith")
     role_slips: Mapping[str, Category]  # kinship words with one typing slip ("daugher")
@@ -56,6 +57,19 @@ def _slips(role_before: Mapping[str, Category]) -> dict[str, Category]:
     }
 
 
+def _title_slips(titles: Mapping[str, Category]) -> dict[str, Category]:
+    """Titles written with one slip ("doctr", "dcotor", "mistr"), as kinship words are: a form
+    that is an English word ("miser") is checked away where it is used. Only titles of six
+    letters or more: "dr", "mrs", "ms" slip into other words (and are mostly abbreviated)."""
+    return {
+        slip: cat
+        for word, cat in titles.items()
+        if len(word) >= 6 and word.isalpha()
+        for slip in lx.slips(word)
+        if slip not in titles
+    }
+
+
 @cache
 def cues() -> Cues:
     """The cue tables, read from the data files on first use."""
@@ -71,6 +85,7 @@ def cues() -> Cues:
     }
     return Cues(
         titles=titles,
+        title_slips=_title_slips(titles),
         credentials=credentials,
         role_before=role_before,
         role_slips=slips,

@@ -239,7 +239,7 @@ def name_passes() -> Passes[_Note, int]:
         Pass(
             "names.after_title",
             cue.after_title,
-            frozenset(c.titles),
+            frozenset({*c.titles, *c.title_slips}),
             after=6,
             vocabulary=("name_titles",),
         ),
