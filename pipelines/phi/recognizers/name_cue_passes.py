@@ -17,6 +17,7 @@ from pipelines.phi.recognizers.name_words import (
     _city_state,
     _dotted_credential,
     _is_initial,
+    _lower_full_name,
     _namey,
     _rare_unknown,
     _role_slip,
@@ -266,6 +267,34 @@ def after_role(note: _Note, i: int) -> int | None:
     if role is None or i + 1 >= note.n:
         return None
     return _after_role(note, i, role)
+
+
+def after_label(note: _Note, i: int) -> int | None:
+    """ "Visitors: hal stayed", "NOK: greta", "Wife: ann kowalski": after a label that lists
+    people and its colon, a census first name more a name than a word, in any case (a
+    mixed-case note's lower-case words are names nowhere else without a title)."""
+    words, n = note.words, note.n
+    role = note.cues.people_labels.get(words[i].lower) or _role_word(note, i)
+    if role is None or i + 1 >= n or note.gap(i, i + 1).strip(" \t") != ":":
+        return None
+    j = i + 1
+    first = words[j]
+    if j in note.taken or not _label_first_name(note, first):
+        return None
+    if j + 1 < n and _lower_full_name(first, words[j + 1], note.text, note.eponyms):
+        note.take(j, role, 0.7)  # "ann kowalski"
+        return note.run_right(j + 1, role, 0.7, 3)
+    return note.run_right(j, role, 0.7, 2)
+
+
+def _label_first_name(note: _Note, tok: lx.Token) -> bool:
+    """A census first name used more as a name than as a word ("hal", "greta"; not "will",
+    "mark"), no cue word and no eponym of this note."""
+    low = tok.lower
+    if low in note.cues.cue_words or low in note.eponyms or low not in note.first_names:
+        return False
+    ns, f = lx.name_score(low), lx.zipf(low)
+    return (ns >= 1.0 and f < 4.5) or (ns >= 2.0 and f < 5.5)
 
 
 def talked_with(note: _Note, i: int) -> int | None:

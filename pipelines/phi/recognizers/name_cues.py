@@ -37,6 +37,7 @@ class Cues:
     role_possessive: Mapping[str, Category]  # "daughter's name is Ann"
     verb_then_name: Mapping[str, Category]  # "spoke with X", "seen by X"
     role_after: Mapping[str, Category]  # "Smith aware", "J. Smith notified"
+    people_labels: Mapping[str, Category]  # "Visitors: hal", "NOK: greta" (with the colon)
     eponym_heads: frozenset[str]  # "X catheter", "X's disease"
     skippable: frozenset[str]  # between a role word and the name ("son is Jim")
     services: frozenset[str]  # "per Neuro", "Renal consulted": services, not people
@@ -92,6 +93,7 @@ def cues() -> Cues:
         role_possessive=possessive,
         verb_then_name=verb_then_name,
         role_after=role_after,
+        people_labels=role_map("name_people_labels"),
         eponym_heads=word_set("name_eponym_heads"),
         skippable=word_set("name_skippable"),
         services=services,

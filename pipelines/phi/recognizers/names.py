@@ -274,6 +274,13 @@ def name_passes() -> Passes[_Note, int]:
             vocabulary=("name_role_before", "name_skippable"),
         ),
         Pass(
+            "names.after_label",
+            cue.after_label,
+            frozenset({*c.people_labels, *role_words}),
+            after=6,
+            vocabulary=("name_people_labels", "name_role_before"),
+        ),
+        Pass(
             "names.talked_with",
             cue.talked_with,
             frozenset({*c.verb_then_name, "significant"}),
