@@ -22,6 +22,7 @@ from pipelines.phi.recognizers.name_words import (
     _sentence_start,
     _surname_after_first,
     _tight,
+    surname_letter,
 )
 
 if TYPE_CHECKING:
@@ -94,6 +95,33 @@ def capital_initial_surname(note: _Note, i: int) -> int | None:
         and lx.name_score(sur.lower) >= 1.8
         and lx.zipf(sur.lower) < 5.0
         and (sur.is_upper or sur.is_title)
+    ):
+        note.take(i, OTHER, 0.6)
+        return note.run_right(i + 1, OTHER, 0.6, 2)
+    return None
+
+
+def first_name_initial(note: _Note, i: int) -> int | None:
+    """No cue: "a 61-year-old man, Hal Q., asks", "Greta Q. called": a census first name in
+    Title case more a name than a word, then a capital with its period (a surname initial)."""
+    words, text, tok = note.words, note.text, note.words[i]
+    if not (
+        (note.mixed or note.lower_note)
+        and lx.is_title(tok.text)
+        and tok.lower in note.first_names
+        and i not in note.taken
+        and i + 1 < note.n
+        and note.gap(i, i + 1) == " "
+    ):
+        return None
+    letter, low = words[i + 1], tok.lower
+    if (
+        surname_letter(letter, text)
+        and text[letter.end : letter.end + 1] == "."
+        and lx.name_score(low) >= 0.0
+        and low not in note.cues.cue_words
+        and low not in note.eponyms
+        and not lx.clinical_word(low)
     ):
         note.take(i, OTHER, 0.6)
         return note.run_right(i + 1, OTHER, 0.6, 2)

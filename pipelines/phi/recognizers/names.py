@@ -312,6 +312,14 @@ def name_passes() -> Passes[_Note, int]:
             after=5,
         ),
         Pass(
+            "names.first_name_initial",
+            uncued.first_name_initial,
+            gate=uncued.lone_first_gate,
+            cases=_CAPITALS_TELL,
+            anywhere=True,
+            after=5,
+        ),
+        Pass(
             "names.lone_first_name",
             uncued.lone_first_name,
             gate=uncued.lone_first_gate,
