@@ -34,6 +34,8 @@ if TYPE_CHECKING:
 # The words that end a verb of talking before the name: "spoke with X", "seen by X",
 # "explained to X", "talked w X".
 TALK_LINKS: Final = frozenset({"with", "w", "by", "to"})
+# Titles of more than one person: "Smith and Drs Jones and Lee"
+PLURAL_TITLES: Final = frozenset({"drs", "doctors"})
 # Written after a name and a credential's first letter: "J. Doe R.N.", "A. Smith M.D."
 DOTTED_CREDENTIAL_LETTERS: Final = frozenset({"r", "m"})
 
@@ -108,6 +110,21 @@ def _surname_slot(note: _Note, nxt: int, title: Category) -> int:
         note.take(nxt, title, 0.85)
         return nxt + 1
     return nxt
+
+
+def list_before_title(note: _Note, i: int) -> None:
+    """ "Oda Vranje and Drs Lindqvist and Hanlon": a name right before "and Drs" is a
+    doctor's too (a list whose title comes after its first name)."""
+    words = note.words
+    if (
+        words[i].lower in PLURAL_TITLES
+        and 2 <= i < note.n - 1
+        and words[i - 1].lower in note.cues.joiners
+        and _tight(note.gap(i - 1, i))
+        and note.gap(i - 2, i - 1) == " "
+        and note.ok(i + 1, 3)
+    ):
+        note.run_left(i - 1, P, 0.8)
 
 
 def before_credential(note: _Note, i: int) -> None:

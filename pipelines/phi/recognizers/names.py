@@ -237,6 +237,14 @@ def name_passes() -> Passes[_Note, int]:
     role_words = frozenset({*c.role_before, *c.role_slips, *c.role_possessive})
     passes: list[NamePass] = [
         Pass(
+            "names.list_before_title",
+            cue.list_before_title,
+            cue.PLURAL_TITLES,
+            before=4,
+            after=1,
+            vocabulary=("name_joiners",),
+        ),
+        Pass(
             "names.after_title",
             cue.after_title,
             frozenset({*c.titles, *c.title_slips}),
