@@ -231,8 +231,12 @@ _ONE_CASE: Final = frozenset({Case.LOWER, Case.UPPER})
 @cache
 def name_passes() -> Passes[_Note, int]:
     """The name recognizer's passes, in the order they are tried at a word (declared on first
-    use: their trigger words come from the vocabulary files). The windows are the words a
-    pass reads around its start, at most (a name runs on for up to four words)."""
+    use: their trigger words come from the vocabulary files).
+
+    The windows are each pass's usual reach (a name of up to four words past its cue), not a
+    bound: a list of names ("Drs. Smith, Jones and Lee") runs on past any fixed window, and a
+    pass reads the names taken so far. So no name pass keeps a window memo (``memo`` off);
+    the windows only document the passes (``--explain``)."""
     c = cues()
     role_words = frozenset({*c.role_before, *c.role_slips, *c.role_possessive})
     passes: list[NamePass] = [
