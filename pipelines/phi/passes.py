@@ -19,9 +19,10 @@ nothing of the note but its case; its ``gate`` looks at the word only.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
+from itertools import compress
 from typing import Final, Generic, Protocol, TypeVar, cast
 
 from pipelines.memo import Memo
@@ -166,6 +167,14 @@ class Passes(Generic[N, R]):
         if ascii_word:
             return self._steps[case](tok.text)
         return self.plan(tok, case)
+
+    def starts(self, written: Collection[str], case: Case) -> dict[str, tuple[Pass[N, R], ...]]:
+        """The words of a note where some pass is tried, with their :meth:`steps`: each
+        distinct word as written (``written``, of a note whose words' lower-case forms are
+        ``str.lower`` of them) judged once, its hits in one C-level pass (``Memo.many``)."""
+        words = list(written)
+        steps = self._steps[case].many(words)
+        return dict(compress(zip(words, steps, strict=True), steps))
 
     def may_start(self, tok: Token, case: Case) -> bool:
         """Must a recognizer visit ``tok`` at all: is some pass tried there?"""
