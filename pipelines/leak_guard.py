@@ -446,13 +446,14 @@ class _WordIndex:
 def _anchored_terms(
     phrases: Sequence[tuple[str, Category]], mixed_case: bool
 ) -> dict[str, tuple[str, ...]]:
-    """pattern → a lower-case word every match of it contains ((): none known).
+    """pattern → lower-case words every match of it contains ((): none known).
 
-    Any such word finds the same matches; the one least common in English is kept, so the
-    index need not list the output's every "the" or "3" ("the General Hospital", "3 West"):
-    the note's frequent words are most of the index's work otherwise."""
-    from pipelines.phi.lexicons import zipf
-
+    Any such word finds the same matches, and the index searches around the one the output
+    holds least often. Up to ``_ANCHORS`` are kept, the least common first (``_commonness``),
+    so the index need not list the output's every "the" or "3" ("the General Hospital",
+    "3 West"): the note's frequent words are most of the index's work otherwise. One word
+    alone is not enough: a date's numbers are in no English list, and "10" of "10/12" was
+    written 1,446 times in the 5 MB dev note, each a window searched, for every such date."""
     out: dict[str, tuple[str, ...]] = {}
     for phrase, category in phrases:
         terms = _phrase_terms(phrase, category, mixed_case)
@@ -464,8 +465,23 @@ def _anchored_terms(
             whole = term.pattern == whole_pattern
             words = WORD_RUN.findall(phrase.lower() if whole else term.needle)
             ascii_words = bool(words) and all(w.isascii() for w in words)
-            out[term.pattern] = (min(words, key=zipf),) if ascii_words else ()
+            out[term.pattern] = (
+                tuple(sorted(set(words), key=_commonness)[:_ANCHORS]) if ascii_words else ()
+            )
     return out
+
+
+_ANCHORS = 3  # words kept per pattern to anchor its search on
+
+
+def _commonness(word: str) -> tuple[float, str]:
+    """How common a lower-case word is likely to be in a note: its English frequency
+    (Zipf); a number by its length (in no English list: "10" is common, "2093" less so)."""
+    from pipelines.phi.lexicons import zipf
+
+    if word.isdigit():
+        return (max(0.0, 6.0 - len(word)), word)
+    return (zipf(word), word)
 
 
 _RUN_PIECE_CHARS = 1 << 20
