@@ -201,7 +201,18 @@ def run_dev(corpus: Path, megabytes: float, runs: int, profile: str | None) -> i
             # CPU time, not wall: on a shared machine the wall clock counts other processes
             cli = [sys.executable, "-c", PROFILED_CLI, profile]
         cmd = [*cli, "deidentify", str(note), "--format", "text", "-o", os.devnull]
-        env = {**os.environ, "PYTHONPATH": str(ROOT)}
+        # compiled modules cached as an installed package has them (in the temporary
+        # directory, filled by one short run first), even where the environment says not to
+        env = {**os.environ, "PYTHONPATH": str(ROOT), "PYTHONPYCACHEPREFIX": str(Path(tmp) / "pyc")}
+        env.pop("PYTHONDONTWRITEBYTECODE", None)
+        (Path(tmp) / "warm").mkdir()
+        (Path(tmp) / "short.txt").write_text("Seen by Dr. Quill on 3/4/2021.\n")
+        short = [
+            *cmd[: cmd.index(str(note))],
+            str(Path(tmp) / "short.txt"),
+            *cmd[cmd.index(str(note)) + 1 :],
+        ]
+        subprocess.run(short, cwd=Path(tmp) / "warm", env=env, capture_output=True, check=False)
         for run in range(runs):
             # a fresh directory per run: the CLI's local key store starts empty each time
             cwd = Path(tmp) / f"run{run}"
