@@ -15,6 +15,7 @@ ASCII outputs the detected phrases are looked for through a word index (:class:`
 
 from __future__ import annotations
 
+import bisect
 import re
 from collections import Counter
 from collections.abc import Collection, Iterator, Mapping, Sequence
@@ -416,7 +417,10 @@ class _WordIndex:
         words = self.anchors.get(pattern)
         if not words:  # no word to anchor on (or a non-ASCII one): the whole output
             return _compiled(pattern).search(self.scan) is not None
-        places = min((self.at.get(w, ()) for w in words), key=len)
+        found = [self.at.get(w, ()) for w in words]
+        places = min(found, key=len)
+        if places and len(found) > 1:  # a match holds them all: near each other
+            places = _near_all(places, found, len(pattern) + _WINDOW_SLACK)
         if not places:
             return False
         return self._search_near(_compiled(pattern), places)
@@ -441,6 +445,22 @@ class _WordIndex:
             if pattern.search(self.scan, m.start()) is not None:
                 return True
         return False
+
+
+def _near_all(places: Sequence[int], found: Sequence[Sequence[int]], reach: int) -> list[int]:
+    """Of ``places`` (ascending), those with an occurrence of every list of ``found``
+    (ascending starts) within ``reach`` characters: the windows ``_search_near`` would
+    search around the others hold no match. A date's numbers ("3", "8") are each written
+    hundreds of times in a long note, seldom near each other."""
+    out: list[int] = []
+    for at in places:
+        for starts in found:
+            k = bisect.bisect_left(starts, at - reach)
+            if k == len(starts) or starts[k] > at + reach:
+                break
+        else:
+            out.append(at)
+    return out
 
 
 def _anchored_terms(
