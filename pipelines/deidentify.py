@@ -250,6 +250,8 @@ class Deidentifier:
                 found = made.get(key)
                 if found is None:
                     found = made[key] = _replacer_for(chosen.category).replace(chosen, ctx)
+                    if len(made) % _CHECK_EVERY == 0:  # the budget, inside a long stage too
+                        check("replace")
                 new = found
             parts += (text[pos:start], new)
             if len(parts) >= _JOIN_EVERY:  # a long note's slices are never all held at once
@@ -270,6 +272,9 @@ class Deidentifier:
 
 
 _JOIN_EVERY = 4096  # output parts joined in one go
+# surrogates drawn between two checks of the per-document deadline (a check costs ~0.1 µs,
+# a draw tens of µs): a note with thousands of phrases is abandoned part way at its budget
+_CHECK_EVERY = 64
 
 
 PROPAGATED_SOURCES = frozenset({"names", "locations"})  # recognizers that propagate in a note

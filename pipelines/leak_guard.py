@@ -15,6 +15,7 @@ ASCII outputs the detected phrases are looked for through a word index (:class:`
 
 from __future__ import annotations
 
+import bisect
 import re
 from collections import Counter
 from collections.abc import Collection, Iterator, Mapping, Sequence
@@ -464,7 +465,10 @@ class _WordIndex:
         words = self.anchors.get(pattern)
         if not words:  # no word to anchor on (or a non-ASCII one): the whole output
             return _compiled(pattern).search(self.scan) is not None
-        places = min((self.at.get(w, ()) for w in words), key=len)
+        found = [self.at.get(w, ()) for w in words]
+        places = min(found, key=len)
+        if places and len(found) > 1:  # a match holds them all: near each other
+            places = _near_all(places, found, len(pattern) + _WINDOW_SLACK)
         if not places:
             return False
         return self._search_near(_compiled(pattern), places)
@@ -491,16 +495,33 @@ class _WordIndex:
         return False
 
 
+def _near_all(places: Sequence[int], found: Sequence[Sequence[int]], reach: int) -> list[int]:
+    """Of ``places`` (ascending), those with an occurrence of every list of ``found``
+    (ascending starts) within ``reach`` characters: the windows ``_search_near`` would
+    search around the others hold no match. A date's numbers ("3", "8") are each written
+    hundreds of times in a long note, seldom near each other."""
+    out: list[int] = []
+    for at in places:
+        for starts in found:
+            k = bisect.bisect_left(starts, at - reach)
+            if k == len(starts) or starts[k] > at + reach:
+                break
+        else:
+            out.append(at)
+    return out
+
+
 def _anchored_terms(
     phrases: Sequence[tuple[str, Category]], mixed_case: bool
 ) -> dict[str, tuple[str, ...]]:
-    """pattern → a lower-case word every match of it contains ((): none known).
+    """pattern → lower-case words every match of it contains ((): none known).
 
-    Any such word finds the same matches; the one least common in English is kept, so the
-    index need not list the output's every "the" or "3" ("the General Hospital", "3 West"):
-    the note's frequent words are most of the index's work otherwise."""
-    from pipelines.phi.lexicons import zipf
-
+    Any such word finds the same matches, and the index searches around the one the output
+    holds least often. Up to ``_ANCHORS`` are kept, the least common first (``_commonness``),
+    so the index need not list the output's every "the" or "3" ("the General Hospital",
+    "3 West"): the note's frequent words are most of the index's work otherwise. One word
+    alone is not enough: a date's numbers are in no English list, and "10" of "10/12" was
+    written 1,446 times in the 5 MB dev note, each a window searched, for every such date."""
     out: dict[str, tuple[str, ...]] = {}
     for phrase, category in phrases:
         terms = _phrase_terms(phrase, category, mixed_case)
@@ -512,8 +533,23 @@ def _anchored_terms(
             whole = term.pattern == whole_pattern
             words = WORD_RUN.findall(phrase.lower() if whole else term.needle)
             ascii_words = bool(words) and all(w.isascii() for w in words)
-            out[term.pattern] = (min(words, key=zipf),) if ascii_words else ()
+            out[term.pattern] = (
+                tuple(sorted(set(words), key=_commonness)[:_ANCHORS]) if ascii_words else ()
+            )
     return out
+
+
+_ANCHORS = 3  # words kept per pattern to anchor its search on
+
+
+def _commonness(word: str) -> tuple[float, str]:
+    """How common a lower-case word is likely to be in a note: its English frequency
+    (Zipf); a number by its length (in no English list: "10" is common, "2093" less so)."""
+    from pipelines.phi.lexicons import zipf
+
+    if word.isdigit():
+        return (max(0.0, 6.0 - len(word)), word)
+    return (zipf(word), word)
 
 
 _RUN_PIECE_CHARS = 1 << 20

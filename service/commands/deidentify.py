@@ -199,6 +199,18 @@ def _summarise(file: Path, tally: _Tally) -> None:
         raise typer.Exit(1)
 
 
+def _warm_and_freeze() -> None:
+    """As the service does before its first document: the detector's lexicons loaded (the
+    first note loads them anyway), then moved out of the garbage collector's reach, so the
+    collections a long note causes do not walk them again and again (5 MB dev note:
+    bench/README.md, session 13). The surrogates' lists load on use: a short note needs few."""
+    from pipelines.phi import lexicons
+    from service.wiring import freeze_after_warmup
+
+    lexicons.warm()
+    freeze_after_warmup()
+
+
 def register(app: typer.Typer) -> None:
     @app.command()
     def deidentify(
@@ -252,6 +264,7 @@ def register(app: typer.Typer) -> None:
         _refuse_clinical(file)
         fmt = _sniffed(file, format)
         deid = Deidentifier(Policy.load(policy))
+        _warm_and_freeze()
         known = load_patient_names(known_names) if known_names else {}
         store = None
         if not no_store:

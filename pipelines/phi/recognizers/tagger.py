@@ -64,7 +64,8 @@ class TaggerRecognizer(Recognizer):
 
     def detect(self, doc: Doc) -> list[Span]:
         text = doc.text
-        kept = (_trimmed(text, t) for t in self.tagger.tag(text))
+        # the document's one tokenization, shared with the rules
+        kept = (_trimmed(text, t) for t in self.tagger.tag(text, lexicons.tokens(doc).columns))
         spans = [
             Span(t.start, t.end, _category(text, t), t.confidence, "tagger")
             for t in kept
