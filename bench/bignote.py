@@ -14,6 +14,16 @@ split, the child's peak RSS and its resident size before the note. Needs no corp
 figures are printed here, never asserted.
 
 Target (issue 15 item 14): 5 MB in < 3 s and < 200 MB.
+
+    .venv/bin/python bench/bignote.py --dev [--mb 5] [--corpus DIR] [--runs 1] [--profile F]
+
+``--dev`` (issue 24): the dev split's notes (``id.text``, cycled, joined by blank lines, cut
+at ``--mb`` million characters) written to one text file and run through the
+``deidstream deidentify FILE --format text`` command in a fresh interpreter, as a user
+would: the whole process (imports, model and word-list loading, the note, the output), in a
+temporary directory (its default local key store). Prints wall, CPU (user + system) and peak
+RSS of that process, per run. ``--profile F`` runs it under cProfile (F: the stats file).
+Target (issue 24): < 10 s and < 400 MB. Skips (exit 0) without the corpus.
 """
 
 from __future__ import annotations
@@ -33,6 +43,19 @@ if TYPE_CHECKING:
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+DEV_CORPUS = ROOT.parent / "shared" / "data" / "physionet" / "dev"
+PROFILED_CLI = """
+import cProfile, sys, time
+from service.cli import main
+out = sys.argv.pop(1)
+prof = cProfile.Profile(time.process_time)
+try:
+    prof.runcall(main)
+except SystemExit:
+    pass
+finally:
+    prof.dump_stats(out)
+"""
 
 FILLER = (
     "Vital signs stable overnight, afebrile, tolerating a regular diet.",
@@ -143,8 +166,77 @@ def child(
     return 0
 
 
+def dev_note(corpus: Path, megabytes: float) -> str:
+    """The dev split's notes cycled, joined by blank lines, cut at ``megabytes`` million chars."""
+    from pipelines.corpus import Note, read_notes
+
+    texts = [
+        n.text.strip() for n in read_notes(corpus / "id.text", "physionet") if isinstance(n, Note)
+    ]
+    target = int(megabytes * 1_000_000)
+    parts: list[str] = []
+    size = 0
+    i = 0
+    while size < target:
+        parts.append(texts[i % len(texts)])
+        size += len(parts[-1]) + 2
+        i += 1
+    return "\n\n".join(parts)[:target]
+
+
+def run_dev(corpus: Path, megabytes: float, runs: int, profile: str | None) -> int:
+    """The dev note through ``deidstream deidentify`` in a fresh process: wall, CPU, peak RSS."""
+    import os
+    import tempfile
+
+    if not (corpus / "id.text").is_file():
+        print(f"bench/bignote.py: {corpus / 'id.text'} not found; skipped")
+        return 0
+    with tempfile.TemporaryDirectory() as tmp:
+        note = Path(tmp) / "bignote.txt"
+        note.write_text(dev_note(corpus, megabytes), encoding="utf-8")
+        size = note.stat().st_size
+        cli = [sys.executable, "-c", "import sys; from service.cli import main; sys.exit(main())"]
+        if profile:
+            # CPU time, not wall: on a shared machine the wall clock counts other processes
+            cli = [sys.executable, "-c", PROFILED_CLI, profile]
+        cmd = [*cli, "deidentify", str(note), "--format", "text", "-o", os.devnull]
+        # compiled modules cached as an installed package has them (in the temporary
+        # directory, filled by one short run first), even where the environment says not to
+        env = {**os.environ, "PYTHONPATH": str(ROOT), "PYTHONPYCACHEPREFIX": str(Path(tmp) / "pyc")}
+        env.pop("PYTHONDONTWRITEBYTECODE", None)
+        (Path(tmp) / "warm").mkdir()
+        (Path(tmp) / "short.txt").write_text("Seen by Dr. Quill on 3/4/2021.\n")
+        short = [
+            *cmd[: cmd.index(str(note))],
+            str(Path(tmp) / "short.txt"),
+            *cmd[cmd.index(str(note)) + 1 :],
+        ]
+        subprocess.run(short, cwd=Path(tmp) / "warm", env=env, capture_output=True, check=False)
+        for run in range(runs):
+            # a fresh directory per run: the CLI's local key store starts empty each time
+            cwd = Path(tmp) / f"run{run}"
+            cwd.mkdir()
+            wall0 = time.perf_counter()
+            proc = subprocess.Popen(cmd, cwd=cwd, env=env, stderr=subprocess.PIPE, text=True)
+            _, _, usage = os.wait4(proc.pid, 0)
+            wall = time.perf_counter() - wall0
+            err = proc.stderr.read() if proc.stderr else ""
+            tail = " / ".join(line for line in err.splitlines() if line.startswith("deidstream:"))
+            print(
+                f"dev note {size / 1e6:.2f} MB: {wall:6.2f} s wall, "
+                f"{usage.ru_utime + usage.ru_stime:6.2f} s CPU (user {usage.ru_utime:.2f}, "
+                f"system {usage.ru_stime:.2f}), peak RSS {usage.ru_maxrss / 1024:.0f} MB; {tail}"
+            )
+    return 0
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--dev", action="store_true", help="the dev notes as one note, via the CLI")
+    ap.add_argument("--mb", type=float, default=5.0, help="size of the --dev note (MB)")
+    ap.add_argument("--corpus", type=Path, default=DEV_CORPUS, help="the dev split (--dev)")
+    ap.add_argument("--runs", type=int, default=1, help="runs of the --dev note")
     ap.add_argument("--sizes", default="1,2,5")
     ap.add_argument("--profile", default=None, help="cProfile output (with one size)")
     ap.add_argument("--filler", type=int, default=6, help="clinical sentences per PHI text")
@@ -157,6 +249,8 @@ def main() -> int:
     )
     ap.add_argument("--child", type=float, default=None, help=argparse.SUPPRESS)
     args = ap.parse_args()
+    if args.dev:
+        return run_dev(args.corpus, args.mb, args.runs, args.profile)
     if args.child is not None:
         return child(args.child, args.profile, args.filler, args.policy, args.texts)
     for size in [float(s) for s in args.sizes.split(",") if s.strip()]:

@@ -25,7 +25,7 @@ if TYPE_CHECKING:
 log = logging.getLogger("deidstream.keystore.audit")
 ANCHOR_ROW = 1
 
-# migration 6: the one-row table of the sealed head (see MIGRATIONS in keystore/backend.py)
+# migration 6: the one-row table of the sealed head (see MIGRATIONS in keystore/schema.py)
 ANCHOR_TABLE = (
     "CREATE TABLE IF NOT EXISTS audit_head (id INTEGER PRIMARY KEY, seq {bigint} NOT NULL,"
     " mac {blob} NOT NULL, legacy {bigint} NOT NULL, seal {blob} NOT NULL,"

@@ -7,7 +7,7 @@ keyed HMACs (``patient_ref``, ``text_ref``) so "the same string in this patient 
 indexed look-up, never a decryption of the whole queue. Decisions name an item id, a
 reviewer, a kind, a category and a scope: no text.
 
-The tables are created by the key store's numbered migration 5 (``keystore/backend.py``,
+The tables are created by the key store's numbered migration 5 (``keystore/schema.py``,
 ``deidstream keys migrate``), so a DML-only service role can use them
 (``keystore.postgres.service_grants``). ``keys rotate`` re-wraps the sealed blobs
 (:func:`rewrap_blobs`) and a master key they are still wrapped under cannot be retired

@@ -378,30 +378,7 @@ class EncryptedStore:
         entries = list(self._dirty.values())
         if self._undo is not None:
             self._undo.extend((e, e.revision, e.indexed_pseudonym) for e in entries)
-        batch: list[tuple[Row, int]] = []
-        unknown: list[_Entry] = []
-        for entry in entries:
-            if entry.revision is None:
-                unknown.append(entry)
-                continue
-            sealed = seal(
-                self._keyring,
-                entry.lookup,
-                self._plaintext(entry.key, entry.state),
-                entry.revision + 1,
-            )
-            batch.append((Row.of(entry.lookup, sealed, entry.revision + 1), entry.revision))
-        results = self._backend.update_many(batch, self._clock()) if batch else []
-        # Written (or about to be resolved one by one): nothing is pending any more.
-        self._dirty.clear()
-        self._dirty_since = None
-        conflicts = list(unknown)
-        known = [e for e in entries if e.revision is not None]
-        for entry, ok in zip(known, results, strict=True):
-            if ok:
-                entry.revision = (entry.revision or 0) + 1
-            else:
-                conflicts.append(entry)
+        conflicts = self._write_known(entries)
         for index, entry in enumerate(conflicts):
             try:
                 self._resolve(entry)
@@ -416,6 +393,31 @@ class EncryptedStore:
                 )
                 entry.indexed_pseudonym = entry.state.pseudonym
 
+    def _write_known(self, entries: list[_Entry]) -> list[_Entry]:
+        """Write the next revision of every entry whose stored revision is known, in one
+        batch; nothing is pending afterwards. The entries still to resolve one by one: those
+        with no known record, then those whose revision moved on."""
+        known = [(e, e.revision) for e in entries if e.revision is not None]
+        batch = [(self._sealed_row(e, revision + 1), revision) for e, revision in known]
+        results = self._backend.update_many(batch, self._clock()) if batch else []
+        # Written (or about to be resolved one by one): nothing is pending any more.
+        self._dirty.clear()
+        self._dirty_since = None
+        conflicts = [e for e in entries if e.revision is None]
+        for (entry, revision), ok in zip(known, results, strict=True):
+            if ok:
+                entry.revision = revision + 1
+            else:
+                conflicts.append(entry)
+        return conflicts
+
+    def _sealed_row(self, entry: _Entry, revision: int) -> Row:
+        """The entry's state sealed as ``revision`` of its record."""
+        plaintext = self._plaintext(entry.key, entry.state)
+        return Row.of(
+            entry.lookup, seal(self._keyring, entry.lookup, plaintext, revision), revision
+        )
+
     def _resolve(self, entry: _Entry) -> None:
         """Write one state whose stored revision moved on (or is unknown): merge and retry."""
         for _ in range(_MAX_CONFLICT_RETRIES):
@@ -426,11 +428,8 @@ class EncryptedStore:
                     # Never resurrect a shredded identity; the next document gets a new one.
                     self._cache.pop(entry.key, None)
                     return
-                sealed = seal(
-                    self._keyring, entry.lookup, self._plaintext(entry.key, entry.state), 1
-                )
                 if self._backend.insert(
-                    Row.of(entry.lookup, sealed, 1),
+                    self._sealed_row(entry, 1),
                     self._keys.pseudonym_index(entry.state.pseudonym),
                     self._clock(),
                 ):
@@ -442,14 +441,8 @@ class EncryptedStore:
             if older_copy(row, theirs, entry.state, entry.revision):
                 raise rolled_back(row)
             merge_state(entry.state, theirs)
-            sealed = seal(
-                self._keyring,
-                entry.lookup,
-                self._plaintext(entry.key, entry.state),
-                row.revision + 1,
-            )
             if self._backend.update_many(
-                [(Row.of(entry.lookup, sealed, row.revision + 1), row.revision)], self._clock()
+                [(self._sealed_row(entry, row.revision + 1), row.revision)], self._clock()
             )[0]:
                 entry.revision = row.revision + 1
                 entry.indexed_pseudonym = theirs.pseudonym

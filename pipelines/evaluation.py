@@ -24,7 +24,17 @@ from operator import itemgetter
 from typing import Any, Protocol
 
 from pipelines.corpus import GoldPhrase
-from pipelines.corpus_formats import category_group
+from pipelines.evaluation_slots import ANY_GROUP as ANY_GROUP
+from pipelines.evaluation_slots import GroupCounts as GroupCounts
+from pipelines.evaluation_slots import (
+    SlotCounts,
+    format_slots,
+    score_slots,
+    slots_dict,
+)
+from pipelines.evaluation_slots import fmt as _fmt
+from pipelines.evaluation_slots import ratio as _ratio
+from pipelines.evaluation_slots import rounded as _round
 
 TOKEN = re.compile(r"[^\W_]+")  # maximal runs of letters and digits (Unicode-aware)
 
@@ -85,10 +95,6 @@ class Counts:
     @property
     def tokens(self) -> int:
         return self.tp + self.fp + self.fn + self.tn
-
-
-def _ratio(num: int, den: int) -> float | None:
-    return num / den if den else None
 
 
 def metrics_of(c: Counts) -> dict[str, float | None]:
@@ -174,275 +180,164 @@ def score_note(
     collect_text: bool = False,
 ) -> NoteScore:
     """Token-level comparison of one note's predicted spans with its gold phrases."""
-    tokens = tokenize(text)
-    starts = [s for s, _ in tokens]
-    ends = [e for _, e in tokens]
-    size = len(text)
-
-    def covered(start: int, end: int) -> range:
-        return range(bisect_right(ends, start), bisect_left(starts, end))
-
-    pred_tokens: dict[int, set[str]] = {}
-    pred_chars: list[tuple[int, int]] = []
-    pred_list: list[tuple[int, int, str, str]] = []
+    sc = _NoteScoring(text, patient, note, collect_text)
     for span in predicted:
-        start, end = max(0, span.start), min(size, span.end)
-        if end <= start:
-            continue
-        pred_chars.append((start, end))
-        label = str(getattr(span.category, "value", span.category))
-        pred_list.append((start, end, label, str(getattr(span, "source", ""))))
-        for k in covered(start, end):
-            pred_tokens.setdefault(k, set()).add(label)
-
-    gold_tokens: set[int] = set()
-    categories: dict[str, CategoryCounts] = {}
-    cat_tokens: dict[str, set[int]] = {}
-    missed: list[MissedPhrase] = []
-    found = touched = 0
+        sc.add_predicted(span)
     for phrase in gold:
-        start, end = max(0, phrase.start), min(size, phrase.end)
-        ks = covered(start, end) if end > start else range(0)
-        gold_tokens.update(ks)
-        cat_tokens.setdefault(phrase.category, set()).update(ks)
-        if ks:
-            hits = sum(1 for k in ks if k in pred_tokens)
-            is_found, is_touched = hits == len(ks), hits > 0
-        else:  # a phrase without letters or digits: judge by characters
-            is_found = is_touched = any(s < end and start < e for s, e in pred_chars)
-        found += is_found
-        touched += is_touched
-        cc = categories.get(phrase.category, CategoryCounts())
-        categories[phrase.category] = cc + CategoryCounts(1, int(is_found), 0, 0)
-        if not is_found:
-            missed.append(
-                MissedPhrase(
-                    patient,
-                    note,
-                    phrase.start,
-                    phrase.end,
-                    phrase.category,
-                    is_touched,
-                    text[start:end] if collect_text else "",
-                    _context(text, start, end) if collect_text else "",
-                )
-            )
-    confusion: dict[str, Counter[str]] = {}
-    for cat, ks_set in cat_tokens.items():
-        seen: Counter[str] = Counter()
-        hit = 0
-        for k in ks_set:
-            labels = pred_tokens.get(k)
-            if labels:
-                hit += 1
-                seen.update(labels)
-        confusion[cat] = seen
-        cc = categories[cat]
-        categories[cat] = CategoryCounts(cc.phrases, cc.phrases_found, len(ks_set), hit)
-
+        sc.add_gold(phrase)
+    confusion = sc.confusion()
+    pred_tokens, gold_tokens = sc.pred_tokens, sc.gold_tokens
     tp = sum(1 for k in gold_tokens if k in pred_tokens)
-    fp_by_category: Counter[str] = Counter()
-    fp_tokens: Counter[tuple[str, str]] = Counter()
-    fp = 0
-    for k, labels in pred_tokens.items():
-        if k in gold_tokens:
-            continue
-        fp += 1
-        fp_by_category.update(labels)
-        if collect_text:
-            token = text[starts[k] : ends[k]]
-            fp_tokens.update((label, token) for label in labels)
+    fp, fp_by_category, fp_tokens = sc.false_positive_tokens()
     fn = len(gold_tokens) - tp
-    false_positives = [
-        FalsePositive(
-            patient,
-            note,
-            start,
-            end,
-            label,
-            source,
-            _context(text, start, end) if collect_text else "",
-        )
-        for start, end, label, source in pred_list
-        if any(k not in gold_tokens for k in covered(start, end))
-    ]
     counts = Counts(
         tp=tp,
         fp=fp,
         fn=fn,
-        tn=len(tokens) - tp - fp - fn,
+        tn=len(sc.starts) - tp - fp - fn,
         phrases=len(gold),
-        phrases_found=found,
-        phrases_touched=touched,
+        phrases_found=sc.found,
+        phrases_touched=sc.touched,
     )
+    size = len(text)
     slots = score_slots(
         [(max(0, g.start), min(size, g.end), g.category) for g in gold],
-        [(start, end, label) for start, end, label, _ in pred_list],
+        [(start, end, label) for start, end, label, _ in sc.pred_list],
     )
     return NoteScore(
-        counts, categories, missed, fp_by_category, fp_tokens, confusion, false_positives, slots
+        counts,
+        sc.categories,
+        sc.missed,
+        fp_by_category,
+        fp_tokens,
+        confusion,
+        sc.false_positive_spans(),
+        slots,
     )
+
+
+class _NoteScoring:
+    """One note's tokens, and its predicted and gold tokens as :func:`score_note` reads
+    them (predictions first, then gold phrases)."""
+
+    def __init__(self, text: str, patient: str, note: str, collect_text: bool) -> None:
+        self.text = text
+        self.patient = patient
+        self.note = note
+        self.collect_text = collect_text
+        tokens = tokenize(text)
+        self.starts = [s for s, _ in tokens]
+        self.ends = [e for _, e in tokens]
+        self.size = len(text)
+        self.pred_tokens: dict[int, set[str]] = {}  # token → predicted labels
+        self.pred_chars: list[tuple[int, int]] = []
+        self.pred_list: list[tuple[int, int, str, str]] = []  # start, end, label, source
+        self.gold_tokens: set[int] = set()
+        self.categories: dict[str, CategoryCounts] = {}
+        self.cat_tokens: dict[str, set[int]] = {}
+        self.missed: list[MissedPhrase] = []
+        self.found = 0
+        self.touched = 0
+
+    def covered(self, start: int, end: int) -> range:
+        """The tokens that overlap ``[start, end)``."""
+        return range(bisect_right(self.ends, start), bisect_left(self.starts, end))
+
+    def add_predicted(self, span: SpanLike) -> None:
+        start, end = max(0, span.start), min(self.size, span.end)
+        if end <= start:
+            return
+        self.pred_chars.append((start, end))
+        label = str(getattr(span.category, "value", span.category))
+        self.pred_list.append((start, end, label, str(getattr(span, "source", ""))))
+        for k in self.covered(start, end):
+            self.pred_tokens.setdefault(k, set()).add(label)
+
+    def add_gold(self, phrase: GoldPhrase) -> None:
+        start, end = max(0, phrase.start), min(self.size, phrase.end)
+        ks = self.covered(start, end) if end > start else range(0)
+        self.gold_tokens.update(ks)
+        self.cat_tokens.setdefault(phrase.category, set()).update(ks)
+        if ks:
+            hits = sum(1 for k in ks if k in self.pred_tokens)
+            is_found, is_touched = hits == len(ks), hits > 0
+        else:  # a phrase without letters or digits: judge by characters
+            is_found = is_touched = any(s < end and start < e for s, e in self.pred_chars)
+        self.found += is_found
+        self.touched += is_touched
+        cc = self.categories.get(phrase.category, CategoryCounts())
+        self.categories[phrase.category] = cc + CategoryCounts(1, int(is_found), 0, 0)
+        if not is_found:
+            self.missed.append(self._missed(phrase, start, end, is_touched))
+
+    def _missed(self, phrase: GoldPhrase, start: int, end: int, touched: bool) -> MissedPhrase:
+        text, collect = self.text, self.collect_text
+        return MissedPhrase(
+            self.patient,
+            self.note,
+            phrase.start,
+            phrase.end,
+            phrase.category,
+            touched,
+            text[start:end] if collect else "",
+            _context(text, start, end) if collect else "",
+        )
+
+    def confusion(self) -> dict[str, Counter[str]]:
+        """Per gold category, the predicted labels of its tokens; sets the categories'
+        token counts."""
+        confusion: dict[str, Counter[str]] = {}
+        for cat, ks_set in self.cat_tokens.items():
+            seen: Counter[str] = Counter()
+            hit = 0
+            for k in ks_set:
+                labels = self.pred_tokens.get(k)
+                if labels:
+                    hit += 1
+                    seen.update(labels)
+            confusion[cat] = seen
+            cc = self.categories[cat]
+            self.categories[cat] = CategoryCounts(cc.phrases, cc.phrases_found, len(ks_set), hit)
+        return confusion
+
+    def false_positive_tokens(self) -> tuple[int, Counter[str], Counter[tuple[str, str]]]:
+        """(predicted tokens that are not gold, their labels, (label, token text) when
+        collecting text)."""
+        fp_by_category: Counter[str] = Counter()
+        fp_tokens: Counter[tuple[str, str]] = Counter()
+        fp = 0
+        for k, labels in self.pred_tokens.items():
+            if k in self.gold_tokens:
+                continue
+            fp += 1
+            fp_by_category.update(labels)
+            if self.collect_text:
+                token = self.text[self.starts[k] : self.ends[k]]
+                fp_tokens.update((label, token) for label in labels)
+        return fp, fp_by_category, fp_tokens
+
+    def false_positive_spans(self) -> list[FalsePositive]:
+        """The predicted spans holding at least one token that is not gold."""
+        gold_tokens = self.gold_tokens
+        return [
+            FalsePositive(
+                self.patient,
+                self.note,
+                start,
+                end,
+                label,
+                source,
+                _context(self.text, start, end) if self.collect_text else "",
+            )
+            for start, end, label, source in self.pred_list
+            if any(k not in gold_tokens for k in self.covered(start, end))
+        ]
 
 
 def _context(text: str, start: int, end: int, width: int = 30) -> str:
     left = text[max(0, start - width) : start]
     right = text[end : end + width]
     return " ".join(f"{left}[[{text[start:end]}]]{right}".split())
-
-
-# --------------------------------------------------------------------------- slots (SER)
-
-ANY_GROUP = "*"  # the per-category row that ignores categories
-
-
-@dataclass(frozen=True, slots=True)
-class GroupCounts:
-    """Exact / overlap matches of one category group (or of ``*``: any category)."""
-
-    gold: int = 0
-    predicted: int = 0
-    gold_exact: int = 0  # gold phrases with a prediction of the same extent and group
-    gold_overlap: int = 0  # ... with an overlapping prediction of the same group
-    pred_exact: int = 0
-    pred_overlap: int = 0
-
-    def __add__(self, other: GroupCounts) -> GroupCounts:
-        return GroupCounts(*(getattr(self, f) + getattr(other, f) for f in GroupCounts.__slots__))
-
-    def figures(self) -> dict[str, dict[str, float | None]]:
-        out: dict[str, dict[str, float | None]] = {}
-        for mode, g, p in (
-            ("exact", self.gold_exact, self.pred_exact),
-            ("overlap", self.gold_overlap, self.pred_overlap),
-        ):
-            recall, precision = _ratio(g, self.gold), _ratio(p, self.predicted)
-            f1 = (
-                2 * precision * recall / (precision + recall)
-                if precision and recall
-                else (0.0 if self.gold or self.predicted else None)
-            )
-            out[mode] = {"precision": precision, "recall": recall, "f1": f1}
-        return out
-
-
-@dataclass(frozen=True, slots=True)
-class SlotCounts:
-    """Slot error rate counts (see :func:`score_slots`)."""
-
-    slots: int = 0
-    predicted: int = 0
-    correct: int = 0
-    substitutions: int = 0
-    boundary: int = 0
-    deletions: int = 0
-    insertions: int = 0
-    groups: tuple[tuple[str, GroupCounts], ...] = ()
-
-    def __add__(self, other: SlotCounts) -> SlotCounts:
-        merged = dict(self.groups)
-        for name, gc in other.groups:
-            merged[name] = merged.get(name, GroupCounts()) + gc
-        return SlotCounts(
-            self.slots + other.slots,
-            self.predicted + other.predicted,
-            self.correct + other.correct,
-            self.substitutions + other.substitutions,
-            self.boundary + other.boundary,
-            self.deletions + other.deletions,
-            self.insertions + other.insertions,
-            tuple(sorted(merged.items())),
-        )
-
-    @property
-    def ser(self) -> float | None:
-        """(S + D + I) / N."""
-        return _ratio(self.substitutions + self.deletions + self.insertions, self.slots)
-
-    @property
-    def ser_strict(self) -> float | None:
-        """(S + B + D + I) / N: a boundary error counts as a substitution too."""
-        errors = self.substitutions + self.boundary + self.deletions + self.insertions
-        return _ratio(errors, self.slots)
-
-
-def score_slots(
-    gold: Sequence[tuple[int, int, str]], predicted: Sequence[tuple[int, int, str]]
-) -> SlotCounts:
-    """Slot error rate of one note, after the French de-identification protocol
-    (Grouin & Névéol 2014, from Makhoul et al. 1999): SER = (S + D + I) / N.
-
-    A *slot* is a gold phrase; categories compare by :func:`category_group` (NAME, LOCATION,
-    DATE, AGE, CONTACT, ID), since the gold and the detector name categories differently.
-    Each gold phrase is exactly one of:
-
-    * correct — a prediction has its extent (same start and end) and its group;
-    * substitution (S) — a prediction has its extent, none with its group;
-    * boundary error (B) — no prediction of its extent, but one overlaps it;
-    * deletion (D) — no prediction overlaps it.
-
-    Each prediction that overlaps no gold phrase is an insertion (I); N is the number of
-    gold phrases. ``ser`` leaves boundary errors out, as the protocol's S is a category
-    error on a found slot; ``ser_strict`` = (S + B + D + I) / N counts them as errors too.
-
-    Worked example (one note, 4 slots): gold ``[0,5) HCPName``, ``[10,14) Date``,
-    ``[20,26) Location``, ``[30,33) Phone``; predicted ``[0,5) NAME_PROVIDER`` (correct),
-    ``[10,14) LOCATION_CITY`` (S: same extent, group LOCATION not DATE), ``[20,23)
-    LOCATION_CITY`` (B: overlaps, shorter), nothing on ``[30,33)`` (D), and ``[40,44)
-    NAME_OTHER`` (I). S=1 B=1 D=1 I=1 N=4: ser = 3/4 = 0.75, ser_strict = 4/4 = 1.0.
-    """
-    by_extent: dict[tuple[int, int], set[str]] = {}
-    for start, end, cat in predicted:
-        by_extent.setdefault((start, end), set()).add(category_group(cat))
-    s = b = d = correct = 0
-    pred_hit = [False] * len(predicted)
-    for start, end, cat in gold:
-        same = by_extent.get((start, end))
-        overlapping = [i for i, (ps, pe, _) in enumerate(predicted) if ps < end and start < pe]
-        for i in overlapping:
-            pred_hit[i] = True
-        if same is not None:
-            if category_group(cat) in same:
-                correct += 1
-            else:
-                s += 1
-        elif overlapping:
-            b += 1
-        else:
-            d += 1
-    insertions = pred_hit.count(False)
-    return SlotCounts(
-        len(gold), len(predicted), correct, s, b, d, insertions, _group_counts(gold, predicted)
-    )
-
-
-def _group_counts(
-    gold: Sequence[tuple[int, int, str]], predicted: Sequence[tuple[int, int, str]]
-) -> tuple[tuple[str, GroupCounts], ...]:
-    """Per group (and ``*``), gold / predicted spans matched exactly or by overlap."""
-
-    def keyed(spans: Sequence[tuple[int, int, str]]) -> list[tuple[int, int, str]]:
-        return [(a, b, category_group(c)) for a, b, c in spans]
-
-    g_all, p_all = keyed(gold), keyed(predicted)
-    out: dict[str, GroupCounts] = {}
-    for group in sorted({c for *_, c in g_all} | {c for *_, c in p_all} | {ANY_GROUP}):
-        g = [x for x in g_all if group in (ANY_GROUP, x[2])]
-        p = [x for x in p_all if group in (ANY_GROUP, x[2])]
-        extents = {(a, b) for a, b, _ in p}
-        g_extents = {(a, b) for a, b, _ in g}
-        out[group] = GroupCounts(
-            gold=len(g),
-            predicted=len(p),
-            gold_exact=sum(1 for a, b, _ in g if (a, b) in extents),
-            gold_overlap=sum(1 for a, b, _ in g if _overlaps(a, b, p)),
-            pred_exact=sum(1 for a, b, _ in p if (a, b) in g_extents),
-            pred_overlap=sum(1 for a, b, _ in p if _overlaps(a, b, g)),
-        )
-    return tuple(out.items())
-
-
-def _overlaps(start: int, end: int, spans: Sequence[tuple[int, int, str]]) -> bool:
-    return any(a < end and start < b for a, b, _ in spans)
 
 
 @dataclass(frozen=True)
@@ -670,21 +565,25 @@ class Report:
 
     def format_text(self, *, known_names: bool, show_errors: int = 0) -> str:
         c = self.counts
-        targets = self.targets(known_names)
         lines = [
             f"notes {self.notes}  patients {self.patients}  tokens {c.tokens}  "
             f"gold phrases {c.phrases}  known names: {'yes' if known_names else 'no'}",
             f"{'metric':<30}{'value':>8}  {'95% CI (bootstrap by patient)':<30}target",
         ]
-        labels = {
-            "sensitivity": "token sensitivity (recall)",
-            "specificity": "token specificity",
-            "precision": "token precision",
-            "f2": "token f2",
-            "phrase_recall": "phrase recall (all tokens)",
-            "phrase_recall_any": "phrase recall (any overlap)",
-        }
-        for key, label in labels.items():
+        lines += self._metric_lines(self.targets(known_names))
+        lines.append(f"tokens: tp {c.tp}  fp {c.fp}  fn {c.fn}  tn {c.tn}")
+        lines += self._category_lines()
+        lines.extend(format_slots(self.slots))
+        if self.fp_by_category:
+            fp = ", ".join(f"{k} {v}" for k, v in self.fp_by_category.most_common())
+            lines.append(f"false-positive tokens by predicted category: {fp}")
+        if show_errors:
+            lines += self._error_lines(show_errors)
+        return "\n".join(lines)
+
+    def _metric_lines(self, targets: dict[str, float]) -> list[str]:
+        lines = []
+        for key, label in _METRIC_LABELS.items():
             value = self.metrics[key]
             iv = self.intervals.get(key)
             ci = "n/a" if iv is None else f"[{iv.low:.4f}, {iv.high:.4f}]"
@@ -693,12 +592,14 @@ class Report:
                 met = value is not None and value >= targets[key]
                 target = f">= {targets[key]:.3f}  {'met' if met else 'NOT met'}"
             lines.append(f"{label:<30}{_fmt(value):>8}  {ci:<30}{target}".rstrip())
-        lines.append(f"tokens: tp {c.tp}  fp {c.fp}  fn {c.fn}  tn {c.tn}")
-        lines.append("recall per gold category:")
-        lines.append(
+        return lines
+
+    def _category_lines(self) -> list[str]:
+        lines = [
+            "recall per gold category:",
             f"  {'category':<20}{'phrases':>8}{'found':>7}{'recall':>8}"
-            f"{'tokens':>8}{'found':>7}{'recall':>8}  predicted as (tokens)"
-        )
+            f"{'tokens':>8}{'found':>7}{'recall':>8}  predicted as (tokens)",
+        ]
         for cat, cc in self.categories.items():
             seen = self.confusion.get(cat, Counter()).most_common(3)
             lines.append(
@@ -707,79 +608,32 @@ class Report:
                 f"{cc.tokens:>8}{cc.tokens_found:>7}{_fmt(_ratio(cc.tokens_found, cc.tokens)):>8}"
                 + ("  " + ", ".join(f"{k} {v}" for k, v in seen) if seen else "")
             )
-        lines.extend(format_slots(self.slots))
-        if self.fp_by_category:
-            fp = ", ".join(f"{k} {v}" for k, v in self.fp_by_category.most_common())
-            lines.append(f"false-positive tokens by predicted category: {fp}")
-        if show_errors:
-            lines.append(f"missed gold phrases (first {show_errors} of {len(self.missed)}):")
-            for m in self.missed[:show_errors]:
-                part = " partly" if m.touched else ""
-                lines.append(
-                    f"  p{m.patient} n{m.note} [{m.start},{m.end}) {m.category}{part}: {m.context}"
-                )
-            lines.append(f"most frequent false-positive tokens (first {show_errors}):")
-            for (cat, tok), n in self.fp_tokens.most_common(show_errors):
-                lines.append(f"  {n:>5}  {cat:<18} {tok}")
+        return lines
+
+    def _error_lines(self, show_errors: int) -> list[str]:
+        lines = [f"missed gold phrases (first {show_errors} of {len(self.missed)}):"]
+        for m in self.missed[:show_errors]:
+            part = " partly" if m.touched else ""
             lines.append(
-                f"false-positive spans (first {show_errors} of {len(self.false_positives)}):"
+                f"  p{m.patient} n{m.note} [{m.start},{m.end}) {m.category}{part}: {m.context}"
             )
-            for f in self.false_positives[:show_errors]:
-                lines.append(
-                    f"  p{f.patient} n{f.note} [{f.start},{f.end}) {f.category}"
-                    f" ({f.source or '?'}): {f.context}"
-                )
-        return "\n".join(lines)
+        lines.append(f"most frequent false-positive tokens (first {show_errors}):")
+        for (cat, tok), n in self.fp_tokens.most_common(show_errors):
+            lines.append(f"  {n:>5}  {cat:<18} {tok}")
+        lines.append(f"false-positive spans (first {show_errors} of {len(self.false_positives)}):")
+        for f in self.false_positives[:show_errors]:
+            lines.append(
+                f"  p{f.patient} n{f.note} [{f.start},{f.end}) {f.category}"
+                f" ({f.source or '?'}): {f.context}"
+            )
+        return lines
 
 
-def _round(value: float | None) -> float | None:
-    return None if value is None else round(value, 6)
-
-
-def _fmt(value: float | None) -> str:
-    return "n/a" if value is None else f"{value:.4f}"
-
-
-def slots_dict(sc: SlotCounts) -> dict[str, Any]:
-    """The slot error rate and per-group precision / recall / F1 (exact and overlap)."""
-    return {
-        "slot_error_rate": _round(sc.ser),
-        "slot_error_rate_strict": _round(sc.ser_strict),
-        "reference_slots": sc.slots,
-        "predicted_spans": sc.predicted,
-        "correct": sc.correct,
-        "substitutions": sc.substitutions,
-        "boundary_errors": sc.boundary,
-        "deletions": sc.deletions,
-        "insertions": sc.insertions,
-        "per_group": {
-            group: {
-                "gold": gc.gold,
-                "predicted": gc.predicted,
-                **{
-                    mode: {k: _round(v) for k, v in figures.items()}
-                    for mode, figures in gc.figures().items()
-                },
-            }
-            for group, gc in sc.groups
-        },
-    }
-
-
-def format_slots(sc: SlotCounts) -> list[str]:
-    lines = [
-        f"slot error rate {_fmt(sc.ser)}  (S {sc.substitutions} + D {sc.deletions}"
-        f" + I {sc.insertions}) / N {sc.slots};  with boundary errors ({sc.boundary})"
-        f" {_fmt(sc.ser_strict)}",
-        "spans per category group:"
-        f"  {'':<10}{'gold':>6}{'pred':>6}   exact P / R / F1          overlap P / R / F1",
-    ]
-    for group, gc in sc.groups:
-        fig = gc.figures()
-        cells = "   ".join(
-            " / ".join(_fmt(fig[mode][k]) for k in ("precision", "recall", "f1"))
-            for mode in ("exact", "overlap")
-        )
-        label = "(any)" if group == ANY_GROUP else group
-        lines.append(f"  {label:<10}{gc.gold:>6}{gc.predicted:>6}   {cells}")
-    return lines
+_METRIC_LABELS = {
+    "sensitivity": "token sensitivity (recall)",
+    "specificity": "token specificity",
+    "precision": "token precision",
+    "f2": "token f2",
+    "phrase_recall": "phrase recall (all tokens)",
+    "phrase_recall_any": "phrase recall (any overlap)",
+}

@@ -55,27 +55,36 @@ class IngestResult:
 
 def _kind(data: bytes, hint: str | None) -> str:
     h = (hint or "").lower().strip()
-    if h:
-        if any(x in h for x in _NDJSON_HINTS):
-            return "ndjson"
-        if any(x in h for x in _HL7_HINTS):
-            return "hl7v2"
+    if _hinted(h, _NDJSON_HINTS):
+        return "ndjson"
+    if _hinted(h, _HL7_HINTS):
+        return "hl7v2"
     head = data.lstrip(b" \t\r\n")[:1]
-    json_hint = bool(h) and any(x in h for x in _JSON_HINTS)
-    if json_hint or head in (b"{", b"["):  # a JSON hint still tells NDJSON from one document
-        body = data.strip()
-        if b"\n" in body and body[:1] == b"{":
-            first = body.split(b"\n", 1)[0].strip()
-            if first.endswith(b"}"):
-                try:
-                    loads(first)
-                    return "ndjson"
-                except InputError:
-                    pass
-        return "json"
+    if _hinted(h, _JSON_HINTS) or head in (b"{", b"["):
+        # a JSON hint still tells NDJSON from one document
+        return "ndjson" if _first_line_is_json(data.strip()) else "json"
     if looks_like_hl7(data):
         return "hl7v2"
     raise NotHL7("input is neither HL7 v2 (no segment at the start) nor FHIR JSON")
+
+
+def _hinted(hint: str, names: tuple[str, ...]) -> bool:
+    """The (lower-cased) content hint names one of ``names``."""
+    return bool(hint) and any(x in hint for x in names)
+
+
+def _first_line_is_json(body: bytes) -> bool:
+    """Several lines, the first one a JSON object on its own: NDJSON."""
+    if b"\n" not in body or body[:1] != b"{":
+        return False
+    first = body.split(b"\n", 1)[0].strip()
+    if not first.endswith(b"}"):
+        return False
+    try:
+        loads(first)
+    except InputError:
+        return False
+    return True
 
 
 def _hl7(chunks: list[bytes]) -> tuple[list[ClinicalDocument], list[tuple[int, InputError]]]:

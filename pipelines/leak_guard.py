@@ -15,6 +15,7 @@ ASCII outputs the detected phrases are looked for through a word index (:class:`
 
 from __future__ import annotations
 
+import bisect
 import re
 from collections import Counter
 from collections.abc import Collection, Iterator, Mapping, Sequence
@@ -188,16 +189,42 @@ def _name_terms(
 ) -> tuple[Term, ...]:
     terms: list[Term] = []
     for name in names:
-        for part in name.parts:
-            for piece in re.split(r"[\s\-]+", part):
-                if len(piece.strip(".")) >= 2:
-                    piece = piece.strip(".")
-                    term = _term(
-                        category, _name_part_pattern(piece, mixed_case), _needle(piece), PROBE_WORD
-                    )
-                    if term is not None:
-                        terms.append(term)
+        pieces = [p.strip(".") for part in name.parts for p in re.split(r"[\s\-]+", part)]
+        others = [p for p in pieces if len(p) > SHORT_NAME_PART]
+        for piece in pieces:
+            if len(piece) < 2:
+                continue
+            pattern = _part_pattern(piece, tuple(others), mixed_case)
+            term = _term(category, pattern, _needle(piece), PROBE_WORD)
+            if term is not None:
+                terms.append(term)
     return tuple(terms)
+
+
+# A known name part this short ("Al", "Ed", "Jo": also clinical abbreviations) counts only
+# with name context, as the detector's known-name recognizer requires: a title before it,
+# or — capitalised in a mixed-case note — another part of the same name beside it.
+SHORT_NAME_PART = 2
+
+
+def _part_pattern(piece: str, others: tuple[str, ...], mixed_case: bool) -> str:
+    """A name part's pattern: a short one needs name context (``_short_part_pattern``)."""
+    if len(piece) <= SHORT_NAME_PART:
+        return _short_part_pattern(piece, others, mixed_case)
+    return _name_part_pattern(piece, mixed_case)
+
+
+@lru_cache(maxsize=4096)
+def _short_part_pattern(part: str, others: tuple[str, ...], mixed_case: bool) -> str:
+    titled = _TITLE_BEFORE + "(?i:" + re.escape(part) + r")(?!\w)"
+    if not others:
+        return titled
+    forms = {part.capitalize(), part.upper()} if mixed_case else {part}
+    cased = "(?:" + "|".join(re.escape(f) for f in sorted(forms)) + ")"
+    if not mixed_case:
+        cased = f"(?i:{cased})"
+    beside = "(?i:" + "|".join(re.escape(o) for o in others) + ")"
+    return rf"{titled}|(?<!\w){cased}\s+{beside}(?!\w)|(?<!\w){beside},?\s+{cased}(?!\w)"
 
 
 @lru_cache(maxsize=8192)
@@ -211,43 +238,58 @@ def _contact_terms(
 ) -> tuple[Term | None, ...]:
     terms: list[Term | None] = []
     for phone in phones:
-        digits = "".join(c for c in phone if c.isdigit())
-        if len(digits) == 11 and digits[0] == "1":
-            digits = digits[1:]
-        if len(digits) >= 7:
-            needle = digits if digits.isascii() else ""
-            terms.append(_term(Category.PHONE, _digits(digits), needle, PROBE_DIGITS))
-            if len(digits) == 10:
-                terms.append(_term(Category.PHONE, _digits(digits[3:]), needle[3:], PROBE_DIGITS))
+        terms += _phone_terms(phone)
     for email in emails:
         if email.strip():
             terms.append(
                 _term(Category.EMAIL, re.escape(email.strip()), email.strip().lower(), PROBE_TEXT)
             )
     for address in addresses:
-        for line in address.street:
-            if len(line.strip()) >= 4:
-                terms.append(
-                    _term(
-                        Category.LOCATION_STREET,
-                        word_pattern(line.strip()),
-                        _needle(line),
-                        PROBE_WORD,
-                    )
-                )
-        if len(address.city.strip()) >= 2:
+        terms += _address_terms(address)
+    return tuple(terms)
+
+
+def _phone_terms(phone: str) -> list[Term | None]:
+    """A phone number's digits (a leading US country code dropped); a ten-digit number
+    also without its area code."""
+    digits = "".join(c for c in phone if c.isdigit())
+    if len(digits) == 11 and digits[0] == "1":
+        digits = digits[1:]
+    if len(digits) < 7:
+        return []
+    needle = digits if digits.isascii() else ""
+    terms = [_term(Category.PHONE, _digits(digits), needle, PROBE_DIGITS)]
+    if len(digits) == 10:
+        terms.append(_term(Category.PHONE, _digits(digits[3:]), needle[3:], PROBE_DIGITS))
+    return terms
+
+
+def _address_terms(address: Address) -> list[Term | None]:
+    """Street lines, city and 5-digit ZIP of one address."""
+    terms: list[Term | None] = []
+    for line in address.street:
+        if len(line.strip()) >= 4:
             terms.append(
                 _term(
-                    Category.LOCATION_CITY,
-                    word_pattern(address.city.strip()),
-                    _needle(address.city),
+                    Category.LOCATION_STREET,
+                    word_pattern(line.strip()),
+                    _needle(line),
                     PROBE_WORD,
                 )
             )
-        if len(address.postal_code.strip()) >= 5:
-            zip5 = address.postal_code.strip()[:5]
-            terms.append(_id_term(zip5, Category.LOCATION_ZIP))
-    return tuple(terms)
+    if len(address.city.strip()) >= 2:
+        terms.append(
+            _term(
+                Category.LOCATION_CITY,
+                word_pattern(address.city.strip()),
+                _needle(address.city),
+                PROBE_WORD,
+            )
+        )
+    if len(address.postal_code.strip()) >= 5:
+        zip5 = address.postal_code.strip()[:5]
+        terms.append(_id_term(zip5, Category.LOCATION_ZIP))
+    return terms
 
 
 @lru_cache(maxsize=1024)
@@ -272,6 +314,17 @@ def _known_terms(
     ):
         if names and category not in kept:
             terms += _name_terms(names, category, mixed_case)
+    optional = _optional_terms(identifiers)
+    if kept:
+        terms += [t for t in optional if t is not None and t.category not in kept]
+    else:
+        terms += [t for t in optional if t is not None]
+    return terms
+
+
+def _optional_terms(identifiers: Identifiers) -> list[Term | None]:
+    """The terms of the known identifiers other than names, in :func:`_known_terms`'s
+    order (None for a value too short or plain to be a term)."""
     optional: list[Term | None] = []
     for ids, category in (
         (identifiers.patient_ids, Category.MRN),
@@ -287,11 +340,7 @@ def _known_terms(
         optional += _contact_terms(identifiers.phones, identifiers.emails, identifiers.addresses)
     if identifiers.birth_date is not None:
         optional += _birth_terms(identifiers.birth_date)
-    if kept:
-        terms += [t for t in optional if t is not None and t.category not in kept]
-    else:
-        terms += [t for t in optional if t is not None]
-    return terms
+    return optional
 
 
 def _detected_phrases(
@@ -331,7 +380,7 @@ def _phrase_terms(phrase: str, category: Category, mixed_case: bool) -> tuple[Te
         terms.append(whole)
     for piece in pieces:
         if len(piece) >= 3 or piece == phrase:
-            pattern = _name_part_pattern(piece, mixed_case)
+            pattern = _part_pattern(piece, (), mixed_case)
             terms.append(Term(value, pattern, piece.lower(), PROBE_WORD))
     return tuple(terms)
 
@@ -416,7 +465,10 @@ class _WordIndex:
         words = self.anchors.get(pattern)
         if not words:  # no word to anchor on (or a non-ASCII one): the whole output
             return _compiled(pattern).search(self.scan) is not None
-        places = min((self.at.get(w, ()) for w in words), key=len)
+        found = [self.at.get(w, ()) for w in words]
+        places = min(found, key=len)
+        if places and len(found) > 1:  # a match holds them all: near each other
+            places = _near_all(places, found, len(pattern) + _WINDOW_SLACK)
         if not places:
             return False
         return self._search_near(_compiled(pattern), places)
@@ -443,16 +495,33 @@ class _WordIndex:
         return False
 
 
+def _near_all(places: Sequence[int], found: Sequence[Sequence[int]], reach: int) -> list[int]:
+    """Of ``places`` (ascending), those with an occurrence of every list of ``found``
+    (ascending starts) within ``reach`` characters: the windows ``_search_near`` would
+    search around the others hold no match. A date's numbers ("3", "8") are each written
+    hundreds of times in a long note, seldom near each other."""
+    out: list[int] = []
+    for at in places:
+        for starts in found:
+            k = bisect.bisect_left(starts, at - reach)
+            if k == len(starts) or starts[k] > at + reach:
+                break
+        else:
+            out.append(at)
+    return out
+
+
 def _anchored_terms(
     phrases: Sequence[tuple[str, Category]], mixed_case: bool
 ) -> dict[str, tuple[str, ...]]:
-    """pattern → a lower-case word every match of it contains ((): none known).
+    """pattern → lower-case words every match of it contains ((): none known).
 
-    Any such word finds the same matches; the one least common in English is kept, so the
-    index need not list the output's every "the" or "3" ("the General Hospital", "3 West"):
-    the note's frequent words are most of the index's work otherwise."""
-    from pipelines.phi.lexicons import zipf
-
+    Any such word finds the same matches, and the index searches around the one the output
+    holds least often. Up to ``_ANCHORS`` are kept, the least common first (``_commonness``),
+    so the index need not list the output's every "the" or "3" ("the General Hospital",
+    "3 West"): the note's frequent words are most of the index's work otherwise. One word
+    alone is not enough: a date's numbers are in no English list, and "10" of "10/12" was
+    written 1,446 times in the 5 MB dev note, each a window searched, for every such date."""
     out: dict[str, tuple[str, ...]] = {}
     for phrase, category in phrases:
         terms = _phrase_terms(phrase, category, mixed_case)
@@ -464,8 +533,23 @@ def _anchored_terms(
             whole = term.pattern == whole_pattern
             words = WORD_RUN.findall(phrase.lower() if whole else term.needle)
             ascii_words = bool(words) and all(w.isascii() for w in words)
-            out[term.pattern] = (min(words, key=zipf),) if ascii_words else ()
+            out[term.pattern] = (
+                tuple(sorted(set(words), key=_commonness)[:_ANCHORS]) if ascii_words else ()
+            )
     return out
+
+
+_ANCHORS = 3  # words kept per pattern to anchor its search on
+
+
+def _commonness(word: str) -> tuple[float, str]:
+    """How common a lower-case word is likely to be in a note: its English frequency
+    (Zipf); a number by its length (in no English list: "10" is common, "2093" less so)."""
+    from pipelines.phi.lexicons import zipf
+
+    if word.isdigit():
+        return (max(0.0, 6.0 - len(word)), word)
+    return (zipf(word), word)
 
 
 _RUN_PIECE_CHARS = 1 << 20
@@ -555,13 +639,36 @@ def leak_guard(
     index = None
     if len(scan) > GUARD_INDEX_CHARS and scan.isascii():
         index = _WordIndex(scan, _anchored_terms(phrases, mixed_case), probe.lowered)
-    for category, pattern, needle, how in _known_terms(identifiers, _kept(policy), mixed_case):
+    known = _known_terms(identifiers, _kept(policy), mixed_case)
+    _count_known(known, scan, probe, seen, leaks)
+    _count_found(found, scan, probe, index, seen, leaks)
+    _count_echoed(original, replaced, leaks)
+    return leaks
+
+
+def _count_known(
+    terms: list[Term], scan: str, probe: _Probe, seen: set[str], leaks: Counter[str]
+) -> None:
+    """Count the known identifiers' terms found in ``scan`` (each pattern once)."""
+    for category, pattern, needle, how in terms:
         if pattern in seen or (needle and not probe.may_hold(needle, how)):
             continue
         seen.add(pattern)
         if _compiled(pattern).search(scan):
             leaks[category] += 1
-    for category, pattern, needle, how in found:
+
+
+def _count_found(
+    terms: list[Term],
+    scan: str,
+    probe: _Probe,
+    index: _WordIndex | None,
+    seen: set[str],
+    leaks: Counter[str],
+) -> None:
+    """Count the detected phrases' terms found in ``scan`` (by ``index`` on a long ASCII
+    output), each pattern once, under the per-document deadline."""
+    for category, pattern, needle, how in terms:
         if pattern in seen:
             continue
         check("guard")  # the per-document deadline: once per distinct detected term
@@ -575,10 +682,13 @@ def leak_guard(
         seen.add(pattern)
         if _compiled(pattern).search(scan):
             leaks[category] += 1
+
+
+def _count_echoed(original: str, replaced: Sequence[tuple[Span, str]], leaks: Counter[str]) -> None:
+    """Count the replacements equal (case aside) to their own original."""
     for chosen, new in replaced:
         if chosen.category in MAY_EQUAL:
             continue
         old = original[chosen.start : chosen.end]
         if new.casefold() == old.casefold():
             leaks[chosen.category.value] += 1
-    return leaks

@@ -165,31 +165,40 @@ def _markup_step(markup: str, lt: int, out: _Collector) -> int:
     nxt = markup[lt + 1 : lt + 2]
     after = markup[lt + 2 : lt + 3]
     if nxt.isascii() and (nxt.isalpha() or (nxt == "/" and after.isascii() and after.isalpha())):
-        m = _TAG.match(markup, lt)
-        if m is None:  # no ">" closes it
-            return -1
-        closing, name = m.group(1) == "/", m.group(2).lower()
-        self_closing = not closing and markup[m.end() - 2] == "/"
-        out.tag(closing, name, self_closing)
-        raw_end = None if closing or self_closing else _RAW_END.get(name)
-        if raw_end is None:
-            return m.end()
-        found = raw_end.search(markup, m.end())
-        return len(markup) if found is None else found.start()  # its body is not text
+        return _tag_step(markup, lt, out)
     if markup.startswith("<!--", lt):
         end = markup.find("-->", lt + 4)
         return -1 if end < 0 else end + 3
     if markup.startswith("<![CDATA[", lt):
-        end = markup.find("]]>", lt + 9)
-        if end < 0:
-            return -1
-        out.data(markup[lt + 9 : end])
-        return end + 3
+        return _cdata_step(markup, lt, out)
     if nxt in ("!", "?", "/"):  # declaration, processing instruction, bogus end tag
         end = markup.find(">", lt + 2)
         return -1 if end < 0 else end + 1
     out.data("<")  # a "<" that starts nothing is text
     return lt + 1
+
+
+def _tag_step(markup: str, lt: int, out: _Collector) -> int:
+    """A start or end tag at ``lt`` (and the raw body of a script or style it opens)."""
+    m = _TAG.match(markup, lt)
+    if m is None:  # no ">" closes it
+        return -1
+    closing, name = m.group(1) == "/", m.group(2).lower()
+    self_closing = not closing and markup[m.end() - 2] == "/"
+    out.tag(closing, name, self_closing)
+    raw_end = None if closing or self_closing else _RAW_END.get(name)
+    if raw_end is None:
+        return m.end()
+    found = raw_end.search(markup, m.end())
+    return len(markup) if found is None else found.start()  # its body is not text
+
+
+def _cdata_step(markup: str, lt: int, out: _Collector) -> int:
+    end = markup.find("]]>", lt + 9)
+    if end < 0:
+        return -1
+    out.data(markup[lt + 9 : end])
+    return end + 3
 
 
 def markup_to_text(markup: str) -> str:
@@ -286,24 +295,31 @@ class _RtfState:
             self.font_table = self.depth
         elif self.font_table:
             self._font_table(word, arg)
-        if self.ignorable or self.suppress:
-            return
+        if not (self.ignorable or self.suppress):
+            self._visible_word(word, arg)
+
+    def _visible_word(self, word: str, arg: str | None) -> None:
+        """A control word outside an ignored or suppressed group: text, or reader state."""
         if word in specialchars:
             self.out.append(specialchars[word])
         elif word == "uc" and arg is not None:
             self.ucskip = max(0, int(arg))
         elif word == "u":
-            if arg is not None:
-                code = int(arg)
-                code += 0x10000 if code < 0 else 0
-                self.out.append(chr(code) if 0 <= code <= 0x10FFFF else "\ufffd")
-            self.curskip = self.ucskip
+            self._unicode(arg)
         elif word == "f":
             self.font = arg
         elif word == "deff":
             self.default_font = arg
         elif word in ("fonttbl", "colortbl"):
             self.suppress = True
+
+    def _unicode(self, arg: str | None) -> None:
+        """\\uN: the character N (negative N counts from 65536), then \\ucN fallbacks skipped."""
+        if arg is not None:
+            code = int(arg)
+            code += 0x10000 if code < 0 else 0
+            self.out.append(chr(code) if 0 <= code <= 0x10FFFF else "\ufffd")
+        self.curskip = self.ucskip
 
     def _font_table(self, word: str, arg: str | None) -> None:
         if word == "f":

@@ -21,7 +21,8 @@ import weakref
 from collections.abc import Callable, Hashable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from itertools import repeat
+from itertools import compress, count, repeat
+from operator import is_
 from typing import Final, Generic, ParamSpec, TypeVar
 
 K = TypeVar("K", bound=Hashable)
@@ -102,12 +103,11 @@ class Memo(Generic[K, V]):
     def many(self, keys: Sequence[K]) -> list[V]:
         """``[self(k) for k in keys]``, with the hits looked up in one C-level pass."""
         values: list[object] = list(map(self._store.get, keys, repeat(_MISS)))
-        missed = values.count(_MISS)
-        self.hits += len(values) - missed
-        if missed:
-            for i, value in enumerate(values):
-                if value is _MISS:
-                    values[i] = self(keys[i])  # a key may repeat among the misses
+        # the misses by identity (``list.count`` would call each value's ``__eq__``)
+        missed = list(compress(count(), map(is_, values, repeat(_MISS))))
+        self.hits += len(values) - len(missed)
+        for i in missed:
+            values[i] = self(keys[i])  # a key may repeat among the misses
         return values  # type: ignore[return-value]
 
     def _computed(self, key: K) -> V:

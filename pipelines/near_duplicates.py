@@ -226,6 +226,30 @@ def _probe_size(count: int, at_least: float) -> int:
     return next(h for h in range(count + 1) if (count - h) / count < at_least)
 
 
+def _probe(mine: frozenset[int], at_least: float) -> frozenset[int] | None:
+    """A few of ``mine``'s values: a visit holding none of them scores below ``at_least``
+    (None when there is no bound, or the sketch is larger than ``SKETCH_SIZE``)."""
+    if at_least > 0 and 0 < len(mine) <= SKETCH_SIZE:
+        return frozenset(islice(mine, _probe_size(len(mine), at_least)))
+    return None
+
+
+def _visit_score(
+    mine: frozenset[int], theirs: frozenset[int], top: float | None, at_least: float
+) -> float | None:
+    """A visit's score, or None when it cannot beat ``top`` (the best score so far, None
+    before the first) nor reach ``at_least``: its score is at most shared / size, so the
+    union is only ranked when that bound leaves it in the running."""
+    size = SKETCH_SIZE
+    shared = len(mine & theirs)
+    union = len(mine) + len(theirs) - shared
+    if shared == 0 or union <= size:
+        return shared / union if shared else 0.0
+    if top is not None and shared / size <= top or shared / size < at_least:
+        return None
+    return _similarity(mine, theirs, size)
+
+
 class VisitSketches:
     """Sketches of the latest version of each recent visit of one (patient, report type).
 
@@ -267,26 +291,17 @@ class VisitSketches:
         best: str | None = None
         top = 0.0
         mine = frozenset(signature)
-        prefix, size = self.prefix, SKETCH_SIZE
+        prefix = self.prefix
         own = prefix + research_key
-        probe: frozenset[int] | None = None
-        if at_least > 0 and 0 < len(mine) <= size:
-            probe = frozenset(islice(mine, _probe_size(len(mine), at_least)))
+        probe = _probe(mine, at_least)
         for name, value in self.table.items():
             if not name.startswith(prefix) or name == own:
                 continue
             theirs = _stored_set(value)
             if probe is not None and theirs.isdisjoint(probe):
                 continue
-            shared = len(mine & theirs)
-            union = len(mine) + len(theirs) - shared
-            if shared == 0 or union <= size:
-                score = shared / union if shared else 0.0
-            elif best is not None and shared / size <= top or shared / size < at_least:
-                continue  # its score is at most shared / size
-            else:
-                score = _similarity(mine, theirs, size)
-            if best is None or score > top:
+            score = _visit_score(mine, theirs, None if best is None else top, at_least)
+            if score is not None and (best is None or score > top):
                 best, top = name, score
         if best is None or top < at_least:
             return None

@@ -44,8 +44,9 @@ its good documents were processed, with their outcomes attached as ``exc.outcome
 This module is the facade; its parts live beside it: :mod:`pipelines.outcome` (what is
 decided), :mod:`pipelines.version_marks` (a batch's marks, and their acknowledgement),
 :mod:`pipelines.patient_context` (ADT identifiers kept in the patient's state),
-:mod:`pipelines.near_duplicates` (the visits' sketches) and :mod:`pipelines.stopwatch`
-(the per-document stage times).
+:mod:`pipelines.near_duplicates` (the visits' sketches), :mod:`pipelines.stopwatch`
+(the per-document stage times) and :mod:`pipelines.process_work` (one document's work:
+de-identify, render, the outcome a verdict gives).
 """
 
 from __future__ import annotations
@@ -64,16 +65,14 @@ from cachetools import LRUCache
 from keystore.api import MarkStore, PatientState, PatientStore, StateMinter
 from keystore.api import Pseudonymizer as PseudonymSource
 from pipelines import process_defaults as defaults
-from pipelines.deadline import deadline, exceeded
+from pipelines.deadline import exceeded
 from pipelines.document import ClinicalDocument
-from pipelines.errors import DeadlineExceeded, MissingPatientId, PartialInput, TransientError
-from pipelines.near_duplicates import NearDuplicates
-from pipelines.outcome import EMPTY_COUNTS as _EMPTY_COUNTS
-from pipelines.outcome import AckToken, Outcome, OutcomeKind, held_meta
+from pipelines.errors import MissingPatientId, PartialInput, TransientError
+from pipelines.outcome import AckToken, Outcome, OutcomeKind
 from pipelines.patient_context import remember_context, remember_visit, with_context
 from pipelines.policy import Action, Policy
-from pipelines.research import MEDIA_TYPE, ResearchDocument, build_resource, render, system_uri
-from pipelines.spans import Category, Span
+from pipelines.process_work import Draft, Work, type_key
+from pipelines.spans import Span
 from pipelines.stopwatch import stopwatch
 from pipelines.version_marks import MarkBatch
 from pipelines.version_marks import acknowledge as acknowledge_tokens
@@ -81,7 +80,6 @@ from pipelines.versions import (
     Decision,
     Fingerprint,
     Mark,
-    State,
     Verdict,
     as_confirmed,
     decide,
@@ -90,8 +88,6 @@ from pipelines.versions import (
 )
 
 NEAR_DUPLICATE_THRESHOLD = 0.8
-CORRECTION = "correction"  # a publish's reason class: a same-time re-send with another text
-CORRECTION_REASON = "same filing time, status and version as the current version, other text"
 PSEUDONYM_CACHE = 4096  # (kind, parts) → pseudonym, most recently used kept
 
 
@@ -143,13 +139,6 @@ def _grouping(document: ClinicalDocument) -> str:
         return document.visit_id
     anchor = document.version.replaces_id or document.document_id
     return f"\x1fdocument\x1f{anchor}" if anchor else ""
-
-
-def _type_key(document: ClinicalDocument) -> str:
-    rt = document.report_type
-    if rt.code.strip():  # "LN" (HL7 v2) and "http://loinc.org" (FHIR) give one key
-        return f"{system_uri(rt.system) or rt.system.strip()}|{rt.code.strip()}"
-    return "|" + " ".join(rt.display.split()).casefold()
 
 
 class Processor:
@@ -366,7 +355,7 @@ class Processor:
             return _Doc(document, state, times)
         with stopwatch(times, "dedup", self._timer):
             key = self._pseudonym(
-                "research-key", state.seed, _grouping(document), _type_key(document)
+                "research-key", state.seed, _grouping(document), type_key(document)
             )
             fp = fingerprint(document, key)
         return _Doc(document, state, times, key, fp)
@@ -381,12 +370,12 @@ class Processor:
             stage_seconds=MappingProxyType(doc.times),
         )
 
-    def _work(self, doc: _Doc) -> _Work:
+    def _work(self, doc: _Doc) -> Work:
         if doc.work is None:
             if doc.fp is None:
                 raise TypeError("a context-only document has no version decision")
             document = with_context(doc.document, doc.state)
-            doc.work = _Work(self, document, doc.state, doc.fp, doc.spent)
+            doc.work = Work(self, document, doc.state, doc.fp, doc.spent)
         return doc.work
 
     def _decide_in_batch(self, doc: _Doc, batch: MarkBatch[_Doc]) -> Outcome:
@@ -405,7 +394,7 @@ class Processor:
             batch.decided(doc, key, written, output=draft[7] is not None)
         return self._settled(work, verdict, held, draft, written, new, times)
 
-    def _decide(self, work: _Work, times: dict[str, float], in_flight: Collection[str]) -> Outcome:
+    def _decide(self, work: Work, times: dict[str, float], in_flight: Collection[str]) -> Outcome:
         """Read the mark, decide, compare-and-set; on a lost race decide again."""
         key = work.fp.key
         for _ in range(32):
@@ -426,10 +415,10 @@ class Processor:
 
     def _settled(
         self,
-        work: _Work,
+        work: Work,
         verdict: Verdict,
         held: bool,
-        draft: _Draft,
+        draft: Draft,
         written: bytes | None,
         new: Mark,
         times: dict[str, float],
@@ -461,234 +450,13 @@ class Processor:
             ack=ack,
         )
 
-    # -- helpers used by _Work ----------------------------------------------------------
+    # -- helpers used by Work ----------------------------------------------------------
     def security_codes(self, spans: Sequence[Span]) -> list[str]:
         """PSEUDED always (the subject is a pseudonym); REDACTED if any text was tagged."""
         codes = ["PSEUDED"]
         if any(self.policy.action_for(s.category) is Action.REDACT for s in spans):
             codes.append("REDACTED")
         return codes
-
-
-# An outcome's fields before its decision is settled: kind, research key, value, headers,
-# reason class, reason, span counts, and the state its ack token acknowledges (None: none).
-_Draft = tuple[
-    OutcomeKind,
-    str | None,
-    bytes | None,
-    tuple[tuple[str, str], ...],
-    str | None,
-    str | None,
-    Mapping[str, int],
-    State | None,
-]
-
-
-def _span_counts(spans: Sequence[Span]) -> Mapping[str, int]:
-    """Spans per category value, in first-seen order: ``Counter(s.category.value for s in
-    spans)`` without a trip through the enum's ``value`` descriptor per span."""
-    counts: dict[Category, int] = {}
-    for span in spans:
-        category = span.category
-        counts[category] = counts.get(category, 0) + 1
-    return MappingProxyType({category.value: n for category, n in counts.items()})
-
-
-class _Work:
-    """Per-document work that survives a lost compare-and-set (de-identify only once)."""
-
-    __slots__ = (
-        "proc",
-        "document",
-        "state",
-        "fp",
-        "spent",
-        "_deid",
-        "_renders",
-        "near",
-        "_timeout",
-    )
-
-    def __init__(
-        self,
-        proc: Processor,
-        document: ClinicalDocument,
-        state: PatientState,
-        fp: Fingerprint,
-        spent: float = 0.0,
-    ) -> None:
-        self.proc = proc
-        self.spent = spent  # seconds of the budget its message's parse used
-        self.document = document
-        self.state = state
-        self.fp = fp
-        self._deid: Deidentified | None = None
-        # the budget was used up: the input is dead-lettered (too_costly), never redone
-        self._timeout: DeadlineExceeded | None = None
-        self._renders: dict[tuple[str | None, str], ResearchDocument] = {}
-        self.near = NearDuplicates(
-            state.extra,
-            document.text,
-            fp.key,
-            fp.order.filing_us,
-            self._sketch_key,
-            self._save_state,
-        )
-
-    def _sketch_key(self) -> str:
-        """The (patient, report type)'s sketch hashing key; the kind names the sketch format
-        (``near_duplicates.sketch``), so sketches of an older format are never compared."""
-        return self.proc._pseudonym("near-duplicate/2", self.state.seed, _type_key(self.document))
-
-    def _base_headers(self, kind: str) -> list[tuple[str, str]]:
-        return [
-            ("source", self.document.source.value),
-            ("decision", kind),
-        ]
-
-    def outcome(self, verdict: Verdict, times: dict[str, float]) -> tuple[_Draft, bool]:
-        """The outcome's fields but the ack token's mark and the stage times (``_settled``
-        builds the one Outcome), and whether the leak guard held the document."""
-        fp = self.fp
-        headers = self._base_headers(verdict.decision.value)
-        if verdict.decision is Decision.DUPLICATE:
-            reason = "same text as a version already seen"
-            return (
-                OutcomeKind.DUPLICATE,
-                None,
-                None,
-                tuple(headers),
-                "duplicate",
-                reason,
-                _EMPTY_COUNTS,
-                None,
-            ), False
-        if verdict.decision is Decision.SUPERSEDED:
-            reason = "a newer version of this report was already seen"
-            return (
-                OutcomeKind.SUPERSEDED,
-                None,
-                None,
-                tuple(headers),
-                "superseded",
-                reason,
-                _EMPTY_COUNTS,
-                None,
-            ), False
-        if verdict.decision is Decision.TOMBSTONE:
-            headers.append(("reason", "entered-in-error"))
-            return (
-                OutcomeKind.TOMBSTONE,
-                fp.key,
-                None,
-                tuple(headers),
-                None,
-                None,
-                _EMPTY_COUNTS,
-                State.TOMBSTONE,
-            ), False
-        deid = self._run_deidentify(times)  # DeadlineExceeded: the item's error, no mark
-        counts = _span_counts(deid.spans)
-        if deid.held_reason is not None:
-            headers = held_meta(self._base_headers("held"), deid.held_reason, self.state.pseudonym)
-            held_class = deid.held_class
-            return (
-                OutcomeKind.HELD,
-                fp.key,
-                None,
-                tuple(headers),
-                held_class,
-                deid.held_reason,
-                counts,
-                State.HELD,
-            ), True
-        with stopwatch(times, "near_duplicate", self.proc._timer):
-            near = self._near_duplicate()
-        doc = self._render(verdict.replaces, deid, near, times)
-        headers += [
-            ("version", doc.version_id),
-            ("content-type", MEDIA_TYPE),
-            ("fhir-version", "4.0.1"),
-        ]
-        if verdict.replaces:
-            headers.append(("replaces", verdict.replaces))
-        if near is not None:
-            headers.append(("near-duplicate-score", f"{near[1]:.3f}"))
-        return (
-            OutcomeKind.PUBLISH,
-            fp.key,
-            doc.value,
-            tuple(headers),
-            CORRECTION if verdict.correction else None,  # the runner logs it (no PHI)
-            CORRECTION_REASON if verdict.correction else None,
-            counts,
-            State.LIVE,
-        ), False
-
-    def _run_deidentify(self, times: dict[str, float]) -> Deidentified:
-        if self._timeout is not None:
-            raise self._timeout
-        if self._deid is None:
-            try:
-                with deadline(self.proc.deadline_seconds, spent=self.spent):
-                    self._deid = self.proc._deidentify(self.document, self.state)
-            except DeadlineExceeded as exc:
-                self._timeout = exc
-                raise
-            if self._deid.state_changed:
-                doc = self.document
-                self.proc.store.save(doc.assigning_authority, doc.patient_id, self.state)
-            for stage, seconds in self._deid.stage_seconds.items():
-                times[stage] = times.get(stage, 0.0) + seconds
-        return self._deid
-
-    def _near_duplicate(self) -> tuple[str, float] | None:
-        if not self.proc.near_duplicates:
-            return None
-        return self.near.nearest(self.proc.near_duplicate_threshold)
-
-    def _save_state(self) -> None:
-        doc = self.document
-        self.proc.store.save(doc.assigning_authority, doc.patient_id, self.state)
-
-    def _render(
-        self,
-        replaces: str | None,
-        deid: Deidentified,
-        near: tuple[str, float] | None,
-        times: dict[str, float],
-    ) -> ResearchDocument:
-        cache_key = (replaces, "" if near is None else f"{near[0]}:{near[1]:.3f}")
-        found = self._renders.get(cache_key)
-        if found is not None:
-            return found
-        with stopwatch(times, "render", self.proc._timer):
-            doc = self._render_now(replaces, deid, near)
-        self._renders[cache_key] = doc
-        return doc
-
-    def _render_now(
-        self, replaces: str | None, deid: Deidentified, near: tuple[str, float] | None
-    ) -> ResearchDocument:
-        document, state = self.document, self.state
-        encounter = (
-            self.proc._pseudonym("visit", state.seed, document.visit_id)
-            if document.visit_id
-            else None
-        )
-        resource = build_resource(
-            document,
-            text=deid.text,
-            version_id=self.fp.version_id,
-            patient_pseudonym=state.pseudonym,
-            encounter_pseudonym=encounter,
-            shift_days=state.shift_days,
-            security=self.proc.security_codes(deid.spans),
-            replaces=replaces,
-            near_duplicate=near,
-            annotations=deid.spans if self.proc.annotations else None,
-        )
-        return render(self.fp.key, resource)
 
 
 # -- batches ------------------------------------------------------------------------------
@@ -705,7 +473,7 @@ class _Doc:
     times: dict[str, float]
     key: str | None = None  # research key; None: a context-only (ADT) document
     fp: Fingerprint | None = None
-    work: _Work | None = None
+    work: Work | None = None
     outcome: Outcome | None = None
     error: BaseException | None = None  # deciding it again (a lost race) failed
     spent: float = 0.0  # seconds of its budget its message's parse used

@@ -25,20 +25,17 @@ import threading
 import time
 from collections import defaultdict
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
-from enum import StrEnum
 from typing import Any
 
 import orjson
 
 from keystore.envelope import Sealed
-from keystore.forgetting import FORGOTTEN_DOC, REVIEW_LIST, REVIEW_PATIENT
+from keystore.forgetting import REVIEW_LIST, REVIEW_PATIENT
 from keystore.reviewdb import ITEM_BINDING as _ITEM_BINDING
 from keystore.reviewdb import LIST_BINDING as _LIST_BINDING
 from keystore.reviewdb import DecisionRow, DocRow, ItemRow, ListRow, ReviewDb
 from keystore.store import EncryptedStore
 from pipelines.document import ClinicalDocument
-from pipelines.errors import DeidstreamError
 from pipelines.phi.detector import Detector
 from pipelines.phi.lists import ListScope, NoteMarks, ReviewLists, normalise
 from pipelines.review_candidates import (
@@ -50,99 +47,23 @@ from pipelines.review_candidates import (
 )
 from pipelines.review_held import dump_marks, load_marks, note_marks, surviving
 from pipelines.review_learning import Stats
+from pipelines.review_model import (
+    Decision,
+    DecisionKind,
+    DocStatus,
+    ItemStatus,
+    QueueItem,
+    ReviewError,
+    Role,
+    Scope,
+    StaleItem,
+    span_json,
+    span_of,
+)
 from pipelines.spans import Category, Span
 
 MARK_LIST = "mark"  # review_lists.list of a note's marked places (one entry per note)
 MAX_MARK_CHARS = 200
-
-
-class DecisionKind(StrEnum):
-    PHI = "phi"
-    NOT_PHI = "not_phi"
-    UNSURE = "unsure"
-    REFER = "refer"  # to an expert: not a rating
-
-
-class Scope(StrEnum):
-    NOTE = "note"
-    PATIENT = "patient"
-    SITE = "site"
-
-
-class ItemStatus(StrEnum):
-    OPEN = "open"
-    REFERRED = "referred"
-    DECIDED = "decided"
-
-
-class DocStatus(StrEnum):
-    OPEN = "open"
-    RELEASING = "releasing"
-    RELEASED = "released"
-    HELD = "held"
-    FORGOTTEN = FORGOTTEN_DOC  # its patient was forgotten (`keys forget`): never released
-
-
-class Role(StrEnum):
-    REVIEWER = "reviewer"
-    EXPERT = "expert"
-
-
-class ReviewError(DeidstreamError):
-    """A refused review action (no text in the message)."""
-
-    reason_class = "review"
-
-
-class StaleItem(ReviewError):
-    """The item was decided meanwhile (another key press, tab or reviewer's scope)."""
-
-
-@dataclass(frozen=True)
-class Decision:
-    item_id: str
-    reviewer: str
-    role: Role
-    kind: DecisionKind
-    category: Category | None = None
-    scope: Scope = Scope.NOTE
-
-    def __post_init__(self) -> None:
-        try:  # enums, whatever a caller passed (a request's strings)
-            object.__setattr__(self, "role", Role(self.role))
-            object.__setattr__(self, "kind", DecisionKind(self.kind))
-            object.__setattr__(self, "scope", Scope(self.scope))
-            if self.category is not None:
-                object.__setattr__(self, "category", Category(self.category))
-        except ValueError:
-            raise ReviewError("a decision's role, kind, scope or category is unknown") from None
-        if not self.reviewer or not self.item_id:
-            raise ReviewError("a decision needs an item and a reviewer")
-        if (self.kind is DecisionKind.PHI) != (self.category is not None):
-            raise ReviewError("a PHI decision needs a category, and only a PHI decision")
-        if self.kind in (DecisionKind.REFER, DecisionKind.UNSURE) and self.scope is not Scope.NOTE:
-            raise ReviewError("unsure and refer apply to one item only")
-
-
-@dataclass(frozen=True)
-class QueueItem:
-    """One queued item, unsealed (in memory only)."""
-
-    id: str
-    seq: int
-    doc_id: str
-    kind: ItemKind
-    status: ItemStatus
-    text: str  # the whole note
-    candidate: Span | None  # None: a held document with no candidate span
-    others: tuple[Span, ...]  # the other spans the detector found
-    authority: str = ""
-    patient_id: str = ""
-    left: tuple[Span, ...] = ()  # a held note's places where an identifier survives
-
-    @property
-    def string(self) -> str:
-        return self.candidate.text_of(self.text) if self.candidate else ""
 
 
 class ReviewQueue:
@@ -269,10 +190,10 @@ class ReviewQueue:
         payload = orjson.dumps(
             {
                 "text": document.text,
-                "span": _span_json(span) if span else None,
-                "others": [_span_json(s) for s in spans if s != span],
+                "span": span_json(span) if span else None,
+                "others": [span_json(s) for s in spans if s != span],
                 "who": [document.assigning_authority, document.patient_id],
-                "left": [_span_json(s) for s in left],
+                "left": [span_json(s) for s in left],
             }
         )
         sealed = self.store.seal_blob(_ITEM_BINDING + item_id.encode(), payload)
@@ -301,11 +222,11 @@ class ReviewQueue:
             ItemKind(row.kind),
             ItemStatus(row.status),
             raw["text"],
-            _span_of(raw["span"]) if raw["span"] else None,
-            tuple(_span_of(s) for s in raw["others"]),
+            span_of(raw["span"]) if raw["span"] else None,
+            tuple(span_of(s) for s in raw["others"]),
             str(who[0]),
             str(who[1]),
-            tuple(_span_of(s) for s in raw.get("left") or ()),
+            tuple(span_of(s) for s in raw.get("left") or ()),
         )
 
     def item(self, item_id: str) -> QueueItem | None:
@@ -353,20 +274,12 @@ class ReviewQueue:
             self.db.set_status([row.id], ItemStatus.REFERRED)
             self.store.audit("review-refer", decision.reviewer, row.id, "referred")
             return [row.id]
-        targets = [
-            t
-            for t in self._targets(row, decision.scope)
-            if t.id == row.id or t.status != ItemStatus.REFERRED or decision.role is Role.EXPERT
-        ]
+        targets = self._decided_targets(row, decision)
         for target in targets:
             self.db.add_decision(_decision_row(decision, target.id, now))
         done = [t.id for t in targets if self._reviewed_enough(t.id)]
         self.db.set_status(done, ItemStatus.DECIDED)
-        if (
-            decision.scope is not Scope.NOTE
-            and row.text_ref
-            and decision.kind in (DecisionKind.PHI, DecisionKind.NOT_PHI)
-        ):
+        if _makes_list_entry(row, decision):
             self._list_entry(row, decision, now)
         self.store.audit(
             "review-decide",
@@ -376,6 +289,14 @@ class ReviewQueue:
             reason=decision.category.value if decision.category else "",
         )
         return [t.id for t in targets]
+
+    def _decided_targets(self, row: ItemRow, decision: Decision) -> list[ItemRow]:
+        """The item and its scope's others (a referred one only by an expert)."""
+        return [
+            t
+            for t in self._targets(row, decision.scope)
+            if t.id == row.id or t.status != ItemStatus.REFERRED or decision.role is Role.EXPERT
+        ]
 
     def _reviewer_may(self, row: ItemRow, decision: Decision) -> None:
         """Refuse what only an expert may do: decide a referred item or one an expert
@@ -675,6 +596,15 @@ class ReviewQueue:
         return stats(self)
 
 
+def _makes_list_entry(row: ItemRow, decision: Decision) -> bool:
+    """A patient or site decision of PHI / not PHI on a string: a deny / allow entry."""
+    return bool(
+        decision.scope is not Scope.NOTE
+        and row.text_ref
+        and decision.kind in (DecisionKind.PHI, DecisionKind.NOT_PHI)
+    )
+
+
 def _rest(decision: Decision) -> tuple[str, Role, DecisionKind, Category | None, Scope]:
     return (decision.reviewer, decision.role, decision.kind, decision.category, decision.scope)
 
@@ -690,17 +620,6 @@ def _decision_row(decision: Decision, item_id: str, at: float) -> DecisionRow:
         decision.scope.value,
         at,
         False,
-    )
-
-
-def _span_json(span: Span) -> list[object]:
-    return [span.start, span.end, span.category.value, span.confidence, span.source]
-
-
-def _span_of(raw: Sequence[object]) -> Span:
-    start, end, category, confidence, source = raw
-    return Span(
-        int(str(start)), int(str(end)), Category(str(category)), float(str(confidence)), str(source)
     )
 
 

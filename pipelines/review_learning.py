@@ -13,7 +13,10 @@ from pipelines.agreement import cohen_kappa, fleiss_kappa
 from pipelines.spans import Category
 
 if TYPE_CHECKING:
-    from pipelines.review import QueueItem, ReviewQueue
+    from pipelines.review import DecisionKind, QueueItem, ReviewQueue
+
+    # an item finally decided, its decision and the category a PHI decision gave
+    _Decided = tuple[QueueItem, DecisionKind, Category | None]
 
 
 @dataclass
@@ -27,10 +30,18 @@ class Stats:
 def decided_notes(queue: ReviewQueue) -> list[tuple[str, list[tuple[int, int, Category]]]]:
     """Each decided note's text and its PHI phrases for training (in memory only): the
     spans decided PHI, plus the detector's other spans not decided not-PHI."""
+    return [
+        (decided[0][0].text, _note_phrases(decided)) for decided in _decided_by_doc(queue).values()
+    ]
+
+
+def _decided_by_doc(queue: ReviewQueue) -> dict[str, list[_Decided]]:
+    """The items finally decided PHI or not-PHI, by document (with the category a PHI
+    decision gave, if any)."""
     from pipelines.review import DecisionKind
 
     final = queue._final_kinds([d.item_id for d in queue.db.decisions()])
-    by_doc: dict[str, list[tuple[QueueItem, DecisionKind, Category | None]]] = defaultdict(list)
+    by_doc: dict[str, list[_Decided]] = defaultdict(list)
     categories = {d.item_id: d.category for d in queue.db.decisions() if d.category}
     for item_id, kind in final.items():
         row = queue.db.item(item_id)
@@ -38,26 +49,30 @@ def decided_notes(queue: ReviewQueue) -> list[tuple[str, list[tuple[int, int, Ca
             continue
         cat = categories.get(item_id)
         by_doc[row.doc_id].append((queue.open_item(row), kind, Category(cat) if cat else None))
-    notes = []
-    for decided in by_doc.values():
-        text = decided[0][0].text
-        rejected = {
-            (i.candidate.start, i.candidate.end)
-            for i, k, _ in decided
-            if i.candidate and k is DecisionKind.NOT_PHI
-        }
-        phrases = {
-            (i.candidate.start, i.candidate.end): c or i.candidate.category
-            for i, k, c in decided
-            if i.candidate and k is DecisionKind.PHI
-        }
-        for s in decided[0][0].others:
-            if (s.start, s.end) not in rejected and not any(
-                s.start < e and b < s.end for b, e in rejected
-            ):
-                phrases.setdefault((s.start, s.end), s.category)
-        notes.append((text, sorted((b, e, c) for (b, e), c in phrases.items())))
-    return notes
+    return by_doc
+
+
+def _note_phrases(decided: list[_Decided]) -> list[tuple[int, int, Category]]:
+    """One note's training phrases: decided PHI, then the detector's other spans that no
+    not-PHI decision rejects (or overlaps)."""
+    from pipelines.review import DecisionKind
+
+    rejected = {
+        (i.candidate.start, i.candidate.end)
+        for i, k, _ in decided
+        if i.candidate and k is DecisionKind.NOT_PHI
+    }
+    phrases = {
+        (i.candidate.start, i.candidate.end): c or i.candidate.category
+        for i, k, c in decided
+        if i.candidate and k is DecisionKind.PHI
+    }
+    for s in decided[0][0].others:
+        if (s.start, s.end) not in rejected and not any(
+            s.start < e and b < s.end for b, e in rejected
+        ):
+            phrases.setdefault((s.start, s.end), s.category)
+    return sorted((b, e, c) for (b, e), c in phrases.items())
 
 
 def training_examples(queue: ReviewQueue) -> list[Any]:

@@ -274,27 +274,42 @@ def decide(mark: Mark, fp: Fingerprint) -> Verdict:
     newer = fp.order > cur.order
     at_least = newer or fp.order == cur.order
     if fp.retraction:
-        if cur.state is State.TOMBSTONE:
-            if not cur.acked and at_least:
-                return Verdict(Decision.TOMBSTONE, redo=True)
-            return Verdict(Decision.DUPLICATE, advance=newer and cur.acked)
-        return Verdict(Decision.TOMBSTONE) if newer else Verdict(Decision.SUPERSEDED)
+        return _decide_retraction(cur, newer, at_least)
     if cur.state is State.TOMBSTONE:
         if newer:
             return Verdict(Decision.PUBLISH)
         return Verdict(Decision.DUPLICATE if fp.text_hash in mark.seen else Decision.SUPERSEDED)
     if fp.text_hash == cur.text_hash:
-        if cur.state is State.HELD and cur.acked:
-            # a held version never reached the topic: it consumed nothing, so a re-send
-            # (after the detector or the message was fixed) is decided again, not dropped
-            return Verdict(Decision.PUBLISH, replaces=cur.live_id, redo=True)
-        if newer and fp.status_rank > cur.order.status_rank:
-            return Verdict(Decision.PUBLISH, replaces=cur.live_id)  # preliminary -> final
-        if not cur.acked:
-            if at_least:  # the earlier output may never have left: do it again
-                return Verdict(Decision.PUBLISH, replaces=cur.replaces, redo=True)
-            return Verdict(Decision.DUPLICATE)
-        return Verdict(Decision.DUPLICATE, advance=newer)
+        return _decide_same_text(cur, fp, newer, at_least)
+    return _decide_other_text(mark, cur, fp, newer)
+
+
+def _decide_retraction(cur: Current, newer: bool, at_least: bool) -> Verdict:
+    """A retraction against a current version."""
+    if cur.state is State.TOMBSTONE:
+        if not cur.acked and at_least:
+            return Verdict(Decision.TOMBSTONE, redo=True)
+        return Verdict(Decision.DUPLICATE, advance=newer and cur.acked)
+    return Verdict(Decision.TOMBSTONE) if newer else Verdict(Decision.SUPERSEDED)
+
+
+def _decide_same_text(cur: Current, fp: Fingerprint, newer: bool, at_least: bool) -> Verdict:
+    """A document with the text of the current (live or held) version."""
+    if cur.state is State.HELD and cur.acked:
+        # a held version never reached the topic: it consumed nothing, so a re-send
+        # (after the detector or the message was fixed) is decided again, not dropped
+        return Verdict(Decision.PUBLISH, replaces=cur.live_id, redo=True)
+    if newer and fp.status_rank > cur.order.status_rank:
+        return Verdict(Decision.PUBLISH, replaces=cur.live_id)  # preliminary -> final
+    if not cur.acked:
+        if at_least:  # the earlier output may never have left: do it again
+            return Verdict(Decision.PUBLISH, replaces=cur.replaces, redo=True)
+        return Verdict(Decision.DUPLICATE)
+    return Verdict(Decision.DUPLICATE, advance=newer)
+
+
+def _decide_other_text(mark: Mark, cur: Current, fp: Fingerprint, newer: bool) -> Verdict:
+    """A document with another text than the current (live or held) version."""
     seen = fp.text_hash in mark.seen
     if same_time(fp.order, cur.order):  # the later arrival wins (module docstring)
         if seen:

@@ -81,6 +81,70 @@ async def read_capped(request: Request, limit: int) -> bytes:
     return bytes(body)
 
 
+def _not_ready_reasons(st: dict[str, Any]) -> list[str]:
+    """Why the runner whose status is ``st`` is not ready."""
+    if st["keystore_fault"]:
+        # the key store as a whole is unusable (wrong or missing key): that is the one
+        # reason. The runner opens the store before it connects, so the broker's state
+        # is unknown then, not "unreachable"
+        reasons = [f"keystore_fault:{st['keystore_fault']}"]
+    else:
+        checks = (
+            ("started", "starting"),
+            ("broker_reachable", "broker_unreachable"),
+            ("keystore_reachable", "keystore_unreachable"),
+            ("assignments", "no_partitions"),
+        )
+        reasons = [reason for field, reason in checks if not st[field]]
+    # a stall (a document past its budget, a key store call or the broker hanging)
+    reasons.extend(f"stalled:{cause}" for cause in st.get("stalls", {}))
+    return reasons
+
+
+def _readiness(st: dict[str, Any]) -> JSONResponse:
+    """The /readyz answer for the runner status ``st``: 200 when ready, else 503 and why."""
+    body = {
+        "ready": st["ready"],
+        "broker_reachable": st["broker_reachable"],
+        "keystore_reachable": st["keystore_reachable"],
+        "keystore_fault": st["keystore_fault"],
+        "assigned_partitions": len(st["assignments"]),
+        "stalls": st.get("stalls", {}),
+        "reasons": [] if st["ready"] else _not_ready_reasons(st),
+    }
+    code = status.HTTP_200_OK if st["ready"] else status.HTTP_503_SERVICE_UNAVAILABLE
+    return JSONResponse(body, status_code=code)
+
+
+def _refused(exc: DeidstreamError) -> JSONResponse:
+    """A document the pipeline refused: 503 when a retry may succeed, else 422."""
+    code = (
+        status.HTTP_503_SERVICE_UNAVAILABLE
+        if exc.retriable
+        else status.HTTP_422_UNPROCESSABLE_CONTENT
+    )
+    return JSONResponse({"reason_class": exc.reason_class, "reason": str(exc)}, status_code=code)
+
+
+def _the_runner(
+    settings: Settings,
+    processor_factory: ProcessorFactory | None,
+    runner: Runner | None,
+    metrics: Metrics | None,
+    on_fatal: Callable[[BaseException], None] | None,
+) -> Runner:
+    """``runner`` if given, else one made from ``processor_factory`` (default: the real
+    pipeline)."""
+    if runner is not None:
+        return runner
+    metrics = metrics or Metrics()
+    if processor_factory is None:
+        from service.wiring import real_processor_factory
+
+        processor_factory = real_processor_factory(settings, metrics)
+    return Runner(settings, metrics, processor_factory, on_fatal=on_fatal)
+
+
 def create_app(
     settings: Settings,
     *,
@@ -95,15 +159,7 @@ def create_app(
     from ``processor_factory`` (default: the real pipeline) and run by the lifespan.
     ``review_pages=False``: no review pages nor intake even when the workbench is enabled
     (the workers other than the one the supervisor sends reviewers to)."""
-    if runner is None:
-        metrics = metrics or Metrics()
-        if processor_factory is None:
-            from service.wiring import real_processor_factory
-
-            processor_factory = real_processor_factory(settings, metrics)
-        runner = Runner(settings, metrics, processor_factory, on_fatal=on_fatal)
-    metrics = runner.metrics
-    the_runner = runner
+    the_runner = _the_runner(settings, processor_factory, runner, metrics, on_fatal)
 
     workbench: Any = None  # the review pages and intake (service/review), when enabled
 
@@ -137,15 +193,16 @@ def create_app(
 
         workbench = mount(app, settings)
         app.state.review = workbench
-    app.state.runner = runner
-    app.state.metrics = metrics
+    app.state.runner = the_runner
+    app.state.metrics = the_runner.metrics
+    _operations_routes(app, settings, the_runner)
+    _deidentify_route(app, settings, the_runner)
+    return app
 
-    def require_token(
-        credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)],
-    ) -> None:
-        if not settings.deidentify_api_enabled or settings.api_token is None:
-            raise HTTPException(status.HTTP_404_NOT_FOUND, "the de-identify API is disabled")
-        _check_token(settings, credentials)
+
+def _operations_routes(app: FastAPI, settings: Settings, the_runner: Runner) -> None:
+    """/healthz, /readyz, /metrics and /v1/status."""
+    metrics = the_runner.metrics
 
     def require_status_token(
         credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)],
@@ -162,35 +219,7 @@ def create_app(
     @app.get("/readyz", tags=["operations"])
     async def readyz() -> JSONResponse:
         """Readiness: broker and key store reachable, partitions assigned."""
-        st = the_runner.status()
-        reasons = []
-        if st["keystore_fault"]:
-            # the key store as a whole is unusable (wrong or missing key): that is the one
-            # reason. The runner opens the store before it connects, so the broker's state
-            # is unknown then, not "unreachable"
-            reasons.append(f"keystore_fault:{st['keystore_fault']}")
-        else:
-            if not st["started"]:
-                reasons.append("starting")
-            if not st["broker_reachable"]:
-                reasons.append("broker_unreachable")
-            if not st["keystore_reachable"]:
-                reasons.append("keystore_unreachable")
-            if not st["assignments"]:
-                reasons.append("no_partitions")
-        # a stall (a document past its budget, a key store call or the broker hanging)
-        reasons.extend(f"stalled:{cause}" for cause in st.get("stalls", {}))
-        body = {
-            "ready": st["ready"],
-            "broker_reachable": st["broker_reachable"],
-            "keystore_reachable": st["keystore_reachable"],
-            "keystore_fault": st["keystore_fault"],
-            "assigned_partitions": len(st["assignments"]),
-            "stalls": st.get("stalls", {}),
-            "reasons": [] if st["ready"] else reasons,
-        }
-        code = status.HTTP_200_OK if st["ready"] else status.HTTP_503_SERVICE_UNAVAILABLE
-        return JSONResponse(body, status_code=code)
+        return _readiness(the_runner.status())
 
     @app.get("/metrics", tags=["operations"])
     async def metrics_endpoint() -> Response:
@@ -202,6 +231,17 @@ def create_app(
     async def status_endpoint() -> dict[str, Any]:
         """Assignments, lag and counts (no message content)."""
         return the_runner.status()
+
+
+def _deidentify_route(app: FastAPI, settings: Settings, the_runner: Runner) -> None:
+    """POST /v1/deidentify (off unless enabled and a token is set)."""
+
+    def require_token(
+        credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)],
+    ) -> None:
+        if not settings.deidentify_api_enabled or settings.api_token is None:
+            raise HTTPException(status.HTTP_404_NOT_FOUND, "the de-identify API is disabled")
+        _check_token(settings, credentials)
 
     @app.post(
         "/v1/deidentify",
@@ -231,16 +271,7 @@ def create_app(
         try:
             outcomes = await the_runner.deidentify(raw, hint)
         except DeidstreamError as exc:
-            code = (
-                status.HTTP_503_SERVICE_UNAVAILABLE
-                if exc.retriable
-                else status.HTTP_422_UNPROCESSABLE_CONTENT
-            )
-            return JSONResponse(
-                {"reason_class": exc.reason_class, "reason": str(exc)}, status_code=code
-            )
+            return _refused(exc)
         except RuntimeError:
             raise HTTPException(status.HTTP_503_SERVICE_UNAVAILABLE, "not started") from None
         return JSONResponse({"outcomes": [_outcome_json(o) for o in outcomes]})
-
-    return app

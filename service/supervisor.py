@@ -315,10 +315,7 @@ class Supervisor:
         """SIGTERM to every worker (each drains), wait, SIGKILL what is left. 0 when every
         worker exited 0."""
         self.stopping = True
-        for w in self.workers:
-            if w.running and w.process is not None:
-                with contextlib.suppress(ProcessLookupError):
-                    w.process.send_signal(signal.SIGTERM)
+        self._signal_running(signal.SIGTERM)
         running = [
             w.process.wait()
             for w in self.workers
@@ -330,16 +327,20 @@ class Supervisor:
             )
             if pending:
                 log.error("%d worker(s) did not drain within %.0f s: killed", len(pending), grace)
-                for w in self.workers:
-                    if w.running and w.process is not None:
-                        with contextlib.suppress(ProcessLookupError):
-                            w.process.kill()
+                self._signal_running(signal.SIGKILL)
                 await asyncio.gather(*pending, return_exceptions=True)
         for task in self._watchers:
             task.cancel()
         await asyncio.gather(*self._watchers, return_exceptions=True)
         codes = [w.process.returncode for w in self.workers if w.process is not None]
         return 0 if all(code == 0 for code in codes) else 1
+
+    def _signal_running(self, signum: signal.Signals) -> None:
+        """Send ``signum`` to every worker still running (one that just exited is skipped)."""
+        for w in self.workers:
+            if w.running and w.process is not None:
+                with contextlib.suppress(ProcessLookupError):
+                    w.process.send_signal(signum)
 
     # ---------------------------------------------------------------- talking to workers
 

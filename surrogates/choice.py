@@ -62,6 +62,44 @@ class Chooser:
         return self.pick(string.ascii_uppercase if upper else string.ascii_lowercase)
 
 
+class Refused:
+    """Indices of a sequence known to be refused, skipped in amortised constant time.
+
+    ``next_free(at)`` is the first index at or after ``at`` (cyclically) not refused, or -1
+    when all are: a union-find of "refused index → the next index to try" with path
+    halving, so a draw that lands on a refused item walks to a free one without drawing
+    again. Every index is refused at most once, so a pool costs at most its size in walks,
+    however many names are drawn from it.
+    """
+
+    __slots__ = ("size", "count", "_next")
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self.count = 0
+        self._next: dict[int, int] = {}
+
+    def refuse(self, at: int) -> None:
+        if at not in self._next:
+            self._next[at] = at + 1
+            self.count += 1
+
+    def next_free(self, at: int) -> int:
+        if self.count >= self.size:
+            return -1
+        nxt = self._next
+        for _ in range(2):  # at most one wrap past the end
+            while at in nxt:
+                step = nxt[at]
+                if step in nxt:
+                    nxt[at] = nxt[step]  # path halving
+                at = step
+            if at < self.size:
+                return at
+            at = 0
+        return -1
+
+
 def reshape(chooser: Chooser, original: str, keep_leading_nonzero: bool = True) -> str:
     """Same length and shape: digit → digit, letter → letter (case kept), others kept.
 

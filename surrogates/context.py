@@ -15,13 +15,16 @@ from functools import cached_property
 
 from keystore.api import PatientState
 from surrogates.base import SpanLike
-from surrogates.choice import Chooser
+from surrogates.choice import Chooser, Refused
 from surrogates.pieces import whitespace_pieces
 
 _WORD = re.compile(r"[^\W\d_]+(?:['’][^\W\d_]+)?|\d+")
 # Up to this length a substring test of the lower-cased note rules most words out without
 # building the word set; above it, each test would cost a scan of the note: the set, once.
 SUBSTRING_TEST_CHARS = 20_000
+# At most this many substring tests a note (each scans it), then the set: a note of
+# thousands of distinct names asks for thousands of words, and a scan each was quadratic.
+SUBSTRING_TESTS = 16
 _PIECE_CHARS = 1 << 16  # a long note's words are listed this much at a time
 
 
@@ -105,6 +108,9 @@ class ReplaceContext:
     recorded_sex: str = ""
     patient_given: frozenset[str] = frozenset()
     changed: bool = False
+    _substring_tests: int = field(default=0, repr=False, compare=False)
+    # per pool drawn from (see ``refused``): the indices known refused in this document
+    _refused: dict[object, Refused] = field(default_factory=dict, repr=False, compare=False)
     # values of a state map, kept as a set while surrogates add to the map through ``mapped``
     _values: dict[int, tuple[dict[str, str], set[str], int]] = field(
         default_factory=dict, repr=False, compare=False
@@ -135,10 +141,26 @@ class ReplaceContext:
         """``word in self.original_tokens``, without building that set when an ASCII word
         does not even occur in the lower-cased note: every ASCII token is a substring of
         ``text.lower()`` (lower-casing is per character but for the final-sigma rule, which
-        never yields ASCII), so the substring test can only rule words out."""
-        if len(self.text) <= SUBSTRING_TEST_CHARS and word.isascii() and word not in self.lowered:
-            return False
+        never yields ASCII), so the substring test can only rule words out. After
+        ``SUBSTRING_TESTS`` tests the set is built: the cost stays linear in the note."""
+        if (
+            self._substring_tests < SUBSTRING_TESTS
+            and len(self.text) <= SUBSTRING_TEST_CHARS
+            and word.isascii()
+        ):
+            self._substring_tests += 1
+            if word not in self.lowered:
+                return False
         return word in self.original_tokens
+
+    def refused(self, key: object, size: int) -> Refused:
+        """The indices of the pool ``key`` (of ``size`` items) found refused so far in this
+        document: what refuses a candidate (a word of the note, a known name, a surrogate
+        already given) only grows while the document is replaced."""
+        found = self._refused.get(key)
+        if found is None or found.size != size:
+            found = self._refused[key] = Refused(size)
+        return found
 
     def taken(self, table: dict[str, str]) -> set[str]:
         """The surrogates already in ``table`` (not to be drawn again), as a set kept up to

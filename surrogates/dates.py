@@ -303,11 +303,20 @@ class DateShifter:
                 year = self.full_year(m.group("year"))
                 new = self.year_text(self.shift_year(year), m.group("year"))
                 return text[: m.start("year")] + new + text[m.end("year") :]
+        taken, anchor = self._date_edits(text)
+        taken += self._weekday_edits(text, taken, anchor)
+        if not taken:
+            return None
+        return apply_edits(text, taken)
+
+    def _date_edits(self, text: str) -> tuple[list[tuple[int, int, str]], date | None]:
+        """The edits of the dates written in ``text`` (patterns in order, no overlap) and the
+        first shifted day, which a weekday beside them follows."""
         taken: list[tuple[int, int, str]] = []
         anchor: date | None = None
         for kind, pattern in _PATTERNS:
             for m in pattern.finditer(text):
-                if any(m.start() < e and s < m.end() for s, e, _ in taken):
+                if _overlaps(m, taken):
                     continue
                 result = self._render(kind, m)
                 if result is None:
@@ -316,17 +325,22 @@ class DateShifter:
                 if anchor is None and shifted is not None:
                     anchor = shifted
                 taken.append((m.start(), m.end(), new_text))
+        return taken, anchor
+
+    def _weekday_edits(
+        self, text: str, taken: list[tuple[int, int, str]], anchor: date | None
+    ) -> list[tuple[int, int, str]]:
+        """Weekdays: the anchor's, else moved by the shift."""
+        out: list[tuple[int, int, str]] = []
         for m in _WEEKDAY.finditer(text):
-            if any(m.start() < e and s < m.end() for s, e, _ in taken):
+            if _overlaps(m, taken) or _overlaps(m, out):
                 continue
             original_wd = _weekday_number(m.group("wd"))
             weekday = anchor.weekday() if anchor else (original_wd + self.shift.days) % 7
-            taken.append(
+            out.append(
                 (m.start(), m.end(), _weekday_text(weekday, m.group("wd"), m.group("wdot") or ""))
             )
-        if not taken:
-            return None
-        return apply_edits(text, taken)
+        return out
 
     def _holiday(self, text: str) -> str | None:
         m = _HOLIDAY.match(text)
@@ -350,79 +364,71 @@ class DateShifter:
         return out
 
     def _render(self, kind: str, m: re.Match[str]) -> tuple[str, date | None] | None:
+        render = _RENDERERS.get(kind)
+        return None if render is None else render(self, m)
+
+    def _compact(self, m: re.Match[str]) -> tuple[str, date | None] | None:
         g = m.groupdict()
-        if kind == "compact":
-            try:
-                d = date(int(g["y"]), int(g["m"]), int(g["d"]))
-            except ValueError:
-                return None
-            s = d + self.shift
-            return f"{s.year:04d}{s.month:02d}{s.day:02d}", s
-        if kind in ("mdy_name", "dmy_name"):
-            month = _month_number(g["mon"])
-            day = int(g["day"])
-            year_txt = g.get("year")
-            found: date | None
-            if year_txt:
-                try:
-                    found = date(self.full_year(year_txt), month, day)
-                except ValueError:
-                    return None
-            else:
-                found = self.infer_year(month, day)
-            if found is None:
-                return None
-            s = found + self.shift
-            mon = _month_text(s.month, g["mon"], g["mdot"] or "")
-            day_txt = _num(s.day, g["day"]) + _ordinal(s.day, g["ord"] or "")
-            year_out = self.year_text(s.year, year_txt) if year_txt else ""
-            # Rebuild in place: keep the original separators between the parts.
-            values = {"mon": mon, "day": day_txt, "year": year_out}
-            return _splice(m.group(), m, values, drop=("mdot", "ord")), s
-        if kind == "numeric":
-            return self._numeric(m)
-        if kind == "month_year_num":
-            month = int(g["m"])
-            if not 1 <= month <= 12:
-                return None
-            s = date(int(g["y"]), month, 15) + self.shift
-            return _splice(m.group(), m, {"m": _num(s.month, g["m"]), "y": f"{s.year:04d}"}), None
-        if kind == "month_year":
-            month = _month_number(g["mon"])
-            s = date(self.full_year(g["year"]), month, 15) + self.shift
-            return (
-                _splice(
-                    m.group(),
-                    m,
-                    {
-                        "mon": _month_text(s.month, g["mon"], g["mdot"] or ""),
-                        "year": self.year_text(s.year, g["year"]),
-                    },
-                    drop=("mdot",),
-                ),
-                None,
-            )
-        if kind == "month":
-            month = _month_number(g["mon"])
-            s = date(self.ref_year, month, 15) + self.shift
-            return _month_text(s.month, g["mon"], g["mdot"] or ""), None
-        if kind == "year":
-            year = self.full_year(g["year"])
-            return self.year_text(self.shift_year(year), g["year"]), None
-        return None
+        try:
+            d = date(int(g["y"]), int(g["m"]), int(g["d"]))
+        except ValueError:
+            return None
+        s = d + self.shift
+        return f"{s.year:04d}{s.month:02d}{s.day:02d}", s
+
+    def _named(self, m: re.Match[str]) -> tuple[str, date | None] | None:
+        """ "July 22, 2005", "22nd Jul": the month by name."""
+        g = m.groupdict()
+        month = _month_number(g["mon"])
+        day = int(g["day"])
+        year_txt = g.get("year")
+        found = self._day_of(year_txt, month, day) if year_txt else self.infer_year(month, day)
+        if found is None:
+            return None
+        s = found + self.shift
+        mon = _month_text(s.month, g["mon"], g["mdot"] or "")
+        day_txt = _num(s.day, g["day"]) + _ordinal(s.day, g["ord"] or "")
+        year_out = self.year_text(s.year, year_txt) if year_txt else ""
+        # Rebuild in place: keep the original separators between the parts.
+        values = {"mon": mon, "day": day_txt, "year": year_out}
+        return _splice(m.group(), m, values, drop=("mdot", "ord")), s
+
+    def _day_of(self, year_text: str, month: int, day: int) -> date | None:
+        try:
+            return date(self.full_year(year_text), month, day)
+        except ValueError:
+            return None
+
+    def _month_year_num(self, m: re.Match[str]) -> tuple[str, date | None] | None:
+        g = m.groupdict()
+        month = int(g["m"])
+        if not 1 <= month <= 12:
+            return None
+        s = date(int(g["y"]), month, 15) + self.shift
+        return _splice(m.group(), m, {"m": _num(s.month, g["m"]), "y": f"{s.year:04d}"}), None
+
+    def _month_year(self, m: re.Match[str]) -> tuple[str, date | None] | None:
+        g = m.groupdict()
+        s = date(self.full_year(g["year"]), _month_number(g["mon"]), 15) + self.shift
+        values = {
+            "mon": _month_text(s.month, g["mon"], g["mdot"] or ""),
+            "year": self.year_text(s.year, g["year"]),
+        }
+        return _splice(m.group(), m, values, drop=("mdot",)), None
+
+    def _month(self, m: re.Match[str]) -> tuple[str, date | None] | None:
+        g = m.groupdict()
+        s = date(self.ref_year, _month_number(g["mon"]), 15) + self.shift
+        return _month_text(s.month, g["mon"], g["mdot"] or ""), None
+
+    def _year(self, m: re.Match[str]) -> tuple[str, date | None] | None:
+        year = self.full_year(m.group("year"))
+        return self.year_text(self.shift_year(year), m.group("year")), None
 
     def _numeric(self, m: re.Match[str]) -> tuple[str, date | None] | None:
         a, b, c, sep = m.group("a"), m.group("b"), m.group("c"), m.group("sep")
-        if len(a) == 4:  # YYYY-MM-DD
-            if c is None or len(c) > 2:
-                return None
-            try:
-                d = date(int(a), int(b), int(c))
-            except ValueError:
-                return None
-            s = d + self.shift
-            pad_b, pad_c = _padding_models(b, c)
-            return f"{s.year:04d}{sep}{_num(s.month, pad_b)}{sep}{_num(s.day, pad_c)}", s
+        if len(a) == 4:
+            return self._iso(a, b, c, sep)
         if len(a) == 3:
             return None
         pad_a, pad_b = _padding_models(a, b, default=c is not None and len(c) == 4)
@@ -430,18 +436,8 @@ class DateShifter:
         day_first = x > 12 and y <= 12
         month, day = (y, x) if day_first else (x, y)
         if c is None and not day_first and day > 31:  # "3/95": month / two-digit year
-            if not 1 <= month <= 12:
-                return None
-            s = date(self.full_year(b), month, 15) + self.shift
-            return f"{_num(s.month, a)}{sep}{s.year % 100:02d}", None
-        try:
-            if c is not None:
-                d2: date | None = date(self.full_year(c), month, day)
-            else:
-                date(2000, month, day)  # validates month/day (2000 is a leap year)
-                d2 = self.infer_year(month, day)
-        except ValueError:
-            return None
+            return self._month_slash_year(a, b, sep, month)
+        d2 = self._numeric_day(c, month, day)
         if d2 is None:
             return None
         s = d2 + self.shift
@@ -450,6 +446,53 @@ class DateShifter:
         if c is not None:
             out += sep + self.year_text(s.year, c)
         return out, s
+
+    def _numeric_day(self, year_text: str | None, month: int, day: int) -> date | None:
+        """The day of a numeric date; without a year, the year nearest the reference."""
+        if year_text is not None:
+            return self._day_of(year_text, month, day)
+        try:
+            date(2000, month, day)  # validates month/day (2000 is a leap year)
+        except ValueError:
+            return None
+        return self.infer_year(month, day)
+
+    def _iso(self, a: str, b: str, c: str | None, sep: str) -> tuple[str, date | None] | None:
+        """YYYY-MM-DD."""
+        if c is None or len(c) > 2:
+            return None
+        try:
+            d = date(int(a), int(b), int(c))
+        except ValueError:
+            return None
+        s = d + self.shift
+        pad_b, pad_c = _padding_models(b, c)
+        return f"{s.year:04d}{sep}{_num(s.month, pad_b)}{sep}{_num(s.day, pad_c)}", s
+
+    def _month_slash_year(
+        self, a: str, b: str, sep: str, month: int
+    ) -> tuple[str, date | None] | None:
+        if not 1 <= month <= 12:
+            return None
+        s = date(self.full_year(b), month, 15) + self.shift
+        return f"{_num(s.month, a)}{sep}{s.year % 100:02d}", None
+
+
+_Render = Callable[[DateShifter, re.Match[str]], "tuple[str, date | None] | None"]
+_RENDERERS: dict[str, _Render] = {
+    "compact": DateShifter._compact,
+    "mdy_name": DateShifter._named,
+    "dmy_name": DateShifter._named,
+    "numeric": DateShifter._numeric,
+    "month_year_num": DateShifter._month_year_num,
+    "month_year": DateShifter._month_year,
+    "month": DateShifter._month,
+    "year": DateShifter._year,
+}
+
+
+def _overlaps(m: re.Match[str], taken: list[tuple[int, int, str]]) -> bool:
+    return any(m.start() < e and s < m.end() for s, e, _ in taken)
 
 
 def _splice(text: str, m: re.Match[str], values: dict[str, str], drop: tuple[str, ...] = ()) -> str:

@@ -28,22 +28,36 @@ from surrogates.identifiers import surrogate_chars
 from surrogates.names import case_like, census
 
 MAX_DRAWS = 64
+# Kept verbatim: words that say what kind of place it is, never which one (street and
+# facility head nouns, units, departments, directions, function words).
 GENERIC_WORDS = frozenset(
     """
     street st avenue ave av road rd boulevard blvd lane ln drive dr court ct place pl way
     terrace ter circle cir highway hwy parkway pkwy square sq trail trl alley expressway
     freeway route rte apt apartment suite ste unit floor fl room rm building bldg box po p o
     north south east west n s e w ne nw se sw n.e n.w s.e s.w
-    hospital hosp medical med center centre ctr clinic clinics general memorial health
-    healthcare rehab rehabilitation nursing home homes care university univ college of the
-    and at in a an for on children's childrens women's womens county regional community
-    institute infirmary sanatorium facility unit house manor village senior living assisted
+    hospital hosp medical med center centre ctr clinic clinics health
+    healthcare rehab rehabilitation nursing home homes care of the
+    and at in a an for on county practice associates group
+    institute infirmary sanatorium facility unit house assisted senior living
     state veterans va affairs hospice skilled center's hospitals pavilion wing tower campus
-    emergency department dept er ed icu ccu micu sicu nicu or pacu floor ward pediatric
-    pediatrics cancer heart surgical surgery specialty family practice associates group
+    emergency department dept er ed icu ccu micu sicu nicu or pacu floor ward
     city town township
     """.split()  # noqa: SIM905 - a word list reads better as text
 )
+# Often the distinctive part of a facility's name (organ, disease, commemorative, patron
+# group, ownership words: "Heart", "Memorial", "Children's"): each becomes another of them,
+# so "Oakdale Heart Memorial Hospital" keeps only its head noun ("… Cancer Regional Hospital").
+FACILITY_MODIFIERS = tuple(
+    """
+    memorial general regional community university college children's childrens
+    women's womens cancer heart surgical surgery specialty family
+    pediatric pediatrics manor village
+    episcopal mercy
+    """.split()  # noqa: SIM905 - a word list reads better as text
+)
+_MODIFIER_SET = frozenset(FACILITY_MODIFIERS)
+_MODIFIER_CHOICES = tuple(w for w in FACILITY_MODIFIERS if w.isalpha() and w[-1] != "s")
 SAINT_TITLES = frozenset({"st", "saint", "ste", "sainte"})
 # Patron saints hospitals are commonly named after: "St. Byars Hospital" reads as no
 # hospital, "St. Vincent's Hospital" as one. Invented here, not a gazetteer of facilities.
@@ -75,7 +89,7 @@ def _zip_data() -> ZipData:
             continue
         state_of[row.zip_code] = sys.intern(row.state)
         city = row.city.lower()
-        if city.isalpha() and 4 <= len(city) <= 12 and city not in GENERIC_WORDS:
+        if city.isalpha() and 4 <= len(city) <= 12 and city not in GENERIC_WORDS | _MODIFIER_SET:
             words.add(city)
     prefix_votes: dict[str, Counter[str]] = {}
     by_state: dict[str, list[str]] = {}
@@ -162,6 +176,21 @@ def _saint_run(ctx: ReplaceContext, run: list[re.Match[str]]) -> tuple[int, int,
     return run[0].start(), run[-1].end(), new
 
 
+def _modifier(ctx: ReplaceContext, word: str) -> str:
+    """Another facility modifier for ``word`` ("Memorial" → "Regional"), per patient."""
+    low = word.lower()
+
+    def make() -> str:
+        chooser = ctx.chooser("modifier", low)
+        for _ in range(MAX_DRAWS):
+            candidate = chooser.pick(_MODIFIER_CHOICES)
+            if candidate != low.rstrip("s").rstrip("'’") and not ctx.is_note_word(candidate):
+                return candidate
+        return _place_word(ctx, low, False)
+
+    return case_like(ctx.mapped(ctx.state.id_map, f"LOCMOD:{low}", make), word)
+
+
 def _state(ctx: ReplaceContext, abbr: str) -> str:
     pairs = _states()[2]
     chooser = ctx.chooser("state", abbr)
@@ -184,65 +213,18 @@ class LocationSurrogate(Surrogate):
             state, zip_code = _state_after(ctx, span.end)
             key = " ".join(text.lower().split())
             return case_like(places.city(ctx, key, state, zip_code), text)
-        street = span.category == "LOCATION_STREET"
+        walk = _Walk(ctx, span, text)
         by_abbr, by_name, _ = _states()
-        edits: list[tuple[int, int, str]] = []
-        run: list[re.Match[str]] = []  # consecutive place words: "Middle River", "Bel Air"
-
-        tokens = list(_TOKEN.finditer(text))
-        zip_state_here = _zip_state_in(tokens, street)
-        found = _address_city(text)
-        if found is not None:  # "…, Missouri City, TX 77459": the city as a whole
-            edits.append(_address_city_edit(ctx, text, found))
-            tokens = [m for m in tokens if not found[0] <= m.start() < found[1]]
-
-        def flush() -> None:
-            if not run:
-                return
-            in_street = street and "," not in text[: run[0].start()]  # "…, Boston" is a city
-            if not in_street and (city_span or _beside_state(ctx, span.start + run[-1].end())):
-                edits.append(_city_run(ctx, _with_direction(text, tokens, run), span.start))
-            elif not in_street and _after_saint_title(text, tokens, run[0]):
-                edits.append(_saint_run(ctx, run))
-            else:
-                edits.extend(_place_run(ctx, run, in_street))
-            run.clear()
-
-        city_span = span.category == "LOCATION_CITY"
-
-        for i, m in enumerate(tokens):
-            word = m.group()
-            low = word.lower()
-            kind = self._kind(text, tokens, i, street, by_abbr, by_name)
-            if kind == "place":
-                if run and not text[run[-1].end() : m.start()].isspace():
-                    flush()
-                run.append(m)
-                continue
-            flush()
-            if kind == "number":
-                edits.append((m.start(), m.end(), self._number(ctx, tokens, i, street)))
-            elif kind == "state_abbr":
-                # beside a zip, the state stays the zip's (the zip's surrogate is in it too)
-                new_abbr = zip_state_here or _state(ctx, word)
-                edits.append((m.start(), m.end(), new_abbr))
-            elif kind == "state_name":
-                new_abbr = zip_state_here or _state(ctx, by_name[low])
-                edits.append((m.start(), m.end(), case_like(by_abbr[new_abbr], word)))
-            elif kind == "acronym":
-                new = ctx.mapped(
-                    ctx.state.id_map,
-                    f"LOCACR:{word}",
-                    partial(surrogate_chars, ctx, "acronym", word),
-                )
-                edits.append((m.start(), m.end(), new))
-        flush()
-        if not edits and any(c.isalnum() for c in text):
+        for i, m in enumerate(walk.tokens):
+            kind = self._kind(text, walk.tokens, i, walk.street, by_abbr, by_name)
+            walk.token(i, m, kind)
+        walk.flush()
+        if not walk.edits and any(c.isalnum() for c in text):
             # Only generic words ("the VA", "Hospital"): a place word instead, never the text.
             key = " ".join(text.lower().split())
             new = ctx.mapped(ctx.state.id_map, f"LOC:{key}", partial(_place_word, ctx, key, False))
             return case_like(new, text)
-        return apply_edits(text, edits)
+        return apply_edits(text, walk.edits)
 
     @staticmethod
     def _kind(
@@ -259,6 +241,8 @@ class LocationSurrogate(Surrogate):
             return "number"
         if low in GENERIC_WORDS or (low in SAINT_TITLES and i + 1 < len(tokens)):
             return "generic"
+        if low in _MODIFIER_SET:
+            return "place" if street else "modifier"  # "Memorial Drive": the street's name
         prev = text[: tokens[i].start()].rstrip()
         if word in by_abbr and (
             prev.endswith(",")
@@ -284,6 +268,70 @@ class LocationSurrogate(Surrogate):
         return ctx.mapped(
             ctx.state.id_map, f"LOCNUM:{word}", partial(surrogate_chars, ctx, "locnum", word)
         )
+
+
+class _Walk:
+    """One location span token by token: runs of place words, edits of the other kinds."""
+
+    def __init__(self, ctx: ReplaceContext, span: SpanLike, text: str) -> None:
+        self.ctx, self.span, self.text = ctx, span, text
+        self.street = span.category == "LOCATION_STREET"
+        self.city_span = span.category == "LOCATION_CITY"
+        self.edits: list[tuple[int, int, str]] = []
+        self.run: list[re.Match[str]] = []  # consecutive place words: "Middle River", "Bel Air"
+        tokens = list(_TOKEN.finditer(text))
+        self.zip_state = _zip_state_in(tokens, self.street)
+        found = _address_city(text)
+        if found is not None:  # "…, Missouri City, TX 77459": the city as a whole
+            self.edits.append(_address_city_edit(ctx, text, found))
+            tokens = [m for m in tokens if not found[0] <= m.start() < found[1]]
+        self.tokens = tokens
+
+    def token(self, i: int, m: re.Match[str], kind: str) -> None:
+        if kind == "place":
+            if self.run and not self.text[self.run[-1].end() : m.start()].isspace():
+                self.flush()
+            self.run.append(m)
+            return
+        self.flush()
+        new = self._new(i, m.group(), kind)
+        if new is not None:
+            self.edits.append((m.start(), m.end(), new))
+
+    def _new(self, i: int, word: str, kind: str) -> str | None:
+        """The surrogate of a token that is not a place word (None: kept)."""
+        ctx = self.ctx
+        if kind == "number":
+            return LocationSurrogate._number(ctx, self.tokens, i, self.street)
+        by_abbr, by_name, _ = _states()
+        # beside a zip, the state stays the zip's (the zip's surrogate is in it too)
+        if kind == "state_abbr":
+            return self.zip_state or _state(ctx, word)
+        if kind == "state_name":
+            return case_like(by_abbr[self.zip_state or _state(ctx, by_name[word.lower()])], word)
+        if kind == "modifier":
+            return _modifier(ctx, word)
+        if kind == "acronym":
+            make = partial(surrogate_chars, ctx, "acronym", word)
+            return ctx.mapped(ctx.state.id_map, f"LOCACR:{word}", make)
+        return None
+
+    def flush(self) -> None:
+        run, text, ctx = self.run, self.text, self.ctx
+        if not run:
+            return
+        in_street = self.street and "," not in text[: run[0].start()]  # "…, Boston" is a city
+        if in_street:
+            self.edits.extend(_place_run(ctx, run, True))
+        elif self.city_span or _beside_state(ctx, self.span.start + run[-1].end()):
+            self.edits.append(
+                _city_run(ctx, _with_direction(text, self.tokens, run), self.span.start)
+            )
+        elif _after_saint_title(text, self.tokens, run[0]):
+            self.edits.append(_saint_run(ctx, run))
+        else:
+            self.edits.extend(_place_run(ctx, run, False))
+        self.run = []
 
 
 def _zip_state_in(tokens: list[re.Match[str]], street: bool) -> str | None:

@@ -25,7 +25,7 @@ from functools import lru_cache
 from importlib import resources
 from typing import TypeVar, overload
 
-from surrogates.base import SpanLike, Surrogate
+from surrogates.base import SpanLike, Surrogate, apply_edits
 from surrogates.choice import Chooser
 from surrogates.context import ReplaceContext, first_pronoun, pronoun_gender
 from surrogates.identifiers import surrogate_chars
@@ -80,8 +80,11 @@ class Pool:
     cumulative: array[int]  # machine integers, not an int object each
 
     def draw(self, chooser: Chooser) -> str:
-        at = chooser.below(self.cumulative[-1])
-        return self.names[bisect_right(self.cumulative, at)]
+        return self.names[self.index(chooser)]
+
+    def index(self, chooser: Chooser) -> int:
+        """The index of a name drawn in proportion to its weight."""
+        return bisect_right(self.cumulative, chooser.below(self.cumulative[-1]))
 
 
 class NameTable(Mapping[str, float]):
@@ -239,34 +242,35 @@ class _Token:
 
 
 def _tokens(text: str) -> list[_Token]:
-    c = census()
     out: list[_Token] = []
     for m in _TOKEN.finditer(text):
         word = m.group()
         core = word[:-1] if word.endswith(".") else word
         if core.lower().endswith(("'s", "’s")) and len(core) > 3:
             core = core[:-2]
-        low = core.lower()
-        end = m.start() + len(core)
-        if low in TITLES and (word.endswith(".") or len(out) == 0):
-            kind = "title"
-        elif low in SUFFIXES and out:
-            kind = "suffix"
-        elif len(core) == 1:
-            kind = "initial"
-        elif (
-            2 <= len(core) <= 3
-            and core.isupper()
-            and not VOWELS & set(core)
-            and low not in c.male
-            and low not in c.female
-            and low not in c.last
-        ):
-            kind = "initials"
-        else:
-            kind = "part"
-        out.append(_Token(m.start(), end, core, kind))
+        out.append(_Token(m.start(), m.start() + len(core), core, _kind(word, core, bool(out))))
     return out
+
+
+def _kind(word: str, core: str, after_first: bool) -> str:
+    """part | initial | initials | title | suffix, of a word and its core (no period, no
+    possessive); ``after_first``: a word comes before it in the span."""
+    low = core.lower()
+    if low in TITLES and (word.endswith(".") or not after_first):
+        return "title"
+    if low in SUFFIXES and after_first:
+        return "suffix"
+    if len(core) == 1:
+        return "initial"
+    return "initials" if _are_initials(core, low) else "part"
+
+
+def _are_initials(core: str, low: str) -> bool:
+    """Two or three capitals without a vowel that are no census name ("JS", "KLM")."""
+    if not (2 <= len(core) <= 3 and core.isupper()) or VOWELS & set(core):
+        return False
+    c = census()
+    return low not in c.male and low not in c.female and low not in c.last
 
 
 def _assign_roles(text: str, tokens: list[_Token], ctx: ReplaceContext) -> None:
@@ -277,31 +281,38 @@ def _assign_roles(text: str, tokens: list[_Token], ctx: ReplaceContext) -> None:
     if comma != -1 and parts[0].end <= comma:
         for t in parts:
             t.role = "family" if t.end <= comma else "given"
-        return
-    if len(parts) > 1:
-        for t in parts[:-1]:
-            t.role = "given"
-        parts[-1].role = "family"
-        # The document's known names beat position: "SMITH JOHN" is family-first.
-        for t in parts:
-            low = t.core.lower()
-            if low in ctx.known_family and low not in ctx.known_given:
-                t.role = "family"
-            elif low in ctx.known_given and low not in ctx.known_family:
-                t.role = "given"
-        return
-    only = parts[0]
-    low = only.core.lower()
-    c = census()
-    if any(t.kind == "title" for t in tokens) or any(t.kind == "initial" for t in tokens):
-        only.role = "family"
-    elif low in ctx.known_given:
-        only.role = "given"
-    elif low in ctx.known_family:
-        only.role = "family"
+    elif len(parts) > 1:
+        _roles_by_place(parts, ctx)
     else:
-        first = max(c.male.get(low, 0.0), c.female.get(low, 0.0))
-        only.role = "given" if first > c.last.get(low, 0.0) else "family"
+        parts[0].role = _lone_role(parts[0].core.lower(), tokens, ctx)
+
+
+def _roles_by_place(parts: list[_Token], ctx: ReplaceContext) -> None:
+    """Given names first, the family name last — unless the document's known names say
+    otherwise: "SMITH JOHN" is family-first."""
+    for t in parts[:-1]:
+        t.role = "given"
+    parts[-1].role = "family"
+    for t in parts:
+        low = t.core.lower()
+        if low in ctx.known_family and low not in ctx.known_given:
+            t.role = "family"
+        elif low in ctx.known_given and low not in ctx.known_family:
+            t.role = "given"
+
+
+def _lone_role(low: str, tokens: list[_Token], ctx: ReplaceContext) -> str:
+    """The role of a span's only name part: a family name after a title or an initial,
+    else as the document knows it, else as the census counts it."""
+    if any(t.kind in ("title", "initial") for t in tokens):
+        return "family"
+    if low in ctx.known_given:
+        return "given"
+    if low in ctx.known_family:
+        return "family"
+    c = census()
+    first = max(c.male.get(low, 0.0), c.female.get(low, 0.0))
+    return "given" if first > c.last.get(low, 0.0) else "family"
 
 
 _TITLE_BEFORE = re.compile(
@@ -380,22 +391,45 @@ def _draw(ctx: ReplaceContext, low: str, role: str, gender: str) -> str:
     chooser = ctx.chooser(f"name:{role}", low)
     pool_name = gender if role == "given" else "L"
     initial = letter_map(ctx.state.seed).get(low[0], "")
-    taken = ctx.taken(ctx.state.name_map)
-    forbidden = ctx.known_given | ctx.known_family
-    for pool in (c.pools.get((pool_name, initial)), c.pools[(pool_name, "")]):
-        if pool is None:
-            continue
-        for _ in range(MAX_DRAWS):
-            candidate = pool.draw(chooser)
-            if (
-                candidate != low
-                and not ctx.is_note_word(candidate)
-                and candidate not in taken
-                and candidate not in forbidden
-            ):
-                return candidate
+    for key in ((pool_name, initial), (pool_name, "")):
+        pool = c.pools.get(key)
+        found = None if pool is None else _draw_free(ctx, key, pool, chooser, low)
+        if found is not None:
+            return found
     # Practically unreachable (thousands of names); still never return the original.
     return (initial or "x") + "".join(chooser.letter(False) for _ in range(max(3, len(low) - 1)))
+
+
+def _draw_free(
+    ctx: ReplaceContext, key: tuple[str, str], pool: Pool, chooser: Chooser, low: str
+) -> str | None:
+    """A name of ``pool`` drawn by census weight; where the draw is refused (a word of the
+    note, a known name, a surrogate already given), the next name of the pool that is not.
+    One draw a name: what is refused stays refused for the document (``ctx.refused``), so
+    however full the pool, a name costs amortised constant time (redrawing until a free
+    name came up cost up to 2 × 64 draws a name once the pools filled)."""
+    refused = ctx.refused(("name", key), len(pool.names))
+    taken = ctx.taken(ctx.state.name_map)
+    forbidden = ctx.known_given | ctx.known_family
+    at = refused.next_free(pool.index(chooser))
+    own = -1  # the original's own index, passed over (not refused: it is free for others)
+    while at >= 0:
+        candidate = pool.names[at]
+        if candidate == low:
+            if own == at:
+                return None  # only the original itself is left
+            own = at
+            at = refused.next_free((at + 1) % len(pool.names))
+            continue
+        if (
+            candidate not in taken
+            and candidate not in forbidden
+            and not ctx.is_note_word(candidate)
+        ):
+            return candidate
+        refused.refuse(at)
+        at = refused.next_free(at)
+    return None
 
 
 def surrogate_part(ctx: ReplaceContext, low: str, role: str, gender_hint: str) -> str:
@@ -425,31 +459,29 @@ class NameSurrogate(Surrogate):
         titled = span_title_gender(ctx, [t.core for t in tokens if t.kind == "title"], span.start)
         edits: list[tuple[int, int, str]] = []
         for t in tokens:
-            if t.kind in ("title", "suffix"):
-                continue
             if t.kind in ("initial", "initials"):
-                new = "".join(letters.get(ch.lower(), ch.lower()) for ch in t.core)
-                new = "".join(
-                    n.upper() if o.isupper() else n for n, o in zip(new, t.core, strict=True)
-                )
-                edits.append((t.start, t.end, new))
-                continue
-            pieces = re.split(r"([\-])", t.core)
-            out = []
-            for piece in pieces:
-                if piece == "-" or not piece:
-                    out.append(piece)
-                    continue
-                low = piece.lower().replace("’", "'")
-                gender = given_gender(ctx, low, titled, span.end) if t.role == "given" else ""
-                out.append(case_like(surrogate_part(ctx, low, t.role or "family", gender), piece))
-            edits.append((t.start, t.end, "".join(out)))
+                edits.append((t.start, t.end, _initials(t.core, letters)))
+            elif t.kind == "part":
+                edits.append((t.start, t.end, _part(ctx, t, titled, span.end)))
         for m in re.finditer(r"\d+", text):  # digits in a name span (rare): reshaped, never kept
             edits.append((m.start(), m.end(), surrogate_chars(ctx, "name-digits", m.group())))
-        result, pos = [], 0
-        for start, end, new in sorted(edits):
-            result.append(text[pos:start])
-            result.append(new)
-            pos = end
-        result.append(text[pos:])
-        return "".join(result)
+        return apply_edits(text, edits)
+
+
+def _initials(core: str, letters: dict[str, str]) -> str:
+    """Initials through the patient's letter derangement, case kept."""
+    new = "".join(letters.get(ch.lower(), ch.lower()) for ch in core)
+    return "".join(n.upper() if o.isupper() else n for n, o in zip(new, core, strict=True))
+
+
+def _part(ctx: ReplaceContext, t: _Token, titled: str, end: int) -> str:
+    """A name part's surrogate, hyphenated pieces one by one ("Smith-Jones")."""
+    out = []
+    for piece in re.split(r"([\-])", t.core):
+        if piece == "-" or not piece:
+            out.append(piece)
+            continue
+        low = piece.lower().replace("’", "'")
+        gender = given_gender(ctx, low, titled, end) if t.role == "given" else ""
+        out.append(case_like(surrogate_part(ctx, low, t.role or "family", gender), piece))
+    return "".join(out)

@@ -64,13 +64,11 @@ class HashedWords:
 def hashed_words(groups: list[list[str]], values: tuple[float, ...]) -> HashedWords:
     """The words of ``groups[i]`` with the value ``values[i]`` (a word in one group only)."""
     apart = {w: values[i] for i, words in enumerate(groups) for w in words if not w.isascii()}
-    keys = [(hash(w) << 16) | i for i, words in enumerate(groups) for w in words if w.isascii()]
-    keys.sort()  # by hash, then index: one sort orders both arrays
+    keys = _keys(groups)
     shared = {a >> 16 for a, b in pairwise(keys) if a >> 16 == b >> 16}
     if shared:  # words the arrays cannot tell apart (none in most processes)
         keys = [key for key in keys if key >> 16 not in shared]
-        for value, words in zip(values, groups, strict=True):
-            apart.update((w, value) for w in words if w.isascii() and hash(w) in shared)
+        apart.update(_colliding(groups, values, shared))
     hashes = array("q", (key >> 16 for key in keys))
     indices = array("H", (key & 0xFFFF for key in keys))
     del keys
@@ -78,3 +76,21 @@ def hashed_words(groups: list[list[str]], values: tuple[float, ...]) -> HashedWo
         bisect_left(hashes, (s - _SLOT_BASE) << _SLOT_SHIFT) for s in range(2**_SLOT_BITS + 1)
     )
     return HashedWords(apart, hashes, indices, values, array("I", starts))
+
+
+def _keys(groups: list[list[str]]) -> list[int]:
+    """``hash(word) << 16 | group`` of each ASCII word, sorted: by hash, then index (one sort
+    orders both arrays)."""
+    keys = [(hash(w) << 16) | i for i, words in enumerate(groups) for w in words if w.isascii()]
+    keys.sort()
+    return keys
+
+
+def _colliding(
+    groups: list[list[str]], values: tuple[float, ...], shared: set[int]
+) -> dict[str, float]:
+    """The ASCII words whose hashes another listed word shares, with their values."""
+    out: dict[str, float] = {}
+    for value, words in zip(values, groups, strict=True):
+        out.update((w, value) for w in words if w.isascii() and hash(w) in shared)
+    return out

@@ -115,8 +115,8 @@ def test_keep_leaves_the_category_and_the_guard_ignores_it() -> None:
 
 
 def test_leak_guard_holds_back_a_known_name_the_detector_missed() -> None:
-    text = "John Smith seen. Later Smith walked."
-    result = _no_detector().deidentify(_doc(text), _state(), spans=[Span(0, 10, C.NAME_PATIENT)])
+    text = "John seen. Later Smith walked."
+    result = _no_detector().deidentify(_doc(text), _state(), spans=[Span(0, 4, C.NAME_PATIENT)])
     assert result.held
     assert result.held_reason == "leak guard: NAME_PATIENT=1"
     assert "Smith" not in (result.held_reason or "")
@@ -131,11 +131,23 @@ def test_leak_guard_holds_back_when_nothing_was_detected() -> None:
 
 
 def test_leak_guard_catches_a_detected_phrase_that_survives_elsewhere() -> None:
-    text = "Transferred from Ashcott Hospital; Ashcott Hospital sent records."
+    # too short to be replaced wherever it recurs (pipelines.deidentify.occurrences)
+    text = "Moved to MA; the MA office called."
+    result = _no_detector().deidentify(
+        _doc(text, Identifiers()), _state(), spans=[Span(9, 11, C.LOCATION_OTHER)]
+    )
+    assert result.held and result.leaks == {"LOCATION_OTHER": 1}
+
+
+def test_a_detected_phrase_is_replaced_wherever_it_recurs() -> None:
+    text = "Transferred from Ashcott Hospital; ASHCOTT  hospital sent records."
     result = _no_detector().deidentify(
         _doc(text, Identifiers()), _state(), spans=[Span(17, 33, C.LOCATION_HOSPITAL)]
     )
-    assert result.held and result.leaks == {"LOCATION_HOSPITAL": 1}
+    assert not result.held and "ashcott" not in result.text.lower()
+    first, second = (result.text[s.start : s.end] for s in result.spans)
+    assert first.lower() == " ".join(second.lower().split())
+    assert result.detected == 1 and [s.source for s in result.spans] == ["surrogate"] * 2
 
 
 def test_leak_guard_checks_phones_digits_and_birth_dates() -> None:
@@ -521,3 +533,31 @@ def test_choose_agrees_with_the_region_rules_it_replaced(
         return
     chosen, categories, redact = got
     assert (chosen, categories, redaction_tag(categories) if redact else "") == expected
+
+
+SHORT_NAMED = Identifiers(patient_names=(PersonName(family="Quellbrook", given=("Ed",)),))
+
+
+@pytest.mark.parametrize(
+    ("text", "leaks"),
+    [
+        ("Seen in the ED; ED to call back.", {}),
+        ("SEEN IN ED. ED TO CALL.", {}),
+        ("Mr. Ed called twice.", {"NAME_PATIENT": 1}),
+        ("Ed Quellbrook called.", {"NAME_PATIENT": 2}),
+        ("QUELLBROOK, ED CALLED.", {"NAME_PATIENT": 2}),
+    ],
+)
+def test_a_two_letter_known_name_holds_only_with_name_context(
+    text: str, leaks: dict[str, int]
+) -> None:
+    result = _no_detector().deidentify(_doc(text, SHORT_NAMED), _state())
+    assert result.leaks == leaks
+
+
+def test_a_found_two_letter_name_does_not_hold_the_abbreviation_elsewhere() -> None:
+    text = "Mr. Ed called; back to ED later."
+    result = _no_detector().deidentify(
+        _doc(text, Identifiers()), _state(), spans=[Span(4, 6, C.NAME_PATIENT)]
+    )
+    assert not result.held and result.text.endswith("back to ED later.")

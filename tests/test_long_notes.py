@@ -179,13 +179,15 @@ def test_the_word_index_finds_what_a_whole_scan_finds(
 def test_the_guard_on_a_long_note_holds_a_leak_and_passes_a_clean_note(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    head = "Dr. Brackenridge saw her at Lowfield Memorial Hospital.\n\n"
+    # leaks of common words, which pipelines.deidentify.occurrences leaves to the guard
+    # (a rare word such as the surname is replaced wherever it recurs)
+    head = "Dr. Will Brackenridge saw her at General Hospital.\n\n"
     body = _note(800)
-    name = (4, 16, C.NAME_PROVIDER)
-    place = (head.index("Lowfield"), head.index(".\n"), C.LOCATION_HOSPITAL)
+    name = (4, 21, C.NAME_PROVIDER)
+    place = (head.index("General"), head.index(".\n"), C.LOCATION_HOSPITAL)
     spans = [Span(s, e, c, 0.9, "test") for s, e, c in (name, place)]
     policy = Policy(max_note_chars=5000)
-    leaky = _doc(head + body + "\n\nAsk Brackenridge, at Lowfield Memorial Hospital.")
+    leaky = _doc(head + body + "\n\nAsk Will, at General Hospital.")
     clean = _doc(head + body + "\n\nAsk the attending.")
     assert len(body) > guard.GUARD_INDEX_CHARS
     indexed = [Deidentifier(policy).deidentify(d, _state(), spans=spans) for d in (leaky, clean)]

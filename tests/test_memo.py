@@ -104,7 +104,7 @@ def test_the_detectors_memos_are_registered() -> None:
     assert {
         "lexicons.name_score",
         "locations.after_cue.window",
-        "names.steps",
+        "names.steps.mixed",
         "tagger.words",
     } <= memo.names()
 

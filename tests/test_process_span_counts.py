@@ -8,7 +8,7 @@ from collections import Counter
 from hypothesis import given
 from hypothesis import strategies as st
 
-from pipelines.process import _span_counts
+from pipelines.process_work import span_counts
 from pipelines.spans import Category, Span
 
 
@@ -16,7 +16,7 @@ from pipelines.spans import Category, Span
 def test_span_counts_equal_counter_of_category_values(categories: list[Category]) -> None:
     spans = [Span(i, i + 1, c) for i, c in enumerate(categories)]
     expected = dict(Counter(s.category.value for s in spans))
-    got = _span_counts(spans)
+    got = span_counts(spans)
     assert dict(got) == expected
     assert list(got) == list(expected)
     assert all(type(k) is str for k in got)

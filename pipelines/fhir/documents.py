@@ -304,9 +304,31 @@ def document_reference(
         for i, c in enumerate(objs(res, "content", path))
     ]
     status = _docref_status(res, path)
-    text, media, language = _text_or_retraction(content, f"{path}.content", status)
+    text, _media, language = _text_or_retraction(content, f"{path}.content", status)
     patient = r.patient()
+    visit_id = _docref_visit(r, res, path)
+    _docref_authors(r, res, path)
+    replaces = _replaced_id(res, path)
+    date = parse_instant(string(res, "date", path))
+    last_updated = _last_updated(res, path)
+    return r.document(
+        text,
+        language,
+        status,
+        patient,
+        visit_id,
+        document_id=_docref_id(res, path),
+        message_id=message_id,
+        report_type=_report_type(obj(res, "type", path), f"{path}.type"),
+        filing=last_updated or date,
+        document_date=date or last_updated,
+        replaces=replaces,
+    )
 
+
+def _docref_visit(r: _DocumentReader, res: Json, path: str) -> str:
+    """The visit id from context.encounter (R4/R4B) or context (R5); R4's context.related
+    are followed for their identifiers."""
     context = res.get("context")
     encounters: list[Json] = []
     if isinstance(context, dict):  # R4/R4B
@@ -315,7 +337,11 @@ def document_reference(
             r.follow(ref, f"{path}.context.related[{i}]", "related")
     elif isinstance(context, list):  # R5
         encounters = objs(res, "context", path)
-    visit_id = r.visit(encounters, f"{path}.context")
+    return r.visit(encounters, f"{path}.context")
+
+
+def _docref_authors(r: _DocumentReader, res: Json, path: str) -> None:
+    """Follow author, authenticator and (R5) attester.party: providers."""
     for key in ("author", "authenticator"):
         refs = objs(res, key, path) if key == "author" else [obj(res, key, path)]
         for i, ref in enumerate(refs):
@@ -324,41 +350,39 @@ def document_reference(
     for i, att in enumerate(objs(res, "attester", path)):  # R5
         r.follow(obj(att, "party", path), f"{path}.attester[{i}].party", "author")
 
+
+def _replaced_id(res: Json, path: str) -> str | None:
+    """The id of the document a relatesTo of a replacing code targets (None without one)."""
     replaces = None
     for i, rel in enumerate(objs(res, "relatesTo", path)):
         rpath = f"{path}.relatesTo[{i}]"
-        code = rel.get("code")
-        code_str = code if isinstance(code, str) else ""
-        if isinstance(code, dict):  # R5 CodeableConcept
-            code_str = next((c for _, c, _ in codes(code, f"{rpath}.code") if c), "")
-        if code_str in REPLACING:
+        if _relation_code(rel, rpath) in REPLACING:
             target = obj(rel, "target", rpath)
             replaces = logical_id(string(target, "reference", rpath))[0] or string(
                 obj(target, "identifier", rpath), "value", rpath
             )
             if replaces:
                 break
-    date = parse_instant(string(res, "date", path))
-    last_updated = _last_updated(res, path)
+    return replaces
+
+
+def _relation_code(rel: Json, rpath: str) -> str:
+    """relatesTo.code: a code (R4), or the first code of a CodeableConcept (R5)."""
+    code = rel.get("code")
+    if isinstance(code, dict):  # R5 CodeableConcept
+        return next((c for _, c, _ in codes(code, f"{rpath}.code") if c), "")
+    return code if isinstance(code, str) else ""
+
+
+def _docref_id(res: Json, path: str) -> str:
+    """id, else masterIdentifier.value, else the first identifier's value."""
     document_id = string(res, "id", path) or string(
         obj(res, "masterIdentifier", path), "value", path
     )
     if not document_id:
         ids = objs(res, "identifier", path)
         document_id = string(ids[0], "value", path) if ids else ""
-    return r.document(
-        text,
-        language,
-        status,
-        patient,
-        visit_id,
-        document_id=document_id,
-        message_id=message_id,
-        report_type=_report_type(obj(res, "type", path), f"{path}.type"),
-        filing=last_updated or date,
-        document_date=date or last_updated,
-        replaces=replaces,
-    )
+    return document_id
 
 
 def diagnostic_report(

@@ -91,24 +91,18 @@ def build_ack(
     the same bytes: tests/ingest/test_ingest_ack.py checks it on generated headers."""
     if code not in ACK_CODES:
         raise ValueError(f"ACK code must be one of {sorted(ACK_CODES)}")
-    fields, d = _header(raw)
+    fields, d = _header(raw)  # no fields: every echoed value below is empty
     comp = d.component if d else "^"
-    version = _field(fields, 12).split(comp)[0].strip() if fields else ""
-    if version not in HL7APY_VERSIONS:
-        version = "2.5"
-    original_id = _field(fields, 10)[:199] if fields else ""
-    trigger = _field(fields, 9).split(comp)[1] if comp in _field(fields, 9) else ""
-    trigger = trigger if trigger.isalnum() and len(trigger) <= 3 else ""
-
+    original_id = _field(fields, 10)[:199]
     stamp = now.strftime("%Y%m%d%H%M%S%z") if now is not None else _field(fields, 7).split(comp)[0]
     parts = _AckParts(
-        version=version,
+        version=_version(fields, comp),
         sending_application=_clean(sending_application, 40),
         sending_facility=_clean(sending_facility, 40) if sending_facility else "",
-        receiving_application=_trim(_field(fields, 3)) if fields else "",
-        receiving_facility=_trim(_field(fields, 4)) if fields else "",
+        receiving_application=_trim(_field(fields, 3)),
+        receiving_facility=_trim(_field(fields, 4)),
         stamp=stamp,
-        message_type=f"ACK^{trigger}^ACK" if trigger else "ACK",
+        message_type=_ack_type(_field(fields, 9), comp),
         control_id=_clean(control_id, 20) or f"ACK{_clean(original_id, 17)}",
         processing_id=_field(fields, 11).split(comp)[0] or "P",
         code=code,
@@ -120,6 +114,18 @@ def build_ack(
     if stamp and fast:
         return _compose(parts)  # far cheaper than hl7apy, same bytes (differential test)
     return _compose_hl7apy(parts)
+
+
+def _version(fields: list[str], comp: str) -> str:
+    """MSH-12 when hl7apy knows it, else 2.5."""
+    version = _field(fields, 12).split(comp)[0].strip()
+    return version if version in HL7APY_VERSIONS else "2.5"
+
+
+def _ack_type(msh9: str, comp: str) -> str:
+    """MSH-9 of the ACK: ``ACK^<the received trigger>^ACK``, or ``ACK`` without one."""
+    trigger = msh9.split(comp)[1] if comp in msh9 else ""
+    return f"ACK^{trigger}^ACK" if trigger.isalnum() and len(trigger) <= 3 else "ACK"
 
 
 @dataclass(frozen=True, slots=True)
@@ -268,24 +274,38 @@ def diagnose(message: bytes, limit: int = 5) -> tuple[str, ...]:
     }
     findings: list[str] = []
     for i, line in enumerate(lines[1:], start=1):
-        name = line[:3]
-        where = f"segment #{i}"
-        try:
-            parse_segment(line, version=version, encoding_chars=enc)
-        except hl7_errors.InvalidName:
-            findings.append(f"{where}: not a segment of HL7 {version}")
-        except hl7_errors.HL7apyException as e:
-            where += f" {name}"  # the name parsed as a known segment: a protocol token
-            findings.append(_safe_finding(f"{where}: {type(e).__name__}", str(e)))
-        except (ValueError, TypeError, KeyError, IndexError, AttributeError) as e:
-            findings.append(f"{where}: {type(e).__name__}")
+        finding = _segment_finding(f"segment #{i}", line, version, enc)
+        if finding is not None:
+            findings.append(finding)
         if len(findings) >= limit:
             return tuple(findings)
+    finding = _message_finding(lines)
+    if finding is not None:
+        findings.append(finding)
+    return tuple(findings[:limit])
+
+
+def _segment_finding(where: str, line: str, version: str, enc: dict[str, str]) -> str | None:
+    """What hl7apy finds wrong with one segment line, None when it parses."""
+    try:
+        parse_segment(line, version=version, encoding_chars=enc)
+    except hl7_errors.InvalidName:
+        return f"{where}: not a segment of HL7 {version}"
+    except hl7_errors.HL7apyException as e:
+        where += f" {line[:3]}"  # the name parsed as a known segment: a protocol token
+        return _safe_finding(f"{where}: {type(e).__name__}", str(e))
+    except (ValueError, TypeError, KeyError, IndexError, AttributeError) as e:
+        return f"{where}: {type(e).__name__}"
+    return None
+
+
+def _message_finding(lines: list[str]) -> str | None:
+    """What hl7apy's strict validation of the whole message finds, None when it passes."""
     try:
         msg = parse_message("\r".join(lines), validation_level=VALIDATION_LEVEL.STRICT)
         msg.validate()
     except hl7_errors.HL7apyException as e:
-        findings.append(_safe_finding(f"message: {type(e).__name__}", str(e)))
+        return _safe_finding(f"message: {type(e).__name__}", str(e))
     except (ValueError, TypeError, KeyError, IndexError, AttributeError) as e:
-        findings.append(f"message: {type(e).__name__}")
-    return tuple(findings[:limit])
+        return f"message: {type(e).__name__}"
+    return None

@@ -136,17 +136,7 @@ def _parse_ts(value: str, default_tz: timezone | None) -> datetime | None:
     v = value.strip()
     if len(v) < 4:
         return None
-    tz: timezone | None = None
-    for sign in ("+", "-"):
-        pos = v.find(sign, 4)
-        if pos != -1:
-            off = v[pos + 1 : pos + 5]
-            v = v[:pos]
-            if len(off) == 4 and off.isascii() and off.isdigit():
-                minutes = int(off[:2]) * 60 + int(off[2:])
-                if minutes < 24 * 60:
-                    tz = timezone(timedelta(minutes=minutes if sign == "+" else -minutes))
-            break
+    v, tz = _split_offset(v)
     digits = v.split(".", 1)[0]
     # ASCII digits only: str.isdigit() also takes "²" or "٣", which int() refuses or reads
     if not (digits.isascii() and digits.isdigit()) or len(digits) % 2 or len(digits) > 14:
@@ -157,6 +147,24 @@ def _parse_ts(value: str, default_tz: timezone | None) -> datetime | None:
         return datetime(*parts, tzinfo=tz or default_tz or UTC)  # type: ignore[arg-type,misc]
     except (ValueError, TypeError, OverflowError):
         return None
+
+
+def _split_offset(v: str) -> tuple[str, timezone | None]:
+    """(the time without its ``±ZZZZ`` suffix, that offset or None when unreadable)."""
+    for sign in ("+", "-"):
+        pos = v.find(sign, 4)
+        if pos != -1:
+            return v[:pos], _offset(sign, v[pos + 1 : pos + 5])
+    return v, None
+
+
+def _offset(sign: str, off: str) -> timezone | None:
+    if not (len(off) == 4 and off.isascii() and off.isdigit()):
+        return None
+    minutes = int(off[:2]) * 60 + int(off[2:])
+    if minutes >= 24 * 60:
+        return None
+    return timezone(timedelta(minutes=minutes if sign == "+" else -minutes))
 
 
 def parse_offset(value: str) -> timezone | None:

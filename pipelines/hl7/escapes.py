@@ -12,6 +12,7 @@ Hand-written (hl7apy escapes when it builds ER7 but has no decoder); it is one `
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -44,47 +45,63 @@ def _hex(payload: str, charset: str) -> str | None:
     return text.replace("\r\n", "\n").replace("\r", "\n")
 
 
+def _blank_arg(result: str) -> Callable[[str], str | None]:
+    """A formatting command that takes no argument: ``result``, or None when given one."""
+    return lambda arg: None if arg.strip() else result
+
+
+def _line_breaks(arg: str) -> str | None:
+    n = _count(arg, 1)
+    return None if n < 0 else "\n" * max(n, 1)
+
+
+def _spaces(arg: str) -> str | None:
+    n = _count(arg, 1)
+    return None if n < 0 else " " * n
+
+
+def _indent(arg: str) -> str | None:
+    a = arg.strip().lstrip("+-")
+    return "" if a.isdigit() or not a else None
+
+
+# \F\ \S\ … : the text of each one-letter sequence (display-only \H\ \N\ give none)
+_ONE_LETTER: dict[str, Callable[[Delimiters], str]] = {
+    "F": lambda d: d.field,
+    "S": lambda d: d.component,
+    "T": lambda d: d.subcomponent or "&",
+    "R": lambda d: d.repetition,
+    "E": lambda d: d.escape or "\\",
+    "P": lambda d: d.truncation or "#",
+    "H": lambda d: "",
+    "N": lambda d: "",
+}
+# \.br\ \.sp n\ … : the text of each formatting command, from its argument (None: unknown)
+_FORMATTING: dict[str, Callable[[str], str | None]] = {
+    "br": _blank_arg("\n"),
+    "sp": _line_breaks,
+    "sk": _spaces,
+    "ce": _blank_arg("\n"),
+    "fi": _blank_arg(""),
+    "nf": _blank_arg(""),
+    "in": _indent,
+    "ti": _indent,
+}
+
+
 def _sequence(seq: str, d: Delimiters, charset: str) -> str | None:
     """The text for one escape sequence body (between two escape characters), None if unknown."""
     if len(seq) == 1:
-        c = seq
-        if c == "F":
-            return d.field
-        if c == "S":
-            return d.component
-        if c == "T":
-            return d.subcomponent or "&"
-        if c == "R":
-            return d.repetition
-        if c == "E":
-            return d.escape or "\\"
-        if c == "P":
-            return d.truncation or "#"
-        if c in "HN":
-            return ""
-        return None
+        letter = _ONE_LETTER.get(seq)
+        return None if letter is None else letter(d)
     head = seq[0]
     if head == "X":
         return _hex(seq[1:], charset)
     if head in "ZCM":
         return ""
     if head == ".":
-        cmd, arg = seq[1:3], seq[3:]
-        if cmd == "br" and not arg.strip():
-            return "\n"
-        if cmd == "sp":
-            n = _count(arg, 1)
-            return None if n < 0 else "\n" * max(n, 1)
-        if cmd == "sk":
-            n = _count(arg, 1)
-            return None if n < 0 else " " * n
-        if cmd == "ce" and not arg.strip():
-            return "\n"
-        if cmd in ("fi", "nf") and not arg.strip():
-            return ""
-        if cmd in ("in", "ti"):
-            a = arg.strip().lstrip("+-")
-            return "" if a.isdigit() or not a else None
+        command = _FORMATTING.get(seq[1:3])
+        return None if command is None else command(seq[3:])
     return None
 
 

@@ -77,14 +77,8 @@ def split_messages(data: bytes) -> list[bytes]:
     """
     if b"\n" not in data and _ONE_PLAIN_MESSAGE.fullmatch(data):
         # the loop below would keep every line as it is: skip its per-line cost
-        body = data.rstrip(b"\r")
-        if b"\r\r" in body:  # blank lines are skipped
-            body = b"\r".join([line for line in body.split(b"\r") if line])
-        return [body]
-    messages: list[list[bytes]] = []
-    current: list[bytes] | None = None
-    fs = b"|"
-    orphans = 0
+        return [_plain_body(data)]
+    split = _Split()
     first = True
     # CR only (the usual case): bytes.split gives what the regex gives, faster
     lines = _LINES.split(data) if b"\n" in data else data.split(b"\r")
@@ -92,50 +86,82 @@ def split_messages(data: bytes) -> list[bytes]:
         line = raw_line.rstrip(b" \t")
         if not line:
             continue
-        head = line[:3]
-        if (
-            current is not None
-            and line[3:4] == fs
-            and head.isalnum()
-            and head.isupper()
-            and head[:1].isalpha()
-            and head not in BATCH_SEGMENTS
-            and head != b"MSH"
-        ):  # an ordinary segment of the current message: _is_segment_start, inlined
-            current.append(line)
+        current = split.current
+        if current is not None and line[3:4] == split.fs and _ordinary_head(line[:3]):
+            current.append(line)  # an ordinary segment of the current message
             continue
         if first:
             first = False
-            sep = line[3:4]
-            if sep.isalnum() or sep.isspace() or not _is_segment_start(line, sep):
-                raise NotHL7("input does not start with an HL7 segment")
-        if line.startswith(b"MSH") and len(line) > 3:
-            fs = line[3:4]
-            current = [line]
-            messages.append(current)
-            continue
+            _check_first(line)
+        split.take(line)
+    return split.messages_or_raise()
+
+
+def _plain_body(data: bytes) -> bytes:
+    """The one message of an input ``_ONE_PLAIN_MESSAGE`` matches, its blank lines dropped."""
+    body = data.rstrip(b"\r")
+    if b"\r\r" in body:  # blank lines are skipped
+        body = b"\r".join([line for line in body.split(b"\r") if line])
+    return body
+
+
+def _ordinary_head(head: bytes) -> bool:
+    """A segment id of an ordinary segment (not MSH, not a batch envelope):
+    :func:`_is_segment_start` for a line whose separator is already checked."""
+    return (
+        head.isalnum()
+        and head.isupper()
+        and head[:1].isalpha()
+        and head not in BATCH_SEGMENTS
+        and head != b"MSH"
+    )
+
+
+def _check_first(line: bytes) -> None:
+    sep = line[3:4]
+    if sep.isalnum() or sep.isspace() or not _is_segment_start(line, sep):
+        raise NotHL7("input does not start with an HL7 segment")
+
+
+class _Split:
+    """The messages of :func:`split_messages` so far, and the segment it is in."""
+
+    __slots__ = ("current", "fs", "messages", "orphans")
+
+    def __init__(self) -> None:
+        self.messages: list[list[bytes]] = []
+        self.current: list[bytes] | None = None
+        self.fs = b"|"
+        self.orphans = 0
+
+    def take(self, line: bytes) -> None:
+        """A line that is not an ordinary segment of the current message."""
         head = line[:3]
-        if head in BATCH_SEGMENTS and (len(line) == 3 or not line[3:4].isalnum()):
+        if head == b"MSH" and len(line) > 3:
+            self.fs = line[3:4]
+            self.current = [line]
+            self.messages.append(self.current)
+        elif head in BATCH_SEGMENTS and (len(line) == 3 or not line[3:4].isalnum()):
             if head in (b"FHS", b"BHS") and len(line) > 3:
-                fs = line[3:4]
-            current = None
-            continue
-        if current is None:
-            orphans += 1
-            continue
-        if _is_segment_start(line, fs):
-            current.append(line)
-        else:
-            current[-1] = current[-1] + b"\n" + line
-    if orphans:
-        raise NoMSH(
-            "segments outside any message (no MSH before them)",
-            orphan_lines=orphans,
-            messages=len(messages),
-        )
-    if not messages:
-        raise NoMSH("no MSH segment in the input")
-    return [b"\r".join(m) for m in messages]
+                self.fs = line[3:4]
+            self.current = None
+        elif self.current is None:
+            self.orphans += 1
+        elif _is_segment_start(line, self.fs):
+            self.current.append(line)
+        else:  # a continuation line
+            self.current[-1] = self.current[-1] + b"\n" + line
+
+    def messages_or_raise(self) -> list[bytes]:
+        if self.orphans:
+            raise NoMSH(
+                "segments outside any message (no MSH before them)",
+                orphan_lines=self.orphans,
+                messages=len(self.messages),
+            )
+        if not self.messages:
+            raise NoMSH("no MSH segment in the input")
+        return [b"\r".join(m) for m in self.messages]
 
 
 def mllp_frame(payload: bytes) -> bytes:

@@ -50,6 +50,7 @@ from pipelines.errors import (
 from pipelines.hl7 import datatypes as dt
 from pipelines.hl7.er7 import Delimiters, Er7Message, Segment, pick, read_message
 from pipelines.hl7.escapes import decode_escapes
+from pipelines.hl7.status import document_status
 from pipelines.identifiers import CollectedIdentifiers
 from pipelines.markup import decode_bytes, is_text_type, to_text
 
@@ -61,44 +62,6 @@ SUPPORTED: dict[str, frozenset[str]] = {
 TEXT_TYPES = frozenset({"TX", "FT", "ST", "TN"})
 CODED_TYPES = frozenset({"CE", "CWE", "CNE"})
 
-# HL7 table 0271 (TXA-17 document completion status)
-TXA_STATUS = {
-    "AU": Status.FINAL,
-    "LA": Status.FINAL,
-    "DO": Status.FINAL,
-    "DI": Status.PRELIMINARY,
-    "IP": Status.PRELIMINARY,
-    "IN": Status.PRELIMINARY,
-    "PA": Status.PRELIMINARY,
-    "CA": Status.ENTERED_IN_ERROR,
-}
-# HL7 table 0123 (OBR-25 result status)
-OBR_STATUS = {
-    "F": Status.FINAL,
-    "C": Status.CORRECTED,
-    "P": Status.PRELIMINARY,
-    "A": Status.PRELIMINARY,  # some, not all, results available
-    "R": Status.PRELIMINARY,
-    "I": Status.PRELIMINARY,
-    "S": Status.PRELIMINARY,
-    "O": Status.PRELIMINARY,
-    "X": Status.ENTERED_IN_ERROR,  # no results: order cancelled
-}
-# HL7 table 0085 (OBX-11 observation result status)
-OBX_STATUS = {
-    "F": Status.FINAL,
-    "U": Status.FINAL,
-    "C": Status.CORRECTED,
-    "A": Status.AMENDED,
-    "P": Status.PRELIMINARY,
-    "R": Status.PRELIMINARY,
-    "S": Status.PRELIMINARY,
-    "I": Status.PRELIMINARY,
-    "D": Status.ENTERED_IN_ERROR,
-    "W": Status.ENTERED_IN_ERROR,
-    "X": Status.ENTERED_IN_ERROR,
-}
-_AMENDING_TRIGGERS = frozenset({"T06", "T08", "T10"})
 # ED-2/ED-3 short forms (HL7 tables 0191/0291) → media types
 _ED_MEDIA = {
     "": "text/plain",
@@ -138,6 +101,7 @@ class _Reader:
         # read on the way for to_document (what patient_identifier and PV1-19 would give)
         self.filed_under: list[Identifier] | None = None  # first PID: its PID-3, else PID-2
         self.visit: Identifier | None = None  # first PV1's PV1-19
+        self._visit_read = False
 
     def val(self, seg: Segment, n: int, comp: int = 0, sub: int = 0, rep: int = 0) -> str:
         f = seg.fields  # most fields read here are absent: one look-up, no call chain
@@ -200,86 +164,108 @@ class _Reader:
                 self.names(seg, n, self.c.providers, dt.xcn)
 
     def collect_identifiers(self) -> None:
+        """Every identifier of the message, segment kind by segment kind (the order of
+        :data:`_IDENTIFYING_SEGMENTS`, which is the order of each list in the result)."""
+        for name, read in _IDENTIFYING_SEGMENTS:
+            for seg in self.msg.all(name):
+                read(self, seg)
+
+    def pid(self, seg: Segment) -> None:
         c = self.c
-        for seg in self.msg.all("PID"):
-            start = len(c.patient_ids)
-            self.ids(seg, 3, c.patient_ids)
-            middle = len(c.patient_ids)
-            self.ids(seg, 2, c.patient_ids)
-            if self.filed_under is None:
-                self.filed_under = c.patient_ids[start:middle] or c.patient_ids[middle:]
-            self.ids(seg, 4, c.patient_ids)
-            self.names(seg, 5, c.patient_names)
-            self.names(seg, 9, c.patient_names)
-            self.names(seg, 6, c.relatives)
-            c.record_sex(self.val(seg, 8))
-            self.addresses(seg, 11)
-            self.phones(seg, 13)
-            self.phones(seg, 14)
-            account = self.val(seg, 18, comp=1, sub=1)
-            if account:
-                c.accounts.append(account)
-            for rep in range(len(seg.repetitions(19))):
-                ssn = self.val(seg, 19, rep=rep)
-                if ssn:
-                    c.ssn.append(ssn)
-            licence = self.val(seg, 20, comp=1)
-            if licence:
-                c.other_ids.append(Identifier(licence, self.val(seg, 20, comp=2), "DL"))
-            self.ids(seg, 21, c.other_ids, "MOTHER")
-            birth_place = self.val(seg, 23)
-            if birth_place:
-                c.addresses.append(Address(city=birth_place))
-        for seg in self.msg.all("NK1"):
-            self.names(seg, 2, c.relatives)
-            self.names(seg, 30, c.relatives)
-            self.addresses(seg, 4)
-            self.addresses(seg, 32)
-            for n in (5, 6, 31):
-                self.phones(seg, n)
-            self.ids(seg, 33, c.other_ids)
-        for seg in self.msg.all("GT1"):
-            self.names(seg, 3, c.relatives)
-            self.addresses(seg, 5)
-            self.phones(seg, 6)
-            self.phones(seg, 7)
-            ssn = self.val(seg, 12)
-            if ssn:
-                c.ssn.append(ssn)
-        for seg in self.msg.all("IN1"):
-            self.names(seg, 16, c.relatives)
-            self.addresses(seg, 19)
-            policy = self.val(seg, 36)
-            if policy:
-                c.other_ids.append(Identifier(policy, "", "HP"))
-            self.ids(seg, 49, c.other_ids)
-        for i, seg in enumerate(self.msg.all("PV1")):
-            self.providers(seg, 7, 8, 9, 17)
-            visit = dt.cx(seg.raw(19, 0), self.d, self.cs)
-            if i == 0:
-                self.visit = visit
-            if visit is not None:
-                c.other_ids.append(
-                    Identifier(visit.value, visit.authority, visit.type_code or "VN")
-                )
-            self.ids(seg, 50, c.other_ids, "VN")
-        for seg in self.msg.all("EVN"):
-            self.providers(seg, 5)
-        for seg in self.msg.all("PD1"):
-            self.providers(seg, 4)  # patient's primary care provider
-        for seg in self.msg.all("ROL"):
-            self.providers(seg, 4)
-        for seg in self.msg.all("ORC"):
-            self.providers(seg, 10, 11, 12)
-        for seg in self.msg.all("OBR"):
-            self.providers(seg, 16, 28)
-            for n in (32, 33, 34, 35):
-                self.names(seg, n, c.providers, dt.ndl)
-        for seg in self.msg.all("OBX"):
-            if len(seg.fields) > 16 and seg.fields[16]:  # many OBX per message, rarely OBX-16
-                self.providers(seg, 16)
-        for seg in self.msg.all("TXA"):
-            self.providers(seg, 5, 9, 10, 22, 23)
+        start = len(c.patient_ids)
+        self.ids(seg, 3, c.patient_ids)
+        middle = len(c.patient_ids)
+        self.ids(seg, 2, c.patient_ids)
+        if self.filed_under is None:
+            self.filed_under = c.patient_ids[start:middle] or c.patient_ids[middle:]
+        self.ids(seg, 4, c.patient_ids)
+        self.names(seg, 5, c.patient_names)
+        self.names(seg, 9, c.patient_names)
+        self.names(seg, 6, c.relatives)
+        c.record_sex(self.val(seg, 8))
+        self.addresses(seg, 11)
+        self.phones(seg, 13)
+        self.phones(seg, 14)
+        self.value(seg, 18, c.accounts, comp=1, sub=1)
+        for rep in range(len(seg.repetitions(19))):
+            self.value(seg, 19, c.ssn, rep=rep)
+        licence = self.val(seg, 20, comp=1)
+        if licence:
+            c.other_ids.append(Identifier(licence, self.val(seg, 20, comp=2), "DL"))
+        self.ids(seg, 21, c.other_ids, "MOTHER")
+        birth_place = self.val(seg, 23)
+        if birth_place:
+            c.addresses.append(Address(city=birth_place))
+
+    def value(
+        self, seg: Segment, n: int, into: list[str], comp: int = 0, rep: int = 0, sub: int = 0
+    ) -> None:
+        """Append one (decoded) value when present."""
+        found = self.val(seg, n, comp=comp, sub=sub, rep=rep)
+        if found:
+            into.append(found)
+
+    def nk1(self, seg: Segment) -> None:
+        c = self.c
+        self.names(seg, 2, c.relatives)
+        self.names(seg, 30, c.relatives)
+        self.addresses(seg, 4)
+        self.addresses(seg, 32)
+        for n in (5, 6, 31):
+            self.phones(seg, n)
+        self.ids(seg, 33, c.other_ids)
+
+    def gt1(self, seg: Segment) -> None:
+        self.names(seg, 3, self.c.relatives)
+        self.addresses(seg, 5)
+        self.phones(seg, 6)
+        self.phones(seg, 7)
+        self.value(seg, 12, self.c.ssn)
+
+    def in1(self, seg: Segment) -> None:
+        c = self.c
+        self.names(seg, 16, c.relatives)
+        self.addresses(seg, 19)
+        policy = self.val(seg, 36)
+        if policy:
+            c.other_ids.append(Identifier(policy, "", "HP"))
+        self.ids(seg, 49, c.other_ids)
+
+    def pv1(self, seg: Segment) -> None:
+        self.providers(seg, 7, 8, 9, 17)
+        visit = dt.cx(seg.raw(19, 0), self.d, self.cs)
+        if not self._visit_read:  # the first PV1's PV1-19, even when absent
+            self._visit_read = True
+            self.visit = visit
+        if visit is not None:
+            self.c.other_ids.append(
+                Identifier(visit.value, visit.authority, visit.type_code or "VN")
+            )
+        self.ids(seg, 50, self.c.other_ids, "VN")
+
+    def obr(self, seg: Segment) -> None:
+        self.providers(seg, 16, 28)
+        for n in (32, 33, 34, 35):
+            self.names(seg, n, self.c.providers, dt.ndl)
+
+    def obx(self, seg: Segment) -> None:
+        if len(seg.fields) > 16 and seg.fields[16]:  # many OBX per message, rarely OBX-16
+            self.providers(seg, 16)
+
+    def evn(self, seg: Segment) -> None:
+        self.providers(seg, 5)
+
+    def pd1(self, seg: Segment) -> None:
+        self.providers(seg, 4)  # patient's primary care provider
+
+    def rol(self, seg: Segment) -> None:
+        self.providers(seg, 4)
+
+    def orc(self, seg: Segment) -> None:
+        self.providers(seg, 10, 11, 12)
+
+    def txa(self, seg: Segment) -> None:
+        self.providers(seg, 5, 9, 10, 22, 23)
 
     def identifiers(self, birth_date_raw: str) -> Identifiers:
         c = self.c
@@ -371,42 +357,21 @@ class _Reader:
         return text, sources, skipped_binary
 
 
-_CANCEL_TRIGGERS = frozenset({"T11"})  # MDM^T11: document cancel notification (no content)
-
-
-def _status(msg: Er7Message, trigger: str, obx: list[Segment]) -> Status:
-    if trigger in _CANCEL_TRIGGERS:
-        return Status.ENTERED_IN_ERROR
-    txa = msg.first("TXA")
-    if txa is not None:
-        s = TXA_STATUS.get(txa.first_component(17).strip().upper())
-        if s is not None:
-            if s is Status.FINAL and trigger in _AMENDING_TRIGGERS:
-                return Status.AMENDED
-            return s
-    for obr in msg.all("OBR"):
-        s = OBR_STATUS.get(obr.first_component(25).strip().upper())
-        if s is not None:
-            return s
-    found = [_obx_status(seg) for seg in obx]
-    statuses = [s for s in found if s is not None]
-    if not statuses:
-        return Status.FINAL
-    if all(s is Status.ENTERED_IN_ERROR for s in statuses):
-        return Status.ENTERED_IN_ERROR
-    for s in (Status.CORRECTED, Status.AMENDED, Status.PRELIMINARY):
-        if s in statuses:
-            return s
-    return Status.FINAL
-
-
-def _obx_status(seg: Segment) -> Status | None:
-    """OBX-11 as a status; a bare code (the usual "F") is looked up as it is."""
-    f = seg.fields
-    found = OBX_STATUS.get(f[11]) if len(f) > 11 else None
-    if found is not None:
-        return found
-    return OBX_STATUS.get(seg.first_component(11).strip().upper())
+# the segments that name the patient, their relatives and providers, in reading order
+_IDENTIFYING_SEGMENTS: tuple[tuple[str, Callable[[_Reader, Segment], None]], ...] = (
+    ("PID", _Reader.pid),
+    ("NK1", _Reader.nk1),
+    ("GT1", _Reader.gt1),
+    ("IN1", _Reader.in1),
+    ("PV1", _Reader.pv1),
+    ("EVN", _Reader.evn),
+    ("PD1", _Reader.pd1),
+    ("ROL", _Reader.rol),
+    ("ORC", _Reader.orc),
+    ("OBR", _Reader.obr),
+    ("OBX", _Reader.obx),
+    ("TXA", _Reader.txa),
+)
 
 
 def _patient_id(ids: list[Identifier]) -> Identifier | None:
@@ -471,16 +436,10 @@ def to_document(msg: Er7Message) -> ClinicalDocument:
     patient = _patient_id(r.filed_under or [])  # patient_identifier(msg), ids read once
     if patient is None:
         raise MissingPatientId("PID-3 (and PID-2) hold no patient identifier", segment="PID")
-
-    msh7 = msh.first_component(7)
-    default_tz = dt.parse_offset(msh7)
-    # = parse_ts(msh7, default_tz), read once: the default only applies to a time without
-    # an offset of its own, and MSH-7 then gave none (parse_offset read it as MSH-7's time)
-    message_time = dt.parse_ts(msh7)
-    identifiers = r.identifiers(pid.first_component(7))
+    clock = _Clock(msh.first_component(7))
     visit = r.visit
     common = {
-        "identifiers": identifiers,
+        "identifiers": r.identifiers(pid.first_component(7)),
         "source": Source.HL7V2,
         "message_id": r.val(msh, 10),
         "patient_id": patient.value,
@@ -492,65 +451,103 @@ def to_document(msg: Er7Message) -> ClinicalDocument:
         return ClinicalDocument(
             text="",
             context_only=True,
-            version=VersionMarker(filing_time=message_time),
-            document_date=message_time,
+            version=VersionMarker(filing_time=clock.message_time),
+            document_date=clock.message_time,
             **common,  # type: ignore[arg-type]
         )
-
-    text, sources, skipped_binary = r.narrative()
-    if text:
-        status = _status(msg, trigger, sources)
-    else:
-        # a retraction needs no narrative: its version facts are enough to tombstone the key
-        status = _status(msg, trigger, msg.all("OBX"))
-        if status is not Status.ENTERED_IN_ERROR:
-            if skipped_binary:
-                raise UnsupportedContentType(
-                    "OBX-5 ED payloads are not text (e.g. PDF); no narrative", message_type=mtype
-                )
-            raise NoNarrative("no OBX of a text type and no NTE comment", message_type=mtype)
-    report_type, document_id, replaces = ReportType(), "", None
-    filing: datetime | None = None
-    doc_date: datetime | None = None
+    text, status = _text_and_status(r, mtype, trigger)
+    facts = _Facts()
     txa = msg.first("TXA")
-
-    def ts(seg: Segment, n: int) -> datetime | None:
-        raw = seg.first_component(n)  # often MSH-7's time again (OBR-7, OBR-22, TXA-6…)
-        return message_time if raw == msh7 else dt.parse_ts(raw, default_tz)
-
     if txa is not None:
-        report_type = ReportType(
-            code=r.val(txa, 2, comp=1), display=r.val(txa, 2, comp=2), system=r.val(txa, 2, comp=3)
-        )
-        document_id = r.val(txa, 12, comp=1)
-        replaces = r.val(txa, 13, comp=1) or None
-        filing = ts(txa, 8) or ts(txa, 6) or ts(txa, 4)
-        doc_date = ts(txa, 4) or ts(txa, 6)
+        facts.read_txa(r, txa, clock)
     obr = next((s for s in msg.all("OBR") if s.field(4)), None)
     if obr is not None:
-        if not report_type.code and not report_type.display:
-            report_type = ReportType(
+        facts.read_obr(r, obr, clock)
+    return ClinicalDocument(
+        text=text,
+        document_id=facts.document_id,
+        report_type=facts.report_type,
+        status=status,
+        version=VersionMarker(
+            filing_time=facts.filed(status, clock.message_time), replaces_id=facts.replaces
+        ),
+        document_date=facts.doc_date or clock.message_time,
+        **common,  # type: ignore[arg-type]
+    )
+
+
+def _text_and_status(r: _Reader, mtype: str, trigger: str) -> tuple[str, Status]:
+    """The narrative and the status of an ORU/MDM; NoNarrative or UnsupportedContentType
+    when it has no narrative and is not a retraction."""
+    msg = r.msg
+    text, sources, skipped_binary = r.narrative()
+    if text:
+        return text, document_status(msg, trigger, sources)
+    # a retraction needs no narrative: its version facts are enough to tombstone the key
+    status = document_status(msg, trigger, msg.all("OBX"))
+    if status is Status.ENTERED_IN_ERROR:
+        return text, status
+    if skipped_binary:
+        raise UnsupportedContentType(
+            "OBX-5 ED payloads are not text (e.g. PDF); no narrative", message_type=mtype
+        )
+    raise NoNarrative("no OBX of a text type and no NTE comment", message_type=mtype)
+
+
+class _Clock:
+    """Reads the times of one message: a time without offset takes MSH-7's offset."""
+
+    def __init__(self, msh7: str) -> None:
+        self.msh7 = msh7
+        self.default_tz = dt.parse_offset(msh7)
+        # = parse_ts(msh7, default_tz), read once: the default only applies to a time without
+        # an offset of its own, and MSH-7 then gave none (parse_offset read it as MSH-7's time)
+        self.message_time = dt.parse_ts(msh7)
+
+    def ts(self, seg: Segment, n: int) -> datetime | None:
+        raw = seg.first_component(n)  # often MSH-7's time again (OBR-7, OBR-22, TXA-6…)
+        return self.message_time if raw == self.msh7 else dt.parse_ts(raw, self.default_tz)
+
+
+class _Facts:
+    """What TXA, else the first OBR with a service id, say of the document."""
+
+    def __init__(self) -> None:
+        self.report_type = ReportType()
+        self.document_id = ""
+        self.replaces: str | None = None
+        self.filing: datetime | None = None
+        self.doc_date: datetime | None = None
+
+    def read_txa(self, r: _Reader, txa: Segment, clock: _Clock) -> None:
+        ts = clock.ts
+        self.report_type = ReportType(
+            code=r.val(txa, 2, comp=1), display=r.val(txa, 2, comp=2), system=r.val(txa, 2, comp=3)
+        )
+        self.document_id = r.val(txa, 12, comp=1)
+        self.replaces = r.val(txa, 13, comp=1) or None
+        self.filing = ts(txa, 8) or ts(txa, 6) or ts(txa, 4)
+        self.doc_date = ts(txa, 4) or ts(txa, 6)
+
+    def read_obr(self, r: _Reader, obr: Segment, clock: _Clock) -> None:
+        ts = clock.ts
+        if not self.report_type.code and not self.report_type.display:
+            self.report_type = ReportType(
                 code=r.val(obr, 4, comp=1),
                 display=r.val(obr, 4, comp=2),
                 system=r.val(obr, 4, comp=3),
             )
-        document_id = document_id or r.val(obr, 3, comp=1) or r.val(obr, 2, comp=1)
-        filing = filing or ts(obr, 22)
-        doc_date = doc_date or ts(obr, 7) or ts(obr, 22)
-    filing = filing or message_time
-    if status is Status.ENTERED_IN_ERROR and message_time is not None:
-        # a retraction happens when it is sent: a cancel that repeats the document's own
-        # (older) TXA-6 / OBR-22 must still order after an edit filed in between
-        filing = max(filing, message_time) if filing is not None else message_time
-    return ClinicalDocument(
-        text=text,
-        document_id=document_id,
-        report_type=report_type,
-        status=status,
-        version=VersionMarker(filing_time=filing, replaces_id=replaces),
-        document_date=doc_date or message_time,
-        **common,  # type: ignore[arg-type]
-    )
+        self.document_id = self.document_id or r.val(obr, 3, comp=1) or r.val(obr, 2, comp=1)
+        self.filing = self.filing or ts(obr, 22)
+        self.doc_date = self.doc_date or ts(obr, 7) or ts(obr, 22)
+
+    def filed(self, status: Status, message_time: datetime | None) -> datetime | None:
+        filing = self.filing or message_time
+        if status is Status.ENTERED_IN_ERROR and message_time is not None:
+            # a retraction happens when it is sent: a cancel that repeats the document's own
+            # (older) TXA-6 / OBR-22 must still order after an edit filed in between
+            filing = max(filing, message_time) if filing is not None else message_time
+        return filing
 
 
 def patient_groups(msg: Er7Message) -> list[Er7Message]:

@@ -75,7 +75,33 @@ def _unit_follows_plain(text: str, end: int) -> bool:
     )
 
 
+# Units an "a/b" pair cannot carry: a temperature is one number ("seen 4/19 c chest pain":
+# "c" is "with"), and "gm" before a stain result is the Gram stain ("cx 4/19 gm neg rods").
+TEMPERATURE_UNITS = frozenset({"c", "f", "deg", "degrees"})
+_GRAM = frozenset({"g", "gm"})
+_GRAM_STAIN_AFTER = frozenset({"neg", "pos", "negative", "positive", "stain", "variable"})
+
+
+def pair_unit_follows(text: str, end: int) -> bool:
+    """``unit_follows`` for a pair of numbers ("2/4 mg"), when the unit fits a pair: not a
+    temperature, and "gm" not the Gram stain."""
+    if not unit_follows(text, end):
+        return False
+    after = words_after(text, end, 2, 24)
+    if not after or after[0] in TEMPERATURE_UNITS:
+        return not after
+    return not (after[0] in _GRAM and len(after) > 1 and after[1] in _GRAM_STAIN_AFTER)
+
+
 _CONNECTORS = word_set("vital_connectors")
+
+
+# "L AC", "rt AC": the antecubital fossa (an IV site), not the assist-control vent mode.
+_SIDES = frozenset({"l", "r", "lt", "rt", "left", "right", "bilat", "bilateral"})
+
+
+def _antecubital(words: list[str], k: int) -> bool:
+    return words[k] == "ac" and k > 0 and words[k - 1] in _SIDES
 
 
 def vital_before(text: str, start: int, count: int = 2, cues: frozenset[str] = VITAL_CUES) -> bool:
@@ -86,12 +112,20 @@ def vital_before(text: str, start: int, count: int = 2, cues: frozenset[str] = V
     stop = max(text.rfind(". ", lo, start), text.rfind(";", lo, start))
     if stop >= 0:
         lo = stop + 1  # a sentence break ends the cue's reach ("... O2. 10/1 went")
-    for word in reversed(words_before(text, start, count + 1, start - lo)):
-        if word in cues:
-            return True
-        if word not in _CONNECTORS:
+    words = words_before(text, start, count + 2, start - lo)  # and the word before the first
+    for k in range(len(words) - 1, max(0, len(words) - count - 1) - 1, -1):
+        if words[k] in cues:
+            return not _antecubital(words, k)
+        if words[k] not in _CONNECTORS:
             return False
     return False
+
+
+def _vent_cue(words: list[str], k: int) -> bool:
+    """Is ``words[k]`` (or a part of "SIMV/PS") a ventilator cue where it stands?"""
+    if _antecubital(words, k):
+        return False
+    return any(part in VENT_CUES for part in words[k].split("/"))
 
 
 def vent_context(text: str, start: int, end: int) -> bool:
@@ -100,10 +134,39 @@ def vent_context(text: str, start: int, end: int) -> bool:
     percent_near = "%" in text[max(0, start - 16) : start] or "%" in after
     if not percent_near and prev_char(text, start) == "(":
         return False  # "CO/CI/SVR (10/17 0500)": a date in brackets after the label
-    before = words_before(text, start, 8 if percent_near else 1, 56)
-    if any(part in VENT_CUES for w in before for part in w.split("/")):
+    count = 8 if percent_near else 1
+    before = words_before(text, start, count + 1, 56)  # and the word before the first
+    if any(_vent_cue(before, k) for k in range(max(0, len(before) - count), len(before))):
         return True
     return any(w in _VENT_AFTER for w in words_after(text, end, 2, 20))
+
+
+_CLAUSE_BREAK = re.compile(r"[.;](?:\s|$)")
+
+
+def vent_cue_near(
+    text: str, start: int, count: int = 4, date_cues: frozenset[str] = frozenset()
+) -> bool:
+    """A ventilator cue a few words before, in the same clause, the number in the value slot
+    of a change ("to", "at", "now" right before it), and no number and no date cue
+    (``date_cues``) between: "PS raised to 11/8" is a setting; "PS trial since 4/19",
+    "CPAP trial 4/19" and "PS 10 then to 4/19" are not."""
+    nearest = words_before(text, start, 1, 12)
+    if not nearest or nearest[0] not in _CONNECTORS:
+        return False  # (the common case, asked cheaply first)
+    line = text.rfind("\n", 0, start) + 1
+    lo = max(line, start - 48)
+    for brk in _CLAUSE_BREAK.finditer(text, lo, start):
+        lo = brk.end()  # the last clause break before the number
+    words = words_before(text, start, count + 1, start - lo)  # and the word before the first
+    if not words or words[-1] not in _CONNECTORS:
+        return False  # the value slot of a change: "raised to", "PS now"; not "PS trial 4/19"
+    for k in range(len(words) - 1, max(0, len(words) - count) - 1, -1):
+        if words[k] in date_cues or words[k][:1].isdigit():
+            return False
+        if _vent_cue(words, k):
+            return True
+    return False
 
 
 def time_follows(text: str, end: int) -> bool:

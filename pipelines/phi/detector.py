@@ -9,6 +9,7 @@ from pipelines.document import ClinicalDocument
 from pipelines.phi import registry
 from pipelines.phi.base import Doc, Recognizer
 from pipelines.phi.combine import unite
+from pipelines.phi.exclusions import veto
 from pipelines.phi.lists import ReviewLists
 from pipelines.phi.merge import merge_spans
 from pipelines.policy import Policy
@@ -41,7 +42,8 @@ class Detector:
         """The detector's answer from :meth:`parts`: united, the lists applied, merged."""
         if not doc.text:
             return []
-        spans = unite(kept, learned)
+        # the rules' false alarms vetoed here, the tagger's in its recognizer (issue 26)
+        spans = unite(veto(doc.text, kept), learned)
         lists = self.lists() if self.lists is not None else None
         if lists is not None and not lists.empty:
             patient = (

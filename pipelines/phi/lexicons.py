@@ -22,9 +22,10 @@ from __future__ import annotations
 import math
 import re
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cache
 from itertools import accumulate, compress, repeat
+from operator import itemgetter
 from typing import TYPE_CHECKING, Final, NamedTuple
 
 from pipelines.memo import Memo
@@ -85,6 +86,37 @@ class Tokens:
     # the distinct words as written: a recognizer judges each once, then finds the few it
     # wants (``positions``)
     written: frozenset[str] = frozenset()
+    # every token as the learned tagger reads it (``Columns``): the words above are those
+    # of its tokens that start with a letter (on ASCII text, taken from these)
+    columns: Columns | None = field(default=None, compare=False)
+
+
+class Columns(NamedTuple):
+    """Every token of a text — a word (letters, inner apostrophes), a run of digits or any
+    other visible character — column by column: starts, ends, texts (no tuple per token).
+    The learned tagger's tokens (``pipelines.phi.tagger.features``)."""
+
+    starts: list[int]
+    ends: list[int]
+    texts: list[str]
+
+
+# a word, a run of digits, or any other single visible character; as a splitter (one
+# capturing group): gap, token, gap, token, …, gap in one C call
+TOKEN: Final = re.compile(r"([^\W\d_]+(?:['’][^\W\d_]+)*|\d+|[^\s])")
+# The same on ASCII text, with plain character sets (the ASCII characters ``str.isspace``
+# calls space) and possessive repeats: the matcher tests a set faster than a Unicode category
+# and keeps no backtracking points.
+ASCII_TOKEN: Final = re.compile(
+    r"([A-Za-z][A-Za-z]*+(?:'[A-Za-z]++)*+|[0-9][0-9]*+|[^ \t\n\r\f\v\x1c-\x1f])"
+)
+
+
+def token_columns(text: str) -> Columns:
+    """Every token of ``text`` (``Columns``), from one ``split``."""
+    parts = (ASCII_TOKEN if text.isascii() else TOKEN).split(text)
+    offsets = list(accumulate(map(len, parts)))
+    return Columns(offsets[0:-1:2], offsets[1::2], parts[1::2])
 
 
 _new_token = tuple.__new__
@@ -104,16 +136,35 @@ def tokens(doc: Doc) -> Tokens:
 
 
 def _tokenize(text: str) -> Tokens:
-    """Built column by column from one ``split`` (no match object and no Python-level loop
-    per token: the tokenizer was a large share of the detector's time)."""
-    parts = _SPLIT.split(text)  # [gap, word, gap, word, …, gap]
-    offsets = list(accumulate(map(len, parts)))
-    starts, ends, texts = offsets[0:-1:2], offsets[1::2], tuple(parts[1::2])
+    """Built column by column (no match object and no Python-level loop per token: the
+    tokenizer was a large share of the detector's time), from the text's one tokenization
+    (``token_columns``): on ASCII text the words are its tokens that start with a letter
+    (the same as ``_SPLIT`` finds: every letter is in a word token, and the word patterns
+    agree there); other text, whose tokens may hold other letters, is split for its words
+    again."""
+    columns = token_columns(text)
+    if text.isascii():
+        is_word = list(map(str.isalpha, map(_first, columns.texts)))
+        starts = list(compress(columns.starts, is_word))
+        ends = list(compress(columns.ends, is_word))
+        texts = tuple(compress(columns.texts, is_word))
+    else:
+        starts, ends, texts = _split_words(text)
     facts = _per_word if len(texts) >= _PER_WORD_FROM else _per_token
     lowers, lower_set, written, mixed = facts(text, starts, ends, texts)
     words = tuple(map(_new_token, repeat(Token), zip(starts, ends, texts, lowers, strict=True)))
     lower_note = not mixed and _lower_among_first(texts, 40) > 20
-    return Tokens(words, mixed, lower_set, lower_note, texts, lowers, written)
+    return Tokens(words, mixed, lower_set, lower_note, texts, lowers, written, columns)
+
+
+_first: Final = itemgetter(0)
+
+
+def _split_words(text: str) -> tuple[list[int], list[int], tuple[str, ...]]:
+    """The words' starts, ends and texts from one ``split`` of ``text`` by ``_SPLIT``."""
+    parts = _SPLIT.split(text)  # [gap, word, gap, word, …, gap]
+    offsets = list(accumulate(map(len, parts)))
+    return offsets[0:-1:2], offsets[1::2], tuple(parts[1::2])
 
 
 # The words' lower-case forms, their set, the distinct words as written, mixed case?

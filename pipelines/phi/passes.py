@@ -19,10 +19,11 @@ nothing of the note but its case; its ``gate`` looks at the word only.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Any, Final, Generic, Protocol, TypeVar, cast
+from itertools import compress
+from typing import Final, Generic, Protocol, TypeVar, cast
 
 from pipelines.memo import Memo
 from pipelines.phi.lexicons import Token, Tokens
@@ -193,6 +194,14 @@ class Passes(Generic[N, R]):
             return self._steps[case].many(texts)
         return [self.steps(tok, case, tok.text.isascii()) for tok in toks]
 
+    def starts(self, written: Collection[str], case: Case) -> dict[str, tuple[Pass[N, R], ...]]:
+        """The words of a note where some pass is tried, with their :meth:`steps`: each
+        distinct word as written (``written``, of a note whose words' lower-case forms are
+        ``str.lower`` of them) judged once, its hits in one C-level pass (``Memo.many``)."""
+        words = list(written)
+        steps = self._steps[case].many(words)
+        return dict(compress(zip(words, steps, strict=True), steps))
+
     def may_start(self, tok: Token, case: Case) -> bool:
         """Must a recognizer visit ``tok`` at all: is some pass tried there?"""
         return bool(self.steps(tok, case, tok.text.isascii()))
@@ -258,22 +267,32 @@ class Passes(Generic[N, R]):
                 "anywhere": p.anywhere,
                 "cases": sorted(c.value for c in p.cases),
                 "window": [p.before, p.after],
-                "vocabulary": list(p.vocabulary),
+                "word_lists": list(p.vocabulary),
                 "does": p.summary,
             }
             for p in self.passes
         ]
 
 
-_ALL_PASSES: dict[str, Passes[Any, Any]] = {}
+class Declared(Protocol):
+    """What ``declare`` keeps of a recognizer's passes: the word-level :class:`Passes` or the
+    pattern-led ``pipelines.phi.patterns.PatternPasses``."""
+
+    recognizer: str
+
+    def describe(self) -> list[dict[str, object]]: ...
 
 
-def declare(passes: Passes[N, R]) -> Passes[N, R]:
+D = TypeVar("D", bound=Declared)
+_ALL_PASSES: dict[str, Declared] = {}
+
+
+def declare(passes: D) -> D:
     """Register a recognizer's passes so ``--explain`` and the docs can list them."""
     _ALL_PASSES[passes.recognizer] = passes
     return passes
 
 
-def declared() -> Iterable[Passes[Any, Any]]:
+def declared() -> Iterable[Declared]:
     """Every registered recognizer's passes, by recognizer name."""
     return [_ALL_PASSES[name] for name in sorted(_ALL_PASSES)]

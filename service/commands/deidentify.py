@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import sys
 from collections import Counter
+from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, TextIO
@@ -120,6 +121,96 @@ def _refuse_clinical(file: Path) -> None:
         raise typer.Exit(2)
 
 
+@dataclass
+class _Tally:
+    """What a run did so far: notes written, records failed, leaks of the notes held."""
+
+    written: int = 0
+    failed: int = 0
+    held: Counter[str] = field(default_factory=Counter)
+
+
+def _one(
+    tally: _Tally,
+    item: Note | RecordError,
+    deid: Deidentifier,
+    store: MintingStore | None,
+    known: dict[str, Identifiers],
+    authority: str,
+    patient_id: str | None,
+    sink: tuple[TextIO, Format, Annotations],
+) -> None:
+    """One record of the input: de-identified and written, held, or counted as failed."""
+    if isinstance(item, RecordError):
+        tally.failed += 1
+        typer.echo(f"deidstream: could not read {item.describe()}; skipped", err=True)
+        return
+    pid = item.patient if item.patient != NO_PATIENT else patient_id
+    try:
+        result = deidentify_note(
+            deid, store, item, known.get(item.patient, Identifiers()), authority, pid
+        )
+    except Exception as exc:  # noqa: BLE001 - one bad note must not stop the run
+        tally.failed += 1
+        typer.echo(
+            f"deidstream: record {item.index} (patient {item.patient} note {item.note}) "
+            f"failed ({type(exc).__name__}); skipped",
+            err=True,
+        )
+        return
+    if result.held:
+        tally.held.update(result.leaks)
+        tally.held["notes"] += 1
+        return
+    out, fmt, notes = sink
+    write_output(out, fmt, item, result)
+    notes.write(item, result)
+    tally.written += 1
+
+
+def _close(store: MintingStore | None, notes: Annotations, out: TextIO, to_file: bool) -> None:
+    if store is not None:
+        store.flush()
+        close = getattr(store, "close", None)
+        if close is not None:
+            close()
+    notes.close()
+    if to_file:
+        out.close()
+    else:
+        out.flush()
+
+
+def _summarise(file: Path, tally: _Tally) -> None:
+    """The run's counts on stderr; exit 1 when nothing was read or a record failed."""
+    held = tally.held
+    if tally.written == 0 and tally.failed == 0 and not held:
+        typer.echo(f"deidstream deidentify: no notes in {file}", err=True)
+        raise typer.Exit(1)
+    typer.echo(f"deidstream: {tally.written} note(s) de-identified", err=True)
+    if held:
+        notes_held = held.pop("notes")
+        detail = ", ".join(f"{k}={v}" for k, v in sorted(held.items()))
+        typer.echo(
+            f"deidstream: {notes_held} note(s) held back by the leak guard ({detail})", err=True
+        )
+    if tally.failed:
+        typer.echo(f"deidstream: {tally.failed} record(s) could not be processed", err=True)
+        raise typer.Exit(1)
+
+
+def _warm_and_freeze() -> None:
+    """As the service does before its first document: the detector's lexicons loaded (the
+    first note loads them anyway), then moved out of the garbage collector's reach, so the
+    collections a long note causes do not walk them again and again (5 MB dev note:
+    bench/README.md, session 13). The surrogates' lists load on use: a short note needs few."""
+    from pipelines.phi import lexicons
+    from service.wiring import freeze_after_warmup
+
+    lexicons.warm()
+    freeze_after_warmup()
+
+
 def register(app: typer.Typer) -> None:
     @app.command()
     def deidentify(
@@ -173,6 +264,7 @@ def register(app: typer.Typer) -> None:
         _refuse_clinical(file)
         fmt = _sniffed(file, format)
         deid = Deidentifier(Policy.load(policy))
+        _warm_and_freeze()
         known = load_patient_names(known_names) if known_names else {}
         store = None
         if not no_store:
@@ -181,56 +273,10 @@ def register(app: typer.Typer) -> None:
             store = default_store_from_env()
         notes = Annotations(annotations)
         out = output.open("w", encoding="utf-8") if output else sys.stdout
-        failed = 0
-        held: Counter[str] = Counter()
-        written = 0
+        tally = _Tally()
         try:
             for item in read_notes(file, fmt.value):
-                if isinstance(item, RecordError):
-                    failed += 1
-                    typer.echo(f"deidstream: could not read {item.describe()}; skipped", err=True)
-                    continue
-                pid = item.patient if item.patient != NO_PATIENT else patient_id
-                try:
-                    result = deidentify_note(
-                        deid, store, item, known.get(item.patient, Identifiers()), authority, pid
-                    )
-                except Exception as exc:  # noqa: BLE001 - one bad note must not stop the run
-                    failed += 1
-                    typer.echo(
-                        f"deidstream: record {item.index} (patient {item.patient} note {item.note}) "
-                        f"failed ({type(exc).__name__}); skipped",
-                        err=True,
-                    )
-                    continue
-                if result.held:
-                    held.update(result.leaks)
-                    held["notes"] += 1
-                    continue
-                write_output(out, fmt, item, result)
-                notes.write(item, result)
-                written += 1
+                _one(tally, item, deid, store, known, authority, patient_id, (out, fmt, notes))
         finally:
-            if store is not None:
-                store.flush()
-                close = getattr(store, "close", None)
-                if close is not None:
-                    close()
-            notes.close()
-            if output:
-                out.close()
-            else:
-                out.flush()
-        if written == 0 and failed == 0 and not held:
-            typer.echo(f"deidstream deidentify: no notes in {file}", err=True)
-            raise typer.Exit(1)
-        typer.echo(f"deidstream: {written} note(s) de-identified", err=True)
-        if held:
-            notes_held = held.pop("notes")
-            detail = ", ".join(f"{k}={v}" for k, v in sorted(held.items()))
-            typer.echo(
-                f"deidstream: {notes_held} note(s) held back by the leak guard ({detail})", err=True
-            )
-        if failed:
-            typer.echo(f"deidstream: {failed} record(s) could not be processed", err=True)
-            raise typer.Exit(1)
+            _close(store, notes, out, to_file=output is not None)
+        _summarise(file, tally)

@@ -271,16 +271,11 @@ async def _replay_one_by_one(
     return stories
 
 
-async def _replay_and_show(
-    settings: Settings,
-    runner: Runner,
-    base: str,
-    stop: asyncio.Event,
-    exit_after: float | None,
-    echo: Any,
-) -> int:
-    files = demo_files()
-    inputs = {path.name: next(iter(messages_of(path)))[1] for path in files}
+async def _tailed_replay(
+    settings: Settings, runner: Runner
+) -> tuple[list[Story], list[dict[str, Any]], list[dict[str, Any]]]:
+    """Replay the demo files one by one while tailing the research and dead-letter topics:
+    the stories, and every research and dead-letter record seen."""
     research: list[dict[str, Any]] = []
     dead: list[dict[str, Any]] = []
     watchers = [
@@ -303,77 +298,91 @@ async def _replay_and_show(
         for task in watchers:
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await task
-    echo(
-        f"replayed : {len(files)} demo files one by one "
-        f"({', '.join(settings.input_topics)}); what became of each:"
-    )
-    for line in story_lines(stories):
-        echo(line)
+    return stories, research, dead
 
+
+def _source_of(resource: dict[str, Any], inputs: dict[str, bytes]) -> str | None:
+    """The demo file whose message carries the research document's type code (the last one
+    that does), None if none does."""
+    code = _type_code(resource)
+    if not code:
+        return None
+    needles = (f"|{code}^".encode(), f'"code": "{code}"'.encode())
+    return next(
+        (name for name, raw in reversed(inputs.items()) if any(n in raw for n in needles)),
+        None,
+    )
+
+
+def _show_document(rec: dict[str, Any], source: str, inputs: dict[str, bytes], echo: Any) -> None:
+    resource = rec["value"]
+    echo("")
+    echo(
+        f"=== research document {rec['key']}  (headers: "
+        f"{', '.join(f'{k}={v}' for k, v in rec['headers'].items())})"
+    )
+    echo(
+        side_by_side(
+            f"INPUT {source} (synthetic)",
+            _input_text(inputs[source]),
+            "DE-IDENTIFIED research text",
+            _attachment_text(resource),
+        )
+    )
+    subject = (resource.get("subject") or {}).get("reference")
+    security = (resource.get("meta") or {}).get("security") or []
+    echo(
+        f"subject={subject}  date={resource.get('date')}  "
+        f"security={[c.get('code') for c in security]}"
+    )
+
+
+def _show_documents(
+    settings: Settings, research: list[dict[str, Any]], inputs: dict[str, bytes], echo: Any
+) -> None:
+    """The first three live research documents side by side with their inputs, then what
+    the research topic holds."""
     # latest version per research key (what a compacted topic keeps)
     latest: dict[str, dict[str, Any]] = {}
     for rec in research:
         latest[rec["key"]] = rec
     documents = [r for r in latest.values() if isinstance(r["value"], dict)]
     tombstones = [r for r in latest.values() if r["value"] is None]
-    shown = 0
-    for rec in documents:
-        resource = rec["value"]
-        code = _type_code(resource)
-        needles = (f"|{code}^".encode(), f'"code": "{code}"'.encode())
-        source = next(
-            (
-                name
-                for name, raw in reversed(inputs.items())
-                if code and any(n in raw for n in needles)
-            ),
-            None,
-        )
-        if source is None:
-            continue
-        echo("")
-        echo(
-            f"=== research document {rec['key']}  (headers: "
-            f"{', '.join(f'{k}={v}' for k, v in rec['headers'].items())})"
-        )
-        echo(
-            side_by_side(
-                f"INPUT {source} (synthetic)",
-                _input_text(inputs[source]),
-                "DE-IDENTIFIED research text",
-                _attachment_text(resource),
-            )
-        )
-        subject = (resource.get("subject") or {}).get("reference")
-        echo(
-            f"subject={subject}  date={resource.get('date')}  "
-            f"security={[c.get('code') for c in (resource.get('meta') or {}).get('security') or []]}"
-        )
-        shown += 1
-        if shown == 3:
-            break
+    sourced = ((rec, _source_of(rec["value"], inputs)) for rec in documents)
+    shown = [(rec, source) for rec, source in sourced if source is not None][:3]
+    for rec, source in shown:
+        _show_document(rec, source, inputs, echo)
     echo("")
     echo(
         f"research topic {settings.research_topic}: {plural(len(research), 'record')}, "
         f"{plural(len(documents), 'live document')}, "
         f"{plural(len(tombstones), 'tombstone')} (entered-in-error)"
     )
+
+
+_DEAD_HEADERS = (
+    "reason-class",
+    "reason",
+    "source-topic",
+    "source-partition",
+    "source-offset",
+    "first-seen",
+)
+
+
+def _show_dead(settings: Settings, dead: list[dict[str, Any]], echo: Any) -> None:
     for rec in dead:
         echo("")
         echo(f"=== dead-letter record on {settings.deadletter_topic}")
-        for name in (
-            "reason-class",
-            "reason",
-            "source-topic",
-            "source-partition",
-            "source-offset",
-            "first-seen",
-        ):
+        for name in _DEAD_HEADERS:
             echo(f"  {name:<17}: {rec['headers'].get(name)}")
         value = (
             rec["value"] if isinstance(rec["value"], str) else orjson.dumps(rec["value"]).decode()
         )
         echo(f"  original bytes   : {value[:80]!r}")
+
+
+async def _show_status(settings: Settings, base: str, echo: Any) -> None:
     token = settings.api_token.get_secret_value() if settings.api_token else ""
     async with httpx.AsyncClient() as client:
         status = (
@@ -382,6 +391,28 @@ async def _replay_and_show(
     echo("")
     echo(f"counts   : {status['counts']}")
     echo(f"metrics  : {base}/metrics    status: {base}/v1/status    docs: {base}/docs")
+
+
+async def _replay_and_show(
+    settings: Settings,
+    runner: Runner,
+    base: str,
+    stop: asyncio.Event,
+    exit_after: float | None,
+    echo: Any,
+) -> int:
+    files = demo_files()
+    inputs = {path.name: next(iter(messages_of(path)))[1] for path in files}
+    stories, research, dead = await _tailed_replay(settings, runner)
+    echo(
+        f"replayed : {len(files)} demo files one by one "
+        f"({', '.join(settings.input_topics)}); what became of each:"
+    )
+    for line in story_lines(stories):
+        echo(line)
+    _show_documents(settings, research, inputs, echo)
+    _show_dead(settings, dead, echo)
+    await _show_status(settings, base, echo)
     if exit_after is None:
         echo("running; press Ctrl-C to stop everything")
         await stop.wait()

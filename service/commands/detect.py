@@ -23,8 +23,12 @@ from pipelines.corpus import (
     write_phi,
 )
 from pipelines.document import Identifiers
+from pipelines.phi import registry
 from pipelines.phi.base import Doc
+from pipelines.phi.combine import unite
 from pipelines.phi.detector import Detector
+from pipelines.phi.explain import explained
+from pipelines.phi.passes import declared
 from pipelines.policy import Policy
 from pipelines.spans import Span
 from service.commands.options import PolicyFile, known_names_file
@@ -51,8 +55,10 @@ def detect_notes(
     items: Iterable[Note | tuple[Note, Identifiers] | RecordError],
     detector: Detector,
     known: dict[str, Identifiers] | None = None,
+    explain: bool = False,
 ) -> Iterator[tuple[Note, list[Span]] | RecordError]:
-    """Detect spans note by note; unreadable records and detector failures become errors."""
+    """Detect spans note by note; unreadable records and detector failures become errors.
+    With ``explain``, each span's ``source`` names every pass that found it ("a+b")."""
     known = known or {}
     for item in items:
         if isinstance(item, RecordError):
@@ -64,7 +70,7 @@ def detect_notes(
             identifiers = known.get(item.patient, Identifiers())
         doc = Doc(item.text, identifiers)
         try:
-            spans = detector.detect(doc)
+            spans = _explained(detector, doc) if explain else detector.detect(doc)
         except Exception as exc:  # noqa: BLE001 - one bad note must not stop the run
             yield RecordError(
                 item.index,
@@ -77,11 +83,19 @@ def detect_notes(
         yield item, spans
 
 
-def redacted(text: str, spans: list[Span]) -> str:
-    """The note with each detected region replaced by a ``[GROUP]`` tag (``[PHI]`` if several)."""
+def _explained(detector: Detector, doc: Doc) -> list[Span]:
+    """The detector's spans, each with the passes behind it as its source."""
+    analysed, kept, learned = detector.parts(doc)
+    return explained(detector.finish(doc, analysed, kept, learned), unite(kept, learned))
+
+
+def redacted(text: str, spans: list[Span], explain: bool = False) -> str:
+    """The note with each detected region replaced by a ``[GROUP]`` tag (``[PHI]`` if several);
+    with ``explain``, ``[GROUP:pass]``."""
     regions: dict[tuple[int, int], set[str]] = {}
     for span in spans:
-        regions.setdefault((span.start, span.end), set()).add(span.category.group)
+        tag = f"{span.category.group}:{span.source}" if explain else span.category.group
+        regions.setdefault((span.start, span.end), set()).add(tag)
     out: list[str] = []
     pos = 0
     for (start, end), groups in sorted(regions.items()):
@@ -96,13 +110,30 @@ def redacted(text: str, spans: list[Span]) -> str:
     return "".join(out)
 
 
-def write_note(out: TextIO, fmt: OutputFormat, note: Note, spans: list[Span]) -> None:
-    if fmt is OutputFormat.PHYSIONET:
+def write_note(
+    out: TextIO, fmt: OutputFormat, note: Note, spans: list[Span], explain: bool = False
+) -> None:
+    """One note's spans; with ``explain``, the pass of each too (a fifth ``.phi`` column,
+    the JSON ``source``, or ``[GROUP:pass]`` tags)."""
+    if fmt is OutputFormat.PHYSIONET and explain:
+        out.write(f"Patient {note.patient}\tNote {note.note}\n")
+        for idx, s in enumerate(spans, 1):
+            out.write(f"{idx}\t{s.start}\t{s.end}\t{s.category.value}\t{s.source}\n")
+    elif fmt is OutputFormat.PHYSIONET:
         write_phi(out, note.patient, note.note, spans)
     elif fmt is OutputFormat.JSON:
         out.write(spans_json(note.patient, note.note, spans) + "\n")
     else:
-        out.write(f"Patient {note.patient}\tNote {note.note}\n{redacted(note.text, spans)}\n")
+        text = redacted(note.text, spans, explain)
+        out.write(f"Patient {note.patient}\tNote {note.note}\n{text}\n")
+
+
+def write_passes(out: TextIO) -> None:
+    """Every recognizer's declared passes: ``pass<TAB>what it does``, by recognizer."""
+    registry.names()  # imports the built-in recognizers, which declare their passes
+    for passes in declared():
+        for entry in passes.describe():
+            out.write(f"{entry['pass']}\t{entry['does']}\n")
 
 
 def _items(
@@ -126,13 +157,13 @@ def register(app: typer.Typer) -> None:
     @app.command()
     def detect(
         file: Annotated[
-            Path,
+            Path | None,
             typer.Argument(
                 help="Corpus file: PhysioNet id.text, JSON lines or plain text.",
                 exists=True,
                 dir_okay=False,
             ),
-        ],
+        ] = None,
         format: Annotated[
             OutputFormat,
             typer.Option(
@@ -150,24 +181,38 @@ def register(app: typer.Typer) -> None:
             ),
         ] = None,
         policy: PolicyFile = None,
+        explain: Annotated[
+            bool,
+            typer.Option("--explain", help="Also write the pass that found each span."),
+        ] = False,
+        passes: Annotated[
+            bool,
+            typer.Option("--passes", help="List every recognizer's declared passes and exit."),
+        ] = False,
     ) -> None:
         """Detect PHI spans in every note of FILE and write them to stdout.
 
         HL7 v2 (also MLLP-framed) and FHIR JSON/NDJSON files are parsed as the service does:
         the narrative of each document, with the message's own identifiers known."""
+        if passes:
+            write_passes(sys.stdout)
+            return
+        if file is None:
+            typer.echo("deidstream detect: FILE is required (or --passes)", err=True)
+            raise typer.Exit(2)
         items = _items(file, input_format)
         detector = Detector(Policy.load(policy))
         known = load_patient_names(known_names) if known_names else {}
         failed = 0
         seen = 0
         out = sys.stdout
-        for result in detect_notes(items, detector, known):
+        for result in detect_notes(items, detector, known, explain):
             seen += 1
             if isinstance(result, RecordError):
                 failed += 1
                 report_error(result)
                 continue
-            write_note(out, format, *result)
+            write_note(out, format, *result, explain=explain)
         out.flush()
         if not seen:
             typer.echo(f"deidstream detect: no notes in {file}", err=True)

@@ -12,7 +12,7 @@ import time
 from collections.abc import Iterable, Iterator, Sequence
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -33,6 +33,9 @@ from pipelines.policy import Policy
 from service.commands.detect import detect_notes, report_error
 from service.commands.options import FORMAT_HELP, PolicyFile
 from service.commands.train import load_corpus, read_corpus
+
+if TYPE_CHECKING:
+    from pipelines.phi.tagger.crossval import CrossValidation
 
 
 def _replay(
@@ -73,6 +76,20 @@ def _beside(path: Path) -> Path:
     return path if path.is_dir() else path.parent
 
 
+def _known_names(
+    directory: Path, use_names: bool, names_file: Path | None
+) -> dict[str, Identifiers]:
+    """The patients' names beside the corpus (or in ``names_file``) when asked for; exits 2
+    when the file is missing."""
+    if not use_names:
+        return {}
+    pid = names_file or _beside(directory) / "pid_patientname.txt"
+    if not pid.is_file():
+        typer.echo(f"deidstream: --known-names needs {pid}", err=True)
+        raise typer.Exit(2)
+    return load_patient_names(pid)
+
+
 def _cross_validate(
     directory: Path,
     k: int,
@@ -90,13 +107,7 @@ def _cross_validate(
     from pipelines.phi.tagger.crossval import cross_validate
 
     notes, gold = read_corpus(directory, corpus_format, policy)
-    known: dict[str, Identifiers] = {}
-    if use_names:
-        pid = names_file or _beside(directory) / "pid_patientname.txt"
-        if not pid.is_file():
-            typer.echo(f"deidstream: --known-names needs {pid}", err=True)
-            raise typer.Exit(2)
-        known = load_patient_names(pid)
+    known = _known_names(directory, use_names, names_file)
     settings = TrainSettings(augment=augment, max_iterations=iterations, synthetic=synthetic)
     with tempfile.TemporaryDirectory(prefix="deidstream-cv-") as work:
         try:
@@ -119,6 +130,16 @@ def _cross_validate(
         typer.echo(json.dumps(result.to_dict(), indent=2))
         return
     typer.echo(f"patient-level {k}-fold cross-validation of {directory} (seed {seed})")
+    _echo_folds(result)
+    _echo_categories(result)
+    typer.echo(
+        "note: the rules were written for this whole corpus; only the tagger's figures are"
+        " unseen-patient figures"
+    )
+
+
+def _echo_folds(result: CrossValidation) -> None:
+    """One line per fold and system, then each system's mean and worst."""
     typer.echo("fold  patients notes  system    sensitivity precision f2     phrase recall")
     for fold in result.folds:
         for system in result.systems:
@@ -131,26 +152,66 @@ def _cross_validate(
         summary = result.summary(system)
         cells = "  ".join(f"{k} mean {v['mean']} worst {v['worst']}" for k, v in summary.items())
         typer.echo(f"{system:<13} {cells}")
+
+
+def _category_recalls(result: CrossValidation, system: str, category: str) -> list[float]:
+    """The recall of ``category`` by ``system`` in each fold that has it."""
+    return [
+        r
+        for f in result.folds
+        if (r := f.figures(system)["recall_by_category"].get(category)) is not None
+    ]
+
+
+def _echo_categories(result: CrossValidation) -> None:
     typer.echo("recall by gold category (mean over folds, combined):")
     cats = sorted({c for f in result.folds for c in f.reports["combined"].categories})
     for cat in cats:
-        values = [
-            r
-            for f in result.folds
-            if (r := f.figures("combined")["recall_by_category"].get(cat)) is not None
-        ]
-        tagger = [
-            r
-            for f in result.folds
-            if (r := f.figures("tagger")["recall_by_category"].get(cat)) is not None
-        ]
+        values = _category_recalls(result, "combined", cat)
+        tagger = _category_recalls(result, "tagger", cat)
         typer.echo(
             f"  {cat:<18} combined {sum(values) / len(values):.4f}  tagger alone {sum(tagger) / len(tagger):.4f}"
         )
-    typer.echo(
-        "note: the rules were written for this whole corpus; only the tagger's figures are"
-        " unseen-patient figures"
-    )
+
+
+def _results(
+    items: Iterator[Note | RecordError],
+    predictions: Path | None,
+    policy: Path | None,
+    known: dict[str, Identifiers],
+) -> tuple[Detector, str, Iterator[tuple[Note, Sequence[SpanLike]] | RecordError]]:
+    """The detector's spans per note, or those of a span file when ``predictions`` is set."""
+    if predictions is None:
+        detector = Detector(Policy.load(policy))
+        source = "recognizers: " + (", ".join(r.name for r in detector.recognizers) or "(none)")
+        return detector, source, detect_notes(items, detector, known)
+    try:
+        with predictions.open(encoding="utf-8") as fh:
+            predicted = read_predictions(fh)
+    except (ValueError, KeyError, TypeError) as exc:
+        typer.echo(f"deidstream: cannot read {predictions} ({type(exc).__name__})", err=True)
+        raise typer.Exit(2) from None
+    detector = Detector(Policy(recognizers={}))
+    return detector, f"span file {predictions.name}", _replay(items, predicted)
+
+
+def _score(
+    results: Iterator[tuple[Note, Sequence[SpanLike]] | RecordError],
+    evaluation: Evaluation,
+    gold: dict[tuple[str, str], Any],
+) -> tuple[int, set[tuple[str, str]]]:
+    """Add every result to ``evaluation``; the records that failed and the notes seen."""
+    failed = 0
+    seen: set[tuple[str, str]] = set()
+    for result in results:
+        if isinstance(result, RecordError):
+            failed += 1
+            report_error(result)
+            continue
+        note, spans = result
+        seen.add(note.key)
+        evaluation.add(note.patient, note.note, note.text, gold.get(note.key, []), spans)
+    return failed, seen
 
 
 def register(app: typer.Typer) -> None:
@@ -275,45 +336,14 @@ def register(app: typer.Typer) -> None:
             )
             return
         use_names = known_names or names_file is not None
-        known: dict[str, Identifiers] = {}
-        if use_names:
-            pid = names_file or _beside(directory) / "pid_patientname.txt"
-            if not pid.is_file():
-                typer.echo(f"deidstream: --known-names needs {pid}", err=True)
-                raise typer.Exit(2)
-            known = load_patient_names(pid)
+        known = _known_names(directory, use_names, names_file)
         corpus = load_corpus(directory, corpus_format, policy)
         gold = {k: v for k, v in corpus.gold.items() if _in_half(k[0], patients)}
-        items: list[Note | RecordError] = [*corpus.errors, *corpus.notes]
-        results: Iterator[tuple[Note, Sequence[SpanLike]] | RecordError]
-        if predictions is not None:
-            try:
-                with predictions.open(encoding="utf-8") as fh:
-                    predicted = read_predictions(fh)
-            except (ValueError, KeyError, TypeError) as exc:
-                typer.echo(
-                    f"deidstream: cannot read {predictions} ({type(exc).__name__})", err=True
-                )
-                raise typer.Exit(2) from None
-            detector = Detector(Policy(recognizers={}))
-            source = f"span file {predictions.name}"
-            results = _replay(_only_half(items, patients), predicted)
-        else:
-            detector = Detector(Policy.load(policy))
-            source = "recognizers: " + (", ".join(r.name for r in detector.recognizers) or "(none)")
-            results = detect_notes(_only_half(items, patients), detector, known)
+        items = _only_half([*corpus.errors, *corpus.notes], patients)
+        detector, source, results = _results(items, predictions, policy, known)
         evaluation = Evaluation(collect_text=show_errors > 0)
-        failed = 0
-        seen: set[tuple[str, str]] = set()
         began = time.perf_counter()
-        for result in results:
-            if isinstance(result, RecordError):
-                failed += 1
-                report_error(result)
-                continue
-            note, spans = result
-            seen.add(note.key)
-            evaluation.add(note.patient, note.note, note.text, gold.get(note.key, []), spans)
+        failed, seen = _score(results, evaluation, gold)
         elapsed = time.perf_counter() - began
         report = evaluation.report(resamples=resamples, seed=seed).only_categories(
             error_category or ()

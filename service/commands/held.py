@@ -181,33 +181,21 @@ async def _fetch_input(
         await consumer.stop()
 
 
-async def release(
+# what release sends for one held input: its coordinates, key, value and headers
+_Release = tuple[Coordinates, bytes | None, bytes, list[tuple[str, bytes]]]
+
+
+async def _to_release(
     bootstrap: str,
-    held_topic: str,
+    held: dict[Coordinates, HeldEntry],
     wanted: list[Coordinates],
-    *,
-    secure: bool = False,
-    security: dict[str, Any] | None = None,
-    max_request_size: int = 4 * 1024 * 1024,
-    within: float = 15.0,
-) -> list[Coordinates]:
-    """Produce each held input again to its input topic; returns what was released. Refuses
-    (nothing sent) coordinates that are not on the held topic or whose input is gone."""
-    from aiokafka import AIOKafkaProducer
-    from aiokafka.errors import KafkaError
-
-    from service.commands.replay import kafka_failure
-
-    held = {
-        e.coordinates: e
-        for e in await read_held(
-            bootstrap, held_topic, secure=secure, security=security, within=within
-        )
-    }
-    unknown = [str(c) for c in wanted if c not in held]
-    if unknown:
-        raise HeldError(f"not on the held topic {held_topic}: {', '.join(unknown)}")
-    records: list[tuple[Coordinates, bytes | None, bytes, list[tuple[str, bytes]]]] = []
+    security: dict[str, Any] | None,
+    within: float,
+) -> list[_Release]:
+    """What to send again for each wanted input (once each): the input record as it is on
+    its topic, else the input bytes a secure held record carries; refused (``HeldError``)
+    when neither is there."""
+    records: list[_Release] = []
     for coords in dict.fromkeys(wanted):
         rec = await _fetch_input(bootstrap, coords, security, within)
         if rec is not None:
@@ -220,6 +208,22 @@ async def release(
                 f"the input at {coords} is no longer on its topic (retention) and "
                 "the held topic is not secure: re-send it from the source"
             )
+    return records
+
+
+async def _produce(
+    bootstrap: str,
+    records: list[_Release],
+    security: dict[str, Any] | None,
+    max_request_size: int,
+) -> None:
+    """Send every record to its input topic and partition, marked ``released-from``; wait
+    for every acknowledgement."""
+    from aiokafka import AIOKafkaProducer
+    from aiokafka.errors import KafkaError
+
+    from service.commands.replay import kafka_failure
+
     producer = AIOKafkaProducer(
         bootstrap_servers=bootstrap,
         acks="all",
@@ -243,6 +247,31 @@ async def release(
         raise HeldError(kafka_failure(exc, bootstrap)) from None
     finally:
         await producer.stop()
+
+
+async def release(
+    bootstrap: str,
+    held_topic: str,
+    wanted: list[Coordinates],
+    *,
+    secure: bool = False,
+    security: dict[str, Any] | None = None,
+    max_request_size: int = 4 * 1024 * 1024,
+    within: float = 15.0,
+) -> list[Coordinates]:
+    """Produce each held input again to its input topic; returns what was released. Refuses
+    (nothing sent) coordinates that are not on the held topic or whose input is gone."""
+    held = {
+        e.coordinates: e
+        for e in await read_held(
+            bootstrap, held_topic, secure=secure, security=security, within=within
+        )
+    }
+    unknown = [str(c) for c in wanted if c not in held]
+    if unknown:
+        raise HeldError(f"not on the held topic {held_topic}: {', '.join(unknown)}")
+    records = await _to_release(bootstrap, held, wanted, security, within)
+    await _produce(bootstrap, records, security, max_request_size)
     return [c for c, *_ in records]
 
 

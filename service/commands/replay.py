@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 import json
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -53,24 +53,41 @@ def hl7_patient_key(message: bytes) -> bytes | None:
     return None
 
 
+def _document_patient(resource: dict[str, Any]) -> str | None:
+    """A DocumentReference's subject: the id its reference ends in, else its identifier."""
+    ref = (resource.get("subject") or {}).get("reference") or ""
+    if ref:
+        return str(ref).rsplit("/", 1)[-1].lstrip("#") or None
+    ident = (resource.get("subject") or {}).get("identifier") or {}
+    return ident.get("value")
+
+
+def _patient_id(resource: dict[str, Any]) -> str | None:
+    """A Patient's id, else its first identifier with a value."""
+    return resource.get("id") or next(
+        (i.get("value") for i in resource.get("identifier") or [] if i.get("value")), None
+    )
+
+
+def _bundle_patient(resource: dict[str, Any]) -> str | None:
+    """The first patient any of a Bundle's entries names."""
+    found = [_fhir_patient(e.get("resource")) for e in resource.get("entry") or []]
+    return next((f for f in found if f), None)
+
+
+_PATIENT_OF: dict[str, Callable[[dict[str, Any]], str | None]] = {
+    "DocumentReference": _document_patient,
+    "Patient": _patient_id,
+    "Bundle": _bundle_patient,
+}
+
+
 def _fhir_patient(resource: Any) -> str | None:
     if not isinstance(resource, dict):
         return None
     kind = resource.get("resourceType")
-    if kind == "DocumentReference":
-        ref = (resource.get("subject") or {}).get("reference") or ""
-        if ref:
-            return str(ref).rsplit("/", 1)[-1].lstrip("#") or None
-        ident = (resource.get("subject") or {}).get("identifier") or {}
-        return ident.get("value")
-    if kind == "Patient":
-        return resource.get("id") or next(
-            (i.get("value") for i in resource.get("identifier") or [] if i.get("value")), None
-        )
-    if kind == "Bundle":
-        found = [_fhir_patient(e.get("resource")) for e in resource.get("entry") or []]
-        return next((f for f in found if f), None)
-    return None
+    find = _PATIENT_OF.get(kind) if isinstance(kind, str) else None
+    return find(resource) if find is not None else None
 
 
 def fhir_patient_key(message: bytes) -> bytes | None:

@@ -8,6 +8,7 @@ import asyncio
 import logging
 from collections import Counter as Tally
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from functools import partial
 from typing import Any
@@ -29,6 +30,27 @@ from service.runner.state import RunnerContext
 from service.runner.worker import Worker
 
 log = logging.getLogger("deidstream.runner")
+
+
+@dataclass
+class _Undecided:
+    """What a batch being decided has decided so far (outputs not flushed yet) and the
+    research keys of the batches still finishing when its current run was decided."""
+
+    decides_repeats: bool  # the processor decides a repeat of an unconfirmed key itself
+    finishing: list[set[str]]
+    unconfirmed: set[str]  # the union of ``finishing``
+    pending: list[Handled] = field(default_factory=list)
+    pending_keys: set[str] = field(default_factory=set)  # keys decided in this batch
+
+    def repeats(self, keys: set[str], run_keys: set[str]) -> bool:
+        """Some of ``keys`` were decided and are not confirmed yet: earlier in this run or
+        batch, or in a batch still finishing."""
+        return bool(keys) and not (
+            keys.isdisjoint(run_keys)
+            and keys.isdisjoint(self.pending_keys)
+            and keys.isdisjoint(self.unconfirmed)
+        )
 
 
 class Batches:
@@ -123,58 +145,64 @@ class Batches:
         for (topic, hint), n in consumed.items():
             self._metrics.consumed.labels(topic, hint).inc(n)
         self._counts["consumed"] += len(records)
-        pending: list[Handled] = []
-        pending_keys: set[str] = set()  # keys decided in this batch, not yet flushed
         finishing = self._finishing.unconfirmed_keys()
-        unconfirmed = set().union(*finishing)  # the keys of the batches still finishing
+        state = _Undecided(
+            decides_repeats=self._worker.processor.decides_repeats,
+            finishing=finishing,
+            unconfirmed=set().union(*finishing),  # the keys of the batches still finishing
+        )
         start = 0
-        decides = self._worker.processor.decides_repeats
         while start < len(records):
             items = first_items if start == 0 else [self._item(rec) for rec in records[start:]]
-            results = await self._process_batch(
-                [i for i in items if not i.oversize], [pending_keys, *finishing]
-            )
-            run_keys: set[str] = set()  # keys of this run's first decisions so far
-            done = 0
-            for item in items:
-                if item.oversize:
-                    h = self._oversize(item)
-                elif done < len(results):
-                    item.in_flight = [pending_keys, *self._finishing.unconfirmed_keys()]
-                    h = await self._decide(item, results[done])
-                    done += 1
-                else:
-                    break  # the processor stopped after a repeated key: a new run from here
-                start += 1
-                keys = h.research_keys()
-                # (a batch finished since the run was decided still counts: it was decided
-                # before that batch's confirmation)
-                if (
-                    keys
-                    and not decides
-                    and not (
-                        keys.isdisjoint(run_keys)
-                        and keys.isdisjoint(pending_keys)
-                        and keys.isdisjoint(unconfirmed)
-                    )
-                ):
-                    # decided against a version that is not confirmed yet
-                    run_keys |= keys
-                    await self._finishing.drain()
-                    finishing, unconfirmed = [], set()
-                    if not keys.isdisjoint(pending_keys):
-                        await self._delivery.flush(pending)
-                        pending, pending_keys = [], set()
-                    h = await self.handle_record(item.rec)
-                    keys = h.research_keys()
-                else:
-                    run_keys |= keys
-                h.apply()
-                pending.append(h)
-                pending_keys |= keys
-                if item.retried:
-                    break  # the later records' results predate the retry: process them again
-        return pending, pending_keys
+            start += await self._decide_run(items, state)
+        return state.pending, state.pending_keys
+
+    async def _decide_run(self, items: list[Item], state: _Undecided) -> int:
+        """Decide ``items`` from one ``process_many`` hop, in order, until the processor
+        stopped (after a repeated key) or a record was retried; how many were decided."""
+        results = await self._process_batch(
+            [i for i in items if not i.oversize], [state.pending_keys, *state.finishing]
+        )
+        run_keys: set[str] = set()  # keys of this run's first decisions so far
+        done = taken = 0
+        for item in items:
+            if item.oversize:
+                h = self._oversize(item)
+            elif done < len(results):
+                item.in_flight = [state.pending_keys, *self._finishing.unconfirmed_keys()]
+                h = await self._decide(item, results[done])
+                done += 1
+            else:
+                break  # the processor stopped after a repeated key: a new run from here
+            taken += 1
+            h, keys = await self._unless_repeated(item, h, run_keys, state)
+            h.apply()
+            state.pending.append(h)
+            state.pending_keys |= keys
+            if item.retried:
+                break  # the later records' results predate the retry: process them again
+        return taken
+
+    async def _unless_repeated(
+        self, item: Item, h: Handled, run_keys: set[str], state: _Undecided
+    ) -> tuple[Handled, set[str]]:
+        """``h`` and its research keys, or — when it was decided against a version that is
+        not confirmed yet — the record decided again once the earlier outputs are durable.
+        The keys join ``run_keys``."""
+        keys = h.research_keys()
+        # (a batch finished since the run was decided still counts: it was decided
+        # before that batch's confirmation)
+        repeated = not state.decides_repeats and state.repeats(keys, run_keys)
+        run_keys |= keys
+        if not repeated:
+            return h, keys
+        await self._finishing.drain()
+        state.finishing, state.unconfirmed = [], set()
+        if not keys.isdisjoint(state.pending_keys):
+            await self._delivery.flush(state.pending)
+            state.pending, state.pending_keys = [], set()
+        h = await self.handle_record(item.rec)
+        return h, h.research_keys()
 
     def _item(self, rec: Any) -> Item:
         raw: bytes = rec.value if rec.value is not None else b""

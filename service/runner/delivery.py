@@ -32,6 +32,26 @@ def confirm_retriable(exc: BaseException) -> bool:
     return is_retriable(exc) or isinstance(exc, KeystoreError)
 
 
+def _settle(
+    sent: list[OutRecord], results: list[object], failed_keys: set[tuple[str, bytes | None]]
+) -> list[OutRecord]:
+    """Act on one round's results: acknowledged records are told so, a refused record is
+    replaced (when it has a replacement), and a failed send and every record of the same key
+    are sent again. The records of the next round, in order."""
+    retry: list[OutRecord] = []
+    for out, res in zip(sent, results, strict=True):
+        if isinstance(res, RECORD_REJECTED):
+            log.error("broker refused a record for %s: %s", out.topic, type(res).__name__)
+            replacement = out.on_reject(res) if out.on_reject else None
+            if replacement is not None:
+                retry.append(replacement)
+        elif (out.topic, out.key) in failed_keys:
+            retry.append(out)
+        elif not isinstance(res, BaseException):
+            out.on_ack()
+    return retry
+
+
 class Delivery:
     """Publish → confirm → commit for the batches handed to finishers."""
 
@@ -123,54 +143,53 @@ class Delivery:
         remaining = outputs
         attempt = 0
         sent_any = bool(outputs)
-        health, clients = self._health, self._clients
+        health = self._health
         if outputs and not health.broker_ok:
-            await clients.after_outage()
+            await self._clients.after_outage()
         while remaining:
-            if clients.producer is None:
-                await self._retrier.retry("connect", clients.connect_producer)
-            producer = clients.need_producer()
-            futures: list[asyncio.Future[Any]] = []
-            for out in remaining:
-                try:
-                    fut = await producer.send(
-                        out.topic, out.value, key=out.key, headers=out.headers
-                    )
-                except Exception as exc:  # noqa: BLE001 - becomes a failed send below
-                    fut = asyncio.get_running_loop().create_future()
-                    fut.set_exception(exc)
-                futures.append(fut)
-            results = await asyncio.gather(*futures, return_exceptions=True)
+            results = await self._send_round(remaining)
             failed_keys = {
                 (o.topic, o.key)
                 for o, r in zip(remaining, results, strict=True)
                 if isinstance(r, BaseException) and not isinstance(r, RECORD_REJECTED)
             }
-            retry: list[OutRecord] = []
-            for out, res in zip(remaining, results, strict=True):
-                if isinstance(res, RECORD_REJECTED):
-                    log.error("broker refused a record for %s: %s", out.topic, type(res).__name__)
-                    replacement = out.on_reject(res) if out.on_reject else None
-                    if replacement is not None:
-                        retry.append(replacement)
-                elif (out.topic, out.key) in failed_keys:
-                    retry.append(out)
-                elif not isinstance(res, BaseException):
-                    out.on_ack()
-            if not failed_keys:
-                remaining = retry  # only replacements of refused records (or nothing) left
-                continue
-            errors = {type(r).__name__ for r in results if isinstance(r, BaseException)}
-            log.warning(
-                "publish failed for %d records (%s); retrying", len(retry), ",".join(sorted(errors))
-            )
-            health.set_broker(False)
-            self._metrics.retries.labels("publish").inc()
-            await self._retrier.sleep(self._retrier.backoff(attempt))
-            attempt += 1
+            retry = _settle(remaining, results, failed_keys)
+            if failed_keys:
+                await self._after_failed_round(retry, results, attempt)
+                attempt += 1
+            # else only replacements of refused records (or nothing) are left
             remaining = retry
         if sent_any and not health.broker_ok:
             health.set_broker(True)
+
+    async def _send_round(self, outputs: list[OutRecord]) -> list[object]:
+        """Send every record (connecting the producer first if needed); each one's ack or
+        error, in order."""
+        clients = self._clients
+        if clients.producer is None:
+            await self._retrier.retry("connect", clients.connect_producer)
+        producer = clients.need_producer()
+        futures: list[asyncio.Future[Any]] = []
+        for out in outputs:
+            try:
+                fut = await producer.send(out.topic, out.value, key=out.key, headers=out.headers)
+            except Exception as exc:  # noqa: BLE001 - becomes a failed send below
+                fut = asyncio.get_running_loop().create_future()
+                fut.set_exception(exc)
+            futures.append(fut)
+        return list(await asyncio.gather(*futures, return_exceptions=True))
+
+    async def _after_failed_round(
+        self, retry: list[OutRecord], results: list[object], attempt: int
+    ) -> None:
+        """A round with failed sends: the broker is down; back off before the next."""
+        errors = {type(r).__name__ for r in results if isinstance(r, BaseException)}
+        log.warning(
+            "publish failed for %d records (%s); retrying", len(retry), ",".join(sorted(errors))
+        )
+        self._health.set_broker(False)
+        self._metrics.retries.labels("publish").inc()
+        await self._retrier.sleep(self._retrier.backoff(attempt))
 
     async def confirm(self, handled: list[Handled], sent: Sequence[str] = ()) -> None:
         """Outputs are durable: the processor marks those versions acknowledged

@@ -141,3 +141,26 @@ def test_nicknames_of_the_known_first_name_need_support() -> None:
     assert got("PT COMFORTABLE. PEGGY QUELLAMOTT ASKED FOR WATER.") == ["PEGGY", "QUELLAMOTT"]
     # a nickname that is also a clinical word stays a word without such support
     assert got("PT COMFORTABLE. PEG TUBE FLUSHED. PEG SITE CLEAN.") == []
+
+
+SHORT = Identifiers(
+    patient_names=(PersonName(family="Quellbrook", given=("Ed",)),),
+    provider_names=(PersonName(family="Ransome", given=("Al",)),),
+)
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        # a two-letter known first name that is also an abbreviation needs name context
+        ("Seen in the ED overnight, ED to call. Na 131, Al 2.1.", []),
+        ("Ed ate well. Labs: Al 2.1.", []),
+        ("ED QUELLBROOK SEEN IN ED.", ["ED", "QUELLBROOK"]),
+        ("Ed Quellbrook seen in the ED.", ["Ed", "Quellbrook"]),
+        ("Quellbrook, Ed seen.", ["Ed", "Quellbrook"]),
+        ("Mr. Ed asked for water; Dr. Al Ransome aware.", ["Al", "Ed", "Ransome"]),
+        ("ED Quellbrook?", ["Quellbrook"]),  # capitals in a mixed-case note: an abbreviation
+    ],
+)
+def test_a_two_letter_known_name_needs_name_context(text: str, expected: list[str]) -> None:
+    assert [t for t, _ in found(text, SHORT)] == sorted(expected)

@@ -255,3 +255,28 @@ def test_tokenize_per_distinct_word_agrees_with_the_plain_tokenizer(text: str) -
             assert lx._tokenize(text) == expected
     finally:
         setattr(lx, "_PER_WORD_FROM", threshold)  # noqa: B010
+
+
+_TOKENISH = st.sampled_from(
+    ["Dr.", "O'Neil", "pt's", "3/14/2021", "#48213", "(", "|", "x-ray", "_id", "ab12cd", "'s", "\n"]
+)
+
+
+@settings(max_examples=500, deadline=None)
+@given(
+    st.text(alphabet=st.characters(max_codepoint=127), max_size=120)
+    | st.lists(_TOKENISH | _CASED_WORDS, max_size=60).map(" ".join)
+    | st.text(alphabet="abAB 'é’.\n1İ", max_size=60)
+)
+def test_one_tokenization_serves_the_rules_and_the_tagger(text: str) -> None:
+    """The rules' words are those the former word split found, and the document's tokens
+    are the tagger's own (a word, a run of digits, any other visible character): the tagger
+    reads them from the analysed document instead of tokenizing the note again."""
+    import re
+    from itertools import accumulate
+
+    toks = lx._tokenize(text)
+    assert toks == _tokenize_reference(text)
+    parts = re.split(r"([^\W\d_]+(?:['’][^\W\d_]+)*|\d+|[^\s])", text)
+    offsets = list(accumulate(map(len, parts)))
+    assert toks.columns == (offsets[0:-1:2], offsets[1::2], parts[1::2])

@@ -10,7 +10,7 @@ from pipelines.document import Identifiers, PersonName
 from pipelines.phi import lexicons as lx
 from pipelines.phi.base import Doc
 from pipelines.phi.lexicons import Token
-from pipelines.phi.recognizers.names import NameRecognizer, _rule_starts
+from pipelines.phi.recognizers.names import NameRecognizer
 from pipelines.spans import Category
 
 NAMES = NameRecognizer()
@@ -266,124 +266,6 @@ def test_a_possessive_kinship_word_before_name_is() -> None:
     assert found("PT RESTING. WIFE'S CONCERNS ADDRESSED. HR 80 NSR.") == {}
 
 
-@settings(max_examples=200, deadline=None)
-@given(st.text(alphabet="abSmithDrTo .,'\n", max_size=60))
-def test_rule_starts_of_the_ascii_path_agree_with_the_general_path(text: str) -> None:
-    """ASCII notes pick their rule starts from the note's own starter set and a sort order
-    test for capitals; the same indices as the general path's per-word memo."""
-    toks = lx.tokens(Doc(text))
-    for mixed, lower_note in ((True, False), (False, True), (False, False)):
-        assert _rule_starts(toks, mixed, lower_note, frozenset(toks.texts)) == _rule_starts(
-            toks, mixed, lower_note, None
-        )
-
-
-@settings(max_examples=300, deadline=None)
-@given(st.text(alphabet="abcdemnoprstw'-", min_size=1, max_size=8))
-def test_a_word_has_cue_passes_exactly_when_it_may_start_a_cue_rule(word: str) -> None:
-    """The per-word plan replaces the old test "a cue word or a single letter"."""
-    from pipelines.phi.recognizers.name_cues import cues
-    from pipelines.phi.recognizers.names import _cue_plan
-
-    assert bool(_cue_plan(word)) == (word in cues().triggers or len(word) == 1)
-
-
-def test_every_trigger_word_has_a_cue_plan() -> None:
-    from pipelines.phi.recognizers.name_cues import cues
-    from pipelines.phi.recognizers.names import _cue_plan
-
-    assert cues().triggers and all(_cue_plan(w) for w in cues().triggers)
-
-
-_VOCAB_WORDS = (
-    "Dr dr Mrs ms RN md wife son daughter daugher spoke with w by to is other significant per "
-    "aware notified named name John Mary Will Ann Ed Al Hazel Rose Smith Kowalski Harcourt "
-    "Vantmoor Oriel Brazzolini Plan Pain the a i J E S T A M R Foley catheter disease Parkinson "
-    "Hospital family contact"
-)
-_VOCAB = tuple(_VOCAB_WORDS.split())
-_SEPARATORS = (" ", " ", " ", " ", ". ", ". ", ", ", "\n", " (", ") ", "-", "'s ", ": ")
-
-
-@st.composite
-def _name_texts(draw: st.DrawFn) -> str:
-    """Texts made of cue words, names, initials and common words in any case and spacing."""
-    count = draw(st.integers(1, 12))
-    parts: list[str] = []
-    for _ in range(count):
-        word = draw(st.sampled_from(_VOCAB))
-        case = draw(st.sampled_from((str, str, str.upper, str.lower)))
-        parts += [case(word), draw(st.sampled_from(_SEPARATORS))]
-    return "".join(parts)
-
-
-def _gated_takes_as_every(text: str, ascii_path: bool) -> None:
-    """Visiting only the rule starts and trying only each word's ``_steps`` takes the same
-    names as visiting every word and trying every pass that may start there."""
-    from pipelines.phi.recognizers.names import _all_steps, _Note, _scan
-
-    doc = Doc(text)
-    toks = lx.tokens(doc)
-    every, gated = _Note(doc, toks), _Note(doc, toks)
-    mode = (every.mixed, every.lower_note)
-    every.steps = {t: _all_steps(Token(0, 0, t, t.lower()), *mode) for t in toks.texts}.__getitem__
-    _scan(every, list(range(len(toks.words))))
-    if not ascii_path:
-        gated.steps = None
-    _scan(gated, _rule_starts(toks, *mode, frozenset(toks.texts) if ascii_path else None))
-    assert gated.taken == every.taken, text
-
-
-@settings(max_examples=1500, deadline=None)
-@given(_name_texts(), st.booleans())
-def test_visiting_only_the_rule_starts_takes_what_visiting_every_word_takes(
-    text: str, ascii_path: bool
-) -> None:
-    """Words where no pass could take a name are left out of the visits: the same names are
-    taken as when every word is visited."""
-    _gated_takes_as_every(text, ascii_path)
-
-
-_NOTE_CASES = (
-    ("Seen today and then ", " in room."),  # mixed case
-    (  # lower case: its capitals count
-        "seen today and the pt is in the room with all of the family as we had planned, "
-        "she is resting well and then ",
-        " in room.",
-    ),
-    ("SEEN TODAY AND THEN ", " IN ROOM."),  # one case
-)
-_SECOND = ("John", "Mary", "Kowalski", "Smith", "Vantmoor", "Harcourt", "J", "catheter")
-
-
-def test_rule_starts_take_what_every_word_takes_for_any_two_words() -> None:
-    """Every vocabulary word, in three cases, before a name-like word, in notes of each case."""
-    cases = (str, str.upper, str.lower)
-    for head, tail in _NOTE_CASES:
-        for first in {c(w) for w in _VOCAB for c in cases}:
-            for second in {c(w) for w in _SECOND for c in cases}:
-                for sep in (" ", ". "):
-                    _gated_takes_as_every(f"{head}{first}{sep}{second}{tail}", True)
-
-
-_CRAFTED = (
-    "Pt seen today. Spoke at length with John Kowalski about the plan.",
-    "Family meeting held; significant other Mary Vantmoor at bedside, is aware.",
-    "Discussed with wife Hazel and son, explained to Harcourt by phone.",
-    "Plan reviewed w Dr. Oriel; seen by J. Smith, RN. Rose is family contact.",
-)
-
-
-def test_rule_starts_take_what_every_word_takes_in_invented_notes() -> None:
-    from pipelines.phi.synthetic import generate
-
-    texts = [*_CRAFTED, *(n.text for f in ("dev", "heldout") for n in generate(150, 3, f))]
-    for text in texts:
-        for case in (str, str.upper, str.lower):
-            _gated_takes_as_every(case(text), True)
-            _gated_takes_as_every(case(text), False)
-
-
 def _plausible_reference(tok: Token, mixed: bool, strength: int, lowered: frozenset[str]) -> bool:
     """``name_words._plausible`` as it was written before its per-word memo."""
     from pipelines.phi.recognizers.name_cues import _RARE
@@ -422,7 +304,9 @@ def test_the_memoised_word_judgment_equals_the_reference() -> None:
     from pipelines.phi.recognizers.name_words import _plausible
 
     extra = ("Xyzzq", "Brazzolini's", "AL", "Al", "HO", "Aline", "Kowalski's", "x", "Metoprolol")
-    for word in {c(w) for w in (*_VOCAB, *extra) for c in (str, str.upper, str.lower)}:
+    from tests.phi.test_name_passes import VOCAB
+
+    for word in {c(w) for w in (*VOCAB, *extra) for c in (str, str.upper, str.lower)}:
         tok = Token(0, len(word), word, word.lower())
         base = word.lower().removesuffix("'s")
         for lowered in (frozenset(), frozenset({base})):
@@ -431,30 +315,3 @@ def test_the_memoised_word_judgment_equals_the_reference() -> None:
                     assert _plausible(tok, mixed, strength, lowered) == _plausible_reference(
                         tok, mixed, strength, lowered
                     ), (word, mixed, strength, lowered)
-
-
-def _after_talking_reference(lows: tuple[str, ...]) -> set[int]:
-    """``names._after_talking`` as it was written before it was asked per start: every word
-    position one or two words after a verb of talking, or one after "significant"."""
-    from pipelines.phi.recognizers.name_cues import cues
-
-    verbs = cues().verb_then_name
-    after: set[int] = set()
-    for i, low in enumerate(lows):
-        if low in verbs:
-            after.update((i + 1, i + 2))
-        if low == "significant":
-            after.add(i + 1)
-    return after
-
-
-@settings(max_examples=500, deadline=None)
-@given(st.lists(st.sampled_from(_VOCAB + ("spoke", "discussed", "explained", "x")), max_size=8))
-def test_after_talking_per_word_agrees_with_the_set_of_the_note(words: list[str]) -> None:
-    from pipelines.phi.recognizers.names import _after_talking
-
-    lows = tuple(w.lower() for w in words)
-    reference = _after_talking_reference(lows)
-    assert [_after_talking(lows, i) for i in range(len(lows))] == [
-        i in reference for i in range(len(lows))
-    ]

@@ -86,3 +86,34 @@ def test_multi_word_city_becomes_a_real_city_of_as_many_words() -> None:
     out = replace_one(LOC, "Middle River", "LOCATION_CITY")
     assert len(out.split()) == 2 and out != "Middle River"
     assert out.lower() in _multiword_cities()[2]
+
+
+@pytest.mark.parametrize(
+    ("text", "head"),
+    [
+        ("Quillby Heart Memorial Hospital", "Hospital"),
+        ("QUILLBY GENERAL HOSPITAL", "HOSPITAL"),
+        ("Quillby Children's Cancer Center", "Center"),
+        ("Sacred Heart Medical Center", "Medical Center"),
+        ("Heart Memorial", ""),
+    ],
+)
+def test_facility_keeps_only_its_head_nouns(text: str, head: str) -> None:
+    """Organ, commemorative and patron words are the distinctive part of a facility's name:
+    every word but the head nouns changes, each into a word of its kind, the same way for
+    the patient wherever it is written."""
+    ctx = make_ctx(f"transfer from {text} yesterday")
+    (out,) = replace_all(LOC, ctx, "LOCATION_HOSPITAL", text)
+    kept = text[len(text) - len(head) :] if head else ""
+    assert out.endswith(kept)
+    assert len(out.split()) == len(text.split())
+    changed = out[: len(out) - len(kept)].split()
+    assert all(new != old for new, old in zip(changed, text.split(), strict=False))
+    assert [w.isupper() for w in changed] == [w.isupper() for w in text.split()[: len(changed)]]
+    again = make_ctx(f"seen at {text} today", state=ctx.state)
+    assert replace_all(LOC, again, "LOCATION_HOSPITAL", text) == [out]
+
+
+def test_street_named_like_a_facility_gets_a_street_name() -> None:
+    out = replace_one(LOC, "12 Memorial Drive", "LOCATION_STREET")
+    assert out.endswith(" Drive") and "Memorial" not in out

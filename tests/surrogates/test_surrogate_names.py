@@ -160,3 +160,37 @@ def test_surname_table_answers_as_a_dict() -> None:
     assert all(c.last.get(name) is None and c.last.get(name, 0.0) == 0.0 for name in absent)
     with pytest.raises(KeyError):
         c.last["notaname"]
+
+
+def test_refused_indices_are_skipped_cyclically_until_none_is_left() -> None:
+    from surrogates.choice import Refused
+
+    refused = Refused(4)
+    assert refused.next_free(2) == 2
+    refused.refuse(2)
+    refused.refuse(3)
+    assert refused.next_free(2) == 0  # past the end: from the start
+    refused.refuse(0)
+    assert refused.next_free(3) == 1
+    refused.refuse(1)
+    assert refused.next_free(0) == -1
+
+
+def test_distinct_names_past_a_pools_size_get_distinct_surrogates() -> None:
+    """More surnames of one initial than the surname pool of its image initial holds: each
+    still gets its own surrogate (from the whole pool once that one is spent), never the
+    original, and the same one when asked again."""
+    from surrogates import ReplaceContext
+    from surrogates.names import surrogate_part
+
+    state = make_state()
+    letters = letter_map(state.seed)
+    pools = census().pools
+    initial = min(letters, key=lambda a: len(pools[("L", letters[a])].names))
+    size = len(pools[("L", letters[initial])].names)
+    originals = [f"{initial}qz{n}x" for n in range(size + 20)]
+    ctx = ReplaceContext(state=state, text="")
+    made = {low: surrogate_part(ctx, low, "family", "") for low in originals}
+    assert len(set(made.values())) == len(made)
+    assert all(new != low for low, new in made.items())
+    assert all(surrogate_part(ctx, low, "family", "") == made[low] for low in originals)

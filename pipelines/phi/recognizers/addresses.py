@@ -13,10 +13,12 @@ before it, a "zip" cue, or the ZIP+4 layout — and the code must exist (``zipco
 from __future__ import annotations
 
 from functools import lru_cache
-from typing import Any
+from typing import Any, Final
 
 from pipelines.phi import clinical
 from pipelines.phi.base import Doc, Recognizer
+from pipelines.phi.passes import declare
+from pipelines.phi.patterns import Found, PatternPass, PatternPasses
 from pipelines.phi.registry import register
 from pipelines.phi.scan import compile_words, finditer, grab, next_char
 from pipelines.phi.wordlists import word_list, word_set
@@ -74,6 +76,67 @@ def _zip_exists(code: str) -> bool:
     return code[:5] in _real_zips()
 
 
+def _street(text: str, m: Any) -> Found | None:
+    """A house number, up to four name words and a USPS suffix: "12 Main St", "4410 N.
+    Charles Street Apt 4" (not "2 units dr", "HR 90 SR TO ST")."""
+    start = m.start()
+    if start and text[start - 1] in "-/.":
+        return None
+    raw = grab(text, m, address_groups()["street"]).split()
+    words = [w.strip(".").lower() for w in raw[:-1]]
+    suffix = raw[-1].strip(".").lower()
+    if not words or any(w in _WEAK_NAME_WORDS for w in words):
+        return None  # "2 units dr", "5 mg way", "8 MCG. BP STABLE CONT"
+    title = all(w[:1].isupper() and not w[1:].isupper() for w in raw[:-1] if w[:1].isalpha())
+    if not title and suffix not in _LONG_SUFFIXES:
+        return None  # all-caps notes: "HR 90 SR TO ST", "PER DR SMITH"
+    if suffix == "dr" and next_char(text, m.end()).isalpha():
+        conf = 0.55  # "12 Smith Dr Jones" also reads as a doctor's name
+    else:
+        conf = 0.85 if suffix in _LONG_SUFFIXES else 0.75
+    return (start, m.end(), Category.LOCATION_STREET, conf)
+
+
+def _po_box(text: str, m: Any) -> Found | None:
+    """PO boxes: "PO Box 123", "Post Office Box #12"."""
+    return (m.start(), m.end(), Category.LOCATION_STREET, 0.9)
+
+
+def _zip(text: str, m: Any) -> Found | None:
+    """A ZIP after a state or a "zip" cue ("MD 21201"; not "IN 12345 units")."""
+    group = address_groups()["zip"]
+    if text[m.end() : m.end() + 1].isdigit() or clinical.unit_follows(text, m.end()):
+        return None
+    conf = 0.9 if _zip_exists(grab(text, m, group)) else 0.6
+    return (m.start(group), m.end(), Category.LOCATION_ZIP, conf)
+
+
+def _zip4(text: str, m: Any) -> Found | None:
+    """ZIP+4 alone ("21201-1234"), when the ZIP exists."""
+    if not _zip_exists(grab(text, m, address_groups()["zip4"])):
+        return None
+    return (m.start(), m.end(), Category.LOCATION_ZIP, 0.7)
+
+
+PASSES: Final = declare(
+    PatternPasses[str](
+        "addresses",
+        [
+            PatternPass("addresses.street", _street, "street", "addresses"),
+            PatternPass("addresses.po_box", _po_box, "box", "addresses"),
+            PatternPass("addresses.zip", _zip, "zip", "addresses"),
+            PatternPass("addresses.zip4", _zip4, "", "addresses"),
+        ],
+    )
+)
+
+
+@lru_cache(maxsize=1)
+def _table() -> Any:
+    """The passes' table (built with the scan, on first use: the state names)."""
+    return PASSES.table("addresses", address_groups())
+
+
 @register("addresses")
 class AddressRecognizer(Recognizer):
     """Street addresses and PO boxes (LOCATION_STREET) and ZIP codes (LOCATION_ZIP)."""
@@ -83,40 +146,7 @@ class AddressRecognizer(Recognizer):
     def detect(self, doc: Doc) -> list[Span]:
         text = doc.text
         spans: list[Span] = []
-        scan = address_scan()
-        index = address_groups()
-        for m in finditer(doc, scan):
-            if grab(text, m, index["street"]):
-                span = self._street(text, m, index)
-                if span is not None:
-                    spans.append(span)
-            elif grab(text, m, index["box"]):
-                spans.append(Span(m.start(), m.end(), Category.LOCATION_STREET, 0.9, self.name))
-            elif grab(text, m, index["zip"]):
-                code = grab(text, m, index["zip"])
-                if text[m.end() : m.end() + 1].isdigit() or clinical.unit_follows(text, m.end()):
-                    continue  # "IN 12345 units"
-                conf = 0.9 if _zip_exists(code) else 0.6
-                start = m.start(index["zip"])
-                spans.append(Span(start, m.end(), Category.LOCATION_ZIP, conf, self.name))
-            elif _zip_exists(grab(text, m, index["zip4"])):
-                spans.append(Span(m.start(), m.end(), Category.LOCATION_ZIP, 0.7, self.name))
+        table = _table()
+        for m in finditer(doc, address_scan()):
+            PASSES.judge(table, text, text, m, spans)
         return spans
-
-    def _street(self, text: str, m: Any, index: dict[str, int]) -> Span | None:
-        start = m.start()
-        if start and text[start - 1] in "-/.":
-            return None
-        raw = grab(text, m, index["street"]).split()
-        words = [w.strip(".").lower() for w in raw[:-1]]
-        suffix = raw[-1].strip(".").lower()
-        if not words or any(w in _WEAK_NAME_WORDS for w in words):
-            return None  # "2 units dr", "5 mg way", "8 MCG. BP STABLE CONT"
-        title = all(w[:1].isupper() and not w[1:].isupper() for w in raw[:-1] if w[:1].isalpha())
-        if not title and suffix not in _LONG_SUFFIXES:
-            return None  # all-caps notes: "HR 90 SR TO ST", "PER DR SMITH"
-        if suffix == "dr" and next_char(text, m.end()).isalpha():
-            conf = 0.55  # "12 Smith Dr Jones" also reads as a doctor's name
-        else:
-            conf = 0.85 if suffix in _LONG_SUFFIXES else 0.75
-        return Span(start, m.end(), Category.LOCATION_STREET, conf, self.name)

@@ -11,10 +11,13 @@ person context ("his", "her", "in the late 90s" without a vital before it), beca
 
 from __future__ import annotations
 
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Final
 
 from pipelines.phi import clinical
 from pipelines.phi.base import Doc, Recognizer
+from pipelines.phi.passes import declare
+from pipelines.phi.patterns import Found, PatternPass, PatternPasses
 from pipelines.phi.registry import register
 from pipelines.phi.scan import compile_words, finditer, grab, words_after, words_before
 from pipelines.spans import Category, Span
@@ -42,9 +45,13 @@ _AGES = compile_words(
     r"|(?m:^)[ \t]*(?P<lead>\d{2,3})[ \t]?(?:m|f|male|female|man|woman|gentleman|lady)\b"
     r"(?:,?[ \t]+(?:with|w/|who|presents|presenting|presented|s/p|h/o|c/o|pmh|hx|history"
     r"|admitted|brought|transferred|resident|from|is|was|here)\b)"
+    # the bare age that opens a note: "94 s/p fall", "101 w/ CHF" (the note's first word only)
+    r"|\A[ \t\r\n]*(?P<opening>\d{2,3})[ \t]+(?:w/|(?:s/p|h/o|c/o|with|who|presents|presenting"
+    r"|presented|admitted|brought|transferred|found|here)\b)"
 )
 _G = dict(_AGES.groupindex)  # numbers: re2 name lookups are slow
 _AGE_UNITS = frozenset({"y", "yo", "yr", "yrs", "year", "years"})
+_OPENING_MAX = 110
 _PERSON = frozenset({"his", "her", "their", "pt's", "pts", "patient's"})
 
 
@@ -56,6 +63,106 @@ def _vital_near(text: str, pos: int) -> bool:
     return any(w in clinical.VITAL_CUES for w in words_before(text, pos, 4, 40))
 
 
+@dataclass(slots=True)
+class _Note:
+    text: str
+    ceiling: int  # the oldest age that is no PHI (policy option, default 89)
+
+
+def _numeric(note: _Note, m: Any) -> Found | None:
+    """A number and an age unit: "93 yo", "93 y/o", "93-year-old", "93 years of age"."""
+    text, start = note.text, m.start()
+    if start and (text[start - 1].isdigit() or text[start - 1] in "./"):
+        return None
+    if not _over_ceiling(int(grab(text, m, _G["num"])), note.ceiling):
+        return None
+    unit = grab(text, m, _G["unit"]).lower()
+    strong = "old" in unit or "age" in unit or unit.startswith(("y/o", "y.o", "yo", "bi", "bd"))
+    return (start, m.end(), Category.AGE, 0.95 if strong else 0.7)
+
+
+def _cued(note: _Note, m: Any) -> Found | None:
+    """An age cue and a number: "age 93", "aged 93", "age of 93" (not "age 93 mg")."""
+    text = note.text
+    start, end = m.start(_G["cued"]), m.end(_G["cued"])
+    if not _over_ceiling(int(grab(text, m, _G["cued"])), note.ceiling):
+        return None
+    after = words_after(text, end, 1, 12)
+    if after and after[0] in _AGE_UNITS:
+        return (start, end, Category.AGE, 0.95)  # "aged 93 years"
+    if clinical.unit_follows(text, end):
+        return None  # "age 93 mg" is no age
+    return (start, end, Category.AGE, 0.9)
+
+
+def _line_opening(note: _Note, m: Any) -> Found | None:
+    """Age and sex opening a line: "93 M with CHF", "101F, resident of ..."."""
+    value = int(grab(note.text, m, _G["lead"]))
+    if not _over_ceiling(value, note.ceiling):
+        return None
+    return (m.start(_G["lead"]), m.end(_G["lead"]), Category.AGE, 0.85)
+
+
+def _note_opening(note: _Note, m: Any) -> Found | None:
+    """A note that opens with a bare age and a clinical opening: "94 s/p fall"."""
+    value = int(grab(note.text, m, _G["opening"]))
+    if not _over_ceiling(value, note.ceiling) or value > _OPENING_MAX:
+        return None  # a bare 120 opening a note is likelier a vital sign than an age
+    return (m.start(_G["opening"]), m.end(_G["opening"]), Category.AGE, 0.8)
+
+
+def _words(note: _Note, m: Any) -> Found | None:
+    """Number words with an age unit: "ninety-three year old", "one hundred years old"."""
+    text = note.text
+    if not grab(text, m, _G["wunit"]):
+        return None  # "ninety" alone is a count ("ninety minutes"), not an age
+    value = 100 if "hundred" in grab(text, m, _G["head"]).lower() else 90
+    if grab(text, m, _G["wunits"]):
+        value += _UNITS[grab(text, m, _G["wunits"]).lower()]
+    if not _over_ceiling(value, note.ceiling):
+        return None
+    return (m.start(), m.end(), Category.AGE, 0.9)
+
+
+def _decade(note: _Note, m: Any) -> Found | None:
+    """Decades with a person context: "in her late 90s", "nineties" (not "sats mid 90's")."""
+    text = note.text
+    decade = grab(text, m, _G["decade"]).lower()
+    if decade[:1].isdigit() and int(decade[:2]) <= max(note.ceiling, 89):
+        return None
+    owner = (grab(text, m, _G["owner"]) or "").lower()
+    start = m.start(_G["rel"]) if grab(text, m, _G["rel"]) else m.start(_G["decade"])
+    conf = _decade_confidence(text, m, owner, decade, start)
+    return (start, m.end(), Category.AGE, conf) if conf else None
+
+
+def _decade_confidence(text: str, m: Any, owner: str, decade: str, start: int) -> float:
+    if owner in _PERSON:
+        return 0.9
+    if owner == "the" and grab(text, m, _G["rel"]) and "in" in words_before(text, m.start(), 1):
+        # "in the late 90s" — unless a vital sign owns the number ("sats in the 90s")
+        return 0.0 if _vital_near(text, m.start()) else 0.6
+    if decade == "nineties" and not _vital_near(text, start):
+        return 0.55
+    return 0.0
+
+
+PASSES: Final = declare(
+    PatternPasses[_Note](
+        "ages",
+        [
+            PatternPass("ages.number_unit", _numeric, "num", "ages"),
+            PatternPass("ages.cued", _cued, "cued", "ages"),
+            PatternPass("ages.line_opening", _line_opening, "lead", "ages"),
+            PatternPass("ages.note_opening", _note_opening, "opening", "ages"),
+            PatternPass("ages.words", _words, "head", "ages"),
+            PatternPass("ages.decade", _decade, "", "ages"),
+        ],
+    )
+)
+_TABLE = PASSES.table("ages", _G)
+
+
 @register("ages")
 class AgeRecognizer(Recognizer):
     """Ages above the policy ceiling (option ``ceiling``, default 89) in every form."""
@@ -64,75 +171,8 @@ class AgeRecognizer(Recognizer):
 
     def detect(self, doc: Doc) -> list[Span]:
         text = doc.text
-        ceiling = int(self.options.get("ceiling", 89))
+        note = _Note(text, int(self.options.get("ceiling", 89)))
         spans: list[Span] = []
         for m in finditer(doc, _AGES):
-            # by group number (``grab``): re2's ``group("name")`` rebuilds the name table per call
-            if grab(text, m, _G["num"]):
-                span = self._numeric(text, m, ceiling)
-            elif grab(text, m, _G["cued"]):
-                span = self._cued(text, m, ceiling)
-            elif grab(text, m, _G["lead"]):
-                value = int(grab(text, m, _G["lead"]))
-                span = (
-                    Span(m.start(_G["lead"]), m.end(_G["lead"]), Category.AGE, 0.85, self.name)
-                    if _over_ceiling(value, ceiling)
-                    else None
-                )
-            elif grab(text, m, _G["head"]):
-                span = self._words(text, m, ceiling)
-            else:
-                span = self._decade(text, m, ceiling)
-            if span is not None:
-                spans.append(span)
+            PASSES.judge(_TABLE, note, text, m, spans)
         return spans
-
-    def _numeric(self, text: str, m: Any, ceiling: int) -> Span | None:
-        start = m.start()
-        if start and (text[start - 1].isdigit() or text[start - 1] in "./"):
-            return None
-        if not _over_ceiling(int(grab(text, m, _G["num"])), ceiling):
-            return None
-        unit = grab(text, m, _G["unit"]).lower()
-        strong = "old" in unit or "age" in unit or unit.startswith(("y/o", "y.o", "yo", "bi", "bd"))
-        return Span(start, m.end(), Category.AGE, 0.95 if strong else 0.7, self.name)
-
-    def _cued(self, text: str, m: Any, ceiling: int) -> Span | None:
-        start, end = m.start(_G["cued"]), m.end(_G["cued"])
-        if not _over_ceiling(int(grab(text, m, _G["cued"])), ceiling):
-            return None
-        after = words_after(text, end, 1, 12)
-        if after and after[0] in _AGE_UNITS:
-            return Span(start, end, Category.AGE, 0.95, self.name)  # "aged 93 years"
-        if clinical.unit_follows(text, end):
-            return None  # "age 93 mg" is no age
-        return Span(start, end, Category.AGE, 0.9, self.name)
-
-    def _words(self, text: str, m: Any, ceiling: int) -> Span | None:
-        if not grab(text, m, _G["wunit"]):
-            return None  # "ninety" alone is a count ("ninety minutes"), not an age
-        value = 100 if "hundred" in grab(text, m, _G["head"]).lower() else 90
-        if grab(text, m, _G["wunits"]):
-            value += _UNITS[grab(text, m, _G["wunits"]).lower()]
-        if not _over_ceiling(value, ceiling):
-            return None
-        return Span(m.start(), m.end(), Category.AGE, 0.9, self.name)
-
-    def _decade(self, text: str, m: Any, ceiling: int) -> Span | None:
-        decade = grab(text, m, _G["decade"]).lower()
-        if decade[:1].isdigit() and int(decade[:2]) <= max(ceiling, 89):
-            return None
-        owner = (grab(text, m, _G["owner"]) or "").lower()
-        start = m.start(_G["rel"]) if grab(text, m, _G["rel"]) else m.start(_G["decade"])
-        if owner in _PERSON:
-            conf = 0.9
-        elif (
-            owner == "the" and grab(text, m, _G["rel"]) and "in" in words_before(text, m.start(), 1)
-        ):
-            # "in the late 90s" — unless a vital sign owns the number ("sats in the 90s")
-            conf = 0.0 if _vital_near(text, m.start()) else 0.6
-        elif decade == "nineties" and not _vital_near(text, start):
-            conf = 0.55
-        else:
-            return None
-        return Span(start, m.end(), Category.AGE, conf, self.name) if conf else None

@@ -13,10 +13,14 @@ than ID replacement handles them.
 from __future__ import annotations
 
 import re
-from typing import Any
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Final
 
 from pipelines.phi import clinical
 from pipelines.phi.base import Doc, Recognizer
+from pipelines.phi.passes import declare
+from pipelines.phi.patterns import Found, PatternPass, PatternPasses
 from pipelines.phi.registry import register
 from pipelines.phi.scan import compile_words, finditer, grab, keep_best, words_before
 from pipelines.phi.wordlists import category_phrases, word_set
@@ -28,18 +32,23 @@ _CUE_RE = "|".join(
     sorted((re.escape(c).replace(r"\ ", r"\s+") for c in _CUES), key=len, reverse=True)
 )
 # One re2 pass (edges checked in Python; re2 has no look-around):
-# - cue + optional "number/no./#" + a value holding a digit, letters and hyphens allowed
-#   around it ("AB-123456", "4471-XK-22", "00921-B");
+# - cue + optional "number/no./#" + optional linking verb ("is", "was") + a value holding
+#   a digit, letters and hyphens allowed around it ("AB-123456", "4471-XK-22", "00921-B");
 # - the SSN layout 3-2-4 with one separator kind;
-# - long codes: 7+ digits, or 1-3 capitals and 6+ digits.
+# - long codes: 7+ digits, or 1-3 capitals and 6+ digits;
+# - dashed codes: digit groups 3-3-3 or 4-4-4 ("4021-7730-5519"), capitals-dash-digits
+#   ("ZZ-402913").
 _SCAN = compile_words(
     r"(?i:\b(?P<cue>" + _CUE_RE + r")\b\.?(?:\s*(?:number|num|nbr|no\.?|#|id))*"
+    r"(?:\s+(?:is|was|reads))?"  # a linking verb: "his MRN is ZZ-402913"
     r"\s*[:#=]?\s*#?\s*)(?P<value>(?i:[a-z]{0,4}-?\d[a-z0-9\-/]*\d(?:-?[a-z]{1,3})?"
     r"|[a-z]{0,4}-?\d(?:-?[a-z]{1,3})?))\b"
     r"|(?P<ssn>(?P<area>\d{3})(?P<sep1>[- ])(?P<group>\d{2})(?P<sep2>[- ])(?P<serial>\d{4}))"
     r"|(?P<long>[A-Z]{1,3}\d{6,}|\d{7,})"
+    r"|(?P<grouped>\d{3}-\d{3}-\d{3}|\d{4}-\d{4}-\d{4}|[A-Z]{1,3}-\d{6,})"
 )
 _G = dict(_SCAN.groupindex)  # numbers: re2 name lookups are slow
+_CUE, _VALUE = _G["cue"], _G["value"]
 # A number sign before a code: "#kq42", "# 7241983" (but not "#20", "#8ETT", "#7.5").
 _HASH = re.compile(r"#\s?([A-Za-z]{1,4}\d{2,}|\d{4,}[A-Za-z]?)(?![\w.])")
 # Cue words that are everyday words too ("unit 3", "group B", "order 2") need "#"/"no."
@@ -60,9 +69,156 @@ def _compact_timestamp(value: str) -> bool:
     return len(value) == 8 or (int(value[8:10]) < 24 and int(value[10:12]) < 60)
 
 
+@dataclass(slots=True)
+class _Note:
+    text: str
+
+
 def _valid_ssn(area: str, group: str, serial: str) -> bool:
     """SSA rules: area not 000, 666 or 9xx; group not 00; serial not 0000."""
     return area not in {"000", "666"} and area[0] != "9" and group != "00" and serial != "0000"
+
+
+@dataclass(frozen=True, slots=True)
+class _Cued:
+    """A value after an identifier cue, as the cue vetoes see it."""
+
+    cue: str  # lower-case, spaces collapsed
+    value: str
+    between: str  # the text between the cue and the value
+    digits: int
+    numbered: bool  # a "#", ":", "=", "no", "number" or "id" between
+
+
+def _not_a_value(text: str, end: int, c: _Cued) -> bool:
+    """A quantity ("MRN 12 mg") or a decimal ("no. 12.5")."""
+    after = text[end : end + 2]
+    return clinical.unit_follows(text, end) or (after[:1] == "." and after[1:].isdigit())
+
+
+def _negation(text: str, end: int, c: _Cued) -> bool:
+    """ "no." is a cue; "no 12345" is a negation before a number."""
+    return c.cue == "no" and not c.between.startswith(".")
+
+
+def _id_section(text: str, end: int, c: _Cued) -> bool:
+    """ "ID:" heads the infectious-disease section of nursing notes."""
+    return c.cue == "id" and c.digits < 4
+
+
+def _short_value(text: str, end: int, c: _Cued) -> bool:
+    """Fewer than four digits need a marker and two digits or a letter first."""
+    return c.digits < 4 and not (c.numbered and (c.digits >= 2 or c.value[:1].isalpha()))
+
+
+def _weak_cue(text: str, end: int, c: _Cued) -> bool:
+    """Weak cues ("unit 3", "hospital 8/20/02", "group 2-3") need a marker, a long value or
+    a code ("policy ZZ-402913", "ID 4021-7730-5519": six digits or more, no slash)."""
+    if c.cue not in _WEAK_CUES or c.numbered:
+        return False
+    code = c.digits >= 6 and "/" not in c.value
+    return not code and (c.digits < 5 or not c.value.isalnum())
+
+
+# The vetoes of a cued value, by name, in the order they are asked.
+CUE_VETOES: Final[tuple[tuple[str, Callable[[str, int, _Cued], bool]], ...]] = (
+    ("not_a_value", _not_a_value),
+    ("negation", _negation),
+    ("id_section", _id_section),
+    ("short_value", _short_value),
+    ("weak_cue", _weak_cue),
+)
+
+
+def _cued(note: _Note, m: Any) -> Found | None:
+    """A value after an identifier cue ("MRN: 1234567", "acct # 55-1234"); the cue decides
+    the category."""
+    text = note.text
+    cue = grab(text, m, _CUE).lower()
+    if not cue.isalpha():  # "medical  record", "s/n": spaces collapsed
+        cue = _SPACES.sub(" ", cue)
+    value = grab(text, m, _VALUE)
+    start, end = m.start(_VALUE), m.end(_VALUE)
+    between = text[m.end(_CUE) : start]
+    numbered = any(c in between for c in "#:=") or bool(_NUMBERED.search(between))
+    found = _Cued(cue, value, between, sum(map(str.isdigit, value)), numbered)
+    if any(veto(text, end, found) for _, veto in CUE_VETOES):
+        return None
+    return (start, end, _CUES.get(cue, Category.ID), 0.9 if numbered else 0.75)
+
+
+def _ssn(note: _Note, m: Any) -> Found | None:
+    """The SSN layout 3-2-4, one separator kind, valid by the SSA's rules."""
+    text = note.text
+    start, end = m.start(), m.end()
+    if start and (text[start - 1].isdigit() or text[start - 1] in "-/."):
+        return None
+    if text[end : end + 1] in ("-", "/") or text[end : end + 1].isdigit():
+        return None
+    sep = grab(text, m, _G["sep1"])
+    if sep != grab(text, m, _G["sep2"]):
+        return None
+    if not _valid_ssn(*(grab(text, m, _G[name]) for name in ("area", "group", "serial"))):
+        return None
+    return (start, end, Category.SSN, 0.9 if sep == "-" else 0.6)
+
+
+def _long(note: _Note, m: Any) -> Found | None:
+    """Long codes with no cue: 7+ digits, or 1-3 capitals and 6+ digits; a compact timestamp
+    ("20190423", "201904231139") is a DATE."""
+    text, start, end = note.text, m.start(), m.end()
+    if start and (text[start - 1].isalnum() or text[start - 1] in "-/.,"):
+        return None
+    if text[end : end + 1].isdigit() or (
+        text[end : end + 1] == "." and text[end + 1 : end + 2].isdigit()
+    ):
+        return None
+    if clinical.unit_follows(text, end):
+        return None
+    if _compact_timestamp(text[start:end]):
+        return (start, end, Category.DATE, 0.7)
+    return (start, end, Category.ID, 0.6)
+
+
+def _grouped(note: _Note, m: Any) -> Found | None:
+    """Dashed codes with no cue: 3-3-3 or 4-4-4 digit groups ("4021-7730-5519") and capitals,
+    a dash and 6+ digits ("ZZ-402913"); not a number run of a vital ("HR 100-110-120")."""
+    text, start, end = note.text, m.start(), m.end()
+    if start and (text[start - 1].isalnum() or text[start - 1] in "-/.,"):
+        return None
+    nxt = text[end : end + 2]
+    if nxt[:1].isdigit() or (nxt[:1] in ("-", ".", "/") and nxt[1:].isdigit()):
+        return None
+    if clinical.unit_follows(text, end) or clinical.vital_before(text, start):
+        return None
+    return (start, end, Category.ID, 0.6)
+
+
+def _hashed(note: _Note, m: Any) -> Found | None:
+    """A number sign before a code: "#kq42", "# 7241983" (not "Pager #12345": a phone)."""
+    text = note.text
+    before = words_before(text, m.start(), 1, 16)
+    if before and before[0] in _PHONE_WORDS:
+        return None
+    if clinical.unit_follows(text, m.end()):
+        return None
+    return (m.start(1), m.end(1), Category.ID, 0.7)
+
+
+PASSES: Final = declare(
+    PatternPasses[_Note](
+        "identifiers",
+        [
+            PatternPass("identifiers.cued", _cued, "value", "codes"),
+            PatternPass("identifiers.ssn", _ssn, "ssn", "codes"),
+            PatternPass("identifiers.grouped", _grouped, "grouped", "codes"),
+            PatternPass("identifiers.long", _long, "", "codes"),
+            PatternPass("identifiers.hash", _hashed, "", "hash"),
+        ],
+    )
+)
+_TABLE = PASSES.table("codes", _G)
+_HASH_TABLE = PASSES.table("hash", {})
 
 
 @register("identifiers")
@@ -79,73 +235,10 @@ class IdentifierRecognizer(Recognizer):
     def detect(self, doc: Doc) -> list[Span]:
         text = doc.text
         spans: list[Span] = []
+        note = _Note(text)
         for m in finditer(doc, _SCAN):
-            if grab(text, m, _G["value"]):
-                span = self._cued(text, m)
-            elif grab(text, m, _G["ssn"]):
-                span = self._ssn(text, m)
-            else:
-                span = self._long(text, m.start(), m.end())
-            if span is not None:
-                spans.append(span)
+            PASSES.judge(_TABLE, note, text, m, spans)
         if "#" in text:
             for m in _HASH.finditer(text):
-                before = words_before(text, m.start(), 1, 16)
-                if before and before[0] in _PHONE_WORDS:
-                    continue  # "Pager #12345" belongs to the phone recognizer
-                if not clinical.unit_follows(text, m.end()):
-                    spans.append(Span(m.start(1), m.end(1), Category.ID, 0.7, self.name))
+                PASSES.judge(_HASH_TABLE, note, text, m, spans)
         return keep_best(spans)
-
-    def _cued(self, text: str, m: Any) -> Span | None:
-        cue = grab(text, m, _G["cue"]).lower()
-        if not cue.isalpha():  # "medical  record", "s/n": spaces collapsed
-            cue = _SPACES.sub(" ", cue)
-        value = grab(text, m, _G["value"])
-        start, end = m.start(_G["value"]), m.end(_G["value"])
-        category = _CUES.get(cue, Category.ID)
-        digits = sum(map(str.isdigit, value))
-        between = text[m.end(_G["cue"]) : start]
-        numbered = any(c in between for c in "#:=") or bool(_NUMBERED.search(between))
-        after = text[end : end + 2]
-        if clinical.unit_follows(text, end) or (after[:1] == "." and after[1:].isdigit()):
-            return None
-        if cue == "no" and not between.startswith("."):
-            return None  # "no." is a cue; "no 12345" is a negation before a number
-        if cue == "id" and digits < 4:
-            return None  # "ID:" heads the infectious-disease section of nursing notes
-        # weak cues ("unit 3", "group 2", "order 5", "case 1") need a marker or a long value
-        if digits < 4 and not (numbered and (digits >= 2 or value[:1].isalpha())):
-            return None
-        if cue in _WEAK_CUES and not numbered and (digits < 5 or not value.isalnum()):
-            return None  # "unit 3", "hospital 8/20/02" (a date), "group 2-3"
-        return Span(start, end, category, 0.9 if numbered else 0.75, self.name)
-
-    def _ssn(self, text: str, m: Any) -> Span | None:
-        start, end = m.start(), m.end()
-        if start and (text[start - 1].isdigit() or text[start - 1] in "-/."):
-            return None
-        if text[end : end + 1] in ("-", "/") or text[end : end + 1].isdigit():
-            return None
-        if grab(text, m, _G["sep1"]) != grab(text, m, _G["sep2"]):
-            return None
-        if not _valid_ssn(
-            grab(text, m, _G["area"]), grab(text, m, _G["group"]), grab(text, m, _G["serial"])
-        ):
-            return None
-        return Span(
-            start, end, Category.SSN, 0.9 if grab(text, m, _G["sep1"]) == "-" else 0.6, self.name
-        )
-
-    def _long(self, text: str, start: int, end: int) -> Span | None:
-        if start and (text[start - 1].isalnum() or text[start - 1] in "-/.,"):
-            return None
-        if text[end : end + 1].isdigit() or (
-            text[end : end + 1] == "." and text[end + 1 : end + 2].isdigit()
-        ):
-            return None
-        if clinical.unit_follows(text, end):
-            return None
-        if _compact_timestamp(text[start:end]):
-            return Span(start, end, Category.DATE, 0.7, self.name)  # 20190423 / 201904231139
-        return Span(start, end, Category.ID, 0.6, self.name)

@@ -33,6 +33,7 @@ SOURCE = "known"
 _COMMON_WORD = 4.5
 
 _TITLES = frozenset({"mr", "mrs", "ms", "miss", "dr", "mister"})
+SHORT_NAME_PART = 2  # a known part this short needs name context (see ``_named_here``)
 
 _DIGIT_RUN = re.compile(r"(?<![\w])[A-Za-z]{0,3}\d(?:[./-]?\d)*(?![\w])")
 _PHONE = re.compile(r"(?<!\d)(?:\+?1[\s.-]?)?(?:\(\d{3}\)\s*|\d{3}[\s.-]?)?\d{3}[\s.-]?\d{4}(?!\d)")
@@ -115,29 +116,67 @@ class KnownIdentifierRecognizer(Recognizer):
         if not forms:
             return
         toks = lx.tokens(doc)
-        words, text, mixed = toks.words, doc.text, toks.mixed_case
-        nicks = doc.artifacts.known_nicknames or frozenset()
         ids = doc.identifiers
         initials, wanted = _name_lookup((ids.provider_names, ids.relative_names, ids.patient_names))
         if toks.lower_set.isdisjoint(wanted):
             return  # none of the known names (nor their initials) occurs in this note
+        seen = _Seen(
+            toks.words,
+            doc.text,
+            forms,
+            doc.artifacts.known_nicknames or frozenset(),
+            toks.mixed_case,
+        )
         for i in lx.where(toks, wanted):
-            tok = words[i]
-            base = _base(tok.lower)
-            cat = forms.get(base)
-            if cat is not None:
-                # a common word, or a nickname ("Peg" is also a feeding tube), needs support
-                doubtful = lx.zipf(base) >= _COMMON_WORD or base in nicks
-                if doubtful and not _supported(words, i, forms, mixed):
-                    continue
-                yield Span(tok.start, tok.start + len(base), cat, 1.0, SOURCE)
-                continue
-            # an initial: "J. Smith", "Ms. S." (a single letter with a period)
-            if len(tok.text) == 1 and text[tok.end : tok.end + 1] == "." and tok.lower in initials:
-                prev_title = i > 0 and words[i - 1].lower in _TITLES
-                next_known = i + 1 < len(words) and _base(words[i + 1].lower) in forms
-                if prev_title or next_known:
-                    yield Span(tok.start, tok.end, initials[tok.lower], 0.95, SOURCE)
+            span = seen.part(i) or seen.initial(i, initials)
+            if span is not None:
+                yield span
+
+
+class _Seen:
+    """The words of a note, read for the known people's names."""
+
+    def __init__(
+        self,
+        words: tuple[lx.Token, ...],
+        text: str,
+        forms: dict[str, Category],
+        nicks: frozenset[str],
+        mixed: bool,
+    ) -> None:
+        self.words, self.text, self.forms, self.nicks, self.mixed = words, text, forms, nicks, mixed
+
+    def part(self, i: int) -> Span | None:
+        """A known name part (or its possessive) at word ``i``, where the text allows it."""
+        tok = self.words[i]
+        base = _base(tok.lower)
+        cat = self.forms.get(base)
+        if cat is None:
+            return None
+        if len(base) <= SHORT_NAME_PART:
+            if not _named_here(self.words, i, self.forms, self.mixed):
+                return None
+        # a common word, or a nickname ("Peg" is also a feeding tube), needs support
+        elif (lx.zipf(base) >= _COMMON_WORD or base in self.nicks) and not _supported(
+            self.words, i, self.forms, self.mixed
+        ):
+            return None
+        return Span(tok.start, tok.start + len(base), cat, 1.0, SOURCE)
+
+    def initial(self, i: int, initials: dict[str, Category]) -> Span | None:
+        """An initial: "J. Smith", "Ms. S." (a single letter with a period)."""
+        words, tok = self.words, self.words[i]
+        if (
+            len(tok.text) != 1
+            or self.text[tok.end : tok.end + 1] != "."
+            or tok.lower not in initials
+        ):
+            return None
+        prev_title = i > 0 and words[i - 1].lower in _TITLES
+        next_known = i + 1 < len(words) and _base(words[i + 1].lower) in self.forms
+        if prev_title or next_known:
+            return Span(tok.start, tok.end, initials[tok.lower], 0.95, SOURCE)
+        return None
 
 
 def known_name_forms(doc: Doc) -> dict[str, Category]:
@@ -254,6 +293,22 @@ def _supported(
     return before in _TITLES or before in forms or after in forms
 
 
+def _named_here(
+    words: tuple[lx.Token, ...], i: int, forms: dict[str, Category], mixed: bool
+) -> bool:
+    """A known part of ``SHORT_NAME_PART`` letters ("Al", "Ed", "Jo": clinical abbreviations
+    too) is a name only with name context: a title right before it, or — capitalised where
+    the note is mixed-case — another known part of three letters or more right beside it
+    ("Ed Quill", "QUILL, ED"). The leak guard asks the same of its known terms."""
+    before = words[i - 1].lower if i > 0 else ""
+    if before in _TITLES:
+        return True
+    if mixed and not words[i].is_title:
+        return False
+    after = _base(words[i + 1].lower) if i + 1 < len(words) else ""
+    return any(len(w) > SHORT_NAME_PART and w in forms for w in (before, after))
+
+
 def _norm_digits(value: str) -> str:
     return _NOT_ALNUM.sub("", value).upper().lstrip("0")
 
@@ -335,20 +390,32 @@ def _birth_dates(text: str, birth: date) -> Iterator[Span]:
     ascii_text = text.isascii()
     year_digits = str(birth.year % 100) in text
     if not ascii_text or (year_digits and _may_hold_numeric_birth(text, birth)):
-        for mt in _NUMERIC_DATE.finditer(text):
-            a, b, c = int(mt.group(1)), int(mt.group(3)), int(mt.group(4))
-            if _is_birth(birth, c, a, b) or _is_birth(birth, c, b, a) or _is_birth(birth, a, b, c):
-                yield Span(mt.start(), mt.end(), Category.DATE, 1.0, SOURCE)
-    compact = _compact_forms(birth)
-    if any(value in text for value in compact):
-        for mt in _COMPACT_DATE.finditer(text):
-            if mt.group(1) in compact:
-                yield Span(mt.start(), mt.end(), Category.DATE, 1.0, SOURCE)
+        yield from _numeric_births(text, birth)
+    yield from _compact_births(text, birth)
     # a month-name date of the birthday names its month and writes its year (whose last two
     # digits then appear, as for a numeric date): skip both scans where (in ASCII text) the
     # year's digits or the month's first three letters appear nowhere
     if ascii_text and (not year_digits or _MONTH_HEADS[birth.month - 1] not in text.lower()):
         return
+    yield from _month_births(text, birth)
+
+
+def _numeric_births(text: str, birth: date) -> Iterator[Span]:
+    for mt in _NUMERIC_DATE.finditer(text):
+        a, b, c = int(mt.group(1)), int(mt.group(3)), int(mt.group(4))
+        if _is_birth(birth, c, a, b) or _is_birth(birth, c, b, a) or _is_birth(birth, a, b, c):
+            yield Span(mt.start(), mt.end(), Category.DATE, 1.0, SOURCE)
+
+
+def _compact_births(text: str, birth: date) -> Iterator[Span]:
+    compact = _compact_forms(birth)
+    if any(value in text for value in compact):
+        for mt in _COMPACT_DATE.finditer(text):
+            if mt.group(1) in compact:
+                yield Span(mt.start(), mt.end(), Category.DATE, 1.0, SOURCE)
+
+
+def _month_births(text: str, birth: date) -> Iterator[Span]:
     for mt in _MONTH_FIRST.finditer(text):
         # ``_MONTH`` also takes a slip such as "Sepember" (no month here): skip it, do not fail
         month = _MONTHS.get(mt.group(1).lower())

@@ -1,5 +1,6 @@
-"""Note-level passes of the name recognizer: the signature line, propagation of a name found
-once to its other occurrences in the note, and joining name words into spans."""
+"""Note-level steps of the name recognizer: the signature line, propagation of a name found
+once to its other occurrences in the note, and joining name words into spans (each span names
+the pass that took its first word: ``Span.source``)."""
 
 from __future__ import annotations
 
@@ -14,13 +15,13 @@ from pipelines.phi.recognizers.name_words import (
 )
 from pipelines.spans import Category, Span
 
+# word index -> the role, the confidence and the pass that took the word
+Taken = dict[int, tuple[Category, float, str]]
 
-def _signature(
-    words: tuple[Token, ...], text: str, mixed: bool, take: Callable[[int, Category, float], None]
-) -> None:
-    """The note's last line as a signature: "Jane Doe" / "SUSAN" (a first name, maybe a surname)."""
-    if not words or text[words[-1].end :].strip(" \t\r\n."):
-        return
+
+def _last_line_first_name(words: tuple[Token, ...], text: str) -> int:
+    """The first census first name among the last three words of the note's last line (or
+    the last word when there is none)."""
     k = len(words) - 1
     first = k
     while (
@@ -29,29 +30,51 @@ def _signature(
         first -= 1
     while first < k and not lx.is_first_name(words[first].lower):
         first += 1
+    return first
+
+
+def _signature_head(words: tuple[Token, ...], text: str, mixed: bool) -> int | None:
+    """Where the note's last line starts a signature: a census first name among its last three
+    words ("Jane Doe" / "SUSAN"), alone on its line or right after a sentence."""
+    if not words or text[words[-1].end :].strip(" \t\r\n."):
+        return None
+    first = _last_line_first_name(words, text)
     head = words[first]
     if not lx.is_first_name(head.lower) or lx.name_score(head.lower) < 1.0:
-        return
+        return None
     if mixed and not (head.is_title or head.is_upper):
-        return
+        return None
     before = text[words[first - 1].end : head.start] if first > 0 else "\n"
     # on a line with other words: only right after a sentence ("... 1400U/HR. SUSAN")
     if "\n" not in before and not before.strip().endswith("."):
+        return None
+    return first
+
+
+def _signature(
+    words: tuple[Token, ...], text: str, mixed: bool, take: Callable[[int, Category, float], None]
+) -> None:
+    """The note's last line as a signature: "Jane Doe" / "SUSAN" (a first name, maybe a surname)."""
+    first = _signature_head(words, text, mixed)
+    if first is None:
         return
     credentials = cues().credentials
-    for idx in range(first, k + 1):
+    for idx in range(first, len(words)):
         if words[idx].lower not in credentials and lx.zipf(words[idx].lower) < 5.5:
             take(idx, P, 0.6)
 
 
-def _propagate(toks: lx.Tokens, mixed: bool, taken: dict[int, tuple[Category, float]]) -> None:
+PROPAGATED = "names.propagated"
+
+
+def _propagate(toks: lx.Tokens, mixed: bool, taken: Taken) -> None:
     """A name found once in a note is a name wherever the same word recurs in that note."""
     words = toks.words
-    found: dict[str, tuple[Category, float]] = {}
-    for idx, (cat, conf) in taken.items():
+    found: dict[str, tuple[Category, float, str]] = {}
+    for idx, (cat, conf, _by) in taken.items():
         low = _base(words[idx].lower)
         if len(low) >= 3 and (lx.zipf(low) < 4.5 or lx.name_score(low) >= 1.5):
-            found.setdefault(low, (cat, min(conf, 0.7)))
+            found.setdefault(low, (cat, min(conf, 0.7), PROPAGATED))
     if not found:
         return
     # the words whose base form was found, picked without a Python call per word
@@ -65,17 +88,22 @@ def _propagate(toks: lx.Tokens, mixed: bool, taken: dict[int, tuple[Category, fl
             taken[idx] = hit
 
 
-def _spans(
-    words: tuple[Token, ...], taken: dict[int, tuple[Category, float]], text: str
-) -> list[Span]:
+def _word_end(tok: Token) -> int:
+    """Where the name in ``tok`` ends: before a possessive "'s"."""
+    for suffix in ("'s", "’s"):
+        if tok.lower.endswith(suffix) and len(tok.text) > len(suffix):
+            return tok.end - len(suffix)
+    return tok.end
+
+
+def _spans(words: tuple[Token, ...], taken: Taken, text: str) -> list[Span]:
+    """The words taken, as spans: adjacent words of one name and role joined when only spaces
+    or periods separate them (the span keeps its first word's pass)."""
     out: list[Span] = []
     for i in sorted(taken):
-        cat, conf = taken[i]
+        cat, conf, by = taken[i]
         tok = words[i]
-        end = tok.end
-        for suffix in ("'s", "’s"):
-            if tok.lower.endswith(suffix) and len(tok.text) > len(suffix):
-                end -= len(suffix)
+        end = _word_end(tok)
         prev = out[-1] if out else None
         if (
             prev is not None
@@ -84,8 +112,7 @@ def _spans(
             and words[i - 1].end == prev.end
             and _tight(text[prev.end : tok.start])
         ):
-            # join adjacent words of one name into one span when only spaces/periods separate them
-            out[-1] = Span(prev.start, end, cat, max(prev.confidence, conf), "names")
+            out[-1] = Span(prev.start, end, cat, max(prev.confidence, conf), prev.source)
             continue
-        out.append(Span(tok.start, end, cat, conf, "names"))
+        out.append(Span(tok.start, end, cat, conf, by))
     return out

@@ -26,41 +26,68 @@ def _judge(text: str, low: str, mixed: bool, strength: int) -> bool | None:
     """``_plausible`` of a word written ``text``, lower-case ``low``, before looking at the
     note: None for "yes, unless this mixed-case note also writes the word in lower case"."""
     word = _base(low)
-    title, upper = lx.is_title(text), text.isupper()
-    if len(word) < 2:
+    title = lx.is_title(text)
+    if _too_short(word, mixed and title, strength):
         return False
-    if len(word) < 3 and strength < 3 and not (mixed and title and lx.is_first_name(word)):
-        return False  # two letters: a name only as "Ed", "Al" in Title case, or after a title
     f = lx.zipf(word)
     ns = lx.name_score(word)
-    named = ns > -9.0
     if mixed:
-        if not (title or upper):
-            # a lower-case word in a mixed-case note is no name, except after a title: "dr smith"
-            return strength >= 3 and ((named and f < 5.6) or f < _RARE)
-        if upper and len(word) < 4 and strength < 3:
-            return False  # "HO", "ASA": abbreviations
-    verdict = _by_strength(word, f, ns, mixed, title or (upper and not mixed), strength)
+        return _judge_mixed(word, f, ns, (title, text.isupper()), strength)
+    return _by_strength(word, f, ns, False, strength)
+
+
+def _judge_mixed(
+    word: str, f: float, ns: float, written: tuple[bool, bool], strength: int
+) -> bool | None:
+    """``_judge`` in a mixed-case note, of a word written in Title case or in capitals
+    (``written``) or neither."""
+    title, upper = written
+    if not (title or upper):
+        # a lower-case word in a mixed-case note is no name, except after a title: "dr smith"
+        return strength >= 3 and ((ns > -9.0 and f < 5.6) or f < _RARE)
+    if upper and len(word) < 4 and strength < 3:
+        return False  # "HO", "ASA": abbreviations
+    verdict = _by_strength(word, f, ns, title, strength)
     # a word the note also writes in lower case is a common noun there (below a title's cue)
-    return None if verdict and mixed and strength < 3 else verdict
+    return None if verdict and strength < 3 else verdict
 
 
-def _by_strength(word: str, f: float, ns: float, mixed: bool, titled: bool, strength: int) -> bool:
-    """The last questions of ``_judge``: how name-like the word must be after this cue."""
-    named = ns > -9.0
+def _too_short(word: str, mixed_title: bool, strength: int) -> bool:
+    """One letter is never a name here; two letters only as "Ed", "Al" in Title case in a
+    mixed-case note, or after a title."""
+    if len(word) < 2:
+        return True
+    return len(word) < 3 and strength < 3 and not (mixed_title and lx.is_first_name(word))
+
+
+def _by_strength(word: str, f: float, ns: float, loose: bool, strength: int) -> bool:
+    """The last questions of ``_judge``: how name-like the word must be after this cue (3 a
+    title, 2 a role, 1 none). ``loose``: Title case in a mixed-case note, where the capital
+    is evidence too."""
     if strength >= 3:
-        if named:
-            if f >= 4.5 and ns < -0.5 and not (mixed and titled):  # "ms given", "dr check"
-                return False
-            return f < 5.5 or (mixed and titled)
-        return f < _RARE or (mixed and titled and f < 3.5)
+        return _after_title_word(f, ns, loose)
     if strength == 2:
-        if mixed and titled:
-            return (named and f < 5.6) or f < 3.5
-        # one-case note: a census name, or a word English never uses that is no drug
-        return (ns >= 0.5 and f < 5.6) or (lx.rare_unknown(word) and not lx.near_english(word))
+        return _after_role_word(word, f, ns, loose)
     # no cue: a word used far more as a name than as an English word
-    return mixed and titled and ((ns > 1.5 and f < 3.5) or (ns >= 2.5 and f < 4.0))
+    return loose and ((ns > 1.5 and f < 3.5) or (ns >= 2.5 and f < 4.0))
+
+
+def _after_title_word(f: float, ns: float, loose: bool) -> bool:
+    """After a title: a census name unless it is mostly a common word ("ms given", "dr check"),
+    or a rare word."""
+    if ns > -9.0:
+        if f >= 4.5 and ns < -0.5 and not loose:
+            return False
+        return f < 5.5 or loose
+    return f < _RARE or (loose and f < 3.5)
+
+
+def _after_role_word(word: str, f: float, ns: float, loose: bool) -> bool:
+    """After a role word: a census name or a rare word; in a one-case note a census name or a
+    word English never uses that is no drug."""
+    if loose:
+        return (ns > -9.0 and f < 5.6) or f < 3.5
+    return (ns >= 0.5 and f < 5.6) or (lx.rare_unknown(word) and not lx.near_english(word))
 
 
 def _is_initial(tok: Token, text: str) -> bool:
@@ -70,6 +97,23 @@ def _is_initial(tok: Token, text: str) -> bool:
         and text[tok.end : tok.end + 1] == "."
         and (tok.start == 0 or text[tok.start - 1] in " \t\n(,-")
     )
+
+
+def surname_letter(tok: Token, text: str) -> bool:
+    """A capital standing for a surname, after a first name or a title: "Greta Q.", "Dr. Q.",
+    "Margaret K in to visit". A single capital but "A" or "I"; written without its period,
+    also no clinical shorthand ("L", "R", "Q") and followed by punctuation, a line's end or a
+    lower-case word ("K 3.4", "B/P", "C DIFF" are no initials)."""
+    if len(tok.text) != 1 or not tok.text.isupper() or tok.lower in {"a", "i"}:
+        return False
+    after = text[tok.end : tok.end + 2]
+    if after[:1] == ".":
+        return True
+    if tok.lower in cues().clinical_letters:
+        return False
+    if after[:1] in {"", ",", ";", ")", "\n"}:
+        return True
+    return after[0] in " \t" and (after[1:] in {"", "\n"} or after[1].islower())
 
 
 def _base(word: str) -> str:

@@ -17,6 +17,7 @@ from typing import Any, ClassVar, Final
 
 from pipelines.phi import lexicons
 from pipelines.phi.base import Doc, Recognizer
+from pipelines.phi.exclusions import veto
 from pipelines.phi.registry import register
 from pipelines.phi.tagger.features import BUILDING_PARTS, CUES
 from pipelines.phi.tagger.model import Label, TaggedSpan, Tagger
@@ -63,12 +64,14 @@ class TaggerRecognizer(Recognizer):
 
     def detect(self, doc: Doc) -> list[Span]:
         text = doc.text
-        kept = (_trimmed(text, t) for t in self.tagger.tag(text))
-        return [
+        # the document's one tokenization, shared with the rules
+        kept = (_trimmed(text, t) for t in self.tagger.tag(text, lexicons.tokens(doc).columns))
+        spans = [
             Span(t.start, t.end, _category(text, t), t.confidence, "tagger")
             for t in kept
             if t is not None and not _not_phi(text, t)
         ]
+        return veto(text, spans) if spans else spans
 
 
 _LEADING_WORD = re.compile(r"[A-Za-z]+")

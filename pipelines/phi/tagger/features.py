@@ -14,7 +14,6 @@ credentials, kinship, movement words): they are general English, not corpus stri
 from __future__ import annotations
 
 import bisect
-import re
 from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
 from functools import cache, partial
@@ -28,15 +27,10 @@ from pipelines.phi import lexicons
 from pipelines.phi.tagger.crf import ATTRIBUTE
 from pipelines.phi.wordlists import word_set
 
-# a word (letters, inner apostrophes), a run of digits, or any other single visible character;
-# as a splitter (one capturing group): gap, token, gap, token, …, gap in one C call
-_TOKEN: Final = re.compile(r"([^\W\d_]+(?:['’][^\W\d_]+)*|\d+|[^\s])")
-# The same on ASCII text, with plain character sets (the ASCII characters ``str.isspace``
-# calls space) and possessive repeats: the matcher tests a set faster than a Unicode category
-# and keeps no backtracking points.
-_ASCII_TOKEN: Final = re.compile(
-    r"([A-Za-z][A-Za-z]*+(?:'[A-Za-z]++)*+|[0-9][0-9]*+|[^ \t\n\r\f\v\x1c-\x1f])"
-)
+# a word (letters, inner apostrophes), a run of digits, or any other single visible
+# character: the text's one tokenization, shared with the rules (``lexicons.token_columns``)
+_TOKEN: Final = lexicons.TOKEN
+_ASCII_TOKEN: Final = lexicons.ASCII_TOKEN
 
 _MEMO_LIMIT: Final = 300_000
 _CONTEXT: Final = (-2, -1, 1, 2)
@@ -74,10 +68,9 @@ def tokenize(text: str) -> list[Tok]:
 
 
 def token_columns(text: str) -> tuple[list[int], list[int], list[str]]:
-    """The tokens' starts, ends and texts, column by column (no tuple per token)."""
-    parts = (_ASCII_TOKEN if text.isascii() else _TOKEN).split(text)
-    offsets = list(accumulate(map(len, parts)))
-    return offsets[0:-1:2], offsets[1::2], parts[1::2]
+    """The tokens' starts, ends and texts, column by column (no tuple per token); a
+    recognizer takes them from the analysed document instead (``lexicons.tokens``)."""
+    return lexicons.token_columns(text)
 
 
 # Where the CRF looks (``Featurizer.items``). A name or a place in a note written in mixed

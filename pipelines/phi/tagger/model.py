@@ -146,8 +146,12 @@ class Tagger:
         label = _likeliest(tagger, self._model.labels, i)
         return label if p_phi >= self.thresholds[label] else None
 
-    def tag(self, text: str) -> list[TaggedSpan]:
-        starts, ends, words = token_columns(text)
+    def tag(
+        self, text: str, columns: tuple[list[int], list[int], list[str]] | None = None
+    ) -> list[TaggedSpan]:
+        """The spans of ``text``; ``columns``: its tokens (``features.token_columns``) when
+        the caller has them (the analysed document's, ``lexicons.tokens``)."""
+        starts, ends, words = token_columns(text) if columns is None else columns
         note = self.featurizer.encode(text, starts, words, is_one_case(text))
         items = note.items
         if not items:

@@ -1,0 +1,215 @@
+"""Coverage of the default Detector on invented texts in the shapes of issue 26's families.
+
+    .venv/bin/python bench/families.py [--per-shape N] [--seed S] [--policy FILE] [--family F]
+
+Each shape is one invented template (written from the issue's descriptions and general
+clinical writing, never from the corpus): slots marked ``<kind>`` are gold PHI filled from
+the project's lexicons (census names, zip-code cities, the synthetic generator's saint list)
+or invented values (dates, codes); the rest of the text is not PHI. For each shape the script
+prints how many gold phrases the detector covers fully (every alphanumeric token overlaps a
+span, as ``bench/genre.py`` counts), and how many non-gold tokens it marks (false alarms).
+The ``false_alarms`` family has no gold: it counts marked tokens only. A third of the texts
+are written in capitals, as many nursing notes are. Figures: ``bench/README.md``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import re
+import sys
+from collections import Counter
+from collections.abc import Callable
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from pipelines.evaluation import tokenize  # noqa: E402
+from pipelines.phi import lexicons as lx  # noqa: E402
+from pipelines.phi.detector import Detector  # noqa: E402
+from pipelines.phi.synthetic import _SAINTS, _cities, _first_names, _last_names  # noqa: E402
+from pipelines.policy import Policy  # noqa: E402
+from pipelines.spans import Span  # noqa: E402
+
+# family -> shape id -> template. ``<kind>`` is a gold slot; ``{kind}`` a slot that is no PHI.
+SHAPES: dict[str, dict[str, str]] = {
+    "dates": {
+        "c-with": "Seen <md> c chest pain, sent home.",
+        "gram-stain": "Urine cx <md> gm neg rods, on cipro.",
+        "antecubital": "IV started L AC <md> by nursing.",
+        "dotted-year": "Last seen <md.yy> in clinic for follow up.",
+        "mmddyy": "Fell at home on <mmddyy> and again last week.",
+        "header-line": "<day> <mon>, <yy>\n2000 - 0800 slept well, no events.",
+        "arrow-range": "<day>-><daymon> events reviewed with team.",
+    },
+    "places": {
+        "saint-alone": "St. <saint> has a bed for him tomorrow.",
+        "saint-initial": "Bed offered at St <initial>. pending insurance.",
+        "regional": "Transferred from <town> Regional this am.",
+        "lower-memorial": "Family prefers <memorial> for rehab.",
+        "city-descriptor": "Follows with PCP at <town> Family Care.",
+        "satellite": "Labs drawn at our <town> satellite clinic.",
+        "initialism": "Was seen at <acr> clinic last month.",
+        "new-town": "Lives with daughter in <newtown>.",
+        "employer-caps": "HUSBAND CEO OF <orgword>, AT BEDSIDE.",
+        "employer-lower": "Son works for <orglower>. per wife.",
+    },
+    "names": {
+        "first-initial": "<first> <initial>. called back about results.",
+        "dr-initial": "Dr. <initial>. rounded this am.",
+        "short-first": "A 61-year-old man, <shortfirst> <initial>., asks about his meds.",
+        "misspelt-title": "Discussed with the renal doctr <last> today.",
+        "list-cue-later": "<LAST> <LAST> AND DRS <LAST> AND <LAST> IN TO SEE PT.",
+        "section-lower": "Visitors: <lowerfirst> stayed overnight.",
+        "age-opening": "<age90> s/p fall at home, admitted for pain control.",
+    },
+    "identifiers": {
+        "mrn-is": "His MRN is <code> per registration.",
+        "policy": "Insurance policy <code> on file.",
+        "plan-hash": "Ins plan #<code> verified.",
+        "hmo-id-is": "HMO ID is <d444> per card.",
+        "groups-333": "Member id <d333> on file.",
+    },
+    "false_alarms": {
+        "catheter": "{eponym} catheter placed without difficulty.",
+        "valve": "Trial of Passy-Muir valve today, tolerated.",
+        "drain": "Jackson-Pratt drain with serosanguinous output.",
+        "filter": "Greenfield filter placed by IR.",
+        "dressing": "Tegaderm dressing to L arm, clean.",
+        "brand-xl": "Home meds: Toprol XL, Wellbutrin SR, Ditropan XL.",
+        "rehab-verb": "Plan to start rehab tomorrow with PT.",
+        "vent-fraction": "PS raised to 11/8 overnight, tolerating.",
+        "language": "Speaks Haitian Creole and some Spanish; Portuguese interpreter.",
+        "icu-unit": "Transferred to the CCU then to the SICU overnight.",
+    },
+}
+_EPONYMS = ("Foley", "Hickman", "Groshong", "Quinton", "Swan-Ganz", "Pigtail")
+_MONTHS = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
+_SLOT = re.compile(r"<(\w+(?:\.\w+)?)>|\{(\w+)\}")
+
+
+class _Draw:
+    def __init__(self, rng: random.Random) -> None:
+        self.rng = rng
+        self.towns = [c for c in _cities() if " " not in c and lx.zipf(c.lower()) < 3.0]
+
+    def value(self, kind: str) -> str:
+        table: dict[str, Callable[[], str]] = {
+            "first": lambda: self.rng.choice(_first_names()),
+            "last": lambda: self.rng.choice(_last_names()),
+            "LAST": lambda: self.rng.choice(_last_names()).upper(),
+            "shortfirst": lambda: self.rng.choice([f for f in _first_names() if len(f) <= 3]),
+            "lowerfirst": lambda: self.rng.choice(_first_names()).lower(),
+            "initial": lambda: self.rng.choice("BCFGHJKLMNPQRTVWZ"),
+            "saint": lambda: self.rng.choice(_SAINTS),
+            "town": lambda: self.rng.choice(self.towns),
+            "newtown": lambda: "New " + self.rng.choice(self.towns),
+            "acr": lambda: "".join(self.rng.choice("BCDFGHJKLMNPQRSTVWXZ") for _ in range(3)),
+            "orgword": lambda: self.rng.choice(self.towns).upper() + "CO",
+            "orglower": lambda: self.rng.choice(self.towns).lower() + "tech corp",
+            "memorial": lambda: (
+                f"{self.rng.choice(_last_names())} {self.rng.choice(_last_names())} memorial"
+            ),
+            "md": lambda: f"{self.rng.randint(1, 12)}/{self.rng.randint(1, 28)}",
+            "md.yy": lambda: (
+                f"{self.rng.randint(1, 12)}/{self.rng.randint(1, 28)}.{self.rng.randint(70, 99)}"
+            ),
+            "mmddyy": lambda: (
+                f"{self.rng.randint(1, 12):02d}{self.rng.randint(1, 28):02d}"
+                f"{self.rng.randint(70, 99)}"
+            ),
+            "day": lambda: str(self.rng.randint(1, 27)),
+            "mon": lambda: self.rng.choice(_MONTHS),
+            "yy": lambda: str(self.rng.randint(70, 99)),
+            "daymon": lambda: (
+                f"{self.rng.randint(2, 28)} {self.rng.choice(_MONTHS)}, {self.rng.randint(70, 99)}"
+            ),
+            "age90": lambda: str(self.rng.randint(90, 104)),
+            "code": lambda: (
+                "".join(self.rng.choice("ABCDEFGHJKLMNPRSTUVWXYZ") for _ in range(2))
+                + "-"
+                + "".join(self.rng.choice("0123456789") for _ in range(6))
+            ),
+            "d444": lambda: "-".join(str(self.rng.randint(1000, 9999)) for _ in range(3)),
+            "d333": lambda: "-".join(str(self.rng.randint(100, 999)) for _ in range(3)),
+            "eponym": lambda: self.rng.choice(_EPONYMS),
+        }
+        return table[kind]()
+
+    def fill(self, template: str) -> tuple[str, list[tuple[int, int]]]:
+        out: list[str] = []
+        gold: list[tuple[int, int]] = []
+        pos = at = 0
+        for m in _SLOT.finditer(template):
+            out.append(template[at : m.start()])
+            pos += m.start() - at
+            value = self.value(m.group(1) or m.group(2))
+            if m.group(1):
+                gold.append((pos, pos + len(value)))
+            out.append(value)
+            pos += len(value)
+            at = m.end()
+        out.append(template[at:])
+        return "".join(out), gold
+
+
+def _covered(tokens: list[tuple[int, int]], spans: list[Span], start: int, end: int) -> bool:
+    inside = [(a, b) for a, b in tokens if a < end and start < b]
+    return all(any(s.start < b and a < s.end for s in spans) for a, b in inside)
+
+
+def _score(detector: Detector, text: str, gold: list[tuple[int, int]]) -> tuple[int, int]:
+    """(gold phrases covered, non-gold tokens marked) for one text."""
+    spans = detector.detect(text)
+    tokens = tokenize(text)
+    covered = sum(_covered(tokens, spans, s, e) for s, e in gold)
+    alarms = sum(
+        1
+        for a, b in tokens
+        if any(s.start < b and a < s.end for s in spans)
+        and not any(s < b and a < e for s, e in gold)
+    )
+    return covered, alarms
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--per-shape", type=int, default=60)
+    ap.add_argument("--seed", type=int, default=26)
+    ap.add_argument("--policy", type=Path, default=None)
+    ap.add_argument("--family", choices=sorted(SHAPES), default=None)
+    args = ap.parse_args()
+    rng = random.Random(args.seed)
+    draw = _Draw(rng)
+    detector = Detector(Policy.load(args.policy) if args.policy else None)
+    print(f"{'family':13} {'shape':16} {'phrases':>7} {'covered':>8} {'false tokens':>12}")
+    totals: Counter[str] = Counter()
+    for family, shapes in SHAPES.items():
+        if args.family and family != args.family:
+            continue
+        for shape, template in shapes.items():
+            phrases = covered = alarms = 0
+            for _ in range(args.per_shape):
+                text, gold = draw.fill(template)
+                if rng.random() < 1 / 3:
+                    text = text.upper()
+                got, false = _score(detector, text, gold)
+                phrases, covered, alarms = phrases + len(gold), covered + got, alarms + false
+            share = f"{covered / phrases:8.3f}" if phrases else f"{'—':>8}"
+            print(f"{family:13} {shape:16} {phrases:7d} {share} {alarms:12d}")
+            totals[family + ":phrases"] += phrases
+            totals[family + ":covered"] += covered
+            totals[family + ":alarms"] += alarms
+    print()
+    for family in SHAPES:
+        phrases = totals[family + ":phrases"]
+        if not phrases and not totals[family + ":alarms"]:
+            continue
+        share = f"{totals[family + ':covered'] / phrases:.3f}" if phrases else "—"
+        print(f"{family:13} covered {share}  false tokens {totals[family + ':alarms']}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,194 @@
+"""Vetoes of false alarms: name and place spans that are devices, drugs, units or body parts.
+
+Issue 26 ("False alarms"): device, procedure and drug brands and eponyms read as names or
+places ("Passy-Muir valve", "Greenfield filter", "Toprol XL"), chemical formulas
+("NaHCO3"), intensive care units and their typing slips ("TSICU", "SCIU"), planning words
+before a facility head ("start rehab"), body parts read as places ("LLE", "Left Groin"),
+misspelt common words ("to the flor") and nationality and language words. One pass over the
+united spans of the rules and the tagger (``Detector.finish``), so both are vetoed alike.
+
+The words come from the vocabulary files ``exclusion_*.txt`` (package lists of
+nationalities and languages, written lists of devices, units, body parts) and the drug
+dictionary of ``lexicons.drug_words``. A single word that is a census name never vetoes a
+name span, and one that is a place never vetoes a place span, so no list here makes a
+person or a city called like a device a miss; such an eponym is caught only before a device
+head ("Penrose drain") or inside a device phrase ("Passy Muir"). A span after a title or a
+role word ("Dr. Foley", "wife Ambien") is never vetoed.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+from functools import cache
+from typing import Final
+
+from pipelines.phi import lexicons as lx
+from pipelines.phi.wordlists import phrases, role_map, word_list, word_set
+from pipelines.spans import Category, Span
+
+_NAMES: Final = frozenset(c for c in Category if c.group == "NAME")
+_PLACES: Final = frozenset(
+    {Category.LOCATION_CITY, Category.LOCATION_HOSPITAL, Category.LOCATION_OTHER}
+)
+_WORD: Final = re.compile(r"[A-Za-z]+")
+_BEFORE: Final = re.compile(r"([A-Za-z]+'?s?)[\s.,:]*$")  # the word before a span
+_AFTER: Final = re.compile(r"(?:['’]s)?[\s-]+([A-Za-z]+)")  # the word after a span
+_PEOPLES: Final = ("exclusion_nationalities", "exclusion_languages")
+_WINDOW: Final = 40  # characters either side of a span searched for a device phrase
+
+
+@dataclass(frozen=True, slots=True)
+class Vocabulary:
+    name_words: frozenset[str]  # a name span of these words only is no name
+    place_words: frozenset[str]  # a place span of these words only is no place
+    heads: frozenset[str]  # device heads ("X catheter")
+    facility_heads: frozenset[str]
+    verbs: frozenset[str]  # planning words before a facility head ("start rehab")
+    peoples: frozenset[str]  # every word of the nationality and language lists, unfiltered
+    language_cues: frozenset[str]  # "speaking", "interpreter"
+    cues: frozenset[str]  # titles and role words before a name
+    phrase: re.Pattern[str]  # the multi-word device names
+    phrase_words: frozenset[str]  # their words: a span holds one, or it is in none
+    formula: re.Pattern[str]  # a word of two or more element symbols
+    formula_any_case: re.Pattern[str]  # the same in any case ("nahco3")
+
+
+@cache
+def vocabulary() -> Vocabulary:
+    # a multi-word name is a phrase; of a nationality or language its last word counts alone
+    # ("Cape Verdean": "verdean"), of a device none ("Passy Muir")
+    devices = [" ".join(p).lower() for p in phrases("exclusion_devices")]
+    peoples = [" ".join(p).lower() for n in _PEOPLES for p in phrases(n)]
+    lasts = {p.rsplit(" ", 1)[-1] for p in peoples}
+    single = {d for d in devices if " " not in d} | lasts | word_set("exclusion_drug_suffixes")
+    places = lx.us_cities() | lx.countries() | lx.us_states().keys()
+    multi = [p.split() for p in devices + peoples if " " in p]
+    elements = "|".join(sorted(word_list("chemical_elements"), key=len, reverse=True))
+    return Vocabulary(
+        name_words=frozenset(w for w in single if not lx.is_name(w)),
+        place_words=frozenset(single | _units() | word_set("exclusion_body")) - places,
+        heads=word_set("exclusion_device_heads"),
+        facility_heads=word_set("facility_heads_generic"),
+        verbs=word_set("exclusion_verbs"),
+        peoples=frozenset(w for p in peoples for w in p.split()),
+        language_cues=word_set("exclusion_language_cues"),
+        cues=frozenset(role_map("name_titles").keys() | role_map("name_role_before").keys()),
+        phrase_words=frozenset(w for words in multi for w in words),
+        phrase=_phrase_pattern(multi),
+        formula=re.compile(rf"(?:(?:{elements})\d*){{2,}}"),
+        formula_any_case=re.compile(rf"(?:(?:{elements})\d*){{2,}}", re.IGNORECASE),
+    )
+
+
+def _phrase_pattern(multi: list[list[str]]) -> re.Pattern[str]:
+    """Any of the phrases, a hyphen or spaces (or nothing) between their words."""
+    joined = "|".join(r"[\s-]*".join(map(re.escape, words)) for words in multi)
+    return re.compile(rf"(?<![A-Za-z])(?:{joined})(?![A-Za-z])", re.IGNORECASE)
+
+
+def _units() -> frozenset[str]:
+    """The care unit acronyms and their slips: two neighbouring letters swapped ("SCIU")."""
+    units = word_set("exclusion_units")
+    return units | {u[:i] + u[i + 1] + u[i] + u[i + 2 :] for u in units for i in range(len(u) - 1)}
+
+
+def veto(text: str, spans: Iterable[Span]) -> list[Span]:
+    """``spans`` less the name and place spans that are no PHI (see the module)."""
+    return [
+        s
+        for s in spans
+        if not (s.category in _NAMES or s.category in _PLACES) or not (vetoed(text, s))
+    ]
+
+
+def vetoed(text: str, span: Span) -> bool:
+    words = [w.lower() for w in _WORD.findall(text, span.start, span.end)]
+    if not words or _after_cue(text, span.start):
+        return False
+    vocab = vocabulary()
+    if _formula(text, span, vocab) or (
+        not vocab.phrase_words.isdisjoint(words) and _in_device_phrase(text, span, vocab)
+    ):
+        return True
+    if _head_after(text, span.end, vocab.heads) or any(w in vocab.heads for w in words[1:]):
+        return True
+    if all(w in vocab.peoples for w in words) and _spoken(text, span, vocab):
+        return True
+    if span.category in _NAMES:
+        return all(_name_word(w, vocab) for w in words)
+    return _no_place(words, text, span, vocab)
+
+
+def _after_cue(text: str, start: int) -> bool:
+    before = _BEFORE.search(text, max(0, start - 20), start)
+    return before is not None and before.group(1).lower() in vocabulary().cues
+
+
+def _formula(text: str, span: Span, vocab: Vocabulary) -> bool:
+    """The span lies in a chemical formula ("NaHCO3", "MgSO4"): its whole word is element
+    symbols with counts, two capitals at least and a digit or a small letter."""
+    start, end = span.start, span.end
+    while start > 0 and text[start - 1].isalnum():
+        start -= 1
+    while end < len(text) and text[end].isalnum():
+        end += 1
+    word = text[start:end]
+    if any(c.isdigit() for c in word):  # "NaHCO3", "nahco3", "MgSO4"
+        return vocab.formula_any_case.fullmatch(word) is not None
+    return (  # "KCl", "NaCl": no digit, so two capitals and a small letter
+        sum(c.isupper() for c in word) >= 2
+        and any(c.islower() for c in word)
+        and vocab.formula.fullmatch(word) is not None
+    )
+
+
+def _in_device_phrase(text: str, span: Span, vocab: Vocabulary) -> bool:
+    low = max(0, span.start - _WINDOW)
+    for found in vocab.phrase.finditer(text, low, min(len(text), span.end + _WINDOW)):
+        if found.start() <= span.start and span.end <= found.end():
+            return True
+    return False
+
+
+def _head_after(text: str, end: int, heads: frozenset[str]) -> bool:
+    after = _AFTER.match(text, end)
+    return after is not None and after.group(1).lower() in heads
+
+
+def _spoken(text: str, span: Span, vocab: Vocabulary) -> bool:
+    """A language cue next to the span: "Creole speaking", "speaks Creole"."""
+    before = _BEFORE.search(text, max(0, span.start - 20), span.start)
+    return _head_after(text, span.end, vocab.language_cues) or (
+        before is not None and before.group(1).lower() in vocab.language_cues
+    )
+
+
+def _name_word(word: str, vocab: Vocabulary) -> bool:
+    return word in vocab.name_words or (bool(lx.drug_words().get(word)) and not lx.is_name(word))
+
+
+def _no_place(words: list[str], text: str, span: Span, vocab: Vocabulary) -> bool:
+    """A place span of excluded words only, a planning word before facility heads ("start
+    rehab"), or one misspelt common word written in lower case ("to the flor")."""
+    rest = [w for w in words if w not in vocab.facility_heads]
+    if len(rest) < len(words) or _head_after(text, span.end, vocab.facility_heads):
+        return bool(rest) and all(w in vocab.verbs for w in rest)
+    if all(w in vocab.place_words or _place_drug(w) for w in words):
+        return True
+    written = text[span.start : span.end]
+    return len(words) == 1 and written.islower() and _misspelt(words[0])
+
+
+def _place_drug(word: str) -> bool:
+    return bool(lx.drug_words().get(word)) and word not in lx.us_cities()
+
+
+def _misspelt(word: str) -> bool:
+    return (
+        lx.zipf(word) < 3.0
+        and word not in lx.us_cities()
+        and word not in lx.countries()
+        and lx.near_english(word)
+    )

@@ -1,0 +1,174 @@
+"""How sure a numeric date is: the checks of the ``dates.numeric`` pass, one per layout.
+
+Layouts (``numeric_confidence`` dispatches on the number of parts): a full date with a year
+("3/14/2019", "2019-03-14", "14.3.19"), a month/day or month/year ("7/22", "8/88", "5/2017"),
+and ranges ("7/22-7/25", "6/5-6/8/2017", "12/2018-01/2019"). Clinical numbers of the same
+shapes are vetoed by named checks (:data:`SLASH_VETOES`): a unit after ("5/10 mg"), a value
+cue before ("BP 120/80", "PSV 10/5"), a sign before ("+3/6 SEM"), ventilator words around.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from typing import Final
+
+from pipelines.phi import clinical
+from pipelines.phi.scan import words_before
+from pipelines.phi.wordlists import word_set
+
+# Words before a number that make a date reading likely ("on 7/22", "since 3-5").
+DATE_CUES = word_set("date_cues")
+
+# Cues after which even "3/3" reads as a date ("post 3/3"; "on 5/5" is a vent setting).
+STRONG_CUES = DATE_CUES - word_set("date_cues_weak")
+
+_DELIM = re.compile(r"[/\-.]")  # compiled once: module-level re.split looks it up per call
+
+
+def valid_md(month: int, day: int) -> bool:
+    return 1 <= month <= 12 and 1 <= day <= 31
+
+
+def valid_year(part: str) -> bool:
+    return len(part) == 2 or (len(part) == 4 and 1900 <= int(part) <= 2099)
+
+
+def numeric_confidence(text: str, start: int, end: int, value: str) -> float:
+    """The confidence that ``value`` (a ``_NUMERIC`` match at ``start``) is a date; 0: not."""
+    parts = _DELIM.split(value)
+    delims = _DELIM.findall(value)
+    if len(parts) == 3 and delims[0] == delims[1]:
+        return _full_date(text, start, end, parts, delims[0])
+    if len(parts) == 3 and delims == ["/", "."]:
+        return _slash_dot_date(text, start, end, parts)
+    if len(parts) == 4:
+        return _two_pairs(text, start, end, parts, delims)
+    if len(parts) == 5:
+        return _pairs_with_year(parts, delims)
+    if len(parts) == 2:
+        return _month_day(text, start, end, parts[0], parts[1], delims[0])
+    return 0.0
+
+
+def _full_date(text: str, start: int, end: int, parts: list[str], delim: str) -> float:
+    """Year first ("2019-03-14") or last ("3/14/2019", "14.3.19"; either order of month/day)."""
+    a, b, c = parts
+    if len(a) == 4:
+        ok = 1900 <= int(a) <= 2099 and valid_md(int(b), int(c))
+        return 0.95 if ok else 0.0
+    if not valid_year(c) or not (valid_md(int(a), int(b)) or valid_md(int(b), int(a))):
+        return 0.0
+    if clinical.pair_unit_follows(text, end) or clinical.vital_before(text, start):
+        return 0.0
+    if clinical.vent_context(text, start, end):
+        return 0.0
+    return 0.8 if delim == "." else 0.92
+
+
+def _slash_dot_date(text: str, start: int, end: int, parts: list[str]) -> float:
+    """ "5/17.88": month/day, then a dot before the year. "2/2.45" is as likely a value, so
+    the day must be one no month can be (13-31) or a date cue must come before."""
+    a, b = int(parts[0]), int(parts[1])
+    if len(parts[2]) == 4 and not valid_year(parts[2]):
+        return 0.0
+    if not valid_md(a, b) or (b < 13 and not _date_cue_before(text, start)):
+        return 0.0
+    if clinical.unit_follows(text, end) or clinical.vital_before(text, start):
+        return 0.0
+    if clinical.vent_context(text, start, end):
+        return 0.0
+    return 0.8
+
+
+def _date_cue_before(text: str, start: int) -> bool:
+    return any(w in DATE_CUES for w in words_before(text, start, 1, 16))
+
+
+def _two_pairs(text: str, start: int, end: int, parts: list[str], delims: list[str]) -> float:
+    """Two month/year pairs ("12/2018-01/2019") or two month/day pairs ("7/22-7/25")."""
+    if len(parts[1]) == len(parts[3]) == 4:  # "12/2018-01/2019"
+        years = valid_year(parts[1]) and valid_year(parts[3])
+        return 0.85 if years and 1 <= int(parts[0]) <= 12 and 1 <= int(parts[2]) <= 12 else 0.0
+    a, b, c, d = (int(p) for p in parts)
+    if delims not in (["/", "/", "/"], ["/", "-", "/"]) or not (valid_md(a, b) and valid_md(c, d)):
+        return 0.0
+    if clinical.vital_before(text, start) or clinical.unit_follows(text, end):
+        return 0.0
+    if clinical.is_fraction(a, b) and clinical.is_fraction(c, d):
+        return 0.0
+    return 0.85
+
+
+def _pairs_with_year(parts: list[str], delims: list[str]) -> float:
+    """Two month/day pairs and one year: "6/5-6/8/2017"."""
+    m1, d1, m2, d2, year = parts
+    ok = delims == ["/", "-", "/", "/"] and valid_year(year)
+    return 0.9 if ok and valid_md(int(m1), int(d1)) and valid_md(int(m2), int(d2)) else 0.0
+
+
+def _unit_after(text: str, start: int, end: int, a: int, b: int) -> bool:
+    """A unit a pair can carry: "2/4 mg" (not "4/19 c chest pain", "4/19 gm neg rods")."""
+    return clinical.pair_unit_follows(text, end)
+
+
+def _vent_setting(text: str, start: int, end: int, a: int, b: int) -> bool:
+    """Ventilator words around the pair: "AC 12/5", "SIMV/PS, 40%, & 5/8" (not "L AC 4/19")."""
+    return clinical.vent_context(text, start, end)
+
+
+def _vent_cue_near(text: str, start: int, end: int, a: int, b: int) -> bool:
+    """A vent cue a few words before, no date cue between: "PS raised to 11/8 overnight"."""
+    return clinical.vent_cue_near(text, start, 4, DATE_CUES)
+
+
+def _sign_before(text: str, start: int, end: int, a: int, b: int) -> bool:
+    """ "+3/6 SEM", "5-6/3-4", "600x4/5"; but "UO-9/10", "fx4/97" are labels before a date."""
+    before = text[max(0, start - 2) : start]
+    return before[-1:] in {"+", "*", "~"} or (
+        before[-1:] in {"-", "x", "X"} and not before[:1].isalpha()
+    )
+
+
+def _value_cue_before(text: str, start: int, end: int, a: int, b: int) -> bool:
+    """A cue whose values are written "a/b" right before: "BP 120/80", "PSV 10/5"."""
+    return clinical.vital_before(text, start, 3, clinical.SLASH_VALUE_CUES)
+
+
+# The vetoes of a two-part slash or dash number, by name, in the order they are asked.
+# Each asks (text, start, end, first number, second number).
+SLASH_VETOES: Final[tuple[tuple[str, Callable[[str, int, int, int, int], bool]], ...]] = (
+    ("unit_after", _unit_after),
+    ("value_cue_before", _value_cue_before),
+    ("sign_before", _sign_before),
+    ("vent_setting", _vent_setting),
+    ("vent_cue_near", _vent_cue_near),
+)
+
+
+def _month_day(text: str, start: int, end: int, a_s: str, b_s: str, delim: str) -> float:
+    """ "7/22" (month/day) or "8/88", "5/2017" (month/year), unless a clinical value."""
+    a, b = int(a_s), int(b_s)
+    if delim == "." or not 1 <= a <= 12 or len(a_s) > 2:
+        return 0.0
+    if any(veto(text, start, end, a, b) for _, veto in SLASH_VETOES):
+        return 0.0
+    word = words_before(text, start, 1, 16)
+    cue = any(w in DATE_CUES for w in word)  # "on 7/22"
+    if len(b_s) <= 2 and 1 <= b <= 31:
+        return _day_reading(text, start, end, a, b, word, cue)
+    if (len(b_s) == 2 and b > 31) or (len(b_s) == 4 and valid_year(b_s)):
+        return 0.8 if cue else 0.65  # month/year: "8/88", "5/2017"
+    return 0.0
+
+
+def _day_reading(
+    text: str, start: int, end: int, a: int, b: int, word: list[str], cue: bool
+) -> float:
+    """A month/day: not a score ("5/5 strength"; but "post 3/3") nor a small fraction."""
+    strong = a == b and bool(set(word) & STRONG_CUES)
+    if clinical.is_score(a, b, text, start, end) and not strong:
+        return 0.0
+    if clinical.is_fraction(a, b) and not cue:
+        return 0.0
+    return 0.9 if cue else 0.75

@@ -1,0 +1,204 @@
+"""The uncued passes of the name recognizer: a name with no cue word next to it, found by its
+capitals (where the note's case tells something) and the census name lists.
+
+Each pass comes with its gate: what it asks of the word it starts at, and of nothing else (not
+its neighbours, the note's eponyms or the names taken so far). The driver tries a pass only
+where its gate holds; the pass asks the same again, so tried anywhere else it takes nothing."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from pipelines.phi import lexicons as lx
+from pipelines.phi.lexicons import Token
+from pipelines.phi.passes import Case
+from pipelines.phi.recognizers.name_cues import OTHER, cues
+from pipelines.phi.recognizers.name_words import (
+    _base,
+    _common_first_name,
+    _lower_full_name,
+    _namey,
+    _rare_unknown,
+    _sentence_start,
+    _surname_after_first,
+    _tight,
+    surname_letter,
+)
+
+if TYPE_CHECKING:
+    from pipelines.phi.recognizers.names import _Note
+
+
+def title_pair_gate(tok: Token, case: Case) -> bool:
+    """A Title-case word more a name than a word, where capitals tell something."""
+    low = tok.lower
+    return (
+        case is not Case.UPPER
+        and lx.is_title(tok.text)
+        and _namey(tok)
+        and (low in lx.first_names() or _rare_unknown(tok) or lx.zipf(low) < 2.5)
+    )
+
+
+def _pair_head(note: _Note, i: int) -> bool:
+    """Word ``i`` may open a Title-case pair: a census first name, a rare unknown word, or a
+    rare word inside a sentence (a capital at a sentence's start says nothing)."""
+    tok = note.words[i]
+    low = tok.lower
+    return (
+        low in note.first_names
+        or _rare_unknown(tok)
+        or (lx.zipf(low) < 2.5 and not _sentence_start(note.text, tok.start))
+    )
+
+
+def title_case_pair(note: _Note, i: int) -> int | None:
+    """No cue: two Title-case words that are each a name or rare ("Oriel Vantmoor")."""
+    words, tok = note.words, note.words[i]
+    if not (
+        (note.mixed or note.lower_note)
+        and lx.is_title(tok.text)
+        and i + 1 < note.n
+        and i not in note.taken
+        and lx.is_title(words[i + 1].text)
+        and _tight(note.gap(i, i + 1), tok)
+    ):
+        return None
+    if (
+        _namey(tok)
+        and _namey(words[i + 1])
+        and _pair_head(note, i)
+        and tok.lower not in note.eponyms
+        and _base(words[i + 1].lower) not in note.eponyms
+        and note.ok(i, 2)
+        and note.ok(i + 1, 2)
+    ):
+        note.take(i, OTHER, 0.6)
+        return note.run_right(i + 1, OTHER, 0.6, 2)
+    return None
+
+
+def capital_initial_gate(tok: Token, case: Case) -> bool:
+    """A bare capital letter that is no clinical shorthand ("L", "R")."""
+    return len(tok.text) == 1 and tok.text.isupper() and tok.lower not in cues().clinical_letters
+
+
+def capital_initial_surname(note: _Note, i: int) -> int | None:
+    """ "J SMITH": a bare capital initial and a surname that is far more a name than a word."""
+    words, text, tok = note.words, note.text, note.words[i]
+    if not (capital_initial_gate(tok, note.case) and i + 1 < note.n):
+        return None
+    sur = words[i + 1]
+    if (
+        (tok.start == 0 or text[tok.start - 1] in " \n\t(")
+        and note.gap(i, i + 1) == " "
+        and lx.name_score(sur.lower) >= 1.8
+        and lx.zipf(sur.lower) < 5.0
+        and (sur.is_upper or sur.is_title)
+    ):
+        note.take(i, OTHER, 0.6)
+        return note.run_right(i + 1, OTHER, 0.6, 2)
+    return None
+
+
+def first_name_initial(note: _Note, i: int) -> int | None:
+    """No cue: "a 61-year-old man, Hal Q., asks", "Greta Q. called": a census first name in
+    Title case more a name than a word, then a capital with its period (a surname initial)."""
+    words, text, tok = note.words, note.text, note.words[i]
+    if not (
+        (note.mixed or note.lower_note)
+        and lx.is_title(tok.text)
+        and tok.lower in note.first_names
+        and i not in note.taken
+        and i + 1 < note.n
+        and note.gap(i, i + 1) == " "
+    ):
+        return None
+    letter, low = words[i + 1], tok.lower
+    if (
+        surname_letter(letter, text)
+        and text[letter.end : letter.end + 1] == "."
+        and lx.name_score(low) >= 0.0
+        and low not in note.cues.cue_words
+        and low not in note.eponyms
+        and not lx.clinical_word(low)
+    ):
+        note.take(i, OTHER, 0.6)
+        return note.run_right(i + 1, OTHER, 0.6, 2)
+    return None
+
+
+def lone_first_gate(tok: Token, case: Case) -> bool:
+    """A census first name in Title case, where capitals tell something."""
+    return case is not Case.UPPER and lx.is_title(tok.text) and tok.lower in lx.first_names()
+
+
+def lone_first_name(note: _Note, i: int) -> int | None:
+    """No cue: a rare census first name in Title case, maybe with its last name."""
+    tok = note.words[i]
+    if (
+        (note.mixed or note.lower_note)
+        and lx.is_title(tok.text)
+        and i not in note.taken
+        and tok.lower in note.first_names
+        and (note.ok(i, 1) or _common_first_name(tok, note.text, note.lowered, note.eponyms))
+    ):
+        return note.run_right(i, OTHER, 0.6, 2)
+    return None
+
+
+def _full_name_first(low: str) -> bool:
+    """A census first name used far more as a name than as a word (a one-case full name's)."""
+    if low not in lx.first_names():
+        return False
+    ns, f = lx.name_score(low), lx.zipf(low)
+    return (ns >= 1.5 and f < 4.5) or (ns >= 2.0 and f < 5.5)
+
+
+def one_case_full_gate(tok: Token, case: Case) -> bool:
+    """In a one-case note, a first name that may open a full name."""
+    return case is not Case.MIXED and _full_name_first(tok.lower)
+
+
+def one_case_full_name(note: _Note, i: int) -> int | None:
+    """No cue, one-case note: "HAZEL PELLWORTH" (first name + census surname). A first name
+    alone is not enough here: "MAE", "PERLA", "ALINE" are clinical abbreviations too."""
+    words, tok = note.words, note.words[i]
+    low = tok.lower
+    if note.mixed or i in note.taken or low in note.eponyms or not _full_name_first(low):
+        return None
+    if (
+        i + 1 < note.n
+        and _tight(note.gap(i, i + 1))
+        and lx.name_score(_base(words[i + 1].lower)) >= 1.5
+        and _surname_after_first(tok, words[i + 1], note.mixed)
+    ):
+        note.take(i, OTHER, 0.6)
+        return note.run_right(i + 1, OTHER, 0.6, 2)
+    return None
+
+
+def lower_full_gate(tok: Token, case: Case) -> bool:
+    """In a mixed-case note, a lower-case census first name that is no common word."""
+    low = tok.lower
+    if not (case is Case.MIXED and tok.text.islower() and len(low) >= 3):
+        return False
+    if low not in lx.first_names():
+        return False
+    ns, f = lx.name_score(low), lx.zipf(low)
+    return (ns >= 1.0 and f < 4.5) or (ns >= 2.0 and f < 5.5)
+
+
+def lower_full_name(note: _Note, i: int) -> int | None:
+    """ "john kowalski in to visit": a lower-case full name in a mixed-case note, no cue."""
+    tok = note.words[i]
+    if (
+        note.mixed
+        and tok.lower in note.first_names
+        and i not in note.taken
+        and i + 1 < note.n
+        and _lower_full_name(tok, note.words[i + 1], note.text, note.eponyms)
+    ):
+        note.take(i, OTHER, 0.6)
+        return note.run_right(i + 1, OTHER, 0.6, 3)
+    return None

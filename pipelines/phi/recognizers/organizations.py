@@ -1,0 +1,172 @@
+"""Employers and other organisations named in the narrative ("works for Acme Corp", "CEO of
+ACME", "retired from Blue Door LLC").
+
+Why by context: an employer is an identifier of the patient or a relative (i2b2's
+ORGANIZATION, under LOCATION), but its name is any string; what gives it away is the
+employment word before it and either a legal-form word after it ("Corp", "LLC", "Inc") or,
+where capitals tell something, a run of capitalised words that are not all common English.
+Written as two declared passes on the pass driver (:mod:`pipelines.phi.passes`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from itertools import compress
+from typing import Final
+
+from pipelines.phi import lexicons as lx
+from pipelines.phi.base import Doc, Recognizer
+from pipelines.phi.lexicons import Token
+from pipelines.phi.passes import Case, Pass, Passes, declare
+from pipelines.phi.registry import register
+from pipelines.phi.wordlists import word_set
+from pipelines.spans import Category, Span
+
+OTHER: Final = Category.LOCATION_OTHER
+WORK_WORDS: Final = word_set("org_work_verbs")
+JOB_TITLES: Final = word_set("org_job_titles")
+SUFFIXES: Final = word_set("org_suffixes")
+_AFTER_WORK: Final = frozenset({"for", "at", "by", "from"})
+_AFTER_TITLE: Final = frozenset({"of", "at", "for"})
+_ARTICLES: Final = frozenset({"the", "a", "an"})
+# words that end a name read forwards: articles, prepositions, conjunctions
+_STOPS: Final = _ARTICLES | _AFTER_WORK | _AFTER_TITLE | {"and", "in", "as", "on", "since"}
+_GAP: Final = 2  # words allowed between the employment word and its preposition
+_LONGEST: Final = 4  # words of a name before its legal-form word
+_COMMON: Final = 4.0  # a name needs a word rarer than this (Zipf) unless a suffix ends it
+
+
+@dataclass(frozen=True, slots=True)
+class _Note:
+    words: tuple[Token, ...]
+    text: str
+    case: Case
+
+
+def _gap_ok(note: _Note, left: int, right: int) -> bool:
+    """Only blanks (or an "&", a dot after an abbreviation) between two words of a name."""
+    gap = note.text[note.words[left].end : note.words[right].start]
+    return gap.strip(" .&") == "" and "\n" not in gap and gap.count(".") <= 1
+
+
+def _connector(note: _Note, i: int, wanted: frozenset[str]) -> int | None:
+    """The word after the preposition that follows word ``i`` within ``_GAP`` words."""
+    words, n = note.words, len(note.words)
+    for j in range(i + 1, min(i + 2 + _GAP, n - 1)):
+        if not _gap_ok(note, j - 1, j) or note.text[words[j - 1].end : words[j].start].strip():
+            return None
+        if words[j].lower in wanted:
+            k = j + 1
+            if k < n and words[k].lower in _ARTICLES and _gap_ok(note, j, k):
+                k += 1
+            return k if k < n and _gap_ok(note, k - 1, k) else None
+    return None
+
+
+def _suffixed(note: _Note, k: int) -> int | None:
+    """The legal-form word ending a name that starts at word ``k`` ("acme corp", "Blue Door
+    LLC"), written in any case, when a name word before it is rare or, where capitals tell,
+    every name word is capitalised ("the construction company" is no name)."""
+    words, n = note.words, len(note.words)
+    for j in range(k + 1, min(k + _LONGEST + 1, n)):
+        if not _gap_ok(note, j - 1, j) or words[j - 1].lower in _STOPS:
+            return None
+        if words[j].lower in SUFFIXES:
+            name = words[k:j]
+            rare = any(lx.zipf(t.lower) < _COMMON for t in name)
+            capitals = note.case is Case.MIXED and all(t.is_title or t.is_upper for t in name)
+            return j if rare or capitals else None
+    return None
+
+
+def _capitalised(note: _Note, k: int) -> int | None:
+    """The last word of a run of name words from ``k`` with no legal-form word, where it can
+    be told from its words: in a mixed-case note a capitalised run with a word that is not
+    common English ("works at Home Depot", not "works for the City"); in a one-case note in
+    capitals a single rare word ("CEO OF ACME")."""
+    words, n = note.words, len(note.words)
+    last = k - 1
+    while last + 1 < min(k + _LONGEST, n) and _name_word(note, last + 1, k):
+        last += 1
+    if last < k:
+        return None
+    if note.case is Case.MIXED:
+        rare = any(lx.zipf(words[j].lower) < _COMMON for j in range(k, last + 1))
+        return last if rare else None
+    single = note.case is Case.UPPER and last == k
+    return last if single and lx.zipf(words[k].lower) < 3.0 else None
+
+
+def _name_word(note: _Note, j: int, k: int) -> bool:
+    tok = note.words[j]
+    if j > k and not _gap_ok(note, j - 1, j):
+        return False
+    if tok.lower in _STOPS or not tok.text[0].isalpha():
+        return False
+    return note.case is not Case.MIXED or tok.is_title or tok.is_upper
+
+
+def _organisation(note: _Note, k: int | None, source: str) -> Span | None:
+    if k is None:
+        return None
+    words = note.words
+    last = _suffixed(note, k)
+    if last is not None:
+        return Span(words[k].start, words[last].end, OTHER, 0.8, source)
+    last = _capitalised(note, k)
+    if last is None:
+        return None
+    return Span(words[k].start, words[last].end, OTHER, 0.6, source)
+
+
+def _after_work_word(note: _Note, i: int) -> Span | None:
+    """ "works for Acme Corp", "employed by Blue Door LLC", "retired from Harbor Freight"."""
+    return _organisation(note, _connector(note, i, _AFTER_WORK), "organizations.after_work_word")
+
+
+def _after_job_title(note: _Note, i: int) -> Span | None:
+    """ "CEO of ACME", "owner of Maple Leaf Construction", "partner at Dunmore Associates"."""
+    return _organisation(note, _connector(note, i, _AFTER_TITLE), "organizations.after_job_title")
+
+
+PASSES: Final = declare(
+    Passes[_Note, Span](
+        "organizations",
+        [
+            Pass(
+                "organizations.after_work_word",
+                _after_work_word,
+                words=WORK_WORDS,
+                after=_GAP + 2 + _LONGEST,
+                vocabulary=("org_work_verbs", "org_suffixes"),
+            ),
+            Pass(
+                "organizations.after_job_title",
+                _after_job_title,
+                words=JOB_TITLES,
+                after=_GAP + 2 + _LONGEST,
+                vocabulary=("org_job_titles", "org_suffixes"),
+            ),
+        ],
+    )
+)
+
+
+@register("organizations")
+class OrganizationRecognizer(Recognizer):
+    """Employers and organisations after an employment word or an executive title."""
+
+    categories = frozenset({OTHER})
+
+    def detect(self, doc: Doc) -> list[Span]:
+        toks = lx.tokens(doc)
+        if toks.lower_set.isdisjoint(PASSES.triggers):
+            return []
+        note = _Note(toks.words, doc.text, Case.of(toks))
+        starts = compress(range(len(toks.lowers)), map(PASSES.triggers.__contains__, toks.lowers))
+        out: list[Span] = []
+        for i in starts:
+            found = PASSES.first(note, i, note.case)
+            if found is not None:
+                out.append(found[1])
+        return out

@@ -1,0 +1,204 @@
+"""Years alone, where the text ties them to the patient (HIPAA keeps a year only when it does
+not date the patient's history): "MI 1992", "s/p CABG '95", "in 2003", "CVA in 94 and 00".
+
+The rules are passes (:mod:`pipelines.phi.patterns`) over one re2 scan: apostrophe years
+('95, 74'), four-digit years that cannot be clock times or follow a year cue, two-digit years
+right after or before a clinical event word, and the years chained to a year found ("CABG
+1957, 1971").
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any, Final
+
+from pipelines.phi import clinical
+from pipelines.phi.base import Doc, Recognizer
+from pipelines.phi.passes import declare
+from pipelines.phi.patterns import Found, PatternPass, PatternPasses
+from pipelines.phi.registry import register
+from pipelines.phi.scan import compile_words, finditer, grab, words_before
+from pipelines.phi.wordlists import word_set
+from pipelines.spans import Category, Span
+
+# Clinical events after which a bare year dates the patient's history ("MI 92", "CABG '95").
+EVENT_WORDS = word_set("history_events")
+_YEAR_LEFT_BLOCK = frozenset("0123456789/.:-'")
+_YEAR_CUES = word_set("date_year_cues")
+_TIME_CUES = word_set("date_time_cues")
+_EVENTS_RE = "|".join(sorted(EVENT_WORDS, key=len, reverse=True))
+
+# One re2 pass: '95, 74', 4-digit years and 2-digit years after an event word. re2 has no
+# look-around, so the edges are checked in Python (few matches: ~0.2 a note).
+_YEAR_SCAN = compile_words(
+    r"(?i)'(?P<a1>\d{2})|(?P<a2>\d{2})'|(?P<four>(?:1[89]|20)\d\d)"
+    r"|\b(?:" + _EVENTS_RE + r"|\w{1,4}mi)\b"
+    r"(?:\s+(?:in|x\s?\d))?\s*,?\s+(?P<ev>\d{2})\b"
+    r"|(?P<pre>\d{2})\s+(?:" + _EVENTS_RE + r")\b"
+)
+_YG = dict(_YEAR_SCAN.groupindex)  # numbers: re2 name lookups are slow
+_A1, _A2, _FOUR, _PRE, _EV = (_YG[name] for name in ("a1", "a2", "four", "pre", "ev"))
+_CLAUSE_START = frozenset(".,;:\n(")
+_CHAIN = re.compile(r"\s*(?:,|and|&|/)\s*'?(\d{4}|\d{2})\b'?(?![\d/%:.\-])")
+_RANGE_NEXT = re.compile(r"\s*(?:-|to\b|->)")
+# Words before a clock-shaped year ("2000") that make it a year: "MI in 2000", "year 2000".
+_YEAR_WORDS: Final = frozenset({"year", "yr", "is", "its", "it's", "circa", "c"})
+
+
+def blocked_after(nxt: str, chars: str) -> bool:
+    """The number continues: a digit, one of ``chars``, or a decimal/range digit after it."""
+    head = nxt[:1]
+    return (
+        head.isdigit()
+        or (head != "" and head in chars)
+        or (head in (".", "-") and nxt[1:2].isdigit())
+    )
+
+
+@dataclass(slots=True)
+class _Note:
+    text: str
+    chained_from: float = 0.0  # the confidence of the year a chain follows
+
+
+def _four(note: _Note, m: Any) -> Found | None:
+    """A 4-digit year (1800-2099) that is no measurement and no clock time."""
+    text = note.text
+    start, end = m.start(), m.end()
+    if (start and text[start - 1] in _YEAR_LEFT_BLOCK) or blocked_after(text[end : end + 2], "/%:"):
+        return None
+    conf = _four_confidence(text, start, end, grab(text, m, _FOUR))
+    return (start, end, Category.DATE, conf) if conf else None
+
+
+def _four_confidence(text: str, start: int, end: int, value: str) -> float:
+    if clinical.unit_follows(text, end) or clinical.time_follows(text, end):
+        return 0.0
+    before = words_before(text, start, 2, 24)
+    prev = before[-1] if before else ""
+    if prev in EVENT_WORDS:
+        return 0.85  # "CA 1977" is cancer in 1977, not a calcium value
+    if clinical.vital_before(text, start, 2):
+        return 0.0
+    if not clinical.is_hhmm(value):
+        return 0.85 if prev in _YEAR_CUES else 0.7
+    return _clock_shaped(text, end, value, prev)
+
+
+def _clock_shaped(text: str, end: int, value: str, prev: str) -> float:
+    """A year that could be a clock time ("at 2000", "1900-0700"): it needs a year reading."""
+    if _RANGE_NEXT.match(text[end : end + 3]):
+        return 0.0
+    if prev in _TIME_CUES and prev not in {"since", "from", "until"}:
+        return 0.0
+    if prev in _YEAR_WORDS:
+        return 0.8
+    if prev in {"in", "of"}:
+        return 0.75
+    if prev == "since" and int(value[2:]) % 5:
+        return 0.7  # "since 2006"; "since 2000" is as likely a clock time
+    return 0.0
+
+
+def _apostrophe_before(note: _Note, m: Any) -> Found | None:
+    """'95: an apostrophe before two digits (not the inches of 5'10")."""
+    text = note.text
+    start, end = m.start(_A1), m.end(_A1)
+    if (m.start() and text[m.start() - 1].isdigit()) or blocked_after(text[end : end + 2], "'\"/"):
+        return None
+    return None if clinical.unit_follows(text, end) else (start, end, Category.DATE, 0.85)
+
+
+def _apostrophe_after(note: _Note, m: Any) -> Found | None:
+    """74': two digits and an apostrophe, after an event word or "in" ("HOB 30'" is degrees)."""
+    text = note.text
+    start, end = m.start(_A2), m.end(_A2)
+    after = text[end + 1 : end + 2]
+    if (start and text[start - 1] in _YEAR_LEFT_BLOCK) or after in ("'", '"', "s", "S"):
+        return None
+    if after.isdigit():
+        return None
+    before = words_before(text, start, 1, 30)
+    ok = bool(before) and (before[0] in EVENT_WORDS or before[0] == "in")
+    return (start, end, Category.DATE, 0.8) if ok else None
+
+
+def _before_event(note: _Note, m: Any) -> Found | None:
+    """Two digits opening a clause before an event word: "PMH: ... NIDDM. 09 PTCA to LCX"."""
+    text = note.text
+    start, end = m.start(_PRE), m.end(_PRE)
+    head = text[max(0, start - 3) : start].rstrip(" \t")
+    decimal = head[-1:] == "." and head[-2:-1].isdigit()  # "ca 1.08 ..."
+    ok = (start == 0 or head[-1:] in _CLAUSE_START) and not decimal
+    return (start, end, Category.DATE, 0.6) if ok else None
+
+
+def _after_event(note: _Note, m: Any) -> Found | None:
+    """Two digits right after an event word: "MI 92", "CVA in 94", "afib '90" (not "90's")."""
+    text = note.text
+    start, end = m.start(_EV), m.end(_EV)
+    nxt = text[end : end + 2]
+    if blocked_after(nxt, "/%:"):
+        return None
+    if nxt[:1] == "'":
+        decade = text[end + 1 : end + 2] in ("s", "S")  # "afib 90's"
+        return None if decade else (start, end, Category.DATE, 0.8)
+    if clinical.unit_follows(text, end):
+        return None
+    return (start, end, Category.DATE, 0.75)
+
+
+def _chained(note: _Note, c: Any) -> Found | None:
+    """A year chained to a year found: "CABG 1957, 1971", "CVA in 94 and 00" (its confidence)."""
+    if clinical.unit_follows(note.text, c.end()):
+        return None
+    return (c.start(1), c.end(1), Category.DATE, note.chained_from)
+
+
+PASSES: Final = declare(
+    PatternPasses[_Note](
+        "years",
+        [
+            PatternPass("years.four", _four, "four", "years"),
+            PatternPass("years.apostrophe_before", _apostrophe_before, "a1", "years"),
+            PatternPass("years.apostrophe_after", _apostrophe_after, "a2", "years"),
+            PatternPass("years.before_event", _before_event, "pre", "years"),
+            PatternPass("years.after_event", _after_event, "", "years"),
+            PatternPass("years.chain", _chained, "", "chain"),
+        ],
+    )
+)
+_TABLE = PASSES.table("years", _YG)
+
+
+def _chain(note: _Note, found: list[Span]) -> list[Span]:
+    """The years chained after each year found (the ``years.chain`` pass)."""
+    extra: list[Span] = []
+    for span in found:
+        note.chained_from = span.confidence
+        c = _CHAIN.match(note.text, span.end)
+        while c:
+            chained = _chained(note, c)
+            if chained is None:
+                break
+            extra.append(PASSES.make("years.chain", chained))
+            c = _CHAIN.match(note.text, c.end())
+    return extra
+
+
+@register("years")
+class YearRecognizer(Recognizer):
+    """Years alone where they date the patient's history: apostrophe years ('95, 74'),
+    4-digit years that cannot be clock times or follow a year cue, and 2-digit years right
+    after a clinical event word ("MI 92", "CVA in 94 and 00")."""
+
+    categories = frozenset({Category.DATE})
+
+    def detect(self, doc: Doc) -> list[Span]:
+        text = doc.text
+        found: list[Span] = []
+        note = _Note(text)
+        for m in finditer(doc, _YEAR_SCAN):
+            PASSES.judge(_TABLE, note, text, m, found)
+        return found + _chain(note, found)
