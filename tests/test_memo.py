@@ -103,7 +103,7 @@ def test_the_detectors_memos_are_registered() -> None:
     Detector()
     assert {
         "lexicons.name_score",
-        "locations.cue_window",
+        "locations.after_cue.window",
         "names.steps.mixed",
         "tagger.words",
     } <= memo.names()

@@ -87,6 +87,9 @@ class Pass(Generic[N, R]):
     vocabulary: tuple[str, ...] = ()
     memo: bool = False  # remember its verdict per window text (see ``Passes.judged``)
     doc: str = field(default="", compare=False)
+    # An ``anywhere`` pass tried only at the words of a lexicon too dear to load at import
+    # (the US states): the lexicon, loaded on first use (see ``Passes.starting_words``).
+    lexicon: Callable[[], frozenset[str]] | None = field(default=None, compare=False)
 
     def __post_init__(self) -> None:
         recognizer, _, rule = self.name.partition(".")
@@ -100,12 +103,15 @@ class Pass(Generic[N, R]):
             raise ValueError(f"pass {self.name}: runs in no case")
         if any(w != w.lower() for w in self.words):
             raise ValueError(f"pass {self.name}: trigger words are lower-case")
+        if self.lexicon is not None and not self.anywhere:
+            raise ValueError(f"pass {self.name}: a lexicon is for an ``anywhere`` pass")
 
     def starts_at(self, tok: Token, case: Case) -> bool:
         """Is this pass tried at ``tok`` in a note of ``case`` (its declaration only)?"""
         return (
             case in self.cases
             and (self.anywhere or tok.lower in self.words)
+            and (self.lexicon is None or tok.lower in self.lexicon())
             and self.gate(tok, case)
         )
 
@@ -150,6 +156,7 @@ class Passes(Generic[N, R]):
             for case in Case
         }
         self._shared: dict[tuple[Pass[N, R], ...], tuple[Pass[N, R], ...]] = {}
+        self._starting: frozenset[str] | None = None  # ``starting_words``, once loaded
 
     def _steps_maker(self, case: Case) -> Callable[[str], tuple[Pass[N, R], ...]]:
         def steps_of(text: str) -> tuple[Pass[N, R], ...]:
@@ -167,6 +174,25 @@ class Passes(Generic[N, R]):
         if ascii_word:
             return self._steps[case](tok.text)
         return self.plan(tok, case)
+
+    def starting_words(self) -> frozenset[str] | None:
+        """Every word (lower-case) some pass may start at: the trigger words and the lexicons
+        of the ``anywhere`` passes, loaded on first call; None when an ``anywhere`` pass has
+        no lexicon (any word may start it). A recognizer picks the words to visit with it in
+        one pass over the note, with no Python call per word."""
+        if any(p.lexicon is None for p in self.anywhere):
+            return None
+        if self._starting is None:
+            self._starting = self.triggers.union(*(p.lexicon() for p in self.anywhere if p.lexicon))
+        return self._starting
+
+    def steps_of(self, toks: Sequence[Token], case: Case) -> list[tuple[Pass[N, R], ...]]:
+        """:meth:`steps` of each of ``toks`` (the words a recognizer visits in a note), those
+        of ASCII words looked up in one C-level pass."""
+        texts = [tok.text for tok in toks]
+        if "".join(texts).isascii():
+            return self._steps[case].many(texts)
+        return [self.steps(tok, case, tok.text.isascii()) for tok in toks]
 
     def starts(self, written: Collection[str], case: Case) -> dict[str, tuple[Pass[N, R], ...]]:
         """The words of a note where some pass is tried, with their :meth:`steps`: each

@@ -320,12 +320,12 @@ def _propagate_reference(spans: list[Span], text: str) -> list[Span]:
             continue
         cat = phrases.get(" ".join(p.lower for p in part))
         if cat is not None and (part[0].start, part[-1].end) not in best:
-            out.append(Span(part[0].start, part[-1].end, cat, 0.65, "locations"))
+            out.append(Span(part[0].start, part[-1].end, cat, 0.65, "locations.propagated"))
     for tok in words:
         if tok.lower in found and (tok.start, tok.end) not in best:
             if mixed and not (tok.is_title or tok.is_upper):
                 continue
-            out.append(Span(tok.start, tok.end, found[tok.lower], 0.65, "locations"))
+            out.append(Span(tok.start, tok.end, found[tok.lower], 0.65, "locations.propagated"))
     return out
 
 
@@ -350,7 +350,7 @@ def test_places_found_again_match_a_scan_of_every_word(
     parts: list[tuple[str, str]], picks: list[tuple[int, int, Category, float]]
 ) -> None:
     from pipelines.phi import lexicons as lx
-    from pipelines.phi.recognizers import locations as loc
+    from pipelines.phi.recognizers import location_places
 
     text = "Seen today. " + "".join(w + g for w, g in parts)
     toks = lx.tokens(Doc(text))
@@ -360,7 +360,7 @@ def test_places_found_again_match_a_scan_of_every_word(
         for i, size, cat, conf in picks
         if i < len(words)
     ]
-    got = loc._propagate(list(spans), toks, text, toks.mixed_case)
+    got = location_places.propagate(list(spans), toks, text, toks.mixed_case)
     assert got == _propagate_reference(spans, text)
 
 
@@ -397,37 +397,31 @@ _cue_text = st.tuples(
 
 
 _FILLER = "He was seen today and then "
-_AFTER = " and went home later that day."
-
-
-def _plain(window: Any, rule: Any, words: Any, c: int, text: str, flag: bool) -> Span | None:
-    return rule(words, c, text, flag)  # type: ignore[no-any-return]
+_TAIL = " and went home later that day."
 
 
 def _window_verdicts(text: str, heads: bool) -> dict[int, tuple[Any, Any, int]]:
-    """Start of each cue (or head) with a whole window -> its key (the flag and the window
+    """Start of each cue (or head) with a whole window -> its key (the case and the window
     text), its verdict and its start, both relative to the window."""
     from pipelines.phi import lexicons as lx
+    from pipelines.phi.passes import Case
     from pipelines.phi.recognizers import locations as loc
+    from pipelines.phi.recognizers.location_words import Note
 
     toks = lx.tokens(Doc(text))
+    case = Case.of(toks)
+    note = Note(toks.words, text, case, toks.mixed_case)
+    step = loc.PASSES.by_name["locations.facility_head" if heads else "locations.after_cue"]
     words, out = toks.words, {}
-    window = loc._HEAD_WINDOW if heads else loc._CUE_WINDOW
     for c in range(len(words) - 1):
-        where = loc._window_text(window, words, c, text)
-        if where is None or words[c].lower not in (loc._HEADS if heads else loc._CUES):
+        lo, hi = c - step.before, c + step.after + 1
+        if lo < 0 or hi > len(words) or not step.starts_at(words[c], case):
             continue
-        origin, key = where
-        flag = toks.mixed_case
-        if heads:
-            flag = flag or (toks.lower_note and words[c].is_title)
-            span = LOCATIONS._facility(words, c, text, flag)
-        else:
-            with pytest.MonkeyPatch.context() as patch:
-                patch.setattr(loc, "_judged", _plain)
-                span = LOCATIONS._after_cue(words, c, text, flag)
+        origin = words[lo].start
+        key = text[origin : words[hi - 1].end]
+        span = step.run(note, c)
         moved = span and (span.start - origin, span.end - origin, span.category)
-        out[words[c].start] = ((flag, key), moved, words[c].start - origin)
+        out[words[c].start] = ((case, key), moved, words[c].start - origin)
     return out
 
 
@@ -436,7 +430,7 @@ def _window_keeps_its_verdicts(middle: str, left: str, right: str, left2: str, r
     def cased(text: str) -> str:
         return text.upper() if case == "u" else text.lower() if case == "l" else text
 
-    text = cased(_FILLER + left + middle + right + _AFTER)
+    text = cased(_FILLER + left + middle + right + _TAIL)
     prefix = cased(_FILLER + left2).rstrip("'’") + " "
     for key, verdict, at in _window_verdicts(text, heads).values():
         there = _window_verdicts(prefix + key[1] + cased(right2), heads).get(len(prefix) + at)
@@ -491,17 +485,18 @@ def test_verdicts_kept_per_window_match_the_rules(
 ) -> None:
     """Verdicts kept per stretch of text (``_judged``) are the rules' own verdicts, in notes
     that share the stretch but not what is around it."""
+    from pipelines.memo import memos
     from pipelines.phi import lexicons as lx
-    from pipelines.phi.recognizers import locations as loc
+    from pipelines.phi import passes
 
     for text in (left + middle + right, left2 + middle + right2):
         text = text.upper() if case == "u" else text.lower() if case == "l" else text
         toks = lx.tokens(Doc(text))
         with pytest.MonkeyPatch.context() as patch:
-            patch.setattr(loc, "_JUDGED_MIN_TEXT", 0)  # kept for short notes too
+            patch.setattr(passes, "JUDGED_MIN_TEXT", 0)  # kept for short notes too
             kept = LOCATIONS.detect(Doc(text))
-            patch.setattr(loc, "_judged", _plain)
-            assert kept == LOCATIONS.detect(Doc(text)), toks.mixed_case
+            with memos(False):
+                assert kept == LOCATIONS.detect(Doc(text)), toks.mixed_case
 
 
 _FACILITY_WORDS = (
@@ -527,13 +522,14 @@ def test_facility_phrases_at_the_picked_heads_match_a_scan_of_every_word(
     from pipelines.phi import lexicons as lx
     from pipelines.phi.recognizers import facility_phrases as fp
     from pipelines.phi.recognizers import locations as loc
+    from pipelines.phi.recognizers.location_words import stops as stop_words
 
     text = "".join(w + g for w, g in parts)
     toks = lx.tokens(Doc(text))
     words, lowers, mixed = toks.words, toks.lowers, toks.mixed_case
     picked = list(compress(range(len(words)), map(loc._picked_words().__contains__, lowers)))
     heads = [i for i in picked if lowers[i] in fp.head_words()]
-    stops = loc._stops()
+    stops = stop_words()
     assert fp.facility_phrases(words, lowers, text, mixed, stops, with_head, heads) == (
         fp.facility_phrases(words, lowers, text, mixed, stops, with_head)
     )
@@ -566,26 +562,28 @@ _STATE_SEPARATORS = (" ", " ", ", ", ". ", "\n", "-")
         max_size=14,
     )
 )
-def test_loop_starts_of_a_mixed_note_take_what_every_start_takes(
+def test_the_state_gate_leaves_out_only_words_its_passes_refuse(
     parts: list[tuple[str, str]],
 ) -> None:
-    """Leaving out the state words a mixed-case note writes in lower case changes nothing."""
-    from itertools import compress
+    """The state pass's gate (a mixed-case note's state words written as names) refuses only
+    words where the pass, run anyway, finds nothing; and every word the driver tries it at
+    is among the words ``detect`` visits."""
+    from pipelines.phi import lexicons as lx
+    from pipelines.phi.passes import Case
+    from pipelines.phi.recognizers import locations as loc
+    from pipelines.phi.recognizers.location_words import Note
 
-    import pipelines.phi.recognizers.locations as loc
-
+    step = loc.PASSES.by_name["locations.before_state"]
     text = "Seen today by the team. " + "".join(w + s for w, s in parts)
-    plain = LocationRecognizer()
-    every = lambda toks, ascii_note, picked: compress(  # noqa: E731
-        picked, map(loc._starts().__contains__, map(toks.lowers.__getitem__, picked))
-    )
-    fast = sorted((s.start, s.end, s.category, s.confidence) for s in plain.detect(Doc(text)))
-    original, loc._loop_starts = loc._loop_starts, every
-    try:
-        slow = sorted((s.start, s.end, s.category, s.confidence) for s in plain.detect(Doc(text)))
-    finally:
-        loc._loop_starts = original
-    assert fast == slow
+    for written in (text, text.lower(), text.upper()):
+        toks = lx.tokens(Doc(written))
+        case = Case.of(toks)
+        note = Note(toks.words, written, case, toks.mixed_case)
+        for i, tok in enumerate(toks.words):
+            if step.starts_at(tok, case):
+                assert tok.lower in loc._visited()
+            elif tok.lower in loc._state_words():
+                assert step.run(note, i) is None, (written, tok.text)
 
 
 _HEAD_WORDS = ("Medical", "Center", "center", "Nursing", "Home", "Hospital", "and", "of", "X")
@@ -619,3 +617,28 @@ def test_head_phrases_are_found_as_by_their_words(parts: list[tuple[str, str]]) 
                 break
         assert fp._head_at(words, toks.lowers, i, text) == expected
     assert fp._modifiers() == word_set("facility_modifiers") | word_set("facility_services")
+
+
+def test_the_passes_declare_what_the_loop_visits() -> None:
+    """The visited words derive from the declarations: the trigger words and the states of
+    the state pass's lexicon (less "NH", which the head pass has); a lexicon belongs to a
+    pass tried anywhere; every span names its pass."""
+    from pipelines.phi import lexicons as lx
+    from pipelines.phi.passes import Pass
+    from pipelines.phi.recognizers import locations as loc
+
+    visited = loc.PASSES.starting_words()
+    assert visited is not None
+    assert loc.PASSES.triggers <= visited and {"maryland", "md", "oregon's"} <= visited
+    assert "nh" in loc.PASSES.triggers and "nh" not in loc._state_words()
+    states = set(lx.us_states())
+    assert visited == loc.PASSES.triggers | states | {f"{s}'s" for s in states}
+    with pytest.raises(ValueError, match="lexicon"):
+        Pass("locations.x", loc._saint, words=frozenset({"st"}), lexicon=loc._state_words)
+    text = "Transferred from Pemberton Hospital to St. Hildegard; lives in Frostburg, MD."
+    sources = {s.source for s in LOCATIONS.detect(Doc(text))}
+    assert sources and all(s.split(".")[0] == "locations" and "." in s for s in sources)
+    assert sources <= {p.name for p in loc.PASSES.passes} | {
+        "locations.facility_phrase", "locations.hospital_acronym", "locations.propagated",
+        "locations.glued_head", "locations.ward_number", "locations.facility_list",
+    }  # fmt: skip

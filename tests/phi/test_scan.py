@@ -21,7 +21,7 @@ _PATTERNS = [
     dates._YEAR_SCAN,
     dates.word_scan(),
     addresses.address_scan(),
-    locations._GLUED_NUMBER,
+    locations.GLUED_NUMBER,
 ]
 _PIECES = st.sampled_from(
     ["92", "yo", " ", "MRN", ":", "#", "1234567", "555-1212", "www.x.org", "'95", "1988",

@@ -29,6 +29,8 @@ HOSPITAL: Final = Category.LOCATION_HOSPITAL
 _lower = attrgetter("lower")
 _MAX_NAME_WORDS: Final = 5
 _FUNCTION_ZIPF: Final = 5.6
+PHRASE: Final = "locations.facility_phrase"
+ACRONYM: Final = "locations.hospital_acronym"
 
 
 @cache
@@ -107,28 +109,21 @@ def _name_start(
     """First word of the facility name ending before the head at ``h`` (``h`` when none), and
     whether a word of it names (not only "Regional", "Community", "Pain")."""
     head = words[h]
-    lower_head = mixed and head.text.islower()
-    prefixes = word_set("facility_prefixes")
-    modifiers = _modifiers()
+    cased = mixed and not head.text.islower()
     first: int | None = None
     named = False
     j = h - 1
     while j >= 0 and h - j <= _MAX_NAME_WORDS and _gap_ok(text, words[j], words[j + 1]):
         tok = words[j]
-        low = tok.lower
-        if low == "of" and j > 0 and words[j - 1].lower in {"lady", "university", "sisters"}:
+        if tok.lower == "of" and j > 0 and words[j - 1].lower in {"lady", "university", "sisters"}:
             j -= 1
             continue
-        if low in stops or not _same_case(tok, head, mixed):
+        if tok.lower in stops or not _same_case(tok, head, mixed):
             break
-        if low in prefixes:
-            named = named or low not in {"our", "good"}
-        elif low in modifiers:
-            pass
-        elif _names(tok, mixed and not lower_head):
-            named = True
-        else:
+        names = _name_word(tok, cased)
+        if names is None:
             break
+        named = named or names
         first = j
         j -= 1
     if first is None:
@@ -136,6 +131,17 @@ def _name_start(
     while first < h and words[first].lower in {"of", "and"}:
         first += 1
     return first, named
+
+
+def _name_word(tok: Token, cased: bool) -> bool | None:
+    """Is ``tok`` a word of a facility's name, and does it name (True: "Calvert", "Saint";
+    False: "Regional", "Pain", "Our"), or no word of a name (None)?"""
+    low = tok.lower
+    if low in word_set("facility_prefixes"):
+        return low not in {"our", "good"}
+    if low in _modifiers():
+        return False
+    return True if _names(tok, cased) else None
 
 
 @cache
@@ -221,7 +227,7 @@ def facility_phrases(
             if place_end is not None:
                 end = place_end  # "Children's Hospital of Michigan": the place is the name
             last = words[end] if with_head or place_end else words[max(first, i - 1)]
-            out.append(Span(words[first].start, last.end, HOSPITAL, conf, "locations"))
+            out.append(Span(words[first].start, last.end, HOSPITAL, conf, PHRASE))
         done = end + 1
     return out
 
@@ -270,12 +276,18 @@ def hospital_acronyms(toks: lx.Tokens, text: str, mixed: bool) -> list[Span]:
         low = tok.lower
         if not 3 <= len(low) <= 6 or low in clinical or lx.zipf(low) >= 3.5:
             continue
-        gap = text[words[k - 1].end : tok.start] if k > 0 else ""
-        # "seen at XYZMC", or after a name and a comma: "Dr. Quill, XYZMC."
-        cue = (gap == " " and words[k - 1].lower in _ACRONYM_CUES) or (
-            gap == ", " and words[k - 1].is_title
-        )
-        after = k + 1 < len(words) and words[k + 1].lower in _ACRONYM_AFTER
-        if cue or after:
-            out.append(Span(tok.start, tok.end, HOSPITAL, 0.7, "locations"))
+        if _acronym_placed(words, k, text):
+            out.append(Span(tok.start, tok.end, HOSPITAL, 0.7, ACRONYM))
     return out
+
+
+def _acronym_placed(words: tuple[Token, ...], k: int, text: str) -> bool:
+    """A place cue before the acronym at ``k`` ("seen at XYZMC", or after a name and a comma:
+    "Dr. Quill, XYZMC."), or a unit after it ("XYZMC ER")."""
+    tok = words[k]
+    gap = text[words[k - 1].end : tok.start] if k > 0 else ""
+    if gap == " " and words[k - 1].lower in _ACRONYM_CUES:
+        return True
+    if gap == ", " and words[k - 1].is_title:
+        return True
+    return k + 1 < len(words) and words[k + 1].lower in _ACRONYM_AFTER

@@ -1,0 +1,326 @@
+"""The places after a cue word ("to", "from", "at", "in", "of", "on", "leave", "near"), for the
+cue passes of ``locations``: a city after a movement, residence or travel verb ("lives in
+Frostburg"), a facility or an acronym after a movement ("sent to XYZ ER"), a ward glued to its
+floor ("to Xyzward3"), a lower-case city of a mixed-case note ("returned to new haven").
+
+``after_cue`` is judged once per stretch of text of its declared window (six words before the
+cue: the travel verbs; five after it: an article, a city of three words and the word after
+it); what it reads past a word (a floor number, a clause mark) comes before the fifth word's
+end. ``tests/phi/test_location_windows.py`` checks it keeps to that window."""
+
+from __future__ import annotations
+
+from typing import Final, NamedTuple
+
+from pipelines.phi import lexicons as lx
+from pipelines.phi.lexicons import Token
+from pipelines.phi.recognizers import location_shapes as shape
+from pipelines.phi.recognizers import location_wards as wards
+from pipelines.phi.recognizers.location_words import (
+    BEING,
+    CITY,
+    EMERGENCY,
+    GENERIC_HEADS,
+    HEADS,
+    MOVE_OR_RETURN,
+    MOVE_VERBS,
+    NAMED_HEADS,
+    OTHER,
+    PLACE_SUFFIXES,
+    RESIDENCE_VERBS,
+    SAMPLED,
+    UNITS,
+    Note,
+    capital,
+    lower_of,
+    people,
+    travelled,
+)
+from pipelines.spans import Span
+
+LOWER_CITY_CUES: Final = frozenset({"to", "from", "in"})
+WARD_CUES: Final = frozenset({"to", "from", "on", "at"})
+_FLOOR_CUES: Final = WARD_CUES
+
+
+def after_cue(note: Note, c: int) -> Span | None:
+    """A place right after "to/from/at/in/of" when a movement verb or place shape says so:
+    a ward glued to its floor ("to Xyzward3"), a lower-case city in a mixed-case note
+    ("returned to new haven"), or what the words around the cue tell (``cue_context``)."""
+    words, text, mixed = note.words, note.text, note.mixed
+    if c + 1 >= len(words):
+        return None
+    cue = words[c].lower
+    nxt = words[c + 1]
+    if nxt.lower == "the" and c + 2 < len(words):
+        nxt = words[c + 2]
+    # every rule below wants a capitalised word in a mixed-case note, and a rare word, a city
+    # or a country in a one-case note; none wants a care unit
+    if nxt.lower in UNITS:
+        return None
+    if cue in WARD_CUES and text[nxt.end : nxt.end + 1].isdigit():
+        glued = wards.ward_glued_to_digit(nxt, text, mixed)  # "to Xyzward3", "on xyzward4"
+        if glued is not None:
+            return glued
+    if mixed and not nxt.text[0].isupper():
+        # "returned to new haven": a lower-case city of two or more words, after a verb
+        return lower_city(words, c, text) if nxt.lower in lx.city_first_words() else None
+    if (
+        not mixed
+        and lx.zipf(nxt.lower) >= 5.0
+        and nxt.lower not in lx.city_first_words()
+        and nxt.lower not in lx.countries()
+    ):
+        return None  # a common word of a one-case note: no city, no country
+    return cue_context(words, c, text, mixed)
+
+
+class _Cue(NamedTuple):
+    """A cue at ``c`` and the place word ``j`` after it (past an article), with what the
+    words before the cue say: a movement verb (``moved``), a residence word (``resident``)."""
+
+    words: tuple[Token, ...]
+    text: str
+    mixed: bool
+    c: int
+    j: int
+    cue: str
+    prev: str
+    before: frozenset[str]
+    moved: bool
+    resident: bool
+
+
+def cue_context(words: tuple[Token, ...], c: int, text: str, mixed: bool) -> Span | None:
+    """The rules behind a cue that read the words around it: the movement verbs before it,
+    the city, facility or acronym after it."""
+    cue = words[c].lower
+    before = frozenset(map(lower_of, words[max(0, c - 3) : c]))
+    resident = not before.isdisjoint(RESIDENCE_VERBS)
+    j = c + 1
+    if j < len(words) and words[j].lower == "the":
+        j += 1
+    if j >= len(words) or (cue == "of" and not resident and not _of_person(words, c, mixed)):
+        return None
+    moved = not before.isdisjoint(MOVE_VERBS)
+    gap = _cue_gap(words, c, j, text)
+    if gap is None:
+        return None
+    if cue in {"to", "from"} and gap.strip().isdigit() and gap[:1] == gap[-1:] == " ":
+        # "transferred to 209 Xward.": a room number, then the ward or building
+        return wards.ward_after_room(words, j, text) if moved else None
+    if gap.strip() not in {"", ":"}:
+        return None
+    prev = words[c - 1].lower if c > 0 else ""
+    ctx = _Cue(words, text, mixed, c, j, cue, prev, before, moved, resident)
+    return _city_after_cue(ctx) or _after_cue_rest(ctx)
+
+
+def _cue_gap(words: tuple[Token, ...], c: int, j: int, text: str) -> str | None:
+    """What stands between the cue and the place word ``j`` (an article counts as a space);
+    None across a line break."""
+    gap = text[words[c].end : words[j].start]
+    if j == c + 2:  # "from the XYZ": the article is no gap
+        gap = gap.replace(words[c + 1].text, " ", 1)
+    return None if "\n" in gap else gap
+
+
+def _of_person(words: tuple[Token, ...], c: int, mixed: bool) -> bool:
+    """ "Neil Smith of Elkbridge": a surname before "of" (a place may follow)."""
+    return c > 0 and _person_before(words[c - 1], mixed)
+
+
+def _person_before(tok: Token, mixed: bool) -> bool:
+    """ "Neil Smith of Elkbridge": the word before "of" looks like a surname."""
+    if tok.is_title and (lx.name_score(tok.lower) > -9.0 or lx.zipf(tok.lower) < 2.5):
+        return True
+    return not mixed and lx.name_score(tok.lower) >= 1.5
+
+
+def _city_after_cue(ctx: _Cue) -> Span | None:
+    """A city from the zipcodes list (longest first, up to three words) where the cue and
+    the words before it say a place follows."""
+    words, j = ctx.words, ctx.j
+    city_end = city_at(words, j, ctx.text, ctx.mixed)
+    if city_end is None:
+        return None
+    phrase = " ".join(w.lower for w in words[j : city_end + 1])
+    single = city_end == j
+    if not _city_cued(ctx, single, lx.zipf(phrase)):
+        return None
+    if phrase in lx.us_states() or (single and words[j].lower in UNITS):
+        return None
+    if _facility_follows(words, city_end):
+        return None
+    last = city_end
+    if _suffix_follows(ctx, last):
+        last += 1  # "Frostburg Heights", "Glen Burnie Heights": a neighbouring place
+    return Span(words[j].start, words[last].end, CITY, 0.75, "locations")
+
+
+def _city_cued(ctx: _Cue, single: bool, f: float) -> bool:
+    """Do the cue and the words before it make the city at ``ctx.j`` (of word frequency
+    ``f``) a place: a residence word, a movement or a loose cue before a rare city, a relative
+    from it, or a travel verb before it."""
+    words, c = ctx.words, ctx.c
+    kin = people(ctx.prev) or (c > 1 and people(words[c - 2].lower))
+    rare = not single or f < 3.5
+    return (
+        ctx.resident
+        or ((ctx.moved or _loose(ctx, kin, f)) and rare)
+        or (kin and ctx.cue == "from" and f < 5.0)  # "daughter from Miami"
+        or (f < 5.0 and travelled(words, c))  # asked last: it looks back six words
+    )
+
+
+def _loose(ctx: _Cue, kin: bool, f: float) -> bool:
+    """A cue that needs no verb before a rare city: "of", or "in"/"from" after a relative
+    or before a rare word."""
+    if ctx.cue == "of":
+        return True
+    return ctx.cue in {"in", "from"} and (kin or f < (3.0 if ctx.mixed else 2.5))
+
+
+def _suffix_follows(ctx: _Cue, last: int) -> bool:
+    words = ctx.words
+    if last + 1 >= len(words) or words[last + 1].lower not in PLACE_SUFFIXES:
+        return False
+    nxt = words[last + 1]
+    return ctx.text[words[last].end : nxt.start] == " " and (not ctx.mixed or nxt.text[0].isupper())
+
+
+def _after_cue_rest(ctx: _Cue) -> Span | None:
+    """The rules behind a cue after the city look-up, for the word ``ctx.j`` after the cue."""
+    found = _near_cue(ctx)
+    if found is not None or ctx.cue == "on":
+        return found  # "on X 2" is a floor; "received on SIMV" is a ventilator mode
+    found = _named_after_cue(ctx)
+    if found is not None:
+        return found
+    words, j, text, mixed, cue = ctx.words, ctx.j, ctx.text, ctx.mixed, ctx.cue
+    if cue in {"in", "of"} and not ctx.resident:
+        return shape.area(words, j, mixed) if cue == "in" else None
+    if not ctx.moved or (cue == "from" and not ctx.before.isdisjoint(SAMPLED)):
+        return None  # "blood sent from the A-line": a sample, not a patient, moves
+    return (
+        shape.facility_after_cue(words, j, text, mixed)
+        or shape.title_run(words, j, text, mixed)
+        or (shape.title_place(words, j, text) if mixed else None)
+    )
+
+
+def _near_cue(ctx: _Cue) -> Span | None:
+    """A town after a facility ("Medical Center in Marlowvale"), the District ("lives in
+    DC"), an acronym after a being-verb ("he is in XYZ,"), a country after a residence or
+    travel cue, a building and its floor ("to X 2")."""
+    words, j, text, mixed, cue = ctx.words, ctx.j, ctx.text, ctx.mixed, ctx.cue
+    tok = words[j]
+    if cue == "in" and ctx.prev in HEADS and _rare_name(tok, mixed):
+        return Span(tok.start, tok.end, CITY, 0.6, "locations")
+    if ctx.resident and tok.lower == "dc" and (tok.is_upper or not mixed):
+        return Span(tok.start, tok.end, CITY, 0.7, "locations")  # the District: a city
+    if cue in {"in", "at"} and ctx.prev in BEING:
+        where = shape.bare_acronym(words, j, text, mixed, clause=True)
+        if where is not None:
+            return where
+    # a country after a residence or travel cue ("lives in Italy"): not identifying alone
+    if tok.lower in lx.countries() and (ctx.resident or travelled(words, ctx.c)):
+        return Span(tok.start, tok.end, OTHER, 0.55, "locations")
+    if cue in _FLOOR_CUES:
+        return wards.building_floor(words, j, text, mixed, cued=True)
+    return None
+
+
+def _rare_name(tok: Token, mixed: bool) -> bool:
+    """A rare word written as a name, no care unit and no clinical word."""
+    return (
+        capital(tok, mixed)
+        and lx.zipf(tok.lower) < 3.0
+        and tok.lower not in UNITS
+        and not lx.clinical_word(tok.lower)
+    )
+
+
+def _named_after_cue(ctx: _Cue) -> Span | None:
+    """A saint's name ("to St. Mary's"), an acronym ending a clause ("at XYZ,", "leave XYZ.",
+    "a consult from the XYZ."), Title-case words after "at"/"from" ("at Holy Cross")."""
+    words, j, text, mixed, cue = ctx.words, ctx.j, ctx.text, ctx.mixed, ctx.cue
+    if cue in {"to", "from", "at"}:
+        found = shape.saint(words, j, text, mixed)
+        if found is not None:
+            return found
+    if cue in {"at", "leave"} or (cue == "from" and j == ctx.c + 2):
+        found = shape.bare_acronym(words, j, text, mixed)
+        if found is not None:
+            return found
+    if mixed and cue in {"at", "from"} and not ctx.moved:
+        return shape.title_place(words, j, text)
+    return None
+
+
+def city_at(words: tuple[Token, ...], j: int, text: str, mixed: bool) -> int | None:
+    """Index of the last word of a city name starting at word ``j``, or None."""
+    tok = words[j]
+    if mixed and not tok.is_title and not (tok.is_upper and _caps_city(words, j, text)):
+        return None  # an all-caps word in a mixed-case note is an abbreviation ("RA", "TLC")
+    if tok.lower not in lx.city_first_words():
+        return None
+    cities = lx.us_cities()
+    best = None
+    phrase = tok.lower
+    if phrase in cities:
+        best = j
+    for k in range(j + 1, min(j + 3, len(words))):
+        gap = text[words[k - 1].end : words[k].start]
+        if gap != " ":
+            break
+        phrase = phrase + " " + words[k].lower
+        if phrase in cities:
+            best = k
+    return best
+
+
+def _caps_city(words: tuple[Token, ...], j: int, text: str) -> bool:
+    """ "lives in COOKEVILLE", "from SILVER SPRINGS": a city in capitals in a mixed-case note,
+    when long enough not to be an abbreviation (five letters, or two capitalised words)."""
+    tok = words[j]
+    if len(tok.lower) >= 5:
+        return True
+    nxt = words[j + 1] if j + 1 < len(words) else None
+    return nxt is not None and nxt.is_upper and text[tok.end : nxt.start] == " "
+
+
+def _facility_follows(words: tuple[Token, ...], k: int) -> bool:
+    """A facility head or an emergency department after the words: a hospital, not a city."""
+    if k + 1 >= len(words):
+        return False
+    nxt = words[k + 1].lower
+    return nxt in GENERIC_HEADS or nxt in NAMED_HEADS or nxt in EMERGENCY
+
+
+def lower_city(words: tuple[Token, ...], c: int, text: str) -> Span | None:
+    """ "returned to new haven", "lives in frostburg": in a mixed-case note a lower-case city
+    counts after a movement or residence verb when it has two or more words, or is one word
+    English hardly uses (after "lives in" / "from" a relative)."""
+    if words[c].lower not in LOWER_CITY_CUES:
+        return None
+    before = {w.lower for w in words[max(0, c - 3) : c]}
+    resident = not before.isdisjoint(RESIDENCE_VERBS)
+    kin = c > 0 and people(words[c - 1].lower)
+    if before.isdisjoint(MOVE_OR_RETURN) and not resident and not kin:
+        return None
+    j = c + 1
+    end = city_at(words, j, text, False)
+    if end is None:
+        return None
+    if end == j and not _lone_city(words[j].lower, resident or (kin and words[c].lower == "from")):
+        return None
+    return Span(words[j].start, words[end].end, CITY, 0.65, "locations")
+
+
+def _lone_city(low: str, cued: bool) -> bool:
+    """A one-word lower-case city: after a residence word or a relative "from", and a word
+    English hardly uses (no unit, no state, no clinical word)."""
+    if not cued or lx.zipf(low) >= 3.0:
+        return False
+    return not (low in UNITS or low in lx.us_states() or lx.clinical_word(low))

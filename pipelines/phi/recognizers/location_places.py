@@ -1,0 +1,228 @@
+"""Places told by the word after them (``locations``): a city before its state ("Middle River,
+MD"), a hospital's acronym before its emergency department or staff ("XYZ ER", "XYZ nurse"),
+a university's hospital ("University of Vermont"); and the note-level steps: wards glued to
+their floor, and a place found once spread to its other occurrences in the note."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from itertools import compress
+from typing import Final
+
+from pipelines.phi import lexicons as lx
+from pipelines.phi.base import Doc
+from pipelines.phi.lexicons import Token
+from pipelines.phi.recognizers.location_wards import ward_glued_to_digit
+from pipelines.phi.recognizers.location_words import (
+    CITY,
+    COMPASS,
+    GENERIC_MODIFIERS,
+    HOSPITAL,
+    OTHER,
+    UNITS,
+    UNIVERSITY,
+    capital,
+    named,
+    spaced,
+)
+from pipelines.phi.scan import compile_words, finditer
+from pipelines.spans import Category, Span
+
+PROPAGATED: Final = "locations.propagated"
+WARD: Final = "locations.ward_number"
+
+
+def acronym_before_unit(
+    words: tuple[Token, ...], h: int, text: str, mixed: bool, staff: bool = False
+) -> Span | None:
+    """ "XYZ ER": an unknown acronym right before an emergency department is a hospital."""
+    tok = words[h - 1]
+    low = tok.lower
+    if text[tok.end : words[h].start] != " " or low in UNITS or low in GENERIC_MODIFIERS:
+        return None
+    if not (2 <= len(low) <= 5) or (mixed and not tok.is_upper) or lx.zipf(low) >= 4.0:
+        return None
+    if mixed and not words[h].is_upper and words[h].lower != "cath" and not staff:
+        return None
+    return Span(tok.start, tok.end, HOSPITAL, 0.7, "locations")
+
+
+def university_of(words: tuple[Token, ...], c: int, text: str, mixed: bool) -> Span | None:
+    """ "University of X", "U of X": the university's (hospital's) name."""
+    uni = words[c - 1]
+    if uni.lower not in UNIVERSITY or c + 1 >= len(words):
+        return None
+    nxt = words[c + 1]
+    if "\n" in text[uni.end : nxt.start] or not capital(nxt, mixed):
+        return None
+    if nxt.lower not in lx.us_states() and nxt.lower not in lx.us_cities():
+        return None
+    return Span(uni.start, nxt.end, HOSPITAL, 0.75, "locations")
+
+
+def city_before_state(words: tuple[Token, ...], h: int, text: str, mixed: bool) -> Span | None:
+    """ "Middle River, MD", "Frostburg Maryland": a listed city right before a state; also
+    "U Maryland" (a state university's hospital)."""
+    state = words[h]
+    uni = words[h - 1]
+    if _state_university(uni, state, text, mixed):
+        return Span(uni.start, state.end, HOSPITAL, 0.7, "locations")
+    if text[uni.end : state.start] == " " and len(state.lower) <= 2:
+        return None  # "X MD" without a comma: a doctor, not a state
+    if not capital(state, mixed):
+        return None
+    for size in (3, 2, 1):
+        if h - size >= 0 and _city_phrase(words[h - size : h], text, mixed):
+            parts = words[h - size : h]
+            return Span(parts[0].start, parts[-1].end, CITY, 0.75, "locations")
+    return None
+
+
+def _state_university(uni: Token, state: Token, text: str, mixed: bool) -> bool:
+    """ "U Maryland", "Univ Vermont": a state university."""
+    return (
+        uni.lower in {"u", "uof", "univ", "university"}
+        and text[uni.end : state.start] == " "
+        and len(state.lower) > 2
+        and capital(state, mixed)
+    )
+
+
+def _city_phrase(parts: tuple[Token, ...], text: str, mixed: bool) -> bool:
+    """The words, one space apart and written as a name, are a listed city (a common word
+    alone is not: "Mobile" needs more than a state after it)."""
+    if not spaced(text, parts):
+        return False
+    if mixed and not all(p.is_title or p.is_upper for p in parts):
+        return False
+    phrase = " ".join(p.lower for p in parts)
+    return phrase in lx.us_cities() and (len(parts) > 1 or lx.zipf(phrase) < 4.5)
+
+
+def compass_state(words: tuple[Token, ...], h: int, text: str, mixed: bool) -> Span | None:
+    """ "western Maryland", "NORTHERN VIRGINIA": a part of a state is a region, smaller than
+    a state (states alone are kept under Safe Harbor)."""
+    if h < 1:
+        return None
+    compass = words[h - 1]
+    if compass.lower not in COMPASS or text[compass.end : words[h].start] != " ":
+        return None
+    state = words[h]
+    if len(state.lower) <= 2:
+        return None  # "west MD": a doctor or an abbreviation
+    if not capital(state, mixed):
+        return None
+    return Span(compass.start, state.end, OTHER, 0.6, "locations")
+
+
+def region(words: tuple[Token, ...], h: int, text: str, mixed: bool) -> Span | None:
+    """ "the Eastern Shore", "the west coast": a region named by a compass word."""
+    if h < 2 or words[h - 2].lower != "the":
+        return None
+    compass = words[h - 1]
+    if compass.lower not in COMPASS or text[compass.end : words[h].start] != " ":
+        return None
+    if not capital(compass, mixed):
+        return None
+    return Span(compass.start, words[h].end, OTHER, 0.6, "locations")
+
+
+# A word of 5+ letters glued to a one- or two-digit number ("Xyzward3"): re2 finds the few
+# candidates in a note in a microsecond or two; the rules judge them.
+GLUED_NUMBER: Final = compile_words(r"\b[A-Za-z]{4,}[A-WYZa-wyz]\d{1,2}\b")
+
+
+def wards_with_numbers(doc: Doc, mixed: bool) -> list[Span]:
+    """ "XYZWARD3 DEVELOPED CHEST PAIN": a ward glued to its floor needs no cue before it
+    (but "CABGX2", "stoolsx2" are counts: a glued "x" means times)."""
+    out: list[Span] = []
+    text = doc.text
+    for match in finditer(doc, GLUED_NUMBER):
+        start, end = match.span()
+        while end > start and text[end - 1].isdigit():
+            end -= 1
+        word = text[start:end]
+        span = named(ward_glued_to_digit(Token(start, end, word, word.lower()), text, mixed), WARD)
+        if span is not None:
+            out.append(span)
+    return out
+
+
+def propagate(spans: list[Span], toks: lx.Tokens, text: str, mixed: bool) -> list[Span]:
+    """A place named once in a note is the same place wherever its word recurs there."""
+    if not spans:
+        return spans
+    found, phrases = _recurring(spans, text)
+    best: dict[tuple[int, int], Span] = {}
+    for span in spans:
+        old = best.get((span.start, span.end))
+        if old is None or old.confidence < span.confidence:
+            best[(span.start, span.end)] = span
+    out = list(best.values())
+    if not phrases and not found:
+        return out
+    words, lowers = toks.words, toks.lowers
+    firsts = {p.split(" ", 1)[0]: p.count(" ") + 1 for p in phrases}
+    # the words found again and the phrases' first words, picked in one pass without a
+    # Python call per word of the note
+    hits = list(compress(range(len(words)), map({**firsts, **found}.__contains__, lowers)))
+    if firsts:
+        again = compress(hits, map(firsts.__contains__, map(lowers.__getitem__, hits)))
+        out.extend(_phrase_again(phrases, firsts, again, toks, text, mixed, set(best)))
+    for i in compress(hits, map(found.__contains__, map(lowers.__getitem__, hits))):
+        tok = words[i]
+        if (tok.start, tok.end) not in best and capital(tok, mixed):
+            out.append(Span(tok.start, tok.end, found[tok.lower], 0.65, PROPAGATED))
+    return out
+
+
+def _recurring(spans: list[Span], text: str) -> tuple[dict[str, Category], dict[str, Category]]:
+    """The rare words and the sure phrases found, which recur: word -> category, phrase (its
+    words one space apart, lower-case) -> category."""
+    found: dict[str, Category] = {}
+    phrases: dict[str, Category] = {}
+    for span in spans:
+        phrase = text[span.start : span.end]
+        if "\n" in phrase or span.confidence < 0.6:
+            continue
+        low = phrase.lower()
+        if " " in phrase:
+            if span.confidence >= 0.7 and len(low) >= 6:
+                phrases[" ".join(low.split())] = span.category  # "holy cross" again later
+            continue
+        # a listed city found by a sure cue recurs even when it is a commoner word ("Rome")
+        ceiling = 4.6 if span.category is CITY and span.confidence >= 0.7 else 3.5
+        if lx.zipf(low) < ceiling and low not in UNITS and not lx.is_first_name(low):
+            found[low] = span.category
+    return found, phrases
+
+
+def _phrase_again(
+    phrases: dict[str, Category],
+    firsts: dict[str, int],
+    at: Iterable[int],
+    toks: lx.Tokens,
+    text: str,
+    mixed: bool,
+    covered: set[tuple[int, int]],
+) -> list[Span]:
+    """Multi-word places found once ("Holy Cross", "Chester River") wherever they recur:
+    ``firsts`` maps each phrase's first word to its length in words, ``at`` lists the indices
+    of the words of the note that are such a first word."""
+    words = toks.words
+    out: list[Span] = []
+    for i in at:
+        size = firsts[words[i].lower]
+        if i + size > len(words):
+            continue
+        part = words[i : i + size]
+        if (part[0].start, part[-1].end) in covered:
+            continue  # found there already (asked first: the checks below are dearer)
+        if not spaced(text, part):
+            continue
+        if mixed and not all(p.is_title or p.is_upper for p in part):
+            continue
+        cat = phrases.get(" ".join(p.lower for p in part))
+        if cat is not None:
+            out.append(Span(part[0].start, part[-1].end, cat, 0.65, PROPAGATED))
+    return out
