@@ -31,14 +31,11 @@ from pipelines.document import ClinicalDocument, Identifiers, PersonName
 from pipelines.leak_guard import (
     COMMON_WORD_ZIPF,
     NAME_OVER_WORD,
-    WORD_RUN,
-    _compiled,
     is_mixed_case,
-    is_word_char,
     leak_guard,
     word_pattern,
-    word_runs,
 )
+from pipelines.leak_search import WORD_RUN, _compiled, is_word_char, word_runs
 from pipelines.memo import memoized
 from pipelines.phi.detector import Detector
 from pipelines.phi.merge import merge_spans
@@ -312,7 +309,7 @@ def recurrences(text: str, spans: Sequence[Span]) -> list[Span]:
     The name and place recognizers propagate what they find to the rest of the text they
     are given; a note detected in chunks would lose that across the cuts, so here a phrase
     they found, and each of its rare words, is found wherever it recurs written exactly the
-    same way, as whole words. One pass over the note (:func:`~pipelines.leak_guard.word_runs`).
+    same way, as whole words. One pass over the note (:func:`~pipelines.leak_search.word_runs`).
     """
     phrases = _phrases(text, spans)
     if not phrases:
@@ -376,7 +373,7 @@ def occurrences(text: str, spans: Sequence[Span], acts: Callable[[Category], boo
     under ``MIN_OCCURRENCE_CHARS`` (digits: ``MIN_OCCURRENCE_DIGITS``), common English words,
     clinical words and, in a mixed-case note, short all-capital abbreviations; the leak
     guard still holds a note where those survive. One pass over the note
-    (:func:`~pipelines.leak_guard.word_runs`) plus a check at each candidate.
+    (:func:`~pipelines.leak_search.word_runs`) plus a check at each candidate.
     """
     mixed = is_mixed_case(text)
     wanted = _occurring(text, spans, acts, mixed)
@@ -416,7 +413,7 @@ def _first_words(
 ) -> Iterator[tuple[int, str]]:
     """``(start, word)`` of each maximal word run of ``scan`` that is one of ``words`` and
     starts outside ``covered``: ``str.find`` per word on a short note (no pattern to build),
-    one :func:`~pipelines.leak_guard.word_runs` scan on a long one."""
+    one :func:`~pipelines.leak_search.word_runs` scan on a long one."""
     if len(words) * len(scan) > _FIND_BUDGET:
         yield from ((at, w) for at, w in word_runs(scan, words) if not covered[at])
         return

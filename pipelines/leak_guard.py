@@ -15,23 +15,29 @@ ASCII outputs the detected phrases are looked for through a word index (:class:`
 
 from __future__ import annotations
 
-import bisect
 import re
 from collections import Counter
-from collections.abc import Collection, Iterator, Mapping, Sequence
+from collections.abc import Sequence
 from datetime import date
 from functools import lru_cache
 from typing import NamedTuple
 
-import re2
-
 from pipelines.deadline import check
 from pipelines.document import Address, Identifiers, PersonName
+from pipelines.leak_search import (
+    GUARD_INDEX_CHARS,
+    PROBE_DIGITS,
+    PROBE_SQUEEZED,
+    PROBE_TEXT,
+    PROBE_WORD,
+    WORD_RUN,
+    _compiled,
+    _Probe,
+    _WordIndex,
+)
 from pipelines.policy import Action, Policy
-from pipelines.re2_boundary import match_spans
 from pipelines.spans import Category, Span
 from surrogates.names import SUFFIXES, TITLES
-from surrogates.pieces import whitespace_pieces
 
 # Categories whose surrogate may legitimately read like the original: a year-only date can
 # stay in its year, an age under the ceiling is kept.
@@ -90,15 +96,6 @@ def _date_forms(day: date) -> list[str]:
     ]
 
 
-# How a term's needle is looked for in the (masked, lower-cased) output before its regex
-# is compiled and run. Each is a necessary condition of a regex match, so skipping a term
-# whose needle is absent never misses a leak; "text" is the plain substring test.
-PROBE_TEXT = "text"  # anywhere
-PROBE_WORD = "word"  # as a whole word: no word character right before or after it
-PROBE_SQUEEZED = "squeezed"  # in the output without whitespace and - . / (alphanumeric ids)
-PROBE_DIGITS = "digits"  # in the output's digits only (phone numbers)
-
-
 class Term(NamedTuple):
     category: str
     pattern: str  # the regex (carries its own case flags)
@@ -154,7 +151,6 @@ def is_mixed_case(text: str) -> bool:
 # Compiled guard patterns, shared by documents: a patient's known names recur in every one
 # of their notes. Bounded, and separate from ``re``'s own 512-entry cache, which the
 # detector's libraries also use (misses there recompiled the same patterns per document).
-_compiled = lru_cache(maxsize=2048)(re.compile)  # ~1.2 KB each
 
 
 def known_terms(identifiers: Identifiers, policy: Policy, text: str = "") -> list[Term]:
@@ -385,132 +381,6 @@ def _phrase_terms(phrase: str, category: Category, mixed_case: bool) -> tuple[Te
     return tuple(terms)
 
 
-_ASCII_SPACE = "".join(chr(c) for c in range(128) if chr(c).isspace())  # what \s matches
-# Deleted from the (ASCII) output by bytes.translate — C speed; str.translate with a table
-# looks every character up in a dict.
-_SQUEEZE = (_ASCII_SPACE + "-./").encode("ascii")
-_NOT_DIGITS = bytes(c for c in range(128) if not chr(c).isdigit())
-
-
-class _Probe:
-    r"""Cheap tests on the masked output that a term's regex could match at all.
-
-    Compiling a term's regex costs far more than running it, and most terms (ids, names,
-    dates of this document) are absent from the output. The exact probes (whole word,
-    squeezed, digits) are only used on ASCII output, where ``str.lower`` keeps offsets,
-    ``\w``/``\s``/``\d`` are the ASCII classes and case folding is ASCII; otherwise the
-    plain substring test of the lower-cased text is used, or none.
-    """
-
-    def __init__(self, scan: str) -> None:
-        self.lowered = scan.lower()
-        self.ascii = scan.isascii()
-        self._squeezed: bytes | None = None
-        self._digits: bytes | None = None
-
-    def may_hold(self, needle: str, how: str) -> bool:
-        low = self.lowered
-        if how == PROBE_TEXT:
-            return needle in low
-        if how == PROBE_WORD:
-            return _whole_word(low, needle) if self.ascii else needle in low
-        if not self.ascii:
-            return True
-        if how in (PROBE_SQUEEZED, PROBE_DIGITS) and not needle.isascii():
-            return False  # the output is ASCII here
-        if how == PROBE_SQUEEZED:
-            if self._squeezed is None:
-                self._squeezed = low.encode("ascii").translate(None, _SQUEEZE)
-            return needle.encode("ascii") in self._squeezed
-        if how == PROBE_DIGITS:
-            if self._digits is None:
-                self._digits = low.encode("ascii").translate(None, _NOT_DIGITS)
-            return needle.encode("ascii") in self._digits
-        return True
-
-
-# Above this length the detected phrases (whose number grows with the note) are looked for
-# through a word index of the output instead of one scan of the output each.
-GUARD_INDEX_CHARS = 50_000
-WORD_RUN = re.compile(r"\w+")
-_WINDOW_SLACK = 256  # characters around a needle's occurrence a match may reach
-
-
-class _WordIndex:
-    """Where the detected phrases' words occur in the (masked, ASCII) output.
-
-    A match of a detected phrase's pattern contains each word of the phrase (of a name
-    part's pattern: the part) as a maximal word run, so the pattern is only tried in windows
-    around the occurrences of its rarest such word. One pass over the output builds the
-    index; each pattern then costs at most one pass over its windows, merged.
-    """
-
-    def __init__(
-        self, scan: str, anchored: Mapping[str, tuple[str, ...]], lowered: str | None = None
-    ) -> None:
-        """``lowered``: ``scan.lower()`` if the caller has it (a long output: one copy)."""
-        if not scan.isascii():
-            raise ValueError("the word index is for ASCII output")  # lower() keeps offsets
-        self.scan = scan
-        self.size = len(scan)
-        self.anchors = anchored
-        wanted = {word for words in anchored.values() for word in words}
-        self.at: dict[str, list[int]] = {}
-        for at, word in word_runs(scan.lower() if lowered is None else lowered, wanted):
-            self.at.setdefault(word, []).append(at)
-
-    def search(self, pattern: str) -> bool:
-        """Does ``pattern`` match the output? Compiled only if its rarest anchor word occurs
-        (most detected phrases were replaced: their words are gone from the output)."""
-        words = self.anchors.get(pattern)
-        if not words:  # no word to anchor on (or a non-ASCII one): the whole output
-            return _compiled(pattern).search(self.scan) is not None
-        found = [self.at.get(w, ()) for w in words]
-        places = min(found, key=len)
-        if places and len(found) > 1:  # a match holds them all: near each other
-            places = _near_all(places, found, len(pattern) + _WINDOW_SLACK)
-        if not places:
-            return False
-        return self._search_near(_compiled(pattern), places)
-
-    def _search_near(self, pattern: re.Pattern[str], places: Sequence[int]) -> bool:
-        """``pattern.search(scan)`` where a match must hold a word starting at ``places``."""
-        reach = len(pattern.pattern) + _WINDOW_SLACK  # the pattern is longer than its match
-        windows: list[list[int]] = []
-        for at in places:
-            low, high = max(0, at - reach), min(self.size, at + reach)
-            if windows and low <= windows[-1][1]:
-                windows[-1][1] = high
-            else:
-                windows.append([low, high])
-        for low, high in windows:
-            m = pattern.search(self.scan, low, high)
-            if m is None:
-                continue
-            if m.end() < high - _WINDOW_SLACK // 2 or high == self.size:
-                return True
-            # near the window's end the lookaheads saw a false end of text: look again
-            if pattern.search(self.scan, m.start()) is not None:
-                return True
-        return False
-
-
-def _near_all(places: Sequence[int], found: Sequence[Sequence[int]], reach: int) -> list[int]:
-    """Of ``places`` (ascending), those with an occurrence of every list of ``found``
-    (ascending starts) within ``reach`` characters: the windows ``_search_near`` would
-    search around the others hold no match. A date's numbers ("3", "8") are each written
-    hundreds of times in a long note, seldom near each other."""
-    out: list[int] = []
-    for at in places:
-        for starts in found:
-            k = bisect.bisect_left(starts, at - reach)
-            if k == len(starts) or starts[k] > at + reach:
-                break
-        else:
-            out.append(at)
-    return out
-
-
 def _anchored_terms(
     phrases: Sequence[tuple[str, Category]], mixed_case: bool
 ) -> dict[str, tuple[str, ...]]:
@@ -550,50 +420,6 @@ def _commonness(word: str) -> tuple[float, str]:
     if word.isdigit():
         return (max(0.0, 6.0 - len(word)), word)
     return (zipf(word), word)
-
-
-_RUN_PIECE_CHARS = 1 << 20
-
-
-def word_runs(
-    text: str, words: Collection[str], piece_chars: int = _RUN_PIECE_CHARS
-) -> Iterator[tuple[int, str]]:
-    """``(start, word)`` of each maximal run of word characters in ``text`` that is one of
-    ``words``, in order: ``WORD_RUN.finditer(text)`` filtered by ``words``.
-
-    When the text and the words are ASCII (where re2's ``\\b`` is Python's ``\\w`` boundary),
-    one re2 scan of the words' alternation finds them: no match object per word of the text.
-    """
-    if not any(words):  # "" is no word run
-        return
-    if text.isascii() and all(w.isascii() for w in words):
-        alternation = "|".join(re.escape(w) for w in sorted(words) if w)
-        pattern = re2.compile(rf"\b(?:{alternation})\b".encode("ascii"))
-        for start, end in whitespace_pieces(text, piece_chars):  # one small copy at a time
-            for low, high in match_spans(pattern, text[start:end].encode("ascii")):
-                yield start + low, text[start + low : start + high]
-        return
-    for m in WORD_RUN.finditer(text):
-        if m.group() in words:
-            yield m.start(), m.group()
-
-
-def is_word_char(c: str) -> bool:
-    return c.isalnum() or c == "_"
-
-
-def _whole_word(text: str, needle: str) -> bool:
-    """Does ``needle`` occur in ``text`` with no word character right before or after it?"""
-    at = text.find(needle)
-    end = len(text)
-    while at >= 0:
-        after = at + len(needle)
-        if (at == 0 or not is_word_char(text[at - 1])) and (
-            after >= end or not is_word_char(text[after])
-        ):
-            return True
-        at = text.find(needle, at + 1)
-    return False
 
 
 def masked(output: str, spans: Sequence[Span]) -> str:

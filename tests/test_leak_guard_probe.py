@@ -13,17 +13,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pipelines.leak_guard import (
-    PROBE_DIGITS,
-    PROBE_SQUEEZED,
-    PROBE_WORD,
     _alnum_id,
     _alnum_needle,
     _digits,
     _name_part_pattern,
     _needle,
-    _Probe,
     word_pattern,
 )
+from pipelines.leak_search import PROBE_DIGITS, PROBE_SQUEEZED, PROBE_WORD, _Probe
 
 _ALPHABET = st.sampled_from(list("abAB01 -./'’()\n\t_éÉſK\x00İ"))
 _TEXT = st.text(_ALPHABET, max_size=40)

@@ -11,6 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import pipelines.leak_guard as guard
+import pipelines.leak_search as search
 from keystore.api import PatientState
 from pipelines.deidentify import Deidentifier, chunk_bounds
 from pipelines.document import ClinicalDocument, Identifiers, PersonName
@@ -168,11 +169,11 @@ def test_the_word_index_finds_what_a_whole_scan_finds(
     written = (" " * spaces).join(words)
     for scan in (before + (written.upper() if upper else written) + after, before + after):
         expected = pattern.search(scan) is not None
-        index = guard._WordIndex(scan, anchors)
+        index = search._WordIndex(scan, anchors)
         assert index.search(pattern.pattern) == expected
         # any one of the words anchors it alike (the guard keeps the least common)
         for word in anchors[pattern.pattern]:
-            alone = guard._WordIndex(scan, {pattern.pattern: (word,)})
+            alone = search._WordIndex(scan, {pattern.pattern: (word,)})
             assert alone.search(pattern.pattern) == expected
 
 
@@ -231,7 +232,7 @@ def test_word_runs_are_the_word_runs_equal_to_a_word(
 ) -> None:
     text = text + "é" if accent else text  # not ASCII: the plain scan
     expected = [(m.start(), m.group()) for m in re.finditer(r"\w+", text) if m.group() in words]
-    assert list(guard.word_runs(text, words, piece)) == expected
+    assert list(search.word_runs(text, words, piece)) == expected
 
 
 def _recurrences_reference(text: str, spans: list[Span]) -> list[Span]:
@@ -253,7 +254,7 @@ def _recurrences_reference(text: str, spans: list[Span]) -> list[Span]:
             end = at + len(phrase)
             if not text.startswith(phrase, at):
                 continue
-            whole = end == len(text) or not guard.is_word_char(text[end])
+            whole = end == len(text) or not search.is_word_char(text[end])
             if whole and not any(covered[at:end]):
                 out.append(Span(at, end, seen.category, min(seen.confidence, 0.7), "recurrence"))
                 covered[at:end] = [True] * (end - at)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pipelines.phi.tagger.features import _LEAF, _NOTHING, Gazetteer, _gazetteer, cities, facilities
+from pipelines.phi.tagger.gazetteers import _LEAF, _NOTHING, Gazetteer, _gazetteer, cities, facilities
 
 _END = ""  # marks a whole phrase in the reference trie
 Trie = dict[str, "Trie"]
@@ -74,7 +74,7 @@ def _check_real(gazetteer: Gazetteer, phrases: list[tuple[str, ...]]) -> None:
 
 def test_real_gazetteers_match_as_a_plain_trie() -> None:
     from pipelines.phi import lexicons
-    from pipelines.phi.tagger.features import _lower_tokens, facility_names
+    from pipelines.phi.tagger.gazetteers import _lower_tokens, facility_names
 
     _check_real(facilities(), sorted({_lower_tokens(n) for n in facility_names()})[::7])
     cities_ = sorted({_lower_tokens(c) for c in lexicons.us_cities() if " " in c})

@@ -122,6 +122,41 @@ def _rounded(figures: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+def _fold_taggers(
+    options: Mapping[str, Any], model: Path, thresholds: Sequence[float]
+) -> dict[str, TaggerRecognizer]:
+    """The fold model as a recognizer at the policy's threshold ("") and at each other one."""
+    taggers = {"": TaggerRecognizer({**options, "model": str(model)})}
+    for t in thresholds:
+        taggers[f"@{t}"] = TaggerRecognizer({**options, "model": str(model), "threshold": t})
+    return taggers
+
+
+def _score_fold(
+    test_notes: Sequence[Note],
+    gold: Mapping[NoteKey, list[GoldPhrase]],
+    known: Mapping[str, Identifiers],
+    rules: Detector,
+    taggers: Mapping[str, TaggerRecognizer],
+) -> dict[str, Evaluation]:
+    """Each system's evaluation on the held fold: rules, tagger and combined per threshold."""
+    evaluations: dict[str, Evaluation] = {}
+    for note in test_notes:
+        doc = Doc(note.text, known.get(note.patient) or Identifiers())
+        found_rules = rules.detect(doc)
+        spans = {"rules": found_rules}
+        for suffix, tagger in taggers.items():
+            found_tagger = tagger.detect(doc)
+            spans["tagger" + suffix] = merge_spans(found_tagger)
+            spans["combined" + suffix] = merge_spans(unite(found_rules, found_tagger))
+        phrases = gold.get(note.key, [])
+        for system, found in spans.items():
+            evaluations.setdefault(system, Evaluation()).add(
+                note.patient, note.note, note.text, phrases, found
+            )
+    return evaluations
+
+
 def cross_validate(
     notes: Sequence[Note],
     gold: Mapping[NoteKey, list[GoldPhrase]],
@@ -156,24 +191,8 @@ def cross_validate(
         model = work_dir / f"fold{index}.crfsuite"
         report = train(examples_from(train_notes, dict(gold)), model, settings)
         progress(f"fold {index}/{k}: trained on {len(train_notes)} notes in {report.seconds} s")
-        taggers = {"": TaggerRecognizer({**tagger_options, "model": str(model)})}
-        for t in thresholds:
-            options = {**tagger_options, "model": str(model), "threshold": t}
-            taggers[f"@{t}"] = TaggerRecognizer(options)
-        evaluations: dict[str, Evaluation] = {}
-        for note in test_notes:
-            doc = Doc(note.text, known.get(note.patient) or Identifiers())
-            found_rules = rules.detect(doc)
-            spans = {"rules": found_rules}
-            for suffix, tagger in taggers.items():
-                found_tagger = tagger.detect(doc)
-                spans["tagger" + suffix] = merge_spans(found_tagger)
-                spans["combined" + suffix] = merge_spans(unite(found_rules, found_tagger))
-            phrases = gold.get(note.key, [])
-            for system, found in spans.items():
-                evaluations.setdefault(system, Evaluation()).add(
-                    note.patient, note.note, note.text, phrases, found
-                )
+        taggers = _fold_taggers(tagger_options, model, thresholds)
+        evaluations = _score_fold(test_notes, gold, known, rules, taggers)
         result.folds.append(
             FoldResult(
                 fold=index,

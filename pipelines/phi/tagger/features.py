@@ -17,7 +17,6 @@ import bisect
 from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
 from functools import cache, partial
-from importlib import resources
 from itertools import accumulate, compress, count
 from operator import attrgetter
 from typing import Final
@@ -25,6 +24,15 @@ from typing import Final
 from pipelines.memo import Memo
 from pipelines.phi import lexicons
 from pipelines.phi.tagger.crf import ATTRIBUTE
+from pipelines.phi.tagger.gazetteers import _GAZETTEERS as _GAZETTEERS
+from pipelines.phi.tagger.gazetteers import Gazetteer as Gazetteer
+from pipelines.phi.tagger.gazetteers import _add_gazetteer_features as _add_gazetteer_features
+from pipelines.phi.tagger.gazetteers import _any_first_word as _any_first_word
+from pipelines.phi.tagger.gazetteers import cities as cities
+from pipelines.phi.tagger.gazetteers import facilities as facilities
+from pipelines.phi.tagger.gazetteers import facility_core as facility_core
+from pipelines.phi.tagger.gazetteers import facility_cores as facility_cores
+from pipelines.phi.tagger.gazetteers import facility_names as facility_names
 from pipelines.phi.wordlists import word_set
 
 # a word (letters, inner apostrophes), a run of digits, or any other single visible
@@ -121,116 +129,6 @@ def _shape(word: str) -> str:
 
 
 # --------------------------------------------------------------------------- gazetteers
-
-
-_END: Final = ""  # the trie key that marks a whole phrase (no token is empty)
-Trie = dict[str, "Trie"]
-
-
-@dataclass(frozen=True)
-class Gazetteer:
-    """Multi-word phrases as a word trie: a phrase matches where its words follow."""
-
-    trie: Trie  # word -> the phrases that go on with it; _END -> _NOTHING where one ends
-    words: frozenset[str]
-
-    def matches(
-        self, lowers: list[str], candidates: list[int] | None = None
-    ) -> list[tuple[int, int]]:
-        """``(start, end)`` token ranges of the longest phrase starting at each token (of
-        ``candidates``, the positions where some phrase may start, when given); a match
-        ends where the next may start."""
-        root = self.trie
-        n = len(lowers)
-        out: list[tuple[int, int]] = []
-        end = 0
-        for i in range(n) if candidates is None else candidates:
-            node = root.get(lowers[i])
-            if node is None or i < end:
-                continue
-            best = i + 1 if _END in node else 0
-            k = i + 1
-            while k < n:
-                node = node.get(lowers[k])
-                if node is None:
-                    break
-                k += 1
-                if _END in node:
-                    best = k
-            if best:
-                out.append((i, best))
-                end = best
-        return out
-
-
-def _gazetteer(phrases: set[tuple[str, ...]]) -> Gazetteer:
-    trie: Trie = {}
-    distinct: dict[str, str] = {}
-    for phrase in phrases:
-        if phrase:
-            node = trie
-            for each in phrase:
-                word = distinct.setdefault(each, each)  # one string per word, not per use
-                node = node.setdefault(word, {})
-            node[_END] = _NOTHING
-    _share_leaves(trie)
-    return Gazetteer(trie, frozenset(distinct))
-
-
-# Shared by every gazetteer once built (and never written to): the node past a phrase's
-# end, and the node of a phrase that no longer phrase goes on from. Most nodes are such;
-# a dict each took half the tries' memory (figures: bench/README.md, "Memory").
-_NOTHING: Final[Trie] = {}
-_LEAF: Final[Trie] = {_END: _NOTHING}
-
-
-def _share_leaves(node: Trie) -> None:
-    for word, child in node.items():
-        if child.keys() == _LEAF.keys():
-            node[word] = _LEAF
-        elif child is not _NOTHING:
-            _share_leaves(child)
-
-
-def _lower_tokens(text: str) -> tuple[str, ...]:
-    return tuple(t[2].lower() for t in tokenize(text))
-
-
-@cache
-def facility_names() -> tuple[str, ...]:
-    """The US facility gazetteer (MITRE MIST's hospitals.txt, BSD; see README-hospitals.md)."""
-    raw = resources.files("pipelines.phi").joinpath("data/hospitals.txt").read_text("utf-8")
-    return tuple(line.strip() for line in raw.splitlines() if line.strip() and line[0] != "#")
-
-
-def facility_core(name: str) -> str:
-    """A facility name without its generic head words: "X Y Memorial Hospital" -> "X Y"."""
-    words = name.split()
-    while words and words[-1].lower() in _GENERIC_HEADS:
-        words.pop()
-    return " ".join(words)
-
-
-@cache
-def facilities() -> Gazetteer:
-    phrases = {_lower_tokens(n) for n in facility_names()}
-    return _gazetteer(phrases)
-
-
-@cache
-def facility_cores() -> Gazetteer:
-    cores = {_lower_tokens(facility_core(n)) for n in facility_names()}
-    return _gazetteer({c for c in cores if c and not (len(c) == 1 and lexicons.zipf(c[0]) > 4.5)})
-
-
-@cache
-def cities() -> Gazetteer:
-    return _gazetteer({_lower_tokens(c) for c in lexicons.us_cities() if " " in c})
-
-
-_GAZETTEERS: Final = {"gf": facilities, "gc": facility_cores, "gt": cities}
-
-# --------------------------------------------------------------------------- word features
 
 
 def _number_features(word: str) -> list[str]:
@@ -594,38 +492,3 @@ def _add_line_features(
             break
         extras.setdefault(k, []).append(bol)
         at = text.find("\n", starts[k])
-
-
-@cache
-def _any_first_word() -> frozenset[str]:
-    return frozenset().union(*(g().trie.keys() for g in _GAZETTEERS.values()))
-
-
-def _add_gazetteer_features(
-    lowers: list[str], extras: dict[int, list[bytes]], attributes: Attributes
-) -> None:
-    n = len(lowers)
-    names = [g for g in _GAZETTEERS if any(f"{g}={p}" in attributes for p in _GAZETTEER_PARTS)]
-    if not names:
-        return
-    candidates = list(compress(count(), map(_any_first_word().__contains__, lowers)))
-    for name in names:
-        # each part's attribute, None where it is not kept
-        begin, inside, before, after = (
-            attributes.one(a) if (a := f"{name}={part}") in attributes else None
-            for part in _GAZETTEER_PARTS
-        )
-        for start, end in _GAZETTEERS[name]().matches(lowers, candidates):
-            if begin:
-                extras.setdefault(start, []).append(begin)
-            if inside:
-                for k in range(start + 1, end):
-                    extras.setdefault(k, []).append(inside)
-            if start > 0 and before:
-                extras.setdefault(start - 1, []).append(before)
-            if end < n and after:
-                extras.setdefault(end, []).append(after)
-
-
-# a phrase's first word, its other words, the word before it and the word after it
-_GAZETTEER_PARTS: Final = ("B", "I", "next", "prev")
