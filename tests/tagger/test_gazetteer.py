@@ -5,7 +5,14 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pipelines.phi.tagger.gazetteers import _LEAF, _NOTHING, Gazetteer, _gazetteer, cities, facilities
+from pipelines.phi.tagger.gazetteers import (
+    _LEAF,
+    _NOTHING,
+    Gazetteer,
+    _gazetteer,
+    cities,
+    facilities,
+)
 
 _END = ""  # marks a whole phrase in the reference trie
 Trie = dict[str, "Trie"]
