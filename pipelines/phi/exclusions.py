@@ -49,6 +49,7 @@ class Vocabulary:
     peoples: frozenset[str]  # every word of the nationality and language lists, unfiltered
     language_cues: frozenset[str]  # "speaking", "interpreter"
     cues: frozenset[str]  # titles and role words before a name
+    credentials: frozenset[str]  # credentials after a name ("X RN")
     phrase: re.Pattern[str]  # the multi-word device names
     phrase_words: frozenset[str]  # their words: a span holds one, or it is in none
     formula: re.Pattern[str]  # a word of two or more element symbols
@@ -75,6 +76,7 @@ def vocabulary() -> Vocabulary:
         peoples=frozenset(w for p in peoples for w in p.split()),
         language_cues=word_set("exclusion_language_cues"),
         cues=frozenset(role_map("name_titles").keys() | role_map("name_role_before").keys()),
+        credentials=word_set("name_credentials"),
         phrase_words=frozenset(w for words in multi for w in words),
         phrase=_phrase_pattern(multi),
         formula=re.compile(rf"(?:(?:{elements})\d*){{2,}}"),
@@ -107,6 +109,8 @@ def vetoed(text: str, span: Span) -> bool:
     words = [w.lower() for w in _WORD.findall(text, span.start, span.end)]
     if not words or _after_cue(text, span.start):
         return False
+    if span.category in _NAMES and _before_credential(text, span.end):
+        return False
     vocab = vocabulary()
     if _formula(text, span, vocab) or (
         not vocab.phrase_words.isdisjoint(words) and _in_device_phrase(text, span, vocab)
@@ -124,6 +128,15 @@ def vetoed(text: str, span: Span) -> bool:
 def _after_cue(text: str, start: int) -> bool:
     before = _BEFORE.search(text, max(0, start - 20), start)
     return before is not None and before.group(1).lower() in vocabulary().cues
+
+
+def _before_credential(text: str, end: int) -> bool:
+    """ "Foley RN", "Ambien, PA": a credential after a name makes it a provider's."""
+    after = _CREDENTIAL_AFTER.match(text, end)
+    return after is not None and after.group(1).lower() in vocabulary().credentials
+
+
+_CREDENTIAL_AFTER: Final = re.compile(r"[ \t]*,?[ \t]*([A-Za-z][A-Za-z-]*)")
 
 
 def _formula(text: str, span: Span, vocab: Vocabulary) -> bool:

@@ -32,7 +32,10 @@ def test_dead_letter_headers_are_explained() -> None:
 
 def test_readiness_reasons_are_explained() -> None:
     app = (ROOT / "service" / "app.py").read_text(encoding="utf-8")
-    reasons = set(re.findall(r'reasons\.append\(f?"(\w+)', app))
+    # the reasons are set in ``_not_ready_reasons``: a list, a table of (field, reason), extras
+    body = app.split("def _not_ready_reasons", 1)[1].split("\ndef ", 1)[0]
+    reasons = set(re.findall(r'(?:reasons = \[|reasons\.(?:append|extend)\()f?"(\w+)', body))
+    reasons |= set(re.findall(r'\("\w+", "(\w+)"\)', body))
     assert {"starting", "broker_unreachable", "keystore_fault", "no_partitions"} <= reasons
     missing = sorted(r for r in reasons if f"`{r}" not in DOC)
     assert not missing, missing
