@@ -137,4 +137,20 @@ def _state_or_country(text: str, tagged: TaggedSpan) -> bool:
     if tagged.label is not Label.LOCATION:
         return False
     words = " ".join(text[tagged.start : tagged.end].lower().split())
-    return words in lexicons.us_states() or words in lexicons.countries()
+    if words in lexicons.us_states():
+        return not _before_a_state(text, tagged.end, words)
+    return words in lexicons.countries()
+
+
+_STATE_AFTER: Final = re.compile(r",[ \t]*([A-Za-z]{2}\b|[A-Z][a-z]+(?:[ \t][A-Z][a-z]+)?)")
+
+
+def _before_a_state(text: str, end: int, words: str) -> bool:
+    """A city named like a state is written with its state after it ("Washington, DC",
+    "Nevada, MO"): then the name is the city, which is PHI."""
+    m = _STATE_AFTER.match(text, end)
+    if m is None:
+        return False
+    after = m.group(1).lower()
+    states = lexicons.us_states()
+    return after in states and states[after] != states[words]
