@@ -107,9 +107,7 @@ def veto(text: str, spans: Iterable[Span]) -> list[Span]:
 
 def vetoed(text: str, span: Span) -> bool:
     words = [w.lower() for w in _WORD.findall(text, span.start, span.end)]
-    if not words or _after_cue(text, span.start):
-        return False
-    if span.category in _NAMES and _before_credential(text, span.end):
+    if not words or _name_context(text, span):
         return False
     vocab = vocabulary()
     if _formula(text, span, vocab) or (
@@ -128,6 +126,13 @@ def vetoed(text: str, span: Span) -> bool:
 def _after_cue(text: str, start: int) -> bool:
     before = _BEFORE.search(text, max(0, start - 20), start)
     return before is not None and before.group(1).lower() in vocabulary().cues
+
+
+def _name_context(text: str, span: Span) -> bool:
+    """A title or role word before the span, or (for a name) a credential after it."""
+    if _after_cue(text, span.start):
+        return True
+    return span.category in _NAMES and _before_credential(text, span.end)
 
 
 def _before_credential(text: str, end: int) -> bool:
