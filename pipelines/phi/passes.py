@@ -130,16 +130,20 @@ _UNSEEN: Final = object()
 _Verdict = tuple[int, int, Category, float] | None
 
 
+def check_names(recognizer: str, names: Sequence[str]) -> None:
+    """A recognizer's pass names are distinct and each starts with ``<recognizer>.``."""
+    if len(set(names)) != len(names):
+        raise ValueError(f"{recognizer}: two passes share a name")
+    for name in names:
+        if not name.startswith(recognizer + "."):
+            raise ValueError(f"pass {name} does not belong to {recognizer}")
+
+
 class Passes(Generic[N, R]):
     """A recognizer's passes in the order they are tried, and what derives from them."""
 
     def __init__(self, recognizer: str, passes: Sequence[Pass[N, R]]) -> None:
-        names = [p.name for p in passes]
-        if len(set(names)) != len(names):
-            raise ValueError(f"{recognizer}: two passes share a name")
-        for p in passes:
-            if not p.name.startswith(recognizer + "."):
-                raise ValueError(f"pass {p.name} does not belong to {recognizer}")
+        check_names(recognizer, [p.name for p in passes])
         self.recognizer = recognizer
         self.passes: tuple[Pass[N, R], ...] = tuple(passes)
         self.by_name = {p.name: p for p in self.passes}

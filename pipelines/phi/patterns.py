@@ -20,6 +20,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
+from pipelines.phi.passes import check_names
 from pipelines.re2_boundary import group as grab
 from pipelines.spans import Category, Span
 
@@ -61,12 +62,7 @@ class PatternPasses(Generic[C]):
     """A pattern-led recognizer's passes, in the order they are tried on a match."""
 
     def __init__(self, recognizer: str, passes: Sequence[PatternPass[C]]) -> None:
-        names = [p.name for p in passes]
-        if len(set(names)) != len(names):
-            raise ValueError(f"{recognizer}: two passes share a name")
-        for p in passes:
-            if not p.name.startswith(recognizer + "."):
-                raise ValueError(f"pass {p.name} does not belong to {recognizer}")
+        check_names(recognizer, [p.name for p in passes])
         self.recognizer = recognizer
         self.passes: tuple[PatternPass[C], ...] = tuple(passes)
         self.by_name = {p.name: p for p in self.passes}
