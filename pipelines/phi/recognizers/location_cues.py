@@ -15,6 +15,7 @@ from typing import Final, NamedTuple
 from pipelines.phi import lexicons as lx
 from pipelines.phi.lexicons import Token
 from pipelines.phi.recognizers import location_shapes as shape
+from pipelines.phi.recognizers import location_towns as towns
 from pipelines.phi.recognizers import location_wards as wards
 from pipelines.phi.recognizers.location_words import (
     BEING,
@@ -143,13 +144,15 @@ def _city_after_cue(ctx: _Cue) -> Span | None:
     words, j = ctx.words, ctx.j
     city_end = city_at(words, j, ctx.text, ctx.mixed)
     if city_end is None:
-        return None
+        return _prefixed_town(ctx)
     phrase = " ".join(w.lower for w in words[j : city_end + 1])
     single = city_end == j
     if not _city_cued(ctx, single, lx.zipf(phrase)):
         return None
     if phrase in lx.us_states() or (single and words[j].lower in UNITS):
         return None
+    if city_end + 1 < len(words) and f"{phrase} {words[city_end + 1].lower}" in lx.us_states():
+        return None  # "North" of "North Carolina": a state, kept under Safe Harbor
     if _facility_follows(words, city_end):
         return None
     last = city_end
@@ -179,6 +182,18 @@ def _loose(ctx: _Cue, kin: bool, f: float) -> bool:
     if ctx.cue == "of":
         return True
     return ctx.cue in {"in", "from"} and (kin or f < (3.0 if ctx.mixed else 2.5))
+
+
+def _prefixed_town(ctx: _Cue) -> Span | None:
+    """ "lives in New Bramford", "seen in East Hollis": a town opened by a word many US towns
+    open with, where the cue says a place follows (as for a rare city of two words)."""
+    words, j = ctx.words, ctx.j
+    last = towns.prefixed_town(words, j, ctx.text, ctx.mixed)
+    if last is None or not _city_cued(ctx, False, 0.0) or _facility_follows(words, last):
+        return None
+    if _suffix_follows(ctx, last):
+        last += 1
+    return Span(words[j].start, words[last].end, CITY, 0.7, "locations")
 
 
 def _suffix_follows(ctx: _Cue, last: int) -> bool:
@@ -217,8 +232,8 @@ def _near_cue(ctx: _Cue) -> Span | None:
     tok = words[j]
     if cue == "in" and ctx.prev in HEADS and _rare_name(tok, mixed):
         return Span(tok.start, tok.end, CITY, 0.6, "locations")
-    if ctx.resident and tok.lower == "dc" and (tok.is_upper or not mixed):
-        return Span(tok.start, tok.end, CITY, 0.7, "locations")  # the District: a city
+    if _resident_cue(ctx) and towns.town_abbreviation(words, j, text, mixed):
+        return Span(tok.start, tok.end, CITY, 0.7, "locations")  # "lives in WB", "in DC"
     if cue in {"in", "at"} and ctx.prev in BEING:
         where = shape.bare_acronym(words, j, text, mixed, clause=True)
         if where is not None:
@@ -229,6 +244,13 @@ def _near_cue(ctx: _Cue) -> Span | None:
     if cue in _FLOOR_CUES:
         return wards.building_floor(words, j, text, mixed, cued=True)
     return None
+
+
+def _resident_cue(ctx: _Cue) -> bool:
+    """A cue that a town follows: "lives in", "resides near", "daughter from"."""
+    if ctx.cue in {"in", "near"}:
+        return ctx.resident
+    return ctx.cue == "from" and (people(ctx.prev) or ctx.resident)
 
 
 def _rare_name(tok: Token, mixed: bool) -> bool:

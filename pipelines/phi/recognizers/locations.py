@@ -144,11 +144,12 @@ def _staff_acronym(note: Note, h: int) -> Span | None:
 
 def _saint(note: Note, h: int) -> Span | None:
     """ "St. Hildegard has a bed", "bed at St M.": a saint's name with no head noun."""
-    return saint_alone(note.words, h, note.text)
+    return saint_alone(note.words, h, note.text, upper=note.case is Case.UPPER)
 
 
 def _titled(tok: lx.Token, case: Case) -> bool:
-    return tok.is_title
+    """ "St" written as a name: Title case, or capitals in a note written in capitals."""
+    return tok.is_title or (case is Case.UPPER and tok.is_upper)
 
 
 @cache
@@ -198,7 +199,7 @@ PASSES: Final = declare(
             Pass("locations.staff_acronym", _staff_acronym, words=STAFF, before=1,
                  vocabulary=("place_staff", "acronyms_not_places")),
             Pass("locations.saint", _saint, words=frozenset({"st", "saint"}), gate=_titled,
-                 cases=frozenset({Case.MIXED}), after=2),
+                 cases=frozenset({Case.MIXED, Case.UPPER}), before=1, after=2),
             Pass("locations.before_state", _before_state, anywhere=True, gate=_state_gate,
                  lexicon=_state_words, before=3),
         ],
