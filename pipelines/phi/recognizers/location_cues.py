@@ -151,8 +151,8 @@ def _city_after_cue(ctx: _Cue) -> Span | None:
         return None
     if phrase in lx.us_states() or (single and words[j].lower in UNITS):
         return None
-    if city_end + 1 < len(words) and f"{phrase} {words[city_end + 1].lower}" in lx.us_states():
-        return None  # "North" of "North Carolina": a state, kept under Safe Harbor
+    if single and _two_word_state(words, j):
+        return None  # "North" of "North Carolina"
     if _facility_follows(words, city_end):
         return None
     last = city_end
@@ -206,6 +206,8 @@ def _suffix_follows(ctx: _Cue, last: int) -> bool:
 
 def _after_cue_rest(ctx: _Cue) -> Span | None:
     """The rules behind a cue after the city look-up, for the word ``ctx.j`` after the cue."""
+    if _two_word_state(ctx.words, ctx.j):
+        return None  # "from North Carolina": a state, kept under Safe Harbor
     found = _near_cue(ctx)
     if found is not None or ctx.cue == "on":
         return found  # "on X 2" is a floor; "received on SIMV" is a ventilator mode
@@ -222,6 +224,11 @@ def _after_cue_rest(ctx: _Cue) -> Span | None:
         or shape.title_run(words, j, text, mixed)
         or (shape.title_place(words, j, text) if mixed else None)
     )
+
+
+def _two_word_state(words: tuple[Token, ...], j: int) -> bool:
+    """ "North Carolina", "NEW MEXICO": the word ``j`` and the next name a state."""
+    return j + 1 < len(words) and f"{words[j].lower} {words[j + 1].lower}" in lx.us_states()
 
 
 def _near_cue(ctx: _Cue) -> Span | None:
