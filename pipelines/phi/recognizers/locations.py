@@ -15,6 +15,8 @@ Note-level steps find what no word starts: names glued to a head or a floor
 (``locations.glued_head``, ``locations.ward_number``), whole facility names and hospital
 acronyms (``facility_phrases``), and a place found once wherever it recurs
 (``locations.propagated``). Every span's ``source`` names the pass or step that made it.
+Towns told by their shape after a cue ("New X", "lives in WB") are read by
+``location_towns``, for the cue pass.
 """
 
 from __future__ import annotations
