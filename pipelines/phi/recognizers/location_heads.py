@@ -37,6 +37,8 @@ def facility(words: tuple[Token, ...], h: int, text: str, mixed: bool) -> Span |
     """The name words before a facility head: "Ashcott Hospital", "Univ of X Medical".
     Reads four name words before the head and the word before them ("University of"), and
     the word after the head; nothing else of the note but ``mixed``."""
+    if mixed and _lower_name_before(words, h, text):
+        mixed = False  # "prefers gentle lamb memorial": read back as in a one-case note
     head = words[h]
     named_head = head.lower in NAMED_HEADS
     strong = _head_strength(words, h, text, mixed)
@@ -104,6 +106,20 @@ def _trailing_lower_head(words: tuple[Token, ...], h: int, text: str, mixed: boo
         return False
     prev = words[h - 1]
     return prev.is_title and text[prev.end : words[h].start] == " "
+
+
+def _lower_name_before(words: tuple[Token, ...], h: int, text: str) -> bool:
+    """ "gentle lamb memorial" in a mixed-case note: a lower-case name-part head right after a
+    lower-case word that names (a surname, a city, a rare word; no clinical word)."""
+    head = words[h]
+    if h == 0 or head.lower not in _TRAILING_HEADS or not head.text.islower():
+        return False
+    prev = words[h - 1]
+    low = prev.lower
+    if not prev.text.islower() or text[prev.end : head.start] != " " or lx.clinical_word(low):
+        return False
+    f = lx.zipf(low)
+    return lx.name_score(low) >= 1.0 or low in lx.us_cities() or (f < 2.5 and len(low) > 3)
 
 
 def _joined(text: str, tok: Token, nxt: Token) -> bool:
