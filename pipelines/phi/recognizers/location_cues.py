@@ -239,7 +239,8 @@ def _near_cue(ctx: _Cue) -> Span | None:
     tok = words[j]
     if cue == "in" and ctx.prev in HEADS and _rare_name(tok, mixed):
         return Span(tok.start, tok.end, CITY, 0.6, "locations")
-    if _resident_cue(ctx) and towns.town_abbreviation(words, j, text, mixed):
+    kin_from = cue == "from" and people(ctx.prev)
+    if _resident_cue(ctx) and towns.town_abbreviation(words, j, text, mixed, kin_from):
         return Span(tok.start, tok.end, CITY, 0.7, "locations")  # "lives in WB", "in DC"
     if cue in {"in", "at"} and ctx.prev in BEING:
         where = shape.bare_acronym(words, j, text, mixed, clause=True)

@@ -28,6 +28,7 @@ _PREFIX_CITIES: Final = 60  # a word opening this many US city names opens a tow
 _RARE_TOWN_WORD: Final = 3.0  # the word after the opener: rarer than this, or a listed city
 _CITY_TOWN_WORD: Final = 3.5
 _RARE_ABBREVIATION: Final = 3.6  # a one-case note's abbreviation: rarer than this ("nb")
+_COMMON_CAPITALS: Final = 4.5  # capitals this common are a word ("AM", "US"), no town
 
 
 @cache
@@ -76,22 +77,33 @@ def _not_towns() -> frozenset[str]:
     )
 
 
-def town_abbreviation(words: tuple[Token, ...], j: int, text: str, mixed: bool) -> bool:
-    """ "lives in WB", "LIVES IN NB WITH WIFE": two or three letters after a residence cue,
-    in capitals in a mixed-case note (a rare word in a one-case note), ending the clause or
-    followed by a clause word; no state (Safe Harbor keeps states), no residence kind, no
-    care unit or clinical initialism."""
+def town_abbreviation(
+    words: tuple[Token, ...], j: int, text: str, mixed: bool, kin_from: bool = False
+) -> bool:
+    """ "lives in WB", "LIVES IN NB WITH WIFE", "daughter from NB is here": two or three
+    letters after a residence cue, in capitals in a mixed-case note (a rare word in a one-case
+    note), ending the clause or followed by a clause word (after a relative's "from", any
+    word); no state (Safe Harbor keeps states), no residence kind, no care unit or clinical
+    initialism."""
     tok = words[j]
+    if not _abbreviation_word(tok, mixed):
+        return False
+    if kin_from or ends_clause(text, tok):
+        return True
+    nxt = words[j + 1] if j + 1 < len(words) else None
+    return nxt is not None and nxt.lower in CLAUSE_WORDS and text[tok.end : nxt.start] == " "
+
+
+def _abbreviation_word(tok: Token, mixed: bool) -> bool:
+    """Two or three letters that may shorten a town's name ("WB"; "DC" is the District)."""
     low = tok.lower
     if not (2 <= len(low) <= 3 and low.isalpha()) or low in _not_towns():
         return False
     if mixed and not tok.is_upper:
         return False
-    if low in lx.us_states() and low != "dc":
-        return False
-    if not mixed and low != "dc" and lx.zipf(low) >= _RARE_ABBREVIATION:
-        return False
-    if ends_clause(text, tok):
+    if low == "dc":
         return True
-    nxt = words[j + 1] if j + 1 < len(words) else None
-    return nxt is not None and nxt.lower in CLAUSE_WORDS and text[tok.end : nxt.start] == " "
+    if low in lx.us_states():
+        return False
+    # in capitals in a mixed-case note an abbreviation, unless a common word ("AM", "US")
+    return lx.zipf(low) < (_COMMON_CAPITALS if mixed else _RARE_ABBREVIATION)
