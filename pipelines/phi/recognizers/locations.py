@@ -201,7 +201,7 @@ PASSES: Final = declare(
             Pass("locations.staff_acronym", _staff_acronym, words=STAFF, before=1,
                  vocabulary=("place_staff", "acronyms_not_places")),
             Pass("locations.saint", _saint, words=frozenset({"st", "saint"}), gate=_titled,
-                 cases=frozenset({Case.MIXED, Case.UPPER}), before=1, after=2),
+                 before=1, after=2),
             Pass("locations.before_state", _before_state, anywhere=True, gate=_state_gate,
                  lexicon=_state_words, before=3),
         ],
