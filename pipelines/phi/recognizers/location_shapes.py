@@ -115,9 +115,10 @@ def saint(words: tuple[Token, ...], j: int, text: str, mixed: bool) -> Span | No
 def bare_acronym(
     words: tuple[Token, ...], j: int, text: str, mixed: bool, clause: bool = False
 ) -> Span | None:
-    """ "at XYZ,", "leave XYZ.": an unknown acronym ending a clause after a place preposition
-    (in capitals in a mixed-case note; a short unknown word in a one-case note). After a
-    being-verb (``clause``) a clause word ends it too: "I'm in XYZ and ..."."""
+    """ "at XYZ,", "leave XYZ.", "at XYZ (3/2)": an unknown acronym ending a clause (or before a
+    bracket) after a place preposition (in capitals in a mixed-case note; a short unknown word
+    in a one-case note). After a being-verb (``clause``) a clause word ends it too: "I'm in
+    XYZ and ..."."""
     tok = words[j]
     low = tok.lower
     if not 2 <= len(low) <= 4 or low in UNITS or (mixed and not tok.is_upper):
@@ -126,7 +127,9 @@ def bare_acronym(
         return None  # one-case note: a short unknown word only ("at xyz.", "the wxyz.")
     if low in lx.us_states() or lx.zipf(low) >= 3.5 or low in GENERIC_MODIFIERS:
         return None
-    if not ends_clause(text, tok) and not (clause and _clause_word_after(words, j, text)):
+    # "at XYZ (3/2)": a date or a remark in brackets ends the place too
+    ends = ends_clause(text, tok) or next_char(text, tok) == "("
+    if not ends and not (clause and _clause_word_after(words, j, text)):
         return None
     return Span(tok.start, tok.end, HOSPITAL, 0.55, "locations")
 
