@@ -14,19 +14,19 @@ credentials, kinship, movement words): they are general English, not corpus stri
 from __future__ import annotations
 
 import bisect
-from collections.abc import Collection, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache, partial
-from itertools import accumulate, compress, count
-from operator import attrgetter
-from typing import Final
+from itertools import accumulate, compress, count, repeat
+from operator import attrgetter, floordiv, itemgetter
+from typing import Final, TypeVar
 
 from pipelines.memo import Memo
 from pipelines.phi import lexicons
 from pipelines.phi.tagger.crf import ATTRIBUTE
 from pipelines.phi.tagger.gazetteers import _GAZETTEERS as _GAZETTEERS
 from pipelines.phi.tagger.gazetteers import Gazetteer as Gazetteer
-from pipelines.phi.tagger.gazetteers import _add_gazetteer_features as _add_gazetteer_features
+from pipelines.phi.tagger.gazetteers import GazetteerPlan, add_gazetteer_features, gazetteer_plans
 from pipelines.phi.tagger.gazetteers import _any_first_word as _any_first_word
 from pipelines.phi.tagger.gazetteers import cities as cities
 from pipelines.phi.tagger.gazetteers import facilities as facilities
@@ -39,6 +39,8 @@ from pipelines.phi.wordlists import word_set
 # character: the text's one tokenization, shared with the rules (``lexicons.token_columns``)
 _TOKEN: Final = lexicons.TOKEN
 _ASCII_TOKEN: Final = lexicons.ASCII_TOKEN
+
+T = TypeVar("T")
 
 _MEMO_LIMIT: Final = 300_000
 _CONTEXT: Final = (-2, -1, 1, 2)
@@ -243,6 +245,10 @@ class Attributes:
         kept = attributes if self.open else filter(self._ids.__contains__, attributes)
         return b"".join([_pack(self._id(a), 1.0) for a in kept])
 
+    def kept(self) -> list[str]:
+        """The attributes a closed set keeps (none listed when open)."""
+        return list(self._ids)
+
     def one(self, attribute: str) -> bytes:
         """One attribute's record (the caller tested it is kept)."""
         return _pack(self._id(attribute), 1.0)
@@ -273,8 +279,14 @@ class Featurizer:
             Memo("tagger.words", partial(self._made, one_case=False), _MEMO_LIMIT),
             Memo("tagger.words", partial(self._made, one_case=True), _MEMO_LIMIT),
         )
-        self._pad = tuple(self.attributes.pack(p) for p in _PAD)
-        self._pairs = None if keep is None else (_pairs(keep, "bl="), _pairs(keep, "br="))
+        m2, m1, p1, p2 = (self.attributes.pack(p) for p in _PAD)
+        self._pad = _Word(b"", m2, m1, p1, p2, "", False)  # beyond either end of the note
+        self._pairs = (
+            None
+            if self.attributes.open
+            else (_pairs(self.attributes, "bl="), _pairs(self.attributes, "br="))
+        )
+        self._plan = _plan(self.attributes)
 
     def warm(self) -> None:
         lexicons.warm()
@@ -313,7 +325,7 @@ class Featurizer:
         entries = self._entries(words, one_case)
         items = _items(entries)
         lowers = list(map(_lower, entries))
-        rows = self._rows(text, starts, entries, lowers, items) if items else Rows(bytearray(), [])
+        rows = self._rows(text, starts, entries, lowers, items) if items else Rows(b"", [])
         return Encoded(items, rows, lowers)
 
     def word(self, word: str, one_case: bool) -> _Word:
@@ -327,12 +339,8 @@ class Featurizer:
         features = _word_features(word, one_case)
         seen = [f for f in features if f.startswith(_CONTEXT_KEEP)]
         pack = self.attributes.pack
-        return _Word(
-            pack(features),
-            tuple(pack(map(prefix.__add__, seen)) for prefix in _CONTEXT_PREFIXES),
-            word.lower(),
-            may_be_phi(word, one_case),
-        )
+        m2, m1, p1, p2 = (pack(map(prefix.__add__, seen)) for prefix in _CONTEXT_PREFIXES)
+        return _Word(pack(features), m2, m1, p1, p2, word.lower(), may_be_phi(word, one_case))
 
     def _entries(self, words: list[str], one_case: bool) -> list[_Word]:
         return self._words[one_case].many(words)
@@ -345,65 +353,78 @@ class Featurizer:
         lowers: list[str],
         items: list[int],
     ) -> Rows:
-        attributes = self.attributes
-        extras = _extras(text, starts, lowers, attributes)
-        # around[k + 2]: what the tokens near token k see of it; two sentinels either side
-        # give what a token sees beyond either end of the note
-        pad = self._pad
-        around = [pad, pad, *map(_around, entries), pad, pad]
-        left = ["<s>", *lowers, "</s>"]
-        packed = bytearray()  # every row's records end to end
-        counts: list[int] = []
-        append = counts.append
-        get = extras.get
-        one = attributes.one
-        pairs = self._pairs
-        for i in items:
-            at = len(packed)
-            # own and context features are packed once per word; token i sees offset -2
-            # of token i-2, …, offset +2 of token i+2
-            packed += entries[i].own
-            packed += around[i][0]
-            packed += around[i + 1][1]
-            packed += around[i + 3][2]
-            packed += around[i + 4][3]
-            # word pairs: a pair's string is built only where the model knows the pair
-            before, low, after = left[i], left[i + 1], left[i + 2]
-            if pairs is None:
-                packed += one(f"bl={before}|{low}")
-                packed += one(f"br={low}|{after}")
-            else:
-                if low in pairs[0].get(before, ()) and (pair := f"bl={before}|{low}") in attributes:
-                    packed += one(pair)
-                if after in pairs[1].get(low, ()) and (pair := f"br={low}|{after}") in attributes:
-                    packed += one(pair)
-            for extra in get(i, ()):
-                packed += extra
-            append((len(packed) - at) // _RECORD)
-        return Rows(packed, counts)
+        """The items' rows, built column by column in C (no Python step per item): a row
+        is its word's own records, what its neighbours at -2, -1, +1, +2 show of
+        themselves, its word pairs, and its ``_extras``, in that order."""
+        extras = _extras(text, starts, lowers, self._plan)
+        pick = _picker(items)
+        # padded[k + 2] is token k; two sentinels either side stand for beyond the note
+        padded = [self._pad, self._pad, *entries, self._pad, self._pad]
+        left = ["<s>", *lowers, "</s>"]  # left[k + 1] is token k
+        before, low, after = pick(left), pick(left[1:]), pick(left[2:])
+        columns = (
+            map(_own, pick(padded[2:])),
+            map(_seen[0], pick(padded)),  # token i sees offset -2 of token i-2, …
+            map(_seen[1], pick(padded[1:])),
+            map(_seen[2], pick(padded[3:])),
+            map(_seen[3], pick(padded[4:])),
+            self._pair_column(0, before, low),
+            self._pair_column(1, low, after),
+            map(extras.get, items, repeat(b"")),
+        )
+        rows = list(map(b"".join, zip(*columns, strict=True)))
+        return Rows(b"".join(rows), list(map(floordiv, map(len, rows), repeat(_RECORD))))
+
+    def _pair_column(
+        self, side: int, first: Sequence[str], second: Sequence[str]
+    ) -> Iterable[bytes]:
+        """Each item's word-pair record (``bl=`` its word and the one before, ``br=`` it and
+        the one after), or nothing where the model does not know the pair."""
+        if self._pairs is None:  # every attribute (training): every pair
+            prefix = _PAIR_PREFIXES[side]
+            one = self.attributes.one
+            return [one(f"{prefix}{a}|{b}") for a, b in zip(first, second, strict=True)]
+        return map(self._pairs[side].get, zip(first, second, strict=True), repeat(b""))
+
+
+def _picker(items: list[int]) -> Callable[[Sequence[T]], Sequence[T]]:
+    """The elements at ``items`` of a sequence, in one C call (a tuple even for one)."""
+    if not items:
+        return lambda seq: ()
+    if len(items) == 1:
+        only = items[0]
+        return lambda seq: (seq[only],)
+    return itemgetter(*items)
 
 
 def _items(entries: list[_Word]) -> list[int]:
     return list(compress(count(), map(attrgetter("item"), entries)))
 
 
-def _pairs(keep: Iterable[str], prefix: str) -> dict[str, frozenset[str]]:
-    """First word -> second words of the kept word-pair attributes ``{prefix}{a}|{b}``;
-    every split at a bar is listed ("|" is a token too)."""
-    found: dict[str, set[str]] = {}
-    for attribute in keep:
+def _pairs(attributes: Attributes, prefix: str) -> dict[tuple[str, str], bytes]:
+    """(first word, second word) -> the record of the kept word-pair attribute
+    ``{prefix}{first}|{second}``; every split at a bar is listed ("|" is a token too)."""
+    found: dict[tuple[str, str], bytes] = {}
+    for attribute in attributes.kept():
         if attribute.startswith(prefix):
             pair = attribute.removeprefix(prefix)
             for j, c in enumerate(pair):
                 if c == "|":
-                    found.setdefault(pair[:j], set()).add(pair[j + 1 :])
-    return {first: frozenset(seconds) for first, seconds in found.items()}
+                    found[pair[:j], pair[j + 1 :]] = attributes.one(attribute)
+    return found
+
+
+_PAIR_PREFIXES: Final = ("bl=", "br=")
 
 
 @dataclass(frozen=True, slots=True)
 class _Word:
     own: bytes  # packed (``Attributes``)
-    around: tuple[bytes, ...]
+    # what the tokens at offsets -2, -1, +1, +2 of it see of it (``_CONTEXT``), packed
+    seen_m2: bytes
+    seen_m1: bytes
+    seen_p1: bytes
+    seen_p2: bytes
     lower: str
     item: bool  # ``may_be_phi``: the CRF labels it
 
@@ -412,7 +433,7 @@ class _Word:
 class Rows:
     """Feature rows packed end to end (``Attributes``), and the number of records of each."""
 
-    packed: bytearray
+    packed: bytes
     counts: list[int]
 
     def each(self) -> list[bytes]:
@@ -436,26 +457,42 @@ class Encoded:
 
 _PAD: Final = tuple((f"{o}pad",) for o in _CONTEXT)
 _lower: Final = attrgetter("lower")
-_around: Final = attrgetter("around")
+_own: Final = attrgetter("own")
+_seen: Final = tuple(map(attrgetter, ("seen_m2", "seen_m1", "seen_p1", "seen_p2")))
 
 
-def _extras(
-    text: str, starts: list[int], lowers: list[str], attributes: Attributes
-) -> dict[int, list[bytes]]:
+@dataclass(frozen=True, slots=True)
+class _Plan:
+    """What ``_extras`` looks for, worked out once per model: the records of the kept
+    note-level features (None: not kept, so not looked for)."""
+
+    bol: bytes | None
+    kin: bytes | None
+    gazetteers: tuple[GazetteerPlan, ...]
+
+
+def _plan(attributes: Attributes) -> _Plan:
+    def record(attribute: str) -> bytes | None:
+        return attributes.one(attribute) if attribute in attributes else None
+
+    return _Plan(record("bol"), record("kin<"), gazetteer_plans(attributes))
+
+
+def _extras(text: str, starts: list[int], lowers: list[str], plan: _Plan) -> dict[int, bytes]:
     """Features of a token that depend on the note around it: line starts, gazetteer
-    phrases, a kinship word a few tokens back ("wife of 30 years, Ann"). Only those kept
-    in ``attributes`` are added (a family none of whose features is kept is not looked for),
-    packed."""
-    extras: dict[int, list[bytes]] = {}
-    if "bol" in attributes:
-        _add_line_features(text, starts, extras, attributes.one("bol"))
-    _add_gazetteer_features(lowers, extras, attributes)
-    if "kin<" in attributes:
-        kin = attributes.one("kin<")
+    phrases, a kinship word a few tokens back ("wife of 30 years, Ann"), each token's
+    records end to end. Only those kept by the model are added (``_plan``)."""
+    extras: dict[int, bytes] = {}
+    if plan.bol:
+        _add_line_features(text, starts, extras, plan.bol)
+    if plan.gazetteers:
+        add_gazetteer_features(lowers, extras, plan.gazetteers)
+    if plan.kin:
+        kin = plan.kin
         n = len(lowers)
         for i in compress(count(), map(_KIN.__contains__, lowers)):
             for j in range(i + 3, min(i + 6, n)):
-                extras.setdefault(j, []).append(kin)
+                extras[j] = extras.get(j, b"") + kin
     return extras
 
 
@@ -478,11 +515,9 @@ _NOT_UPPER: Final = bytes(c for c in range(256) if not 65 <= c <= 90)
 _NOT_LOWER: Final = bytes(c for c in range(256) if not 97 <= c <= 122)
 
 
-def _add_line_features(
-    text: str, starts: list[int], extras: dict[int, list[bytes]], bol: bytes
-) -> None:
+def _add_line_features(text: str, starts: list[int], extras: dict[int, bytes], bol: bytes) -> None:
     if starts:
-        extras.setdefault(0, []).append(bol)
+        extras[0] = extras.get(0, b"") + bol
     n = len(starts)
     at = text.find("\n")
     k = 0
@@ -490,5 +525,5 @@ def _add_line_features(
         k = bisect.bisect_left(starts, at, k)
         if k == n:
             break
-        extras.setdefault(k, []).append(bol)
+        extras[k] = extras.get(k, b"") + bol
         at = text.find("\n", starts[k])
