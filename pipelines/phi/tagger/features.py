@@ -294,7 +294,7 @@ class Featurizer:
         facility_cores()
         cities()
         _place_words()
-        _any_first_word()
+        _marked_words()
 
     def items(self, text: str, tokens: list[Tok], one_case: bool | None = None) -> list[int]:
         """Indices of the tokens the CRF labels (``may_be_phi``; memo per distinct word)."""
@@ -485,15 +485,28 @@ def _extras(text: str, starts: list[int], lowers: list[str], plan: _Plan) -> dic
     extras: dict[int, bytes] = {}
     if plan.bol:
         _add_line_features(text, starts, extras, plan.bol)
-    if plan.gazetteers:
-        add_gazetteer_features(lowers, extras, plan.gazetteers)
-    if plan.kin:
+    if not (plan.gazetteers or plan.kin):
+        return extras
+    # the few tokens either family starts from, found in one pass over the note
+    marked = list(compress(count(), map(_marked_words().__contains__, lowers)))
+    if plan.gazetteers and marked:
+        first = _any_first_word()
+        candidates = [i for i in marked if lowers[i] in first]
+        add_gazetteer_features(lowers, extras, plan.gazetteers, candidates)
+    if plan.kin and marked:
         kin = plan.kin
         n = len(lowers)
-        for i in compress(count(), map(_KIN.__contains__, lowers)):
-            for j in range(i + 3, min(i + 6, n)):
-                extras[j] = extras.get(j, b"") + kin
+        for i in marked:
+            if lowers[i] in _KIN:
+                for j in range(i + 3, min(i + 6, n)):
+                    extras[j] = extras.get(j, b"") + kin
     return extras
+
+
+@cache
+def _marked_words() -> frozenset[str]:
+    """The first words of the gazetteers' phrases and the kinship words."""
+    return _any_first_word() | _KIN
 
 
 def is_one_case(text: str) -> bool:

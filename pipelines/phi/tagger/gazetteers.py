@@ -155,10 +155,16 @@ def gazetteer_plans(attributes: Attributes) -> tuple[GazetteerPlan, ...]:
 
 
 def add_gazetteer_features(
-    lowers: list[str], extras: dict[int, bytes], plans: tuple[GazetteerPlan, ...]
+    lowers: list[str],
+    extras: dict[int, bytes],
+    plans: tuple[GazetteerPlan, ...],
+    candidates: list[int] | None = None,
 ) -> None:
-    """Each phrase's parts' records added to the tokens they fall on (``gazetteer_plans``)."""
-    candidates = list(compress(count(), map(_any_first_word().__contains__, lowers)))
+    """Each phrase's parts' records added to the tokens they fall on (``gazetteer_plans``).
+    ``candidates``: the tokens whose word starts some phrase (``_any_first_word``), when
+    the caller has them."""
+    if candidates is None:
+        candidates = list(compress(count(), map(_any_first_word().__contains__, lowers)))
     if not candidates:
         return
     n = len(lowers)
