@@ -18,15 +18,20 @@ from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache, partial
 from itertools import accumulate, compress, count, repeat
-from operator import attrgetter, floordiv, itemgetter
+from operator import add, attrgetter, floordiv, itemgetter
 from typing import Final, TypeVar
 
 from pipelines.memo import Memo
 from pipelines.phi import lexicons
 from pipelines.phi.tagger.crf import ATTRIBUTE
+from pipelines.phi.tagger.gazetteers import (
+    _END,
+    GazetteerPlan,
+    add_gazetteer_features,
+    gazetteer_plans,
+)
 from pipelines.phi.tagger.gazetteers import _GAZETTEERS as _GAZETTEERS
 from pipelines.phi.tagger.gazetteers import Gazetteer as Gazetteer
-from pipelines.phi.tagger.gazetteers import GazetteerPlan, add_gazetteer_features, gazetteer_plans
 from pipelines.phi.tagger.gazetteers import _any_first_word as _any_first_word
 from pipelines.phi.tagger.gazetteers import cities as cities
 from pipelines.phi.tagger.gazetteers import facilities as facilities
@@ -490,9 +495,7 @@ def _extras(text: str, starts: list[int], lowers: list[str], plan: _Plan) -> dic
     # the few tokens either family starts from, found in one pass over the note
     marked = list(compress(count(), map(_marked_words().__contains__, lowers)))
     if plan.gazetteers and marked:
-        first = _any_first_word()
-        candidates = [i for i in marked if lowers[i] in first]
-        add_gazetteer_features(lowers, extras, plan.gazetteers, candidates)
+        add_gazetteer_features(lowers, extras, plan.gazetteers, _phrase_starts(lowers, marked))
     if plan.kin and marked:
         kin = plan.kin
         n = len(lowers)
@@ -501,6 +504,37 @@ def _extras(text: str, starts: list[int], lowers: list[str], plan: _Plan) -> dic
                 for j in range(i + 3, min(i + 6, n)):
                     extras[j] = extras.get(j, b"") + kin
     return extras
+
+
+def _phrase_starts(lowers: list[str], marked: list[int]) -> list[int]:
+    """The tokens of ``marked`` where some gazetteer's phrase may start: a phrase of one
+    word, or a first word the next token goes on from (``_second_words``). Most first
+    words of a note are common ("new", "st") and go on to no phrase."""
+    seconds = _second_words()
+    last = len(lowers) - 1
+    return [
+        i
+        for i in marked
+        if (after := seconds.get(lowers[i])) is not None
+        and (after is _ALONE or (i < last and lowers[i + 1] in after))
+    ]
+
+
+_ALONE: Final[frozenset[str]] = frozenset({""})  # a phrase of one word: it starts here
+
+
+@cache
+def _second_words() -> dict[str, frozenset[str]]:
+    """Each gazetteer's first word -> the words that go on from it in any gazetteer, or
+    ``_ALONE`` when it is a phrase of its own in one of them."""
+    seconds: dict[str, set[str]] = {}
+    alone: set[str] = set()
+    for gazetteer in _GAZETTEERS.values():
+        for word, node in gazetteer().trie.items():
+            seconds.setdefault(word, set()).update(node)
+            if _END in node:
+                alone.add(word)
+    return {w: _ALONE if w in alone else frozenset(after) for w, after in seconds.items()}
 
 
 @cache
@@ -528,15 +562,18 @@ _NOT_UPPER: Final = bytes(c for c in range(256) if not 65 <= c <= 90)
 _NOT_LOWER: Final = bytes(c for c in range(256) if not 97 <= c <= 122)
 
 
-def _add_line_features(text: str, starts: list[int], extras: dict[int, bytes], bol: bytes) -> None:
-    if starts:
-        extras[0] = extras.get(0, b"") + bol
+def _add_line_features(
+    text: str, starts: list[int], extras: dict[int, bytes], bol: bytes
+) -> None:
+    """``bol`` on the first token and on the first token after each line break (twice on
+    the first when a break comes before it), found in C: the first token at or after each
+    line's start, by bisection."""
+    if not starts:
+        return
     n = len(starts)
-    at = text.find("\n")
-    k = 0
-    while at >= 0:  # the first token after each newline opens a line
-        k = bisect.bisect_left(starts, at, k)
-        if k == n:
-            break
+    line_starts = accumulate(map(add, map(len, text.split("\n")[:-1]), repeat(1)))
+    after_breaks = dict.fromkeys(map(bisect.bisect_left, repeat(starts), line_starts))
+    after_breaks.pop(n, None)  # breaks after the last token open no line of tokens
+    extras[0] = extras.get(0, b"") + bol
+    for k in after_breaks:
         extras[k] = extras.get(k, b"") + bol
-        at = text.find("\n", starts[k])
