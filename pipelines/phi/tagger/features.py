@@ -234,6 +234,8 @@ class Attributes:
         self.open = ids is None
         self._ids: dict[str, int] = dict(ids or {})
         self._names: dict[int, str] = {i: a for a, i in self._ids.items()}
+        # a closed set's records, made once: a row is then packed by lookups in C
+        self._records = {a: _pack(i, 1.0) for a, i in self._ids.items()}
 
     def __contains__(self, attribute: str) -> bool:
         return self.open or attribute in self._ids
@@ -247,8 +249,24 @@ class Attributes:
 
     def pack(self, attributes: Iterable[str]) -> bytes:
         """The kept ``attributes``' records end to end, in their order."""
-        kept = attributes if self.open else filter(self._ids.__contains__, attributes)
-        return b"".join([_pack(self._id(a), 1.0) for a in kept])
+        if self.open:
+            return b"".join([_pack(self._id(a), 1.0) for a in attributes])
+        return b"".join(filter(None, map(self._records.get, attributes)))
+
+    def packer(self, prefix: str, keep: tuple[str, ...]) -> Callable[[Iterable[str]], bytes]:
+        """``pack`` of each attribute that starts with one of ``keep``, prefixed by ``prefix``
+        (what a neighbour sees of a word): for a closed set, by lookups of the unprefixed
+        attributes in C, no string built."""
+        if self.open:
+            return lambda attributes: self.pack(
+                prefix + a for a in attributes if a.startswith(keep)
+            )
+        seen = {
+            a[len(prefix) :]: record
+            for a, record in self._records.items()
+            if a.startswith(prefix) and a[len(prefix) :].startswith(keep)
+        }
+        return lambda attributes: b"".join(filter(None, map(seen.get, attributes)))
 
     def kept(self) -> list[str]:
         """The attributes a closed set keeps (none listed when open)."""
@@ -285,6 +303,8 @@ class Featurizer:
             Memo("tagger.words", partial(self._made, one_case=True), _MEMO_LIMIT),
         )
         m2, m1, p1, p2 = (self.attributes.pack(p) for p in _PAD)
+        # what a neighbour at each offset sees of a word (``_CONTEXT_KEEP``), packed
+        self._seen = [self.attributes.packer(p, _CONTEXT_KEEP) for p in _CONTEXT_PREFIXES]
         self._pad = _Word(b"", m2, m1, p1, p2, "", False)  # beyond either end of the note
         self._pairs = (
             None
@@ -342,10 +362,9 @@ class Featurizer:
     def _made(self, word: str, one_case: bool) -> _Word:
         """:meth:`word` worked out."""
         features = _word_features(word, one_case)
-        seen = [f for f in features if f.startswith(_CONTEXT_KEEP)]
-        pack = self.attributes.pack
-        m2, m1, p1, p2 = (pack(map(prefix.__add__, seen)) for prefix in _CONTEXT_PREFIXES)
-        return _Word(pack(features), m2, m1, p1, p2, word.lower(), may_be_phi(word, one_case))
+        m2, m1, p1, p2 = (seen(features) for seen in self._seen)
+        own = self.attributes.pack(features)
+        return _Word(own, m2, m1, p1, p2, word.lower(), may_be_phi(word, one_case))
 
     def _entries(self, words: list[str], one_case: bool) -> list[_Word]:
         return self._words[one_case].many(words)
@@ -566,9 +585,7 @@ _NOT_UPPER: Final = bytes(c for c in range(256) if not 65 <= c <= 90)
 _NOT_LOWER: Final = bytes(c for c in range(256) if not 97 <= c <= 122)
 
 
-def _add_line_features(
-    text: str, starts: list[int], extras: dict[int, bytes], bol: bytes
-) -> None:
+def _add_line_features(text: str, starts: list[int], extras: dict[int, bytes], bol: bytes) -> None:
     """``bol`` on the first token and on the first token after each line break (twice on
     the first when a break comes before it), found in C: the first token at or after each
     line's start, by bisection."""
