@@ -89,9 +89,10 @@ def _share_leaves(node: Trie) -> None:
 
 
 def _lower_tokens(text: str) -> tuple[str, ...]:
-    from pipelines.phi.tagger.features import tokenize  # features imports this module
-
-    return tuple(t[2].lower() for t in tokenize(text))
+    """The words of ``text`` as the tagger tokenizes a note (``lexicons.token_columns``),
+    lower-cased."""
+    pattern = lexicons.ASCII_TOKEN if text.isascii() else lexicons.TOKEN
+    return tuple(map(str.lower, pattern.findall(text)))
 
 
 @cache
