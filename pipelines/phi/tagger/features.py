@@ -120,10 +120,9 @@ def may_be_phi(word: str, one_case: bool) -> bool:
 
 
 def _bucket(value: float, edges: tuple[float, ...]) -> int:
-    for i, edge in enumerate(edges):
-        if value < edge:
-            return i
-    return len(edges)
+    """The index of the first of the (sorted) ``edges`` above ``value``; ``len(edges)``
+    when none is."""
+    return bisect.bisect_right(edges, value)
 
 
 def _shape(word: str) -> str:
@@ -305,6 +304,7 @@ class Featurizer:
         m2, m1, p1, p2 = (self.attributes.pack(p) for p in _PAD)
         # what a neighbour at each offset sees of a word (``_CONTEXT_KEEP``), packed
         self._seen = [self.attributes.packer(p, _CONTEXT_KEEP) for p in _CONTEXT_PREFIXES]
+        self._seen_any = _seen_any(self.attributes)
         self._pad = _Word(b"", m2, m1, p1, p2, "", False)  # beyond either end of the note
         self._pairs = (
             None
@@ -362,7 +362,8 @@ class Featurizer:
     def _made(self, word: str, one_case: bool) -> _Word:
         """:meth:`word` worked out."""
         features = _word_features(word, one_case)
-        m2, m1, p1, p2 = (seen(features) for seen in self._seen)
+        seen = tuple(filter(self._seen_any, features))  # a few of them
+        m2, m1, p1, p2 = (pack(seen) for pack in self._seen)
         own = self.attributes.pack(features)
         return _Word(own, m2, m1, p1, p2, word.lower(), may_be_phi(word, one_case))
 
@@ -419,6 +420,18 @@ def _picker(items: list[int]) -> Callable[[Sequence[T]], Sequence[T]]:
         only = items[0]
         return lambda seq: (seq[only],)
     return itemgetter(*items)
+
+
+def _seen_any(attributes: Attributes) -> Callable[[str], bool]:
+    """Whether a neighbour at some offset may see a word's feature (``_CONTEXT_KEEP``)."""
+    if attributes.open:
+        return lambda feature: feature.startswith(_CONTEXT_KEEP)
+    return frozenset(
+        seen
+        for a in attributes.kept()
+        for prefix in _CONTEXT_PREFIXES
+        if a.startswith(prefix) and (seen := a[len(prefix) :]).startswith(_CONTEXT_KEEP)
+    ).__contains__
 
 
 def _items(entries: list[_Word]) -> list[int]:
