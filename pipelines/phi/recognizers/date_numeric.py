@@ -23,11 +23,23 @@ DATE_CUES = word_set("date_cues")
 # Cues after which even "3/3" reads as a date ("post 3/3"; "on 5/5" is a vent setting).
 STRONG_CUES = DATE_CUES - word_set("date_cues_weak")
 
+# Weak cues after which six digits may still be a date MMDDYY ("fell on 071588", "since
+# 021285"): not "of", "as", "by" ("platelets of 101000", "up by 110000").
+COMPACT_WEAK_CUES: Final = frozenset({"on", "from", "last", "next", "starting", "started"})
+
 _DELIM = re.compile(r"[/\-.]")  # compiled once: module-level re.split looks it up per call
 
 
 def valid_md(month: int, day: int) -> bool:
     return 1 <= month <= 12 and 1 <= day <= 31
+
+
+_MONTH_DAYS: Final = (31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31)
+
+
+def calendar_md(month: int, day: int) -> bool:
+    """A day the month has ("02/30" is no date)."""
+    return 1 <= month <= 12 and 1 <= day <= _MONTH_DAYS[month - 1]
 
 
 def valid_year(part: str) -> bool:

@@ -13,6 +13,7 @@ from pipelines.phi import lexicons as lx
 from pipelines.phi.lexicons import Token
 from pipelines.phi.passes import Case
 from pipelines.phi.recognizers.name_cues import OTHER, cues
+from pipelines.phi.wordlists import word_set
 from pipelines.phi.recognizers.name_words import (
     _base,
     _common_first_name,
@@ -27,6 +28,8 @@ from pipelines.phi.recognizers.name_words import (
 
 if TYPE_CHECKING:
     from pipelines.phi.recognizers.names import _Note
+
+UNITS = word_set("care_units")
 
 
 def title_pair_gate(tok: Token, case: Case) -> bool:
@@ -104,7 +107,7 @@ def capital_initial_surname(note: _Note, i: int) -> int | None:
 def first_name_initial(note: _Note, i: int) -> int | None:
     """No cue: "a 61-year-old man, Hal Q., asks", "Greta Q. called": a census first name in
     Title case more a name than a word, then a capital with its period (a surname initial)."""
-    words, text, tok = note.words, note.text, note.words[i]
+    tok = note.words[i]
     if not (
         (note.mixed or note.lower_note)
         and lx.is_title(tok.text)
@@ -114,18 +117,62 @@ def first_name_initial(note: _Note, i: int) -> int | None:
         and note.gap(i, i + 1) == " "
     ):
         return None
-    letter, low = words[i + 1], tok.lower
+    low = tok.lower
     if (
-        surname_letter(letter, text)
-        and text[letter.end : letter.end + 1] == "."
+        _initial_with_period(note, i + 1)
         and lx.name_score(low) >= 0.0
         and low not in note.cues.cue_words
         and low not in note.eponyms
-        and not lx.clinical_word(low)
+        and _not_clinical_first(low)
     ):
         note.take(i, OTHER, 0.6)
         return note.run_right(i + 1, OTHER, 0.6, 2)
     return None
+
+
+def _initial_with_period(note: _Note, j: int) -> bool:
+    """Word ``j`` is a capital standing for a surname, written with its period ("Q.")."""
+    letter = note.words[j]
+    return surname_letter(letter, note.text) and note.text[letter.end : letter.end + 1] == "."
+
+
+def _not_clinical_first(low: str) -> bool:
+    """A first name that does not look like clinical vocabulary, or is far more a name than
+    a word all the same ("Thomas", "Josephine": a drug list's or a suffix's false friends)."""
+    return not lx.clinical_word(low) or lx.name_score(low) >= 1.5
+
+
+def one_case_first_gate(tok: Token, case: Case) -> bool:
+    """In a note written in capitals, a census first name more a name than a word and no
+    common word nor a care unit ("WARD C.", "MAY B.", "MARK A." are not names)."""
+    low = tok.lower
+    return (
+        case is Case.UPPER
+        and low in lx.first_names()
+        and lx.name_score(low) >= 1.0
+        and lx.zipf(low) < 5.0
+        and low not in UNITS
+        and _not_clinical_first(low)
+    )
+
+
+def one_case_first_initial(note: _Note, i: int) -> int | None:
+    """No cue, note in capitals: "LYDIA T. CALLED BACK", "A 61-YEAR-OLD MAN, HAL Q., ASKS": a
+    first name that is far more a name than a word, then a capital with its period."""
+    tok = note.words[i]
+    if not (
+        one_case_first_gate(tok, note.case)
+        and i not in note.taken
+        and i + 1 < note.n
+        and note.gap(i, i + 1) == " "
+        and tok.lower not in note.cues.cue_words
+        and tok.lower not in note.eponyms
+        and _initial_with_period(note, i + 1)
+    ):
+        return None
+    note.take(i, OTHER, 0.6)
+    note.take(i + 1, OTHER, 0.6)
+    return i + 2
 
 
 def lone_first_gate(tok: Token, case: Case) -> bool:

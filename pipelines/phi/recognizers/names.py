@@ -332,6 +332,15 @@ def name_passes() -> Passes[_Note, int]:
             after=5,
         ),
         Pass(
+            "names.one_case_first_initial",
+            uncued.one_case_first_initial,
+            gate=uncued.one_case_first_gate,
+            cases=frozenset({Case.UPPER}),
+            vocabulary=("care_units",),
+            anywhere=True,
+            after=1,
+        ),
+        Pass(
             "names.lone_first_name",
             uncued.lone_first_name,
             gate=uncued.lone_first_gate,
