@@ -13,7 +13,6 @@ from pipelines.phi import lexicons as lx
 from pipelines.phi.lexicons import Token
 from pipelines.phi.passes import Case
 from pipelines.phi.recognizers.name_cues import OTHER, cues
-from pipelines.phi.wordlists import word_set
 from pipelines.phi.recognizers.name_words import (
     _base,
     _common_first_name,
@@ -25,6 +24,7 @@ from pipelines.phi.recognizers.name_words import (
     _tight,
     surname_letter,
 )
+from pipelines.phi.wordlists import word_set
 
 if TYPE_CHECKING:
     from pipelines.phi.recognizers.names import _Note
