@@ -120,7 +120,7 @@ def first_name_initial(note: _Note, i: int) -> int | None:
     low = tok.lower
     if (
         _initial_with_period(note, i + 1)
-        and lx.name_score(low) >= 0.0
+        and lx.name_score(low) >= (-0.5 if _apposition(note, i) else 0.0)
         and low not in note.cues.cue_words
         and low not in note.eponyms
         and _not_clinical_first(low)
@@ -136,6 +136,14 @@ def _initial_with_period(note: _Note, j: int) -> bool:
     return surname_letter(letter, note.text) and note.text[letter.end : letter.end + 1] == "."
 
 
+def _apposition(note: _Note, i: int) -> bool:
+    """Words ``i`` and ``i + 1`` ("Hal Q.") stand between commas, set apart as a person is
+    in "a 61-year-old man, Hal Q., asks": the comma before, and one right after the period."""
+    tok, letter = note.words[i], note.words[i + 1]
+    before = note.text[max(0, tok.start - 3) : tok.start].rstrip(" ")
+    return before.endswith(",") and note.text[letter.end : letter.end + 2] == ".,"
+
+
 def _not_clinical_first(low: str) -> bool:
     """A first name that does not look like clinical vocabulary, or is far more a name than
     a word all the same ("Thomas", "Josephine": a drug list's or a suffix's false friends)."""
@@ -143,26 +151,34 @@ def _not_clinical_first(low: str) -> bool:
 
 
 def one_case_first_gate(tok: Token, case: Case) -> bool:
-    """In a note written in capitals, a census first name more a name than a word and no
-    common word nor a care unit ("WARD C.", "MAY B.", "MARK A." are not names)."""
+    """In a note written in capitals, a census first name at least as much a name as a word,
+    no care unit ("WARD C.") and no clinical word."""
     low = tok.lower
     return (
         case is Case.UPPER
         and low in lx.first_names()
-        and lx.name_score(low) >= 1.0
-        and lx.zipf(low) < 5.0
+        and lx.name_score(low) >= 0.0
         and low not in UNITS
         and _not_clinical_first(low)
     )
 
 
+def _strong_first(low: str) -> bool:
+    """A first name far more a name than a word, and no very common word ("MAY", "MARK",
+    "WILL" are words first)."""
+    return lx.name_score(low) >= 1.0 and lx.zipf(low) < 5.0
+
+
 def one_case_first_initial(note: _Note, i: int) -> int | None:
-    """No cue, note in capitals: "LYDIA T. CALLED BACK", "A 61-YEAR-OLD MAN, HAL Q., ASKS": a
-    first name that is far more a name than a word, then a capital with its period."""
+    """No cue, note in capitals: "LYDIA T. CALLED BACK", "A 61-YEAR-OLD MAN, GUY Q., ASKS": a
+    first name, then a capital with its period; the name far more a name than a word, or
+    set apart between commas."""
     tok = note.words[i]
     if not (
         one_case_first_gate(tok, note.case)
         and i not in note.taken
+        and i + 1 < note.n
+        and (_strong_first(tok.lower) or _apposition(note, i))
         and i + 1 < note.n
         and note.gap(i, i + 1) == " "
         and tok.lower not in note.cues.cue_words

@@ -329,6 +329,7 @@ def name_passes() -> Passes[_Note, int]:
             gate=uncued.lone_first_gate,
             cases=_CAPITALS_TELL,
             anywhere=True,
+            before=1,
             after=5,
         ),
         Pass(
@@ -338,6 +339,7 @@ def name_passes() -> Passes[_Note, int]:
             cases=frozenset({Case.UPPER}),
             vocabulary=("care_units",),
             anywhere=True,
+            before=1,
             after=1,
         ),
         Pass(
