@@ -33,8 +33,7 @@ _GENERIC_PLACE: Final = BUILDING_PARTS
 
 # The classes the tagger reports by default: names, places and identifiers (an ID span
 # passes the guards of ``_clinical_number`` first). Dates, phones, ages and contacts are the
-# rules' (their shapes are exact; the model's labels there only give month names and ID
-# letters a place).
+# rules' (their shapes are exact; the model's labels there only give month names a place).
 REPORTED: Final = (Label.NAME, Label.LOCATION, Label.ID)
 
 
