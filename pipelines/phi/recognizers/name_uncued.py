@@ -192,8 +192,8 @@ def one_case_first_initial(note: _Note, i: int) -> int | None:
 
 
 def lone_first_gate(tok: Token, case: Case) -> bool:
-    """A census first name in Title case, where capitals tell something."""
-    return case is not Case.UPPER and lx.is_title(tok.text) and tok.lower in lx.first_names()
+    """A census first name in Title case ("Eliza", "Eliza's"), where capitals tell something."""
+    return case is not Case.UPPER and lx.is_title(tok.text) and _base(tok.lower) in lx.first_names()
 
 
 def lone_first_name(note: _Note, i: int) -> int | None:
@@ -203,7 +203,7 @@ def lone_first_name(note: _Note, i: int) -> int | None:
         (note.mixed or note.lower_note)
         and lx.is_title(tok.text)
         and i not in note.taken
-        and tok.lower in note.first_names
+        and _base(tok.lower) in note.first_names
         and (note.ok(i, 1) or _common_first_name(tok, note.text, note.lowered, note.eponyms))
     ):
         return note.run_right(i, OTHER, 0.6, 2)
