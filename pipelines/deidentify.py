@@ -19,7 +19,7 @@ The leak guard itself is :mod:`pipelines.leak_guard`.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import date
 from operator import attrgetter
@@ -30,13 +30,11 @@ from pipelines.deadline import check
 from pipelines.document import ClinicalDocument, Identifiers, PersonName
 from pipelines.leak_guard import (
     COMMON_WORD_ZIPF,
-    NAME_OVER_WORD,
-    is_mixed_case,
     leak_guard,
-    word_pattern,
 )
-from pipelines.leak_search import WORD_RUN, _compiled, is_word_char, word_runs
+from pipelines.leak_search import WORD_RUN, is_word_char, word_runs
 from pipelines.memo import memoized
+from pipelines.occurrences import occurrences
 from pipelines.phi.detector import Detector
 from pipelines.phi.merge import merge_spans
 from pipelines.policy import Action, Oversize, Policy
@@ -354,124 +352,6 @@ def _phrases(text: str, spans: Sequence[Span]) -> dict[str, Span]:
         for phrase in _propagated(text, span):
             phrases.setdefault(phrase, span)
     return phrases
-
-
-MIN_OCCURRENCE_CHARS = 3  # shorter strings ("MA", "Al") are no evidence on their own
-MIN_OCCURRENCE_DIGITS = 4  # a string with digits (date, id) needs this many
-_SHORT_ACRONYM = 3  # "CHF", "ICU": in a mixed-case note, short capitals are abbreviations
-_NAME_PIECE = re.compile(r"[^\W\d_]+(?:['’][^\W\d_]+)?")
-
-
-def occurrences(text: str, spans: Sequence[Span], acts: Callable[[Category], bool]) -> list[Span]:
-    """Spans for the other occurrences in ``text`` of the strings detected and acted on.
-
-    A string detected as PHI somewhere in a note is PHI wherever the note writes it again:
-    each other occurrence (whole words, case-insensitive, whitespace as in the leak guard)
-    gets a span of the same category, so it is replaced by the same surrogate — one miss of
-    a found string then neither leaks it nor holds the note. The strings are the detected
-    phrases and, of a name, its parts of three letters or more. Not propagated: strings
-    under ``MIN_OCCURRENCE_CHARS`` (digits: ``MIN_OCCURRENCE_DIGITS``), common English words,
-    clinical words and, in a mixed-case note, short all-capital abbreviations; the leak
-    guard still holds a note where those survive. One pass over the note
-    (:func:`~pipelines.leak_search.word_runs`) plus a check at each candidate.
-    """
-    mixed = is_mixed_case(text)
-    wanted = _occurring(text, spans, acts, mixed)
-    if not wanted:
-        return []
-    ascii_text = text.isascii()
-    scan = text.lower() if ascii_text else text  # lower() keeps ASCII offsets
-    by_first: dict[str, list[tuple[str, Span]]] = {}
-    for phrase, span in wanted.items():
-        first = WORD_RUN.match(phrase)
-        if first is not None:
-            key = first.group().lower() if ascii_text else first.group()
-            by_first.setdefault(key, []).append((phrase, span))
-    covered = bytearray(len(text))
-    for span in spans:
-        covered[span.start : span.end] = b"\x01" * (span.end - span.start)
-    out: list[Span] = []
-    for at, word in _first_words(scan, by_first.keys(), covered):
-        for phrase, seen in by_first[word]:
-            # the guard's own pattern (and compiled-pattern cache); compiled only here, at an
-            # occurrence outside what was found: most found strings never recur
-            m = _compiled(f"(?i:{word_pattern(phrase)})").match(text, at)
-            if m is not None and covered.find(1, at, m.end()) < 0:
-                out.append(
-                    Span(at, m.end(), seen.category, min(seen.confidence, 0.7), "occurrence")
-                )
-                covered[at : m.end()] = b"\x01" * (m.end() - at)
-                break
-    return out
-
-
-_FIND_BUDGET = 1 << 21  # words × characters below which str.find beats one re2 scan
-
-
-def _first_words(
-    scan: str, words: Collection[str], covered: bytearray
-) -> Iterator[tuple[int, str]]:
-    """``(start, word)`` of each maximal word run of ``scan`` that is one of ``words`` and
-    starts outside ``covered``: ``str.find`` per word on a short note (no pattern to build),
-    one :func:`~pipelines.leak_search.word_runs` scan on a long one."""
-    if len(words) * len(scan) > _FIND_BUDGET:
-        yield from ((at, w) for at, w in word_runs(scan, words) if not covered[at])
-        return
-    found: list[tuple[int, str]] = []
-    for word in words:
-        at = scan.find(word)
-        while at >= 0:
-            end = at + len(word)
-            if (
-                not covered[at]
-                and (at == 0 or not is_word_char(scan[at - 1]))
-                and (end == len(scan) or not is_word_char(scan[end]))
-            ):
-                found.append((at, word))
-            at = scan.find(word, end)
-    yield from sorted(found)
-
-
-def _occurring(
-    text: str, spans: Sequence[Span], acts: Callable[[Category], bool], mixed: bool
-) -> dict[str, Span]:
-    """Each string to look for again (longest first) → the first span it comes from."""
-    wanted: dict[str, Span] = {}
-    for span in spans:
-        if not acts(span.category):
-            continue
-        phrase = " ".join(text[span.start : span.end].split())
-        strings = [phrase]
-        if span.category.is_name:
-            strings += [p for p in _NAME_PIECE.findall(phrase) if p.lower() not in _NAME_WORDS]
-        for string in strings:
-            if string not in wanted and _propagates(string, mixed):
-                wanted[string] = span
-    return dict(sorted(wanted.items(), key=lambda item: -len(item[0])))
-
-
-def _propagates(string: str, mixed: bool) -> bool:
-    """Is the string evidence of itself wherever it recurs (see :func:`occurrences`)?"""
-    if len(string) < MIN_OCCURRENCE_CHARS or not is_word_char(string[0]):
-        return False
-    if any(c.isdigit() for c in string):  # dates, ids: by their digits
-        return sum(c.isdigit() for c in string) >= MIN_OCCURRENCE_DIGITS
-    return any(_distinctive(word, mixed) for word in WORD_RUN.findall(string))
-
-
-def _distinctive(word: str, mixed: bool) -> bool:
-    """A word that names something: not common English, not clinical vocabulary, not a
-    short abbreviation ("CHF") where the note writes other words in lower case."""
-    from pipelines.phi.lexicons import clinical_word, name_score, zipf
-
-    low = word.lower()
-    if len(word) < MIN_OCCURRENCE_CHARS or (
-        mixed and word.isupper() and len(word) <= _SHORT_ACRONYM
-    ):
-        return False
-    if zipf(low) >= COMMON_WORD_ZIPF and name_score(low) < NAME_OVER_WORD:
-        return False
-    return not clinical_word(low)
 
 
 _BREAKS = ("\n\n", "\n", " ")  # paragraph, then line, then word boundaries
