@@ -153,7 +153,7 @@ def _tokenize(text: str) -> Tokens:
     facts = _per_word if len(texts) >= _PER_WORD_FROM else _per_token
     lowers, lower_set, written, mixed = facts(text, starts, ends, texts)
     words = tuple(map(_new_token, repeat(Token), zip(starts, ends, texts, lowers, strict=True)))
-    lower_note = not mixed and _lower_among_first(texts, 40) > 20
+    lower_note = not mixed and _mostly_lower(texts, 40)
     return Tokens(words, mixed, lower_set, lower_note, texts, lowers, written, columns)
 
 
@@ -224,8 +224,10 @@ def _mixed_case(longer: int, lower: int, upper: Callable[[], int]) -> bool:
     return upper() / n < 0.85
 
 
-def _lower_among_first(texts: tuple[str, ...], first: int) -> int:
-    """How many of the ``first`` first words of two or more letters are lower-case."""
+def _mostly_lower(texts: tuple[str, ...], first: int) -> bool:
+    """Are most of the ``first`` first words of two or more letters lower-case? A short text
+    (a query, a one-line note: fewer such words) is judged on the words it has, so "a
+    61-year-old man, Hal Q., asks" is a lower-case text whose capitals are signals."""
     seen = lower = 0
     for word in texts:
         if len(word) > 1:
@@ -233,7 +235,7 @@ def _lower_among_first(texts: tuple[str, ...], first: int) -> int:
             seen += 1
             if seen == first:
                 break
-    return lower
+    return 2 * lower > seen
 
 
 # Up to this many distinct words wanted, ``where`` finds each with ``tuple.index``.
