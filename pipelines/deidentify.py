@@ -19,7 +19,7 @@ The leak guard itself is :mod:`pipelines.leak_guard`.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import date
 from operator import attrgetter
@@ -29,16 +29,13 @@ from keystore.api import MintingStore, PatientState, StateMinter
 from pipelines.deadline import check
 from pipelines.document import ClinicalDocument, Identifiers, PersonName
 from pipelines.leak_guard import (
-    COMMON_WORD_ZIPF,
-    NAME_OVER_WORD,
     is_mixed_case,
     leak_guard,
-    word_pattern,
 )
-from pipelines.leak_search import WORD_RUN, _compiled, is_word_char, word_runs
 from pipelines.memo import memoized
 from pipelines.phi.detector import Detector
 from pipelines.phi.merge import merge_spans
+from pipelines.phi.propagate import RULES, spread
 from pipelines.policy import Action, Oversize, Policy
 from pipelines.spans import Category, Span
 from surrogates import ReplaceContext, SurrogateSettings, new_patient_state, redaction_tag
@@ -274,204 +271,30 @@ _JOIN_EVERY = 4096  # output parts joined in one go
 _CHECK_EVERY = 64
 
 
-PROPAGATED_SOURCES = frozenset({"names", "locations"})  # recognizers that propagate in a note
-MIN_PROPAGATED_CHARS = 3
-
-
-_RARE_PLACE_WORD = 3.5  # the locations recognizer's ceiling for a place word that recurs
-
-
-def recognizer_of(span: Span) -> str:
-    """The recognizer that made a span: its source up to the pass ("names.after_title")."""
-    return span.source.partition(".")[0]
-
-
-def _propagated(text: str, span: Span) -> list[str]:
-    """The phrase of a span, and its rare words, that recur wherever written the same way."""
-    if recognizer_of(span) not in PROPAGATED_SOURCES:
-        return []
-    from pipelines.phi.lexicons import zipf
-
-    phrase = text[span.start : span.end]
-    if len(phrase) < MIN_PROPAGATED_CHARS or "\n" in phrase or not is_word_char(phrase[0]):
-        return []
-    ceiling = _RARE_PLACE_WORD if recognizer_of(span) == "locations" else COMMON_WORD_ZIPF
-    words = [w for w in WORD_RUN.findall(phrase) if len(w) >= MIN_PROPAGATED_CHARS]
-    out = [w for w in words if zipf(w.lower()) < ceiling]  # "Will", "May": not on their own
-    if len(words) > 1 or (words and words[0] != phrase):
-        out.append(phrase)
-    return out
-
-
 def recurrences(text: str, spans: Sequence[Span]) -> list[Span]:
     """Spans for the recurrences, anywhere in ``text``, of the names and places found.
 
-    The name and place recognizers propagate what they find to the rest of the text they
-    are given; a note detected in chunks would lose that across the cuts, so here a phrase
+    The detector propagates what the name and place rules find to the rest of the text it
+    is given; a note detected in chunks would lose that across the cuts, so here a phrase
     they found, and each of its rare words, is found wherever it recurs written exactly the
-    same way, as whole words. One pass over the note (:func:`~pipelines.leak_search.word_runs`).
+    same way, as whole words (``propagate.RULES["chunks"]``).
     """
-    phrases = _phrases(text, spans)
-    if not phrases:
-        return []
-    by_first: dict[str, list[str]] = {}
-    for phrase in phrases:
-        first = WORD_RUN.match(phrase)
-        if first is not None:
-            by_first.setdefault(first.group(), []).append(phrase)
-    covered = bytearray(len(text))
-    for span in spans:
-        covered[span.start : span.end] = b"\x01" * (span.end - span.start)
-    out: list[Span] = []
-    for at, word in word_runs(text, by_first.keys()):
-        if covered[at]:
-            continue  # found there already (most runs): no phrase starting here can be new
-        for phrase in by_first[word]:
-            end = at + len(phrase)
-            if (
-                text.startswith(phrase, at)
-                and (end == len(text) or not is_word_char(text[end]))
-                and covered.find(1, at, end) < 0
-            ):
-                seen = phrases[phrase]
-                out.append(Span(at, end, seen.category, min(seen.confidence, 0.7), "recurrence"))
-                covered[at:end] = b"\x01" * (end - at)
-    return out
-
-
-def _phrases(text: str, spans: Sequence[Span]) -> dict[str, Span]:
-    """Each phrase to propagate → the first span it comes from."""
-    phrases: dict[str, Span] = {}
-    done: set[tuple[str, str]] = set()  # (source, text): the same phrase propagates the same
-    for span in spans:
-        source = recognizer_of(span)
-        if source not in PROPAGATED_SOURCES:
-            continue
-        key = (source, text[span.start : span.end])
-        if key in done:
-            continue
-        done.add(key)
-        for phrase in _propagated(text, span):
-            phrases.setdefault(phrase, span)
-    return phrases
-
-
-MIN_OCCURRENCE_CHARS = 3  # shorter strings ("MA", "Al") are no evidence on their own
-MIN_OCCURRENCE_DIGITS = 4  # a string with digits (date, id) needs this many
-_SHORT_ACRONYM = 3  # "CHF", "ICU": in a mixed-case note, short capitals are abbreviations
-_NAME_PIECE = re.compile(r"[^\W\d_]+(?:['’][^\W\d_]+)?")
+    return spread(text, spans, RULES["chunks"], mixed=True)
 
 
 def occurrences(text: str, spans: Sequence[Span], acts: Callable[[Category], bool]) -> list[Span]:
     """Spans for the other occurrences in ``text`` of the strings detected and acted on.
 
     A string detected as PHI somewhere in a note is PHI wherever the note writes it again:
-    each other occurrence (whole words, case-insensitive, whitespace as in the leak guard)
-    gets a span of the same category, so it is replaced by the same surrogate — one miss of
-    a found string then neither leaks it nor holds the note. The strings are the detected
-    phrases and, of a name, its parts of three letters or more. Not propagated: strings
-    under ``MIN_OCCURRENCE_CHARS`` (digits: ``MIN_OCCURRENCE_DIGITS``), common English words,
-    clinical words and, in a mixed-case note, short all-capital abbreviations; the leak
-    guard still holds a note where those survive. One pass over the note
-    (:func:`~pipelines.leak_search.word_runs`) plus a check at each candidate.
+    each other occurrence (whole words, case-insensitive, any whitespace between words) gets
+    a span of the same category, so it is replaced by the same surrogate — one miss of a
+    found string then neither leaks it nor holds the note. The strings are the detected
+    phrases and, of a name, its parts of three letters or more; not propagated (the leak
+    guard still holds a note where those survive): short strings, strings with digits under
+    four, common English words, clinical words and, in a mixed-case note, short all-capital
+    abbreviations (``propagate.RULES["every_occurrence"]``).
     """
-    mixed = is_mixed_case(text)
-    wanted = _occurring(text, spans, acts, mixed)
-    if not wanted:
-        return []
-    ascii_text = text.isascii()
-    scan = text.lower() if ascii_text else text  # lower() keeps ASCII offsets
-    by_first: dict[str, list[tuple[str, Span]]] = {}
-    for phrase, span in wanted.items():
-        first = WORD_RUN.match(phrase)
-        if first is not None:
-            key = first.group().lower() if ascii_text else first.group()
-            by_first.setdefault(key, []).append((phrase, span))
-    covered = bytearray(len(text))
-    for span in spans:
-        covered[span.start : span.end] = b"\x01" * (span.end - span.start)
-    out: list[Span] = []
-    for at, word in _first_words(scan, by_first.keys(), covered):
-        for phrase, seen in by_first[word]:
-            # the guard's own pattern (and compiled-pattern cache); compiled only here, at an
-            # occurrence outside what was found: most found strings never recur
-            m = _compiled(f"(?i:{word_pattern(phrase)})").match(text, at)
-            if m is not None and covered.find(1, at, m.end()) < 0:
-                out.append(
-                    Span(at, m.end(), seen.category, min(seen.confidence, 0.7), "occurrence")
-                )
-                covered[at : m.end()] = b"\x01" * (m.end() - at)
-                break
-    return out
-
-
-_FIND_BUDGET = 1 << 21  # words × characters below which str.find beats one re2 scan
-
-
-def _first_words(
-    scan: str, words: Collection[str], covered: bytearray
-) -> Iterator[tuple[int, str]]:
-    """``(start, word)`` of each maximal word run of ``scan`` that is one of ``words`` and
-    starts outside ``covered``: ``str.find`` per word on a short note (no pattern to build),
-    one :func:`~pipelines.leak_search.word_runs` scan on a long one."""
-    if len(words) * len(scan) > _FIND_BUDGET:
-        yield from ((at, w) for at, w in word_runs(scan, words) if not covered[at])
-        return
-    found: list[tuple[int, str]] = []
-    for word in words:
-        at = scan.find(word)
-        while at >= 0:
-            end = at + len(word)
-            if (
-                not covered[at]
-                and (at == 0 or not is_word_char(scan[at - 1]))
-                and (end == len(scan) or not is_word_char(scan[end]))
-            ):
-                found.append((at, word))
-            at = scan.find(word, end)
-    yield from sorted(found)
-
-
-def _occurring(
-    text: str, spans: Sequence[Span], acts: Callable[[Category], bool], mixed: bool
-) -> dict[str, Span]:
-    """Each string to look for again (longest first) → the first span it comes from."""
-    wanted: dict[str, Span] = {}
-    for span in spans:
-        if not acts(span.category):
-            continue
-        phrase = " ".join(text[span.start : span.end].split())
-        strings = [phrase]
-        if span.category.is_name:
-            strings += [p for p in _NAME_PIECE.findall(phrase) if p.lower() not in _NAME_WORDS]
-        for string in strings:
-            if string not in wanted and _propagates(string, mixed):
-                wanted[string] = span
-    return dict(sorted(wanted.items(), key=lambda item: -len(item[0])))
-
-
-def _propagates(string: str, mixed: bool) -> bool:
-    """Is the string evidence of itself wherever it recurs (see :func:`occurrences`)?"""
-    if len(string) < MIN_OCCURRENCE_CHARS or not is_word_char(string[0]):
-        return False
-    if any(c.isdigit() for c in string):  # dates, ids: by their digits
-        return sum(c.isdigit() for c in string) >= MIN_OCCURRENCE_DIGITS
-    return any(_distinctive(word, mixed) for word in WORD_RUN.findall(string))
-
-
-def _distinctive(word: str, mixed: bool) -> bool:
-    """A word that names something: not common English, not clinical vocabulary, not a
-    short abbreviation ("CHF") where the note writes other words in lower case."""
-    from pipelines.phi.lexicons import clinical_word, name_score, zipf
-
-    low = word.lower()
-    if len(word) < MIN_OCCURRENCE_CHARS or (
-        mixed and word.isupper() and len(word) <= _SHORT_ACRONYM
-    ):
-        return False
-    if zipf(low) >= COMMON_WORD_ZIPF and name_score(low) < NAME_OVER_WORD:
-        return False
-    return not clinical_word(low)
+    return spread(text, spans, RULES["every_occurrence"], is_mixed_case(text), acts)
 
 
 _BREAKS = ("\n\n", "\n", " ")  # paragraph, then line, then word boundaries

@@ -6,12 +6,13 @@ from collections.abc import Callable
 
 from pipelines.deadline import check
 from pipelines.document import ClinicalDocument
-from pipelines.phi import registry
+from pipelines.phi import lexicons, registry
 from pipelines.phi.base import Doc, Recognizer
 from pipelines.phi.combine import unite
 from pipelines.phi.exclusions import veto
 from pipelines.phi.lists import ReviewLists
 from pipelines.phi.merge import merge_spans
+from pipelines.phi.propagate import in_note
 from pipelines.policy import Policy
 from pipelines.spans import Category, Span
 
@@ -74,4 +75,16 @@ class Detector:
         size = len(doc.text)
         threshold = {category: self.policy.threshold_for(category) for category in Category}
         kept = [s for s in found if s.end <= size and s.confidence >= threshold[s.category]]
-        return doc, kept, [s for s in learned if s.end <= size]
+        learned = [s for s in learned if s.end <= size]
+        rules, tagged = propagated(doc, kept, learned)
+        kept += [s for s in rules if s.confidence >= threshold[s.category]]
+        return doc, kept, learned + tagged
+
+
+def propagated(doc: Doc, kept: list[Span], learned: list[Span]) -> tuple[list[Span], list[Span]]:
+    """The one propagation step (``pipelines.phi.propagate``): the copies of the rules'
+    spans, and those of the learned recognizers' vetoed as their own spans are."""
+    if not kept and not learned:
+        return [], []
+    rules, tagged = in_note(doc.text, lexicons.tokens(doc).mixed_case, kept, learned)
+    return rules, veto(doc.text, tagged) if tagged else tagged

@@ -35,7 +35,6 @@ from pipelines.phi.recognizers.location_places import (
     acronym_before_unit,
     city_before_state,
     compass_state,
-    propagate,
     region,
     university_of,
     wards_with_numbers,
@@ -234,7 +233,7 @@ class LocationRecognizer(Recognizer):
         out: list[Span] = glued_heads(text) + wards_with_numbers(doc, mixed)
         lower_set = toks.lower_set
         if lower_set.isdisjoint(PASSES.triggers) and lower_set.isdisjoint(lx.us_states()):
-            return propagate(out, toks, text, mixed) if out else []
+            return out
         # the words at which a pass or a facility phrase starts, picked in one pass
         lowers = toks.lowers
         picked = list(compress(range(len(lowers)), map(_picked_words().__contains__, lowers)))
@@ -246,7 +245,7 @@ class LocationRecognizer(Recognizer):
         out += fp.hospital_acronyms(toks, text, mixed)
         starts = compress(picked, map(_visited().__contains__, map(lowers.__getitem__, picked)))
         out += _passes_at(Note(toks.words, text, Case.of(toks), mixed), starts)
-        return propagate(out, toks, text, mixed)
+        return out
 
 
 def _passes_at(note: Note, starts: Iterable[int]) -> list[Span]:

@@ -37,7 +37,7 @@ from pipelines.phi.recognizers import name_cue_passes as cue
 from pipelines.phi.recognizers import name_uncued as uncued
 from pipelines.phi.recognizers.known import known_name_forms
 from pipelines.phi.recognizers.name_cues import OTHER, PT, Cues, P, R, cues
-from pipelines.phi.recognizers.name_passes import Taken, _propagate, _signature, _spans
+from pipelines.phi.recognizers.name_passes import Taken, _signature, _spans
 from pipelines.phi.recognizers.name_words import (
     _base,
     _eponyms,
@@ -424,6 +424,5 @@ class NameRecognizer(Recognizer):
         _scan(note, _rule_starts(note, toks))
         note.by = "names.signature"
         _signature(note.words, note.text, note.mixed, note.take)
-        _propagate(toks, note.mixed, note.taken)
         _known_roles(doc, note)
         return _spans(note.words, note.taken, note.text)
