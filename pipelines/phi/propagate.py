@@ -295,17 +295,21 @@ def strings(text: str, seed: Span, rule: Rule, mixed: bool) -> list[str]:
         words = (_base(w) for w in _WORD.findall(phrase))
         return [w for w in words if passes(w, rule.word, seed, mixed)]
     if kind is Strings.PLACE:
-        if " " not in phrase:
-            ok = _WORD.fullmatch(phrase) and passes(phrase, rule.word, seed, mixed)
-            return [phrase] if ok else []
-        parts = phrase.split()
-        whole = " ".join(parts)
-        guard = rule.phrase
-        ok = guard is not None and all(_WORD.fullmatch(p) for p in parts)
-        return [whole] if ok and guard and passes(phrase, guard, seed, mixed) else []
+        return _place(phrase, seed, rule, mixed)
     if kind is Strings.WORDS_THEN_PHRASE:
         return _words_then_phrase(phrase, seed, rule, mixed)
     return _phrase_and_name_words(phrase, seed, rule, mixed)
+
+
+def _place(phrase: str, seed: Span, rule: Rule, mixed: bool) -> list[str]:
+    """A one-word place as a word; a longer one as its words one space apart."""
+    if " " not in phrase:
+        ok = _WORD.fullmatch(phrase) and passes(phrase, rule.word, seed, mixed)
+        return [phrase] if ok else []
+    parts = phrase.split()
+    if rule.phrase is None or not all(_WORD.fullmatch(p) for p in parts):
+        return []
+    return [" ".join(parts)] if passes(phrase, rule.phrase, seed, mixed) else []
 
 
 def _words_then_phrase(phrase: str, seed: Span, rule: Rule, mixed: bool) -> list[str]:
@@ -458,10 +462,33 @@ def spread(
     by_first: dict[str, list[tuple[str, Span]]] = {}
     for string, seed in wanted.items():
         key = string.lower() if anycase else string
-        first = _WORD.match(key) or WORD_RUN.match(key)
-        if first is not None:
-            by_first.setdefault(first.group(), []).append((key, seed))
+        by_first.setdefault(_first_word(key), []).append((key, seed))
     covered = _covered(text, spans, rule)
+    out = _copies(text, scan, by_first, covered, rule, mixed)
+    if rule.joins and out:
+        return _joined(text, spans, out, rule)
+    return out
+
+
+def _first_word(key: str) -> str:
+    """The first word of a string: letters (maybe joined by apostrophes, "o'brien") when
+    no other word character follows them, else its first run of word characters."""
+    m = _WORD.match(key)
+    if m is not None and (m.end() == len(key) or not is_word_char(key[m.end()])):
+        return m.group()
+    run = WORD_RUN.match(key)
+    return run.group() if run is not None else key
+
+
+def _copies(
+    text: str,
+    scan: str,
+    by_first: dict[str, list[tuple[str, Span]]],
+    covered: bytearray,
+    rule: Rule,
+    mixed: bool,
+) -> list[Span]:
+    """At each whole-word occurrence of a first word, the first string written there."""
     capitals = rule.case is Case.NAME and mixed
     out: list[Span] = []
     for at, word in _first_words(scan, by_first.keys(), covered):
@@ -474,13 +501,10 @@ def spread(
                 continue
             if capitals and not _written_as_name(text, at, stop):
                 continue
-            out.append(
-                Span(at, stop, seed.category, min(seed.confidence, rule.ceiling), rule.source)
-            )
+            conf = min(seed.confidence, rule.ceiling)
+            out.append(Span(at, stop, seed.category, conf, rule.source))
             covered[at:stop] = b"\x01" * (stop - at)
             break
-    if rule.joins and out:
-        return _joined(text, spans, out, rule)
     return out
 
 
