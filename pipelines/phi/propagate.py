@@ -28,10 +28,12 @@ import re
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from enum import Enum
-from functools import cache
+from functools import cache, lru_cache
 from typing import Final
 
 from pipelines.leak_search import WORD_RUN, is_word_char, word_runs
+from pipelines.phi import lexicons as lx
+from pipelines.phi.wordlists import word_set
 from pipelines.spans import Category, Span
 
 
@@ -89,7 +91,7 @@ class Guard:
     min_digits: int = 0
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, eq=False)  # hashed by identity: a memo key
 class Rule:
     """One use of propagation (module docstring)."""
 
@@ -211,7 +213,6 @@ _NAME_PIECE: Final = re.compile(r"[^\W\d_]+(?:['’][^\W\d_]+)?")
 _POSSESSIVE: Final = ("'s", "’s")
 _APOSTROPHES: Final = "'’"
 _SHORT_CAPITALS: Final = 3  # "CHF", "ICU": in a mixed-case note, short capitals abbreviate
-EXCLUSIONS: Final = ("care units", "first names", "clinical", "titles", "short capitals")
 
 
 @cache
@@ -221,23 +222,34 @@ def _titles() -> frozenset[str]:
     return frozenset(TITLES | SUFFIXES)
 
 
-def _excluded(name: str, word: str, mixed: bool) -> bool:
-    """Is ``word`` in the word set ``name`` (one of ``EXCLUSIONS``)?"""
-    from pipelines.phi import lexicons as lx
-    from pipelines.phi.wordlists import word_set
+def _care_unit(word: str, low: str, mixed: bool) -> bool:
+    return low in word_set("care_units")
 
-    low = word.lower()
-    if name == "care units":
-        return low in word_set("care_units")
-    if name == "first names":
-        return lx.is_first_name(low)
-    if name == "clinical":
-        return lx.clinical_word(low)
-    if name == "titles":
-        return low in _titles()
-    if name == "short capitals":
-        return mixed and word.isupper() and len(word) <= _SHORT_CAPITALS
-    raise KeyError(name)
+
+def _first_name(word: str, low: str, mixed: bool) -> bool:
+    return lx.is_first_name(low)
+
+
+def _clinical(word: str, low: str, mixed: bool) -> bool:
+    return lx.clinical_word(low)
+
+
+def _title(word: str, low: str, mixed: bool) -> bool:
+    return low in _titles()
+
+
+def _short_capitals(word: str, low: str, mixed: bool) -> bool:
+    return mixed and word.isupper() and len(word) <= _SHORT_CAPITALS
+
+
+# the word sets a guard may exclude: (word as written, lower case, note in both cases) -> in
+EXCLUSIONS: Final[dict[str, Callable[[str, str, bool], bool]]] = {
+    "care units": _care_unit,  # "ICU", "CCU": a unit of the hospital, not a place's name
+    "first names": _first_name,  # "Florence", "Georgia": a person's as often as a place's
+    "clinical": _clinical,  # clinical vocabulary
+    "titles": _title,  # "Mrs", "Jr": parts of a name that are no one's name
+    "short capitals": _short_capitals,  # "CHF" where the note writes in both cases
+}
 
 
 def recognizer_of(span: Span) -> str:
@@ -248,21 +260,21 @@ def recognizer_of(span: Span) -> str:
 def _ceiling(guard: Guard, seed: Span) -> float | None:
     if guard.sure_category is seed.category and seed.confidence >= guard.sure_from:
         return guard.rare_below_sure
-    return dict(guard.by_recognizer).get(recognizer_of(seed), guard.rare_below)
+    for recognizer, ceiling in guard.by_recognizer:
+        if recognizer_of(seed) == recognizer:
+            return ceiling
+    return guard.rare_below
 
 
 def _rare(word: str, guard: Guard, ceiling: float | None, mixed: bool) -> bool:
     """Is ``word`` evidence of itself under ``guard``?"""
-    from pipelines.phi import lexicons as lx
-
-    if len(word) < guard.min_chars or any(_excluded(n, word, mixed) for n in guard.excluded):
+    if len(word) < guard.min_chars:
         return False
-    if ceiling is None:
-        return True
     low = word.lower()
-    if lx.zipf(low) < ceiling:
-        return True
-    return guard.name_over is not None and lx.name_score(low) >= guard.name_over
+    common = ceiling is not None and lx.zipf(low) >= ceiling
+    if common and (guard.name_over is None or lx.name_score(low) < guard.name_over):
+        return False
+    return not any(EXCLUSIONS[name](word, low, mixed) for name in guard.excluded)
 
 
 def passes(string: str, guard: Guard, seed: Span, mixed: bool) -> bool:
@@ -285,11 +297,24 @@ def _base(word: str) -> str:
     return word[:-2] if word[-2:].lower() in _POSSESSIVE and len(word) > 2 else word
 
 
-def strings(text: str, seed: Span, rule: Rule, mixed: bool) -> list[str]:
+def strings(text: str, seed: Span, rule: Rule, mixed: bool) -> tuple[str, ...]:
     """The strings of ``seed`` that spread under ``rule``, in the order they are tried."""
     phrase = text[seed.start : seed.end]
+    return _strings(rule, phrase, seed.category, seed.confidence, seed.source, mixed)
+
+
+@lru_cache(maxsize=1 << 14)
+def _strings(
+    rule: Rule, phrase: str, category: Category, confidence: float, source: str, mixed: bool
+) -> tuple[str, ...]:
+    """:func:`strings`, once per seed string, category, confidence and source (a name
+    recurs through a patient's notes)."""
     if rule.one_line and "\n" in phrase:
-        return []
+        return ()
+    return tuple(_judged(phrase, Span(0, len(phrase), category, confidence, source), rule, mixed))
+
+
+def _judged(phrase: str, seed: Span, rule: Rule, mixed: bool) -> list[str]:
     kind = rule.strings
     if kind is Strings.WORDS:
         words = (_base(w) for w in _WORD.findall(phrase))
@@ -453,10 +478,20 @@ def spread(
     order. ``mixed``: the note writes in both cases (``Case.NAME``, "short capitals");
     ``acts``: the categories whose spans seed (the policy's), when the rule names none."""
     wanted = _wanted(text, spans, rule, mixed, acts)
-    if not wanted:
-        return []
+    return _spread(text, spans, rule, mixed, wanted, text.lower) if wanted else []
+
+
+def _spread(
+    text: str,
+    spans: Sequence[Span],
+    rule: Rule,
+    mixed: bool,
+    wanted: dict[str, Span],
+    lower: Callable[[], str],
+) -> list[Span]:
+    """:func:`spread` of the ``wanted`` strings; ``lower()``: ``text.lower()``."""
     anycase = rule.case is not Case.AS_WRITTEN
-    scan = text.lower() if anycase else text
+    scan = lower() if anycase else text
     if len(scan) != len(text):  # a letter whose lower case is longer: no offsets to share
         scan, anycase = text, False
     by_first: dict[str, list[tuple[str, Span]]] = {}
@@ -563,5 +598,21 @@ def in_note(
     ``mixed``: the note's case as the recognizers read it (``lexicons.Tokens.mixed_case``)."""
     if not kept and not learned:
         return [], []
-    rules = spread(text, kept, RULES["names"], mixed) + spread(text, kept, RULES["places"], mixed)
-    return rules, spread(text, learned, RULES["learned"], mixed)
+    lowered: list[str] = []  # the note in lower case, made once if a row needs it
+
+    def lower() -> str:
+        if not lowered:
+            lowered.append(text.lower())
+        return lowered[0]
+
+    seeds: dict[str, list[Span]] = {}  # recognizer -> its spans, in order
+    for span in (*kept, *learned):
+        seeds.setdefault(span.source.partition(".")[0], []).append(span)
+    copies: tuple[list[Span], list[Span]] = ([], [])
+    for row, pool, out in (("names", kept, 0), ("places", kept, 0), ("learned", learned, 1)):
+        rule = RULES[row]
+        mine = [s for r in rule.recognizers or () for s in seeds.get(r, ())]
+        wanted = _wanted(text, mine, rule, mixed, None) if mine else None
+        if wanted:
+            copies[out].extend(_spread(text, pool, rule, mixed, wanted, lower))
+    return copies
