@@ -40,33 +40,33 @@ from pipelines.spans import Category, Span
 class Case(Enum):
     """How an occurrence must be written, against the found string."""
 
-    AS_WRITTEN = "the same characters"
+    AS_WRITTEN = "as written"  # the same characters
     ANY = "any case"
     # any case; where the note writes in both cases, each word capitalised or in capitals
-    NAME = "written as a name where the note has case"
+    NAME = "as a name"
 
 
 class Strings(Enum):
     """Which strings of a seed spread."""
 
-    WORDS = "each word alone"
-    PLACE = "a one-word seed as a word, a longer one as its phrase"
-    WORDS_THEN_PHRASE = "its words alone, then its phrase when it is more than one word"
-    PHRASE_AND_NAME_WORDS = "its phrase, and of a name each word alone"
+    WORDS = "words"  # each word alone
+    PLACE = "place"  # a one-word seed as a word, a longer one as its phrase
+    WORDS_THEN_PHRASE = "words, phrase"  # its words alone, then its phrase (of 2+ words)
+    PHRASE_AND_NAME_WORDS = "phrase, name words"  # its phrase, and of a name each word
 
 
 class Gap(Enum):
     """What may stand between the words of a phrase's occurrence."""
 
-    AS_FOUND = "what stands in the seed (one space where the rule joins its words by one)"
-    WHITESPACE = "any run of whitespace (lines included)"
+    AS_FOUND = "as found"  # what stands in the seed (places: one space)
+    WHITESPACE = "whitespace"  # any run of whitespace, line breaks included
 
 
 class Blocked(Enum):
     """The spans that keep a copy from being made where they overlap it."""
 
-    GROUP = "a span of the seed's category group"
-    ANY = "any span given"
+    GROUP = "group"  # a span of the seed's category group
+    ANY = "any"  # any span given
 
 
 @dataclass(frozen=True, slots=True)

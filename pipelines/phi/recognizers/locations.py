@@ -13,8 +13,9 @@ starts one; the first that finds a place there wins. The driver derives from the
 are visited, which passes run there and the window memo of ``facility_head`` and ``after_cue``.
 Note-level steps find what no word starts: names glued to a head or a floor
 (``locations.glued_head``, ``locations.ward_number``), whole facility names and hospital
-acronyms (``facility_phrases``), and a place found once wherever it recurs
-(``locations.propagated``). Every span's ``source`` names the pass or step that made it.
+acronyms (``facility_phrases``). A place found once is found wherever it recurs by the
+detector's propagation step (``locations.propagated``, ``pipelines.phi.propagate``). Every
+span's ``source`` names the pass or step that made it.
 """
 
 from __future__ import annotations

@@ -18,9 +18,10 @@ name to its span (``Span.source``: "names.after_title", …):
    "X aware", "X (daughter)", "X is family contact", "wife X", "spoke with X", "J. Xyz";
 2. uncued passes (``name_uncued``), each with a gate on its first word: "Xyz Abc", "J XYZ",
    a lone first name, a one-case full name, a lower-case full name;
-3. note-level steps (``name_passes``): the signature line ("names.signature"), propagation
-   of a name found once to its other occurrences ("names.propagated"), the roles the
-   structured message tells ("names.known"), and the spans.
+3. note-level steps (``name_passes``): the signature line ("names.signature"), the roles the
+   structured message tells ("names.known"), and the spans. A name found once spreads to its
+   other occurrences in the detector's one propagation step ("names.propagated",
+   ``pipelines.phi.propagate``).
 """
 
 from __future__ import annotations
