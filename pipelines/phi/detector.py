@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from pipelines.deadline import check
 from pipelines.document import ClinicalDocument
@@ -76,15 +76,23 @@ class Detector:
         threshold = {category: self.policy.threshold_for(category) for category in Category}
         kept = [s for s in found if s.end <= size and s.confidence >= threshold[s.category]]
         learned = [s for s in learned if s.end <= size]
-        rules, tagged = propagated(doc, kept, learned)
+        rules, tagged = propagated(doc, kept, learned, self.recognizers)
         kept += [s for s in rules if s.confidence >= threshold[s.category]]
         return doc, kept, learned + tagged
 
 
-def propagated(doc: Doc, kept: list[Span], learned: list[Span]) -> tuple[list[Span], list[Span]]:
+def propagated(
+    doc: Doc, kept: list[Span], learned: list[Span], recognizers: Sequence[Recognizer] = ()
+) -> tuple[list[Span], list[Span]]:
     """The one propagation step (``pipelines.phi.propagate``): the copies of the rules'
-    spans, and those of the learned recognizers' vetoed as their own spans are."""
+    spans, and those of the learned recognizers' judged by the recognizer of their seed
+    (``Recognizer.keeps``) and vetoed as their own spans are."""
     if not kept and not learned:
         return [], []
-    rules, tagged = in_note(doc.text, lexicons.tokens(doc).mixed_case, kept, learned)
-    return rules, veto(doc.text, tagged) if tagged else tagged
+    text = doc.text
+    rules, tagged = in_note(text, lexicons.tokens(doc).mixed_case, kept, learned)
+    if not tagged:
+        return rules, tagged
+    judges = {r.name: r for r in recognizers}
+    tagged = [s for s in tagged if (j := judges.get(s.source)) is None or j.keeps(text, s)]
+    return rules, veto(text, tagged) if tagged else tagged

@@ -50,6 +50,7 @@ class Strings(Enum):
     """Which strings of a seed spread."""
 
     WORDS = "words"  # each word alone
+    PIECES = "pieces"  # each blank-separated piece of letters alone (no "X-Y", no "O'X")
     PLACE = "place"  # a one-word seed as a word, a longer one as its phrase
     WORDS_THEN_PHRASE = "words, phrase"  # its words alone, then its phrase (of 2+ words)
     PHRASE_AND_NAME_WORDS = "phrase, name words"  # its phrase, and of a name each word
@@ -155,7 +156,7 @@ RULES: Final[dict[str, Rule]] = {
         source="tagger",
         recognizers=frozenset({"tagger"}),
         groups=None,
-        strings=Strings.WORDS,
+        strings=Strings.PIECES,
         phrase=None,
         word=Guard(min_chars=3, rare_below=3.5),
         case=Case.ANY,
@@ -319,6 +320,9 @@ def _judged(phrase: str, seed: Span, rule: Rule, mixed: bool) -> list[str]:
     if kind is Strings.WORDS:
         words = (_base(w) for w in _WORD.findall(phrase))
         return [w for w in words if passes(w, rule.word, seed, mixed)]
+    if kind is Strings.PIECES:
+        pieces = (p.strip(".,;:'’") for p in phrase.split())
+        return [p for p in pieces if p.isalpha() and passes(p, rule.word, seed, mixed)]
     if kind is Strings.PLACE:
         return _place(phrase, seed, rule, mixed)
     if kind is Strings.WORDS_THEN_PHRASE:

@@ -215,34 +215,33 @@ _ANY_WORDS = (
 _ANY_GAPS = (" ", "  ", "\n", ", ", "-", "'", "_", "2", ".\n\n", " ")
 
 
-def _spans_of(text: str, picks: list[tuple[int, int, Category, str]]) -> list[Span]:
+def _spans_of(text: str, picks: list[tuple[int, int, tuple[Category, str]]]) -> list[Span]:
     runs = [m.span() for m in re.finditer(r"\S+", text)]
     out = []
-    for i, size, cat, source in picks:
+    for i, size, (cat, source) in picks:
         if i < len(runs):
             end = runs[min(i + size, len(runs)) - 1][1]
             out.append(Span(runs[i][0], end, cat, 0.8, source))
     return out
 
 
+_SEEDS = (
+    (Category.NAME_PATIENT, "names.x"),
+    (Category.NAME_PROVIDER, "names.y"),
+    (Category.LOCATION_HOSPITAL, "locations.y"),
+    (Category.LOCATION_CITY, "locations.z"),
+    (Category.NAME_OTHER, "tagger"),
+    (Category.MRN, "identifiers"),
+    (Category.DATE, "dates"),
+)
 _CASES = st.tuples(
     st.lists(st.tuples(st.sampled_from(_ANY_WORDS), st.sampled_from(_ANY_GAPS)), max_size=14),
-    st.lists(
-        st.tuples(
-            st.integers(0, 13),
-            st.integers(1, 3),
-            st.sampled_from(
-                (Category.NAME_PATIENT, Category.LOCATION_HOSPITAL, Category.MRN, Category.DATE)
-            ),
-            st.sampled_from(("names.x", "locations.y", "tagger", "dates")),
-        ),
-        max_size=5,
-    ),
+    st.lists(st.tuples(st.integers(0, 13), st.integers(1, 3), st.sampled_from(_SEEDS)), max_size=5),
     st.booleans(),
 )
 
 
-def _case(case: tuple[list[tuple[str, str]], list[tuple[int, int, Category, str]], bool]):  # type: ignore[no-untyped-def]
+def _case(case: tuple[list[tuple[str, str]], list[tuple[int, int, tuple[Category, str]]], bool]):  # type: ignore[no-untyped-def]
     parts, picks, upper = case
     text = "Seen today. " + "".join(w + g for w, g in parts)
     if upper:

@@ -147,7 +147,7 @@ def _score_fold(
         spans = {"rules": found_rules}
         for suffix, tagger in taggers.items():
             found_tagger = tagger.detect(doc)
-            found_tagger += propagated(doc, [], found_tagger)[1]  # as the detector's step
+            found_tagger += propagated(doc, [], found_tagger, [tagger])[1]  # the detector's step
             spans["tagger" + suffix] = merge_spans(found_tagger)
             spans["combined" + suffix] = merge_spans(unite(found_rules, found_tagger))
         phrases = gold.get(note.key, [])
