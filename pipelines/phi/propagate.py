@@ -25,14 +25,15 @@ docs/architecture.md ("Propagation").
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from enum import Enum
 from functools import cache, lru_cache
 from typing import Final
 
-from pipelines.leak_search import WORD_RUN, is_word_char, word_runs
+from pipelines.leak_search import WORD_RUN, is_word_char
 from pipelines.phi import lexicons as lx
+from pipelines.phi.propagate_find import StringTrie, first_words, word_end, written_as_name
 from pipelines.phi.wordlists import word_set
 from pipelines.spans import Category, Span
 
@@ -212,7 +213,6 @@ RULES: Final[dict[str, Rule]] = {
 _WORD: Final = re.compile(r"[^\W\d_]+(?:['’][^\W\d_]+)*")
 _NAME_PIECE: Final = re.compile(r"[^\W\d_]+(?:['’][^\W\d_]+)?")
 _POSSESSIVE: Final = ("'s", "’s")
-_APOSTROPHES: Final = "'’"
 _SHORT_CAPITALS: Final = 3  # "CHF", "ICU": in a mixed-case note, short capitals abbreviate
 
 
@@ -399,77 +399,6 @@ def _covered(text: str, spans: Sequence[Span], rule: Rule) -> bytearray:
     return covered
 
 
-def _starts_word(text: str, at: int) -> bool:
-    """No word (nor a word and an apostrophe: "don't") runs on into ``at``."""
-    if at == 0:
-        return True
-    before = text[at - 1]
-    if is_word_char(before):
-        return False
-    return not (before in _APOSTROPHES and at >= 2 and is_word_char(text[at - 2]))
-
-
-def _word_end(text: str, end: int) -> int | None:
-    """Where the span of an occurrence ending at ``end`` ends: there, when no word runs on
-    past it, before nothing else (a possessive "'s" stays outside); None when a word does."""
-    if end == len(text):
-        return end
-    after = text[end]
-    if is_word_char(after):
-        return None
-    if after in _APOSTROPHES and end + 1 < len(text) and is_word_char(text[end + 1]):
-        possessive = text[end + 1] in "sS" and (
-            end + 2 == len(text) or not is_word_char(text[end + 2])
-        )
-        return end if possessive else None
-    return end
-
-
-def _written_as_name(text: str, start: int, end: int) -> bool:
-    """Every word capitalised ("Smith", "McDonald") or in capitals."""
-    for word in _WORD.findall(text, start, end):
-        if not ((word[0].isupper() and word[1:2].islower()) or word.isupper()):
-            return False
-    return True
-
-
-@cache
-def _flexible(phrase: str) -> re.Pattern[str]:
-    return re.compile(r"\s+".join(re.escape(w) for w in phrase.split(" ")))
-
-
-def _match(scan: str, at: int, string: str, rule: Rule) -> int | None:
-    """The end of ``string`` written at ``at`` of ``scan``, or None."""
-    if rule.gap is Gap.WHITESPACE and " " in string:
-        m = _flexible(string).match(scan, at)
-        return m.end() if m is not None else None
-    return at + len(string) if scan.startswith(string, at) else None
-
-
-_FIND_BUDGET: Final = 1 << 21  # words × characters below which str.find beats one re2 scan
-
-
-def _first_words(scan: str, words: Collection[str], covered: bytearray) -> list[tuple[int, str]]:
-    """``(start, word)``, in order, of each whole-word occurrence in ``scan`` of one of
-    ``words`` starting outside ``covered``: ``str.find`` per word on a short text, one
-    :func:`~pipelines.leak_search.word_runs` scan on a long one (for words that are runs
-    of word characters)."""
-    found: list[tuple[int, str]] = []
-    plain = list(words)
-    if len(words) * len(scan) > _FIND_BUDGET:
-        runs = {w for w in words if WORD_RUN.fullmatch(w)}
-        found += [(at, w) for at, w in word_runs(scan, runs) if not covered[at]]
-        plain = [w for w in words if w not in runs]
-    for word in plain:
-        at = scan.find(word)
-        while at >= 0:
-            if not covered[at] and _starts_word(scan, at):
-                found.append((at, word))
-            at = scan.find(word, at + len(word))
-    found.sort()
-    return found
-
-
 def spread(
     text: str,
     spans: Sequence[Span],
@@ -498,53 +427,58 @@ def _spread(
     scan = lower() if anycase else text
     if len(scan) != len(text):  # a letter whose lower case is longer: no offsets to share
         scan, anycase = text, False
-    by_first: dict[str, list[tuple[str, Span]]] = {}
+    keyed: dict[str, Span] = {}  # the first seed of a string in any case
     for string, seed in wanted.items():
-        key = string.lower() if anycase else string
-        by_first.setdefault(_first_word(key), []).append((key, seed))
+        keyed.setdefault(string.lower() if anycase else string, seed)
     covered = _covered(text, spans, rule)
-    out = _copies(text, scan, by_first, covered, rule, mixed)
+    out = _copies(text, scan, keyed, covered, rule, mixed)
     if rule.joins and out:
         return _joined(text, spans, out, rule)
     return out
 
 
-def _first_word(key: str) -> str:
-    """The first word of a string: letters (maybe joined by apostrophes, "o'brien") when
-    no other word character follows them, else its first run of word characters."""
-    m = _WORD.match(key)
-    if m is not None and (m.end() == len(key) or not is_word_char(key[m.end()])):
-        return m.group()
-    run = WORD_RUN.match(key)
-    return run.group() if run is not None else key
-
-
 def _copies(
     text: str,
     scan: str,
-    by_first: dict[str, list[tuple[str, Span]]],
+    keyed: dict[str, Span],
     covered: bytearray,
     rule: Rule,
     mixed: bool,
 ) -> list[Span]:
-    """At each whole-word occurrence of a first word, the first string written there."""
+    """At each whole-word occurrence of a string's first word, the first string (in
+    ``keyed``'s order) written there (``StringTrie``: a cost per place bounded by the
+    longest string, not by how many strings share a first word)."""
     capitals = rule.case is Case.NAME and mixed
+    trie = StringTrie(keyed)
     out: list[Span] = []
-    for at, word in _first_words(scan, by_first.keys(), covered):
+    for at, _word in first_words(scan, trie.firsts, covered):
         if covered[at]:
             continue  # a copy made just before reaches here
-        for key, seed in by_first[word]:
+        for key, seed in trie.candidates(scan, at):
             end = _match(scan, at, key, rule)
-            stop = _word_end(text, end) if end is not None else None
+            stop = word_end(text, end) if end is not None else None
             if stop is None or covered.find(1, at, stop) >= 0:
                 continue
-            if capitals and not _written_as_name(text, at, stop):
+            if capitals and not written_as_name(text, at, stop):
                 continue
             conf = min(seed.confidence, rule.ceiling)
             out.append(Span(at, stop, seed.category, conf, rule.source))
             covered[at:stop] = b"\x01" * (stop - at)
             break
     return out
+
+
+@cache
+def _flexible(phrase: str) -> re.Pattern[str]:
+    return re.compile(r"\s+".join(re.escape(w) for w in phrase.split(" ")))
+
+
+def _match(scan: str, at: int, string: str, rule: Rule) -> int | None:
+    """The end of ``string`` written at ``at`` of ``scan``, or None."""
+    if rule.gap is Gap.WHITESPACE and " " in string:
+        m = _flexible(string).match(scan, at)
+        return m.end() if m is not None else None
+    return at + len(string) if scan.startswith(string, at) else None
 
 
 def _tight(text: str, left: Span, right: Span) -> bool:
@@ -562,7 +496,12 @@ def _tight(text: str, left: Span, right: Span) -> bool:
 def _joined(text: str, spans: Sequence[Span], copies: list[Span], rule: Rule) -> list[Span]:
     """The copies, each joined to the seeding recognizer's spans and the copies of its
     category right beside it (a name's words found apart make one name)."""
-    mine = [s for s in spans if rule.recognizers is None or recognizer_of(s) in rule.recognizers]
+    mine: list[Span] = []  # the recognizer's spans, none overlapping one before it
+    for span in sorted(spans, key=lambda s: (s.start, -s.end)):
+        if rule.recognizers is not None and recognizer_of(span) not in rule.recognizers:
+            continue
+        if not mine or mine[-1].end <= span.start:
+            mine.append(span)
     made = {(c.start, c.end) for c in copies}
     ordered = sorted([*mine, *copies], key=lambda s: (s.start, -s.end))
     out: list[Span] = []

@@ -216,12 +216,15 @@ _ANY_GAPS = (" ", "  ", "\n", ", ", "-", "'", "_", "2", ".\n\n", " ")
 
 
 def _spans_of(text: str, picks: list[tuple[int, int, tuple[Category, str]]]) -> list[Span]:
+    """Spans over whitespace-separated runs, none overlapping another (as the merged spans
+    of a note)."""
     runs = [m.span() for m in re.finditer(r"\S+", text)]
-    out = []
+    out: list[Span] = []
     for i, size, (cat, source) in picks:
         if i < len(runs):
             end = runs[min(i + size, len(runs)) - 1][1]
-            out.append(Span(runs[i][0], end, cat, 0.8, source))
+            if all(end <= s.start or s.end <= runs[i][0] for s in out):
+                out.append(Span(runs[i][0], end, cat, 0.8, source))
     return out
 
 
