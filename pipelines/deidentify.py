@@ -29,10 +29,10 @@ from keystore.api import MintingStore, PatientState, StateMinter
 from pipelines.deadline import check
 from pipelines.document import ClinicalDocument, Identifiers, PersonName
 from pipelines.leak_guard import (
-    is_mixed_case,
     leak_guard,
 )
 from pipelines.memo import memoized
+from pipelines.occurrences import occurrences
 from pipelines.phi.detector import Detector
 from pipelines.phi.merge import merge_spans
 from pipelines.phi.propagate import RULES, spread
@@ -280,21 +280,6 @@ def recurrences(text: str, spans: Sequence[Span]) -> list[Span]:
     same way, as whole words (``propagate.RULES["chunks"]``).
     """
     return spread(text, spans, RULES["chunks"], mixed=True)
-
-
-def occurrences(text: str, spans: Sequence[Span], acts: Callable[[Category], bool]) -> list[Span]:
-    """Spans for the other occurrences in ``text`` of the strings detected and acted on.
-
-    A string detected as PHI somewhere in a note is PHI wherever the note writes it again:
-    each other occurrence (whole words, case-insensitive, any whitespace between words) gets
-    a span of the same category, so it is replaced by the same surrogate — one miss of a
-    found string then neither leaks it nor holds the note. The strings are the detected
-    phrases and, of a name, its parts of three letters or more; not propagated (the leak
-    guard still holds a note where those survive): short strings, strings with digits under
-    four, common English words, clinical words and, in a mixed-case note, short all-capital
-    abbreviations (``propagate.RULES["every_occurrence"]``).
-    """
-    return spread(text, spans, RULES["every_occurrence"], is_mixed_case(text), acts)
 
 
 _BREAKS = ("\n\n", "\n", " ")  # paragraph, then line, then word boundaries

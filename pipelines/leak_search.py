@@ -155,6 +155,9 @@ def _near_all(places: Sequence[int], found: Sequence[Sequence[int]], reach: int)
 _RUN_PIECE_CHARS = 1 << 20
 
 
+_ALTERNATION_CHARS = 16_000  # re2's default DFA memory holds an alternation this long
+
+
 def word_runs(
     text: str, words: Collection[str], piece_chars: int = _RUN_PIECE_CHARS
 ) -> Iterator[tuple[int, str]]:
@@ -163,11 +166,14 @@ def word_runs(
 
     When the text and the words are ASCII (where re2's ``\\b`` is Python's ``\\w`` boundary),
     one re2 scan of the words' alternation finds them: no match object per word of the text.
+    A longer alternation (thousands of words: every string found in a 5 MB note) outgrows
+    re2's DFA memory, and re2 falls back to a slower engine and logs to stderr; the filter
+    over ``WORD_RUN.finditer`` is linear in the text whatever the number of words.
     """
     if not any(words):  # "" is no word run
         return
-    if text.isascii() and all(w.isascii() for w in words):
-        alternation = "|".join(re.escape(w) for w in sorted(words) if w)
+    alternation = "|".join(re.escape(w) for w in sorted(words) if w)
+    if len(alternation) <= _ALTERNATION_CHARS and text.isascii() and alternation.isascii():
         pattern = re2.compile(rf"\b(?:{alternation})\b".encode("ascii"))
         for start, end in whitespace_pieces(text, piece_chars):  # one small copy at a time
             for low, high in match_spans(pattern, text[start:end].encode("ascii")):

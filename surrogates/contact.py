@@ -30,24 +30,12 @@ FICTIONAL_EXCHANGE = "555"
 
 @lru_cache(maxsize=1)
 def area_codes_by_state() -> dict[str, tuple[str, ...]]:
-    """Geographic US area codes by state, from libphonenumber's geocoding data (the
-    ``phonenumbers`` package): a code whose numbers it places in a state ("Pocatello, ID",
-    "California"). Non-geographic codes (500, 800…) have no place and are never drawn."""
-    import phonenumbers
-    import us
-    from phonenumbers import geocoder
+    """Geographic US area codes by state, from libphonenumber's geocoding data (a copy:
+    :mod:`surrogates.areadata`). Non-geographic codes (500, 800…) have no place and are never
+    drawn."""
+    from surrogates import areadata
 
-    by_name = {s.name.lower(): s.abbr for s in us.states.STATES_AND_TERRITORIES}
-    found: dict[str, list[str]] = {}
-    for code in range(200, 1000):
-        number = phonenumbers.parse(f"+1{code}2345678")
-        if phonenumbers.region_code_for_number(number) != "US":
-            continue
-        place = geocoder.description_for_number(number, "en")
-        state = place.rsplit(", ", 1)[-1] if ", " in place else by_name.get(place.lower(), "")
-        if len(state) == 2 and state.isupper():
-            found.setdefault(state, []).append(str(code))
-    return {state: tuple(codes) for state, codes in sorted(found.items())}
+    return areadata.by_state()
 
 
 @lru_cache(maxsize=1)

@@ -293,3 +293,22 @@ def test_recurrences_are_those_of_a_plain_scan(
             category = C.NAME_PATIENT if source == "names" else C.LOCATION_HOSPITAL
             spans.append(Span(starts[first], end, category, 0.9, source))
     assert recurrences(text, spans) == _recurrences_reference(text, spans)
+
+
+def test_word_runs_of_thousands_of_words_scan_the_text_once_without_re2(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Issue 24: the strings found in a 5 MB note make an alternation that outgrows re2's
+    DFA memory (re2 then logs to stderr and slows by 10x); past the budget the word runs are
+    filtered instead, with the same answer."""
+    words = {f"w{k:05d}x" for k in range(5000)}
+    text = " ".join(f"w{k:05d}x other" for k in range(0, 10000, 3))
+    compiled: list[int] = []
+    real = search.re2.compile
+    monkeypatch.setattr(search.re2, "compile", lambda p, *a: compiled.append(len(p)) or real(p, *a))
+    expected = [(m.start(), m.group()) for m in re.finditer(r"\w+", text) if m.group() in words]
+    assert list(search.word_runs(text, words)) == expected
+    assert all(n <= search._ALTERNATION_CHARS + 10 for n in compiled)
+    few = set(sorted(words)[:50])
+    assert [w for _, w in search.word_runs(text, few)] == [w for _, w in expected if w in few]
+    assert compiled  # a short alternation still takes the one re2 scan

@@ -97,6 +97,21 @@ def test_many_answers_as_one_call_per_key(keys: list[int], size: int) -> None:
     assert len(m) <= size
 
 
+def test_many_on_keys_all_known_computes_nothing_and_counts_hits() -> None:
+    m, calls = _counting("test.many_known", size=10)
+    keys = [3, 1, 3, 2]
+    assert m.many(keys) == [6, 2, 6, 4]
+    assert calls == [3, 1, 2]
+    hits = m.hits
+    assert m.many(keys) == [6, 2, 6, 4]  # every key a hit: the one-call path
+    assert m.many([1, 5]) == [2, 10]  # one miss: the path key by key
+    assert calls == [3, 1, 2, 5]
+    assert (m.hits - hits, m.misses) == (5, 4)
+    with memos(False):
+        assert m.many(keys) == [6, 2, 6, 4]  # an off memo stores nothing: computed again
+    assert calls == [3, 1, 2, 5, 3, 1, 3, 2]
+
+
 def test_the_detectors_memos_are_registered() -> None:
     from pipelines.phi.detector import Detector
 

@@ -477,14 +477,17 @@ def countries() -> frozenset[str]:
 def drug_words() -> HashedWords:
     """Lower-case one-word drug names (generic and brand) and their 5-6 letter heads, the
     way notes shorten them ("vanco", "ceftaz"); from drug-named-entity-recognition's data.
-    Each has the value 1.0 (``HashedWords``: a long list, asked about a few times a note)."""
+    Each has the value 1.0 (``HashedWords``: a long list, asked about a few times a note).
+    Read from the copy shipped beside this package (``pipelines.phi.drugs``)."""
+    from pipelines.phi import drugs
     from surrogates.wordtable import hashed_words
 
-    return hashed_words([sorted(drug_variants())], (1.0,))
+    return hashed_words([drugs.shipped()], (1.0,))
 
 
 def drug_variants() -> set[str]:
-    """The words of ``drug_words`` as strings (read anew on each call)."""
+    """The words of ``drug_words`` as strings, derived from the package's data (read anew
+    on each call; what ``python -m pipelines.phi.drugs`` writes to the shipped copy)."""
     import bz2
     import gc
     import importlib.util
@@ -575,9 +578,7 @@ def near_english(word: str) -> bool:
 
 
 def warm() -> None:
-    """Load every lexicon now (a service calls this at start-up instead of on the first note).
-    The drug list first: its packaged tables are a large transient, best freed before the
-    lists that stay are laid out in memory."""
+    """Load every lexicon now (a service calls this at start-up instead of on the first note)."""
     drug_words()
     first_names()
     last_names()

@@ -27,6 +27,7 @@ from jinja2 import Environment, FileSystemLoader, select_autoescape
 from markupsafe import Markup, escape
 from starlette.concurrency import run_in_threadpool
 
+from pipelines.phi.lists import REVIEW_SOURCE
 from pipelines.review import (
     Decision,
     DecisionKind,
@@ -39,6 +40,7 @@ from pipelines.review import (
     Scope,
     StaleItem,
 )
+from pipelines.review_held import SURVIVING_SOURCE
 from pipelines.spans import Category, Span
 from service.review.auth import (
     LOGIN_COOKIE,
@@ -79,12 +81,13 @@ _STATIC = {
 def highlight(item: QueueItem, decided: tuple[Span, ...] = ()) -> Markup:
     """The note as HTML: the candidate in <mark>, where an identifier survives in
     <mark class=left>, strings already decided PHI in <mark class=decided>, other spans in
-    <span class=other>."""
+    <span class=other>. Each one's title names its category and the pass that found it
+    (``Span.source``, as ``deidstream detect --explain`` shows it)."""
     text = item.text
     marks: list[tuple[int, int, str, str]] = []
     cand = item.candidate
     if cand is not None:
-        marks.append((cand.start, cand.end, "cand", cand.category.value))
+        marks.append((cand.start, cand.end, "cand", _label(cand)))
     layers: tuple[tuple[str, tuple[Span, ...]], ...] = (
         ("left", item.left),
         ("decided", decided),
@@ -94,7 +97,7 @@ def highlight(item: QueueItem, decided: tuple[Span, ...] = ()) -> Markup:
         for s in sorted(spans):
             if any(s.start < e and b < s.end for b, e, *_ in marks):
                 continue
-            marks.append((s.start, s.end, cls, s.category.value))
+            marks.append((s.start, s.end, cls, _label(s)))
     marks.sort()
     out: list[str] = []
     pos = 0
@@ -110,6 +113,24 @@ def highlight(item: QueueItem, decided: tuple[Span, ...] = ()) -> Markup:
         pos = end
     out.append(str(escape(text[pos:])))
     return Markup("".join(out))  # noqa: S704 - every piece of text above is escaped
+
+
+def found_by(source: str) -> str:
+    """Who found a span, for a person: the detector's pass names as ``deidstream detect
+    --explain`` writes them ("names.cue+tagger"), or what put it there when no pass did (the
+    leak guard, a reviewer's decision). Code, never note text."""
+    return _NOT_A_PASS.get(source, source)
+
+
+_NOT_A_PASS = {SURVIVING_SOURCE: "the leak guard", REVIEW_SOURCE: "a reviewer's decision"}
+_TEMPLATES.filters["found_by"] = found_by
+
+
+def _label(span: Span) -> str:
+    """A span's category, and what found it when known ("NAME_PROVIDER · names.cue")."""
+    if not span.source:
+        return span.category.value
+    return f"{span.category.value} · {found_by(span.source)}"
 
 
 def build_router(

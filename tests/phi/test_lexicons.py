@@ -182,6 +182,13 @@ def test_english_words_whose_hashes_coincide_are_kept_apart(
         lx._english.cache_clear()  # noqa: SLF001
 
 
+def test_the_shipped_drug_copy_equals_the_installed_package() -> None:
+    """Fails when the drug package changes its data: run ``python -m pipelines.phi.drugs``."""
+    from pipelines.phi import drugs
+
+    assert drugs.shipped() == drugs.from_package()
+
+
 def test_drug_words_hold_every_variant_and_no_other_word() -> None:
     variants = lx.drug_variants()
     assert len(variants) > 40_000

@@ -18,6 +18,7 @@ from pipelines.review import ItemStatus, ReviewQueue, Role
 from service.app import create_app
 from service.metrics import Metrics
 from service.review.auth import Sessions, add_account, hash_password, verify_password
+from service.review.web import found_by
 from service.runner import Runner
 from service.settings import Settings
 
@@ -206,3 +207,29 @@ def test_password_hashes() -> None:
     assert not verify_password(PASSWORD + "!", stored)
     assert not verify_password(PASSWORD, "bcrypt$x")
     assert hash_password(PASSWORD) != stored  # a salt per password
+
+
+async def test_the_page_names_the_pass_behind_each_span(app: Any) -> None:
+    """Issue 25: the review page shows which pass found a span (its ``source``), as
+    ``deidstream detect --explain`` does; a pass name, never note text."""
+    async with client(app) as c:
+        await login(c, "ana")
+        page = (await c.get("/review")).text
+    marked = r'<(?:mark|span) class="(?:cand|left|decided|other)"[^>]* title="([^"]*)"'
+    titles = re.findall(marked, page)
+    assert titles, page
+    named = [t for t in titles if " · " in t]
+    assert named, titles
+    for title in named:
+        category, source = title.split(" · ")
+        assert re.fullmatch(r"((survives|decided PHI): )?[A-Z_]+", category), category
+        assert re.fullmatch(r"[a-z_]+(\.[a-z_]+)?(\+[a-z_]+(\.[a-z_]+)?)*|the leak guard", source)
+        assert "Quillon" not in source and "Marbry" not in source
+    found = re.search(r'found by <code id="found-by">([^<]+)</code>', page)
+    assert found and found.group(1) == "the leak guard", page
+
+
+def test_found_by_names_passes_and_what_is_not_a_pass() -> None:
+    assert found_by("names.cue+tagger") == "names.cue+tagger"
+    assert found_by("held") == "the leak guard"
+    assert found_by("review") == "a reviewer's decision"

@@ -1,9 +1,12 @@
 """The tagger's fast paths give what the plain definitions give: the one-pass ``encode``
 equals ``items`` + ``features`` filtered by the model's attributes (packed), and ``Tagger.tag``
 (crfsuite fed attribute ids through its C API) equals a plain loop over every item of
-python-crfsuite's own ``Tagger`` fed the attribute strings."""
+python-crfsuite's own ``Tagger`` fed the attribute strings, and the note-level features
+found by the short cuts of ``features._extras`` are those a plain scan finds."""
 
 from __future__ import annotations
+
+import bisect
 
 import pycrfsuite
 import pytest
@@ -13,7 +16,10 @@ from hypothesis import strategies as st
 from pipelines.phi.tagger.features import (
     _ASCII_TOKEN,
     _TOKEN,
+    CUES,
     Featurizer,
+    _extras,
+    _Plan,
     is_one_case,
     token_columns,
     tokenize,
@@ -146,3 +152,64 @@ def _plain_tag(tagger: Tagger, text: str) -> list[TaggedSpan]:
         if s.label in tagger.labels
     ]
     return spans  # the recurrences of a word are the detector's (pipelines.phi.propagate)
+
+
+@pytest.fixture(scope="module")
+def phrases() -> list[str]:
+    """Phrases of the gazetteers themselves (every 97th facility, every 211th city), cut
+    short too, so that matches start, nest and break off in the texts drawn."""
+    from pipelines.phi import lexicons
+    from pipelines.phi.tagger.gazetteers import facility_names
+
+    whole = sorted(facility_names())[::97] + sorted(lexicons.us_cities())[::211]
+    return whole + [" ".join(p.split()[:2]) for p in whole]
+
+
+@settings(max_examples=200, deadline=None)
+@given(data=st.data())
+def test_extras_equal_a_plain_scan_of_every_token(
+    shipped: Tagger, phrases: list[str], data: st.DataObject
+) -> None:
+    """Line starts found by bisection, gazetteer phrases looked for only where one may
+    start, kinship words found in the same pass: the records a scan of every token gives."""
+    pieces = st.sampled_from(phrases) | _PIECES | st.sampled_from(["wife", "son", "\n", "x\n"])
+    text = data.draw(st.lists(pieces, max_size=40).map(" ".join))
+    starts, _, words = token_columns(text)
+    lowers = [w.lower() for w in words]
+    plan = shipped.featurizer._plan
+    assert _extras(text, starts, lowers, plan) == _plain_extras(text, starts, lowers, plan)
+
+
+def _plain_extras(text: str, starts: list[int], lowers: list[str], plan: _Plan) -> dict[int, bytes]:
+    """``features._extras`` as first written: a find per line break, every token a
+    candidate start of every gazetteer's phrases, a test of every token for kinship."""
+    extras: dict[int, list[bytes]] = {}
+
+    def add(k: int, record: bytes | None) -> None:
+        if record:
+            extras.setdefault(k, []).append(record)
+
+    n = len(lowers)
+    if plan.bol and starts:
+        add(0, plan.bol)
+        at, k = text.find("\n"), 0
+        while at >= 0:
+            k = bisect.bisect_left(starts, at, k)
+            if k == n:
+                break
+            add(k, plan.bol)
+            at = text.find("\n", starts[k])
+    for gazetteer, (begin, inside, before, after) in plan.gazetteers:
+        for start, end in gazetteer().matches(lowers):
+            add(start, begin)
+            for k in range(start + 1, end):
+                add(k, inside)
+            if start > 0:
+                add(start - 1, before)
+            if end < n:
+                add(end, after)
+    for i, low in enumerate(lowers):
+        if low in CUES["kin"]:
+            for j in range(i + 3, min(i + 6, n)):
+                add(j, plan.kin)
+    return {k: b"".join(records) for k, records in extras.items()}

@@ -15,6 +15,7 @@ from typing import Final, NamedTuple
 from pipelines.phi import lexicons as lx
 from pipelines.phi.lexicons import Token
 from pipelines.phi.recognizers import location_shapes as shape
+from pipelines.phi.recognizers import location_towns as towns
 from pipelines.phi.recognizers import location_wards as wards
 from pipelines.phi.recognizers.location_words import (
     BEING,
@@ -143,13 +144,15 @@ def _city_after_cue(ctx: _Cue) -> Span | None:
     words, j = ctx.words, ctx.j
     city_end = city_at(words, j, ctx.text, ctx.mixed)
     if city_end is None:
-        return None
+        return _prefixed_town(ctx)
     phrase = " ".join(w.lower for w in words[j : city_end + 1])
     single = city_end == j
     if not _city_cued(ctx, single, lx.zipf(phrase)):
         return None
     if phrase in lx.us_states() or (single and words[j].lower in UNITS):
         return None
+    if single and _two_word_state(words, j):
+        return None  # "North" of "North Carolina"
     if _facility_follows(words, city_end):
         return None
     last = city_end
@@ -181,6 +184,18 @@ def _loose(ctx: _Cue, kin: bool, f: float) -> bool:
     return ctx.cue in {"in", "from"} and (kin or f < (3.0 if ctx.mixed else 2.5))
 
 
+def _prefixed_town(ctx: _Cue) -> Span | None:
+    """ "lives in New Bramford", "seen in East Hollis": a town opened by a word many US towns
+    open with, where the cue says a place follows (as for a rare city of two words)."""
+    words, j = ctx.words, ctx.j
+    last = towns.prefixed_town(words, j, ctx.text, ctx.mixed)
+    if last is None or not _city_cued(ctx, False, 0.0) or _facility_follows(words, last):
+        return None
+    if _suffix_follows(ctx, last):
+        last += 1
+    return Span(words[j].start, words[last].end, CITY, 0.7, "locations")
+
+
 def _suffix_follows(ctx: _Cue, last: int) -> bool:
     words = ctx.words
     if last + 1 >= len(words) or words[last + 1].lower not in PLACE_SUFFIXES:
@@ -191,6 +206,8 @@ def _suffix_follows(ctx: _Cue, last: int) -> bool:
 
 def _after_cue_rest(ctx: _Cue) -> Span | None:
     """The rules behind a cue after the city look-up, for the word ``ctx.j`` after the cue."""
+    if _two_word_state(ctx.words, ctx.j):
+        return None  # "from North Carolina": a state, kept under Safe Harbor
     found = _near_cue(ctx)
     if found is not None or ctx.cue == "on":
         return found  # "on X 2" is a floor; "received on SIMV" is a ventilator mode
@@ -209,6 +226,11 @@ def _after_cue_rest(ctx: _Cue) -> Span | None:
     )
 
 
+def _two_word_state(words: tuple[Token, ...], j: int) -> bool:
+    """ "North Carolina", "NEW MEXICO": the word ``j`` and the next name a state."""
+    return j + 1 < len(words) and f"{words[j].lower} {words[j + 1].lower}" in lx.us_states()
+
+
 def _near_cue(ctx: _Cue) -> Span | None:
     """A town after a facility ("Medical Center in Marlowvale"), the District ("lives in
     DC"), an acronym after a being-verb ("he is in XYZ,"), a country after a residence or
@@ -217,8 +239,9 @@ def _near_cue(ctx: _Cue) -> Span | None:
     tok = words[j]
     if cue == "in" and ctx.prev in HEADS and _rare_name(tok, mixed):
         return Span(tok.start, tok.end, CITY, 0.6, "locations")
-    if ctx.resident and tok.lower == "dc" and (tok.is_upper or not mixed):
-        return Span(tok.start, tok.end, CITY, 0.7, "locations")  # the District: a city
+    kin_from = cue == "from" and people(ctx.prev)
+    if _resident_cue(ctx) and towns.town_abbreviation(words, j, text, mixed, kin_from):
+        return Span(tok.start, tok.end, CITY, 0.7, "locations")  # "lives in WB", "in DC"
     if cue in {"in", "at"} and ctx.prev in BEING:
         where = shape.bare_acronym(words, j, text, mixed, clause=True)
         if where is not None:
@@ -229,6 +252,13 @@ def _near_cue(ctx: _Cue) -> Span | None:
     if cue in _FLOOR_CUES:
         return wards.building_floor(words, j, text, mixed, cued=True)
     return None
+
+
+def _resident_cue(ctx: _Cue) -> bool:
+    """A cue that a town follows: "lives in", "resides near", "daughter from"."""
+    if ctx.cue in {"in", "near"}:
+        return ctx.resident
+    return ctx.cue == "from" and (people(ctx.prev) or ctx.resident)
 
 
 def _rare_name(tok: Token, mixed: bool) -> bool:

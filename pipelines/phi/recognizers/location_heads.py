@@ -16,6 +16,7 @@ from pipelines.phi.recognizers.location_words import (
     HEAD_FILLERS,
     HOSPITAL,
     NAMED_HEADS,
+    NOT_PLACES,
     SERVICES,
     STRONG_HEADS,
     UNITS,
@@ -29,19 +30,19 @@ _NAME_WORDS: Final = 4  # name words read back from a head at most
 # Words before "of" inside a facility's name ("University of X Medical Center").
 _OF_OPENERS: Final = frozenset({"university", "univ", "u", "college", "sisters"})
 _GAPS: Final = frozenset({"", "-", "'", "."})
+DESCRIPTORS: Final = "facility_descriptors"
 
 
 def facility(words: tuple[Token, ...], h: int, text: str, mixed: bool) -> Span | None:
     """The name words before a facility head: "Ashcott Hospital", "Univ of X Medical".
     Reads four name words before the head and the word before them ("University of"), and
     the word after the head; nothing else of the note but ``mixed``."""
+    if mixed and _lower_name_before(words, h, text):
+        mixed = False  # "prefers gentle lamb memorial": read back as in a one-case note
     head = words[h]
     named_head = head.lower in NAMED_HEADS
-    if named_head and not capital(head, mixed):
-        return None  # "general hospital", "good health" written in lower case
-    # a strong head, or any head written as a name in a mixed-case note ("Heart Center")
-    strong = head.lower in STRONG_HEADS or (mixed and head.is_title)
-    if named_head and not strong and not head_closes(words, h, text, mixed):
+    strong = _head_strength(words, h, text, mixed)
+    if strong is None:
         return None
     first = _first_name_word(words, h, text, mixed, strong)
     if first is None or (named_head and _general_alone(words, h)):
@@ -51,6 +52,21 @@ def facility(words: tuple[Token, ...], h: int, text: str, mixed: bool) -> Span |
     if start >= end:
         return None
     return Span(start, end, HOSPITAL, 0.8, "locations")
+
+
+def _head_strength(words: tuple[Token, ...], h: int, text: str, mixed: bool) -> bool | None:
+    """Is the head at ``h`` strong (any non-function word before it names: "X Hospital", a head
+    written as a name in a mixed-case note, "Gentle Lamb memorial"), weak, or no head here
+    (None: "general hospital", "good health" in lower case, "house diet")?"""
+    head = words[h]
+    named_head = head.lower in NAMED_HEADS
+    trailing = named_head and _trailing_lower_head(words, h, text, mixed)
+    if named_head and not capital(head, mixed) and not trailing:
+        return None  # "general hospital", "good health" written in lower case
+    strong = head.lower in STRONG_HEADS or (mixed and head.is_title) or trailing
+    if named_head and not strong and not head_closes(words, h, text, mixed):
+        return None
+    return strong
 
 
 def _first_name_word(
@@ -64,13 +80,46 @@ def _first_name_word(
         tok = words[j]
         skip = (
             tok.lower == "of" and first is not None and j > 0 and words[j - 1].lower in _OF_OPENERS
-        ) or (first is None and (tok.lower in HEAD_FILLERS or tok.lower in GENERIC_HEADS))
+        ) or (first is None and _between_name_and_head(tok.lower))
         if not skip:
             if not namelike(tok, mixed, strong) or tok.lower in GENERIC_MODIFIERS:
                 break
             first = j
         j -= 1
     return first
+
+
+def _between_name_and_head(low: str) -> bool:
+    """A word between a facility's name and its head: a filler or another head ("X [Medical]
+    Center") or a word of the site's kind ("our X [satellite] clinic", "X [walk-in] clinic")."""
+    return low in HEAD_FILLERS or low in GENERIC_HEADS or low in word_set(DESCRIPTORS)
+
+
+# Name-part heads written in lower case after a Title-case name ("Gentle Lamb memorial").
+_TRAILING_HEADS: Final = frozenset({"memorial", "manor"})
+
+
+def _trailing_lower_head(words: tuple[Token, ...], h: int, text: str, mixed: bool) -> bool:
+    """ "Family prefers Gentle Lamb memorial": in a mixed-case note a name-part head written in
+    lower case right after a Title-case word (one space apart) still closes the name."""
+    if not mixed or h == 0 or words[h].lower not in _TRAILING_HEADS:
+        return False
+    prev = words[h - 1]
+    return prev.is_title and text[prev.end : words[h].start] == " "
+
+
+def _lower_name_before(words: tuple[Token, ...], h: int, text: str) -> bool:
+    """ "gentle lamb memorial" in a mixed-case note: a lower-case name-part head right after a
+    lower-case word that names (a surname, a city, a rare word; no clinical word)."""
+    head = words[h]
+    if h == 0 or head.lower not in _TRAILING_HEADS or not head.text.islower():
+        return False
+    prev = words[h - 1]
+    low = prev.lower
+    if not prev.text.islower() or text[prev.end : head.start] != " " or lx.clinical_word(low):
+        return False
+    f = lx.zipf(low)
+    return lx.name_score(low) >= 1.0 or low in lx.us_cities() or (f < 2.5 and len(low) > 3)
 
 
 def _joined(text: str, tok: Token, nxt: Token) -> bool:
@@ -115,8 +164,31 @@ def namelike(tok: Token, mixed: bool, strong: bool = True) -> bool:
         return False
     if strong:
         return mixed or f < 5.2 or place
-    # before a weak head ("rehab", "center") only a city or a surname ("cardiac rehab" is none)
-    return place or lx.name_score(low) >= 1.0 or (f < 2.0 and len(low) > 3 and low.isalpha())
+    # before a weak head ("rehab", "center") only a city, a surname or an initialism no
+    # service has ("QXV clinic"; "cardiac rehab", "GI clinic" name none)
+    return (
+        place
+        or lx.name_score(low) >= 1.0
+        or (f < 2.0 and len(low) > 3 and low.isalpha())
+        or _initialism(tok, mixed, f)
+    )
+
+
+def _initialism(tok: Token, mixed: bool, f: float) -> bool:
+    """An unknown initialism (in capitals in a mixed-case note, a rare short word in a one-case
+    note): no clinical service or condition ("PT", "CHF"), no state ("MD office"), no unit."""
+    low = tok.lower
+    if not (2 <= len(low) <= (5 if mixed else 4) and low.isalpha()):
+        return False
+    if (tok.is_upper and f < 4.0) if mixed else f < 2.5:
+        return not (
+            low in word_set("clinic_service_initialisms")
+            or low in word_set("clinical_acronyms")
+            or low in NOT_PLACES
+            or low in lx.us_states()
+            or lx.clinical_word(low)
+        )
+    return False
 
 
 def _no_name_word(low: str) -> bool:
@@ -124,13 +196,15 @@ def _no_name_word(low: str) -> bool:
     ("tolerating", "indicated"): never part of a facility's name."""
     if low in UNITS or (len(low) < 2 and low != "u") or low in word_set(SERVICES):
         return True
+    if low in word_set("facility_stop_verbs"):
+        return True  # "FAMILY PREFERS X MEMORIAL": the name starts after the verb
     return low.endswith(("ing", "ed")) and lx.name_score(low) < 1.0
 
 
 def _last_name_word(words: tuple[Token, ...], first: int, h: int) -> int:
     """The last word before the generic head(s) at ``h`` (skipping "Medical" in "X Medical Center")."""
     end = h - 1
-    while end > first and (words[end].lower in GENERIC_HEADS or words[end].lower in HEAD_FILLERS):
+    while end > first and _between_name_and_head(words[end].lower):
         end -= 1
     return end
 

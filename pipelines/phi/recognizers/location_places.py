@@ -108,6 +108,8 @@ def compass_state(words: tuple[Token, ...], h: int, text: str, mixed: bool) -> S
     state = words[h]
     if len(state.lower) <= 2:
         return None  # "west MD": a doctor or an abbreviation
+    if f"{compass.lower} {state.lower}" in lx.us_states():
+        return None  # "West Virginia", "North Dakota": a state itself
     if not capital(state, mixed):
         return None
     return Span(compass.start, state.end, OTHER, 0.6, "locations")

@@ -23,6 +23,7 @@ from pipelines.phi.recognizers.location_words import (
     ends_clause,
     next_char,
 )
+from pipelines.phi.wordlists import word_set
 from pipelines.spans import Span
 
 
@@ -45,6 +46,8 @@ def _acronym_or_rare(words: tuple[Token, ...], j: int, text: str, mixed: bool) -
     it: a unit ("XYZ ER"), a floor ("X 2"), the end of the clause ("to XYZ.")."""
     tok = words[j]
     low = tok.lower
+    if low in word_set("clinic_service_initialisms"):
+        return None  # "referred to HIV clinic", "goes to the BP clinic": a service
     unit, floor, clause = _followers(words, j, text)
     f = lx.zipf(low)
     short = 2 <= len(low) <= 5 and (tok.is_upper if mixed else f < 3.6)
@@ -112,9 +115,10 @@ def saint(words: tuple[Token, ...], j: int, text: str, mixed: bool) -> Span | No
 def bare_acronym(
     words: tuple[Token, ...], j: int, text: str, mixed: bool, clause: bool = False
 ) -> Span | None:
-    """ "at XYZ,", "leave XYZ.": an unknown acronym ending a clause after a place preposition
-    (in capitals in a mixed-case note; a short unknown word in a one-case note). After a
-    being-verb (``clause``) a clause word ends it too: "I'm in XYZ and ..."."""
+    """ "at XYZ,", "leave XYZ.", "at XYZ (3/2)": an unknown acronym ending a clause (or before a
+    bracket) after a place preposition (in capitals in a mixed-case note; a short unknown word
+    in a one-case note). After a being-verb (``clause``) a clause word ends it too: "I'm in
+    XYZ and ..."."""
     tok = words[j]
     low = tok.lower
     if not 2 <= len(low) <= 4 or low in UNITS or (mixed and not tok.is_upper):
@@ -123,7 +127,9 @@ def bare_acronym(
         return None  # one-case note: a short unknown word only ("at xyz.", "the wxyz.")
     if low in lx.us_states() or lx.zipf(low) >= 3.5 or low in GENERIC_MODIFIERS:
         return None
-    if not ends_clause(text, tok) and not (clause and _clause_word_after(words, j, text)):
+    # "at XYZ (3/2)": a date or a remark in brackets ends the place too
+    ends = ends_clause(text, tok) or next_char(text, tok) == "("
+    if not ends and not (clause and _clause_word_after(words, j, text)):
         return None
     return Span(tok.start, tok.end, HOSPITAL, 0.55, "locations")
 
@@ -223,24 +229,49 @@ def _title_words_end(words: tuple[Token, ...], j: int, text: str) -> int:
 _EPONYM_NOUNS: Final = frozenset({"wort", "valve", "dance", "encephalitis"})
 
 
-def saint_alone(words: tuple[Token, ...], j: int, text: str) -> Span | None:
-    """ "St. Hildegard has a bed", "a bed at St M.": in a mixed-case note a saint's name (a
-    first name, or an initial and its period) names a hospital with no head noun or cue."""
+def saint_alone(words: tuple[Token, ...], j: int, text: str, upper: bool = False) -> Span | None:
+    """ "St. Hildegard has a bed", "a bed at St M.": a saint's name (a first name, or an
+    initial and its period) names a hospital with no head noun or cue. In a note written in
+    capitals (``upper``) "ST" is also sinus tachycardia or speech therapy ("ST MAY BE PAIN",
+    "ST WILL SEE"): the name must be rarer, and an initial needs a place cue before "ST"."""
     if j + 1 >= len(words):
         return None
     tok, nxt = words[j], words[j + 1]
-    if text[tok.end : nxt.start] not in {" ", ".", ". "}:
+    gap = text[tok.end : nxt.start]
+    if gap not in {" ", ".", ". "}:
         return None
     if len(nxt.text) == 1:  # an initial: "St M."
-        return _span(tok, nxt, 0.6) if nxt.is_upper and text[nxt.end : nxt.end + 1] == "." else None
+        return _saint_initial(words, j, text, upper)
     low = nxt.lower
-    if not nxt.is_title or lx.zipf(low) >= 5.5 or low in UNITS:
+    if not (nxt.is_upper if upper else nxt.is_title) or low in UNITS:
+        return None
+    if lx.zipf(low) >= (_upper_saint_zipf(gap, low) if upper else 5.5):
         return None
     if not lx.is_first_name(low.removesuffix("'s")):
         return None
     if j + 2 < len(words) and words[j + 2].lower in _EPONYM_NOUNS:
         return None
     return _span(tok, nxt, 0.6)
+
+
+def _saint_initial(words: tuple[Token, ...], j: int, text: str, upper: bool) -> Span | None:
+    """ "bed at St M.": a saint's initial and its period (in capitals, after a place cue)."""
+    nxt = words[j + 1]
+    if not nxt.is_upper or text[nxt.end : nxt.end + 1] != ".":
+        return None
+    if upper and (j == 0 or words[j - 1].lower not in _SAINT_CUES):
+        return None
+    return _span(words[j], nxt, 0.6)
+
+
+# Place prepositions before "ST M." in a note written in capitals.
+_SAINT_CUES: Final = frozenset({"at", "to", "from", "in"})
+
+
+def _upper_saint_zipf(gap: str, low: str) -> float:
+    """The word frequency a saint's name stays under in capitals: "ST. AGNES", "ST AGNES'S";
+    without the period or the "'s" only a rarer name ("ST ROSE TO 130" is a rhythm)."""
+    return 5.0 if "." in gap or low.endswith("'s") else 4.0
 
 
 def _span(first: Token, last: Token, confidence: float) -> Span:

@@ -16,6 +16,8 @@ Note-level steps find what no word starts: names glued to a head or a floor
 acronyms (``facility_phrases``). A place found once is found wherever it recurs by the
 detector's propagation step (``locations.propagated``, ``pipelines.phi.propagate``). Every
 span's ``source`` names the pass or step that made it.
+Towns told by their shape after a cue ("New X", "lives in WB") are read by
+``location_towns``, for the cue pass.
 """
 
 from __future__ import annotations
@@ -144,11 +146,12 @@ def _staff_acronym(note: Note, h: int) -> Span | None:
 
 def _saint(note: Note, h: int) -> Span | None:
     """ "St. Hildegard has a bed", "bed at St M.": a saint's name with no head noun."""
-    return saint_alone(note.words, h, note.text)
+    return saint_alone(note.words, h, note.text, upper=note.case is Case.UPPER)
 
 
 def _titled(tok: lx.Token, case: Case) -> bool:
-    return tok.is_title
+    """ "St" written as a name: Title case, or capitals in a note written in capitals."""
+    return tok.is_title or (case is Case.UPPER and tok.is_upper)
 
 
 @cache
@@ -198,7 +201,7 @@ PASSES: Final = declare(
             Pass("locations.staff_acronym", _staff_acronym, words=STAFF, before=1,
                  vocabulary=("place_staff", "acronyms_not_places")),
             Pass("locations.saint", _saint, words=frozenset({"st", "saint"}), gate=_titled,
-                 cases=frozenset({Case.MIXED}), after=2),
+                 before=1, after=2),
             Pass("locations.before_state", _before_state, anywhere=True, gate=_state_gate,
                  lexicon=_state_words, before=3),
         ],

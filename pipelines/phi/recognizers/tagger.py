@@ -18,6 +18,7 @@ from typing import Any, ClassVar, Final
 from pipelines.phi import lexicons
 from pipelines.phi.base import Doc, Recognizer
 from pipelines.phi.exclusions import veto
+from pipelines.phi.recognizers.location_towns import town_openers
 from pipelines.phi.registry import register
 from pipelines.phi.tagger.features import BUILDING_PARTS, CUES
 from pipelines.phi.tagger.model import Label, TaggedSpan, Tagger
@@ -43,8 +44,8 @@ def _category(text: str, tagged: TaggedSpan) -> Category:
     following = text[tagged.end : tagged.end + 30].lower().split()[:1]
     if any(w.strip(".,") in _HEADS for w in words + following):
         return Category.LOCATION_HOSPITAL
-    if " ".join(words) in lexicons.us_cities():
-        return Category.LOCATION_CITY
+    if " ".join(words) in lexicons.us_cities() or (len(words) == 2 and words[0] in town_openers()):
+        return Category.LOCATION_CITY  # a listed city, or a town and its opener ("New Bramford")
     return Category.LOCATION_OTHER
 
 
@@ -65,7 +66,8 @@ class TaggerRecognizer(Recognizer):
     def detect(self, doc: Doc) -> list[Span]:
         text = doc.text
         # the document's one tokenization, shared with the rules
-        kept = (_trimmed(text, t) for t in self.tagger.tag(text, lexicons.tokens(doc).columns))
+        tagged = self.tagger.tag(text, lexicons.tokens(doc).columns)
+        kept = (_opened(text, _trimmed(text, t)) for t in tagged)
         spans = [
             Span(t.start, t.end, _category(text, t), t.confidence, "tagger")
             for t in kept
@@ -101,6 +103,24 @@ def _trimmed(text: str, tagged: TaggedSpan) -> TaggedSpan | None:
     if start == tagged.start:
         return tagged
     return replace(tagged, start=start) if start < tagged.end else None
+
+
+_WORD_BEFORE = re.compile(r"([A-Za-z]+) \Z")
+
+
+def _opened(text: str, tagged: TaggedSpan | None) -> TaggedSpan | None:
+    """A town the model found without the word it opens with ("New [Bramford]", "EAST
+    [HOLLIS]"): the opener joins the span, since alone it is a building part the filter below
+    drops ("New", "East") and the town is named by both words."""
+    if tagged is None or tagged.label is not Label.LOCATION or tagged.start < 2:
+        return tagged
+    m = _WORD_BEFORE.search(text, max(0, tagged.start - 12), tagged.start)
+    if m is None or m.group(1).lower() not in town_openers():
+        return tagged
+    opener, first = m.group(1), text[tagged.start]
+    if not (opener[0].isupper() and first.isupper()):
+        return tagged  # "the new Bramford office" is no town's name
+    return replace(tagged, start=m.start(1))
 
 
 def _not_phi(text: str, tagged: TaggedSpan) -> bool:

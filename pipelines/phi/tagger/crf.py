@@ -25,7 +25,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from functools import cache
 from importlib import metadata
-from itertools import accumulate
+from itertools import accumulate, repeat
 from operator import mul, truediv
 from pathlib import Path
 from typing import Any, Final, Protocol
@@ -104,6 +104,17 @@ _ITEM: Final = struct.Struct("@iiP")
 _DOUBLE: Final = 8  # floatval_t
 _ffi: Final = FFI()
 _ffi.cdef(_CDEF)
+# the C types a note is handed over with, parsed once (not on every note)
+_C_TYPES: Final = {
+    name: _ffi.typeof(name)
+    for name in (
+        "uintptr_t",
+        "crfsuite_instance_t *",
+        "crfsuite_item_t *",
+        "int[]",
+        "crf1dt_head_t *",
+    )
+}
 
 
 @cache
@@ -291,12 +302,12 @@ class CrfTagger:
         if sum(counts) * ATTRIBUTE.size != len(packed):
             raise CrfError("the items' attribute counts do not add up to the records given")
         buffer = _ffi.from_buffer(packed)
-        base = int(_ffi.cast("uintptr_t", buffer))
-        starts = map(base.__add__, accumulate((n * ATTRIBUTE.size for n in counts), initial=0))
+        base = int(_ffi.cast(_C_TYPES["uintptr_t"], buffer))
+        starts = accumulate(map(mul, counts, repeat(ATTRIBUTE.size)), initial=base)
         items = b"".join(map(_ITEM.pack, counts, counts, starts))
-        instance = _ffi.new("crfsuite_instance_t *")
+        instance = _ffi.new(_C_TYPES["crfsuite_instance_t *"])
         instance.num_items = instance.cap_items = len(counts)
-        instance.items = _ffi.cast("crfsuite_item_t *", _ffi.from_buffer(items))
+        instance.items = _ffi.cast(_C_TYPES["crfsuite_item_t *"], _ffi.from_buffer(items))
         tagger = self._tagger
         if tagger.set(tagger, instance) != 0:
             raise CrfError("crfsuite could not score a note")
@@ -306,7 +317,7 @@ class CrfTagger:
         """The likeliest label of each item (label ids: ``CrfModel.labels``)."""
         if self.length == 0:
             return []
-        labels = _ffi.new("int[]", self.length)
+        labels = _ffi.new(_C_TYPES["int[]"], self.length)
         tagger = self._tagger
         if tagger.viterbi(tagger, labels, _ffi.NULL) != 0:
             raise CrfError("crfsuite could not find a path")
@@ -327,7 +338,7 @@ class CrfTagger:
         if n == 0:
             return []
         self.marginal(label, 0)
-        context = _ffi.cast("crf1dt_head_t *", self._tagger.internal).ctx
+        context = _ffi.cast(_C_TYPES["crf1dt_head_t *"], self._tagger.internal).ctx
         labels = context.num_labels
         size = n * labels * _DOUBLE
         forward, backward, scale = array("d"), array("d"), array("d")

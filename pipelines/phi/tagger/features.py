@@ -14,19 +14,24 @@ credentials, kinship, movement words): they are general English, not corpus stri
 from __future__ import annotations
 
 import bisect
-from collections.abc import Collection, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache, partial
-from itertools import accumulate, compress, count
-from operator import attrgetter
-from typing import Final
+from itertools import accumulate, compress, count, repeat
+from operator import add, floordiv, itemgetter
+from typing import Final, NamedTuple, TypeVar
 
 from pipelines.memo import Memo
 from pipelines.phi import lexicons
 from pipelines.phi.tagger.crf import ATTRIBUTE
+from pipelines.phi.tagger.gazetteers import (
+    _END,
+    GazetteerPlan,
+    add_gazetteer_features,
+    gazetteer_plans,
+)
 from pipelines.phi.tagger.gazetteers import _GAZETTEERS as _GAZETTEERS
 from pipelines.phi.tagger.gazetteers import Gazetteer as Gazetteer
-from pipelines.phi.tagger.gazetteers import _add_gazetteer_features as _add_gazetteer_features
 from pipelines.phi.tagger.gazetteers import _any_first_word as _any_first_word
 from pipelines.phi.tagger.gazetteers import cities as cities
 from pipelines.phi.tagger.gazetteers import facilities as facilities
@@ -39,6 +44,8 @@ from pipelines.phi.wordlists import word_set
 # character: the text's one tokenization, shared with the rules (``lexicons.token_columns``)
 _TOKEN: Final = lexicons.TOKEN
 _ASCII_TOKEN: Final = lexicons.ASCII_TOKEN
+
+T = TypeVar("T")
 
 _MEMO_LIMIT: Final = 300_000
 _CONTEXT: Final = (-2, -1, 1, 2)
@@ -113,10 +120,9 @@ def may_be_phi(word: str, one_case: bool) -> bool:
 
 
 def _bucket(value: float, edges: tuple[float, ...]) -> int:
-    for i, edge in enumerate(edges):
-        if value < edge:
-            return i
-    return len(edges)
+    """The index of the first of the (sorted) ``edges`` above ``value``; ``len(edges)``
+    when none is."""
+    return bisect.bisect_right(edges, value)
 
 
 def _shape(word: str) -> str:
@@ -227,6 +233,8 @@ class Attributes:
         self.open = ids is None
         self._ids: dict[str, int] = dict(ids or {})
         self._names: dict[int, str] = {i: a for a, i in self._ids.items()}
+        # a closed set's records, made once: a row is then packed by lookups in C
+        self._records = {a: _pack(i, 1.0) for a, i in self._ids.items()}
 
     def __contains__(self, attribute: str) -> bool:
         return self.open or attribute in self._ids
@@ -240,8 +248,28 @@ class Attributes:
 
     def pack(self, attributes: Iterable[str]) -> bytes:
         """The kept ``attributes``' records end to end, in their order."""
-        kept = attributes if self.open else filter(self._ids.__contains__, attributes)
-        return b"".join([_pack(self._id(a), 1.0) for a in kept])
+        if self.open:
+            return b"".join([_pack(self._id(a), 1.0) for a in attributes])
+        return b"".join(filter(None, map(self._records.get, attributes)))
+
+    def packer(self, prefix: str, keep: tuple[str, ...]) -> Callable[[Iterable[str]], bytes]:
+        """``pack`` of each attribute that starts with one of ``keep``, prefixed by ``prefix``
+        (what a neighbour sees of a word): for a closed set, by lookups of the unprefixed
+        attributes in C, no string built."""
+        if self.open:
+            return lambda attributes: self.pack(
+                prefix + a for a in attributes if a.startswith(keep)
+            )
+        seen = {
+            a[len(prefix) :]: record
+            for a, record in self._records.items()
+            if a.startswith(prefix) and a[len(prefix) :].startswith(keep)
+        }
+        return lambda attributes: b"".join(filter(None, map(seen.get, attributes)))
+
+    def kept(self) -> list[str]:
+        """The attributes a closed set keeps (none listed when open)."""
+        return list(self._ids)
 
     def one(self, attribute: str) -> bytes:
         """One attribute's record (the caller tested it is kept)."""
@@ -273,8 +301,17 @@ class Featurizer:
             Memo("tagger.words", partial(self._made, one_case=False), _MEMO_LIMIT),
             Memo("tagger.words", partial(self._made, one_case=True), _MEMO_LIMIT),
         )
-        self._pad = tuple(self.attributes.pack(p) for p in _PAD)
-        self._pairs = None if keep is None else (_pairs(keep, "bl="), _pairs(keep, "br="))
+        m2, m1, p1, p2 = (self.attributes.pack(p) for p in _PAD)
+        # what a neighbour at each offset sees of a word (``_CONTEXT_KEEP``), packed
+        self._seen = [self.attributes.packer(p, _CONTEXT_KEEP) for p in _CONTEXT_PREFIXES]
+        self._seen_any = _seen_any(self.attributes)
+        self._pad = _Word(b"", m2, m1, p1, p2, "", False)  # beyond either end of the note
+        self._pairs = (
+            None
+            if self.attributes.open
+            else (_pairs(self.attributes, "bl="), _pairs(self.attributes, "br="))
+        )
+        self._plan = _plan(self.attributes)
 
     def warm(self) -> None:
         lexicons.warm()
@@ -282,7 +319,7 @@ class Featurizer:
         facility_cores()
         cities()
         _place_words()
-        _any_first_word()
+        _marked_words()
 
     def items(self, text: str, tokens: list[Tok], one_case: bool | None = None) -> list[int]:
         """Indices of the tokens the CRF labels (``may_be_phi``; memo per distinct word)."""
@@ -313,7 +350,7 @@ class Featurizer:
         entries = self._entries(words, one_case)
         items = _items(entries)
         lowers = list(map(_lower, entries))
-        rows = self._rows(text, starts, entries, lowers, items) if items else Rows(bytearray(), [])
+        rows = self._rows(text, starts, entries, lowers, items) if items else Rows(b"", [])
         return Encoded(items, rows, lowers)
 
     def word(self, word: str, one_case: bool) -> _Word:
@@ -325,14 +362,10 @@ class Featurizer:
     def _made(self, word: str, one_case: bool) -> _Word:
         """:meth:`word` worked out."""
         features = _word_features(word, one_case)
-        seen = [f for f in features if f.startswith(_CONTEXT_KEEP)]
-        pack = self.attributes.pack
-        return _Word(
-            pack(features),
-            tuple(pack(map(prefix.__add__, seen)) for prefix in _CONTEXT_PREFIXES),
-            word.lower(),
-            may_be_phi(word, one_case),
-        )
+        seen = tuple(filter(self._seen_any, features))  # a few of them
+        m2, m1, p1, p2 = (pack(seen) for pack in self._seen)
+        own = self.attributes.pack(features)
+        return _Word(own, m2, m1, p1, p2, word.lower(), may_be_phi(word, one_case))
 
     def _entries(self, words: list[str], one_case: bool) -> list[_Word]:
         return self._words[one_case].many(words)
@@ -345,65 +378,92 @@ class Featurizer:
         lowers: list[str],
         items: list[int],
     ) -> Rows:
-        attributes = self.attributes
-        extras = _extras(text, starts, lowers, attributes)
-        # around[k + 2]: what the tokens near token k see of it; two sentinels either side
-        # give what a token sees beyond either end of the note
-        pad = self._pad
-        around = [pad, pad, *map(_around, entries), pad, pad]
-        left = ["<s>", *lowers, "</s>"]
-        packed = bytearray()  # every row's records end to end
-        counts: list[int] = []
-        append = counts.append
-        get = extras.get
-        one = attributes.one
-        pairs = self._pairs
-        for i in items:
-            at = len(packed)
-            # own and context features are packed once per word; token i sees offset -2
-            # of token i-2, …, offset +2 of token i+2
-            packed += entries[i].own
-            packed += around[i][0]
-            packed += around[i + 1][1]
-            packed += around[i + 3][2]
-            packed += around[i + 4][3]
-            # word pairs: a pair's string is built only where the model knows the pair
-            before, low, after = left[i], left[i + 1], left[i + 2]
-            if pairs is None:
-                packed += one(f"bl={before}|{low}")
-                packed += one(f"br={low}|{after}")
-            else:
-                if low in pairs[0].get(before, ()) and (pair := f"bl={before}|{low}") in attributes:
-                    packed += one(pair)
-                if after in pairs[1].get(low, ()) and (pair := f"br={low}|{after}") in attributes:
-                    packed += one(pair)
-            for extra in get(i, ()):
-                packed += extra
-            append((len(packed) - at) // _RECORD)
-        return Rows(packed, counts)
+        """The items' rows, built column by column in C (no Python step per item): a row
+        is its word's own records, what its neighbours at -2, -1, +1, +2 show of
+        themselves, its word pairs, and its ``_extras``, in that order."""
+        extras = _extras(text, starts, lowers, self._plan)
+        pick = _picker(items)
+        # padded[k + 2] is token k; two sentinels either side stand for beyond the note
+        padded = [self._pad, self._pad, *entries, self._pad, self._pad]
+        left = ["<s>", *lowers, "</s>"]  # left[k + 1] is token k
+        before, low, after = pick(left), pick(left[1:]), pick(left[2:])
+        columns = (
+            map(_own, pick(padded[2:])),
+            map(_seen[0], pick(padded)),  # token i sees offset -2 of token i-2, …
+            map(_seen[1], pick(padded[1:])),
+            map(_seen[2], pick(padded[3:])),
+            map(_seen[3], pick(padded[4:])),
+            self._pair_column(0, before, low),
+            self._pair_column(1, low, after),
+            map(extras.get, items, repeat(b"")),
+        )
+        rows = list(map(b"".join, zip(*columns, strict=True)))
+        return Rows(b"".join(rows), list(map(floordiv, map(len, rows), repeat(_RECORD))))
+
+    def _pair_column(
+        self, side: int, first: Sequence[str], second: Sequence[str]
+    ) -> Iterable[bytes]:
+        """Each item's word-pair record (``bl=`` its word and the one before, ``br=`` it and
+        the one after), or nothing where the model does not know the pair."""
+        if self._pairs is None:  # every attribute (training): every pair
+            prefix = _PAIR_PREFIXES[side]
+            one = self.attributes.one
+            return [one(f"{prefix}{a}|{b}") for a, b in zip(first, second, strict=True)]
+        return map(self._pairs[side].get, zip(first, second, strict=True), repeat(b""))
+
+
+def _picker(items: list[int]) -> Callable[[Sequence[T]], Sequence[T]]:
+    """The elements at ``items`` of a sequence, in one C call (a tuple even for one)."""
+    if not items:
+        return lambda seq: ()
+    if len(items) == 1:
+        only = items[0]
+        return lambda seq: (seq[only],)
+    return itemgetter(*items)
+
+
+def _seen_any(attributes: Attributes) -> Callable[[str], bool]:
+    """Whether a neighbour at some offset may see a word's feature (``_CONTEXT_KEEP``)."""
+    if attributes.open:
+        return lambda feature: feature.startswith(_CONTEXT_KEEP)
+    return frozenset(
+        seen
+        for a in attributes.kept()
+        for prefix in _CONTEXT_PREFIXES
+        if a.startswith(prefix) and (seen := a[len(prefix) :]).startswith(_CONTEXT_KEEP)
+    ).__contains__
 
 
 def _items(entries: list[_Word]) -> list[int]:
-    return list(compress(count(), map(attrgetter("item"), entries)))
+    return list(compress(count(), map(_item, entries)))
 
 
-def _pairs(keep: Iterable[str], prefix: str) -> dict[str, frozenset[str]]:
-    """First word -> second words of the kept word-pair attributes ``{prefix}{a}|{b}``;
-    every split at a bar is listed ("|" is a token too)."""
-    found: dict[str, set[str]] = {}
-    for attribute in keep:
+def _pairs(attributes: Attributes, prefix: str) -> dict[tuple[str, str], bytes]:
+    """(first word, second word) -> the record of the kept word-pair attribute
+    ``{prefix}{first}|{second}``; every split at a bar is listed ("|" is a token too)."""
+    found: dict[tuple[str, str], bytes] = {}
+    for attribute in attributes.kept():
         if attribute.startswith(prefix):
             pair = attribute.removeprefix(prefix)
             for j, c in enumerate(pair):
                 if c == "|":
-                    found.setdefault(pair[:j], set()).add(pair[j + 1 :])
-    return {first: frozenset(seconds) for first, seconds in found.items()}
+                    found[pair[:j], pair[j + 1 :]] = attributes.one(attribute)
+    return found
 
 
-@dataclass(frozen=True, slots=True)
-class _Word:
+_PAIR_PREFIXES: Final = ("bl=", "br=")
+
+
+class _Word(NamedTuple):
+    """What a word is (``Featurizer.word``). A tuple: the rows read its fields by index
+    in C (``_own``, ``_seen``, ``_lower``, ``_item``), faster than by attribute."""
+
     own: bytes  # packed (``Attributes``)
-    around: tuple[bytes, ...]
+    # what the tokens at offsets -2, -1, +1, +2 of it see of it (``_CONTEXT``), packed
+    seen_m2: bytes
+    seen_m1: bytes
+    seen_p1: bytes
+    seen_p2: bytes
     lower: str
     item: bool  # ``may_be_phi``: the CRF labels it
 
@@ -412,7 +472,7 @@ class _Word:
 class Rows:
     """Feature rows packed end to end (``Attributes``), and the number of records of each."""
 
-    packed: bytearray
+    packed: bytes
     counts: list[int]
 
     def each(self) -> list[bytes]:
@@ -435,28 +495,88 @@ class Encoded:
 
 
 _PAD: Final = tuple((f"{o}pad",) for o in _CONTEXT)
-_lower: Final = attrgetter("lower")
-_around: Final = attrgetter("around")
+_field: Final = _Word._fields.index
+_own: Final = itemgetter(_field("own"))
+_seen: Final = tuple(itemgetter(_field(f"seen_{o}")) for o in ("m2", "m1", "p1", "p2"))
+_lower: Final = itemgetter(_field("lower"))
+_item: Final = itemgetter(_field("item"))
 
 
-def _extras(
-    text: str, starts: list[int], lowers: list[str], attributes: Attributes
-) -> dict[int, list[bytes]]:
+@dataclass(frozen=True, slots=True)
+class _Plan:
+    """What ``_extras`` looks for, worked out once per model: the records of the kept
+    note-level features (None: not kept, so not looked for)."""
+
+    bol: bytes | None
+    kin: bytes | None
+    gazetteers: tuple[GazetteerPlan, ...]
+
+
+def _plan(attributes: Attributes) -> _Plan:
+    def record(attribute: str) -> bytes | None:
+        return attributes.one(attribute) if attribute in attributes else None
+
+    return _Plan(record("bol"), record("kin<"), gazetteer_plans(attributes))
+
+
+def _extras(text: str, starts: list[int], lowers: list[str], plan: _Plan) -> dict[int, bytes]:
     """Features of a token that depend on the note around it: line starts, gazetteer
-    phrases, a kinship word a few tokens back ("wife of 30 years, Ann"). Only those kept
-    in ``attributes`` are added (a family none of whose features is kept is not looked for),
-    packed."""
-    extras: dict[int, list[bytes]] = {}
-    if "bol" in attributes:
-        _add_line_features(text, starts, extras, attributes.one("bol"))
-    _add_gazetteer_features(lowers, extras, attributes)
-    if "kin<" in attributes:
-        kin = attributes.one("kin<")
+    phrases, a kinship word a few tokens back ("wife of 30 years, Ann"), each token's
+    records end to end. Only those kept by the model are added (``_plan``)."""
+    extras: dict[int, bytes] = {}
+    if plan.bol:
+        _add_line_features(text, starts, extras, plan.bol)
+    if not (plan.gazetteers or plan.kin):
+        return extras
+    # the few tokens either family starts from, found in one pass over the note
+    marked = list(compress(count(), map(_marked_words().__contains__, lowers)))
+    if plan.gazetteers and marked:
+        add_gazetteer_features(lowers, extras, plan.gazetteers, _phrase_starts(lowers, marked))
+    if plan.kin and marked:
+        kin = plan.kin
         n = len(lowers)
-        for i in compress(count(), map(_KIN.__contains__, lowers)):
-            for j in range(i + 3, min(i + 6, n)):
-                extras.setdefault(j, []).append(kin)
+        for i in marked:
+            if lowers[i] in _KIN:
+                for j in range(i + 3, min(i + 6, n)):
+                    extras[j] = extras.get(j, b"") + kin
     return extras
+
+
+def _phrase_starts(lowers: list[str], marked: list[int]) -> list[int]:
+    """The tokens of ``marked`` where some gazetteer's phrase may start: a phrase of one
+    word, or a first word the next token goes on from (``_second_words``). Most first
+    words of a note are common ("new", "st") and go on to no phrase."""
+    seconds = _second_words()
+    last = len(lowers) - 1
+    return [
+        i
+        for i in marked
+        if (after := seconds.get(lowers[i])) is not None
+        and (after is _ALONE or (i < last and lowers[i + 1] in after))
+    ]
+
+
+_ALONE: Final[frozenset[str]] = frozenset({""})  # a phrase of one word: it starts here
+
+
+@cache
+def _second_words() -> dict[str, frozenset[str]]:
+    """Each gazetteer's first word -> the words that go on from it in any gazetteer, or
+    ``_ALONE`` when it is a phrase of its own in one of them."""
+    seconds: dict[str, set[str]] = {}
+    alone: set[str] = set()
+    for gazetteer in _GAZETTEERS.values():
+        for word, node in gazetteer().trie.items():
+            seconds.setdefault(word, set()).update(node)
+            if _END in node:
+                alone.add(word)
+    return {w: _ALONE if w in alone else frozenset(after) for w, after in seconds.items()}
+
+
+@cache
+def _marked_words() -> frozenset[str]:
+    """The first words of the gazetteers' phrases and the kinship words."""
+    return _any_first_word() | _KIN
 
 
 def is_one_case(text: str) -> bool:
@@ -478,17 +598,16 @@ _NOT_UPPER: Final = bytes(c for c in range(256) if not 65 <= c <= 90)
 _NOT_LOWER: Final = bytes(c for c in range(256) if not 97 <= c <= 122)
 
 
-def _add_line_features(
-    text: str, starts: list[int], extras: dict[int, list[bytes]], bol: bytes
-) -> None:
-    if starts:
-        extras.setdefault(0, []).append(bol)
+def _add_line_features(text: str, starts: list[int], extras: dict[int, bytes], bol: bytes) -> None:
+    """``bol`` on the first token and on the first token after each line break (twice on
+    the first when a break comes before it), found in C: the first token at or after each
+    line's start, by bisection."""
+    if not starts:
+        return
     n = len(starts)
-    at = text.find("\n")
-    k = 0
-    while at >= 0:  # the first token after each newline opens a line
-        k = bisect.bisect_left(starts, at, k)
-        if k == n:
-            break
-        extras.setdefault(k, []).append(bol)
-        at = text.find("\n", starts[k])
+    line_starts = accumulate(map(add, map(len, text.split("\n")[:-1]), repeat(1)))
+    after_breaks = dict.fromkeys(map(bisect.bisect_left, repeat(starts), line_starts))
+    after_breaks.pop(n, None)  # breaks after the last token open no line of tokens
+    extras[0] = extras.get(0, b"") + bol
+    for k in after_breaks:
+        extras[k] = extras.get(k, b"") + bol

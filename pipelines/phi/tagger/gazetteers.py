@@ -5,6 +5,7 @@ the words before and after it). Split from :mod:`pipelines.phi.tagger.features`.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cache
 from importlib import resources
@@ -88,9 +89,10 @@ def _share_leaves(node: Trie) -> None:
 
 
 def _lower_tokens(text: str) -> tuple[str, ...]:
-    from pipelines.phi.tagger.features import tokenize  # features imports this module
-
-    return tuple(t[2].lower() for t in tokenize(text))
+    """The words of ``text`` as the tagger tokenizes a note (``lexicons.token_columns``),
+    lower-cased."""
+    pattern = lexicons.ASCII_TOKEN if text.isascii() else lexicons.TOKEN
+    return tuple(map(str.lower, pattern.findall(text)))
 
 
 @cache
@@ -135,42 +137,55 @@ def _any_first_word() -> frozenset[str]:
     return frozenset().union(*(g().trie.keys() for g in _GAZETTEERS.values()))
 
 
-def _add_gazetteer_features(
-    lowers: list[str], extras: dict[int, list[bytes]], attributes: Attributes
-) -> None:
-    n = len(lowers)
-    names = [g for g in _GAZETTEERS if any(f"{g}={p}" in attributes for p in _GAZETTEER_PARTS)]
-    if not names:
-        return
-    candidates = list(compress(count(), map(_any_first_word().__contains__, lowers)))
-    for name in names:
-        # each part's attribute, None where it is not kept
+# A gazetteer and the records of its kept parts (``_GAZETTEER_PARTS``; None: not kept)
+Parts = tuple[bytes | None, bytes | None, bytes | None, bytes | None]
+GazetteerPlan = tuple[Callable[[], Gazetteer], Parts]
+
+
+def gazetteer_plans(attributes: Attributes) -> tuple[GazetteerPlan, ...]:
+    """The gazetteers a model has features of, with their parts' records (once per model)."""
+    plans: list[GazetteerPlan] = []
+    for name, gazetteer in _GAZETTEERS.items():
         begin, inside, before, after = (
             attributes.one(a) if (a := f"{name}={part}") in attributes else None
             for part in _GAZETTEER_PARTS
         )
-        for start, end in _GAZETTEERS[name]().matches(lowers, candidates):
-            _mark(extras, start, end, n, (begin, inside, before, after))
+        if begin or inside or before or after:
+            plans.append((gazetteer, (begin, inside, before, after)))
+    return tuple(plans)
 
 
-def _mark(
-    extras: dict[int, list[bytes]],
-    start: int,
-    end: int,
-    n: int,
-    parts: tuple[bytes | None, bytes | None, bytes | None, bytes | None],
+def add_gazetteer_features(
+    lowers: list[str],
+    extras: dict[int, bytes],
+    plans: tuple[GazetteerPlan, ...],
+    candidates: list[int] | None = None,
 ) -> None:
+    """Each phrase's parts' records added to the tokens they fall on (``gazetteer_plans``).
+    ``candidates``: the tokens whose word starts some phrase (``_any_first_word``), when
+    the caller has them."""
+    if candidates is None:
+        candidates = list(compress(count(), map(_any_first_word().__contains__, lowers)))
+    if not candidates:
+        return
+    n = len(lowers)
+    for gazetteer, parts in plans:
+        for start, end in gazetteer().matches(lowers, candidates):
+            _mark(extras, start, end, n, parts)
+
+
+def _mark(extras: dict[int, bytes], start: int, end: int, n: int, parts: Parts) -> None:
     """One phrase's attributes: on its first word, its other words, the words around it."""
     begin, inside, before, after = parts
     if begin:
-        extras.setdefault(start, []).append(begin)
+        extras[start] = extras.get(start, b"") + begin
     if inside:
         for k in range(start + 1, end):
-            extras.setdefault(k, []).append(inside)
+            extras[k] = extras.get(k, b"") + inside
     if start > 0 and before:
-        extras.setdefault(start - 1, []).append(before)
+        extras[start - 1] = extras.get(start - 1, b"") + before
     if end < n and after:
-        extras.setdefault(end, []).append(after)
+        extras[end] = extras.get(end, b"") + after
 
 
 # a phrase's first word, its other words, the word before it and the word after it
