@@ -31,9 +31,15 @@ from enum import Enum
 from functools import cache, lru_cache
 from typing import Final
 
-from pipelines.leak_search import WORD_RUN, is_word_char
 from pipelines.phi import lexicons as lx
-from pipelines.phi.propagate_find import StringTrie, first_words, word_end, written_as_name
+from pipelines.phi.propagate_find import (
+    WORD_RUN,
+    StringTrie,
+    first_words,
+    is_word_char,
+    word_end,
+    written_as_name,
+)
 from pipelines.phi.wordlists import word_set
 from pipelines.spans import Category, Span
 
@@ -451,10 +457,10 @@ def _copies(
     capitals = rule.case is Case.NAME and mixed
     trie = StringTrie(keyed)
     out: list[Span] = []
-    for at, _word in first_words(scan, trie.firsts, covered):
+    for at, word in first_words(scan, trie.firsts, covered):
         if covered[at]:
             continue  # a copy made just before reaches here
-        for key, seed in trie.candidates(scan, at):
+        for key, seed in trie.candidates(scan, at, word):
             end = _match(scan, at, key, rule)
             stop = word_end(text, end) if end is not None else None
             if stop is None or covered.find(1, at, stop) >= 0:

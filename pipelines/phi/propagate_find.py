@@ -11,12 +11,20 @@ from __future__ import annotations
 
 import heapq
 import re
-from collections.abc import Collection, Iterator, Mapping
+from collections.abc import Collection, Iterable, Iterator, Mapping
 from operator import itemgetter
 from typing import Final
 
-from pipelines.leak_search import WORD_RUN, is_word_char, word_runs
 from pipelines.spans import Span
+
+# as ``pipelines.leak_search`` has them (that module, with the surrogates it reads, is
+# imported only for a long note's scan: the detector's import stays light)
+WORD_RUN: Final = re.compile(r"\w+")
+
+
+def is_word_char(c: str) -> bool:
+    return c.isalnum() or c == "_"
+
 
 _WORD: Final = re.compile(r"[^\W\d_]+(?:['’][^\W\d_]+)*")
 _APOSTROPHES: Final = "'’"
@@ -68,14 +76,16 @@ def first_word(key: str) -> str:
     return run.group() if run is not None else key
 
 
-def first_words(scan: str, words: Collection[str], covered: bytearray) -> Iterator[tuple[int, str]]:
+def first_words(scan: str, words: Collection[str], covered: bytearray) -> Iterable[tuple[int, str]]:
     """``(start, word)``, in order, of each whole-word occurrence in ``scan`` of one of
     ``words`` starting outside ``covered``: ``str.find`` per word on a short text; on a long
     one a :func:`~pipelines.leak_search.word_runs` scan, lazily (for the words that are runs
     of word characters; the others, "o'brien", by ``str.find``)."""
     plain: Collection[str] = words
-    runs: Iterator[tuple[int, str]] = iter(())
+    runs: Iterator[tuple[int, str]] | None = None
     if len(words) * len(scan) > _FIND_BUDGET:
+        from pipelines.leak_search import word_runs
+
         whole = {w for w in words if WORD_RUN.fullmatch(w)}
         runs = ((at, w) for at, w in word_runs(scan, whole) if not covered[at])
         plain = [w for w in words if w not in whole]
@@ -87,7 +97,7 @@ def first_words(scan: str, words: Collection[str], covered: bytearray) -> Iterat
                 found.append((at, word))
             at = scan.find(word, at + len(word))
     found.sort()
-    yield from heapq.merge(runs, found)
+    return found if runs is None else heapq.merge(runs, found)
 
 
 class StringTrie:
@@ -95,23 +105,33 @@ class StringTrie:
     place in the note the strings that may start there are found by walking the note's next
     few tokens (after the session's ``occurrences`` trie, issue 24)."""
 
-    __slots__ = ("children", "ends", "firsts")
+    __slots__ = ("children", "ends", "firsts", "words")
 
     def __init__(self, wanted: Mapping[str, Span] | None = None) -> None:
         self.children: dict[str, StringTrie] = {}
         self.ends: list[tuple[int, str, Span]] = []  # (order in ``wanted``, string, seed)
         self.firsts: set[str] = set()  # the strings' first words, as written in ``wanted``
+        # when every string is its own first word (a name's words): string -> its seed
+        self.words: dict[str, Span] | None = {}
         for order, (key, seed) in enumerate((wanted or {}).items()):
-            self.firsts.add(first_word(key))
+            first = first_word(key)
+            self.firsts.add(first)
+            if self.words is not None:
+                self.words[key] = seed
+                if first != key:
+                    self.words = None
             node = self
             for token in key.lower().split():
                 node = node.children.setdefault(token, StringTrie())
             node.ends.append((order, key, seed))
 
-    def candidates(self, scan: str, at: int) -> list[tuple[str, Span]]:
-        """The strings that may occur at ``at``, in ``wanted``'s order. A string's last
-        token may be followed, inside the note's token, by a character that is no word
-        character ("Smith," "Smith's")."""
+    def candidates(self, scan: str, at: int, word: str) -> list[tuple[str, Span]]:
+        """The strings that may occur at ``at``, where the first word ``word`` is, in
+        ``wanted``'s order. A string's last token may be followed, inside the note's token,
+        by a character that is no word character ("Smith," "Smith's")."""
+        if self.words is not None:
+            seed = self.words.get(word)
+            return [(word, seed)] if seed is not None else []
         found: list[tuple[int, str, Span]] = []
         node: StringTrie | None = self
         for m in _TEXT_TOKEN.finditer(scan, at):
