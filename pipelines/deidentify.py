@@ -29,14 +29,13 @@ from keystore.api import MintingStore, PatientState, StateMinter
 from pipelines.deadline import check
 from pipelines.document import ClinicalDocument, Identifiers, PersonName
 from pipelines.leak_guard import (
-    COMMON_WORD_ZIPF,
     leak_guard,
 )
-from pipelines.leak_search import WORD_RUN, is_word_char, word_runs
 from pipelines.memo import memoized
 from pipelines.occurrences import occurrences
 from pipelines.phi.detector import Detector
 from pipelines.phi.merge import merge_spans
+from pipelines.phi.propagate import RULES, spread
 from pipelines.policy import Action, Oversize, Policy
 from pipelines.spans import Category, Span
 from surrogates import ReplaceContext, SurrogateSettings, new_patient_state, redaction_tag
@@ -272,86 +271,15 @@ _JOIN_EVERY = 4096  # output parts joined in one go
 _CHECK_EVERY = 64
 
 
-PROPAGATED_SOURCES = frozenset({"names", "locations"})  # recognizers that propagate in a note
-MIN_PROPAGATED_CHARS = 3
-
-
-_RARE_PLACE_WORD = 3.5  # the locations recognizer's ceiling for a place word that recurs
-
-
-def recognizer_of(span: Span) -> str:
-    """The recognizer that made a span: its source up to the pass ("names.after_title")."""
-    return span.source.partition(".")[0]
-
-
-def _propagated(text: str, span: Span) -> list[str]:
-    """The phrase of a span, and its rare words, that recur wherever written the same way."""
-    if recognizer_of(span) not in PROPAGATED_SOURCES:
-        return []
-    from pipelines.phi.lexicons import zipf
-
-    phrase = text[span.start : span.end]
-    if len(phrase) < MIN_PROPAGATED_CHARS or "\n" in phrase or not is_word_char(phrase[0]):
-        return []
-    ceiling = _RARE_PLACE_WORD if recognizer_of(span) == "locations" else COMMON_WORD_ZIPF
-    words = [w for w in WORD_RUN.findall(phrase) if len(w) >= MIN_PROPAGATED_CHARS]
-    out = [w for w in words if zipf(w.lower()) < ceiling]  # "Will", "May": not on their own
-    if len(words) > 1 or (words and words[0] != phrase):
-        out.append(phrase)
-    return out
-
-
 def recurrences(text: str, spans: Sequence[Span]) -> list[Span]:
     """Spans for the recurrences, anywhere in ``text``, of the names and places found.
 
-    The name and place recognizers propagate what they find to the rest of the text they
-    are given; a note detected in chunks would lose that across the cuts, so here a phrase
+    The detector propagates what the name and place rules find to the rest of the text it
+    is given; a note detected in chunks would lose that across the cuts, so here a phrase
     they found, and each of its rare words, is found wherever it recurs written exactly the
-    same way, as whole words. One pass over the note (:func:`~pipelines.leak_search.word_runs`).
+    same way, as whole words (``propagate.RULES["chunks"]``).
     """
-    phrases = _phrases(text, spans)
-    if not phrases:
-        return []
-    by_first: dict[str, list[str]] = {}
-    for phrase in phrases:
-        first = WORD_RUN.match(phrase)
-        if first is not None:
-            by_first.setdefault(first.group(), []).append(phrase)
-    covered = bytearray(len(text))
-    for span in spans:
-        covered[span.start : span.end] = b"\x01" * (span.end - span.start)
-    out: list[Span] = []
-    for at, word in word_runs(text, by_first.keys()):
-        if covered[at]:
-            continue  # found there already (most runs): no phrase starting here can be new
-        for phrase in by_first[word]:
-            end = at + len(phrase)
-            if (
-                text.startswith(phrase, at)
-                and (end == len(text) or not is_word_char(text[end]))
-                and covered.find(1, at, end) < 0
-            ):
-                seen = phrases[phrase]
-                out.append(Span(at, end, seen.category, min(seen.confidence, 0.7), "recurrence"))
-                covered[at:end] = b"\x01" * (end - at)
-    return out
-
-
-def _phrases(text: str, spans: Sequence[Span]) -> dict[str, Span]:
-    """Each phrase to propagate → the first span it comes from."""
-    phrases: dict[str, Span] = {}
-    done: set[tuple[str, str]] = set()  # (source, text): the same phrase propagates the same
-    for span in spans:
-        source = recognizer_of(span)
-        if source not in PROPAGATED_SOURCES:
-            continue
-        key = (source, text[span.start : span.end])
-        if key in done:
-            continue
-        done.add(key)
-        for phrase in _propagated(text, span):
-            phrases.setdefault(phrase, span)
-    return phrases
+    return spread(text, spans, RULES["chunks"], mixed=True)
 
 
 _BREAKS = ("\n\n", "\n", " ")  # paragraph, then line, then word boundaries

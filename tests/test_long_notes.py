@@ -238,9 +238,9 @@ def test_word_runs_are_the_word_runs_equal_to_a_word(
 def _recurrences_reference(text: str, spans: list[Span]) -> list[Span]:
     """``deidentify.recurrences`` written plainly: every word run of the text, every phrase
     that starts with it, checked character by character."""
-    from pipelines.deidentify import _phrases
+    from pipelines.phi.propagate import RULES, _wanted
 
-    phrases = _phrases(text, spans)
+    phrases = _wanted(text, spans, RULES["chunks"], True, None)
     covered = [False] * len(text)
     for span in spans:
         covered[span.start : span.end] = [True] * (span.end - span.start)

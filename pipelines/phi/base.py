@@ -58,3 +58,8 @@ class Recognizer(ABC):
     @abstractmethod
     def detect(self, doc: Doc) -> list[Span]:
         """Return the spans found in ``doc.text`` (any order, overlaps allowed)."""
+
+    def keeps(self, text: str, span: Span) -> bool:
+        """Does a copy of one of this recognizer's spans, made by the propagation step
+        (``pipelines.phi.propagate``), stand where it was made? (Its own spans' post-filters.)"""
+        return True

@@ -2,16 +2,17 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from pipelines.deadline import check
 from pipelines.document import ClinicalDocument
-from pipelines.phi import registry
+from pipelines.phi import lexicons, registry
 from pipelines.phi.base import Doc, Recognizer
 from pipelines.phi.combine import unite
 from pipelines.phi.exclusions import veto
 from pipelines.phi.lists import ReviewLists
 from pipelines.phi.merge import merge_spans
+from pipelines.phi.propagate import in_note
 from pipelines.policy import Policy
 from pipelines.spans import Category, Span
 
@@ -75,7 +76,10 @@ class Detector:
         size = len(doc.text)
         threshold = self._thresholds()
         kept = [s for s in found if s.end <= size and s.confidence >= threshold[s.category]]
-        return doc, kept, [s for s in learned if s.end <= size]
+        learned = [s for s in learned if s.end <= size]
+        rules, tagged = propagated(doc, kept, learned, self.recognizers)
+        kept += [s for s in rules if s.confidence >= threshold[s.category]]
+        return doc, kept, learned + tagged
 
     def _thresholds(self) -> dict[Category, float]:
         """The policy's threshold of each category, worked out once per policy."""
@@ -84,3 +88,20 @@ class Detector:
             thresholds = {category: self.policy.threshold_for(category) for category in Category}
             self._threshold = (self.policy, thresholds)
         return thresholds
+
+
+def propagated(
+    doc: Doc, kept: list[Span], learned: list[Span], recognizers: Sequence[Recognizer] = ()
+) -> tuple[list[Span], list[Span]]:
+    """The one propagation step (``pipelines.phi.propagate``): the copies of the rules'
+    spans, and those of the learned recognizers' judged by the recognizer of their seed
+    (``Recognizer.keeps``) and vetoed as their own spans are."""
+    if not kept and not learned:
+        return [], []
+    text = doc.text
+    rules, tagged = in_note(text, lexicons.tokens(doc).mixed_case, kept, learned)
+    if not tagged:
+        return rules, tagged
+    judges = {r.name: r for r in recognizers}
+    tagged = [s for s in tagged if (j := judges.get(s.source)) is None or j.keeps(text, s)]
+    return rules, veto(text, tagged) if tagged else tagged

@@ -167,8 +167,12 @@ def test_every_span_names_the_pass_that_took_it(text: str, name: str, source: st
 
 
 def test_note_level_steps_name_themselves() -> None:
+    from pipelines.phi.detector import Detector
+    from pipelines.policy import Policy
+
     text = "Seen by Dr. Vantmoor. Plan: Vantmoor to call."
-    sources = [(text[s.start : s.end], s.source) for s in NameRecognizer().detect(Doc(text))]
+    detector = Detector(Policy(recognizers={"names": {}}))  # propagation: the detector's step
+    sources = [(text[s.start : s.end], s.source) for s in detector.detect(Doc(text))]
     assert sources == [("Vantmoor", "names.after_title"), ("Vantmoor", "names.propagated")]
     text = "PT RESTING. HR 80 NSR. PLAN UNCHANGED.\nSUSAN"
     sources = [(text[s.start : s.end], s.source) for s in NameRecognizer().detect(Doc(text))]

@@ -61,8 +61,11 @@ def test_name_lists_after_one_cue() -> None:
 
 
 def test_a_name_found_once_is_found_again_in_the_note() -> None:
+    from pipelines.phi.detector import Detector
+    from pipelines.policy import Policy
+
     text = "Daughter Ottoline called. Later Ottoline visited with her husband."
-    spans = NAMES.detect(Doc(text))
+    spans = Detector(Policy(recognizers={"names": {}})).detect(Doc(text))  # its propagation
     assert [(text[s.start : s.end], s.category) for s in spans] == [
         ("Ottoline", Category.NAME_RELATIVE),
         ("Ottoline", Category.NAME_RELATIVE),

@@ -30,7 +30,6 @@ from pipelines.phi.tagger.model import (
     TaggedSpan,
     Tagger,
     _breaks,
-    _recurrences,
 )
 
 # words the shipped model knows (names, places, cue words), capitalised connectors (items
@@ -152,8 +151,7 @@ def _plain_tag(tagger: Tagger, text: str) -> list[TaggedSpan]:
         for s in spans
         if s.label in tagger.labels
     ]
-    starts, ends, words = token_columns(text)
-    return spans + _recurrences(text, starts, ends, [w.lower() for w in words], spans)
+    return spans  # the recurrences of a word are the detector's (pipelines.phi.propagate)
 
 
 @pytest.fixture(scope="module")

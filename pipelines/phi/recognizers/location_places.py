@@ -1,12 +1,11 @@
 """Places told by the word after them (``locations``): a city before its state ("Middle River,
 MD"), a hospital's acronym before its emergency department or staff ("XYZ ER", "XYZ nurse"),
 a university's hospital ("University of Vermont"); and the note-level steps: wards glued to
-their floor, and a place found once spread to its other occurrences in the note."""
+their floor (a place found once spreads to its other occurrences in the detector's
+propagation step, ``pipelines.phi.propagate``)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from itertools import compress
 from typing import Final
 
 from pipelines.phi import lexicons as lx
@@ -26,9 +25,8 @@ from pipelines.phi.recognizers.location_words import (
     spaced,
 )
 from pipelines.phi.scan import compile_words, finditer
-from pipelines.spans import Category, Span
+from pipelines.spans import Span
 
-PROPAGATED: Final = "locations.propagated"
 WARD: Final = "locations.ward_number"
 
 
@@ -147,84 +145,4 @@ def wards_with_numbers(doc: Doc, mixed: bool) -> list[Span]:
         span = named(ward_glued_to_digit(Token(start, end, word, word.lower()), text, mixed), WARD)
         if span is not None:
             out.append(span)
-    return out
-
-
-def propagate(spans: list[Span], toks: lx.Tokens, text: str, mixed: bool) -> list[Span]:
-    """A place named once in a note is the same place wherever its word recurs there."""
-    if not spans:
-        return spans
-    found, phrases = _recurring(spans, text)
-    best: dict[tuple[int, int], Span] = {}
-    for span in spans:
-        old = best.get((span.start, span.end))
-        if old is None or old.confidence < span.confidence:
-            best[(span.start, span.end)] = span
-    out = list(best.values())
-    if not phrases and not found:
-        return out
-    words, lowers = toks.words, toks.lowers
-    firsts = {p.split(" ", 1)[0]: p.count(" ") + 1 for p in phrases}
-    # the words found again and the phrases' first words, picked in one pass without a
-    # Python call per word of the note
-    hits = list(compress(range(len(words)), map({**firsts, **found}.__contains__, lowers)))
-    if firsts:
-        again = compress(hits, map(firsts.__contains__, map(lowers.__getitem__, hits)))
-        out.extend(_phrase_again(phrases, firsts, again, toks, text, mixed, set(best)))
-    for i in compress(hits, map(found.__contains__, map(lowers.__getitem__, hits))):
-        tok = words[i]
-        if (tok.start, tok.end) not in best and capital(tok, mixed):
-            out.append(Span(tok.start, tok.end, found[tok.lower], 0.65, PROPAGATED))
-    return out
-
-
-def _recurring(spans: list[Span], text: str) -> tuple[dict[str, Category], dict[str, Category]]:
-    """The rare words and the sure phrases found, which recur: word -> category, phrase (its
-    words one space apart, lower-case) -> category."""
-    found: dict[str, Category] = {}
-    phrases: dict[str, Category] = {}
-    for span in spans:
-        phrase = text[span.start : span.end]
-        if "\n" in phrase or span.confidence < 0.6:
-            continue
-        low = phrase.lower()
-        if " " in phrase:
-            if span.confidence >= 0.7 and len(low) >= 6:
-                phrases[" ".join(low.split())] = span.category  # "holy cross" again later
-            continue
-        # a listed city found by a sure cue recurs even when it is a commoner word ("Rome")
-        ceiling = 4.6 if span.category is CITY and span.confidence >= 0.7 else 3.5
-        if lx.zipf(low) < ceiling and low not in UNITS and not lx.is_first_name(low):
-            found[low] = span.category
-    return found, phrases
-
-
-def _phrase_again(
-    phrases: dict[str, Category],
-    firsts: dict[str, int],
-    at: Iterable[int],
-    toks: lx.Tokens,
-    text: str,
-    mixed: bool,
-    covered: set[tuple[int, int]],
-) -> list[Span]:
-    """Multi-word places found once ("Holy Cross", "Chester River") wherever they recur:
-    ``firsts`` maps each phrase's first word to its length in words, ``at`` lists the indices
-    of the words of the note that are such a first word."""
-    words = toks.words
-    out: list[Span] = []
-    for i in at:
-        size = firsts[words[i].lower]
-        if i + size > len(words):
-            continue
-        part = words[i : i + size]
-        if (part[0].start, part[-1].end) in covered:
-            continue  # found there already (asked first: the checks below are dearer)
-        if not spaced(text, part):
-            continue
-        if mixed and not all(p.is_title or p.is_upper for p in part):
-            continue
-        cat = phrases.get(" ".join(p.lower for p in part))
-        if cat is not None:
-            out.append(Span(part[0].start, part[-1].end, cat, 0.65, PROPAGATED))
     return out

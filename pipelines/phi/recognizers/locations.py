@@ -13,8 +13,9 @@ starts one; the first that finds a place there wins. The driver derives from the
 are visited, which passes run there and the window memo of ``facility_head`` and ``after_cue``.
 Note-level steps find what no word starts: names glued to a head or a floor
 (``locations.glued_head``, ``locations.ward_number``), whole facility names and hospital
-acronyms (``facility_phrases``), and a place found once wherever it recurs
-(``locations.propagated``). Every span's ``source`` names the pass or step that made it.
+acronyms (``facility_phrases``). A place found once is found wherever it recurs by the
+detector's propagation step (``locations.propagated``, ``pipelines.phi.propagate``). Every
+span's ``source`` names the pass or step that made it.
 Towns told by their shape after a cue ("New X", "lives in WB") are read by
 ``location_towns``, for the cue pass.
 """
@@ -37,7 +38,6 @@ from pipelines.phi.recognizers.location_places import (
     acronym_before_unit,
     city_before_state,
     compass_state,
-    propagate,
     region,
     university_of,
     wards_with_numbers,
@@ -237,7 +237,7 @@ class LocationRecognizer(Recognizer):
         out: list[Span] = glued_heads(text) + wards_with_numbers(doc, mixed)
         lower_set = toks.lower_set
         if lower_set.isdisjoint(PASSES.triggers) and lower_set.isdisjoint(lx.us_states()):
-            return propagate(out, toks, text, mixed) if out else []
+            return out
         # the words at which a pass or a facility phrase starts, picked in one pass
         lowers = toks.lowers
         picked = list(compress(range(len(lowers)), map(_picked_words().__contains__, lowers)))
@@ -249,7 +249,7 @@ class LocationRecognizer(Recognizer):
         out += fp.hospital_acronyms(toks, text, mixed)
         starts = compress(picked, map(_visited().__contains__, map(lowers.__getitem__, picked)))
         out += _passes_at(Note(toks.words, text, Case.of(toks), mixed), starts)
-        return propagate(out, toks, text, mixed)
+        return out
 
 
 def _passes_at(note: Note, starts: Iterable[int]) -> list[Span]:

@@ -1,6 +1,7 @@
-"""Note-level steps of the name recognizer: the signature line, propagation of a name found
-once to its other occurrences in the note, and joining name words into spans (each span names
-the pass that took its first word: ``Span.source``)."""
+"""Note-level steps of the name recognizer: the signature line and joining name words into
+spans (each span names the pass that took its first word: ``Span.source``). A name found once
+spreads to its other occurrences in the detector's one propagation step
+(``pipelines.phi.propagate``)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,6 @@ from pipelines.phi import lexicons as lx
 from pipelines.phi.lexicons import Token
 from pipelines.phi.recognizers.name_cues import P, cues
 from pipelines.phi.recognizers.name_words import (
-    _base,
     _tight,
 )
 from pipelines.spans import Category, Span
@@ -62,30 +62,6 @@ def _signature(
     for idx in range(first, len(words)):
         if words[idx].lower not in credentials and lx.zipf(words[idx].lower) < 5.5:
             take(idx, P, 0.6)
-
-
-PROPAGATED = "names.propagated"
-
-
-def _propagate(toks: lx.Tokens, mixed: bool, taken: Taken) -> None:
-    """A name found once in a note is a name wherever the same word recurs in that note."""
-    words = toks.words
-    found: dict[str, tuple[Category, float, str]] = {}
-    for idx, (cat, conf, _by) in taken.items():
-        low = _base(words[idx].lower)
-        if len(low) >= 3 and (lx.zipf(low) < 4.5 or lx.name_score(low) >= 1.5):
-            found.setdefault(low, (cat, min(conf, 0.7), PROPAGATED))
-    if not found:
-        return
-    # the words whose base form was found, picked without a Python call per word
-    forms = {*found, *(k + "'s" for k in found), *(k + "’s" for k in found)}
-    for idx in lx.where(toks, forms):
-        tok = words[idx]
-        if idx in taken:
-            continue
-        hit = found.get(_base(tok.lower))
-        if hit is not None and (not mixed or tok.is_title or tok.is_upper):
-            taken[idx] = hit
 
 
 def _word_end(tok: Token) -> int:

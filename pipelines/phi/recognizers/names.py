@@ -18,9 +18,10 @@ name to its span (``Span.source``: "names.after_title", …):
    "X aware", "X (daughter)", "X is family contact", "wife X", "spoke with X", "J. Xyz";
 2. uncued passes (``name_uncued``), each with a gate on its first word: "Xyz Abc", "J XYZ",
    a lone first name, a one-case full name, a lower-case full name;
-3. note-level steps (``name_passes``): the signature line ("names.signature"), propagation
-   of a name found once to its other occurrences ("names.propagated"), the roles the
-   structured message tells ("names.known"), and the spans.
+3. note-level steps (``name_passes``): the signature line ("names.signature"), the roles the
+   structured message tells ("names.known"), and the spans. A name found once spreads to its
+   other occurrences in the detector's one propagation step ("names.propagated",
+   ``pipelines.phi.propagate``).
 """
 
 from __future__ import annotations
@@ -37,7 +38,7 @@ from pipelines.phi.recognizers import name_cue_passes as cue
 from pipelines.phi.recognizers import name_uncued as uncued
 from pipelines.phi.recognizers.known import known_name_forms
 from pipelines.phi.recognizers.name_cues import OTHER, PT, Cues, P, R, cues
-from pipelines.phi.recognizers.name_passes import Taken, _propagate, _signature, _spans
+from pipelines.phi.recognizers.name_passes import Taken, _signature, _spans
 from pipelines.phi.recognizers.name_words import (
     _base,
     _eponyms,
@@ -435,6 +436,5 @@ class NameRecognizer(Recognizer):
         _scan(note, _rule_starts(note, toks))
         note.by = "names.signature"
         _signature(note.words, note.text, note.mixed, note.take)
-        _propagate(toks, note.mixed, note.taken)
         _known_roles(doc, note)
         return _spans(note.words, note.taken, note.text)

@@ -95,6 +95,14 @@ class TaggerRecognizer(Recognizer):
         ]
         return veto(text, spans) if spans else spans
 
+    def keeps(self, text: str, span: Span) -> bool:
+        """A copy of a tagger span is judged by the tagger's own post-filters: a state, a
+        country, a typing slip of a common word ... found again is still none."""
+        group = span.category.group
+        label = Label.NAME if group == "NAME" else Label.LOCATION if group == "LOCATION" else None
+        tagged = TaggedSpan(span.start, span.end, label or Label.DATE, span.confidence)
+        return not _not_phi(text, tagged)
+
 
 _LEADING_WORD = re.compile(r"[A-Za-z]+")
 

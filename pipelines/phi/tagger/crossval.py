@@ -21,7 +21,7 @@ from pipelines.document import Identifiers
 from pipelines.evaluation import Evaluation, Report
 from pipelines.phi.base import Doc
 from pipelines.phi.combine import unite
-from pipelines.phi.detector import Detector
+from pipelines.phi.detector import Detector, propagated
 from pipelines.phi.merge import merge_spans
 from pipelines.phi.recognizers.tagger import TaggerRecognizer
 from pipelines.phi.tagger.model import Label, label_of
@@ -147,6 +147,7 @@ def _score_fold(
         spans = {"rules": found_rules}
         for suffix, tagger in taggers.items():
             found_tagger = tagger.detect(doc)
+            found_tagger += propagated(doc, [], found_tagger, [tagger])[1]  # the detector's step
             spans["tagger" + suffix] = merge_spans(found_tagger)
             spans["combined" + suffix] = merge_spans(unite(found_rules, found_tagger))
         phrases = gold.get(note.key, [])

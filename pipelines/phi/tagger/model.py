@@ -7,24 +7,20 @@ probability that the tokens are PHI). A token is PHI when the marginal of "not P
 
 from __future__ import annotations
 
-import bisect
 import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 from importlib import resources
-from itertools import accumulate, compress, count
 from pathlib import Path
 from typing import Final
 
-from pipelines.phi import lexicons
 from pipelines.phi.tagger.crf import CrfModel, ItemTagger
 from pipelines.phi.tagger.features import Featurizer, is_one_case, token_columns
 from pipelines.phi.wordlists import word_set
 from pipelines.spans import Category, Span
 
 OUTSIDE: Final = "O"
-_RARE_ZIPF: Final = 3.5  # rarer than this in English: a recurrence is worth tagging
 
 
 class Label(StrEnum):
@@ -184,7 +180,7 @@ class Tagger:
         if run:
             spans.append(_span(starts, ends, items, run, run_label, run_conf))
         spans = [s for s in spans if s.label in self.labels]
-        return spans + _recurrences(text, starts, ends, note.lowers, spans)
+        return spans
 
     def _candidates(self, predicted: list[str], p_out: list[float]) -> list[int]:
         """The items that may be PHI: labelled so, or given at least the least threshold.
@@ -221,36 +217,6 @@ def _breaks(text: str, end: int, start: int, label: Label | None = None) -> bool
     words = gap.lower().split()
     joints = CONNECTORS.get(label) if label is not None else None
     return not (joints and 0 < len(words) <= 2 and all(w in joints for w in words))
-
-
-def _recurrences(
-    text: str, starts: list[int], ends: list[int], lowers: list[str], spans: list[TaggedSpan]
-) -> list[TaggedSpan]:
-    """The other occurrences in the note of a rare word found inside a span: a surname or a
-    town is usually written several times, in contexts of varying strength."""
-    found: dict[str, TaggedSpan] = {}
-    for span in spans:
-        for word in text[span.start : span.end].split():
-            low = word.strip(".,;:'’").lower()
-            if len(low) >= 3 and low.isalpha() and lexicons.zipf(low) < _RARE_ZIPF:
-                found.setdefault(low, span)
-    if not found:
-        return []
-    # "inside a span" by bisection: an ``any`` over every span per token was quadratic (a
-    # 1 MiB line took minutes). ``reach[i]``: the furthest end of the spans starting at or
-    # before ``span_starts[i]``, so a token is covered iff that of the last start <= it is
-    # beyond it. The tokens are those whose word is a found one (in C: most are not)
-    covered = sorted((s.start, s.end) for s in spans)
-    span_starts = [a for a, _ in covered]
-    reach = list(accumulate((b for _, b in covered), max))
-    out: list[TaggedSpan] = []
-    for k in compress(count(), map(found.__contains__, lowers)):
-        start = starts[k]
-        i = bisect.bisect_right(span_starts, start) - 1
-        if i < 0 or reach[i] <= start:
-            source = found[lowers[k]]
-            out.append(TaggedSpan(start, ends[k], source.label, source.confidence))
-    return out
 
 
 def _likeliest(tagger: ItemTagger, names: tuple[str, ...], i: int) -> Label:
