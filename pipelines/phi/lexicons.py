@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import math
 import re
+import unicodedata
 from collections import Counter
 from dataclasses import dataclass, field
 from functools import cache
@@ -37,11 +38,6 @@ if TYPE_CHECKING:
 
     from pipelines.phi.base import Doc
     from surrogates.wordtable import HashedWords
-
-
-# A word: letters, optionally joined by an apostrophe ("O'Neil", "pt's").
-# Hyphens split words ("daughter-Ann", "Swan-Ganz"); the name recognizer joins "Retter-Moore".
-_WORD = re.compile(r"[A-Za-z]+(?:['’][A-Za-z]+)*")
 
 
 class Token(NamedTuple):
@@ -120,10 +116,6 @@ def token_columns(text: str) -> Columns:
 
 
 _new_token = tuple.__new__
-# ``_WORD`` as a splitter: text between words, word, text between words, …, in one C call.
-# Written with a leading letter class and possessive repeats (the same matches): the stdlib
-# compiler then skips to the next letter in C and keeps no backtracking points (-20%).
-_SPLIT = re.compile(r"([A-Za-z][A-Za-z]*+(?:['’][A-Za-z]++)*+)")
 
 
 def tokens(doc: Doc) -> Tokens:
@@ -138,18 +130,13 @@ def tokens(doc: Doc) -> Tokens:
 def _tokenize(text: str) -> Tokens:
     """Built column by column (no match object and no Python-level loop per token: the
     tokenizer was a large share of the detector's time), from the text's one tokenization
-    (``token_columns``): on ASCII text the words are its tokens that start with a letter
-    (the same as ``_SPLIT`` finds: every letter is in a word token, and the word patterns
-    agree there); other text, whose tokens may hold other letters, is split for its words
-    again."""
+    (``token_columns``): the words are its tokens that start with a letter, in any script
+    ("José Núñez" is two words, not "Jos", "N", "ez")."""
     columns = token_columns(text)
-    if text.isascii():
-        is_word = list(map(str.isalpha, map(_first, columns.texts)))
-        starts = list(compress(columns.starts, is_word))
-        ends = list(compress(columns.ends, is_word))
-        texts = tuple(compress(columns.texts, is_word))
-    else:
-        starts, ends, texts = _split_words(text)
+    is_word = list(map(str.isalpha, map(_first, columns.texts)))
+    starts = list(compress(columns.starts, is_word))
+    ends = list(compress(columns.ends, is_word))
+    texts = tuple(compress(columns.texts, is_word))
     facts = _per_word if len(texts) >= _PER_WORD_FROM else _per_token
     lowers, lower_set, written, mixed = facts(text, starts, ends, texts)
     words = tuple(map(_new_token, repeat(Token), zip(starts, ends, texts, lowers, strict=True)))
@@ -158,13 +145,6 @@ def _tokenize(text: str) -> Tokens:
 
 
 _first: Final = itemgetter(0)
-
-
-def _split_words(text: str) -> tuple[list[int], list[int], tuple[str, ...]]:
-    """The words' starts, ends and texts from one ``split`` of ``text`` by ``_SPLIT``."""
-    parts = _SPLIT.split(text)  # [gap, word, gap, word, …, gap]
-    offsets = list(accumulate(map(len, parts)))
-    return offsets[0:-1:2], offsets[1::2], tuple(parts[1::2])
 
 
 # The words' lower-case forms, their set, the distinct words as written, mixed case?
@@ -176,10 +156,7 @@ _PER_WORD_FROM: Final = 256
 
 def _per_token(text: str, starts: list[int], ends: list[int], texts: tuple[str, ...]) -> _Facts:
     """Each word asked its lower-case form and case."""
-    if text.isascii():  # lower-casing keeps every offset: each word lower-cases alone
-        lowers = tuple(map(str.lower, texts))
-    else:  # sliced from the lower-cased text, as the offsets are the original text's
-        lowers = tuple(map(text.lower().__getitem__, map(slice, starts, ends)))
+    lowers = tuple(map(str.lower, texts))  # each word alone: "İ" lower-cases to two
     longer = [t for t in texts if len(t) > 1]
     upper = lambda: sum(map(str.isupper, longer))  # noqa: E731 - asked in a few notes only
     mixed = _mixed_case(len(longer), sum(map(str.islower, longer)), upper)
@@ -188,17 +165,13 @@ def _per_token(text: str, starts: list[int], ends: list[int], texts: tuple[str, 
 
 def _per_word(text: str, starts: list[int], ends: list[int], texts: tuple[str, ...]) -> _Facts:
     """Each distinct word asked once: a long note repeats its words (a 50,000-character piece
-    writes some 7,000, a few hundred of them distinct). In an ASCII note the words'
+    writes some 7,000, a few hundred of them distinct). The words'
     lower-case forms are then one object per distinct word, so each recognizer's set look-ups
     reuse its hash instead of hashing every token."""
     counts = Counter(texts)  # the distinct words as written, and how often each occurs
-    if text.isascii():
-        lower_of = {word: word.lower() for word in counts}
-        lowers = tuple(map(lower_of.__getitem__, texts))
-        lower_set = frozenset(lower_of.values())
-    else:
-        lowers = tuple(map(text.lower().__getitem__, map(slice, starts, ends)))
-        lower_set = frozenset(lowers)
+    lower_of = {word: word.lower() for word in counts}
+    lowers = tuple(map(lower_of.__getitem__, texts))
+    lower_set = frozenset(lower_of.values())
     n = lower = 0
     for word, count in counts.items():
         if len(word) > 1:
@@ -406,6 +379,8 @@ def _name_score(word: str) -> float:
     Census share (percent) turned into a Zipf-like number minus the word's English Zipf
     frequency: "smith" ~ +2, "will" ~ -0.5, "patient" ~ -3. Words in no census list get -9.
     """
+    if not word.isascii():  # "josé", "núñez": the census lists write names without accents
+        word = folded(word)
     share = max(first_names().get(word, 0.0), last_names().get(word, 0.0))
     if share <= 0.0 and ("'" in word or "’" in word):  # "o'donnell" is listed as "odonnell"
         word = word.replace("'", "").replace("’", "")
@@ -418,15 +393,25 @@ def _name_score(word: str) -> float:
 _NAME_SCORE: Final = Memo("lexicons.name_score", _name_score, 200_000)
 
 
+def folded(word: str) -> str:
+    """A word without its accents ("josé" -> "jose", "núñez" -> "nunez", "zoë" -> "zoe"),
+    for look-ups in the census lists, which write names in ASCII; an ASCII word as it is."""
+    if word.isascii():
+        return word
+    decomposed = unicodedata.normalize("NFKD", word)
+    return "".join(c for c in decomposed if not unicodedata.combining(c))
+
+
 def is_first_name(word: str) -> bool:
-    return word in first_names()
+    return folded(word) in first_names()
 
 
 def is_last_name(word: str) -> bool:
-    return word in last_names()
+    return folded(word) in last_names()
 
 
 def is_name(word: str) -> bool:
+    word = folded(word)
     return (
         word in first_names()
         or word in last_names()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 
@@ -74,13 +75,16 @@ def test_tokens_are_words_of_the_text(text: str) -> None:
         assert text[tok.start : tok.end] == tok.text and tok.lower == tok.text.lower()
 
 
+def _words(text: str) -> list[re.Match[str]]:
+    """The words, written plainly: the tokens that start with a letter, in any script
+    ("José", "Núñez"; a word is letters, maybe joined by an apostrophe: "O'Neil", "pt's";
+    hyphens split words)."""
+    return [m for m in lx.TOKEN.finditer(text) if m.group()[0].isalpha()]
+
+
 def _reference_tokens(text: str) -> list[tuple[int, int, str, str]]:
-    """The tokenizer's contract written plainly: word matches, lower case sliced from the
-    lower-cased text at the same offsets."""
-    low = text.lower()
-    return [
-        (m.start(), m.end(), m.group(), low[m.start() : m.end()]) for m in lx._WORD.finditer(text)
-    ]
+    """The tokenizer's contract written plainly: the words, each lower-cased alone."""
+    return [(m.start(), m.end(), m.group(), m.group().lower()) for m in _words(text)]
 
 
 @settings(max_examples=300, deadline=None)
@@ -130,7 +134,7 @@ def test_title_case_memo_and_the_token_property_agree_with_the_rule(word: str) -
 def _reference_case(text: str) -> tuple[bool, bool]:
     """``mixed_case`` and ``lower_note`` written plainly: both counts, then the 85% rule; a
     lower-case note has most of its first 40 longer words (all of a shorter text's) lower."""
-    longer = [m.group() for m in lx._WORD.finditer(text) if len(m.group()) > 1]
+    longer = [m.group() for m in _words(text) if len(m.group()) > 1]
     n = len(longer) or 1
     upper = sum(t.isupper() for t in longer)
     lower = sum(t.islower() for t in longer)
@@ -225,17 +229,12 @@ def test_where_finds_the_words_the_plain_filter_finds(
 
 
 def _tokenize_reference(text: str) -> lx.Tokens:
-    """``lexicons._tokenize`` as it was written before it asked each distinct word once."""
-    import re
-    from itertools import accumulate
-
-    parts = re.split(r"([A-Za-z]+(?:['’][A-Za-z]+)*)", text)
-    offsets = list(accumulate(map(len, parts)))
-    starts, ends, texts = offsets[0:-1:2], offsets[1::2], tuple(parts[1::2])
-    if text.isascii():
-        lowers = tuple(map(str.lower, texts))
-    else:
-        lowers = tuple(map(text.lower().__getitem__, map(slice, starts, ends)))
+    """``lexicons._tokenize`` written plainly: the words (``_words``, any script), each
+    lower-cased alone, and the case counts."""
+    found = _words(text)
+    starts, ends = [m.start() for m in found], [m.end() for m in found]
+    texts = tuple(m.group() for m in found)
+    lowers = tuple(map(str.lower, texts))
     words = tuple(lx.Token(*t) for t in zip(starts, ends, texts, lowers, strict=True))
     longer = [t for t in texts if len(t) > 1]
     n = len(longer) or 1
@@ -287,7 +286,7 @@ _TOKENISH = st.sampled_from(
     | st.text(alphabet="abAB 'é’.\n1İ", max_size=60)
 )
 def test_one_tokenization_serves_the_rules_and_the_tagger(text: str) -> None:
-    """The rules' words are those the former word split found, and the document's tokens
+    """The rules' words are the tokens that start with a letter, and the document's tokens
     are the tagger's own (a word, a run of digits, any other visible character): the tagger
     reads them from the analysed document instead of tokenizing the note again."""
     import re

@@ -154,8 +154,9 @@ def _number_features(word: str) -> list[str]:
 
 def _lexicon_features(low: str) -> list[str]:
     out: list[str] = []
-    first = lexicons.first_names().get(low, 0.0)
-    last = lexicons.last_names().get(low, 0.0)
+    plain = lexicons.folded(low)  # the census lists write names in ASCII
+    first = lexicons.first_names().get(plain, 0.0)
+    last = lexicons.last_names().get(plain, 0.0)
     if first:
         out.append(f"fn={_bucket(first, (0.005, 0.05, 0.3))}")
     if last:
