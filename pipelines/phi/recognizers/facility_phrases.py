@@ -150,15 +150,20 @@ def _modifiers() -> frozenset[str]:
     return word_set("facility_modifiers") | word_set("facility_services")
 
 
-def _more_heads(words: tuple[Token, ...], lowers: tuple[str, ...], end: int, text: str) -> int:
+def _more_heads(
+    words: tuple[Token, ...], lowers: tuple[str, ...], end: int, text: str, mixed: bool
+) -> int:
     """Heads that follow a head: "X Medical Center Nursing Home", "X Hospital and Medical
-    Center"."""
+    Center". In a mixed-case note a head written in another case is none of the name's: "X
+    Medical Center clinic since May" ends at "Center"."""
     heads = _heads()
     while end + 1 < len(words):
         k = end + 1
         if words[k].lower == "and" and text[words[end].end : words[k].start] == " ":
             k += 1
         if k >= len(words) or words[k].lower not in heads:
+            break
+        if not _same_case(words[k], words[end], mixed):
             break
         if not _gap_ok(text, words[k - 1], words[k]):
             break
@@ -219,7 +224,7 @@ def facility_phrases(
         end = _head_at(words, lowers, i, text)
         if end is None:
             continue
-        end = _more_heads(words, lowers, end, text)
+        end = _more_heads(words, lowers, end, text, mixed)
         first, named = _name_start(words, i, text, mixed, stops)
         place_end = _of_place(words, end, text, mixed)
         if (named or place_end is not None) and _same_case(words[end], words[i], mixed):
@@ -232,8 +237,17 @@ def facility_phrases(
     return out
 
 
-_ACRONYM_CUES: Final = frozenset({"at", "from", "to", "of"})
-_ACRONYM_AFTER: Final = frozenset({"er", "ed", "ew", "icu", "campus", "clinic"})
+@cache
+def _acronym_cues() -> frozenset[str]:
+    """Words before an acronym that make it a place ("at XMH", "pls call XMH")."""
+    return word_set("hospital_acronym_cues")
+
+
+@cache
+def _acronym_after() -> frozenset[str]:
+    """Words after an acronym that make it a place: a unit, a department, a hospital's act
+    ("XMH ER", "XRMC cardiology", "XMH called")."""
+    return word_set("hospital_acronym_after") | word_set("name_services")
 
 
 @cache
@@ -282,12 +296,15 @@ def hospital_acronyms(toks: lx.Tokens, text: str, mixed: bool) -> list[Span]:
 
 
 def _acronym_placed(words: tuple[Token, ...], k: int, text: str) -> bool:
-    """A place cue before the acronym at ``k`` ("seen at XYZMC", or after a name and a comma:
-    "Dr. Quill, XYZMC."), or a unit after it ("XYZMC ER")."""
+    """A place cue before the acronym at ``k`` ("seen at XYZMC", "pls call XMH", or after a
+    name and a comma: "Dr. Quill, XYZMC."), or a unit, a department or a hospital's act right
+    after it ("XYZMC ER", "XRMC cardiology", "XMH called")."""
     tok = words[k]
     gap = text[words[k - 1].end : tok.start] if k > 0 else ""
-    if gap == " " and words[k - 1].lower in _ACRONYM_CUES:
+    if gap == " " and words[k - 1].lower in _acronym_cues():
         return True
     if gap == ", " and words[k - 1].is_title:
         return True
-    return k + 1 < len(words) and words[k + 1].lower in _ACRONYM_AFTER
+    if k + 1 >= len(words) or "\n" in text[tok.end : words[k + 1].start]:
+        return False
+    return words[k + 1].lower in _acronym_after()

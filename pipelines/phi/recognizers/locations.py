@@ -235,6 +235,8 @@ class LocationRecognizer(Recognizer):
         text, mixed = doc.text, toks.mixed_case
         # places glued to a head or a number need no cue word
         out: list[Span] = glued_heads(text) + wards_with_numbers(doc, mixed)
+        # hospital acronyms are told by their neighbours ("pls call XMH"), no trigger word
+        out += fp.hospital_acronyms(toks, text, mixed)
         lower_set = toks.lower_set
         if lower_set.isdisjoint(PASSES.triggers) and lower_set.isdisjoint(lx.us_states()):
             return propagate(out, toks, text, mixed) if out else []
@@ -246,7 +248,6 @@ class LocationRecognizer(Recognizer):
         # ("Sacred Heart Memorial Hospital"; option facility_heads = false: "Sacred Heart")
         with_head = bool(self.options.get("facility_heads", True))
         out += fp.facility_phrases(toks.words, lowers, text, mixed, stops(), with_head, heads)
-        out += fp.hospital_acronyms(toks, text, mixed)
         starts = compress(picked, map(_visited().__contains__, map(lowers.__getitem__, picked)))
         out += _passes_at(Note(toks.words, text, Case.of(toks), mixed), starts)
         return propagate(out, toks, text, mixed)
