@@ -82,9 +82,9 @@ def _names_word(low: str, cased: bool) -> bool:
         return False
     if low in word_set("facility_services"):
         return False
-    if lx.clinical_word(low) and lx.name_score(low) < 1.0:
-        return False  # a drug or a disease, unless a common surname too ("Rocha")
     place = low in lx.us_cities() or low in lx.us_states()
+    if lx.clinical_word(low) and lx.name_score(low) < 1.0 and not _suffix_city(low, place):
+        return False  # a drug or a disease, unless a common surname too ("Rocha")
     f = lx.zipf(low)
     if f >= _FUNCTION_ZIPF and not place:
         return False
@@ -94,6 +94,12 @@ def _names_word(low: str, cased: bool) -> bool:
         return False
     # a one-case note, or a lower-case name in a mixed note: a place, a surname or a rare word
     return place or lx.name_score(low.removesuffix("'s")) >= 0.5 or (f < 2.5 and len(low) > 3)
+
+
+def _suffix_city(low: str, place: bool) -> bool:
+    """A listed city that only a medical ending makes look clinical ("Sonoma", "Tacoma"):
+    no drug of the dictionary."""
+    return place and not lx.drug_words().get(low)
 
 
 def _gap_ok(text: str, left: Token, right: Token) -> bool:
@@ -130,7 +136,17 @@ def _name_start(
         return h, False
     while first < h and words[first].lower in {"of", "and"}:
         first += 1
-    return first, named
+    return first, named or (cased and _compass_pair(words[first:h]))
+
+
+# Words of a region that name a facility with another modifier ("Regional West", "Central
+# Valley"), though neither names alone ("the West Wing", "Regional Medical Center").
+_REGION_MODIFIERS: Final = frozenset({"north", "south", "east", "west", "central", "valley"})
+
+
+def _compass_pair(name: tuple[Token, ...]) -> bool:
+    """Two or more name words of which one is a region's: "Regional West", "Central Valley"."""
+    return len(name) >= 2 and any(t.lower in _REGION_MODIFIERS for t in name)
 
 
 def _name_word(tok: Token, cased: bool) -> bool | None:
@@ -226,6 +242,10 @@ def facility_phrases(
             continue
         end = _more_heads(words, lowers, end, text, mixed)
         first, named = _name_start(words, i, text, mixed, stops)
+        if not named and mixed and words[i].text.islower():
+            cued = _lower_cued_name(words, i, text, stops)
+            if cued is not None:
+                first, named = cued, True
         place_end = _of_place(words, end, text, mixed)
         if (named or place_end is not None) and _same_case(words[end], words[i], mixed):
             conf = 0.8 if words[i].lower != "memorial" else 0.7
@@ -235,6 +255,42 @@ def facility_phrases(
             out.append(Span(words[first].start, last.end, HOSPITAL, conf, PHRASE))
         done = end + 1
     return out
+
+
+_LOWER_NAME_CUES: Final = frozenset({"at", "to", "from", "in"})
+
+
+def _lower_cued_name(
+    words: tuple[Token, ...], h: int, text: str, stops: frozenset[str]
+) -> int | None:
+    """ "seen at york vision clinic": in a mixed-case note, a lower-case name of one to three
+    lower-case words between a place cue (and "the") and a lower-case head, one of them a
+    listed place, a surname or a word rarer than most; services, modifiers and describing
+    words are no name alone ("at the pain clinic", "to community hospital", "at an outside
+    hospital"). The index of its first word, or None."""
+    j = h - 1
+    naming = False
+    while j >= 0 and words[j].lower not in _LOWER_NAME_CUES | {"the"}:
+        tok, low = words[j], words[j].lower
+        if h - j > 3 or text[tok.end : words[j + 1].start] not in {" ", "-"}:
+            return None
+        if not tok.text.islower() or low in stops or not low.replace("'", "").isalpha():
+            return None
+        if low not in _modifiers():
+            if lx.clinical_word(low) and lx.name_score(low) < 1.0:
+                return None
+            naming = naming or _rare_or_named(low)
+        j -= 1
+    if not naming or j < 0 or text[words[j].end : words[j + 1].start] != " ":
+        return None
+    if words[j].lower == "the" and (j == 0 or words[j - 1].lower not in _LOWER_NAME_CUES):
+        return None
+    return j + 1
+
+
+def _rare_or_named(low: str) -> bool:
+    """A listed place, a surname, or a word rarer than most ("york", "legion", "belvoir")."""
+    return low in _places() or lx.name_score(low) >= 1.0 or (len(low) > 2 and lx.zipf(low) < 4.0)
 
 
 @cache
@@ -296,8 +352,8 @@ def hospital_acronyms(toks: lx.Tokens, text: str, mixed: bool) -> list[Span]:
 
 
 def _acronym_placed(words: tuple[Token, ...], k: int, text: str) -> bool:
-    """A place cue before the acronym at ``k`` ("seen at XYZMC", "pls call XMH", or after a
-    name and a comma: "Dr. Quill, XYZMC."), or a unit, a department or a hospital's act right
+    """A place cue before the acronym at ``k`` ("seen at XYZMC", "pls call XMH", after a name
+    and a comma: "Dr. Quill, XYZMC.", after a label: "Facility: XMH"), or a unit, a department or a hospital's act right
     after it ("XYZMC ER", "XRMC cardiology", "XMH called")."""
     tok = words[k]
     gap = text[words[k - 1].end : tok.start] if k > 0 else ""
@@ -305,6 +361,8 @@ def _acronym_placed(words: tuple[Token, ...], k: int, text: str) -> bool:
         return True
     if gap == ", " and words[k - 1].is_title:
         return True
+    if gap in {": ", " - "} and words[k - 1].lower in word_set("hospital_acronym_labels"):
+        return True  # "Outside hospital: XMH", "Facility - XRMC"
     if k + 1 >= len(words) or "\n" in text[tok.end : words[k + 1].start]:
         return False
     return words[k + 1].lower in _acronym_after()

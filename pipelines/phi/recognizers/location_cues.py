@@ -119,8 +119,11 @@ def cue_context(words: tuple[Token, ...], c: int, text: str, mixed: bool) -> Spa
 
 def _moved_from(words: tuple[Token, ...], c: int) -> bool:
     """ "transferred from X Memorial Hospital to XYZ": the "to" of a "from ... to" pair whose
-    "from" a movement verb opens; the pair's verb may stand six words back (the pass's
-    window), past a facility's name of up to three words."""
+    "from" a movement verb opens, before an acronym; the pair's verb may stand six words back
+    (the pass's window), past a facility's name of up to three words."""
+    nxt = words[c + 1] if c + 1 < len(words) else None
+    if nxt is None or not (nxt.is_upper and len(nxt.lower) <= 5):
+        return False  # an acronym only: a named place has its head or its cue
     for f in range(c - 2, max(0, c - 5) - 1, -1):
         if words[f].lower == "from":
             return not MOVE_VERBS.isdisjoint(map(lower_of, words[max(0, c - 6, f - 2) : f]))

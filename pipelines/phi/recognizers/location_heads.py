@@ -166,6 +166,8 @@ def namelike(tok: Token, mixed: bool, strong: bool = True) -> bool:
         return mixed or f < 5.2 or place
     # before a weak head ("rehab", "center") only a city, a surname or an initialism no
     # service has ("QXV clinic"; "cardiac rehab", "GI clinic" name none)
+    if low in word_set("clinic_service_initialisms"):
+        return False  # "DEXA center", "INR clinic": a service, however rare the word
     return (
         place
         or lx.name_score(low) >= 1.0

@@ -46,8 +46,8 @@ def _acronym_or_rare(words: tuple[Token, ...], j: int, text: str, mixed: bool) -
     it: a unit ("XYZ ER"), a floor ("X 2"), the end of the clause ("to XYZ.")."""
     tok = words[j]
     low = tok.lower
-    if low in word_set("clinic_service_initialisms"):
-        return None  # "referred to HIV clinic", "goes to the BP clinic": a service
+    if low in word_set("clinic_service_initialisms") or low in word_set("residence_acronyms"):
+        return None  # "referred to HIV clinic", "goes to the BP clinic": a service; "ALF": a kind
     unit, floor, clause = _followers(words, j, text)
     f = lx.zipf(low)
     short = 2 <= len(low) <= 5 and (tok.is_upper if mixed else f < 3.6)
