@@ -83,7 +83,7 @@ def _names_word(low: str, cased: bool) -> bool:
     if low in word_set("facility_services"):
         return False
     place = low in lx.us_cities() or low in lx.us_states()
-    if lx.clinical_word(low) and lx.name_score(low) < 1.0 and not _suffix_city(low, place):
+    if _clinical_only(low, place):
         return False  # a drug or a disease, unless a common surname too ("Rocha")
     f = lx.zipf(low)
     if f >= _FUNCTION_ZIPF and not place:
@@ -96,10 +96,12 @@ def _names_word(low: str, cased: bool) -> bool:
     return place or lx.name_score(low.removesuffix("'s")) >= 0.5 or (f < 2.5 and len(low) > 3)
 
 
-def _suffix_city(low: str, place: bool) -> bool:
-    """A listed city that only a medical ending makes look clinical ("Sonoma", "Tacoma"):
-    no drug of the dictionary."""
-    return place and not lx.drug_words().get(low)
+def _clinical_only(low: str, place: bool) -> bool:
+    """A clinical word and no common surname; a listed city that only a medical ending makes
+    look clinical ("Sonoma", "Tacoma"; no drug of the dictionary) is none."""
+    if not lx.clinical_word(low) or lx.name_score(low) >= 1.0:
+        return False
+    return not (place and not lx.drug_words().get(low))
 
 
 def _gap_ok(text: str, left: Token, right: Token) -> bool:
@@ -136,7 +138,26 @@ def _name_start(
         return h, False
     while first < h and words[first].lower in {"of", "and"}:
         first += 1
-    return first, named or (cased and _compass_pair(words[first:h]))
+    return first, named
+
+
+def _named_start(
+    words: tuple[Token, ...], h: int, text: str, mixed: bool, stops: frozenset[str]
+) -> tuple[int, bool]:
+    """``_name_start``, and when no word of the name names: two modifiers with a region's
+    ("Regional West"), or a lower-case name after a place cue ("at york vision clinic")."""
+    first, named = _name_start(words, h, text, mixed, stops)
+    if named:
+        return first, named
+    if mixed and not words[h].text.islower() and _compass_pair(words[first:h]):
+        return first, True
+    if not words[h].text.islower():
+        return first, False
+    cued = _lower_cued_name(words, h, text, stops)
+    # a lower-case note: two words at least ("at qxv clinic" is the head pass's)
+    if cued is not None and (mixed or h - cued >= 2):
+        return cued, True
+    return first, False
 
 
 # Words of a region that name a facility with another modifier ("Regional West", "Central
@@ -241,11 +262,7 @@ def facility_phrases(
         if end is None:
             continue
         end = _more_heads(words, lowers, end, text, mixed)
-        first, named = _name_start(words, i, text, mixed, stops)
-        if not named and mixed and words[i].text.islower():
-            cued = _lower_cued_name(words, i, text, stops)
-            if cued is not None:
-                first, named = cued, True
+        first, named = _named_start(words, i, text, mixed, stops)
         place_end = _of_place(words, end, text, mixed)
         if (named or place_end is not None) and _same_case(words[end], words[i], mixed):
             conf = 0.8 if words[i].lower != "memorial" else 0.7
@@ -263,29 +280,39 @@ _LOWER_NAME_CUES: Final = frozenset({"at", "to", "from", "in"})
 def _lower_cued_name(
     words: tuple[Token, ...], h: int, text: str, stops: frozenset[str]
 ) -> int | None:
-    """ "seen at york vision clinic": in a mixed-case note, a lower-case name of one to three
-    lower-case words between a place cue (and "the") and a lower-case head, one of them a
+    """ "seen at york vision clinic": a lower-case name (in a mixed-case or a lower-case note)
+    of one to three lower-case words between a place cue (and "the") and a lower-case head, one of them a
     listed place, a surname or a word rarer than most; services, modifiers and describing
     words are no name alone ("at the pain clinic", "to community hospital", "at an outside
     hospital"). The index of its first word, or None."""
     j = h - 1
     naming = False
     while j >= 0 and words[j].lower not in _LOWER_NAME_CUES | {"the"}:
-        tok, low = words[j], words[j].lower
-        if h - j > 3 or text[tok.end : words[j + 1].start] not in {" ", "-"}:
+        if h - j > 3 or text[words[j].end : words[j + 1].start] not in {" ", "-"}:
             return None
-        if not tok.text.islower() or low in stops or not low.replace("'", "").isalpha():
+        names = _lower_name_word(words[j], stops)
+        if names is None:
             return None
-        if low not in _modifiers():
-            if lx.clinical_word(low) and lx.name_score(low) < 1.0:
-                return None
-            naming = naming or _rare_or_named(low)
+        naming = naming or names
         j -= 1
     if not naming or j < 0 or text[words[j].end : words[j + 1].start] != " ":
         return None
     if words[j].lower == "the" and (j == 0 or words[j - 1].lower not in _LOWER_NAME_CUES):
         return None
     return j + 1
+
+
+def _lower_name_word(tok: Token, stops: frozenset[str]) -> bool | None:
+    """A lower-case word of a name that names (True), a modifier or a service (False), or no
+    word of a name (None: a stop word, a clinical word, a capitalised word)."""
+    low = tok.lower
+    if not tok.text.islower() or low in stops or not low.replace("'", "").isalpha():
+        return None
+    if low in _modifiers():
+        return False
+    if lx.clinical_word(low) and lx.name_score(low) < 1.0:
+        return None
+    return _rare_or_named(low)
 
 
 def _rare_or_named(low: str) -> bool:

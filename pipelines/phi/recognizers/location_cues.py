@@ -103,7 +103,7 @@ def cue_context(words: tuple[Token, ...], c: int, text: str, mixed: bool) -> Spa
         j += 1
     if j >= len(words) or (cue == "of" and not resident and not _of_person(words, c, mixed)):
         return None
-    moved = not before.isdisjoint(MOVE_VERBS) or (cue == "to" and _moved_from(words, c))
+    moved = _moved(words, c, before)
     gap = _cue_gap(words, c, j, text)
     if gap is None:
         return None
@@ -115,6 +115,12 @@ def cue_context(words: tuple[Token, ...], c: int, text: str, mixed: bool) -> Spa
     prev = words[c - 1].lower if c > 0 else ""
     ctx = _Cue(words, text, mixed, c, j, cue, prev, before, moved, resident)
     return _city_after_cue(ctx) or _after_cue_rest(ctx)
+
+
+def _moved(words: tuple[Token, ...], c: int, before: frozenset[str]) -> bool:
+    """A movement verb among the three words before the cue at ``c`` (``before``), or the
+    verb of a "from ... to" pair before it."""
+    return not before.isdisjoint(MOVE_VERBS) or (words[c].lower == "to" and _moved_from(words, c))
 
 
 def _moved_from(words: tuple[Token, ...], c: int) -> bool:

@@ -41,13 +41,19 @@ def facility_after_cue(words: tuple[Token, ...], j: int, text: str, mixed: bool)
     return _acronym_or_rare(words, j, text, mixed)
 
 
+def _residence_kind(low: str) -> bool:
+    """ "lives in ALF", "sent to SNF": a kind of residence of three letters or more (two
+    letters may shorten a town's or a home's name)."""
+    return len(low) >= 3 and low in word_set("residence_acronyms")
+
+
 def _acronym_or_rare(words: tuple[Token, ...], j: int, text: str, mixed: bool) -> Span | None:
     """A short acronym or a rare word after a movement cue, told a facility by what follows
     it: a unit ("XYZ ER"), a floor ("X 2"), the end of the clause ("to XYZ.")."""
     tok = words[j]
     low = tok.lower
-    if low in word_set("clinic_service_initialisms") or low in word_set("residence_acronyms"):
-        return None  # "referred to HIV clinic", "goes to the BP clinic": a service; "ALF": a kind
+    if low in word_set("clinic_service_initialisms") or _residence_kind(low):
+        return None  # "referred to HIV clinic", "goes to the BP clinic": a service
     unit, floor, clause = _followers(words, j, text)
     f = lx.zipf(low)
     short = 2 <= len(low) <= 5 and (tok.is_upper if mixed else f < 3.6)
