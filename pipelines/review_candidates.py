@@ -19,6 +19,10 @@ if TYPE_CHECKING:
     from pipelines.review import ReviewQueue
 
 _NAMES_AND_PLACES = frozenset({"NAME", "LOCATION"})
+# The kinds of identifier the rules tell apart; the tagger's one class (ID) agrees with each.
+_IDENTIFIERS = frozenset(
+    {"SSN", "MRN", "ACCOUNT", "HEALTH_PLAN", "LICENSE", "VEHICLE", "DEVICE", "ID"}
+)
 
 
 class ItemKind(StrEnum):
@@ -94,8 +98,15 @@ def _disagreements(rules: Sequence[Span], learned: Sequence[Span]) -> Iterable[S
         if not overlapping:
             if span.category.group in _NAMES_AND_PLACES:
                 yield span
-        elif all(r.category.group != span.category.group for r in overlapping):
+        elif all(not _same_kind(r, span) for r in overlapping):
             yield span
     for rule in rules:
         if rule.category.group in _NAMES_AND_PLACES and not any(s.overlaps(rule) for s in learned):
             yield rule
+
+
+def _same_kind(rule: Span, learned: Span) -> bool:
+    """One category group, or both identifiers (the tagger does not tell an MRN from an
+    account number: its ID over a rule's MRN is agreement)."""
+    groups = {rule.category.group, learned.category.group}
+    return len(groups) == 1 or groups <= _IDENTIFIERS

@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib
 import inspect
 import pkgutil
+import sys
 from typing import Annotated, Any
 
 import typer
@@ -60,22 +61,29 @@ def version() -> None:
     typer.echo(_installed_version())
 
 
-_registered = False
+_registered: dict[str, bool] = {}  # command module -> has it a ``register`` hook
 
 
-def _register_commands() -> None:
-    """Every module in service.commands exposes ``register(app)`` (once per process)."""
-    global _registered  # noqa: PLW0603 - registration is once per process
-    if _registered:
-        return
-    _registered = True
+def _register_commands(only: str | None = None) -> None:
+    """Every module in service.commands exposes ``register(app)`` (once per process); with
+    ``only`` the name of such a module, that module alone (the command of that name)."""
     import service.commands as pkg
 
-    for info in sorted(pkgutil.iter_modules(pkg.__path__), key=lambda i: i.name):
-        module = importlib.import_module(f"{pkg.__name__}.{info.name}")
-        hook = getattr(module, "register", None)
+    modules = sorted(info.name for info in pkgutil.iter_modules(pkg.__path__))
+    if only in modules and _register(f"{pkg.__name__}.{only}"):
+        return
+    for name in modules:
+        _register(f"{pkg.__name__}.{name}")
+
+
+def _register(module: str) -> bool:
+    """Register the commands of ``module`` (once); does it have any?"""
+    if module not in _registered:
+        hook = getattr(importlib.import_module(module), "register", None)
         if hook is not None:
             hook(app)
+        _registered[module] = hook is not None
+    return _registered[module]
 
 
 def _bare(param: Any) -> Any:
@@ -119,9 +127,11 @@ def _tidy_help(command: Any) -> None:
         _tidy_help(sub)
 
 
-def command() -> Any:
-    """The whole command line as one click command (what ``deidstream`` runs)."""
-    _register_commands()
+def command(only: str | None = None) -> Any:
+    """The whole command line as one click command (what ``deidstream`` runs); with
+    ``only``, the command line of that one command when a module registers it (the others'
+    imports are a large part of a short run's start-up)."""
+    _register_commands(only)
     cmd = typer.main.get_command(app)
     _flags_as_flags(cmd)
     _tidy_help(cmd)
@@ -129,7 +139,8 @@ def command() -> Any:
 
 
 def main() -> None:
-    command()(prog_name="deidstream")
+    args = sys.argv[1:2]
+    command(args[0] if args and not args[0].startswith("-") else None)(prog_name="deidstream")
 
 
 if __name__ == "__main__":

@@ -39,9 +39,11 @@ def warm() -> None:
     from surrogates.dates import _holiday_names
     from surrogates.locations import _multiword_cities, _states, _zip_data
     from surrogates.names import census
+    from surrogates.places import place_table
 
     census()
     _zip_data()
+    place_table()
     _multiword_cities()
     _states()
     us_area_codes()

@@ -24,6 +24,7 @@ class Detector:
         # reviewers' allow / deny lists (pipelines.review): asked for on every document, so
         # a decision applies from the next document on
         self.lists = lists
+        self._threshold: tuple[Policy | None, dict[Category, float]] = (None, {})
         self.recognizers: list[Recognizer] = [
             registry.get(name)(options) for name, options in self.policy.recognizers.items()
         ]
@@ -72,6 +73,14 @@ class Detector:
             (learned if recognizer.learned else found).extend(recognizer.detect(doc))
             check(recognizer.name)  # the per-document deadline, if the caller set one
         size = len(doc.text)
-        threshold = {category: self.policy.threshold_for(category) for category in Category}
+        threshold = self._thresholds()
         kept = [s for s in found if s.end <= size and s.confidence >= threshold[s.category]]
         return doc, kept, [s for s in learned if s.end <= size]
+
+    def _thresholds(self) -> dict[Category, float]:
+        """The policy's threshold of each category, worked out once per policy."""
+        policy, thresholds = self._threshold
+        if policy is not self.policy:
+            thresholds = {category: self.policy.threshold_for(category) for category in Category}
+            self._threshold = (self.policy, thresholds)
+        return thresholds

@@ -153,7 +153,7 @@ def _tokenize(text: str) -> Tokens:
     facts = _per_word if len(texts) >= _PER_WORD_FROM else _per_token
     lowers, lower_set, written, mixed = facts(text, starts, ends, texts)
     words = tuple(map(_new_token, repeat(Token), zip(starts, ends, texts, lowers, strict=True)))
-    lower_note = not mixed and _lower_among_first(texts, 40) > 20
+    lower_note = not mixed and _mostly_lower(texts, 40)
     return Tokens(words, mixed, lower_set, lower_note, texts, lowers, written, columns)
 
 
@@ -224,8 +224,10 @@ def _mixed_case(longer: int, lower: int, upper: Callable[[], int]) -> bool:
     return upper() / n < 0.85
 
 
-def _lower_among_first(texts: tuple[str, ...], first: int) -> int:
-    """How many of the ``first`` first words of two or more letters are lower-case."""
+def _mostly_lower(texts: tuple[str, ...], first: int) -> bool:
+    """Are most of the ``first`` first words of two or more letters lower-case? A short text
+    (a query, a one-line note: fewer such words) is judged on the words it has, so "a
+    61-year-old man, Hal Q., asks" is a lower-case text whose capitals are signals."""
     seen = lower = 0
     for word in texts:
         if len(word) > 1:
@@ -233,7 +235,7 @@ def _lower_among_first(texts: tuple[str, ...], first: int) -> int:
             seen += 1
             if seen == first:
                 break
-    return lower
+    return 2 * lower > seen
 
 
 # Up to this many distinct words wanted, ``where`` finds each with ``tuple.index``.
@@ -477,14 +479,17 @@ def countries() -> frozenset[str]:
 def drug_words() -> HashedWords:
     """Lower-case one-word drug names (generic and brand) and their 5-6 letter heads, the
     way notes shorten them ("vanco", "ceftaz"); from drug-named-entity-recognition's data.
-    Each has the value 1.0 (``HashedWords``: a long list, asked about a few times a note)."""
+    Each has the value 1.0 (``HashedWords``: a long list, asked about a few times a note).
+    Read from the copy shipped beside this package (``pipelines.phi.drugs``)."""
+    from pipelines.phi import drugs
     from surrogates.wordtable import hashed_words
 
-    return hashed_words([sorted(drug_variants())], (1.0,))
+    return hashed_words([drugs.shipped()], (1.0,))
 
 
 def drug_variants() -> set[str]:
-    """The words of ``drug_words`` as strings (read anew on each call)."""
+    """The words of ``drug_words`` as strings, derived from the package's data (read anew
+    on each call; what ``python -m pipelines.phi.drugs`` writes to the shipped copy)."""
     import bz2
     import gc
     import importlib.util
@@ -575,9 +580,7 @@ def near_english(word: str) -> bool:
 
 
 def warm() -> None:
-    """Load every lexicon now (a service calls this at start-up instead of on the first note).
-    The drug list first: its packaged tables are a large transient, best freed before the
-    lists that stay are laid out in memory."""
+    """Load every lexicon now (a service calls this at start-up instead of on the first note)."""
     drug_words()
     first_names()
     last_names()

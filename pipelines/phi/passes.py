@@ -151,6 +151,7 @@ class Passes(Generic[N, R]):
         self.anywhere: tuple[Pass[N, R], ...] = tuple(p for p in self.passes if p.anywhere)
         self.before = max((p.before for p in self.passes), default=0)
         self.after = max((p.after for p in self.passes), default=0)
+        self._in_case = {case: tuple(p for p in self.passes if case in p.cases) for case in Case}
         self._judged: dict[str, Memo[tuple[str, Case], _Verdict]] = {
             p.name: Memo(f"{p.name}.window", None, _JUDGED_LIMIT) for p in self.passes if p.memo
         }
@@ -170,8 +171,19 @@ class Passes(Generic[N, R]):
         return steps_of
 
     def plan(self, tok: Token, case: Case) -> tuple[Pass[N, R], ...]:
-        """The passes tried at ``tok`` in a note of ``case``, in declared order (uncached)."""
-        return tuple(p for p in self.passes if p.starts_at(tok, case))
+        """The passes tried at ``tok`` in a note of ``case``, in declared order (uncached):
+        :meth:`Pass.starts_at` of each pass of the case, a gate two passes share asked once."""
+        lower = tok.lower
+        verdicts: dict[Gate, bool] = {}
+        found: list[Pass[N, R]] = []
+        for p in self._in_case[case]:
+            if (p.anywhere or lower in p.words) and (p.lexicon is None or lower in p.lexicon()):
+                verdict = verdicts.get(p.gate)
+                if verdict is None:
+                    verdict = verdicts[p.gate] = p.gate(tok, case)
+                if verdict:
+                    found.append(p)
+        return tuple(found)
 
     def steps(self, tok: Token, case: Case, ascii_word: bool = True) -> tuple[Pass[N, R], ...]:
         """:meth:`plan`, remembered per word as written (for ASCII words)."""

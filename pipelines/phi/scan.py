@@ -43,28 +43,55 @@ _WORD = re.compile(r"[A-Za-z](?:[A-Za-z0-9'/]*[A-Za-z0-9])?|\d+(?:\.\d+)?|[#@%&]
 
 # Every re2 scan pattern asked about with ``may_match``: pattern -> index in one RE2::Set.
 _WATCHED: dict[str, int] = {}
-# the compiled set and how many patterns (indices 0..n-1) it holds; rebuilt when one is added
-_SEARCH_SET: list[tuple[Any, int]] = []
+# the compiled sets (UTF-8, and Latin-1 for ASCII text) and how many patterns (indices
+# 0..n-1) they hold; rebuilt when one is added
+_SEARCH_SET: list[tuple[Any, Any, int]] = []
 _REGISTER = threading.Lock()  # indices and rebuilds: two threads must not interleave them
 # RE2::Set runs its DFA in "many match" mode, which never gives up for slowness; a large
 # budget keeps it from running out of state memory on long texts (it would report no match)
 _SET_MAX_MEM = 64 << 20
 
 
-def _search_set(index: int) -> Any:
-    """The set holding pattern ``index`` (built again, under the lock, if it is new)."""
-    if not _SEARCH_SET or index >= _SEARCH_SET[0][1]:
+def _search_sets(index: int) -> tuple[Any, Any, int]:
+    """The sets holding pattern ``index`` (built again, under the lock, if it is new)."""
+    if not _SEARCH_SET or index >= _SEARCH_SET[0][2]:
         with _REGISTER:
-            if not _SEARCH_SET or index >= _SEARCH_SET[0][1]:
-                options = re2.Options()
-                options.max_mem = _SET_MAX_MEM
-                search = re2.Set.SearchSet(options)
+            if not _SEARCH_SET or index >= _SEARCH_SET[0][2]:
                 patterns = list(_WATCHED)  # in index order: indices are given under the lock
-                for pattern in patterns:
-                    search.Add(pattern)
-                search.Compile()
-                _SEARCH_SET[:] = [(search, len(patterns))]
-    return _SEARCH_SET[0][0]
+                utf8 = _compiled(patterns, latin1=False)
+                _SEARCH_SET[:] = [(utf8, _latin1_set(patterns) or utf8, len(patterns))]
+    return _SEARCH_SET[0]
+
+
+def _compiled(patterns: list[str], latin1: bool) -> Any:
+    options = re2.Options()
+    options.max_mem = _SET_MAX_MEM
+    if latin1:
+        options.encoding = re2.Options.Encoding.LATIN1
+    search = re2.Set.SearchSet(options)
+    for pattern in patterns:
+        search.Add(_as_latin1(pattern) if latin1 else pattern)
+    search.Compile()
+    return search
+
+
+def _as_latin1(pattern: str) -> bytes:
+    """``pattern`` for a Latin-1 set, each character beyond Latin-1 (a dash, a quote mark)
+    made byte 0xFF: as a literal, a class member or a range's end it then stands for the
+    same ASCII characters as before (none, or all up to the end), so on ASCII text the
+    pattern matches where it did."""
+    return "".join(c if ord(c) < 256 else "\xff" for c in pattern).encode("latin-1")
+
+
+def _latin1_set(patterns: list[str]) -> Any:
+    """The patterns as one Latin-1 set, asked about ASCII text (None if one will not
+    compile so). The same answers there as the UTF-8 set, from a smaller automaton: no
+    multi-byte paths for Unicode classes and case folding (Kelvin sign, long s), so fewer
+    states to build on new text and to keep in cache (bench/README.md, "Session 14")."""
+    try:
+        return _compiled(patterns, latin1=True)
+    except re2.error:
+        return None
 
 
 def may_match(doc: Doc, pattern: Any) -> bool:
@@ -78,11 +105,14 @@ def may_match(doc: Doc, pattern: Any) -> bool:
     if index is None:  # first use of this pattern in the process
         with _REGISTER:
             index = _WATCHED.setdefault(pattern.pattern, len(_WATCHED))
-    search = _search_set(index)
+    utf8, latin1, _ = _search_sets(index)
+    text = doc.text
+    search = latin1 if text.isascii() else utf8
     artifacts = doc.artifacts
     present = artifacts.present
     if present is None or present[0] is not search:
-        present = artifacts.present = (search, frozenset(search.Match(doc.text) or ()))
+        matched = search.Match(text.encode("ascii") if search is not utf8 else text)
+        present = artifacts.present = (search, frozenset(matched or ()))
     return index in present[1]
 
 

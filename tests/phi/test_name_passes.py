@@ -152,6 +152,8 @@ def test_derived_starts_take_what_every_pass_takes_in_invented_notes() -> None:
             "names.lone_first_name",
         ),
         ("HAZEL KOWALSKI IN TO VISIT. PT RESTING.", "HAZEL KOWALSKI", "names.one_case_full_name"),
+        ("PT RESTING. ODETTE R. CALLED FOR UPDATE.", "ODETTE R", "names.one_case_first_initial"),
+        ("Pt resting. Odette R. called for an update.", "Odette R", "names.first_name_initial"),
         (
             "Seen by Team. Later lisa kowalski in to visit, BP stable.",
             "lisa kowalski",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import string
 import threading
 from typing import Any
 
@@ -37,6 +38,25 @@ def test_may_match_agrees_with_finditer(text: str) -> None:
         found = list(pattern.finditer(text))
         assert scan.may_match(doc, pattern) == bool(found)
         assert [_facts(m) for m in scan.finditer(doc, pattern)] == [_facts(m) for m in found]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(_PIECES | st.sampled_from(["Kelvin", "skis", "Dec", "to", "hemiarthroplasty"]),
+                max_size=12).map("".join) | st.text(alphabet=string.printable, max_size=60))  # fmt: skip
+def test_ascii_text_gets_the_latin1_sets_answers_which_are_the_utf8_sets(text: str) -> None:
+    """ASCII text is asked of the Latin-1 set: each pattern matches there where it does in
+    the UTF-8 set (a character beyond Latin-1 in a pattern stands for no ASCII character)."""
+    doc = Doc(text)
+    for pattern in _PATTERNS:
+        scan.may_match(doc, pattern)
+    utf8, latin1, _ = scan._search_sets(0)  # noqa: SLF001
+    assert latin1 is not utf8  # every watched pattern compiles as Latin-1
+    assert doc.artifacts.present is not None and doc.artifacts.present[0] is latin1
+    assert sorted(latin1.Match(text.encode("ascii")) or ()) == sorted(utf8.Match(text) or ())
+
+
+def test_a_character_beyond_latin1_becomes_a_byte_no_ascii_text_holds() -> None:
+    assert scan._as_latin1("a[–-]b’") == b"a[\xff-]b\xff"  # noqa: SLF001
 
 
 def _facts(match: Any) -> tuple[Any, ...]:

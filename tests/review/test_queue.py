@@ -289,6 +289,15 @@ def test_disagreements_are_names_and_places_one_side_misses() -> None:
     assert all(s.category is not Category.DATE for s in found)
 
 
+def test_the_taggers_id_agrees_with_any_identifier_kind() -> None:
+    rules = [Span(0, 9, Category.MRN), Span(20, 27, Category.LOCATION_ZIP)]
+    learned = [
+        Span(0, 9, Category.ID, 0.9, "tagger"),  # an MRN: the tagger has one class for codes
+        Span(20, 27, Category.ID, 0.9, "tagger"),  # a ZIP to the rules: a real disagreement
+    ]
+    assert list(_disagreements(rules, learned)) == [learned[1]]
+
+
 def test_decisions_validate_themselves() -> None:
     with pytest.raises(ReviewError):
         Decision("i", "ana", Role.REVIEWER, DecisionKind.PHI)  # no category

@@ -23,11 +23,29 @@ DATE_CUES = word_set("date_cues")
 # Cues after which even "3/3" reads as a date ("post 3/3"; "on 5/5" is a vent setting).
 STRONG_CUES = DATE_CUES - word_set("date_cues_weak")
 
+# "urine cx 3/4 gm neg rods": a specimen cultured per sample, then a culture word, or one
+# word for both ("ucx": urine, "scx": sputum, "wcx": wound culture)
+_SPECIMENS: Final = word_set("date_culture_specimens")
+_CULTURE_WORDS: Final = frozenset({"cx", "cult", "culture", "cultures"})
+_SPECIMEN_CULTURES: Final = frozenset({"ucx", "scx", "wcx"})
+
+# Weak cues after which six digits may still be a date MMDDYY ("fell on 071588", "since
+# 021285"): not "of", "as", "by" ("platelets of 101000", "up by 110000").
+COMPACT_WEAK_CUES: Final = frozenset({"on", "from", "last", "next", "starting", "started"})
+
 _DELIM = re.compile(r"[/\-.]")  # compiled once: module-level re.split looks it up per call
 
 
 def valid_md(month: int, day: int) -> bool:
     return 1 <= month <= 12 and 1 <= day <= 31
+
+
+_MONTH_DAYS: Final = (31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31)
+
+
+def calendar_md(month: int, day: int) -> bool:
+    """A day the month has ("02/30" is no date)."""
+    return 1 <= month <= 12 and 1 <= day <= _MONTH_DAYS[month - 1]
 
 
 def valid_year(part: str) -> bool:
@@ -156,10 +174,25 @@ def _month_day(text: str, start: int, end: int, a_s: str, b_s: str, delim: str) 
     word = words_before(text, start, 1, 16)
     cue = any(w in DATE_CUES for w in word)  # "on 7/22"
     if len(b_s) <= 2 and 1 <= b <= 31:
+        if _culture_before(text, start, word):
+            return 0.85  # "urine cx 3/4 gm neg rods": no bottles to count, so a date
         return _day_reading(text, start, end, a, b, word, cue)
     if (len(b_s) == 2 and b > 31) or (len(b_s) == 4 and valid_year(b_s)):
         return 0.8 if cue else 0.65  # month/year: "8/88", "5/2017"
     return 0.0
+
+
+def _culture_before(text: str, start: int, word: list[str]) -> bool:
+    """A culture of a specimen taken per sample right before: "urine cx", "ucx", "sputum
+    culture" (not "blood cx 2/4": bottles)."""
+    if not word:
+        return False
+    if word[0] in _SPECIMEN_CULTURES:
+        return True
+    if word[0] not in _CULTURE_WORDS:
+        return False
+    two = words_before(text, start, 2, 32)
+    return len(two) == 2 and two[0] in _SPECIMENS
 
 
 def _day_reading(

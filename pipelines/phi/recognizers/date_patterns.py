@@ -12,7 +12,7 @@ import re
 from functools import lru_cache
 from typing import Any
 
-from pipelines.phi.recognizers.date_numeric import STRONG_CUES
+from pipelines.phi.recognizers.date_numeric import COMPACT_WEAK_CUES, STRONG_CUES
 from pipelines.phi.scan import compile_words
 
 # Slash dates (with ranges and pairs), dash and dot dates with a year. The left boundary is
@@ -77,10 +77,12 @@ _OTHER_WORD_FORMS = (
     r"|\bthe" + _B + r"+(?P<ord>\d{1,2})(?:st|nd|rd|th)\b"
     r"|\b(?P<vague>early|mid|late)[ \t\-]+(?P<vy>(?:19|20)\d\d)\b"
     r"|\b(?P<glued>\d{1,2}" + _MONTH + r"(?:19|20)?\d\d)\b"  # "14MAR2019", "3jan19"
-    # six digits, MMDDYY, right after a strong date cue: "DOB 071588", "born: 120387" (a
-    # six-digit number alone is a count, a dose or a code); the right edge is checked later
-    r"|\b(?:" + "|".join(re.escape(c) for c in sorted(STRONG_CUES, key=len, reverse=True)) + r")"
-    r"[ \t]*[:#]?[ \t]*(?P<six>\d{6})"
+    # six digits, MMDDYY, right after a date cue: "DOB 071588", "born: 120387", "fell on
+    # 071588" (a six-digit number alone is a count, a dose or a code); the right edge, and
+    # after a weak cue a real calendar day and no lab's value, are checked in the pass
+    r"|\b(?P<sixcue>"
+    + "|".join(re.escape(c) for c in sorted(STRONG_CUES | COMPACT_WEAK_CUES, key=len, reverse=True))
+    + r")[ \t]*[:#]?[ \t]*(?P<six>\d{6})"
 )
 
 
@@ -93,19 +95,18 @@ def holiday_pattern() -> Any:
     names: set[str] = set()
     every: set[str] = set()
     for subdiv in (None, *holidays.US.subdivisions):
-        for cat in ("public", "unofficial"):
-            try:
-                found = holidays.country_holidays(
-                    "US", subdiv=subdiv, years=(2023, 2024), categories=(cat,)
-                )
-            except (NotImplementedError, ValueError, KeyError):
-                continue
-            for value in found.values():
-                for name in value.split(";"):
-                    clean = name.replace("(observed)", "").strip()
-                    every.add(clean)
-                    if subdiv is None:
-                        names.add(clean)
+        try:  # both categories in one call: a third of the start-up cost of one per category
+            found = holidays.country_holidays(
+                "US", subdiv=subdiv, years=(2023, 2024), categories=("public", "unofficial")
+            )
+        except (NotImplementedError, ValueError, KeyError):
+            continue
+        for value in found.values():
+            for name in value.split(";"):
+                clean = name.replace("(observed)", "").strip()
+                every.add(clean)
+                if subdiv is None:
+                    names.add(clean)
     stems: dict[str, int] = {}
     suffix = re.compile(r"^(.+?) (?:Day|Eve|Sunday|Monday|Second Day)$")
     prefix = re.compile(r"^(?:Day|Friday) After (.+)$")

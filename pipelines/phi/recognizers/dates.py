@@ -22,7 +22,12 @@ from pipelines.phi.base import Doc, Recognizer
 from pipelines.phi.passes import declare
 from pipelines.phi.patterns import Found, PatternPass, PatternPasses
 from pipelines.phi.recognizers.date_numeric import DATE_CUES as DATE_CUES
-from pipelines.phi.recognizers.date_numeric import numeric_confidence, valid_md
+from pipelines.phi.recognizers.date_numeric import (
+    STRONG_CUES,
+    calendar_md,
+    numeric_confidence,
+    valid_md,
+)
 from pipelines.phi.recognizers.date_patterns import (
     _AMBIGUOUS_MONTHS,
     _NUMERIC,
@@ -97,15 +102,27 @@ def _spaced(note: _Note, m: Any) -> Found | None:
 
 
 def _compact(note: _Note, m: Any) -> Found | None:
-    """Six digits MMDDYY right after a strong date cue: "DOB 071588", "born 120387" (a
-    6-digit number alone is a count, a dose or a code)."""
-    text = note.text
-    six = word_groups()["six"]
-    start, end = m.start(six), m.end(six)
-    value = text[start:end]
-    if _blocked_after(text[end : end + 2]) or not valid_md(int(value[:2]), int(value[2:4])):
+    """Six digits MMDDYY right after a date cue: "DOB 071588", "born 120387"; after a weak
+    cue ("on", "from") only a real calendar day and no lab's value ("fell on 071588", not
+    "plt on 101000"). A 6-digit number alone is a count, a dose or a code."""
+    text, groups = note.text, word_groups()
+    start, end = m.start(groups["six"]), m.end(groups["six"])
+    month, day = int(text[start : start + 2]), int(text[start + 2 : start + 4])
+    if _blocked_after(text[end : end + 2]) or not valid_md(month, day):
         return None
-    return None if clinical.unit_follows(text, end) else (start, end, Category.DATE, 0.85)
+    if clinical.unit_follows(text, end):
+        return None
+    cue = text[m.start(groups["sixcue"]) : m.end(groups["sixcue"])].lower()
+    if cue not in STRONG_CUES and not _weak_compact_ok(text, m.start(), month, day):
+        return None
+    return (start, end, Category.DATE, 0.85 if cue in STRONG_CUES else 0.7)
+
+
+def _weak_compact_ok(text: str, cue_start: int, month: int, day: int) -> bool:
+    """After a weak cue, six digits are a date only with a real calendar day, two-digit
+    month and day as MMDDYY writes them, and no measurement cue before the cue word
+    ("plt on 101000", "WBC from 110000")."""
+    return calendar_md(month, day) and not clinical.vital_before(text, cue_start)
 
 
 def _blocked_after(nxt: str) -> bool:

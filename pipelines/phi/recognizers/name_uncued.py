@@ -24,9 +24,12 @@ from pipelines.phi.recognizers.name_words import (
     _tight,
     surname_letter,
 )
+from pipelines.phi.wordlists import word_set
 
 if TYPE_CHECKING:
     from pipelines.phi.recognizers.names import _Note
+
+UNITS = word_set("care_units")
 
 
 def title_pair_gate(tok: Token, case: Case) -> bool:
@@ -104,7 +107,7 @@ def capital_initial_surname(note: _Note, i: int) -> int | None:
 def first_name_initial(note: _Note, i: int) -> int | None:
     """No cue: "a 61-year-old man, Hal Q., asks", "Greta Q. called": a census first name in
     Title case more a name than a word, then a capital with its period (a surname initial)."""
-    words, text, tok = note.words, note.text, note.words[i]
+    tok = note.words[i]
     if not (
         (note.mixed or note.lower_note)
         and lx.is_title(tok.text)
@@ -114,23 +117,83 @@ def first_name_initial(note: _Note, i: int) -> int | None:
         and note.gap(i, i + 1) == " "
     ):
         return None
-    letter, low = words[i + 1], tok.lower
+    low = tok.lower
     if (
-        surname_letter(letter, text)
-        and text[letter.end : letter.end + 1] == "."
-        and lx.name_score(low) >= 0.0
+        _initial_with_period(note, i + 1)
+        and lx.name_score(low) >= (-0.5 if _apposition(note, i) else 0.0)
         and low not in note.cues.cue_words
         and low not in note.eponyms
-        and not lx.clinical_word(low)
+        and _not_clinical_first(low)
     ):
         note.take(i, OTHER, 0.6)
         return note.run_right(i + 1, OTHER, 0.6, 2)
     return None
 
 
+def _initial_with_period(note: _Note, j: int) -> bool:
+    """Word ``j`` is a capital standing for a surname, written with its period ("Q.")."""
+    letter = note.words[j]
+    return surname_letter(letter, note.text) and note.text[letter.end : letter.end + 1] == "."
+
+
+def _apposition(note: _Note, i: int) -> bool:
+    """Words ``i`` and ``i + 1`` ("Hal Q.") stand between commas, set apart as a person is
+    in "a 61-year-old man, Hal Q., asks": the comma before, and one right after the period."""
+    tok, letter = note.words[i], note.words[i + 1]
+    before = note.text[max(0, tok.start - 3) : tok.start].rstrip(" ")
+    return before.endswith(",") and note.text[letter.end : letter.end + 2] == ".,"
+
+
+def _not_clinical_first(low: str) -> bool:
+    """A first name that does not look like clinical vocabulary, or is far more a name than
+    a word all the same ("Thomas", "Josephine": a drug list's or a suffix's false friends)."""
+    return not lx.clinical_word(low) or lx.name_score(low) >= 1.5
+
+
+def one_case_first_gate(tok: Token, case: Case) -> bool:
+    """In a note written in capitals, a census first name at least as much a name as a word,
+    no care unit ("WARD C.") and no clinical word."""
+    low = tok.lower
+    return (
+        case is Case.UPPER
+        and low in lx.first_names()
+        and lx.name_score(low) >= 0.0
+        and low not in UNITS
+        and _not_clinical_first(low)
+    )
+
+
+def _strong_first(low: str) -> bool:
+    """A first name far more a name than a word, and no very common word ("MAY", "MARK",
+    "WILL" are words first)."""
+    return lx.name_score(low) >= 1.0 and lx.zipf(low) < 5.0
+
+
+def one_case_first_initial(note: _Note, i: int) -> int | None:
+    """No cue, note in capitals: "LYDIA T. CALLED BACK", "A 61-YEAR-OLD MAN, GUY Q., ASKS": a
+    first name, then a capital with its period; the name far more a name than a word, or
+    set apart between commas."""
+    tok = note.words[i]
+    if not (
+        one_case_first_gate(tok, note.case)
+        and i not in note.taken
+        and i + 1 < note.n
+        and (_strong_first(tok.lower) or _apposition(note, i))
+        and i + 1 < note.n
+        and note.gap(i, i + 1) == " "
+        and tok.lower not in note.cues.cue_words
+        and tok.lower not in note.eponyms
+        and _initial_with_period(note, i + 1)
+    ):
+        return None
+    note.take(i, OTHER, 0.6)
+    note.take(i + 1, OTHER, 0.6)
+    return i + 2
+
+
 def lone_first_gate(tok: Token, case: Case) -> bool:
-    """A census first name in Title case, where capitals tell something."""
-    return case is not Case.UPPER and lx.is_title(tok.text) and tok.lower in lx.first_names()
+    """A census first name in Title case ("Eliza", "Eliza's"), where capitals tell something."""
+    return case is not Case.UPPER and lx.is_title(tok.text) and _base(tok.lower) in lx.first_names()
 
 
 def lone_first_name(note: _Note, i: int) -> int | None:
@@ -140,7 +203,7 @@ def lone_first_name(note: _Note, i: int) -> int | None:
         (note.mixed or note.lower_note)
         and lx.is_title(tok.text)
         and i not in note.taken
-        and tok.lower in note.first_names
+        and _base(tok.lower) in note.first_names
         and (note.ok(i, 1) or _common_first_name(tok, note.text, note.lowered, note.eponyms))
     ):
         return note.run_right(i, OTHER, 0.6, 2)

@@ -329,7 +329,18 @@ def name_passes() -> Passes[_Note, int]:
             gate=uncued.lone_first_gate,
             cases=_CAPITALS_TELL,
             anywhere=True,
+            before=1,
             after=5,
+        ),
+        Pass(
+            "names.one_case_first_initial",
+            uncued.one_case_first_initial,
+            gate=uncued.one_case_first_gate,
+            cases=frozenset({Case.UPPER}),
+            vocabulary=("care_units",),
+            anywhere=True,
+            before=1,
+            after=1,
         ),
         Pass(
             "names.lone_first_name",

@@ -1,9 +1,11 @@
 """The learned tagger as a recognizer: CRF spans, refined to a category by their words.
 
 Options (policy ``[recognizers.tagger]``): ``model`` (path; default the shipped model),
-``threshold`` (a token is PHI when the model gives it at least this probability) and
-``thresholds`` (a table of per-label overrides: ``{ NAME = 0.3, DATE = 0.7 }``). The
-detector unites these spans with the rules' (``pipelines.phi.combine``).
+``threshold`` (a token is PHI when the model gives it at least this probability),
+``thresholds`` (a table of per-label overrides: ``{ NAME = 0.3, DATE = 0.7 }``) and
+``labels`` (the classes reported, default :data:`REPORTED`: names, places and identifiers;
+the others are left to the rules). The detector unites these spans with the rules'
+(``pipelines.phi.combine``).
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any, ClassVar, Final
 
-from pipelines.phi import lexicons
+from pipelines.phi import clinical, lexicons
 from pipelines.phi.base import Doc, Recognizer
 from pipelines.phi.exclusions import veto
 from pipelines.phi.recognizers.location_towns import town_openers
@@ -30,11 +32,27 @@ _COMMON_ZIPF: Final = 3.3  # a word most adults know
 _GENERIC_PLACE: Final = BUILDING_PARTS
 
 
+# The classes the tagger reports by default: names, places and identifiers (an ID span
+# passes the guards of ``_clinical_number`` first). Dates, phones, ages and contacts are the
+# rules' (their shapes are exact; the model's labels there only give month names a place).
+REPORTED: Final = (Label.NAME, Label.LOCATION, Label.ID)
+
+
 @cache
-def _shared(model: str, threshold: float, per_label: tuple[tuple[str, float], ...]) -> Tagger:
-    """One loaded model per (file, thresholds) in a process."""
+def _shared(
+    model: str,
+    threshold: float,
+    per_label: tuple[tuple[str, float], ...],
+    labels: tuple[Label, ...] = REPORTED,
+) -> Tagger:
+    """One loaded model per (file, thresholds, labels) in a process."""
     thresholds = {Label(k.upper()): v for k, v in per_label}
-    return Tagger(Path(model) if model else None, threshold=threshold, thresholds=thresholds)
+    return Tagger(
+        Path(model) if model else None,
+        threshold=threshold,
+        thresholds=thresholds,
+        labels=frozenset(labels),
+    )
 
 
 def _category(text: str, tagged: TaggedSpan) -> Category:
@@ -57,10 +75,12 @@ class TaggerRecognizer(Recognizer):
     def __init__(self, options: Mapping[str, Any] | None = None) -> None:
         super().__init__(options)
         per_label = self.options.get("thresholds", {})
+        labels = self.options.get("labels", [label.value for label in REPORTED])
         self.tagger = _shared(
             str(self.options.get("model", "")),
             float(self.options.get("threshold", 0.5)),
             tuple(sorted((str(k), float(v)) for k, v in per_label.items())),
+            tuple(sorted({Label(str(k).upper()) for k in labels})),
         )
 
     def detect(self, doc: Doc) -> list[Span]:
@@ -79,9 +99,30 @@ class TaggerRecognizer(Recognizer):
 _LEADING_WORD = re.compile(r"[A-Za-z]+")
 
 
+_CODE_CHAR: Final = re.compile(r"[A-Za-z0-9]+(?:-[A-Za-z0-9]+)*")
+
+
+def _whole_code(text: str, tagged: TaggedSpan) -> TaggedSpan:
+    """An ID span widened to the code it is part of: the model reads a code's letters only
+    (digits are context to it), so "XZ" of "XZ-909243" stands for the whole code; a code is a
+    run of letters and digits joined by hyphens, with no blank inside."""
+    start, end = tagged.start, tagged.end
+    while start > 0 and (text[start - 1].isalnum() or text[start - 1] == "-"):
+        start -= 1
+    m = _CODE_CHAR.match(text, start)
+    while m is not None and m.end() < end:  # the span's words lie inside one code
+        m = _CODE_CHAR.match(text, m.end() + 1)
+    if m is None or m.start() > tagged.start:
+        return tagged
+    return replace(tagged, start=m.start(), end=max(m.end(), end))
+
+
 def _trimmed(text: str, tagged: TaggedSpan) -> TaggedSpan | None:
     """A name without the grammar words it starts with ("Later Ann" -> "Ann"): words that are
-    never part of a person's name (``data/vocabulary/name_never_words.txt``); None when nothing is left."""
+    never part of a person's name (``data/vocabulary/name_never_words.txt``); None when nothing
+    is left. An identifier: the whole code (``_whole_code``)."""
+    if tagged.label is Label.ID:
+        return _whole_code(text, tagged)
     if tagged.label is not Label.NAME:
         return tagged
     never = word_set("name_never_words")
@@ -120,9 +161,30 @@ def _not_phi(text: str, tagged: TaggedSpan) -> bool:
     words = text[tagged.start : tagged.end]
     if len(words.strip(".")) <= 1:  # a lone letter: too little to be anyone's name
         return True
+    if tagged.label is Label.ID:
+        return _clinical_number(text, tagged)
     if tagged.label is Label.LOCATION and set(words.lower().split()) <= _GENERIC_PLACE:
         return True  # "the West Wing", "North Tower": a part of a building, no one's address
     return _state_or_country(text, tagged) or _eponym(text, tagged) or _typo(words, tagged)
+
+
+# A number that is a measurement, not a code: "3.4", "0.75", "120/80", "1,200", "3-4".
+_MEASURE: Final = re.compile(r"[<>~+\-]?\d+(?:[.,/:\-]\d+)*%?")
+_ID_MIN_DIGITS: Final = 4  # "#20 IV", "x3", "bed 12": too few digits for a record number
+
+
+def _clinical_number(text: str, tagged: TaggedSpan) -> bool:
+    """An ID span that is no identifier: too few digits, a number that reads as a
+    measurement, a time or a date (a lab value, a dose, a clock time: the rules judge numeric
+    dates), a unit after it or a vital / lab cue before it."""
+    words = text[tagged.start : tagged.end].strip()
+    if sum(ch.isdigit() for ch in words) < _ID_MIN_DIGITS:
+        return True
+    if _MEASURE.fullmatch(words) and not words.isdigit():
+        return True  # "3.4", "120/80", "10:30", "1-2": a value or a date, not a code
+    if clinical.is_hhmm(words) or clinical.time_follows(text, tagged.end):
+        return True
+    return clinical.clinical_number(text, tagged.start, tagged.end)
 
 
 def _typo(words: str, tagged: TaggedSpan) -> bool:

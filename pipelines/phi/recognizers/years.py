@@ -44,6 +44,8 @@ _CHAIN = re.compile(r"\s*(?:,|and|&|/)\s*'?(\d{4}|\d{2})\b'?(?![\d/%:.\-])")
 _RANGE_NEXT = re.compile(r"\s*(?:-|to\b|->)")
 # Words before a clock-shaped year ("2000") that make it a year: "MI in 2000", "year 2000".
 _YEAR_WORDS: Final = frozenset({"year", "yr", "is", "its", "it's", "circa", "c"})
+# Birth cues: "born 1931", "DOB 1945" (a clock time is "at 1931", never "born 1931")
+_BIRTH_WORDS: Final = frozenset({"born", "dob"})
 
 
 def blocked_after(nxt: str, chars: str) -> bool:
@@ -92,7 +94,7 @@ def _clock_shaped(text: str, end: int, value: str, prev: str) -> float:
         return 0.0
     if prev in _TIME_CUES and prev not in {"since", "from", "until"}:
         return 0.0
-    if prev in _YEAR_WORDS:
+    if prev in _YEAR_WORDS or prev in _BIRTH_WORDS:
         return 0.8
     if prev in {"in", "of"}:
         return 0.75
