@@ -146,12 +146,13 @@ def _staff_acronym(note: Note, h: int) -> Span | None:
 
 def _saint(note: Note, h: int) -> Span | None:
     """ "St. Hildegard has a bed", "bed at St M.": a saint's name with no head noun."""
-    return saint_alone(note.words, h, note.text, upper=note.case is Case.UPPER)
+    case = note.case
+    return saint_alone(note.words, h, note.text, upper=case is Case.UPPER, lower=case is Case.LOWER)
 
 
 def _titled(tok: lx.Token, case: Case) -> bool:
-    """ "St" written as a name: Title case, or capitals in a note written in capitals."""
-    return tok.is_title or (case is Case.UPPER and tok.is_upper)
+    """ "St" written as a name: Title case, or in the note's one case (capitals, lower case)."""
+    return tok.is_title or (case is Case.UPPER and tok.is_upper) or case is Case.LOWER
 
 
 @cache
