@@ -1,6 +1,8 @@
 """Phrase coverage of the default Detector on the invented short-text genre (issue 13).
 
     .venv/bin/python bench/genre.py [--family heldout|dev] [--notes N] [--seed S] [--policy FILE]
+        [--show-misses N (dev family: missed phrases in their texts)]
+        [--show-phrases LABEL (any family: the missed phrases of LABEL alone)]
 
 Generates N notes of a template family with ``pipelines.phi.synthetic.generate`` and prints,
 per gold label, the share of gold PHI phrases *fully covered*: every alphanumeric token of the
@@ -33,6 +35,22 @@ def _covered(tokens: list[tuple[int, int]], spans: list[Span], start: int, end: 
     return all(any(s.start < b and a < s.end for s in spans) for a, b in inside)
 
 
+def _marked(
+    text: str, tokens: list[tuple[int, int]], spans: list[Span], start: int, end: int
+) -> str:
+    """The phrase with its uncovered tokens in brackets, and the sources that covered the
+    rest ("Xyz [Hospital]  <- locations.after_cue")."""
+    out, pos = [], start
+    for a, b in tokens:
+        if a < end and start < b:
+            covered = any(s.start < b and a < s.end for s in spans)
+            out.append(text[pos:a] + (text[a:b] if covered else f"[{text[a:b]}]"))
+            pos = b
+    out.append(text[pos:end])
+    sources = sorted({s.source for s in spans if s.start < end and start < s.end})
+    return "".join(out) + "  <- " + ", ".join(sources)
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--family", default="heldout", choices=["dev", "heldout"])
@@ -40,6 +58,10 @@ def main() -> int:
     ap.add_argument("--seed", type=int, default=13)
     ap.add_argument("--policy", type=Path, default=None)
     ap.add_argument("--show-misses", type=int, default=0, help="print N missed phrases (dev only)")
+    ap.add_argument(
+        "--show-phrases", metavar="LABEL", default=None,
+        help="print the missed phrases of LABEL alone, no text around them (any family)",
+    )  # fmt: skip
     args = ap.parse_args()
     if args.show_misses and args.family != "dev":
         ap.error("--show-misses is for the dev family only: heldout texts are not to be read")
@@ -50,6 +72,7 @@ def main() -> int:
     total: Counter[str] = Counter()
     pred_tokens = fp_tokens = 0
     misses: list[str] = []
+    phrases: list[str] = []
     elapsed = 0.0
     for note in notes:
         t0 = time.process_time()
@@ -60,6 +83,8 @@ def main() -> int:
             total[label] += 1
             if _covered(tokens, spans, start, end):
                 found[label] += 1
+            elif label == args.show_phrases:
+                phrases.append(_marked(note.text, tokens, spans, start, end))
             elif len(misses) < args.show_misses:
                 misses.append(f"{label:9} {note.text[start:end]!r} in {note.text!r}")
         gold = [(s, e) for s, e, _ in note.spans]
@@ -78,6 +103,8 @@ def main() -> int:
     print(f"detect: {len(notes) / max(elapsed, 1e-9):,.0f} notes/s (CPU time)")
     for line in misses:
         print("MISS", line)
+    for phrase in sorted(phrases):
+        print("MISSED", phrase)
     return 0
 
 

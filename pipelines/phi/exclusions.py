@@ -69,7 +69,7 @@ def vocabulary() -> Vocabulary:
     elements = "|".join(sorted(word_list("chemical_elements"), key=len, reverse=True))
     return Vocabulary(
         name_words=frozenset(w for w in single if not lx.is_name(w)),
-        place_words=frozenset(single | _units() | word_set("exclusion_body")) - places,
+        place_words=frozenset(single | _units() | word_set("exclusion_body") | _kinds()) - places,
         heads=word_set("exclusion_device_heads"),
         facility_heads=word_set("facility_heads_generic"),
         verbs=word_set("exclusion_verbs"),
@@ -88,6 +88,16 @@ def _phrase_pattern(multi: list[list[str]]) -> re.Pattern[str]:
     """Any of the phrases, a hyphen or spaces (or nothing) between their words."""
     joined = "|".join(r"[\s-]*".join(map(re.escape, words)) for words in multi)
     return re.compile(rf"(?<![A-Za-z])(?:{joined})(?![A-Za-z])", re.IGNORECASE)
+
+
+@cache
+def _kinds() -> frozenset[str]:
+    """Kinds of residence of three letters or more and clinic services of four: a place
+    span of them alone names no place ("lives in ALF", "from SNF", "at DEXA center");
+    shorter ones may shorten a town's or a hospital's name."""
+    homes = (w for w in word_set("residence_acronyms") if len(w) >= 3)
+    services = (w for w in word_set("clinic_service_initialisms") if len(w) >= 4)
+    return frozenset((*homes, *services))
 
 
 def _units() -> frozenset[str]:
@@ -192,7 +202,11 @@ def _no_place(words: list[str], text: str, span: Span, vocab: Vocabulary) -> boo
     rehab"), or one misspelt common word written in lower case ("to the flor")."""
     rest = [w for w in words if w not in vocab.facility_heads]
     if len(rest) < len(words) or _head_after(text, span.end, vocab.facility_heads):
-        return bool(rest) and all(w in vocab.verbs for w in rest)
+        # "start rehab": a planning word; "DEXA center": a service's initialism; "in SNF": a
+        # kind of residence that is a head too
+        if not rest:
+            return len(words) == 1 and words[0] in _kinds()
+        return all(w in vocab.verbs or w in _kinds() for w in rest)
     if all(w in vocab.place_words or _place_drug(w) for w in words):
         return True
     written = text[span.start : span.end]

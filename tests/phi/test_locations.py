@@ -253,17 +253,42 @@ def _acronyms_reference(text: str) -> list[tuple[int, int]]:
         if lx.zipf(low) >= 3.5:
             continue
         gap = text[words[k - 1].end : tok.start] if k > 0 else ""
-        cue = (gap == " " and words[k - 1].lower in fp._ACRONYM_CUES) or (
-            gap == ", " and words[k - 1].is_title
+        prev = words[k - 1].lower if k > 0 else ""
+        cue = (
+            (gap == " " and prev in fp._acronym_cues())
+            or (gap == ", " and words[k - 1].is_title)
+            or (gap in {": ", " - "} and prev in word_set("hospital_acronym_labels"))
         )
-        if cue or (k + 1 < len(words) and words[k + 1].lower in fp._ACRONYM_AFTER):
+        after = (
+            k + 1 < len(words)
+            and "\n" not in text[tok.end : words[k + 1].start]
+            and words[k + 1].lower in fp._acronym_after()
+        )
+        if cue or after:
             out.append((tok.start, tok.end))
     return out
 
 
-_BEFORE = ("", " ", "2", "_", "é", "'", " at ", " from the ", ", ", "Dr. Quill, ", "\n")
+_BEFORE = (
+    "", " ", "2", "_", "é", "'", " at ", " from the ", ", ", "Dr. Quill, ", "\n", " pls call ",
+    " Hospital: ", "Facility - ", " in ",
+)  # fmt: skip
 _ACRONYM = ("XYZMC", "XRMC", "ABMH", "QCH", "MC", "ABCDEMC", "Xyzmc", "AB'MC", "Seen", "the", "pt")
-_AFTER = ("", " ER", "'s", "2", "_", "é", " icu", ".", ",", " and")
+_AFTER = (
+    "",
+    " ER",
+    "'s",
+    "2",
+    "_",
+    "é",
+    " icu",
+    ".",
+    ",",
+    " and",
+    " called",
+    "\ncardiology",
+    " records",
+)
 
 
 @settings(max_examples=500, deadline=None)

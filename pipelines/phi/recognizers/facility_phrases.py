@@ -82,9 +82,9 @@ def _names_word(low: str, cased: bool) -> bool:
         return False
     if low in word_set("facility_services"):
         return False
-    if lx.clinical_word(low) and lx.name_score(low) < 1.0:
-        return False  # a drug or a disease, unless a common surname too ("Rocha")
     place = low in lx.us_cities() or low in lx.us_states()
+    if _clinical_only(low, place):
+        return False  # a drug or a disease, unless a common surname too ("Rocha")
     f = lx.zipf(low)
     if f >= _FUNCTION_ZIPF and not place:
         return False
@@ -94,6 +94,14 @@ def _names_word(low: str, cased: bool) -> bool:
         return False
     # a one-case note, or a lower-case name in a mixed note: a place, a surname or a rare word
     return place or lx.name_score(low.removesuffix("'s")) >= 0.5 or (f < 2.5 and len(low) > 3)
+
+
+def _clinical_only(low: str, place: bool) -> bool:
+    """A clinical word and no common surname; a listed city that only a medical ending makes
+    look clinical ("Sonoma", "Tacoma"; no drug of the dictionary) is none."""
+    if not lx.clinical_word(low) or lx.name_score(low) >= 1.0:
+        return False
+    return not (place and not lx.drug_words().get(low))
 
 
 def _gap_ok(text: str, left: Token, right: Token) -> bool:
@@ -133,6 +141,35 @@ def _name_start(
     return first, named
 
 
+def _named_start(
+    words: tuple[Token, ...], h: int, text: str, mixed: bool, stops: frozenset[str]
+) -> tuple[int, bool]:
+    """``_name_start``, and when no word of the name names: two modifiers with a region's
+    ("Regional West"), or a lower-case name after a place cue ("at york vision clinic")."""
+    first, named = _name_start(words, h, text, mixed, stops)
+    if named:
+        return first, named
+    if mixed and not words[h].text.islower() and _compass_pair(words[first:h]):
+        return first, True
+    if not words[h].text.islower():
+        return first, False
+    cued = _lower_cued_name(words, h, text, stops)
+    # a lower-case note: two words at least ("at qxv clinic" is the head pass's)
+    if cued is not None and (mixed or h - cued >= 2):
+        return cued, True
+    return first, False
+
+
+# Words of a region that name a facility with another modifier ("Regional West", "Central
+# Valley"), though neither names alone ("the West Wing", "Regional Medical Center").
+_REGION_MODIFIERS: Final = frozenset({"north", "south", "east", "west", "central", "valley"})
+
+
+def _compass_pair(name: tuple[Token, ...]) -> bool:
+    """Two or more name words of which one is a region's: "Regional West", "Central Valley"."""
+    return len(name) >= 2 and any(t.lower in _REGION_MODIFIERS for t in name)
+
+
 def _name_word(tok: Token, cased: bool) -> bool | None:
     """Is ``tok`` a word of a facility's name, and does it name (True: "Calvert", "Saint";
     False: "Regional", "Pain", "Our"), or no word of a name (None)?"""
@@ -150,15 +187,20 @@ def _modifiers() -> frozenset[str]:
     return word_set("facility_modifiers") | word_set("facility_services")
 
 
-def _more_heads(words: tuple[Token, ...], lowers: tuple[str, ...], end: int, text: str) -> int:
+def _more_heads(
+    words: tuple[Token, ...], lowers: tuple[str, ...], end: int, text: str, mixed: bool
+) -> int:
     """Heads that follow a head: "X Medical Center Nursing Home", "X Hospital and Medical
-    Center"."""
+    Center". In a mixed-case note a head written in another case is none of the name's: "X
+    Medical Center clinic since May" ends at "Center"."""
     heads = _heads()
     while end + 1 < len(words):
         k = end + 1
         if words[k].lower == "and" and text[words[end].end : words[k].start] == " ":
             k += 1
         if k >= len(words) or words[k].lower not in heads:
+            break
+        if not _same_case(words[k], words[end], mixed):
             break
         if not _gap_ok(text, words[k - 1], words[k]):
             break
@@ -219,8 +261,8 @@ def facility_phrases(
         end = _head_at(words, lowers, i, text)
         if end is None:
             continue
-        end = _more_heads(words, lowers, end, text)
-        first, named = _name_start(words, i, text, mixed, stops)
+        end = _more_heads(words, lowers, end, text, mixed)
+        first, named = _named_start(words, i, text, mixed, stops)
         place_end = _of_place(words, end, text, mixed)
         if (named or place_end is not None) and _same_case(words[end], words[i], mixed):
             conf = 0.8 if words[i].lower != "memorial" else 0.7
@@ -232,8 +274,63 @@ def facility_phrases(
     return out
 
 
-_ACRONYM_CUES: Final = frozenset({"at", "from", "to", "of"})
-_ACRONYM_AFTER: Final = frozenset({"er", "ed", "ew", "icu", "campus", "clinic"})
+_LOWER_NAME_CUES: Final = frozenset({"at", "to", "from", "in"})
+
+
+def _lower_cued_name(
+    words: tuple[Token, ...], h: int, text: str, stops: frozenset[str]
+) -> int | None:
+    """ "seen at york vision clinic": a lower-case name (in a mixed-case or a lower-case note)
+    of one to three lower-case words between a place cue (and "the") and a lower-case head, one of them a
+    listed place, a surname or a word rarer than most; services, modifiers and describing
+    words are no name alone ("at the pain clinic", "to community hospital", "at an outside
+    hospital"). The index of its first word, or None."""
+    j = h - 1
+    naming = False
+    while j >= 0 and words[j].lower not in _LOWER_NAME_CUES | {"the"}:
+        if h - j > 3 or text[words[j].end : words[j + 1].start] not in {" ", "-"}:
+            return None
+        names = _lower_name_word(words[j], stops)
+        if names is None:
+            return None
+        naming = naming or names
+        j -= 1
+    if not naming or j < 0 or text[words[j].end : words[j + 1].start] != " ":
+        return None
+    if words[j].lower == "the" and (j == 0 or words[j - 1].lower not in _LOWER_NAME_CUES):
+        return None
+    return j + 1
+
+
+def _lower_name_word(tok: Token, stops: frozenset[str]) -> bool | None:
+    """A lower-case word of a name that names (True), a modifier or a service (False), or no
+    word of a name (None: a stop word, a clinical word, a capitalised word)."""
+    low = tok.lower
+    if not tok.text.islower() or low in stops or not low.replace("'", "").isalpha():
+        return None
+    if low in _modifiers():
+        return False
+    if lx.clinical_word(low) and lx.name_score(low) < 1.0:
+        return None
+    return _rare_or_named(low)
+
+
+def _rare_or_named(low: str) -> bool:
+    """A listed place, a surname, or a word rarer than most ("york", "legion", "belvoir")."""
+    return low in _places() or lx.name_score(low) >= 1.0 or (len(low) > 2 and lx.zipf(low) < 4.0)
+
+
+@cache
+def _acronym_cues() -> frozenset[str]:
+    """Words before an acronym that make it a place ("at XMH", "pls call XMH")."""
+    return word_set("hospital_acronym_cues")
+
+
+@cache
+def _acronym_after() -> frozenset[str]:
+    """Words after an acronym that make it a place: a unit, a department, a hospital's act
+    ("XMH ER", "XRMC cardiology", "XMH called")."""
+    return word_set("hospital_acronym_after") | word_set("name_services")
 
 
 @cache
@@ -282,12 +379,17 @@ def hospital_acronyms(toks: lx.Tokens, text: str, mixed: bool) -> list[Span]:
 
 
 def _acronym_placed(words: tuple[Token, ...], k: int, text: str) -> bool:
-    """A place cue before the acronym at ``k`` ("seen at XYZMC", or after a name and a comma:
-    "Dr. Quill, XYZMC."), or a unit after it ("XYZMC ER")."""
+    """A place cue before the acronym at ``k`` ("seen at XYZMC", "pls call XMH", after a name
+    and a comma: "Dr. Quill, XYZMC.", after a label: "Facility: XMH"), or a unit, a department or a hospital's act right
+    after it ("XYZMC ER", "XRMC cardiology", "XMH called")."""
     tok = words[k]
     gap = text[words[k - 1].end : tok.start] if k > 0 else ""
-    if gap == " " and words[k - 1].lower in _ACRONYM_CUES:
+    if gap == " " and words[k - 1].lower in _acronym_cues():
         return True
     if gap == ", " and words[k - 1].is_title:
         return True
-    return k + 1 < len(words) and words[k + 1].lower in _ACRONYM_AFTER
+    if gap in {": ", " - "} and words[k - 1].lower in word_set("hospital_acronym_labels"):
+        return True  # "Outside hospital: XMH", "Facility - XRMC"
+    if k + 1 >= len(words) or "\n" in text[tok.end : words[k + 1].start]:
+        return False
+    return words[k + 1].lower in _acronym_after()

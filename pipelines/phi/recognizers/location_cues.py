@@ -103,7 +103,7 @@ def cue_context(words: tuple[Token, ...], c: int, text: str, mixed: bool) -> Spa
         j += 1
     if j >= len(words) or (cue == "of" and not resident and not _of_person(words, c, mixed)):
         return None
-    moved = not before.isdisjoint(MOVE_VERBS)
+    moved = _moved(words, c, before)
     gap = _cue_gap(words, c, j, text)
     if gap is None:
         return None
@@ -115,6 +115,25 @@ def cue_context(words: tuple[Token, ...], c: int, text: str, mixed: bool) -> Spa
     prev = words[c - 1].lower if c > 0 else ""
     ctx = _Cue(words, text, mixed, c, j, cue, prev, before, moved, resident)
     return _city_after_cue(ctx) or _after_cue_rest(ctx)
+
+
+def _moved(words: tuple[Token, ...], c: int, before: frozenset[str]) -> bool:
+    """A movement verb among the three words before the cue at ``c`` (``before``), or the
+    verb of a "from ... to" pair before it."""
+    return not before.isdisjoint(MOVE_VERBS) or (words[c].lower == "to" and _moved_from(words, c))
+
+
+def _moved_from(words: tuple[Token, ...], c: int) -> bool:
+    """ "transferred from X Memorial Hospital to XYZ": the "to" of a "from ... to" pair whose
+    "from" a movement verb opens, before an acronym; the pair's verb may stand six words back
+    (the pass's window), past a facility's name of up to three words."""
+    nxt = words[c + 1] if c + 1 < len(words) else None
+    if nxt is None or not (nxt.is_upper and len(nxt.lower) <= 5):
+        return False  # an acronym only: a named place has its head or its cue
+    for f in range(c - 2, max(0, c - 5) - 1, -1):
+        if words[f].lower == "from":
+            return not MOVE_VERBS.isdisjoint(map(lower_of, words[max(0, c - 6, f - 2) : f]))
+    return False
 
 
 def _cue_gap(words: tuple[Token, ...], c: int, j: int, text: str) -> str | None:

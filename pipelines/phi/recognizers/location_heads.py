@@ -166,9 +166,17 @@ def namelike(tok: Token, mixed: bool, strong: bool = True) -> bool:
         return mixed or f < 5.2 or place
     # before a weak head ("rehab", "center") only a city, a surname or an initialism no
     # service has ("QXV clinic"; "cardiac rehab", "GI clinic" name none)
+    return place or _weak_head_name(tok, mixed, f)
+
+
+def _weak_head_name(tok: Token, mixed: bool, f: float) -> bool:
+    """A word no city that names before a weak head: a surname, a rare word or an unknown
+    initialism; no clinic service, however rare ("DEXA center", "INR clinic")."""
+    low = tok.lower
+    if low in word_set("clinic_service_initialisms"):
+        return False
     return (
-        place
-        or lx.name_score(low) >= 1.0
+        lx.name_score(low) >= 1.0
         or (f < 2.0 and len(low) > 3 and low.isalpha())
         or _initialism(tok, mixed, f)
     )

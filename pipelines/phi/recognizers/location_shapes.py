@@ -41,12 +41,18 @@ def facility_after_cue(words: tuple[Token, ...], j: int, text: str, mixed: bool)
     return _acronym_or_rare(words, j, text, mixed)
 
 
+def _residence_kind(low: str) -> bool:
+    """ "lives in ALF", "sent to SNF": a kind of residence of three letters or more (two
+    letters may shorten a town's or a home's name)."""
+    return len(low) >= 3 and low in word_set("residence_acronyms")
+
+
 def _acronym_or_rare(words: tuple[Token, ...], j: int, text: str, mixed: bool) -> Span | None:
     """A short acronym or a rare word after a movement cue, told a facility by what follows
     it: a unit ("XYZ ER"), a floor ("X 2"), the end of the clause ("to XYZ.")."""
     tok = words[j]
     low = tok.lower
-    if low in word_set("clinic_service_initialisms"):
+    if low in word_set("clinic_service_initialisms") or _residence_kind(low):
         return None  # "referred to HIV clinic", "goes to the BP clinic": a service
     unit, floor, clause = _followers(words, j, text)
     f = lx.zipf(low)
@@ -229,17 +235,24 @@ def _title_words_end(words: tuple[Token, ...], j: int, text: str) -> int:
 _EPONYM_NOUNS: Final = frozenset({"wort", "valve", "dance", "encephalitis"})
 
 
-def saint_alone(words: tuple[Token, ...], j: int, text: str, upper: bool = False) -> Span | None:
+def saint_alone(
+    words: tuple[Token, ...], j: int, text: str, upper: bool = False, lower: bool = False
+) -> Span | None:
     """ "St. Hildegard has a bed", "a bed at St M.": a saint's name (a first name, or an
     initial and its period) names a hospital with no head noun or cue. In a note written in
     capitals (``upper``) "ST" is also sinus tachycardia or speech therapy ("ST MAY BE PAIN",
-    "ST WILL SEE"): the name must be rarer, and an initial needs a place cue before "ST"."""
+    "ST WILL SEE"): the name must be rarer, and an initial needs a place cue before "ST". In
+    a lower-case note (``lower``) the name is a possessive or follows "st." ("st elizabeth's
+    called"; "st changes" are an ECG's)."""
     if j + 1 >= len(words):
         return None
     tok, nxt = words[j], words[j + 1]
     gap = text[tok.end : nxt.start]
     if gap not in {" ", ".", ". "}:
         return None
+    if lower:
+        eponym = j + 2 < len(words) and words[j + 2].lower in _EPONYM_NOUNS
+        return None if eponym else _lower_saint(tok, nxt, gap)
     if len(nxt.text) == 1:  # an initial: "St M."
         return _saint_initial(words, j, text, upper)
     low = nxt.lower
@@ -250,6 +263,18 @@ def saint_alone(words: tuple[Token, ...], j: int, text: str, upper: bool = False
     if not lx.is_first_name(low.removesuffix("'s")):
         return None
     if j + 2 < len(words) and words[j + 2].lower in _EPONYM_NOUNS:
+        return None
+    return _span(tok, nxt, 0.6)
+
+
+def _lower_saint(tok: Token, nxt: Token, gap: str) -> Span | None:
+    """ "st elizabeth's", "st. agnes" in a lower-case note: a first name written lower-case
+    after "st" or "saint", a possessive or after a period."""
+    low = nxt.lower
+    if not nxt.text.islower() or not (low.endswith("'s") or "." in gap):
+        return None
+    name = low.removesuffix("'s")
+    if not lx.is_first_name(name) or lx.zipf(name) >= 5.0 or low in UNITS:
         return None
     return _span(tok, nxt, 0.6)
 

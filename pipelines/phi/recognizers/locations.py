@@ -146,12 +146,13 @@ def _staff_acronym(note: Note, h: int) -> Span | None:
 
 def _saint(note: Note, h: int) -> Span | None:
     """ "St. Hildegard has a bed", "bed at St M.": a saint's name with no head noun."""
-    return saint_alone(note.words, h, note.text, upper=note.case is Case.UPPER)
+    case = note.case
+    return saint_alone(note.words, h, note.text, upper=case is Case.UPPER, lower=case is Case.LOWER)
 
 
 def _titled(tok: lx.Token, case: Case) -> bool:
-    """ "St" written as a name: Title case, or capitals in a note written in capitals."""
-    return tok.is_title or (case is Case.UPPER and tok.is_upper)
+    """ "St" written as a name: Title case, or in the note's one case (capitals, lower case)."""
+    return tok.is_title or (case is Case.UPPER and tok.is_upper) or case is Case.LOWER
 
 
 @cache
@@ -235,6 +236,8 @@ class LocationRecognizer(Recognizer):
         text, mixed = doc.text, toks.mixed_case
         # places glued to a head or a number need no cue word
         out: list[Span] = glued_heads(text) + wards_with_numbers(doc, mixed)
+        # hospital acronyms are told by their neighbours ("pls call XMH"), no trigger word
+        out += fp.hospital_acronyms(toks, text, mixed)
         lower_set = toks.lower_set
         if lower_set.isdisjoint(PASSES.triggers) and lower_set.isdisjoint(lx.us_states()):
             return out
@@ -246,7 +249,6 @@ class LocationRecognizer(Recognizer):
         # ("Sacred Heart Memorial Hospital"; option facility_heads = false: "Sacred Heart")
         with_head = bool(self.options.get("facility_heads", True))
         out += fp.facility_phrases(toks.words, lowers, text, mixed, stops(), with_head, heads)
-        out += fp.hospital_acronyms(toks, text, mixed)
         starts = compress(picked, map(_visited().__contains__, map(lowers.__getitem__, picked)))
         out += _passes_at(Note(toks.words, text, Case.of(toks), mixed), starts)
         return out
