@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import re
 import string
+import unicodedata
 from array import array
 from bisect import bisect_right
 from collections.abc import Iterable, Iterator, Mapping
@@ -311,6 +312,7 @@ def _lone_role(low: str, tokens: list[_Token], ctx: ReplaceContext) -> str:
     if low in ctx.known_family:
         return "family"
     c = census()
+    low = folded(low)
     first = max(c.male.get(low, 0.0), c.female.get(low, 0.0))
     return "given" if first > c.last.get(low, 0.0) else "family"
 
@@ -329,7 +331,17 @@ def _title_gender(titles: Iterable[str]) -> str:
     return ""
 
 
+def folded(word: str) -> str:
+    """A word without its accents ("josé" -> "jose", "zoë" -> "zoe"), for look-ups in the
+    census lists, which write names in ASCII; an ASCII word as it is."""
+    if word.isascii():
+        return word
+    decomposed = unicodedata.normalize("NFKD", word)
+    return "".join(c for c in decomposed if not unicodedata.combining(c))
+
+
 def _census_gender(low: str) -> str:
+    low = folded(low)
     c = census()
     male, female = c.male.get(low, 0.0), c.female.get(low, 0.0)
     if male or female:

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import math
 import re
-import unicodedata
 from collections import Counter
 from dataclasses import dataclass, field
 from functools import cache
@@ -394,12 +393,13 @@ _NAME_SCORE: Final = Memo("lexicons.name_score", _name_score, 200_000)
 
 
 def folded(word: str) -> str:
-    """A word without its accents ("josé" -> "jose", "núñez" -> "nunez", "zoë" -> "zoe"),
-    for look-ups in the census lists, which write names in ASCII; an ASCII word as it is."""
+    """A word without its accents, for look-ups in the census lists (ASCII);
+    ``surrogates.names.folded``, imported only for a word that is not ASCII."""
     if word.isascii():
         return word
-    decomposed = unicodedata.normalize("NFKD", word)
-    return "".join(c for c in decomposed if not unicodedata.combining(c))
+    from surrogates.names import folded as fold
+
+    return fold(word)
 
 
 def is_first_name(word: str) -> bool:
