@@ -16,6 +16,7 @@ ASCII outputs the detected phrases are looked for through a word index (:class:`
 from __future__ import annotations
 
 import re
+import unicodedata
 from collections import Counter
 from collections.abc import Sequence
 from datetime import date
@@ -466,22 +467,64 @@ def leak_guard(
     if len(scan) > GUARD_INDEX_CHARS and scan.isascii():
         index = _WordIndex(scan, _anchored_terms(phrases, mixed_case), probe.lowered)
     known = _known_terms(identifiers, _kept(policy), mixed_case)
-    _count_known(known, scan, probe, seen, leaks)
+    _count_known(known, scan, probe, seen, leaks, _plain_copy(scan, known))
     _count_found(found, scan, probe, index, seen, leaks)
     _count_echoed(original, replaced, leaks)
     return leaks
 
 
 def _count_known(
-    terms: list[Term], scan: str, probe: _Probe, seen: set[str], leaks: Counter[str]
+    terms: list[Term],
+    scan: str,
+    probe: _Probe,
+    seen: set[str],
+    leaks: Counter[str],
+    plain: str | None = None,
 ) -> None:
-    """Count the known identifiers' terms found in ``scan`` (each pattern once)."""
+    """Count the known identifiers' terms found in ``scan`` (each pattern once); with
+    ``plain`` (``_plain_copy``), also a term found there with the accents set aside on
+    both sides ("NUNEZ" in the message, "Núñez" in the note, or the other way round)."""
+    plain_probe = _Probe(plain) if plain is not None else None
     for category, pattern, needle, how in terms:
-        if pattern in seen or (needle and not probe.may_hold(needle, how)):
+        if pattern in seen:
             continue
+        hit = _holds(scan, probe, pattern, needle, how)
+        if not hit and plain is not None and plain_probe is not None:
+            hit = _holds(plain, plain_probe, _plain(pattern), _plain(needle), how)
         seen.add(pattern)
-        if _compiled(pattern).search(scan):
+        if hit:
             leaks[category] += 1
+
+
+def _holds(scan: str, probe: _Probe, pattern: str, needle: str, how: str) -> bool:
+    if needle and not probe.may_hold(needle, how):
+        return False
+    return _compiled(pattern).search(scan) is not None
+
+
+def _accentless(c: str) -> str:
+    """A letter's base letter, when its accents are all that differ ("ñ" -> "n")."""
+    base = "".join(x for x in unicodedata.normalize("NFKD", c) if not unicodedata.combining(x))
+    return base if len(base) == 1 and base.isascii() else c
+
+
+# The Latin letters with accents, each to its plain letter: one character for one, so a
+# copy of the output translated with it keeps every offset.
+_PLAIN_TABLE = str.maketrans(
+    {c: b for c in map(chr, range(0xC0, 0x250)) if (b := _accentless(c)) != c}
+)
+
+
+def _plain(text: str) -> str:
+    return text.translate(_PLAIN_TABLE)
+
+
+def _plain_copy(scan: str, known: list[Term]) -> str | None:
+    """The output with its accents set aside, where the output or a known identifier has
+    any (else None: nothing to compare that the plain scan has not)."""
+    if scan.isascii() and all(t.pattern.isascii() for t in known):
+        return None
+    return _plain(scan)
 
 
 def _count_found(

@@ -159,3 +159,21 @@ def test_masking_writes_nul_over_every_span(output: str, bounds: list[tuple[int,
     expected = _reference_mask(output, [(s.start, s.end) for s in spans])
     assert masked(output, spans) == expected
     assert masked(output.replace("é", "e"), spans) == expected.replace("é", "e")
+
+
+def test_the_guard_sees_a_known_name_with_or_without_its_accents() -> None:
+    """A message writes "NUNEZ^JOSE" and the note "Núñez", or the other way round: the
+    guard sets accents aside on both sides, so a known name that survives is held either
+    way; a note without the name is not."""
+    from pipelines.document import Identifiers, PersonName
+    from pipelines.leak_guard import leak_guard
+    from pipelines.policy import Policy
+
+    policy = Policy.load()
+    plain = Identifiers(patient_names=(PersonName(family="NUNEZ", given=("JOSE",)),))
+    accented = Identifiers(patient_names=(PersonName(family="Núñez", given=("José",)),))
+    for ids in (plain, accented):
+        for output in ("Seen today; Núñez to follow up.", "Seen today; Nunez to follow up."):
+            assert leak_guard(output, output, [], [], ids, policy)["NAME_PATIENT"] >= 1, output
+        clean = "Seen today; Ms. Quell to follow up. Temp 38°C."
+        assert not leak_guard(clean, clean, [], [], ids, policy), ids
