@@ -164,3 +164,22 @@ SHORT = Identifiers(
 )
 def test_a_two_letter_known_name_needs_name_context(text: str, expected: list[str]) -> None:
     assert [t for t, _ in found(text, SHORT)] == sorted(expected)
+
+
+@pytest.mark.parametrize(
+    ("family", "given", "text", "expected"),
+    [
+        ("NUNEZ", "JOSE", "Pt José Núñez seen; Núñez's wife here.", ["José", "Núñez", "Núñez"]),
+        ("Núñez", "José", "Pt Jose Nunez seen; Nunez's wife here.", ["Jose", "Nunez", "Nunez"]),
+        ("Núñez", "José", "Pt José Núñez seen, J. Núñez signed.", ["J", "José", "Núñez", "Núñez"]),
+    ],
+)
+def test_known_names_with_or_without_accents(
+    family: str, given: str, text: str, expected: list[str]
+) -> None:
+    """The message writes names in ASCII and the note with accents, or the other way round:
+    both are the patient's (the possessive stays outside the span)."""
+    ids = Identifiers(patient_names=(PersonName(family=family, given=(given,)),))
+    got = found(text, ids)
+    assert [t for t, _ in got] == sorted(expected)
+    assert all(c is Category.NAME_PATIENT for _, c in got)

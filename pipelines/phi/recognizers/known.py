@@ -118,7 +118,15 @@ class KnownIdentifierRecognizer(Recognizer):
         toks = lx.tokens(doc)
         ids = doc.identifiers
         initials, wanted = _name_lookup((ids.provider_names, ids.relative_names, ids.patient_names))
-        if toks.lower_set.isdisjoint(wanted):
+        lowers, present = toks.lowers, toks.lower_set
+        if not doc.text.isascii() or not all(map(str.isascii, forms)):
+            # "Núñez" in the note, "NUNEZ" in the message (or the other way round): both
+            # sides are read with their accents set aside
+            forms = {**forms, **{lx.folded(f): c for f, c in forms.items()}}
+            wanted = wanted | frozenset(map(lx.folded, wanted))
+            lowers = tuple(map(lx.folded, lowers))
+            present = frozenset(lowers)
+        if present.isdisjoint(wanted):
             return  # none of the known names (nor their initials) occurs in this note
         seen = _Seen(
             toks.words,
@@ -126,8 +134,9 @@ class KnownIdentifierRecognizer(Recognizer):
             forms,
             doc.artifacts.known_nicknames or frozenset(),
             toks.mixed_case,
+            lowers,
         )
-        for i in lx.where(toks, wanted):
+        for i in lx.positions(lowers, present.intersection(wanted)):
             span = seen.part(i) or seen.initial(i, initials)
             if span is not None:
                 yield span
@@ -143,13 +152,15 @@ class _Seen:
         forms: dict[str, Category],
         nicks: frozenset[str],
         mixed: bool,
+        lowers: tuple[str, ...],
     ) -> None:
         self.words, self.text, self.forms, self.nicks, self.mixed = words, text, forms, nicks, mixed
+        self.lowers = lowers  # the words' lower-case forms as looked up (accents set aside)
 
     def part(self, i: int) -> Span | None:
         """A known name part (or its possessive) at word ``i``, where the text allows it."""
-        tok = self.words[i]
-        base = _base(tok.lower)
+        tok, low = self.words[i], self.lowers[i]
+        base = _base(low)
         cat = self.forms.get(base)
         if cat is None:
             return None
@@ -161,21 +172,17 @@ class _Seen:
             self.words, i, self.forms, self.mixed
         ):
             return None
-        return Span(tok.start, tok.start + len(base), cat, 1.0, SOURCE)
+        return Span(tok.start, tok.end - (len(low) - len(base)), cat, 1.0, SOURCE)
 
     def initial(self, i: int, initials: dict[str, Category]) -> Span | None:
         """An initial: "J. Smith", "Ms. S." (a single letter with a period)."""
-        words, tok = self.words, self.words[i]
-        if (
-            len(tok.text) != 1
-            or self.text[tok.end : tok.end + 1] != "."
-            or tok.lower not in initials
-        ):
+        words, tok, low = self.words, self.words[i], self.lowers[i]
+        if len(tok.text) != 1 or self.text[tok.end : tok.end + 1] != "." or low not in initials:
             return None
         prev_title = i > 0 and words[i - 1].lower in _TITLES
-        next_known = i + 1 < len(words) and _base(words[i + 1].lower) in self.forms
+        next_known = i + 1 < len(words) and _base(self.lowers[i + 1]) in self.forms
         if prev_title or next_known:
-            return Span(tok.start, tok.end, initials[tok.lower], 0.95, SOURCE)
+            return Span(tok.start, tok.end, initials[low], 0.95, SOURCE)
         return None
 
 
