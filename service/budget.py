@@ -71,12 +71,14 @@ class _ChildFailed(Exception):  # noqa: N818 - a signal to parse in place
     """The child process could not give an answer (not the input's fault)."""
 
 
-def _in_child(fn: Callable[..., T], *args: Any) -> tuple[bool, Any]:
-    """Runs in the child: (True, result) or (False, the error's portable parts)."""
+def _in_child(fn: Callable[..., T], *args: Any) -> tuple[bool, Any, float]:
+    """Runs in the child: (True, result) or (False, the error's portable parts), and the
+    seconds the call took there."""
+    started = time.monotonic()
     try:
-        return True, fn(*args)
+        return True, fn(*args), time.monotonic() - started
     except DeidstreamError as exc:
-        return False, portable(exc)
+        return False, portable(exc), time.monotonic() - started
 
 
 class BudgetedParse:
@@ -120,15 +122,18 @@ class BudgetedParse:
             raise late
         return documents
 
-    def _schedule(self, fn: Callable[..., Any], *args: Any) -> Future[tuple[bool, Any]]:
-        future: Future[tuple[bool, Any]] = self._pool_now().schedule(
+    def _schedule(self, fn: Callable[..., Any], *args: Any) -> Future[tuple[bool, Any, float]]:
+        future: Future[tuple[bool, Any, float]] = self._pool_now().schedule(
             _in_child, args=(fn, *args), timeout=self.budget
         )
         return future
 
-    def _result(self, future: Future[tuple[bool, Any]]) -> Any:
+    def _result(self, future: Future[tuple[bool, Any, float]]) -> Any:
+        """The child's answer; past the budget (the pool kills a child at its timeout, but
+        its watch runs on a thread that a busy process may wake late, after a child that
+        overran has answered) ``DeadlineExceeded`` all the same, as for a parse in place."""
         try:
-            ok, value = future.result()
+            ok, value, took = future.result()
         except FutureTimeout:
             self.killed += 1
             raise DeadlineExceeded(
@@ -144,9 +149,12 @@ class BudgetedParse:
             log.warning("parse in a child process failed (%s): parsed in place", type(exc).__name__)
             self._reset()
             raise _ChildFailed() from None
-        if ok:
-            return value
-        raise rebuilt(value)
+        if not ok:
+            raise rebuilt(value)
+        late = exceeded("parse", took, self.budget)
+        if late is not None:
+            raise late
+        return value
 
     def __call__(self, raw: bytes, *, content_hint: str | None = None) -> list[ClinicalDocument]:
         if self.budget is None or len(raw) <= self.inline_bytes:

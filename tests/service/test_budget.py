@@ -131,3 +131,20 @@ parse.close()
     assert done.returncode == 0, done.stderr[-2000:]
     assert "documents 1 text True" in done.stdout
     assert "parsed in place" in done.stderr
+
+
+def test_a_child_that_answered_past_the_budget_is_too_costly_all_the_same() -> None:
+    """The pool kills a child at its timeout from a watching thread; in a busy process that
+    thread may wake after a child that overran has answered (the MLLP gateway then answered
+    AA for a costly message). The time the child itself took is held against the budget."""
+    from concurrent.futures import Future
+
+    budgeted = BudgetedParse(0.05, max_bytes=LIMIT, inline_bytes=4096)
+    late: Future[tuple[bool, object, float]] = Future()
+    late.set_result((True, ["parsed"], 0.4))
+    with pytest.raises(DeadlineExceeded) as caught:
+        budgeted._result(late)
+    assert caught.value.reason_class == "too_costly"
+    in_time: Future[tuple[bool, object, float]] = Future()
+    in_time.set_result((True, ["parsed"], 0.01))
+    assert budgeted._result(in_time) == ["parsed"]
