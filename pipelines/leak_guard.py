@@ -16,7 +16,6 @@ ASCII outputs the detected phrases are looked for through a word index (:class:`
 from __future__ import annotations
 
 import re
-import unicodedata
 from collections import Counter
 from collections.abc import Sequence
 from datetime import date
@@ -38,7 +37,7 @@ from pipelines.leak_search import (
 )
 from pipelines.policy import Action, Policy
 from pipelines.spans import Category, Span
-from surrogates.names import SUFFIXES, TITLES
+from surrogates.names import SUFFIXES, TITLES, folded
 
 # Categories whose surrogate may legitimately read like the original: a year-only date can
 # stay in its year, an age under the ceiling is kept.
@@ -490,7 +489,7 @@ def _count_known(
             continue
         hit = _holds(scan, probe, pattern, needle, how)
         if not hit and plain is not None and plain_probe is not None:
-            hit = _holds(plain, plain_probe, _plain(pattern), _plain(needle), how)
+            hit = _holds(plain, plain_probe, folded(pattern), folded(needle), how)
         seen.add(pattern)
         if hit:
             leaks[category] += 1
@@ -502,29 +501,12 @@ def _holds(scan: str, probe: _Probe, pattern: str, needle: str, how: str) -> boo
     return _compiled(pattern).search(scan) is not None
 
 
-def _accentless(c: str) -> str:
-    """A letter's base letter, when its accents are all that differ ("ñ" -> "n")."""
-    base = "".join(x for x in unicodedata.normalize("NFKD", c) if not unicodedata.combining(x))
-    return base if len(base) == 1 and base.isascii() else c
-
-
-# The Latin letters with accents, each to its plain letter: one character for one, so a
-# copy of the output translated with it keeps every offset.
-_PLAIN_TABLE = str.maketrans(
-    {c: b for c in map(chr, range(0xC0, 0x250)) if (b := _accentless(c)) != c}
-)
-
-
-def _plain(text: str) -> str:
-    return text.translate(_PLAIN_TABLE)
-
-
 def _plain_copy(scan: str, known: list[Term]) -> str | None:
     """The output with its accents set aside, where the output or a known identifier has
     any (else None: nothing to compare that the plain scan has not)."""
     if scan.isascii() and all(t.pattern.isascii() for t in known):
         return None
-    return _plain(scan)
+    return folded(scan)
 
 
 def _count_found(
