@@ -23,6 +23,11 @@ DATE_CUES = word_set("date_cues")
 # Cues after which even "3/3" reads as a date ("post 3/3"; "on 5/5" is a vent setting).
 STRONG_CUES = DATE_CUES - word_set("date_cues_weak")
 
+# "fell on 3/3", "Tuesday 3/3": an event and a weak cue, or a weekday, before an equal pair
+_EVENTS: Final = word_set("date_event_words")
+_WEEKDAYS: Final = word_set("tagger_weekdays") - {"sat", "sun"}  # "O2 sat 3/3", "sun"
+_WEAK_CUES: Final = word_set("date_cues_weak")
+
 # "urine cx 3/4 gm neg rods": a specimen cultured per sample, then a culture word, or one
 # word for both ("ucx": urine, "scx": sputum, "wcx": wound culture)
 _SPECIMENS: Final = word_set("date_culture_specimens")
@@ -199,9 +204,22 @@ def _day_reading(
     text: str, start: int, end: int, a: int, b: int, word: list[str], cue: bool
 ) -> float:
     """A month/day: not a score ("5/5 strength"; but "post 3/3") nor a small fraction."""
-    strong = a == b and bool(set(word) & STRONG_CUES)
+    strong = a == b and (bool(set(word) & STRONG_CUES) or _event_before(text, start, word))
     if clinical.is_score(a, b, text, start, end) and not strong:
         return 0.0
     if clinical.is_fraction(a, b) and not cue:
         return 0.0
     return 0.9 if cue else 0.75
+
+
+def _event_before(text: str, start: int, word: list[str]) -> bool:
+    """ "Tuesday 3/3", "fell on 3/3", "last BM on 2/2": a weekday right before the pair, or
+    a weak cue right before it and an event before that."""
+    if not word:
+        return False
+    if word[0] in _WEEKDAYS:
+        return True
+    if word[0] not in _WEAK_CUES:
+        return False
+    two = words_before(text, start, 2, 32)
+    return len(two) == 2 and two[0] in _EVENTS

@@ -55,7 +55,7 @@ _NAMED = (
     r"(?:\b(?P<wd>" + _WEEKDAY + r")\.?,?" + _B + r"+)?"
     r"(?:\b(?P<rel>early|mid|late)[ \t\-]+)?"
     r"(?:\b(?:the" + _B + r"+)?(?P<d1>" + _ORD + r"(?:" + _TO + _ORD + r")?)"
-    r"(?:" + _B + r"+of)?[ \t\-]*)?"
+    r"(?:" + _B + r"+of)?(?:[ \t\-]*|[/.]))?"  # "3 Dec", "3-Dec", "03/Dec/98", "3.Dec.98"
     r"(?:\b" + _MONTH + r"\.?" + _B + r"*[-–]" + _B + r"*)?"  # a range of months: "Jan-Mar 2019"
     r"(?:\b(?P<m>"
     + _MONTH
