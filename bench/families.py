@@ -89,7 +89,7 @@ SHAPES: dict[str, dict[str, str]] = {
         "vent-fraction": "PS raised to 11/8 overnight, tolerating.",
         "language": "Speaks Haitian Creole and some Spanish; Portuguese interpreter.",
         "icu-unit": "Transferred to the CCU then to the SICU overnight.",
-        "procedure-eponym": "S/p {procedure}, doing well; {procedure} procedure in 2019.",
+        "procedure-eponym": "S/p {procedure}, doing well; {procedure} procedure last year.",
         "drug-brand-lacking": "Pt on Keppra and {brand}.",
     },
 }

@@ -141,8 +141,13 @@ def _spoken_or_done(words: list[str], text: str, span: Span, vocab: Vocabulary) 
     """A language spoken ("speaks Creole") or a procedure done ("s/p Whipple")."""
     if all(w in vocab.peoples for w in words) and _spoken(text, span, vocab):
         return True
-    return all(w in vocab.procedures for w in words) and _after_procedure_cue(
-        text, span.start, vocab
+    start = span.start
+    if text[start - 2 : start + 1].lower() == "s/p":  # "S/P HELLER" read as "P HELLER"
+        start, words = start + 1, words[1:]
+    return (
+        bool(words)
+        and all(w in vocab.procedures for w in words)
+        and _after_procedure_cue(text, start, vocab)
     )
 
 
