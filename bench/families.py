@@ -46,6 +46,8 @@ SHAPES: dict[str, dict[str, str]] = {
         "weekday-equal-pair": "Seen on {weekday} <eqmd> in clinic.",
         "md-left-ac": "IV placed on <md> L AC by nursing.",
         "day-slash-month": "Seen <dslashmon> in clinic.",
+        "named-short-year": "Seen <mon> <day> <yy> in clinic.",
+        "month-year-dash": "Seen in clinic since <mmyyyy>.",
     },
     "places": {
         "saint-alone": "<saint> has a bed for him tomorrow.",
@@ -156,6 +158,9 @@ class _Draw:
             "dslashmon": lambda: (
                 f"{self.rng.randint(1, 28):02d}{self.rng.choice('/.')}"
                 f"{self.rng.choice(_MONTHS)}/{self.rng.randint(70, 99)}"
+            ),
+            "mmyyyy": lambda: (
+                f"{self.rng.randint(1, 12):02d}{self.rng.choice('-.')}{self.rng.randint(1970, 2020)}"
             ),
             "WORDLAST": lambda: self.rng.choice(_WORD_SURNAMES),
             "wordfirst": lambda: self.rng.choice(_WORD_FIRSTS),

@@ -172,7 +172,7 @@ SLASH_VETOES: Final[tuple[tuple[str, Callable[[str, int, int, int, int], bool]],
 def _month_day(text: str, start: int, end: int, a_s: str, b_s: str, delim: str) -> float:
     """ "7/22" (month/day) or "8/88", "5/2017" (month/year), unless a clinical value."""
     a, b = int(a_s), int(b_s)
-    if delim == "." or not 1 <= a <= 12 or len(a_s) > 2:
+    if not _pair_shape_ok(text, start, a_s, b_s, delim):
         return 0.0
     if any(veto(text, start, end, a, b) for _, veto in SLASH_VETOES):
         return 0.0
@@ -185,6 +185,14 @@ def _month_day(text: str, start: int, end: int, a_s: str, b_s: str, delim: str) 
     if (len(b_s) == 2 and b > 31) or (len(b_s) == 4 and valid_year(b_s)):
         return 0.8 if cue else 0.65  # month/year: "8/88", "5/2017"
     return 0.0
+
+
+def _pair_shape_ok(text: str, start: int, a_s: str, b_s: str, delim: str) -> bool:
+    """A month first (one or two digits); a dot only in "since 12.1998" (a two-digit month, a
+    year, a date cue before): "1.2000", "3.14", "Ca 10.2000" are values."""
+    if not 1 <= int(a_s) <= 12 or len(a_s) > 2:
+        return False
+    return delim != "." or (len(a_s) == len(b_s) // 2 == 2 and _date_cue_before(text, start))
 
 
 def _culture_before(text: str, start: int, word: list[str]) -> bool:
