@@ -36,6 +36,7 @@ _WORD: Final = re.compile(r"[A-Za-z]+")
 _BEFORE: Final = re.compile(r"([A-Za-z]+'?s?)[\s.,:]*$")  # the word before a span
 _AFTER: Final = re.compile(r"(?:['’]s)?[\s-]+([A-Za-z]+)")  # the word after a span
 _PEOPLES: Final = ("exclusion_nationalities", "exclusion_languages")
+_SIDES: Final = frozenset({"left", "right", "lt", "rt", "l", "r", "bilateral", "bilat"})
 _WINDOW: Final = 40  # characters either side of a span searched for a device phrase
 
 
@@ -69,7 +70,8 @@ def vocabulary() -> Vocabulary:
     elements = "|".join(sorted(word_list("chemical_elements"), key=len, reverse=True))
     return Vocabulary(
         name_words=frozenset(w for w in single if not lx.is_name(w)),
-        place_words=frozenset(single | _units() | word_set("exclusion_body") | _kinds()) - places,
+        place_words=frozenset(single | _units() | _body() | _kinds() | word_set("care_units"))
+        - places,
         heads=word_set("exclusion_device_heads"),
         facility_heads=word_set("facility_heads_generic"),
         verbs=word_set("exclusion_verbs"),
@@ -100,6 +102,23 @@ def _kinds() -> frozenset[str]:
     return frozenset((*homes, *services))
 
 
+# Services that name a hospital alone ("Children's"), kept out of ``_services``.
+_NAMING_SERVICES: Final = frozenset({"children's", "women's", "veterans", "va", "shriners"})
+
+
+@cache
+def _services() -> frozenset[str]:
+    """Services and specialties: a place span of these only is a department or a kind of
+    care ("Physical Therapy", "Senior"), never a facility's name."""
+    extra = {"therapy", "therapies", "practice", "management", "medicine"}
+    return (word_set("facility_services") | extra) - _NAMING_SERVICES
+
+
+@cache
+def _body() -> frozenset[str]:
+    return word_set("exclusion_body")
+
+
 def _units() -> frozenset[str]:
     """The care unit acronyms and their slips: two neighbouring letters swapped ("SCIU")."""
     units = word_set("exclusion_units")
@@ -117,20 +136,39 @@ def veto(text: str, spans: Iterable[Span]) -> list[Span]:
 
 def vetoed(text: str, span: Span) -> bool:
     words = [w.lower() for w in _WORD.findall(text, span.start, span.end)]
-    if not words or _name_context(text, span):
+    if not words:
         return False
     vocab = vocabulary()
+    if _language(words, text, span, vocab) or _on_body(words, text, span):
+        return True  # "Interpreter: Creole", "Left Temple": even after a role word
+    if _name_context(text, span):
+        return False
     if _formula(text, span, vocab) or (
         not vocab.phrase_words.isdisjoint(words) and _in_device_phrase(text, span, vocab)
     ):
         return True
     if _head_after(text, span.end, vocab.heads) or any(w in vocab.heads for w in words[1:]):
         return True
-    if all(w in vocab.peoples for w in words) and _spoken(text, span, vocab):
-        return True
     if span.category in _NAMES:
         return all(_name_word(w, vocab) for w in words)
     return _no_place(words, text, span, vocab)
+
+
+def _language(words: list[str], text: str, span: Span, vocab: Vocabulary) -> bool:
+    """A nationality or a language next to a language cue ("Creole speaking", "Interpreter:
+    Creole")."""
+    return all(w in vocab.peoples for w in words) and _spoken(text, span, vocab)
+
+
+def _on_body(words: list[str], text: str, span: Span) -> bool:
+    """A site on the body after a side ("Left Temple", "R Flank"): the side written before
+    the span or as its first word, and every other word a body part."""
+    before = _BEFORE.search(text, max(0, span.start - 12), span.start)
+    if words[0] in _SIDES:
+        words = words[1:]
+    elif before is None or before.group(1).lower() not in _SIDES:
+        return False
+    return bool(words) and all(w in _body() for w in words)
 
 
 def _after_cue(text: str, start: int) -> bool:
@@ -199,18 +237,26 @@ def _name_word(word: str, vocab: Vocabulary) -> bool:
 
 def _no_place(words: list[str], text: str, span: Span, vocab: Vocabulary) -> bool:
     """A place span of excluded words only, a planning word before facility heads ("start
-    rehab"), or one misspelt common word written in lower case ("to the flor")."""
+    rehab"), a service ("to Physical Therapy"), or one misspelt common word written in lower
+    case ("to the flor")."""
     rest = [w for w in words if w not in vocab.facility_heads]
     if len(rest) < len(words) or _head_after(text, span.end, vocab.facility_heads):
-        # "start rehab": a planning word; "DEXA center": a service's initialism; "in SNF": a
-        # kind of residence that is a head too
-        if not rest:
-            return len(words) == 1 and words[0] in _kinds()
-        return all(w in vocab.verbs or w in _kinds() for w in rest)
+        return _before_head(words, rest, vocab)
     if all(w in vocab.place_words or _place_drug(w) for w in words):
         return True
+    if all(w in _services() for w in words):
+        return True  # "to Physical Therapy", "to Senior": a service, no place
     written = text[span.start : span.end]
     return len(words) == 1 and written.islower() and _misspelt(words[0])
+
+
+def _before_head(words: list[str], rest: list[str], vocab: Vocabulary) -> bool:
+    """The words of a span with a facility head in or after it, ``rest`` those that are no
+    head: "start rehab" (a planning word), "DEXA center" (a service's initialism), "Senior
+    Center" (a service), "in SNF" (a kind of residence that is a head too)."""
+    if not rest:
+        return len(words) == 1 and words[0] in _kinds()
+    return all(w in vocab.verbs or w in _kinds() or w in _services() for w in rest)
 
 
 def _place_drug(word: str) -> bool:

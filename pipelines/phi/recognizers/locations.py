@@ -32,6 +32,7 @@ from pipelines.phi.base import Doc, Recognizer
 from pipelines.phi.passes import JUDGED_MIN_TEXT, Case, Pass, Passes, declare
 from pipelines.phi.recognizers import facility_phrases as fp
 from pipelines.phi.recognizers import location_cues as cues
+from pipelines.phi.recognizers.location_gazetteer import gazetteer_names
 from pipelines.phi.recognizers.location_heads import facility, facility_list, glued_heads
 from pipelines.phi.recognizers.location_places import (
     GLUED_NUMBER,
@@ -238,6 +239,7 @@ class LocationRecognizer(Recognizer):
         out: list[Span] = glued_heads(text) + wards_with_numbers(doc, mixed)
         # hospital acronyms are told by their neighbours ("pls call XMH"), no trigger word
         out += fp.hospital_acronyms(toks, text, mixed)
+        out += gazetteer_names(toks.words, toks.lowers, text, mixed)
         lower_set = toks.lower_set
         if lower_set.isdisjoint(PASSES.triggers) and lower_set.isdisjoint(lx.us_states()):
             return out
