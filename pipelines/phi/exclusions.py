@@ -247,7 +247,12 @@ def _no_place(words: list[str], text: str, span: Span, vocab: Vocabulary) -> boo
     if all(w in _services() for w in words):
         return True  # "to Physical Therapy", "to Senior": a service, no place
     written = text[span.start : span.end]
-    return len(words) == 1 and written.islower() and _misspelt(words[0])
+    if len(words) == 1 and (written.isupper() or written.islower()):
+        # "at CHURCH", "in HOUSE": a kind of place in a word of one case; "to the flor"
+        return words[0] in word_set("exclusion_generic_places") or (
+            written.islower() and _misspelt(words[0])
+        )
+    return False
 
 
 def _before_head(words: list[str], rest: list[str], vocab: Vocabulary) -> bool:

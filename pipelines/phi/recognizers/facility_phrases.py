@@ -440,3 +440,42 @@ def _two_letters_placed(words: tuple[Token, ...], k: int, text: str) -> bool:
     return (
         nxt is not None and text[tok.end : nxt.start] == " " and nxt.lower in _two_letters_after()
     )
+
+
+_LOWER_CUES: Final = frozenset({"at", "from", "to"})
+_LOWER_AFTER: Final = frozenset({"ed", "er", "icu"})
+
+
+def lower_hospital_acronyms(toks: lx.Tokens, text: str, mixed: bool) -> list[Span]:
+    """ "records from och reviewed", "labs at mmh": a hospital acronym written in small
+    letters in a mixed-case note, after "at", "from" or "to", or before its emergency
+    department; a word English hardly uses, no clinical word nor abbreviation ("tach")."""
+    if not mixed:
+        return []
+    whole = _acronym_word().fullmatch
+    shaped = {w for w in toks.written if w.islower() and 3 <= len(w) <= 5 and whole(w.upper())}
+    out: list[Span] = []
+    words = toks.words
+    for k in lx.positions(toks.texts, shaped):
+        tok = words[k]
+        if not _lower_acronym_word(tok.lower):
+            continue
+        before = k > 0 and words[k - 1].lower in _LOWER_CUES
+        after = k + 1 < len(words) and words[k + 1].lower in _LOWER_AFTER
+        gap_before = text[words[k - 1].end : tok.start] == " " if before else False
+        if gap_before or (after and text[tok.end : words[k + 1].start] == " "):
+            out.append(Span(tok.start, tok.end, HOSPITAL, 0.6, ACRONYM))
+    return out
+
+
+@cache
+def _not_lower_acronyms() -> frozenset[str]:
+    """Clinical abbreviations, services, units and people ("tach", "psych", "nsg")."""
+    lists = ("clinical_acronyms", "clinic_service_initialisms", "acronyms_not_places")
+    return frozenset().union(*map(word_set, (*lists, "care_units", "name_services")))
+
+
+def _lower_acronym_word(low: str) -> bool:
+    if low in _not_lower_acronyms():
+        return False
+    return lx.zipf(low) < 3.0 and not lx.clinical_word(low)

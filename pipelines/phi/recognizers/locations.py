@@ -239,6 +239,7 @@ class LocationRecognizer(Recognizer):
         out: list[Span] = glued_heads(text) + wards_with_numbers(doc, mixed)
         # hospital acronyms are told by their neighbours ("pls call XMH"), no trigger word
         out += fp.hospital_acronyms(toks, text, mixed)
+        out += fp.lower_hospital_acronyms(toks, text, mixed)
         out += gazetteer_names(toks.words, toks.lowers, text, mixed)
         lower_set = toks.lower_set
         if lower_set.isdisjoint(PASSES.triggers) and lower_set.isdisjoint(lx.us_states()):
