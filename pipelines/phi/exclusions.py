@@ -37,6 +37,8 @@ _BEFORE: Final = re.compile(r"([A-Za-z]+'?s?)[\s.,:]*$")  # the word before a sp
 _AFTER: Final = re.compile(r"(?:['’]s)?[\s-]+([A-Za-z]+)")  # the word after a span
 _PEOPLES: Final = ("exclusion_nationalities", "exclusion_languages")
 _SIDES: Final = frozenset({"left", "right", "lt", "rt", "l", "r", "bilateral", "bilat"})
+_AIDS: Final = frozenset({"walker", "walkers", "rollator", "cane", "crutches", "wheelchair"})
+_AID_BEFORE: Final = frozenset({"rolling", "wheeled", "fww", "rw", "using", "uses", "with", "w"})
 _WINDOW: Final = 40  # characters either side of a span searched for a device phrase
 
 
@@ -141,6 +143,8 @@ def vetoed(text: str, span: Span) -> bool:
     vocab = vocabulary()
     if _language(words, text, span, vocab) or _on_body(words, text, span):
         return True  # "Interpreter: Creole", "Left Temple": even after a role word
+    if _walking_aid(words, text, span):
+        return True
     if _name_context(text, span):
         return False
     if _formula(text, span, vocab) or (
@@ -169,6 +173,17 @@ def _on_body(words: list[str], text: str, span: Span) -> bool:
     elif before is None or before.group(1).lower() not in _SIDES:
         return False
     return bool(words) and all(w in _body() for w in words)
+
+
+def _walking_aid(words: list[str], text: str, span: Span) -> bool:
+    """ "AMBULATED WITH ROLLING WALKER", "using cane": a walking aid in a word of one case
+    after a word that comes before one (a surname written so after "with" is lost: in a
+    one-case note the aid is the likelier)."""
+    written = text[span.start : span.end]
+    if len(words) != 1 or words[0] not in _AIDS or not (written.isupper() or written.islower()):
+        return False
+    before = _BEFORE.search(text, max(0, span.start - 12), span.start)
+    return before is not None and before.group(1).lower() in _AID_BEFORE
 
 
 def _after_cue(text: str, start: int) -> bool:
