@@ -22,7 +22,7 @@ from array import array
 from bisect import bisect_right
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cached_property, lru_cache
 from importlib import resources
 from typing import TypeVar, overload
 
@@ -102,7 +102,7 @@ class NameTable(Mapping[str, float]):
         groups: list[list[str]] = [[] for _ in values]
         for name, value in table.items():
             groups[index[value]].append(name)
-        self._file = file
+        self.file = file
         self._words = hashed_words(groups, values)
         self._size = len(table)
 
@@ -125,7 +125,7 @@ class NameTable(Mapping[str, float]):
         return isinstance(name, str) and self._words.lookup(name) is not None
 
     def __iter__(self) -> Iterator[str]:
-        return iter(dict(_read(self._file, {})))
+        return iter(dict(_read(self.file, {})))
 
     def __len__(self) -> int:
         return self._size
@@ -136,7 +136,6 @@ class Census:
     male: dict[str, float]
     female: dict[str, float]
     last: NameTable
-    pools: dict[tuple[str, str], Pool]  # (M | F | L, initial or "") → names, lower-case
 
     def first(self, low: str) -> float:
         return max(self.male.get(low, 0.0), self.female.get(low, 0.0))
@@ -147,6 +146,39 @@ class Census:
 
     def is_surname(self, low: str) -> bool:
         return self.last.get(low, 0.0) > self.first(low)
+
+    @cached_property
+    def pools(self) -> dict[tuple[str, str], Pool]:
+        """(M | F | L, initial or "") → names, lower-case: built on first use, by the
+        surrogates (the detector asks only the tables).
+
+        First-name pools hold only names that are mostly of their gender and more a first
+        name than a surname; the surname pool only names that are more a surname than a
+        first name."""
+        male, female = self.male.items(), self.female.items()
+        last = _read(self.last.file, {})[:LAST_NAME_POOL]
+        eligible = {
+            "M": [
+                (n, f)
+                for n, f in male
+                if self.share(n, "M") >= GENDER_SHARE and self.is_first_name(n)
+            ],
+            "F": [
+                (n, f)
+                for n, f in female
+                if self.share(n, "F") >= GENDER_SHARE and self.is_first_name(n)
+            ],
+            "L": [(n, f) for n, f in last if self.is_surname(n)],
+        }
+        pools: dict[tuple[str, str], Pool] = {}
+        for pool, rows in eligible.items():
+            by_initial: dict[str, list[tuple[str, float]]] = {}
+            for name, freq in rows:
+                by_initial.setdefault(name[0], []).append((name, freq))
+            pools[(pool, "")] = _pool(rows)
+            for initial, group in by_initial.items():
+                pools[(pool, initial)] = _pool(group)
+        return pools
 
     def share(self, low: str, gender: str) -> float:
         """The share of the name's first-name bearers who have ``gender`` (M or F)."""
@@ -183,31 +215,13 @@ def _pool(rows: list[tuple[str, float]]) -> Pool:
 
 @lru_cache(maxsize=1)
 def census() -> Census:
-    """The census name lists (dist.male.first, dist.female.first, dist.all.last), indexed.
-
-    First-name pools hold only names that are mostly of their gender and more a first name
-    than a surname; the surname pool only names that are more a surname than a first name.
-    """
+    """The census name lists (dist.male.first, dist.female.first, dist.all.last), indexed;
+    the surrogates' pools (``Census.pools``) are built on first use."""
     percents: dict[str, float] = {}
     male = _read("dist.male.first", percents)
     female = _read("dist.female.first", percents)
     last = _read("dist.all.last", percents)
-    c = Census(
-        male=dict(male), female=dict(female), last=NameTable("dist.all.last", last), pools={}
-    )
-    eligible = {
-        "M": [(n, f) for n, f in male if c.share(n, "M") >= GENDER_SHARE and c.is_first_name(n)],
-        "F": [(n, f) for n, f in female if c.share(n, "F") >= GENDER_SHARE and c.is_first_name(n)],
-        "L": [(n, f) for n, f in last[:LAST_NAME_POOL] if c.is_surname(n)],
-    }
-    for pool, rows in eligible.items():
-        by_initial: dict[str, list[tuple[str, float]]] = {}
-        for name, freq in rows:
-            by_initial.setdefault(name[0], []).append((name, freq))
-        c.pools[(pool, "")] = _pool(rows)
-        for initial, group in by_initial.items():
-            c.pools[(pool, initial)] = _pool(group)
-    return c
+    return Census(male=dict(male), female=dict(female), last=NameTable("dist.all.last", last))
 
 
 @lru_cache(maxsize=4096)
