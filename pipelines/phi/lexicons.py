@@ -36,6 +36,7 @@ if TYPE_CHECKING:
     from collections.abc import Set as AbstractSet
 
     from pipelines.phi.base import Doc
+    from pipelines.phi.english_words import RareWords
     from surrogates.wordtable import HashedWords
 
 
@@ -275,10 +276,11 @@ _SEEN_LIMIT: Final = 20_000
 class English:
     """wordfreq's English list: a dict of the common words (Zipf >= ``_COMMON_ZIPF``: most
     look-ups, and every one ``near_english`` makes), and the long rare tail, most of the
-    list, as ``HashedWords`` (figures: bench/README.md, "Memory")."""
+    list, as ``RareWords`` (``pipelines.phi.english_words``: sorted lines of words, read
+    from a shipped copy; bench/README.md, "Session 15")."""
 
     common: dict[str, float]
-    rare: HashedWords
+    rare: RareWords
     # the longest common word: a word longer by two or more is no slip of one (a bound that
     # keeps the slip tests linear on a 16 KiB "word")
     longest: int
@@ -286,7 +288,8 @@ class English:
 
 def _english_buckets() -> list[list[str]]:
     """wordfreq's large English list as its buckets of words, bucket ``i`` holding the words
-    of frequency ``10 ** (-i / 100)`` (``wordfreq.cB_to_freq(-i)``).
+    of frequency ``10 ** (-i / 100)`` (``wordfreq.cB_to_freq(-i)``): what the shipped copy
+    ``pipelines.phi.english_words`` is written from.
 
     Read from the package's data file without importing ``wordfreq``: its import brings
     ftfy, langcodes, regex and wcwidth's tables, which the detector does not use (figures:
@@ -314,23 +317,14 @@ def _english_buckets() -> list[list[str]]:
 
 @cache
 def _english() -> English:
-    """Each bucket's value is ``log10`` of its frequency plus 9, the float ``zipf`` always
-    computed (one float object per bucket)."""
-    from surrogates.wordtable import hashed_words
+    """Read from the copy shipped beside this package (``pipelines.phi.english_words``): the
+    values are those of ``_english_buckets``, each bucket's ``log10`` of its frequency plus
+    9 (one float object per bucket)."""
+    from pipelines.phi import english_words
 
-    buckets = _english_buckets()
-    values = tuple(math.log10(10 ** (-index / 100)) + 9.0 for index in range(len(buckets)))
-    common: dict[str, float] = {}
-    rare: list[list[str]] = []  # the same buckets, each common one left empty
-    for value, words in zip(values, buckets, strict=True):
-        if value >= _COMMON_ZIPF:
-            common.update(zip(words, repeat(value)))
-            rare.append([])
-        else:
-            rare.append(words)
-    del buckets
+    common, rare = english_words.shipped()
     longest = max(map(len, common), default=0)
-    return English(common, hashed_words(rare, values), longest)
+    return English(common, rare, longest)
 
 
 def zipf(word: str) -> float:
@@ -437,7 +431,7 @@ def us_cities() -> frozenset[str]:
     copy, ``surrogates.zipdata``)."""
     from surrogates import zipdata
 
-    return frozenset(row.city.lower() for row in zipdata.rows() if row.city)
+    return frozenset(map(str.lower, filter(None, zipdata.column(3))))
 
 
 @cache

@@ -171,29 +171,30 @@ def test_the_case_census_at_the_85_percent_line(lowers: int, uppers: int) -> Non
     assert (toks.mixed_case, toks.lower_note) == _reference_case(text)
 
 
-def test_english_words_whose_hashes_coincide_are_kept_apart(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    """Two rare words with one hash cannot be told apart in the arrays: both go to the dict
-    with their own values (``hash`` is the builtin everywhere but here)."""
-    one, other = "kerlixes", "quellamotts"
-    buckets: list[list[str]] = [[] for _ in range(701)]  # Zipf 9 - index / 100
-    buckets[600], buckets[700] = ["aaa", one], [other]
-    monkeypatch.setattr(lx, "_english_buckets", lambda: buckets)
+def test_words_whose_hashes_coincide_are_kept_apart(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Two words with one hash cannot be told apart in the arrays of ``HashedWords`` (the
+    census surnames, the drug names): both go to the dict with their own values (``hash``
+    is the builtin everywhere but here)."""
     from surrogates import wordtable
 
+    one, other = "kerlixes", "quellamotts"
     fake = lambda w: 7 if w in (one, other) else len(w)  # noqa: E731
     monkeypatch.setattr(wordtable, "hash", fake, raising=False)
-    lx._english.cache_clear()  # noqa: SLF001
-    try:
-        english = lx._english()  # noqa: SLF001
-        assert not english.common and len(english.rare.hashes) == 1
-        assert set(english.rare.apart) == {one, other}
-        values = english.rare.values
-        assert lx.zipf(one) == values[600] and lx.zipf(other) == values[700]
-        assert lx.zipf("aaa") == values[600] and lx.zipf("notlisted") == 0.0
-    finally:
-        lx._english.cache_clear()  # noqa: SLF001
+    words = wordtable.hashed_words([["aaa", one], [other]], (2.5, 1.0))
+    assert len(words.hashes) == 1 and set(words.apart) == {one, other}
+    assert words.get(one) == 2.5 and words.get(other) == 1.0
+    assert words.get("aaa") == 2.5 and words.get("notlisted") == 0.0
+
+
+def test_the_shipped_english_copy_equals_the_installed_package() -> None:
+    """Fails when wordfreq changes its data: run ``python -m pipelines.phi.english_words``."""
+    import gzip
+    from importlib import resources
+
+    from pipelines.phi import english_words
+
+    shipped = resources.files("pipelines.phi").joinpath("data", english_words.FILENAME)
+    assert gzip.decompress(shipped.read_bytes()) == english_words.from_package()
 
 
 def test_the_shipped_drug_copy_equals_the_installed_package() -> None:
