@@ -248,7 +248,7 @@ def positions(column: tuple[str, ...], present: AbstractSet[str]) -> list[int]:
 @cache
 def first_names() -> dict[str, float]:
     """Census first names (male and female), lower-case -> percent of the population."""
-    from surrogates.names import census
+    from surrogates.name_tables import census
 
     male, female = census().male, census().female
     names = sorted(male.keys() | female.keys())  # a set's order follows the string hash seed
@@ -259,7 +259,7 @@ def first_names() -> dict[str, float]:
 def last_names() -> Mapping[str, float]:
     """Census last names, lower-case -> percent of the population (the surrogates' own
     table: one copy in memory)."""
-    from surrogates.names import census
+    from surrogates.name_tables import census
 
     return census().last
 
@@ -388,10 +388,10 @@ _NAME_SCORE: Final = Memo("lexicons.name_score", _name_score, 200_000)
 
 def folded(word: str) -> str:
     """A word without its accents, for look-ups in the census lists (ASCII);
-    ``surrogates.names.folded``, imported only for a word that is not ASCII."""
+    ``surrogates.name_tables.folded``, imported only for a word that is not ASCII."""
     if word.isascii():
         return word
-    from surrogates.names import folded as fold
+    from surrogates.name_tables import folded as fold
 
     return fold(word)
 
