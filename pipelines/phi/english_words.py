@@ -96,20 +96,12 @@ def shipped() -> tuple[dict[str, float], RareWords]:
 
 def from_package() -> bytes:
     """The copy's bytes (before gzip) as derived from the installed wordfreq now."""
-    from pipelines.phi.lexicons import _COMMON_ZIPF, _english_buckets
+    from pipelines.phi.lexicons import _english_buckets
 
     buckets = _english_buckets()
-    values = bucket_values(len(buckets))
-    common = [(i, words) for i, words in enumerate(buckets) if words and values[i] >= _COMMON_ZIPF]
-    first = next(i for i, value in enumerate(values) if value < _COMMON_ZIPF)
-    if any(values[i] >= _COMMON_ZIPF for i in range(first, len(values))):
-        raise ValueError("the common buckets are not the first ones")
-    rare = {w: i - first for i in range(first, len(buckets)) for w in buckets[i]}
+    first, common, rare = _split(buckets)
+    _check([w for _, words in common for w in words] + list(rare), rare)
     words = sorted(w for w in rare if w.isascii())
-    if any(not w or any(c.isspace() for c in w) for w in rare.keys() | common_words(common)):
-        raise ValueError("a listed word is empty or holds a space")
-    if max(rare.values(), default=0) > 255:
-        raise ValueError("more than 256 rare buckets: widen the bucket array")
     text = [_HEADER, f"buckets {len(buckets)}\n", f"common {len(common)}\n"]
     text.extend(f"{i} {' '.join(ws)}\n" for i, ws in common)
     lines = [words[at : at + BLOCK] for at in range(0, len(words), BLOCK)]
@@ -119,8 +111,26 @@ def from_package() -> bytes:
     return "".join(text).encode("utf-8") + b"\0" + bytes(rare[w] for w in words)
 
 
-def common_words(common: list[tuple[int, list[str]]]) -> set[str]:
-    return {w for _, words in common for w in words}
+def _split(buckets: list[list[str]]) -> tuple[int, list[tuple[int, list[str]]], dict[str, int]]:
+    """The first rare bucket, the common buckets that hold words, and each rare word's
+    bucket less the first rare one."""
+    from pipelines.phi.lexicons import _COMMON_ZIPF
+
+    values = bucket_values(len(buckets))
+    first = next(i for i, value in enumerate(values) if value < _COMMON_ZIPF)
+    if any(value >= _COMMON_ZIPF for value in values[first:]):
+        raise ValueError("the common buckets are not the first ones")
+    common = [(i, words) for i, words in enumerate(buckets[:first]) if words]
+    rare = {w: i - first for i in range(first, len(buckets)) for w in buckets[i]}
+    return first, common, rare
+
+
+def _check(words: list[str], rare: dict[str, int]) -> None:
+    """The copy's layout holds: no word empty or with a space, a rare bucket in a byte."""
+    if not all(words) or any(len(w.split()) != 1 or w.strip() != w for w in words):
+        raise ValueError("a listed word is empty or holds a space")
+    if max(rare.values(), default=0) > 255:
+        raise ValueError("more than 256 rare buckets: widen the bucket array")
 
 
 def write(path: Path) -> None:
