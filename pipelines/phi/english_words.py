@@ -6,7 +6,7 @@ and then hashes and sorts into ``HashedWords`` (the rare tail) to keep it small,
 of every process that detects, the largest part of a short ``deidstream detect``'s start
 (bench/README.md, "Session 15"). The copy holds the same words and values laid out to be
 searched as they are: the common words (Zipf >= 3.3) one line per frequency bucket, made
-into a dict; the rare ASCII words sorted, 64 to a line, each line one string searched with
+into a dict; the rare ASCII words sorted, 64 to a line (``sorted_words.SortedWords``), each line one string searched with
 ``str.find`` after a ``bisect`` on the lines' first words; the few rare words that are not
 ASCII one a line, made into a dict. The bucket of each rare ASCII word, in order, is a byte
 after the text. Nothing is hashed or sorted at load, and the strings kept take about the
@@ -23,15 +23,14 @@ import gzip
 import math
 import sys
 from array import array
-from bisect import bisect_right
-from dataclasses import dataclass
 from importlib import resources
 from itertools import repeat
 from pathlib import Path
 from typing import Final
 
+from pipelines.phi.sorted_words import BLOCK, SortedWords, sorted_words
+
 FILENAME: Final = "english_words.bin.gz"
-BLOCK: Final = 64  # rare words a line: a look-up searches one line of some 500 characters
 _HEADER: Final = (
     "# wordfreq's large English list (large_en.msgpack.gz, CC BY-SA 4.0): the common words\n"
     "# by bucket, the rare ASCII words sorted, the rare others; written by\n"
@@ -45,32 +44,7 @@ def bucket_values(count: int) -> tuple[float, ...]:
     return tuple(math.log10(10 ** (-index / 100)) + 9.0 for index in range(count))
 
 
-@dataclass(frozen=True, slots=True)
-class RareWords:
-    """The rare tail: ``get`` gives a word's Zipf value, 0.0 for a word not listed."""
-
-    firsts: list[str]  # the first word of each line
-    lines: list[str]  # " w1 w2 … w64 ", sorted words
-    buckets: array[int]  # per word of the lines, in order: its bucket less ``first``
-    values: tuple[float, ...]  # bucket values from the first rare bucket on
-    apart: dict[str, float]  # the words that are not ASCII
-
-    def get(self, word: str) -> float:
-        if not word.isascii():
-            return self.apart.get(word, 0.0)
-        if not word or " " in word:
-            return 0.0
-        at = bisect_right(self.firsts, word) - 1
-        if at < 0:
-            return 0.0
-        line = self.lines[at]
-        found = line.find(f" {word} ")
-        if found < 0:
-            return 0.0
-        return self.values[self.buckets[at * BLOCK + line.count(" ", 0, found)]]
-
-
-def shipped() -> tuple[dict[str, float], RareWords]:
+def shipped() -> tuple[dict[str, float], SortedWords]:
     """The common words (word -> Zipf value) and the rare tail, from the shipped copy."""
     raw = gzip.decompress(resources.files("pipelines.phi").joinpath("data", FILENAME).read_bytes())
     cut = raw.index(b"\0")
@@ -84,14 +58,12 @@ def shipped() -> tuple[dict[str, float], RareWords]:
         index, *words = next(lines).split(" ")
         common.update(zip(words, repeat(values[int(index)])))
     _, first, count = next(lines).split()
-    rare = [f" {next(lines)} " for _ in range(int(count))]
+    rare = [next(lines) for _ in range(int(count))]
     apart: dict[str, float] = {}
     for line in lines:
         word, index = line.rsplit(" ", 1)
         apart[word] = values[int(index)]
-    buckets = array("B", raw[cut + 1 :])
-    firsts = [line[1 : line.index(" ", 1)] for line in rare]
-    return common, RareWords(firsts, rare, buckets, values[int(first) :], apart)
+    return common, sorted_words(rare, array("B", raw[cut + 1 :]), values[int(first) :], apart)
 
 
 def from_package() -> bytes:

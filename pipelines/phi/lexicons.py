@@ -36,8 +36,7 @@ if TYPE_CHECKING:
     from collections.abc import Set as AbstractSet
 
     from pipelines.phi.base import Doc
-    from pipelines.phi.english_words import RareWords
-    from surrogates.wordtable import HashedWords
+    from pipelines.phi.sorted_words import SortedWords
 
 
 class Token(NamedTuple):
@@ -276,11 +275,11 @@ _SEEN_LIMIT: Final = 20_000
 class English:
     """wordfreq's English list: a dict of the common words (Zipf >= ``_COMMON_ZIPF``: most
     look-ups, and every one ``near_english`` makes), and the long rare tail, most of the
-    list, as ``RareWords`` (``pipelines.phi.english_words``: sorted lines of words, read
-    from a shipped copy; bench/README.md, "Session 15")."""
+    list, as ``SortedWords`` (sorted lines of words, read from a shipped copy:
+    ``pipelines.phi.english_words``; bench/README.md, "Session 15")."""
 
     common: dict[str, float]
-    rare: RareWords
+    rare: SortedWords
     # the longest common word: a word longer by two or more is no slip of one (a bound that
     # keeps the slip tests linear on a 16 KiB "word")
     longest: int
@@ -455,15 +454,15 @@ def countries() -> frozenset[str]:
 
 
 @cache
-def drug_words() -> HashedWords:
+def drug_words() -> SortedWords:
     """Lower-case one-word drug names (generic and brand) and their 5-6 letter heads, the
     way notes shorten them ("vanco", "ceftaz"); from drug-named-entity-recognition's data.
-    Each has the value 1.0 (``HashedWords``: a long list, asked about a few times a note).
-    Read from the copy shipped beside this package (``pipelines.phi.drugs``)."""
+    Each has the value 1.0 (``SortedWords``: a long list, asked about a few times a note,
+    read sorted). Read from the copy shipped beside this package (``pipelines.phi.drugs``)."""
     from pipelines.phi import drugs
-    from surrogates.wordtable import hashed_words
+    from pipelines.phi.sorted_words import one_value
 
-    return hashed_words([drugs.shipped()], (1.0,))
+    return one_value(drugs.shipped(), 1.0)
 
 
 def drug_variants() -> set[str]:
