@@ -6,8 +6,9 @@ from __future__ import annotations
 
 from array import array
 from bisect import bisect_left
+from collections import Counter
 from dataclasses import dataclass
-from itertools import islice, pairwise, repeat
+from itertools import accumulate, islice, pairwise, repeat
 from operator import and_, eq, lshift, or_, rshift
 from typing import Final
 
@@ -67,7 +68,10 @@ def hashed_words(groups: list[list[str]], values: tuple[float, ...]) -> HashedWo
 
     Built with C-level ``map`` pipelines, no Python frame per word: this runs in every
     process that detects (three lists, some 430,000 words; bench/README.md, "Session 15")."""
-    apart = {w: values[i] for i, words in enumerate(groups) for w in words if not w.isascii()}
+    apart: dict[str, float] = {}
+    for value, words in zip(values, groups, strict=True):
+        if not all(map(str.isascii, words)):
+            apart.update((w, value) for w in words if not w.isascii())
     keys = _keys(groups)
     hashes = array("q", map(rshift, keys, repeat(16)))
     if any(map(eq, hashes, islice(hashes, 1, None))):  # words the arrays cannot tell apart
@@ -77,9 +81,10 @@ def hashed_words(groups: list[list[str]], values: tuple[float, ...]) -> HashedWo
         hashes = array("q", map(rshift, keys, repeat(16)))
     indices = array("H", map(and_, keys, repeat(0xFFFF)))
     del keys
-    bounds = map(lshift, range(-_SLOT_BASE, _SLOT_BASE + 1), repeat(_SLOT_SHIFT))
-    starts = array("I", map(bisect_left, repeat(hashes), bounds))
-    return HashedWords(apart, hashes, indices, values, starts)
+    # slot s starts after every hash of a lower slot: a running count of each slot's hashes
+    counts = Counter(map(rshift, hashes, repeat(_SLOT_SHIFT)))
+    below = map(counts.get, range(-_SLOT_BASE - 1, _SLOT_BASE), repeat(0))
+    return HashedWords(apart, hashes, indices, values, array("I", accumulate(below)))
 
 
 def _keys(groups: list[list[str]]) -> list[int]:
