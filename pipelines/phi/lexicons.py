@@ -335,6 +335,14 @@ def zipf(word: str) -> float:
     return value
 
 
+def common_zipf(word: str) -> float:
+    """``zipf(word)`` for a common word (Zipf >= 3.3), else 0.0: the same answer to a test
+    against a bound of 3.3 or more ("zipf(w) < 6.0" is "common_zipf(w) < 6.0"), without a
+    look-up in the rare tail. For the tables built at start-up that test thousands of
+    words so (bench/README.md, "Session 15")."""
+    return _english().common.get(word, 0.0)
+
+
 def _rare_zipf(word: str) -> float:
     return _english().rare.get(word)
 

@@ -298,3 +298,11 @@ def test_one_tokenization_serves_the_rules_and_the_tagger(text: str) -> None:
     parts = re.split(r"([^\W\d_]+(?:['’][^\W\d_]+)*|\d+|[^\s])", text)
     offsets = list(accumulate(map(len, parts)))
     assert toks.columns == (offsets[0:-1:2], offsets[1::2], parts[1::2])
+
+
+@pytest.mark.parametrize("bound", [3.3, 4.5, 6.0])
+def test_common_zipf_compares_as_zipf_against_a_bound_of_common_words(bound: float) -> None:
+    words = [w for bucket in lx._english_buckets()[::7] for w in bucket[::5]]  # noqa: SLF001
+    words += [f"{w}q" for w in words[::3]] + ["", "zzqx", "the", "naïve"]
+    assert all((lx.zipf(w) < bound) == (lx.common_zipf(w) < bound) for w in words)
+    assert all((lx.zipf(w) > bound) == (lx.common_zipf(w) > bound) for w in words)
