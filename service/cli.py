@@ -111,10 +111,13 @@ def _prose(text: str | None) -> str | None:
     dropped ``[categories]`` from a sentence)."""
     if not text:
         return text
+    paragraphs = inspect.cleandoc(text).split("\n\n")
+    prose = "\n\n".join(" ".join(p.split()) for p in paragraphs)
+    if "[" not in prose and not prose.endswith("\\"):
+        return prose  # what escape gives: rich (its import) only for a text it would change
     from rich.markup import escape
 
-    paragraphs = inspect.cleandoc(text).split("\n\n")
-    return escape("\n\n".join(" ".join(p.split()) for p in paragraphs))
+    return escape(prose)
 
 
 def _tidy_help(command: Any) -> None:
