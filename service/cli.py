@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib
 import inspect
+import os
 import pkgutil
 import sys
 from typing import Annotated, Any
@@ -21,6 +22,9 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
     pretty_exceptions_show_locals=False,
 )
+
+
+_ENV_PREFIX = "DEIDSTREAM_"  # service.settings.ENV_PREFIX (tests/service/test_cli_root.py)
 
 
 def _installed_version() -> str:
@@ -49,10 +53,13 @@ def _root(
     ] = False,
 ) -> None:
     """De-identify HL7 v2 / FHIR clinical reports: detect PHI, replace it, stream it."""
-    from service.settings import environment_or_exit
+    # every command: a misspelt DEIDSTREAM_* variable would be ignored and a default used.
+    # Without any such variable there is nothing to check, and the settings model (pydantic
+    # settings, a tenth of a short run's start-up) is not loaded for it.
+    if any(name.upper().startswith(_ENV_PREFIX) for name in os.environ):
+        from service.settings import environment_or_exit
 
-    # every command: a misspelt DEIDSTREAM_* variable would be ignored and a default used
-    environment_or_exit()
+        environment_or_exit()
 
 
 @app.command()
