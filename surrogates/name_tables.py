@@ -178,6 +178,12 @@ class Census:
         return (male if gender == "M" else female) / (male + female)
 
 
+def census_rows(name: str, percents: dict[str, float] | None = None) -> list[tuple[str, float]]:
+    """(lower-case name, percent of the population) per line of the census file ``name``
+    of ``names`` (dist.male.first, dist.female.first, dist.all.last), in file order."""
+    return _read(name, {} if percents is None else percents)
+
+
 def _read(name: str, percents: dict[str, float]) -> list[tuple[str, float]]:
     """(lower-case name, percent of the population) per line of a census file of ``names``,
     read line by line (the whole file split at once was a large transient). ``percents``

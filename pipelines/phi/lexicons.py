@@ -246,21 +246,25 @@ def positions(column: tuple[str, ...], present: AbstractSet[str]) -> list[int]:
 
 @cache
 def first_names() -> dict[str, float]:
-    """Census first names (male and female), lower-case -> percent of the population."""
-    from surrogates.name_tables import census
+    """Census first names (male and female), lower-case -> percent of the population (read
+    from ``names``' files as ``surrogates.name_tables.census`` reads them)."""
+    from surrogates.name_tables import census_rows
 
-    male, female = census().male, census().female
+    percents: dict[str, float] = {}
+    male = dict(census_rows("dist.male.first", percents))
+    female = dict(census_rows("dist.female.first", percents))
     names = sorted(male.keys() | female.keys())  # a set's order follows the string hash seed
     return {k: max(male.get(k, 0.0), female.get(k, 0.0)) for k in names}
 
 
 @cache
 def last_names() -> Mapping[str, float]:
-    """Census last names, lower-case -> percent of the population (the surrogates' own
-    table: one copy in memory)."""
-    from surrogates.name_tables import census
+    """Census last names, lower-case -> percent of the population, from the copy shipped
+    beside this package (``pipelines.phi.census_words``: sorted, nothing hashed at load;
+    the surrogates' own table, ``census().last``, answers the same)."""
+    from pipelines.phi import census_words
 
-    return census().last
+    return census_words.shipped()
 
 
 # Zipf 3.3, a word most adults know: computed as the lexicon's values are (frequency, then

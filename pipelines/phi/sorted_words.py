@@ -1,5 +1,6 @@
 """A long word list searched as sorted text (``SortedWords``): wordfreq's rare English words
-(``english_words``) and the drug names (``lexicons.drug_words``).
+(``english_words``), the drug names (``lexicons.drug_words``) and the census surnames as the
+detector asks them (``census_words``).
 
 The ASCII words, sorted, are held 64 to a string (" w1 w2 … w64 "); a look-up bisects the
 strings' first words and finds " word " in one string with ``str.find``. Nothing is hashed
@@ -24,7 +25,7 @@ BLOCK: Final = 64  # words a line: a look-up searches one string of some 500 cha
 
 @dataclass(frozen=True, slots=True)
 class SortedWords:
-    """``get`` gives a listed word's value, 0.0 for a word not listed."""
+    """``get`` gives a listed word's value, 0.0 for a word not listed; ``lookup`` None."""
 
     firsts: list[str]  # the first word of each line
     lines: list[str]  # " w1 w2 … w64 ", sorted words
@@ -33,17 +34,22 @@ class SortedWords:
     apart: dict[str, float]  # the words that are not ASCII
 
     def get(self, word: str) -> float:
+        value = self.lookup(word)
+        return 0.0 if value is None else value
+
+    def lookup(self, word: str) -> float | None:
+        """The word's value, or None for a word not listed (a listed word may have 0.0)."""
         if not word.isascii():
-            return self.apart.get(word, 0.0)
+            return self.apart.get(word)
         if not word or " " in word:
-            return 0.0
+            return None
         at = bisect_right(self.firsts, word) - 1
         if at < 0:
-            return 0.0
+            return None
         line = self.lines[at]
         found = line.find(f" {word} ")
         if found < 0:
-            return 0.0
+            return None
         return self.values[self.buckets[at * BLOCK + line.count(" ", 0, found)]]
 
 

@@ -197,6 +197,32 @@ def test_the_shipped_english_copy_equals_the_installed_package() -> None:
     assert gzip.decompress(shipped.read_bytes()) == english_words.from_package()
 
 
+def test_the_shipped_census_copy_equals_the_installed_package() -> None:
+    """Fails when the names package changes its data: run ``python -m pipelines.phi.census_words``."""
+    import gzip
+    from importlib import resources
+
+    from pipelines.phi import census_words
+
+    shipped = resources.files("pipelines.phi").joinpath("data", census_words.FILENAME)
+    assert gzip.decompress(shipped.read_bytes()) == census_words.from_package()
+
+
+def test_the_detector_s_surnames_answer_as_the_surrogates_table() -> None:
+    """``last_names`` (the shipped copy) and ``census().last`` (``HashedWords``): the same
+    names in the same order, the same figures, 0.0 listed too, and no other name."""
+    from surrogates.name_tables import census
+
+    ours, theirs = lx.last_names(), census().last
+    names = list(theirs)
+    assert list(ours) == names and len(ours) == len(theirs) > 80_000
+    assert all(ours[n] == theirs[n] and n in ours for n in names)
+    near = ({f"{n}q" for n in names} | {n[1:] for n in names} | {n.upper() for n in names}) - {
+        *names
+    }
+    assert not any(n in ours or ours.get(n) is not None for n in near | {"", " ", "a b"})
+
+
 def test_the_shipped_drug_copy_equals_the_installed_package() -> None:
     """Fails when the drug package changes its data: run ``python -m pipelines.phi.drugs``."""
     from pipelines.phi import drugs
