@@ -36,6 +36,8 @@ _WORD: Final = re.compile(r"[A-Za-z]+")
 _BEFORE: Final = re.compile(r"([A-Za-z]+'?s?)[\s.,:]*$")  # the word before a span
 _AFTER: Final = re.compile(r"(?:['’]s)?[\s-]+([A-Za-z]+)")  # the word after a span
 _PEOPLES: Final = ("exclusion_nationalities", "exclusion_languages")
+# What stands before a surgical eponym written alone: "s/p Whipple", "underwent Nissen"
+_PROCEDURE_CUE: Final = re.compile(r"(?i)\b(?:s/p|status[ -]post|underwent)\b")
 _WINDOW: Final = 40  # characters either side of a span searched for a device phrase
 
 
@@ -43,7 +45,8 @@ _WINDOW: Final = 40  # characters either side of a span searched for a device ph
 class Vocabulary:
     name_words: frozenset[str]  # a name span of these words only is no name
     place_words: frozenset[str]  # a place span of these words only is no place
-    heads: frozenset[str]  # device heads ("X catheter")
+    heads: frozenset[str]  # device and procedure heads ("X catheter", "X procedure")
+    procedures: frozenset[str]  # procedure eponyms ("s/p Whipple")
     facility_heads: frozenset[str]
     verbs: frozenset[str]  # planning words before a facility head ("start rehab")
     peoples: frozenset[str]  # every word of the nationality and language lists, unfiltered
@@ -70,7 +73,8 @@ def vocabulary() -> Vocabulary:
     return Vocabulary(
         name_words=frozenset(w for w in single if not lx.is_name(w)),
         place_words=frozenset(single | _units() | word_set("exclusion_body") | _kinds()) - places,
-        heads=word_set("exclusion_device_heads"),
+        heads=word_set("exclusion_device_heads") | word_set("exclusion_procedure_heads"),
+        procedures=word_set("exclusion_procedure_eponyms"),
         facility_heads=word_set("facility_heads_generic"),
         verbs=word_set("exclusion_verbs"),
         peoples=frozenset(w for p in peoples for w in p.split()),
@@ -126,11 +130,25 @@ def vetoed(text: str, span: Span) -> bool:
         return True
     if _head_after(text, span.end, vocab.heads) or any(w in vocab.heads for w in words[1:]):
         return True
-    if all(w in vocab.peoples for w in words) and _spoken(text, span, vocab):
+    if _spoken_or_done(words, text, span, vocab):
         return True
     if span.category in _NAMES:
         return all(_name_word(w, vocab) for w in words)
     return _no_place(words, text, span, vocab)
+
+
+def _spoken_or_done(words: list[str], text: str, span: Span, vocab: Vocabulary) -> bool:
+    """A language spoken ("speaks Creole") or a procedure done ("s/p Whipple")."""
+    if all(w in vocab.peoples for w in words) and _spoken(text, span, vocab):
+        return True
+    start = span.start
+    if text[start - 2 : start + 1].lower() == "s/p":  # "S/P HELLER" read as "P HELLER"
+        start, words = start + 1, words[1:]
+    return (
+        bool(words)
+        and all(w in vocab.procedures for w in words)
+        and _after_procedure_cue(text, start, vocab)
+    )
 
 
 def _after_cue(text: str, start: int) -> bool:
@@ -170,6 +188,17 @@ def _formula(text: str, span: Span, vocab: Vocabulary) -> bool:
         and any(c.islower() for c in word)
         and vocab.formula.fullmatch(word) is not None
     )
+
+
+def _after_procedure_cue(text: str, start: int, vocab: Vocabulary) -> bool:
+    """ "s/p Whipple", "s/p Whipple, Nissen": a procedure cue before the span on its line,
+    with only other procedure eponyms (and "and") between."""
+    line = text.rfind("\n", 0, start) + 1
+    cues = list(_PROCEDURE_CUE.finditer(text, max(line, start - _WINDOW), start))
+    if not cues:
+        return False
+    between = _WORD.findall(text, cues[-1].end(), start)
+    return all(w.lower() in vocab.procedures or w.lower() == "and" for w in between)
 
 
 def _in_device_phrase(text: str, span: Span, vocab: Vocabulary) -> bool:

@@ -39,6 +39,12 @@ if TYPE_CHECKING:
     from pipelines.phi.sorted_words import SortedWords
 
 
+# Combining marks (the Unicode blocks of combining diacritics): a decomposed (NFD) "José" is
+# "Jose" + U+0301, and the mark belongs to the word it follows.
+MARKS: Final = "\u0300-\u036f\u1ab0-\u1aff\u1dc0-\u1dff\u20d0-\u20ff\ufe20-\ufe2f"
+_MARK: Final = re.compile(f"[{MARKS}]+")
+
+
 class Token(NamedTuple):
     """One word of the text with the facts every recognizer asks about it."""
 
@@ -58,7 +64,18 @@ class Token(NamedTuple):
 
 
 def is_title(text: str) -> bool:
-    return text[0].isupper() and text[1:2].islower()
+    if not text[0].isupper():
+        return False
+    second = text[1:2]
+    if second.islower():
+        return True
+    # "N\u0303unez" (decomposed): the letter after the first one's marks decides
+    return bool(second) and not second.isascii() and _title_after_marks(text)
+
+
+def _title_after_marks(text: str) -> bool:
+    bare = _MARK.sub("", text)
+    return bare != text and bare[0].isupper() and bare[1:2].islower()
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,9 +113,11 @@ class Columns(NamedTuple):
     texts: list[str]
 
 
-# a word, a run of digits, or any other single visible character; as a splitter (one
-# capturing group): gap, token, gap, token, …, gap in one C call
-TOKEN: Final = re.compile(r"([^\W\d_]+(?:['’][^\W\d_]+)*|\d+|[^\s])")
+_WORD_LETTERS: Final = rf"[^\W\d_](?:[^\W\d_]++|[{MARKS}]++)*+"
+# a word (letters and the combining marks after them), a run of digits, or any other single
+# visible character; as a splitter (one capturing group): gap, token, gap, token, …, gap in
+# one C call
+TOKEN: Final = re.compile(rf"({_WORD_LETTERS}(?:['’]{_WORD_LETTERS})*|\d+|[^\s])")
 # The same on ASCII text, with plain character sets (the ASCII characters ``str.isspace``
 # calls space) and possessive repeats: the matcher tests a set faster than a Unicode category
 # and keeps no backtracking points.
@@ -404,7 +423,8 @@ def folded(word: str) -> str:
         return word
     from surrogates.name_tables import folded as fold
 
-    return fold(word)
+    # a decomposed "jose\u0301" loses its marks (a look-up, not an offset: any length)
+    return _MARK.sub("", fold(word))
 
 
 def is_first_name(word: str) -> bool:
@@ -470,11 +490,17 @@ def drug_words() -> SortedWords:
     """Lower-case one-word drug names (generic and brand) and their 5-6 letter heads, the
     way notes shorten them ("vanco", "ceftaz"); from drug-named-entity-recognition's data.
     Each has the value 1.0 (``SortedWords``: a long list, asked about a few times a note,
-    read sorted). Read from the copy shipped beside this package (``pipelines.phi.drugs``)."""
+    read sorted). Read from the copy shipped beside this package (``pipelines.phi.drugs``),
+    with the brands the package lacks (``drug_brands``)."""
+    from bisect import insort
+
     from pipelines.phi import drugs
     from pipelines.phi.sorted_words import one_value
 
-    return one_value(drugs.shipped(), 1.0)
+    words = drugs.shipped()  # sorted
+    for brand in word_list("drug_brands"):  # the brands the package lacks: kept sorted
+        insort(words, brand)
+    return one_value(words, 1.0)
 
 
 def drug_variants() -> set[str]:
