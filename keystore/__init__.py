@@ -7,22 +7,63 @@ or PostgreSQL (``postgresql://user@host:port/db[?schema=name]``).
 
 from __future__ import annotations
 
-from typing import Any
+import importlib
+from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
 
-from keystore.admin import RotationReport
-from keystore.api import ExpiringMarks, MarkStore, PatientState, PatientStore, Pseudonymizer
-from keystore.errors import (
-    ForgottenPatientError,
-    IntegrityError,
-    KeystoreError,
-    KeystoreUnavailable,
-    MissingKeyError,
-)
-from keystore.keyring import Keyring, MasterKey
-from keystore.pseudonyms import Pseudonyms, pseudonym
-from keystore.records import Identity
-from keystore.store import EncryptedStore
+if TYPE_CHECKING:
+    from keystore.admin import RotationReport
+    from keystore.api import (
+        ExpiringMarks,
+        MarkStore,
+        PatientState,
+        PatientStore,
+        Pseudonymizer,
+    )
+    from keystore.errors import (
+        ForgottenPatientError,
+        IntegrityError,
+        KeystoreError,
+        KeystoreUnavailable,
+        MissingKeyError,
+    )
+    from keystore.keyring import Keyring, MasterKey
+    from keystore.pseudonyms import Pseudonyms, pseudonym
+    from keystore.records import Identity
+    from keystore.store import EncryptedStore
+
+# The package's names, imported from their modules on first use (PEP 562): a process that
+# only needs ``keystore.errors`` (the detector, through ``pipelines.errors``) does not load
+# the store, the audit log and ``cryptography`` (bench/README.md, "Session 15").
+_LAZY = {
+    "RotationReport": "keystore.admin",
+    "ExpiringMarks": "keystore.api",
+    "MarkStore": "keystore.api",
+    "PatientState": "keystore.api",
+    "PatientStore": "keystore.api",
+    "Pseudonymizer": "keystore.api",
+    "ForgottenPatientError": "keystore.errors",
+    "IntegrityError": "keystore.errors",
+    "KeystoreError": "keystore.errors",
+    "KeystoreUnavailable": "keystore.errors",
+    "MissingKeyError": "keystore.errors",
+    "Keyring": "keystore.keyring",
+    "MasterKey": "keystore.keyring",
+    "Pseudonyms": "keystore.pseudonyms",
+    "pseudonym": "keystore.pseudonyms",
+    "Identity": "keystore.records",
+    "EncryptedStore": "keystore.store",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'keystore' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
 
 __all__ = [
     "EncryptedStore",
@@ -53,6 +94,9 @@ def open_store(url: str, keyring: Keyring, **options: Any) -> EncryptedStore:
     ``options`` go to :class:`EncryptedStore` (cache_size, cache_ttl_s, batch_size,
     max_delay_s, keep_identity, clock).
     """
+    from keystore.errors import KeystoreError
+    from keystore.store import EncryptedStore
+
     parts = urlsplit(url)
     scheme = parts.scheme.lower()
     if scheme == "sqlite":

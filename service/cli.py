@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib
 import inspect
+import os
 import pkgutil
 import sys
 from typing import Annotated, Any
@@ -21,6 +22,9 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
     pretty_exceptions_show_locals=False,
 )
+
+
+_ENV_PREFIX = "DEIDSTREAM_"  # service.settings.ENV_PREFIX (tests/service/test_cli_root.py)
 
 
 def _installed_version() -> str:
@@ -49,10 +53,13 @@ def _root(
     ] = False,
 ) -> None:
     """De-identify HL7 v2 / FHIR clinical reports: detect PHI, replace it, stream it."""
-    from service.settings import environment_or_exit
+    # every command: a misspelt DEIDSTREAM_* variable would be ignored and a default used.
+    # Without any such variable there is nothing to check, and the settings model (pydantic
+    # settings, a tenth of a short run's start-up) is not loaded for it.
+    if any(name.upper().startswith(_ENV_PREFIX) for name in os.environ):
+        from service.settings import environment_or_exit
 
-    # every command: a misspelt DEIDSTREAM_* variable would be ignored and a default used
-    environment_or_exit()
+        environment_or_exit()
 
 
 @app.command()
@@ -111,10 +118,13 @@ def _prose(text: str | None) -> str | None:
     dropped ``[categories]`` from a sentence)."""
     if not text:
         return text
+    paragraphs = inspect.cleandoc(text).split("\n\n")
+    prose = "\n\n".join(" ".join(p.split()) for p in paragraphs)
+    if "[" not in prose and not prose.endswith("\\"):
+        return prose  # what escape gives: rich (its import) only for a text it would change
     from rich.markup import escape
 
-    paragraphs = inspect.cleandoc(text).split("\n\n")
-    return escape("\n\n".join(" ".join(p.split()) for p in paragraphs))
+    return escape(prose)
 
 
 def _tidy_help(command: Any) -> None:

@@ -6,28 +6,61 @@ deterministic given the patient's state (see ``choice``), and nothing here reads
 
 from __future__ import annotations
 
-from surrogates.ages import AgeSurrogate
-from surrogates.base import SpanLike, Surrogate
-from surrogates.contact import EmailSurrogate, IpSurrogate, PhoneSurrogate, UrlSurrogate
-from surrogates.context import ReplaceContext, SurrogateSettings, new_patient_state
-from surrogates.dates import DateSurrogate
-from surrogates.identifiers import IdentifierSurrogate
-from surrogates.locations import LocationSurrogate
-from surrogates.names import NameSurrogate
-from surrogates.redaction import CONFLICT_TAG, group_of, redaction_tag
+import importlib
+from functools import cache
+from typing import TYPE_CHECKING, Any
 
-_ALL: tuple[Surrogate, ...] = (
-    NameSurrogate(),
-    DateSurrogate(),
-    AgeSurrogate(),
-    IdentifierSurrogate(),
-    PhoneSurrogate(),
-    EmailSurrogate(),
-    UrlSurrogate(),
-    IpSurrogate(),
-    LocationSurrogate(),
-)
-_BY_CATEGORY: dict[str, Surrogate] = {c: s for s in _ALL for c in s.categories}
+if TYPE_CHECKING:
+    from surrogates.base import SpanLike, Surrogate
+    from surrogates.context import ReplaceContext, SurrogateSettings, new_patient_state
+    from surrogates.redaction import CONFLICT_TAG, group_of, redaction_tag
+
+# The package's names, imported from their modules on first use (PEP 562): the detector
+# imports ``surrogates.names`` and ``surrogates.wordtable`` for their tables, and loading
+# every surrogate maker with them (``holidays``, phone numbers, the key store) was a tenth
+# of a short run's start-up (bench/README.md, "Session 15").
+_LAZY = {
+    "SpanLike": "surrogates.base",
+    "Surrogate": "surrogates.base",
+    "ReplaceContext": "surrogates.context",
+    "SurrogateSettings": "surrogates.context",
+    "new_patient_state": "surrogates.context",
+    "CONFLICT_TAG": "surrogates.redaction",
+    "group_of": "surrogates.redaction",
+    "redaction_tag": "surrogates.redaction",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'surrogates' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+@cache
+def _by_category() -> dict[str, Surrogate]:
+    from surrogates.ages import AgeSurrogate
+    from surrogates.contact import EmailSurrogate, IpSurrogate, PhoneSurrogate, UrlSurrogate
+    from surrogates.dates import DateSurrogate
+    from surrogates.identifiers import IdentifierSurrogate
+    from surrogates.locations import LocationSurrogate
+    from surrogates.names import NameSurrogate
+
+    every: tuple[Surrogate, ...] = (
+        NameSurrogate(),
+        DateSurrogate(),
+        AgeSurrogate(),
+        IdentifierSurrogate(),
+        PhoneSurrogate(),
+        EmailSurrogate(),
+        UrlSurrogate(),
+        IpSurrogate(),
+        LocationSurrogate(),
+    )
+    return {c: s for s in every for c in s.categories}
 
 
 def warm() -> None:
@@ -41,6 +74,7 @@ def warm() -> None:
     from surrogates.names import census
     from surrogates.places import place_table
 
+    _by_category()
     census()
     _zip_data()
     place_table()
@@ -53,7 +87,7 @@ def warm() -> None:
 def replacer_for(category: str) -> Surrogate:
     """The surrogate maker for ``category`` (a ``pipelines.spans.Category`` or its value)."""
     try:
-        return _BY_CATEGORY[str(category)]
+        return _by_category()[str(category)]
     except KeyError:
         raise KeyError(f"no surrogate for category {category!s}") from None
 

@@ -6,8 +6,10 @@ from __future__ import annotations
 
 from array import array
 from bisect import bisect_left
+from collections import Counter
 from dataclasses import dataclass
-from itertools import pairwise
+from itertools import accumulate, islice, pairwise, repeat
+from operator import and_, eq, lshift, or_, rshift
 from typing import Final
 
 # The arrays of ``HashedWords`` are cut by the top bits of the hash: a look-up bisects one
@@ -62,26 +64,36 @@ class HashedWords:
 
 
 def hashed_words(groups: list[list[str]], values: tuple[float, ...]) -> HashedWords:
-    """The words of ``groups[i]`` with the value ``values[i]`` (a word in one group only)."""
-    apart = {w: values[i] for i, words in enumerate(groups) for w in words if not w.isascii()}
+    """The words of ``groups[i]`` with the value ``values[i]`` (a word in one group only).
+
+    Built with C-level ``map`` pipelines, no Python frame per word: this runs in every
+    process that detects (three lists, some 430,000 words; bench/README.md, "Session 15")."""
+    apart: dict[str, float] = {}
+    for value, words in zip(values, groups, strict=True):
+        if not all(map(str.isascii, words)):
+            apart.update((w, value) for w in words if not w.isascii())
     keys = _keys(groups)
-    shared = {a >> 16 for a, b in pairwise(keys) if a >> 16 == b >> 16}
-    if shared:  # words the arrays cannot tell apart (none in most processes)
+    hashes = array("q", map(rshift, keys, repeat(16)))
+    if any(map(eq, hashes, islice(hashes, 1, None))):  # words the arrays cannot tell apart
+        shared = {a for a, b in pairwise(hashes) if a == b}  # (none in most processes)
         keys = [key for key in keys if key >> 16 not in shared]
         apart.update(_colliding(groups, values, shared))
-    hashes = array("q", (key >> 16 for key in keys))
-    indices = array("H", (key & 0xFFFF for key in keys))
+        hashes = array("q", map(rshift, keys, repeat(16)))
+    indices = array("H", map(and_, keys, repeat(0xFFFF)))
     del keys
-    starts = (
-        bisect_left(hashes, (s - _SLOT_BASE) << _SLOT_SHIFT) for s in range(2**_SLOT_BITS + 1)
-    )
-    return HashedWords(apart, hashes, indices, values, array("I", starts))
+    # slot s starts after every hash of a lower slot: a running count of each slot's hashes
+    counts = Counter(map(rshift, hashes, repeat(_SLOT_SHIFT)))
+    below = map(counts.get, range(-_SLOT_BASE - 1, _SLOT_BASE), repeat(0))
+    return HashedWords(apart, hashes, indices, values, array("I", accumulate(below)))
 
 
 def _keys(groups: list[list[str]]) -> list[int]:
     """``hash(word) << 16 | group`` of each ASCII word, sorted: by hash, then index (one sort
     orders both arrays)."""
-    keys = [(hash(w) << 16) | i for i, words in enumerate(groups) for w in words if w.isascii()]
+    keys: list[int] = []
+    for i, words in enumerate(groups):
+        ascii_words = words if all(map(str.isascii, words)) else filter(str.isascii, words)
+        keys.extend(map(or_, map(lshift, map(hash, ascii_words), repeat(16)), repeat(i)))
     keys.sort()
     return keys
 

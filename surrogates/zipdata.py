@@ -17,6 +17,8 @@ import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from importlib import resources
+from itertools import repeat
+from operator import itemgetter
 from pathlib import Path
 from typing import Any, cast
 
@@ -54,6 +56,17 @@ def rows() -> Iterator[ZipRow]:
     with source.open("rb") as raw, gzip.open(raw, "rt", encoding="utf-8") as text:
         for line in text:
             yield ZipRow.parse(line)
+
+
+def column(field: int) -> Iterator[str]:
+    """One field of every code in the shipped copy (0 the zip code, 1 the state, 3 the
+    city, as ``ZipRow.line`` writes them), read as a stream without a ``ZipRow`` each: the
+    detector's city and zip sets, in every process that detects (bench/README.md,
+    "Session 15")."""
+    source = resources.files("surrogates").joinpath("data", FILENAME)
+    with source.open("rb") as raw, gzip.open(raw, "rt", encoding="utf-8") as text:
+        lines = map(str.rstrip, text, repeat("\n"))
+        yield from map(itemgetter(field), map(str.split, lines, repeat("\t")))
 
 
 def rows_from_package() -> list[ZipRow]:

@@ -127,7 +127,7 @@ def test_wordfreq_data_file_read_directly_gives_wordfreqs_values() -> None:
 
     ours = lexicons._english()  # noqa: SLF001
     theirs = wordfreq.get_frequency_dict("en", "large")
-    assert len(ours.common) + len(ours.rare.apart) + len(ours.rare.hashes) == len(theirs)
+    assert len(ours.common) + len(ours.rare.apart) + len(ours.rare.buckets) == len(theirs)
     assert len(theirs) > 300_000
     assert all(lexicons.zipf(w) == math.log10(f) + 9.0 for w, f in theirs.items())
     # words near listed ones but not listed: plurals, slips, a letter added

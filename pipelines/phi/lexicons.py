@@ -36,7 +36,7 @@ if TYPE_CHECKING:
     from collections.abc import Set as AbstractSet
 
     from pipelines.phi.base import Doc
-    from surrogates.wordtable import HashedWords
+    from pipelines.phi.sorted_words import SortedWords
 
 
 # Combining marks (the Unicode blocks of combining diacritics): a decomposed (NFD) "José" is
@@ -265,21 +265,25 @@ def positions(column: tuple[str, ...], present: AbstractSet[str]) -> list[int]:
 
 @cache
 def first_names() -> dict[str, float]:
-    """Census first names (male and female), lower-case -> percent of the population."""
-    from surrogates.names import census
+    """Census first names (male and female), lower-case -> percent of the population (read
+    from ``names``' files as ``surrogates.name_tables.census`` reads them)."""
+    from surrogates.name_tables import census_rows
 
-    male, female = census().male, census().female
+    percents: dict[str, float] = {}
+    male = dict(census_rows("dist.male.first", percents))
+    female = dict(census_rows("dist.female.first", percents))
     names = sorted(male.keys() | female.keys())  # a set's order follows the string hash seed
     return {k: max(male.get(k, 0.0), female.get(k, 0.0)) for k in names}
 
 
 @cache
 def last_names() -> Mapping[str, float]:
-    """Census last names, lower-case -> percent of the population (the surrogates' own
-    table: one copy in memory)."""
-    from surrogates.names import census
+    """Census last names, lower-case -> percent of the population, from the copy shipped
+    beside this package (``pipelines.phi.census_words``: sorted, nothing hashed at load;
+    the surrogates' own table, ``census().last``, answers the same)."""
+    from pipelines.phi import census_words
 
-    return census().last
+    return census_words.shipped()
 
 
 # Zipf 3.3, a word most adults know: computed as the lexicon's values are (frequency, then
@@ -294,10 +298,11 @@ _SEEN_LIMIT: Final = 20_000
 class English:
     """wordfreq's English list: a dict of the common words (Zipf >= ``_COMMON_ZIPF``: most
     look-ups, and every one ``near_english`` makes), and the long rare tail, most of the
-    list, as ``HashedWords`` (figures: bench/README.md, "Memory")."""
+    list, as ``SortedWords`` (sorted lines of words, read from a shipped copy:
+    ``pipelines.phi.english_words``; bench/README.md, "Session 15")."""
 
     common: dict[str, float]
-    rare: HashedWords
+    rare: SortedWords
     # the longest common word: a word longer by two or more is no slip of one (a bound that
     # keeps the slip tests linear on a 16 KiB "word")
     longest: int
@@ -305,7 +310,8 @@ class English:
 
 def _english_buckets() -> list[list[str]]:
     """wordfreq's large English list as its buckets of words, bucket ``i`` holding the words
-    of frequency ``10 ** (-i / 100)`` (``wordfreq.cB_to_freq(-i)``).
+    of frequency ``10 ** (-i / 100)`` (``wordfreq.cB_to_freq(-i)``): what the shipped copy
+    ``pipelines.phi.english_words`` is written from.
 
     Read from the package's data file without importing ``wordfreq``: its import brings
     ftfy, langcodes, regex and wcwidth's tables, which the detector does not use (figures:
@@ -333,23 +339,14 @@ def _english_buckets() -> list[list[str]]:
 
 @cache
 def _english() -> English:
-    """Each bucket's value is ``log10`` of its frequency plus 9, the float ``zipf`` always
-    computed (one float object per bucket)."""
-    from surrogates.wordtable import hashed_words
+    """Read from the copy shipped beside this package (``pipelines.phi.english_words``): the
+    values are those of ``_english_buckets``, each bucket's ``log10`` of its frequency plus
+    9 (one float object per bucket)."""
+    from pipelines.phi import english_words
 
-    buckets = _english_buckets()
-    values = tuple(math.log10(10 ** (-index / 100)) + 9.0 for index in range(len(buckets)))
-    common: dict[str, float] = {}
-    rare: list[list[str]] = []  # the same buckets, each common one left empty
-    for value, words in zip(values, buckets, strict=True):
-        if value >= _COMMON_ZIPF:
-            common.update(zip(words, repeat(value)))
-            rare.append([])
-        else:
-            rare.append(words)
-    del buckets
+    common, rare = english_words.shipped()
     longest = max(map(len, common), default=0)
-    return English(common, hashed_words(rare, values), longest)
+    return English(common, rare, longest)
 
 
 def zipf(word: str) -> float:
@@ -359,6 +356,14 @@ def zipf(word: str) -> float:
     if value is None:
         value = _RARE_ZIPF(word)
     return value
+
+
+def common_zipf(word: str) -> float:
+    """``zipf(word)`` for a common word (Zipf >= 3.3), else 0.0: the same answer to a test
+    against a bound of 3.3 or more ("zipf(w) < 6.0" is "common_zipf(w) < 6.0"), without a
+    look-up in the rare tail. For the tables built at start-up that test thousands of
+    words so (bench/README.md, "Session 15")."""
+    return _english().common.get(word, 0.0)
 
 
 def _rare_zipf(word: str) -> float:
@@ -413,10 +418,10 @@ _NAME_SCORE: Final = Memo("lexicons.name_score", _name_score, 200_000)
 
 def folded(word: str) -> str:
     """A word without its accents, for look-ups in the census lists (ASCII);
-    ``surrogates.names.folded``, imported only for a word that is not ASCII."""
+    ``surrogates.name_tables.folded``, imported only for a word that is not ASCII."""
     if word.isascii():
         return word
-    from surrogates.names import folded as fold
+    from surrogates.name_tables import folded as fold
 
     # a decomposed "jose\u0301" loses its marks (a look-up, not an offset: any length)
     return _MARK.sub("", fold(word))
@@ -457,7 +462,7 @@ def us_cities() -> frozenset[str]:
     copy, ``surrogates.zipdata``)."""
     from surrogates import zipdata
 
-    return frozenset(row.city.lower() for row in zipdata.rows() if row.city)
+    return frozenset(map(str.lower, filter(None, zipdata.column(3))))
 
 
 @cache
@@ -481,17 +486,21 @@ def countries() -> frozenset[str]:
 
 
 @cache
-def drug_words() -> HashedWords:
+def drug_words() -> SortedWords:
     """Lower-case one-word drug names (generic and brand) and their 5-6 letter heads, the
     way notes shorten them ("vanco", "ceftaz"); from drug-named-entity-recognition's data.
-    Each has the value 1.0 (``HashedWords``: a long list, asked about a few times a note).
-    Read from the copy shipped beside this package (``pipelines.phi.drugs``), with the brands
-    the package lacks (``drug_brands``)."""
-    from pipelines.phi import drugs
-    from surrogates.wordtable import hashed_words
+    Each has the value 1.0 (``SortedWords``: a long list, asked about a few times a note,
+    read sorted). Read from the copy shipped beside this package (``pipelines.phi.drugs``),
+    with the brands the package lacks (``drug_brands``)."""
+    from bisect import insort
 
-    # the package's words, and the brands it lacks (data/vocabulary/drug_brands.txt)
-    return hashed_words([[*drugs.shipped(), *word_list("drug_brands")]], (1.0,))
+    from pipelines.phi import drugs
+    from pipelines.phi.sorted_words import one_value
+
+    words = drugs.shipped()  # sorted
+    for brand in word_list("drug_brands"):  # the brands the package lacks: kept sorted
+        insort(words, brand)
+    return one_value(words, 1.0)
 
 
 def drug_variants() -> set[str]:

@@ -224,7 +224,7 @@ _SHORT_CAPITALS: Final = 3  # "CHF", "ICU": in a mixed-case note, short capitals
 
 @cache
 def _titles() -> frozenset[str]:
-    from surrogates.names import SUFFIXES, TITLES
+    from surrogates.name_tables import SUFFIXES, TITLES
 
     return frozenset(TITLES | SUFFIXES)
 

@@ -157,6 +157,14 @@ def test_holidays_come_from_the_package() -> None:
     assert not pattern.search("labor and delivery")
 
 
+def test_the_shipped_holiday_names_equal_the_installed_package() -> None:
+    """Fails when the holidays package changes its names: run
+    ``python -m pipelines.phi.holiday_names``."""
+    from pipelines.phi import holiday_names
+
+    assert holiday_names.shipped() == holiday_names.from_package()
+
+
 def test_confidence_is_higher_with_context() -> None:
     bare = DATES.detect(Doc("7/22 found on floor"))
     cued = DATES.detect(Doc("found on 7/22 on floor"))

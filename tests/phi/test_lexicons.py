@@ -188,29 +188,56 @@ def test_the_case_census_at_the_85_percent_line(lowers: int, uppers: int) -> Non
     assert (toks.mixed_case, toks.lower_note) == _reference_case(text)
 
 
-def test_english_words_whose_hashes_coincide_are_kept_apart(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    """Two rare words with one hash cannot be told apart in the arrays: both go to the dict
-    with their own values (``hash`` is the builtin everywhere but here)."""
-    one, other = "kerlixes", "quellamotts"
-    buckets: list[list[str]] = [[] for _ in range(701)]  # Zipf 9 - index / 100
-    buckets[600], buckets[700] = ["aaa", one], [other]
-    monkeypatch.setattr(lx, "_english_buckets", lambda: buckets)
+def test_words_whose_hashes_coincide_are_kept_apart(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Two words with one hash cannot be told apart in the arrays of ``HashedWords`` (the
+    census surnames, the drug names): both go to the dict with their own values (``hash``
+    is the builtin everywhere but here)."""
     from surrogates import wordtable
 
+    one, other = "kerlixes", "quellamotts"
     fake = lambda w: 7 if w in (one, other) else len(w)  # noqa: E731
     monkeypatch.setattr(wordtable, "hash", fake, raising=False)
-    lx._english.cache_clear()  # noqa: SLF001
-    try:
-        english = lx._english()  # noqa: SLF001
-        assert not english.common and len(english.rare.hashes) == 1
-        assert set(english.rare.apart) == {one, other}
-        values = english.rare.values
-        assert lx.zipf(one) == values[600] and lx.zipf(other) == values[700]
-        assert lx.zipf("aaa") == values[600] and lx.zipf("notlisted") == 0.0
-    finally:
-        lx._english.cache_clear()  # noqa: SLF001
+    words = wordtable.hashed_words([["aaa", one], [other]], (2.5, 1.0))
+    assert len(words.hashes) == 1 and set(words.apart) == {one, other}
+    assert words.get(one) == 2.5 and words.get(other) == 1.0
+    assert words.get("aaa") == 2.5 and words.get("notlisted") == 0.0
+
+
+def test_the_shipped_english_copy_equals_the_installed_package() -> None:
+    """Fails when wordfreq changes its data: run ``python -m pipelines.phi.english_words``."""
+    import gzip
+    from importlib import resources
+
+    from pipelines.phi import english_words
+
+    shipped = resources.files("pipelines.phi").joinpath("data", english_words.FILENAME)
+    assert gzip.decompress(shipped.read_bytes()) == english_words.from_package()
+
+
+def test_the_shipped_census_copy_equals_the_installed_package() -> None:
+    """Fails when the names package changes its data: run ``python -m pipelines.phi.census_words``."""
+    import gzip
+    from importlib import resources
+
+    from pipelines.phi import census_words
+
+    shipped = resources.files("pipelines.phi").joinpath("data", census_words.FILENAME)
+    assert gzip.decompress(shipped.read_bytes()) == census_words.from_package()
+
+
+def test_the_detector_s_surnames_answer_as_the_surrogates_table() -> None:
+    """``last_names`` (the shipped copy) and ``census().last`` (``HashedWords``): the same
+    names in the same order, the same figures, 0.0 listed too, and no other name."""
+    from surrogates.name_tables import census
+
+    ours, theirs = lx.last_names(), census().last
+    names = list(theirs)
+    assert list(ours) == names and len(ours) == len(theirs) > 80_000
+    assert all(ours[n] == theirs[n] and n in ours for n in names)
+    near = ({f"{n}q" for n in names} | {n[1:] for n in names} | {n.upper() for n in names}) - {
+        *names
+    }
+    assert not any(n in ours or ours.get(n) is not None for n in near | {"", " ", "a b"})
 
 
 def test_the_shipped_drug_copy_equals_the_installed_package() -> None:
@@ -314,3 +341,11 @@ def test_one_tokenization_serves_the_rules_and_the_tagger(text: str) -> None:
     parts = re.split(r"([^\W\d_]+(?:['’][^\W\d_]+)*|\d+|[^\s])", text)
     offsets = list(accumulate(map(len, parts)))
     assert toks.columns == (offsets[0:-1:2], offsets[1::2], parts[1::2])
+
+
+@pytest.mark.parametrize("bound", [3.3, 4.5, 6.0])
+def test_common_zipf_compares_as_zipf_against_a_bound_of_common_words(bound: float) -> None:
+    words = [w for bucket in lx._english_buckets()[::7] for w in bucket[::5]]  # noqa: SLF001
+    words += [f"{w}q" for w in words[::3]] + ["", "zzqx", "the", "naïve"]
+    assert all((lx.zipf(w) < bound) == (lx.common_zipf(w) < bound) for w in words)
+    assert all((lx.zipf(w) > bound) == (lx.common_zipf(w) > bound) for w in words)

@@ -95,3 +95,10 @@ def test_readme_lists_every_command() -> None:
         }
         missing = set(root.commands[group].commands) - words
         assert not missing, (group, missing)
+
+
+def test_the_cli_checks_the_environment_under_the_settings_prefix() -> None:
+    """The root callback loads the settings model only when some variable has this prefix."""
+    from service.settings import ENV_PREFIX
+
+    assert cli._ENV_PREFIX == ENV_PREFIX  # noqa: SLF001

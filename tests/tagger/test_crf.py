@@ -192,3 +192,10 @@ def test_an_unchecked_python_crfsuite_release_turns_the_c_api_off(
     assert not crf._c_api_usable()
     monkeypatch.undo()
     assert crf._c_api_usable()
+
+
+def test_the_built_cffi_module_equals_what_the_declarations_give() -> None:
+    """Fails when ``crf_ffi.CDEF`` or cffi changed: run ``python -m pipelines.phi.tagger.crf_ffi``."""
+    from pipelines.phi.tagger import crf_ffi
+
+    assert crf_ffi.TARGET.read_text("utf-8") == crf_ffi.source()

@@ -69,7 +69,7 @@ def _real_zips() -> frozenset[str]:
     set lookups)."""
     from surrogates import zipdata
 
-    return frozenset(row.zip_code for row in zipdata.rows())
+    return frozenset(zipdata.column(0))
 
 
 def _zip_exists(code: str) -> bool:

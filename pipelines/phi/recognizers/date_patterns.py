@@ -90,32 +90,11 @@ _OTHER_WORD_FORMS = (
 @lru_cache(maxsize=1)
 def holiday_pattern() -> Any:
     """A re2 pattern of US holiday names from the ``holidays`` package, plus short forms
-    shared by several names ("Christmas" from "Christmas Day" / "Christmas Eve")."""
-    import holidays
+    shared by several names ("Christmas" from "Christmas Day" / "Christmas Eve"): the names
+    are read from the copy shipped beside the package (``pipelines.phi.holiday_names``)."""
+    from pipelines.phi import holiday_names
 
-    names: set[str] = set()
-    every: set[str] = set()
-    for subdiv in (None, *holidays.US.subdivisions):
-        try:  # both categories in one call: a third of the start-up cost of one per category
-            found = holidays.country_holidays(
-                "US", subdiv=subdiv, years=(2023, 2024), categories=("public", "unofficial")
-            )
-        except (NotImplementedError, ValueError, KeyError):
-            continue
-        for value in found.values():
-            for name in value.split(";"):
-                clean = name.replace("(observed)", "").strip()
-                every.add(clean)
-                if subdiv is None:
-                    names.add(clean)
-    stems: dict[str, int] = {}
-    suffix = re.compile(r"^(.+?) (?:Day|Eve|Sunday|Monday|Second Day)$")
-    prefix = re.compile(r"^(?:Day|Friday) After (.+)$")
-    for name in every:
-        m = suffix.match(name) or prefix.match(name)
-        if m:
-            stems[m.group(1)] = stems.get(m.group(1), 0) + 1
-    names.update(stem for stem, n in stems.items() if n >= 2)
+    names = holiday_names.shipped()
     alternatives = sorted((re.escape(n).replace(r"\ ", r"\s+") for n in names), key=len)
     return compile_words(r"(?i)\b(?:" + "|".join(reversed(alternatives)) + r")\b")
 

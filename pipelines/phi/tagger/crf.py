@@ -12,8 +12,8 @@ labels and probabilities are those python-crfsuite gives (``tests/tagger/test_cr
 Training still goes through python-crfsuite's ``Trainer``.
 
 What is written by hand here: the declarations of the public structs and function tables of
-``crfsuite.h`` (cffi needs them), and the packing of items. The layout is checked against
-``struct`` at import.
+``crfsuite.h`` (cffi needs them: ``crf_ffi``, built into ``_crf_ffi.py``, cffi's out-of-line
+ABI mode), and the packing of items. The layout is checked against ``struct`` at import.
 """
 
 from __future__ import annotations
@@ -32,69 +32,9 @@ from typing import Any, Final, Protocol
 
 import pycrfsuite
 import pycrfsuite._pycrfsuite as _native
-from cffi import FFI
 
 from pipelines.errors import DeidstreamError
-
-# The public part of crfsuite.h that tagging uses (crfsuite 0.12, bundled in python-crfsuite).
-_CDEF: Final = """
-typedef double floatval_t;
-typedef struct { int aid; floatval_t value; } crfsuite_attribute_t;
-typedef struct {
-    int num_contents; int cap_contents; crfsuite_attribute_t *contents;
-} crfsuite_item_t;
-typedef struct {
-    int num_items; int cap_items; crfsuite_item_t *items; int *labels;
-    floatval_t weight; int group;
-} crfsuite_instance_t;
-typedef struct tag_crfsuite_model crfsuite_model_t;
-typedef struct tag_crfsuite_tagger crfsuite_tagger_t;
-typedef struct tag_crfsuite_dictionary crfsuite_dictionary_t;
-struct tag_crfsuite_model {
-    void *internal; int nref;
-    int (*addref)(crfsuite_model_t *model);
-    int (*release)(crfsuite_model_t *model);
-    int (*get_tagger)(crfsuite_model_t *model, crfsuite_tagger_t **ptr_tagger);
-    int (*get_labels)(crfsuite_model_t *model, crfsuite_dictionary_t **ptr_labels);
-    int (*get_attrs)(crfsuite_model_t *model, crfsuite_dictionary_t **ptr_attrs);
-    int (*dump)(crfsuite_model_t *model, void *fpo);
-};
-struct tag_crfsuite_tagger {
-    void *internal; int nref;
-    int (*addref)(crfsuite_tagger_t *tagger);
-    int (*release)(crfsuite_tagger_t *tagger);
-    int (*set)(crfsuite_tagger_t *tagger, crfsuite_instance_t *inst);
-    int (*length)(crfsuite_tagger_t *tagger);
-    int (*viterbi)(crfsuite_tagger_t *tagger, int *labels, floatval_t *ptr_score);
-    int (*score)(crfsuite_tagger_t *tagger, int *path, floatval_t *ptr_score);
-    int (*lognorm)(crfsuite_tagger_t *tagger, floatval_t *ptr_norm);
-    int (*marginal_point)(crfsuite_tagger_t *tagger, int l, int t, floatval_t *ptr_prob);
-    int (*marginal_path)(crfsuite_tagger_t *tagger, const int *path, int begin, int end,
-                         floatval_t *ptr_prob);
-};
-struct tag_crfsuite_dictionary {
-    void *internal; int nref;
-    int (*addref)(crfsuite_dictionary_t *dic);
-    int (*release)(crfsuite_dictionary_t *dic);
-    int (*get)(crfsuite_dictionary_t *dic, const char *str);
-    int (*to_id)(crfsuite_dictionary_t *dic, const char *str);
-    int (*to_string)(crfsuite_dictionary_t *dic, int id, char const **pstr);
-    int (*num)(crfsuite_dictionary_t *dic);
-    void (*free)(crfsuite_dictionary_t *dic, const char *str);
-};
-int crfsuite_create_instance_from_file(const char *filename, void **ptr);
-
-/* Not in crfsuite.h: the head of the tagger's internal object (crf1d_tag.c, ``crf1dt_t``)
-   and its context (crf1d.h, ``crf1d_context_t``), whose forward and backward scores
-   ``marginals`` reads for all items at once. */
-typedef struct {
-    int flag; int num_labels; int num_items; int cap_items; floatval_t log_norm;
-    floatval_t *state; floatval_t *trans; floatval_t *alpha_score; floatval_t *beta_score;
-    floatval_t *scale_factor; floatval_t *row; int *backward_edge; floatval_t *exp_state;
-    floatval_t *exp_trans; floatval_t *mexp_state; floatval_t *mexp_trans;
-} crf1d_context_t;
-typedef struct { void *model; crf1d_context_t *ctx; } crf1dt_head_t;
-"""
+from pipelines.phi.tagger._crf_ffi import ffi as _ffi
 
 # One attribute of an item as crfsuite holds it: its id and its value (1.0: present).
 ATTRIBUTE: Final = struct.Struct("@id")
@@ -102,8 +42,6 @@ ATTRIBUTE: Final = struct.Struct("@id")
 _ITEM: Final = struct.Struct("@iiP")
 
 _DOUBLE: Final = 8  # floatval_t
-_ffi: Final = FFI()
-_ffi.cdef(_CDEF)
 # the C types a note is handed over with, parsed once (not on every note)
 _C_TYPES: Final = {
     name: _ffi.typeof(name)

@@ -102,7 +102,7 @@ _PLACE_WORD_MAX_ZIPF: Final = 6.0
 @cache
 def _place_words() -> frozenset[str]:
     words = facilities().words | CUES["head"] | lexicons.city_first_words()
-    return frozenset(w for w in words if lexicons.zipf(w) < _PLACE_WORD_MAX_ZIPF)
+    return frozenset(w for w in words if lexicons.common_zipf(w) < _PLACE_WORD_MAX_ZIPF)
 
 
 def may_be_phi(word: str, one_case: bool) -> bool:

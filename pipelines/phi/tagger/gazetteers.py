@@ -119,7 +119,9 @@ def facilities() -> Gazetteer:
 @cache
 def facility_cores() -> Gazetteer:
     cores = {_lower_tokens(facility_core(n)) for n in facility_names()}
-    return _gazetteer({c for c in cores if c and not (len(c) == 1 and lexicons.zipf(c[0]) > 4.5)})
+    return _gazetteer(
+        {c for c in cores if c and not (len(c) == 1 and lexicons.common_zipf(c[0]) > 4.5)}
+    )
 
 
 @cache
