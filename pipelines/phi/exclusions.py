@@ -106,7 +106,7 @@ def vocabulary() -> Vocabulary:
         phrase=_phrase_pattern(multi),
         formula=re.compile(rf"(?:(?:{elements})\d*){{2,}}"),
         formula_any_case=re.compile(rf"(?:(?:{elements})\d*){{2,}}", re.IGNORECASE),
-        specialty=_phrase_pattern([list(p) for p in phrases("exclusion_specialties")]),
+        specialty=_phrase_pattern(list(map(list, phrases("exclusion_specialties")))),
         service_nouns=word_set("exclusion_service_nouns"),
     )
 
@@ -166,12 +166,8 @@ def vetoed(text: str, span: Span) -> bool:
     vocab = vocabulary()
     if _language(words, text, span, vocab) or _on_body(words, text, span):
         return True  # "Interpreter: Creole", "Left Temple": even after a role word
-    if _walking_aid(words, text, span) or _acronym_service(text, span, vocab):
+    if _walking_aid(words, text, span) or _no_one_here(words, text, span, vocab):
         return True
-    if words[-1] in _HALLS and _hallway(words, text, span):
-        return True  # "DAUGHTER [IN HALL]": the role word before it names no one here
-    if span.category in _PLACES and _specialty(text, span, vocab):
-        return True  # "PCP: Family Practice", "Internal Medicine clinic": a service
     if _name_context(text, span):
         return False
     if _clinical(words, text, span, vocab) or _misread(words, text, span):
@@ -179,6 +175,16 @@ def vetoed(text: str, span: Span) -> bool:
     if span.category in _NAMES:
         return all(_name_word(w, vocab) for w in words)
     return _no_place(words, text, span, vocab)
+
+
+def _no_one_here(words: list[str], text: str, span: Span, vocab: Vocabulary) -> bool:
+    """Even after a role word: a hallway ("DAUGHTER [IN HALL]"), a specialty ("PCP: Family
+    Practice") or a two-letter service ("per MH team")."""
+    if words[-1] in _HALLS and _hallway(words, text, span):
+        return True
+    if span.category in _PLACES and _specialty(text, span, vocab):
+        return True
+    return _acronym_service(text, span, vocab)
 
 
 def _misread(words: list[str], text: str, span: Span) -> bool:
@@ -382,7 +388,7 @@ def _specialty(text: str, span: Span, vocab: Vocabulary) -> bool:
         for m in vocab.specialty.finditer(text, low, min(len(text), span.end + _WINDOW))
         if m.start() < span.end and span.start < m.end()
     ]
-    if not found:
+    if not found or _named_before(text, found[0][0]):
         return False
     outside = (
         w.group().lower()
@@ -390,6 +396,21 @@ def _specialty(text: str, span: Span, vocab: Vocabulary) -> bool:
         if not any(a <= w.start() and w.end() <= b for a, b in found)
     )
     return all(_runs_on(w, vocab) for w in outside)
+
+
+_WORD_BEFORE: Final = re.compile(r"([A-Za-z]+) $")
+
+
+def _named_before(text: str, start: int) -> bool:
+    """A rare capitalised word right before a specialty makes it a practice's name
+    ("Oakdale Family Practice", "QUONSET FAMILY MEDICINE"); a common one does not ("Consulted
+    Internal Medicine", "BY FAMILY PRACTICE")."""
+    before = _WORD_BEFORE.search(text, max(0, start - 30), start)
+    return (
+        before is not None
+        and before.group(1)[0].isupper()
+        and lx.zipf(before.group(1).lower()) < 4.0
+    )
 
 
 def _runs_on(word: str, vocab: Vocabulary) -> bool:
