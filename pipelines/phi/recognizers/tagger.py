@@ -162,7 +162,7 @@ def _without_trailing(text: str, start: int, end: int) -> int:
     return end
 
 
-# A possessive ending a word: "Hanley's", "Hanley’s" (not "D'Souza": letters run on).
+# A possessive ending a word: "Quonset's", "Quonset’s" (not "D'Sarno": letters run on).
 _POSSESSIVE: Final = re.compile(r"['’][sS](?![A-Za-z])")
 
 
