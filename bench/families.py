@@ -60,6 +60,8 @@ SHAPES: dict[str, dict[str, str]] = {
         "new-town": "Lives with daughter in <newtown>.",
         "employer-caps": "HUSBAND CEO OF <orgword>, AT BEDSIDE.",
         "employer-lower": "Son works for <orglower>. per wife.",
+        "lower-floor": "pt a+ox3, mae. came from <lacr> floor yesterday, stable.",
+        "two-letter-hospital": "Transferred from <xh> for further care.",
     },
     "names": {
         "first-initial": "<first> <initial>. called back about results.",
@@ -72,6 +74,7 @@ SHAPES: dict[str, dict[str, str]] = {
         "drs-comma-list": "DRS. <WORDLAST>, <WORDLAST> AND <WORDLAST> IN TO SEE PT.",
         "label-word-first": "Family: <wordfirst> and <wordfirst> at bedside, updated.",
         "nfd-accented": "Seen by Dr. <nfdfirst> <last> this am.",
+        "possessive": "Spoke with Dr. <last>'s office re: appt.",
     },
     "identifiers": {
         "mrn-is": "His MRN is <code> per registration.",
@@ -93,6 +96,11 @@ SHAPES: dict[str, dict[str, str]] = {
         "icu-unit": "Transferred to the CCU then to the SICU overnight.",
         "procedure-eponym": "S/p {procedure}, doing well; {procedure} procedure last year.",
         "drug-brand-lacking": "Pt on Keppra and {brand}.",
+        "season-year": "Hx of depression since {season} <year>, stable.",
+        "in-hall": "{KIN} IN HALL, UPDATED.",
+        "specialty": "Follows with {specialty} for HTN.",
+        "service-acronym": "Pt followed by {svc} {svcnoun}.",
+        "unit-lower": "pt a+ox3, mae. transferred to {unit} overnight, stable.",
     },
 }
 _EPONYMS = ("Foley", "Hickman", "Groshong", "Quinton", "Swan-Ganz", "Pigtail")
@@ -104,6 +112,11 @@ _BRANDS = ("Dilantin", "Versed", "Percocet", "Augmentin", "Sinemet", "Kayexalate
 _WORD_SURNAMES = ("BAKER", "WARD", "HILL", "RICE", "STONE", "FOX", "BELL", "WOOD", "MARSH")
 _WORD_FIRSTS = ("will", "faith", "hope", "grace", "mark", "drew", "joy", "dawn", "rose")
 _NFD_FIRSTS = ("Jose\u0301", "Rene\u0301e", "Zoe\u0308", "Ine\u0301s", "Jo\u0303ao")
+_SEASONS = ("Spring", "Summer", "Fall", "Winter")
+_KIN = ("WIFE", "SON", "DAUGHTER", "HUSBAND", "SISTER")
+_SPECIALTIES = ("Family Practice", "Family Medicine", "Internal Medicine", "General Surgery")
+_SERVICE_NOUNS = ("team", "clinic", "follow-up", "consult", "referral", "worker", "counselor")
+_UNITS = ("cvicu", "tsicu", "cmed", "ficu", "ltach", "sds")
 _MONTHS = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
 _SLOT = re.compile(r"<(\w+(?:\.\w+)?)>|\{(\w+)\}")
 
@@ -169,6 +182,15 @@ class _Draw:
             "weekday": lambda: self.rng.choice(_WEEKDAYS),
             "procedure": lambda: self.rng.choice(_PROCEDURES),
             "brand": lambda: self.rng.choice(_BRANDS),
+            "lacr": lambda: "".join(self.rng.choice("bcdfghjklmnpqrstvwxz") for _ in range(3)),
+            "xh": lambda: self.rng.choice("BCDGJKLNQRTWZ") + "H",
+            "season": lambda: self.rng.choice(_SEASONS),
+            "year": lambda: str(self.rng.randint(1970, 2020)),
+            "KIN": lambda: self.rng.choice(_KIN),
+            "specialty": lambda: self.rng.choice(_SPECIALTIES),
+            "svc": lambda: self.rng.choice(("MH", "BH")),
+            "svcnoun": lambda: self.rng.choice(_SERVICE_NOUNS),
+            "unit": lambda: self.rng.choice(_UNITS),
         }
         return table[kind]()
 

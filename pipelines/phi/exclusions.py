@@ -4,7 +4,9 @@ Issue 26 ("False alarms"): device, procedure and drug brands and eponyms read as
 places ("Passy-Muir valve", "Greenfield filter", "Toprol XL"), chemical formulas
 ("NaHCO3"), intensive care units and their typing slips ("TSICU", "SCIU"), planning words
 before a facility head ("start rehab"), body parts read as places ("LLE", "Left Groin"),
-misspelt common words ("to the flor") and nationality and language words. One pass over the
+misspelt common words ("to the flor") and nationality and language words; and (session 15)
+a season before a year ("Spring 1998"), a hallway in a one-case note ("IN HALL"), a
+specialty ("Family Practice") and a two-letter service before its noun ("MH team"). One pass over the
 united spans of the rules and the tagger (``Detector.finish``), so both are vetoed alike.
 
 The words come from the vocabulary files ``exclusion_*.txt`` (package lists of
@@ -42,6 +44,19 @@ _SIDES: Final = frozenset({"left", "right", "lt", "rt", "l", "r", "bilateral", "
 _AIDS: Final = frozenset({"walker", "walkers", "rollator", "cane", "crutches", "wheelchair"})
 _AID_BEFORE: Final = frozenset({"rolling", "wheeled", "fww", "rw", "using", "uses", "with", "w"})
 _WINDOW: Final = 40  # characters either side of a span searched for a device phrase
+_SEASONS: Final = frozenset({"spring", "summer", "fall", "autumn", "winter"})
+# a year after a season: "Spring 1998", "WINTER 99", "Fall '01", "spring of 2005" (not an
+# age, a dose or a time: "Winter 99 yo", "99%", "10:30")
+_YEAR_AFTER: Final = re.compile(
+    r"[ \t,]*(?:of[ \t]+)?(?:(?:19|20)\d\d|['’]?\d\d)(?![\d:/%]|\.\d|[ \t]*(?:y\b|yo\b|yr|year|y/o))",
+    re.IGNORECASE,
+)
+_HALLS: Final = frozenset({"hall", "halls", "hallway", "hallways", "corridor", "corridors"})
+_HALL_BEFORE: Final = frozenset({"in", "into", "to", "down", "the", "from", "at", "through"})
+# the word after a two-letter acronym: "MH team", "BH follow-up", "MH f/u"
+_NOUN_AFTER: Final = re.compile(r"[ \t]+([A-Za-z]+(?:[-/][A-Za-z]+)?)")
+# what a specialty's span may run on to: "Family Practice on Monday", "Internal Medicine clinic"
+_RUN_ON: Final = frozenset({"on", "at", "in", "for", "with", "to", "today", "tomorrow"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,6 +75,8 @@ class Vocabulary:
     phrase_words: frozenset[str]  # their words: a span holds one, or it is in none
     formula: re.Pattern[str]  # a word of two or more element symbols
     formula_any_case: re.Pattern[str]  # the same in any case ("nahco3")
+    specialty: re.Pattern[str]  # "Family Practice", "Internal Medicine"
+    service_nouns: frozenset[str]  # "MH team", "BH clinic"
 
 
 @cache
@@ -89,6 +106,8 @@ def vocabulary() -> Vocabulary:
         phrase=_phrase_pattern(multi),
         formula=re.compile(rf"(?:(?:{elements})\d*){{2,}}"),
         formula_any_case=re.compile(rf"(?:(?:{elements})\d*){{2,}}", re.IGNORECASE),
+        specialty=_phrase_pattern(list(map(list, phrases("exclusion_specialties")))),
+        service_nouns=word_set("exclusion_service_nouns"),
     )
 
 
@@ -147,15 +166,69 @@ def vetoed(text: str, span: Span) -> bool:
     vocab = vocabulary()
     if _language(words, text, span, vocab) or _on_body(words, text, span):
         return True  # "Interpreter: Creole", "Left Temple": even after a role word
-    if _walking_aid(words, text, span):
+    if _walking_aid(words, text, span) or _no_one_here(words, text, span, vocab):
         return True
     if _name_context(text, span):
         return False
-    if _clinical(words, text, span, vocab):
+    if _clinical(words, text, span, vocab) or _misread(words, text, span):
         return True
     if span.category in _NAMES:
         return all(_name_word(w, vocab) for w in words)
     return _no_place(words, text, span, vocab)
+
+
+def _no_one_here(words: list[str], text: str, span: Span, vocab: Vocabulary) -> bool:
+    """Even after a role word: a hallway ("DAUGHTER [IN HALL]"), a specialty ("PCP: Family
+    Practice") or a two-letter service ("per MH team")."""
+    if words[-1] in _HALLS and _hallway(words, text, span):
+        return True
+    if span.category in _PLACES and _specialty(text, span, vocab):
+        return True
+    return _acronym_service(text, span, vocab)
+
+
+def _misread(words: list[str], text: str, span: Span) -> bool:
+    """Session 15's false alarms of names and places alike: a season before a year ("Spring
+    1998"), a care unit or ward service ("to cvicu", "from CMED")."""
+    if _season(words, text, span):
+        return True
+    return len(words) == 1 and words[0] in _units() and not lx.is_name(words[0])
+
+
+def _hallway(words: list[str], text: str, span: Span) -> bool:
+    """ "IN HALL", "in hallway": a hallway after a preposition (before the span or as its
+    first words: the tagger's "[IN HALL]") in a one-case span, no one's name nor a town."""
+    written = text[span.start : span.end]
+    if not (written.isupper() or written.islower()):
+        return False
+    k = 0
+    while k < len(words) and words[k] in _HALL_BEFORE:
+        k += 1
+    if k == len(words) or not all(w in _HALLS for w in words[k:]):
+        return False
+    before = _BEFORE.search(text, max(0, span.start - 12), span.start)
+    return k > 0 or (before is not None and before.group(1).lower() in _HALL_BEFORE)
+
+
+def _season(words: list[str], text: str, span: Span) -> bool:
+    """A season before a year ("since Spring 1998", "SURGERY WINTER 99"): a time, no place
+    and no one's name; the span may hold an acronym before it ("MI Spring of 2005")."""
+    if words[-1] not in _SEASONS or _YEAR_AFTER.match(text, span.end) is None:
+        return False
+    before = _WORD.findall(text, span.start, span.end)[:-1]
+    return all(w.lower() in _SEASONS or (w.isupper() and len(w) <= 3) for w in before)
+
+
+def _acronym_service(text: str, span: Span, vocab: Vocabulary) -> bool:
+    """ "MH team", "BH clinic", "MH follow-up": a two-letter acronym before a service's noun
+    is a service (mental, behavioural health), not a hospital ("transferred from MH")."""
+    written = text[span.start : span.end]
+    if span.category not in _PLACES or len(written) != 2 or not written.isalpha():
+        return False
+    if not (written.isupper() or written.islower()):
+        return False
+    after = _NOUN_AFTER.match(text, span.end)
+    return after is not None and after.group(1).lower() in vocab.service_nouns
 
 
 def _clinical(words: list[str], text: str, span: Span, vocab: Vocabulary) -> bool:
@@ -303,6 +376,45 @@ def _no_place(words: list[str], text: str, span: Span, vocab: Vocabulary) -> boo
             written.islower() and _misspelt(words[0])
         )
     return False
+
+
+def _specialty(text: str, span: Span, vocab: Vocabulary) -> bool:
+    """A place span inside specialties' phrases ("Family Medicine", "FAMILY PRACTICE.
+    INTERNAL MEDICINE"), or run on past them only by facility heads, function words and
+    weekdays ("[Practice on Monday]" of "Family Practice on Monday")."""
+    low = max(0, span.start - _WINDOW)
+    found = [
+        m.span()
+        for m in vocab.specialty.finditer(text, low, min(len(text), span.end + _WINDOW))
+        if m.start() < span.end and span.start < m.end()
+    ]
+    if not found or _named_before(text, found[0][0]):
+        return False
+    outside = (
+        w.group().lower()
+        for w in _WORD.finditer(text, span.start, span.end)
+        if not any(a <= w.start() and w.end() <= b for a, b in found)
+    )
+    return all(_runs_on(w, vocab) for w in outside)
+
+
+_WORD_BEFORE: Final = re.compile(r"([A-Za-z]+) $")
+
+
+def _named_before(text: str, start: int) -> bool:
+    """A rare capitalised word right before a specialty makes it a practice's name
+    ("Oakdale Family Practice", "QUONSET FAMILY MEDICINE"); a common one does not ("Consulted
+    Internal Medicine", "BY FAMILY PRACTICE")."""
+    before = _WORD_BEFORE.search(text, max(0, start - 30), start)
+    return (
+        before is not None
+        and before.group(1)[0].isupper()
+        and lx.zipf(before.group(1).lower()) < 4.0
+    )
+
+
+def _runs_on(word: str, vocab: Vocabulary) -> bool:
+    return word in _RUN_ON or word in vocab.facility_heads or word in word_set("tagger_weekdays")
 
 
 def _before_head(words: list[str], rest: list[str], vocab: Vocabulary) -> bool:

@@ -33,6 +33,7 @@ def test_no_never_word_is_a_census_name() -> None:
         ("Then  Orla called.", "Then  Orla", "Orla"),
         ("Thebes Orla called.", "Thebes Orla", "Thebes Orla"),  # letters run on: no grammar word
         ("Orla Then called.", "Orla Then", "Orla Then"),  # only the start is trimmed
+        ("ROLAND IN TO SEE PT.", "ROLAND IN TO", "ROLAND"),  # and the end of prepositions
     ],
 )
 def test_leading_grammar_words_leave_a_name(text: str, tagged: str, left: str) -> None:

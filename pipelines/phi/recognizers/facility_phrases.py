@@ -458,7 +458,7 @@ def lower_hospital_acronyms(toks: lx.Tokens, text: str, mixed: bool) -> list[Spa
     words = toks.words
     for k in lx.positions(toks.texts, shaped):
         tok = words[k]
-        if not _lower_acronym_word(tok.lower):
+        if not lower_acronym_word(tok.lower):
             continue
         before = k > 0 and words[k - 1].lower in _LOWER_CUES
         after = k + 1 < len(words) and words[k + 1].lower in _LOWER_AFTER
@@ -475,7 +475,7 @@ def _not_lower_acronyms() -> frozenset[str]:
     return frozenset().union(*map(word_set, (*lists, "care_units", "name_services")))
 
 
-def _lower_acronym_word(low: str) -> bool:
+def lower_acronym_word(low: str) -> bool:
     if low in _not_lower_acronyms():
         return False
     return lx.zipf(low) < 3.0 and not lx.clinical_word(low)

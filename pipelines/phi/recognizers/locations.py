@@ -51,6 +51,7 @@ from pipelines.phi.recognizers.location_words import (
     EMERGENCY,
     HEADS,
     HOSPITAL,
+    MOVE_VERBS,
     NOT_PLACES,
     OTHER,
     REGION_WORDS,
@@ -128,9 +129,30 @@ def _acronym_unit(note: Note, h: int) -> Span | None:
     words = note.words
     if h == 0:
         return None
+    if words[h].lower == "floor":
+        return _acronym_floor(note, h)
     if words[h].lower == "cath" and (h + 1 >= len(words) or words[h + 1].lower != "lab"):
         return None
     return acronym_before_unit(words, h, note.text, note.mixed)
+
+
+def _acronym_floor(note: Note, h: int) -> Span | None:
+    """ "came from och floor", "transferred from XYZ floor": an unknown acronym before "floor"
+    only after a movement verb and "from" / "to" (the strong cue); written in the note's case
+    (capitals in a mixed-case note), no clinical abbreviation nor care unit ("micu floor")."""
+    words, text = note.words, note.text
+    if h < 3 or words[h - 2].lower not in {"from", "to"}:
+        return None
+    if MOVE_VERBS.isdisjoint(w.lower for w in words[max(0, h - 4) : h - 2]):
+        return None
+    tok = words[h - 1]
+    if not (2 <= len(tok.text) <= 5 and tok.text.isalpha()) or tok.lower in UNITS:
+        return None
+    if tok.text.islower() if note.mixed else not (tok.text.islower() or tok.text.isupper()):
+        return None
+    if text[tok.end : words[h].start] != " " or not fp.lower_acronym_word(tok.lower):
+        return None
+    return Span(tok.start, tok.end, HOSPITAL, 0.7, "locations")
 
 
 def _staff_acronym(note: Note, h: int) -> Span | None:
@@ -198,8 +220,9 @@ PASSES: Final = declare(
             Pass("locations.region", _region, words=REGION_WORDS, before=2),
             Pass("locations.building_floor", _plan_floor, words=frozenset({"plan"}), after=2,
                  vocabulary=("care_units", "dose_after")),
-            Pass("locations.acronym_before_unit", _acronym_unit, words=EMERGENCY | {"cath"},
-                 before=1, after=1, vocabulary=("care_units", "facility_generic_modifiers")),
+            Pass("locations.acronym_before_unit", _acronym_unit,
+                 words=EMERGENCY | {"cath", "floor"}, before=4, after=1,
+                 vocabulary=("care_units", "facility_generic_modifiers", "place_move_verbs")),
             Pass("locations.staff_acronym", _staff_acronym, words=STAFF, before=1,
                  vocabulary=("place_staff", "acronyms_not_places")),
             Pass("locations.saint", _saint, words=frozenset({"st", "saint"}), gate=_titled,

@@ -219,6 +219,8 @@ def _name_slot(note: _Note, i: int) -> int | None:
     words, n = note.words, note.n
     j = i + 1
     while j < n and words[j].lower in note.cues.skippable and j - i < 3:
+        if words[j].lower == "in" and (j + 1 >= n or words[j + 1].lower != "law"):
+            return None  # "son in law Jim", but "WIFE IN HALL": a place, no name after
         j += 1
     if j >= n:
         return None

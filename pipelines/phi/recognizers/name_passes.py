@@ -45,8 +45,11 @@ def _signature_head(words: tuple[Token, ...], text: str, mixed: bool) -> int | N
     if mixed and not (head.is_title or head.is_upper):
         return None
     before = text[words[first - 1].end : head.start] if first > 0 else "\n"
-    # on a line with other words: only right after a sentence ("... 1400U/HR. SUSAN")
-    if "\n" not in before and not before.strip().endswith("."):
+    # on a line with other words: only right after a sentence ("... 1400U/HR. SUSAN"), and
+    # a title's period ends none ("discussed with Dr. Jim Hanley's fellow")
+    if "\n" not in before and (
+        not before.strip().endswith(".") or words[first - 1].lower in cues().titles
+    ):
         return None
     return first
 
@@ -62,6 +65,8 @@ def _signature(
     for idx in range(first, len(words)):
         if words[idx].lower not in credentials and lx.zipf(words[idx].lower) < 5.5:
             take(idx, P, 0.6)
+        if _word_end(words[idx]) < words[idx].end:
+            break  # "Jim Hanley's fellow": what follows a possessive is no one's name
 
 
 def _word_end(tok: Token) -> int:

@@ -89,7 +89,7 @@ class TaggerRecognizer(Recognizer):
         tagged = self.tagger.tag(text, lexicons.tokens(doc).columns)
         kept = (_opened(text, _trimmed(text, t)) for t in tagged)
         spans = [
-            Span(t.start, t.end, _category(text, t), t.confidence, "tagger")
+            Span(t.start, _before_possessive(text, t), _category(text, t), t.confidence, "tagger")
             for t in kept
             if t is not None and not _not_phi(text, t)
         ]
@@ -141,9 +141,39 @@ def _trimmed(text: str, tagged: TaggedSpan) -> TaggedSpan | None:
         start = m.end()
         while start < tagged.end and text[start].isspace():
             start += 1
-    if start == tagged.start:
+    end = _without_trailing(text, start, tagged.end)
+    if start == tagged.start and end == tagged.end:
         return tagged
-    return replace(tagged, start=start) if start < tagged.end else None
+    return replace(tagged, start=start, end=end) if start < end else None
+
+
+# Prepositions a name span runs on to in capitals ("ROLAND IN TO SEE PT", "DR HALL IN"):
+# never a name's last word (other grammar words are trimmed at the start only: "Orla Then").
+_TRAILING: Final = frozenset({"in", "to"})
+_LAST_WORD = re.compile(r"\s([A-Za-z]+)\Z")
+
+
+def _without_trailing(text: str, start: int, end: int) -> int:
+    """The end of a name span without the prepositions it ends with ("Kirk [IN]")."""
+    while (m := _LAST_WORD.search(text, start, end)) and m.group(1).lower() in _TRAILING:
+        end = m.start()
+        while end > start and text[end - 1].isspace():
+            end -= 1
+    return end
+
+
+# A possessive ending a word: "Quonset's", "Quonset’s" (not "D'Sarno": letters run on).
+_POSSESSIVE: Final = re.compile(r"['’][sS](?![A-Za-z])")
+
+
+def _before_possessive(text: str, tagged: TaggedSpan) -> int:
+    """A name's end before its first possessive: "Dr. [Hanley]'s office", "[Quonset]'s nurse"
+    (the model takes the "'s" and the noun after it for the name's). Applied after the
+    post-filters, so "Dr. Q's" keeps its letter; places keep theirs ("St. Agnes's")."""
+    if tagged.label is not Label.NAME:
+        return tagged.end
+    m = _POSSESSIVE.search(text, tagged.start, tagged.end)
+    return m.start() if m is not None and m.start() > tagged.start else tagged.end
 
 
 _WORD_BEFORE = re.compile(r"([A-Za-z]+) \Z")
