@@ -23,6 +23,7 @@ import math
 import re
 from collections import Counter
 from dataclasses import dataclass, field
+from enum import Enum
 from functools import cache
 from itertools import accumulate, compress, repeat
 from operator import itemgetter
@@ -144,6 +145,27 @@ def _tokenize(text: str) -> Tokens:
 
 
 _first: Final = itemgetter(0)
+
+
+class Case(Enum):
+    """The case model of a note, decided once per note from its tokens; the rules' passes
+    and the learned tagger both read it."""
+
+    MIXED = "mixed"  # capitals tell something
+    LOWER = "lower"  # written in lower case: its few capitals are signals
+    UPPER = "upper"  # written in one case (capitals): case tells nothing
+
+    @classmethod
+    def of(cls, toks: Tokens) -> Case:
+        if toks.mixed_case:
+            return cls.MIXED
+        return cls.LOWER if toks.lower_note else cls.UPPER
+
+
+def case_of(text: str) -> Case:
+    """The case model of ``text`` (``Case.of`` its tokens), for a caller that has the text
+    but not its ``Doc`` (training, tests)."""
+    return Case.of(_tokenize(text))
 
 
 # The words' lower-case forms, their set, the distinct words as written, mixed case?

@@ -15,8 +15,9 @@ from importlib import resources
 from pathlib import Path
 from typing import Final
 
+from pipelines.phi.lexicons import Case, case_of
 from pipelines.phi.tagger.crf import CrfModel, ItemTagger
-from pipelines.phi.tagger.features import Featurizer, is_one_case, token_columns
+from pipelines.phi.tagger.features import Featurizer, token_columns
 from pipelines.phi.wordlists import word_set
 from pipelines.spans import Category, Span
 
@@ -143,12 +144,18 @@ class Tagger:
         return label if p_phi >= self.thresholds[label] else None
 
     def tag(
-        self, text: str, columns: tuple[list[int], list[int], list[str]] | None = None
+        self,
+        text: str,
+        columns: tuple[list[int], list[int], list[str]] | None = None,
+        case: Case | None = None,
     ) -> list[TaggedSpan]:
-        """The spans of ``text``; ``columns``: its tokens (``features.token_columns``) when
-        the caller has them (the analysed document's, ``lexicons.tokens``)."""
+        """The spans of ``text``; ``columns``: its tokens (``features.token_columns``) and
+        ``case``: its case model, when the caller has them (the analysed document's,
+        ``lexicons.tokens``)."""
         starts, ends, words = token_columns(text) if columns is None else columns
-        note = self.featurizer.encode(text, starts, words, is_one_case(text))
+        if case is None:
+            case = case_of(text)
+        note = self.featurizer.encode(text, starts, words, case)
         items = note.items
         if not items:
             return []
