@@ -42,6 +42,12 @@ SHAPES: dict[str, dict[str, str]] = {
         "mmddyy": "Fell at home on <mmddyy> and again last week.",
         "header-line": "<day> <mon>, <yy>\n2000 - 0800 slept well, no events.",
         "arrow-range": "<day>-><daymon> events reviewed with team.",
+        "event-equal-pair": "Pt {event} on <eqmd> at home, strength 5/5.",
+        "weekday-equal-pair": "Seen on {weekday} <eqmd> in clinic.",
+        "md-left-ac": "IV placed on <md> L AC by nursing.",
+        "day-slash-month": "Seen <dslashmon> in clinic.",
+        "named-short-year": "Seen <mon> <day> <yy> in clinic.",
+        "month-year-dash": "Seen in clinic since <mmyyyy>.",
     },
     "places": {
         "saint-alone": "<saint> has a bed for him tomorrow.",
@@ -63,6 +69,9 @@ SHAPES: dict[str, dict[str, str]] = {
         "list-cue-later": "<LAST> <LAST> AND DRS <LAST> AND <LAST> IN TO SEE PT.",
         "section-lower": "Visitors: <lowerfirst> stayed overnight.",
         "age-opening": "<age90> s/p fall at home, admitted for pain control.",
+        "drs-comma-list": "DRS. <WORDLAST>, <WORDLAST> AND <WORDLAST> IN TO SEE PT.",
+        "label-word-first": "Family: <wordfirst> and <wordfirst> at bedside, updated.",
+        "nfd-accented": "Seen by Dr. <nfdfirst> <last> this am.",
     },
     "identifiers": {
         "mrn-is": "His MRN is <code> per registration.",
@@ -82,9 +91,19 @@ SHAPES: dict[str, dict[str, str]] = {
         "vent-fraction": "PS raised to 11/8 overnight, tolerating.",
         "language": "Speaks Haitian Creole and some Spanish; Portuguese interpreter.",
         "icu-unit": "Transferred to the CCU then to the SICU overnight.",
+        "procedure-eponym": "S/p {procedure}, doing well; {procedure} procedure last year.",
+        "drug-brand-lacking": "Pt on Keppra and {brand}.",
     },
 }
 _EPONYMS = ("Foley", "Hickman", "Groshong", "Quinton", "Swan-Ganz", "Pigtail")
+# Words the invented texts use as fillers and gold values (general knowledge, no corpus)
+_EVENTS = ("fell", "was seen", "had a BM", "had surgery")
+_WEEKDAYS = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday")
+_PROCEDURES = ("Whipple", "Nissen", "Hartmann", "Kasai", "Heller", "Fontan")
+_BRANDS = ("Dilantin", "Versed", "Percocet", "Augmentin", "Sinemet", "Kayexalate")
+_WORD_SURNAMES = ("BAKER", "WARD", "HILL", "RICE", "STONE", "FOX", "BELL", "WOOD", "MARSH")
+_WORD_FIRSTS = ("will", "faith", "hope", "grace", "mark", "drew", "joy", "dawn", "rose")
+_NFD_FIRSTS = ("Jose\u0301", "Rene\u0301e", "Zoe\u0308", "Ine\u0301s", "Jo\u0303ao")
 _MONTHS = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
 _SLOT = re.compile(r"<(\w+(?:\.\w+)?)>|\{(\w+)\}")
 
@@ -135,6 +154,21 @@ class _Draw:
             "d444": lambda: "-".join(str(self.rng.randint(1000, 9999)) for _ in range(3)),
             "d333": lambda: "-".join(str(self.rng.randint(100, 999)) for _ in range(3)),
             "eponym": lambda: self.rng.choice(_EPONYMS),
+            "eqmd": lambda: f"{(n := self.rng.randint(1, 12))}/{n}",
+            "dslashmon": lambda: (
+                f"{self.rng.randint(1, 28):02d}{self.rng.choice('/.')}"
+                f"{self.rng.choice(_MONTHS)}/{self.rng.randint(70, 99)}"
+            ),
+            "mmyyyy": lambda: (
+                f"{self.rng.randint(1, 12):02d}{self.rng.choice('-.')}{self.rng.randint(1970, 2020)}"
+            ),
+            "WORDLAST": lambda: self.rng.choice(_WORD_SURNAMES),
+            "wordfirst": lambda: self.rng.choice(_WORD_FIRSTS),
+            "nfdfirst": lambda: self.rng.choice(_NFD_FIRSTS),
+            "event": lambda: self.rng.choice(_EVENTS),
+            "weekday": lambda: self.rng.choice(_WEEKDAYS),
+            "procedure": lambda: self.rng.choice(_PROCEDURES),
+            "brand": lambda: self.rng.choice(_BRANDS),
         }
         return table[kind]()
 
@@ -181,8 +215,7 @@ def main() -> int:
     ap.add_argument("--policy", type=Path, default=None)
     ap.add_argument("--family", choices=sorted(SHAPES), default=None)
     args = ap.parse_args()
-    rng = random.Random(args.seed)
-    draw = _Draw(rng)
+    draw = _Draw(random.Random(args.seed))
     detector = Detector(Policy.load(args.policy) if args.policy else None)
     print(f"{'family':13} {'shape':16} {'phrases':>7} {'covered':>8} {'false tokens':>12}")
     totals: Counter[str] = Counter()
@@ -191,6 +224,8 @@ def main() -> int:
             continue
         for shape, template in shapes.items():
             phrases = covered = alarms = 0
+            # one generator per shape: a shape added later leaves the others' texts as they were
+            rng = draw.rng = random.Random(f"{args.seed}:{shape}")
             for _ in range(args.per_shape):
                 text, gold = draw.fill(template)
                 if rng.random() < 1 / 3:

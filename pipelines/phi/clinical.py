@@ -90,6 +90,8 @@ def pair_unit_follows(text: str, end: int) -> bool:
     after = words_after(text, end, 2, 24)
     if not after or after[0] in TEMPERATURE_UNITS:
         return not after
+    if len(after) > 1 and _antecubital(after, 1):
+        return False  # "4/12 L AC": the left antecubital fossa, no litres
     return not (after[0] in _GRAM and len(after) > 1 and after[1] in _GRAM_STAIN_AFTER)
 
 

@@ -36,6 +36,11 @@ _WORD: Final = re.compile(r"[A-Za-z]+")
 _BEFORE: Final = re.compile(r"([A-Za-z]+'?s?)[\s.,:]*$")  # the word before a span
 _AFTER: Final = re.compile(r"(?:['’]s)?[\s-]+([A-Za-z]+)")  # the word after a span
 _PEOPLES: Final = ("exclusion_nationalities", "exclusion_languages")
+# What stands before a surgical eponym written alone: "s/p Whipple", "underwent Nissen"
+_PROCEDURE_CUE: Final = re.compile(r"(?i)\b(?:s/p|status[ -]post|underwent)\b")
+_SIDES: Final = frozenset({"left", "right", "lt", "rt", "l", "r", "bilateral", "bilat"})
+_AIDS: Final = frozenset({"walker", "walkers", "rollator", "cane", "crutches", "wheelchair"})
+_AID_BEFORE: Final = frozenset({"rolling", "wheeled", "fww", "rw", "using", "uses", "with", "w"})
 _WINDOW: Final = 40  # characters either side of a span searched for a device phrase
 
 
@@ -43,7 +48,8 @@ _WINDOW: Final = 40  # characters either side of a span searched for a device ph
 class Vocabulary:
     name_words: frozenset[str]  # a name span of these words only is no name
     place_words: frozenset[str]  # a place span of these words only is no place
-    heads: frozenset[str]  # device heads ("X catheter")
+    heads: frozenset[str]  # device and procedure heads ("X catheter", "X procedure")
+    procedures: frozenset[str]  # procedure eponyms ("s/p Whipple")
     facility_heads: frozenset[str]
     verbs: frozenset[str]  # planning words before a facility head ("start rehab")
     peoples: frozenset[str]  # every word of the nationality and language lists, unfiltered
@@ -69,8 +75,10 @@ def vocabulary() -> Vocabulary:
     elements = "|".join(sorted(word_list("chemical_elements"), key=len, reverse=True))
     return Vocabulary(
         name_words=frozenset(w for w in single if not lx.is_name(w)),
-        place_words=frozenset(single | _units() | word_set("exclusion_body") | _kinds()) - places,
-        heads=word_set("exclusion_device_heads"),
+        place_words=frozenset(single | _units() | _body() | _kinds() | word_set("care_units"))
+        - places,
+        heads=word_set("exclusion_device_heads") | word_set("exclusion_procedure_heads"),
+        procedures=word_set("exclusion_procedure_eponyms"),
         facility_heads=word_set("facility_heads_generic"),
         verbs=word_set("exclusion_verbs"),
         peoples=frozenset(w for p in peoples for w in p.split()),
@@ -100,6 +108,23 @@ def _kinds() -> frozenset[str]:
     return frozenset((*homes, *services))
 
 
+# Services that name a hospital alone ("Children's"), kept out of ``_services``.
+_NAMING_SERVICES: Final = frozenset({"children's", "women's", "veterans", "va", "shriners"})
+
+
+@cache
+def _services() -> frozenset[str]:
+    """Services and specialties: a place span of these only is a department or a kind of
+    care ("Physical Therapy", "Senior"), never a facility's name."""
+    extra = {"therapy", "therapies", "practice", "management", "medicine"}
+    return (word_set("facility_services") | extra) - _NAMING_SERVICES
+
+
+@cache
+def _body() -> frozenset[str]:
+    return word_set("exclusion_body")
+
+
 def _units() -> frozenset[str]:
     """The care unit acronyms and their slips: two neighbouring letters swapped ("SCIU")."""
     units = word_set("exclusion_units")
@@ -117,20 +142,72 @@ def veto(text: str, spans: Iterable[Span]) -> list[Span]:
 
 def vetoed(text: str, span: Span) -> bool:
     words = [w.lower() for w in _WORD.findall(text, span.start, span.end)]
-    if not words or _name_context(text, span):
+    if not words:
         return False
     vocab = vocabulary()
+    if _language(words, text, span, vocab) or _on_body(words, text, span):
+        return True  # "Interpreter: Creole", "Left Temple": even after a role word
+    if _walking_aid(words, text, span):
+        return True
+    if _name_context(text, span):
+        return False
+    if _clinical(words, text, span, vocab):
+        return True
+    if span.category in _NAMES:
+        return all(_name_word(w, vocab) for w in words)
+    return _no_place(words, text, span, vocab)
+
+
+def _clinical(words: list[str], text: str, span: Span, vocab: Vocabulary) -> bool:
+    """A chemical formula, a device phrase, a device or procedure head after the span or
+    inside it, or a procedure done."""
     if _formula(text, span, vocab) or (
         not vocab.phrase_words.isdisjoint(words) and _in_device_phrase(text, span, vocab)
     ):
         return True
     if _head_after(text, span.end, vocab.heads) or any(w in vocab.heads for w in words[1:]):
         return True
-    if all(w in vocab.peoples for w in words) and _spoken(text, span, vocab):
-        return True
-    if span.category in _NAMES:
-        return all(_name_word(w, vocab) for w in words)
-    return _no_place(words, text, span, vocab)
+    return _procedure_done(words, text, span, vocab)
+
+
+def _procedure_done(words: list[str], text: str, span: Span, vocab: Vocabulary) -> bool:
+    """A procedure done ("s/p Whipple", "underwent Nissen")."""
+    start = span.start
+    if text[start - 2 : start + 1].lower() == "s/p":  # "S/P HELLER" read as "P HELLER"
+        start, words = start + 1, words[1:]
+    return (
+        bool(words)
+        and all(w in vocab.procedures for w in words)
+        and _after_procedure_cue(text, start, vocab)
+    )
+
+
+def _language(words: list[str], text: str, span: Span, vocab: Vocabulary) -> bool:
+    """A nationality or a language next to a language cue ("Creole speaking", "Interpreter:
+    Creole")."""
+    return all(w in vocab.peoples for w in words) and _spoken(text, span, vocab)
+
+
+def _on_body(words: list[str], text: str, span: Span) -> bool:
+    """A site on the body after a side ("Left Temple", "R Flank"): the side written before
+    the span or as its first word, and every other word a body part."""
+    before = _BEFORE.search(text, max(0, span.start - 12), span.start)
+    if words[0] in _SIDES:
+        words = words[1:]
+    elif before is None or before.group(1).lower() not in _SIDES:
+        return False
+    return bool(words) and all(w in _body() for w in words)
+
+
+def _walking_aid(words: list[str], text: str, span: Span) -> bool:
+    """ "AMBULATED WITH ROLLING WALKER", "using cane": a walking aid in a word of one case
+    after a word that comes before one (a surname written so after "with" is lost: in a
+    one-case note the aid is the likelier)."""
+    written = text[span.start : span.end]
+    if len(words) != 1 or words[0] not in _AIDS or not (written.isupper() or written.islower()):
+        return False
+    before = _BEFORE.search(text, max(0, span.start - 12), span.start)
+    return before is not None and before.group(1).lower() in _AID_BEFORE
 
 
 def _after_cue(text: str, start: int) -> bool:
@@ -172,6 +249,17 @@ def _formula(text: str, span: Span, vocab: Vocabulary) -> bool:
     )
 
 
+def _after_procedure_cue(text: str, start: int, vocab: Vocabulary) -> bool:
+    """ "s/p Whipple", "s/p Whipple, Nissen": a procedure cue before the span on its line,
+    with only other procedure eponyms (and "and") between."""
+    line = text.rfind("\n", 0, start) + 1
+    cues = list(_PROCEDURE_CUE.finditer(text, max(line, start - _WINDOW), start))
+    if not cues:
+        return False
+    between = _WORD.findall(text, cues[-1].end(), start)
+    return all(w.lower() in vocab.procedures or w.lower() == "and" for w in between)
+
+
 def _in_device_phrase(text: str, span: Span, vocab: Vocabulary) -> bool:
     low = max(0, span.start - _WINDOW)
     for found in vocab.phrase.finditer(text, low, min(len(text), span.end + _WINDOW)):
@@ -199,18 +287,31 @@ def _name_word(word: str, vocab: Vocabulary) -> bool:
 
 def _no_place(words: list[str], text: str, span: Span, vocab: Vocabulary) -> bool:
     """A place span of excluded words only, a planning word before facility heads ("start
-    rehab"), or one misspelt common word written in lower case ("to the flor")."""
+    rehab"), a service ("to Physical Therapy"), or one misspelt common word written in lower
+    case ("to the flor")."""
     rest = [w for w in words if w not in vocab.facility_heads]
     if len(rest) < len(words) or _head_after(text, span.end, vocab.facility_heads):
-        # "start rehab": a planning word; "DEXA center": a service's initialism; "in SNF": a
-        # kind of residence that is a head too
-        if not rest:
-            return len(words) == 1 and words[0] in _kinds()
-        return all(w in vocab.verbs or w in _kinds() for w in rest)
+        return _before_head(words, rest, vocab)
     if all(w in vocab.place_words or _place_drug(w) for w in words):
         return True
+    if all(w in _services() for w in words):
+        return True  # "to Physical Therapy", "to Senior": a service, no place
     written = text[span.start : span.end]
-    return len(words) == 1 and written.islower() and _misspelt(words[0])
+    if len(words) == 1 and (written.isupper() or written.islower()):
+        # "at CHURCH", "in HOUSE": a kind of place in a word of one case; "to the flor"
+        return words[0] in word_set("exclusion_generic_places") or (
+            written.islower() and _misspelt(words[0])
+        )
+    return False
+
+
+def _before_head(words: list[str], rest: list[str], vocab: Vocabulary) -> bool:
+    """The words of a span with a facility head in or after it, ``rest`` those that are no
+    head: "start rehab" (a planning word), "DEXA center" (a service's initialism), "Senior
+    Center" (a service), "in SNF" (a kind of residence that is a head too)."""
+    if not rest:
+        return len(words) == 1 and words[0] in _kinds()
+    return all(w in vocab.verbs or w in _kinds() or w in _services() for w in rest)
 
 
 def _place_drug(word: str) -> bool:

@@ -40,6 +40,12 @@ if TYPE_CHECKING:
     from surrogates.wordtable import HashedWords
 
 
+# Combining marks (the Unicode blocks of combining diacritics): a decomposed (NFD) "José" is
+# "Jose" + U+0301, and the mark belongs to the word it follows.
+MARKS: Final = "\u0300-\u036f\u1ab0-\u1aff\u1dc0-\u1dff\u20d0-\u20ff\ufe20-\ufe2f"
+_MARK: Final = re.compile(f"[{MARKS}]+")
+
+
 class Token(NamedTuple):
     """One word of the text with the facts every recognizer asks about it."""
 
@@ -59,7 +65,18 @@ class Token(NamedTuple):
 
 
 def is_title(text: str) -> bool:
-    return text[0].isupper() and text[1:2].islower()
+    if not text[0].isupper():
+        return False
+    second = text[1:2]
+    if second.islower():
+        return True
+    # "N\u0303unez" (decomposed): the letter after the first one's marks decides
+    return bool(second) and not second.isascii() and _title_after_marks(text)
+
+
+def _title_after_marks(text: str) -> bool:
+    bare = _MARK.sub("", text)
+    return bare != text and bare[0].isupper() and bare[1:2].islower()
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,9 +114,11 @@ class Columns(NamedTuple):
     texts: list[str]
 
 
-# a word, a run of digits, or any other single visible character; as a splitter (one
-# capturing group): gap, token, gap, token, …, gap in one C call
-TOKEN: Final = re.compile(r"([^\W\d_]+(?:['’][^\W\d_]+)*|\d+|[^\s])")
+_WORD_LETTERS: Final = rf"[^\W\d_](?:[^\W\d_]++|[{MARKS}]++)*+"
+# a word (letters and the combining marks after them), a run of digits, or any other single
+# visible character; as a splitter (one capturing group): gap, token, gap, token, …, gap in
+# one C call
+TOKEN: Final = re.compile(rf"({_WORD_LETTERS}(?:['’]{_WORD_LETTERS})*|\d+|[^\s])")
 # The same on ASCII text, with plain character sets (the ASCII characters ``str.isspace``
 # calls space) and possessive repeats: the matcher tests a set faster than a Unicode category
 # and keeps no backtracking points.
@@ -421,7 +440,8 @@ def folded(word: str) -> str:
         return word
     from surrogates.names import folded as fold
 
-    return fold(word)
+    # a decomposed "jose\u0301" loses its marks (a look-up, not an offset: any length)
+    return _MARK.sub("", fold(word))
 
 
 def is_first_name(word: str) -> bool:
@@ -487,11 +507,13 @@ def drug_words() -> HashedWords:
     """Lower-case one-word drug names (generic and brand) and their 5-6 letter heads, the
     way notes shorten them ("vanco", "ceftaz"); from drug-named-entity-recognition's data.
     Each has the value 1.0 (``HashedWords``: a long list, asked about a few times a note).
-    Read from the copy shipped beside this package (``pipelines.phi.drugs``)."""
+    Read from the copy shipped beside this package (``pipelines.phi.drugs``), with the brands
+    the package lacks (``drug_brands``)."""
     from pipelines.phi import drugs
     from surrogates.wordtable import hashed_words
 
-    return hashed_words([drugs.shipped()], (1.0,))
+    # the package's words, and the brands it lacks (data/vocabulary/drug_brands.txt)
+    return hashed_words([[*drugs.shipped(), *word_list("drug_brands")]], (1.0,))
 
 
 def drug_variants() -> set[str]:

@@ -97,6 +97,23 @@ def test_token_columns_match_the_plain_tokenizer(text: str) -> None:
     assert toks.lower_set == frozenset(toks.lowers)
 
 
+def test_decomposed_accents_stay_inside_their_word() -> None:
+    """NFD text ("Jose" + U+0301): each combining mark belongs to the word before it, the
+    offsets are the original text's, a Title-case word stays Title case and the census
+    look-ups see the plain letters."""
+    text = "Dr. Jose\u0301 Nu\u0303n\u0303ez, O\u0301\u2019Brien 42"
+    words = lx.tokens(Doc(text)).words
+    assert [w.text for w in words] == [
+        "Dr",
+        "Jose\u0301",
+        "Nu\u0303n\u0303ez",
+        "O\u0301\u2019Brien",
+    ]
+    assert all(text[w.start : w.end] == w.text for w in words)
+    assert lx.is_title("N\u0303u\u0301nez") and not lx.is_title("N\u0303U")
+    assert lx.folded("jose\u0301") == "jose" and lx.is_first_name("jose\u0301")
+
+
 def test_clinical_words_from_the_drug_dictionary_and_morphology() -> None:
     assert lx.clinical_word("zosyn") and lx.clinical_word("lasix")  # brands, listed
     assert lx.clinical_word("vanco")  # a listed drug's head, as notes shorten it

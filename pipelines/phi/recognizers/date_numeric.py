@@ -23,6 +23,11 @@ DATE_CUES = word_set("date_cues")
 # Cues after which even "3/3" reads as a date ("post 3/3"; "on 5/5" is a vent setting).
 STRONG_CUES = DATE_CUES - word_set("date_cues_weak")
 
+# "fell on 3/3", "Tuesday 3/3": an event and a weak cue, or a weekday, before an equal pair
+_EVENTS: Final = word_set("date_event_words")
+_WEEKDAYS: Final = word_set("tagger_weekdays") - {"sat", "sun"}  # "O2 sat 3/3", "sun"
+_WEAK_CUES: Final = word_set("date_cues_weak")
+
 # "urine cx 3/4 gm neg rods": a specimen cultured per sample, then a culture word, or one
 # word for both ("ucx": urine, "scx": sputum, "wcx": wound culture)
 _SPECIMENS: Final = word_set("date_culture_specimens")
@@ -167,7 +172,7 @@ SLASH_VETOES: Final[tuple[tuple[str, Callable[[str, int, int, int, int], bool]],
 def _month_day(text: str, start: int, end: int, a_s: str, b_s: str, delim: str) -> float:
     """ "7/22" (month/day) or "8/88", "5/2017" (month/year), unless a clinical value."""
     a, b = int(a_s), int(b_s)
-    if delim == "." or not 1 <= a <= 12 or len(a_s) > 2:
+    if not _pair_shape_ok(text, start, a_s, b_s, delim):
         return 0.0
     if any(veto(text, start, end, a, b) for _, veto in SLASH_VETOES):
         return 0.0
@@ -180,6 +185,14 @@ def _month_day(text: str, start: int, end: int, a_s: str, b_s: str, delim: str) 
     if (len(b_s) == 2 and b > 31) or (len(b_s) == 4 and valid_year(b_s)):
         return 0.8 if cue else 0.65  # month/year: "8/88", "5/2017"
     return 0.0
+
+
+def _pair_shape_ok(text: str, start: int, a_s: str, b_s: str, delim: str) -> bool:
+    """A month first (one or two digits); a dot only in "since 12.1998" (a two-digit month, a
+    year, a date cue before): "1.2000", "3.14", "Ca 10.2000" are values."""
+    if not 1 <= int(a_s) <= 12 or len(a_s) > 2:
+        return False
+    return delim != "." or (len(a_s) == len(b_s) // 2 == 2 and _date_cue_before(text, start))
 
 
 def _culture_before(text: str, start: int, word: list[str]) -> bool:
@@ -199,9 +212,22 @@ def _day_reading(
     text: str, start: int, end: int, a: int, b: int, word: list[str], cue: bool
 ) -> float:
     """A month/day: not a score ("5/5 strength"; but "post 3/3") nor a small fraction."""
-    strong = a == b and bool(set(word) & STRONG_CUES)
+    strong = a == b and (bool(set(word) & STRONG_CUES) or _event_before(text, start, word))
     if clinical.is_score(a, b, text, start, end) and not strong:
         return 0.0
     if clinical.is_fraction(a, b) and not cue:
         return 0.0
     return 0.9 if cue else 0.75
+
+
+def _event_before(text: str, start: int, word: list[str]) -> bool:
+    """ "Tuesday 3/3", "fell on 3/3", "last BM on 2/2": a weekday right before the pair, or
+    a weak cue right before it and an event before that."""
+    if not word:
+        return False
+    if word[0] in _WEEKDAYS:
+        return True
+    if word[0] not in _WEAK_CUES:
+        return False
+    two = words_before(text, start, 2, 32)
+    return len(two) == 2 and two[0] in _EVENTS

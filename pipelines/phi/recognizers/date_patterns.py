@@ -19,7 +19,8 @@ from pipelines.phi.scan import compile_words
 # checked in Python: a leading look-behind would cost the regex its fast digit prefix search.
 _NUMERIC_BODY = (
     r"\d{1,4}(?:/\d{1,4}(?:[/\-]\d{1,4}){0,3}|-\d{1,2}-\d{2,4}|\.\d{1,2}\.\d{2,4}"
-    r"|/\d{1,2}\.\d\d(?:\d\d)?)"  # a slash, then a dot before the year: "5/17.88"
+    r"|/\d{1,2}\.\d\d(?:\d\d)?"  # a slash, then a dot before the year: "5/17.88"
+    r"|[-.](?:19|20)\d\d)"  # month and year with a dash or a dot: "12-1998", "12.1998"
 )
 # "\d\d{0,3}" is "\d{1,4}" (the same matches) opening with a digit class, so the stdlib search
 # skips to the next digit in C instead of trying a match at every position
@@ -55,7 +56,7 @@ _NAMED = (
     r"(?:\b(?P<wd>" + _WEEKDAY + r")\.?,?" + _B + r"+)?"
     r"(?:\b(?P<rel>early|mid|late)[ \t\-]+)?"
     r"(?:\b(?:the" + _B + r"+)?(?P<d1>" + _ORD + r"(?:" + _TO + _ORD + r")?)"
-    r"(?:" + _B + r"+of)?[ \t\-]*)?"
+    r"(?:" + _B + r"+of)?(?:[ \t\-]*|[/.]))?"  # "3 Dec", "3-Dec", "03/Dec/98", "3.Dec.98"
     r"(?:\b" + _MONTH + r"\.?" + _B + r"*[-–]" + _B + r"*)?"  # a range of months: "Jan-Mar 2019"
     r"(?:\b(?P<m>"
     + _MONTH

@@ -222,7 +222,23 @@ def _named(note: _Note, m: Any) -> Found | None:
         text, start, end, has_day, year, g["rel"], days
     ):
         return None
+    if days[1] and not year:
+        end = _two_digit_year_after(text, end)
     return (start, end, Category.DATE, _named_confidence(month, has_day or bool(year)))
+
+
+# "Dec 3 98": a two-digit year after the day, a blank between, then no digit, no clock, no
+# percent or decimal
+_SHORT_YEAR: Final = re.compile(r"[ \t]+\d\d(?![\d%:./])")
+
+
+def _two_digit_year_after(text: str, end: int) -> int:
+    """The end of "Dec 3 98" after "Dec 3" (``end``): the year, unless a unit follows it
+    ("Dec 3 20 mg")."""
+    year = _SHORT_YEAR.match(text, end)
+    if year is None or clinical.unit_follows(text, year.end()):
+        return end
+    return year.end()
 
 
 def _named_confidence(month: str, dated: bool) -> float:

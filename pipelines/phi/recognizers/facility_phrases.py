@@ -80,7 +80,7 @@ def _names_word(low: str, cased: bool) -> bool:
     """``_names`` of a lower-case word."""
     if len(low) < 2 or not low.replace("'", "").isalpha():
         return False
-    if low in word_set("facility_services"):
+    if low in word_set("facility_services") or _not_naming(low):
         return False
     place = low in lx.us_cities() or low in lx.us_states()
     if _clinical_only(low, place):
@@ -94,6 +94,12 @@ def _names_word(low: str, cased: bool) -> bool:
         return False
     # a one-case note, or a lower-case name in a mixed note: a place, a surname or a rare word
     return place or lx.name_score(low.removesuffix("'s")) >= 0.5 or (f < 2.5 and len(low) > 3)
+
+
+def _not_naming(low: str) -> bool:
+    """A verb of contacting or choosing ("WILL CALL CLINIC") or a service's initialism
+    ("COPD CLINIC"): no word of a facility's name, though a town may be called so ("Call")."""
+    return low in word_set("facility_stop_verbs") or low in word_set("clinic_service_initialisms")
 
 
 def _clinical_only(low: str, place: bool) -> bool:
@@ -364,9 +370,13 @@ def hospital_acronyms(toks: lx.Tokens, text: str, mixed: bool) -> list[Span]:
     # words (few, most notes none) are picked from the note's distinct words, and each is
     # matched where it occurs (the scan's word boundaries still look at its neighbours)
     whole = _acronym_word().fullmatch
-    shaped = {word for word in toks.written if word.isupper() and whole(word)}
+    shaped = {word for word in toks.written if word.isupper() and (whole(word) or _TWO(word))}
     for k in lx.positions(toks.texts, shaped):
         tok = words[k]
+        if len(tok.lower) == 2:
+            if _two_letters_placed(words, k, text):
+                out.append(Span(tok.start, tok.end, HOSPITAL, 0.6, ACRONYM))
+            continue
         m = scan.match(text, tok.start)
         if m is None or m.end() != tok.end:
             continue
@@ -393,3 +403,79 @@ def _acronym_placed(words: tuple[Token, ...], k: int, text: str) -> bool:
     if k + 1 >= len(words) or "\n" in text[tok.end : words[k + 1].start]:
         return False
     return words[k + 1].lower in _acronym_after()
+
+
+# A hospital's two-letter acronym: a capital and "H" ("XH").
+_TWO: Final = re.compile(r"[A-Z]H").fullmatch
+_TWO_CUES: Final = frozenset({"at", "from"})
+
+
+@cache
+def _two_letters_not() -> frozenset[str]:
+    return word_set("clinical_acronyms") | word_set("acronyms_two_letter_not_places")
+
+
+@cache
+def _two_letters_after() -> frozenset[str]:
+    """A department, a unit or a hospital's records after a two-letter acronym ("XH
+    neurology", "XH ED"); no team, service or clinic ("MH team" is mental health)."""
+    kept = {"er", "ed", "ew", "icu", "campus", "records", "chart"}
+    return (word_set("name_services") - {"team", "service", "ns"}) | kept
+
+
+def _two_letters_placed(words: tuple[Token, ...], k: int, text: str) -> bool:
+    """ "labs at XH showed", "records from XH", "XH neurology consulted": a two-letter
+    hospital acronym after "at" or "from", or before a department; never a clinical
+    abbreviation ("GH", "PH"), a history or a service ("FH", "MH"), nor a code's letters
+    ("XH-4021")."""
+    tok = words[k]
+    if tok.lower in _two_letters_not():
+        return False
+    after = text[tok.end : tok.end + 1]
+    if after.isalnum() or after in {"-", "/", "'"}:
+        return False
+    if k > 0 and words[k - 1].lower in _TWO_CUES and text[words[k - 1].end : tok.start] == " ":
+        return True
+    nxt = words[k + 1] if k + 1 < len(words) else None
+    return (
+        nxt is not None and text[tok.end : nxt.start] == " " and nxt.lower in _two_letters_after()
+    )
+
+
+_LOWER_CUES: Final = frozenset({"at", "from", "to"})
+_LOWER_AFTER: Final = frozenset({"ed", "er", "icu"})
+
+
+def lower_hospital_acronyms(toks: lx.Tokens, text: str, mixed: bool) -> list[Span]:
+    """ "records from och reviewed", "labs at mmh": a hospital acronym written in small
+    letters in a mixed-case note, after "at", "from" or "to", or before its emergency
+    department; a word English hardly uses, no clinical word nor abbreviation ("tach")."""
+    if not mixed:
+        return []
+    whole = _acronym_word().fullmatch
+    shaped = {w for w in toks.written if w.islower() and 3 <= len(w) <= 5 and whole(w.upper())}
+    out: list[Span] = []
+    words = toks.words
+    for k in lx.positions(toks.texts, shaped):
+        tok = words[k]
+        if not _lower_acronym_word(tok.lower):
+            continue
+        before = k > 0 and words[k - 1].lower in _LOWER_CUES
+        after = k + 1 < len(words) and words[k + 1].lower in _LOWER_AFTER
+        gap_before = text[words[k - 1].end : tok.start] == " " if before else False
+        if gap_before or (after and text[tok.end : words[k + 1].start] == " "):
+            out.append(Span(tok.start, tok.end, HOSPITAL, 0.6, ACRONYM))
+    return out
+
+
+@cache
+def _not_lower_acronyms() -> frozenset[str]:
+    """Clinical abbreviations, services, units and people ("tach", "psych", "nsg")."""
+    lists = ("clinical_acronyms", "clinic_service_initialisms", "acronyms_not_places")
+    return frozenset().union(*map(word_set, (*lists, "care_units", "name_services")))
+
+
+def _lower_acronym_word(low: str) -> bool:
+    if low in _not_lower_acronyms():
+        return False
+    return lx.zipf(low) < 3.0 and not lx.clinical_word(low)

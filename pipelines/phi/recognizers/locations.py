@@ -32,6 +32,7 @@ from pipelines.phi.base import Doc, Recognizer
 from pipelines.phi.passes import JUDGED_MIN_TEXT, Case, Pass, Passes, declare
 from pipelines.phi.recognizers import facility_phrases as fp
 from pipelines.phi.recognizers import location_cues as cues
+from pipelines.phi.recognizers.location_gazetteer import gazetteer_names
 from pipelines.phi.recognizers.location_heads import facility, facility_list, glued_heads
 from pipelines.phi.recognizers.location_places import (
     GLUED_NUMBER,
@@ -238,9 +239,13 @@ class LocationRecognizer(Recognizer):
         out: list[Span] = glued_heads(text) + wards_with_numbers(doc, mixed)
         # hospital acronyms are told by their neighbours ("pls call XMH"), no trigger word
         out += fp.hospital_acronyms(toks, text, mixed)
+        out += fp.lower_hospital_acronyms(toks, text, mixed)
+        # a gazetteer name of common words where no other rule found a place (where one did,
+        # its span and its convention on heads stand: "[Memorial] Hospital")
+        named = gazetteer_names(toks.words, toks.lowers, text, mixed)
         lower_set = toks.lower_set
         if lower_set.isdisjoint(PASSES.triggers) and lower_set.isdisjoint(lx.us_states()):
-            return out
+            return out + _unfound(named, out)
         # the words at which a pass or a facility phrase starts, picked in one pass
         lowers = toks.lowers
         picked = list(compress(range(len(lowers)), map(_picked_words().__contains__, lowers)))
@@ -251,7 +256,12 @@ class LocationRecognizer(Recognizer):
         out += fp.facility_phrases(toks.words, lowers, text, mixed, stops(), with_head, heads)
         starts = compress(picked, map(_visited().__contains__, map(lowers.__getitem__, picked)))
         out += _passes_at(Note(toks.words, text, Case.of(toks), mixed), starts)
-        return out
+        return out + _unfound(named, out)
+
+
+def _unfound(spans: list[Span], found: list[Span]) -> list[Span]:
+    """``spans`` that overlap none of ``found``."""
+    return [s for s in spans if not any(f.start < s.end and s.start < f.end for f in found)]
 
 
 def _passes_at(note: Note, starts: Iterable[int]) -> list[Span]:

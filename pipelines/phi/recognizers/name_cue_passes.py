@@ -17,7 +17,6 @@ from pipelines.phi.recognizers.name_words import (
     _city_state,
     _dotted_credential,
     _is_initial,
-    _lower_full_name,
     _namey,
     _rare_unknown,
     _role_slip,
@@ -92,11 +91,24 @@ def after_title(note: _Note, i: int) -> int | None:
     if note.ok(nxt, 3) or (title is P and not note.mixed and _word_surname_after_dr(words[nxt])):
         if nxt != i + 1:
             note.take(i + 1, title, 0.9)
-        return note.run_right(nxt, title, 0.9, 3)
+        end = note.run_right(nxt, title, 0.9, 3)
+        return _comma_list(note, end, title) if words[i].lower in PLURAL_TITLES else end
     if surname_letter(words[i + 1], text):  # "Dr. Q.", "Dr B today": the initial alone
         note.take(i + 1, title, 0.85)
         return i + 2
     return None
+
+
+def _comma_list(note: _Note, j: int, title: Category) -> int:
+    """ "Drs. Baker, Ward and Hill": after a plural title, a name after a comma is one of
+    the doctors' when the list goes on after it (another comma or a joiner)."""
+    words, n = note.words, note.n
+    while j + 1 < n and note.gap(j - 1, j).strip(" \t") == "," and note.ok(j, 3):
+        nxt, gap = words[j + 1].lower, note.gap(j, j + 1).strip(" \t")
+        if not (gap == "," or (gap == "" and nxt in note.cues.joiners)):
+            break
+        j = note.run_right(j, title, 0.9, 3)
+    return j
 
 
 def _surname_slot(note: _Note, nxt: int, title: Category) -> int:
@@ -284,34 +296,6 @@ def after_role(note: _Note, i: int) -> int | None:
     if role is None or i + 1 >= note.n:
         return None
     return _after_role(note, i, role)
-
-
-def after_label(note: _Note, i: int) -> int | None:
-    """ "Visitors: hal stayed", "NOK: greta", "Wife: ann kowalski": after a label that lists
-    people and its colon, a census first name more a name than a word, in any case (a
-    mixed-case note's lower-case words are names nowhere else without a title)."""
-    words, n = note.words, note.n
-    role = note.cues.people_labels.get(words[i].lower) or _role_word(note, i)
-    if role is None or i + 1 >= n or note.gap(i, i + 1).strip(" \t") != ":":
-        return None
-    j = i + 1
-    first = words[j]
-    if j in note.taken or not _label_first_name(note, first):
-        return None
-    if j + 1 < n and _lower_full_name(first, words[j + 1], note.text, note.eponyms):
-        note.take(j, role, 0.7)  # "ann kowalski"
-        return note.run_right(j + 1, role, 0.7, 3)
-    return note.run_right(j, role, 0.7, 2)
-
-
-def _label_first_name(note: _Note, tok: lx.Token) -> bool:
-    """A census first name used more as a name than as a word ("hal", "greta"; not "will",
-    "mark"), no cue word and no eponym of this note."""
-    low = tok.lower
-    if low in note.cues.cue_words or low in note.eponyms or low not in note.first_names:
-        return False
-    ns, f = lx.name_score(low), lx.zipf(low)
-    return (ns >= 1.0 and f < 4.5) or (ns >= 2.0 and f < 5.5)
 
 
 def talked_with(note: _Note, i: int) -> int | None:

@@ -44,6 +44,7 @@ class Cues:
     cue_words: frozenset[str]  # cues themselves are never the name
     clinical_letters: frozenset[str]  # one-letter shorthand, not initials ("r", "l", "c")
     joiners: frozenset[str]  # inside a list of names ("Drs. Smith and Jones")
+    presence_after: frozenset[str]  # "Visitors: drew stayed": a person was there
 
 
 def _slips(role_before: Mapping[str, Category]) -> dict[str, Category]:
@@ -102,4 +103,5 @@ def cues() -> Cues:
         ),
         clinical_letters=word_set("name_clinical_letters"),
         joiners=word_set("name_joiners"),
+        presence_after=word_set("name_presence_after"),
     )

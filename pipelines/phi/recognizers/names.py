@@ -35,6 +35,7 @@ from pipelines.phi import lexicons as lx
 from pipelines.phi.base import Doc, Recognizer
 from pipelines.phi.passes import Case, Pass, Passes, declare
 from pipelines.phi.recognizers import name_cue_passes as cue
+from pipelines.phi.recognizers import name_labels as labels
 from pipelines.phi.recognizers import name_uncued as uncued
 from pipelines.phi.recognizers.known import known_name_forms
 from pipelines.phi.recognizers.name_cues import OTHER, PT, Cues, P, R, cues
@@ -288,7 +289,7 @@ def name_passes() -> Passes[_Note, int]:
         ),
         Pass(
             "names.after_label",
-            cue.after_label,
+            labels.after_label,
             frozenset({*c.people_labels, *role_words}),
             after=6,
             vocabulary=("name_people_labels", "name_role_before"),

@@ -228,9 +228,16 @@ def _state_or_country(text: str, tagged: TaggedSpan) -> bool:
     if tagged.label is not Label.LOCATION:
         return False
     words = " ".join(text[tagged.start : tagged.end].lower().split())
+    run_on = _RUN_ON.match(words)
+    if run_on is not None and run_on.group(1) in lexicons.us_states():
+        return True  # "FLORIDA FOR WINTER": a state and the words after it
     if words in lexicons.us_states():
         return not _before_a_state(text, tagged.end, words)
     return words in lexicons.countries()
+
+
+# A place span run on past a function word ("florida for winter"): the words before it.
+_RUN_ON: Final = re.compile(r"(.+?) (?:for|with|to|from|since|until|during|over) ")
 
 
 _STATE_AFTER: Final = re.compile(r",[ \t]*([A-Za-z]{2}\b|[A-Z][a-z]+(?:[ \t][A-Z][a-z]+)?)")
