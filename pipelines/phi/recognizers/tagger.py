@@ -87,7 +87,7 @@ class TaggerRecognizer(Recognizer):
         text = doc.text
         # the document's one tokenization, shared with the rules
         toks = lexicons.tokens(doc)
-        tagged = self.tagger.tag(text, toks.columns, lexicons.Case.of(toks))
+        tagged = self.tagger.tag(text, toks.columns, lexicons.Case.of_words(toks))
         kept = (_opened(text, _trimmed(text, t)) for t in tagged)
         spans = [
             Span(t.start, t.end, _category(text, t), t.confidence, "tagger")

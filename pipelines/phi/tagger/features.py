@@ -110,8 +110,8 @@ def may_be_phi(word: str, case: Case) -> bool:
     """Whether the CRF labels ``word`` (see ``ITEM_MIN_ZIPF``)."""
     if not word[0].isalpha():
         return False
-    if case is not Case.UPPER and not word.islower():
-        return True  # capitals tell something, or are signals in a lower-case note
+    if case is Case.MIXED and not word.islower():
+        return True  # capitals tell something
     low = word.lower()
     return (
         lexicons.zipf(low) < ITEM_MIN_ZIPF
@@ -186,14 +186,14 @@ def _lexicon_features(low: str) -> list[str]:
 
 def _word_features(word: str, case: Case) -> tuple[str, ...]:
     """What a word is, alone: computed once per (word, note case). Its case (``c=``) in a
-    mixed-case note; in a lower-case note only a word with capitals has one (a signal); in
-    capitals, none."""
+    note read as mixed case (``Case.of_words``: a lower-case note whose capitals are common
+    is); in one case, none."""
     low = word.lower()
     out = [f"w={low}" if len(low) <= 24 else "w=<long>", f"sh={_shape(word)}"]
     if word.isalpha() or "'" in word or "’" in word:
         out += [f"p2={low[:2]}", f"p3={low[:3]}", f"s2={low[-2:]}", f"s3={low[-3:]}"]
         out.append(f"len={_bucket(len(word), (2, 3, 4, 6, 9))}")
-        if case is Case.MIXED or (case is Case.LOWER and not word.islower()):
+        if case is Case.MIXED:
             shape = (
                 "U"
                 if word.isupper()
@@ -327,7 +327,7 @@ class Featurizer:
     def items(self, text: str, tokens: list[Tok], case: Case | None = None) -> list[int]:
         """Indices of the tokens the CRF labels (``may_be_phi``; memo per distinct word)."""
         if case is None:
-            case = lexicons.case_of(text)
+            case = lexicons.words_case_of(text)
         return _items(self._entries([t[2] for t in tokens], case))
 
     def features(
@@ -338,11 +338,11 @@ class Featurizer:
         case: Case | None = None,
     ) -> list[list[str]]:
         """Feature rows of the tokens at ``items`` (default: every token); every token is
-        context for its neighbours. ``case``: ``lexicons.case_of(text)``, when known."""
+        context for its neighbours. ``case``: ``lexicons.words_case_of(text)``, when known."""
         if items is None:
             items = list(range(len(tokens)))
         if case is None:
-            case = lexicons.case_of(text)
+            case = lexicons.words_case_of(text)
         entries = self._entries([t[2] for t in tokens], case)
         lowers = list(map(_lower, entries))
         rows = self._rows(text, [t[0] for t in tokens], entries, lowers, items)

@@ -15,7 +15,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Final
 
-from pipelines.phi.lexicons import Case, case_of
+from pipelines.phi.lexicons import Case, words_case_of
 from pipelines.phi.tagger.crf import CrfModel, ItemTagger
 from pipelines.phi.tagger.features import Featurizer, token_columns
 from pipelines.phi.wordlists import word_set
@@ -150,11 +150,11 @@ class Tagger:
         case: Case | None = None,
     ) -> list[TaggedSpan]:
         """The spans of ``text``; ``columns``: its tokens (``features.token_columns``) and
-        ``case``: its case model, when the caller has them (the analysed document's,
-        ``lexicons.tokens``)."""
+        ``case``: its case model as the tagger reads it (``Case.of_words``), when the caller
+        has them (the analysed document's, ``lexicons.tokens``)."""
         starts, ends, words = token_columns(text) if columns is None else columns
         if case is None:
-            case = case_of(text)
+            case = words_case_of(text)
         note = self.featurizer.encode(text, starts, words, case)
         items = note.items
         if not items:
