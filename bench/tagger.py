@@ -27,7 +27,7 @@ sys.path.insert(0, str(ROOT))
 from pipelines.corpus import Note, read_notes  # noqa: E402
 from pipelines.phi import lexicons  # noqa: E402
 from pipelines.phi.base import Doc  # noqa: E402
-from pipelines.phi.tagger.features import is_one_case  # noqa: E402
+from pipelines.phi.lexicons import words_case_of  # noqa: E402
 from pipelines.phi.tagger.model import Tagger  # noqa: E402
 
 DEFAULT_CORPUS = ROOT.parent / "shared" / "data" / "physionet" / "dev"
@@ -44,7 +44,7 @@ def main() -> int:
         return 0
     notes = [n.text for n in read_notes(path, "physionet") if isinstance(n, Note)]
     columns = [lexicons.tokens(Doc(text)).columns for text in notes]
-    cases = [is_one_case(text) for text in notes]
+    cases = [words_case_of(text) for text in notes]
     tagger = Tagger()
     tagger.featurizer.warm()
     gc.collect()
@@ -76,7 +76,7 @@ def main() -> int:
                 crf.marginals(outside)
 
     first = _timed(tag) / n * 1e6
-    words = sum(len(memo) for memo in tagger.featurizer._words)
+    words = sum(len(memo) for memo in tagger.featurizer._words.values())
     print(f"dev notes: {n}; distinct (word, case) pairs: {words}")
     print(f"  {'tag, first sight (every word new)':<44}{first:>8.1f} µs/note")
     for label, run in (("tag, again", tag), ("  encode", encode), ("  crfsuite", crfsuite)):

@@ -29,6 +29,7 @@ from operator import itemgetter
 from typing import TYPE_CHECKING, Final, NamedTuple
 
 from pipelines.memo import Memo
+from pipelines.phi.casing import Case, capitals_common
 from pipelines.phi.wordlists import word_list
 
 if TYPE_CHECKING:
@@ -98,6 +99,9 @@ class Tokens:
     # the distinct words as written: a recognizer judges each once, then finds the few it
     # wants (``positions``)
     written: frozenset[str] = frozenset()
+    # a lower-case note whose capitals are common all the same (``casing.capitals_common``:
+    # sentence starts, abbreviations): a word's case tells there as in mixed case
+    capitals_common: bool = False
     # every token as the learned tagger reads it (``Columns``): the words above are those
     # of its tokens that start with a letter (on ASCII text, taken from these)
     columns: Columns | None = field(default=None, compare=False)
@@ -159,10 +163,23 @@ def _tokenize(text: str) -> Tokens:
     lowers, lower_set, written, mixed = facts(text, starts, ends, texts)
     words = tuple(map(_new_token, repeat(Token), zip(starts, ends, texts, lowers, strict=True)))
     lower_note = not mixed and _mostly_lower(texts, 40)
-    return Tokens(words, mixed, lower_set, lower_note, texts, lowers, written, columns)
+    common = lower_note and capitals_common(starts, texts)
+    return Tokens(words, mixed, lower_set, lower_note, texts, lowers, written, common, columns)
 
 
 _first: Final = itemgetter(0)
+
+
+def case_of(text: str) -> Case:
+    """The case model of ``text`` (``Case.of`` its tokens), for a caller that has the text
+    but not its ``Doc`` (training, tests)."""
+    return Case.of(_tokenize(text))
+
+
+def words_case_of(text: str) -> Case:
+    """``Case.of_words`` the tokens of ``text``, for a caller that has the text but not its
+    ``Doc`` (training, tests)."""
+    return Case.of_words(_tokenize(text))
 
 
 # The words' lower-case forms, their set, the distinct words as written, mixed case?

@@ -21,28 +21,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass, field
-from enum import Enum
 from itertools import compress
 from typing import Final, Generic, Protocol, TypeVar, cast
 
 from pipelines.memo import Memo
-from pipelines.phi.lexicons import Token, Tokens
+from pipelines.phi.lexicons import Case, Token
 from pipelines.spans import Category, Span
-
-
-class Case(Enum):
-    """The case model of a note, decided once per note from its tokens."""
-
-    MIXED = "mixed"  # capitals tell something
-    LOWER = "lower"  # written in lower case: its few capitals are signals
-    UPPER = "upper"  # written in one case (capitals): case tells nothing
-
-    @classmethod
-    def of(cls, toks: Tokens) -> Case:
-        if toks.mixed_case:
-            return cls.MIXED
-        return cls.LOWER if toks.lower_note else cls.UPPER
-
 
 ALL_CASES: Final = frozenset(Case)
 

@@ -291,7 +291,13 @@ def _tokenize_reference(text: str) -> lx.Tokens:
         mixed = sum(map(str.isupper, longer)) / n < 0.85
     first = longer[:40]
     lower_note = not mixed and 2 * sum(map(str.islower, first)) > len(first)
-    return lx.Tokens(words, mixed, frozenset(lowers), lower_note, texts, lowers, frozenset(texts))
+    # the capitals of the words starting in the first 2,000 characters: 2 % of their letters
+    letters = [c for t, s in zip(texts, starts, strict=True) if s < 2000 for c in t if c.isalpha()]
+    capitals = sum(map(str.isupper, letters))
+    common = lower_note and (len(letters) < 20 or capitals >= 0.02 * len(letters))
+    return lx.Tokens(
+        words, mixed, frozenset(lowers), lower_note, texts, lowers, frozenset(texts), common
+    )
 
 
 _CASED_WORDS = st.sampled_from(["a", "I", "pt", "PT", "Pt", "seen", "SEEN", "O'Neil", "x", "İs"])

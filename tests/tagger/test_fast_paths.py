@@ -13,6 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from pipelines.phi.lexicons import words_case_of
 from pipelines.phi.tagger.features import (
     _ASCII_TOKEN,
     _TOKEN,
@@ -20,7 +21,6 @@ from pipelines.phi.tagger.features import (
     Featurizer,
     _extras,
     _Plan,
-    is_one_case,
     token_columns,
     tokenize,
 )
@@ -71,7 +71,7 @@ def test_encode_equals_the_full_rows_filtered_by_keep(text: str, data: st.DataOb
     keep = frozenset(data.draw(st.lists(st.sampled_from(every)))) if every else frozenset()
     starts, _, words = token_columns(text)
     featurizer = Featurizer(keep=keep)
-    note = featurizer.encode(text, starts, words, is_one_case(text))
+    note = featurizer.encode(text, starts, words, words_case_of(text))
     assert note.items == Featurizer().items(text, tokens)
     rows = list(map(featurizer.attributes.names, note.rows.each()))
     assert rows == [[f for f in full[i] if f in keep] for i in note.items]

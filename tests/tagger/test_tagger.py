@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 
 from pipelines.corpus import Note, load_gold, read_notes
 from pipelines.phi.combine import unite
+from pipelines.phi.lexicons import Case
 from pipelines.phi.merge import merge_spans
 from pipelines.phi.tagger.augment import Example, Phrase, augment, augmented
 from pipelines.phi.tagger.features import Featurizer, facility_core, may_be_phi, tokenize
@@ -87,8 +88,8 @@ def test_common_lower_case_words_are_context_not_items() -> None:
     labelled_words = {tokens[i][2] for i in Featurizer().items(upper, tokens)}
     assert {"ANN", "LEE", "MAPLE"} <= labelled_words and "THE" not in labelled_words
     # a rare word (an unknown surname, a typo) and a facility word stay items in lower case
-    assert may_be_phi("zorbinski", one_case=False) and may_be_phi("hospital", one_case=False)
-    assert not may_be_phi("called", one_case=False) and may_be_phi("Called", one_case=False)
+    assert may_be_phi("zorbinski", Case.MIXED) and may_be_phi("hospital", Case.MIXED)
+    assert not may_be_phi("called", Case.MIXED) and may_be_phi("Called", Case.MIXED)
 
 
 def test_a_place_runs_on_over_its_connectors_a_name_over_particles() -> None:

@@ -86,7 +86,8 @@ class TaggerRecognizer(Recognizer):
     def detect(self, doc: Doc) -> list[Span]:
         text = doc.text
         # the document's one tokenization, shared with the rules
-        tagged = self.tagger.tag(text, lexicons.tokens(doc).columns)
+        toks = lexicons.tokens(doc)
+        tagged = self.tagger.tag(text, toks.columns, lexicons.Case.of_words(toks))
         kept = (_opened(text, _trimmed(text, t)) for t in tagged)
         spans = [
             Span(t.start, _before_possessive(text, t), _category(text, t), t.confidence, "tagger")

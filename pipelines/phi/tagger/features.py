@@ -23,6 +23,7 @@ from typing import Final, NamedTuple, TypeVar
 
 from pipelines.memo import Memo
 from pipelines.phi import lexicons
+from pipelines.phi.lexicons import Case
 from pipelines.phi.tagger.crf import ATTRIBUTE
 from pipelines.phi.tagger.gazetteers import (
     _END,
@@ -105,12 +106,12 @@ def _place_words() -> frozenset[str]:
     return frozenset(w for w in words if lexicons.common_zipf(w) < _PLACE_WORD_MAX_ZIPF)
 
 
-def may_be_phi(word: str, one_case: bool) -> bool:
+def may_be_phi(word: str, case: Case) -> bool:
     """Whether the CRF labels ``word`` (see ``ITEM_MIN_ZIPF``)."""
     if not word[0].isalpha():
         return False
-    if not one_case and not word.islower():
-        return True
+    if case is Case.MIXED and not word.islower():
+        return True  # capitals tell something
     low = word.lower()
     return (
         lexicons.zipf(low) < ITEM_MIN_ZIPF
@@ -183,15 +184,17 @@ def _lexicon_features(low: str) -> list[str]:
     return out
 
 
-def _word_features(word: str, one_case: bool) -> tuple[str, ...]:
-    """What a word is, alone: computed once per (word, note case)."""
+def _word_features(word: str, case: Case) -> tuple[str, ...]:
+    """What a word is, alone: computed once per (word, note case). Its case (``c=``) in a
+    note read as mixed case (``Case.of_words``: a lower-case note whose capitals are common
+    is); in one case, none."""
     low = word.lower()
     out = [f"w={low}" if len(low) <= 24 else "w=<long>", f"sh={_shape(word)}"]
     if word.isalpha() or "'" in word or "’" in word:
         out += [f"p2={low[:2]}", f"p3={low[:3]}", f"s2={low[-2:]}", f"s3={low[-3:]}"]
         out.append(f"len={_bucket(len(word), (2, 3, 4, 6, 9))}")
-        if not one_case:
-            case = (
+        if case is Case.MIXED:
+            shape = (
                 "U"
                 if word.isupper()
                 else "T"
@@ -200,7 +203,7 @@ def _word_features(word: str, one_case: bool) -> tuple[str, ...]:
                 if word.islower()
                 else "M"
             )
-            out.append(f"c={case}")
+            out.append(f"c={shape}")
         out += _lexicon_features(low)
     elif word.isdecimal():  # int() reads every decimal digit; "²" is a digit, not decimal
         out += _number_features(word)
@@ -298,10 +301,9 @@ class Featurizer:
         if keep is not None and not isinstance(keep, Mapping):
             keep = {a: i for i, a in enumerate(sorted(keep))}
         self.attributes = Attributes(keep)
-        self._words = (
-            Memo("tagger.words", partial(self._made, one_case=False), _MEMO_LIMIT),
-            Memo("tagger.words", partial(self._made, one_case=True), _MEMO_LIMIT),
-        )
+        self._words = {
+            case: Memo("tagger.words", partial(self._made, case=case), _MEMO_LIMIT) for case in Case
+        }
         m2, m1, p1, p2 = (self.attributes.pack(p) for p in _PAD)
         # what a neighbour at each offset sees of a word (``_CONTEXT_KEEP``), packed
         self._seen = [self.attributes.packer(p, _CONTEXT_KEEP) for p in _CONTEXT_PREFIXES]
@@ -322,54 +324,54 @@ class Featurizer:
         _place_words()
         _marked_words()
 
-    def items(self, text: str, tokens: list[Tok], one_case: bool | None = None) -> list[int]:
+    def items(self, text: str, tokens: list[Tok], case: Case | None = None) -> list[int]:
         """Indices of the tokens the CRF labels (``may_be_phi``; memo per distinct word)."""
-        if one_case is None:
-            one_case = is_one_case(text)
-        return _items(self._entries([t[2] for t in tokens], one_case))
+        if case is None:
+            case = lexicons.words_case_of(text)
+        return _items(self._entries([t[2] for t in tokens], case))
 
     def features(
         self,
         text: str,
         tokens: list[Tok],
         items: list[int] | None = None,
-        one_case: bool | None = None,
+        case: Case | None = None,
     ) -> list[list[str]]:
         """Feature rows of the tokens at ``items`` (default: every token); every token is
-        context for its neighbours. ``one_case``: ``is_one_case(text)``, when known."""
+        context for its neighbours. ``case``: ``lexicons.words_case_of(text)``, when known."""
         if items is None:
             items = list(range(len(tokens)))
-        if one_case is None:
-            one_case = is_one_case(text)
-        entries = self._entries([t[2] for t in tokens], one_case)
+        if case is None:
+            case = lexicons.words_case_of(text)
+        entries = self._entries([t[2] for t in tokens], case)
         lowers = list(map(_lower, entries))
         rows = self._rows(text, [t[0] for t in tokens], entries, lowers, items)
         return list(map(self.attributes.names, rows.each()))
 
-    def encode(self, text: str, starts: list[int], words: list[str], one_case: bool) -> Encoded:
+    def encode(self, text: str, starts: list[int], words: list[str], case: Case) -> Encoded:
         """``items`` and ``features`` in one pass over the columns of ``token_columns``."""
-        entries = self._entries(words, one_case)
+        entries = self._entries(words, case)
         items = _items(entries)
         lowers = list(map(_lower, entries))
         rows = self._rows(text, starts, entries, lowers, items) if items else Rows(b"", [])
         return Encoded(items, rows, lowers)
 
-    def word(self, word: str, one_case: bool) -> _Word:
+    def word(self, word: str, case: Case) -> _Word:
         """What ``word`` is (its own features, whether the CRF labels it) and what tokens
         at each offset of ``_CONTEXT`` see of it (a subset, prefixed by the offset); memo
         per distinct word."""
-        return self._words[one_case](word)
+        return self._words[case](word)
 
-    def _made(self, word: str, one_case: bool) -> _Word:
+    def _made(self, word: str, case: Case) -> _Word:
         """:meth:`word` worked out."""
-        features = _word_features(word, one_case)
+        features = _word_features(word, case)
         seen = tuple(filter(self._seen_any, features))  # a few of them
         m2, m1, p1, p2 = (pack(seen) for pack in self._seen)
         own = self.attributes.pack(features)
-        return _Word(own, m2, m1, p1, p2, word.lower(), may_be_phi(word, one_case))
+        return _Word(own, m2, m1, p1, p2, word.lower(), may_be_phi(word, case))
 
-    def _entries(self, words: list[str], one_case: bool) -> list[_Word]:
-        return self._words[one_case].many(words)
+    def _entries(self, words: list[str], case: Case) -> list[_Word]:
+        return self._words[case].many(words)
 
     def _rows(
         self,
@@ -578,25 +580,6 @@ def _second_words() -> dict[str, frozenset[str]]:
 def _marked_words() -> frozenset[str]:
     """The first words of the gazetteers' phrases and the kinship words."""
     return _any_first_word() | _KIN
-
-
-def is_one_case(text: str) -> bool:
-    """A note written in one case (all capitals, or all lower): case tells nothing there."""
-    sample = text[:2000]
-    if sample.isascii():  # counted by deleting the other bytes, in C
-        raw = sample.encode("ascii")
-        upper = len(raw.translate(None, _NOT_UPPER))
-        letters = upper + len(raw.translate(None, _NOT_LOWER))
-    else:
-        letters = sum(map(str.isalpha, sample))
-        upper = sum(map(str.isupper, sample))
-    if letters < 20:
-        return False
-    return upper / letters > 0.85 or upper / letters < 0.02
-
-
-_NOT_UPPER: Final = bytes(c for c in range(256) if not 65 <= c <= 90)
-_NOT_LOWER: Final = bytes(c for c in range(256) if not 97 <= c <= 122)
 
 
 def _add_line_features(text: str, starts: list[int], extras: dict[int, bytes], bol: bytes) -> None:

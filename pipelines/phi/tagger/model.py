@@ -15,8 +15,9 @@ from importlib import resources
 from pathlib import Path
 from typing import Final
 
+from pipelines.phi.lexicons import Case, words_case_of
 from pipelines.phi.tagger.crf import CrfModel, ItemTagger
-from pipelines.phi.tagger.features import Featurizer, is_one_case, token_columns
+from pipelines.phi.tagger.features import Encoded, Featurizer, token_columns
 from pipelines.phi.wordlists import word_set
 from pipelines.spans import Category, Span
 
@@ -143,12 +144,15 @@ class Tagger:
         return label if p_phi >= self.thresholds[label] else None
 
     def tag(
-        self, text: str, columns: tuple[list[int], list[int], list[str]] | None = None
+        self,
+        text: str,
+        columns: tuple[list[int], list[int], list[str]] | None = None,
+        case: Case | None = None,
     ) -> list[TaggedSpan]:
-        """The spans of ``text``; ``columns``: its tokens (``features.token_columns``) when
-        the caller has them (the analysed document's, ``lexicons.tokens``)."""
-        starts, ends, words = token_columns(text) if columns is None else columns
-        note = self.featurizer.encode(text, starts, words, is_one_case(text))
+        """The spans of ``text``; ``columns``: its tokens (``features.token_columns``) and
+        ``case``: its case model as the tagger reads it (``Case.of_words``), when the caller
+        has them (the analysed document's, ``lexicons.tokens``)."""
+        starts, ends, note = self._encoded(text, columns, case)
         items = note.items
         if not items:
             return []
@@ -181,6 +185,18 @@ class Tagger:
             spans.append(_span(starts, ends, items, run, run_label, run_conf))
         spans = [s for s in spans if s.label in self.labels]
         return spans
+
+    def _encoded(
+        self,
+        text: str,
+        columns: tuple[list[int], list[int], list[str]] | None,
+        case: Case | None,
+    ) -> tuple[list[int], list[int], Encoded]:
+        """The starts and ends of ``text``'s tokens and their encoding: its own tokens and
+        ``lexicons.words_case_of`` unless the caller gave them."""
+        starts, ends, words = token_columns(text) if columns is None else columns
+        case = words_case_of(text) if case is None else case
+        return starts, ends, self.featurizer.encode(text, starts, words, case)
 
     def _candidates(self, predicted: list[str], p_out: list[float]) -> list[int]:
         """The items that may be PHI: labelled so, or given at least the least threshold.
