@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from collections.abc import Set as AbstractSet
 from typing import Final
 
 from pipelines.phi import clinical
@@ -198,14 +199,27 @@ def _pair_shape_ok(text: str, start: int, a_s: str, b_s: str, delim: str) -> boo
 def _culture_before(text: str, start: int, word: list[str]) -> bool:
     """A culture of a specimen taken per sample right before: "urine cx", "ucx", "sputum
     culture" (not "blood cx 2/4": bottles)."""
+    return _said_before(text, start, word, _SPECIMEN_CULTURES, _CULTURE_WORDS, _SPECIMENS)
+
+
+def _said_before(
+    text: str,
+    start: int,
+    word: list[str],
+    alone: AbstractSet[str],
+    last: AbstractSet[str],
+    first: AbstractSet[str],
+) -> bool:
+    """The word right before ``start`` (``word``: it, or nothing) is in ``alone``, or is in
+    ``last`` with the word before it in ``first``."""
     if not word:
         return False
-    if word[0] in _SPECIMEN_CULTURES:
+    if word[0] in alone:
         return True
-    if word[0] not in _CULTURE_WORDS:
+    if word[0] not in last:
         return False
     two = words_before(text, start, 2, 32)
-    return len(two) == 2 and two[0] in _SPECIMENS
+    return len(two) == 2 and two[0] in first
 
 
 def _day_reading(
@@ -223,11 +237,4 @@ def _day_reading(
 def _event_before(text: str, start: int, word: list[str]) -> bool:
     """ "Tuesday 3/3", "fell on 3/3", "last BM on 2/2": a weekday right before the pair, or
     a weak cue right before it and an event before that."""
-    if not word:
-        return False
-    if word[0] in _WEEKDAYS:
-        return True
-    if word[0] not in _WEAK_CUES:
-        return False
-    two = words_before(text, start, 2, 32)
-    return len(two) == 2 and two[0] in _EVENTS
+    return _said_before(text, start, word, _WEEKDAYS, _WEAK_CUES, _EVENTS)
