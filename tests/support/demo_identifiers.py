@@ -3,6 +3,9 @@ research output, a log line or a metric."""
 
 from __future__ import annotations
 
+import re
+from collections.abc import Iterable
+
 DEMO_IDENTIFIERS: tuple[str, ...] = (
     "Vance",
     "Eleanor",
@@ -40,3 +43,31 @@ DEMO_IDENTIFIERS: tuple[str, ...] = (
 IN_LOG_LINES: tuple[str, ...] = tuple(
     i for i in DEMO_IDENTIFIERS if i not in {"Grace", "1958", "1947"}
 )
+
+
+_RUN = re.compile(r"[0-9A-Za-z_+/=-]+")
+
+
+def identifiers_in(text: str, identifiers: Iterable[str] = DEMO_IDENTIFIERS) -> list[str]:
+    """The ``identifiers`` that occur in ``text`` (case-insensitively), except inside an
+    opaque token: a run of 16 or more letters, digits and ``_+/=-`` mixing letters and
+    digits, as a pseudonym's hex digest or a base64 value is. "1958" by chance inside such
+    a token ("…e41958af0c…") is no leak; "1958", "19580412" or "Vance's" is."""
+    found = []
+    for ident in identifiers:
+        for match in re.finditer(re.escape(ident), text, re.IGNORECASE):
+            if not _opaque(_RUN.search(text, _run_start(text, match.start()))):
+                found.append(ident)
+                break
+    return found
+
+
+def _run_start(text: str, at: int) -> int:
+    while at > 0 and _RUN.fullmatch(text[at - 1]):
+        at -= 1
+    return at
+
+
+def _opaque(run: re.Match[str] | None) -> bool:
+    token = run.group() if run else ""
+    return len(token) >= 16 and any(c.isdigit() for c in token) and any(c.isalpha() for c in token)
