@@ -7,9 +7,10 @@ or PostgreSQL (``postgresql://user@host:port/db[?schema=name]``).
 
 from __future__ import annotations
 
-import importlib
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
+
+import lazy_loader
 
 if TYPE_CHECKING:
     from keystore.admin import RotationReport
@@ -32,37 +33,27 @@ if TYPE_CHECKING:
     from keystore.records import Identity
     from keystore.store import EncryptedStore
 
-# The package's names, imported from their modules on first use (PEP 562): a process that
-# only needs ``keystore.errors`` (the detector, through ``pipelines.errors``) does not load
-# the store, the audit log and ``cryptography`` (bench/README.md, "Session 15").
-_LAZY = {
-    "RotationReport": "keystore.admin",
-    "ExpiringMarks": "keystore.api",
-    "MarkStore": "keystore.api",
-    "PatientState": "keystore.api",
-    "PatientStore": "keystore.api",
-    "Pseudonymizer": "keystore.api",
-    "ForgottenPatientError": "keystore.errors",
-    "IntegrityError": "keystore.errors",
-    "KeystoreError": "keystore.errors",
-    "KeystoreUnavailable": "keystore.errors",
-    "MissingKeyError": "keystore.errors",
-    "Keyring": "keystore.keyring",
-    "MasterKey": "keystore.keyring",
-    "Pseudonyms": "keystore.pseudonyms",
-    "pseudonym": "keystore.pseudonyms",
-    "Identity": "keystore.records",
-    "EncryptedStore": "keystore.store",
-}
-
-
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'keystore' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
+# The package's names, imported from their modules on first use (PEP 562, through lazy_loader):
+# a process that only needs ``keystore.errors`` (the detector, through ``pipelines.errors``)
+# does not load the store, the audit log and ``cryptography`` (bench/README.md, "Session 15").
+__getattr__, _, _ = lazy_loader.attach(
+    __name__,
+    submod_attrs={
+        "admin": ["RotationReport"],
+        "api": ["ExpiringMarks", "MarkStore", "PatientState", "PatientStore", "Pseudonymizer"],
+        "errors": [
+            "ForgottenPatientError",
+            "IntegrityError",
+            "KeystoreError",
+            "KeystoreUnavailable",
+            "MissingKeyError",
+        ],
+        "keyring": ["Keyring", "MasterKey"],
+        "pseudonyms": ["Pseudonyms", "pseudonym"],
+        "records": ["Identity"],
+        "store": ["EncryptedStore"],
+    },
+)
 
 
 __all__ = [

@@ -6,38 +6,28 @@ deterministic given the patient's state (see ``choice``), and nothing here reads
 
 from __future__ import annotations
 
-import importlib
 from functools import cache
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+import lazy_loader
 
 if TYPE_CHECKING:
     from surrogates.base import SpanLike, Surrogate
     from surrogates.context import ReplaceContext, SurrogateSettings, new_patient_state
     from surrogates.redaction import CONFLICT_TAG, group_of, redaction_tag
 
-# The package's names, imported from their modules on first use (PEP 562): the detector
-# imports ``surrogates.names`` and ``surrogates.wordtable`` for their tables, and loading
-# every surrogate maker with them (``holidays``, phone numbers, the key store) was a tenth
-# of a short run's start-up (bench/README.md, "Session 15").
-_LAZY = {
-    "SpanLike": "surrogates.base",
-    "Surrogate": "surrogates.base",
-    "ReplaceContext": "surrogates.context",
-    "SurrogateSettings": "surrogates.context",
-    "new_patient_state": "surrogates.context",
-    "CONFLICT_TAG": "surrogates.redaction",
-    "group_of": "surrogates.redaction",
-    "redaction_tag": "surrogates.redaction",
-}
-
-
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'surrogates' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
+# The package's names, imported from their modules on first use (PEP 562, through lazy_loader):
+# the detector imports ``surrogates.names`` and ``surrogates.wordtable`` for their tables, and
+# loading every surrogate maker with them (``holidays``, phone numbers, the key store) was a
+# tenth of a short run's start-up (bench/README.md, "Session 15").
+__getattr__, _, _ = lazy_loader.attach(
+    __name__,
+    submod_attrs={
+        "base": ["SpanLike", "Surrogate"],
+        "context": ["ReplaceContext", "SurrogateSettings", "new_patient_state"],
+        "redaction": ["CONFLICT_TAG", "group_of", "redaction_tag"],
+    },
+)
 
 
 @cache
