@@ -486,9 +486,24 @@ class EncryptedStore:
         ``ttl_seconds`` the marks written may be deleted by :meth:`prune_marks` once that
         time has passed (until then they read as usual); without it they are kept."""
         owned = self._owners.find(key for key, _, _ in items)
-        if owned:  # whose marks these are, before the marks (keystore/forgetting.py)
-            add_mark_owners(self._backend, [(self._mark_hash(k), o) for k, o in owned])
-            self._owners.written(owned)
+        if not owned:
+            return self._cas_marks(items, ttl_seconds)
+        # whose marks these are, with the marks: one transaction (keystore/forgetting.py)
+        try:
+            with self._backend.group():
+                add_mark_owners(self._backend, [(self._mark_hash(k), o) for k, o in owned])
+                results = self._cas_marks(items, ttl_seconds)
+        except BaseException:
+            with self._lock:  # the commit failed: nothing it remembered was stored
+                for key, _, _ in items:
+                    self._marks.pop(key, None)
+            raise
+        self._owners.written(owned)
+        return results
+
+    def _cas_marks(
+        self, items: Sequence[tuple[str, bytes | None, bytes]], ttl_seconds: float | None
+    ) -> list[bool]:
         sealed: list[tuple[bytes, bytes | None, bytes]] = []
         for key, expected, value in items:
             key_hash = self._mark_hash(key)
