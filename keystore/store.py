@@ -634,10 +634,12 @@ class EncryptedStore:
         return load_state(open_sealed(self._keyring, row.lookup, row.sealed(), row.revision))
 
     def _drop(self, key: tuple[str, str]) -> None:
-        """Forget everything held about one patient (cached, pending, absent hint)."""
+        """Forget everything held about one patient (cached, pending, absent hint, the tag
+        of its seed)."""
         self._cache.pop(key, None)
         self._dirty.pop(key, None)
         self._absent.discard(key)
+        self._owners.drop_tags()
 
     def _remember(self, entry: _Entry) -> None:
         self._cache[entry.key] = entry
