@@ -488,8 +488,7 @@ class EncryptedStore:
         owned = self._owners.find(key for key, _, _ in items)
         if not owned:
             return self._cas_marks(items, ttl_seconds)
-        # whose marks these are, with the marks: one transaction (keystore/forgetting.py)
-        try:
+        try:  # whose marks these are, in the marks' transaction (keystore/forgetting.py)
             with self._backend.group():
                 add_mark_owners(self._backend, [(self._mark_hash(k), o) for k, o in owned])
                 results = self._cas_marks(items, ttl_seconds)
@@ -504,16 +503,11 @@ class EncryptedStore:
     def _cas_marks(
         self, items: Sequence[tuple[str, bytes | None, bytes]], ttl_seconds: float | None
     ) -> list[bool]:
-        sealed: list[tuple[bytes, bytes | None, bytes]] = []
-        for key, expected, value in items:
-            key_hash = self._mark_hash(key)
-            sealed.append(
-                (
-                    key_hash,
-                    self._sealed_mark(key, key_hash, expected),
-                    self._keys.seal_mark(key_hash, value),
-                )
-            )
+        hashes = [self._mark_hash(key) for key, _, _ in items]
+        sealed = [
+            (h, self._sealed_mark(key, h, expected), self._keys.seal_mark(h, value))
+            for h, (key, expected, value) in zip(hashes, items, strict=True)
+        ]
         now = self._clock()
         if ttl_seconds is None:  # the version marks' path: the backend call as before
             results = self._backend.cas_marks(sealed, now)
