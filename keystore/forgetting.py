@@ -43,6 +43,7 @@ REVIEW_LIST = "review-list"  # the pseudonym kind of a list entry's id
 MARK_KEY_KIND = "research-key"
 MARK_OWNER_KIND = "mark-owner"
 _OWNERS_PENDING = 65_536  # research keys noted and not yet written with a mark
+_TAGS_KEPT = 4096  # seeds whose owner tag is kept, the latest used
 _SITE = "site"
 
 
@@ -136,23 +137,37 @@ def _settle_site_entry(ex: Callable[..., Any], cur: Any, entry: str, text_ref: s
 
 class MarkOwners:
     """The research keys this process derived and the tag of the seed that keyed each, until
-    written beside their mark (bounded: the oldest go first)."""
+    written beside their mark (bounded: the oldest go first). The tags of the seeds seen
+    last are kept (``_TAGS_KEPT``: a patient's every visit asks for the same one) until
+    :meth:`drop_tags` — the forget calls it, as it drops the patient's cached state."""
 
     def __init__(self, tag: Callable[[bytes], str], limit: int = _OWNERS_PENDING) -> None:
         self._tag = tag
         self._limit = limit
         self._pending: OrderedDict[str, str] = OrderedDict()
+        self._tags: OrderedDict[bytes, str] = OrderedDict()  # seed → its tag
         self._lock = threading.Lock()
 
     def note(self, key: str, seed: bytes) -> None:
         with self._lock:
             if key in self._pending:
                 return
-        owner = self._tag(seed)
+            owner = self._tags.get(seed)
+        if owner is None:
+            owner = self._tag(seed)
         with self._lock:
+            self._tags[seed] = owner
+            self._tags.move_to_end(seed)
+            if len(self._tags) > _TAGS_KEPT:
+                self._tags.popitem(last=False)
             self._pending[key] = owner
             while len(self._pending) > self._limit:
                 self._pending.popitem(last=False)
+
+    def drop_tags(self) -> None:
+        """Forget every seed's tag kept (a patient is being forgotten)."""
+        with self._lock:
+            self._tags.clear()
 
     def find(self, keys: Iterable[str]) -> list[tuple[str, str]]:
         """(key, owner) of the ``keys`` noted and not written yet."""

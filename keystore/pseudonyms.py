@@ -49,9 +49,20 @@ class KeyedHash:
         return mac.digest()
 
 
+_B32 = "abcdefghijklmnopqrstuvwxyz234567"
+_B32_PAIRS = tuple(a + b for a in _B32 for b in _B32)  # 10 bits → two characters
+_PSEUDONYM_SHIFTS = tuple(range(PSEUDONYM_BYTES * 8 - 10, -1, -10))
+
+
 def b32_lower(data: bytes) -> str:
-    """Lowercase RFC 4648 base32 (no padding for a multiple of 5 bytes, as 15 is)."""
-    return base64.b32encode(data).decode("ascii").lower()
+    """Lowercase RFC 4648 base32 (no padding for a multiple of 5 bytes, as 15 is). A
+    pseudonym's 15 bytes are read as one integer, ten bits (two characters) at a time: the
+    standard library's encoder loops in Python, at about twice the cost."""
+    if len(data) != PSEUDONYM_BYTES:
+        return base64.b32encode(data).decode("ascii").lower()
+    value = int.from_bytes(data, "big")
+    pairs = _B32_PAIRS
+    return "".join([pairs[(value >> shift) & 1023] for shift in _PSEUDONYM_SHIFTS])
 
 
 class Pseudonyms:

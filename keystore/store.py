@@ -486,19 +486,28 @@ class EncryptedStore:
         ``ttl_seconds`` the marks written may be deleted by :meth:`prune_marks` once that
         time has passed (until then they read as usual); without it they are kept."""
         owned = self._owners.find(key for key, _, _ in items)
-        if owned:  # whose marks these are, before the marks (keystore/forgetting.py)
-            add_mark_owners(self._backend, [(self._mark_hash(k), o) for k, o in owned])
-            self._owners.written(owned)
-        sealed: list[tuple[bytes, bytes | None, bytes]] = []
-        for key, expected, value in items:
-            key_hash = self._mark_hash(key)
-            sealed.append(
-                (
-                    key_hash,
-                    self._sealed_mark(key, key_hash, expected),
-                    self._keys.seal_mark(key_hash, value),
-                )
-            )
+        if not owned:
+            return self._cas_marks(items, ttl_seconds)
+        try:  # whose marks these are, in the marks' transaction (keystore/forgetting.py)
+            with self._backend.group():
+                add_mark_owners(self._backend, [(self._mark_hash(k), o) for k, o in owned])
+                results = self._cas_marks(items, ttl_seconds)
+        except BaseException:
+            with self._lock:  # the commit failed: nothing it remembered was stored
+                for key, _, _ in items:
+                    self._marks.pop(key, None)
+            raise
+        self._owners.written(owned)
+        return results
+
+    def _cas_marks(
+        self, items: Sequence[tuple[str, bytes | None, bytes]], ttl_seconds: float | None
+    ) -> list[bool]:
+        hashes = [self._mark_hash(key) for key, _, _ in items]
+        sealed = [
+            (h, self._sealed_mark(key, h, expected), self._keys.seal_mark(h, value))
+            for h, (key, expected, value) in zip(hashes, items, strict=True)
+        ]
         now = self._clock()
         if ttl_seconds is None:  # the version marks' path: the backend call as before
             results = self._backend.cas_marks(sealed, now)
@@ -619,10 +628,12 @@ class EncryptedStore:
         return load_state(open_sealed(self._keyring, row.lookup, row.sealed(), row.revision))
 
     def _drop(self, key: tuple[str, str]) -> None:
-        """Forget everything held about one patient (cached, pending, absent hint)."""
+        """Forget everything held about one patient (cached, pending, absent hint, the tag
+        of its seed)."""
         self._cache.pop(key, None)
         self._dirty.pop(key, None)
         self._absent.discard(key)
+        self._owners.drop_tags()
 
     def _remember(self, entry: _Entry) -> None:
         self._cache[entry.key] = entry

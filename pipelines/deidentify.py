@@ -102,6 +102,16 @@ class Deidentifier:
         self.settings = surrogate_settings(self.policy)
         self.timer = timer
         self.keep_chosen = keep_chosen
+        self._actions: dict[Category, Action] = {}
+        self._actions_of: Policy | None = None  # the policy ``_actions`` was read from
+
+    def _action_map(self) -> Mapping[Category, Action]:
+        """Each category's action under the current policy, read once (not per note)."""
+        policy = self.policy
+        if self._actions_of is not policy:
+            self._actions = {category: policy.action_for(category) for category in Category}
+            self._actions_of = policy
+        return self._actions
 
     def new_state(self) -> PatientState:
         return new_patient_state(self.settings)
@@ -191,7 +201,7 @@ class Deidentifier:
         )
 
     def _acts(self, category: Category) -> bool:
-        return self.policy.action_for(category) is not Action.KEEP
+        return self._action_map()[category] is not Action.KEEP
 
     def _detect(self, document: ClinicalDocument) -> list[Span]:
         """The detector's spans; a note over ``max_note_chars`` is detected chunk by chunk
@@ -225,7 +235,7 @@ class Deidentifier:
         joined: list[str] = []  # the parts so far, joined a batch at a time
         out_spans: list[Span] = []
         replaced: list[tuple[Span, str]] = []
-        action = {category: self.policy.action_for(category) for category in Category}
+        action = self._action_map()
         # A surrogate is a function of its category and original text (what it draws is
         # remembered in the patient's maps), so a phrase that recurs is made once per note.
         made: dict[tuple[Category, str], str] = {}

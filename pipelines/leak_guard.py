@@ -484,12 +484,15 @@ def _count_known(
     ``plain`` (``_plain_copy``), also a term found there with the accents set aside on
     both sides ("NUNEZ" in the message, "Núñez" in the note, or the other way round)."""
     plain_probe = _Probe(plain) if plain is not None else None
+    same_text = plain == scan  # the output has no accent: only a folded pattern differs
     for category, pattern, needle, how in terms:
         if pattern in seen:
             continue
         hit = _holds(scan, probe, pattern, needle, how)
         if not hit and plain is not None and plain_probe is not None:
-            hit = _holds(plain, plain_probe, folded(pattern), folded(needle), how)
+            plain_pattern = _plain_pattern(pattern)
+            if not same_text or plain_pattern != pattern:  # else the same search again
+                hit = _holds(plain, plain_probe, plain_pattern, folded(needle), how)
         seen.add(pattern)
         if hit:
             leaks[category] += 1
@@ -503,10 +506,15 @@ def _holds(scan: str, probe: _Probe, pattern: str, needle: str, how: str) -> boo
 
 def _plain_copy(scan: str, known: list[Term]) -> str | None:
     """The output with its accents set aside, where the output or a known identifier has
-    any (else None: nothing to compare that the plain scan has not)."""
-    if scan.isascii() and all(t.pattern.isascii() for t in known):
+    any (else None: nothing to compare that the plain scan has not). A pattern is not
+    ASCII for its apostrophes alone (``word_pattern``'s "’"): it counts only where folding
+    changes it."""
+    if scan.isascii() and all(_plain_pattern(t.pattern) == t.pattern for t in known):
         return None
     return folded(scan)
+
+
+_plain_pattern = lru_cache(maxsize=4096)(folded)  # a known term's pattern, accents aside
 
 
 def _count_found(

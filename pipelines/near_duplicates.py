@@ -77,6 +77,8 @@ def _sketch(text: str, key: str, size: int, piece_chars: int, block: int) -> tup
         # one short shingle, padded with 2^32 (never a CRC-32)
         codes.extend([1 << 32] * (SHINGLE_WORDS - len(codes)))
     if len(codes) >= SHINGLE_WORDS:
+        if not hashed:  # one block only (most notes): its bottom, distinct and ascending
+            return _bottom(_lanes(codes, key), size)
         best = _keep_bottom(best, _lanes(codes, key), size)
     return tuple(sorted(best))
 

@@ -146,7 +146,7 @@ class Census:
         name than a surname; the surname pool only names that are more a surname than a
         first name."""
         male, female = self.male.items(), self.female.items()
-        last = _read(self.last.file, {})[:LAST_NAME_POOL]
+        last = _read(self.last.file, {}, LAST_NAME_POOL)
         eligible = {
             "M": [
                 (n, f)
@@ -184,11 +184,12 @@ def census_rows(name: str, percents: dict[str, float] | None = None) -> list[tup
     return _read(name, {} if percents is None else percents)
 
 
-def _read(name: str, percents: dict[str, float]) -> list[tuple[str, float]]:
+def _read(name: str, percents: dict[str, float], limit: int = -1) -> list[tuple[str, float]]:
     """(lower-case name, percent of the population) per line of a census file of ``names``,
     read line by line (the whole file split at once was a large transient). ``percents``
-    gives one float object per distinct figure: the files repeat a few hundred figures."""
-    rows = []
+    gives one float object per distinct figure: the files repeat a few hundred figures.
+    ``limit``: the first rows only (the rest of the file is not read)."""
+    rows: list[tuple[str, float]] = []
     with resources.files("names").joinpath(name).open("r", encoding="ascii") as lines:
         for line in lines:
             parts = line.split()
@@ -197,6 +198,8 @@ def _read(name: str, percents: dict[str, float]) -> list[tuple[str, float]]:
                 if percent is None:
                     percent = percents[parts[1]] = float(parts[1])
                 rows.append((parts[0].lower(), percent))
+                if len(rows) == limit:
+                    break
     return rows
 
 

@@ -62,3 +62,24 @@ def test_forget_deletes_the_patients_version_marks(url: str) -> None:
         with backend._transaction(write=False) as cur:  # noqa: SLF001
             owners = backend._exec(cur, "SELECT COUNT(DISTINCT owner) FROM mark_owners")  # noqa: SLF001
             assert owners.fetchone()[0] == 1  # the other patient's only
+
+
+def test_the_owner_tags_are_written_with_the_marks_and_dropped_by_a_forget(url: str) -> None:
+    """The owner rows go in the marks' own transaction; a seed's tag is made once for all
+    its research keys, and a forget drops the tags kept in memory with the cached state."""
+    keyring = Keyring.generate("marks-b")
+    with open_store(url, keyring) as store:
+        tags: list[bytes] = []
+        owners = store._owners  # noqa: SLF001
+        made = owners._tag  # noqa: SLF001
+        owners._tag = lambda seed: tags.append(seed) or made(seed)  # noqa: SLF001
+        proc = Processor(policy=Policy.load(), store=store)
+        keys = _research_keys(proc, _raw("01"), _raw("03"), _raw("06"))
+        assert len(keys) >= 2 and len(tags) == 1  # one patient: one tag made
+        backend = store.backend
+        with backend._transaction(write=False) as cur:  # noqa: SLF001
+            rows = backend._exec(cur, "SELECT COUNT(*) FROM mark_owners")  # noqa: SLF001
+            assert rows.fetchone()[0] == len(keys)
+        assert store.admin.forget("GENHOSP", "MRN448812", operator="officer")
+        assert not owners._tags  # noqa: SLF001
+        assert all(store.get_mark(k) is None for k in keys)

@@ -14,6 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from keystore.api import PatientState
+from surrogates import context
 from surrogates.choice import Chooser
 from surrogates.context import ReplaceContext
 
@@ -89,3 +90,45 @@ def test_the_notes_words_are_its_tokens_lower_cased(text: str) -> None:
     from surrogates.context import _WORD
 
     assert _ctx(text).original_tokens == frozenset(m.group().lower() for m in _WORD.finditer(text))
+
+
+@given(
+    st.lists(
+        st.sampled_from(
+            [
+                "he",
+                "He",
+                "HIS",
+                "she",
+                "her's",
+                "hers",
+                "Himself",
+                "herself",
+                "the",
+                "shed",
+                "he-she",
+                "x_he",
+                "he2",
+                "(her)",
+                "HeRsElF",
+                "h",
+                "Sheila",
+                "1",
+                "_",
+            ]
+        ),
+        max_size=60,
+    ),
+    st.lists(st.sampled_from([" ", "", "\n", "-", "\t", "."]), min_size=60, max_size=60),
+)
+def test_a_long_ascii_note_counts_its_pronouns_as_a_short_one_does(
+    words: list[str], seps: list[str]
+) -> None:
+    """Above PRONOUN_SCAN_CHARS an ASCII note's pronouns are counted by re2 on the
+    lower-cased bytes: the same counts as the Unicode regex."""
+    text = "".join(w + s for w, s in zip(words, seps, strict=False))
+    assert context._ascii_pronoun_counts(text) == context._pronoun_counts(text)
+    long = (text + " ") * (context.PRONOUN_SCAN_CHARS // max(1, len(text)) + 1)
+    male, female = context._pronoun_counts(long)
+    expected = "M" if male and male >= 2 * female else "F" if female and female >= 2 * male else ""
+    assert context.pronoun_gender(long) == expected
