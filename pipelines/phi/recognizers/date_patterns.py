@@ -67,9 +67,9 @@ _NAMED = (
     + _ORD
     + r")?)\b)?"
     r"|\b(?P<m2>" + _MONTH + r")(?P<d3>\d{1,2})\b)"
-    # the year: "March 3, 2019", "MARCH of 2019", "14-MAR-2019", "Mar/2019"
+    # the year: "March 3, 2019", "MARCH of 2019", "14-MAR-2019", "Mar/2019", "Dec of 98"
     r"(?:(?:,?" + _B + r"*(?:of" + _B + r"+)?|" + _B + r"*[\-/]" + _B + r"*)"
-    r"(?P<y>'?(?:1[89]|20)\d\d\b|'\d{2}\b|," + _B + r"*\d{2}\b))?"
+    r"(?P<y>'?(?:1[89]|20)\d\d\b|'\d{2}\b|," + _B + r"*\d{2}\b|of" + _B + r"+'?\d{2}\b))?"
 )
 # Other word-led forms, scanned in the same re2 pass: month-day with a dash after a date
 # cue ("BC from 3-5", "back to OR on 7-8"), "the 11th", vague years ("mid-2012").

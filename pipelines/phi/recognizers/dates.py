@@ -200,8 +200,16 @@ def _ambiguous_month_ok(
     if day_after and not year and clinical.unit_follows(text, end):
         return False
     if day_before and not day_after and not year and day_before.isdigit():
-        return " of" in text[start:end].lower()  # "nc 02 dec from 4": needs "2nd dec", "2 of dec"
+        # "nc 02 dec from 4": needs "2nd dec", "2 of dec", "12-Dec" or a date cue before
+        joined = text[start + len(day_before) : start + len(day_before) + 1] == "-"
+        return joined or " of" in text[start:end].lower() or _strong_cue_before(text, start)
     return True
+
+
+def _strong_cue_before(text: str, start: int) -> bool:
+    """A date cue that is no everyday word right before: "admitted 12 Dec", "seen 3 Jan"."""
+    before = words_before(text, start, 1, 16)
+    return bool(before) and before[0] in STRONG_CUES
 
 
 def _named(note: _Note, m: Any) -> Found | None:

@@ -46,6 +46,9 @@ _RANGE_NEXT = re.compile(r"\s*(?:-|to\b|->)")
 _YEAR_WORDS: Final = frozenset({"year", "yr", "is", "its", "it's", "circa", "c"})
 # Birth cues: "born 1931", "DOB 1945" (a clock time is "at 1931", never "born 1931")
 _BIRTH_WORDS: Final = frozenset({"born", "dob"})
+# Seasons: "Winter 2010", "since Fall 2005" (not "had a fall 2000": the article makes it the
+# event, and "2000" the clock)
+_SEASONS: Final = word_set("date_seasons")
 
 
 def blocked_after(nxt: str, chars: str) -> bool:
@@ -85,7 +88,16 @@ def _four_confidence(text: str, start: int, end: int, value: str) -> float:
         return 0.0
     if not clinical.is_hhmm(value):
         return 0.85 if prev in _YEAR_CUES else 0.7
+    if _season_before(before):
+        prev = "year"  # a season names a year: "Winter 2010", "since Fall 2005"
     return _clock_shaped(text, end, value, prev)
+
+
+def _season_before(before: list[str]) -> bool:
+    """A season right before, not an event after an article ("had a fall 2000")."""
+    if not before or before[-1] not in _SEASONS:
+        return False
+    return len(before) < 2 or before[0] not in {"a", "another"}
 
 
 def _clock_shaped(text: str, end: int, value: str, prev: str) -> float:
