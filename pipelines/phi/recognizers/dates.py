@@ -27,6 +27,7 @@ from pipelines.phi.recognizers.date_numeric import (
     calendar_md,
     numeric_confidence,
     valid_md,
+    valid_year,
 )
 from pipelines.phi.recognizers.date_patterns import (
     _AMBIGUOUS_MONTHS,
@@ -114,6 +115,25 @@ def _compact(note: _Note, m: Any) -> Found | None:
         return None
     cue = text[m.start(groups["sixcue"]) : m.end(groups["sixcue"])].lower()
     if cue not in STRONG_CUES and not _weak_compact_ok(text, m.start(), month, day):
+        return None
+    return (start, end, Category.DATE, 0.85 if cue in STRONG_CUES else 0.7)
+
+
+def _blank(note: _Note, m: Any) -> Found | None:
+    """Month, day and year set apart by blanks right after a date cue: "admitted 3 12 98",
+    "DOB 11 4 1931" (three numbers alone are a list of values); after a weak cue, as for
+    six digits, a real calendar day and no lab's value before ("plt on 3 12 98")."""
+    text, groups = note.text, word_groups()
+    start, end = m.start(groups["blank"]), m.end(groups["blank"])
+    month, day, year = text[start:end].split()
+    if _blocked_after(text[end : end + 2]) or text[end : end + 1] in (":", "%"):
+        return None
+    if not (calendar_md(int(month), int(day)) and valid_year(year)):
+        return None
+    if clinical.unit_follows(text, end):
+        return None
+    cue = text[m.start(groups["sixcue"]) : m.end(groups["sixcue"])].lower()
+    if cue not in STRONG_CUES and not _weak_compact_ok(text, m.start(), int(month), int(day)):
         return None
     return (start, end, Category.DATE, 0.85 if cue in STRONG_CUES else 0.7)
 
@@ -268,6 +288,7 @@ PASSES: Final = declare(
             PatternPass("dates.glued", _whole, "glued", "words", "Glued: 14MAR2019, 3jan19."),
             PatternPass("dates.vague_year", _whole, "vague", "words", "Vague years: mid-2012."),
             PatternPass("dates.compact", _compact, "six", "words"),
+            PatternPass("dates.blank_separated", _blank, "blank", "words"),
             PatternPass("dates.named_month", _named, "", "words"),
         ],
     )

@@ -32,13 +32,17 @@ _EVENTS_RE = "|".join(sorted(EVENT_WORDS, key=len, reverse=True))
 # One re2 pass: '95, 74', 4-digit years and 2-digit years after an event word. re2 has no
 # look-around, so the edges are checked in Python (few matches: ~0.2 a note).
 _YEAR_SCAN = compile_words(
-    r"(?i)'(?P<a1>\d{2})|(?P<a2>\d{2})'|(?P<four>(?:1[89]|20)\d\d)"
+    r"(?i)'(?P<a1>\d{2})|(?P<a2>\d{2})'"
+    r"|(?P<span>(?:1[89]|20)\d\d[ \t]*(?:-|–|to\b)[ \t]*(?:1[89]|20)\d\d)"  # "1998-2001"
+    r"|(?P<four>(?:1[89]|20)\d\d)"
     r"|\b(?:" + _EVENTS_RE + r"|\w{1,4}mi)\b"
     r"(?:\s+(?:in|x\s?\d))?\s*,?\s+(?P<ev>\d{2})\b"
     r"|(?P<pre>\d{2})\s+(?:" + _EVENTS_RE + r")\b"
 )
 _YG = dict(_YEAR_SCAN.groupindex)  # numbers: re2 name lookups are slow
 _A1, _A2, _FOUR, _PRE, _EV = (_YG[name] for name in ("a1", "a2", "four", "pre", "ev"))
+_SPAN = _YG["span"]
+_YEAR_IN_SPAN = re.compile(r"\d{4}")
 _CLAUSE_START = frozenset(".,;:\n(")
 _CHAIN = re.compile(r"\s*(?:,|and|&|/)\s*'?(\d{4}|\d{2})\b'?(?![\d/%:.\-])")
 _RANGE_NEXT = re.compile(r"\s*(?:-|to\b|->)")
@@ -98,6 +102,25 @@ def _season_before(before: list[str]) -> bool:
     if not before or before[-1] not in _SEASONS:
         return False
     return len(before) < 2 or before[0] not in {"a", "another"}
+
+
+def _year_span(note: _Note, m: Any) -> Found | None:
+    """Two years a range apart: "1998-2001", "lived there 1985 to 1992" (not the clock
+    times of a shift, "1900-2000": a range of two clock-shaped numbers needs a year cue)."""
+    text = note.text
+    start, end = m.start(_SPAN), m.end(_SPAN)
+    first, last = _YEAR_IN_SPAN.findall(text[start:end])
+    if (start and text[start - 1] in _YEAR_LEFT_BLOCK) or blocked_after(text[end : end + 2], "/%:"):
+        return None
+    if not 0 < int(last) - int(first) <= 80 or clinical.unit_follows(text, end):
+        return None
+    before = words_before(text, start, 1, 12)
+    cued = bool(before) and (before[0] in _YEAR_CUES or before[0] in EVENT_WORDS)
+    if clinical.is_hhmm(first) and clinical.is_hhmm(last) and not cued:
+        return None
+    if clinical.vital_before(text, start, 2) or clinical.time_follows(text, end):
+        return None
+    return (start, end, Category.DATE, 0.85 if cued else 0.75)
 
 
 def _clock_shaped(text: str, end: int, value: str, prev: str) -> float:
@@ -174,6 +197,7 @@ PASSES: Final = declare(
     PatternPasses[_Note](
         "years",
         [
+            PatternPass("years.span", _year_span, "span", "years"),
             PatternPass("years.four", _four, "four", "years"),
             PatternPass("years.apostrophe_before", _apostrophe_before, "a1", "years"),
             PatternPass("years.apostrophe_after", _apostrophe_after, "a2", "years"),
