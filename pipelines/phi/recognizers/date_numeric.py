@@ -14,8 +14,8 @@ from collections.abc import Callable
 from collections.abc import Set as AbstractSet
 from typing import Final
 
-from pipelines.phi import clinical
-from pipelines.phi.scan import words_before
+from pipelines.phi import clinical, lexicons
+from pipelines.phi.scan import words_after, words_before
 from pipelines.phi.wordlists import word_set
 
 # Words before a number that make a date reading likely ("on 7/22", "since 3-5").
@@ -28,6 +28,8 @@ STRONG_CUES = DATE_CUES - word_set("date_cues_weak")
 _EVENTS: Final = word_set("date_event_words")
 _WEEKDAYS: Final = word_set("tagger_weekdays") - {"sat", "sun"}  # "O2 sat 3/3", "sun"
 _WEAK_CUES: Final = word_set("date_cues_weak")
+_DOSE_AFTER: Final = word_set("date_pair_dose_after")
+_DRUG_MAX_ZIPF: Final = 3.5  # "insulin" (3.8) is everyday enough; its pairs carry units
 
 # "urine cx 3/4 gm neg rods": a specimen cultured per sample, then a culture word, or one
 # word for both ("ucx": urine, "scx": sputum, "wcx": wound culture)
@@ -132,8 +134,35 @@ def _pairs_with_year(parts: list[str], delims: list[str]) -> float:
 
 
 def _unit_after(text: str, start: int, end: int, a: int, b: int) -> bool:
-    """A unit a pair can carry: "2/4 mg" (not "4/19 c chest pain", "4/19 gm neg rods")."""
-    return clinical.pair_unit_follows(text, end)
+    """A unit a pair can carry: "2/4 mg" (not "4/19 c chest pain", "4/19 gm neg rods"),
+    unless a date cue or an event right before reads it as a date ("seen 4/19 L arm")."""
+    return clinical.pair_unit_follows(text, end) and not _date_context(text, start, a, b)
+
+
+def _dose(text: str, start: int, end: int, a: int, b: int) -> bool:
+    """A combination drug's dose: a drug name right before ("Lotrel 5/10"), or a route or a
+    dosing frequency right after ("Vytorin 10/20 daily", "10/20 iv"); not after a date cue
+    ("seen 10/20 daily by PT")."""
+    after = words_after(text, end, 1, 12)
+    if after and after[0] in _DOSE_AFTER:
+        return not _date_context(text, start, a, b)
+    before = words_before(text, start, 1, 24)
+    return bool(before) and _drug(before[0])
+
+
+def _drug(word: str) -> bool:
+    """A drug name that is no everyday word (the drug list holds the heads of long names:
+    "clinic" is one)."""
+    return bool(lexicons.drug_words().get(word)) and lexicons.zipf(word) < _DRUG_MAX_ZIPF
+
+
+def _date_context(text: str, start: int, a: int, b: int) -> bool:
+    """A date cue that is no everyday word ("seen", "admitted") or an event ("fell",
+    "visit") right before a pair that is no small fraction: a date, whatever follows."""
+    if clinical.is_fraction(a, b):
+        return False
+    before = words_before(text, start, 1, 16)
+    return bool(before) and (before[0] in STRONG_CUES or before[0] in _EVENTS)
 
 
 def _vent_setting(text: str, start: int, end: int, a: int, b: int) -> bool:
@@ -163,6 +192,7 @@ def _value_cue_before(text: str, start: int, end: int, a: int, b: int) -> bool:
 # Each asks (text, start, end, first number, second number).
 SLASH_VETOES: Final[tuple[tuple[str, Callable[[str, int, int, int, int], bool]], ...]] = (
     ("unit_after", _unit_after),
+    ("dose", _dose),
     ("value_cue_before", _value_cue_before),
     ("sign_before", _sign_before),
     ("vent_setting", _vent_setting),
