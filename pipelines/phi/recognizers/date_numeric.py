@@ -14,7 +14,7 @@ from collections.abc import Callable
 from collections.abc import Set as AbstractSet
 from typing import Final
 
-from pipelines.phi import clinical, lexicons
+from pipelines.phi import clinical
 from pipelines.phi.scan import words_after, words_before
 from pipelines.phi.wordlists import word_set
 
@@ -29,7 +29,6 @@ _EVENTS: Final = word_set("date_event_words")
 _WEEKDAYS: Final = word_set("tagger_weekdays") - {"sat", "sun"}  # "O2 sat 3/3", "sun"
 _WEAK_CUES: Final = word_set("date_cues_weak")
 _DOSE_AFTER: Final = word_set("date_pair_dose_after")
-_DRUG_MAX_ZIPF: Final = 3.5  # "insulin" (3.8) is everyday enough; its pairs carry units
 
 # "urine cx 3/4 gm neg rods": a specimen cultured per sample, then a culture word, or one
 # word for both ("ucx": urine, "scx": sputum, "wcx": wound culture)
@@ -140,20 +139,15 @@ def _unit_after(text: str, start: int, end: int, a: int, b: int) -> bool:
 
 
 def _dose(text: str, start: int, end: int, a: int, b: int) -> bool:
-    """A combination drug's dose: a drug name right before ("Lotrel 5/10"), or a route or a
-    dosing frequency right after ("Vytorin 10/20 daily", "10/20 iv"); not after a date cue
-    ("seen 10/20 daily by PT")."""
+    """A combination drug's dose: a route or a dosing frequency right after ("Vytorin 10/20
+    daily", "Lasix 10/20 iv"); not after a date cue ("seen 10/20 daily by PT"). A drug name
+    before is no sign: "restart Coumadin 6/18" is a date."""
     after = words_after(text, end, 1, 12)
-    if after and after[0] in _DOSE_AFTER:
-        return not _date_context(text, start, a, b)
-    before = words_before(text, start, 1, 24)
-    return bool(before) and _drug(before[0])
-
-
-def _drug(word: str) -> bool:
-    """A drug name that is no everyday word (the drug list holds the heads of long names:
-    "clinic" is one)."""
-    return bool(lexicons.drug_words().get(word)) and lexicons.zipf(word) < _DRUG_MAX_ZIPF
+    if not after or after[0] not in _DOSE_AFTER:
+        return False
+    if not text[end : end + 12].lstrip(" \t").lower().startswith(after[0]):
+        return False  # a stop between: "blood culture 9/30. iv rn up"
+    return not _date_context(text, start, a, b)
 
 
 def _date_context(text: str, start: int, a: int, b: int) -> bool:
