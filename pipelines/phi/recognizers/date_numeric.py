@@ -67,6 +67,8 @@ def numeric_confidence(text: str, start: int, end: int, value: str) -> float:
         return _full_date(text, start, end, parts, delims[0])
     if len(parts) == 3 and delims == ["/", "."]:
         return _slash_dot_date(text, start, end, parts)
+    if len(parts) == 3 and delims == ["/", "-"] and len(parts[2]) <= 2:
+        return _day_range(text, start, end, parts)
     if len(parts) == 4:
         return _two_pairs(text, start, end, parts, delims)
     if len(parts) == 5:
@@ -104,6 +106,16 @@ def _slash_dot_date(text: str, start: int, end: int, parts: list[str]) -> float:
     if clinical.vent_context(text, start, end):
         return 0.0
     return 0.8
+
+
+def _day_range(text: str, start: int, end: int, parts: list[str]) -> float:
+    """A range of days in one month: "seen 3/2-9" (the 2nd to the 9th of March); the pair
+    is judged as a month/day, and the last day comes after the first, within three weeks
+    ("1/2-1 tab", "2/3-4 h" are doses)."""
+    first, last = int(parts[1]), int(parts[2])
+    if not 0 < last - first <= 21 or last > 31:
+        return 0.0
+    return _month_day(text, start, end, parts[0], parts[1], "/")
 
 
 def _date_cue_before(text: str, start: int) -> bool:

@@ -103,9 +103,10 @@ def _spaced(note: _Note, m: Any) -> Found | None:
 
 
 def _compact(note: _Note, m: Any) -> Found | None:
-    """Six digits MMDDYY right after a date cue: "DOB 071588", "born 120387"; after a weak
-    cue ("on", "from") only a real calendar day and no lab's value ("fell on 071588", not
-    "plt on 101000"). A 6-digit number alone is a count, a dose or a code."""
+    """Six digits MMDDYY (or eight, MMDDYYYY) right after a date cue: "DOB 071588", "born
+    07151988"; after a weak cue ("on", "from") only a real calendar day and no lab's value
+    ("fell on 071588", not "plt on 101000"). A 6-digit number alone is a count, a dose or a
+    code."""
     text, groups = note.text, word_groups()
     start, end = m.start(groups["six"]), m.end(groups["six"])
     month, day = int(text[start : start + 2]), int(text[start + 2 : start + 4])

@@ -21,6 +21,7 @@ from pipelines.phi import clinical
 from pipelines.phi.base import Doc, Recognizer
 from pipelines.phi.passes import declare
 from pipelines.phi.patterns import Found, PatternPass, PatternPasses
+from pipelines.phi.recognizers.date_numeric import DATE_CUES, calendar_md
 from pipelines.phi.registry import register
 from pipelines.phi.scan import compile_words, finditer, grab, keep_best, words_before
 from pipelines.phi.wordlists import category_phrases, word_set
@@ -72,6 +73,18 @@ def _compact_timestamp(value: str) -> bool:
     if not (1 <= month <= 12 and 1 <= day <= 31):
         return False
     return len(value) == 8 or (int(value[8:10]) < 24 and int(value[10:12]) < 60)
+
+
+def _cued_mmddyyyy(text: str, start: int, end: int) -> bool:
+    """Eight digits MMDDYYYY after a date cue ("DOB 07151988"): a date, as the dates
+    recognizer reads it."""
+    value = text[start:end]
+    if len(value) != 8 or value[4:6] not in ("19", "20"):
+        return False
+    if not calendar_md(int(value[:2]), int(value[2:4])):
+        return False
+    before = words_before(text, start, 1, 20)
+    return bool(before) and before[0] in DATE_CUES
 
 
 @dataclass(slots=True)
@@ -181,7 +194,7 @@ def _long(note: _Note, m: Any) -> Found | None:
         return None
     if clinical.unit_follows(text, end):
         return None
-    if _compact_timestamp(text[start:end]):
+    if _compact_timestamp(text[start:end]) or _cued_mmddyyyy(text, start, end):
         return (start, end, Category.DATE, 0.7)
     return (start, end, Category.ID, 0.6)
 
