@@ -119,6 +119,8 @@ SHAPES: dict[str, dict[str, str]] = {
         "rr-pair": "On AC, RR {rrpair} with good sats.",
         "dose-day-range": "Take {fraction}-1 tab prn pain.",
         "sat-subject": "Pt is {sat} on {o2} this am.",
+        "lab-trend": "{lab} {labpair} this am, stable.",
+        "ett-goal": "ETT {ettpair} at the lip; TF at {tfpair} goal.",
     },
 }
 _EPONYMS = ("Foley", "Hickman", "Groshong", "Quinton", "Swan-Ganz", "Pigtail")
@@ -139,6 +141,7 @@ _MONTHS = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct",
 _UNIT_WORDS = ("L arm", "R leg", "L hand", "LLE", "RUE")
 _COMBOS = ("Vytorin", "Lotrel", "Caduet", "Exforge", "Hyzaar")
 _FREQUENCIES = ("daily", "qd", "po", "qhs", "bid")
+_LABS = ("WBC", "Hgb", "Hct", "K", "Plt")
 _O2 = ("RA", "2L", "4L NC", "50% FM")
 _SLOT = re.compile(r"<(\w+(?:\.\w+)?)>|\{(\w+)\}")
 
@@ -228,6 +231,12 @@ class _Draw:
             "fraction": lambda: self.rng.choice(("1/2", "1/3", "1/4")),
             "sat": lambda: str(self.rng.randint(90, 100)),
             "o2": lambda: self.rng.choice(_O2),
+            "lab": lambda: self.rng.choice(_LABS),
+            "labpair": lambda: (
+                f"{(v := self.rng.randint(3, 12))}/{v + self.rng.choice((-1, 1, 2))}"
+            ),
+            "ettpair": lambda: f"{self.rng.choice((7, 8))}/{self.rng.randint(20, 25)}",
+            "tfpair": lambda: f"{self.rng.randint(10, 40)}/{self.rng.choice((50, 60, 70, 80))}",
             "WORDLAST": lambda: self.rng.choice(_WORD_SURNAMES),
             "wordfirst": lambda: self.rng.choice(_WORD_FIRSTS),
             "nfdfirst": lambda: self.rng.choice(_NFD_FIRSTS),

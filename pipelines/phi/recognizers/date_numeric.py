@@ -194,6 +194,18 @@ def _value_cue_before(text: str, start: int, end: int, a: int, b: int) -> bool:
     return clinical.vital_before(text, start, 3, clinical.SLASH_VALUE_CUES)
 
 
+def _lab_trend(text: str, start: int, end: int, a: int, b: int) -> bool:
+    """A measurement's last two values right after its name, close to each other and with
+    no value after them: "WBC 11/12 this am", "Hgb 9/10 stable" (not "HCT 7/22 was 30",
+    "WBC 3/4 12.0": a date, then the value)."""
+    if abs(a - b) > max(2, max(a, b) // 4) or text[start - 1 : start] not in (" ", "\t"):
+        return False  # "UO-9/10": a label glued to a date
+    if not clinical.vital_before(text, start, 1):
+        return False
+    after = words_after(text, end, 1, 12)
+    return not (after and after[0][:1].isdigit())
+
+
 # The vetoes of a two-part slash or dash number, by name, in the order they are asked.
 # Each asks (text, start, end, first number, second number).
 SLASH_VETOES: Final[tuple[tuple[str, Callable[[str, int, int, int, int], bool]], ...]] = (
@@ -203,6 +215,7 @@ SLASH_VETOES: Final[tuple[tuple[str, Callable[[str, int, int, int, int], bool]],
     ("sign_before", _sign_before),
     ("vent_setting", _vent_setting),
     ("vent_cue_near", _vent_cue_near),
+    ("lab_trend", _lab_trend),
 )
 
 
