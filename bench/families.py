@@ -48,6 +48,17 @@ SHAPES: dict[str, dict[str, str]] = {
         "day-slash-month": "Seen <dslashmon> in clinic.",
         "named-short-year": "Seen <mon> <day> <yy> in clinic.",
         "month-year-dash": "Seen in clinic since <mmyyyy>.",
+        "blank-mdy": "Admitted on <blankmdy> with chest pain.",
+        "day-dash-month": "Admitted <daydashmon> with urosepsis.",
+        "month-of-yy": "Stroke <monofyy>, residual weakness.",
+        "year-range": "Lived in the city <yearrange>, then moved.",
+        "cue-over-unit": "Seen <md> {unitword} swelling, US negative.",
+        "day-range": "Inpatient <dayrange> for pneumonia.",
+        "mmddyyyy": "DOB <mmddyyyy>, no allergies.",
+    },
+    "ages": {
+        "subject-is": "Pt is <age90> and lives alone.",
+        "turned": "She turned <age90> last week.",
     },
     "places": {
         "saint-alone": "<saint> has a bed for him tomorrow.",
@@ -82,6 +93,9 @@ SHAPES: dict[str, dict[str, str]] = {
         "plan-hash": "Ins plan #<code> verified.",
         "hmo-id-is": "HMO ID is <d444> per card.",
         "groups-333": "Member id <d333> on file.",
+        "ssn-blank": "Social security # <ssnblank> on file.",
+        "hash-end": "Requisition # <digits6>. Sent to lab.",
+        "mrn-on-file": "MRN on file is <digits7>, armband checked.",
     },
     "false_alarms": {
         "catheter": "{eponym} catheter placed without difficulty.",
@@ -101,6 +115,12 @@ SHAPES: dict[str, dict[str, str]] = {
         "specialty": "Follows with {specialty} for HTN.",
         "service-acronym": "Pt followed by {svc} {svcnoun}.",
         "unit-lower": "pt a+ox3, mae. transferred to {unit} overnight, stable.",
+        "dose-pair": "{combo} {dosepair} {frequency}, no side effects.",
+        "rr-pair": "On AC, RR {rrpair} with good sats.",
+        "dose-day-range": "Take {fraction}-1 tab prn pain.",
+        "sat-subject": "Pt is {sat} on {o2} this am.",
+        "lab-trend": "{lab} {labpair} this am, stable.",
+        "ett-goal": "ETT {ettpair} at the lip; TF at {tfpair} goal.",
     },
 }
 _EPONYMS = ("Foley", "Hickman", "Groshong", "Quinton", "Swan-Ganz", "Pigtail")
@@ -118,6 +138,11 @@ _SPECIALTIES = ("Family Practice", "Family Medicine", "Internal Medicine", "Gene
 _SERVICE_NOUNS = ("team", "clinic", "follow-up", "consult", "referral", "worker", "counselor")
 _UNITS = ("cvicu", "tsicu", "cmed", "ficu", "ltach", "sds")
 _MONTHS = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
+_UNIT_WORDS = ("L arm", "R leg", "L hand", "LLE", "RUE")
+_COMBOS = ("Vytorin", "Lotrel", "Caduet", "Exforge", "Hyzaar")
+_FREQUENCIES = ("daily", "qd", "po", "qhs", "bid")
+_LABS = ("WBC", "Hgb", "Hct", "K", "Plt")
+_O2 = ("RA", "2L", "4L NC", "50% FM")
 _SLOT = re.compile(r"<(\w+(?:\.\w+)?)>|\{(\w+)\}")
 
 
@@ -175,6 +200,43 @@ class _Draw:
             "mmyyyy": lambda: (
                 f"{self.rng.randint(1, 12):02d}{self.rng.choice('-.')}{self.rng.randint(1970, 2020)}"
             ),
+            "blankmdy": lambda: (
+                f"{self.rng.randint(1, 12)} {self.rng.randint(1, 28)} {self.rng.randint(70, 99)}"
+            ),
+            "monofyy": lambda: f"{self.rng.choice(_MONTHS)} of {self.rng.randint(70, 99)}",
+            "daydashmon": lambda: f"{self.rng.randint(1, 28)}-{self.rng.choice(_MONTHS)}",
+            "yearrange": lambda: (
+                f"{(y := self.rng.randint(1960, 2010))}{self.rng.choice(('-', ' to '))}"
+                f"{y + self.rng.randint(1, 15)}"
+            ),
+            "dayrange": lambda: (
+                f"{self.rng.randint(1, 12)}/{(d := self.rng.randint(1, 20))}"
+                f"-{d + self.rng.randint(1, 8)}"
+            ),
+            "mmddyyyy": lambda: (
+                f"{self.rng.randint(1, 12):02d}{self.rng.randint(1, 28):02d}"
+                f"{self.rng.randint(1930, 2010)}"
+            ),
+            "ssnblank": lambda: (
+                f"{self.rng.randint(100, 665)} {self.rng.randint(10, 99)} "
+                f"{self.rng.randint(1000, 9999)}"
+            ),
+            "digits6": lambda: str(self.rng.randint(100000, 999999)),
+            "digits7": lambda: str(self.rng.randint(1000000, 9999999)),
+            "unitword": lambda: self.rng.choice(_UNIT_WORDS),
+            "combo": lambda: self.rng.choice(_COMBOS),
+            "dosepair": lambda: f"{self.rng.choice((5, 10))}/{self.rng.choice((10, 20, 25))}",
+            "frequency": lambda: self.rng.choice(_FREQUENCIES),
+            "rrpair": lambda: f"{(r := self.rng.randint(10, 16))}/{r + self.rng.randint(2, 12)}",
+            "fraction": lambda: self.rng.choice(("1/2", "1/3", "1/4")),
+            "sat": lambda: str(self.rng.randint(90, 100)),
+            "o2": lambda: self.rng.choice(_O2),
+            "lab": lambda: self.rng.choice(_LABS),
+            "labpair": lambda: (
+                f"{(v := self.rng.randint(3, 12))}/{v + self.rng.choice((-1, 1, 2))}"
+            ),
+            "ettpair": lambda: f"{self.rng.choice((7, 8))}/{self.rng.randint(20, 25)}",
+            "tfpair": lambda: f"{self.rng.randint(10, 40)}/{self.rng.choice((50, 60, 70, 80))}",
             "WORDLAST": lambda: self.rng.choice(_WORD_SURNAMES),
             "wordfirst": lambda: self.rng.choice(_WORD_FIRSTS),
             "nfdfirst": lambda: self.rng.choice(_NFD_FIRSTS),

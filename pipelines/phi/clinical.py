@@ -11,6 +11,7 @@ and units) — no library ships them — never strings from the PHI of any corpu
 from __future__ import annotations
 
 import re
+from typing import Final
 
 from pipelines.phi.scan import next_char, prev_char, words_after, words_before
 from pipelines.phi.wordlists import word_set
@@ -90,8 +91,8 @@ def pair_unit_follows(text: str, end: int) -> bool:
     after = words_after(text, end, 2, 24)
     if not after or after[0] in TEMPERATURE_UNITS:
         return not after
-    if len(after) > 1 and _antecubital(after, 1):
-        return False  # "4/12 L AC": the left antecubital fossa, no litres
+    if len(after) > 1 and (_antecubital(after, 1) or _side_of_body(after)):
+        return False  # "4/12 L AC", "4/19 l arm": the left side of the body, no litres
     return not (after[0] in _GRAM and len(after) > 1 and after[1] in _GRAM_STAIN_AFTER)
 
 
@@ -100,6 +101,14 @@ _CONNECTORS = word_set("vital_connectors")
 
 # "L AC", "rt AC": the antecubital fossa (an IV site), not the assist-control vent mode.
 _SIDES = frozenset({"l", "r", "lt", "rt", "left", "right", "bilat", "bilateral"})
+
+
+_BODY: Final = word_set("exclusion_body")
+
+
+def _side_of_body(words: list[str]) -> bool:
+    """ "L arm", "r hand": a side and a body part, not litres."""
+    return words[0] in {"l", "r"} and words[1] in _BODY
 
 
 def _antecubital(words: list[str], k: int) -> bool:

@@ -11,6 +11,7 @@ person context ("his", "her", "in the late 90s" without a vital before it), beca
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -45,6 +46,9 @@ _AGES = compile_words(
     r"|(?m:^)[ \t]*(?P<lead>\d{2,3})[ \t]?(?:m|f|male|female|man|woman|gentleman|lady)\b"
     r"(?:,?[ \t]+(?:with|w/|who|presents|presenting|presented|s/p|h/o|c/o|pmh|hx|history"
     r"|admitted|brought|transferred|resident|from|is|was|here)\b)"
+    # the patient is or turned an age: "pt is 92 and lives alone", "turned 95 in May"
+    r"|\b(?:(?:pt|patient|she|he)[ \t]+(?:is|was)|turned|turns)[ \t]+(?:now[ \t]+)?"
+    r"(?P<subj>\d{2,3})\b"
     # the bare age that opens a note: "94 s/p fall", "101 w/ CHF" (the note's first word only)
     r"|\A[ \t\r\n]*(?P<opening>\d{2,3})[ \t]+(?:w/|(?:s/p|h/o|c/o|with|who|presents|presenting"
     r"|presented|admitted|brought|transferred|found|here)\b)"
@@ -111,6 +115,33 @@ def _note_opening(note: _Note, m: Any) -> Found | None:
     return (m.start(_G["opening"]), m.end(_G["opening"]), Category.AGE, 0.8)
 
 
+# an age unit after the number of "pt is 92 yo" (the number's own form, left to the
+# subject's pass since the scan matched from "pt")
+_UNIT_AFTER = re.compile(
+    r"[ \t]*-?[ \t]*(?:y/o|y\.o\.?|yo\b|yrs?\b(?:[ \t-]*old)?|years?\b(?:[ \t-]*old)?|year-old)",
+    re.I,
+)
+
+
+def _subject(note: _Note, m: Any) -> Found | None:
+    """The patient is, was or turned an age: "pt is 92 and lives alone", "turned 95"
+    (not "pt is 94% on RA", "pt is 100 on 2L", "he is 95 kg", "she was 98.6")."""
+    text = note.text
+    start, end = m.start(_G["subj"]), m.end(_G["subj"])
+    if not _over_ceiling(int(text[start:end]), note.ceiling):
+        return None
+    nxt = text[end : end + 2]
+    if nxt[:1] in ("%", "/", ":") or (nxt[:1] in ".," and nxt[1:2].isdigit()):
+        return None
+    unit = _UNIT_AFTER.match(text, end)
+    if unit:
+        return (start, unit.end(), Category.AGE, 0.95)
+    after = words_after(text, end, 1, 12)
+    if clinical.unit_follows(text, end) or (after and after[0] == "on"):
+        return None  # "pt is 100 on RA": a saturation
+    return (start, end, Category.AGE, 0.8)
+
+
 def _words(note: _Note, m: Any) -> Found | None:
     """Number words with an age unit: "ninety-three year old", "one hundred years old"."""
     text = note.text
@@ -155,6 +186,7 @@ PASSES: Final = declare(
             PatternPass("ages.cued", _cued, "cued", "ages"),
             PatternPass("ages.line_opening", _line_opening, "lead", "ages"),
             PatternPass("ages.note_opening", _note_opening, "opening", "ages"),
+            PatternPass("ages.subject", _subject, "subj", "ages"),
             PatternPass("ages.words", _words, "head", "ages"),
             PatternPass("ages.decade", _decade, "", "ages"),
         ],

@@ -15,7 +15,7 @@ from collections.abc import Set as AbstractSet
 from typing import Final
 
 from pipelines.phi import clinical
-from pipelines.phi.scan import words_before
+from pipelines.phi.scan import words_after, words_before
 from pipelines.phi.wordlists import word_set
 
 # Words before a number that make a date reading likely ("on 7/22", "since 3-5").
@@ -28,6 +28,7 @@ STRONG_CUES = DATE_CUES - word_set("date_cues_weak")
 _EVENTS: Final = word_set("date_event_words")
 _WEEKDAYS: Final = word_set("tagger_weekdays") - {"sat", "sun"}  # "O2 sat 3/3", "sun"
 _WEAK_CUES: Final = word_set("date_cues_weak")
+_DOSE_AFTER: Final = word_set("date_pair_dose_after")
 
 # "urine cx 3/4 gm neg rods": a specimen cultured per sample, then a culture word, or one
 # word for both ("ucx": urine, "scx": sputum, "wcx": wound culture)
@@ -66,6 +67,8 @@ def numeric_confidence(text: str, start: int, end: int, value: str) -> float:
         return _full_date(text, start, end, parts, delims[0])
     if len(parts) == 3 and delims == ["/", "."]:
         return _slash_dot_date(text, start, end, parts)
+    if len(parts) == 3 and delims == ["/", "-"] and len(parts[2]) <= 2:
+        return _day_range(text, start, end, parts)
     if len(parts) == 4:
         return _two_pairs(text, start, end, parts, delims)
     if len(parts) == 5:
@@ -105,6 +108,16 @@ def _slash_dot_date(text: str, start: int, end: int, parts: list[str]) -> float:
     return 0.8
 
 
+def _day_range(text: str, start: int, end: int, parts: list[str]) -> float:
+    """A range of days in one month: "seen 3/2-9" (the 2nd to the 9th of March); the pair
+    is judged as a month/day, and the last day comes after the first, within three weeks
+    ("1/2-1 tab", "2/3-4 h" are doses)."""
+    first, last = int(parts[1]), int(parts[2])
+    if not 0 < last - first <= 21 or last > 31:
+        return 0.0
+    return _month_day(text, start, end, parts[0], parts[1], "/")
+
+
 def _date_cue_before(text: str, start: int) -> bool:
     return any(w in DATE_CUES for w in words_before(text, start, 1, 16))
 
@@ -132,8 +145,30 @@ def _pairs_with_year(parts: list[str], delims: list[str]) -> float:
 
 
 def _unit_after(text: str, start: int, end: int, a: int, b: int) -> bool:
-    """A unit a pair can carry: "2/4 mg" (not "4/19 c chest pain", "4/19 gm neg rods")."""
-    return clinical.pair_unit_follows(text, end)
+    """A unit a pair can carry: "2/4 mg" (not "4/19 c chest pain", "4/19 gm neg rods"),
+    unless a date cue or an event right before reads it as a date ("seen 4/19 L arm")."""
+    return clinical.pair_unit_follows(text, end) and not _date_context(text, start, a, b)
+
+
+def _dose(text: str, start: int, end: int, a: int, b: int) -> bool:
+    """A combination drug's dose: a route or a dosing frequency right after ("Vytorin 10/20
+    daily", "Lasix 10/20 iv"); not after a date cue ("seen 10/20 daily by PT"). A drug name
+    before is no sign: "restart Coumadin 6/18" is a date."""
+    after = words_after(text, end, 1, 12)
+    if not after or after[0] not in _DOSE_AFTER:
+        return False
+    if not text[end : end + 12].lstrip(" \t").lower().startswith(after[0]):
+        return False  # a stop between: "blood culture 9/30. iv rn up"
+    return not _date_context(text, start, a, b)
+
+
+def _date_context(text: str, start: int, a: int, b: int) -> bool:
+    """A date cue that is no everyday word ("seen", "admitted") or an event ("fell",
+    "visit") right before a pair that is no small fraction: a date, whatever follows."""
+    if clinical.is_fraction(a, b):
+        return False
+    before = words_before(text, start, 1, 16)
+    return bool(before) and (before[0] in STRONG_CUES or before[0] in _EVENTS)
 
 
 def _vent_setting(text: str, start: int, end: int, a: int, b: int) -> bool:
@@ -159,14 +194,28 @@ def _value_cue_before(text: str, start: int, end: int, a: int, b: int) -> bool:
     return clinical.vital_before(text, start, 3, clinical.SLASH_VALUE_CUES)
 
 
+def _lab_trend(text: str, start: int, end: int, a: int, b: int) -> bool:
+    """A measurement's last two values right after its name, close to each other and with
+    no value after them: "WBC 11/12 this am", "Hgb 9/10 stable" (not "HCT 7/22 was 30",
+    "WBC 3/4 12.0": a date, then the value)."""
+    if abs(a - b) > max(2, max(a, b) // 4) or text[start - 1 : start] not in (" ", "\t"):
+        return False  # "UO-9/10": a label glued to a date
+    if not clinical.vital_before(text, start, 1):
+        return False
+    after = words_after(text, end, 1, 12)
+    return not (after and after[0][:1].isdigit())
+
+
 # The vetoes of a two-part slash or dash number, by name, in the order they are asked.
 # Each asks (text, start, end, first number, second number).
 SLASH_VETOES: Final[tuple[tuple[str, Callable[[str, int, int, int, int], bool]], ...]] = (
     ("unit_after", _unit_after),
+    ("dose", _dose),
     ("value_cue_before", _value_cue_before),
     ("sign_before", _sign_before),
     ("vent_setting", _vent_setting),
     ("vent_cue_near", _vent_cue_near),
+    ("lab_trend", _lab_trend),
 )
 
 

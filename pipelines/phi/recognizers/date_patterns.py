@@ -67,9 +67,9 @@ _NAMED = (
     + _ORD
     + r")?)\b)?"
     r"|\b(?P<m2>" + _MONTH + r")(?P<d3>\d{1,2})\b)"
-    # the year: "March 3, 2019", "MARCH of 2019", "14-MAR-2019", "Mar/2019"
+    # the year: "March 3, 2019", "MARCH of 2019", "14-MAR-2019", "Mar/2019", "Dec of 98"
     r"(?:(?:,?" + _B + r"*(?:of" + _B + r"+)?|" + _B + r"*[\-/]" + _B + r"*)"
-    r"(?P<y>'?(?:1[89]|20)\d\d\b|'\d{2}\b|," + _B + r"*\d{2}\b))?"
+    r"(?P<y>'?(?:1[89]|20)\d\d\b|'\d{2}\b|," + _B + r"*\d{2}\b|of" + _B + r"+'?\d{2}\b))?"
 )
 # Other word-led forms, scanned in the same re2 pass: month-day with a dash after a date
 # cue ("BC from 3-5", "back to OR on 7-8"), "the 11th", vague years ("mid-2012").
@@ -78,12 +78,15 @@ _OTHER_WORD_FORMS = (
     r"|\bthe" + _B + r"+(?P<ord>\d{1,2})(?:st|nd|rd|th)\b"
     r"|\b(?P<vague>early|mid|late)[ \t\-]+(?P<vy>(?:19|20)\d\d)\b"
     r"|\b(?P<glued>\d{1,2}" + _MONTH + r"(?:19|20)?\d\d)\b"  # "14MAR2019", "3jan19"
-    # six digits, MMDDYY, right after a date cue: "DOB 071588", "born: 120387", "fell on
-    # 071588" (a six-digit number alone is a count, a dose or a code); the right edge, and
-    # after a weak cue a real calendar day and no lab's value, are checked in the pass
+    # six digits, MMDDYY (or eight, MMDDYYYY), right after a date cue: "DOB 071588", "born:
+    # 120387", "fell on 071588" (a six-digit number alone is a count, a dose or a code); the
+    # right edge, and
+    # after a weak cue a real calendar day and no lab's value, are checked in the passes
     r"|\b(?P<sixcue>"
     + "|".join(re.escape(c) for c in sorted(STRONG_CUES | COMPACT_WEAK_CUES, key=len, reverse=True))
-    + r")[ \t]*[:#]?[ \t]*(?P<six>\d{6})"
+    + r")[ \t]*[:#]?[ \t]*(?:(?P<six>\d{4}(?:19|20)\d\d|\d{6})"
+    # or month, day and year set apart by blanks: "admitted 3 12 98", "DOB 11 4 1931"
+    r"|(?P<blank>\d{1,2}[ \t]\d{1,2}[ \t](?:19|20)?\d\d))"
 )
 
 

@@ -27,6 +27,7 @@ from pipelines.phi.recognizers.date_numeric import (
     calendar_md,
     numeric_confidence,
     valid_md,
+    valid_year,
 )
 from pipelines.phi.recognizers.date_patterns import (
     _AMBIGUOUS_MONTHS,
@@ -102,9 +103,10 @@ def _spaced(note: _Note, m: Any) -> Found | None:
 
 
 def _compact(note: _Note, m: Any) -> Found | None:
-    """Six digits MMDDYY right after a date cue: "DOB 071588", "born 120387"; after a weak
-    cue ("on", "from") only a real calendar day and no lab's value ("fell on 071588", not
-    "plt on 101000"). A 6-digit number alone is a count, a dose or a code."""
+    """Six digits MMDDYY (or eight, MMDDYYYY) right after a date cue: "DOB 071588", "born
+    07151988"; after a weak cue ("on", "from") only a real calendar day and no lab's value
+    ("fell on 071588", not "plt on 101000"). A 6-digit number alone is a count, a dose or a
+    code."""
     text, groups = note.text, word_groups()
     start, end = m.start(groups["six"]), m.end(groups["six"])
     month, day = int(text[start : start + 2]), int(text[start + 2 : start + 4])
@@ -114,6 +116,25 @@ def _compact(note: _Note, m: Any) -> Found | None:
         return None
     cue = text[m.start(groups["sixcue"]) : m.end(groups["sixcue"])].lower()
     if cue not in STRONG_CUES and not _weak_compact_ok(text, m.start(), month, day):
+        return None
+    return (start, end, Category.DATE, 0.85 if cue in STRONG_CUES else 0.7)
+
+
+def _blank(note: _Note, m: Any) -> Found | None:
+    """Month, day and year set apart by blanks right after a date cue: "admitted 3 12 98",
+    "DOB 11 4 1931" (three numbers alone are a list of values); after a weak cue, as for
+    six digits, a real calendar day and no lab's value before ("plt on 3 12 98")."""
+    text, groups = note.text, word_groups()
+    start, end = m.start(groups["blank"]), m.end(groups["blank"])
+    month, day, year = text[start:end].split()
+    if _blocked_after(text[end : end + 2]) or text[end : end + 1] in (":", "%"):
+        return None
+    if not (calendar_md(int(month), int(day)) and valid_year(year)):
+        return None
+    if clinical.unit_follows(text, end):
+        return None
+    cue = text[m.start(groups["sixcue"]) : m.end(groups["sixcue"])].lower()
+    if cue not in STRONG_CUES and not _weak_compact_ok(text, m.start(), int(month), int(day)):
         return None
     return (start, end, Category.DATE, 0.85 if cue in STRONG_CUES else 0.7)
 
@@ -200,8 +221,16 @@ def _ambiguous_month_ok(
     if day_after and not year and clinical.unit_follows(text, end):
         return False
     if day_before and not day_after and not year and day_before.isdigit():
-        return " of" in text[start:end].lower()  # "nc 02 dec from 4": needs "2nd dec", "2 of dec"
+        # "nc 02 dec from 4": needs "2nd dec", "2 of dec", "12-Dec" or a date cue before
+        joined = text[start + len(day_before) : start + len(day_before) + 1] == "-"
+        return joined or " of" in text[start:end].lower() or _strong_cue_before(text, start)
     return True
+
+
+def _strong_cue_before(text: str, start: int) -> bool:
+    """A date cue that is no everyday word right before: "admitted 12 Dec", "seen 3 Jan"."""
+    before = words_before(text, start, 1, 16)
+    return bool(before) and before[0] in STRONG_CUES
 
 
 def _named(note: _Note, m: Any) -> Found | None:
@@ -260,6 +289,7 @@ PASSES: Final = declare(
             PatternPass("dates.glued", _whole, "glued", "words", "Glued: 14MAR2019, 3jan19."),
             PatternPass("dates.vague_year", _whole, "vague", "words", "Vague years: mid-2012."),
             PatternPass("dates.compact", _compact, "six", "words"),
+            PatternPass("dates.blank_separated", _blank, "blank", "words"),
             PatternPass("dates.named_month", _named, "", "words"),
         ],
     )

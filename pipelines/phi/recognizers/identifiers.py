@@ -21,6 +21,7 @@ from pipelines.phi import clinical
 from pipelines.phi.base import Doc, Recognizer
 from pipelines.phi.passes import declare
 from pipelines.phi.patterns import Found, PatternPass, PatternPasses
+from pipelines.phi.recognizers.date_numeric import DATE_CUES, calendar_md
 from pipelines.phi.registry import register
 from pipelines.phi.scan import compile_words, finditer, grab, keep_best, words_before
 from pipelines.phi.wordlists import category_phrases, word_set
@@ -40,8 +41,11 @@ _CUE_RE = "|".join(
 #   ("ZZ-402913").
 _SCAN = compile_words(
     r"(?i:\b(?P<cue>" + _CUE_RE + r")\b\.?(?:\s*(?:number|num|nbr|no\.?|#|id))*"
-    r"(?:\s+(?:is|was|reads))?"  # a linking verb: "his MRN is ZZ-402913"
-    r"\s*[:#=]?\s*#?\s*)(?P<value>(?i:[a-z]{0,4}-?\d[a-z0-9\-/]*\d(?:-?[a-z]{1,3})?"
+    # a linking verb: "his MRN is ZZ-402913", "MRN on file is ...", "acct noted as ..."
+    r"(?:\s+(?:is|was|reads|(?:on\s+file|listed|noted|given)\s+(?:is|as)))?"
+    r"\s*[:#=]?\s*#?\s*)(?P<value>(?i:\d{3}[ \t]\d{2}[ \t]\d{4}|\d{3}[ \t]\d{3}[ \t]\d{3}"
+    r"|\d{4}[ \t]\d{4}[ \t]\d{4}"  # digit groups set apart by blanks: "402 77 3551"
+    r"|[a-z]{0,4}-?\d[a-z0-9\-/]*\d(?:-?[a-z]{1,3})?"
     r"|[a-z]{0,4}-?\d(?:-?[a-z]{1,3})?))\b"
     r"|(?P<ssn>(?P<area>\d{3})(?P<sep1>[- ])(?P<group>\d{2})(?P<sep2>[- ])(?P<serial>\d{4}))"
     r"|(?P<long>[A-Z]{1,3}\d{6,}|\d{7,})"
@@ -50,7 +54,9 @@ _SCAN = compile_words(
 _G = dict(_SCAN.groupindex)  # numbers: re2 name lookups are slow
 _CUE, _VALUE = _G["cue"], _G["value"]
 # A number sign before a code: "#kq42", "# 7241983" (but not "#20", "#8ETT", "#7.5").
-_HASH = re.compile(r"#\s?([A-Za-z]{1,4}\d{2,}|\d{4,}[A-Za-z]?)(?![\w.])")
+# A code at a sentence's end keeps its number sign ("Requisition # 402177."); a code that
+# goes on after a dash is a grouped one ("# 4021-7730-5519").
+_HASH = re.compile(r"#\s?([A-Za-z]{1,4}\d{2,}|\d{4,}[A-Za-z]?)(?!\w|[.\-/]\w)")
 # Cue words that are everyday words too ("unit 3", "group B", "order 2") need "#"/"no."
 # or a long value.
 _WEAK_CUES = word_set("identifier_weak_cues")
@@ -67,6 +73,18 @@ def _compact_timestamp(value: str) -> bool:
     if not (1 <= month <= 12 and 1 <= day <= 31):
         return False
     return len(value) == 8 or (int(value[8:10]) < 24 and int(value[10:12]) < 60)
+
+
+def _cued_mmddyyyy(text: str, start: int, end: int) -> bool:
+    """Eight digits MMDDYYYY after a date cue ("DOB 07151988"): a date, as the dates
+    recognizer reads it."""
+    value = text[start:end]
+    if len(value) != 8 or value[4:6] not in ("19", "20"):
+        return False
+    if not calendar_md(int(value[:2]), int(value[2:4])):
+        return False
+    before = words_before(text, start, 1, 20)
+    return bool(before) and before[0] in DATE_CUES
 
 
 @dataclass(slots=True)
@@ -113,10 +131,11 @@ def _short_value(text: str, end: int, c: _Cued) -> bool:
 
 def _weak_cue(text: str, end: int, c: _Cued) -> bool:
     """Weak cues ("unit 3", "hospital 8/20/02", "group 2-3") need a marker, a long value or
-    a code ("policy ZZ-402913", "ID 4021-7730-5519": six digits or more, no slash)."""
+    a code ("policy ZZ-402913", "ID 4021-7730-5519": six digits or more, no slash, no
+    blank)."""
     if c.cue not in _WEAK_CUES or c.numbered:
         return False
-    code = c.digits >= 6 and "/" not in c.value
+    code = c.digits >= 6 and "/" not in c.value and " " not in c.value  # "unit 120 130 140"
     return not code and (c.digits < 5 or not c.value.isalnum())
 
 
@@ -175,7 +194,7 @@ def _long(note: _Note, m: Any) -> Found | None:
         return None
     if clinical.unit_follows(text, end):
         return None
-    if _compact_timestamp(text[start:end]):
+    if _compact_timestamp(text[start:end]) or _cued_mmddyyyy(text, start, end):
         return (start, end, Category.DATE, 0.7)
     return (start, end, Category.ID, 0.6)
 

@@ -10,7 +10,7 @@ right after or before a clinical event word, and the years chained to a year fou
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Final
 
 from pipelines.phi import clinical
@@ -32,13 +32,17 @@ _EVENTS_RE = "|".join(sorted(EVENT_WORDS, key=len, reverse=True))
 # One re2 pass: '95, 74', 4-digit years and 2-digit years after an event word. re2 has no
 # look-around, so the edges are checked in Python (few matches: ~0.2 a note).
 _YEAR_SCAN = compile_words(
-    r"(?i)'(?P<a1>\d{2})|(?P<a2>\d{2})'|(?P<four>(?:1[89]|20)\d\d)"
+    r"(?i)'(?P<a1>\d{2})|(?P<a2>\d{2})'"
+    r"|(?P<four>(?:1[89]|20)\d\d)"
     r"|\b(?:" + _EVENTS_RE + r"|\w{1,4}mi)\b"
     r"(?:\s+(?:in|x\s?\d))?\s*,?\s+(?P<ev>\d{2})\b"
     r"|(?P<pre>\d{2})\s+(?:" + _EVENTS_RE + r")\b"
 )
 _YG = dict(_YEAR_SCAN.groupindex)  # numbers: re2 name lookups are slow
 _A1, _A2, _FOUR, _PRE, _EV = (_YG[name] for name in ("a1", "a2", "four", "pre", "ev"))
+# Two years a range apart ("1998-2001", "1965 to 1992"), asked where a four-digit year
+# matched (a group of the scan would cost every note its states)
+_YEAR_RANGE = re.compile(r"(?:1[89]|20)\d\d[ \t]*(?:-|–|to\b)[ \t]*((?:1[89]|20)\d\d)")
 _CLAUSE_START = frozenset(".,;:\n(")
 _CHAIN = re.compile(r"\s*(?:,|and|&|/)\s*'?(\d{4}|\d{2})\b'?(?![\d/%:.\-])")
 _RANGE_NEXT = re.compile(r"\s*(?:-|to\b|->)")
@@ -46,6 +50,9 @@ _RANGE_NEXT = re.compile(r"\s*(?:-|to\b|->)")
 _YEAR_WORDS: Final = frozenset({"year", "yr", "is", "its", "it's", "circa", "c"})
 # Birth cues: "born 1931", "DOB 1945" (a clock time is "at 1931", never "born 1931")
 _BIRTH_WORDS: Final = frozenset({"born", "dob"})
+# Seasons: "Winter 2010", "since Fall 2005" (not "had a fall 2000": the article makes it the
+# event, and "2000" the clock)
+_SEASONS: Final = word_set("date_seasons")
 
 
 def blocked_after(nxt: str, chars: str) -> bool:
@@ -62,12 +69,22 @@ def blocked_after(nxt: str, chars: str) -> bool:
 class _Note:
     text: str
     chained_from: float = 0.0  # the confidence of the year a chain follows
+    ranges: list[Found] = field(default_factory=list)  # found by ``years.span``
+    covered: int = 0  # the end of the last range: its second year is not asked again
 
 
 def _four(note: _Note, m: Any) -> Found | None:
-    """A 4-digit year (1800-2099) that is no measurement and no clock time."""
+    """A 4-digit year (1800-2099) that is no measurement and no clock time; or the first
+    of two years a range apart, kept for ``years.span``."""
     text = note.text
     start, end = m.start(), m.end()
+    if start < note.covered:
+        return None
+    pair = _YEAR_RANGE.match(text, start)
+    if pair is not None and (found := _year_span(note, pair)) is not None:
+        note.ranges.append(found)
+        note.covered = found[1]
+        return None
     if (start and text[start - 1] in _YEAR_LEFT_BLOCK) or blocked_after(text[end : end + 2], "/%:"):
         return None
     conf = _four_confidence(text, start, end, grab(text, m, _FOUR))
@@ -85,7 +102,35 @@ def _four_confidence(text: str, start: int, end: int, value: str) -> float:
         return 0.0
     if not clinical.is_hhmm(value):
         return 0.85 if prev in _YEAR_CUES else 0.7
+    if _season_before(before):
+        prev = "year"  # a season names a year: "Winter 2010", "since Fall 2005"
     return _clock_shaped(text, end, value, prev)
+
+
+def _season_before(before: list[str]) -> bool:
+    """A season right before, not an event after an article ("had a fall 2000")."""
+    if not before or before[-1] not in _SEASONS:
+        return False
+    return len(before) < 2 or before[0] not in {"a", "another"}
+
+
+def _year_span(note: _Note, m: Any) -> Found | None:
+    """Two years a range apart: "1998-2001", "lived there 1985 to 1992" (not the clock
+    times of a shift, "1900-2000": a range of two clock-shaped numbers needs a year cue)."""
+    text = note.text
+    start, end = m.start(), m.end()
+    first, last = text[start : start + 4], m.group(1)
+    if (start and text[start - 1] in _YEAR_LEFT_BLOCK) or blocked_after(text[end : end + 2], "/%:"):
+        return None
+    if not 0 < int(last) - int(first) <= 80 or clinical.unit_follows(text, end):
+        return None
+    before = words_before(text, start, 1, 12)
+    cued = bool(before) and (before[0] in _YEAR_CUES or before[0] in EVENT_WORDS)
+    if clinical.is_hhmm(first) and clinical.is_hhmm(last) and not cued:
+        return None
+    if clinical.vital_before(text, start, 2) or clinical.time_follows(text, end):
+        return None
+    return (start, end, Category.DATE, 0.85 if cued else 0.75)
 
 
 def _clock_shaped(text: str, end: int, value: str, prev: str) -> float:
@@ -167,6 +212,7 @@ PASSES: Final = declare(
             PatternPass("years.apostrophe_after", _apostrophe_after, "a2", "years"),
             PatternPass("years.before_event", _before_event, "pre", "years"),
             PatternPass("years.after_event", _after_event, "", "years"),
+            PatternPass("years.span", _year_span, "", "span"),
             PatternPass("years.chain", _chained, "", "chain"),
         ],
     )
@@ -203,4 +249,5 @@ class YearRecognizer(Recognizer):
         note = _Note(text)
         for m in finditer(doc, _YEAR_SCAN):
             PASSES.judge(_TABLE, note, text, m, found)
+        found += [PASSES.make("years.span", pair) for pair in note.ranges]
         return found + _chain(note, found)
