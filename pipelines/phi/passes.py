@@ -140,6 +140,27 @@ def _by_word(passes: tuple[Pass[N, R], ...]) -> dict[str, tuple[Pass[N, R], ...]
     return {w: tuple(p for p in passes if p.anywhere or w in p.words) for w in named}
 
 
+def _planned(tok: Token, case: Case, tried: tuple[Pass[N, R], ...]) -> tuple[Pass[N, R], ...]:
+    """Those of the passes ``tried`` (in order, each started by the word or ``anywhere``)
+    whose lexicon holds ``tok`` and whose gate holds there, a gate two passes share asked
+    once."""
+    lower = tok.lower
+    verdicts: dict[Gate, bool] = {}
+    found: list[Pass[N, R]] = []
+    for p in tried:
+        if p.lexicon is not None and lower not in p.lexicon():
+            continue
+        gate = p.gate
+        if gate is not _any:
+            verdict = verdicts.get(gate)
+            if verdict is None:
+                verdict = verdicts[gate] = gate(tok, case)
+            if not verdict:
+                continue
+        found.append(p)
+    return tuple(found)
+
+
 class Passes(Generic[N, R]):
     """A recognizer's passes in the order they are tried, and what derives from them."""
 
@@ -168,8 +189,11 @@ class Passes(Generic[N, R]):
         self._starting: frozenset[str] | None = None  # ``starting_words``, once loaded
 
     def _steps_maker(self, case: Case) -> Callable[[str], tuple[Pass[N, R], ...]]:
+        named, roaming = self._named[case], self._roaming[case]
+
         def steps_of(text: str) -> tuple[Pass[N, R], ...]:
-            found = self.plan(Token(0, len(text), text, text.lower()), case)
+            lower = text.lower()
+            found = _planned(Token(0, len(text), text, lower), case, named.get(lower) or roaming)
             return self._shared.setdefault(found, found)  # a few distinct tuples, kept once
 
         return steps_of
@@ -179,21 +203,8 @@ class Passes(Generic[N, R]):
         :meth:`Pass.starts_at` of each pass of the case, a gate two passes share asked once
         (the passes whose words hold the word and the ``anywhere`` ones, picked by one
         look-up)."""
-        lower = tok.lower
-        verdicts: dict[Gate, bool] = {}
-        found: list[Pass[N, R]] = []
-        for p in self._named[case].get(lower) or self._roaming[case]:
-            if p.lexicon is not None and lower not in p.lexicon():
-                continue
-            gate = p.gate
-            if gate is not _any:
-                verdict = verdicts.get(gate)
-                if verdict is None:
-                    verdict = verdicts[gate] = gate(tok, case)
-                if not verdict:
-                    continue
-            found.append(p)
-        return tuple(found)
+        named = self._named[case].get(tok.lower)
+        return _planned(tok, case, named or self._roaming[case])
 
     def steps(self, tok: Token, case: Case, ascii_word: bool = True) -> tuple[Pass[N, R], ...]:
         """:meth:`plan`, remembered per word as written (for ASCII words)."""
