@@ -39,6 +39,7 @@ def _heads() -> dict[str, tuple[tuple[str, ...], ...]]:
     return {k: tuple(sorted(v, key=len, reverse=True)) for k, v in out.items()}
 
 
+@cache
 def head_words() -> frozenset[str]:
     return frozenset(_heads())
 
