@@ -144,6 +144,7 @@ def _body() -> frozenset[str]:
     return word_set("exclusion_body")
 
 
+@cache
 def _units() -> frozenset[str]:
     """The care unit acronyms and their slips: two neighbouring letters swapped ("SCIU")."""
     units = word_set("exclusion_units")

@@ -123,6 +123,44 @@ def check_names(recognizer: str, names: Sequence[str]) -> None:
             raise ValueError(f"pass {name} does not belong to {recognizer}")
 
 
+_Dispatch = tuple[dict[Case, tuple[Pass[N, R], ...]], dict[Case, dict[str, tuple[Pass[N, R], ...]]]]
+
+
+def _dispatch(in_case: dict[Case, tuple[Pass[N, R], ...]]) -> _Dispatch[N, R]:
+    """Per case, the ``anywhere`` passes (all a word no pass names may start), and each
+    trigger word -> the passes it may start (those whose words hold it, and the ``anywhere``
+    ones), in declared order."""
+    roaming = {case: tuple(p for p in passes if p.anywhere) for case, passes in in_case.items()}
+    named = {case: _by_word(passes) for case, passes in in_case.items()}
+    return roaming, named
+
+
+def _by_word(passes: tuple[Pass[N, R], ...]) -> dict[str, tuple[Pass[N, R], ...]]:
+    named = frozenset().union(*(p.words for p in passes))
+    return {w: tuple(p for p in passes if p.anywhere or w in p.words) for w in named}
+
+
+def _planned(tok: Token, case: Case, tried: tuple[Pass[N, R], ...]) -> tuple[Pass[N, R], ...]:
+    """Those of the passes ``tried`` (in order, each started by the word or ``anywhere``)
+    whose lexicon holds ``tok`` and whose gate holds there, a gate two passes share asked
+    once."""
+    lower = tok.lower
+    verdicts: dict[Gate, bool] = {}
+    found: list[Pass[N, R]] = []
+    for p in tried:
+        if p.lexicon is not None and lower not in p.lexicon():
+            continue
+        gate = p.gate
+        if gate is not _any:
+            verdict = verdicts.get(gate)
+            if verdict is None:
+                verdict = verdicts[gate] = gate(tok, case)
+            if not verdict:
+                continue
+        found.append(p)
+    return tuple(found)
+
+
 class Passes(Generic[N, R]):
     """A recognizer's passes in the order they are tried, and what derives from them."""
 
@@ -136,6 +174,9 @@ class Passes(Generic[N, R]):
         self.before = max((p.before for p in self.passes), default=0)
         self.after = max((p.after for p in self.passes), default=0)
         self._in_case = {case: tuple(p for p in self.passes if case in p.cases) for case in Case}
+        # per case: the passes a word may start, in declared order (those its lower-case
+        # form triggers, and the ``anywhere`` ones); a word no pass names starts only these
+        self._roaming, self._named = _dispatch(self._in_case)
         self._judged: dict[str, Memo[tuple[str, Case], _Verdict]] = {
             p.name: Memo(f"{p.name}.window", None, _JUDGED_LIMIT) for p in self.passes if p.memo
         }
@@ -148,26 +189,22 @@ class Passes(Generic[N, R]):
         self._starting: frozenset[str] | None = None  # ``starting_words``, once loaded
 
     def _steps_maker(self, case: Case) -> Callable[[str], tuple[Pass[N, R], ...]]:
+        named, roaming = self._named[case], self._roaming[case]
+
         def steps_of(text: str) -> tuple[Pass[N, R], ...]:
-            found = self.plan(Token(0, len(text), text, text.lower()), case)
+            lower = text.lower()
+            found = _planned(Token(0, len(text), text, lower), case, named.get(lower) or roaming)
             return self._shared.setdefault(found, found)  # a few distinct tuples, kept once
 
         return steps_of
 
     def plan(self, tok: Token, case: Case) -> tuple[Pass[N, R], ...]:
         """The passes tried at ``tok`` in a note of ``case``, in declared order (uncached):
-        :meth:`Pass.starts_at` of each pass of the case, a gate two passes share asked once."""
-        lower = tok.lower
-        verdicts: dict[Gate, bool] = {}
-        found: list[Pass[N, R]] = []
-        for p in self._in_case[case]:
-            if (p.anywhere or lower in p.words) and (p.lexicon is None or lower in p.lexicon()):
-                verdict = verdicts.get(p.gate)
-                if verdict is None:
-                    verdict = verdicts[p.gate] = p.gate(tok, case)
-                if verdict:
-                    found.append(p)
-        return tuple(found)
+        :meth:`Pass.starts_at` of each pass of the case, a gate two passes share asked once
+        (the passes whose words hold the word and the ``anywhere`` ones, picked by one
+        look-up)."""
+        named = self._named[case].get(tok.lower)
+        return _planned(tok, case, named or self._roaming[case])
 
     def steps(self, tok: Token, case: Case, ascii_word: bool = True) -> tuple[Pass[N, R], ...]:
         """:meth:`plan`, remembered per word as written (for ASCII words)."""

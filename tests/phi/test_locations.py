@@ -237,7 +237,7 @@ def _acronyms_reference(text: str) -> list[tuple[int, int]]:
     from operator import attrgetter
 
     from pipelines.phi import lexicons as lx
-    from pipelines.phi.recognizers import facility_phrases as fp
+    from pipelines.phi.recognizers import facility_acronyms as fp
 
     toks = lx.tokens(Doc(text))
     if not toks.mixed_case:
@@ -302,12 +302,29 @@ def test_hospital_acronyms_match_a_scan_of_the_whole_note(
     parts: list[tuple[str, str, str]],
 ) -> None:
     from pipelines.phi import lexicons as lx
-    from pipelines.phi.recognizers import facility_phrases as fp
+    from pipelines.phi.recognizers import facility_acronyms as fp
 
     text = "Seen today. " + "".join(b + w + a for b, w, a in parts)
     toks = lx.tokens(Doc(text))
     got = [(s.start, s.end) for s in fp.hospital_acronyms(toks, text, toks.mixed_case)]
     assert got == _acronyms_reference(text)
+    upper, lower = fp._shaped(toks.written)  # the one scan picks the words the tests pick
+    assert upper == fp._upper_shaped(toks.written)
+    assert lower == fp._lower_shaped(toks.written)
+
+
+@pytest.mark.parametrize(
+    "words",
+    [
+        ["Seen", "at", "XYZMC", "XH", "XMH's", "xmh", "och", "abcdmc", "mc", "ABCDEMC", "Q"],
+        ["Seen", "at", "ÉMC", "\ufb00mc", "xrmc", "XRMC", "ıch"],  # beyond ASCII: per word
+    ],
+)
+def test_acronym_shapes_picked_in_one_scan(words: list[str]) -> None:
+    from pipelines.phi.recognizers import facility_acronyms as fa
+
+    written = frozenset(words)
+    assert fa._shaped(written) == (fa._upper_shaped(written), fa._lower_shaped(written))
 
 
 _PLACE_WORDS = ("Holy", "Cross", "holy", "CROSS", "Frostburg", "frostburg", "Rome", "icu")

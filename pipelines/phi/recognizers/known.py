@@ -117,7 +117,8 @@ class KnownIdentifierRecognizer(Recognizer):
             return
         toks = lx.tokens(doc)
         ids = doc.identifiers
-        initials, wanted = _name_lookup((ids.provider_names, ids.relative_names, ids.patient_names))
+        people = (ids.provider_names, ids.relative_names, ids.patient_names)
+        initials, wanted = _name_lookup(forms, people)
         lowers, present = toks.lowers, toks.lower_set
         if not doc.text.isascii() or not all(map(str.isascii, forms)):
             # "Núñez" in the note, "NUNEZ" in the message (or the other way round): both
@@ -255,10 +256,11 @@ def _name_parts(people: Iterable[PersonName]) -> Iterator[str]:
                 yield low.replace("’", "'")
 
 
-def _name_lookup(people: _People) -> tuple[dict[str, Category], frozenset[str]]:
+def _name_lookup(
+    forms: dict[str, Category], people: _People
+) -> tuple[dict[str, Category], frozenset[str]]:
     """The known names' initials, and every form a word of the note is looked up against
-    (parts, nicknames, their possessives, initials): per set of people, not per document."""
-    forms, _ = _name_forms(people)
+    (``forms``, the people's ``known_name_forms``, their possessives, initials)."""
     initials = _known_initials(*people)
     wanted = {*forms, *(f + "'s" for f in forms), *(f + "’s" for f in forms), *initials}
     return initials, frozenset(wanted)

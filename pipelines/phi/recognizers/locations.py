@@ -30,6 +30,7 @@ from typing import Final
 from pipelines.phi import lexicons as lx
 from pipelines.phi.base import Doc, Recognizer
 from pipelines.phi.passes import JUDGED_MIN_TEXT, Case, Pass, Passes, declare
+from pipelines.phi.recognizers import facility_acronyms as fa
 from pipelines.phi.recognizers import facility_phrases as fp
 from pipelines.phi.recognizers import location_cues as cues
 from pipelines.phi.recognizers.location_gazetteer import gazetteer_names
@@ -150,7 +151,7 @@ def _acronym_floor(note: Note, h: int) -> Span | None:
         return None
     if tok.text.islower() if note.mixed else not (tok.text.islower() or tok.text.isupper()):
         return None
-    if text[tok.end : words[h].start] != " " or not fp.lower_acronym_word(tok.lower):
+    if text[tok.end : words[h].start] != " " or not fa.lower_acronym_word(tok.lower):
         return None
     return Span(tok.start, tok.end, HOSPITAL, 0.7, "locations")
 
@@ -261,8 +262,7 @@ class LocationRecognizer(Recognizer):
         # places glued to a head or a number need no cue word
         out: list[Span] = glued_heads(text) + wards_with_numbers(doc, mixed)
         # hospital acronyms are told by their neighbours ("pls call XMH"), no trigger word
-        out += fp.hospital_acronyms(toks, text, mixed)
-        out += fp.lower_hospital_acronyms(toks, text, mixed)
+        out += fa.acronyms(toks, text, mixed)
         # a gazetteer name of common words where no other rule found a place (where one did,
         # its span and its convention on heads stand: "[Memorial] Hospital")
         named = gazetteer_names(toks.words, toks.lowers, text, mixed)

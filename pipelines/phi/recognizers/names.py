@@ -77,10 +77,11 @@ class _Note:
     (word index -> role, confidence and the pass that took it; a higher confidence wins)."""
 
     __slots__ = (
+        "_eponyms",
+        "_toks",
         "by",
         "case",
         "cues",
-        "eponyms",
         "first_names",
         "lower_note",
         "lowered",
@@ -102,11 +103,8 @@ class _Note:
         self.mixed = self.case is Case.MIXED
         # a lower-case note: its few capitalised words are as telling as in a mixed-case one
         self.lower_note = self.case is Case.LOWER
-        self.eponyms: set[str] = (
-            _eponyms(toks, doc.text)
-            if not toks.lower_set.isdisjoint(self.cues.eponym_heads)
-            else set()
-        )
+        self._toks = toks
+        self._eponyms: set[str] | None = None  # ``eponyms``, once asked
         # the words as written, in an ASCII note (None in another: it looks words up by the
         # lower-case form it slices from the lower-cased note)
         self.written: frozenset[str] | None = toks.written if doc.text.isascii() else None
@@ -120,6 +118,18 @@ class _Note:
         self.first_names = lx.first_names()
         self.taken: Taken = {}
         self.by = "names"  # the pass at work: the source ``take`` records for a word
+
+    @property
+    def eponyms(self) -> set[str]:
+        """The words used as eponyms in this note (``_eponyms``), found when first asked:
+        many notes' passes ask none."""
+        found = self._eponyms
+        if found is None:
+            toks = self._toks
+            heads = self.cues.eponym_heads
+            found = set() if toks.lower_set.isdisjoint(heads) else _eponyms(toks, self.text)
+            self._eponyms = found
+        return found
 
     def take(self, i: int, cat: Category, conf: float) -> None:
         old = self.taken.get(i)

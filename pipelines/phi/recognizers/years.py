@@ -13,12 +13,13 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Final
 
+from pipelines import re2_boundary
 from pipelines.phi import clinical
 from pipelines.phi.base import Doc, Recognizer
 from pipelines.phi.passes import declare
 from pipelines.phi.patterns import Found, PatternPass, PatternPasses
 from pipelines.phi.registry import register
-from pipelines.phi.scan import compile_words, finditer, grab, words_before
+from pipelines.phi.scan import compile_words, grab, words_before
 from pipelines.phi.wordlists import word_set
 from pipelines.spans import Category, Span
 
@@ -247,7 +248,7 @@ class YearRecognizer(Recognizer):
         text = doc.text
         found: list[Span] = []
         note = _Note(text)
-        for m in finditer(doc, _YEAR_SCAN):
+        for m in re2_boundary.finditer(_YEAR_SCAN, text):
             PASSES.judge(_TABLE, note, text, m, found)
         found += [PASSES.make("years.span", pair) for pair in note.ranges]
         return found + _chain(note, found)

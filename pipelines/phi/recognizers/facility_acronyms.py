@@ -1,0 +1,222 @@
+"""Hospital acronyms, for ``locations``: "XYZMC", "XRMC", "XMH" end in a hospital-acronym
+ending, stand in capitals in a mixed-case note, and follow a place cue ("at", "from", "to",
+"of") or precede "ER"/"ED"; a two-letter one ("XH") after "at"/"from" or before a department;
+one in small letters ("och", "mmh") after "at"/"from"/"to" or before its emergency department.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from functools import cache
+from typing import Final
+
+from pipelines.phi import lexicons as lx
+from pipelines.phi.lexicons import Token
+from pipelines.phi.wordlists import word_set
+from pipelines.spans import Category, Span
+
+HOSPITAL: Final = Category.LOCATION_HOSPITAL
+ACRONYM: Final = "locations.hospital_acronym"
+
+
+@cache
+def _acronym_cues() -> frozenset[str]:
+    """Words before an acronym that make it a place ("at XMH", "pls call XMH")."""
+    return word_set("hospital_acronym_cues")
+
+
+@cache
+def _acronym_after() -> frozenset[str]:
+    """Words after an acronym that make it a place: a unit, a department, a hospital's act
+    ("XMH ER", "XRMC cardiology", "XMH called")."""
+    return word_set("hospital_acronym_after") | word_set("name_services")
+
+
+@cache
+def _acronym_body() -> str:
+    endings = "|".join(sorted((e.upper() for e in word_set("hospital_acronyms")), key=len))
+    return r"[A-Z]{1,4}(?:" + endings + ")"
+
+
+@cache
+def _acronym_scan() -> re.Pattern[str]:
+    """Capital words of 3-6 letters with a hospital-acronym ending ("XYZMC", "XMH")."""
+    return re.compile(r"\b" + _acronym_body() + r"\b")
+
+
+@cache
+def _acronym_word() -> re.Pattern[str]:
+    """What a word must be for ``_acronym_scan`` to match it whole: letters are all a match
+    takes, so it is the word itself, start to end."""
+    return re.compile(_acronym_body())
+
+
+@cache
+def _shaped_scan() -> re.Pattern[str]:
+    """A line of ASCII letters of a hospital acronym's shape: in capitals (``_acronym_word``
+    or ``_TWO``: "XYZMC", "XH"), or in small letters ("xmh", length unchecked)."""
+    endings = sorted(word_set("hospital_acronyms"), key=len)
+    small = "|".join(endings)
+    return re.compile(rf"\n({_acronym_body()}|[A-Z]H|[a-z]{{1,4}}(?:{small}))(?=\n)")
+
+
+def _shaped(written: frozenset[str]) -> tuple[set[str], set[str]]:
+    """The note's distinct words of a hospital acronym's shape: in capitals (for
+    ``hospital_acronyms``), and in small letters, of three to five (for
+    ``lower_hospital_acronyms``). On ASCII words one scan over them all, a line each, instead
+    of a Python test per word; the capitals' shape takes ASCII letters only."""
+    joined = "\n" + "\n".join(written) + "\n"
+    if not joined.isascii():  # "\ufb00mc" is lower-case and upper-cases to "FFMC"
+        return _upper_shaped(written), _lower_shaped(written)
+    found = _shaped_scan().findall(joined)
+    upper = {word for word in found if word.isupper()}
+    return upper, {word for word in found if word.islower() and 3 <= len(word) <= 5}
+
+
+def _upper_shaped(written: Iterable[str]) -> set[str]:
+    whole = _acronym_word().fullmatch
+    return {word for word in written if word.isupper() and (whole(word) or _TWO(word))}
+
+
+def _lower_shaped(written: Iterable[str]) -> set[str]:
+    whole = _acronym_word().fullmatch
+    return {w for w in written if w.islower() and 3 <= len(w) <= 5 and whole(w.upper())}
+
+
+def acronyms(toks: lx.Tokens, text: str, mixed: bool) -> list[Span]:
+    """``hospital_acronyms`` and ``lower_hospital_acronyms``, their words picked in one scan."""
+    if not mixed:
+        return []
+    upper, lower = _shaped(toks.written)
+    return hospital_acronyms(toks, text, mixed, upper) + lower_hospital_acronyms(
+        toks, text, mixed, lower
+    )
+
+
+def hospital_acronyms(
+    toks: lx.Tokens, text: str, mixed: bool, shaped: set[str] | None = None
+) -> list[Span]:
+    """ "seen at XYZMC", "from XRMC ER": capital acronyms with a hospital ending
+    (``shaped``: the note's words of their shape, if picked already)."""
+    if not mixed:
+        return []
+    words = toks.words
+    scan = _acronym_scan()
+    clinical = word_set("clinical_acronyms")
+    out: list[Span] = []
+    # only a word the scan's letters match whole can be a whole match of the scan: such
+    # words (few, most notes none) are picked from the note's distinct words, and each is
+    # matched where it occurs (the scan's word boundaries still look at its neighbours)
+    if shaped is None:
+        shaped = _upper_shaped(toks.written)
+    for k in lx.positions(toks.texts, shaped):
+        tok = words[k]
+        if len(tok.lower) == 2:
+            if _two_letters_placed(words, k, text):
+                out.append(Span(tok.start, tok.end, HOSPITAL, 0.6, ACRONYM))
+            continue
+        m = scan.match(text, tok.start)
+        if m is None or m.end() != tok.end:
+            continue
+        low = tok.lower
+        if not 3 <= len(low) <= 6 or low in clinical or lx.zipf(low) >= 3.5:
+            continue
+        if _acronym_placed(words, k, text):
+            out.append(Span(tok.start, tok.end, HOSPITAL, 0.7, ACRONYM))
+    return out
+
+
+def _acronym_placed(words: tuple[Token, ...], k: int, text: str) -> bool:
+    """A place cue before the acronym at ``k`` ("seen at XYZMC", "pls call XMH", after a name
+    and a comma: "Dr. Quill, XYZMC.", after a label: "Facility: XMH"), or a unit, a department or a hospital's act right
+    after it ("XYZMC ER", "XRMC cardiology", "XMH called")."""
+    tok = words[k]
+    gap = text[words[k - 1].end : tok.start] if k > 0 else ""
+    if gap == " " and words[k - 1].lower in _acronym_cues():
+        return True
+    if gap == ", " and words[k - 1].is_title:
+        return True
+    if gap in {": ", " - "} and words[k - 1].lower in word_set("hospital_acronym_labels"):
+        return True  # "Outside hospital: XMH", "Facility - XRMC"
+    if k + 1 >= len(words) or "\n" in text[tok.end : words[k + 1].start]:
+        return False
+    return words[k + 1].lower in _acronym_after()
+
+
+# A hospital's two-letter acronym: a capital and "H" ("XH").
+_TWO: Final = re.compile(r"[A-Z]H").fullmatch
+_TWO_CUES: Final = frozenset({"at", "from"})
+
+
+@cache
+def _two_letters_not() -> frozenset[str]:
+    return word_set("clinical_acronyms") | word_set("acronyms_two_letter_not_places")
+
+
+@cache
+def _two_letters_after() -> frozenset[str]:
+    """A department, a unit or a hospital's records after a two-letter acronym ("XH
+    neurology", "XH ED"); no team, service or clinic ("MH team" is mental health)."""
+    kept = {"er", "ed", "ew", "icu", "campus", "records", "chart"}
+    return (word_set("name_services") - {"team", "service", "ns"}) | kept
+
+
+def _two_letters_placed(words: tuple[Token, ...], k: int, text: str) -> bool:
+    """ "labs at XH showed", "records from XH", "XH neurology consulted": a two-letter
+    hospital acronym after "at" or "from", or before a department; never a clinical
+    abbreviation ("GH", "PH"), a history or a service ("FH", "MH"), nor a code's letters
+    ("XH-4021")."""
+    tok = words[k]
+    if tok.lower in _two_letters_not():
+        return False
+    after = text[tok.end : tok.end + 1]
+    if after.isalnum() or after in {"-", "/", "'"}:
+        return False
+    if k > 0 and words[k - 1].lower in _TWO_CUES and text[words[k - 1].end : tok.start] == " ":
+        return True
+    nxt = words[k + 1] if k + 1 < len(words) else None
+    return (
+        nxt is not None and text[tok.end : nxt.start] == " " and nxt.lower in _two_letters_after()
+    )
+
+
+_LOWER_CUES: Final = frozenset({"at", "from", "to"})
+_LOWER_AFTER: Final = frozenset({"ed", "er", "icu"})
+
+
+def lower_hospital_acronyms(
+    toks: lx.Tokens, text: str, mixed: bool, shaped: set[str] | None = None
+) -> list[Span]:
+    """ "records from och reviewed", "labs at mmh": a hospital acronym written in small
+    letters in a mixed-case note, after "at", "from" or "to", or before its emergency
+    department; a word English hardly uses, no clinical word nor abbreviation ("tach")."""
+    if not mixed:
+        return []
+    if shaped is None:
+        shaped = _lower_shaped(toks.written)
+    out: list[Span] = []
+    words = toks.words
+    for k in lx.positions(toks.texts, shaped):
+        tok = words[k]
+        if not lower_acronym_word(tok.lower):
+            continue
+        before = k > 0 and words[k - 1].lower in _LOWER_CUES
+        after = k + 1 < len(words) and words[k + 1].lower in _LOWER_AFTER
+        gap_before = text[words[k - 1].end : tok.start] == " " if before else False
+        if gap_before or (after and text[tok.end : words[k + 1].start] == " "):
+            out.append(Span(tok.start, tok.end, HOSPITAL, 0.6, ACRONYM))
+    return out
+
+
+@cache
+def _not_lower_acronyms() -> frozenset[str]:
+    """Clinical abbreviations, services, units and people ("tach", "psych", "nsg")."""
+    lists = ("clinical_acronyms", "clinic_service_initialisms", "acronyms_not_places")
+    return frozenset().union(*map(word_set, (*lists, "care_units", "name_services")))
+
+
+def lower_acronym_word(low: str) -> bool:
+    if low in _not_lower_acronyms():
+        return False
+    return lx.zipf(low) < 3.0 and not lx.clinical_word(low)
