@@ -281,7 +281,9 @@ def test_every_copy_is_a_whole_word_occurrence_of_a_found_string(row: str, case)
             continue  # a joined name holds found words and the name beside them
         assert any(_written(rule.case, found, s) for s in wanted), found
         if rule.case is Case.NAME and mixed:
-            assert all(w[0].isupper() for w in re.findall(r"[^\W\d_]+", found))
+            # a word runs on over an apostrophe: the possessive in "Vantmoor's" is no word
+            words = re.findall(r"[^\W\d_]+(?:['’][^\W\d_]+)*", found)
+            assert all(w[0].isupper() for w in words)
         if rule.gap is not Gap.WHITESPACE:
             assert "\n" not in found  # a copy never crosses a line unless the row says so
         assert span.confidence <= rule.ceiling and span.source == rule.source
