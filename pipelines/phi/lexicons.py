@@ -409,6 +409,9 @@ MONTH_NAMES: Final = (
 )
 
 
+UNLISTED_SCORE: Final = -9.0  # the ``name_score`` of a word in no census list
+
+
 def name_score(word: str) -> float:
     return _NAME_SCORE(word)
 
@@ -426,7 +429,13 @@ def _name_score(word: str) -> float:
         word = word.replace("'", "").replace("’", "")
         share = last_names().get(word, 0.0)
     if share <= 0.0:
-        return -9.0
+        return UNLISTED_SCORE
+    return listed_name_score(word, share)
+
+
+def listed_name_score(word: str, share: float) -> float:
+    """``name_score`` of a census-listed word as the lists write it (``folded``), given its
+    census share (percent, above 0): the one formula."""
     return math.log10(share * 1e5) + 2.0 - zipf(word)
 
 

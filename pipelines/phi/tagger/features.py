@@ -127,6 +127,13 @@ def _bucket(value: float, edges: tuple[float, ...]) -> int:
 
 
 def _shape(word: str) -> str:
+    if word.isalpha() and word.isascii():  # most words: one of three shapes
+        if word.islower():
+            return "x"
+        if word.isupper():
+            return "X"
+        if word[0].isupper() and word[1:].islower():
+            return "Xx"
     out: list[str] = []
     for ch in word:
         c = "X" if ch.isupper() else "x" if ch.isalpha() else "d" if ch.isdigit() else ch
@@ -153,18 +160,40 @@ def _number_features(word: str) -> list[str]:
     return out
 
 
-def _lexicon_features(low: str) -> list[str]:
+# The bucketed features, made once: the bucket of a value is its index
+_FN_EDGES: Final = (0.005, 0.05, 0.3)
+_FN: Final = tuple(f"fn={i}" for i in range(len(_FN_EDGES) + 1))
+_LN_EDGES: Final = (0.001, 0.01, 0.1)
+_LN: Final = tuple(f"ln={i}" for i in range(len(_LN_EDGES) + 1))
+_ZF_EDGES: Final = (1.0, 2.0, 3.0, 4.0, 5.0)
+_ZF: Final = tuple(f"zf={i}" for i in range(len(_ZF_EDGES) + 1))
+_NS_EDGES: Final = (-2.0, -1.0, 0.0, 1.0)
+_NS: Final = tuple(f"ns={i}" for i in range(len(_NS_EDGES) + 1))
+# ``len=`` by the word's length: 9 letters and more are the last bucket
+_LEN: Final = tuple(f"len={_bucket(n, (2, 3, 4, 6, 9))}" for n in range(10))
+
+
+def _lexical(low: str) -> tuple[tuple[str, ...], bool]:
+    """What the lexicons say of a lower-case word: its features, and whether ``may_be_phi``
+    takes it in a note where its case tells nothing (rare, a name, or a place word), each
+    lexicon asked once."""
     out: list[str] = []
     plain = lexicons.folded(low)  # the census lists write names in ASCII
     first = lexicons.first_names().get(plain, 0.0)
     last = lexicons.last_names().get(plain, 0.0)
+    zipf = lexicons.zipf(low)
     if first:
-        out.append(f"fn={_bucket(first, (0.005, 0.05, 0.3))}")
+        out.append(_FN[bisect.bisect_right(_FN_EDGES, first)])
     if last:
-        out.append(f"ln={_bucket(last, (0.001, 0.01, 0.1))}")
-    out.append(f"zf={_bucket(lexicons.zipf(low), (1.0, 2.0, 3.0, 4.0, 5.0))}")
+        out.append(_LN[bisect.bisect_right(_LN_EDGES, last)])
+    out.append(_ZF[bisect.bisect_right(_ZF_EDGES, zipf)])
     if first or last:
-        out.append(f"ns={_bucket(lexicons.name_score(low), (-2.0, -1.0, 0.0, 1.0))}")
+        score = lexicons.listed_name_score(plain, max(first, last))
+        out.append(_NS[bisect.bisect_right(_NS_EDGES, score)])
+    elif "'" in plain or "’" in plain:  # "o'donnell" is listed as "odonnell"
+        score = lexicons.name_score(low)
+    else:
+        score = lexicons.UNLISTED_SCORE
     if low in lexicons.us_cities():
         out.append("city")
     if low in lexicons.city_first_words():
@@ -181,34 +210,48 @@ def _lexicon_features(low: str) -> list[str]:
         out.append("wday")
     if len(low) >= 4 and lexicons.clinical_word(low):
         out.append("clin")
-    return out
+    item = zipf < ITEM_MIN_ZIPF or score >= 0.0 or low in _place_words()
+    return tuple(out), item
 
 
-def _word_features(word: str, case: Case) -> tuple[str, ...]:
-    """What a word is, alone: computed once per (word, note case). Its case (``c=``) in a
-    note read as mixed case (``Case.of_words``: a lower-case note whose capitals are common
-    is); in one case, none."""
+# a word's lexicon facts, per lower-case word: a note's "Smith", "SMITH" and "smith", and
+# the same word in notes of each case, ask them once
+_LEXICAL: Final = Memo("tagger.lexicon", _lexical, _MEMO_LIMIT)
+
+
+def _word_facts(word: str, case: Case) -> tuple[tuple[str, ...], bool]:
+    """What a word is, alone: computed once per (word, note case), and whether the CRF
+    labels it (``may_be_phi``). Its case (``c=``) in a note read as mixed case
+    (``Case.of_words``: a lower-case note whose capitals are common is); in one case,
+    none."""
     low = word.lower()
     out = [f"w={low}" if len(low) <= 24 else "w=<long>", f"sh={_shape(word)}"]
     if word.isalpha() or "'" in word or "’" in word:
-        out += [f"p2={low[:2]}", f"p3={low[:3]}", f"s2={low[-2:]}", f"s3={low[-3:]}"]
-        out.append(f"len={_bucket(len(word), (2, 3, 4, 6, 9))}")
+        out += (f"p2={low[:2]}", f"p3={low[:3]}", f"s2={low[-2:]}", f"s3={low[-3:]}")
+        out.append(_LEN[min(len(word), 9)])
         if case is Case.MIXED:
-            shape = (
-                "U"
-                if word.isupper()
-                else "T"
-                if word[0].isupper() and word[1:].islower()
-                else "L"
-                if word.islower()
-                else "M"
-            )
-            out.append(f"c={shape}")
-        out += _lexicon_features(low)
-    elif word.isdecimal():  # int() reads every decimal digit; "²" is a digit, not decimal
-        out += _number_features(word)
+            out.append(_case_feature(word))
+        lexical, item = _LEXICAL(low)
+        out += lexical
+        # may_be_phi, the lexicons asked above
+        if not word[0].isalpha():
+            item = False
+        elif case is Case.MIXED and not word.islower():
+            item = True  # capitals tell something
+    else:
+        if word.isdecimal():  # int() reads every decimal digit; "²" is a digit, not decimal
+            out += _number_features(word)
+        item = may_be_phi(word, case)
     out += _cue_features().get(low, ())
-    return tuple(out)
+    return tuple(out), item
+
+
+def _case_feature(word: str) -> str:
+    if word.isupper():
+        return "c=U"
+    if word[0].isupper() and word[1:].islower():
+        return "c=T"
+    return "c=L" if word.islower() else "c=M"
 
 
 @cache
@@ -221,7 +264,7 @@ def _cue_features() -> dict[str, tuple[str, ...]]:
     return out
 
 
-# The few features of a word its neighbours see (a subset of ``_word_features``).
+# The few features of a word its neighbours see (a subset of ``_word_facts``).
 _CONTEXT_KEEP: Final = ("w=", "c=", "cue=", "fn=", "ln=", "month", "city", "state", "facw", "sh=")
 
 
@@ -271,6 +314,24 @@ class Attributes:
         }
         return lambda attributes: b"".join(filter(None, map(seen.get, attributes)))
 
+    def seen_records(self, prefixes: tuple[str, ...]) -> dict[str, tuple[bytes, ...]]:
+        """What ``packer(prefix, _CONTEXT_KEEP)`` keeps of a feature, for each of
+        ``prefixes`` (b"" where it keeps nothing), for the features some prefix keeps: a
+        closed set's."""
+        tables = []
+        for prefix in prefixes:
+            tables.append(
+                {
+                    a[len(prefix) :]: record
+                    for a, record in self._records.items()
+                    if a.startswith(prefix) and a[len(prefix) :].startswith(_CONTEXT_KEEP)
+                }
+            )
+        return {
+            feature: tuple(table.get(feature, b"") for table in tables)
+            for feature in set().union(*tables)
+        }
+
     def kept(self) -> list[str]:
         """The attributes a closed set keeps (none listed when open)."""
         return list(self._ids)
@@ -308,6 +369,10 @@ class Featurizer:
         # what a neighbour at each offset sees of a word (``_CONTEXT_KEEP``), packed
         self._seen = [self.attributes.packer(p, _CONTEXT_KEEP) for p in _CONTEXT_PREFIXES]
         self._seen_any = _seen_any(self.attributes)
+        # a closed set: a seen feature -> its records at the four offsets (b"": not kept)
+        self._seen_records = (
+            None if self.attributes.open else self.attributes.seen_records(_CONTEXT_PREFIXES)
+        )
         self._pad = _Word(b"", m2, m1, p1, p2, "", False)  # beyond either end of the note
         self._pairs = (
             None
@@ -364,11 +429,16 @@ class Featurizer:
 
     def _made(self, word: str, case: Case) -> _Word:
         """:meth:`word` worked out."""
-        features = _word_features(word, case)
-        seen = tuple(filter(self._seen_any, features))  # a few of them
-        m2, m1, p1, p2 = (pack(seen) for pack in self._seen)
+        features, item = _word_facts(word, case)
         own = self.attributes.pack(features)
-        return _Word(own, m2, m1, p1, p2, word.lower(), may_be_phi(word, case))
+        if self._seen_records is not None:
+            # each seen feature's records at the four offsets, then each offset's joined
+            records = list(filter(None, map(self._seen_records.get, features)))
+            m2, m1, p1, p2 = map(b"".join, zip(*records, strict=True)) if records else _UNSEEN
+        else:
+            seen = tuple(filter(self._seen_any, features))  # a few of them
+            m2, m1, p1, p2 = (pack(seen) for pack in self._seen)
+        return _Word(own, m2, m1, p1, p2, word.lower(), item)
 
     def _entries(self, words: list[str], case: Case) -> list[_Word]:
         return self._words[case].many(words)
@@ -498,6 +568,7 @@ class Encoded:
 
 
 _PAD: Final = tuple((f"{o}pad",) for o in _CONTEXT)
+_UNSEEN: Final = (b"", b"", b"", b"")  # a word its neighbours see nothing of
 _field: Final = _Word._fields.index
 _own: Final = itemgetter(_field("own"))
 _seen: Final = tuple(itemgetter(_field(f"seen_{o}")) for o in ("m2", "m1", "p1", "p2"))
