@@ -363,7 +363,7 @@ class Featurizer:
             keep = {a: i for i, a in enumerate(sorted(keep))}
         self.attributes = Attributes(keep)
         self._words = {
-            case: Memo("tagger.words", partial(self._made, case=case), _MEMO_LIMIT) for case in Case
+            case: Memo("tagger.words", partial(self._made, case), _MEMO_LIMIT) for case in Case
         }
         m2, m1, p1, p2 = (self.attributes.pack(p) for p in _PAD)
         # what a neighbour at each offset sees of a word (``_CONTEXT_KEEP``), packed
@@ -427,7 +427,7 @@ class Featurizer:
         per distinct word."""
         return self._words[case](word)
 
-    def _made(self, word: str, case: Case) -> _Word:
+    def _made(self, case: Case, word: str) -> _Word:
         """:meth:`word` worked out."""
         features, item = _word_facts(word, case)
         own = self.attributes.pack(features)
