@@ -219,9 +219,9 @@ def _lexical(low: str) -> tuple[tuple[str, ...], bool]:
 _LEXICAL: Final = Memo("tagger.lexicon", _lexical, _MEMO_LIMIT)
 
 
-def _word_facts(word: str, case: Case) -> tuple[tuple[str, ...], bool]:
+def _word_facts(word: str, case: Case) -> tuple[tuple[str, ...], str, bool]:
     """What a word is, alone: computed once per (word, note case), and whether the CRF
-    labels it (``may_be_phi``). Its case (``c=``) in a note read as mixed case
+    labels it (``may_be_phi``), with its lower-case form. Its case (``c=``) in a note read as mixed case
     (``Case.of_words``: a lower-case note whose capitals are common is); in one case,
     none."""
     low = word.lower()
@@ -243,7 +243,7 @@ def _word_facts(word: str, case: Case) -> tuple[tuple[str, ...], bool]:
             out += _number_features(word)
         item = may_be_phi(word, case)
     out += _cue_features().get(low, ())
-    return tuple(out), item
+    return tuple(out), low, item
 
 
 def _case_feature(word: str) -> str:
@@ -314,11 +314,11 @@ class Attributes:
         }
         return lambda attributes: b"".join(filter(None, map(seen.get, attributes)))
 
-    def seen_records(self, prefixes: tuple[str, ...]) -> dict[str, tuple[bytes, ...]]:
-        """What ``packer(prefix, _CONTEXT_KEEP)`` keeps of a feature, for each of
-        ``prefixes`` (b"" where it keeps nothing), for the features some prefix keeps: a
-        closed set's."""
-        tables = []
+    def word_records(self, prefixes: tuple[str, ...]) -> dict[str, tuple[bytes, ...]]:
+        """A closed set's records of each feature of a word: its own (``pack``), then what
+        ``packer(prefix, _CONTEXT_KEEP)`` keeps of it for each of ``prefixes`` (b"" where a
+        record is not kept), for the features kept one way or another."""
+        tables = [self._records]
         for prefix in prefixes:
             tables.append(
                 {
@@ -369,9 +369,9 @@ class Featurizer:
         # what a neighbour at each offset sees of a word (``_CONTEXT_KEEP``), packed
         self._seen = [self.attributes.packer(p, _CONTEXT_KEEP) for p in _CONTEXT_PREFIXES]
         self._seen_any = _seen_any(self.attributes)
-        # a closed set: a seen feature -> its records at the four offsets (b"": not kept)
-        self._seen_records = (
-            None if self.attributes.open else self.attributes.seen_records(_CONTEXT_PREFIXES)
+        # a closed set: a feature -> its own record and its records at the four offsets
+        self._word_records = (
+            None if self.attributes.open else self.attributes.word_records(_CONTEXT_PREFIXES)
         )
         self._pad = _Word(b"", m2, m1, p1, p2, "", False)  # beyond either end of the note
         self._pairs = (
@@ -429,16 +429,15 @@ class Featurizer:
 
     def _made(self, case: Case, word: str) -> _Word:
         """:meth:`word` worked out."""
-        features, item = _word_facts(word, case)
-        own = self.attributes.pack(features)
-        if self._seen_records is not None:
-            # each seen feature's records at the four offsets, then each offset's joined
-            records = list(filter(None, map(self._seen_records.get, features)))
-            m2, m1, p1, p2 = map(b"".join, zip(*records, strict=True)) if records else _UNSEEN
+        features, low, item = _word_facts(word, case)
+        if self._word_records is not None:
+            # each kept feature's own and seen records, then each kind's joined: one pass
+            records = list(filter(None, map(self._word_records.get, features)))
+            packed = tuple(map(b"".join, zip(*records, strict=True))) if records else _NOTHING
         else:
             seen = tuple(filter(self._seen_any, features))  # a few of them
-            m2, m1, p1, p2 = (pack(seen) for pack in self._seen)
-        return _Word(own, m2, m1, p1, p2, word.lower(), item)
+            packed = (self.attributes.pack(features), *(pack(seen) for pack in self._seen))
+        return _new_word(_Word, (*packed, low, item))
 
     def _entries(self, words: list[str], case: Case) -> list[_Word]:
         return self._words[case].many(words)
@@ -568,7 +567,8 @@ class Encoded:
 
 
 _PAD: Final = tuple((f"{o}pad",) for o in _CONTEXT)
-_UNSEEN: Final = (b"", b"", b"", b"")  # a word its neighbours see nothing of
+_NOTHING: Final = (b"", b"", b"", b"", b"")  # a word no record of which is kept
+_new_word: Final = tuple.__new__
 _field: Final = _Word._fields.index
 _own: Final = itemgetter(_field("own"))
 _seen: Final = tuple(itemgetter(_field(f"seen_{o}")) for o in ("m2", "m1", "p1", "p2"))
