@@ -177,23 +177,8 @@ def _lexical(low: str) -> tuple[tuple[str, ...], bool]:
     """What the lexicons say of a lower-case word: its features, and whether ``may_be_phi``
     takes it in a note where its case tells nothing (rare, a name, or a place word), each
     lexicon asked once."""
-    out: list[str] = []
-    plain = lexicons.folded(low)  # the census lists write names in ASCII
-    first = lexicons.first_names().get(plain, 0.0)
-    last = lexicons.last_names().get(plain, 0.0)
     zipf = lexicons.zipf(low)
-    if first:
-        out.append(_FN[bisect.bisect_right(_FN_EDGES, first)])
-    if last:
-        out.append(_LN[bisect.bisect_right(_LN_EDGES, last)])
-    out.append(_ZF[bisect.bisect_right(_ZF_EDGES, zipf)])
-    if first or last:
-        score = lexicons.listed_name_score(plain, max(first, last))
-        out.append(_NS[bisect.bisect_right(_NS_EDGES, score)])
-    elif "'" in plain or "’" in plain:  # "o'donnell" is listed as "odonnell"
-        score = lexicons.name_score(low)
-    else:
-        score = lexicons.UNLISTED_SCORE
+    out, score = _census(low, zipf)
     if low in lexicons.us_cities():
         out.append("city")
     if low in lexicons.city_first_words():
@@ -214,16 +199,38 @@ def _lexical(low: str) -> tuple[tuple[str, ...], bool]:
     return tuple(out), item
 
 
+def _census(low: str, zipf: float) -> tuple[list[str], float]:
+    """A word's census and frequency features (``zipf``: its Zipf frequency), and its
+    ``lexicons.name_score`` from the shares read for them."""
+    out: list[str] = []
+    plain = lexicons.folded(low)  # the census lists write names in ASCII
+    first = lexicons.first_names().get(plain, 0.0)
+    last = lexicons.last_names().get(plain, 0.0)
+    if first:
+        out.append(_FN[bisect.bisect_right(_FN_EDGES, first)])
+    if last:
+        out.append(_LN[bisect.bisect_right(_LN_EDGES, last)])
+    out.append(_ZF[bisect.bisect_right(_ZF_EDGES, zipf)])
+    if first or last:
+        score = lexicons.listed_name_score(plain, max(first, last))
+        out.append(_NS[bisect.bisect_right(_NS_EDGES, score)])
+    elif "'" in plain or "’" in plain:  # "o'donnell" is listed as "odonnell"
+        score = lexicons.name_score(low)
+    else:
+        score = lexicons.UNLISTED_SCORE
+    return out, score
+
+
 # a word's lexicon facts, per lower-case word: a note's "Smith", "SMITH" and "smith", and
 # the same word in notes of each case, ask them once
 _LEXICAL: Final = Memo("tagger.lexicon", _lexical, _MEMO_LIMIT)
 
 
 def _word_facts(word: str, case: Case) -> tuple[tuple[str, ...], str, bool]:
-    """What a word is, alone: computed once per (word, note case), and whether the CRF
-    labels it (``may_be_phi``), with its lower-case form. Its case (``c=``) in a note read as mixed case
-    (``Case.of_words``: a lower-case note whose capitals are common is); in one case,
-    none."""
+    """What a word is, alone (computed once per (word, note case)), its lower-case form,
+    and whether the CRF labels it (``may_be_phi``). Its case (``c=``) in a note read as
+    mixed case (``Case.of_words``: a lower-case note whose capitals are common is); in one
+    case, none."""
     low = word.lower()
     out = [f"w={low}" if len(low) <= 24 else "w=<long>", f"sh={_shape(word)}"]
     if word.isalpha() or "'" in word or "’" in word:
@@ -299,25 +306,11 @@ class Attributes:
             return b"".join([_pack(self._id(a), 1.0) for a in attributes])
         return b"".join(filter(None, map(self._records.get, attributes)))
 
-    def packer(self, prefix: str, keep: tuple[str, ...]) -> Callable[[Iterable[str]], bytes]:
-        """``pack`` of each attribute that starts with one of ``keep``, prefixed by ``prefix``
-        (what a neighbour sees of a word): for a closed set, by lookups of the unprefixed
-        attributes in C, no string built."""
-        if self.open:
-            return lambda attributes: self.pack(
-                prefix + a for a in attributes if a.startswith(keep)
-            )
-        seen = {
-            a[len(prefix) :]: record
-            for a, record in self._records.items()
-            if a.startswith(prefix) and a[len(prefix) :].startswith(keep)
-        }
-        return lambda attributes: b"".join(filter(None, map(seen.get, attributes)))
-
     def word_records(self, prefixes: tuple[str, ...]) -> dict[str, tuple[bytes, ...]]:
-        """A closed set's records of each feature of a word: its own (``pack``), then what
-        ``packer(prefix, _CONTEXT_KEEP)`` keeps of it for each of ``prefixes`` (b"" where a
-        record is not kept), for the features kept one way or another."""
+        """A closed set's records of each feature of a word: its own (``pack``), then that
+        of the attribute ``{prefix}{feature}`` for each of ``prefixes`` where the feature is
+        one a neighbour sees (``_CONTEXT_KEEP``); b"" where a record is not kept. Listed: the
+        features kept one way or another."""
         tables = [self._records]
         for prefix in prefixes:
             tables.append(
@@ -366,10 +359,8 @@ class Featurizer:
             case: Memo("tagger.words", partial(self._made, case), _MEMO_LIMIT) for case in Case
         }
         m2, m1, p1, p2 = (self.attributes.pack(p) for p in _PAD)
-        # what a neighbour at each offset sees of a word (``_CONTEXT_KEEP``), packed
-        self._seen = [self.attributes.packer(p, _CONTEXT_KEEP) for p in _CONTEXT_PREFIXES]
-        self._seen_any = _seen_any(self.attributes)
-        # a closed set: a feature -> its own record and its records at the four offsets
+        # a closed set: a feature -> its own record and what a neighbour at each offset
+        # sees of it (``_CONTEXT_KEEP``); None: every attribute (training)
         self._word_records = (
             None if self.attributes.open else self.attributes.word_records(_CONTEXT_PREFIXES)
         )
@@ -434,9 +425,11 @@ class Featurizer:
             # each kept feature's own and seen records, then each kind's joined: one pass
             records = list(filter(None, map(self._word_records.get, features)))
             packed = tuple(map(b"".join, zip(*records, strict=True))) if records else _NOTHING
-        else:
-            seen = tuple(filter(self._seen_any, features))  # a few of them
-            packed = (self.attributes.pack(features), *(pack(seen) for pack in self._seen))
+        else:  # every attribute, numbered as first made: what the neighbours see first
+            pack = self.attributes.pack
+            seen = [f for f in features if f.startswith(_CONTEXT_KEEP)]
+            m2, m1, p1, p2 = (pack([prefix + f for f in seen]) for prefix in _CONTEXT_PREFIXES)
+            packed = (pack(features), m2, m1, p1, p2)
         return _new_word(_Word, (*packed, low, item))
 
     def _entries(self, words: list[str], case: Case) -> list[_Word]:
@@ -492,18 +485,6 @@ def _picker(items: list[int]) -> Callable[[Sequence[T]], Sequence[T]]:
         only = items[0]
         return lambda seq: (seq[only],)
     return itemgetter(*items)
-
-
-def _seen_any(attributes: Attributes) -> Callable[[str], bool]:
-    """Whether a neighbour at some offset may see a word's feature (``_CONTEXT_KEEP``)."""
-    if attributes.open:
-        return lambda feature: feature.startswith(_CONTEXT_KEEP)
-    return frozenset(
-        seen
-        for a in attributes.kept()
-        for prefix in _CONTEXT_PREFIXES
-        if a.startswith(prefix) and (seen := a[len(prefix) :]).startswith(_CONTEXT_KEEP)
-    ).__contains__
 
 
 def _items(entries: list[_Word]) -> list[int]:
