@@ -110,12 +110,19 @@ class Memo(Generic[K, V]):
             else:
                 self.hits += len(found)
                 return found
-        values: list[object] = list(map(self._store.get, keys, repeat(_MISS)))
+        store = self._store
+        values: list[object] = list(map(store.get, keys, repeat(_MISS)))
         # the misses by identity (``list.count`` would call each value's ``__eq__``)
         missed = list(compress(count(), map(is_, values, repeat(_MISS))))
         self.hits += len(values) - len(missed)
-        for i in missed:
-            values[i] = self(keys[i])  # a key may repeat among the misses
+        for i in missed:  # what ``self(keys[i])`` does, inline: a key may repeat
+            key = keys[i]
+            value = store.get(key, _MISS)
+            if value is _MISS:
+                value = self._computed(key)
+            else:
+                self.hits += 1
+            values[i] = value
         return values  # type: ignore[return-value]
 
     def _computed(self, key: K) -> V:
@@ -123,7 +130,12 @@ class Memo(Generic[K, V]):
         if self.compute is None:
             raise TypeError(f"memo {self.name} is filled with put(), not computed")
         value = self.compute(key)
-        self.put(key, value)
+        if not _STATE["all_off"] and self.name not in _OFF:  # ``put``, inline
+            store = self._store
+            if len(store) >= self.size:
+                store.clear()
+                self.clears += 1
+            store[key] = value
         return value
 
     def clear(self) -> None:

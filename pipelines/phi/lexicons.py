@@ -308,9 +308,6 @@ def last_names() -> Mapping[str, float]:
 _COMMON_ZIPF: Final = math.log10(10 ** (3.3 - 9.0)) + 9.0
 
 
-_SEEN_LIMIT: Final = 20_000
-
-
 @dataclass(frozen=True, slots=True)
 class English:
     """wordfreq's English list: a dict of the common words (Zipf >= ``_COMMON_ZIPF``: most
@@ -370,8 +367,8 @@ def zipf(word: str) -> float:
     """English frequency of a lower-case word on the Zipf scale (0 = unseen, 7 = "the")."""
     english = _english()
     value = english.common.get(word)
-    if value is None:
-        value = _RARE_ZIPF(word)
+    if value is None:  # the rare tail, searched each time (a memo saved under 1 %)
+        value = english.rare.get(word)
     return value
 
 
@@ -381,15 +378,6 @@ def common_zipf(word: str) -> float:
     look-up in the rare tail. For the tables built at start-up that test thousands of
     words so (bench/README.md, "Session 15")."""
     return _english().common.get(word, 0.0)
-
-
-def _rare_zipf(word: str) -> float:
-    return _english().rare.get(word)
-
-
-# rare and unlisted words looked up: a note repeats its rare words (clinical terms, its
-# names), and a dict look-up is faster than the search
-_RARE_ZIPF: Final = Memo("lexicons.rare_zipf", _rare_zipf, _SEEN_LIMIT)
 
 
 # English month names, for the invented texts and augmentation that write dates out
@@ -409,6 +397,9 @@ MONTH_NAMES: Final = (
 )
 
 
+UNLISTED_SCORE: Final = -9.0  # the ``name_score`` of a word in no census list
+
+
 def name_score(word: str) -> float:
     return _NAME_SCORE(word)
 
@@ -426,7 +417,13 @@ def _name_score(word: str) -> float:
         word = word.replace("'", "").replace("’", "")
         share = last_names().get(word, 0.0)
     if share <= 0.0:
-        return -9.0
+        return UNLISTED_SCORE
+    return listed_name_score(word, share)
+
+
+def listed_name_score(word: str, share: float) -> float:
+    """``name_score`` of a census-listed word as the lists write it (``folded``), given its
+    census share (percent, above 0): the one formula."""
     return math.log10(share * 1e5) + 2.0 - zipf(word)
 
 

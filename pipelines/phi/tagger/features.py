@@ -127,6 +127,13 @@ def _bucket(value: float, edges: tuple[float, ...]) -> int:
 
 
 def _shape(word: str) -> str:
+    if word.isalpha() and word.isascii():  # most words: one of three shapes
+        if word.islower():
+            return "x"
+        if word.isupper():
+            return "X"
+        if word[0].isupper() and word[1:].islower():
+            return "Xx"
     out: list[str] = []
     for ch in word:
         c = "X" if ch.isupper() else "x" if ch.isalpha() else "d" if ch.isdigit() else ch
@@ -153,18 +160,25 @@ def _number_features(word: str) -> list[str]:
     return out
 
 
-def _lexicon_features(low: str) -> list[str]:
-    out: list[str] = []
-    plain = lexicons.folded(low)  # the census lists write names in ASCII
-    first = lexicons.first_names().get(plain, 0.0)
-    last = lexicons.last_names().get(plain, 0.0)
-    if first:
-        out.append(f"fn={_bucket(first, (0.005, 0.05, 0.3))}")
-    if last:
-        out.append(f"ln={_bucket(last, (0.001, 0.01, 0.1))}")
-    out.append(f"zf={_bucket(lexicons.zipf(low), (1.0, 2.0, 3.0, 4.0, 5.0))}")
-    if first or last:
-        out.append(f"ns={_bucket(lexicons.name_score(low), (-2.0, -1.0, 0.0, 1.0))}")
+# The bucketed features, made once: the bucket of a value is its index
+_FN_EDGES: Final = (0.005, 0.05, 0.3)
+_FN: Final = tuple(f"fn={i}" for i in range(len(_FN_EDGES) + 1))
+_LN_EDGES: Final = (0.001, 0.01, 0.1)
+_LN: Final = tuple(f"ln={i}" for i in range(len(_LN_EDGES) + 1))
+_ZF_EDGES: Final = (1.0, 2.0, 3.0, 4.0, 5.0)
+_ZF: Final = tuple(f"zf={i}" for i in range(len(_ZF_EDGES) + 1))
+_NS_EDGES: Final = (-2.0, -1.0, 0.0, 1.0)
+_NS: Final = tuple(f"ns={i}" for i in range(len(_NS_EDGES) + 1))
+# ``len=`` by the word's length: 9 letters and more are the last bucket
+_LEN: Final = tuple(f"len={_bucket(n, (2, 3, 4, 6, 9))}" for n in range(10))
+
+
+def _lexical(low: str) -> tuple[tuple[str, ...], bool]:
+    """What the lexicons say of a lower-case word: its features, and whether ``may_be_phi``
+    takes it in a note where its case tells nothing (rare, a name, or a place word), each
+    lexicon asked once."""
+    zipf = lexicons.zipf(low)
+    out, score = _census(low, zipf)
     if low in lexicons.us_cities():
         out.append("city")
     if low in lexicons.city_first_words():
@@ -181,34 +195,70 @@ def _lexicon_features(low: str) -> list[str]:
         out.append("wday")
     if len(low) >= 4 and lexicons.clinical_word(low):
         out.append("clin")
-    return out
+    item = zipf < ITEM_MIN_ZIPF or score >= 0.0 or low in _place_words()
+    return tuple(out), item
 
 
-def _word_features(word: str, case: Case) -> tuple[str, ...]:
-    """What a word is, alone: computed once per (word, note case). Its case (``c=``) in a
-    note read as mixed case (``Case.of_words``: a lower-case note whose capitals are common
-    is); in one case, none."""
+def _census(low: str, zipf: float) -> tuple[list[str], float]:
+    """A word's census and frequency features (``zipf``: its Zipf frequency), and its
+    ``lexicons.name_score`` from the shares read for them."""
+    out: list[str] = []
+    plain = lexicons.folded(low)  # the census lists write names in ASCII
+    first = lexicons.first_names().get(plain, 0.0)
+    last = lexicons.last_names().get(plain, 0.0)
+    if first:
+        out.append(_FN[bisect.bisect_right(_FN_EDGES, first)])
+    if last:
+        out.append(_LN[bisect.bisect_right(_LN_EDGES, last)])
+    out.append(_ZF[bisect.bisect_right(_ZF_EDGES, zipf)])
+    if first or last:
+        score = lexicons.listed_name_score(plain, max(first, last))
+        out.append(_NS[bisect.bisect_right(_NS_EDGES, score)])
+    elif "'" in plain or "’" in plain:  # "o'donnell" is listed as "odonnell"
+        score = lexicons.name_score(low)
+    else:
+        score = lexicons.UNLISTED_SCORE
+    return out, score
+
+
+# a word's lexicon facts, per lower-case word: a note's "Smith", "SMITH" and "smith", and
+# the same word in notes of each case, ask them once
+_LEXICAL: Final = Memo("tagger.lexicon", _lexical, _MEMO_LIMIT)
+
+
+def _word_facts(word: str, case: Case) -> tuple[tuple[str, ...], str, bool]:
+    """What a word is, alone (computed once per (word, note case)), its lower-case form,
+    and whether the CRF labels it (``may_be_phi``). Its case (``c=``) in a note read as
+    mixed case (``Case.of_words``: a lower-case note whose capitals are common is); in one
+    case, none."""
     low = word.lower()
     out = [f"w={low}" if len(low) <= 24 else "w=<long>", f"sh={_shape(word)}"]
     if word.isalpha() or "'" in word or "’" in word:
-        out += [f"p2={low[:2]}", f"p3={low[:3]}", f"s2={low[-2:]}", f"s3={low[-3:]}"]
-        out.append(f"len={_bucket(len(word), (2, 3, 4, 6, 9))}")
+        out += (f"p2={low[:2]}", f"p3={low[:3]}", f"s2={low[-2:]}", f"s3={low[-3:]}")
+        out.append(_LEN[min(len(word), 9)])
         if case is Case.MIXED:
-            shape = (
-                "U"
-                if word.isupper()
-                else "T"
-                if word[0].isupper() and word[1:].islower()
-                else "L"
-                if word.islower()
-                else "M"
-            )
-            out.append(f"c={shape}")
-        out += _lexicon_features(low)
-    elif word.isdecimal():  # int() reads every decimal digit; "²" is a digit, not decimal
-        out += _number_features(word)
+            out.append(_case_feature(word))
+        lexical, item = _LEXICAL(low)
+        out += lexical
+        # may_be_phi, the lexicons asked above
+        if not word[0].isalpha():
+            item = False
+        elif case is Case.MIXED and not word.islower():
+            item = True  # capitals tell something
+    else:
+        if word.isdecimal():  # int() reads every decimal digit; "²" is a digit, not decimal
+            out += _number_features(word)
+        item = may_be_phi(word, case)
     out += _cue_features().get(low, ())
-    return tuple(out)
+    return tuple(out), low, item
+
+
+def _case_feature(word: str) -> str:
+    if word.isupper():
+        return "c=U"
+    if word[0].isupper() and word[1:].islower():
+        return "c=T"
+    return "c=L" if word.islower() else "c=M"
 
 
 @cache
@@ -221,7 +271,7 @@ def _cue_features() -> dict[str, tuple[str, ...]]:
     return out
 
 
-# The few features of a word its neighbours see (a subset of ``_word_features``).
+# The few features of a word its neighbours see (a subset of ``_word_facts``).
 _CONTEXT_KEEP: Final = ("w=", "c=", "cue=", "fn=", "ln=", "month", "city", "state", "facw", "sh=")
 
 
@@ -256,20 +306,24 @@ class Attributes:
             return b"".join([_pack(self._id(a), 1.0) for a in attributes])
         return b"".join(filter(None, map(self._records.get, attributes)))
 
-    def packer(self, prefix: str, keep: tuple[str, ...]) -> Callable[[Iterable[str]], bytes]:
-        """``pack`` of each attribute that starts with one of ``keep``, prefixed by ``prefix``
-        (what a neighbour sees of a word): for a closed set, by lookups of the unprefixed
-        attributes in C, no string built."""
-        if self.open:
-            return lambda attributes: self.pack(
-                prefix + a for a in attributes if a.startswith(keep)
+    def word_records(self, prefixes: tuple[str, ...]) -> dict[str, tuple[bytes, ...]]:
+        """A closed set's records of each feature of a word: its own (``pack``), then that
+        of the attribute ``{prefix}{feature}`` for each of ``prefixes`` where the feature is
+        one a neighbour sees (``_CONTEXT_KEEP``); b"" where a record is not kept. Listed: the
+        features kept one way or another."""
+        tables = [self._records]
+        for prefix in prefixes:
+            tables.append(
+                {
+                    a[len(prefix) :]: record
+                    for a, record in self._records.items()
+                    if a.startswith(prefix) and a[len(prefix) :].startswith(_CONTEXT_KEEP)
+                }
             )
-        seen = {
-            a[len(prefix) :]: record
-            for a, record in self._records.items()
-            if a.startswith(prefix) and a[len(prefix) :].startswith(keep)
+        return {
+            feature: tuple(table.get(feature, b"") for table in tables)
+            for feature in set().union(*tables)
         }
-        return lambda attributes: b"".join(filter(None, map(seen.get, attributes)))
 
     def kept(self) -> list[str]:
         """The attributes a closed set keeps (none listed when open)."""
@@ -302,12 +356,14 @@ class Featurizer:
             keep = {a: i for i, a in enumerate(sorted(keep))}
         self.attributes = Attributes(keep)
         self._words = {
-            case: Memo("tagger.words", partial(self._made, case=case), _MEMO_LIMIT) for case in Case
+            case: Memo("tagger.words", partial(self._made, case), _MEMO_LIMIT) for case in Case
         }
         m2, m1, p1, p2 = (self.attributes.pack(p) for p in _PAD)
-        # what a neighbour at each offset sees of a word (``_CONTEXT_KEEP``), packed
-        self._seen = [self.attributes.packer(p, _CONTEXT_KEEP) for p in _CONTEXT_PREFIXES]
-        self._seen_any = _seen_any(self.attributes)
+        # a closed set: a feature -> its own record and what a neighbour at each offset
+        # sees of it (``_CONTEXT_KEEP``); None: every attribute (training)
+        self._word_records = (
+            None if self.attributes.open else self.attributes.word_records(_CONTEXT_PREFIXES)
+        )
         self._pad = _Word(b"", m2, m1, p1, p2, "", False)  # beyond either end of the note
         self._pairs = (
             None
@@ -362,13 +418,19 @@ class Featurizer:
         per distinct word."""
         return self._words[case](word)
 
-    def _made(self, word: str, case: Case) -> _Word:
+    def _made(self, case: Case, word: str) -> _Word:
         """:meth:`word` worked out."""
-        features = _word_features(word, case)
-        seen = tuple(filter(self._seen_any, features))  # a few of them
-        m2, m1, p1, p2 = (pack(seen) for pack in self._seen)
-        own = self.attributes.pack(features)
-        return _Word(own, m2, m1, p1, p2, word.lower(), may_be_phi(word, case))
+        features, low, item = _word_facts(word, case)
+        if self._word_records is not None:
+            # each kept feature's own and seen records, then each kind's joined: one pass
+            records = list(filter(None, map(self._word_records.get, features)))
+            packed = tuple(map(b"".join, zip(*records, strict=True))) if records else _NOTHING
+        else:  # every attribute, numbered as first made: what the neighbours see first
+            pack = self.attributes.pack
+            seen = [f for f in features if f.startswith(_CONTEXT_KEEP)]
+            m2, m1, p1, p2 = (pack([prefix + f for f in seen]) for prefix in _CONTEXT_PREFIXES)
+            packed = (pack(features), m2, m1, p1, p2)
+        return _new_word(_Word, (*packed, low, item))
 
     def _entries(self, words: list[str], case: Case) -> list[_Word]:
         return self._words[case].many(words)
@@ -423,18 +485,6 @@ def _picker(items: list[int]) -> Callable[[Sequence[T]], Sequence[T]]:
         only = items[0]
         return lambda seq: (seq[only],)
     return itemgetter(*items)
-
-
-def _seen_any(attributes: Attributes) -> Callable[[str], bool]:
-    """Whether a neighbour at some offset may see a word's feature (``_CONTEXT_KEEP``)."""
-    if attributes.open:
-        return lambda feature: feature.startswith(_CONTEXT_KEEP)
-    return frozenset(
-        seen
-        for a in attributes.kept()
-        for prefix in _CONTEXT_PREFIXES
-        if a.startswith(prefix) and (seen := a[len(prefix) :]).startswith(_CONTEXT_KEEP)
-    ).__contains__
 
 
 def _items(entries: list[_Word]) -> list[int]:
@@ -498,6 +548,8 @@ class Encoded:
 
 
 _PAD: Final = tuple((f"{o}pad",) for o in _CONTEXT)
+_NOTHING: Final = (b"", b"", b"", b"", b"")  # a word no record of which is kept
+_new_word: Final = tuple.__new__
 _field: Final = _Word._fields.index
 _own: Final = itemgetter(_field("own"))
 _seen: Final = tuple(itemgetter(_field(f"seen_{o}")) for o in ("m2", "m1", "p1", "p2"))
