@@ -3,12 +3,14 @@ the strength of its cue, is it an initial, a surname after a first name, an epon
 
 from __future__ import annotations
 
+import re
 from collections.abc import Container
 from typing import Final
 
 from pipelines.phi import lexicons as lx
 from pipelines.phi.lexicons import Token
 from pipelines.phi.recognizers.name_cues import _RARE, cues
+from pipelines.phi.wordlists import word_set
 from pipelines.spans import Category
 
 
@@ -102,18 +104,37 @@ def _is_initial(tok: Token, text: str) -> bool:
 def surname_letter(tok: Token, text: str) -> bool:
     """A capital standing for a surname, after a first name or a title: "Greta Q.", "Dr. Q.",
     "Margaret K in to visit". A single capital but "A" or "I"; written without its period,
-    also no clinical shorthand ("L", "R", "Q") and followed by punctuation, a line's end or a
-    lower-case word ("K 3.4", "B/P", "C DIFF" are no initials)."""
+    followed by punctuation, a line's end or a lower-case word ("K 3.4", "B/P", "C DIFF" are
+    no initials); a clinical shorthand letter ("L", "R", "Q") or a letter in capitals before a
+    word in capitals only before a word that tells an initial ("Dr Q to see pt", "GRETA K IN
+    TO VISIT": ``name_initial_after``; not "Hanlon R arm")."""
     if len(tok.text) != 1 or not tok.text.isupper() or tok.lower in {"a", "i"}:
         return False
     after = text[tok.end : tok.end + 2]
-    if after[:1] == ".":
+    if after[:1] in {".", "", ",", ";", ")", "\n"}:
         return True
-    if tok.lower in cues().clinical_letters:
+    if after[:1] not in {" ", "\t"}:
         return False
-    if after[:1] in {"", ",", ";", ")", "\n"}:
+    if after[1:] in {"", "\n"} or (after[1].islower() and tok.lower not in cues().clinical_letters):
         return True
-    return after[0] in " \t" and (after[1:] in {"", "\n"} or after[1].islower())
+    return _initial_word_after(text, tok.end)
+
+
+_NEXT_WORD: Final = re.compile(r"[ \t]+([A-Za-z]+)\b")
+
+
+def _initial_word_after(text: str, end: int) -> bool:
+    """The word after a bare capital ending at ``end`` tells the capital is an initial: a
+    function word or a verb of being, coming or saying, in lower case or in capitals."""
+    m = _NEXT_WORD.match(text, end)
+    if m is None:
+        return False
+    word = m.group(1)
+    low = word.lower()
+    if not (word == low or word.isupper()):
+        return False
+    c = cues()
+    return low in word_set("name_initial_after") or low in c.presence_after or low in c.role_after
 
 
 def _base(word: str) -> str:
