@@ -23,6 +23,7 @@ from pipelines.phi.recognizers.name_words import (
     _surname_after_first,
     _tight,
     _word_surname_after_dr,
+    set_off_short_name,
     surname_letter,
 )
 from pipelines.spans import Category
@@ -268,26 +269,6 @@ def _capitalised_full_name(note: _Note, j: int) -> bool:
     )
 
 
-def _set_off_short_name(note: _Note, i: int, j: int) -> bool:
-    """ "son, jo, at bedside", "WIFE, BO, CALLED": a two-letter first name set off by commas
-    right after a kin word (any case; a two-letter word needs a title otherwise). Not a word
-    English uses much ("in", "ok", "ed"), a state ("pa", "ma") or a credential ("np")."""
-    tok = note.words[j]
-    low = tok.lower
-    return (
-        len(tok.text) == 2
-        and j == i + 1
-        and note.gap(i, j).strip(" ") == ","
-        and note.text[tok.end : tok.end + 1] == ","
-        and (tok.text.islower() or tok.is_title or tok.is_upper)
-        and lx.is_first_name(low)
-        and lx.zipf(low) < 4.5
-        and low not in lx.us_states()
-        and low not in note.cues.cue_words
-        and not lx.clinical_word(low)
-    )
-
-
 def _after_role(note: _Note, i: int, role: Category) -> int | None:
     """The name after a role word or a verb of talking: "wife Ann", "spoke with Dr X"."""
     j = _name_slot(note, i)
@@ -302,7 +283,7 @@ def _after_role(note: _Note, i: int, role: Category) -> int | None:
     word = note.words[j]
     if role is R and not note.mixed and _rare_unknown(word):
         return note.run_right(j, role, 0.7, 2)  # "BROTHER XYZ"
-    if role is R and _set_off_short_name(note, i, j):
+    if role is R and j == i + 1 and set_off_short_name(word, note.text, note.gap(i, j)):
         note.take(j, role, 0.7)  # "son, jo, at bedside"
         return j + 1
     # "per protocol", "per Carevue": after "per" only a census name counts

@@ -137,6 +137,24 @@ def _initial_word_after(text: str, end: int) -> bool:
     return low in word_set("name_initial_after") or low in c.presence_after or low in c.role_after
 
 
+def set_off_short_name(tok: Token, text: str, gap: str) -> bool:
+    """ "son, jo, at bedside", "WIFE, BO, CALLED": a two-letter first name set off by commas
+    right after a kin word (``gap``: what stands between them), in any case (a two-letter word
+    needs a title otherwise). Not a word English uses much ("in", "ok", "ed"), a state ("pa",
+    "ma"), a cue word ("np") or a clinical word."""
+    low = tok.lower
+    return (
+        len(low) == 2
+        and gap.strip(" ") == ","
+        and text[tok.end : tok.end + 1] == ","
+        and lx.is_first_name(low)
+        and lx.zipf(low) < 4.5
+        and low not in lx.us_states()
+        and low not in cues().cue_words
+        and not lx.clinical_word(low)
+    )
+
+
 def _base(word: str) -> str:
     """The word without a possessive "'s"."""
     return word[:-2] if word[-2:] in _POSSESSIVE and len(word) > 2 else word
