@@ -121,6 +121,7 @@ def surname_letter(tok: Token, text: str) -> bool:
 
 
 _NEXT_WORD: Final = re.compile(r"[ \t]+([A-Za-z]+)\b")
+_LETTER_NEXT: Final = re.compile(r"[ \t]+[A-Za-z](?![A-Za-z0-9])")
 
 
 def _initial_word_after(text: str, end: int) -> bool:
@@ -133,6 +134,8 @@ def _initial_word_after(text: str, end: int) -> bool:
     low = word.lower()
     if not (word == low or word.isupper()):
         return False
+    if _LETTER_NEXT.match(text, m.end()):
+        return False  # "R to L shunt", "C and S": a pair of shorthand letters
     c = cues()
     return low in word_set("name_initial_after") or low in c.presence_after or low in c.role_after
 
