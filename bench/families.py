@@ -63,7 +63,7 @@ SHAPES: dict[str, dict[str, str]] = {
     "places": {
         "saint-alone": "<saint> has a bed for him tomorrow.",
         "saint-initial": "Bed offered at <stinitial>. pending insurance.",
-        "regional": "Transferred from <town> Regional this am.",
+        "regional": "Transferred from <townregional> this am.",
         "lower-memorial": "Family prefers <memorial> for rehab.",
         "city-descriptor": "Follows with PCP at <town> Family Care.",
         "satellite": "Labs drawn at our <town> satellite clinic.",
@@ -73,6 +73,9 @@ SHAPES: dict[str, dict[str, str]] = {
         "employer-lower": "Son works for <orglower>. per wife.",
         "lower-floor": "pt a+ox3, mae. came from <lacr> floor yesterday, stable.",
         "two-letter-hospital": "Transferred from <xh> for further care.",
+        "general-no-head": "Came from <towngeneral> last night, stable.",
+        "community-no-head": "Seen at <towncommunity> yesterday for labs.",
+        "suffix-slip": "Pt is from <townslip>, lives with son.",
     },
     "names": {
         "first-initial": "<first> <initial>. called back about results.",
@@ -86,6 +89,9 @@ SHAPES: dict[str, dict[str, str]] = {
         "label-word-first": "Family: <wordfirst> and <wordfirst> at bedside, updated.",
         "nfd-accented": "Seen by Dr. <nfdfirst> <last> this am.",
         "possessive": "Spoke with Dr. <last>'s office re: appt.",
+        "bare-initial-title": "Dr <initial> to see pt this am.",
+        "bare-initial-first": "Spoke with <first> <initial> about the plan.",
+        "kin-commas-short": "son, <twofirst>, at bedside, updated.",
     },
     "identifiers": {
         "mrn-is": "His MRN is <code> per registration.",
@@ -121,6 +127,9 @@ SHAPES: dict[str, dict[str, str]] = {
         "sat-subject": "Pt is {sat} on {o2} this am.",
         "lab-trend": "{lab} {labpair} this am, stable.",
         "ett-goal": "ETT {ettpair} at the lip; TF at {tfpair} goal.",
+        "modifier-nouns": "Under regional anesthesia; General surgery f/u; community acquired pna.",
+        "letter-lookalikes": "Vitamin K given, Hep B due, type A pos, Group B strep neg, Stage D.",
+        "side-letter": "Mrs. <last> R arm weak, L knee pain, C diff neg.",
     },
 }
 _EPONYMS = ("Foley", "Hickman", "Groshong", "Quinton", "Swan-Ganz", "Pigtail")
@@ -137,6 +146,8 @@ _KIN = ("WIFE", "SON", "DAUGHTER", "HUSBAND", "SISTER")
 _SPECIALTIES = ("Family Practice", "Family Medicine", "Internal Medicine", "General Surgery")
 _SERVICE_NOUNS = ("team", "clinic", "follow-up", "consult", "referral", "worker", "counselor")
 _UNITS = ("cvicu", "tsicu", "cmed", "ficu", "ltach", "sds")
+_TWO_FIRSTS = ("jo", "bo", "ty", "li", "su", "yu", "lu", "ai")
+_SUFFIXES = ("Heights", "Springs", "Village", "Junction", "Crossing", "Landing")
 _MONTHS = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
 _UNIT_WORDS = ("L arm", "R leg", "L hand", "LLE", "RUE")
 _COMBOS = ("Vytorin", "Lotrel", "Caduet", "Exforge", "Hyzaar")
@@ -159,9 +170,15 @@ class _Draw:
             "shortfirst": lambda: self.rng.choice([f for f in _first_names() if len(f) <= 3]),
             "lowerfirst": lambda: self.rng.choice(_first_names()).lower(),
             "initial": lambda: self.rng.choice("BCFGHJKLMNPQRTVWZ"),
+            "twofirst": lambda: self.rng.choice(_TWO_FIRSTS),
+            "townslip": lambda: f"{self.rng.choice(self.towns)} {self._slip()}",
             "saint": lambda: "St. " + self.rng.choice(_SAINTS),
             "stinitial": lambda: "St " + self.rng.choice("BCFGHJKLMNPQRTVWZ"),
             "town": lambda: self.rng.choice(self.towns),
+            # a facility named by its town and a modifier, no head: all of it is the name
+            "townregional": lambda: self.rng.choice(self.towns) + " Regional",
+            "towngeneral": lambda: self.rng.choice(self.towns) + " General",
+            "towncommunity": lambda: self.rng.choice(self.towns) + " Community",
             "newtown": lambda: "New " + self.rng.choice(self.towns),
             "acr": lambda: "".join(self.rng.choice("BCDFGHJKLMNPQRSTVWXZ") for _ in range(3)),
             "orgword": lambda: self.rng.choice(self.towns).upper() + "CO",
@@ -255,6 +272,12 @@ class _Draw:
             "unit": lambda: self.rng.choice(_UNITS),
         }
         return table[kind]()
+
+    def _slip(self) -> str:
+        """A generic place word with two neighbouring letters swapped ("Hieghts")."""
+        word = self.rng.choice(_SUFFIXES)
+        i = self.rng.randint(1, len(word) - 2)
+        return word[:i] + word[i + 1] + word[i] + word[i + 2 :]
 
     def fill(self, template: str) -> tuple[str, list[tuple[int, int]]]:
         out: list[str] = []

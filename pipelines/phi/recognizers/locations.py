@@ -35,6 +35,12 @@ from pipelines.phi.recognizers import facility_phrases as fp
 from pipelines.phi.recognizers import location_cues as cues
 from pipelines.phi.recognizers.location_gazetteer import gazetteer_names
 from pipelines.phi.recognizers.location_heads import facility, facility_list, glued_heads
+from pipelines.phi.recognizers.location_modifiers import (
+    MODIFIERS,
+    TOWN_CUES,
+    modifier_alone,
+    suffixed_town,
+)
 from pipelines.phi.recognizers.location_places import (
     GLUED_NUMBER,
     acronym_before_unit,
@@ -214,6 +220,10 @@ PASSES: Final = declare(
         "locations",
         [
             FACILITY_HEAD,
+            Pass("locations.modifier_alone", modifier_alone, words=MODIFIERS, before=4, after=1,
+                 vocabulary=("facility_modifiers_alone", "facility_clause_words")),
+            Pass("locations.suffixed_town", suffixed_town, words=TOWN_CUES, before=3,
+                 after=2, vocabulary=("place_suffixes", *_BEFORE_CUE)),
             Pass("locations.after_cue", cues.after_cue, words=CUES, before=6, after=5,
                  vocabulary=_CUE_WORDS, memo=True),
             Pass("locations.university_of", _university_of, words=frozenset({"of"}), before=1,

@@ -23,6 +23,7 @@ from pipelines.phi.recognizers.name_words import (
     _surname_after_first,
     _tight,
     _word_surname_after_dr,
+    set_off_short_name,
     surname_letter,
 )
 from pipelines.spans import Category
@@ -282,6 +283,9 @@ def _after_role(note: _Note, i: int, role: Category) -> int | None:
     word = note.words[j]
     if role is R and not note.mixed and _rare_unknown(word):
         return note.run_right(j, role, 0.7, 2)  # "BROTHER XYZ"
+    if role is R and j == i + 1 and set_off_short_name(word, note.text, note.gap(i, j)):
+        note.take(j, role, 0.7)  # "son, jo, at bedside"
+        return j + 1
     # "per protocol", "per Carevue": after "per" only a census name counts
     weak = note.words[i].lower == "per" and lx.name_score(word.lower) < 1.0
     if not weak and note.ok(j, 2):

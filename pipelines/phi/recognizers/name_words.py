@@ -3,12 +3,14 @@ the strength of its cue, is it an initial, a surname after a first name, an epon
 
 from __future__ import annotations
 
+import re
 from collections.abc import Container
 from typing import Final
 
 from pipelines.phi import lexicons as lx
 from pipelines.phi.lexicons import Token
 from pipelines.phi.recognizers.name_cues import _RARE, cues
+from pipelines.phi.wordlists import word_set
 from pipelines.spans import Category
 
 
@@ -102,18 +104,58 @@ def _is_initial(tok: Token, text: str) -> bool:
 def surname_letter(tok: Token, text: str) -> bool:
     """A capital standing for a surname, after a first name or a title: "Greta Q.", "Dr. Q.",
     "Margaret K in to visit". A single capital but "A" or "I"; written without its period,
-    also no clinical shorthand ("L", "R", "Q") and followed by punctuation, a line's end or a
-    lower-case word ("K 3.4", "B/P", "C DIFF" are no initials)."""
+    followed by punctuation, a line's end or a lower-case word ("K 3.4", "B/P", "C DIFF" are
+    no initials); a clinical shorthand letter ("L", "R", "Q") or a letter in capitals before a
+    word in capitals only before a word that tells an initial ("Dr Q to see pt", "GRETA K IN
+    TO VISIT": ``name_initial_after``; not "Hanlon R arm")."""
     if len(tok.text) != 1 or not tok.text.isupper() or tok.lower in {"a", "i"}:
         return False
     after = text[tok.end : tok.end + 2]
-    if after[:1] == ".":
+    if after[:1] in {".", "", ",", ";", ")", "\n"}:
         return True
-    if tok.lower in cues().clinical_letters:
+    if after[:1] not in {" ", "\t"}:
         return False
-    if after[:1] in {"", ",", ";", ")", "\n"}:
+    if after[1:] in {"", "\n"} or (after[1].islower() and tok.lower not in cues().clinical_letters):
         return True
-    return after[0] in " \t" and (after[1:] in {"", "\n"} or after[1].islower())
+    return _initial_word_after(text, tok.end)
+
+
+_NEXT_WORD: Final = re.compile(r"[ \t]+([A-Za-z]+)\b")
+_LETTER_NEXT: Final = re.compile(r"[ \t]+[A-Za-z](?![A-Za-z0-9])")
+
+
+def _initial_word_after(text: str, end: int) -> bool:
+    """The word after a bare capital ending at ``end`` tells the capital is an initial: a
+    function word or a verb of being, coming or saying, in lower case or in capitals."""
+    m = _NEXT_WORD.match(text, end)
+    if m is None:
+        return False
+    word = m.group(1)
+    low = word.lower()
+    if not (word == low or word.isupper()):
+        return False
+    if _LETTER_NEXT.match(text, m.end()):
+        return False  # "R to L shunt", "C and S": a pair of shorthand letters
+    c = cues()
+    return low in word_set("name_initial_after") or low in c.presence_after or low in c.role_after
+
+
+def set_off_short_name(tok: Token, text: str, gap: str) -> bool:
+    """ "son, jo, at bedside", "WIFE, BO, CALLED": a two-letter first name set off by commas
+    right after a kin word (``gap``: what stands between them), in any case (a two-letter word
+    needs a title otherwise). Not a word English uses much ("in", "ok", "ed"), a state ("pa",
+    "ma"), a cue word ("np") or a clinical word."""
+    low = tok.lower
+    return (
+        len(low) == 2
+        and gap.strip(" ") == ","
+        and text[tok.end : tok.end + 1] == ","
+        and lx.is_first_name(low)
+        and lx.zipf(low) < 4.5
+        and low not in lx.us_states()
+        and low not in cues().cue_words
+        and not lx.clinical_word(low)
+    )
 
 
 def _base(word: str) -> str:

@@ -21,6 +21,7 @@ from pipelines.phi import clinical, lexicons
 from pipelines.phi.base import Doc, Recognizer
 from pipelines.phi.exclusions import veto
 from pipelines.phi.recognizers.location_towns import town_openers
+from pipelines.phi.recognizers.name_words import surname_letter
 from pipelines.phi.registry import register
 from pipelines.phi.tagger.features import BUILDING_PARTS, CUES
 from pipelines.phi.tagger.model import Label, TaggedSpan, Tagger
@@ -88,7 +89,7 @@ class TaggerRecognizer(Recognizer):
         # the document's one tokenization, shared with the rules
         toks = lexicons.tokens(doc)
         tagged = self.tagger.tag(text, toks.columns, lexicons.Case.of_words(toks))
-        kept = (_opened(text, _trimmed(text, t)) for t in tagged)
+        kept = (_opened(text, _lettered(text, _trimmed(text, t))) for t in tagged)
         spans = [
             Span(t.start, _before_possessive(text, t), _category(text, t), t.confidence, "tagger")
             for t in kept
@@ -175,6 +176,20 @@ def _before_possessive(text: str, tagged: TaggedSpan) -> int:
         return tagged.end
     m = _POSSESSIVE.search(text, tagged.start, tagged.end)
     return m.start() if m is not None and m.start() > tagged.start else tagged.end
+
+
+def _lettered(text: str, tagged: TaggedSpan | None) -> TaggedSpan | None:
+    """A name the model found without the capital after it that stands for its surname
+    ("called [Bo] K at home"): the letter joins the span, since alone it is a lone letter the
+    filter below drops (``surname_letter`` judges it, as the name recognizer does)."""
+    if tagged is None or tagged.label is not Label.NAME:
+        return tagged
+    end = tagged.end
+    nxt = text[end : end + 3]
+    if len(nxt) < 2 or nxt[0] != " " or not nxt[1].isupper() or nxt[2:3].isalnum():
+        return tagged  # most spans: no bare capital after them
+    letter = lexicons.Token(end + 1, end + 2, nxt[1], nxt[1].lower())
+    return replace(tagged, end=end + 2) if surname_letter(letter, text) else tagged
 
 
 _WORD_BEFORE = re.compile(r"([A-Za-z]+) \Z")

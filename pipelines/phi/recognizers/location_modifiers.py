@@ -1,0 +1,169 @@
+"""A hospital named by a place's name and a facility modifier, with no head noun: "transferred
+from Oakdale Regional today", "came from Xyz General last night", "seen at Xyz Community
+yesterday" (issue 26). The pass starts at the modifier (``facility_modifiers_alone``) and reads
+back to a place cue ("to", "from", "at") past one or two name words; the clause must end after
+the modifier, so that a modifier that describes a noun ("regional anesthesia", "General
+surgery", "community acquired") names nothing. And a town named by a rare word and a generic place
+word after a place cue, in any case and with one typing slip in the generic word ("from
+brenvale hieghts"): ``suffixed_town``."""
+
+from __future__ import annotations
+
+from functools import cache
+from typing import Final
+
+from pipelines.phi import lexicons as lx
+from pipelines.phi.lexicons import Token
+from pipelines.phi.recognizers.location_words import (
+    CITY,
+    CLAUSE_WORDS,
+    HOSPITAL,
+    MOVE_OR_RETURN,
+    NOT_NAMES,
+    PEOPLE,
+    PLACE_SUFFIXES,
+    RESIDENCE_VERBS,
+    Note,
+    ends_clause,
+    lower_of,
+)
+from pipelines.phi.wordlists import word_set
+from pipelines.spans import Span
+
+MODIFIERS: Final = word_set("facility_modifiers_alone")
+# The place prepositions before the name.
+_CUES: Final = frozenset({"to", "from", "at"})
+# Time words that may end the clause after the name, besides ``facility_clause_words``
+_TIMES: Final = frozenset({"last", "overnight", "earlier", "tonight", "recently"})
+
+
+def modifier_alone(note: Note, h: int) -> Span | None:
+    """ "from Oakdale Regional today": the name words before the modifier at ``h``, a place
+    cue before them, the end of the clause after the modifier."""
+    words, text, mixed = note.words, note.text, note.mixed
+    mod = words[h]
+    if mod.lower not in MODIFIERS or not _cased(mod, mixed) or not _clause_after(words, h, text):
+        return None
+    first = h
+    while first > 0 and h - first < 2 and _name_word(words[first - 1], mixed):
+        if text[words[first - 1].end : words[first].start] != " ":
+            break
+        first -= 1
+    if first == h or not _cued(words, first, text):
+        return None
+    if not any(_rare(w, mixed) for w in words[first:h]):
+        return None
+    return Span(words[first].start, mod.end, HOSPITAL, 0.7, "locations")
+
+
+def _cased(tok: Token, mixed: bool) -> bool:
+    """Written as a name: Title case or capitals in a mixed-case note."""
+    return not mixed or tok.is_title or tok.is_upper
+
+
+def _name_word(tok: Token, mixed: bool) -> bool:
+    """A word of a place's name: written as one, no unit, modifier, head, state or country."""
+    low = tok.lower
+    return (
+        _cased(tok, mixed)
+        and tok.text.isalpha()
+        and len(low) > 2
+        and low not in NOT_NAMES
+        and low not in word_set("facility_modifiers")
+        and low not in lx.us_states()
+        and low not in lx.countries()
+        and lx.zipf(low) < 4.5
+    )
+
+
+def _rare(tok: Token, mixed: bool) -> bool:
+    """A name word that names: a rare word, a listed city or a census name (in a one-case
+    note a rarer word or a surname English hardly uses)."""
+    low = tok.lower
+    f = lx.zipf(low)
+    if low in lx.us_cities() or f < (3.5 if mixed else 3.0):
+        return True
+    return lx.name_score(low) >= (1.0 if mixed else 1.5)
+
+
+def _cued(words: tuple[Token, ...], first: int, text: str) -> bool:
+    """A place cue right before the name (past "the"), on the same line."""
+    c = first - 1
+    if c >= 0 and words[c].lower == "the":
+        c -= 1
+    if c < 0 or words[c].lower not in _CUES:
+        return False
+    return "\n" not in text[words[c].end : words[first].start]
+
+
+def _clause_after(words: tuple[Token, ...], h: int, text: str) -> bool:
+    """The clause ends after the modifier: a clause mark, or a word that may follow a place
+    ("for", "today", "last night")."""
+    if ends_clause(text, words[h]):
+        return True
+    if h + 1 >= len(words) or text[words[h].end : words[h + 1].start] != " ":
+        return False
+    nxt = words[h + 1].lower
+    return nxt in CLAUSE_WORDS or nxt in _TIMES
+
+
+# The place cues before a town and its suffix ("lives in Xyz Heights", "from xyz hieghts").
+TOWN_CUES: Final = frozenset({"in", "from", "near"})
+_TOWN_VERBS: Final = RESIDENCE_VERBS | MOVE_OR_RETURN | PEOPLE
+
+
+def suffixed_town(note: Note, c: int) -> Span | None:
+    """ "from brenvale hieghts", "lives in Xyz Heights": after a place cue, a rare word and a
+    generic word of US place names (``place_suffixes``), also with one typing slip, name a
+    town in any case; the rare word alone is no city of the list, so the city rules miss it."""
+    words, mixed = note.words, note.mixed
+    if words[c].lower not in TOWN_CUES or c + 2 >= len(words):
+        return None
+    name, suffix = words[c + 1], words[c + 2]
+    text = note.text
+    if text[words[c].end : name.start] != " " or text[name.end : suffix.start] != " ":
+        return None
+    if not (_town_word(name, mixed) and _suffix(suffix.lower)):
+        return None
+    if words[c].lower != "from" and _TOWN_VERBS.isdisjoint(map(lower_of, words[max(0, c - 3) : c])):
+        return None  # "pain in mcburney point": "in" needs a verb of living or moving
+    if (
+        mixed
+        and not (name.is_title and suffix.is_title)
+        and not (name.is_upper and suffix.is_upper)
+    ):
+        return None  # a mixed-case note writes a town's name as a name
+    return Span(name.start, suffix.end, CITY, 0.7, "locations")
+
+
+def _town_word(tok: Token, mixed: bool) -> bool:
+    """A word English hardly uses that may name a town: letters only, no unit, no clinical
+    word, no eponym's possessive."""
+    low = tok.lower
+    return (
+        tok.text.isalpha()
+        and len(low) > 3
+        and lx.zipf(low) < 3.0
+        and low not in NOT_NAMES
+        and low not in lx.us_states()
+        and not lx.clinical_word(low)
+    )
+
+
+def _suffix(low: str) -> bool:
+    """A generic word of US place names ("Heights", "Springs"), or one typing slip of a long
+    one that is no English word ("hieghts", "sprngs")."""
+    if low in PLACE_SUFFIXES:
+        return True
+    if len(low) < 4 or lx.zipf(low) >= 3.0:
+        return False
+    return low in _suffix_slips() or not _LONG_SUFFIXES.isdisjoint(lx.slips(low))
+
+
+_LONG_SUFFIXES: Final = frozenset(s for s in PLACE_SUFFIXES if len(s) >= 5)
+
+
+@cache
+def _suffix_slips() -> frozenset[str]:
+    """The long place suffixes with a letter dropped or two neighbours swapped."""
+    return frozenset(v for s in _LONG_SUFFIXES for v in lx.slips(s))
