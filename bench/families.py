@@ -141,6 +141,7 @@ SHAPES: dict[str, dict[str, str]] = {
         "apgar": "Apgars {apgar} at delivery, DOB <mdyy>.",
         "caps-in-clinic": "SEEN ON <mdyy> IN CLINIC FOR FOLLOW UP.",
         "clock-groups": "Meds given {clockgroups}, tolerated.",
+        "bracket-values": "Tele ({sat}) NSR, Ensure ({sat}) ml given, Vent ({sat}) on.",
     },
 }
 _EPONYMS = ("Foley", "Hickman", "Groshong", "Quinton", "Swan-Ganz", "Pigtail")

@@ -161,21 +161,24 @@ def _apposition(note: _Note, m: Any) -> Found | None:
         return None
     if not _over_ceiling(int(text[start:end]), note.ceiling):
         return None
-    if next_char(text, m.end())[:1].isdigit() or not _person_before(text, m.start()):
+    if next_char(text, m.end())[:1].isdigit() or clinical.unit_follows(text, m.end()):
+        return None  # a list of values, a quantity ("Glucerna (90) ml")
+    if not _person_before(text, m.start(), text[m.start()] == ","):
         return None
     return (start, end, Category.AGE, 0.8)
 
 
-def _person_before(text: str, pos: int) -> bool:
+def _person_before(text: str, pos: int, commas: bool) -> bool:
     """A person right before ``pos``: a word for one ("pt", "the patient", "her mother"), a
-    name after a title ("Mrs Quell", "MR HOLM"), or a rare capitalised word that is no drug
-    nor clinical word ("Quell"); no vital cue near ("sat 94, RR 18")."""
+    name after a title ("Mrs Quell", "MR HOLM"), or before commas a rare capitalised word that
+    is no drug nor clinical word ("Quell, 96,"; in brackets such a word is as often a device or
+    a feed: "Tele (92)", "Isolette (98)"); no vital cue near ("sat 94, RR 18")."""
     words = words_before(text, pos, 3, 40)
     if not words or not words[-1].isalpha() or _vital_near(text, pos):
         return False
     if words[-1] in _PEOPLE or any(w in _TITLES for w in words[:-1]):
         return True
-    written = _WRITTEN_BEFORE.search(text, max(0, pos - 30), pos)
+    written = _WRITTEN_BEFORE.search(text, max(0, pos - 30), pos) if commas else None
     if written is None or not written.group(1).istitle() or len(written.group(1)) < 3:
         return False
     word = words[-1]
