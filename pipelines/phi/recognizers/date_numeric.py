@@ -174,11 +174,12 @@ def _unit_after(text: str, start: int, end: int, a: int, b: int) -> bool:
 def _count_after_date(text: str, start: int, end: int, a: int, b: int) -> bool:
     """A count after a pair that a date cue or a culture word reads as a date: "from 4/19
     days 1-3", "started 3/2 day 5", "blood cx 4/19 x 2" (the unit word heads the count that
-    follows it); not a small fraction ("on 1/2 x 2")."""
+    follows it); not a small fraction ("on 1/2 x 2") nor after a measurement's cue ("PS on
+    5/10 x 2")."""
     after = words_after(text, end, 2, 16)
     if len(after) < 2 or after[0] not in _COUNT_WORDS or not after[1][:1].isdigit():
         return False
-    if clinical.is_fraction(a, b):
+    if clinical.is_fraction(a, b) or _value_cue_near(text, start):
         return False
     word = cue_before(text, start)
     return bool(word) and (word[0] in DATE_CUES or word[0] in _CULTURE_WORDS)
@@ -213,6 +214,14 @@ def _vent_setting(text: str, start: int, end: int, a: int, b: int) -> bool:
 def _vent_cue_near(text: str, start: int, end: int, a: int, b: int) -> bool:
     """A vent cue a few words before, no date cue between: "PS raised to 11/8 overnight"."""
     return clinical.vent_cue_near(text, start, 4, DATE_CUES)
+
+
+def _value_cue_near(text: str, start: int) -> bool:
+    """A measurement or setting cue among the three words before: "PS on 5/10 x 2"."""
+    return any(
+        w in clinical.SLASH_VALUE_CUES or w in clinical.VITAL_CUES
+        for w in words_before(text, start, 3, 28)
+    )
 
 
 def _sign_before(text: str, start: int, end: int, a: int, b: int) -> bool:
