@@ -55,10 +55,16 @@ SHAPES: dict[str, dict[str, str]] = {
         "cue-over-unit": "Seen <md> {unitword} swelling, US negative.",
         "day-range": "Inpatient <dayrange> for pneumonia.",
         "mmddyyyy": "DOB <mmddyyyy>, no allergies.",
+        "pair-days-count": "Vanc {datecue} <mdlate> days 1-3, then stopped.",
+        "blood-cx-times": "Blood cx <mdlate> x 2, no growth to date.",
+        "dos-compact": "DOS <mmddyy>, seen by PT.",
+        "dob-dotted": "{dotteddob} <mmddyy> per chart.",
     },
     "ages": {
         "subject-is": "Pt is <age90> and lives alone.",
         "turned": "She turned <age90> last week.",
+        "apposition-title": "{title} <last>, <age90>, lives alone.",
+        "apposition-paren": "{person} (<age90>) seen in clinic today.",
     },
     "places": {
         "saint-alone": "<saint> has a bed for him tomorrow.",
@@ -102,6 +108,7 @@ SHAPES: dict[str, dict[str, str]] = {
         "ssn-blank": "Social security # <ssnblank> on file.",
         "hash-end": "Requisition # <digits6>. Sent to lab.",
         "mrn-on-file": "MRN on file is <digits7>, armband checked.",
+        "card-no-cue": "Copay paid with <card> today.",
     },
     "false_alarms": {
         "catheter": "{eponym} catheter placed without difficulty.",
@@ -130,6 +137,11 @@ SHAPES: dict[str, dict[str, str]] = {
         "modifier-nouns": "Under regional anesthesia; General surgery f/u; community acquired pna.",
         "letter-lookalikes": "Vitamin K given, Hep B due, type A pos, Group B strep neg, Stage D.",
         "side-letter": "Mrs. <last> R arm weak, L knee pain, C diff neg.",
+        "vitals-commas": "HR {sat}, BP 120/80, sat {sat}, RR 18, MAP ({sat}).",
+        "apgar": "Apgars {apgar} at delivery, DOB <mdyy>.",
+        "caps-in-clinic": "SEEN ON <mdyy> IN CLINIC FOR FOLLOW UP.",
+        "clock-groups": "Meds given {clockgroups}, tolerated.",
+        "bracket-values": "Tele ({sat}) NSR, Ensure ({sat}) ml given, Vent ({sat}) on.",
     },
 }
 _EPONYMS = ("Foley", "Hickman", "Groshong", "Quinton", "Swan-Ganz", "Pigtail")
@@ -154,6 +166,11 @@ _COMBOS = ("Vytorin", "Lotrel", "Caduet", "Exforge", "Hyzaar")
 _FREQUENCIES = ("daily", "qd", "po", "qhs", "bid")
 _LABS = ("WBC", "Hgb", "Hct", "K", "Plt")
 _O2 = ("RA", "2L", "4L NC", "50% FM")
+_DATE_CUES = ("from", "started", "since", "on")
+_DOTTED_DOB = ("D.O.B.", "D.O.B", "d.o.b.", "D.O.B.:")
+_TITLES = ("Mrs", "Mr.", "Ms", "MRS.")
+_PEOPLES = ("Pt", "patient", "Patient", "the pt")
+_CLOCKS = ("0000", "0200", "0400", "0800", "1200", "1600", "2000", "2200")
 _SLOT = re.compile(r"<(\w+(?:\.\w+)?)>|\{(\w+)\}")
 
 
@@ -187,6 +204,18 @@ class _Draw:
                 f"{self.rng.choice(_last_names())} {self.rng.choice(_last_names())} memorial"
             ),
             "md": lambda: f"{self.rng.randint(1, 12)}/{self.rng.randint(1, 28)}",
+            # a day no small fraction shares ("1/2 x 2" is one)
+            "mdlate": lambda: f"{self.rng.randint(1, 12)}/{self.rng.randint(5, 28)}",
+            "mdyy": lambda: (
+                f"{self.rng.randint(1, 12):02d}/{self.rng.randint(1, 28):02d}/{self.rng.randint(70, 99)}"
+            ),
+            "datecue": lambda: self.rng.choice(_DATE_CUES),
+            "dotteddob": lambda: self.rng.choice(_DOTTED_DOB),
+            "title": lambda: self.rng.choice(_TITLES),
+            "person": lambda: self.rng.choice(_PEOPLES),
+            "card": self._card,
+            "apgar": lambda: f"{self.rng.randint(6, 8)}/{self.rng.randint(8, 9)}",
+            "clockgroups": lambda: " ".join(self.rng.sample(_CLOCKS, 4)),
             "md.yy": lambda: (
                 f"{self.rng.randint(1, 12)}/{self.rng.randint(1, 28)}.{self.rng.randint(70, 99)}"
             ),
@@ -272,6 +301,15 @@ class _Draw:
             "unit": lambda: self.rng.choice(_UNITS),
         }
         return table[kind]()
+
+    def _card(self) -> str:
+        """A 16-digit card number of a network's first digit with a valid Luhn check digit,
+        in 4-4-4-4 groups."""
+        body = [self.rng.choice((4, 5, 6))] + [self.rng.randint(0, 9) for _ in range(14)]
+        total = sum(d * 2 - 9 if d > 4 else d * 2 for d in body[::-2]) + sum(body[-2::-2])
+        digits = "".join(map(str, body)) + str(-total % 10)
+        sep = self.rng.choice((" ", "-"))
+        return sep.join(digits[k : k + 4] for k in range(0, 16, 4))
 
     def _slip(self) -> str:
         """A generic place word with two neighbouring letters swapped ("Hieghts")."""

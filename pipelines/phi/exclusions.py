@@ -179,10 +179,14 @@ def vetoed(text: str, span: Span) -> bool:
 
 
 def _no_one_here(words: list[str], text: str, span: Span, vocab: Vocabulary) -> bool:
-    """Even after a role word: a hallway ("DAUGHTER [IN HALL]"), a specialty ("PCP: Family
-    Practice") or a two-letter service ("per MH team")."""
-    if words[-1] in _HALLS and _hallway(words, text, span):
+    """Even after a role word: a hallway ("DAUGHTER [IN HALL]"), a facility head alone in a
+    one-case note ("IN CLINIC"), a specialty ("PCP: Family Practice") or a two-letter service
+    ("per MH team")."""
+    if words[-1] in _HALLS and _hallway(words, text, span, _HALLS):
         return True
+    heads = vocab.facility_heads
+    if words[-1] in heads and span.category in _PLACES and _hallway(words, text, span, heads):
+        return True  # "SEEN 4/19 IN CLINIC": a kind of place, no facility's name
     if span.category in _PLACES and _specialty(text, span, vocab):
         return True
     return _acronym_service(text, span, vocab)
@@ -196,16 +200,17 @@ def _misread(words: list[str], text: str, span: Span) -> bool:
     return len(words) == 1 and words[0] in _units() and not lx.is_name(words[0])
 
 
-def _hallway(words: list[str], text: str, span: Span) -> bool:
-    """ "IN HALL", "in hallway": a hallway after a preposition (before the span or as its
-    first words: the tagger's "[IN HALL]") in a one-case span, no one's name nor a town."""
+def _hallway(words: list[str], text: str, span: Span, nouns: frozenset[str]) -> bool:
+    """ "IN HALL", "in hallway": a hallway (of ``nouns``) after a preposition (before the
+    span or as its first words: the tagger's "[IN HALL]") in a one-case span, no one's name
+    nor a town; so a facility head alone ("SEEN 4/19 IN CLINIC", "TO HOSPITAL")."""
     written = text[span.start : span.end]
     if not (written.isupper() or written.islower()):
         return False
     k = 0
     while k < len(words) and words[k] in _HALL_BEFORE:
         k += 1
-    if k == len(words) or not all(w in _HALLS for w in words[k:]):
+    if k == len(words) or not all(w in nouns for w in words[k:]):
         return False
     before = _BEFORE.search(text, max(0, span.start - 12), span.start)
     return k > 0 or (before is not None and before.group(1).lower() in _HALL_BEFORE)

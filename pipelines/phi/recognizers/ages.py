@@ -16,11 +16,13 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from pipelines.phi import clinical
+from pipelines.phi import lexicons as lx
 from pipelines.phi.base import Doc, Recognizer
 from pipelines.phi.passes import declare
 from pipelines.phi.patterns import Found, PatternPass, PatternPasses
 from pipelines.phi.registry import register
-from pipelines.phi.scan import compile_words, finditer, grab, words_after, words_before
+from pipelines.phi.scan import compile_words, finditer, grab, next_char, words_after, words_before
+from pipelines.phi.wordlists import word_set
 from pipelines.spans import Category, Span
 
 # Number words 90-119 (the tens and units are plain English; no library parses them here).
@@ -52,11 +54,18 @@ _AGES = compile_words(
     # the bare age that opens a note: "94 s/p fall", "101 w/ CHF" (the note's first word only)
     r"|\A[ \t\r\n]*(?P<opening>\d{2,3})[ \t]+(?:w/|(?:s/p|h/o|c/o|with|who|presents|presenting"
     r"|presented|admitted|brought|transferred|found|here)\b)"
+    # an age in apposition: "Mrs Quell, 96, lives alone", "pt (93) seen" (the person before
+    # and the closing mark are checked in Python)
+    r"|(?P<apopen>[,(])[ \t]*(?P<appo>\d{2,3})[ \t]*[,)]"
 )
 _G = dict(_AGES.groupindex)  # numbers: re2 name lookups are slow
 _AGE_UNITS = frozenset({"y", "yo", "yr", "yrs", "year", "years"})
 _OPENING_MAX = 110
 _PERSON = frozenset({"his", "her", "their", "pt's", "pts", "patient's"})
+# before an age in apposition: a word for a person, or a title a few words before a name
+_PEOPLE: Final = word_set("age_apposition_people")
+_TITLES: Final = frozenset({"mr", "mrs", "ms", "miss", "mister"})
+_WRITTEN_BEFORE = re.compile(r"([A-Za-z]+)[ \t]*$")
 
 
 def _over_ceiling(value: int, ceiling: int) -> bool:
@@ -142,6 +151,42 @@ def _subject(note: _Note, m: Any) -> Found | None:
     return (start, end, Category.AGE, 0.8)
 
 
+def _apposition(note: _Note, m: Any) -> Found | None:
+    """An age set apart by commas or brackets after a person: "Mrs Quell, 96, lives alone",
+    "the patient, 95, lives with her son", "pt (93) seen" (not "HR 96, BP 120/80", "T 98.6,
+    96, 120/80", "MAP (96)", "Quell, 96, 97": a list of values)."""
+    text = note.text
+    start, end = m.start(_G["appo"]), m.end(_G["appo"])
+    if (grab(text, m, _G["apopen"]) == "(") != (text[m.end() - 1] == ")"):
+        return None
+    if not _over_ceiling(int(text[start:end]), note.ceiling):
+        return None
+    if next_char(text, m.end())[:1].isdigit() or clinical.unit_follows(text, m.end()):
+        return None  # a list of values, a quantity ("Glucerna (90) ml")
+    if not _person_before(text, m.start(), text[m.start()] == ","):
+        return None
+    return (start, end, Category.AGE, 0.8)
+
+
+def _person_before(text: str, pos: int, commas: bool) -> bool:
+    """A person right before ``pos``: a word for one ("pt", "the patient", "her mother"), a
+    name after a title ("Mrs Quell", "MR HOLM"), or before commas a rare capitalised word that
+    is no drug nor clinical word ("Quell, 96,"; in brackets such a word is as often a device or
+    a feed: "Tele (92)", "Isolette (98)"); no vital cue near ("sat 94, RR 18")."""
+    words = words_before(text, pos, 3, 40)
+    if not words or not words[-1].isalpha() or _vital_near(text, pos):
+        return False
+    if words[-1] in _PEOPLE or any(w in _TITLES for w in words[:-1]):
+        return True
+    written = _WRITTEN_BEFORE.search(text, max(0, pos - 30), pos) if commas else None
+    if written is None or not written.group(1).istitle() or len(written.group(1)) < 3:
+        return False
+    word = words[-1]
+    if word in clinical.UNIT_WORDS or lx.zipf(word) >= 4.0 or lx.clinical_word(word):
+        return False
+    return not lx.drug_words().get(word)
+
+
 def _words(note: _Note, m: Any) -> Found | None:
     """Number words with an age unit: "ninety-three year old", "one hundred years old"."""
     text = note.text
@@ -187,6 +232,7 @@ PASSES: Final = declare(
             PatternPass("ages.line_opening", _line_opening, "lead", "ages"),
             PatternPass("ages.note_opening", _note_opening, "opening", "ages"),
             PatternPass("ages.subject", _subject, "subj", "ages"),
+            PatternPass("ages.apposition", _apposition, "appo", "ages"),
             PatternPass("ages.words", _words, "head", "ages"),
             PatternPass("ages.decade", _decade, "", "ages"),
         ],

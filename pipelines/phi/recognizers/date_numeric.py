@@ -42,6 +42,25 @@ COMPACT_WEAK_CUES: Final = frozenset({"on", "from", "last", "next", "starting", 
 
 _DELIM = re.compile(r"[/\-.]")  # compiled once: module-level re.split looks it up per call
 
+# A cue written as a dotted initialism before the number: "D.O.B. 3/3/31", "d.o.s: 4/19"
+# (the word scan reads "D.O.B." as three one-letter words)
+_DOTTED_BEFORE = re.compile(r"((?:[A-Za-z]\.){2,}[A-Za-z]?)\.?[ \t]*[:#\-]?[ \t]*$")
+
+# A count after a pair: "from 4/19 days 1-3", "blood cx 4/19 x 2" (the unit word heads the
+# count that follows it, it measures no pair)
+_COUNT_WORDS: Final = frozenset({"x", "times", "day", "days"})
+
+
+def cue_before(text: str, start: int, window: int = 16) -> list[str]:
+    """The word right before ``start`` (or nothing), lower-case, a dotted initialism read as
+    one word without its dots ("D.O.B." -> "dob")."""
+    word = words_before(text, start, 1, window)
+    if word and len(word[0]) == 1:
+        dotted = _DOTTED_BEFORE.search(text, max(0, start - 12), start)
+        if dotted is not None:
+            return [dotted.group(1).replace(".", "").lower()]
+    return word
+
 
 def valid_md(month: int, day: int) -> bool:
     return 1 <= month <= 12 and 1 <= day <= 31
@@ -119,7 +138,7 @@ def _day_range(text: str, start: int, end: int, parts: list[str]) -> float:
 
 
 def _date_cue_before(text: str, start: int) -> bool:
-    return any(w in DATE_CUES for w in words_before(text, start, 1, 16))
+    return any(w in DATE_CUES for w in cue_before(text, start))
 
 
 def _two_pairs(text: str, start: int, end: int, parts: list[str], delims: list[str]) -> float:
@@ -147,7 +166,23 @@ def _pairs_with_year(parts: list[str], delims: list[str]) -> float:
 def _unit_after(text: str, start: int, end: int, a: int, b: int) -> bool:
     """A unit a pair can carry: "2/4 mg" (not "4/19 c chest pain", "4/19 gm neg rods"),
     unless a date cue or an event right before reads it as a date ("seen 4/19 L arm")."""
-    return clinical.pair_unit_follows(text, end) and not _date_context(text, start, a, b)
+    if not clinical.pair_unit_follows(text, end):
+        return False
+    return not (_date_context(text, start, a, b) or _count_after_date(text, start, end, a, b))
+
+
+def _count_after_date(text: str, start: int, end: int, a: int, b: int) -> bool:
+    """A count after a pair that a date cue or a culture word reads as a date: "from 4/19
+    days 1-3", "started 3/2 day 5", "blood cx 4/19 x 2" (the unit word heads the count that
+    follows it); not a small fraction ("on 1/2 x 2") nor after a measurement's cue ("PS on
+    5/10 x 2")."""
+    after = words_after(text, end, 2, 16)
+    if len(after) < 2 or after[0] not in _COUNT_WORDS or not after[1][:1].isdigit():
+        return False
+    if clinical.is_fraction(a, b) or _value_cue_near(text, start):
+        return False
+    word = cue_before(text, start)
+    return bool(word) and (word[0] in DATE_CUES or word[0] in _CULTURE_WORDS)
 
 
 def _dose(text: str, start: int, end: int, a: int, b: int) -> bool:
@@ -167,7 +202,7 @@ def _date_context(text: str, start: int, a: int, b: int) -> bool:
     "visit") right before a pair that is no small fraction: a date, whatever follows."""
     if clinical.is_fraction(a, b):
         return False
-    before = words_before(text, start, 1, 16)
+    before = cue_before(text, start)
     return bool(before) and (before[0] in STRONG_CUES or before[0] in _EVENTS)
 
 
@@ -179,6 +214,14 @@ def _vent_setting(text: str, start: int, end: int, a: int, b: int) -> bool:
 def _vent_cue_near(text: str, start: int, end: int, a: int, b: int) -> bool:
     """A vent cue a few words before, no date cue between: "PS raised to 11/8 overnight"."""
     return clinical.vent_cue_near(text, start, 4, DATE_CUES)
+
+
+def _value_cue_near(text: str, start: int) -> bool:
+    """A measurement or setting cue among the three words before: "PS on 5/10 x 2"."""
+    return any(
+        w in clinical.SLASH_VALUE_CUES or w in clinical.VITAL_CUES
+        for w in words_before(text, start, 3, 28)
+    )
 
 
 def _sign_before(text: str, start: int, end: int, a: int, b: int) -> bool:
@@ -226,7 +269,7 @@ def _month_day(text: str, start: int, end: int, a_s: str, b_s: str, delim: str) 
         return 0.0
     if any(veto(text, start, end, a, b) for _, veto in SLASH_VETOES):
         return 0.0
-    word = words_before(text, start, 1, 16)
+    word = cue_before(text, start)
     cue = any(w in DATE_CUES for w in word)  # "on 7/22"
     if len(b_s) <= 2 and 1 <= b <= 31:
         if _culture_before(text, start, word):

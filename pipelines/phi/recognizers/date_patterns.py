@@ -72,9 +72,10 @@ _NAMED = (
     r"(?P<y>'?(?:1[89]|20)\d\d\b|'\d{2}\b|," + _B + r"*\d{2}\b|of" + _B + r"+'?\d{2}\b))?"
 )
 # Other word-led forms, scanned in the same re2 pass: month-day with a dash after a date
-# cue ("BC from 3-5", "back to OR on 7-8"), "the 11th", vague years ("mid-2012").
+# cue ("BC from 3-5", "back to OR on 7-8", "DOS: 3-5"), "the 11th", vague years ("mid-2012").
 _OTHER_WORD_FORMS = (
-    r"|\b(?:on|from|since|until|till|dated)" + _B + r"+(?P<dash>\d{1,2}-\d{1,2})\b"
+    r"|\b(?:(?:on|from|since|until|till|dated)" + _B + r"+"
+    r"|(?:dos|d\.o\.s\.?)" + _B + r"*:?" + _B + r"*)(?P<dash>\d{1,2}-\d{1,2})\b"
     r"|\bthe" + _B + r"+(?P<ord>\d{1,2})(?:st|nd|rd|th)\b"
     r"|\b(?P<vague>early|mid|late)[ \t\-]+(?P<vy>(?:19|20)\d\d)\b"
     r"|\b(?P<glued>\d{1,2}" + _MONTH + r"(?:19|20)?\d\d)\b"  # "14MAR2019", "3jan19"
@@ -84,7 +85,7 @@ _OTHER_WORD_FORMS = (
     # after a weak cue a real calendar day and no lab's value, are checked in the passes
     r"|\b(?P<sixcue>"
     + "|".join(re.escape(c) for c in sorted(STRONG_CUES | COMPACT_WEAK_CUES, key=len, reverse=True))
-    + r")[ \t]*[:#]?[ \t]*(?:(?P<six>\d{4}(?:19|20)\d\d|\d{6})"
+    + r"|d\.o\.[bs]\.?)[ \t]*[:#]?[ \t]*(?:(?P<six>\d{4}(?:19|20)\d\d|\d{6})"
     # or month, day and year set apart by blanks: "admitted 3 12 98", "DOB 11 4 1931"
     r"|(?P<blank>\d{1,2}[ \t]\d{1,2}[ \t](?:19|20)?\d\d))"
 )

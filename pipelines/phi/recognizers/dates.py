@@ -25,6 +25,7 @@ from pipelines.phi.recognizers.date_numeric import DATE_CUES as DATE_CUES
 from pipelines.phi.recognizers.date_numeric import (
     STRONG_CUES,
     calendar_md,
+    cue_before,
     numeric_confidence,
     valid_md,
     valid_year,
@@ -114,7 +115,7 @@ def _compact(note: _Note, m: Any) -> Found | None:
         return None
     if clinical.unit_follows(text, end):
         return None
-    cue = text[m.start(groups["sixcue"]) : m.end(groups["sixcue"])].lower()
+    cue = text[m.start(groups["sixcue"]) : m.end(groups["sixcue"])].lower().replace(".", "")
     if cue not in STRONG_CUES and not _weak_compact_ok(text, m.start(), month, day):
         return None
     return (start, end, Category.DATE, 0.85 if cue in STRONG_CUES else 0.7)
@@ -133,7 +134,7 @@ def _blank(note: _Note, m: Any) -> Found | None:
         return None
     if clinical.unit_follows(text, end):
         return None
-    cue = text[m.start(groups["sixcue"]) : m.end(groups["sixcue"])].lower()
+    cue = text[m.start(groups["sixcue"]) : m.end(groups["sixcue"])].lower().replace(".", "")
     if cue not in STRONG_CUES and not _weak_compact_ok(text, m.start(), int(month), int(day)):
         return None
     return (start, end, Category.DATE, 0.85 if cue in STRONG_CUES else 0.7)
@@ -229,7 +230,7 @@ def _ambiguous_month_ok(
 
 def _strong_cue_before(text: str, start: int) -> bool:
     """A date cue that is no everyday word right before: "admitted 12 Dec", "seen 3 Jan"."""
-    before = words_before(text, start, 1, 16)
+    before = cue_before(text, start)
     return bool(before) and before[0] in STRONG_CUES
 
 

@@ -21,7 +21,7 @@ from pipelines.phi import clinical
 from pipelines.phi.base import Doc, Recognizer
 from pipelines.phi.passes import declare
 from pipelines.phi.patterns import Found, PatternPass, PatternPasses
-from pipelines.phi.recognizers.date_numeric import DATE_CUES, calendar_md
+from pipelines.phi.recognizers.date_numeric import DATE_CUES, calendar_md, cue_before
 from pipelines.phi.registry import register
 from pipelines.phi.scan import compile_words, finditer, grab, keep_best, words_before
 from pipelines.phi.wordlists import category_phrases, word_set
@@ -37,6 +37,7 @@ _CUE_RE = "|".join(
 #   a digit, letters and hyphens allowed around it ("AB-123456", "4471-XK-22", "00921-B");
 # - the SSN layout 3-2-4 with one separator kind;
 # - long codes: 7+ digits, or 1-3 capitals and 6+ digits;
+# - payment card numbers in digit groups, one separator kind, valid by the Luhn check;
 # - dashed codes: digit groups 3-3-3 or 4-4-4 ("4021-7730-5519"), capitals-dash-digits
 #   ("ZZ-402913").
 _SCAN = compile_words(
@@ -48,6 +49,8 @@ _SCAN = compile_words(
     r"|[a-z]{0,4}-?\d[a-z0-9\-/]*\d(?:-?[a-z]{1,3})?"
     r"|[a-z]{0,4}-?\d(?:-?[a-z]{1,3})?))\b"
     r"|(?P<ssn>(?P<area>\d{3})(?P<sep1>[- ])(?P<group>\d{2})(?P<sep2>[- ])(?P<serial>\d{4}))"
+    # payment card numbers in groups: 4-4-4-4 ("4111 1111 1111 1111") and 4-6-5
+    r"|(?P<card>\d{4}[ -]\d{4}[ -]\d{4}[ -]\d{4}|\d{4}[ -]\d{6}[ -]\d{5})"
     r"|(?P<long>[A-Z]{1,3}\d{6,}|\d{7,})"
     r"|(?P<grouped>\d{3}-\d{3}-\d{3}|\d{4}-\d{4}-\d{4}|[A-Z]{1,3}-\d{6,})"
 )
@@ -83,7 +86,7 @@ def _cued_mmddyyyy(text: str, start: int, end: int) -> bool:
         return False
     if not calendar_md(int(value[:2]), int(value[2:4])):
         return False
-    before = words_before(text, start, 1, 20)
+    before = cue_before(text, start, 20)
     return bool(before) and before[0] in DATE_CUES
 
 
@@ -213,6 +216,40 @@ def _grouped(note: _Note, m: Any) -> Found | None:
     return (start, end, Category.ID, 0.6)
 
 
+def luhn_valid(digits: str) -> bool:
+    """The Luhn check digit of payment card numbers (ISO/IEC 7812): every second digit from
+    the right doubled (less 9 above 9), the sum a multiple of ten."""
+    total = 0
+    for k, ch in enumerate(reversed(digits)):
+        d = int(ch)
+        if k % 2:
+            d = d * 2 - 9 if d > 4 else d * 2
+        total += d
+    return total % 10 == 0
+
+
+def _card(note: _Note, m: Any) -> Found | None:
+    """A payment card number with no cue: 4-4-4-4 or 4-6-5 digit groups, one separator kind,
+    a card network's first digit (2-6) and a valid Luhn check digit ("4111 1111 1111 1111");
+    not clock times in a row ("2000 2200 0000 0200") nor a number that goes on."""
+    text, start, end = note.text, m.start(), m.end()
+    if start and (text[start - 1].isalnum() or text[start - 1] in "-/.,"):
+        return None
+    nxt = text[end : end + 2]
+    if nxt[:1].isdigit() or (nxt[:1] in ("-", ".", "/") and nxt[1:].isdigit()):
+        return None
+    value = text[start:end]
+    groups = value.replace("-", " ").split(" ")
+    if len(set(value[4::5] if len(groups) == 4 else value[4] + value[11])) != 1:
+        return None  # "4111-1111 1111-1111": two separator kinds
+    digits = "".join(groups)
+    if digits[0] not in "23456" or not luhn_valid(digits):
+        return None
+    if all(clinical.is_hhmm(g) for g in groups):
+        return None
+    return (start, end, Category.ACCOUNT, 0.85)
+
+
 def _hashed(note: _Note, m: Any) -> Found | None:
     """A number sign before a code: "#kq42", "# 7241983" (not "Pager #12345": a phone)."""
     text = note.text
@@ -230,6 +267,7 @@ PASSES: Final = declare(
         [
             PatternPass("identifiers.cued", _cued, "value", "codes"),
             PatternPass("identifiers.ssn", _ssn, "ssn", "codes"),
+            PatternPass("identifiers.card", _card, "card", "codes"),
             PatternPass("identifiers.grouped", _grouped, "grouped", "codes"),
             PatternPass("identifiers.long", _long, "", "codes"),
             PatternPass("identifiers.hash", _hashed, "", "hash"),
