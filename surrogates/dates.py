@@ -20,7 +20,7 @@ from __future__ import annotations
 import calendar
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import date, timedelta
 
 from surrogates.base import SpanLike, Surrogate, apply_edits
@@ -114,6 +114,7 @@ _RANGE_HEAD = re.compile(r"^(?:\d{1,2}/|[A-Za-z]+\.?\s*)")
 # A lone day on a range's left and the day that starts its right end: "3" and "9" of "3-9 Dec".
 _LONE_DAY = re.compile(r"\d{1,2}(?:st|nd|rd|th)?", re.I)
 _DAY_HEAD = re.compile(r"\d{1,2}(?:st|nd|rd|th)?", re.I)
+_YEAR4 = re.compile(r"(?:19|20)\d{2}")
 _MONTH_NEXT = re.compile(r"[\s/.-]*[A-Za-z]")
 
 
@@ -252,16 +253,27 @@ class DateShifter:
         left, sep, right = m.group("left"), m.group("sep"), m.group("right")
         if _LONE_DAY.fullmatch(left):
             return self._range_to_day_month(left, sep, right)
-        if re.fullmatch(r"(?:19|20)\d{2}", left) and re.fullmatch(r"\d{2}", right):
+        if _YEAR4.fullmatch(left) and (_YEAR4.fullmatch(right) or re.fullmatch(r"\d{2}", right)):
             return self._year_range(left, sep, right)
-        new_left = self._shift_one(left, bare_year=False)
-        if new_left is None or new_left == "[DATE]":
-            return None
         if not (right.isdigit() and len(right) <= 2):
-            new_right = self._shift_one(right, bare_year=False)
-            return None if new_right is None else f"{new_left}{sep}{new_right}"
+            return self._range_two_dates(left, sep, right)
+        return self._range_to_day(left, sep, right)
+
+    def _range_two_dates(self, left: str, sep: str, right: str) -> str | None:
+        """ "7/22-7/24": the left end's missing year is read near the right end's date."""
+        anchor = self._date_edits(right)[1]
+        near = self if anchor is None else replace(self, reference=anchor - self.shift)
+        new_left = near._shift_one(left, bare_year=False)
+        new_right = self._shift_one(right, bare_year=False)
+        if new_left is None or new_right is None:
+            return None
+        return f"{new_left}{sep}{new_right}"
+
+    def _range_to_day(self, left: str, sep: str, right: str) -> str | None:
+        """ "7/22-24", "July 22-24": the right day takes the left end's month."""
+        new_left = self._shift_one(left, bare_year=False)
         head = _RANGE_HEAD.match(left)
-        if head is None:
+        if new_left is None or head is None:
             return None
         new_full = self._shift_one(head.group() + right, bare_year=False)
         if new_full is None:
@@ -309,9 +321,11 @@ class DateShifter:
         return f"{a.day}{_ordinal(a.day, ord_a)}{sep}{b.day}{_ordinal(b.day, ord_b)}"
 
     def _year_range(self, left: str, sep: str, right: str) -> str:
-        """ "1998-99": both years move; the right one stays two digits."""
+        """ "1998-2001", "1998-99": the first year moves, the second keeps the length."""
         start = self.shift_year(int(left))
-        end = self.shift_year(int(left[:2] + right) + (100 if right < left[2:] else 0))
+        if len(right) == 4:
+            return f"{start:04d}{sep}{start + int(right) - int(left):04d}"
+        end = start + (int(right) - int(left[2:])) % 100
         return f"{start:04d}{sep}{end % 100:02d}"
 
     def _shift_one(self, text: str, bare_year: bool = True) -> str | None:
