@@ -115,6 +115,9 @@ _RANGE_HEAD = re.compile(r"^(?:\d{1,2}/|[A-Za-z]+\.?\s*)")
 _LONE_DAY = re.compile(r"\d{1,2}(?:st|nd|rd|th)?", re.I)
 _DAY_HEAD = re.compile(r"\d{1,2}(?:st|nd|rd|th)?", re.I)
 _YEAR4 = re.compile(r"(?:19|20)\d{2}")
+# The right end of "Dec 1-3, 1998" and the year at the end of a shifted date.
+_DAY_YEAR = re.compile(r"(?P<day>\d{1,2}(?:st|nd|rd|th)?)(?P<tail>,?\s*(?:\d{4}|'\d{2}))", re.I)
+_DAY_YEAR_END = re.compile(r"(?P<tail>,?\s*(?:\d{4}|'\d{2}))$")
 _MONTH_NEXT = re.compile(r"[\s/.-]*[A-Za-z]")
 
 
@@ -255,6 +258,9 @@ class DateShifter:
             return self._range_to_day_month(left, sep, right)
         if _YEAR4.fullmatch(left) and (_YEAR4.fullmatch(right) or re.fullmatch(r"\d{2}", right)):
             return self._year_range(left, sep, right)
+        day_year = _DAY_YEAR.fullmatch(right)
+        if day_year is not None:
+            return self._range_day_year(left, sep, day_year)
         if not (right.isdigit() and len(right) <= 2):
             return self._range_two_dates(left, sep, right)
         return self._range_to_day(left, sep, right)
@@ -268,6 +274,19 @@ class DateShifter:
         if new_left is None or new_right is None:
             return None
         return f"{new_left}{sep}{new_right}"
+
+    def _range_day_year(self, left: str, sep: str, right: re.Match[str]) -> str | None:
+        """ "Dec 1-3, 1998": the year after the right day is the left end's too."""
+        tail = right.group("tail")
+        out = self._range_to_day(left + tail, sep, right.group("day") + tail)
+        new_left = self._shift_one(left + tail, bare_year=False)
+        if out is None or new_left is None:
+            return None
+        rest = out[len(new_left) :]  # "May 15, 1998-17, 1998": "-17, 1998"
+        left_tail, right_tail = _DAY_YEAR_END.search(new_left), _DAY_YEAR_END.search(rest)
+        if left_tail and right_tail and left_tail.group() == right_tail.group():
+            return new_left[: left_tail.start()] + rest  # one year: written once, at the end
+        return out
 
     def _range_to_day(self, left: str, sep: str, right: str) -> str | None:
         """ "7/22-24", "July 22-24": the right day takes the left end's month."""

@@ -41,7 +41,9 @@ REFERENCE = date(1999, 1, 20)  # the note's date: dates without a year are read 
         ("3/30-4/2", "9/11-9/14"),
         ("3-9 Dec", "17-23 May"),
         ("9->10 Apr, 87", "21->22 Sep, 86"),
-        ("30 Jun-2 Jul 98", "12 Dec-14 Dec 97"),  # the left end is read in the right's year
+        ("30 Jun-2 Jul 98", "12 Dec-14 Dec 97"),
+        ("Jul 1-3, 1998", "Dec 13-15, 1997"),  # the year after the right day is both ends
+        ("Jul 1-3 '98", "Dec 13-15 '97"),  # the left end is read in the right's year
         ("1998-2001", "1997-2000"),
         ("1965 to 1992", "1964 to 1991"),
         ("1998-99", "1997-98"),
@@ -171,6 +173,13 @@ def test_a_day_range_keeps_its_order_and_length(start: date, length: int, days: 
     out = shifter.shift_text(f"{start.day}-{end.day} {start:%B} {start.year}")
     tail = f" {b:%B} {b.year}"
     assert out == (f"{a.day}-{b.day}{tail}" if same else f"{a.day} {a:%B} {a.year}-{b.day}{tail}")
+    out = shifter.shift_text(f"{start:%B} {start.day}-{end.day}, {start.year}")
+    if same:
+        assert out == f"{a:%B} {a.day}-{b.day}, {b.year}"
+    elif a.year == b.year:
+        assert out == f"{a:%B} {a.day}-{b:%B} {b.day}, {b.year}"
+    else:
+        assert out == f"{a:%B} {a.day}, {a.year}-{b:%B} {b.day}, {b.year}"
 
 
 @settings(deadline=None)  # CI machines are shared: no per-example deadline
