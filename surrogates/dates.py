@@ -2,7 +2,8 @@
 
 Rules (hand-written: no date library both parses *and* re-emits a text in its own format):
 - numeric dates keep order, separator, zero padding and year width ("07/22/2005" → "MM/DD/YYYY",
-  "7/22" → "M/DD", "05" stays two digits); ``YYYY-MM-DD`` and ``YYYYMMDD`` too;
+  "7/22" → "M/DD", "05" stays two digits); ``YYYY-MM-DD``, ``YYYYMMDD``, ``YYYY-MM``,
+  ``MMDDYYYY`` / ``MMDDYY``, blanks ("3 12 98") and "5/17.88" too;
 - month names keep full / abbreviated form, case and a trailing period; ordinals are recomputed;
 - weekday names are recomputed from the shifted date in the same span, else moved by the
   shift modulo 7;
@@ -10,6 +11,9 @@ Rules (hand-written: no date library both parses *and* re-emits a text in its ow
   closest to the reference date (the document's date); with no reference date, 2000;
 - a year alone (``1992``, ``'92``, a bare ``92``) moves by the years that 2 July of that year
   moves; a month alone or month + year moves like the 15th of that month;
+- a day alone ("the 12th") is of the month nearest the reference date;
+- ranges keep order and length: "7/22-24", "3-9 Dec", "Dec 1-3, 1998", "1998-2001", "1998-99";
+  an end written without a year or month takes the other end's;
 - a holiday name is replaced by its shifted date as "Month D", since the name reveals the day;
 - two-digit years are read in the century that puts them within (reference − 89, reference + 10].
 Any span text with nothing recognisable as a date becomes ``[DATE]`` rather than be kept.
