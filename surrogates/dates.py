@@ -270,14 +270,18 @@ class DateShifter:
         return self._range_to_day(left, sep, right)
 
     def _range_two_dates(self, left: str, sep: str, right: str) -> str | None:
-        """ "7/22-7/24": the left end's missing year is read near the right end's date."""
-        anchor = self._date_edits(right)[1]
-        near = self if anchor is None else replace(self, reference=anchor - self.shift)
-        new_left = near._shift_one(left, bare_year=False)
-        new_right = self._shift_one(right, bare_year=False)
+        """ "7/22-7/24": an end's missing year is read near the other end's date."""
+        near_right = self._near(right)
+        new_left = near_right._shift_one(left, bare_year=False)
+        new_right = near_right._near(left)._shift_one(right, bare_year=False)
         if new_left is None or new_right is None:
             return None
         return f"{new_left}{sep}{new_right}"
+
+    def _near(self, text: str) -> DateShifter:
+        """This shifter, its reference the (first) date written in ``text`` if there is one."""
+        anchor = self._date_edits(text)[1]
+        return self if anchor is None else replace(self, reference=anchor - self.shift)
 
     def _range_day_year(self, left: str, sep: str, right: re.Match[str]) -> str | None:
         """ "Dec 1-3, 1998": the year after the right day is the left end's too."""

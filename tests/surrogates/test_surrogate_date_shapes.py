@@ -68,6 +68,19 @@ def test_each_shape_is_shifted_in_its_own_format(text: str, expected: str) -> No
     assert DateShifter(SHIFT, REFERENCE).shift_text(text) == expected
 
 
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("Dec 30, 1998 - Jan 2", "Dec 20, 1998 - Dec 23"),
+        ("Dec 30 - Jan 2, 1999", "Dec 20 - Dec 23, 1998"),
+        ("30-31 Dec 98", "20-21 Dec 98"),
+    ],
+)
+def test_an_end_without_a_year_takes_the_other_ends(text: str, expected: str) -> None:
+    # The note is years later: read alone, "Jan 2" would be of 2005.
+    assert DateShifter(timedelta(days=-10), date(2005, 6, 1)).shift_text(text) == expected
+
+
 def test_no_date_in_the_text_is_still_a_tag() -> None:
     for text in ("the other day", "32nd", "13 45 98"):
         assert replace_one(DateSurrogate(), text, "DATE") == "[DATE]"
