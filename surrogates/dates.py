@@ -147,18 +147,29 @@ def _weekday_number(token: str) -> int:
     return [w.lower()[:3] for w in WEEKDAY_NAMES].index(t)
 
 
+def _dot(m: re.Match[str]) -> str:
+    """The period after a month name: "." when it marks the abbreviation, ".." when it also
+    sets the month apart from a number ("3.Dec.98")."""
+    if m.group("mdot") is None:
+        return ""
+    after = m.string[m.end("mdot") : m.end("mdot") + 1]
+    return ".." if after.isdigit() else "."
+
+
 def _month_text(month: int, model: str, dot: str) -> str:
     name = MONTH_NAMES[month - 1]
     if len(model) <= 4 and model.lower() not in ("may", "june", "july"):
         name = "Sept" if (len(model) == 4 and month == 9) else name[:3]
-    return _case_like(name, model) + dot
+    if name == MONTH_NAMES[4] and dot == ".":
+        dot = ""  # "Dec." → "May", not "May." (a period between parts stays: "3.May.98")
+    return _case_like(name, model) + dot[:1]
 
 
 def _weekday_text(weekday: int, model: str, dot: str) -> str:
     name = WEEKDAY_NAMES[weekday]
     if len(model) < 6:
         name = name[:3]
-    return _case_like(name, model) + dot
+    return _case_like(name, model) + dot[:1]
 
 
 def _ordinal(day: int, model: str) -> str:
@@ -448,7 +459,7 @@ class DateShifter:
         if found is None:
             return None
         s = found + self.shift
-        mon = _month_text(s.month, g["mon"], g["mdot"] or "")
+        mon = _month_text(s.month, g["mon"], _dot(m))
         day_txt = _num(s.day, g["day"]) + _ordinal(s.day, g["ord"] or "")
         year_out = self.year_text(s.year, year_txt) if year_txt else ""
         # Rebuild in place: keep the original separators between the parts.
@@ -473,7 +484,7 @@ class DateShifter:
         g = m.groupdict()
         s = date(self.full_year(g["year"]), _month_number(g["mon"]), 15) + self.shift
         values = {
-            "mon": _month_text(s.month, g["mon"], g["mdot"] or ""),
+            "mon": _month_text(s.month, g["mon"], _dot(m)),
             "year": self.year_text(s.year, g["year"]),
         }
         return _splice(m.group(), m, values, drop=("mdot",)), None
@@ -481,7 +492,7 @@ class DateShifter:
     def _month(self, m: re.Match[str]) -> tuple[str, date | None] | None:
         g = m.groupdict()
         s = date(self.ref_year, _month_number(g["mon"]), 15) + self.shift
-        return _month_text(s.month, g["mon"], g["mdot"] or ""), None
+        return _month_text(s.month, g["mon"], _dot(m)), None
 
     def _ordinal_day(self, m: re.Match[str]) -> tuple[str, date | None] | None:
         """ "the 12th": a day of the month nearest the reference date."""

@@ -30,6 +30,7 @@ REFERENCE = date(1999, 1, 20)  # the note's date: dates without a year are read 
         ("Jan 98", "Jun 97"),
         ("Jan-98", "Jun-97"),
         ("Jan. '98", "Jun. '97"),
+        ("Dec. '98", "May '98"),  # "May" is no abbreviation: no period
         ("3 12 98", "8 24 97"),  # m d yy set apart by blanks
         ("03 12 1998", "08 24 1997"),
         ("07151988", "12281987"),  # MMDDYYYY
