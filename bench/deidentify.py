@@ -227,6 +227,9 @@ def leak_report(
         f"known patient name parts (per note) surviving: {known_all}/{known_total} in all outputs, "
         f"{known_pub} published"
     )
+    dates = [r.text[sp.start : sp.end] for r in results for sp in r.spans if sp.category == "DATE"]
+    tagged = sum(1 for d in dates if d == "[DATE]")
+    print(f"date spans: {len(dates)}, shifted {len(dates) - tagged}, tagged [DATE] {tagged}")
 
 
 def _drop_schema(pg: str, url: str) -> None:

@@ -2,7 +2,8 @@
 
 Rules (hand-written: no date library both parses *and* re-emits a text in its own format):
 - numeric dates keep order, separator, zero padding and year width ("07/22/2005" → "MM/DD/YYYY",
-  "7/22" → "M/DD", "05" stays two digits); ``YYYY-MM-DD`` and ``YYYYMMDD`` too;
+  "7/22" → "M/DD", "05" stays two digits); ``YYYY-MM-DD``, ``YYYYMMDD``, ``YYYY-MM``,
+  ``MMDDYYYY`` / ``MMDDYY``, blanks ("3 12 98") and "5/17.88" too;
 - month names keep full / abbreviated form, case and a trailing period; ordinals are recomputed;
 - weekday names are recomputed from the shifted date in the same span, else moved by the
   shift modulo 7;
@@ -10,6 +11,9 @@ Rules (hand-written: no date library both parses *and* re-emits a text in its ow
   closest to the reference date (the document's date); with no reference date, 2000;
 - a year alone (``1992``, ``'92``, a bare ``92``) moves by the years that 2 July of that year
   moves; a month alone or month + year moves like the 15th of that month;
+- a day alone ("the 12th") is of the month nearest the reference date;
+- ranges keep order and length: "7/22-24", "3-9 Dec", "Dec 1-3, 1998", "1998-2001", "1998-99";
+  an end written without a year or month takes the other end's;
 - a holiday name is replaced by its shifted date as "Month D", since the name reveals the day;
 - two-digit years are read in the century that puts them within (reference − 89, reference + 10].
 Any span text with nothing recognisable as a date becomes ``[DATE]`` rather than be kept.
@@ -20,16 +24,12 @@ from __future__ import annotations
 import calendar
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import date, timedelta
-from functools import lru_cache
 
-import holidays
-from dateutil.easter import easter
-
-from pipelines.memo import memoized
 from surrogates.base import SpanLike, Surrogate, apply_edits
 from surrogates.context import ReplaceContext
+from surrogates.date_holidays import _holiday_names, _holidays_of
 
 DEFAULT_REFERENCE_YEAR = 2000
 MONTH_NAMES = [calendar.month_name[i] for i in range(1, 13)]
@@ -41,8 +41,14 @@ _MONTH = (
 )
 _DAY = r"(?P<day>\d{1,2})(?P<ord>st|nd|rd|th)?"
 _YEAR = r"(?P<year>\d{4}|'\d{2})"
+# After a day a bare two-digit year needs a blank or comma before it ("Dec 3 98", not the
+# "19" of "Dec 1998"); after a month name it may follow at once ("3Dec98"). Never a clock.
+_YEAR_AFTER_DAY = r"(?P<year>\d{4}|'\d{2}|(?<=[\s,])\d{2}(?![:\d]))"
+_YEAR_AFTER_MONTH = r"(?P<year>\d{4}|'?\d{2}(?![:\d]))"
 _B = r"(?<![\w/])"  # left boundary
 _E = r"(?![\w/])"  # right boundary
+_NUM_B = r"(?<![\w/.-])"  # left boundary of a numeric date
+_NUM_YEAR = r"(?P<c>\d{4}|\d{2})(?![\w/:]|[.-]\d)"
 
 _PATTERNS: list[tuple[str, re.Pattern[str]]] = [
     (
@@ -52,23 +58,48 @@ _PATTERNS: list[tuple[str, re.Pattern[str]]] = [
             r"(?=(?:[0-2]\d[0-5]\d(?:[0-5]\d)?)?(?![\w/]))"
         ),
     ),
+    # MMDDYYYY and MMDDYY ("07151988", "071588"); DDMM.. or YYMMDD when that is no date.
+    ("compact_mdy", re.compile(_NUM_B + r"(?P<a>\d{2})(?P<b>\d{2})(?P<c>\d{4}|\d{2})" + _E)),
     (
-        "mdy_name",
-        re.compile(_B + _MONTH + r"\s*" + _DAY + r"(?:,?\s*" + _YEAR + r")?" + r"(?![\w/])", re.I),
+        "dmy_name",  # "22 July 2005", "3rd of Dec", "12-Dec", "15-Dec-98", "03DEC1998"
+        re.compile(
+            _B
+            + _DAY
+            + r"(?:\s+(?:of\s+)?|[-/.]?)"
+            + _MONTH
+            + r"(?:(?:,?\s*|[-/.])"
+            + _YEAR_AFTER_MONTH
+            + r")?"
+            + _E,
+            re.I,
+        ),
     ),
     (
-        "dmy_name",
-        re.compile(_B + _DAY + r"\s+(?:of\s+)?" + _MONTH + r"(?:,?\s*" + _YEAR + r")?" + _E, re.I),
+        "mdy_name",  # "July 22, 2005", "Dec 3 98"
+        re.compile(_B + _MONTH + r"\s*" + _DAY + r"(?:,?\s*" + _YEAR_AFTER_DAY + r")?" + _E, re.I),
+    ),
+    (  # "3 12 98": month, day and year set apart by blanks
+        "numeric_blanks",
+        re.compile(_NUM_B + r"(?P<a>\d{1,2})(?P<sep> +)(?P<b>\d{1,2})(?P<sep2> +)" + _NUM_YEAR),
+    ),
+    # "5/17.88": a slash, then a period before the year
+    (
+        "numeric_mixed",
+        re.compile(_NUM_B + r"(?P<a>\d{1,2})(?P<sep>/)(?P<b>\d{1,2})(?P<sep2>\.)" + _NUM_YEAR),
     ),
     (
         "numeric",
         re.compile(
-            r"(?<![\w/.-])(?P<a>\d{1,4})(?P<sep>[/.-])(?P<b>\d{1,2})(?:(?P=sep)(?P<c>\d{4}|\d{2}))?"
+            _NUM_B + r"(?P<a>\d{1,4})(?P<sep>[/.-])(?P<b>\d{1,2})(?:(?P=sep)(?P<c>\d{4}|\d{2}))?"
             r"(?:(?![\w/]|[.-]\d)|(?=T\d))"
         ),
     ),
-    ("month_year_num", re.compile(r"(?<![\w/.-])(?P<m>\d{1,2})(?P<sep>[/-])(?P<y>\d{4})" + _E)),
-    ("month_year", re.compile(_B + _MONTH + r",?\s+" + _YEAR + _E, re.I)),
+    ("month_year_num", re.compile(_NUM_B + r"(?P<m>\d{1,2})(?P<sep>[/-])(?P<y>\d{4})" + _E)),
+    (
+        "month_year",  # "July 2005", "Dec of 98", "Dec-98", "DEC98", "Dec. '98"
+        re.compile(_B + _MONTH + r"(?:,?\s*|\s+of\s+|[-/])" + _YEAR_AFTER_MONTH + _E, re.I),
+    ),
+    ("ordinal_day", re.compile(_B + r"(?P<day>\d{1,2})(?P<ord>st|nd|rd|th)" + _E, re.I)),
     ("month", re.compile(_B + _MONTH + r"(?![\w])", re.I)),
     ("year", re.compile(r"(?<![\w/.-])(?P<year>(?:19|20)\d{2}|'\d{2})(?![\w/]|[.-]\d)")),
 ]
@@ -79,71 +110,22 @@ _WEEKDAY = re.compile(
 )
 _BARE_YEAR = re.compile(r"\s*(?P<year>\d{2})\s*")
 _RANGE = re.compile(
-    r"(?P<left>.*?\d(?:st|nd|rd|th)?)(?P<sep>\s*(?:-|–|to|through|thru)\s*)(?P<right>\S.*)",
+    r"(?P<left>.*?\d(?:st|nd|rd|th)?)(?P<sep>\s*(?:-+>|→|-|–|to|through|thru)\s*)(?P<right>\S.*)",
     re.I,
 )
 # The month part of a range's left end: "7/" of "7/22", "July " of "July 22".
 _RANGE_HEAD = re.compile(r"^(?:\d{1,2}/|[A-Za-z]+\.?\s*)")
-
-
-# Names people write that the `holidays` package (official names only) does not carry.
-_EXTRA_HOLIDAYS: dict[str, Callable[[int], date]] = {
-    "christmas": lambda y: date(y, 12, 25),
-    "xmas": lambda y: date(y, 12, 25),
-    "christmas eve": lambda y: date(y, 12, 24),
-    "new year's": lambda y: date(y, 1, 1),
-    "new years": lambda y: date(y, 1, 1),
-    "new year": lambda y: date(y, 1, 1),
-    "new year's eve": lambda y: date(y, 12, 31),
-    "new years eve": lambda y: date(y, 12, 31),
-    "thanksgiving": lambda y: _nth_weekday(y, 11, 3, 4),
-    "fourth of july": lambda y: date(y, 7, 4),
-    "4th of july": lambda y: date(y, 7, 4),
-    "mlk day": lambda y: _nth_weekday(y, 1, 0, 3),
-    "presidents day": lambda y: _nth_weekday(y, 2, 0, 3),
-    "presidents' day": lambda y: _nth_weekday(y, 2, 0, 3),
-    "easter": easter,
-    "easter sunday": easter,
-    "good friday": lambda y: easter(y) - timedelta(days=2),
-    "halloween": lambda y: date(y, 10, 31),
-    "valentine's day": lambda y: date(y, 2, 14),
-    "valentines day": lambda y: date(y, 2, 14),
-    "st. patrick's day": lambda y: date(y, 3, 17),
-    "st patrick's day": lambda y: date(y, 3, 17),
-    "mother's day": lambda y: _nth_weekday(y, 5, 6, 2),
-    "father's day": lambda y: _nth_weekday(y, 6, 6, 3),
-}
-
-
-def _nth_weekday(year: int, month: int, weekday: int, n: int) -> date:
-    first = date(year, month, 1)
-    offset = (weekday - first.weekday()) % 7
-    return first + timedelta(days=offset + 7 * (n - 1))
-
-
-@memoized("surrogate_dates.holidays_of", 64)
-def _holidays_of(year: int) -> dict[str, date]:
-    table: dict[str, date] = {}
-    for day, name in sorted(holidays.country_holidays("US", years=year).items()):
-        if "observed" not in name.lower():
-            table.setdefault(name.lower().replace("’", "'"), day)
-    for alias, make in _EXTRA_HOLIDAYS.items():
-        table.setdefault(alias, make(year))
-    return table
+# A lone day on a range's left and the day that starts its right end: "3" and "9" of "3-9 Dec".
+_LONE_DAY = re.compile(r"\d{1,2}(?:st|nd|rd|th)?", re.I)
+_DAY_HEAD = re.compile(r"\d{1,2}(?:st|nd|rd|th)?", re.I)
+_YEAR4 = re.compile(r"(?:19|20)\d{2}")
+# The right end of "Dec 1-3, 1998" and the year at the end of a shifted date.
+_DAY_YEAR = re.compile(r"(?P<day>\d{1,2}(?:st|nd|rd|th)?)(?P<tail>,?\s*(?:\d{4}|'\d{2}))", re.I)
+_DAY_YEAR_END = re.compile(r"(?P<tail>,?\s*(?:\d{4}|'\d{2}))$")
+_MONTH_NEXT = re.compile(r"[\s/.-]*[A-Za-z]")
 
 
 _HOLIDAY = re.compile(r"^\s*(?P<name>[a-z.'’ 0-9]+?)(?:\s*,?\s*(?P<year>\d{4}))?\s*$", re.I)
-
-
-@lru_cache(maxsize=1)
-def _holiday_names() -> frozenset[str]:
-    """Every holiday name we know, whatever the year (official names barely change)."""
-    names = {
-        name.lower().replace("’", "'")
-        for name in holidays.country_holidays("US", years=range(1990, 2031)).values()
-        if "observed" not in name.lower()
-    }
-    return frozenset(names | set(_EXTRA_HOLIDAYS))
 
 
 def _case_like(word: str, model: str) -> str:
@@ -165,18 +147,29 @@ def _weekday_number(token: str) -> int:
     return [w.lower()[:3] for w in WEEKDAY_NAMES].index(t)
 
 
+def _dot(m: re.Match[str]) -> str:
+    """The period after a month name: "." when it marks the abbreviation, ".." when it also
+    sets the month apart from a number ("3.Dec.98")."""
+    if m.group("mdot") is None:
+        return ""
+    after = m.string[m.end("mdot") : m.end("mdot") + 1]
+    return ".." if after.isdigit() else "."
+
+
 def _month_text(month: int, model: str, dot: str) -> str:
     name = MONTH_NAMES[month - 1]
     if len(model) <= 4 and model.lower() not in ("may", "june", "july"):
         name = "Sept" if (len(model) == 4 and month == 9) else name[:3]
-    return _case_like(name, model) + dot
+    if name == MONTH_NAMES[4] and dot == ".":
+        dot = ""  # "Dec." → "May", not "May." (a period between parts stays: "3.May.98")
+    return _case_like(name, model) + dot[:1]
 
 
 def _weekday_text(weekday: int, model: str, dot: str) -> str:
     name = WEEKDAY_NAMES[weekday]
     if len(model) < 6:
         name = name[:3]
-    return _case_like(name, model) + dot
+    return _case_like(name, model) + dot[:1]
 
 
 def _ordinal(day: int, model: str) -> str:
@@ -267,7 +260,8 @@ class DateShifter:
             ranged = self._range(text)
             if ranged is not None:
                 return ranged
-        return self._shift_one(text, bare_year)
+        out = self._shift_one(text, bare_year)
+        return self._range(text) if out is None else out  # "1998-99" reads like YYYY-MM
 
     def _range(self, text: str) -> str | None:
         """ "7/22-7/24", "July 22 - 24", "7/22-24": both ends move; a lone day keeps the form."""
@@ -275,14 +269,49 @@ class DateShifter:
         if m is None:
             return None
         left, sep, right = m.group("left"), m.group("sep"), m.group("right")
-        new_left = self._shift_one(left, bare_year=False)
-        if new_left is None or new_left == "[DATE]":
-            return None
+        if _LONE_DAY.fullmatch(left):
+            return self._range_to_day_month(left, sep, right)
+        if _YEAR4.fullmatch(left) and (_YEAR4.fullmatch(right) or re.fullmatch(r"\d{2}", right)):
+            return self._year_range(left, sep, right)
+        day_year = _DAY_YEAR.fullmatch(right)
+        if day_year is not None:
+            return self._range_day_year(left, sep, day_year)
         if not (right.isdigit() and len(right) <= 2):
-            new_right = self._shift_one(right, bare_year=False)
-            return None if new_right is None else f"{new_left}{sep}{new_right}"
+            return self._range_two_dates(left, sep, right)
+        return self._range_to_day(left, sep, right)
+
+    def _range_two_dates(self, left: str, sep: str, right: str) -> str | None:
+        """ "7/22-7/24": an end's missing year is read near the other end's date."""
+        near_right = self._near(right)
+        new_left = near_right._shift_one(left, bare_year=False)
+        new_right = near_right._near(left)._shift_one(right, bare_year=False)
+        if new_left is None or new_right is None:
+            return None
+        return f"{new_left}{sep}{new_right}"
+
+    def _near(self, text: str) -> DateShifter:
+        """This shifter, its reference the (first) date written in ``text`` if there is one."""
+        anchor = self._date_edits(text)[1]
+        return self if anchor is None else replace(self, reference=anchor - self.shift)
+
+    def _range_day_year(self, left: str, sep: str, right: re.Match[str]) -> str | None:
+        """ "Dec 1-3, 1998": the year after the right day is the left end's too."""
+        tail = right.group("tail")
+        out = self._range_to_day(left + tail, sep, right.group("day") + tail)
+        new_left = self._shift_one(left + tail, bare_year=False)
+        if out is None or new_left is None:
+            return None
+        rest = out[len(new_left) :]  # "May 15, 1998-17, 1998": "-17, 1998"
+        left_tail, right_tail = _DAY_YEAR_END.search(new_left), _DAY_YEAR_END.search(rest)
+        if left_tail and right_tail and left_tail.group() == right_tail.group():
+            return new_left[: left_tail.start()] + rest  # one year: written once, at the end
+        return out
+
+    def _range_to_day(self, left: str, sep: str, right: str) -> str | None:
+        """ "7/22-24", "July 22-24": the right day takes the left end's month."""
+        new_left = self._shift_one(left, bare_year=False)
         head = _RANGE_HEAD.match(left)
-        if head is None:
+        if new_left is None or head is None:
             return None
         new_full = self._shift_one(head.group() + right, bare_year=False)
         if new_full is None:
@@ -292,6 +321,50 @@ class DateShifter:
         if left_head and full_head and left_head.group() == full_head.group():
             return f"{new_left}{sep}{new_full[full_head.end() :]}"  # same month: the day only
         return f"{new_left}{sep}{new_full}"
+
+    def _range_to_day_month(self, left: str, sep: str, right: str) -> str | None:
+        """ "3-9 Dec", "9->10 Apr, 87": the left day takes the right end's month and year."""
+        if _LONE_DAY.fullmatch(right) and not right.isdigit():
+            return self._ordinal_range(left, sep, right)
+        head = _DAY_HEAD.match(right)
+        if head is None or not _MONTH_NEXT.match(right, head.end()):
+            return None
+        new_right = self._shift_one(right, bare_year=False)
+        new_full = self._shift_one(left + right[head.end() :], bare_year=False)
+        if new_right is None or new_full is None:
+            return None
+        right_head = _DAY_HEAD.match(new_right)
+        full_head = _DAY_HEAD.match(new_full)
+        if (
+            right_head
+            and full_head
+            and new_right[right_head.end() :] == new_full[full_head.end() :]
+        ):
+            return f"{new_full[: full_head.end()]}{sep}{new_right}"  # same month: the day only
+        return f"{new_full}{sep}{new_right}"
+
+    def _ordinal_range(self, left: str, sep: str, right: str) -> str | None:
+        """ "3rd-5th": days of one month (the right one in the next when it is smaller)."""
+        ord_a, ord_b = left.lstrip("0123456789"), right.lstrip("0123456789")
+        first, last = int(left[: len(left) - len(ord_a)]), int(right[: len(right) - len(ord_b)])
+        start = self.nearest_day(first)
+        if start is None:
+            return None
+        year, month = divmod(start.year * 12 + start.month - 1 + (last < first), 12)
+        try:
+            end = date(year, month + 1, last)
+        except ValueError:
+            return None
+        a, b = start + self.shift, end + self.shift
+        return f"{a.day}{_ordinal(a.day, ord_a)}{sep}{b.day}{_ordinal(b.day, ord_b)}"
+
+    def _year_range(self, left: str, sep: str, right: str) -> str:
+        """ "1998-2001", "1998-99": the first year moves, the second keeps the length."""
+        start = self.shift_year(int(left))
+        if len(right) == 4:
+            return f"{start:04d}{sep}{start + int(right) - int(left):04d}"
+        end = start + (int(right) - int(left[2:])) % 100
+        return f"{start:04d}{sep}{end % 100:02d}"
 
     def _shift_one(self, text: str, bare_year: bool = True) -> str | None:
         holiday = self._holiday(text)
@@ -386,7 +459,7 @@ class DateShifter:
         if found is None:
             return None
         s = found + self.shift
-        mon = _month_text(s.month, g["mon"], g["mdot"] or "")
+        mon = _month_text(s.month, g["mon"], _dot(m))
         day_txt = _num(s.day, g["day"]) + _ordinal(s.day, g["ord"] or "")
         year_out = self.year_text(s.year, year_txt) if year_txt else ""
         # Rebuild in place: keep the original separators between the parts.
@@ -411,7 +484,7 @@ class DateShifter:
         g = m.groupdict()
         s = date(self.full_year(g["year"]), _month_number(g["mon"]), 15) + self.shift
         values = {
-            "mon": _month_text(s.month, g["mon"], g["mdot"] or ""),
+            "mon": _month_text(s.month, g["mon"], _dot(m)),
             "year": self.year_text(s.year, g["year"]),
         }
         return _splice(m.group(), m, values, drop=("mdot",)), None
@@ -419,7 +492,29 @@ class DateShifter:
     def _month(self, m: re.Match[str]) -> tuple[str, date | None] | None:
         g = m.groupdict()
         s = date(self.ref_year, _month_number(g["mon"]), 15) + self.shift
-        return _month_text(s.month, g["mon"], g["mdot"] or ""), None
+        return _month_text(s.month, g["mon"], _dot(m)), None
+
+    def _ordinal_day(self, m: re.Match[str]) -> tuple[str, date | None] | None:
+        """ "the 12th": a day of the month nearest the reference date."""
+        found = self.nearest_day(int(m.group("day")))
+        if found is None:
+            return None
+        s = found + self.shift
+        return f"{s.day}{_ordinal(s.day, m.group('ord'))}", s
+
+    def nearest_day(self, day: int, months: tuple[int, ...] = (-1, 0, 1)) -> date | None:
+        """The given day of the month (of those ``months`` from the reference) nearest it."""
+        ref = self.reference or date(DEFAULT_REFERENCE_YEAR, 7, 1)
+        found: date | None = None
+        for offset in months:
+            year, month = divmod(ref.year * 12 + ref.month - 1 + offset, 12)
+            try:
+                candidate = date(year, month + 1, day)
+            except ValueError:
+                continue
+            if found is None or abs(candidate - ref) < abs(found - ref):
+                found = candidate
+        return found
 
     def _year(self, m: re.Match[str]) -> tuple[str, date | None] | None:
         year = self.full_year(m.group("year"))
@@ -427,6 +522,7 @@ class DateShifter:
 
     def _numeric(self, m: re.Match[str]) -> tuple[str, date | None] | None:
         a, b, c, sep = m.group("a"), m.group("b"), m.group("c"), m.group("sep")
+        sep2 = m.groupdict().get("sep2") or sep
         if len(a) == 4:
             return self._iso(a, b, c, sep)
         if len(a) == 3:
@@ -444,8 +540,23 @@ class DateShifter:
         first, second = (s.day, s.month) if day_first else (s.month, s.day)
         out = f"{_num(first, pad_a)}{sep}{_num(second, pad_b)}"
         if c is not None:
-            out += sep + self.year_text(s.year, c)
+            out += sep2 + self.year_text(s.year, c)
         return out, s
+
+    def _compact_mdy(self, m: re.Match[str]) -> tuple[str, date | None] | None:
+        """MMDDYYYY, MMDDYY; else DDMM.. (the first pair no month); else YYMMDD."""
+        a, b, c = m.group("a"), m.group("b"), m.group("c")
+        readings = [("mdy", c, int(a), int(b)), ("dmy", c, int(b), int(a))]
+        if len(c) == 2:
+            readings.append(("ymd", a, int(b), int(c)))
+        for order, year, month, day in readings:
+            found = self._day_of(year, month, day)
+            if found is None:
+                continue
+            s = found + self.shift
+            y, md = self.year_text(s.year, year), f"{s.month:02d}{s.day:02d}"
+            return {"mdy": md + y, "dmy": f"{s.day:02d}{s.month:02d}{y}", "ymd": y + md}[order], s
+        return None
 
     def _numeric_day(self, year_text: str | None, month: int, day: int) -> date | None:
         """The day of a numeric date; without a year, the year nearest the reference."""
@@ -458,7 +569,10 @@ class DateShifter:
         return self.infer_year(month, day)
 
     def _iso(self, a: str, b: str, c: str | None, sep: str) -> tuple[str, date | None] | None:
-        """YYYY-MM-DD."""
+        """YYYY-MM-DD, YYYY-MM."""
+        if c is None and len(b) == 2 and 1 <= int(b) <= 12:
+            s = date(int(a), int(b), 15) + self.shift
+            return f"{s.year:04d}{sep}{s.month:02d}", None
         if c is None or len(c) > 2:
             return None
         try:
@@ -484,8 +598,12 @@ _RENDERERS: dict[str, _Render] = {
     "mdy_name": DateShifter._named,
     "dmy_name": DateShifter._named,
     "numeric": DateShifter._numeric,
+    "numeric_blanks": DateShifter._numeric,
+    "numeric_mixed": DateShifter._numeric,
+    "compact_mdy": DateShifter._compact_mdy,
     "month_year_num": DateShifter._month_year_num,
     "month_year": DateShifter._month_year,
+    "ordinal_day": DateShifter._ordinal_day,
     "month": DateShifter._month,
     "year": DateShifter._year,
 }
