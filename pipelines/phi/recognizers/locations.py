@@ -38,6 +38,7 @@ from pipelines.phi.recognizers.location_heads import facility, facility_list, gl
 from pipelines.phi.recognizers.location_modifiers import (
     MODIFIERS,
     TOWN_CUES,
+    WEAK_MODIFIERS,
     modifier_alone,
     suffixed_town,
 )
@@ -220,8 +221,9 @@ PASSES: Final = declare(
         "locations",
         [
             FACILITY_HEAD,
-            Pass("locations.modifier_alone", modifier_alone, words=MODIFIERS, before=4, after=1,
-                 vocabulary=("facility_modifiers_alone", "facility_clause_words")),
+            Pass("locations.modifier_alone", modifier_alone, words=MODIFIERS | WEAK_MODIFIERS,
+                 before=4, after=2, vocabulary=("facility_modifiers_alone",
+                 "facility_modifiers_alone_weak", "facility_clause_words")),
             Pass("locations.suffixed_town", suffixed_town, words=TOWN_CUES, before=3,
                  after=2, vocabulary=("place_suffixes", *_BEFORE_CUE)),
             Pass("locations.after_cue", cues.after_cue, words=CUES, before=6, after=5,
