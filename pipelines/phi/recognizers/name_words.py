@@ -118,7 +118,7 @@ def surname_letter(tok: Token, text: str) -> bool:
     if after[1:] in {"", "\n"}:
         return True
     if after[1].islower() and tok.lower not in cues().clinical_letters:
-        return not _letter_pair(text, tok.end)  # "Hanlon B and C": two lone letters
+        return not letter_pair(text, tok.end)  # "Hanlon B and C": two lone letters
     return _initial_word_after(text, tok.end)
 
 
@@ -126,7 +126,7 @@ _NEXT_WORD: Final = re.compile(r"[ \t]+([A-Za-z]+)\b")
 _LETTER_NEXT: Final = re.compile(r"[ \t]+[A-Za-z](?![A-Za-z0-9])")
 
 
-def _letter_pair(text: str, end: int) -> bool:
+def letter_pair(text: str, end: int) -> bool:
     """A short word then another lone letter after a capital ending at ``end``: "B and C",
     "R to L", letters of shorthand, no initial."""
     m = _NEXT_WORD.match(text, end)
