@@ -73,6 +73,17 @@ def _name_start(note: Note, h: int) -> int | None:
     return first if any(_rare(w, mixed) for w in words[first:h]) else None
 
 
+def trailing_modifier(note: Note, h: int, span: Span) -> Span:
+    """A facility span ending at a named head that is also a modifier ("Xyz Memorial"), with
+    a second modifier after it before the clause's end: "from Xyz Memorial Medical today"."""
+    words = note.words
+    if span.end != words[h].end or words[h].lower not in MODIFIERS:
+        return span
+    if _clause_after(words, h, note.text) or _modifiers_end(note, h) != h + 1:
+        return span
+    return Span(span.start, words[h + 1].end, span.category, span.confidence, span.source)
+
+
 def _modifiers_end(note: Note, h: int) -> int | None:
     """The last modifier of the name whose first modifier is at ``h``: ``h`` when the clause
     ends after it, the next word when that is a second modifier written as a name and the

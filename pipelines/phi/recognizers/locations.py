@@ -41,6 +41,7 @@ from pipelines.phi.recognizers.location_modifiers import (
     WEAK_MODIFIERS,
     modifier_alone,
     suffixed_town,
+    trailing_modifier,
 )
 from pipelines.phi.recognizers.location_places import (
     GLUED_NUMBER,
@@ -108,7 +109,8 @@ def _facility_head(note: Note, h: int) -> Span | None:
         return None  # "home" heads a name only as "Nursing Home"
     # a capitalised head in a lower-case note reads as in a mixed-case one
     cased = note.mixed or (note.case is Case.LOWER and tok.is_title)
-    return facility(words, h, note.text, cased)
+    found = facility(words, h, note.text, cased)
+    return None if found is None else trailing_modifier(note, h, found)
 
 
 def _university_of(note: Note, c: int) -> Span | None:
@@ -213,7 +215,7 @@ def _before_state(note: Note, h: int) -> Span | None:
 
 
 FACILITY_HEAD: Final = Pass[Note, Span](
-    "locations.facility_head", _facility_head, words=HEADS | {"home"}, before=5, after=1,
+    "locations.facility_head", _facility_head, words=HEADS | {"home"}, before=5, after=2,
     vocabulary=_HEAD_WORDS, memo=True,
 )  # fmt: skip
 PASSES: Final = declare(
