@@ -82,6 +82,11 @@ SHAPES: dict[str, dict[str, str]] = {
         "general-no-head": "Came from <towngeneral> last night, stable.",
         "community-no-head": "Seen at <towncommunity> yesterday for labs.",
         "suffix-slip": "Pt is from <townslip>, lives with son.",
+        "modifier-pair": "Transferred from <townmodpair> today for cath.",
+        "weak-modifier-moved": "Came from <townweak> yesterday, stable.",
+        "country-regional": "Transferred from <countryregional> this am.",
+        "employer-as-job": "Works as a clerk for <orgsuffixed>, days.",
+        "employer-apposition": "Her employer, <orgsuffixed>, offers insurance.",
     },
     "names": {
         "first-initial": "<first> <initial>. called back about results.",
@@ -98,6 +103,9 @@ SHAPES: dict[str, dict[str, str]] = {
         "bare-initial-title": "Dr <initial> to see pt this am.",
         "bare-initial-first": "Spoke with <first> <initial> about the plan.",
         "kin-commas-short": "son, <twofirst>, at bedside, updated.",
+        "message-for-initial": "Message left for <first> <initial> to call back.",
+        "lm-for-initial": "LM for <first> <initial> re results.",
+        "kin-commas-common": "{kin}, <commontwo>, called this am.",
     },
     "identifiers": {
         "mrn-is": "His MRN is <code> per registration.",
@@ -142,6 +150,11 @@ SHAPES: dict[str, dict[str, str]] = {
         "caps-in-clinic": "SEEN ON <mdyy> IN CLINIC FOR FOLLOW UP.",
         "clock-groups": "Meds given {clockgroups}, tolerated.",
         "bracket-values": "Tele ({sat}) NSR, Ensure ({sat}) ml given, Vent ({sat}) on.",
+        "letter-pair-after-name": "Dr. <last> B and C serologies sent.",
+        "message-services": "Message left for Case Management; spoke with Hospice re plan.",
+        "weak-modifier-services": "Referred to Behavioral Health; Home Health to resume.",
+        "employer-common": "Works for the VA; retired from the army; a nurse for the county.",
+        "kin-commas-words": "son, ok, called back; wife, in, pain; son, so, called.",
     },
 }
 _EPONYMS = ("Foley", "Hickman", "Groshong", "Quinton", "Swan-Ganz", "Pigtail")
@@ -159,6 +172,13 @@ _SPECIALTIES = ("Family Practice", "Family Medicine", "Internal Medicine", "Gene
 _SERVICE_NOUNS = ("team", "clinic", "follow-up", "consult", "referral", "worker", "counselor")
 _UNITS = ("cvicu", "tsicu", "cmed", "ficu", "ltach", "sds")
 _TWO_FIRSTS = ("jo", "bo", "ty", "li", "su", "yu", "lu", "ai")
+_COMMON_TWO = ("al", "ed")
+_KIN_LOWER = ("wife", "son", "husband", "brother")
+_MOD_PAIRS = ("Regional Medical", "General Medical", "Community Medical", "Memorial Medical")
+_WEAK_MODS = ("Family", "Health", "County")
+# countries' names that US towns bear too
+_COUNTRY_TOWNS = ("Jordan", "Anguilla", "Chad", "Panama", "Cuba", "Peru", "Lebanon")
+_ORG_SUFFIXES = ("Industries", "Foods", "Logistics", "Motors", "Systems")
 _SUFFIXES = ("Heights", "Springs", "Village", "Junction", "Crossing", "Landing")
 _MONTHS = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
 _UNIT_WORDS = ("L arm", "R leg", "L hand", "LLE", "RUE")
@@ -196,6 +216,14 @@ class _Draw:
             "townregional": lambda: self.rng.choice(self.towns) + " Regional",
             "towngeneral": lambda: self.rng.choice(self.towns) + " General",
             "towncommunity": lambda: self.rng.choice(self.towns) + " Community",
+            "townmodpair": lambda: f"{self.rng.choice(self.towns)} {self.rng.choice(_MOD_PAIRS)}",
+            "townweak": lambda: f"{self.rng.choice(self.towns)} {self.rng.choice(_WEAK_MODS)}",
+            "countryregional": lambda: self.rng.choice(_COUNTRY_TOWNS) + " Regional",
+            "orgsuffixed": lambda: (
+                f"{self.rng.choice(self.towns)} {self.rng.choice(_ORG_SUFFIXES)}"
+            ),
+            "commontwo": lambda: self.rng.choice(_COMMON_TWO),
+            "kin": lambda: self.rng.choice(_KIN_LOWER),
             "newtown": lambda: "New " + self.rng.choice(self.towns),
             "acr": lambda: "".join(self.rng.choice("BCDFGHJKLMNPQRSTVWXZ") for _ in range(3)),
             "orgword": lambda: self.rng.choice(self.towns).upper() + "CO",

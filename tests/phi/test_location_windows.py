@@ -48,7 +48,7 @@ def _declared(step: Pass[Note, Span]) -> tuple[int, int]:
 def test_the_memoized_passes_are_the_head_and_cue_passes() -> None:
     assert {p.name for p in _MEMOIZED} == {"locations.facility_head", "locations.after_cue"}
     assert {p.name: (p.before, p.after) for p in _MEMOIZED} == {
-        "locations.facility_head": (5, 1),
+        "locations.facility_head": (5, 2),  # "Xyz Memorial Medical today"
         "locations.after_cue": (6, 5),
     }
 

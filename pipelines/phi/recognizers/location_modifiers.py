@@ -31,6 +31,9 @@ from pipelines.phi.wordlists import word_set
 from pipelines.spans import Span
 
 MODIFIERS: Final = word_set("facility_modifiers_alone")
+# Modifiers that name a hospital without a head only after a verb of moving and a rare word
+WEAK_MODIFIERS: Final = word_set("facility_modifiers_alone_weak")
+_MOVE_VERBS: Final = MOVE_OR_RETURN
 # The place prepositions before the name.
 _CUES: Final = frozenset({"to", "from", "at"})
 # Time words that may end the clause after the name, besides ``facility_clause_words``
@@ -39,21 +42,77 @@ _TIMES: Final = frozenset({"last", "overnight", "earlier", "tonight", "recently"
 
 def modifier_alone(note: Note, h: int) -> Span | None:
     """ "from Oakdale Regional today": the name words before the modifier at ``h``, a place
-    cue before them, the end of the clause after the modifier."""
-    words, text, mixed = note.words, note.text, note.mixed
+    cue before them, the end of the clause after the modifier or after a second modifier
+    ("from Xyz Regional Medical today"). A weak modifier ("Health", "Family", "County") only
+    after a verb of moving and a rare word ("came from Xyz Family yesterday")."""
+    words, mixed = note.words, note.mixed
     mod = words[h]
-    if mod.lower not in MODIFIERS or not _cased(mod, mixed) or not _clause_after(words, h, text):
+    weak = mod.lower in WEAK_MODIFIERS
+    if not (weak or mod.lower in MODIFIERS) or not _cased(mod, mixed):
         return None
+    last = _modifiers_end(note, h)
+    first = _name_start(note, h) if last is not None else None
+    if first is None or last is None:
+        return None
+    if weak and not _moved(note, first, h):
+        return None
+    return Span(words[first].start, words[last].end, HOSPITAL, 0.85, "locations")
+
+
+def _name_start(note: Note, h: int) -> int | None:
+    """The first of the one or two name words before the modifier at ``h``, with a place cue
+    before them and a word that names among them."""
+    words, text, mixed = note.words, note.text, note.mixed
     first = h
-    while first > 0 and h - first < 2 and _name_word(words[first - 1], mixed):
+    while first > 0 and h - first < 2 and _name_word(words[first - 1], mixed, first == h):
         if text[words[first - 1].end : words[first].start] != " ":
             break
         first -= 1
     if first == h or not _cued(words, first, text):
         return None
-    if not any(_rare(w, mixed) for w in words[first:h]):
-        return None
-    return Span(words[first].start, mod.end, HOSPITAL, 0.7, "locations")
+    return first if any(_rare(w, mixed) for w in words[first:h]) else None
+
+
+def trailing_modifier(note: Note, h: int, span: Span) -> Span:
+    """A facility span ending at a named head that is also a modifier ("Xyz Memorial"), with
+    a second modifier after it before the clause's end: "from Xyz Memorial Medical today"."""
+    words = note.words
+    if span.end != words[h].end or words[h].lower not in MODIFIERS:
+        return span
+    if _clause_after(words, h, note.text) or _modifiers_end(note, h) != h + 1:
+        return span
+    return Span(span.start, words[h + 1].end, span.category, span.confidence, span.source)
+
+
+def _modifiers_end(note: Note, h: int) -> int | None:
+    """The last modifier of the name whose first modifier is at ``h``: ``h`` when the clause
+    ends after it, the next word when that is a second modifier written as a name and the
+    clause ends after it ("Xyz Regional Medical today"), else None."""
+    words, text = note.words, note.text
+    if _clause_after(words, h, text):
+        return h
+    k = h + 1
+    if (
+        k < len(words)
+        and text[words[h].end : words[k].start] == " "
+        and words[k].lower in word_set("facility_modifiers")
+        and _cased(words[k], note.mixed)
+        and _clause_after(words, k, text)
+    ):
+        return k
+    return None
+
+
+def _moved(note: Note, first: int, h: int) -> bool:
+    """A verb of moving right before the place cue of the name ``first`` .. ``h - 1``
+    ("transferred from", "came to"), and a name word English hardly uses."""
+    words = note.words
+    c = first - 1
+    if c >= 0 and words[c].lower == "the":
+        c -= 1
+    if _MOVE_VERBS.isdisjoint(map(lower_of, words[max(0, c - 2) : c])):
+        return False
+    return any(lx.zipf(w.lower) < 3.0 for w in words[first:h])
 
 
 def _cased(tok: Token, mixed: bool) -> bool:
@@ -61,19 +120,22 @@ def _cased(tok: Token, mixed: bool) -> bool:
     return not mixed or tok.is_title or tok.is_upper
 
 
-def _name_word(tok: Token, mixed: bool) -> bool:
-    """A word of a place's name: written as one, no unit, modifier, head, state or country."""
+def _name_word(tok: Token, mixed: bool, next_to_modifier: bool = False) -> bool:
+    """A word of a place's name: written as one, no unit, modifier, head or state; a country
+    only right before the modifier ("from Jordan Regional", "FROM ANGUILLA REGIONAL")."""
     low = tok.lower
-    return (
+    if not (
         _cased(tok, mixed)
         and tok.text.isalpha()
         and len(low) > 2
         and low not in NOT_NAMES
         and low not in word_set("facility_modifiers")
         and low not in lx.us_states()
-        and low not in lx.countries()
-        and lx.zipf(low) < 4.5
-    )
+    ):
+        return False
+    if low in lx.countries():
+        return next_to_modifier
+    return lx.zipf(low) < 4.5
 
 
 def _rare(tok: Token, mixed: bool) -> bool:

@@ -38,8 +38,10 @@ from pipelines.phi.recognizers.location_heads import facility, facility_list, gl
 from pipelines.phi.recognizers.location_modifiers import (
     MODIFIERS,
     TOWN_CUES,
+    WEAK_MODIFIERS,
     modifier_alone,
     suffixed_town,
+    trailing_modifier,
 )
 from pipelines.phi.recognizers.location_places import (
     GLUED_NUMBER,
@@ -107,7 +109,8 @@ def _facility_head(note: Note, h: int) -> Span | None:
         return None  # "home" heads a name only as "Nursing Home"
     # a capitalised head in a lower-case note reads as in a mixed-case one
     cased = note.mixed or (note.case is Case.LOWER and tok.is_title)
-    return facility(words, h, note.text, cased)
+    found = facility(words, h, note.text, cased)
+    return None if found is None else trailing_modifier(note, h, found)
 
 
 def _university_of(note: Note, c: int) -> Span | None:
@@ -212,7 +215,7 @@ def _before_state(note: Note, h: int) -> Span | None:
 
 
 FACILITY_HEAD: Final = Pass[Note, Span](
-    "locations.facility_head", _facility_head, words=HEADS | {"home"}, before=5, after=1,
+    "locations.facility_head", _facility_head, words=HEADS | {"home"}, before=5, after=2,
     vocabulary=_HEAD_WORDS, memo=True,
 )  # fmt: skip
 PASSES: Final = declare(
@@ -220,8 +223,9 @@ PASSES: Final = declare(
         "locations",
         [
             FACILITY_HEAD,
-            Pass("locations.modifier_alone", modifier_alone, words=MODIFIERS, before=4, after=1,
-                 vocabulary=("facility_modifiers_alone", "facility_clause_words")),
+            Pass("locations.modifier_alone", modifier_alone, words=MODIFIERS | WEAK_MODIFIERS,
+                 before=4, after=2, vocabulary=("facility_modifiers_alone",
+                 "facility_modifiers_alone_weak", "facility_clause_words")),
             Pass("locations.suffixed_town", suffixed_town, words=TOWN_CUES, before=3,
                  after=2, vocabulary=("place_suffixes", *_BEFORE_CUE)),
             Pass("locations.after_cue", cues.after_cue, words=CUES, before=6, after=5,

@@ -8,6 +8,7 @@ nothing (``tests/phi/test_name_passes.py`` checks that for random notes)."""
 
 from __future__ import annotations
 
+from functools import cache
 from typing import TYPE_CHECKING, Final
 
 from pipelines.phi import lexicons as lx
@@ -26,6 +27,7 @@ from pipelines.phi.recognizers.name_words import (
     set_off_short_name,
     surname_letter,
 )
+from pipelines.phi.wordlists import word_set
 from pipelines.spans import Category
 
 if TYPE_CHECKING:
@@ -34,6 +36,10 @@ if TYPE_CHECKING:
 # The words that end a verb of talking before the name: "spoke with X", "seen by X",
 # "explained to X", "talked w X".
 TALK_LINKS: Final = frozenset({"with", "w", "by", "to"})
+# Words of leaving a message, after which "for" links the name too ("message left for X",
+# "LM for X", "left VM for X").
+MESSAGE_WORDS: Final = frozenset({"message", "msg", "lm", "vm", "voicemail"})
+_MESSAGE_LINKS: Final = TALK_LINKS | {"for"}
 # Titles of more than one person: "Smith and Drs Jones and Lee"
 PLURAL_TITLES: Final = frozenset({"drs", "doctors"})
 # Written after a name and a credential's first letter: "J. Doe R.N.", "A. Smith M.D."
@@ -304,6 +310,13 @@ def after_role(note: _Note, i: int) -> int | None:
     return _after_role(note, i, role)
 
 
+@cache
+def _services() -> frozenset[str]:
+    """Services one talks with or leaves a message for, no person ("spoke with Hospice",
+    "message left for Case Management")."""
+    return word_set("facility_services") | word_set("exclusion_service_nouns")
+
+
 def talked_with(note: _Note, i: int) -> int | None:
     """ "spoke (at length) with X", "explained to X", "significant other X": the name after a
     verb of talking (``i``) and the "with" / "to" / "by" one or two words after it."""
@@ -317,8 +330,9 @@ def talked_with(note: _Note, i: int) -> int | None:
     role = verbs.get(low)
     if role is None:
         return None
+    links = _MESSAGE_LINKS if low in MESSAGE_WORDS else TALK_LINKS
     for j in range(i + 1, min(i + 3, n - 1)):
-        if words[j].lower in TALK_LINKS:
+        if words[j].lower in links and words[j + 1].lower not in _services():
             # the verb right before the link gives the role ("called talked with X")
             found = _after_role(note, j, verbs.get(words[j - 1].lower, role))
             if found is not None:

@@ -115,13 +115,22 @@ def surname_letter(tok: Token, text: str) -> bool:
         return True
     if after[:1] not in {" ", "\t"}:
         return False
-    if after[1:] in {"", "\n"} or (after[1].islower() and tok.lower not in cues().clinical_letters):
+    if after[1:] in {"", "\n"}:
         return True
+    if after[1].islower() and tok.lower not in cues().clinical_letters:
+        return not letter_pair(text, tok.end)  # "Hanlon B and C": two lone letters
     return _initial_word_after(text, tok.end)
 
 
 _NEXT_WORD: Final = re.compile(r"[ \t]+([A-Za-z]+)\b")
 _LETTER_NEXT: Final = re.compile(r"[ \t]+[A-Za-z](?![A-Za-z0-9])")
+
+
+def letter_pair(text: str, end: int) -> bool:
+    """A short word then another lone letter after a capital ending at ``end``: "B and C",
+    "R to L", letters of shorthand, no initial."""
+    m = _NEXT_WORD.match(text, end)
+    return m is not None and len(m.group(1)) <= 3 and _LETTER_NEXT.match(text, m.end()) is not None
 
 
 def _initial_word_after(text: str, end: int) -> bool:
@@ -143,19 +152,37 @@ def _initial_word_after(text: str, end: int) -> bool:
 def set_off_short_name(tok: Token, text: str, gap: str) -> bool:
     """ "son, jo, at bedside", "WIFE, BO, CALLED": a two-letter first name set off by commas
     right after a kin word (``gap``: what stands between them), in any case (a two-letter word
-    needs a title otherwise). Not a word English uses much ("in", "ok", "ed"), a state ("pa",
-    "ma"), a cue word ("np") or a clinical word."""
+    needs a title otherwise). Not a state ("pa", "ma"), a cue word ("np") or a clinical word;
+    a word English uses much ("al", "ed") only before a verb of being there or of talking
+    ("wife, al, called", "son, ed, visiting"; never "in", "ok", "so": no census name)."""
     low = tok.lower
-    return (
+    if not (
         len(low) == 2
         and gap.strip(" ") == ","
         and text[tok.end : tok.end + 1] == ","
         and lx.is_first_name(low)
-        and lx.zipf(low) < 4.5
-        and low not in lx.us_states()
         and low not in cues().cue_words
         and not lx.clinical_word(low)
-    )
+    ):
+        return False
+    if lx.zipf(low) < 4.5 and low not in lx.us_states():
+        return True
+    return lx.name_score(low) >= 0.0 and lx.zipf(low) < 5.5 and _verb_after(text, tok.end + 1)
+
+
+_WORD_AFTER: Final = re.compile(r"[ \t]*([A-Za-z]+)")
+# Words after "wife, al," that are no verb of being there or of talking
+_NOT_VERBS: Final = frozenset({"at", "in", "here", "present", "work", "working", "meet"})
+
+
+def _verb_after(text: str, at: int) -> bool:
+    """A verb of being there or of talking at ``at`` ("called", "visiting", "spoke")."""
+    m = _WORD_AFTER.match(text, at)
+    if m is None:
+        return False
+    low = m.group(1).lower()
+    c = cues()
+    return low not in _NOT_VERBS and (low in c.presence_after or low in c.verb_then_name)
 
 
 def _base(word: str) -> str:

@@ -1,11 +1,11 @@
 """Employers and other organisations named in the narrative ("works for Acme Corp", "CEO of
-ACME", "retired from Blue Door LLC").
+ACME", "retired from Blue Door LLC", "her employer, Xyz Foods,").
 
 Why by context: an employer is an identifier of the patient or a relative (i2b2's
 ORGANIZATION, under LOCATION), but its name is any string; what gives it away is the
 employment word before it and either a legal-form word after it ("Corp", "LLC", "Inc") or,
 where capitals tell something, a run of capitalised words that are not all common English.
-Written as two declared passes on the pass driver (:mod:`pipelines.phi.passes`).
+Written as three declared passes on the pass driver (:mod:`pipelines.phi.passes`).
 """
 
 from __future__ import annotations
@@ -32,6 +32,11 @@ _ARTICLES: Final = frozenset({"the", "a", "an"})
 # words that end a name read forwards: articles, prepositions, conjunctions
 _STOPS: Final = _ARTICLES | _AFTER_WORK | _AFTER_TITLE | {"and", "in", "as", "on", "since"}
 _GAP: Final = 2  # words allowed between the employment word and its preposition
+_JOB_GAP: Final = 4  # … when they start "as": "works as a night clerk for"
+# Words naming the employer itself, before a comma, a colon or "is" ("her employer, Xyz
+# Foods,", "Employer: Globex")
+_EMPLOYER: Final = frozenset({"employer", "employers", "employer's"})
+_APPOSITION: Final = frozenset({"is", "was"})
 _LONGEST: Final = 4  # words of a name before its legal-form word
 _COMMON: Final = 4.0  # a name needs a word rarer than this (Zipf) unless a suffix ends it
 
@@ -44,15 +49,21 @@ class _Note:
 
 
 def _gap_ok(note: _Note, left: int, right: int) -> bool:
-    """Only blanks (or an "&", a dot after an abbreviation) between two words of a name."""
+    """Only blanks (or an "&", a dot after an abbreviation: a word of four letters or fewer,
+    "Co.", "Bros.") between two words of a name; "Globex. Employer" is two sentences."""
     gap = note.text[note.words[left].end : note.words[right].start]
-    return gap.strip(" .&") == "" and "\n" not in gap and gap.count(".") <= 1
+    if gap.strip(" .&") != "" or "\n" in gap:
+        return False
+    dots = gap.count(".")
+    return dots == 0 or (dots == 1 and len(note.words[left].text) <= 4)
 
 
 def _connector(note: _Note, i: int, wanted: frozenset[str]) -> int | None:
-    """The word after the preposition that follows word ``i`` within ``_GAP`` words."""
+    """The word after the preposition that follows word ``i`` within ``_GAP`` words, or
+    within ``_JOB_GAP`` words past "as" and a job ("works as a clerk for Xyz Foods")."""
     words, n = note.words, len(note.words)
-    for j in range(i + 1, min(i + 2 + _GAP, n - 1)):
+    gap = _JOB_GAP if i + 1 < n and words[i + 1].lower == "as" else _GAP
+    for j in range(i + 1, min(i + 2 + gap, n - 1)):
         if not _gap_ok(note, j - 1, j) or note.text[words[j - 1].end : words[j].start].strip():
             return None
         if words[j].lower in wanted:
@@ -124,6 +135,22 @@ def _after_work_word(note: _Note, i: int) -> Span | None:
     return _organisation(note, _connector(note, i, _AFTER_WORK), "organizations.after_work_word")
 
 
+def _after_employer(note: _Note, i: int) -> Span | None:
+    """ "her employer, Xyz Foods,", "Employer: Globex", "employer is Vandelay Industries"."""
+    words, n = note.words, len(note.words)
+    k = i + 1
+    if k >= n or "\n" in note.text[words[i].end : words[k].start]:
+        return None
+    mark = note.text[words[i].end : words[k].start].strip()
+    if mark == "" and words[k].lower in _APPOSITION:
+        k += 1
+    elif mark not in {",", ":"}:
+        return None
+    if k < n and words[k].lower in _ARTICLES:
+        return None  # "her employer, the state": a common noun
+    return _organisation(note, k if k < n else None, "organizations.employer")
+
+
 def _after_job_title(note: _Note, i: int) -> Span | None:
     """ "CEO of ACME", "owner of Maple Leaf Construction", "partner at Dunmore Associates"."""
     return _organisation(note, _connector(note, i, _AFTER_TITLE), "organizations.after_job_title")
@@ -137,8 +164,15 @@ PASSES: Final = declare(
                 "organizations.after_work_word",
                 _after_work_word,
                 words=WORK_WORDS,
-                after=_GAP + 2 + _LONGEST,
+                after=_JOB_GAP + 2 + _LONGEST,
                 vocabulary=("org_work_verbs", "org_suffixes"),
+            ),
+            Pass(
+                "organizations.employer",
+                _after_employer,
+                words=_EMPLOYER,
+                after=2 + _LONGEST,
+                vocabulary=("org_suffixes",),
             ),
             Pass(
                 "organizations.after_job_title",

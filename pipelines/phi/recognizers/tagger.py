@@ -21,7 +21,7 @@ from pipelines.phi import clinical, lexicons
 from pipelines.phi.base import Doc, Recognizer
 from pipelines.phi.exclusions import veto
 from pipelines.phi.recognizers.location_towns import town_openers
-from pipelines.phi.recognizers.name_words import surname_letter
+from pipelines.phi.recognizers.name_words import letter_pair, surname_letter
 from pipelines.phi.registry import register
 from pipelines.phi.tagger.features import BUILDING_PARTS, CUES
 from pipelines.phi.tagger.model import Label, TaggedSpan, Tagger
@@ -181,10 +181,14 @@ def _before_possessive(text: str, tagged: TaggedSpan) -> int:
 def _lettered(text: str, tagged: TaggedSpan | None) -> TaggedSpan | None:
     """A name the model found without the capital after it that stands for its surname
     ("called [Bo] K at home"): the letter joins the span, since alone it is a lone letter the
-    filter below drops (``surname_letter`` judges it, as the name recognizer does)."""
+    filter below drops (``surname_letter`` judges it, as the name recognizer does); a capital
+    the model took that starts a pair of shorthand letters ("Hailey B and C") leaves it."""
     if tagged is None or tagged.label is not Label.NAME:
         return tagged
     end = tagged.end
+    pair = end - 2 > tagged.start and text[end - 2 : end - 1] == " " and text[end - 1].isupper()
+    if pair and letter_pair(text, end):
+        return replace(tagged, end=end - 2)  # "Dr. [Hailey B] and C": shorthand letters
     nxt = text[end : end + 3]
     if len(nxt) < 2 or nxt[0] != " " or not nxt[1].isupper() or nxt[2:3].isalnum():
         return tagged  # most spans: no bare capital after them
