@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: demo test lint unit integration bench evaluate fuzz clean chromium image image-test
+.PHONY: demo test lint unit integration bench evaluate fuzz explore clean chromium image image-test
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -71,6 +71,10 @@ FUZZ_EXAMPLES ?= 5000
 fuzz: $(STAMP)
 	DEIDSTREAM_FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) $(BIN)/pytest -q \
 	  tests/ingest/test_ingest_input_errors.py tests/ingest/test_ingest_fuzz.py
+
+# Hypothesis with fresh random examples, ten times as many (make test runs them derandomized)
+explore: $(STAMP)
+	HYPOTHESIS_PROFILE=explore $(BIN)/pytest -q -m "not integration" -p no:cacheprovider tests
 
 evaluate: $(STAMP)
 	$(BIN)/deidstream evaluate --corpus physionet ../shared/data/physionet/dev --known-names

@@ -12,13 +12,13 @@ import re
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pipelines.phi.recognizers import contact, dates, known
+from pipelines.phi.recognizers import contact, date_patterns, dates, known
 
 # digits (ASCII and not), the separators the patterns care about, letters, quotes, "@"
 _TEXT = st.text(alphabet="0123456789٣/.-:' ’abzAZé@_%+\n", max_size=40)
 
 _PLAIN = {
-    "numeric": re.compile(dates._NUMERIC_BODY + r"(?![\d/]|[.\-]\d)"),
+    "numeric": re.compile(dates._NUMERIC_BODY + date_patterns._NUMERIC_END),
     "numeric_date": re.compile(r"(?<!\d)(\d{1,4})([/.-])(\d{1,2})\2(\d{1,4})(?!\d)"),
     "compact_date": re.compile(r"(?<!\d)(\d{8})(?!\d)"),
 }

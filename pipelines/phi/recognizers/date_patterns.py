@@ -26,9 +26,8 @@ _NUMERIC_BODY = (
 # skips to the next digit in C instead of trying a match at every position
 # A dash and digits after a date block it ("3/4-5"), unless a second slash date follows: a
 # range of dates, "3/2/19-3/9/19", "12/2018-01/2019", gives two dates.
-_NUMERIC = re.compile(
-    r"\d\d{0,3}" + _NUMERIC_BODY.removeprefix(r"\d{1,4}") + r"(?![\d/]|\.\d|-\d+(?![\d/]))"
-)
+_NUMERIC_END = r"(?![\d/]|\.\d|-\d+(?![\d/]))"
+_NUMERIC = re.compile(r"\d\d{0,3}" + _NUMERIC_BODY.removeprefix(r"\d{1,4}") + _NUMERIC_END)
 # The same shape without the look-ahead, for the shared re2 prefilter (``scan.may_match``):
 # where it matches nowhere, ``_NUMERIC`` cannot match either (half the notes). ``\p{Nd}``:
 # Python's ``\d`` takes every Unicode decimal digit, re2's only 0-9.
