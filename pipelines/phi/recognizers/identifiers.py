@@ -202,14 +202,20 @@ def _long(note: _Note, m: Any) -> Found | None:
     return (start, end, Category.ID, 0.6)
 
 
+def _stands_alone(text: str, start: int, end: int) -> bool:
+    """Whether a digit code at ``start:end`` is whole: no word or number before it, and no
+    digit (or a separator then a digit) after it, so it is no part of a longer code."""
+    if start and (text[start - 1].isalnum() or text[start - 1] in "-/.,"):
+        return False
+    nxt = text[end : end + 2]
+    return not (nxt[:1].isdigit() or (nxt[:1] in ("-", ".", "/") and nxt[1:].isdigit()))
+
+
 def _grouped(note: _Note, m: Any) -> Found | None:
     """Dashed codes with no cue: 3-3-3 or 4-4-4 digit groups ("4021-7730-5519") and capitals,
     a dash and 6+ digits ("ZZ-402913"); not a number run of a vital ("HR 100-110-120")."""
     text, start, end = note.text, m.start(), m.end()
-    if start and (text[start - 1].isalnum() or text[start - 1] in "-/.,"):
-        return None
-    nxt = text[end : end + 2]
-    if nxt[:1].isdigit() or (nxt[:1] in ("-", ".", "/") and nxt[1:].isdigit()):
+    if not _stands_alone(text, start, end):
         return None
     if clinical.unit_follows(text, end) or clinical.vital_before(text, start):
         return None
@@ -233,10 +239,7 @@ def _card(note: _Note, m: Any) -> Found | None:
     a card network's first digit (2-6) and a valid Luhn check digit ("4111 1111 1111 1111");
     not clock times in a row ("2000 2200 0000 0200") nor a number that goes on."""
     text, start, end = note.text, m.start(), m.end()
-    if start and (text[start - 1].isalnum() or text[start - 1] in "-/.,"):
-        return None
-    nxt = text[end : end + 2]
-    if nxt[:1].isdigit() or (nxt[:1] in ("-", ".", "/") and nxt[1:].isdigit()):
+    if not _stands_alone(text, start, end):
         return None
     value = text[start:end]
     groups = value.replace("-", " ").split(" ")
