@@ -18,11 +18,9 @@ differ. The census lists are public domain; ``names`` is MIT.
 from __future__ import annotations
 
 import gzip
-import sys
 from array import array
 from collections.abc import Iterator, Mapping
 from importlib import resources
-from pathlib import Path
 from typing import Final, TypeVar, overload
 
 from pipelines.phi.sorted_words import BLOCK, SortedWords, sorted_words
@@ -98,12 +96,7 @@ def from_package() -> bytes:
     return text.encode("ascii") + b"\0" + bytes(index[table[n]] for n in names)
 
 
-def write(path: Path) -> None:
-    """Write the copy (gzip without a time stamp: the same names give the same bytes)."""
-    path.write_bytes(gzip.compress(from_package(), compresslevel=9, mtime=0))
-
-
 if __name__ == "__main__":  # pragma: no cover - a maintenance command
-    target = Path(__file__).with_name("data") / FILENAME
-    write(target)
-    sys.stdout.write(f"wrote {target}\n")
+    from pipelines.phi.sorted_words import write_copy
+
+    write_copy(__file__, FILENAME, from_package())

@@ -14,9 +14,7 @@ the installed package, and ``tests/phi/test_lexicons.py`` fails when the two dif
 from __future__ import annotations
 
 import gzip
-import sys
 from importlib import resources
-from pathlib import Path
 
 FILENAME = "drug_words.txt.gz"
 
@@ -34,14 +32,7 @@ def from_package() -> list[str]:
     return sorted(drug_variants())
 
 
-def write(path: Path) -> None:
-    """Write the copy from the installed package (gzip without a time stamp: the same words
-    give the same bytes)."""
-    data = "".join(f"{word}\n" for word in from_package()).encode("utf-8")
-    path.write_bytes(gzip.compress(data, compresslevel=9, mtime=0))
-
-
 if __name__ == "__main__":  # pragma: no cover - a maintenance command
-    target = Path(__file__).with_name("data") / FILENAME
-    write(target)
-    sys.stdout.write(f"wrote {target}\n")
+    from pipelines.phi.sorted_words import write_copy
+
+    write_copy(__file__, FILENAME, "".join(f"{word}\n" for word in from_package()).encode("utf-8"))

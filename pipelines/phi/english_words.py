@@ -21,11 +21,9 @@ from __future__ import annotations
 
 import gzip
 import math
-import sys
 from array import array
 from importlib import resources
 from itertools import repeat
-from pathlib import Path
 from typing import Final
 
 from pipelines.phi.sorted_words import BLOCK, SortedWords, sorted_words
@@ -105,12 +103,7 @@ def _check(words: list[str], rare: dict[str, int]) -> None:
         raise ValueError("more than 256 rare buckets: widen the bucket array")
 
 
-def write(path: Path) -> None:
-    """Write the copy (gzip without a time stamp: the same words give the same bytes)."""
-    path.write_bytes(gzip.compress(from_package(), compresslevel=9, mtime=0))
-
-
 if __name__ == "__main__":  # pragma: no cover - a maintenance command
-    target = Path(__file__).with_name("data") / FILENAME
-    write(target)
-    sys.stdout.write(f"wrote {target}\n")
+    from pipelines.phi.sorted_words import write_copy
+
+    write_copy(__file__, FILENAME, from_package())

@@ -12,12 +12,15 @@ not ASCII (a string holding one takes two or four bytes a character) are in a di
 
 from __future__ import annotations
 
+import gzip
+import sys
 from array import array
 from bisect import bisect_right
 from collections.abc import Iterable
 from dataclasses import dataclass
 from itertools import islice
 from operator import le
+from pathlib import Path
 from typing import Final
 
 BLOCK: Final = 64  # words a line: a look-up searches one string of some 500 characters
@@ -74,3 +77,12 @@ def one_value(words: Iterable[str], value: float) -> SortedWords:
     lines = [" ".join(plain[at : at + BLOCK]) for at in range(0, len(plain), BLOCK)]
     apart = dict.fromkeys((w for w in listed if not w.isascii()), value)
     return sorted_words(lines, array("B", bytes(len(plain))), (value,), apart)
+
+
+def write_copy(module_file: str, filename: str, data: bytes) -> None:
+    """Write a shipped copy into the ``data`` folder beside ``module_file`` (gzip without a
+    time stamp: the same data give the same bytes) and say where: the ``python -m`` command
+    of each module that builds one (``english_words``, ``census_words``, ``drugs``)."""
+    target = Path(module_file).with_name("data") / filename
+    target.write_bytes(gzip.compress(data, compresslevel=9, mtime=0))
+    sys.stdout.write(f"wrote {target}\n")
