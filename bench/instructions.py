@@ -1,0 +1,153 @@
+"""Instructions per document, counted by valgrind's callgrind: a speed figure that a loaded
+machine does not skew (the same count, give or take a few per mille, whatever else runs).
+
+    .venv/bin/python bench/instructions.py [--workload detect|again|process] [--count 200]
+
+It runs this script twice under ``valgrind --tool=callgrind`` (``PYTHONHASHSEED=0``): once
+doing the set-up only (imports, word tables, one warm-up document) and once doing the set-up
+and ``--count`` documents, and prints the difference per document. Workloads:
+
+- ``detect``: ``Detector.detect`` over the first ``--count`` dev notes, each seen for the
+  first time (as the service sees new documents);
+- ``again``: the same notes a second time (what the detector's memos save on repeats);
+- ``process``: ``Processor.process`` (parse, detect, surrogates, leak guard, render, the
+  encrypted SQLite key store) over the first ``--count`` documents ``bench/stream.py``
+  sends (half HL7 v2, half FHIR), after a warm-up on other documents.
+
+Instructions are not seconds (cache misses and branch mispredictions cost time, not
+instructions), so confirm a gain in seconds on a quiet machine; but a change that adds or
+removes work shows here first, and two checkouts compare in one run each. Under callgrind
+Python runs ~50x slower: 200 notes take about 40 s. Skips (exit 0) without the corpus or
+without valgrind.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+# bench/keystore.py would shadow the keystore package: take bench/ off the path.
+sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != ROOT / "bench"]
+sys.path.insert(0, str(ROOT))
+
+DEFAULT_CORPUS = ROOT.parent / "shared" / "data" / "physionet" / "dev"
+WARMUP_TEXT = "Seen by Dr. Smith on 3/4/2001 at Oakdale General, MRN 402913, age 93."
+
+
+def _notes(corpus: Path, count: int) -> list[str]:
+    from pipelines.corpus import Note, read_notes
+
+    notes = read_notes(corpus / "id.text", "physionet")
+    return [n.text for n in notes if isinstance(n, Note) and n.text.strip()][:count]
+
+
+def _detect(corpus: Path, count: int, passes: int) -> None:
+    from pipelines.document import Identifiers
+    from pipelines.phi.base import Doc
+    from pipelines.phi.detector import Detector
+    from pipelines.policy import Policy
+
+    texts = _notes(corpus, max(count, 1))
+    detector = Detector(Policy.load(None))
+    detector.detect(Doc(WARMUP_TEXT, Identifiers()))
+    if passes == 2:  # the first pass is the set-up: only the second is counted
+        for text in texts:
+            detector.detect(Doc(text, Identifiers()))
+    for text in texts[:count]:
+        detector.detect(Doc(text, Identifiers()))
+
+
+def _process(corpus: Path, count: int) -> None:
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("bench_process", ROOT / "bench" / "process.py")
+    assert spec is not None and spec.loader is not None
+    bench_process = importlib.util.module_from_spec(spec)
+    sys.modules["bench_process"] = bench_process
+    spec.loader.exec_module(bench_process)
+
+    import surrogates
+    from keystore import Keyring, open_store
+    from keystore.memory import InMemoryStore
+    from pipelines.policy import Policy
+    from pipelines.process import Processor
+
+    warmup = 20
+    inputs = bench_process.corpus_inputs(corpus, count + warmup)
+    assert inputs is not None
+    surrogates.warm()
+    warm = Processor(policy=Policy.load(None), store=InMemoryStore())
+    bench_process.run_pass(warm, inputs[count:], 64, many=True)
+    with tempfile.TemporaryDirectory() as tmp:
+        store = open_store(f"sqlite:///{tmp}/keys.db", Keyring.generate())
+        proc = Processor(policy=Policy.load(None), store=store)
+        # as the service: one process_many and one commit per batch of 64
+        bench_process.run_pass(proc, inputs[:count], 64, many=True)
+        store.close()
+
+
+def _child(args: argparse.Namespace) -> None:
+    if args.workload == "process":
+        _process(args.corpus, args.count)
+    else:
+        _detect(args.corpus, args.count, 2 if args.workload == "again" else 1)
+
+
+def _instructions(args: argparse.Namespace, count: int) -> int:
+    env = dict(os.environ, PYTHONHASHSEED="0", PYTHONDONTWRITEBYTECODE="1")
+    cmd = [
+        "valgrind",
+        "--tool=callgrind",
+        "--callgrind-out-file=/dev/null",
+        sys.executable,
+        __file__,
+        "--child",
+        "--workload",
+        args.workload,
+        "--count",
+        str(count),
+        "--corpus",
+        str(args.corpus),
+    ]
+    run = subprocess.run(cmd, env=env, capture_output=True, text=True, check=False)
+    found = re.search(r"Collected : (\d+)", run.stderr)
+    if run.returncode != 0 or found is None:
+        sys.exit(f"callgrind run failed ({run.returncode}):\n{run.stderr[-2000:]}")
+    return int(found.group(1))
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--workload", choices=("detect", "again", "process"), default="detect")
+    ap.add_argument("--count", type=int, default=200)
+    ap.add_argument("--corpus", type=Path, default=DEFAULT_CORPUS)
+    ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if not (args.corpus / "id.text").is_file():
+        print(f"skipped: no corpus at {args.corpus}")
+        return 0
+    if args.child:
+        _child(args)
+        return 0
+    if shutil.which("valgrind") is None:
+        print("skipped: valgrind is not installed")
+        return 0
+    setup = _instructions(args, 0)
+    total = _instructions(args, args.count)
+    per_doc = (total - setup) / args.count
+    print(
+        f"{args.workload}: {args.count} documents, set-up {setup / 1e9:.3f} G instructions, "
+        f"{per_doc / 1e6:.3f} M instructions per document"
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
