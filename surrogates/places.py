@@ -161,7 +161,10 @@ def _city_of_zip(ctx: ReplaceContext, original: str, zip_code: str) -> str:
     )
     new = table.city_of_zip.get(new_zip)
     if new is None or not _fresh(ctx, new, original):  # a ZIP drawn before, elsewhere
-        return known or _city_in_state(ctx, original, state)
+        fallback = known or _city_in_state(ctx, original, state)
+        if new is not None and not _fresh(ctx, fallback, original):
+            return new  # a state of one city (DC): the ZIP's own city, never a stray pair
+        return fallback
     ctx.mapped(ctx.state.id_map, plain_key, lambda: new)
     ctx.mapped(ctx.state.id_map, f"CITY:{original}|{state}", lambda: new)
     return new

@@ -239,3 +239,21 @@ def test_patient_state_round_trip_keeps_sex_in_context() -> None:
     known = context_of(state)
     assert known is not None and known.sex is Sex.MALE
     assert date(1960, 1, 1) == known.birth_date
+
+
+def test_a_one_city_district_keeps_its_zip_and_city_paired() -> None:
+    """In DC every ZIP's city holds "Washington": no city of the district is fresh, and the
+    surrogate once paired "Washington" with a ZIP the table names "Washington Navy Yard"
+    (found by ``make explore``). The city written is the surrogate ZIP's own."""
+    table = place_table()
+    zips = sorted(z for z, s in table.state_of_zip.items() if s == "DC")
+    assert len(zips) > 5
+    for seed in range(40):
+        zip_code = zips[seed % len(zips)]
+        text = f"12 Elm Street, {table.city_of_zip[zip_code]}, DC {zip_code}"
+        ctx = make_ctx(text, state=make_state(seed=bytes([seed]) * 32))
+        out = LOC.replace(FakeSpan(0, len(text), "LOCATION_STREET"), ctx)
+        m = re.fullmatch(r"\d+ (.+) Street, (.+), ([A-Z]{2}) (\d{5})", out)
+        assert m, out
+        assert table.city_of_zip[m.group(4)].lower() == m.group(2).lower(), out
+        assert table.state_of_zip[m.group(4)] == m.group(3) == "DC"
