@@ -150,8 +150,6 @@ class StringTrie:
 def _cuts(token: str) -> list[int]:
     """Where a string's last token may end inside a note's token: before each character
     that is no word character, and at its end."""
-    if token.isalnum():  # the common token, all word characters: one test in C
-        return [len(token)]
     cuts = [k for k in range(1, len(token)) if not is_word_char(token[k])]
     cuts.append(len(token))
     return cuts
