@@ -419,7 +419,9 @@ def _anchors(words: Sequence[str]) -> tuple[str, ...]:
     """Up to ``_ANCHORS`` of ``words``, the least common first: the first always, the
     others only while no commoner than ``_ANCHOR_COMMONNESS``."""
     ranked = sorted(set(words), key=_commonness)[:_ANCHORS]
-    return tuple(w for k, w in enumerate(ranked) if k == 0 or _commonness(w)[0] <= _ANCHOR_COMMONNESS)
+    return tuple(
+        w for k, w in enumerate(ranked) if k == 0 or _commonness(w)[0] <= _ANCHOR_COMMONNESS
+    )
 
 
 def _commonness(word: str) -> tuple[float, str]:

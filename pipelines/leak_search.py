@@ -7,10 +7,10 @@ from __future__ import annotations
 
 import bisect
 import re
-from itertools import compress, count, repeat
-from operator import gt, sub
 from collections.abc import Collection, Iterator, Mapping, Sequence
 from functools import lru_cache
+from itertools import compress, count, repeat
+from operator import gt, sub
 
 import re2
 
