@@ -403,13 +403,25 @@ def _anchored_terms(
             whole = term.pattern == whole_pattern
             words = WORD_RUN.findall(phrase.lower() if whole else term.needle)
             ascii_words = bool(words) and all(w.isascii() for w in words)
-            out[term.pattern] = (
-                tuple(sorted(set(words), key=_commonness)[:_ANCHORS]) if ascii_words else ()
-            )
+            out[term.pattern] = _anchors(words) if ascii_words else ()
     return out
 
 
 _ANCHORS = 3  # words kept per pattern to anchor its search on
+# A word this common ("and", "with", "s" of "Mary's") is no anchor beside a rarer one: the
+# index would list its every occurrence in the output (most of its work on a long note)
+# for windows the rarer word alone narrows enough; "July", "general", a one-digit number
+# (5.0) still are.
+_ANCHOR_COMMONNESS = 5.5
+
+
+def _anchors(words: Sequence[str]) -> tuple[str, ...]:
+    """Up to ``_ANCHORS`` of ``words``, the least common first: the first always, the
+    others only while no commoner than ``_ANCHOR_COMMONNESS``."""
+    ranked = sorted(set(words), key=_commonness)[:_ANCHORS]
+    return tuple(
+        w for k, w in enumerate(ranked) if k == 0 or _commonness(w)[0] <= _ANCHOR_COMMONNESS
+    )
 
 
 def _commonness(word: str) -> tuple[float, str]:
@@ -533,7 +545,7 @@ def _count_found(
         check("guard")  # the per-document deadline: once per distinct detected term
         if index is not None:
             seen.add(pattern)
-            if index.search(pattern):
+            if index.search(pattern, needle):
                 leaks[category] += 1
             continue
         if needle and not probe.may_hold(needle, how):

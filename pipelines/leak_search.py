@@ -9,6 +9,8 @@ import bisect
 import re
 from collections.abc import Collection, Iterator, Mapping, Sequence
 from functools import lru_cache
+from itertools import compress, count, repeat
+from operator import gt, sub
 
 import re2
 
@@ -93,63 +95,91 @@ class _WordIndex:
         if not scan.isascii():
             raise ValueError("the word index is for ASCII output")  # lower() keeps offsets
         self.scan = scan
+        self.lowered = scan.lower() if lowered is None else lowered
         self.size = len(scan)
         self.anchors = anchored
         wanted = {word for words in anchored.values() for word in words}
         self.at: dict[str, list[int]] = {}
-        for at, word in word_runs(scan.lower() if lowered is None else lowered, wanted):
+        for at, word in word_runs(self.lowered, wanted):
             self.at.setdefault(word, []).append(at)
 
-    def search(self, pattern: str) -> bool:
+    def search(self, pattern: str, needle: str = "") -> bool:
         """Does ``pattern`` match the output? Compiled only if its rarest anchor word occurs
-        (most detected phrases were replaced: their words are gone from the output)."""
+        (most detected phrases were replaced: their words are gone from the output).
+        ``needle``: a lower-case string without whitespace every match holds (the term's),
+        looked for by ``str.find`` before the regex runs over a stretch of the output."""
+        if not needle.isascii():  # ASCII output: "ſ" (long s) matches "s" case aside
+            needle = ""
         words = self.anchors.get(pattern)
         if not words:  # no word to anchor on (or a non-ASCII one): the whole output
+            if needle and needle not in self.lowered:
+                return False
             return _compiled(pattern).search(self.scan) is not None
         found = [self.at.get(w, ()) for w in words]
         places = min(found, key=len)
-        if places and len(found) > 1:  # a match holds them all: near each other
-            places = _near_all(places, found, len(pattern) + _WINDOW_SLACK)
-        if not places:
-            return False
-        return self._search_near(_compiled(pattern), places)
-
-    def _search_near(self, pattern: re.Pattern[str], places: Sequence[int]) -> bool:
-        """``pattern.search(scan)`` where a match must hold a word starting at ``places``."""
-        reach = len(pattern.pattern) + _WINDOW_SLACK  # the pattern is longer than its match
-        windows: list[list[int]] = []
-        for at in places:
-            low, high = max(0, at - reach), min(self.size, at + reach)
-            if windows and low <= windows[-1][1]:
-                windows[-1][1] = high
-            else:
-                windows.append([low, high])
-        for low, high in windows:
-            m = pattern.search(self.scan, low, high)
+        others = [starts for starts in found if starts is not places]
+        reach = len(pattern) + _WINDOW_SLACK  # the pattern is longer than its match
+        compiled: re.Pattern[str] | None = None  # compiled at the first window searched
+        for low, high in self._windows(places, others, reach, needle):
+            compiled = compiled or _compiled(pattern)
+            m = compiled.search(self.scan, low, high)
             if m is None:
                 continue
             if m.end() < high - _WINDOW_SLACK // 2 or high == self.size:
                 return True
             # near the window's end the lookaheads saw a false end of text: look again
-            if pattern.search(self.scan, m.start()) is not None:
+            if compiled.search(self.scan, m.start()) is not None:
                 return True
         return False
 
+    def _windows(
+        self, places: Sequence[int], others: Sequence[Sequence[int]], reach: int, needle: str
+    ) -> Iterator[tuple[int, int]]:
+        """The stretches ``[at - reach, at + reach)`` around ``places`` (ascending) that
+        hold an occurrence of every list of ``others`` (``_near``) and of ``needle``, those
+        that overlap merged, in order. A run of places whose stretches overlap is told to
+        lack ``needle`` in one ``str.find``, with no work per place: a date's "3" is written
+        thousands of times in a long note, its needle "3/8/93" seldom (it was replaced)."""
+        find, size = self.lowered.find, self.size
+        for first, last in _runs(places, 2 * reach):
+            if needle and find(needle, max(0, places[first] - reach), places[last] + reach) < 0:
+                continue
+            low = high = -1
+            for at in places[first : last + 1]:
+                if others and not _near(at, others, reach):
+                    continue
+                if high >= 0 and at - reach <= high:
+                    high = min(size, at + reach)
+                    continue
+                if high >= 0 and (not needle or find(needle, low, high) >= 0):
+                    yield low, high
+                low, high = max(0, at - reach), min(size, at + reach)
+            if high >= 0 and (not needle or find(needle, low, high) >= 0):
+                yield low, high
 
-def _near_all(places: Sequence[int], found: Sequence[Sequence[int]], reach: int) -> list[int]:
-    """Of ``places`` (ascending), those with an occurrence of every list of ``found``
-    (ascending starts) within ``reach`` characters: the windows ``_search_near`` would
-    search around the others hold no match. A date's numbers ("3", "8") are each written
-    hundreds of times in a long note, seldom near each other."""
-    out: list[int] = []
-    for at in places:
-        for starts in found:
-            k = bisect.bisect_left(starts, at - reach)
-            if k == len(starts) or starts[k] > at + reach:
-                break
-        else:
-            out.append(at)
-    return out
+
+def _runs(places: Sequence[int], gap: int) -> Iterator[tuple[int, int]]:
+    """``(first, last)`` index of each run of ``places`` (ascending) no two neighbours of
+    which are more than ``gap`` apart; the gaps measured in C."""
+    breaks = compress(count(1), map(gt, map(sub, places[1:], places), repeat(gap)))
+    first = 0
+    for start in breaks:
+        yield first, start - 1
+        first = start
+    if places:
+        yield first, len(places) - 1
+
+
+def _near(at: int, others: Sequence[Sequence[int]], reach: int) -> bool:
+    """Is there an occurrence of every list of ``others`` (ascending starts) within
+    ``reach`` characters of ``at``? A match holds all its anchor words, near each other:
+    the windows around the other places hold none. A date's numbers ("3", "8") are each
+    written hundreds of times in a long note, seldom near each other."""
+    for starts in others:
+        k = bisect.bisect_left(starts, at - reach)
+        if k == len(starts) or starts[k] > at + reach:
+            return False
+    return True
 
 
 _RUN_PIECE_CHARS = 1 << 20

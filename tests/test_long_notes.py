@@ -171,10 +171,30 @@ def test_the_word_index_finds_what_a_whole_scan_finds(
         expected = pattern.search(scan) is not None
         index = search._WordIndex(scan, anchors)
         assert index.search(pattern.pattern) == expected
+        # and with the term's needle (its longest word), told per run of windows by str.find
+        assert index.search(pattern.pattern, guard._needle(phrase)) == expected
         # any one of the words anchors it alike (the guard keeps the least common)
         for word in anchors[pattern.pattern]:
             alone = search._WordIndex(scan, {pattern.pattern: (word,)})
             assert alone.search(pattern.pattern) == expected
+
+
+def test_a_word_as_common_as_and_anchors_a_phrase_only_alone() -> None:
+    # the index would list every "and" of a long note for windows "Brackenridge" narrows
+    assert guard._anchors(["smith", "and", "brackenridge"]) == ("brackenridge", "smith")
+    assert guard._anchors(["3", "8", "2093"]) == ("2093", "3", "8")  # a date's numbers stay
+    assert guard._anchors(["and", "with"]) == ("with",)  # the least common of common words
+
+
+def test_windows_without_the_needle_are_not_searched() -> None:
+    scan = ("x 3 y " * 2000) + "on 3/8/2093 seen" + (" z 3 w" * 2000)
+    pattern = f"(?i:{word_pattern('3/8/2093')})"
+    index = search._WordIndex(scan, {pattern: ("2093", "3", "8")})
+    assert index.search(pattern, "3/8/2093")
+    gone = scan.replace("3/8/2093", "4/1/2101")
+    index = search._WordIndex(gone, {pattern: ("3",)})
+    assert list(index._windows(index.at["3"], [], 300, "3/8/2093")) == []
+    assert not index.search(pattern, "3/8/2093")
 
 
 def test_the_guard_on_a_long_note_holds_a_leak_and_passes_a_clean_note(
