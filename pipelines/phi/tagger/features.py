@@ -355,8 +355,7 @@ class Featurizer:
         if keep is not None and not isinstance(keep, Mapping):
             keep = {a: i for i, a in enumerate(sorted(keep))}
         self.attributes = Attributes(keep)
-        # what a word is depends on the note's case only as mixed or not (``_word_facts``):
-        # a lower-case and an upper-case note share one memo, not one each
+        # a word's facts tell mixed case from one case only (``_word_facts``): one memo each
         mixed = Memo("tagger.words", partial(self._made, Case.MIXED), _MEMO_LIMIT)
         one_case = Memo("tagger.words", partial(self._made, Case.UPPER), _MEMO_LIMIT)
         self._words = {Case.MIXED: mixed, Case.LOWER: one_case, Case.UPPER: one_case}
