@@ -62,6 +62,18 @@ def test_case_features_are_dropped_in_one_case_notes() -> None:
     assert not any(f.startswith("c=") for row in rows for f in row)
 
 
+@pytest.mark.parametrize("word", ["Smith", "SMITH", "smith", "McDonald", "O'Neil", "48213", "#"])
+def test_lower_and_upper_case_notes_read_a_word_alike(word: str) -> None:
+    """What a word is tells only mixed case from one case: a lower-case and an upper-case
+    note share one word memo (one entry per word, not one per case)."""
+    from pipelines.phi.tagger.features import _word_facts
+
+    assert _word_facts(word, Case.LOWER) == _word_facts(word, Case.UPPER)
+    featurizer = Featurizer()
+    assert featurizer.word(word, Case.LOWER) is featurizer.word(word, Case.UPPER)
+    assert featurizer.word(word, Case.MIXED) is not featurizer.word(word, Case.UPPER)
+
+
 def test_gazetteer_phrase_marks_every_word_of_a_facility() -> None:
     text = "transferred from Mercy Hospital yesterday"
     rows = Featurizer().features(text, tokenize(text))

@@ -355,9 +355,10 @@ class Featurizer:
         if keep is not None and not isinstance(keep, Mapping):
             keep = {a: i for i, a in enumerate(sorted(keep))}
         self.attributes = Attributes(keep)
-        self._words = {
-            case: Memo("tagger.words", partial(self._made, case), _MEMO_LIMIT) for case in Case
-        }
+        # a word's facts tell mixed case from one case only (``_word_facts``): one memo each
+        mixed = Memo("tagger.words", partial(self._made, Case.MIXED), _MEMO_LIMIT)
+        one_case = Memo("tagger.words", partial(self._made, Case.UPPER), _MEMO_LIMIT)
+        self._words = {Case.MIXED: mixed, Case.LOWER: one_case, Case.UPPER: one_case}
         m2, m1, p1, p2 = (self.attributes.pack(p) for p in _PAD)
         # a closed set: a feature -> its own record and what a neighbour at each offset
         # sees of it (``_CONTEXT_KEEP``); None: every attribute (training)
