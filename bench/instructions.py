@@ -14,6 +14,16 @@ and ``--count`` documents, and prints the difference per document. Workloads:
   encrypted SQLite key store) over the first ``--count`` documents ``bench/stream.py``
   sends (half HL7 v2, half FHIR), after a warm-up on other documents.
 
+``--stages`` (with ``--workload process``): one callgrind run whose counts are cut at every
+stage boundary (``pipelines.stopwatch`` and the de-identifier's laps dump callgrind's counters
+through a client request, from a three-line C helper built with ``cc`` against
+``valgrind/callgrind.h``), printed as instructions per document for each stage and for the
+work outside the stages (commit, the store's patient reads, outcome building): where the
+processor's instructions go, beside the whole figure (the timings ``bench/process.py``
+prints move with the machine's load; these do not). Warm-up: 4 documents, so the counted
+documents meet colder memos than in the default run: compare stage figures between two
+checkouts, not with the default run's total.
+
 Instructions are not seconds (cache misses and branch mispredictions cost time, not
 instructions), so confirm a gain in seconds on a quiet machine; but a change that adds or
 removes work shows here first, and two checkouts compare in one run each. Under callgrind
@@ -31,6 +41,7 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 # bench/keystore.py would shadow the keystore package: take bench/ off the path.
@@ -93,8 +104,164 @@ def _process(corpus: Path, count: int) -> None:
         store.close()
 
 
+_MARK_C = """#include <valgrind/callgrind.h>
+void mark(const char *label) { CALLGRIND_DUMP_STATS_AT(label); }
+"""
+
+
+def _stage_marks() -> tuple[Any, Any]:
+    """(timer, dump) for a ``--stages`` child: ``dump(label)`` closes a callgrind interval
+    named ``label``; the stopwatch and the de-identifier's laps are patched to close one at
+    each stage boundary (the intervals between stages are "outside")."""
+    import ctypes
+
+    import pipelines.deidentify as deidentify
+    import pipelines.stopwatch as stopwatch
+
+    lib = ctypes.CDLL(os.environ["DEIDSTREAM_CG_MARK"])
+    stack = ["outside"]
+
+    def dump(label: str) -> None:
+        lib.mark(label.encode("ascii"))
+
+    def enter(self: Any) -> None:
+        dump(stack[-1])
+        stack.append(self._stage)
+
+    def leave(self: Any, *exc: object) -> None:
+        dump(stack.pop())
+        self._times[self._stage] = self._times.get(self._stage, 0.0)
+
+    def lap(self: Any, times: dict[str, float], stage: str, since: float) -> float:
+        dump(stage)
+        times[stage] = times.get(stage, 0.0)
+        return 0.0
+
+    def timer() -> float:  # the de-identifier's first tick: what came before it
+        dump(stack[-1])
+        return 0.0
+
+    stopwatch.stopwatch.__enter__ = enter  # type: ignore[method-assign]
+    stopwatch.stopwatch.__exit__ = leave  # type: ignore[method-assign]
+    deidentify.Deidentifier._lap = lap  # type: ignore[method-assign]
+    return timer, dump
+
+
+def _process_stages(corpus: Path, count: int) -> None:
+    """``_process`` with a callgrind interval per stage (4 warm-up documents)."""
+    timer, dump = _stage_marks()
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("bench_process", ROOT / "bench" / "process.py")
+    assert spec is not None and spec.loader is not None
+    bench_process = importlib.util.module_from_spec(spec)
+    sys.modules["bench_process"] = bench_process
+    spec.loader.exec_module(bench_process)
+
+    import surrogates
+    from keystore import Keyring, open_store
+    from keystore.memory import InMemoryStore
+    from pipelines.policy import Policy
+    from pipelines.process import Processor
+
+    inputs = bench_process.corpus_inputs(corpus, count + 4)
+    assert inputs is not None
+    surrogates.warm()
+    warm = Processor(policy=Policy.load(None), store=InMemoryStore(), timer=timer)
+    bench_process.run_pass(warm, inputs[count:], 64, many=True)
+    with tempfile.TemporaryDirectory() as tmp:
+        store = open_store(f"sqlite:///{tmp}/keys.db", Keyring.generate())
+        proc = Processor(policy=Policy.load(None), store=store, timer=timer)
+        dump("BEGIN")
+        bench_process.run_pass(proc, inputs[:count], 64, many=True)
+        dump("END")
+        store.close()
+
+
+def _stages(args: argparse.Namespace) -> int:
+    """Build the marking helper, run the workload once under callgrind with a dump at each
+    stage boundary, and print the instructions per document of each stage."""
+    with tempfile.TemporaryDirectory() as tmp:
+        helper = Path(tmp) / "cgmark.so"
+        (Path(tmp) / "cgmark.c").write_text(_MARK_C)
+        built = subprocess.run(
+            ["cc", "-O2", "-shared", "-fPIC", "-o", str(helper), str(Path(tmp) / "cgmark.c")],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        if built.returncode != 0:
+            print(f"skipped: the marking helper did not build (valgrind headers?)\n{built.stderr}")
+            return 0
+        out = Path(tmp) / "cg"
+        env = dict(
+            os.environ,
+            PYTHONHASHSEED="0",
+            PYTHONDONTWRITEBYTECODE="1",
+            DEIDSTREAM_CG_MARK=str(helper),
+        )
+        cmd = [
+            "valgrind",
+            "--tool=callgrind",
+            f"--callgrind-out-file={out}",
+            "--dump-instr=no",
+            "--dump-line=no",
+            sys.executable,
+            __file__,
+            "--child",
+            "--stages",
+            "--workload",
+            "process",
+            "--count",
+            str(args.count),
+            "--corpus",
+            str(args.corpus),
+        ]
+        run = subprocess.run(cmd, env=env, capture_output=True, text=True, check=False)
+        if run.returncode != 0:
+            sys.exit(f"callgrind run failed ({run.returncode}):\n{run.stderr[-2000:]}")
+        per_stage = _stage_totals(sorted(Path(tmp).glob("cg.*"), key=_dump_number))
+    total = sum(per_stage.values())
+    print(f"process: {args.count} documents, M instructions per document by stage")
+    for stage, n in sorted(per_stage.items(), key=lambda kv: -kv[1]):
+        print(f"  {stage:16s} {n / args.count / 1e6:8.3f}")
+    print(f"  {'all':16s} {total / args.count / 1e6:8.3f}")
+    print(
+        f"  {'all but detect':16s} {(total - per_stage.get('detect', 0)) / args.count / 1e6:8.3f}"
+    )
+    return 0
+
+
+def _dump_number(path: Path) -> int:
+    return int(path.suffix[1:]) if path.suffix[1:].isdigit() else -1
+
+
+def _stage_totals(dumps: list[Path]) -> dict[str, int]:
+    """Instructions per label over the dumps between BEGIN and END."""
+    totals: dict[str, int] = {}
+    counting = False
+    for path in dumps:
+        text = path.read_text(errors="replace")
+        label = re.search(r"Client Request: (\S+)", text)
+        summary = re.search(r"^summary: (\d+)", text, re.M)
+        if label is None or summary is None:
+            continue
+        name = label.group(1)
+        if name == "BEGIN":
+            counting = True
+        elif name == "END":
+            if counting:
+                totals["outside"] = totals.get("outside", 0) + int(summary.group(1))
+            counting = False
+        elif counting:
+            totals[name] = totals.get(name, 0) + int(summary.group(1))
+    return totals
+
+
 def _child(args: argparse.Namespace) -> None:
-    if args.workload == "process":
+    if args.workload == "process" and args.stages:
+        _process_stages(args.corpus, args.count)
+    elif args.workload == "process":
         _process(args.corpus, args.count)
     else:
         _detect(args.corpus, args.count, 2 if args.workload == "again" else 1)
@@ -129,6 +296,9 @@ def main() -> int:
     ap.add_argument("--count", type=int, default=200)
     ap.add_argument("--corpus", type=Path, default=DEFAULT_CORPUS)
     ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
+    ap.add_argument(
+        "--stages", action="store_true", help="process: instructions per document by stage"
+    )
     args = ap.parse_args()
     if not (args.corpus / "id.text").is_file():
         print(f"skipped: no corpus at {args.corpus}")
@@ -139,6 +309,10 @@ def main() -> int:
     if shutil.which("valgrind") is None:
         print("skipped: valgrind is not installed")
         return 0
+    if args.stages:
+        if args.workload != "process":
+            sys.exit("--stages needs --workload process")
+        return _stages(args)
     setup = _instructions(args, 0)
     total = _instructions(args, args.count)
     per_doc = (total - setup) / args.count
