@@ -92,7 +92,7 @@ SHAPES: dict[str, dict[str, str]] = {
         "country-regional": "Transferred from <countryregional> this am.",
         "employer-as-job": "Works as a clerk for <orgsuffixed>, days.",
         "employer-apposition": "Her employer, <orgsuffixed>, offers insurance.",
-        "employer-lower-bare": "Husband employed by <orgbare> since the spring.",
+        "employer-lower-bare": "Husband employed by <orgbare> for ten years.",
     },
     "names": {
         "first-initial": "<first> <initial>. called back about results.",

@@ -137,10 +137,10 @@ def _shaped(note: _Note, m: Any) -> Found | None:
 
 
 def _fax_nearest(text: str, start: int) -> bool:
-    """Is "fax" the nearest contact cue among the six words before a number ("fax number for
-    the office is 617-...", "fax: cardiology 617-..."; not "fax sent, call 617-...")? "office",
-    "home" and "work" name a fax's place as much as a phone's."""
-    for word in reversed(words_before(text, start, 6, 50)):
+    """Is "fax" the nearest contact cue among the eight words before a number ("fax number for
+    the office is 617-...", "fax the form to dr hale at 617-..."; not "fax sent, call
+    617-...")? "office", "home" and "work" name a fax's place as much as a phone's."""
+    for word in reversed(words_before(text, start, 8, 60)):
         if word in _FAX_CUES:
             return True
         if word in _PHONE_CUES and word not in _PLACE_CUES:

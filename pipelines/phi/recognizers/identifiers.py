@@ -41,12 +41,13 @@ _CUE_RE = "|".join(
 # - dashed codes: digit groups 3-3-3 or 4-4-4 ("4021-7730-5519"), capitals-dash-digits
 #   ("ZZ-402913").
 # what a number is of, between its cue and the value: "for his car", "on the truck"
-_FILLER = r"\s+(?:for|on|of)(?:\s+(?:the|his|her|their|a|pt'?s))?\s+[a-z]{2,12}\b"
+# (no bounded repeat here: "{2,12}" would multiply the scan's automaton states)
+_FILLER = r"\s+(?:for|on|of)(?:\s+(?:the|his|her|their|a))?\s+[a-z]+"
 _SCAN = compile_words(
     r"(?i:\b(?P<cue>" + _CUE_RE + r")\b\.?"
     # a number word or sign, maybe then a short phrase on what the number is of ("acct no. for
     # copay"); or that phrase closed by a colon, a sign or "is" ("VIN on the truck is")
-    r"(?:(?:\s*(?:number|num|nbr|no\.?|#|id))+(?:" + _FILLER + r")?"
+    r"(?:(?:\s*(?:number|num|nbr|no\.?|#|id|registration))+(?:" + _FILLER + r")?"
     r"|" + _FILLER + r"\s*(?::|=|#|\bis\b|\bwas\b))?"
     # a linking verb: "his MRN is ZZ-402913", "MRN on file is ...", "acct noted as ..."
     r"(?:\s+(?:is|was|reads|(?:on\s+file|listed|noted|given)\s+(?:is|as)))?"
