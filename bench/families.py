@@ -65,6 +65,11 @@ SHAPES: dict[str, dict[str, str]] = {
         "turned": "She turned <age90> last week.",
         "apposition-title": "{title} <last>, <age90>, lives alone.",
         "apposition-paren": "{person} (<age90>) seen in clinic today.",
+        "apposition-name-clause": "<namefirst>, <age90>, lives alone with her cat.",
+        "bracket-bare-name": "<namefirst> (<age90>) seen in clinic today.",
+        "words-cued": "Pt aged <age90words>, frail, lives alone.",
+        "words-subject": "She is <age90words> and sharp as ever.",
+        "plus-yo": "<age90plusyo> female with CHF.",
     },
     "places": {
         "saint-alone": "<saint> has a bed for him tomorrow.",
@@ -87,6 +92,7 @@ SHAPES: dict[str, dict[str, str]] = {
         "country-regional": "Transferred from <countryregional> this am.",
         "employer-as-job": "Works as a clerk for <orgsuffixed>, days.",
         "employer-apposition": "Her employer, <orgsuffixed>, offers insurance.",
+        "employer-lower-bare": "Husband employed by <orgbare> for ten years.",
     },
     "names": {
         "first-initial": "<first> <initial>. called back about results.",
@@ -106,6 +112,13 @@ SHAPES: dict[str, dict[str, str]] = {
         "message-for-initial": "Message left for <first> <initial> to call back.",
         "lm-for-initial": "LM for <first> <initial> re results.",
         "kin-commas-common": "{kin}, <commontwo>, called this am.",
+        "lm-lower-initial": "lm for <lowerfirstinitial> to call back.",
+        "sign-off": "Plan reviewed with team.\nThanks, <namefirst>",
+        "sign-off-lower": "will recheck lytes in am.\nthx, <lowernamefirst>",
+        "particle-surname": "Seen by Dr. <particlelast> this am.",
+        "particle-full": "Wife <namefirst> <particlelast> at bedside.",
+        "apostrophe-hyphen": "Spoke with Mrs. <apolast> re: plan.",
+        "rn-lower": "the rn <lowerfirst> said pt refused meds.",
     },
     "identifiers": {
         "mrn-is": "His MRN is <code> per registration.",
@@ -117,6 +130,14 @@ SHAPES: dict[str, dict[str, str]] = {
         "hash-end": "Requisition # <digits6>. Sent to lab.",
         "mrn-on-file": "MRN on file is <digits7>, armband checked.",
         "card-no-cue": "Copay paid with <card> today.",
+        "card19-cue": "Card <card19> on file.",
+        "card19-no-cue": "Refund sent to <card19> today.",
+        "plate-filler": "Plate no. for his car: <plate>.",
+        "vin-filler": "VIN on the truck is <vin>.",
+        "acct-filler": "Acct no. for copay <acct> per billing.",
+        "mbi": "MBI: <mbi> per card.",
+        "cert": "Death cert # <code> filed.",
+        "fax-filler": "Fax number for the office is <phone>.",
     },
     "false_alarms": {
         "catheter": "{eponym} catheter placed without difficulty.",
@@ -191,6 +212,8 @@ _DOTTED_DOB = ("D.O.B.", "D.O.B", "d.o.b.", "D.O.B.:")
 _TITLES = ("Mrs", "Mr.", "Ms", "MRS.")
 _PEOPLES = ("Pt", "patient", "Patient", "the pt")
 _CLOCKS = ("0000", "0200", "0400", "0800", "1200", "1600", "2000", "2200")
+_AGE_WORDS = ("ninety", "ninety-two", "ninety four", "ninety-seven", "one hundred")
+_PARTICLES = ("van der", "de la", "van", "von", "bin", "del", "di")
 _SLOT = re.compile(r"<(\w+(?:\.\w+)?)>|\{(\w+)\}")
 
 
@@ -198,6 +221,8 @@ class _Draw:
     def __init__(self, rng: random.Random) -> None:
         self.rng = rng
         self.towns = [c for c in _cities() if " " not in c and lx.zipf(c.lower()) < 3.0]
+        # first names far more names than words ("Hilda", not "Will"): a name with no cue
+        self.name_firsts = [f for f in _first_names() if lx.name_score(f.lower()) >= 1.5]
 
     def value(self, kind: str) -> str:
         table: dict[str, Callable[[], str]] = {
@@ -242,6 +267,27 @@ class _Draw:
             "title": lambda: self.rng.choice(_TITLES),
             "person": lambda: self.rng.choice(_PEOPLES),
             "card": self._card,
+            "card19": self._card19,
+            "namefirst": lambda: self.rng.choice(self.name_firsts),
+            "lowernamefirst": lambda: self.rng.choice(self.name_firsts).lower(),
+            "lowerfirstinitial": lambda: (
+                f"{self.rng.choice(self.name_firsts).lower()} {self.rng.choice('bfghjkmnqrtwz')}"
+            ),
+            "age90words": lambda: self.rng.choice(_AGE_WORDS),
+            "age90plusyo": lambda: f"{self.rng.randint(90, 104)}+ y/o",
+            "particlelast": lambda: (
+                f"{self.rng.choice(_PARTICLES)} {self.rng.choice(_last_names())}"
+            ),
+            "apolast": lambda: (
+                f"{self.rng.choice(('O', 'D'))}'{self.rng.choice(_last_names())}-"
+                f"{self.rng.choice(_last_names())}"
+            ),
+            "orgbare": lambda: self.rng.choice(self.towns).lower() + "tron",
+            "plate": lambda: self._code("D" + "L" * 3 + "D" * 3),
+            "vin": lambda: self._code("D" + "X" * 7 + "D" * 9),
+            "acct": lambda: f"{self.rng.randint(10, 99)}-{self.rng.randint(10000, 99999)}",
+            "mbi": lambda: self._code("DLXDLXDLLDD"),
+            "phone": lambda: f"{self.rng.randint(201, 989)}-555-{self.rng.randint(100, 199):04d}",
             "apgar": lambda: f"{self.rng.randint(6, 8)}/{self.rng.randint(8, 9)}",
             "clockgroups": lambda: " ".join(self.rng.sample(_CLOCKS, 4)),
             "md.yy": lambda: (
@@ -338,6 +384,22 @@ class _Draw:
         digits = "".join(map(str, body)) + str(-total % 10)
         sep = self.rng.choice((" ", "-"))
         return sep.join(digits[k : k + 4] for k in range(0, 16, 4))
+
+    def _card19(self) -> str:
+        """A 19-digit card number (Luhn valid) in 4-4-4-4-3 or 6-13 groups or in one run."""
+        body = [self.rng.choice((4, 5, 6))] + [self.rng.randint(0, 9) for _ in range(17)]
+        total = sum(d * 2 - 9 if d > 4 else d * 2 for d in body[::-2]) + sum(body[-2::-2])
+        digits = "".join(map(str, body)) + str(-total % 10)
+        sep = self.rng.choice((" ", "-", ""))
+        if self.rng.random() < 0.5:
+            return sep.join(digits[k : k + 4] for k in range(0, 19, 4))
+        return digits[:6] + sep + digits[6:]
+
+    def _code(self, shape: str) -> str:
+        """A code by shape: D a digit, L a capital, X either."""
+        pools = {"D": "0123456789", "L": "ABCDEFGHJKLMNPRTUVWXY"}
+        pools["X"] = pools["D"] + pools["L"]
+        return "".join(self.rng.choice(pools[c]) for c in shape)
 
     def _slip(self) -> str:
         """A generic place word with two neighbouring letters swapped ("Hieghts")."""

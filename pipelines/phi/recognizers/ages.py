@@ -29,16 +29,16 @@ from pipelines.spans import Category, Span
 _UNITS = {
     "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8,
     "nine": 9, "first": 1, "second": 2, "third": 3, "fourth": 4, "fifth": 5, "sixth": 6,
-    "seventh": 7, "eighth": 8, "ninth": 9,
+    "seventh": 7, "eighth": 8, "ninth": 9, "something": 0, "odd": 0,
 }  # fmt: skip
 _UNIT_RE = "|".join(sorted(_UNITS, key=len, reverse=True))
 # One re2 scan for every age form (one scan costs about what each of four separate ones did).
 _AGES = compile_words(
-    r"(?i)(?P<num>\d{2,3})(?:st|nd|rd|th)?[ \t]*-?[ \t]*"
+    r"(?i)(?P<num>\d{2,3})(?:st|nd|rd|th|\+)?[ \t]*-?[ \t]*"
     r"(?P<unit>y/o|y\.o\.?|yo\b|yrs?\.?\b(?:[ \t-]*old)?|years?\b(?:[ \t-]*old|\s+of\s+age)?"
     r"|year-old|birthday|bday)"
     r"|\b(?:age[ds]?|aged)\b\s*(?::|=|of|is|was)?\s*(?P<cued>\d{2,3})\b"
-    r"|\b(?P<head>ninety|ninetieth|one\s+hundred(?:\s+and)?|hundredth)"
+    r"|\b(?P<head>ninety|ninetieth|(?:one|a)\s+hundred(?:\s+and)?|hundredth)"
     r"(?:[\s\-]+(?P<wunits>" + _UNIT_RE + r"))?"
     r"\b[\s\-]*(?P<wunit>years?[\s\-]*old|year-old|yrs?\.?[\s\-]*old|y/?o\b|y\.o\.?"
     r"|years?\s+of\s+age|birthday|bday)?"
@@ -65,6 +65,8 @@ _PERSON = frozenset({"his", "her", "their", "pt's", "pts", "patient's"})
 # before an age in apposition: a word for a person, or a title a few words before a name
 _PEOPLE: Final = word_set("age_apposition_people")
 _TITLES: Final = frozenset({"mr", "mrs", "ms", "miss", "mister"})
+# a census name this much more a name than an English word ("hilda", "hollis"; not "will")
+_NAME_OVER_WORD: Final = 1.5
 _WRITTEN_BEFORE = re.compile(r"([A-Za-z]+)[ \t]*$")
 
 
@@ -170,34 +172,70 @@ def _apposition(note: _Note, m: Any) -> Found | None:
 
 def _person_before(text: str, pos: int, commas: bool) -> bool:
     """A person right before ``pos``: a word for one ("pt", "the patient", "her mother"), a
-    name after a title ("Mrs Quell", "MR HOLM"), or before commas a rare capitalised word that
-    is no drug nor clinical word ("Quell, 96,"; in brackets such a word is as often a device or
-    a feed: "Tele (92)", "Isolette (98)"); no vital cue near ("sat 94, RR 18")."""
+    name after a title ("Mrs Quell", "MR HOLM"), a census name far more a name than a word
+    ("Hilda, 95,", "HILDA, 95,", "Hollis (91) seen") or before commas a rare capitalised word
+    that is no drug nor clinical word ("Quell, 96,"; in brackets such a word is as often a
+    device or a feed: "Tele (92)", "Isolette (98)"); no vital cue near ("sat 94, RR 18")."""
     words = words_before(text, pos, 3, 40)
     if not words or not words[-1].isalpha() or _vital_near(text, pos):
         return False
     if words[-1] in _PEOPLE or any(w in _TITLES for w in words[:-1]):
         return True
-    written = _WRITTEN_BEFORE.search(text, max(0, pos - 30), pos) if commas else None
-    if written is None or not written.group(1).istitle() or len(written.group(1)) < 3:
+    written = _WRITTEN_BEFORE.search(text, max(0, pos - 30), pos)
+    if written is None or len(written.group(1)) < 3:
         return False
-    word = words[-1]
-    if word in clinical.UNIT_WORDS or lx.zipf(word) >= 4.0 or lx.clinical_word(word):
+    return _named_before(words[-1], written.group(1), commas)
+
+
+def _named_before(word: str, as_written: str, commas: bool) -> bool:
+    """``_person_before`` of a word with no cue, lower-case ``word``, written ``as_written``."""
+    if word in clinical.UNIT_WORDS or lx.clinical_word(word):
+        return False
+    if lx.name_score(word) >= _NAME_OVER_WORD and lx.zipf(word) < (5.0 if commas else 4.0):
+        # a census name far more a name than a word: in any case before commas, capitalised
+        # and no everyday word before brackets ("Hilda, 95,", "hilda, 95,", "Hollis (91)";
+        # not "Will, 95,", "Walker (92)")
+        return commas or not as_written.islower()
+    if not commas or not as_written.istitle() or lx.zipf(word) >= 4.0:
         return False
     return not lx.drug_words().get(word)
 
 
+_AND_END: Final = re.compile(r"\s+and$", re.I)
+_AGE_VERBS: Final = frozenset({"age", "aged", "turned", "turns", "turning"})
+_SUBJECTS: Final = frozenset({"pt", "patient", "she", "he"})
+
+
+def _age_said_before(text: str, pos: int) -> bool:
+    """An age cue or the patient as subject before number words: "age ninety-two", "aged
+    ninety four", "turned ninety", "she is ninety-four" (not "ninety minutes")."""
+    before = words_before(text, pos, 2, 30)
+    if not before:
+        return False
+    if before[-1] in _AGE_VERBS:
+        return True
+    return len(before) == 2 and before[-1] in {"is", "was"} and before[0] in _SUBJECTS
+
+
 def _words(note: _Note, m: Any) -> Found | None:
-    """Number words with an age unit: "ninety-three year old", "one hundred years old"."""
+    """Number words with an age unit: "ninety-three year old", "one hundred years old"; or
+    after an age cue without one ("aged ninety four", "she is ninety-four")."""
     text = note.text
+    end = m.end()
     if not grab(text, m, _G["wunit"]):
-        return None  # "ninety" alone is a count ("ninety minutes"), not an age
+        if not _age_said_before(text, m.start()):
+            return None  # "ninety" alone is a count ("ninety minutes"), not an age
+        # not the blanks nor the "and" after ("she is one hundred and sharp")
+        end = max(
+            m.start(_G["head"]) + len(_AND_END.sub("", grab(text, m, _G["head"]))),
+            m.end(_G["wunits"]),
+        )
     value = 100 if "hundred" in grab(text, m, _G["head"]).lower() else 90
     if grab(text, m, _G["wunits"]):
         value += _UNITS[grab(text, m, _G["wunits"]).lower()]
     if not _over_ceiling(value, note.ceiling):
         return None
-    return (m.start(), m.end(), Category.AGE, 0.9)
+    return (m.start(), end, Category.AGE, 0.9)
 
 
 def _decade(note: _Note, m: Any) -> Found | None:

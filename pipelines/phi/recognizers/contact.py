@@ -53,6 +53,7 @@ _SEVEN = re.compile(r"([2-9]\d\d)[.\-](\d{4})")  # "555-0187": a valid exchange 
 _COUNTRY = re.compile(r"(?<![\w+])\+?1[ .\-]$")
 _FAX_CUES = frozenset({"fax", "facsimile", "fx"})
 _PHONE_CUES = word_set("phone_cues")
+_PLACE_CUES = frozenset({"office", "home", "work"})  # a fax's place as much as a phone's
 
 
 @dataclass(slots=True)
@@ -129,10 +130,22 @@ def _shaped(note: _Note, m: Any) -> Found | None:
         return None
     if start and text[start - 1] == "(" and ")" in value:
         start -= 1  # "(301) 555-0187"
-    fax = any(w in _FAX_CUES for w in words_before(text, start, 4, 40))
+    fax = _fax_nearest(text, start)
     spaced = not any(c in value for c in "-.()/")
     conf = 0.95 if cued else (0.6 if spaced else 0.85)
     return (start, end, Category.FAX if fax else Category.PHONE, conf)
+
+
+def _fax_nearest(text: str, start: int) -> bool:
+    """Is "fax" the nearest contact cue among the eight words before a number ("fax number for
+    the office is 617-...", "fax the form to dr hale at 617-..."; not "fax sent, call
+    617-...")? "office", "home" and "work" name a fax's place as much as a phone's."""
+    for word in reversed(words_before(text, start, 8, 60)):
+        if word in _FAX_CUES:
+            return True
+        if word in _PHONE_CUES and word not in _PLACE_CUES:
+            return False
+    return False
 
 
 def _extension(note: _Note, m: Any) -> Found | None:

@@ -40,17 +40,28 @@ _CUE_RE = "|".join(
 # - payment card numbers in digit groups, one separator kind, valid by the Luhn check;
 # - dashed codes: digit groups 3-3-3 or 4-4-4 ("4021-7730-5519"), capitals-dash-digits
 #   ("ZZ-402913").
+# what a number is of, between its cue and the value: "for his car", "on the truck"
+# (no bounded repeat here: "{2,12}" would multiply the scan's automaton states)
+_FILLER = r"\s+(?:for|on|of)(?:\s+(?:the|his|her|their|a))?\s+[a-z]+"
 _SCAN = compile_words(
-    r"(?i:\b(?P<cue>" + _CUE_RE + r")\b\.?(?:\s*(?:number|num|nbr|no\.?|#|id))*"
+    r"(?i:\b(?P<cue>" + _CUE_RE + r")\b\.?"
+    # a number word or sign, maybe then a short phrase on what the number is of ("acct no. for
+    # copay"); or that phrase closed by a colon, a sign or "is" ("VIN on the truck is")
+    r"(?:(?:\s*(?:number|num|nbr|no\.?|#|id|registration))+(?:" + _FILLER + r")?"
+    r"|" + _FILLER + r"\s*(?::|=|#|\bis\b|\bwas\b))?"
     # a linking verb: "his MRN is ZZ-402913", "MRN on file is ...", "acct noted as ..."
     r"(?:\s+(?:is|was|reads|(?:on\s+file|listed|noted|given)\s+(?:is|as)))?"
     r"\s*[:#=]?\s*#?\s*)(?P<value>(?i:\d{3}[ \t]\d{2}[ \t]\d{4}|\d{3}[ \t]\d{3}[ \t]\d{3}"
+    # card numbers in blank groups: 4-4-4-4(-3), 4-6-5, 6-13
+    r"|\d{4}[ \t]\d{4}[ \t]\d{4}[ \t]\d{4}(?:[ \t]\d{3})?|\d{4}[ \t]\d{6}[ \t]\d{5}|\d{6}[ \t]\d{13}"
     r"|\d{4}[ \t]\d{4}[ \t]\d{4}"  # digit groups set apart by blanks: "402 77 3551"
     r"|[a-z]{0,4}-?\d[a-z0-9\-/]*\d(?:-?[a-z]{1,3})?"
     r"|[a-z]{0,4}-?\d(?:-?[a-z]{1,3})?))\b"
     r"|(?P<ssn>(?P<area>\d{3})(?P<sep1>[- ])(?P<group>\d{2})(?P<sep2>[- ])(?P<serial>\d{4}))"
-    # payment card numbers in groups: 4-4-4-4 ("4111 1111 1111 1111") and 4-6-5
-    r"|(?P<card>\d{4}[ -]\d{4}[ -]\d{4}[ -]\d{4}|\d{4}[ -]\d{6}[ -]\d{5})"
+    # payment card numbers in groups: 4-4-4-4 ("4111 1111 1111 1111"), 4-6-5, and the
+    # 19-digit 4-4-4-4-3 and 6-13
+    r"|(?P<card>\d{4}[ -]\d{4}[ -]\d{4}[ -]\d{4}(?:[ -]\d{3})?|\d{4}[ -]\d{6}[ -]\d{5}"
+    r"|\d{6}[ -]\d{13})"
     r"|(?P<long>[A-Z]{1,3}\d{6,}|\d{7,})"
     r"|(?P<grouped>\d{3}-\d{3}-\d{3}|\d{4}-\d{4}-\d{4}|[A-Z]{1,3}-\d{6,})"
 )
@@ -135,11 +146,21 @@ def _short_value(text: str, end: int, c: _Cued) -> bool:
 def _weak_cue(text: str, end: int, c: _Cued) -> bool:
     """Weak cues ("unit 3", "hospital 8/20/02", "group 2-3") need a marker, a long value or
     a code ("policy ZZ-402913", "ID 4021-7730-5519": six digits or more, no slash, no
-    blank)."""
+    blank) or a card number ("card 4111 1111 1111 1111 110")."""
     if c.cue not in _WEAK_CUES or c.numbered:
         return False
     code = c.digits >= 6 and "/" not in c.value and " " not in c.value  # "unit 120 130 140"
-    return not code and (c.digits < 5 or not c.value.isalnum())
+    card = (c.cue == "card" or _CUES.get(c.cue) is Category.ACCOUNT) and _card_digits(c.value)
+    return not code and (c.digits < 5 or not c.value.isalnum()) and not card
+
+
+def _card_digits(value: str) -> bool:
+    """A card number in any grouping: 13 to 19 digits, a network's first digit (2-6), a valid
+    Luhn check digit ("card 4111 1111 1111 1111 110")."""
+    digits = value.replace(" ", "").replace("\t", "").replace("-", "")
+    return (
+        digits.isdigit() and 13 <= len(digits) <= 19 and digits[0] in "23456" and luhn_valid(digits)
+    )
 
 
 # The vetoes of a cued value, by name, in the order they are asked.
@@ -166,7 +187,10 @@ def _cued(note: _Note, m: Any) -> Found | None:
     found = _Cued(cue, value, between, sum(map(str.isdigit, value)), numbered)
     if any(veto(text, end, found) for _, veto in CUE_VETOES):
         return None
-    return (start, end, _CUES.get(cue, Category.ID), 0.9 if numbered else 0.75)
+    category = _CUES.get(cue, Category.ID)
+    if cue == "card" and _card_digits(value):
+        category = Category.ACCOUNT  # "card 4111 ...": a payment card, not a member card
+    return (start, end, category, 0.9 if numbered else 0.75)
 
 
 def _ssn(note: _Note, m: Any) -> Found | None:
@@ -187,7 +211,8 @@ def _ssn(note: _Note, m: Any) -> Found | None:
 
 def _long(note: _Note, m: Any) -> Found | None:
     """Long codes with no cue: 7+ digits, or 1-3 capitals and 6+ digits; a compact timestamp
-    ("20190423", "201904231139") is a DATE."""
+    ("20190423", "201904231139") is a DATE, a card number in one run (15 to 19 digits, Luhn
+    valid) an ACCOUNT."""
     text, start, end = note.text, m.start(), m.end()
     if start and (text[start - 1].isalnum() or text[start - 1] in "-/.,"):
         return None
@@ -199,6 +224,8 @@ def _long(note: _Note, m: Any) -> Found | None:
         return None
     if _compact_timestamp(text[start:end]) or _cued_mmddyyyy(text, start, end):
         return (start, end, Category.DATE, 0.7)
+    if end - start >= 15 and _card_digits(text[start:end]):
+        return (start, end, Category.ACCOUNT, 0.7)  # a card number written in one run
     return (start, end, Category.ID, 0.6)
 
 
@@ -235,7 +262,8 @@ def luhn_valid(digits: str) -> bool:
 
 
 def _card(note: _Note, m: Any) -> Found | None:
-    """A payment card number with no cue: 4-4-4-4 or 4-6-5 digit groups, one separator kind,
+    """A payment card number with no cue: 4-4-4-4, 4-6-5, 4-4-4-4-3 or 6-13 digit groups
+    ("6011 0000 0000 0000 004"), one separator kind,
     a card network's first digit (2-6) and a valid Luhn check digit ("4111 1111 1111 1111");
     not clock times in a row ("2000 2200 0000 0200") nor a number that goes on."""
     text, start, end = note.text, m.start(), m.end()
@@ -243,7 +271,7 @@ def _card(note: _Note, m: Any) -> Found | None:
         return None
     value = text[start:end]
     groups = value.replace("-", " ").split(" ")
-    if len(set(value[4::5] if len(groups) == 4 else value[4] + value[11])) != 1:
+    if len({ch for ch in value if not ch.isdigit()}) != 1:
         return None  # "4111-1111 1111-1111": two separator kinds
     digits = "".join(groups)
     if digits[0] not in "23456" or not luhn_valid(digits):

@@ -24,6 +24,7 @@ from pipelines.phi.recognizers.name_words import (
     _surname_after_first,
     _tight,
     _word_surname_after_dr,
+    message_initial,
     set_off_short_name,
     surname_letter,
 )
@@ -94,6 +95,9 @@ def after_title(note: _Note, i: int) -> int | None:
     if _is_initial(words[nxt], text) and title is PT:  # "Ms. S." patient initial
         note.take(nxt, PT, 0.85)
         return nxt + 1
+    particled = note.particle_name(nxt, title, 0.9)  # "Dr. de la Cruz", "Dr van der Berg"
+    if particled is not None:
+        return particled
     nxt = _surname_slot(note, nxt, title)
     if note.ok(nxt, 3) or (title is P and not note.mixed and _word_surname_after_dr(words[nxt])):
         if nxt != i + 1:
@@ -335,6 +339,13 @@ def talked_with(note: _Note, i: int) -> int | None:
         if words[j].lower in links and words[j + 1].lower not in _services():
             # the verb right before the link gives the role ("called talked with X")
             found = _after_role(note, j, verbs.get(words[j - 1].lower, role))
+            if (
+                found is not None
+                and links is _MESSAGE_LINKS
+                and message_initial(note.words, note.text, note.taken, found)
+            ):
+                note.take(found, note.taken[found - 1][0], 0.7)  # "lm for bea r to call"
+                return found + 1
             if found is not None:
                 return found
     return None

@@ -45,6 +45,7 @@ class Cues:
     clinical_letters: frozenset[str]  # one-letter shorthand, not initials ("r", "l", "c")
     joiners: frozenset[str]  # inside a list of names ("Drs. Smith and Jones")
     presence_after: frozenset[str]  # "Visitors: drew stayed": a person was there
+    particles: frozenset[str]  # inside a surname ("van der Berg", "de la Cruz")
 
 
 def _slips(role_before: Mapping[str, Category]) -> dict[str, Category]:
@@ -104,4 +105,5 @@ def cues() -> Cues:
         clinical_letters=word_set("name_clinical_letters"),
         joiners=word_set("name_joiners"),
         presence_after=word_set("name_presence_after"),
+        particles=word_set("name_particles"),
     )

@@ -5,7 +5,10 @@ spreads to its other occurrences in the detector's one propagation step
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
+from functools import cache
+from typing import Final
 
 from pipelines.phi import lexicons as lx
 from pipelines.phi.lexicons import Token
@@ -13,6 +16,7 @@ from pipelines.phi.recognizers.name_cues import P, cues
 from pipelines.phi.recognizers.name_words import (
     _tight,
 )
+from pipelines.phi.wordlists import word_set
 from pipelines.spans import Category, Span
 
 # word index -> the role, the confidence and the pass that took the word
@@ -33,6 +37,9 @@ def _last_line_first_name(words: tuple[Token, ...], text: str) -> int:
     return first
 
 
+_NUMBER_SET_APART: Final = re.compile(r"[ \t]*[,(][ \t]*\d")
+
+
 def _signature_head(words: tuple[Token, ...], text: str, mixed: bool) -> int | None:
     """Where the note's last line starts a signature: a census first name among its last three
     words ("Jane Doe" / "SUSAN"), alone on its line or right after a sentence."""
@@ -44,14 +51,32 @@ def _signature_head(words: tuple[Token, ...], text: str, mixed: bool) -> int | N
         return None
     if mixed and not (head.is_title or head.is_upper):
         return None
+    if _NUMBER_SET_APART.match(text, head.end):
+        return None  # "HILDA, 95, LIVES ALONE": a person and her age, no signature
     before = text[words[first - 1].end : head.start] if first > 0 else "\n"
+    if "\n" in before or _signed_off(words, first, before):
+        return first
     # on a line with other words: only right after a sentence ("... 1400U/HR. SUSAN"), and
     # a title's period ends none ("discussed with Dr. Jim Hanley's fellow")
-    if "\n" not in before and (
-        not before.strip().endswith(".") or words[first - 1].lower in cues().titles
-    ):
+    if not before.strip().endswith(".") or words[first - 1].lower in cues().titles:
         return None
     return first
+
+
+def _signed_off(words: tuple[Token, ...], first: int, before: str) -> bool:
+    """A sign-off word and a comma before the name: "Thanks, Bea", "thx, hal q", "thank you,
+    bea", "Regards, Greta Quist"."""
+    if before.strip(" \t") != ",":
+        return False
+    word = words[first - 1].lower
+    if word == "you" and first > 1:
+        word = words[first - 2].lower  # "thank you,"
+    return word in _sign_offs()
+
+
+@cache
+def _sign_offs() -> frozenset[str]:
+    return word_set("name_sign_offs")
 
 
 def _signature(
@@ -63,10 +88,25 @@ def _signature(
         return
     credentials = cues().credentials
     for idx in range(first, len(words)):
+        if idx > first and not _signature_goes_on(words, idx, text, mixed):
+            break  # "Hilda, 95, lives alone": a clause after the name is no signature
         if words[idx].lower not in credentials and lx.zipf(words[idx].lower) < 5.5:
             take(idx, P, 0.6)
         if _word_end(words[idx]) < words[idx].end:
             break  # "Jim Hanley's fellow": what follows a possessive is no one's name
+
+
+def _signature_goes_on(words: tuple[Token, ...], idx: int, text: str, mixed: bool) -> bool:
+    """Whether word ``idx`` still belongs to the signature that the word before it is in: only
+    blanks, a hyphen or an initial's period between ("Jane Doe", "Jane Q. Doe"), a credential
+    after a comma ("Jane Doe, RN"), and in a mixed-case note no lower-case word ("Hilda lives
+    alone")."""
+    tok = words[idx]
+    if tok.lower in cues().credentials:
+        return True
+    if not _tight(text[words[idx - 1].end : tok.start]):
+        return False
+    return not (mixed and tok.text.islower())
 
 
 def _word_end(tok: Token) -> int:

@@ -7,7 +7,8 @@ where its gate holds; the pass asks the same again, so tried anywhere else it ta
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import re
+from typing import TYPE_CHECKING, Final
 
 from pipelines.phi import lexicons as lx
 from pipelines.phi.lexicons import Token
@@ -204,10 +205,29 @@ def lone_first_name(note: _Note, i: int) -> int | None:
         and lx.is_title(tok.text)
         and i not in note.taken
         and _base(tok.lower) in note.first_names
-        and (note.ok(i, 1) or _common_first_name(tok, note.text, note.lowered, note.eponyms))
+        and (
+            note.ok(i, 1)
+            or _common_first_name(tok, note.text, note.lowered, note.eponyms)
+            or _age_set_apart(note.text, tok)
+        )
     ):
         return note.run_right(i, OTHER, 0.6, 2)
     return None
+
+
+# an age set apart after a word, then the sentence goes on: ", 95, lives", " (91) seen"
+_AGE_APART: Final = re.compile(r"(?:(,)[ \t]?\d{2,3}[ \t]?,|[ \t]?\(\d{2,3}\))[ \t]+[A-Za-z]")
+
+
+def _age_set_apart(text: str, tok: Token) -> bool:
+    """A census first name far more a name than a word, then an age set apart ("Amy, 95, lives
+    alone", "Hollis (91) seen"): a person and her age. Before brackets no everyday word
+    ("Walker (92)": a setting of a device as often)."""
+    low = _base(tok.lower)
+    m = _AGE_APART.match(text, tok.end)
+    if m is None or lx.name_score(low) < 1.5:
+        return False
+    return lx.zipf(low) < (5.0 if m.group(1) else 4.0)
 
 
 def _full_name_first(low: str) -> bool:
@@ -238,6 +258,9 @@ def one_case_full_name(note: _Note, i: int) -> int | None:
     ):
         note.take(i, OTHER, 0.6)
         return note.run_right(i + 1, OTHER, 0.6, 2)
+    if _age_set_apart(note.text, tok):  # "OPAL, 99, LIVES ALONE"
+        note.take(i, OTHER, 0.6)
+        return i + 1
     return None
 
 

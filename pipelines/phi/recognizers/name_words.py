@@ -28,7 +28,7 @@ def _judge(text: str, low: str, mixed: bool, strength: int) -> bool | None:
     """``_plausible`` of a word written ``text``, lower-case ``low``, before looking at the
     note: None for "yes, unless this mixed-case note also writes the word in lower case"."""
     word = _base(low)
-    title = lx.is_title(text)
+    title = lx.is_title(text) or _title_after_prefix(text)
     if _too_short(word, mixed and title, strength):
         return False
     f = lx.zipf(word)
@@ -36,6 +36,11 @@ def _judge(text: str, low: str, mixed: bool, strength: int) -> bool | None:
     if mixed:
         return _judge_mixed(word, f, ns, (title, text.isupper()), strength)
     return _by_strength(word, f, ns, False, strength)
+
+
+def _title_after_prefix(text: str) -> bool:
+    """A surname with an apostrophe prefix, in Title case: "O'Dwyer", "D'Arvelle"."""
+    return len(text) > 3 and text[0].isupper() and text[1] in "'’" and lx.is_title(text[2:])
 
 
 def _judge_mixed(
@@ -349,3 +354,24 @@ def _word_surname_after_dr(tok: Token) -> bool:
         and lx.last_names().get(low, 0.0) >= 0.01  # a surname at least 1 in 10,000 carry
         and lx.zipf(low) < 5.9
     )
+
+
+# what may follow a lower-case surname initial in a message note: "lm for bea r to call back"
+_AFTER_MESSAGE_INITIAL: Final = frozenset({"to", "re", "about", "regarding", "at", "pls", "please"})
+
+
+def message_initial(words: tuple[Token, ...], text: str, taken: Container[int], k: int) -> bool:
+    """Is word ``k``, right after a first name taken after a message cue, a lone lower-case
+    letter for the surname ("lm for bea r to call back", "msg for hal q re labs"): a first
+    name before it, and the line's end, punctuation or a word of the message after it."""
+    if k >= len(words) or k - 1 not in taken or text[words[k - 1].end : words[k].start] != " ":
+        return False
+    tok = words[k]
+    if len(tok.text) != 1 or not tok.text.islower() or tok.lower in {"a", "i"}:
+        return False
+    if not lx.is_first_name(words[k - 1].lower):
+        return False
+    after = text[tok.end : tok.end + 1]
+    if after in {"", ".", ",", ";", ")", "\n"}:
+        return True
+    return after == " " and k + 1 < len(words) and words[k + 1].lower in _AFTER_MESSAGE_INITIAL

@@ -156,14 +156,47 @@ class _Note:
         j = self._run_words(i + 1, cat, conf, strength)
         return self._run_list(j, cat, conf, strength)
 
+    def past_particles(self, j: int) -> int | None:
+        """The name word after one or two surname particles from word ``j`` ("van der Berg",
+        "de la Cruz", "bin Yusuf"): written apart by blanks, capitalised in a mixed-case note,
+        and a word a title may name; None when ``j`` starts no such run."""
+        words, k = self.words, j
+        while k < self.n and k - j < 2 and words[k].lower in self.cues.particles:
+            if not words[k].text.islower() and self.mixed:
+                return None  # "De" or "La" capitalised: a name word of its own, judged as such
+            k += 1
+        if k == j or k >= self.n or any(self.gap(x - 1, x) != " " for x in range(j + 1, k + 1)):
+            return None
+        head = words[k]
+        if head.lower in self.cues.particles or (self.mixed and not head.is_title):
+            return None
+        return k if self.ok(k, 3) else None
+
+    def particle_name(self, j: int, cat: Category, conf: float) -> int | None:
+        """A name that opens with surname particles at word ``j`` ("de la Cruz" after "Dr."),
+        taken; the index after it, or None when ``j`` opens none."""
+        head = self.past_particles(j)
+        if head is None:
+            return None
+        for k in range(j, head):
+            self.take(k, cat, conf)
+        return self.run_right(head, cat, conf, 3)
+
     def _run_words(self, j: int, cat: Category, conf: float, strength: int) -> int:
-        """The further words of one name (up to four in all), tight after the previous one."""
+        """The further words of one name (up to four in all), tight after the previous one;
+        surname particles join the word after them ("Jan van der Berg")."""
         words, count = self.words, 1
         while j < self.n and count < 4 and _tight(self.gap(j - 1, j), words[j - 1]):
+            head = self.past_particles(j)
+            if head is not None:
+                for k in range(j, head + 1):
+                    self.take(k, cat, conf)
+                count, j = count + 1, head + 1
+                continue
             if words[j].lower in self.cues.credentials or not (
                 _is_initial(words[j], self.text)
                 or surname_letter(words[j], self.text)
-                or self.ok(j, max(strength - 1, 2))
+                or self.ok(j, 3 if self.gap(j - 1, j) == "-" else max(strength - 1, 2))
                 or _surname_after_first(words[j - 1], words[j], self.mixed)
             ):
                 break

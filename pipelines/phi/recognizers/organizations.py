@@ -38,6 +38,7 @@ _JOB_GAP: Final = 4  # … when they start "as": "works as a night clerk for"
 _EMPLOYER: Final = frozenset({"employer", "employers", "employer's"})
 _APPOSITION: Final = frozenset({"is", "was"})
 _LONGEST: Final = 4  # words of a name before its legal-form word
+_RARE_LOWER: Final = 3.0  # a lower-case name alone must be rarer than this (Zipf)
 _COMMON: Final = 4.0  # a name needs a word rarer than this (Zipf) unless a suffix ends it
 
 
@@ -94,18 +95,34 @@ def _capitalised(note: _Note, k: int) -> int | None:
     """The last word of a run of name words from ``k`` with no legal-form word, where it can
     be told from its words: in a mixed-case note a capitalised run with a word that is not
     common English ("works at Home Depot", not "works for the City"); in a one-case note in
-    capitals a single rare word ("CEO OF ACME")."""
+    capitals a single rare word ("CEO OF ACME"); a single rare lower-case word that ends its
+    clause ("employed by initech since 2001": ``_lower_rare``)."""
     words, n = note.words, len(note.words)
     last = k - 1
     while last + 1 < min(k + _LONGEST, n) and _name_word(note, last + 1, k):
         last += 1
     if last < k:
-        return None
+        return k if _lower_rare(note, k) else None
     if note.case is Case.MIXED:
         rare = any(lx.zipf(words[j].lower) < _COMMON for j in range(k, last + 1))
         return last if rare else None
-    single = note.case is Case.UPPER and last == k
+    if note.case is not Case.UPPER:
+        return k if _lower_rare(note, k) else None  # a note in lower case
+    single = last == k
     return last if single and lx.zipf(words[k].lower) < 3.0 else None
+
+
+def _lower_rare(note: _Note, k: int) -> bool:
+    """A single lower-case word after an employment word that English hardly knows and that is
+    no clinical word nor a typo of a common one, ending its clause ("employed by initech
+    since 2001", "works for vandelay."; not "works at night", "retired from teaching")."""
+    words, n = note.words, len(note.words)
+    tok = words[k]
+    if not tok.text.islower() or not lx.rare_unknown(tok.lower, _RARE_LOWER):
+        return False
+    if k + 1 < n and _gap_ok(note, k, k + 1) and words[k + 1].lower not in _STOPS:
+        return False  # more words follow: a phrase this pass cannot bound
+    return not lx.near_english(tok.lower)
 
 
 def _name_word(note: _Note, j: int, k: int) -> bool:
