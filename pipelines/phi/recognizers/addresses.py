@@ -20,18 +20,27 @@ from pipelines.phi.base import Doc, Recognizer
 from pipelines.phi.passes import declare
 from pipelines.phi.patterns import Found, PatternPass, PatternPasses
 from pipelines.phi.registry import register
-from pipelines.phi.scan import compile_words, finditer, grab, next_char
+from pipelines.phi.scan import compile_words, finditer, grab, next_char, words_before
 from pipelines.phi.wordlists import word_list, word_set
 from pipelines.spans import Category, Span
 
 _SUFFIXES = " ".join(word_list("street_suffixes"))
 _STREET = (
-    r"\b(?P<house>\d{1,6}(?:-\d{1,4})?)\s+"
+    r"\b(?P<house>\d{1,6}[A-Z]?(?:-\d{1,4})?)\s+"
     r"(?P<street>(?:(?i:n|s|e|w|ne|nw|se|sw|north|south|east|west)\.?\s+)?"
     r"(?:(?:[A-Z][A-Za-z'\-]*|[A-Z]{2,}|\d{1,3}(?:st|nd|rd|th|ST|ND|RD|TH))\.?\s+){1,4}?"
     r"(?i:" + _SUFFIXES.replace(" ", "|") + r"))\b\.?"
     r"(?:,?\s*(?i:apt|apartment|suite|ste|unit|fl|floor|rm|room|#)\.?\s*#?\s*[A-Za-z0-9\-]{1,6}\b)?"
 )
+# Highways and rural routes by number: "Route 9", "200 Rte 28", "Hwy 61", "Interstate 95",
+# "RR 2 Box 14". "Rt"/"Rte"/"Route" (a side, a route of giving) only as written so, with a
+# house number or a place word before (checked in ``_highway``).
+_HIGHWAY = (
+    r"(?P<hw>(?:\b\d{1,6}[ \t]+)?\b(?P<hwkind>Rt|RT|Rte|RTE|Route|ROUTE|(?i:hwy|highway|interstate"
+    r"|state[ \t]+route|rural[ \t]+route|county[ \t]+road|rr))\.?[ \t]*#?[ \t]*\d{1,3}\b"
+    r"(?:[ \t]+(?i:box)[ \t]+\d{1,5}\b)?)"
+)
+_HIGHWAY_CUES: Final = frozenset({"on", "off", "at", "from", "near", "via", "along", "to", "of"})
 _LONG_SUFFIXES = word_set("street_suffixes_long")
 _PO_BOX = r"(?P<box>(?i:\b(?:p\.?\s*o\.?\s*box|post\s+office\s+box)\s+#?\s*\d{1,6})\b)"
 # Street words that are also clinical / everyday words: a street needs more than these.
@@ -59,7 +68,7 @@ def address_scan() -> Any:
         r"\.?,?\s*[:#]?\s*(?P<zip>\d{5}(?:-\d{4})?)\b"
     )
     return compile_words(
-        _STREET + "|" + _PO_BOX + "|" + zip_context + r"|\b(?P<zip4>\d{5}-\d{4})\b"
+        _STREET + "|" + _PO_BOX + "|" + _HIGHWAY + "|" + zip_context + r"|\b(?P<zip4>\d{5}-\d{4})\b"
     )
 
 
@@ -102,6 +111,27 @@ def _po_box(text: str, m: Any) -> Found | None:
     return (m.start(), m.end(), Category.LOCATION_STREET, 0.9)
 
 
+def _highway(text: str, m: Any) -> Found | None:
+    """A highway or rural route by its number: "Route 9", "Hwy 61", "RR 2 Box 14"; a short
+    form ("Rt 9", "Route 9") needs a house number or a place word before it ("MVC on Rt 9"),
+    and no unit after ("Rt 2 cm")."""
+    groups = address_groups()
+    start, end = m.start(groups["hw"]), m.end(groups["hw"])
+    written = grab(text, m, groups["hwkind"])
+    kind = written.lower()
+    if clinical.unit_follows(text, end) or next_char(text, end) in "/%":
+        return None
+    if kind == "rr" and "box" not in text[start:end].lower():
+        return None  # "vent at RR 14" is a rate
+    if kind in {"rt", "rte", "route"} and not text[start].isdigit():
+        if written in {"RT", "RTE"}:
+            return None  # "RT 2 hrs ago" is respiratory therapy: a house number first
+        before = words_before(text, start, 1, 12)
+        if not before or before[0] not in _HIGHWAY_CUES:
+            return None
+    return (start, end, Category.LOCATION_STREET, 0.8)
+
+
 def _zip(text: str, m: Any) -> Found | None:
     """A ZIP after a state or a "zip" cue ("MD 21201"; not "IN 12345 units")."""
     group = address_groups()["zip"]
@@ -124,6 +154,7 @@ PASSES: Final = declare(
         [
             PatternPass("addresses.street", _street, "street", "addresses"),
             PatternPass("addresses.po_box", _po_box, "box", "addresses"),
+            PatternPass("addresses.highway", _highway, "hw", "addresses"),
             PatternPass("addresses.zip", _zip, "zip", "addresses"),
             PatternPass("addresses.zip4", _zip4, "", "addresses"),
         ],
