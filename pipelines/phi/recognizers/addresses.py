@@ -124,7 +124,7 @@ def _highway(text: str, m: Any) -> Found | None:
     if kind == "rr" and "box" not in text[start:end].lower():
         return None  # "vent at RR 14" is a rate
     if kind in {"rt", "rte", "route"} and not text[start].isdigit():
-        if written in {"RT", "RTE"}:
+        if written == "RT":
             return None  # "RT 2 hrs ago" is respiratory therapy: a house number first
         before = words_before(text, start, 1, 12)
         if not before or before[0] not in _HIGHWAY_CUES:
