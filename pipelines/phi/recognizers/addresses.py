@@ -26,7 +26,7 @@ from pipelines.spans import Category, Span
 
 _SUFFIXES = " ".join(word_list("street_suffixes"))
 _STREET = (
-    r"\b(?P<house>\d{1,6}[A-Z]?(?:-\d{1,4})?)\s+"
+    r"\b(?P<house>\d{1,6}(?:-\d{1,4})?)\s+"
     r"(?P<street>(?:(?i:n|s|e|w|ne|nw|se|sw|north|south|east|west)\.?\s+)?"
     r"(?:(?:[A-Z][A-Za-z'\-]*|[A-Z]{2,}|\d{1,3}(?:st|nd|rd|th|ST|ND|RD|TH))\.?\s+){1,4}?"
     r"(?i:" + _SUFFIXES.replace(" ", "|") + r"))\b\.?"
@@ -68,8 +68,14 @@ def address_scan() -> Any:
         r"\.?,?\s*[:#]?\s*(?P<zip>\d{5}(?:-\d{4})?)\b"
     )
     return compile_words(
-        _STREET + "|" + _PO_BOX + "|" + _HIGHWAY + "|" + zip_context + r"|\b(?P<zip4>\d{5}-\d{4})\b"
+        _STREET + "|" + _PO_BOX + "|" + zip_context + r"|\b(?P<zip4>\d{5}-\d{4})\b"
     )
+
+
+# A scan of its own: in the address scan its alternatives cost every note more
+@lru_cache(maxsize=1)
+def _highway_scan() -> Any:
+    return compile_words(_HIGHWAY)
 
 
 @lru_cache(maxsize=1)
@@ -115,7 +121,7 @@ def _highway(text: str, m: Any) -> Found | None:
     """A highway or rural route by its number: "Route 9", "Hwy 61", "RR 2 Box 14"; a short
     form ("Rt 9", "Route 9") needs a house number or a place word before it ("MVC on Rt 9"),
     and no unit after ("Rt 2 cm")."""
-    groups = address_groups()
+    groups = _highway_groups()
     start, end = m.start(groups["hw"]), m.end(groups["hw"])
     written = grab(text, m, groups["hwkind"])
     kind = written.lower()
@@ -154,7 +160,7 @@ PASSES: Final = declare(
         [
             PatternPass("addresses.street", _street, "street", "addresses"),
             PatternPass("addresses.po_box", _po_box, "box", "addresses"),
-            PatternPass("addresses.highway", _highway, "hw", "addresses"),
+            PatternPass("addresses.highway", _highway, "hw", "highways"),
             PatternPass("addresses.zip", _zip, "zip", "addresses"),
             PatternPass("addresses.zip4", _zip4, "", "addresses"),
         ],
@@ -180,4 +186,17 @@ class AddressRecognizer(Recognizer):
         table = _table()
         for m in finditer(doc, address_scan()):
             PASSES.judge(table, text, text, m, spans)
+        highways = _highway_table()
+        for m in finditer(doc, _highway_scan()):
+            PASSES.judge(highways, text, text, m, spans)
         return spans
+
+
+@lru_cache(maxsize=1)
+def _highway_groups() -> dict[str, int]:
+    return dict(_highway_scan().groupindex)
+
+
+@lru_cache(maxsize=1)
+def _highway_table() -> Any:
+    return PASSES.table("highways", _highway_groups())
