@@ -40,7 +40,7 @@ _HIGHWAY = (
     r"|state[ \t]+route|rural[ \t]+route|county[ \t]+road|rr))\.?[ \t]*#?[ \t]*\d{1,3}\b"
     r"(?:[ \t]+(?i:box)[ \t]+\d{1,5}\b)?)"
 )
-_HIGHWAY_CUES: Final = frozenset({"on", "off", "at", "from", "near", "via", "along", "to", "of"})
+_HIGHWAY_CUES: Final = word_set("street_highway_cues")
 _LONG_SUFFIXES = word_set("street_suffixes_long")
 _PO_BOX = r"(?P<box>(?i:\b(?:p\.?\s*o\.?\s*box|post\s+office\s+box)\s+#?\s*\d{1,6})\b)"
 # Street words that are also clinical / everyday words: a street needs more than these.
