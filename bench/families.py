@@ -59,6 +59,12 @@ SHAPES: dict[str, dict[str, str]] = {
         "blood-cx-times": "Blood cx <mdlate> x 2, no growth to date.",
         "dos-compact": "DOS <mmddyy>, seen by PT.",
         "dob-dotted": "{dotteddob} <mmddyy> per chart.",
+        # session 17
+        "decade": "Drank heavily in the <decade4>, sober since.",
+        "decade-cued": "Seizures {decadecue} the <decade2>, on keppra.",
+        "month-the-ordinal": "Surgery on <monthe>, did well.",
+        "weekday-pair": "Seen {weekdayfull} <mdfrac> by PCP.",
+        "weekday-ordinal": "Seen {weekday} the <ordinal> for follow up.",
     },
     "ages": {
         "subject-is": "Pt is <age90> and lives alone.",
@@ -93,6 +99,13 @@ SHAPES: dict[str, dict[str, str]] = {
         "employer-as-job": "Works as a clerk for <orgsuffixed>, days.",
         "employer-apposition": "Her employer, <orgsuffixed>, offers insurance.",
         "employer-lower-bare": "Husband employed by <orgbare> for ten years.",
+        # session 17
+        "highway": "MVC on <highway> this am, restrained.",
+        "highway-house": "Lives at <househighway> with wife.",
+        "house-letter": "Lives at <houseletter> with wife.",
+        "acronym-transfer": "Pt is a <hacr> transfer for cath.",
+        "acronym-arrow": "Transferred <hacr> -> here for cath.",
+        "name-regional": "Transferred from <firstregional> this am.",
     },
     "names": {
         "first-initial": "<first> <initial>. called back about results.",
@@ -176,6 +189,14 @@ SHAPES: dict[str, dict[str, str]] = {
         "weak-modifier-services": "Referred to Behavioral Health; Home Health to resume.",
         "employer-common": "Works for the VA; retired from the army; a nurse for the county.",
         "kin-commas-words": "son, ok, called back; wife, in, pain; son, so, called.",
+        # session 17
+        "nutrition": "Tube feeds of {formula} at 40 ml/hr, at goal.",
+        "incubator": "Infant remains in {incubator}, temp stable.",
+        "roles": "{roleline}",
+        "decade-vitals": "Sats in the {satdecade} on 2L, stable.",
+        "weekday-schedule": "Coumadin: Mon 1/2, Tue 1, Wed 1/2.",
+        "rt-therapy": "Seen by RT 2x overnight; SIMV at RR 14.",
+        "acronym-clinical": "Pt is an {clinacr} transfer, stable.",
     },
 }
 _EPONYMS = ("Foley", "Hickman", "Groshong", "Quinton", "Swan-Ganz", "Pigtail")
@@ -202,6 +223,7 @@ _COUNTRY_TOWNS = ("Jordan", "Anguilla", "Chad", "Panama", "Cuba", "Peru", "Leban
 _ORG_SUFFIXES = ("Industries", "Foods", "Logistics", "Motors", "Systems")
 _SUFFIXES = ("Heights", "Springs", "Village", "Junction", "Crossing", "Landing")
 _MONTHS = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
+_MONTHS_FULL = ("January", "March", "April", "June", "July", "August", "October", "December")
 _UNIT_WORDS = ("L arm", "R leg", "L hand", "LLE", "RUE")
 _COMBOS = ("Vytorin", "Lotrel", "Caduet", "Exforge", "Hyzaar")
 _FREQUENCIES = ("daily", "qd", "po", "qhs", "bid")
@@ -214,6 +236,22 @@ _PEOPLES = ("Pt", "patient", "Patient", "the pt")
 _CLOCKS = ("0000", "0200", "0400", "0800", "1200", "1600", "2000", "2200")
 _AGE_WORDS = ("ninety", "ninety-two", "ninety four", "ninety-seven", "one hundred")
 _PARTICLES = ("van der", "de la", "van", "von", "bin", "del", "di")
+
+# session 17 fillers and values (general knowledge, no corpus)
+_DECADE_CUES = ("since", "during", "back in", "throughout")
+_FULL_WEEKDAYS = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday")
+_HIGHWAYS = ("Route", "Rte", "Hwy", "Highway", "Interstate")
+_FORMULAS = ("Glucerna", "Jevity 1.5", "Nepro", "Osmolite", "Peptamen", "Pulmocare", "Neosure")
+_INCUBATORS = ("Isolette", "Giraffe Omnibed", "isolette", "Omnibed")
+_ROLE_LINES = (
+    "Home Health Aide comes 3x/week.",
+    "UNIT CLERK AWARE.",
+    "Clerk aware of transfer.",
+    "Retired Marine, lives alone.",
+    "EX-NAVY, WORKED AS A WELDER.",
+)
+_HOSPITAL_ENDS = ("MH", "MC", "RMC", "CH", "GH")
+_CLINICAL_ACRONYMS = ("OSH", "SAH", "ICH", "SDH", "TAH", "IMH")
 _SLOT = re.compile(r"<(\w+(?:\.\w+)?)>|\{(\w+)\}")
 
 
@@ -373,6 +411,37 @@ class _Draw:
             "svc": lambda: self.rng.choice(("MH", "BH")),
             "svcnoun": lambda: self.rng.choice(_SERVICE_NOUNS),
             "unit": lambda: self.rng.choice(_UNITS),
+            # session 17
+            "decade4": lambda: (
+                f"{self.rng.randint(193, 201)}0{self.rng.choice(('s', chr(39) + 's'))}"
+            ),
+            "decade2": lambda: f"{self.rng.choice((5, 6, 7, 8, 9))}0s",
+            "decadecue": lambda: self.rng.choice(_DECADE_CUES),
+            "monthe": lambda: f"{self.rng.choice(_MONTHS_FULL)} the {self._ordinal()}",
+            "weekdayfull": lambda: self.rng.choice(_FULL_WEEKDAYS),
+            "mdfrac": lambda: self.rng.choice(
+                ("3/4", "1/2", "2/3", f"{self.rng.randint(5, 12)}/2")
+            ),
+            "ordinal": self._ordinal,
+            "highway": lambda: f"{self.rng.choice(_HIGHWAYS)} {self.rng.randint(1, 299)}",
+            "househighway": lambda: (
+                f"{self.rng.randint(2, 9999)} {self.rng.choice(('Rt', 'Route', 'Hwy'))} "
+                f"{self.rng.randint(1, 299)}"
+            ),
+            "houseletter": lambda: (
+                f"{self.rng.randint(2, 999)}{self.rng.choice('ABCD')} "
+                f"{self.rng.choice(self.towns)} {self.rng.choice(('Street', 'Ave', 'Road'))}"
+            ),
+            "hacr": lambda: (
+                "".join(self.rng.choice("BDFJKLNPQVWXZ") for _ in range(self.rng.randint(1, 2)))
+                + self.rng.choice(_HOSPITAL_ENDS)
+            ),
+            "firstregional": lambda: self.rng.choice(_first_names()) + " Regional",
+            "formula": lambda: self.rng.choice(_FORMULAS),
+            "incubator": lambda: self.rng.choice(_INCUBATORS),
+            "roleline": lambda: self.rng.choice(_ROLE_LINES),
+            "satdecade": lambda: self.rng.choice(("90s", "high 90s", "low 90s", "mid 90s")),
+            "clinacr": lambda: self.rng.choice(_CLINICAL_ACRONYMS),
         }
         return table[kind]()
 
@@ -400,6 +469,11 @@ class _Draw:
         pools = {"D": "0123456789", "L": "ABCDEFGHJKLMNPRTUVWXY"}
         pools["X"] = pools["D"] + pools["L"]
         return "".join(self.rng.choice(pools[c]) for c in shape)
+
+    def _ordinal(self) -> str:
+        day = self.rng.randint(1, 28)
+        suffix = "th" if 10 <= day <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(day % 10, "th")
+        return f"{day}{suffix}"
 
     def _slip(self) -> str:
         """A generic place word with two neighbouring letters swapped ("Hieghts")."""

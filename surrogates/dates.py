@@ -30,6 +30,7 @@ from datetime import date, timedelta
 from surrogates.base import SpanLike, Surrogate, apply_edits
 from surrogates.context import ReplaceContext
 from surrogates.date_holidays import _holiday_names, _holidays_of
+from surrogates.date_shapes import DECADE, decade
 
 DEFAULT_REFERENCE_YEAR = 2000
 MONTH_NAMES = [calendar.month_name[i] for i in range(1, 13)]
@@ -48,6 +49,7 @@ _YEAR_AFTER_MONTH = r"(?P<year>\d{4}|'?\d{2}(?![:\d]))"
 _B = r"(?<![\w/])"  # left boundary
 _E = r"(?![\w/])"  # right boundary
 _NUM_B = r"(?<![\w/.-])"  # left boundary of a numeric date
+_YEAR_LEFT = r"(?:(?<![\w/.-])|(?<=mid-)|(?<=early-)|(?<=late-))"  # and "mid-2004"
 _NUM_YEAR = r"(?P<c>\d{4}|\d{2})(?![\w/:]|[.-]\d)"
 
 _PATTERNS: list[tuple[str, re.Pattern[str]]] = [
@@ -75,8 +77,11 @@ _PATTERNS: list[tuple[str, re.Pattern[str]]] = [
         ),
     ),
     (
-        "mdy_name",  # "July 22, 2005", "Dec 3 98"
-        re.compile(_B + _MONTH + r"\s*" + _DAY + r"(?:,?\s*" + _YEAR_AFTER_DAY + r")?" + _E, re.I),
+        "mdy_name",  # "July 22, 2005", "Dec 3 98", "December the 3rd"
+        re.compile(
+            _B + _MONTH + r"\s*(?:the\s+)?" + _DAY + r"(?:,?\s*" + _YEAR_AFTER_DAY + r")?" + _E,
+            re.I,
+        ),
     ),
     (  # "3 12 98": month, day and year set apart by blanks
         "numeric_blanks",
@@ -101,7 +106,8 @@ _PATTERNS: list[tuple[str, re.Pattern[str]]] = [
     ),
     ("ordinal_day", re.compile(_B + r"(?P<day>\d{1,2})(?P<ord>st|nd|rd|th)" + _E, re.I)),
     ("month", re.compile(_B + _MONTH + r"(?![\w])", re.I)),
-    ("year", re.compile(r"(?<![\w/.-])(?P<year>(?:19|20)\d{2}|'\d{2})(?![\w/]|[.-]\d)")),
+    ("decade", DECADE),  # "1990s", "'90s" (surrogates/date_shapes.py)
+    ("year", re.compile(_YEAR_LEFT + r"(?P<year>(?:19|20)\d{2}|'\d{2})(?![\w/]|[.-]\d)", re.I)),
 ]
 _WEEKDAY = re.compile(
     _B + r"(?P<wd>mon(?:day)?|tue(?:s(?:day)?)?|wed(?:nesday)?|thu(?:r(?:s(?:day)?)?)?|fri(?:day)?"
@@ -606,6 +612,7 @@ _RENDERERS: dict[str, _Render] = {
     "ordinal_day": DateShifter._ordinal_day,
     "month": DateShifter._month,
     "year": DateShifter._year,
+    "decade": decade,
 }
 
 

@@ -38,6 +38,7 @@ _WORD: Final = re.compile(r"[A-Za-z]+")
 _BEFORE: Final = re.compile(r"([A-Za-z]+'?s?)[\s.,:]*$")  # the word before a span
 _AFTER: Final = re.compile(r"(?:['’]s)?[\s-]+([A-Za-z]+)")  # the word after a span
 _PEOPLES: Final = ("exclusion_nationalities", "exclusion_languages")
+_DEVICES: Final = ("exclusion_devices", "exclusion_nutrition")  # and feeds: "Glucerna"
 # What stands before a surgical eponym written alone: "s/p Whipple", "underwent Nissen"
 _PROCEDURE_CUE: Final = re.compile(r"(?i)\b(?:s/p|status[ -]post|underwent)\b")
 _SIDES: Final = frozenset({"left", "right", "lt", "rt", "l", "r", "bilateral", "bilat"})
@@ -83,7 +84,7 @@ class Vocabulary:
 def vocabulary() -> Vocabulary:
     # a multi-word name is a phrase; of a nationality or language its last word counts alone
     # ("Cape Verdean": "verdean"), of a device none ("Passy Muir")
-    devices = [" ".join(p).lower() for p in phrases("exclusion_devices")]
+    devices = _device_names()
     peoples = [" ".join(p).lower() for n in _PEOPLES for p in phrases(n)]
     lasts = {p.rsplit(" ", 1)[-1] for p in peoples}
     single = {d for d in devices if " " not in d} | lasts | word_set("exclusion_drug_suffixes")
@@ -109,6 +110,11 @@ def vocabulary() -> Vocabulary:
         specialty=_phrase_pattern(list(map(list, phrases("exclusion_specialties")))),
         service_nouns=word_set("exclusion_service_nouns"),
     )
+
+
+def _device_names() -> list[str]:
+    """Devices and nutrition products, lower case, a phrase's words joined by one space."""
+    return [" ".join(p).lower() for name in _DEVICES for p in phrases(name)]
 
 
 def _phrase_pattern(multi: list[list[str]]) -> re.Pattern[str]:
@@ -173,6 +179,8 @@ def vetoed(text: str, span: Span) -> bool:
         return False
     if _clinical(words, text, span, vocab) or _misread(words, text, span):
         return True
+    if _role(words, span) or _facility_named(words, text, span):
+        return True
     if span.category in _NAMES:
         return all(_name_word(w, vocab) for w in words)
     return _no_place(words, text, span, vocab)
@@ -198,6 +206,46 @@ def _misread(words: list[str], text: str, span: Span) -> bool:
     if _season(words, text, span):
         return True
     return len(words) == 1 and words[0] in _units() and not lx.is_name(words[0])
+
+
+@cache
+def _roles() -> tuple[frozenset[str], frozenset[str]]:
+    """Staff roles, trades and services (``exclusion_roles``): for names, and for places
+    less the words that are places too."""
+    roles = word_set("exclusion_roles")
+    return roles, roles - lx.us_cities() - lx.countries()
+
+
+def _role(words: list[str], span: Span) -> bool:
+    """A span of role, trade or service words only ("Home Health [Aide]", "UNIT [CLERK]",
+    "retired [Marine]"), with no title or role word before (asked first)."""
+    names, places = _roles()
+    return all(w in (names if span.category in _NAMES else places) for w in words)
+
+
+@cache
+def _facility_words() -> frozenset[str]:
+    return word_set("facility_modifiers_alone") | word_set("facility_heads_named")
+
+
+_WORD_AFTER: Final = re.compile(r"[ \t]+([A-Za-z]+)")
+_AFTER_NAME: Final = frozenset({"regional", "memorial"})
+
+
+def _facility_named(words: list[str], text: str, span: Span) -> bool:
+    """A name span that is a facility's first word ("[Chad] Regional", "[Chad Regional]",
+    "[Jordan] Memorial"): a place's modifier or named head ends it, or "Regional" or
+    "Memorial" follows it, in capitals (no title or role word before, asked first: "Dr.
+    Chad" stays)."""
+    if span.category not in _NAMES or not text[span.start : span.start + 1].isupper():
+        return False
+    facility = _facility_words()
+    if len(words) > 1 and words[-1] in facility:
+        return True
+    after = _WORD_AFTER.match(text, span.end)  # not "General" ("Jones General Surgery")
+    return (
+        after is not None and after.group(1).lower() in _AFTER_NAME and after.group(1)[0].isupper()
+    )
 
 
 def _hallway(words: list[str], text: str, span: Span, nouns: frozenset[str]) -> bool:

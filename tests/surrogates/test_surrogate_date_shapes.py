@@ -205,3 +205,22 @@ def test_a_year_range_keeps_its_length(first: int, length: int, days: int) -> No
     for sep in ("-", " to "):
         out = shifter.shift_text(f"{first}{sep}{first + length}")
         assert out == f"{moved}{sep}{moved + length}"
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("1990s", "1980s"),  # 2 July 1990 - 200 days is in 1989: the decade of 1989
+        ("1990's", "1980's"),
+        ("1970S", "1960S"),
+        ("'90s", "'80s"),
+        ("90s", "80s"),
+        ("December the 3rd", "May the 17th"),  # one date, not a month and a lone day
+        ("MARCH THE 21ST", "SEPTEMBER THE 2ND"),
+        ("mid-2004", "mid-2003"),
+        ("EARLY-2010", "EARLY-2009"),
+        ("2004-03-02T08:15", "2003-08-14T08:15"),  # the clock after the T stays
+    ],
+)
+def test_session_17_shapes_are_shifted_in_their_own_format(text: str, expected: str) -> None:
+    assert DateShifter(SHIFT, REFERENCE).shift_text(text) == expected

@@ -20,7 +20,7 @@ from pipelines.phi.base import Doc, Recognizer
 from pipelines.phi.passes import declare
 from pipelines.phi.patterns import Found, PatternPass, PatternPasses
 from pipelines.phi.registry import register
-from pipelines.phi.scan import compile_words, finditer, grab, next_char
+from pipelines.phi.scan import compile_words, finditer, grab, next_char, words_before
 from pipelines.phi.wordlists import word_list, word_set
 from pipelines.spans import Category, Span
 
@@ -32,6 +32,15 @@ _STREET = (
     r"(?i:" + _SUFFIXES.replace(" ", "|") + r"))\b\.?"
     r"(?:,?\s*(?i:apt|apartment|suite|ste|unit|fl|floor|rm|room|#)\.?\s*#?\s*[A-Za-z0-9\-]{1,6}\b)?"
 )
+# Highways and rural routes by number: "Route 9", "200 Rte 28", "Hwy 61", "Interstate 95",
+# "RR 2 Box 14". "Rt"/"Rte"/"Route" (a side, a route of giving) only as written so, with a
+# house number or a place word before (checked in ``_highway``).
+_HIGHWAY = (
+    r"(?P<hw>(?:\b\d{1,6}[ \t]+)?\b(?P<hwkind>Rt|RT|Rte|RTE|Route|ROUTE|(?i:hwy|highway|interstate"
+    r"|state[ \t]+route|rural[ \t]+route|county[ \t]+road|rr))\.?[ \t]*#?[ \t]*\d{1,3}\b"
+    r"(?:[ \t]+(?i:box)[ \t]+\d{1,5}\b)?)"
+)
+_HIGHWAY_CUES: Final = word_set("street_highway_cues")
 _LONG_SUFFIXES = word_set("street_suffixes_long")
 _PO_BOX = r"(?P<box>(?i:\b(?:p\.?\s*o\.?\s*box|post\s+office\s+box)\s+#?\s*\d{1,6})\b)"
 # Street words that are also clinical / everyday words: a street needs more than these.
@@ -61,6 +70,12 @@ def address_scan() -> Any:
     return compile_words(
         _STREET + "|" + _PO_BOX + "|" + zip_context + r"|\b(?P<zip4>\d{5}-\d{4})\b"
     )
+
+
+# A scan of its own: in the address scan its alternatives cost every note more
+@lru_cache(maxsize=1)
+def _highway_scan() -> Any:
+    return compile_words(_HIGHWAY)
 
 
 @lru_cache(maxsize=1)
@@ -102,6 +117,27 @@ def _po_box(text: str, m: Any) -> Found | None:
     return (m.start(), m.end(), Category.LOCATION_STREET, 0.9)
 
 
+def _highway(text: str, m: Any) -> Found | None:
+    """A highway or rural route by its number: "Route 9", "Hwy 61", "RR 2 Box 14"; a short
+    form ("Rt 9", "Route 9") needs a house number or a place word before it ("MVC on Rt 9"),
+    and no unit after ("Rt 2 cm")."""
+    groups = _highway_groups()
+    start, end = m.start(groups["hw"]), m.end(groups["hw"])
+    written = grab(text, m, groups["hwkind"])
+    kind = written.lower()
+    if clinical.unit_follows(text, end) or next_char(text, end) in "/%":
+        return None
+    if kind == "rr" and "box" not in text[start:end].lower():
+        return None  # "vent at RR 14" is a rate
+    if kind in {"rt", "rte", "route"} and not text[start].isdigit():
+        if written == "RT":
+            return None  # "RT 2 hrs ago" is respiratory therapy: a house number first
+        before = words_before(text, start, 1, 12)
+        if not before or before[0] not in _HIGHWAY_CUES:
+            return None
+    return (start, end, Category.LOCATION_STREET, 0.8)
+
+
 def _zip(text: str, m: Any) -> Found | None:
     """A ZIP after a state or a "zip" cue ("MD 21201"; not "IN 12345 units")."""
     group = address_groups()["zip"]
@@ -124,6 +160,7 @@ PASSES: Final = declare(
         [
             PatternPass("addresses.street", _street, "street", "addresses"),
             PatternPass("addresses.po_box", _po_box, "box", "addresses"),
+            PatternPass("addresses.highway", _highway, "hw", "highways"),
             PatternPass("addresses.zip", _zip, "zip", "addresses"),
             PatternPass("addresses.zip4", _zip4, "", "addresses"),
         ],
@@ -149,4 +186,17 @@ class AddressRecognizer(Recognizer):
         table = _table()
         for m in finditer(doc, address_scan()):
             PASSES.judge(table, text, text, m, spans)
+        highways = _highway_table()
+        for m in finditer(doc, _highway_scan()):
+            PASSES.judge(highways, text, text, m, spans)
         return spans
+
+
+@lru_cache(maxsize=1)
+def _highway_groups() -> dict[str, int]:
+    return dict(_highway_scan().groupindex)
+
+
+@lru_cache(maxsize=1)
+def _highway_table() -> Any:
+    return PASSES.table("highways", _highway_groups())

@@ -270,7 +270,7 @@ def _month_day(text: str, start: int, end: int, a_s: str, b_s: str, delim: str) 
     if any(veto(text, start, end, a, b) for _, veto in SLASH_VETOES):
         return 0.0
     word = cue_before(text, start)
-    cue = any(w in DATE_CUES for w in word)  # "on 7/22"
+    cue = any(w in DATE_CUES for w in word) or _weekday_cue(word, a, b)  # "on 7/22"
     if len(b_s) <= 2 and 1 <= b <= 31:
         if _culture_before(text, start, word):
             return 0.85  # "urine cx 3/4 gm neg rods": no bottles to count, so a date
@@ -278,6 +278,14 @@ def _month_day(text: str, start: int, end: int, a_s: str, b_s: str, delim: str) 
     if (len(b_s) == 2 and b > 31) or (len(b_s) == 4 and valid_year(b_s)):
         return 0.8 if cue else 0.65  # month/year: "8/88", "5/2017"
     return 0.0
+
+
+def _weekday_cue(word: list[str], a: int, b: int) -> bool:
+    """A weekday right before a pair: "Tuesday 3/4", "Wed 4/19"; before a small fraction
+    only written in full ("Mon 1/2, Tue 1" is a dosing schedule)."""
+    if not word or word[0] not in _WEEKDAYS:
+        return False
+    return word[0].endswith("day") or not clinical.is_fraction(a, b)
 
 
 def _pair_shape_ok(text: str, start: int, a_s: str, b_s: str, delim: str) -> bool:

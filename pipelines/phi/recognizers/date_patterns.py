@@ -59,7 +59,9 @@ _NAMED = (
     r"(?:\b" + _MONTH + r"\.?" + _B + r"*[-–]" + _B + r"*)?"  # a range of months: "Jan-Mar 2019"
     r"(?:\b(?P<m>"
     + _MONTH
-    + r")\b\.?(?:[ \t\-,/]*(?P<d2>"
+    + r")\b\.?(?:[ \t\-,/]*(?:the"
+    + _B
+    + r"+)?(?P<d2>"
     + _ORD
     + r"(?:"
     + _TO

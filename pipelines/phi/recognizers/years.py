@@ -38,9 +38,12 @@ _YEAR_SCAN = compile_words(
     r"|\b(?:" + _EVENTS_RE + r"|\w{1,4}mi)\b"
     r"(?:\s+(?:in|x\s?\d))?\s*,?\s+(?P<ev>\d{2})\b"
     r"|(?P<pre>\d{2})\s+(?:" + _EVENTS_RE + r")\b"
+    # "since the 90s", "back in the late 80s" (a time cue: "sats in the 90s" is a value)
+    r"|\b(?:since|during|throughout|until|till|back\s+in)\s+the\s+(?:(?:early|mid|late)[\s-]+)?"
+    r"(?P<dec>\d0)'?s\b"
 )
 _YG = dict(_YEAR_SCAN.groupindex)  # numbers: re2 name lookups are slow
-_A1, _A2, _FOUR, _PRE, _EV = (_YG[name] for name in ("a1", "a2", "four", "pre", "ev"))
+_A1, _A2, _FOUR, _PRE, _EV, _DEC = (_YG[name] for name in ("a1", "a2", "four", "pre", "ev", "dec"))
 # Two years a range apart ("1998-2001", "1965 to 1992"), asked where a four-digit year
 # matched (a group of the scan would cost every note its states)
 _YEAR_RANGE = re.compile(r"(?:1[89]|20)\d\d[ \t]*(?:-|–|to\b)[ \t]*((?:1[89]|20)\d\d)")
@@ -88,8 +91,21 @@ def _four(note: _Note, m: Any) -> Found | None:
         return None
     if (start and text[start - 1] in _YEAR_LEFT_BLOCK) or blocked_after(text[end : end + 2], "/%:"):
         return None
+    decade = _decade_end(text, end)
+    if decade:  # "the 1990s", "2000's": a decade is never a clock time
+        return (start, decade, Category.DATE, 0.8)
     conf = _four_confidence(text, start, end, grab(text, m, _FOUR))
     return (start, end, Category.DATE, conf) if conf else None
+
+
+# A decade's ending after a year ending in 0: "1990s", "1990's", "'90s", "2000S"
+_DECADE: Final = re.compile(r"(?<=0)'?[sS](?![\w'])")
+
+
+def _decade_end(text: str, end: int) -> int:
+    """The end of a decade's "s" right after the year ending at ``end``; 0 when none."""
+    m = _DECADE.match(text, end)
+    return m.end() if m else 0
 
 
 def _four_confidence(text: str, start: int, end: int, value: str) -> float:
@@ -155,6 +171,9 @@ def _apostrophe_before(note: _Note, m: Any) -> Found | None:
     start, end = m.start(_A1), m.end(_A1)
     if (m.start() and text[m.start() - 1].isdigit()) or blocked_after(text[end : end + 2], "'\"/"):
         return None
+    decade = _decade_end(text, end)  # "'90s"
+    if decade:
+        return (start, decade, Category.DATE, 0.85)
     return None if clinical.unit_follows(text, end) else (start, end, Category.DATE, 0.85)
 
 
@@ -197,6 +216,11 @@ def _after_event(note: _Note, m: Any) -> Found | None:
     return (start, end, Category.DATE, 0.75)
 
 
+def _cued_decade(note: _Note, m: Any) -> Found | None:
+    """A two-digit decade after a time cue and "the": "since the 90s", "during the '80s"."""
+    return (m.start(_DEC), m.end(), Category.DATE, 0.75)
+
+
 def _chained(note: _Note, c: Any) -> Found | None:
     """A year chained to a year found: "CABG 1957, 1971", "CVA in 94 and 00" (its confidence)."""
     if clinical.unit_follows(note.text, c.end()):
@@ -212,6 +236,7 @@ PASSES: Final = declare(
             PatternPass("years.apostrophe_before", _apostrophe_before, "a1", "years"),
             PatternPass("years.apostrophe_after", _apostrophe_after, "a2", "years"),
             PatternPass("years.before_event", _before_event, "pre", "years"),
+            PatternPass("years.decade", _cued_decade, "dec", "years"),
             PatternPass("years.after_event", _after_event, "", "years"),
             PatternPass("years.span", _year_span, "", "span"),
             PatternPass("years.chain", _chained, "", "chain"),
