@@ -35,9 +35,7 @@ def without_inside_contact(spans: list[Span]) -> list[Span]:
     if not contacts:
         return spans
     return [
-        s
-        for s in spans
-        if s.category in _CONTACT or not any(_cuts_into(s, c) for c in contacts)
+        s for s in spans if s.category in _CONTACT or not any(_cuts_into(s, c) for c in contacts)
     ]
 
 

@@ -279,11 +279,52 @@ def _capitalised_full_name(note: _Note, j: int) -> bool:
     )
 
 
+# endings of verbs, adjectives and abstract nouns, no first name's ("Son Notified", "Daughter
+# Supportive"): a capitalised word after a kin word with one of them is no newer first name
+_WORD_ENDINGS: Final = ("ed", "ing", "es", "ly", "ive", "ous", "ful", "ion", "ment", "ness", "able")
+
+
+def _clinical_stem(low: str) -> bool:
+    """ "tylenol'd", "lasix'ed": a clinical word with a verb ending after an apostrophe."""
+    stem, mark, _ = low.replace("’", "'").partition("'")
+    return bool(mark) and lx.clinical_word(stem)
+
+
+def _word_ending(low: str) -> bool:
+    """A word with a verb, adjective or abstract-noun ending that no census name has."""
+    return low.endswith(_WORD_ENDINGS) and not lx.is_name(low)
+
+
+def _newer_first_name(note: _Note, i: int, j: int) -> bool:
+    """ "her son Liam visited": right after a kin word, a Title-case word in a mixed-case note
+    that English uses little (Zipf under 4.2), with no verb or adjective ending, no clinical,
+    cue or eponym word, nor one this note writes in lower case: a first name newer than the
+    1990 census the name lists come from (Liam, Aria, Jaxon)."""
+    word = note.words[j]
+    low = word.lower
+    return (
+        note.mixed
+        and j == i + 1
+        and note.gap(i, j) == " "
+        and word.is_title
+        and low.isalpha()
+        and len(low) >= 3
+        and lx.zipf(low) < 4.2
+        and not _word_ending(low)
+        and low not in note.cues.cue_words
+        and low not in note.lowered
+        and low not in note.eponyms
+        and not lx.clinical_word(low)
+    )
+
+
 def _after_role(note: _Note, i: int, role: Category) -> int | None:
     """The name after a role word or a verb of talking: "wife Ann", "spoke with Dr X"."""
     j = _name_slot(note, i)
-    if j is None:
+    if j is None or _clinical_stem(note.words[j].lower):
         return None
+    if role is R and _newer_first_name(note, i, j):
+        return note.run_right(j, role, 0.75, 2)
     if _lower_initial_surname(note, j):
         note.take(j, role, 0.7)
         return note.run_right(j + 1, role, 0.7, 3)
