@@ -4,19 +4,17 @@ the shapes that are no name there ("son Tylenol'd him", "Son Notified"): issue 2
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Final
+from functools import cache
+from typing import TYPE_CHECKING
 
 from pipelines.phi import lexicons as lx
 from pipelines.phi.recognizers.name_cues import R
 from pipelines.phi.recognizers.name_words import _is_initial, _tight
+from pipelines.phi.wordlists import word_list
 from pipelines.spans import Category
 
 if TYPE_CHECKING:
     from pipelines.phi.recognizers.names import _Note
-
-# endings of verbs, adjectives and abstract nouns, no first name's ("Son Notified", "Daughter
-# Supportive"): a capitalised word after a kin word with one of them is no newer first name
-_WORD_ENDINGS: Final = ("ed", "ing", "es", "ly", "ive", "ous", "ful", "ion", "ment", "ness", "able")
 
 
 def clinical_stem(low: str) -> bool:
@@ -27,7 +25,14 @@ def clinical_stem(low: str) -> bool:
 
 def _word_ending(low: str) -> bool:
     """A word with a verb, adjective or abstract-noun ending that no census name has."""
-    return low.endswith(_WORD_ENDINGS) and not lx.is_name(low)
+    return low.endswith(_word_endings()) and not lx.is_name(low)
+
+
+@cache
+def _word_endings() -> tuple[str, ...]:
+    """``name_word_endings``: endings of verbs, adjectives and abstract nouns ("Son Notified",
+    "Daughter Supportive"), as a tuple for ``str.endswith``."""
+    return word_list("name_word_endings")
 
 
 def newer_first_name(note: _Note, i: int, j: int, role: Category) -> bool:
