@@ -132,6 +132,7 @@ SHAPES: dict[str, dict[str, str]] = {
         "particle-full": "Wife <namefirst> <particlelast> at bedside.",
         "apostrophe-hyphen": "Spoke with Mrs. <apolast> re: plan.",
         "rn-lower": "the rn <lowerfirst> said pt refused meds.",
+        "kin-newer-first": "Pt resting. Her {kin} <newfirst> visited this afternoon.",
     },
     "identifiers": {
         "mrn-is": "His MRN is <code> per registration.",
@@ -151,9 +152,13 @@ SHAPES: dict[str, dict[str, str]] = {
         "mbi": "MBI: <mbi> per card.",
         "cert": "Death cert # <code> filed.",
         "fax-filler": "Fax number for the office is <phone>.",
+        "email-of-kin": "Son <first> asked us to write to <email> with results.",
     },
     "false_alarms": {
         "catheter": "{eponym} catheter placed without difficulty.",
+        "kin-word-ending": "Pt stable. Son Notified of transfer. Daughter Supportive of plan.",
+        "decade-bp-hr": "BP in the 80s systolic, HR in the 110s-120s, T in the 100s.",
+        "transfer-units": "Transferred from ICU to CT, then from OSH to the cath lab.",
         "valve": "Trial of Passy-Muir valve today, tolerated.",
         "drain": "Jackson-Pratt drain with serosanguinous output.",
         "filter": "Greenfield filter placed by IR.",
@@ -216,6 +221,8 @@ _UNITS = ("cvicu", "tsicu", "cmed", "ficu", "ltach", "sds")
 _TWO_FIRSTS = ("jo", "bo", "ty", "li", "su", "yu", "lu", "ai")
 _COMMON_TWO = ("al", "ed")
 _KIN_LOWER = ("wife", "son", "husband", "brother")
+# first names given widely only after the 1990 census (general knowledge of naming trends)
+_NEWER_FIRSTS = ("Liam", "Jaxon", "Nevaeh", "Kayden", "Brayden", "Nico", "Kobe", "Zara", "Enzo")
 _MOD_PAIRS = ("Regional Medical", "General Medical", "Community Medical", "Memorial Medical")
 _WEAK_MODS = ("Family", "Health", "County")
 # countries' names that US towns bear too
@@ -271,6 +278,11 @@ class _Draw:
             "lowerfirst": lambda: self.rng.choice(_first_names()).lower(),
             "initial": lambda: self.rng.choice("BCFGHJKLMNPQRTVWZ"),
             "twofirst": lambda: self.rng.choice(_TWO_FIRSTS),
+            "newfirst": lambda: self.rng.choice(_NEWER_FIRSTS),
+            "email": lambda: (
+                f"{self.rng.choice(_first_names()).lower()}."
+                f"{self.rng.choice(_last_names()).lower()}@example.org"
+            ),
             "townslip": lambda: f"{self.rng.choice(self.towns)} {self._slip()}",
             "saint": lambda: "St. " + self.rng.choice(_SAINTS),
             "stinitial": lambda: "St " + self.rng.choice("BCFGHJKLMNPQRTVWZ"),

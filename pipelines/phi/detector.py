@@ -11,7 +11,7 @@ from pipelines.phi.base import Doc, Recognizer
 from pipelines.phi.combine import unite
 from pipelines.phi.exclusions import veto
 from pipelines.phi.lists import ReviewLists
-from pipelines.phi.merge import merge_spans
+from pipelines.phi.merge import merge_spans, without_inside_contact
 from pipelines.phi.propagate import in_note
 from pipelines.policy import Policy
 from pipelines.spans import Category, Span
@@ -54,7 +54,7 @@ class Detector:
                 else ("", "")
             )
             spans = lists.apply(doc.text, spans, *patient)
-        return merge_spans(spans)
+        return merge_spans(without_inside_contact(spans))
 
     def parts(self, document: ClinicalDocument | Doc | str) -> tuple[Doc, list[Span], list[Span]]:
         """The document as analysed, the rules' spans above their thresholds and the learned

@@ -10,11 +10,33 @@ from __future__ import annotations
 from collections.abc import Iterable
 from operator import attrgetter
 
-from pipelines.spans import GROUPS, Span
+from pipelines.spans import GROUPS, Category, Span
 
 _START = attrgetter("start")
 _END = attrgetter("end")
 _CATEGORY = attrgetter("category")  # a StrEnum: ordered as its value
+
+
+# whole-string contact spans: no other span may start or end inside one (issue 26)
+_CONTACT = frozenset({Category.EMAIL, Category.URL})
+
+
+def _cuts_into(span: Span, contact: Span) -> bool:
+    """``span`` starts or ends inside ``contact`` (or lies within it), not enclosing it."""
+    return (contact.start <= span.start < contact.end) or (contact.start < span.end <= contact.end)
+
+
+def without_inside_contact(spans: list[Span]) -> list[Span]:
+    """``spans`` less those of other categories that start or end inside an e-mail address or
+    a URL: "hal" of "hal.quist@example.org" read as a name would widen to the whole address,
+    and the region would be replaced as a name (a name inside an e-mail). Most notes hold no
+    contact span: one pass over the categories, nothing else."""
+    contacts = [s for s in spans if s.category in _CONTACT]
+    if not contacts:
+        return spans
+    return [
+        s for s in spans if s.category in _CONTACT or not any(_cuts_into(s, c) for c in contacts)
+    ]
 
 
 def merge_spans(spans: Iterable[Span]) -> list[Span]:

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Final
 
 from pipelines.phi import lexicons as lx
 from pipelines.phi.recognizers.name_cues import _RARE, OTHER, PT, P, R
+from pipelines.phi.recognizers.name_kin import clinical_stem, initial_forms, newer_first_name
 from pipelines.phi.recognizers.name_words import (
     _base,
     _city_state,
@@ -237,31 +238,8 @@ def _name_slot(note: _Note, i: int) -> int | None:
         return None
     gap = note.gap(j - 1, j)
     if len(gap) < 6 and "\n" not in gap and "." not in gap.strip(" ,:(-"):
-        return j
+        return None if clinical_stem(words[j].lower) else j
     return None
-
-
-def _lower_initial_surname(note: _Note, j: int) -> bool:
-    """ "per d ross": a bare lower-case initial and a census surname."""
-    words = note.words
-    return (
-        len(words[j].text) == 1
-        and j + 1 < note.n
-        and words[j].lower not in note.cues.clinical_letters - {"d", "s", "e", "p", "c"}
-        and note.gap(j, j + 1) == " "
-        and lx.name_score(words[j + 1].lower) >= 1.5
-        and note.ok(j + 1, 3)
-    )
-
-
-def _dotted_initial_name(note: _Note, j: int) -> bool:
-    """ "per E. Welsh": an initial, then a name."""
-    return (
-        _is_initial(note.words[j], note.text)
-        and j + 1 < note.n
-        and _tight(note.gap(j, j + 1))
-        and note.ok(j + 1, 3)
-    )
 
 
 def _capitalised_full_name(note: _Note, j: int) -> bool:
@@ -284,12 +262,13 @@ def _after_role(note: _Note, i: int, role: Category) -> int | None:
     j = _name_slot(note, i)
     if j is None:
         return None
-    if _lower_initial_surname(note, j):
-        note.take(j, role, 0.7)
-        return note.run_right(j + 1, role, 0.7, 3)
-    if _dotted_initial_name(note, j):
-        note.take(j, role, 0.8)
-        return note.run_right(j + 1, role, 0.8, 3)
+    # a first name newer than the census after a kin word ("her son Liam visited")
+    if newer_first_name(note, i, j, role):
+        return note.run_right(j, role, 0.75, 2)
+    # "per d ross", "wife j. ross": an initial, then the surname
+    after = initial_forms(note, j, role)
+    if after is not None:
+        return after
     word = note.words[j]
     if role is R and not note.mixed and _rare_unknown(word):
         return note.run_right(j, role, 0.7, 2)  # "BROTHER XYZ"
