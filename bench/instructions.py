@@ -118,7 +118,7 @@ def _stage_marks() -> tuple[Any, Any]:
     import pipelines.deidentify as deidentify
     import pipelines.stopwatch as stopwatch
 
-    lib = ctypes.CDLL(os.environ["DEIDSTREAM_CG_MARK"])
+    lib = ctypes.CDLL(os.environ["BENCH_CALLGRIND_MARK"])
     stack = ["outside"]
 
     def dump(label: str) -> None:
@@ -198,7 +198,7 @@ def _stages(args: argparse.Namespace) -> int:
             os.environ,
             PYTHONHASHSEED="0",
             PYTHONDONTWRITEBYTECODE="1",
-            DEIDSTREAM_CG_MARK=str(helper),
+            BENCH_CALLGRIND_MARK=str(helper),
         )
         cmd = [
             "valgrind",

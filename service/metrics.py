@@ -7,9 +7,10 @@ from __future__ import annotations
 import platform
 import threading
 import time
-from collections.abc import Iterator
+from bisect import bisect_left
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from functools import cache
+from functools import cache, partial
 from importlib.metadata import PackageNotFoundError
 from importlib.metadata import version as dist_version
 from time import perf_counter
@@ -59,6 +60,30 @@ class PartitionGauge(Gauge):
         super().remove(*labelvalues)
 
 
+def bound_observe(child: Histogram) -> Callable[[float], None]:
+    """``child.observe`` for a histogram's label child resolved once, without the checks
+    ``observe`` repeats on every call (9.4k instructions a call, about 3k this way): the
+    amount goes to the child's sum and to its first bucket whose upper bound is at least
+    the amount — the bucket ``observe``'s loop picks, found by bisection. Reads
+    prometheus-client internals (``_sum``, ``_buckets``, ``_upper_bounds``; checked in
+    tests/test_third_party_internals.py); same values, in multiprocess mode too."""
+    add_to_sum = child._sum.inc
+    buckets = tuple(bucket.inc for bucket in child._buckets)
+    bounds = tuple(child._upper_bounds)
+
+    def observe(amount: float) -> None:
+        add_to_sum(amount)
+        buckets[bisect_left(bounds, amount)](1)
+
+    return observe
+
+
+def bound_inc(child: Counter) -> Callable[[], None]:
+    """``child.inc()`` for a counter's label child resolved once, without ``inc``'s checks
+    (its value's ``inc(1)``: prometheus-client internals, see :func:`bound_observe`)."""
+    return partial(child._value.inc, 1)
+
+
 class CallWatch:
     """When the key store call in progress started (monotonic; None between calls), so a
     watchdog on the event loop sees a call that does not return (a lock held by another
@@ -77,9 +102,11 @@ class CallWatch:
 
     def end(self) -> None:
         with self._lock:
-            self._depth = max(0, self._depth - 1)
-            if self._depth == 0:
+            depth = self._depth - 1
+            if depth <= 0:
+                depth = 0
                 self.since = None
+            self._depth = depth
 
 
 class Metrics:

@@ -17,7 +17,7 @@ from typing import Any
 
 from keystore.api import ServiceStore
 from pipelines.outcome import Outcome
-from service.metrics import CallWatch, Metrics
+from service.metrics import CallWatch, Metrics, bound_inc, bound_observe
 from service.preview import PreviewStore, audited_reader, throwaway_identity
 from service.runner import Processor, ProcessorFactory
 from service.runner.contract import ProcessItem, Result
@@ -55,9 +55,9 @@ class InstrumentedStore:
             wrapped: Callable[..., Any] = partial(
                 _timed_transaction,
                 attr,
-                m.keystore_seconds.labels(name).observe,
-                m.keystore_ops.labels(name, "ok").inc,
-                m.keystore_ops.labels(name, "error").inc,
+                bound_observe(m.keystore_seconds.labels(name)),
+                bound_inc(m.keystore_ops.labels(name, "ok")),
+                bound_inc(m.keystore_ops.labels(name, "error")),
                 m.store_calls,
             )
             self.__dict__[name] = wrapped
@@ -95,9 +95,9 @@ def _timed_transaction(
 
 def timed_call(fn: Callable[..., Any], operation: str, metrics: Metrics) -> Callable[..., Any]:
     """``fn`` counted and timed as the key store ``operation`` (metric children bound once)."""
-    observe = metrics.keystore_seconds.labels(operation).observe
-    ok = metrics.keystore_ops.labels(operation, "ok").inc
-    error = metrics.keystore_ops.labels(operation, "error").inc
+    observe = bound_observe(metrics.keystore_seconds.labels(operation))
+    ok = bound_inc(metrics.keystore_ops.labels(operation, "ok"))
+    error = bound_inc(metrics.keystore_ops.labels(operation, "error"))
     begin, end = metrics.store_calls.begin, metrics.store_calls.end  # the stall watchdog's
 
     def timed(*args: Any, **kwargs: Any) -> Any:

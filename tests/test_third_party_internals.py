@@ -17,7 +17,10 @@ check that it still does what it did, then raise the bound.
   package (pipelines/phi/lexicons.py ``_english``; the import brings ftfy and friends).
 - prometheus-client (``<0.27``): ``prometheus_client.mmap_dict.MmapedDict`` — service/supervisor.py
   folds a dead worker's counter and histogram files into an archive file so merged totals
-  never go backwards (multiprocess mode has no public call for that).
+  never go backwards (multiprocess mode has no public call for that). A histogram child's
+  ``_sum``, ``_buckets`` and ``_upper_bounds`` and a counter child's ``_value`` —
+  service/metrics.py ``bound_observe`` / ``bound_inc`` (the key store wrapper's per-call
+  metrics without the public calls' repeated checks; the same samples).
 - python-crfsuite (``<0.10``): the crfsuite 0.12 C API its extension module exports
   (``crfsuite.h``), which pipelines/phi/tagger/crf.py calls through cffi, and beyond the
   header the head of the tagger's ``crf1dt_t`` and ``crf1dc_marginal_point``, which read all
@@ -116,6 +119,41 @@ def test_prometheus_mmaped_dict_folds_values_as_the_supervisor_expects(tmp_path:
         )
     }
     assert folded == {"k1": 4.0, "k2": 1.0}
+
+
+@pytest.mark.parametrize(
+    "amounts",
+    [
+        [0.0, 0.0001, 0.00010000001, 0.0005, 1.0, 1.5, 1e9, -1.0],  # bounds exactly, beyond
+        [3e-5, 0.002, 0.02, 0.2, 0.7, 0.0025, 0.05],
+    ],
+)
+def test_prometheus_bound_observe_and_inc_give_the_public_calls_samples(
+    amounts: list[float],
+) -> None:
+    from prometheus_client import CollectorRegistry, Counter, Histogram
+
+    from service.metrics import KEYSTORE_BUCKETS, bound_inc, bound_observe
+
+    def samples(bound: bool) -> list[tuple[str, dict[str, str], float]]:
+        registry = CollectorRegistry()
+        seconds = Histogram("op_seconds", "h", ["op"], registry=registry, buckets=KEYSTORE_BUCKETS)
+        ops = Counter("ops", "c", ["op"], registry=registry)
+        for amount in amounts:
+            if bound:
+                bound_observe(seconds.labels("get"))(amount)
+                bound_inc(ops.labels("get"))()
+            else:
+                seconds.labels("get").observe(amount)
+                ops.labels("get").inc()
+        return [
+            (s.name, s.labels, s.value)
+            for metric in registry.collect()
+            for s in metric.samples
+            if not s.name.endswith("_created")
+        ]
+
+    assert samples(True) == samples(False)
 
 
 def test_wordfreq_data_file_read_directly_gives_wordfreqs_values() -> None:
