@@ -4,7 +4,6 @@ the shapes that are no name there ("son Tylenol'd him", "Son Notified"): issue 2
 
 from __future__ import annotations
 
-from functools import cache
 from typing import TYPE_CHECKING
 
 from pipelines.phi import lexicons as lx
@@ -25,14 +24,9 @@ def clinical_stem(low: str) -> bool:
 
 def _word_ending(low: str) -> bool:
     """A word with a verb, adjective or abstract-noun ending that no census name has."""
-    return low.endswith(_word_endings()) and not lx.is_name(low)
-
-
-@cache
-def _word_endings() -> tuple[str, ...]:
-    """``name_word_endings``: endings of verbs, adjectives and abstract nouns ("Son Notified",
-    "Daughter Supportive"), as a tuple for ``str.endswith``."""
-    return word_list("name_word_endings")
+    # name_word_endings: verb, adjective and abstract-noun endings ("Son Notified");
+    # word_list caches the tuple str.endswith takes
+    return low.endswith(word_list("name_word_endings")) and not lx.is_name(low)
 
 
 def newer_first_name(note: _Note, i: int, j: int, role: Category) -> bool:
