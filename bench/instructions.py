@@ -1,7 +1,8 @@
 """Instructions per document, counted by valgrind's callgrind: a speed figure that a loaded
 machine does not skew (the same count, give or take a few per mille, whatever else runs).
 
-    .venv/bin/python bench/instructions.py [--workload detect|again|process] [--count 200]
+    .venv/bin/python bench/instructions.py [--workload detect|again|process|process-again]
+                                   [--count 200]
 
 It runs this script twice under ``valgrind --tool=callgrind`` (``PYTHONHASHSEED=0``): once
 doing the set-up only (imports, word tables, one warm-up document) and once doing the set-up
@@ -12,7 +13,11 @@ and ``--count`` documents, and prints the difference per document. Workloads:
 - ``again``: the same notes a second time (what the detector's memos save on repeats);
 - ``process``: ``Processor.process`` (parse, detect, surrogates, leak guard, render, the
   encrypted SQLite key store) over the first ``--count`` documents ``bench/stream.py``
-  sends (half HL7 v2, half FHIR), after a warm-up on other documents.
+  sends (half HL7 v2, half FHIR), after a warm-up on other documents;
+- ``process-again``: the same ``--count`` texts processed a second time by the same
+  processor, each document with its own visit: what ``bench/stream.py`` measures once it has
+  cycled through the dev notes (it sends them over and over), where ``process`` is what a
+  stream of new documents costs.
 
 ``--stages`` (with ``--workload process``): one callgrind run whose counts are cut at every
 stage boundary (``pipelines.stopwatch`` and the de-identifier's laps dump callgrind's counters
@@ -75,7 +80,9 @@ def _detect(corpus: Path, count: int, first: int) -> None:
         detector.detect(Doc(text, Identifiers()))
 
 
-def _process(corpus: Path, count: int) -> None:
+def _process(corpus: Path, count: int, first: int) -> None:
+    """``first`` documents processed as set-up (both runs of ``process-again``), then
+    ``count`` counted: with ``first``, the same texts again, each with its own visit."""
     import importlib.util
 
     spec = importlib.util.spec_from_file_location("bench_process", ROOT / "bench" / "process.py")
@@ -91,16 +98,21 @@ def _process(corpus: Path, count: int) -> None:
     from pipelines.process import Processor
 
     warmup = 20
-    inputs = bench_process.corpus_inputs(corpus, count + warmup)
+    inputs = bench_process.corpus_inputs(corpus, max(count, first) + warmup)
     assert inputs is not None
     surrogates.warm()
     warm = Processor(policy=Policy.load(None), store=InMemoryStore())
-    bench_process.run_pass(warm, inputs[count:], 64, many=True)
+    bench_process.run_pass(warm, inputs[max(count, first) :], 64, many=True)
+    if first:  # the first ``first`` notes' texts twice over, each document its own visit
+        inputs = bench_process.corpus_inputs(corpus, 2 * first, cycle=first)
+        assert inputs is not None
     with tempfile.TemporaryDirectory() as tmp:
         store = open_store(f"sqlite:///{tmp}/keys.db", Keyring.generate())
         proc = Processor(policy=Policy.load(None), store=store)
         # as the service: one process_many and one commit per batch of 64
-        bench_process.run_pass(proc, inputs[:count], 64, many=True)
+        if first:
+            bench_process.run_pass(proc, inputs[:first], 64, many=True)
+        bench_process.run_pass(proc, inputs[first : first + count], 64, many=True)
         store.close()
 
 
@@ -261,8 +273,8 @@ def _stage_totals(dumps: list[Path]) -> dict[str, int]:
 def _child(args: argparse.Namespace) -> None:
     if args.workload == "process" and args.stages:
         _process_stages(args.corpus, args.count)
-    elif args.workload == "process":
-        _process(args.corpus, args.count)
+    elif args.workload in ("process", "process-again"):
+        _process(args.corpus, args.count, args.first)
     else:
         _detect(args.corpus, args.count, args.first)
 
@@ -283,7 +295,7 @@ def _instructions(args: argparse.Namespace, count: int) -> int:
         "--corpus",
         str(args.corpus),
         "--first",
-        str(args.count if args.workload == "again" else 0),
+        str(args.count if args.workload in ("again", "process-again") else 0),
     ]
     run = subprocess.run(cmd, env=env, capture_output=True, text=True, check=False)
     found = re.search(r"Collected : (\d+)", run.stderr)
@@ -294,7 +306,9 @@ def _instructions(args: argparse.Namespace, count: int) -> int:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--workload", choices=("detect", "again", "process"), default="detect")
+    ap.add_argument(
+        "--workload", choices=("detect", "again", "process", "process-again"), default="detect"
+    )
     ap.add_argument("--count", type=int, default=200)
     ap.add_argument("--corpus", type=Path, default=DEFAULT_CORPUS)
     ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)

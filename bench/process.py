@@ -83,7 +83,12 @@ WARMUP = 100
 CLOCK: Callable[[], float] = time.process_time  # stage timer (--clock)
 
 
-def corpus_inputs(corpus: Path, count: int) -> list[tuple[bytes, str]] | None:
+def corpus_inputs(
+    corpus: Path, count: int, cycle: int | None = None
+) -> list[tuple[bytes, str]] | None:
+    """``count`` inputs as ``bench/stream.py`` sends them, cycling through the dev notes (the
+    first ``cycle`` of them when given: a second round repeats their texts, each document with
+    its own visit)."""
     text = corpus / "id.text"
     if not text.is_file():
         return None
@@ -95,6 +100,7 @@ def corpus_inputs(corpus: Path, count: int) -> list[tuple[bytes, str]] | None:
     spec.loader.exec_module(stream)
 
     notes = [n for n in read_notes(text, "physionet") if isinstance(n, Note) and n.text.strip()]
+    notes = notes[:cycle] if cycle else notes
     names_path = corpus / "pid_patientname.txt"
     names = load_patient_names(names_path) if names_path.is_file() else {}
     messages = stream.build_messages(notes, names, 0, count)
