@@ -258,6 +258,8 @@ class GroupView:
                 self.own_members.add(str(b["member_id"]))
             self.partitions.update(b.get("topic_partitions") or {})
         members = sorted({m for ms in lists for m in ms}) if lists else None
+        if not known and self.unassigned is not None:
+            members = []  # the whole group a moment ago, and no worker alive: nobody holds any
         held = [(a["topic"], a["partition"]) for b in known for a in b.get("assignments", [])]
         return unassigned(self.partitions, held, members, self.own_members)
 

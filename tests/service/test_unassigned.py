@@ -77,6 +77,14 @@ def test_total_lag_is_unknown_while_a_dead_workers_partitions_are_nobodys() -> N
     assert down["total_lag"] is None and down["unassigned_partitions"] == ["t/0", "t/1"]
 
 
+def test_with_every_worker_dead_every_partition_is_nobodys() -> None:
+    group = GroupView(set(), {})
+    group.update([_body("m0", [0, 1]), _body("m1", [2, 3])], now=1.0)
+    assert group.update([None, None], now=2.0) == ["t/0", "t/1", "t/2", "t/3"]
+    assert group.update([None, None], now=3.0) == ["t/0", "t/1", "t/2", "t/3"]
+    assert GroupView(set(), {}).update([None, None], now=1.0) is None  # never knew the group
+
+
 def test_with_another_replica_in_the_group_the_lag_is_this_instances() -> None:
     group = GroupView(set(), {})
     others = ["m0", "m1", "replica-b"]
