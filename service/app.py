@@ -154,6 +154,7 @@ def create_app(
     start_runner: bool = True,
     on_fatal: Callable[[BaseException], None] | None = None,
     review_pages: bool = True,
+    worker_routes: bool = False,
 ) -> FastAPI:
     """Build the app. Pass ``runner`` to share one you manage; otherwise one is made here
     from ``processor_factory`` (default: the real pipeline) and run by the lifespan.
@@ -196,6 +197,8 @@ def create_app(
     app.state.runner = the_runner
     app.state.metrics = the_runner.metrics
     _operations_routes(app, settings, the_runner)
+    if worker_routes:
+        _worker_routes(app, the_runner)
     _deidentify_route(app, settings, the_runner)
     return app
 
@@ -230,6 +233,16 @@ def _operations_routes(app: FastAPI, settings: Settings, the_runner: Runner) -> 
     @app.get("/v1/status", tags=["operations"], dependencies=[Depends(require_status_token)])
     async def status_endpoint() -> dict[str, Any]:
         """Assignments, lag and counts (no message content)."""
+        return the_runner.status()
+
+
+def _worker_routes(app: FastAPI, the_runner: Runner) -> None:
+    """A worker's routes for its supervisor only (served on the worker's Unix socket, in a
+    directory only the service's user can read): the status without a token, which the
+    supervisor reads every few seconds for the group's partitions (service/supervisor.py)."""
+
+    @app.get("/worker/status", include_in_schema=False)
+    async def worker_status() -> dict[str, Any]:
         return the_runner.status()
 
 

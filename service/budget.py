@@ -44,6 +44,7 @@ log = logging.getLogger("deidstream.budget")
 T = TypeVar("T")
 INLINE_BYTES = 16 * 1024  # inputs up to this size are parsed in the caller's thread
 PRELOAD = ["pipelines.ingest"]
+WARM_SECONDS = 120.0  # a child not started by then is started on first use instead
 
 
 def _parse(raw: bytes, content_hint: str | None, max_bytes: int) -> list[ClinicalDocument]:
@@ -65,6 +66,10 @@ def rebuilt(parts: tuple[type[DeidstreamError], str, dict[str, Any]]) -> Deidstr
     Exception.__init__(error, text)
     error.__dict__.update(state)
     return error
+
+
+def _ready() -> None:
+    """Runs in the child: nothing (the child answered: it is started)."""
 
 
 class _ChildFailed(Exception):  # noqa: N818 - a signal to parse in place
@@ -111,6 +116,34 @@ class BudgetedParse:
                 context.set_forkserver_preload(PRELOAD)
                 self._pool = ProcessPool(max_workers=self._workers, context=context)
             return self._pool
+
+    def warm(self) -> bool:
+        """Start the child now and wait until it answers, so no document pays for it.
+
+        Starting the pool starts a fork server that imports the parsers (a second or more
+        on a loaded machine); the first large input waited for it, and that wait counted
+        against its budget: with a short budget an ordinary 20 KB note after every start
+        was dead-lettered ``too_costly``. Called where the service starts (before it is
+        ready). A child killed at the budget is replaced by a fork of the ready fork
+        server (milliseconds). False (logged) when the child could not start: the first
+        large input tries again."""
+        if self.budget is None:
+            return False
+        try:
+            future = self._pool_now().schedule(_in_child, args=(_ready,))
+            future.result(timeout=WARM_SECONDS)
+        except Exception as exc:  # noqa: BLE001 - started again on first use
+            log.warning(
+                "the parse child did not start (%s): started on first use", type(exc).__name__
+            )
+            self._reset()
+            return False
+        return True
+
+    @property
+    def started(self) -> bool:
+        """Is the pool of children started (a large input waits for no child to start)?"""
+        return self._pool is not None
 
     def _inline(self, raw: bytes, content_hint: str | None) -> list[ClinicalDocument]:
         from pipelines.ingest import parse_input

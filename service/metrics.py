@@ -49,13 +49,18 @@ def multiprocess_mode() -> bool:
 
 
 class PartitionGauge(Gauge):
-    """A gauge whose removed label set reads 0 in multiprocess mode (prometheus-client keeps
-    the last value in the file): a partition handed to another worker must not keep this
-    worker's lag."""
+    """A gauge whose removed label set reads ``UNKNOWN`` (-1) in multiprocess mode
+    (prometheus-client keeps the last value in the file, and cannot remove a label set): a
+    partition handed to another worker must not keep this worker's lag, and one handed to
+    nobody must not read 0. The supervisor merges with ``max`` (the owner's value wins) and
+    leaves out what is still -1 (service/supervisor_app.py): the lag of a partition no
+    live worker holds is absent, not 0."""
+
+    UNKNOWN = -1.0
 
     def remove(self, *labelvalues: Any) -> None:
-        if multiprocess_mode():  # prometheus-client cannot remove a label set there
-            self.labels(*labelvalues).set(0)
+        if multiprocess_mode():
+            self.labels(*labelvalues).set(self.UNKNOWN)
             return
         super().remove(*labelvalues)
 
@@ -185,6 +190,22 @@ class Metrics:
             ["topic", "partition"],
             registry=r,
             multiprocess_mode="livemax",
+        )
+        self.topic_partitions = Gauge(
+            "deidstream_topic_partitions",
+            "Partitions of each subscribed input topic (the consumer's metadata).",
+            ["topic"],
+            registry=r,
+            multiprocess_mode="livemax",
+        )
+        self.partitions_assigned = Gauge(
+            "deidstream_partitions_assigned",
+            "Partitions of each input topic assigned to this instance's consumers; "
+            "max(deidstream_topic_partitions) - sum(this) over every instance of the group is "
+            "the number of partitions nobody consumes (their lag is unknown, not 0).",
+            ["topic"],
+            registry=r,
+            multiprocess_mode="livesum",
         )
         self.keystore_ops = Counter(
             "deidstream_keystore_operations_total",

@@ -176,6 +176,9 @@ class MllpGateway:
 
     # -- server ---------------------------------------------------------------------------
     async def start(self, host: str, port: int) -> tuple[str, int]:
+        # the parse child started before the port opens: the first large message's ACK
+        # does not wait for it (service/budget.py, BudgetedParse.warm)
+        await asyncio.to_thread(self._parse.warm)
         self._server = await asyncio.start_server(self._handle, host, port)
         sock = self._server.sockets[0].getsockname()
         log.info("MLLP gateway listening on %s:%d", sock[0], sock[1])

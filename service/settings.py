@@ -109,6 +109,11 @@ class Settings(BaseSettings):
     # is a stall: /readyz answers 503 with its cause, deidstream_stall_seconds{cause} shows
     # it (a document counts once it is past its budget). Checked every second.
     stall_seconds: float = Field(default=5.0, gt=0)
+    # Partitions of the input topics that no worker of this instance holds (while it is the
+    # whole consumer group) for longer than this: /readyz answers 503
+    # partitions_unassigned:N. Shorter gaps are rebalances (a worker restarting, a member
+    # leaving); deidstream_partitions_unassigned shows them all.
+    unassigned_seconds: float = Field(default=30.0, gt=0)
     retry_initial_seconds: float = Field(default=0.2, gt=0)
     retry_max_seconds: float = Field(default=10.0, gt=0)
 

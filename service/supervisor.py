@@ -51,6 +51,7 @@ import httpx
 from prometheus_client import CollectorRegistry, Counter, Gauge
 from pydantic import SecretStr
 
+from service.runner.group import unassigned
 from service.settings import Settings
 
 log = logging.getLogger("deidstream.supervisor")
@@ -60,6 +61,7 @@ RESTART_MAX_SECONDS = 30.0
 STABLE_SECONDS = 60.0  # a worker up this long resets its restart backoff
 DRAIN_SECONDS = 45.0  # the runner drains within 30 s; then SIGKILL
 PROBE_TIMEOUT_SECONDS = 2.0
+GROUP_EVERY_SECONDS = 2.0  # the workers' group view is gathered this often
 MULTIPROC_ENV = "PROMETHEUS_MULTIPROC_DIR"
 
 
@@ -224,6 +226,50 @@ class SupervisorMetrics:
         self.running.set_function(lambda: sum(w.running for w in supervisor.workers))
         for w in supervisor.workers:
             self.restarts.labels(str(w.index))
+        self.unassigned = Gauge(
+            "deidstream_partitions_unassigned",
+            "Partitions of a subscribed topic that no live worker holds (a rebalance, a worker "
+            "restarting, a member gone): their lag is unknown, and absent from "
+            "deidstream_consumer_lag_messages. Absent when this instance is not the whole "
+            "group (other replicas hold partitions: see deidstream_partitions_assigned).",
+            ["topic"],
+            registry=self.registry,
+        )
+
+
+@dataclass
+class GroupView:
+    """What the supervisor knows of the consumer group from its workers: every member id
+    its workers have had, the subscribed topics' partition counts (kept when the workers
+    die), and the partitions no live worker holds (None: unknown) since when."""
+
+    own_members: set[str]
+    partitions: dict[str, int]
+    unassigned: list[str] | None = None
+    since: float | None = None  # monotonic: when partitions were first seen unassigned
+
+    def judge(self, bodies: Sequence[dict[str, Any] | None]) -> list[str] | None:
+        """The partitions no live worker holds, given the workers' statuses (None: a worker
+        not answering, whose partitions count as held by nobody)."""
+        known = [b for b in bodies if b is not None]
+        lists = [b["group_members"] for b in known if b.get("group_members") is not None]
+        for b in known:
+            if b.get("member_id"):
+                self.own_members.add(str(b["member_id"]))
+            self.partitions.update(b.get("topic_partitions") or {})
+        members = sorted({m for ms in lists for m in ms}) if lists else None
+        if not known and self.unassigned is not None:
+            members = []  # the whole group a moment ago, and no worker alive: nobody holds any
+        held = [(a["topic"], a["partition"]) for b in known for a in b.get("assignments", [])]
+        return unassigned(self.partitions, held, members, self.own_members)
+
+    def update(self, bodies: Sequence[dict[str, Any] | None], now: float) -> list[str] | None:
+        self.unassigned = self.judge(bodies)
+        if not self.unassigned:
+            self.since = None
+        elif self.since is None:
+            self.since = now
+        return self.unassigned
 
 
 class Supervisor:
@@ -240,6 +286,8 @@ class Supervisor:
         self._payload = settings_payload(settings)
         self._watchers: list[asyncio.Task[None]] = []
         self._next = itertools.count()
+        self.group = GroupView(set(), {})
+        self._unassigned_logged = False
 
     # ---------------------------------------------------------------- lifecycle
 
@@ -247,6 +295,50 @@ class Supervisor:
         for w in self.workers:
             await self._spawn(w)
             self._watchers.append(asyncio.create_task(self._watch(w), name=f"watch-{w.index}"))
+        self._watchers.append(asyncio.create_task(self._watch_group(), name="watch-group"))
+
+    async def _watch_group(self) -> None:
+        """Every ``GROUP_EVERY_SECONDS``: the partitions no live worker holds, to the gauge,
+        readiness and the log (one line when they stay past the bound, one when it ends)."""
+        while not self.stopping:
+            try:
+                bodies = await asyncio.gather(*(self._worker_status(w) for w in self.workers))
+                self.group_changed(bodies, time.monotonic())
+            except Exception as exc:  # noqa: BLE001 - the watch must outlive any bug
+                log.warning("group watch: %s", type(exc).__name__)
+            await asyncio.sleep(GROUP_EVERY_SECONDS)
+
+    async def _worker_status(self, w: Worker) -> dict[str, Any] | None:
+        got = await self._get(w, "/worker/status")
+        return got[1] if got is not None and got[0] == 200 else None
+
+    def group_changed(self, bodies: Sequence[dict[str, Any] | None], now: float) -> None:
+        found = self.group.update(bodies, now)
+        gauge = self.metrics.unassigned
+        for topic in self.group.partitions:
+            if found is None:
+                with contextlib.suppress(KeyError):
+                    gauge.remove(topic)
+            else:
+                gauge.labels(topic).set(sum(p.rsplit("/", 1)[0] == topic for p in found))
+        overdue = self.unassigned_overdue(now)
+        if overdue and not self._unassigned_logged:
+            log.warning(
+                "%d partition(s) held by no worker for %.0f s: their lag is unknown (%s)",
+                len(found or ()),
+                overdue,
+                ", ".join((found or [])[:8]),
+            )
+        elif not overdue and self._unassigned_logged and not found:
+            log.warning("every partition is held by a worker again")
+        self._unassigned_logged = bool(overdue) or (self._unassigned_logged and bool(found))
+
+    def unassigned_overdue(self, now: float) -> float | None:
+        """Seconds partitions have been held by no worker, once past the bound."""
+        since = self.group.since
+        if since is None or now - since <= self.settings.unassigned_seconds:
+            return None
+        return now - since
 
     def _command(self, w: Worker) -> list[str]:
         cpus = ",".join(map(str, worker_cpus(self.settings, w.index)))
@@ -391,12 +483,20 @@ class Supervisor:
                     "assigned_partitions": body.get("assigned_partitions", 0),
                 }
             )
+        overdue = self.unassigned_overdue(time.monotonic())
+        if overdue is not None:
+            reasons.append(f"partitions_unassigned:{len(self.group.unassigned or ())}")
         ready = not reasons and all(p["ready"] for p in per_worker)
-        return {"ready": ready, "workers": per_worker, "reasons": reasons}
+        return {
+            "ready": ready,
+            "workers": per_worker,
+            "reasons": reasons,
+            "unassigned_partitions": self.group.unassigned,
+        }
 
     async def status(self, headers: dict[str, str]) -> dict[str, Any]:
         answers = await asyncio.gather(*(self._get(w, "/v1/status", headers) for w in self.workers))
-        return merge_statuses(self.workers, answers, self.settings)
+        return merge_statuses(self.workers, answers, self.settings, self.group)
 
     def pick(self) -> Worker | None:
         """A running worker for a request, round robin."""
@@ -408,13 +508,16 @@ def merge_statuses(
     workers: Sequence[Worker],
     answers: Sequence[tuple[int, dict[str, Any]] | None],
     settings: Settings,
+    group: GroupView | None = None,
 ) -> dict[str, Any]:
     """Every worker's ``/v1/status`` as one: counts and busy time summed, assignments listed
-    with their worker, ready only when every worker is."""
+    with their worker, ready only when every worker is. ``total_lag`` is None (unknown)
+    while any partition of the subscribed topics is held by no live worker (judged from
+    these very answers by ``group``), not the sum of the others' lag."""
     counts: dict[str, int] = {}
     assignments: list[dict[str, Any]] = []
     per_worker: list[dict[str, Any]] = []
-    busy, all_ready, lag_known = 0.0, True, True
+    busy, all_ready = 0.0, True
     for w, got in zip(workers, answers, strict=True):
         body = got[1] if got is not None and got[0] == 200 else None
         entry: dict[str, Any] = {
@@ -433,19 +536,29 @@ def merge_statuses(
             counts[k] = counts.get(k, 0) + int(v)
         for part in body.get("assignments", []):
             assignments.append({**part, "worker": w.index})
-            lag_known &= part.get("lag") is not None
         busy += float(body.get("worker_busy_seconds") or 0.0)
         entry["keystore_fault"] = body.get("keystore_fault")
+    bodies = [got[1] if got is not None and got[0] == 200 else None for got in answers]
+    nobodys = (group or GroupView(set(), {})).judge(bodies)
     return {
         "ready": all_ready,
         "group_id": settings.group_id,
         "input_topics": list(settings.input_topics),
         "assignments": assignments,
-        "total_lag": (sum(p["lag"] for p in assignments) if assignments and lag_known else None),
+        "total_lag": _total_lag(assignments, nobodys),
+        "unassigned_partitions": nobodys,
         "counts": dict(sorted(counts.items())),
         "worker_busy_seconds": round(busy, 6),
         "workers": per_worker,
     }
+
+
+def _total_lag(assignments: Sequence[dict[str, Any]], nobodys: list[str] | None) -> int | None:
+    """The held partitions' lag summed; None (unknown) while any of theirs is unknown or a
+    partition is held by no live worker."""
+    if not assignments or nobodys or any(p.get("lag") is None for p in assignments):
+        return None
+    return sum(int(p["lag"]) for p in assignments)
 
 
 @contextlib.contextmanager
@@ -459,6 +572,7 @@ def private_workdir() -> Iterator[Path]:
 
 
 __all__ = [
+    "GroupView",
     "Supervisor",
     "Worker",
     "cgroup_cpu_limit",

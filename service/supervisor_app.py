@@ -19,15 +19,34 @@ from service.metrics import package_version
 from service.supervisor import Supervisor
 
 FORWARDED_HEADERS = ("authorization", "content-type")
+LAG = "deidstream_consumer_lag_messages"
 
 
 def merged_registry(supervisor: Supervisor) -> CollectorRegistry:
     """The workers' files (live and archived) and the supervisor's own instruments."""
     registry = CollectorRegistry()
+    files = CollectorRegistry()
     collect = cast(Callable[..., object], MultiProcessCollector)  # untyped in prometheus_client
-    collect(registry, path=str(supervisor.metrics_dir))
+    collect(files, path=str(supervisor.metrics_dir))
+    registry.register(_KnownLagOnly(files))
     registry.register(_Own(supervisor.metrics.registry))
     return registry
+
+
+class _KnownLagOnly:
+    """The workers' merged metrics without the lag of partitions no live worker holds: a
+    worker that lost a partition writes ``PartitionGauge.UNKNOWN`` (-1) for it, the merge
+    keeps the owner's value (``livemax``), so what is still negative is nobody's lag —
+    unknown, left out rather than shown as 0 (service/runner/group.py)."""
+
+    def __init__(self, registry: CollectorRegistry) -> None:
+        self._registry = registry
+
+    def collect(self) -> Any:
+        for family in self._registry.collect():
+            if family.name == LAG:
+                family.samples = [s for s in family.samples if s.value >= 0]
+            yield family
 
 
 class _Own:

@@ -399,6 +399,7 @@ def real_processor_factory(settings: Settings, metrics: Metrics) -> ProcessorFac
         streamed, previewed = _reviewed_deidentifiers(settings, policy, raw)
         # a large input is parsed in a child process killed at the budget (service/budget.py)
         parse = BudgetedParse(deadline, max_bytes=limit)
+        parse.warm()  # its start-up is paid here, not by the first large document's budget
         return ServiceProcessor(
             RealProcessor(
                 policy=policy,

@@ -55,7 +55,13 @@ async def serve(
 
     if runner is not None:
         runner.on_fatal = on_fatal
-    app = create_app(settings, runner=runner, on_fatal=on_fatal, review_pages=review_pages)
+    app = create_app(
+        settings,
+        runner=runner,
+        on_fatal=on_fatal,
+        review_pages=review_pages,
+        worker_routes=uds is not None,
+    )
     config = uvicorn.Config(
         app,
         host=settings.http_host,

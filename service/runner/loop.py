@@ -313,6 +313,7 @@ class Runner:
                 }
             )
         health = self.health
+        unassigned = self.assignment.unassigned()
         return {
             "ready": health.ready,
             "started": health.started,
@@ -325,12 +326,19 @@ class Runner:
             "group_id": self.settings.group_id,
             "input_topics": list(self.settings.input_topics),
             "assignments": parts,
-            # None while any assigned partition's lag is still unknown
+            # None while any assigned partition's lag is still unknown, or a partition of
+            # the subscribed topics is nobody's (its lag is unknown, not 0)
             "total_lag": (
                 sum(p["lag"] for p in parts)
-                if parts and all(p["lag"] is not None for p in parts)
+                if parts and all(p["lag"] is not None for p in parts) and not unassigned
                 else None
             ),
+            # the group (service/runner/group.py): what the supervisor judges the workers by
+            "member_id": self.assignment.member_id,
+            "group_members": self.assignment.members,
+            "topic_partitions": dict(sorted(self.assignment.topic_partitions.items())),
+            # partitions nobody holds, when this instance is the whole group (else None)
+            "unassigned_partitions": unassigned,
             "counts": dict(sorted(self.counts.items())),
             # wall time the processing thread spent working (processing, confirming, key
             # store calls): its growth per second near 1 means the instance is saturated

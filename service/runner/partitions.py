@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from aiokafka import AIOKafkaConsumer, ConsumerRebalanceListener, TopicPartition
 
 from service.metrics import Metrics
+from service.runner import group
 
 log = logging.getLogger("deidstream.runner")
 LAG_REFRESH_SECONDS = 0.5
@@ -71,6 +72,13 @@ class Assignment:
         self.states: dict[TopicPartition, PartitionState] = {}
         self.generation = 0  # bumped on every revoke/assign
         self._last_lag = 0.0  # when the lag was last refreshed (monotonic)
+        self._topic_gauge = metrics.topic_partitions
+        self._assigned_gauge = metrics.partitions_assigned
+        # the group as a whole (service/runner/group.py), refreshed beside the lag
+        self.topic_partitions: dict[str, int] = {}
+        self.member_id: str | None = None
+        self.members: list[str] | None = None
+        self.own_members: set[str] = set()  # every member id this consumer has had
 
     def assigned(self, tps: Iterable[TopicPartition]) -> None:
         self.generation += 1
@@ -136,3 +144,30 @@ class Assignment:
             state.highwater = max(int(end), state.highwater or 0)
             if state.lag is not None and tp in self.states:
                 self._lag_gauge.labels(tp.topic, str(tp.partition)).set(state.lag)
+
+    async def refresh_group(
+        self, consumer: AIOKafkaConsumer, group_id: str, topics: Iterable[str]
+    ) -> None:
+        """The subscribed topics' partition counts, this consumer's member id and the
+        group's members (None while unknown); the gauges of partitions per topic and of
+        those assigned here."""
+        topics = list(topics)
+        self.topic_partitions = group.topic_partitions(consumer, topics)
+        self.member_id = group.member_id(consumer)
+        if self.member_id is not None:
+            self.own_members.add(self.member_id)
+        for topic in topics:
+            if topic in self.topic_partitions:
+                self._topic_gauge.labels(topic).set(self.topic_partitions[topic])
+            self._assigned_gauge.labels(topic).set(sum(tp.topic == topic for tp in self.states))
+        self.members = None  # unknown if the request below fails
+        self.members = await group.group_members(consumer, group_id)
+
+    def unassigned(self) -> list[str] | None:
+        """The partitions nobody holds when this instance is the whole group, else None."""
+        return group.unassigned(
+            self.topic_partitions,
+            ((tp.topic, tp.partition) for tp in self.states),
+            self.members,
+            self.own_members,
+        )

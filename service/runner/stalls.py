@@ -100,11 +100,17 @@ class Stalls:
         consumer = self._clients.consumer
         if consumer is None:
             return
-        timeout = self._settings.request_timeout_ms / 1000
+        s = self._settings
+        timeout = s.request_timeout_ms / 1000
         try:
             await asyncio.wait_for(self._assignment.refresh_ends(consumer), timeout)
         except Exception as exc:  # noqa: BLE001 - an unreachable broker is a stall of its own
             log.debug("lag refresh failed: %s", type(exc).__name__)
+        try:  # the group as a whole: partitions nobody holds (service/runner/group.py)
+            refresh = self._assignment.refresh_group(consumer, s.group_id, s.input_topics)
+            await asyncio.wait_for(refresh, timeout)
+        except Exception as exc:  # noqa: BLE001 - the group's view is unknown meanwhile
+            log.debug("group refresh failed: %s", type(exc).__name__)
 
     async def run(self) -> None:
         """Until cancelled: a tick every second, the lag every few."""

@@ -112,9 +112,10 @@ async def test_kill_9_one_worker_loses_nothing_and_sigterm_drains(
         done = await service.status(
             lambda st: (
                 st["ready"]
-                # every partition assigned: during the rebalance after the restart a
-                # partition can be nobody's, and the lag of the assigned ones reads 0
+                # every partition assigned (total_lag is None, unknown, while a partition
+                # is nobody's: tests/integration/test_unassigned_partitions.py)
                 and len(st["assignments"]) == PARTITIONS
+                and st["unassigned_partitions"] == []
                 and st["total_lag"] == 0
                 and st["workers"][0]["restarts"] == 1
                 and st["workers"][0]["pid"] != victim
