@@ -140,6 +140,8 @@ SHAPES: dict[str, dict[str, str]] = {
         # session 18
         "kin-newer-caps": "PT RESTING. {POSS} {KIN} <NEWFIRST> {AFTERKIN}.",
         "kin-newer-lower": "pt resting. {possl} {kin} <newfirstlower> {afterkinl}.",
+        "particle-common-caps": "SEEN BY DR. <PARTICLECOMMON> TODAY, PLAN UNCHANGED.",
+        "particle-common-lower": "seen by dr <particlecommonl> today, plan unchanged.",
     },
     "identifiers": {
         "mrn-is": "His MRN is <code> per registration.",
@@ -211,6 +213,8 @@ SHAPES: dict[str, dict[str, str]] = {
         "acronym-clinical": "Pt is an {clinacr} transfer, stable.",
         # session 18
         "kin-caps-words": "PT RESTING. {POSS} {KIN} {KINWORD} ABOUT PLAN.",
+        "kin-service": "{Kint} {service} worker called; {Kint} {service} aware of plan.",
+        "kin-title-word": "Pt resting.\n{Kint} {wordt} with family tonight, updated.",
     },
 }
 _EPONYMS = ("Foley", "Hickman", "Groshong", "Quinton", "Swan-Ganz", "Pigtail")
@@ -277,6 +281,11 @@ _KIN_WORDS = (
     "RANG", "IRATE", "TEARY", "DEAF", "ANXIOUS", "UPDATED", "CALLED", "VISITS",
     "PHONED", "DROVE", "WEPT", "PLEASANT", "HCP", "AWRE", "TELE", "LATE", "NOW",
 )  # fmt: skip
+# surnames after a particle that are common English words ("von Post", "van Horn")
+_PARTICLE_HEADS = ("Post", "Horn", "Wolf", "Long", "Camp", "Bell", "Fleet", "Dam", "Berg")
+_KIN_TITLE = ("Son", "Wife", "Daughter", "Husband", "Sister")
+_SERVICES = ("Hospice", "Home Care", "Social Work", "Case Management", "Home Health")
+_TITLE_WORDS = ("Has", "Home", "Here", "Was", "Came", "Says", "Also", "Still")
 _SLOT = re.compile(r"<(\w+(?:\.\w+)?)>|\{(\w+)\}")
 
 
@@ -492,6 +501,11 @@ class _Draw:
             "AFTERKIN": lambda: self.rng.choice(_AFTER_KIN),
             "afterkinl": lambda: self.rng.choice(_AFTER_KIN).lower(),
             "KINWORD": lambda: self.rng.choice(_KIN_WORDS),
+            "Kint": lambda: self.rng.choice(_KIN_TITLE),
+            "service": lambda: self.rng.choice(_SERVICES),
+            "wordt": lambda: self.rng.choice(_TITLE_WORDS),
+            "PARTICLECOMMON": lambda: self._particle_common().upper(),
+            "particlecommonl": lambda: self._particle_common().lower(),
         }
         return table[kind]()
 
@@ -519,6 +533,11 @@ class _Draw:
         pools = {"D": "0123456789", "L": "ABCDEFGHJKLMNPRTUVWXY"}
         pools["X"] = pools["D"] + pools["L"]
         return "".join(self.rng.choice(pools[c]) for c in shape)
+
+    def _particle_common(self) -> str:
+        return (
+            f"{self.rng.choice(('van', 'von', 'de', 'van der'))} {self.rng.choice(_PARTICLE_HEADS)}"
+        )
 
     def _ordinal(self) -> str:
         day = self.rng.randint(1, 28)

@@ -170,6 +170,8 @@ def before_role_after(note: _Note, i: int) -> None:
     if role is None or i == 0 or not _tight(note.gap(i - 1, i)):
         return
     j = i - 1
+    if _service_word(words[j].lower):
+        return  # "Hospice aware": a service is told, no one by name
     after_initial = j > 0 and (
         _is_initial(words[j - 1], note.text)
         or _surname_after_first(words[j - 1], words[j], note.mixed)
@@ -238,7 +240,8 @@ def _name_slot(note: _Note, i: int) -> int | None:
         return None
     gap = note.gap(j - 1, j)
     if len(gap) < 6 and "\n" not in gap and "." not in gap.strip(" ,:(-"):
-        return None if clinical_stem(words[j].lower) else j
+        # "son tylenol'd him"; "Son Hospice worker called": a service, no one's name
+        return None if clinical_stem(words[j].lower) or _service_word(words[j].lower) else j
     return None
 
 
@@ -298,6 +301,12 @@ def _services() -> frozenset[str]:
     """Services one talks with or leaves a message for, no person ("spoke with Hospice",
     "message left for Case Management")."""
     return word_set("facility_services") | word_set("exclusion_service_nouns")
+
+
+def _service_word(low: str) -> bool:
+    """A service of four letters or more ("Hospice", "Case Management"); a shorter one may be
+    a first name ("husband Ed": the emergency department's initials)."""
+    return len(low) >= 4 and low in _services()
 
 
 def talked_with(note: _Note, i: int) -> int | None:

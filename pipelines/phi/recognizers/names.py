@@ -52,6 +52,7 @@ from pipelines.phi.recognizers.name_words import (
     surname_letter,
 )
 from pipelines.phi.registry import register
+from pipelines.phi.wordlists import word_set
 from pipelines.spans import Category, Span
 
 
@@ -170,7 +171,23 @@ class _Note:
         head = words[k]
         if head.lower in self.cues.particles or (self.mixed and not head.is_title):
             return None
-        return k if self.ok(k, 3) else None
+        return k if self.ok(k, 3) or self._particle_head(head) else None
+
+    def _particle_head(self, head: lx.Token) -> bool:
+        """In a one-case note, the word after particles may be a common word ("DR. VON POST",
+        "dr van horn"): no capital tells it, the particles do; no grammar, cue or clinical
+        word, no eponym of this note ("DR VAN FOLEY CATHETER")."""
+        low = head.lower
+        return (
+            not self.mixed
+            and low.isalpha()
+            and len(low) >= 3
+            and lx.zipf(low) < 6.0
+            and low not in self.cues.cue_words
+            and low not in _never_words()
+            and low not in self.eponyms
+            and not lx.clinical_word(low)
+        )
 
     def particle_name(self, j: int, cat: Category, conf: float) -> int | None:
         """A name that opens with surname particles at word ``j`` ("de la Cruz" after "Dr."),
@@ -264,6 +281,11 @@ def _left_gap_ok(mark: str, credential: str) -> bool:
     if credential == "pa":  # "PA" is also a state and a chest film's view: a closer gap
         return mark in {"", ","}
     return mark in {"", ",", "(", "/"}
+
+
+@cache
+def _never_words() -> frozenset[str]:
+    return word_set("name_never_words")
 
 
 # --------------------------------------------------------------------------- the passes
