@@ -142,6 +142,7 @@ SHAPES: dict[str, dict[str, str]] = {
         "kin-newer-lower": "pt resting. {possl} {kin} <newfirstlower> {afterkinl}.",
         "particle-common-caps": "SEEN BY DR. <PARTICLECOMMON> TODAY, PLAN UNCHANGED.",
         "particle-common-lower": "seen by dr <particlecommonl> today, plan unchanged.",
+        "email-glued": "Results sent to Dr. <last> <gluedemail> today.",
     },
     "identifiers": {
         "mrn-is": "His MRN is <code> per registration.",
@@ -502,6 +503,11 @@ class _Draw:
             "afterkinl": lambda: self.rng.choice(_AFTER_KIN).lower(),
             "KINWORD": lambda: self.rng.choice(_KIN_WORDS),
             "Kint": lambda: self.rng.choice(_KIN_TITLE),
+            # an address written glued to a word before it ("Wendtokafor.w@example.org")
+            "gluedemail": lambda: (
+                f"{self.rng.choice(_last_names())}{self.rng.choice(_first_names()).lower()}"
+                f".{self.rng.choice('bcdfghjkmnpqrtvwz')}@example.org"
+            ),
             "service": lambda: self.rng.choice(_SERVICES),
             "wordt": lambda: self.rng.choice(_TITLE_WORDS),
             "PARTICLECOMMON": lambda: self._particle_common().upper(),
