@@ -143,6 +143,8 @@ SHAPES: dict[str, dict[str, str]] = {
         "particle-common-caps": "SEEN BY DR. <PARTICLECOMMON> TODAY, PLAN UNCHANGED.",
         "particle-common-lower": "seen by dr <particlecommonl> today, plan unchanged.",
         "email-glued": "Results sent to Dr. <last> <gluedemail> today.",
+        "drs-and-common": "SEEN BY DRS <LAST> AND <WORDLAST> THIS AM, PLAN UNCHANGED.",
+        "hyphen-common-caps": "SPOKE WITH MRS. <LAST>-<WORDLAST> RE: PLAN.",
     },
     "identifiers": {
         "mrn-is": "His MRN is <code> per registration.",

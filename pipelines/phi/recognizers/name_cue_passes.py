@@ -104,7 +104,9 @@ def after_title(note: _Note, i: int) -> int | None:
         if nxt != i + 1:
             note.take(i + 1, title, 0.9)
         end = note.run_right(nxt, title, 0.9, 3)
-        return _comma_list(note, end, title) if words[i].lower in PLURAL_TITLES else end
+        if words[i].lower not in PLURAL_TITLES:
+            return end
+        return _comma_list(note, _and_list(note, end, title), title)
     if surname_letter(words[i + 1], text):  # "Dr. Q.", "Dr B today": the initial alone
         note.take(i + 1, title, 0.85)
         return i + 2
@@ -120,6 +122,22 @@ def _comma_list(note: _Note, j: int, title: Category) -> int:
         if not (gap == "," or (gap == "" and nxt in note.cues.joiners)):
             break
         j = note.run_right(j, title, 0.9, 3)
+    return j
+
+
+def _and_list(note: _Note, j: int, title: Category) -> int:
+    """ "DRS HALE AND GLASS": in a one-case note, after a plural title, the word after "and"
+    is one of the doctors' though it is a common word (``one_case_surname``)."""
+    words, n = note.words, note.n
+    while (
+        j + 1 < n
+        and words[j].lower in note.cues.joiners
+        and note.gap(j - 1, j) == " "
+        and note.gap(j, j + 1) == " "
+        and note.one_case_surname(words[j + 1])
+    ):
+        note.take(j + 1, title, 0.85)
+        j += 2
     return j
 
 
@@ -148,7 +166,8 @@ def list_before_title(note: _Note, i: int) -> None:
         and note.gap(i - 2, i - 1) == " "
         and note.ok(i + 1, 3)
     ):
-        note.run_left(i - 1, P, 0.8)
+        # a list of doctors: a word before "and Drs" is as sure as one before a credential
+        note.run_left(i - 1, P, 0.8, words[i].lower)
 
 
 def before_credential(note: _Note, i: int) -> None:
