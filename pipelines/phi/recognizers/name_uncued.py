@@ -198,7 +198,7 @@ def lone_first_gate(tok: Token, case: Case) -> bool:
     where capitals tell something."""
     return (
         case is not Case.UPPER
-        and (lx.is_title(tok.text) or tok.is_upper)
+        and (lx.is_title(tok.text) or tok.text.isupper())
         and _base(tok.lower) in lx.first_names()
     )
 
@@ -250,7 +250,11 @@ def _full_name_first(low: str) -> bool:
 def one_case_full_gate(tok: Token, case: Case) -> bool:
     """In a one-case note, a first name that may open a full name."""
     low = tok.lower
-    return case is not Case.MIXED and (_full_name_first(low) or name_before_age(low, False))
+    return (
+        case is not Case.MIXED
+        and low in lx.first_names()
+        and (_full_name_first(low) or name_before_age(low, False))
+    )
 
 
 def one_case_full_name(note: _Note, i: int) -> int | None:
