@@ -76,6 +76,10 @@ SHAPES: dict[str, dict[str, str]] = {
         "words-cued": "Pt aged <age90words>, frail, lives alone.",
         "words-subject": "She is <age90words> and sharp as ever.",
         "plus-yo": "<age90plusyo> female with CHF.",
+        # session 18
+        "apposition-drug-first": "<drugfirst>, <age90>, still drives to church.",
+        "bracket-common-first": "<commonfirst> (<age90>) seen in clinic with her son.",
+        "caps-name-in-mixed": "<CAPSFIRST>, <age90>, lives with her niece.",
     },
     "places": {
         "saint-alone": "<saint> has a bed for him tomorrow.",
@@ -133,6 +137,14 @@ SHAPES: dict[str, dict[str, str]] = {
         "apostrophe-hyphen": "Spoke with Mrs. <apolast> re: plan.",
         "rn-lower": "the rn <lowerfirst> said pt refused meds.",
         "kin-newer-first": "Pt resting. Her {kin} <newfirst> visited this afternoon.",
+        # session 18
+        "kin-newer-caps": "PT RESTING. {POSS} {KIN} <NEWFIRST> {AFTERKIN}.",
+        "kin-newer-lower": "pt resting. {possl} {kin} <newfirstlower> {afterkinl}.",
+        "particle-common-caps": "SEEN BY DR. <PARTICLECOMMON> TODAY, PLAN UNCHANGED.",
+        "particle-common-lower": "seen by dr <particlecommonl> today, plan unchanged.",
+        "email-glued": "Results sent to Dr. <last> <gluedemail> today.",
+        "drs-and-common": "SEEN BY DRS <LAST> AND <WORDLAST> THIS AM, PLAN UNCHANGED.",
+        "hyphen-common-caps": "SPOKE WITH MRS. <LAST>-<WORDLAST> RE: PLAN.",
     },
     "identifiers": {
         "mrn-is": "His MRN is <code> per registration.",
@@ -202,6 +214,10 @@ SHAPES: dict[str, dict[str, str]] = {
         "weekday-schedule": "Coumadin: Mon 1/2, Tue 1, Wed 1/2.",
         "rt-therapy": "Seen by RT 2x overnight; SIMV at RR 14.",
         "acronym-clinical": "Pt is an {clinacr} transfer, stable.",
+        # session 18
+        "kin-caps-words": "PT RESTING. {POSS} {KIN} {KINWORD} ABOUT PLAN.",
+        "kin-service": "{Kint} {service} worker called; {Kint} {service} aware of plan.",
+        "kin-title-word": "Pt resting.\n{Kint} {wordt} with family tonight, updated.",
     },
 }
 _EPONYMS = ("Foley", "Hickman", "Groshong", "Quinton", "Swan-Ganz", "Pigtail")
@@ -259,6 +275,20 @@ _ROLE_LINES = (
 )
 _HOSPITAL_ENDS = ("MH", "MC", "RMC", "CH", "GH")
 _CLINICAL_ACRONYMS = ("OSH", "SAH", "ICH", "SDH", "TAH", "IMH")
+# session 18 fillers (general English, no corpus): possessives, what follows a kin word's
+# name, and words after a kin word that are no name (states, verbs, roles; several outside
+# name_kin_not_names.txt, to test the rule rather than the list)
+_POSS = ("HER", "HIS", "PT'S", "THEIR")
+_AFTER_KIN = ("CALLED THIS AM", "AT BEDSIDE, UPDATED", "TO VISIT AT 2", "AWARE OF PLAN")
+_KIN_WORDS = (
+    "RANG", "IRATE", "TEARY", "DEAF", "ANXIOUS", "UPDATED", "CALLED", "VISITS",
+    "PHONED", "DROVE", "WEPT", "PLEASANT", "HCP", "AWRE", "TELE", "LATE", "NOW",
+)  # fmt: skip
+# surnames after a particle that are common English words ("von Post", "van Horn")
+_PARTICLE_HEADS = ("Post", "Horn", "Wolf", "Long", "Camp", "Bell", "Fleet", "Dam", "Berg")
+_KIN_TITLE = ("Son", "Wife", "Daughter", "Husband", "Sister")
+_SERVICES = ("Hospice", "Home Care", "Social Work", "Case Management", "Home Health")
+_TITLE_WORDS = ("Has", "Home", "Here", "Was", "Came", "Says", "Also", "Still")
 _SLOT = re.compile(r"<(\w+(?:\.\w+)?)>|\{(\w+)\}")
 
 
@@ -268,6 +298,15 @@ class _Draw:
         self.towns = [c for c in _cities() if " " not in c and lx.zipf(c.lower()) < 3.0]
         # first names far more names than words ("Hilda", not "Will"): a name with no cue
         self.name_firsts = [f for f in _first_names() if lx.name_score(f.lower()) >= 1.5]
+        # first names a drug list holds too ("Laura", "Martin"), and everyday words far more
+        # a first name than a surname ("Frank", "Grace")
+        self.drug_firsts = [f for f in self.name_firsts if lx.clinical_word(f.lower())]
+        self.common_firsts = [
+            f
+            for f in self.name_firsts
+            if 4.0 <= lx.zipf(f.lower()) < 5.0
+            and lx.first_names().get(f.lower(), 0) > lx.last_names().get(f.lower(), 0)
+        ]
 
     def value(self, kind: str) -> str:
         table: dict[str, Callable[[], str]] = {
@@ -454,6 +493,27 @@ class _Draw:
             "roleline": lambda: self.rng.choice(_ROLE_LINES),
             "satdecade": lambda: self.rng.choice(("90s", "high 90s", "low 90s", "mid 90s")),
             "clinacr": lambda: self.rng.choice(_CLINICAL_ACRONYMS),
+            # session 18
+            "drugfirst": lambda: self.rng.choice(self.drug_firsts),
+            "commonfirst": lambda: self.rng.choice(self.common_firsts),
+            "CAPSFIRST": lambda: self.rng.choice(self.name_firsts).upper(),
+            "POSS": lambda: self.rng.choice(_POSS),
+            "possl": lambda: self.rng.choice(_POSS).lower(),
+            "NEWFIRST": lambda: self.rng.choice(_NEWER_FIRSTS).upper(),
+            "newfirstlower": lambda: self.rng.choice(_NEWER_FIRSTS).lower(),
+            "AFTERKIN": lambda: self.rng.choice(_AFTER_KIN),
+            "afterkinl": lambda: self.rng.choice(_AFTER_KIN).lower(),
+            "KINWORD": lambda: self.rng.choice(_KIN_WORDS),
+            "Kint": lambda: self.rng.choice(_KIN_TITLE),
+            # an address written glued to a word before it ("Wendtokafor.w@example.org")
+            "gluedemail": lambda: (
+                f"{self.rng.choice(_last_names())}{self.rng.choice(_first_names()).lower()}"
+                f".{self.rng.choice('bcdfghjkmnpqrtvwz')}@example.org"
+            ),
+            "service": lambda: self.rng.choice(_SERVICES),
+            "wordt": lambda: self.rng.choice(_TITLE_WORDS),
+            "PARTICLECOMMON": lambda: self._particle_common().upper(),
+            "particlecommonl": lambda: self._particle_common().lower(),
         }
         return table[kind]()
 
@@ -481,6 +541,11 @@ class _Draw:
         pools = {"D": "0123456789", "L": "ABCDEFGHJKLMNPRTUVWXY"}
         pools["X"] = pools["D"] + pools["L"]
         return "".join(self.rng.choice(pools[c]) for c in shape)
+
+    def _particle_common(self) -> str:
+        return (
+            f"{self.rng.choice(('van', 'von', 'de', 'van der'))} {self.rng.choice(_PARTICLE_HEADS)}"
+        )
 
     def _ordinal(self) -> str:
         day = self.rng.randint(1, 28)

@@ -54,7 +54,7 @@ class Detector:
                 else ("", "")
             )
             spans = lists.apply(doc.text, spans, *patient)
-        return merge_spans(without_inside_contact(spans))
+        return merge_spans(without_inside_contact(spans, doc.text))
 
     def parts(self, document: ClinicalDocument | Doc | str) -> tuple[Doc, list[Span], list[Span]]:
         """The document as analysed, the rules' spans above their thresholds and the learned

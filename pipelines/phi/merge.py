@@ -26,17 +26,44 @@ def _cuts_into(span: Span, contact: Span) -> bool:
     return (contact.start <= span.start < contact.end) or (contact.start < span.end <= contact.end)
 
 
-def without_inside_contact(spans: list[Span]) -> list[Span]:
-    """``spans`` less those of other categories that start or end inside an e-mail address or
-    a URL: "hal" of "hal.quist@example.org" read as a name would widen to the whole address,
-    and the region would be replaced as a name (a name inside an e-mail). Most notes hold no
-    contact span: one pass over the categories, nothing else."""
+def without_inside_contact(spans: list[Span], text: str) -> list[Span]:
+    """``spans`` less those of other categories that start inside an e-mail address or a URL
+    ("hal" of "hal.quist@example.org" read as a name would widen to the whole address, and the
+    region would be replaced as a name); one that starts before and ends inside keeps its part
+    before the address ("Hal [Quisthal.quist@example.org]": the name "Hal"). Most notes hold
+    no contact span: one pass over the categories, nothing else."""
     contacts = [s for s in spans if s.category in _CONTACT]
     if not contacts:
         return spans
-    return [
-        s for s in spans if s.category in _CONTACT or not any(_cuts_into(s, c) for c in contacts)
-    ]
+    out: list[Span] = []
+    for span in spans:
+        kept = span if span.category in _CONTACT else _outside(span, contacts, text)
+        if kept is not None:
+            out.append(kept)
+    return out
+
+
+def _outside(span: Span, contacts: list[Span], text: str) -> Span | None:
+    """``span`` cut before the first contact it reaches into, or None when it starts inside
+    one or nothing but blanks and marks is left before it."""
+    for contact in contacts:
+        if not _cuts_into(span, contact):
+            continue
+        if span.start >= contact.start:
+            return None
+        return _cut_before(span, contact.start, contacts, text)
+    return span
+
+
+def _cut_before(span: Span, end: int, contacts: list[Span], text: str) -> Span | None:
+    """``span`` ending before ``end`` (a contact's start) and the blanks and marks there,
+    judged again against the other contacts; None when no letter or digit is left."""
+    while end > span.start and not text[end - 1].isalnum():
+        end -= 1
+    if end <= span.start:
+        return None
+    cut = Span(span.start, end, span.category, span.confidence, span.source)
+    return _outside(cut, contacts, text)
 
 
 def merge_spans(spans: Iterable[Span]) -> list[Span]:

@@ -20,6 +20,7 @@ from pipelines.phi import lexicons as lx
 from pipelines.phi.base import Doc, Recognizer
 from pipelines.phi.passes import declare
 from pipelines.phi.patterns import Found, PatternPass, PatternPasses
+from pipelines.phi.recognizers.name_words import name_before_age
 from pipelines.phi.registry import register
 from pipelines.phi.scan import compile_words, finditer, grab, next_char, words_after, words_before
 from pipelines.phi.wordlists import word_set
@@ -65,8 +66,6 @@ _PERSON = frozenset({"his", "her", "their", "pt's", "pts", "patient's"})
 # before an age in apposition: a word for a person, or a title a few words before a name
 _PEOPLE: Final = word_set("age_apposition_people")
 _TITLES: Final = frozenset({"mr", "mrs", "ms", "miss", "mister"})
-# a census name this much more a name than an English word ("hilda", "hollis"; not "will")
-_NAME_OVER_WORD: Final = 1.5
 _WRITTEN_BEFORE = re.compile(r"([A-Za-z]+)[ \t]*$")
 
 
@@ -189,12 +188,20 @@ def _person_before(text: str, pos: int, commas: bool) -> bool:
 
 def _named_before(word: str, as_written: str, commas: bool) -> bool:
     """``_person_before`` of a word with no cue, lower-case ``word``, written ``as_written``."""
-    if word in clinical.UNIT_WORDS or lx.clinical_word(word):
+    if word in clinical.UNIT_WORDS:
         return False
-    if lx.name_score(word) >= _NAME_OVER_WORD and lx.zipf(word) < (5.0 if commas else 4.0):
+    if lx.clinical_word(word):
+        # a drug list's false friend that is a census first name, capitalised: "Laura, 96,",
+        # "BRENT, 99,", "Thomas (97)" (a drug's name is no census first name: "Lasix, 95,")
+        return (
+            not as_written.islower()
+            and lx.is_first_name(word)
+            and name_before_age(word, not commas)
+        )
+    if name_before_age(word, not commas):
         # a census name far more a name than a word: in any case before commas, capitalised
-        # and no everyday word before brackets ("Hilda, 95,", "hilda, 95,", "Hollis (91)";
-        # not "Will, 95,", "Walker (92)")
+        # before brackets ("Hilda, 95,", "hilda, 95,", "Hollis (91)", "Harry (97)"; not "Will,
+        # 95,", "Walker (92)")
         return commas or not as_written.islower()
     if not commas or not as_written.istitle() or lx.zipf(word) >= 4.0:
         return False

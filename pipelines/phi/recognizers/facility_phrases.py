@@ -20,6 +20,7 @@ from typing import Final
 
 from pipelines.phi import lexicons as lx
 from pipelines.phi.lexicons import Token
+from pipelines.phi.recognizers.location_words import RELIGIOUS_KIN, kin_words
 from pipelines.phi.wordlists import phrases, word_set
 from pipelines.spans import Category, Span
 
@@ -97,7 +98,15 @@ def _names_word(low: str, cased: bool) -> bool:
 def _not_naming(low: str) -> bool:
     """A verb of contacting or choosing ("WILL CALL CLINIC") or a service's initialism
     ("COPD CLINIC"): no word of a facility's name, though a town may be called so ("Call")."""
+    if low in kin_words():
+        return True  # "Son Hospice worker called": a relative, no facility's name
     return low in word_set("facility_stop_verbs") or low in word_set("clinic_service_initialisms")
+
+
+def _relative_before(words: tuple[Token, ...], first: int, h: int) -> bool:
+    """A name of one religious kin word right before the head is a relative and a service
+    ("Sister Hospice aware"; "Sister Kenny Institute" is a name)."""
+    return first == h - 1 and words[first].lower in RELIGIOUS_KIN
 
 
 def _clinical_only(low: str, place: bool) -> bool:
@@ -151,6 +160,8 @@ def _named_start(
     """``_name_start``, and when no word of the name names: two modifiers with a region's
     ("Regional West"), or a lower-case name after a place cue ("at york vision clinic")."""
     first, named = _name_start(words, h, text, mixed, stops)
+    if _relative_before(words, first, h):
+        return h, False
     if named:
         return first, named
     if mixed and not words[h].text.islower() and _compass_pair(words[first:h]):

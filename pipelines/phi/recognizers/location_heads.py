@@ -17,11 +17,13 @@ from pipelines.phi.recognizers.location_words import (
     HOSPITAL,
     NAMED_HEADS,
     NOT_PLACES,
+    RELIGIOUS_KIN,
     SERVICES,
     STRONG_HEADS,
     UNITS,
     capital,
     ends_clause,
+    kin_words,
 )
 from pipelines.phi.wordlists import word_set
 from pipelines.spans import Span
@@ -84,6 +86,8 @@ def _first_name_word(
         if not skip:
             if not namelike(tok, mixed, strong) or tok.lower in GENERIC_MODIFIERS:
                 break
+            if first is None and tok.lower in RELIGIOUS_KIN:
+                break  # "Sister Hospice aware": a relative and a service
             first = j
         j -= 1
     return first
@@ -204,6 +208,8 @@ def _no_name_word(low: str) -> bool:
     ("tolerating", "indicated"): never part of a facility's name."""
     if low in UNITS or (len(low) < 2 and low != "u") or low in word_set(SERVICES):
         return True
+    if low in kin_words():
+        return True  # "Son Hospice worker called"
     if low in word_set("facility_stop_verbs"):
         return True  # "FAMILY PREFERS X MEMORIAL": the name starts after the verb
     return low.endswith(("ing", "ed")) and lx.name_score(low) < 1.0

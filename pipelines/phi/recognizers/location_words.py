@@ -144,3 +144,15 @@ def named(span: Span | None, source: str) -> Span | None:
     if span is None or span.source == source:
         return span
     return Span(span.start, span.end, span.category, span.confidence, source)
+
+
+# Kin words that are religious titles as well ("Mother Frances Hospital", "Sister Kenny
+# Institute"): a facility's name word before another name word, never right before the head.
+RELIGIOUS_KIN: Final = frozenset({"mother", "father", "sister", "brother"})
+
+
+@cache
+def kin_words() -> frozenset[str]:
+    """Kin words, no word of a place's name ("Son Hospice worker called": no facility "Son"),
+    less the religious titles (``RELIGIOUS_KIN``)."""
+    return word_set("tagger_cues_kin") - RELIGIOUS_KIN

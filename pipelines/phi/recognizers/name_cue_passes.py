@@ -104,7 +104,9 @@ def after_title(note: _Note, i: int) -> int | None:
         if nxt != i + 1:
             note.take(i + 1, title, 0.9)
         end = note.run_right(nxt, title, 0.9, 3)
-        return _comma_list(note, end, title) if words[i].lower in PLURAL_TITLES else end
+        if words[i].lower not in PLURAL_TITLES:
+            return end
+        return _comma_list(note, _and_list(note, end, title), title)
     if surname_letter(words[i + 1], text):  # "Dr. Q.", "Dr B today": the initial alone
         note.take(i + 1, title, 0.85)
         return i + 2
@@ -120,6 +122,22 @@ def _comma_list(note: _Note, j: int, title: Category) -> int:
         if not (gap == "," or (gap == "" and nxt in note.cues.joiners)):
             break
         j = note.run_right(j, title, 0.9, 3)
+    return j
+
+
+def _and_list(note: _Note, j: int, title: Category) -> int:
+    """ "DRS HALE AND GLASS": in a one-case note, after a plural title, the word after "and"
+    is one of the doctors' though it is a common word (``one_case_surname``)."""
+    words, n = note.words, note.n
+    while (
+        j + 1 < n
+        and words[j].lower in note.cues.joiners
+        and note.gap(j - 1, j) == " "
+        and note.gap(j, j + 1) == " "
+        and note.one_case_surname(words[j + 1])
+    ):
+        note.take(j + 1, title, 0.85)
+        j += 2
     return j
 
 
@@ -148,7 +166,8 @@ def list_before_title(note: _Note, i: int) -> None:
         and note.gap(i - 2, i - 1) == " "
         and note.ok(i + 1, 3)
     ):
-        note.run_left(i - 1, P, 0.8)
+        # a list of doctors: a word before "and Drs" is as sure as one before a credential
+        note.run_left(i - 1, P, 0.8, words[i].lower)
 
 
 def before_credential(note: _Note, i: int) -> None:
@@ -170,6 +189,8 @@ def before_role_after(note: _Note, i: int) -> None:
     if role is None or i == 0 or not _tight(note.gap(i - 1, i)):
         return
     j = i - 1
+    if _service_word(words[j].lower):
+        return  # "Hospice aware": a service is told, no one by name
     after_initial = j > 0 and (
         _is_initial(words[j - 1], note.text)
         or _surname_after_first(words[j - 1], words[j], note.mixed)
@@ -238,7 +259,8 @@ def _name_slot(note: _Note, i: int) -> int | None:
         return None
     gap = note.gap(j - 1, j)
     if len(gap) < 6 and "\n" not in gap and "." not in gap.strip(" ,:(-"):
-        return None if clinical_stem(words[j].lower) else j
+        # "son tylenol'd him"; "Son Hospice worker called": a service, no one's name
+        return None if clinical_stem(words[j].lower) or _service_word(words[j].lower) else j
     return None
 
 
@@ -298,6 +320,12 @@ def _services() -> frozenset[str]:
     """Services one talks with or leaves a message for, no person ("spoke with Hospice",
     "message left for Case Management")."""
     return word_set("facility_services") | word_set("exclusion_service_nouns")
+
+
+def _service_word(low: str) -> bool:
+    """A service of four letters or more ("Hospice", "Case Management"); a shorter one may be
+    a first name ("husband Ed": the emergency department's initials)."""
+    return len(low) >= 4 and low in _services()
 
 
 def talked_with(note: _Note, i: int) -> int | None:

@@ -4,12 +4,13 @@ the shapes that are no name there ("son Tylenol'd him", "Son Notified"): issue 2
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from functools import cache
+from typing import TYPE_CHECKING, Final
 
 from pipelines.phi import lexicons as lx
 from pipelines.phi.recognizers.name_cues import R
 from pipelines.phi.recognizers.name_words import _is_initial, _tight
-from pipelines.phi.wordlists import word_list
+from pipelines.phi.wordlists import word_list, word_set
 from pipelines.spans import Category
 
 if TYPE_CHECKING:
@@ -33,16 +34,58 @@ def newer_first_name(note: _Note, i: int, j: int, role: Category) -> bool:
     """ "her son Liam visited": right after a kin word, a Title-case word in a mixed-case note
     that English uses little (Zipf under 4.2), with no verb or adjective ending, no clinical,
     cue or eponym word, nor one this note writes in lower case: a first name newer than the
-    1990 census the name lists come from (Liam, Aria, Jaxon)."""
+    1990 census the name lists come from (Liam, Aria, Jaxon). In a note in one case
+    (``_one_case_newer``) the kin word must follow a possessive ("HER SON LIAM CALLED")."""
     word = note.words[j]
-    if role is not R or not (note.mixed and j == i + 1 and note.gap(i, j) == " "):
+    if role is not R or not (j == i + 1 and note.gap(i, j) == " "):
         return False
+    if not note.mixed:
+        return _one_case_newer(note, i, j)
     if not word.is_title:
         return False
     low = word.lower
     return _little_used(low) and not (
         low in note.cues.cue_words or low in note.lowered or low in note.eponyms
     )
+
+
+_POSSESSIVES: Final = frozenset({"her", "his", "their", "pt's", "pts", "patient's", "pt’s"})
+
+
+def _one_case_newer(note: _Note, i: int, j: int) -> bool:
+    """ "HER SON LIAM CALLED", "his wife zara at bedside": in a note in one case, where no
+    capital tells a name, a word of four letters or more after a possessive and a kin word,
+    that English uses little and is no clinical abbreviation or care unit, no plural or verb in "-s", no
+    typing slip of a common word, nor a word of mood or an irregular past form
+    (``name_kin_not_names``: "HER SON RANG", "HIS WIFE IRATE")."""
+    if i == 0 or note.words[i - 1].lower not in _POSSESSIVES or note.gap(i - 1, i) != " ":
+        return False
+    low = note.words[j].lower
+    return (
+        len(low) >= 4
+        and not low.endswith("s")
+        and _little_used(low)
+        and low not in note.cues.cue_words
+        and low not in note.eponyms
+        and low not in _not_names()
+        and not _slip_of_common(low)
+    )
+
+
+@cache
+def _not_names() -> frozenset[str]:
+    """Words after a kin word in a one-case note that are no name: words of mood, irregular
+    past forms, clinical abbreviations, care units ("HER SON TELE"), units of measure."""
+    lists = ("name_kin_not_names", "exclusion_clinical_abbreviations", "care_units")
+    return frozenset().union(*map(word_set, (*lists, "exclusion_units")))
+
+
+def _slip_of_common(low: str) -> bool:
+    """A typing slip of a common word ("UPDATD", "WFIE", "AWRE"); a word of five letters or
+    fewer is one slip from many words ("liam": "lima"), so only from a very common one."""
+    if len(low) > 5:
+        return lx.near_english(low)
+    return lx.may_slip_common(low) and any(lx.zipf(v) >= 5.0 for v in lx.slips(low))
 
 
 def _little_used(low: str) -> bool:

@@ -23,6 +23,7 @@ from pipelines.phi.recognizers.name_words import (
     _sentence_start,
     _surname_after_first,
     _tight,
+    name_before_age,
     surname_letter,
 )
 from pipelines.phi.wordlists import word_set
@@ -193,23 +194,34 @@ def one_case_first_initial(note: _Note, i: int) -> int | None:
 
 
 def lone_first_gate(tok: Token, case: Case) -> bool:
-    """A census first name in Title case ("Eliza", "Eliza's"), where capitals tell something."""
-    return case is not Case.UPPER and lx.is_title(tok.text) and _base(tok.lower) in lx.first_names()
+    """A census first name in Title case ("Eliza", "Eliza's") or in capitals ("BRENT, 99,"),
+    where capitals tell something."""
+    return (
+        case is not Case.UPPER
+        and (lx.is_title(tok.text) or tok.text.isupper())
+        and _base(tok.lower) in lx.first_names()
+    )
 
 
 def lone_first_name(note: _Note, i: int) -> int | None:
     """No cue: a rare census first name in Title case, maybe with its last name."""
     tok = note.words[i]
-    if (
+    if not (
         (note.mixed or note.lower_note)
-        and lx.is_title(tok.text)
         and i not in note.taken
         and _base(tok.lower) in note.first_names
-        and (
-            note.ok(i, 1)
-            or _common_first_name(tok, note.text, note.lowered, note.eponyms)
-            or _age_set_apart(note.text, tok)
-        )
+    ):
+        return None
+    if not lx.is_title(tok.text):
+        # in capitals only before an age set apart: "BRENT, 99, lives alone"
+        if tok.is_upper and len(tok.text) >= 3 and _age_set_apart(note.text, tok):
+            note.take(i, OTHER, 0.6)
+            return i + 1
+        return None
+    if (
+        note.ok(i, 1)
+        or _common_first_name(tok, note.text, note.lowered, note.eponyms)
+        or _age_set_apart(note.text, tok)
     ):
         return note.run_right(i, OTHER, 0.6, 2)
     return None
@@ -221,13 +233,10 @@ _AGE_APART: Final = re.compile(r"(?:(,)[ \t]?\d{2,3}[ \t]?,|[ \t]?\(\d{2,3}\))[ 
 
 def _age_set_apart(text: str, tok: Token) -> bool:
     """A census first name far more a name than a word, then an age set apart ("Amy, 95, lives
-    alone", "Hollis (91) seen"): a person and her age. Before brackets no everyday word
-    ("Walker (92)": a setting of a device as often)."""
-    low = _base(tok.lower)
+    alone", "Hollis (91) seen", "Harry (97) seen"): a person and her age. Before brackets no
+    everyday word unless mostly a first name ("Walker (92)": a setting of a device as often)."""
     m = _AGE_APART.match(text, tok.end)
-    if m is None or lx.name_score(low) < 1.5:
-        return False
-    return lx.zipf(low) < (5.0 if m.group(1) else 4.0)
+    return m is not None and name_before_age(_base(tok.lower), not m.group(1))
 
 
 def _full_name_first(low: str) -> bool:
@@ -240,7 +249,12 @@ def _full_name_first(low: str) -> bool:
 
 def one_case_full_gate(tok: Token, case: Case) -> bool:
     """In a one-case note, a first name that may open a full name."""
-    return case is not Case.MIXED and _full_name_first(tok.lower)
+    low = tok.lower
+    return (
+        case is not Case.MIXED
+        and low in lx.first_names()
+        and (_full_name_first(low) or name_before_age(low, False))
+    )
 
 
 def one_case_full_name(note: _Note, i: int) -> int | None:
@@ -248,19 +262,20 @@ def one_case_full_name(note: _Note, i: int) -> int | None:
     alone is not enough here: "MAE", "PERLA", "ALINE" are clinical abbreviations too."""
     words, tok = note.words, note.words[i]
     low = tok.lower
-    if note.mixed or i in note.taken or low in note.eponyms or not _full_name_first(low):
+    if note.mixed or i in note.taken or low in note.eponyms:
         return None
+    if _age_set_apart(note.text, tok):  # "OPAL, 99, LIVES ALONE", "HARRY (97) SEEN"
+        note.take(i, OTHER, 0.6)
+        return i + 1
     if (
-        i + 1 < note.n
+        _full_name_first(low)
+        and i + 1 < note.n
         and _tight(note.gap(i, i + 1))
         and lx.name_score(_base(words[i + 1].lower)) >= 1.5
         and _surname_after_first(tok, words[i + 1], note.mixed)
     ):
         note.take(i, OTHER, 0.6)
         return note.run_right(i + 1, OTHER, 0.6, 2)
-    if _age_set_apart(note.text, tok):  # "OPAL, 99, LIVES ALONE"
-        note.take(i, OTHER, 0.6)
-        return i + 1
     return None
 
 

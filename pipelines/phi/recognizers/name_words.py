@@ -375,3 +375,26 @@ def message_initial(words: tuple[Token, ...], text: str, taken: Container[int], 
     if after in {"", ".", ",", ";", ")", "\n"}:
         return True
     return after == " " and k + 1 < len(words) and words[k + 1].lower in _AFTER_MESSAGE_INITIAL
+
+
+# a census name this much more a name than an English word ("hilda", "harry"; not "will")
+_NAME_OVER_WORD: Final = 1.5
+
+
+def name_before_age(low: str, brackets: bool) -> bool:
+    """A word (lower-case ``low``) that names the person before an age set apart ("Hilda,
+    95,", "Hollis (91)"): a census name far more a name than a word and no very common word.
+    Before brackets an everyday word only when it is mostly a first name ("Harry (97)", "Rose
+    (93)"; not "Walker (92)", "Cooper (95)": a device or a surname as often)."""
+    if lx.name_score(low) < _NAME_OVER_WORD:
+        return False
+    f = lx.zipf(low)
+    if f >= 5.0:
+        return False
+    return not brackets or f < 4.0 or first_name_mostly(low)
+
+
+def first_name_mostly(low: str) -> bool:
+    """A census word given more as a first name than as a surname ("laura", "harry"; not
+    "walker", "miller")."""
+    return lx.first_names().get(low, 0.0) > lx.last_names().get(low, 0.0)

@@ -52,6 +52,7 @@ from pipelines.phi.recognizers.name_words import (
     surname_letter,
 )
 from pipelines.phi.registry import register
+from pipelines.phi.wordlists import word_set
 from pipelines.spans import Category, Span
 
 
@@ -170,7 +171,27 @@ class _Note:
         head = words[k]
         if head.lower in self.cues.particles or (self.mixed and not head.is_title):
             return None
-        return k if self.ok(k, 3) else None
+        return k if self.ok(k, 3) or self.one_case_surname(head) else None
+
+    def one_case_surname(self, head: lx.Token) -> bool:
+        """In a one-case note, a surname where a cue leaves no doubt may be a common word: after
+        particles ("DR. VON POST", "dr van horn"), after a hyphen behind a title ("MRS.
+        O'WHITLEY-LOVE"), after "and" in a list of doctors ("DRS HALE AND GLASS"): no capital
+        tells it, the cue does. A census name not far less a name than a word ("POST",
+        "GLASS"; not "STAFF", "PLAN"); no grammar, cue or clinical word ("DR VAN HAS SEEN"), no
+        eponym of this note ("DR VAN FOLEY CATHETER")."""
+        low = head.lower
+        return (
+            not self.mixed
+            and low.isalpha()
+            and len(low) >= 3
+            and lx.zipf(low) < 6.0
+            and lx.name_score(low) >= _SURNAME_AS_WORD
+            and low not in self.cues.cue_words
+            and low not in _never_words()
+            and low not in self.eponyms
+            and not lx.clinical_word(low)
+        )
 
     def particle_name(self, j: int, cat: Category, conf: float) -> int | None:
         """A name that opens with surname particles at word ``j`` ("de la Cruz" after "Dr."),
@@ -196,7 +217,7 @@ class _Note:
             if words[j].lower in self.cues.credentials or not (
                 _is_initial(words[j], self.text)
                 or surname_letter(words[j], self.text)
-                or self.ok(j, 3 if self.gap(j - 1, j) == "-" else max(strength - 1, 2))
+                or self._next_word_ok(j, strength)
                 or _surname_after_first(words[j - 1], words[j], self.mixed)
             ):
                 break
@@ -204,6 +225,13 @@ class _Note:
             count += 1
             j += 1
         return j
+
+    def _next_word_ok(self, j: int, strength: int) -> bool:
+        """May word ``j`` go on the name before it: after a hyphen as after a title ("Ann-Marie
+        Lowe", behind a title "O'WHITLEY-LOVE" in any case), else a cue weaker by one."""
+        if self.gap(j - 1, j) == "-":
+            return self.ok(j, 3) or (strength >= 3 and self.one_case_surname(self.words[j]))
+        return self.ok(j, max(strength - 1, 2))
 
     def _run_list(self, j: int, cat: Category, conf: float, strength: int) -> int:
         """A list after the name: "Drs. Smith and Jones", "sons Al, Bob and Carl"."""
@@ -241,11 +269,21 @@ class _Note:
                 _is_initial(words[j], self.text)
                 or self.ok(j, self._left_strength(j, got, credential))
                 or (got and _first_before_surname(words[j], self.mixed))
+                or self._listed_doctor(j, credential)
             ):
                 break
             self.take(j, cat, conf)
             got += 1
             j -= 1
+
+    def _listed_doctor(self, j: int, credential: str) -> bool:
+        """ "FORD ANGLE AND DRS X": before "and Drs" a common-word surname of a one-case note
+        (``one_case_surname``), not after a preposition ("at rounds and drs X")."""
+        return (
+            credential in cue.PLURAL_TITLES
+            and self.one_case_surname(self.words[j])
+            and not (j > 0 and self.words[j - 1].lower in _never_words())
+        )
 
     def _left_strength(self, j: int, got: int, credential: str) -> int:
         """After an initial or a first name, any rare word before "RN" is a surname; a
@@ -264,6 +302,16 @@ def _left_gap_ok(mark: str, credential: str) -> bool:
     if credential == "pa":  # "PA" is also a state and a chest film's view: a closer gap
         return mark in {"", ","}
     return mark in {"", ",", "(", "/"}
+
+
+# the name score down to which a census surname that is a common word may be one ("post"
+# -0.5, "child" -0.8; not "staff" -1.1)
+_SURNAME_AS_WORD: Final = -0.9
+
+
+@cache
+def _never_words() -> frozenset[str]:
+    return word_set("name_never_words")
 
 
 # --------------------------------------------------------------------------- the passes

@@ -223,7 +223,36 @@ def _not_phi(text: str, tagged: TaggedSpan) -> bool:
         return _clinical_number(text, tagged)
     if tagged.label is Label.LOCATION and set(words.lower().split()) <= _GENERIC_PLACE:
         return True  # "the West Wing", "North Tower": a part of a building, no one's address
-    return _state_or_country(text, tagged) or _eponym(text, tagged) or _typo(words, tagged)
+    return (
+        _state_or_country(text, tagged)
+        or _eponym(text, tagged)
+        or _typo(words, tagged)
+        or _kin_and_word(text, tagged)
+    )
+
+
+_KIN_BEFORE: Final = re.compile(r"([A-Za-z]+)[ \t]+\Z")
+
+
+def _kin_and_word(text: str, tagged: TaggedSpan) -> bool:
+    """A name span that is only a kin word and a common English word ("Son Home", "[Has]"
+    after "Son", "Son Will"): a note's capitals at a line's start, no one's name. The word is
+    common (Zipf 4 or more) and no more a name than a word ("Hope", not "Mark")."""
+    if tagged.label is not Label.NAME:
+        return False
+    words = text[tagged.start : tagged.end].split()
+    kin = word_set("tagger_cues_kin")
+    if len(words) == 2 and words[0].lower() in kin:
+        word = words[1]
+    elif len(words) == 1:
+        m = _KIN_BEFORE.search(text, max(0, tagged.start - 16), tagged.start)
+        if m is None or m.group(1).lower() not in kin:
+            return False
+        word = words[0]
+    else:
+        return False
+    low = word.lower()
+    return low.isalpha() and lexicons.zipf(low) >= 4.0 and lexicons.name_score(low) < 0.5
 
 
 # A number that is a measurement, not a code: "3.4", "0.75", "120/80", "1,200", "3-4".
