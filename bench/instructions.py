@@ -11,6 +11,10 @@ and ``--count`` documents, and prints the difference per document. Workloads:
 - ``detect``: ``Detector.detect`` over the first ``--count`` dev notes, each seen for the
   first time (as the service sees new documents);
 - ``again``: the same notes a second time (what the detector's memos save on repeats);
+- ``--warm N`` (``detect``, ``again``): the detector first reads ``N`` other dev notes (those
+  after the counted ones) in both runs, so the counted notes meet a worker's warm caches (the
+  regex set's DFA states, the common words' memos) rather than a fresh process's; a fresh
+  process pays most of a first sight building those (bench/README.md, "Session 18");
 - ``process``: ``Processor.process`` (parse, detect, surrogates, leak guard, render, the
   encrypted SQLite key store) over the first ``--count`` documents ``bench/stream.py``
   sends (half HL7 v2, half FHIR), after a warm-up on other documents;
@@ -64,17 +68,18 @@ def _notes(corpus: Path, count: int) -> list[str]:
     return [n.text for n in notes if isinstance(n, Note) and n.text.strip()][:count]
 
 
-def _detect(corpus: Path, count: int, first: int) -> None:
-    """``first`` notes seen once as set-up (both runs of ``again``), then ``count`` counted."""
+def _detect(corpus: Path, count: int, first: int, warm: int = 0, total: int = 0) -> None:
+    """``warm`` other notes (after the first ``total``) and ``first`` notes seen once as
+    set-up (both runs of ``again``), then ``count`` counted."""
     from pipelines.document import Identifiers
     from pipelines.phi.base import Doc
     from pipelines.phi.detector import Detector
     from pipelines.policy import Policy
 
-    texts = _notes(corpus, max(count, first, 1))
+    texts = _notes(corpus, max(count, first, 1, total + warm))
     detector = Detector(Policy.load(None))
     detector.detect(Doc(WARMUP_TEXT, Identifiers()))
-    for text in texts[:first]:  # set-up: the same in both runs, so it cancels out
+    for text in texts[total : total + warm] + texts[:first]:  # set-up: the same in both runs
         detector.detect(Doc(text, Identifiers()))
     for text in texts[:count]:
         detector.detect(Doc(text, Identifiers()))
@@ -276,7 +281,7 @@ def _child(args: argparse.Namespace) -> None:
     elif args.workload in ("process", "process-again"):
         _process(args.corpus, args.count, args.first)
     else:
-        _detect(args.corpus, args.count, args.first)
+        _detect(args.corpus, args.count, args.first, args.warm, args.total)
 
 
 def _instructions(args: argparse.Namespace, count: int) -> int:
@@ -296,6 +301,10 @@ def _instructions(args: argparse.Namespace, count: int) -> int:
         str(args.corpus),
         "--first",
         str(args.count if args.workload in ("again", "process-again") else 0),
+        "--warm",
+        str(args.warm),
+        "--total",
+        str(args.count),
     ]
     run = subprocess.run(cmd, env=env, capture_output=True, text=True, check=False)
     found = re.search(r"Collected : (\d+)", run.stderr)
@@ -313,6 +322,10 @@ def main() -> int:
     ap.add_argument("--corpus", type=Path, default=DEFAULT_CORPUS)
     ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--first", type=int, default=0, help=argparse.SUPPRESS)
+    ap.add_argument("--total", type=int, default=0, help=argparse.SUPPRESS)
+    ap.add_argument(
+        "--warm", type=int, default=0, help="detect/again: read N other notes first (warm caches)"
+    )
     ap.add_argument(
         "--stages", action="store_true", help="process: instructions per document by stage"
     )
