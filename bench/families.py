@@ -106,6 +106,9 @@ SHAPES: dict[str, dict[str, str]] = {
         "acronym-transfer": "Pt is a <hacr> transfer for cath.",
         "acronym-arrow": "Transferred <hacr> -> here for cath.",
         "name-regional": "Transferred from <firstregional> this am.",
+        # session 18
+        "acronym-outside": "Outside hospital <clinhacr> sent records.",
+        "acronym-osh-label": "OSH: <hacr>, records pending.",
     },
     "names": {
         "first-initial": "<first> <initial>. called back about results.",
@@ -202,6 +205,9 @@ SHAPES: dict[str, dict[str, str]] = {
         "weekday-schedule": "Coumadin: Mon 1/2, Tue 1, Wed 1/2.",
         "rt-therapy": "Seen by RT 2x overnight; SIMV at RR 14.",
         "acronym-clinical": "Pt is an {clinacr} transfer, stable.",
+        # session 18
+        "military": "{militaryline}",
+        "as-a-job": "Husband works as a {job}; she worked as a {job} for years.",
     },
 }
 _EPONYMS = ("Foley", "Hickman", "Groshong", "Quinton", "Swan-Ganz", "Pigtail")
@@ -259,6 +265,10 @@ _ROLE_LINES = (
 )
 _HOSPITAL_ENDS = ("MH", "MC", "RMC", "CH", "GH")
 _CLINICAL_ACRONYMS = ("OSH", "SAH", "ICH", "SDH", "TAH", "IMH")
+# session 18: hospital-shaped acronyms that are clinical abbreviations too (general knowledge)
+_CLINICAL_HOSPITAL = ("VCH", "CGH", "MCH", "CMC", "PMC", "MMC", "NMH", "BMC", "HMC", "OGH")
+_JOBS = ("driver", "cook", "farmer", "carpenter", "mechanic", "nurse", "teacher", "barber")
+_MILITARY_LINES = ("Ex-Marine, lives alone.", "Former Marine, smokes.", "Marine veteran.")
 _SLOT = re.compile(r"<(\w+(?:\.\w+)?)>|\{(\w+)\}")
 
 
@@ -454,6 +464,9 @@ class _Draw:
             "roleline": lambda: self.rng.choice(_ROLE_LINES),
             "satdecade": lambda: self.rng.choice(("90s", "high 90s", "low 90s", "mid 90s")),
             "clinacr": lambda: self.rng.choice(_CLINICAL_ACRONYMS),
+            "clinhacr": lambda: self.rng.choice(_CLINICAL_HOSPITAL),
+            "militaryline": lambda: self.rng.choice(_MILITARY_LINES),
+            "job": lambda: self.rng.choice(_JOBS),
         }
         return table[kind]()
 
