@@ -65,6 +65,8 @@ SHAPES: dict[str, dict[str, str]] = {
         "month-the-ordinal": "Surgery on <monthe>, did well.",
         "weekday-pair": "Seen {weekdayfull} <mdfrac> by PCP.",
         "weekday-ordinal": "Seen {weekday} the <ordinal> for follow up.",
+        # session 18
+        "year-range-clock": "Smoked <clockyears>, then quit.",
     },
     "ages": {
         "subject-is": "Pt is <age90> and lives alone.",
@@ -109,6 +111,10 @@ SHAPES: dict[str, dict[str, str]] = {
         # session 18
         "acronym-outside": "Outside hospital <clinhacr> sent records.",
         "acronym-osh-label": "OSH: <hacr>, records pending.",
+        "saint-lower-bare": "pt a+ox3. <lowersaint> has a bed for him tomorrow.",
+        "saint-initial-dot": "Accepted at <stdotinitial> for rehab.",
+        "regional-unit": "Came from <townregional> ED last night.",
+        "city-like-state": "Daughter lives in <nycity>, New York.",
     },
     "names": {
         "first-initial": "<first> <initial>. called back about results.",
@@ -467,6 +473,13 @@ class _Draw:
             "clinhacr": lambda: self.rng.choice(_CLINICAL_HOSPITAL),
             "militaryline": lambda: self.rng.choice(_MILITARY_LINES),
             "job": lambda: self.rng.choice(_JOBS),
+            "lowersaint": lambda: "st " + self.rng.choice(_SAINTS).lower(),
+            "stdotinitial": lambda: "St. " + self.rng.choice("BCFGHJKLMNPQRVWZ"),
+            "nycity": lambda: "New York",
+            "clockyears": lambda: (
+                f"{(y := self.rng.randint(2001, 2014))}{self.rng.choice(('-', ' to '))}"
+                f"{y + self.rng.choice((1, 2, 3, 4, 6, 7, 8, 9))}"
+            ),
         }
         return table[kind]()
 
