@@ -208,6 +208,7 @@ def _misread(words: list[str], text: str, span: Span) -> bool:
     return len(words) == 1 and words[0] in _units() and not lx.is_name(words[0])
 
 
+_A: Final = ("a ", "an ", "a\t", "an\t")
 _AS_A: Final = re.compile(r"(?i)\bas[ \t]+an?[ \t]+$")
 _CLAUSE_GOES_ON: Final = re.compile(r"[ \t]*(?:[A-Za-z]|-)")
 _CLAUSE_AFTER: Final = re.compile(r"[ \t]+(?i:for|at|in|with|and|since|until|on|by)\b")
@@ -216,9 +217,9 @@ _CLAUSE_AFTER: Final = re.compile(r"[ \t]+(?i:for|at|in|with|and|since|until|on|
 def _as_a_job(words: list[str], text: str, span: Span) -> bool:
     """One common English word after "as a" that ends its clause: a job ("works as a
     driver", "worked as a Cook for 20 years"), no town nor name ("as a Boston cop" goes on)."""
-    if len(words) != 1 or lx.zipf(words[0]) < 3.0:
-        return False
-    if not _AS_A.search(text, max(0, span.start - 8), span.start):
+    if len(words) != 1 or not text[max(0, span.start - 4) : span.start].lower().endswith(_A):
+        return False  # most spans: no article before, no regex nor word frequency asked
+    if not _AS_A.search(text, max(0, span.start - 8), span.start) or lx.zipf(words[0]) < 3.0:
         return False
     goes_on = _CLAUSE_GOES_ON.match(text, span.end)
     return goes_on is None or _CLAUSE_AFTER.match(text, span.end) is not None

@@ -20,7 +20,13 @@ from pipelines.phi.base import Doc, Recognizer
 from pipelines.phi.passes import declare
 from pipelines.phi.patterns import Found, PatternPass, PatternPasses
 from pipelines.phi.registry import register
-from pipelines.phi.scan import compile_words, finditer, grab, next_char, words_before
+from pipelines.phi.scan import (
+    compile_words,
+    finditer,
+    grab,
+    next_char,
+    words_before,
+)
 from pipelines.phi.wordlists import word_list, word_set
 from pipelines.spans import Category, Span
 
@@ -40,8 +46,9 @@ _HIGHWAY = (
     r"|state[ \t]+route|rural[ \t]+route|county[ \t]+road|rr))\.?[ \t]*#?[ \t]*\d{1,3}\b"
     r"(?:[ \t]+(?i:box)[ \t]+\d{1,5}\b)?)"
 )
-# A house number with a letter ("12B Oak Street", "14A ELM AVE"): an alternative of the
-# highway scan (in the address scan it cost every note 7 % more, session 17)
+# A house number with a letter ("12B Oak Street", "14A ELM AVE"): a scan of its own, run
+# only where the shared pre-check saw it match (in the address scan it cost every note 7 %
+# more, session 17; as an alternative of the highway scan 0.9 %)
 _HOUSE_LETTER = (
     r"(?P<hl>\b\d{1,6}[A-RT-Za-rt-z][ \t]+"
     r"(?P<hlstreet>(?:(?:[A-Z][A-Za-z'\-]*|\d{1,3}(?:st|nd|rd|th|ST|ND|RD|TH))\.?[ \t]+){1,3}?"
@@ -83,7 +90,12 @@ def address_scan() -> Any:
 # A scan of its own: in the address scan its alternatives cost every note more
 @lru_cache(maxsize=1)
 def _highway_scan() -> Any:
-    return compile_words(_HIGHWAY + "|" + _HOUSE_LETTER)
+    return compile_words(_HIGHWAY)
+
+
+@lru_cache(maxsize=1)
+def _house_scan() -> Any:
+    return compile_words(_HOUSE_LETTER)
 
 
 @lru_cache(maxsize=1)
@@ -107,7 +119,7 @@ def _street(text: str, m: Any) -> Found | None:
 
 def _house_letter(text: str, m: Any) -> Found | None:
     """A house number with a letter, as a street: "12B Oak Street", "14A ELM AVE"."""
-    groups = _highway_groups()
+    groups = _house_groups()
     street = grab(text, m, groups["hlstreet"])
     start, end = m.start(groups["hl"]), m.end(groups["hl"])
     words = street.split()
@@ -192,7 +204,7 @@ PASSES: Final = declare(
             PatternPass("addresses.street", _street, "street", "addresses"),
             PatternPass("addresses.po_box", _po_box, "box", "addresses"),
             PatternPass("addresses.highway", _highway, "hw", "highways"),
-            PatternPass("addresses.house_letter", _house_letter, "hl", "highways"),
+            PatternPass("addresses.house_letter", _house_letter, "hl", "house_letters"),
             PatternPass("addresses.zip", _zip, "zip", "addresses"),
             PatternPass("addresses.zip4", _zip4, "", "addresses"),
         ],
@@ -221,6 +233,9 @@ class AddressRecognizer(Recognizer):
         highways = _highway_table()
         for m in finditer(doc, _highway_scan()):
             PASSES.judge(highways, text, text, m, spans)
+        houses = _house_table()
+        for m in finditer(doc, _house_scan()):
+            PASSES.judge(houses, text, text, m, spans)
         return spans
 
 
@@ -232,3 +247,13 @@ def _highway_groups() -> dict[str, int]:
 @lru_cache(maxsize=1)
 def _highway_table() -> Any:
     return PASSES.table("highways", _highway_groups())
+
+
+@lru_cache(maxsize=1)
+def _house_groups() -> dict[str, int]:
+    return dict(_house_scan().groupindex)
+
+
+@lru_cache(maxsize=1)
+def _house_table() -> Any:
+    return PASSES.table("house_letters", _house_groups())

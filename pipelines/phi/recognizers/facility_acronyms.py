@@ -155,11 +155,13 @@ def one_case_acronyms(toks: lx.Tokens, text: str) -> list[Span]:
     XMH", "XMH ED") or next to a transfer word or before an arrow ("A XMH TRANSFER", "XMH ->
     ICU") when no clinical abbreviation. A place cue alone is no evidence here ("AREA OF
     SLOUGH", "FELL FROM PORCH")."""
+    if toks.lower_set.isdisjoint(_ONE_CASE_CONTEXT) and "->" not in text:
+        return []  # no transfer word, outside hospital nor arrow: no context
     words = toks.words
     scan = _acronym_scan()
-    clinical = word_set("clinical_acronyms") | _shipped_abbreviations()
+    clinical = _clinical_and_shipped()
     out: list[Span] = []
-    for k in lx.positions(toks.texts, _upper_shaped(toks.written)):
+    for k in lx.positions(toks.texts, _shaped(toks.written)[0]):
         tok = words[k]
         low = tok.lower
         m = scan.match(text, tok.start)
@@ -175,6 +177,11 @@ def one_case_acronyms(toks: lx.Tokens, text: str) -> list[Span]:
 
 
 @cache
+def _clinical_and_shipped() -> frozenset[str]:
+    return word_set("clinical_acronyms") | _shipped_abbreviations()
+
+
+@cache
 def _place_abbreviations() -> frozenset[str]:
     """Care units, residences and the outside hospital itself: what a transfer context names
     without naming a facility ("transferred from PACU", "from LTACH", "OSH ED")."""
@@ -184,6 +191,7 @@ def _place_abbreviations() -> frozenset[str]:
 
 _OUTSIDE: Final = frozenset({"hospital", "hosp", "osh"})
 _STRONG_AFTER: Final = frozenset({"ed", "er", "ew"})
+# the words of every context a one-case note's acronym needs (with an arrow "->")
 _TO_FROM: Final = frozenset({"from", "to"})
 
 
@@ -216,6 +224,7 @@ _TRANSFER: Final = frozenset(
     {"transfer", "transfers", "transferred", "transfered", "xfer", "xferred", "xfered"}
 )
 _ARROW: Final = re.compile(r"[ \t]*-+>")
+_ONE_CASE_CONTEXT: Final = _TRANSFER | _OUTSIDE  # "ED" alone is too common a word there
 
 
 def _transferred(words: tuple[Token, ...], k: int, text: str) -> bool:

@@ -311,13 +311,18 @@ def _saint_initial(words: tuple[Token, ...], j: int, text: str, upper: bool) -> 
     """ "bed at St M.": a saint's initial and its period (in capitals, after a place cue)."""
     nxt = words[j + 1]
     cued = j > 0 and words[j - 1].lower in _SAINT_CUES
-    if not nxt.is_upper or nxt.text == "T":  # "ST-T", "ST. T waves"
-        return None
+    if not nxt.is_upper or (nxt.text == "T" and _t_wave(words, j + 1)):
+        return None  # "ST. T waves"
     if text[nxt.end : nxt.end + 1] != "." and not (cued and "." in text[words[j].end : nxt.start]):
         return None  # "at St. Q for rehab": the period after "St", a place cue before
     if upper and not cued:
         return None
     return _span(words[j], nxt, 0.6)
+
+
+def _t_wave(words: tuple[Token, ...], k: int) -> bool:
+    """ "ST. T waves", "ST T-WAVE": the letter after "ST" is an ECG's T wave."""
+    return k + 1 < len(words) and words[k + 1].lower in {"wave", "waves", "wv", "abn", "changes"}
 
 
 # Place prepositions before "ST M." in a note written in capitals.
