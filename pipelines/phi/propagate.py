@@ -378,7 +378,7 @@ def _phrase_and_name_words(phrase: str, seed: Span, rule: Rule, mixed: bool) -> 
 # of "Quillfeather Industries", written alone later)
 _NAMED_PLACES: Final = frozenset({Category.LOCATION_HOSPITAL, Category.LOCATION_OTHER})
 _PLACE_KINDS: Final = (
-    "facility_heads_generic", "facility_heads_named", "facility_modifiers",
+    "facility_heads_generic", "facility_modifiers",
     "facility_descriptors", "facility_services", "org_suffixes", "street_suffixes",
     "street_suffix_abbreviations", "care_units",
 )  # fmt: skip

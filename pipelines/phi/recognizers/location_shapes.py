@@ -291,7 +291,7 @@ def _saint_rare(words: tuple[Token, ...], k: int, text: str, gap: str, upper: bo
     return lx.zipf(low) < _upper_saint_zipf(gap, low) or _saint_name(words, k, text)
 
 
-_RHYTHM_AFTER: Final = frozenset({"to", "from", "up", "down", "in", "into", "at", "by", "with"})
+_RHYTHM_AFTER: Final = frozenset({"to", "from", "up", "down", "in", "into", "at", "by"})
 
 
 def _saint_name(words: tuple[Token, ...], k: int, text: str) -> bool:
