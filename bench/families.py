@@ -65,6 +65,8 @@ SHAPES: dict[str, dict[str, str]] = {
         "month-the-ordinal": "Surgery on <monthe>, did well.",
         "weekday-pair": "Seen {weekdayfull} <mdfrac> by PCP.",
         "weekday-ordinal": "Seen {weekday} the <ordinal> for follow up.",
+        # session 18
+        "year-range-clock": "Smoked <clockyears>, then quit.",
     },
     "ages": {
         "subject-is": "Pt is <age90> and lives alone.",
@@ -110,6 +112,13 @@ SHAPES: dict[str, dict[str, str]] = {
         "acronym-transfer": "Pt is a <hacr> transfer for cath.",
         "acronym-arrow": "Transferred <hacr> -> here for cath.",
         "name-regional": "Transferred from <firstregional> this am.",
+        # session 18
+        "acronym-outside": "Outside hospital <clinhacr> sent records.",
+        "acronym-osh-label": "OSH: <hacr>, records pending.",
+        "saint-lower-bare": "pt a+ox3. <lowersaint> has a bed for him tomorrow.",
+        "saint-initial-dot": "Accepted at <stdotinitial> for rehab.",
+        "regional-unit": "Came from <townregional> ED last night.",
+        "city-like-state": "Daughter lives in <nycity>, New York.",
     },
     "names": {
         "first-initial": "<first> <initial>. called back about results.",
@@ -218,6 +227,8 @@ SHAPES: dict[str, dict[str, str]] = {
         "kin-caps-words": "PT RESTING. {POSS} {KIN} {KINWORD} ABOUT PLAN.",
         "kin-service": "{Kint} {service} worker called; {Kint} {service} aware of plan.",
         "kin-title-word": "Pt resting.\n{Kint} {wordt} with family tonight, updated.",
+        "military": "{militaryline}",
+        "as-a-job": "Husband works as a {job}; she worked as a {job} for years.",
     },
 }
 _EPONYMS = ("Foley", "Hickman", "Groshong", "Quinton", "Swan-Ganz", "Pigtail")
@@ -289,6 +300,11 @@ _PARTICLE_HEADS = ("Post", "Horn", "Wolf", "Long", "Camp", "Bell", "Fleet", "Dam
 _KIN_TITLE = ("Son", "Wife", "Daughter", "Husband", "Sister")
 _SERVICES = ("Hospice", "Home Care", "Social Work", "Case Management", "Home Health")
 _TITLE_WORDS = ("Has", "Home", "Here", "Was", "Came", "Says", "Also", "Still")
+
+# session 18: hospital-shaped acronyms that are clinical abbreviations too (general knowledge)
+_CLINICAL_HOSPITAL = ("VCH", "CGH", "MCH", "CMC", "PMC", "MMC", "NMH", "BMC", "HMC", "OGH")
+_JOBS = ("driver", "cook", "farmer", "carpenter", "mechanic", "nurse", "teacher", "barber")
+_MILITARY_LINES = ("Ex-Marine, lives alone.", "Former Marine, smokes.", "Marine veteran.")
 _SLOT = re.compile(r"<(\w+(?:\.\w+)?)>|\{(\w+)\}")
 
 
@@ -514,6 +530,16 @@ class _Draw:
             "wordt": lambda: self.rng.choice(_TITLE_WORDS),
             "PARTICLECOMMON": lambda: self._particle_common().upper(),
             "particlecommonl": lambda: self._particle_common().lower(),
+            "clinhacr": lambda: self.rng.choice(_CLINICAL_HOSPITAL),
+            "militaryline": lambda: self.rng.choice(_MILITARY_LINES),
+            "job": lambda: self.rng.choice(_JOBS),
+            "lowersaint": lambda: "st " + self.rng.choice(_SAINTS).lower(),
+            "stdotinitial": lambda: "St. " + self.rng.choice("BCFGHJKLMNPQRVWZ"),
+            "nycity": lambda: "New York",
+            "clockyears": lambda: (
+                f"{(y := self.rng.randint(2001, 2014))}{self.rng.choice(('-', ' to '))}"
+                f"{y + self.rng.choice((1, 2, 3, 4, 6, 7, 8, 9))}"
+            ),
         }
         return table[kind]()
 

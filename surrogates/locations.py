@@ -177,14 +177,18 @@ def _saint_run(ctx: ReplaceContext, run: list[re.Match[str]]) -> tuple[int, int,
 
 
 def _modifier(ctx: ReplaceContext, word: str) -> str:
-    """Another facility modifier for ``word`` ("Memorial" → "Regional"), per patient."""
+    """Another facility modifier for ``word`` ("Memorial" → "Regional"), per patient; never
+    one another modifier of the patient's became ("Heart Memorial" → "Manor Manor")."""
     low = word.lower()
 
     def make() -> str:
         chooser = ctx.chooser("modifier", low)
+        taken = ctx.taken(ctx.state.id_map)
         for _ in range(MAX_DRAWS):
             candidate = chooser.pick(_MODIFIER_CHOICES)
-            if candidate != low.rstrip("s").rstrip("'’") and not ctx.is_note_word(candidate):
+            if candidate == low.rstrip("s").rstrip("'’") or candidate in taken:
+                continue
+            if not ctx.is_note_word(candidate):
                 return candidate
         return _place_word(ctx, low, False)
 

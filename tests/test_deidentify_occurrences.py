@@ -119,3 +119,30 @@ def test_recurrences_follow_spans_named_by_their_pass() -> None:
     span = Span(11, 23, Category.NAME_PROVIDER, 0.9, "names.after_title")
     again = recurrences(text, [span])
     assert [(text[s.start : s.end], s.source) for s in again] == [("Quillfeather", "recurrence")]
+
+
+def test_a_facility_or_employer_name_word_alone_is_replaced_too() -> None:
+    """Session 18: a distinctive word of a facility's or an organisation's name recurs alone
+    ("Zentwhistle" of "Zentwhistle Memorial Hospital"); kinds of place, services and
+    suffixes, and common words, do not ("Memorial", "Hospital", "Industries", "regional")."""
+    text = (
+        "From Zentwhistle Memorial Hospital; Zentwhistle staff called. Wife works for "
+        "Quorvane Industries; Quorvane's HR faxed. Under regional anesthesia, Memorial Day."
+    )
+    result = _run(
+        text,
+        ("Zentwhistle Memorial Hospital", C.LOCATION_HOSPITAL),
+        ("Quorvane Industries", C.LOCATION_OTHER),
+    )
+    assert not result.held
+    assert "zentwhistle" not in result.text.lower() and "quorvane" not in result.text.lower()
+    assert "regional anesthesia, Memorial Day." in result.text
+    found = occurrences(
+        text,
+        [
+            Span(5, 34, C.LOCATION_HOSPITAL),
+            Span(text.index("Quorvane"), text.index("Quorvane") + 19, C.LOCATION_OTHER),
+        ],
+        lambda category: True,
+    )
+    assert [text[s.start : s.end] for s in found] == ["Zentwhistle", "Quorvane"]

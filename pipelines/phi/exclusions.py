@@ -179,7 +179,7 @@ def vetoed(text: str, span: Span) -> bool:
         return False
     if _clinical(words, text, span, vocab) or _misread(words, text, span):
         return True
-    if _role(words, span) or _facility_named(words, text, span):
+    if _role(words, text, span) or _facility_named(words, text, span):
         return True
     if span.category in _NAMES:
         return all(_name_word(w, vocab) for w in words)
@@ -203,9 +203,26 @@ def _no_one_here(words: list[str], text: str, span: Span, vocab: Vocabulary) -> 
 def _misread(words: list[str], text: str, span: Span) -> bool:
     """Session 15's false alarms of names and places alike: a season before a year ("Spring
     1998"), a care unit or ward service ("to cvicu", "from CMED")."""
-    if _season(words, text, span):
+    if _season(words, text, span) or _as_a_job(words, text, span):
         return True
     return len(words) == 1 and words[0] in _units() and not lx.is_name(words[0])
+
+
+_A: Final = ("a ", "an ", "a\t", "an\t")
+_AS_A: Final = re.compile(r"(?i)\bas[ \t]+an?[ \t]+$")
+_CLAUSE_GOES_ON: Final = re.compile(r"[ \t]*(?:[A-Za-z]|-)")
+_CLAUSE_AFTER: Final = re.compile(r"[ \t]+(?i:for|at|in|with|and|since|until|on|by)\b")
+
+
+def _as_a_job(words: list[str], text: str, span: Span) -> bool:
+    """One common English word after "as a" that ends its clause: a job ("works as a
+    driver", "worked as a Cook for 20 years"), no town nor name ("as a Boston cop" goes on)."""
+    if len(words) != 1 or not text[max(0, span.start - 4) : span.start].lower().endswith(_A):
+        return False  # most spans: no article before, no regex nor word frequency asked
+    if not _AS_A.search(text, max(0, span.start - 8), span.start) or lx.zipf(words[0]) < 3.0:
+        return False
+    goes_on = _CLAUSE_GOES_ON.match(text, span.end)
+    return goes_on is None or _CLAUSE_AFTER.match(text, span.end) is not None
 
 
 @cache
@@ -216,11 +233,23 @@ def _roles() -> tuple[frozenset[str], frozenset[str]]:
     return roles, roles - lx.us_cities() - lx.countries()
 
 
-def _role(words: list[str], span: Span) -> bool:
+def _role(words: list[str], text: str, span: Span) -> bool:
     """A span of role, trade or service words only ("Home Health [Aide]", "UNIT [CLERK]",
-    "retired [Marine]"), with no title or role word before (asked first)."""
+    "retired [Marine]"), with no title or role word before (asked first); a place span of
+    such words that are places too, unless a place's preposition comes before ("RETIRED
+    [MARINE]", "ex-[marine]"; not "lives in Marine")."""
     names, places = _roles()
-    return all(w in (names if span.category in _NAMES else places) for w in words)
+    if span.category in _NAMES:
+        return all(w in names for w in words)
+    if all(w in places for w in words):
+        return True
+    if not all(w in names for w in words):
+        return False
+    before = _BEFORE.search(text, max(0, span.start - 20), span.start)
+    return before is None or before.group(1).lower() not in _PLACE_BEFORE
+
+
+_PLACE_BEFORE: Final = frozenset({"in", "from", "to", "at", "near", "of", "outside", "around"})
 
 
 @cache

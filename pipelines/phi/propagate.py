@@ -364,12 +364,36 @@ def _phrase_and_name_words(phrase: str, seed: Span, rule: Rule, mixed: bool) -> 
     found = [phrase] if rule.phrase is not None else []
     if seed.category.is_name:
         found += _NAME_PIECE.findall(phrase)
+    elif seed.category in _NAMED_PLACES and " " in phrase:
+        found += [w for w in _NAME_PIECE.findall(phrase) if _distinctive(w)]
     out: list[str] = []
     for i, string in enumerate(found):
         guard = rule.phrase if i == 0 and rule.phrase is not None else rule.word
         if string and string not in out and passes(string, guard, seed, mixed):
             out.append(string)
     return out
+
+
+# A facility's or an organisation's name: its distinctive words are its own ("Quillfeather"
+# of "Quillfeather Industries", written alone later)
+_NAMED_PLACES: Final = frozenset({Category.LOCATION_HOSPITAL, Category.LOCATION_OTHER})
+_PLACE_KINDS: Final = (
+    "facility_heads_generic", "facility_modifiers",
+    "facility_descriptors", "facility_services", "org_suffixes", "street_suffixes",
+    "street_suffix_abbreviations", "care_units",
+)  # fmt: skip
+
+
+@cache
+def _place_kind_words() -> frozenset[str]:
+    return frozenset().union(*map(word_set, _PLACE_KINDS))
+
+
+def _distinctive(word: str) -> bool:
+    """A word of a facility's name that names it: no kind of place, service or suffix, and
+    one English hardly uses ("Quillfeather", not "Industries", "Regional", "Pkwy")."""
+    low = word.lower()
+    return len(low) >= 4 and low not in _place_kind_words() and lx.zipf(low) < 3.5
 
 
 def _wanted(

@@ -20,7 +20,14 @@ from pipelines.phi.base import Doc, Recognizer
 from pipelines.phi.passes import declare
 from pipelines.phi.patterns import Found, PatternPass, PatternPasses
 from pipelines.phi.registry import register
-from pipelines.phi.scan import compile_words, finditer, grab, next_char, words_before
+from pipelines.phi.scan import (
+    compile_words,
+    finditer,
+    grab,
+    may_match,
+    next_char,
+    words_before,
+)
 from pipelines.phi.wordlists import word_list, word_set
 from pipelines.spans import Category, Span
 
@@ -40,8 +47,19 @@ _HIGHWAY = (
     r"|state[ \t]+route|rural[ \t]+route|county[ \t]+road|rr))\.?[ \t]*#?[ \t]*\d{1,3}\b"
     r"(?:[ \t]+(?i:box)[ \t]+\d{1,5}\b)?)"
 )
+# A house number with a letter ("12B Oak Street", "14A ELM AVE"): a scan of its own, run
+# where the shared pre-check saw a cheap probe of its start (in the address scan it cost
+# every note 7 % more, session 17; as an alternative of the highway scan 0.9 %; the whole
+# pattern in the pre-check cost more than this probe: bench/README.md, session 18)
+_HOUSE_PROBE = r"\b\d{1,6}[A-RT-Za-rt-z][ \t]+[A-Z0-9]"
+_HOUSE_LETTER = (
+    r"(?P<hl>\b\d{1,6}[A-RT-Za-rt-z][ \t]+"
+    r"(?P<hlstreet>(?:(?:[A-Z][A-Za-z'\-]*|\d{1,3}(?:st|nd|rd|th|ST|ND|RD|TH))\.?[ \t]+){1,3}?"
+    r"(?i:" + _SUFFIXES.replace(" ", "|") + r"))\b\.?)"
+)
 _HIGHWAY_CUES: Final = word_set("street_highway_cues")
 _LONG_SUFFIXES = word_set("street_suffixes_long")
+_SUFFIXES_NOT_DR = word_set("street_suffixes") - {"dr"}  # "4B SMITH DR" is a doctor
 _PO_BOX = r"(?P<box>(?i:\b(?:p\.?\s*o\.?\s*box|post\s+office\s+box)\s+#?\s*\d{1,6})\b)"
 # Street words that are also clinical / everyday words: a street needs more than these.
 _WEAK_NAME_WORDS = word_set("street_weak_words")
@@ -79,6 +97,16 @@ def _highway_scan() -> Any:
 
 
 @lru_cache(maxsize=1)
+def _house_probe() -> Any:
+    return compile_words(_HOUSE_PROBE)
+
+
+@lru_cache(maxsize=1)
+def _house_scan() -> Any:
+    return compile_words(_HOUSE_LETTER)
+
+
+@lru_cache(maxsize=1)
 def _real_zips() -> frozenset[str]:
     """Every ZIP code the ``zipcodes`` package knows, from its shipped copy (one load, then
     set lookups)."""
@@ -94,22 +122,45 @@ def _zip_exists(code: str) -> bool:
 def _street(text: str, m: Any) -> Found | None:
     """A house number, up to four name words and a USPS suffix: "12 Main St", "4410 N.
     Charles Street Apt 4" (not "2 units dr", "HR 90 SR TO ST")."""
-    start = m.start()
+    return _street_at(text, m.start(), m.end(), grab(text, m, address_groups()["street"]))
+
+
+def _house_letter(text: str, m: Any) -> Found | None:
+    """A house number with a letter, as a street: "12B Oak Street", "14A ELM AVE"."""
+    groups = _house_groups()
+    street = grab(text, m, groups["hlstreet"])
+    start, end = m.start(groups["hl"]), m.end(groups["hl"])
+    words = street.split()
+    if not any(w[:1].isalpha() for w in words[:-1]) and words[-1].lower() not in _LONG_SUFFIXES:
+        return None  # "1st AV block": an ordinal and a short suffix
+    # a number with a letter of a unit's ("2L NC") or before an abbreviation is no house
+    # number in capitals; else a short suffix will do there ("14A ELM AVE")
+    plain = text[start : m.start(groups["hlstreet"])].rstrip()[-1:] in "ABCDEFabcdef"
+    clinical = word_set("clinical_acronyms") | word_set("exclusion_clinical_abbreviations")
+    plain = plain and not any(w.strip(".").lower() in clinical for w in words[:-1])
+    return _street_at(text, start, end, street, _SUFFIXES_NOT_DR if plain else _LONG_SUFFIXES)
+
+
+def _street_at(
+    text: str, start: int, end: int, street: str, capitals: frozenset[str] = _LONG_SUFFIXES
+) -> Found | None:
+    """The street of house number ``text[start:...]``; in capitals only a suffix of
+    ``capitals`` makes it one."""
     if start and text[start - 1] in "-/.":
         return None
-    raw = grab(text, m, address_groups()["street"]).split()
+    raw = street.split()
     words = [w.strip(".").lower() for w in raw[:-1]]
     suffix = raw[-1].strip(".").lower()
     if not words or any(w in _WEAK_NAME_WORDS for w in words):
         return None  # "2 units dr", "5 mg way", "8 MCG. BP STABLE CONT"
     title = all(w[:1].isupper() and not w[1:].isupper() for w in raw[:-1] if w[:1].isalpha())
-    if not title and suffix not in _LONG_SUFFIXES:
+    if not title and suffix not in capitals:
         return None  # all-caps notes: "HR 90 SR TO ST", "PER DR SMITH"
-    if suffix == "dr" and next_char(text, m.end()).isalpha():
+    if suffix == "dr" and next_char(text, end).isalpha():
         conf = 0.55  # "12 Smith Dr Jones" also reads as a doctor's name
     else:
         conf = 0.85 if suffix in _LONG_SUFFIXES else 0.75
-    return (start, m.end(), Category.LOCATION_STREET, conf)
+    return (start, end, Category.LOCATION_STREET, conf)
 
 
 def _po_box(text: str, m: Any) -> Found | None:
@@ -161,6 +212,7 @@ PASSES: Final = declare(
             PatternPass("addresses.street", _street, "street", "addresses"),
             PatternPass("addresses.po_box", _po_box, "box", "addresses"),
             PatternPass("addresses.highway", _highway, "hw", "highways"),
+            PatternPass("addresses.house_letter", _house_letter, "hl", "house_letters"),
             PatternPass("addresses.zip", _zip, "zip", "addresses"),
             PatternPass("addresses.zip4", _zip4, "", "addresses"),
         ],
@@ -189,6 +241,10 @@ class AddressRecognizer(Recognizer):
         highways = _highway_table()
         for m in finditer(doc, _highway_scan()):
             PASSES.judge(highways, text, text, m, spans)
+        if may_match(doc, _house_probe()):
+            houses = _house_table()
+            for m in _house_scan().finditer(text):
+                PASSES.judge(houses, text, text, m, spans)
         return spans
 
 
@@ -200,3 +256,13 @@ def _highway_groups() -> dict[str, int]:
 @lru_cache(maxsize=1)
 def _highway_table() -> Any:
     return PASSES.table("highways", _highway_groups())
+
+
+@lru_cache(maxsize=1)
+def _house_groups() -> dict[str, int]:
+    return dict(_house_scan().groupindex)
+
+
+@lru_cache(maxsize=1)
+def _house_table() -> Any:
+    return PASSES.table("house_letters", _house_groups())

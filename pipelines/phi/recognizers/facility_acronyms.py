@@ -3,6 +3,10 @@ ending, stand in capitals in a mixed-case note, and follow a place cue ("at", "f
 "of") or precede "ER"/"ED", or stand next to a transfer word and are no clinical
 abbreviation of a licensed list ("an XMH transfer"); a two-letter one ("XH") after "at"/"from" or before a department;
 one in small letters ("och", "mmh") after "at"/"from"/"to" or before its emergency department.
+A strong transfer context ("transferred from XMH", "outside hospital XMH", "XMH ED") wins
+over the clinical-abbreviation lists, unless the acronym names a care unit or a residence
+there; in a one-case note (capitals tell nothing) only the transfer contexts count, for a
+word English hardly uses.
 """
 
 from __future__ import annotations
@@ -86,9 +90,10 @@ def _lower_shaped(written: Iterable[str]) -> set[str]:
 
 
 def acronyms(toks: lx.Tokens, text: str, mixed: bool) -> list[Span]:
-    """``hospital_acronyms`` and ``lower_hospital_acronyms``, their words picked in one scan."""
+    """``hospital_acronyms`` and ``lower_hospital_acronyms``, their words picked in one scan;
+    in a one-case note, ``one_case_acronyms``."""
     if not mixed:
-        return []
+        return one_case_acronyms(toks, text)
     upper, lower = _shaped(toks.written)
     return hospital_acronyms(toks, text, mixed, upper) + lower_hospital_acronyms(
         toks, text, mixed, lower
@@ -120,14 +125,93 @@ def hospital_acronyms(
         m = scan.match(text, tok.start)
         if m is None or m.end() != tok.end:
             continue
+        confidence = _acronym_confidence(words, k, text, clinical)
+        if confidence:
+            out.append(Span(tok.start, tok.end, HOSPITAL, confidence, ACRONYM))
+    return out
+
+
+def _acronym_confidence(
+    words: tuple[Token, ...], k: int, text: str, clinical: frozenset[str]
+) -> float:
+    """How sure the capital acronym at ``k`` of a mixed-case note is a hospital (0: not)."""
+    low = words[k].lower
+    if not 3 <= len(low) <= 6 or lx.zipf(low) >= 3.5:
+        return 0.0
+    if _strongly_transferred(words, k, text):
+        return 0.0 if low in _place_abbreviations() else 0.7
+    if low in clinical:
+        return 0.0
+    if _acronym_placed(words, k, text):
+        return 0.7
+    if _transferred(words, k, text) and low not in _shipped_abbreviations():
+        return 0.6
+    return 0.0
+
+
+def one_case_acronyms(toks: lx.Tokens, text: str) -> list[Span]:
+    """In a note of one case: a capital word of a hospital acronym's shape that English
+    hardly uses, in a strong transfer context ("TRANSFERRED FROM XMH", "OUTSIDE HOSPITAL:
+    XMH", "XMH ED") or next to a transfer word or before an arrow ("A XMH TRANSFER", "XMH ->
+    ICU") when no clinical abbreviation. A place cue alone is no evidence here ("AREA OF
+    SLOUGH", "FELL FROM PORCH")."""
+    if toks.lower_set.isdisjoint(_ONE_CASE_CONTEXT) and "->" not in text:
+        return []  # no transfer word, outside hospital nor arrow: no context
+    words = toks.words
+    scan = _acronym_scan()
+    clinical = _clinical_and_shipped()
+    out: list[Span] = []
+    for k in lx.positions(toks.texts, _shaped(toks.written)[0]):
+        tok = words[k]
         low = tok.lower
-        if not 3 <= len(low) <= 6 or low in clinical or lx.zipf(low) >= 3.5:
+        m = scan.match(text, tok.start)
+        if m is None or m.end() != tok.end or not 3 <= len(low) <= 6:
             continue
-        if _acronym_placed(words, k, text):
-            out.append(Span(tok.start, tok.end, HOSPITAL, 0.7, ACRONYM))
-        elif _transferred(words, k, text) and low not in _shipped_abbreviations():
+        if lx.zipf(low) >= 3.5 or lx.clinical_word(low) or low in _place_abbreviations():
+            continue
+        if _strongly_transferred(words, k, text) or (
+            low not in clinical and lx.zipf(low) < 2.5 and _transferred(words, k, text)
+        ):
             out.append(Span(tok.start, tok.end, HOSPITAL, 0.6, ACRONYM))
     return out
+
+
+@cache
+def _clinical_and_shipped() -> frozenset[str]:
+    return word_set("clinical_acronyms") | _shipped_abbreviations()
+
+
+@cache
+def _place_abbreviations() -> frozenset[str]:
+    """Care units, residences and the outside hospital itself: what a transfer context names
+    without naming a facility ("transferred from PACU", "from LTACH", "OSH ED")."""
+    lists = ("care_units", "residence_acronyms", "acronyms_not_places")
+    return frozenset().union(*map(word_set, lists)) | {"osh", "ltach", "ltc", "snf"}
+
+
+_OUTSIDE: Final = frozenset({"hospital", "hosp", "osh"})
+_STRONG_AFTER: Final = frozenset({"ed", "er", "ew"})
+# the words of every context a one-case note's acronym needs (with an arrow "->")
+_TO_FROM: Final = frozenset({"from", "to"})
+
+
+def _strongly_transferred(words: tuple[Token, ...], k: int, text: str) -> bool:
+    """ "transferred from XMH", "xfer to XMH", "outside hospital XMH", "OSH: XMH", "XMH ED":
+    a context in which a clinical abbreviation is hardly written."""
+    tok = words[k]
+    nxt = words[k + 1] if k + 1 < len(words) else None
+    if nxt is not None and nxt.lower in _STRONG_AFTER and text[tok.end : nxt.start] == " ":
+        return True
+    if k < 1:
+        return False
+    one = words[k - 1]
+    two = words[k - 2].lower if k > 1 and text[words[k - 2].end : one.start] == " " else ""
+    gap = text[one.end : tok.start]
+    if one.lower in _TO_FROM and gap == " ":
+        return two in _TRANSFER
+    if gap not in {" ", ": ", " - "} or one.lower not in _OUTSIDE:
+        return False
+    return one.lower == "osh" and gap != " " or two == "outside"
 
 
 @cache
@@ -140,6 +224,7 @@ _TRANSFER: Final = frozenset(
     {"transfer", "transfers", "transferred", "transfered", "xfer", "xferred", "xfered"}
 )
 _ARROW: Final = re.compile(r"[ \t]*-+>")
+_ONE_CASE_CONTEXT: Final = _TRANSFER | _OUTSIDE  # "ED" alone is too common a word there
 
 
 def _transferred(words: tuple[Token, ...], k: int, text: str) -> bool:

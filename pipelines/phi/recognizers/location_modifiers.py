@@ -38,6 +38,7 @@ _MOVE_VERBS: Final = MOVE_OR_RETURN
 _CUES: Final = frozenset({"to", "from", "at"})
 # Time words that may end the clause after the name, besides ``facility_clause_words``
 _TIMES: Final = frozenset({"last", "overnight", "earlier", "tonight", "recently"})
+_UNITS_AFTER: Final = word_set("facility_unit_after")
 
 
 def modifier_alone(note: Note, h: int) -> Span | None:
@@ -159,14 +160,14 @@ def _cued(words: tuple[Token, ...], first: int, text: str) -> bool:
 
 
 def _clause_after(words: tuple[Token, ...], h: int, text: str) -> bool:
-    """The clause ends after the modifier: a clause mark, or a word that may follow a place
-    ("for", "today", "last night")."""
+    """The clause ends after the modifier: a clause mark, a word that may follow a place
+    ("for", "today", "last night") or a unit of the facility ("from Xyz Regional ED")."""
     if ends_clause(text, words[h]):
         return True
     if h + 1 >= len(words) or text[words[h].end : words[h + 1].start] != " ":
         return False
     nxt = words[h + 1].lower
-    return nxt in CLAUSE_WORDS or nxt in _TIMES
+    return nxt in CLAUSE_WORDS or nxt in _TIMES or nxt in _UNITS_AFTER
 
 
 # The place cues before a town and its suffix ("lives in Xyz Heights", "from xyz hieghts").

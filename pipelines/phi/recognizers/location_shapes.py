@@ -252,13 +252,13 @@ def saint_alone(
         return None
     if lower:
         eponym = j + 2 < len(words) and words[j + 2].lower in _EPONYM_NOUNS
-        return None if eponym else _lower_saint(tok, nxt, gap)
+        return None if eponym else _lower_saint(words, j, text, gap)
     if len(nxt.text) == 1:  # an initial: "St M."
         return _saint_initial(words, j, text, upper)
     low = nxt.lower
     if not (nxt.is_upper if upper else nxt.is_title) or low in UNITS:
         return None
-    if lx.zipf(low) >= (_upper_saint_zipf(gap, low) if upper else 5.5):
+    if not _saint_rare(words, j + 1, text, gap, upper):
         return None
     if not lx.is_first_name(low.removesuffix("'s")):
         return None
@@ -267,11 +267,14 @@ def saint_alone(
     return _span(tok, nxt, 0.6)
 
 
-def _lower_saint(tok: Token, nxt: Token, gap: str) -> Span | None:
+def _lower_saint(words: tuple[Token, ...], j: int, text: str, gap: str) -> Span | None:
     """ "st elizabeth's", "st. agnes" in a lower-case note: a first name written lower-case
-    after "st" or "saint", a possessive or after a period."""
+    after "st" or "saint", a possessive, after a period or a saint's name for sure."""
+    tok, nxt = words[j], words[j + 1]
     low = nxt.lower
-    if not nxt.text.islower() or not (low.endswith("'s") or "." in gap):
+    if not nxt.text.islower():
+        return None
+    if not (low.endswith("'s") or "." in gap or _saint_name(words, j + 1, text)):
         return None
     name = low.removesuffix("'s")
     if not lx.is_first_name(name) or lx.zipf(name) >= 5.0 or low in UNITS:
@@ -279,14 +282,47 @@ def _lower_saint(tok: Token, nxt: Token, gap: str) -> Span | None:
     return _span(tok, nxt, 0.6)
 
 
+def _saint_rare(words: tuple[Token, ...], k: int, text: str, gap: str, upper: bool) -> bool:
+    """The name at ``k`` after "St" is rare enough for a saint's (in capitals, see
+    ``_upper_saint_zipf``, or a saint's name for sure: ``_saint_name``)."""
+    low = words[k].lower
+    if not upper:
+        return lx.zipf(low) < 5.5
+    return lx.zipf(low) < _upper_saint_zipf(gap, low) or _saint_name(words, k, text)
+
+
+_RHYTHM_AFTER: Final = frozenset({"to", "from", "up", "down", "in", "into", "at", "by"})
+
+
+def _saint_name(words: tuple[Token, ...], k: int, text: str) -> bool:
+    """The word at ``k`` after an unmarked "st" names a saint: a first name English hardly
+    uses, or one far more a name than a word ("st bernadette", "ST LUKE HAS A BED"; not "st
+    elevation", "ST MAY BE", "st rose to 130s": a rhythm's word, a verb, a move after)."""
+    low = words[k].lower
+    if not lx.is_first_name(low) or lx.zipf(low) >= 5.0:
+        return False
+    nxt = text[words[k].end : words[k].end + 2].strip()
+    if nxt[:1].isdigit() or (k + 1 < len(words) and words[k + 1].lower in _RHYTHM_AFTER):
+        return False
+    return lx.zipf(low) < 3.5 or lx.name_score(low) >= 1.0
+
+
 def _saint_initial(words: tuple[Token, ...], j: int, text: str, upper: bool) -> Span | None:
     """ "bed at St M.": a saint's initial and its period (in capitals, after a place cue)."""
     nxt = words[j + 1]
-    if not nxt.is_upper or text[nxt.end : nxt.end + 1] != ".":
-        return None
-    if upper and (j == 0 or words[j - 1].lower not in _SAINT_CUES):
+    cued = j > 0 and words[j - 1].lower in _SAINT_CUES
+    if not nxt.is_upper or (nxt.text == "T" and _t_wave(words, j + 1)):
+        return None  # "ST. T waves"
+    if text[nxt.end : nxt.end + 1] != "." and not (cued and "." in text[words[j].end : nxt.start]):
+        return None  # "at St. Q for rehab": the period after "St", a place cue before
+    if upper and not cued:
         return None
     return _span(words[j], nxt, 0.6)
+
+
+def _t_wave(words: tuple[Token, ...], k: int) -> bool:
+    """ "ST. T waves", "ST T-WAVE": the letter after "ST" is an ECG's T wave."""
+    return k + 1 < len(words) and words[k + 1].lower in {"wave", "waves", "wv", "abn", "changes"}
 
 
 # Place prepositions before "ST M." in a note written in capitals.

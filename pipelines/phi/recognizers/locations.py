@@ -225,7 +225,7 @@ PASSES: Final = declare(
             FACILITY_HEAD,
             Pass("locations.modifier_alone", modifier_alone, words=MODIFIERS | WEAK_MODIFIERS,
                  before=4, after=2, vocabulary=("facility_modifiers_alone",
-                 "facility_modifiers_alone_weak", "facility_clause_words")),
+                 "facility_modifiers_alone_weak", "facility_clause_words", "facility_unit_after")),
             Pass("locations.suffixed_town", suffixed_town, words=TOWN_CUES, before=3,
                  after=2, vocabulary=("place_suffixes", *_BEFORE_CUE)),
             Pass("locations.after_cue", cues.after_cue, words=CUES, before=6, after=5,

@@ -318,15 +318,20 @@ def _state_or_country(text: str, tagged: TaggedSpan) -> bool:
 _RUN_ON: Final = re.compile(r"(.+?) (?:for|with|to|from|since|until|during|over) ")
 
 
-_STATE_AFTER: Final = re.compile(r",[ \t]*([A-Za-z]{2}\b|[A-Z][a-z]+(?:[ \t][A-Z][a-z]+)?)")
+_STATE_AFTER: Final = re.compile(r",[ \t]*([A-Za-z]{2}\b|[A-Z][A-Za-z]+(?:[ \t][A-Z][A-Za-z]+)?)")
 
 
 def _before_a_state(text: str, end: int, words: str) -> bool:
     """A city named like a state is written with its state after it ("Washington, DC",
-    "Nevada, MO"): then the name is the city, which is PHI."""
+    "Nevada, MO", "New York, NY": a listed city in its own state too): then the name is the
+    city, which is PHI."""
     m = _STATE_AFTER.match(text, end)
     if m is None:
         return False
     after = m.group(1).lower()
     states = lexicons.us_states()
-    return after in states and states[after] != states[words]
+    if after not in states:
+        after = after.split()[0]  # "NEVADA, MISSOURI FOR": the state is one word
+        if after not in states:
+            return False
+    return states[after] != states[words] or words in lexicons.us_cities()

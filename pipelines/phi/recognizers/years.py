@@ -46,10 +46,10 @@ _YG = dict(_YEAR_SCAN.groupindex)  # numbers: re2 name lookups are slow
 _A1, _A2, _FOUR, _PRE, _EV, _DEC = (_YG[name] for name in ("a1", "a2", "four", "pre", "ev", "dec"))
 # Two years a range apart ("1998-2001", "1965 to 1992"), asked where a four-digit year
 # matched (a group of the scan would cost every note its states)
-_YEAR_RANGE = re.compile(r"(?:1[89]|20)\d\d[ \t]*(?:-|–|to\b)[ \t]*((?:1[89]|20)\d\d)")
+_YEAR_RANGE = re.compile(r"(?:1[89]|20)\d\d[ \t]*(?:-|–|[Tt][Oo]\b)[ \t]*((?:1[89]|20)\d\d)")
 _CLAUSE_START = frozenset(".,;:\n(")
 _CHAIN = re.compile(r"\s*(?:,|and|&|/)\s*'?(\d{4}|\d{2})\b'?(?![\d/%:.\-])")
-_RANGE_NEXT = re.compile(r"\s*(?:-|to\b|->)")
+_RANGE_NEXT = re.compile(r"\s*(?:-|[Tt][Oo]\b|->)")
 # Words before a clock-shaped year ("2000") that make it a year: "MI in 2000", "year 2000".
 _YEAR_WORDS: Final = frozenset({"year", "yr", "is", "its", "it's", "circa", "c"})
 # Birth cues: "born 1931", "DOB 1945" (a clock time is "at 1931", never "born 1931")
@@ -143,11 +143,24 @@ def _year_span(note: _Note, m: Any) -> Found | None:
         return None
     before = words_before(text, start, 1, 12)
     cued = bool(before) and (before[0] in _YEAR_CUES or before[0] in EVENT_WORDS)
-    if clinical.is_hhmm(first) and clinical.is_hhmm(last) and not cued:
+    if (
+        clinical.is_hhmm(first)
+        and clinical.is_hhmm(last)
+        and not cued
+        and _on_the_clock(first, last, before)
+    ):
         return None
     if clinical.vital_before(text, start, 2) or clinical.time_follows(text, end):
         return None
     return (start, end, Category.DATE, 0.85 if cued else 0.75)
+
+
+def _on_the_clock(first: str, last: str, before: list[str]) -> bool:
+    """Two clock-shaped years read as a shift's clock times: both on the five-minute marks
+    ("1900-2000", "2030-2045"), or after a time cue ("at 2006-2012"); else years ("2006-2017",
+    "2003 to 2008")."""
+    off = int(first[2:]) % 5 or int(last[2:]) % 5
+    return not off or (bool(before) and before[0] in _TIME_CUES)
 
 
 def _clock_shaped(text: str, end: int, value: str, prev: str) -> float:
