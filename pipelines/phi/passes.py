@@ -3,7 +3,9 @@
 A pass declares what it needs — the words that start it (``words``), or that it may start at
 any word its gate accepts (``anywhere``); what it asks of that word alone (``gate``); the note
 cases it runs in (``cases``); how many words before and after it reads (``before``/``after``);
-the vocabulary files it reads (``vocabulary``) — and one small function, ``run(note, i)``.
+the vocabulary files it reads (``vocabulary``); the written shape its gate asks for, when it
+asks one (``shape``: a single letter, a capital first letter, all lower-case) — and one small
+function, ``run(note, i)``.
 One driver, :class:`Passes`, derives from those declarations everything that used to be
 written twice: which passes are tried at which word (:meth:`Passes.steps`), which words a
 recognizer must visit at all (:meth:`Passes.triggers`, :meth:`Passes.may_start`), the memo of
@@ -51,6 +53,20 @@ def _any(tok: Token, case: Case) -> bool:
     return True
 
 
+# A pass's ``shape``: what its gate asks of the word as written before anything else, one bit
+# each, so the driver tells in one call which of the passes a new word may start and asks the
+# gates of those only (a gate is a Python call or several; most words fit one shape at most).
+SHAPES: Final = {"letter": 1, "capital": 2, "lower": 4}
+_WORD: Final = 8  # every word has it: a pass that declares no shape fits them all
+_ANY_SHAPE: Final = 15
+
+
+def shape_of(text: str) -> int:
+    """The shape bits of a word as written: one character ("J"), a capital first ("Hale",
+    "J"), all its cased letters lower-case ("hale"), and the bit every word has."""
+    return _WORD | (len(text) == 1) | (text[:1].isupper() << 1) | (text.islower() << 2)
+
+
 @dataclass(frozen=True)
 class Pass(Generic[N, R]):
     """One rule of a recognizer, declared.
@@ -69,6 +85,9 @@ class Pass(Generic[N, R]):
     before: int = 0
     after: int = 0
     vocabulary: tuple[str, ...] = ()
+    # the shape (``SHAPES``) every word the gate holds at has: a necessary condition of the
+    # gate, which the driver checks first (tests/phi/test_passes.py checks each gate keeps it)
+    shape: str = ""
     memo: bool = False  # remember its verdict per window text (see ``Passes.judged``)
     doc: str = field(default="", compare=False)
     # An ``anywhere`` pass tried only at the words of a lexicon too dear to load at import
@@ -89,12 +108,20 @@ class Pass(Generic[N, R]):
             raise ValueError(f"pass {self.name}: trigger words are lower-case")
         if self.lexicon is not None and not self.anywhere:
             raise ValueError(f"pass {self.name}: a lexicon is for an ``anywhere`` pass")
+        if self.shape and self.shape not in SHAPES:
+            raise ValueError(f"pass {self.name}: shape is one of {sorted(SHAPES)}")
+
+    @property
+    def shape_bits(self) -> int:
+        """The bits of ``shape_of`` a word must have for the pass to start there."""
+        return SHAPES[self.shape] if self.shape else _ANY_SHAPE
 
     def starts_at(self, tok: Token, case: Case) -> bool:
         """Is this pass tried at ``tok`` in a note of ``case`` (its declaration only)?"""
         return (
             case in self.cases
             and (self.anywhere or tok.lower in self.words)
+            and bool(self.shape_bits & shape_of(tok.text))
             and (self.lexicon is None or tok.lower in self.lexicon())
             and self.gate(tok, case)
         )
@@ -140,14 +167,18 @@ def _by_word(passes: tuple[Pass[N, R], ...]) -> dict[str, tuple[Pass[N, R], ...]
     return {w: tuple(p for p in passes if p.anywhere or w in p.words) for w in named}
 
 
-def _planned(tok: Token, case: Case, tried: tuple[Pass[N, R], ...]) -> tuple[Pass[N, R], ...]:
+def _planned(
+    tok: Token, case: Case, tried: tuple[Pass[N, R], ...], shape: int
+) -> tuple[Pass[N, R], ...]:
     """Those of the passes ``tried`` (in order, each started by the word or ``anywhere``)
-    whose lexicon holds ``tok`` and whose gate holds there, a gate two passes share asked
-    once."""
+    whose shape the word's ``shape`` bits hold, whose lexicon holds ``tok`` and whose gate
+    holds there, a gate two passes share asked once."""
     lower = tok.lower
     verdicts: dict[Gate, bool] = {}
     found: list[Pass[N, R]] = []
     for p in tried:
+        if not p.shape_bits & shape:
+            continue
         if p.lexicon is not None and lower not in p.lexicon():
             continue
         gate = p.gate
@@ -159,6 +190,14 @@ def _planned(tok: Token, case: Case, tried: tuple[Pass[N, R], ...]) -> tuple[Pas
                 continue
         found.append(p)
     return tuple(found)
+
+
+def _lexicon_bound(passes: tuple[Pass[N, R], ...]) -> frozenset[str] | None:
+    """The words some lexicon of ``passes`` holds, when each declares one (none: the empty
+    set), else None (a word in no lexicon may start one of them)."""
+    if any(p.lexicon is None for p in passes):
+        return None
+    return frozenset().union(*(p.lexicon() for p in passes if p.lexicon is not None))
 
 
 class Passes(Generic[N, R]):
@@ -190,10 +229,24 @@ class Passes(Generic[N, R]):
 
     def _steps_maker(self, case: Case) -> Callable[[str], tuple[Pass[N, R], ...]]:
         named, roaming = self._named[case], self._roaming[case]
+        # the ``anywhere`` passes a word of each shape may start: most new words none
+        fitting = [tuple(p for p in roaming if p.shape_bits & bits) for bits in range(16)]
+        # per shape, the words the lexicons of those passes hold when each declares one (a
+        # word in none starts none of them); loaded with the first new word, not at import
+        bounds: list[frozenset[str] | None] = []
 
         def steps_of(text: str) -> tuple[Pass[N, R], ...]:
             lower = text.lower()
-            found = _planned(Token(0, len(text), text, lower), case, named.get(lower) or roaming)
+            shape = shape_of(text)
+            tried = named.get(lower)
+            if tried is None:
+                if not bounds:
+                    bounds.extend(map(_lexicon_bound, fitting))
+                bound = bounds[shape]
+                if bound is not None and lower not in bound:
+                    return ()
+                tried = fitting[shape]
+            found = _planned(Token(0, len(text), text, lower), case, tried, shape)
             return self._shared.setdefault(found, found)  # a few distinct tuples, kept once
 
         return steps_of
@@ -204,7 +257,7 @@ class Passes(Generic[N, R]):
         (the passes whose words hold the word and the ``anywhere`` ones, picked by one
         look-up)."""
         named = self._named[case].get(tok.lower)
-        return _planned(tok, case, named or self._roaming[case])
+        return _planned(tok, case, named or self._roaming[case], shape_of(tok.text))
 
     def steps(self, tok: Token, case: Case, ascii_word: bool = True) -> tuple[Pass[N, R], ...]:
         """:meth:`plan`, remembered per word as written (for ASCII words)."""
@@ -304,6 +357,7 @@ class Passes(Generic[N, R]):
                 "anywhere": p.anywhere,
                 "cases": sorted(c.value for c in p.cases),
                 "window": [p.before, p.after],
+                "shape": p.shape or "any",
                 "word_lists": list(p.vocabulary),
                 "does": p.summary,
             }

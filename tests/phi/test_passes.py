@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from pipelines.memo import memos
 from pipelines.phi import lexicons as lx
 from pipelines.phi.base import Doc
 from pipelines.phi.lexicons import Token
-from pipelines.phi.passes import JUDGED_MIN_TEXT, Case, Pass, Passes
+from pipelines.phi.passes import JUDGED_MIN_TEXT, SHAPES, Case, Pass, Passes, shape_of
 from pipelines.spans import Category, Span
 
 
@@ -87,3 +90,67 @@ def test_window_memo_gives_what_the_pass_gives() -> None:
     remembered = [passes.first(note, i, case) for i in starts]
     assert [r and (r[0].name, r[1]) for r in remembered] == [p and (p[0].name, p[1]) for p in plain]
     assert any(r and r[0] is DR for r in remembered)
+
+
+# --------------------------------------------------------------- declared shapes (session 18)
+
+_WORDS = st.one_of(
+    st.sampled_from(sorted(lx.first_names())[::40]),
+    st.text(alphabet="abcxyzABCXYZéÉ'’-0123456789.", min_size=1, max_size=9),
+)
+_CASINGS = (str, str.lower, str.upper, str.title, str.capitalize)
+
+
+def _word_passes() -> list[Passes[Any, Any]]:
+    from pipelines.phi.recognizers.locations import PASSES as LOCATION_PASSES
+    from pipelines.phi.recognizers.names import name_passes
+
+    return [name_passes(), LOCATION_PASSES]
+
+
+def _reference_plan(passes: Passes[Any, Any], tok: Token, case: Case) -> list[str]:
+    """The passes tried at ``tok``, each asked by its declaration alone, shapes ignored."""
+    return [
+        p.name
+        for p in passes.passes
+        if case in p.cases
+        and (p.anywhere or tok.lower in p.words)
+        and (p.lexicon is None or tok.lower in p.lexicon())
+        and p.gate(tok, case)
+    ]
+
+
+@settings(max_examples=400, deadline=None)
+@given(word=_WORDS, casing=st.sampled_from(_CASINGS), case=st.sampled_from(list(Case)))
+def test_a_declared_shape_is_what_the_gate_asks(word: str, casing: Any, case: Case) -> None:
+    """Each gate holds only at words of its pass's declared shape, so the driver may ask the
+    shape first; and the dispatch (memo or not) is the declarations' own."""
+    text = casing(word)
+    tok = Token(0, len(text), text, text.lower())
+    for passes in _word_passes():
+        for p in passes.passes:
+            if p.shape and p.gate(tok, case):
+                assert SHAPES[p.shape] & shape_of(text), (p.name, text)
+            # a name pass's lexicon is what its gate asks too (the census first names); a
+            # location pass's is a filter before its gate (the states)
+            if passes.recognizer == "names" and p.lexicon is not None and p.gate(tok, case):
+                assert tok.lower in p.lexicon(), (p.name, text)
+        expected = _reference_plan(passes, tok, case)
+        assert [p.name for p in passes.plan(tok, case)] == expected
+        assert [p.name for p in passes.steps(tok, case, text.isascii())] == expected
+
+
+def test_shapes_are_checked_and_described() -> None:
+    with pytest.raises(ValueError, match="shape"):
+        Pass("t.odd", _lone_capital, anywhere=True, shape="round")
+    assert shape_of("J") == shape_of("J") & 15 and shape_of("J") & SHAPES["letter"]
+    assert shape_of("Hale") & SHAPES["capital"] and not shape_of("hale") & SHAPES["capital"]
+    assert shape_of("hale") & SHAPES["lower"] and not shape_of("1234") & 7
+    shaped = Pass[_Note, Span](
+        "t.cap", _lone_capital, anywhere=True, gate=_capital, shape="capital"
+    )
+    passes = Passes("t", [shaped])
+    note, case = _note("seen by Hanlon today")
+    assert [p.name for p in passes.steps(note.words[2], case)] == ["t.cap"]
+    assert passes.steps(note.words[0], case) == ()
+    assert passes.describe()[0]["shape"] == "capital"

@@ -8,6 +8,7 @@ where its gate holds; the pass asks the same again, so tried anywhere else it ta
 from __future__ import annotations
 
 import re
+from functools import cache
 from typing import TYPE_CHECKING, Final
 
 from pipelines.phi import lexicons as lx
@@ -32,6 +33,13 @@ if TYPE_CHECKING:
     from pipelines.phi.recognizers.names import _Note
 
 UNITS = word_set("care_units")
+
+
+@cache
+def first_name_words() -> frozenset[str]:
+    """The census first names (lower-case): the lexicon of the passes whose gate asks for one
+    as written, so the driver asks no gate of the other words."""
+    return frozenset(lx.first_names())
 
 
 def title_pair_gate(tok: Token, case: Case) -> bool:
