@@ -43,4 +43,8 @@ def test_within_its_budget_the_note_is_replaced_whole() -> None:
     state = deid.new_state()
     with deadline(600.0):
         result = deid.deidentify(ClinicalDocument(text=text), state, spans=spans)
-    assert len(state.id_map) == len(spans) and "QX-7" not in result.text
+    assert len(state.id_map) == len(spans)
+    # no line keeps its own record number (a surrogate may by chance start "QX-7" too: the
+    # shape is kept and the letters and digits are drawn, so a substring check was flaky)
+    kept = [a for a, b in zip(text.splitlines(), result.text.splitlines(), strict=True) if a == b]
+    assert kept == []
