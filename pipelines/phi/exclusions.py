@@ -77,6 +77,9 @@ class Vocabulary:
     formula: re.Pattern[str]  # a word of two or more element symbols
     formula_any_case: re.Pattern[str]  # the same in any case ("nahco3")
     specialty: re.Pattern[str]  # "Family Practice", "Internal Medicine"
+    # each last word of a specialty, lower case, with the first words of its phrases: a
+    # match holds both
+    specialty_words: tuple[tuple[str, tuple[str, ...]], ...]
     service_nouns: frozenset[str]  # "MH team", "BH clinic"
 
 
@@ -91,6 +94,7 @@ def vocabulary() -> Vocabulary:
     places = lx.us_cities() | lx.countries() | lx.us_states().keys()
     multi = [p.split() for p in devices + peoples if " " in p]
     elements = "|".join(sorted(word_list("chemical_elements"), key=len, reverse=True))
+    specialties = phrases("exclusion_specialties")
     return Vocabulary(
         name_words=frozenset(w for w in single if not lx.is_name(w)),
         place_words=frozenset(single | _units() | _body() | _kinds() | word_set("care_units"))
@@ -107,7 +111,8 @@ def vocabulary() -> Vocabulary:
         phrase=_phrase_pattern(multi),
         formula=re.compile(rf"(?:(?:{elements})\d*){{2,}}"),
         formula_any_case=re.compile(rf"(?:(?:{elements})\d*){{2,}}", re.IGNORECASE),
-        specialty=_phrase_pattern(list(map(list, phrases("exclusion_specialties")))),
+        specialty=_phrase_pattern(list(map(list, specialties))),
+        specialty_words=_first_by_last(specialties),
         service_nouns=word_set("exclusion_service_nouns"),
     )
 
@@ -115,6 +120,16 @@ def vocabulary() -> Vocabulary:
 def _device_names() -> list[str]:
     """Devices and nutrition products, lower case, a phrase's words joined by one space."""
     return [" ".join(p).lower() for name in _DEVICES for p in phrases(name)]
+
+
+def _first_by_last(
+    phrases: Iterable[tuple[str, ...]],
+) -> tuple[tuple[str, tuple[str, ...]], ...]:
+    """Each last word of ``phrases`` (lower case) with the first words of its phrases."""
+    firsts: dict[str, set[str]] = {}
+    for words in phrases:
+        firsts.setdefault(words[-1].lower(), set()).add(words[0].lower())
+    return tuple((last, tuple(sorted(f))) for last, f in sorted(firsts.items()))
 
 
 def _phrase_pattern(multi: list[list[str]]) -> re.Pattern[str]:
@@ -175,8 +190,13 @@ def vetoed(text: str, span: Span) -> bool:
         return True  # "Interpreter: Creole", "Left Temple": even after a role word
     if _walking_aid(words, text, span) or _no_one_here(words, text, span, vocab):
         return True
-    if _name_context(text, span):
-        return False
+    # a title or role word before keeps the span: asked only of a false alarm (most spans
+    # are none, and the question is dearer than most of the tests)
+    return _false_alarm(words, text, span, vocab) and not _name_context(text, span)
+
+
+def _false_alarm(words: list[str], text: str, span: Span, vocab: Vocabulary) -> bool:
+    """The vetoes a title or a role word before the span overrides."""
     if _clinical(words, text, span, vocab) or _misread(words, text, span):
         return True
     if _role(words, text, span) or _facility_named(words, text, span):
@@ -347,12 +367,14 @@ def _language(words: list[str], text: str, span: Span, vocab: Vocabulary) -> boo
 def _on_body(words: list[str], text: str, span: Span) -> bool:
     """A site on the body after a side ("Left Temple", "R Flank"): the side written before
     the span or as its first word, and every other word a body part."""
+    sided = words[0] in _SIDES
+    parts = words[1:] if sided else words
+    if not parts or not all(w in _body() for w in parts):
+        return False  # most spans: no body part, no regex asked
+    if sided:
+        return True
     before = _BEFORE.search(text, max(0, span.start - 12), span.start)
-    if words[0] in _SIDES:
-        words = words[1:]
-    elif before is None or before.group(1).lower() not in _SIDES:
-        return False
-    return bool(words) and all(w in _body() for w in words)
+    return before is not None and before.group(1).lower() in _SIDES
 
 
 def _walking_aid(words: list[str], text: str, span: Span) -> bool:
@@ -396,11 +418,13 @@ def _formula(text: str, span: Span, vocab: Vocabulary) -> bool:
     while end < len(text) and text[end].isalnum():
         end += 1
     word = text[start:end]
-    if any(c.isdigit() for c in word):  # "NaHCO3", "nahco3", "MgSO4"
+    if not word.isalpha() and any(map(str.isdigit, word)):  # "NaHCO3", "nahco3", "MgSO4"
         return vocab.formula_any_case.fullmatch(word) is not None
+    if word.isupper() or word[1:].islower():
+        return False  # "SMITH", "Smith": no small letter, or one capital at most
     return (  # "KCl", "NaCl": no digit, so two capitals and a small letter
-        sum(c.isupper() for c in word) >= 2
-        and any(c.islower() for c in word)
+        sum(map(str.isupper, word)) >= 2
+        and any(map(str.islower, word))
         and vocab.formula.fullmatch(word) is not None
     )
 
@@ -465,10 +489,13 @@ def _specialty(text: str, span: Span, vocab: Vocabulary) -> bool:
     """A place span inside specialties' phrases ("Family Medicine", "FAMILY PRACTICE.
     INTERNAL MEDICINE"), or run on past them only by facility heads, function words and
     weekdays ("[Practice on Monday]" of "Family Practice on Monday")."""
-    low = max(0, span.start - _WINDOW)
+    low, high = max(0, span.start - _WINDOW), min(len(text), span.end + _WINDOW)
+    window = text[low:high]
+    if window.isascii() and not _may_hold(window.lower(), vocab.specialty_words):
+        return False  # most spans: no specialty's first and last words near, no regex run
     found = [
         m.span()
-        for m in vocab.specialty.finditer(text, low, min(len(text), span.end + _WINDOW))
+        for m in vocab.specialty.finditer(text, low, high)
         if m.start() < span.end and span.start < m.end()
     ]
     if not found or _named_before(text, found[0][0]):
@@ -479,6 +506,11 @@ def _specialty(text: str, span: Span, vocab: Vocabulary) -> bool:
         if not any(a <= w.start() and w.end() <= b for a, b in found)
     )
     return all(_runs_on(w, vocab) for w in outside)
+
+
+def _may_hold(lowered: str, words: tuple[tuple[str, tuple[str, ...]], ...]) -> bool:
+    """Does ``lowered`` (ASCII) hold a last word and one of its first words?"""
+    return any(last in lowered and any(f in lowered for f in firsts) for last, firsts in words)
 
 
 _WORD_BEFORE: Final = re.compile(r"([A-Za-z]+) $")
