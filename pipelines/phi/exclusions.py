@@ -83,9 +83,9 @@ def vetoed(text: str, span: Span) -> bool:
         return True  # "Interpreter: Creole", "Left Temple": even after a role word
     if _walking_aid(words, text, span) or _no_one_here(words, text, span, vocab):
         return True
-    # a title or role word before keeps the span: asked only of a false alarm (most spans
-    # are none, and the question is dearer than most of the tests)
-    return _false_alarm(words, text, span, vocab) and not _name_context(text, span)
+    if _name_context(text, span):
+        return False  # a title or role word before keeps the span
+    return _false_alarm(words, text, span, vocab)
 
 
 def _false_alarm(words: list[str], text: str, span: Span, vocab: Vocabulary) -> bool:
