@@ -22,12 +22,19 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass
 from functools import cache
 from typing import Final
 
 from pipelines.phi import lexicons as lx
-from pipelines.phi.wordlists import phrases, role_map, word_list, word_set
+from pipelines.phi.exclusion_vocabulary import (
+    Vocabulary,
+    body_parts,
+    care_units,
+    residence_kinds,
+    services,
+    vocabulary,
+)
+from pipelines.phi.wordlists import word_set
 from pipelines.spans import Category, Span
 
 _NAMES: Final = frozenset(c for c in Category if c.group == "NAME")
@@ -37,8 +44,6 @@ _PLACES: Final = frozenset(
 _WORD: Final = re.compile(r"[A-Za-z]+")
 _BEFORE: Final = re.compile(r"([A-Za-z]+'?s?)[\s.,:]*$")  # the word before a span
 _AFTER: Final = re.compile(r"(?:['’]s)?[\s-]+([A-Za-z]+)")  # the word after a span
-_PEOPLES: Final = ("exclusion_nationalities", "exclusion_languages")
-_DEVICES: Final = ("exclusion_devices", "exclusion_nutrition")  # and feeds: "Glucerna"
 # What stands before a surgical eponym written alone: "s/p Whipple", "underwent Nissen"
 _PROCEDURE_CUE: Final = re.compile(r"(?i)\b(?:s/p|status[ -]post|underwent)\b")
 _SIDES: Final = frozenset({"left", "right", "lt", "rt", "l", "r", "bilateral", "bilat"})
@@ -60,103 +65,6 @@ _NOUN_AFTER: Final = re.compile(r"[ \t]+([A-Za-z]+(?:[-/][A-Za-z]+)?)")
 _RUN_ON: Final = frozenset({"on", "at", "in", "for", "with", "to", "today", "tomorrow"})
 
 
-@dataclass(frozen=True, slots=True)
-class Vocabulary:
-    name_words: frozenset[str]  # a name span of these words only is no name
-    place_words: frozenset[str]  # a place span of these words only is no place
-    heads: frozenset[str]  # device and procedure heads ("X catheter", "X procedure")
-    procedures: frozenset[str]  # procedure eponyms ("s/p Whipple")
-    facility_heads: frozenset[str]
-    verbs: frozenset[str]  # planning words before a facility head ("start rehab")
-    peoples: frozenset[str]  # every word of the nationality and language lists, unfiltered
-    language_cues: frozenset[str]  # "speaking", "interpreter"
-    cues: frozenset[str]  # titles and role words before a name
-    credentials: frozenset[str]  # credentials after a name ("X RN")
-    phrase: re.Pattern[str]  # the multi-word device names
-    phrase_words: frozenset[str]  # their words: a span holds one, or it is in none
-    formula: re.Pattern[str]  # a word of two or more element symbols
-    formula_any_case: re.Pattern[str]  # the same in any case ("nahco3")
-    specialty: re.Pattern[str]  # "Family Practice", "Internal Medicine"
-    service_nouns: frozenset[str]  # "MH team", "BH clinic"
-
-
-@cache
-def vocabulary() -> Vocabulary:
-    # a multi-word name is a phrase; of a nationality or language its last word counts alone
-    # ("Cape Verdean": "verdean"), of a device none ("Passy Muir")
-    devices = _device_names()
-    peoples = [" ".join(p).lower() for n in _PEOPLES for p in phrases(n)]
-    lasts = {p.rsplit(" ", 1)[-1] for p in peoples}
-    single = {d for d in devices if " " not in d} | lasts | word_set("exclusion_drug_suffixes")
-    places = lx.us_cities() | lx.countries() | lx.us_states().keys()
-    multi = [p.split() for p in devices + peoples if " " in p]
-    elements = "|".join(sorted(word_list("chemical_elements"), key=len, reverse=True))
-    return Vocabulary(
-        name_words=frozenset(w for w in single if not lx.is_name(w)),
-        place_words=frozenset(single | _units() | _body() | _kinds() | word_set("care_units"))
-        - places,
-        heads=word_set("exclusion_device_heads") | word_set("exclusion_procedure_heads"),
-        procedures=word_set("exclusion_procedure_eponyms"),
-        facility_heads=word_set("facility_heads_generic"),
-        verbs=word_set("exclusion_verbs"),
-        peoples=frozenset(w for p in peoples for w in p.split()),
-        language_cues=word_set("exclusion_language_cues"),
-        cues=frozenset(role_map("name_titles").keys() | role_map("name_role_before").keys()),
-        credentials=word_set("name_credentials"),
-        phrase_words=frozenset(w for words in multi for w in words),
-        phrase=_phrase_pattern(multi),
-        formula=re.compile(rf"(?:(?:{elements})\d*){{2,}}"),
-        formula_any_case=re.compile(rf"(?:(?:{elements})\d*){{2,}}", re.IGNORECASE),
-        specialty=_phrase_pattern(list(map(list, phrases("exclusion_specialties")))),
-        service_nouns=word_set("exclusion_service_nouns"),
-    )
-
-
-def _device_names() -> list[str]:
-    """Devices and nutrition products, lower case, a phrase's words joined by one space."""
-    return [" ".join(p).lower() for name in _DEVICES for p in phrases(name)]
-
-
-def _phrase_pattern(multi: list[list[str]]) -> re.Pattern[str]:
-    """Any of the phrases, a hyphen or spaces (or nothing) between their words."""
-    joined = "|".join(r"[\s-]*".join(map(re.escape, words)) for words in multi)
-    return re.compile(rf"(?<![A-Za-z])(?:{joined})(?![A-Za-z])", re.IGNORECASE)
-
-
-@cache
-def _kinds() -> frozenset[str]:
-    """Kinds of residence of three letters or more and clinic services of four: a place
-    span of them alone names no place ("lives in ALF", "from SNF", "at DEXA center");
-    shorter ones may shorten a town's or a hospital's name."""
-    homes = (w for w in word_set("residence_acronyms") if len(w) >= 3)
-    services = (w for w in word_set("clinic_service_initialisms") if len(w) >= 4)
-    return frozenset((*homes, *services))
-
-
-# Services that name a hospital alone ("Children's"), kept out of ``_services``.
-_NAMING_SERVICES: Final = frozenset({"children's", "women's", "veterans", "va", "shriners"})
-
-
-@cache
-def _services() -> frozenset[str]:
-    """Services and specialties: a place span of these only is a department or a kind of
-    care ("Physical Therapy", "Senior"), never a facility's name."""
-    extra = {"therapy", "therapies", "practice", "management", "medicine"}
-    return (word_set("facility_services") | extra) - _NAMING_SERVICES
-
-
-@cache
-def _body() -> frozenset[str]:
-    return word_set("exclusion_body")
-
-
-@cache
-def _units() -> frozenset[str]:
-    """The care unit acronyms and their slips: two neighbouring letters swapped ("SCIU")."""
-    units = word_set("exclusion_units")
-    return units | {u[:i] + u[i + 1] + u[i] + u[i + 2 :] for u in units for i in range(len(u) - 1)}
-
-
 def veto(text: str, spans: Iterable[Span]) -> list[Span]:
     """``spans`` less the name and place spans that are no PHI (see the module)."""
     return [
@@ -176,7 +84,12 @@ def vetoed(text: str, span: Span) -> bool:
     if _walking_aid(words, text, span) or _no_one_here(words, text, span, vocab):
         return True
     if _name_context(text, span):
-        return False
+        return False  # a title or role word before keeps the span
+    return _false_alarm(words, text, span, vocab)
+
+
+def _false_alarm(words: list[str], text: str, span: Span, vocab: Vocabulary) -> bool:
+    """The vetoes a title or a role word before the span overrides."""
     if _clinical(words, text, span, vocab) or _misread(words, text, span):
         return True
     if _role(words, text, span) or _facility_named(words, text, span):
@@ -205,7 +118,7 @@ def _misread(words: list[str], text: str, span: Span) -> bool:
     1998"), a care unit or ward service ("to cvicu", "from CMED")."""
     if _season(words, text, span) or _as_a_job(words, text, span):
         return True
-    return len(words) == 1 and words[0] in _units() and not lx.is_name(words[0])
+    return len(words) == 1 and words[0] in care_units() and not lx.is_name(words[0])
 
 
 _A: Final = ("a ", "an ", "a\t", "an\t")
@@ -347,12 +260,14 @@ def _language(words: list[str], text: str, span: Span, vocab: Vocabulary) -> boo
 def _on_body(words: list[str], text: str, span: Span) -> bool:
     """A site on the body after a side ("Left Temple", "R Flank"): the side written before
     the span or as its first word, and every other word a body part."""
+    sided = words[0] in _SIDES
+    parts = words[1:] if sided else words
+    if not parts or not all(w in body_parts() for w in parts):
+        return False  # most spans: no body part, no regex asked
+    if sided:
+        return True
     before = _BEFORE.search(text, max(0, span.start - 12), span.start)
-    if words[0] in _SIDES:
-        words = words[1:]
-    elif before is None or before.group(1).lower() not in _SIDES:
-        return False
-    return bool(words) and all(w in _body() for w in words)
+    return before is not None and before.group(1).lower() in _SIDES
 
 
 def _walking_aid(words: list[str], text: str, span: Span) -> bool:
@@ -396,11 +311,13 @@ def _formula(text: str, span: Span, vocab: Vocabulary) -> bool:
     while end < len(text) and text[end].isalnum():
         end += 1
     word = text[start:end]
-    if any(c.isdigit() for c in word):  # "NaHCO3", "nahco3", "MgSO4"
+    if not word.isalpha() and any(map(str.isdigit, word)):  # "NaHCO3", "nahco3", "MgSO4"
         return vocab.formula_any_case.fullmatch(word) is not None
+    if word.isupper() or word[1:].islower():
+        return False  # "SMITH", "Smith": no small letter, or one capital at most
     return (  # "KCl", "NaCl": no digit, so two capitals and a small letter
-        sum(c.isupper() for c in word) >= 2
-        and any(c.islower() for c in word)
+        sum(map(str.isupper, word)) >= 2
+        and any(map(str.islower, word))
         and vocab.formula.fullmatch(word) is not None
     )
 
@@ -450,7 +367,7 @@ def _no_place(words: list[str], text: str, span: Span, vocab: Vocabulary) -> boo
         return _before_head(words, rest, vocab)
     if all(w in vocab.place_words or _place_drug(w) for w in words):
         return True
-    if all(w in _services() for w in words):
+    if all(w in services() for w in words):
         return True  # "to Physical Therapy", "to Senior": a service, no place
     written = text[span.start : span.end]
     if len(words) == 1 and (written.isupper() or written.islower()):
@@ -465,10 +382,13 @@ def _specialty(text: str, span: Span, vocab: Vocabulary) -> bool:
     """A place span inside specialties' phrases ("Family Medicine", "FAMILY PRACTICE.
     INTERNAL MEDICINE"), or run on past them only by facility heads, function words and
     weekdays ("[Practice on Monday]" of "Family Practice on Monday")."""
-    low = max(0, span.start - _WINDOW)
+    low, high = max(0, span.start - _WINDOW), min(len(text), span.end + _WINDOW)
+    window = text[low:high]
+    if window.isascii() and not _may_hold(window.lower(), vocab.specialty_words):
+        return False  # most spans: no specialty's first and last words near, no regex run
     found = [
         m.span()
-        for m in vocab.specialty.finditer(text, low, min(len(text), span.end + _WINDOW))
+        for m in vocab.specialty.finditer(text, low, high)
         if m.start() < span.end and span.start < m.end()
     ]
     if not found or _named_before(text, found[0][0]):
@@ -479,6 +399,11 @@ def _specialty(text: str, span: Span, vocab: Vocabulary) -> bool:
         if not any(a <= w.start() and w.end() <= b for a, b in found)
     )
     return all(_runs_on(w, vocab) for w in outside)
+
+
+def _may_hold(lowered: str, words: tuple[tuple[str, tuple[str, ...]], ...]) -> bool:
+    """Does ``lowered`` (ASCII) hold a last word and one of its first words?"""
+    return any(last in lowered and any(f in lowered for f in firsts) for last, firsts in words)
 
 
 _WORD_BEFORE: Final = re.compile(r"([A-Za-z]+) $")
@@ -505,8 +430,8 @@ def _before_head(words: list[str], rest: list[str], vocab: Vocabulary) -> bool:
     head: "start rehab" (a planning word), "DEXA center" (a service's initialism), "Senior
     Center" (a service), "in SNF" (a kind of residence that is a head too)."""
     if not rest:
-        return len(words) == 1 and words[0] in _kinds()
-    return all(w in vocab.verbs or w in _kinds() or w in _services() for w in rest)
+        return len(words) == 1 and words[0] in residence_kinds()
+    return all(w in vocab.verbs or w in residence_kinds() or w in services() for w in rest)
 
 
 def _place_drug(word: str) -> bool:

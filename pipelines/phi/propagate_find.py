@@ -100,16 +100,25 @@ def first_words(scan: str, words: Collection[str], covered: bytearray) -> Iterab
     return found if runs is None else heapq.merge(runs, found)
 
 
-class StringTrie:
+class _Node:
+    """A node of :class:`StringTrie`: the tokens that go on from here, the strings ending."""
+
+    __slots__ = ("children", "ends")
+
+    def __init__(self) -> None:
+        self.children: dict[str, _Node] = {}
+        self.ends: list[tuple[int, str, Span]] = []  # (order in ``wanted``, string, seed)
+
+
+class StringTrie(_Node):
     """The strings to look for (lower case), by their whitespace-separated tokens: at a
     place in the note the strings that may start there are found by walking the note's next
     few tokens (after the session's ``occurrences`` trie, issue 24)."""
 
-    __slots__ = ("children", "ends", "firsts", "words")
+    __slots__ = ("firsts", "words")
 
     def __init__(self, wanted: Mapping[str, Span] | None = None) -> None:
-        self.children: dict[str, StringTrie] = {}
-        self.ends: list[tuple[int, str, Span]] = []  # (order in ``wanted``, string, seed)
+        super().__init__()
         self.firsts: set[str] = set()  # the strings' first words, as written in ``wanted``
         # when every string is its own first word (a name's words): string -> its seed
         self.words: dict[str, Span] | None = {}
@@ -120,9 +129,12 @@ class StringTrie:
                 self.words[key] = seed
                 if first != key:
                     self.words = None
-            node = self
+            node: _Node = self
             for token in key.lower().split():
-                node = node.children.setdefault(token, StringTrie())
+                nxt = node.children.get(token)
+                if nxt is None:
+                    nxt = node.children[token] = _Node()
+                node = nxt
             node.ends.append((order, key, seed))
 
     def candidates(self, scan: str, at: int, word: str) -> list[tuple[str, Span]]:
@@ -133,7 +145,7 @@ class StringTrie:
             seed = self.words.get(word)
             return [(word, seed)] if seed is not None else []
         found: list[tuple[int, str, Span]] = []
-        node: StringTrie | None = self
+        node: _Node | None = self
         for m in _TEXT_TOKEN.finditer(scan, at):
             if node is None or not node.children:
                 break
@@ -150,6 +162,8 @@ class StringTrie:
 def _cuts(token: str) -> list[int]:
     """Where a string's last token may end inside a note's token: before each character
     that is no word character, and at its end."""
+    if token.isalnum():
+        return [len(token)]  # most tokens: letters or digits only
     cuts = [k for k in range(1, len(token)) if not is_word_char(token[k])]
     cuts.append(len(token))
     return cuts
