@@ -325,11 +325,13 @@ def _said_before(
 def _day_reading(
     text: str, start: int, end: int, a: int, b: int, word: list[str], cue: bool
 ) -> float:
-    """A month/day: not a score ("5/5 strength"; but "post 3/3") nor a small fraction."""
-    strong = a == b and (bool(set(word) & STRONG_CUES) or _event_before(text, start, word))
+    """A month/day: not a score ("5/5 strength"; but "post 3/3", "L AC 4/4") nor a small
+    fraction (but "R AC 3/4")."""
+    site = a <= b <= 5 and clinical.iv_site_before(text, start)
+    strong = a == b and (bool(set(word) & STRONG_CUES) or _event_before(text, start, word) or site)
     if clinical.is_score(a, b, text, start, end) and not strong:
         return 0.0
-    if clinical.is_fraction(a, b) and not cue:
+    if clinical.is_fraction(a, b) and not (cue or site):
         return 0.0
     return 0.9 if cue else 0.75
 

@@ -37,8 +37,10 @@ from pipelines.phi.recognizers.location_words import (
     people,
     travelled,
 )
+from pipelines.phi.wordlists import word_set
 from pipelines.spans import Span
 
+_KIN: Final = word_set("place_kin")
 LOWER_CITY_CUES: Final = frozenset({"to", "from", "in"})
 WARD_CUES: Final = frozenset({"to", "from", "on", "at"})
 _FLOOR_CUES: Final = WARD_CUES
@@ -66,14 +68,17 @@ def after_cue(note: Note, c: int) -> Span | None:
     if mixed and not nxt.text[0].isupper():
         # "returned to new haven": a lower-case city of two or more words, after a verb
         return lower_city(words, c, text) if nxt.lower in lx.city_first_words() else None
-    if (
-        not mixed
-        and lx.zipf(nxt.lower) >= 5.0
-        and nxt.lower not in lx.city_first_words()
-        and nxt.lower not in lx.countries()
-    ):
+    if not mixed and _common_word(nxt.lower):
         return None  # a common word of a one-case note: no city, no country
     return cue_context(words, c, text, mixed)
+
+
+def _common_word(low: str) -> bool:
+    """A word of a one-case note too common to name a place after a cue: no city's first
+    word, no country, no large city's short form ("la")."""
+    if lx.zipf(low) < 5.0:
+        return False
+    return not (low in lx.city_first_words() or low in lx.countries() or low in towns.nicknames())
 
 
 class _Cue(NamedTuple):
@@ -274,7 +279,9 @@ def _near_cue(ctx: _Cue) -> Span | None:
 
 
 def _resident_cue(ctx: _Cue) -> bool:
-    """A cue that a town follows: "lives in", "resides near", "daughter from"."""
+    """A cue that a town follows: "lives in", "resides near", "daughter from", "son in"."""
+    if ctx.cue == "in" and ctx.prev in _KIN:
+        return True  # "son in KC", "family in LA and SF"
     if ctx.cue in {"in", "near"}:
         return ctx.resident
     return ctx.cue == "from" and (people(ctx.prev) or ctx.resident)
