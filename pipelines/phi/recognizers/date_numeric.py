@@ -327,7 +327,9 @@ def _day_reading(
 ) -> float:
     """A month/day: not a score ("5/5 strength"; but "post 3/3", "L AC 4/4") nor a small
     fraction (but "R AC 3/4")."""
-    site = a <= b <= 5 and clinical.iv_site_before(text, start)
+    site = a <= b <= 5 and (
+        clinical.iv_site_before(text, start) or clinical.iv_site_after(text, end)
+    )
     strong = a == b and (bool(set(word) & STRONG_CUES) or _event_before(text, start, word) or site)
     if clinical.is_score(a, b, text, start, end) and not strong:
         return 0.0

@@ -51,7 +51,11 @@ _SCAN = compile_words(
     r"|" + _FILLER + r"\s*(?::|=|#|\bis\b|\bwas\b))?"
     # a linking verb: "his MRN is ZZ-402913", "MRN on file is ...", "acct noted as ..."
     r"(?:\s+(?:is|was|reads|(?:on\s+file|listed|noted|given)\s+(?:is|as)))?"
+    # a part of the number: "SSN last 4: 5519", "ss# ending in 5519"
+    r"(?:\s+(?:last\s+(?:4|four)(?:\s+digits)?|ending(?:\s+in)?))?"
     r"\s*[:#=]?\s*#?\s*)(?P<value>(?i:\d{3}[ \t]\d{2}[ \t]\d{4}|\d{3}[ \t]\d{3}[ \t]\d{3}"
+    # dotted digit groups ("402.177.3"); capitals, a blank, then digits ("XYZ 402177301")
+    r"|\d{3}\.\d{2,4}\.\d{1,4}|(?-i:[A-Z]{2,4})[ \t]\d{6,}"
     # card numbers in blank groups: 4-4-4-4(-3), 4-6-5, 6-13
     r"|\d{4}[ \t]\d{4}[ \t]\d{4}[ \t]\d{4}(?:[ \t]\d{3})?|\d{4}[ \t]\d{6}[ \t]\d{5}|\d{6}[ \t]\d{13}"
     r"|\d{4}[ \t]\d{4}[ \t]\d{4}"  # digit groups set apart by blanks: "402 77 3551"
@@ -190,7 +194,18 @@ def _cued(note: _Note, m: Any) -> Found | None:
     category = _CUES.get(cue, Category.ID)
     if cue == "card" and _card_digits(value):
         category = Category.ACCOUNT  # "card 4111 ...": a payment card, not a member card
-    return (start, end, category, 0.9 if numbered else 0.75)
+    return (start, _hyphen_break(text, end), category, 0.9 if numbered else 0.75)
+
+
+def _hyphen_break(text: str, end: int) -> int:
+    """The end of a cued value that a hyphen and a line break split ("MRN 4021-\n773"): its
+    digits on the next line are its end."""
+    if text[end : end + 2] != "-\n":
+        return end
+    k = end + 2
+    while k < len(text) and text[k].isdigit():
+        k += 1
+    return k if k > end + 2 and not text[k : k + 1].isalpha() else end
 
 
 def _ssn(note: _Note, m: Any) -> Found | None:
