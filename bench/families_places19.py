@@ -30,6 +30,7 @@ SHAPES: dict[str, dict[str, str]] = {
         "nickname-lower": "pt resting. son in <nicklower>, will visit sat.",
         "occupation-at": "Husband is a {occupation} at <orgsuffixed>, works days.",
         "legal-after-comma": "Works for <orgcomma>, days.",
+        "bed-offer-bare": "Per CM, <bedname> {offer} a bed for him tomorrow.",
     },
     "identifiers": {
         "ssn-last-four": "SSN last {last4}: <d4> per pt.",
@@ -45,6 +46,7 @@ SHAPES: dict[str, dict[str, str]] = {
         "kin-in-units": "{Kinin} in {shortunit} with pt, updated.",
         "id-fillers": "Grp 2 therapy at 1400; SSN last 4 pending; last 4 beats irregular.",
         "strength-fractions": "Strength {eqsmall} in L hand, grip R {fracsmall}, pain {fracsmall}.",
+        "bed-no-place": "{bedword} has a bed {bedwhen}.",
     },
 }
 
@@ -94,6 +96,10 @@ def values(draw: Any) -> dict[str, Callable[[], str]]:
         ),
         "hyphenbreak": lambda: f"{digits(4)}-\n{digits(3)}",
         "department": lambda: rng.choice(_DEPARTMENTS),
+        "bedname": lambda: rng.choice(draw.towns) + rng.choice(("", " Crest", " Commons", "vale")),
+        "offer": lambda: rng.choice(("has", "offered", "has offered")),
         "shortunit": lambda: rng.choice(_SHORT_UNITS),
+        "bedword": lambda: rng.choice(("ICU", "Rehab", "The floor", "Medicine", "Pt", "Wife")),
+        "bedwhen": lambda: rng.choice(("now", "tomorrow", "alarm on", "at home")),
         "fracsmall": lambda: rng.choice(("1/2", "1/3", "3/4", "2/3")),
     }

@@ -46,6 +46,7 @@ from pipelines.phi.recognizers.location_modifiers import (
 from pipelines.phi.recognizers.location_places import (
     GLUED_NUMBER,
     acronym_before_unit,
+    bed_offer,
     city_before_state,
     compass_state,
     region,
@@ -184,6 +185,11 @@ def _saint(note: Note, h: int) -> Span | None:
     return saint_alone(note.words, h, note.text, upper=case is Case.UPPER, lower=case is Case.LOWER)
 
 
+def _bed_offer(note: Note, h: int) -> Span | None:
+    """ "Oakvale has a bed for him": a facility with no head noun that offers a bed."""
+    return bed_offer(note.words, h, note.text, note.mixed)
+
+
 def _titled(tok: lx.Token, case: Case) -> bool:
     """ "St" written as a name: Title case, or in the note's one case (capitals, lower case)."""
     return tok.is_title or (case is Case.UPPER and tok.is_upper) or case is Case.LOWER
@@ -246,6 +252,8 @@ PASSES: Final = declare(
                  vocabulary=("place_staff", "acronyms_not_places")),
             Pass("locations.saint", _saint, words=frozenset({"st", "saint"}), gate=_titled,
                  before=1, after=2),
+            Pass("locations.bed_offer", _bed_offer, words=frozenset({"bed"}), before=5,
+                 vocabulary=("care_units", "facility_services", "place_people")),
             Pass("locations.before_state", _before_state, anywhere=True, gate=_state_gate,
                  lexicon=_state_words, before=3),
         ],
