@@ -162,12 +162,8 @@ def bed_offer(words: tuple[Token, ...], h: int, text: str, mixed: bool) -> Span 
     head noun before it offers a bed (word ``h``); the name written as a name (in a mixed-case
     note), a word of it rare or a listed city, no person (a title before, a relative, a first
     name alone) and no unit ("ICU has a bed")."""
-    if h < 3 or words[h - 1].lower not in {"a", "the"} or words[h - 2].lower not in _OFFER_VERBS:
-        return None
-    last = h - 3
-    if words[last].lower in _OFFER_VERBS and last > 0:
-        last -= 1  # "Oakvale has offered a bed"
-    if text[words[last].end : words[last + 1].start] != " ":
+    last = _before_offer(words, h, text)
+    if last is None:
         return None
     first = _bed_name_start(words, last, text, mixed)
     run = words[first : last + 1]
@@ -181,6 +177,17 @@ def bed_offer(words: tuple[Token, ...], h: int, text: str, mixed: bool) -> Span 
     if not any(lx.zipf(w) < 3.0 or w in lx.us_cities() for w in lows):
         return None
     return Span(run[0].start, run[-1].end, HOSPITAL, 0.6, "locations")
+
+
+def _before_offer(words: tuple[Token, ...], h: int, text: str) -> int | None:
+    """The last word before "has a bed", "has offered a bed" (``h``: "bed"), one space before
+    the verb; None where no offer verb and article stand before the bed."""
+    if h < 3 or words[h - 1].lower not in {"a", "the"} or words[h - 2].lower not in _OFFER_VERBS:
+        return None
+    last = h - 3
+    if words[last].lower in _OFFER_VERBS and last > 0:
+        last -= 1  # "Oakvale has offered a bed"
+    return last if text[words[last].end : words[last + 1].start] == " " else None
 
 
 def _bed_name_start(words: tuple[Token, ...], last: int, text: str, mixed: bool) -> int:
