@@ -249,6 +249,20 @@ def _lab_trend(text: str, start: int, end: int, a: int, b: int) -> bool:
     return not (after and after[0][:1].isdigit())
 
 
+_COURSE_WORDS: Final = word_set("date_course_words")
+
+
+def _course_step(text: str, start: int, end: int, a: int, b: int) -> bool:
+    """A step of a course or a grade on a scale: "vanco day 5/7", "week 2/6 of chemo",
+    "grade 2/6 murmur" (the first number no larger than the second, a slash between)."""
+    if a > b or text[end - len(str(b)) - 1 : end - len(str(b))] != "/":
+        return False
+    two = words_before(text, start, 2, 24)
+    if not two or two[-1] not in _COURSE_WORDS:
+        return False
+    return not (len(two) == 2 and two[0] in DATE_CUES)  # "seen day 3/14": a date
+
+
 # The vetoes of a two-part slash or dash number, by name, in the order they are asked.
 # Each asks (text, start, end, first number, second number).
 SLASH_VETOES: Final[tuple[tuple[str, Callable[[str, int, int, int, int], bool]], ...]] = (
@@ -259,6 +273,7 @@ SLASH_VETOES: Final[tuple[tuple[str, Callable[[str, int, int, int, int], bool]],
     ("vent_setting", _vent_setting),
     ("vent_cue_near", _vent_cue_near),
     ("lab_trend", _lab_trend),
+    ("course_step", _course_step),
 )
 
 
