@@ -229,8 +229,8 @@ def _long(note: _Note, m: Any) -> Found | None:
     ("20190423", "201904231139") is a DATE, a card number in one run (15 to 19 digits, Luhn
     valid) an ACCOUNT."""
     text, start, end = note.text, m.start(), m.end()
-    if start and (text[start - 1].isalnum() or text[start - 1] in "-/.,"):
-        return None
+    if start and (text[start - 1].isalnum() or text[start - 1] in "-/.,+~<>"):
+        return None  # "+1250000": a signed value, no code
     if text[end : end + 1].isdigit() or (
         text[end : end + 1] == "." and text[end + 1 : end + 2].isdigit()
     ):
