@@ -47,6 +47,7 @@ SHAPES: dict[str, dict[str, str]] = {
         "id-fillers": "Grp 2 therapy at 1400; SSN last 4 pending; last 4 beats irregular.",
         "strength-fractions": "Strength {eqsmall} in L hand, grip R {fracsmall}, pain {fracsmall}.",
         "bed-no-place": "{bedword} has a bed {bedwhen}.",
+        "strength-grades": "{limb} {grade}, {limb} {grade}; grip {grade} on R.",
         "course-steps": "{abx} day {step}, week {step} of chemo; grade 2/6 murmur at {landmark}.",
     },
 }
@@ -105,5 +106,7 @@ def values(draw: Any) -> dict[str, Callable[[], str]]:
         "abx": lambda: rng.choice(("Vanco", "Zosyn", "Cefepime", "Flagyl")),
         "step": lambda: f"{(k := rng.randint(1, 6))}/{k + rng.randint(1, 8)}",
         "landmark": lambda: rng.choice(("LUSB", "RUSB", "LLSB", "the apex")),
+        "limb": lambda: rng.choice(("LLE", "RLE", "RUE", "LUE", "Motor", "Hip flexion", "Quads")),
+        "grade": lambda: f"{rng.randint(1, 5)}/5",
         "fracsmall": lambda: rng.choice(("1/2", "1/3", "3/4", "2/3")),
     }

@@ -263,6 +263,18 @@ def _course_step(text: str, start: int, end: int, a: int, b: int) -> bool:
     return not (len(two) == 2 and two[0] in DATE_CUES)  # "seen day 3/14": a date
 
 
+_STRENGTH_CUES: Final = word_set("date_strength_cues") | word_set("exclusion_body")
+
+
+def _strength_grade(text: str, start: int, end: int, a: int, b: int) -> bool:
+    """A muscle strength grade out of five after a limb or a strength word: "LLE 4/5", "grip
+    3/5", "hip flexion 2/5" (not "seen 4/5": no such word before)."""
+    if b != 5 or a > 5:
+        return False
+    word = words_before(text, start, 1, 16)
+    return bool(word) and word[0] in _STRENGTH_CUES
+
+
 # The vetoes of a two-part slash or dash number, by name, in the order they are asked.
 # Each asks (text, start, end, first number, second number).
 SLASH_VETOES: Final[tuple[tuple[str, Callable[[str, int, int, int, int], bool]], ...]] = (
@@ -274,6 +286,7 @@ SLASH_VETOES: Final[tuple[tuple[str, Callable[[str, int, int, int, int], bool]],
     ("vent_cue_near", _vent_cue_near),
     ("lab_trend", _lab_trend),
     ("course_step", _course_step),
+    ("strength_grade", _strength_grade),
 )
 
 
