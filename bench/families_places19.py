@@ -48,6 +48,7 @@ SHAPES: dict[str, dict[str, str]] = {
         "strength-fractions": "Strength {eqsmall} in L hand, grip R {fracsmall}, pain {fracsmall}.",
         "bed-no-place": "{bedword} has a bed {bedwhen}.",
         "strength-grades": "{limb} {grade}, {limb} {grade}; grip {grade} on R.",
+        "score-eponyms": "{scorer} score {scoreval}, turned q2h.",
         "course-steps": "{abx} day {step}, week {step} of chemo; grade 2/6 murmur at {landmark}.",
     },
 }
@@ -108,5 +109,7 @@ def values(draw: Any) -> dict[str, Callable[[], str]]:
         "landmark": lambda: rng.choice(("LUSB", "RUSB", "LLSB", "the apex")),
         "limb": lambda: rng.choice(("LLE", "RLE", "RUE", "LUE", "Motor", "Hip flexion", "Quads")),
         "grade": lambda: f"{rng.randint(1, 5)}/5",
+        "scorer": lambda: rng.choice(("Braden", "Gleason", "Wells", "Morse fall", "Apgar")),
+        "scoreval": lambda: str(rng.randint(2, 20)),
         "fracsmall": lambda: rng.choice(("1/2", "1/3", "3/4", "2/3")),
     }
