@@ -30,6 +30,7 @@ SHAPES: dict[str, dict[str, str]] = {
         "nickname-lower": "pt resting. son in <nicklower>, will visit sat.",
         "occupation-at": "Husband is a {occupation} at <orgsuffixed>, works days.",
         "legal-after-comma": "Works for <orgcomma>, days.",
+        "person-of-acronym": "Referred by Dr. {personlast} of <hacr19>. Plan to f/u.",
         "bed-offer-bare": "Per CM, <bedname> {offer} a bed for him tomorrow.",
     },
     "identifiers": {
@@ -111,5 +112,7 @@ def values(draw: Any) -> dict[str, Callable[[], str]]:
         "grade": lambda: f"{rng.randint(1, 5)}/5",
         "scorer": lambda: rng.choice(("Braden", "Gleason", "Wells", "Morse fall", "Apgar")),
         "scoreval": lambda: str(rng.randint(2, 20)),
+        "personlast": lambda: rng.choice(("Brinkman", "Okafor", "Lindqvist", "Haddad")),
+        "hacr19": lambda: "".join(rng.choice("BDFJKLNPQVWXZ") for _ in range(2)) + "H",
         "fracsmall": lambda: rng.choice(("1/2", "1/3", "3/4", "2/3")),
     }

@@ -240,7 +240,9 @@ def _after_cue_rest(ctx: _Cue) -> Span | None:
         return found
     words, j, text, mixed, cue = ctx.words, ctx.j, ctx.text, ctx.mixed, ctx.cue
     if cue in {"in", "of"} and not ctx.resident:
-        return shape.area(words, j, mixed) if cue == "in" else None
+        if cue == "of":  # "Dr. Dale Brinkman of KDH.": a person's hospital
+            return shape.bare_acronym(words, j, text, mixed)
+        return shape.area(words, j, mixed)
     if not ctx.moved or (cue == "from" and not ctx.before.isdisjoint(SAMPLED)):
         return None  # "blood sent from the A-line": a sample, not a patient, moves
     return (
