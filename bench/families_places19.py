@@ -30,7 +30,7 @@ SHAPES: dict[str, dict[str, str]] = {
         "nickname-lower": "pt resting. son in <nicklower>, will visit sat.",
         "occupation-at": "Husband is a {occupation} at <orgsuffixed>, works days.",
         "legal-after-comma": "Works for <orgcomma>, days.",
-        "person-of-acronym": "Referred by Dr. {personlast} of <hacr19>. Plan to f/u.",
+        "person-of-acronym": "Referred by Dr. <personlast> of <hacr19>. Plan to f/u.",
         "bed-offer-bare": "Per CM, <bedname> {offer} a bed for him tomorrow.",
     },
     "identifiers": {

@@ -41,6 +41,7 @@ from pipelines.phi.wordlists import word_set
 from pipelines.spans import Span
 
 _KIN: Final = word_set("place_kin")
+_TITLES: Final = frozenset({"dr", "mr", "mrs", "ms", "prof"})
 LOWER_CITY_CUES: Final = frozenset({"to", "from", "in"})
 WARD_CUES: Final = frozenset({"to", "from", "on", "at"})
 _FLOOR_CUES: Final = WARD_CUES
@@ -151,7 +152,10 @@ def _cue_gap(words: tuple[Token, ...], c: int, j: int, text: str) -> str | None:
 
 
 def _of_person(words: tuple[Token, ...], c: int, mixed: bool) -> bool:
-    """ "Neil Smith of Elkbridge": a surname before "of" (a place may follow)."""
+    """ "Neil Smith of Elkbridge", "Dr. Okafor of KDH": a surname (or any word after a title)
+    before "of" (a place may follow)."""
+    if c > 1 and words[c - 2].lower in _TITLES and capital(words[c - 1], mixed):
+        return True
     return c > 0 and _person_before(words[c - 1], mixed)
 
 
