@@ -50,6 +50,7 @@ SHAPES: dict[str, dict[str, str]] = {
         "bed-no-place": "{bedword} has a bed {bedwhen}.",
         "strength-grades": "{limb} {grade}, {limb} {grade}; grip {grade} on R.",
         "score-eponyms": "{scorer} score {scoreval}, turned q2h.",
+        "ins-intake": "Ins: {volume}, out: {volume} over the shift.",
         "course-steps": "{abx} day {step}, week {step} of chemo; grade 2/6 murmur at {landmark}.",
     },
 }
@@ -114,5 +115,6 @@ def values(draw: Any) -> dict[str, Callable[[], str]]:
         "scoreval": lambda: str(rng.randint(2, 20)),
         "personlast": lambda: rng.choice(("Brinkman", "Okafor", "Lindqvist", "Haddad")),
         "hacr19": lambda: "".join(rng.choice("BDFJKLNPQVWXZ") for _ in range(2)) + "H",
+        "volume": lambda: str(rng.randint(300, 3200)),
         "fracsmall": lambda: rng.choice(("1/2", "1/3", "3/4", "2/3")),
     }

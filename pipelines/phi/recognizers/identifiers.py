@@ -167,6 +167,14 @@ def _card_digits(value: str) -> bool:
     )
 
 
+def _intake(text: str, end: int, c: _Cued) -> bool:
+    """ "Ins: 1200, out: 800": fluids in (intake), no insurance number: "ins" before a volume
+    of four digits or fewer, or before an "out" that follows."""
+    if c.cue != "ins" or not c.value.isdigit():
+        return False
+    return len(c.value) <= 4 or "out" in text[end : end + 24].lower()
+
+
 # The vetoes of a cued value, by name, in the order they are asked.
 CUE_VETOES: Final[tuple[tuple[str, Callable[[str, int, _Cued], bool]], ...]] = (
     ("not_a_value", _not_a_value),
@@ -174,6 +182,7 @@ CUE_VETOES: Final[tuple[tuple[str, Callable[[str, int, _Cued], bool]], ...]] = (
     ("id_section", _id_section),
     ("short_value", _short_value),
     ("weak_cue", _weak_cue),
+    ("intake", _intake),
 )
 
 
