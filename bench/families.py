@@ -25,6 +25,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+import families_places19 as _places19  # noqa: E402
+
 from pipelines.evaluation import tokenize  # noqa: E402
 from pipelines.phi import lexicons as lx  # noqa: E402
 from pipelines.phi.detector import Detector  # noqa: E402
@@ -231,6 +233,9 @@ SHAPES: dict[str, dict[str, str]] = {
         "as-a-job": "Husband works as a {job}; she worked as a {job} for years.",
     },
 }
+# session 19, helper places: its shapes live in their own module
+for _family, _shapes in _places19.SHAPES.items():
+    SHAPES[_family].update(_shapes)
 _EPONYMS = ("Foley", "Hickman", "Groshong", "Quinton", "Swan-Ganz", "Pigtail")
 # Words the invented texts use as fillers and gold values (general knowledge, no corpus)
 _EVENTS = ("fell", "was seen", "had a BM", "had surgery")
@@ -541,7 +546,11 @@ class _Draw:
                 f"{y + self.rng.choice((1, 2, 3, 4, 6, 7, 8, 9))}"
             ),
         }
-        return table[kind]()
+        extra = _places19.values(self)
+        clash = extra.keys() & table.keys()
+        if clash:
+            raise KeyError(f"slots defined twice: {sorted(clash)}")
+        return {**table, **extra}[kind]()
 
     def _card(self) -> str:
         """A 16-digit card number of a network's first digit with a valid Luhn check digit,

@@ -358,6 +358,13 @@ def _found_terms_of(phrases: Sequence[tuple[str, Category]], mixed_case: bool) -
 @lru_cache(maxsize=8192)
 def _phrase_terms(phrase: str, category: Category, mixed_case: bool) -> tuple[Term, ...]:
     """The terms of one detected phrase (cached: a patient's names and ids recur)."""
+    if category.group == "LOCATION" and phrase.lower() in _role_words():
+        return (_placed_role(phrase, category.value),)
+    return _plain_phrase_terms(phrase, category, mixed_case)
+
+
+def _plain_phrase_terms(phrase: str, category: Category, mixed_case: bool) -> tuple[Term, ...]:
+    """The terms of a detected phrase: the whole phrase, and a name's parts."""
     if len(phrase) < 2:
         return ()
     if phrase.isdigit() and len(phrase) < MIN_NUMERIC_PHRASE:
@@ -379,6 +386,23 @@ def _phrase_terms(phrase: str, category: Category, mixed_case: bool) -> tuple[Te
             pattern = _part_pattern(piece, (), mixed_case)
             terms.append(Term(value, pattern, piece.lower(), PROBE_WORD))
     return tuple(terms)
+
+
+_PLACE_BEFORE = r"(?i:\b(?:in|from|to|at|near|of|outside|around)\s+(?:the\s+)?)"
+
+
+def _placed_role(phrase: str, value: str) -> Term:
+    """ "Marine" the town beside "RETIRED MARINE" the role: the detector's exclusions read such
+    a word as a place only after a place's preposition, and so does the guard."""
+    return Term(value, _PLACE_BEFORE + f"(?i:{re.escape(phrase)})(?!\\w)", phrase.lower())
+
+
+@lru_cache(maxsize=1)
+def _role_words() -> frozenset[str]:
+    """Roles, trades and services that are place names too ("marine"): ``exclusion_roles``."""
+    from pipelines.phi.wordlists import word_set
+
+    return word_set("exclusion_roles")
 
 
 def _anchored_terms(

@@ -30,7 +30,7 @@ from datetime import date, timedelta
 from surrogates.base import SpanLike, Surrogate, apply_edits
 from surrogates.context import ReplaceContext
 from surrogates.date_holidays import _holiday_names, _holidays_of
-from surrogates.date_shapes import DECADE, decade
+from surrogates.date_shapes import DECADE, QUARTER, decade, quarter
 
 DEFAULT_REFERENCE_YEAR = 2000
 MONTH_NAMES = [calendar.month_name[i] for i in range(1, 13)]
@@ -106,6 +106,7 @@ _PATTERNS: list[tuple[str, re.Pattern[str]]] = [
     ),
     ("ordinal_day", re.compile(_B + r"(?P<day>\d{1,2})(?P<ord>st|nd|rd|th)" + _E, re.I)),
     ("month", re.compile(_B + _MONTH + r"(?![\w])", re.I)),
+    ("quarter", QUARTER),  # "Q2 2019" (surrogates/date_shapes.py)
     ("decade", DECADE),  # "1990s", "'90s" (surrogates/date_shapes.py)
     ("year", re.compile(_YEAR_LEFT + r"(?P<year>(?:19|20)\d{2}|'\d{2})(?![\w/]|[.-]\d)", re.I)),
 ]
@@ -613,6 +614,7 @@ _RENDERERS: dict[str, _Render] = {
     "month": DateShifter._month,
     "year": DateShifter._year,
     "decade": decade,
+    "quarter": quarter,
 }
 
 

@@ -115,6 +115,19 @@ def _antecubital(words: list[str], k: int) -> bool:
     return words[k] == "ac" and k > 0 and words[k - 1] in _SIDES
 
 
+def iv_site_before(text: str, start: int) -> bool:
+    """An IV site right before a number: "IV started L AC 4/4" (the antecubital fossa, where a
+    line is placed and dated; no strength nor score is written after it)."""
+    words = words_before(text, start, 2, 12)
+    return len(words) == 2 and _antecubital(words, 1)
+
+
+def iv_site_after(text: str, end: int) -> bool:
+    """An IV site right after a number: "IV placed on 4/4 L AC"."""
+    words = words_after(text, end, 2, 12)
+    return len(words) == 2 and _antecubital(words, 1)
+
+
 def vital_before(text: str, start: int, count: int = 2, cues: frozenset[str] = VITAL_CUES) -> bool:
     """True when the number at ``start`` is the value slot of a vital / lab / vent cue:
     the nearest word is a cue, or only connectors ("to", "of", "now") lie between. A number

@@ -234,8 +234,10 @@ def _clinical(words: list[str], text: str, span: Span, vocab: Vocabulary) -> boo
         not vocab.phrase_words.isdisjoint(words) and _in_device_phrase(text, span, vocab)
     ):
         return True
-    if _head_after(text, span.end, vocab.heads) or any(w in vocab.heads for w in words[1:]):
+    if _head_after(text, span.end, vocab.heads):
         return True
+    if words[-1] not in vocab.facility_heads and any(w in vocab.heads for w in words[1:]):
+        return True  # "Jackson-Pratt drain"; not "Bay Port General Hospital": a facility's name
     return _procedure_done(words, text, span, vocab)
 
 

@@ -249,6 +249,32 @@ def _lab_trend(text: str, start: int, end: int, a: int, b: int) -> bool:
     return not (after and after[0][:1].isdigit())
 
 
+_COURSE_WORDS: Final = word_set("date_course_words")
+
+
+def _course_step(text: str, start: int, end: int, a: int, b: int) -> bool:
+    """A step of a course or a grade on a scale: "vanco day 5/7", "week 2/6 of chemo",
+    "grade 2/6 murmur" (the first number no larger than the second, a slash between)."""
+    if a > b or text[end - len(str(b)) - 1 : end - len(str(b))] != "/":
+        return False
+    two = words_before(text, start, 2, 24)
+    if not two or two[-1] not in _COURSE_WORDS:
+        return False
+    return not (len(two) == 2 and two[0] in DATE_CUES)  # "seen day 3/14": a date
+
+
+_STRENGTH_CUES: Final = word_set("date_strength_cues") | word_set("exclusion_body")
+
+
+def _strength_grade(text: str, start: int, end: int, a: int, b: int) -> bool:
+    """A muscle strength grade out of five after a limb or a strength word: "LLE 4/5", "grip
+    3/5", "hip flexion 2/5" (not "seen 4/5": no such word before)."""
+    if b != 5 or a > 5:
+        return False
+    word = words_before(text, start, 1, 16)
+    return bool(word) and word[0] in _STRENGTH_CUES
+
+
 # The vetoes of a two-part slash or dash number, by name, in the order they are asked.
 # Each asks (text, start, end, first number, second number).
 SLASH_VETOES: Final[tuple[tuple[str, Callable[[str, int, int, int, int], bool]], ...]] = (
@@ -259,6 +285,8 @@ SLASH_VETOES: Final[tuple[tuple[str, Callable[[str, int, int, int, int], bool]],
     ("vent_setting", _vent_setting),
     ("vent_cue_near", _vent_cue_near),
     ("lab_trend", _lab_trend),
+    ("course_step", _course_step),
+    ("strength_grade", _strength_grade),
 )
 
 
@@ -325,11 +353,15 @@ def _said_before(
 def _day_reading(
     text: str, start: int, end: int, a: int, b: int, word: list[str], cue: bool
 ) -> float:
-    """A month/day: not a score ("5/5 strength"; but "post 3/3") nor a small fraction."""
-    strong = a == b and (bool(set(word) & STRONG_CUES) or _event_before(text, start, word))
+    """A month/day: not a score ("5/5 strength"; but "post 3/3", "L AC 4/4") nor a small
+    fraction (but "R AC 3/4")."""
+    site = a <= b <= 5 and (
+        clinical.iv_site_before(text, start) or clinical.iv_site_after(text, end)
+    )
+    strong = a == b and (bool(set(word) & STRONG_CUES) or _event_before(text, start, word) or site)
     if clinical.is_score(a, b, text, start, end) and not strong:
         return 0.0
-    if clinical.is_fraction(a, b) and not cue:
+    if clinical.is_fraction(a, b) and not (cue or site):
         return 0.0
     return 0.9 if cue else 0.75
 

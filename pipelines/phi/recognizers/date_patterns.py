@@ -79,6 +79,7 @@ _OTHER_WORD_FORMS = (
     r"|(?:dos|d\.o\.s\.?)" + _B + r"*:?" + _B + r"*)(?P<dash>\d{1,2}-\d{1,2})\b"
     r"|\bthe" + _B + r"+(?P<ord>\d{1,2})(?:st|nd|rd|th)\b"
     r"|\b(?P<vague>early|mid|late)[ \t\-]+(?P<vy>(?:19|20)\d\d)\b"
+    r"|\b(?P<quarter>q[1-4][ \t]+(?:19|20)\d\d)\b"  # a quarter of a year: "Q2 2019"
     r"|\b(?P<glued>\d{1,2}" + _MONTH + r"(?:19|20)?\d\d)\b"  # "14MAR2019", "3jan19"
     # six digits, MMDDYY (or eight, MMDDYYYY), right after a date cue: "DOB 071588", "born:
     # 120387", "fell on 071588" (a six-digit number alone is a count, a dose or a code); the
@@ -99,7 +100,7 @@ def holiday_pattern() -> Any:
     are read from the copy shipped beside the package (``pipelines.phi.holiday_names``)."""
     from pipelines.phi import holiday_names
 
-    names = holiday_names.shipped()
+    names = [*holiday_names.shipped(), "Xmas", "X-mas", "Xmas Eve"]  # short forms
     alternatives = sorted((re.escape(n).replace(r"\ ", r"\s+") for n in names), key=len)
     return compile_words(r"(?i)\b(?:" + "|".join(reversed(alternatives)) + r")\b")
 

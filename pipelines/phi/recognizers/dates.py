@@ -201,6 +201,13 @@ def _whole(note: _Note, m: Any) -> Found | None:
     return (m.start(), m.end(), Category.DATE, 0.8)
 
 
+def _quarter(note: _Note, m: Any) -> Found | None:
+    """A quarter of a year: "Q2 2019" (not "q4 2000 mg": a dose and its frequency)."""
+    if clinical.unit_follows(note.text, m.end()):
+        return None
+    return (m.start(), m.end(), Category.DATE, 0.75)
+
+
 def _day_or_year(day_before: str, day_after: str, year: str) -> tuple[bool, str] | None:
     """Whether a day goes with the month, and the year ("Jan 93": a two-digit "day" over 31
     after the month is a year); None when a day is no day."""
@@ -312,6 +319,7 @@ PASSES: Final = declare(
             PatternPass("dates.ordinal", _ordinal, "ord", "words"),
             PatternPass("dates.glued", _whole, "glued", "words", "Glued: 14MAR2019, 3jan19."),
             PatternPass("dates.vague_year", _whole, "vague", "words", "Vague years: mid-2012."),
+            PatternPass("dates.quarter", _quarter, "quarter", "words"),
             PatternPass("dates.compact", _compact, "six", "words"),
             PatternPass("dates.blank_separated", _blank, "blank", "words"),
             PatternPass("dates.named_month", _named, "", "words"),

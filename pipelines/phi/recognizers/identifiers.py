@@ -51,7 +51,11 @@ _SCAN = compile_words(
     r"|" + _FILLER + r"\s*(?::|=|#|\bis\b|\bwas\b))?"
     # a linking verb: "his MRN is ZZ-402913", "MRN on file is ...", "acct noted as ..."
     r"(?:\s+(?:is|was|reads|(?:on\s+file|listed|noted|given)\s+(?:is|as)))?"
+    # a part of the number: "SSN last 4: 5519", "ss# ending in 5519"
+    r"(?:\s+(?:last\s+(?:4|four)(?:\s+digits)?|ending(?:\s+in)?))?"
     r"\s*[:#=]?\s*#?\s*)(?P<value>(?i:\d{3}[ \t]\d{2}[ \t]\d{4}|\d{3}[ \t]\d{3}[ \t]\d{3}"
+    # dotted digit groups ("402.177.3"); capitals, a blank, then digits ("XYZ 402177301")
+    r"|\d{3}\.\d{2,4}\.\d{1,4}|(?-i:[A-Z]{2,4})[ \t]\d{6,}"
     # card numbers in blank groups: 4-4-4-4(-3), 4-6-5, 6-13
     r"|\d{4}[ \t]\d{4}[ \t]\d{4}[ \t]\d{4}(?:[ \t]\d{3})?|\d{4}[ \t]\d{6}[ \t]\d{5}|\d{6}[ \t]\d{13}"
     r"|\d{4}[ \t]\d{4}[ \t]\d{4}"  # digit groups set apart by blanks: "402 77 3551"
@@ -163,6 +167,14 @@ def _card_digits(value: str) -> bool:
     )
 
 
+def _intake(text: str, end: int, c: _Cued) -> bool:
+    """ "Ins: 1200, out: 800": fluids in (intake), no insurance number: "ins" before a volume
+    of four digits or fewer, or before an "out" that follows."""
+    if c.cue != "ins" or not c.value.isdigit():
+        return False
+    return len(c.value) <= 4 or "out" in text[end : end + 24].lower()
+
+
 # The vetoes of a cued value, by name, in the order they are asked.
 CUE_VETOES: Final[tuple[tuple[str, Callable[[str, int, _Cued], bool]], ...]] = (
     ("not_a_value", _not_a_value),
@@ -170,6 +182,7 @@ CUE_VETOES: Final[tuple[tuple[str, Callable[[str, int, _Cued], bool]], ...]] = (
     ("id_section", _id_section),
     ("short_value", _short_value),
     ("weak_cue", _weak_cue),
+    ("intake", _intake),
 )
 
 
@@ -190,7 +203,18 @@ def _cued(note: _Note, m: Any) -> Found | None:
     category = _CUES.get(cue, Category.ID)
     if cue == "card" and _card_digits(value):
         category = Category.ACCOUNT  # "card 4111 ...": a payment card, not a member card
-    return (start, end, category, 0.9 if numbered else 0.75)
+    return (start, _hyphen_break(text, end), category, 0.9 if numbered else 0.75)
+
+
+def _hyphen_break(text: str, end: int) -> int:
+    """The end of a cued value that a hyphen and a line break split ("MRN 4021-\n773"): its
+    digits on the next line are its end."""
+    if text[end : end + 2] != "-\n":
+        return end
+    k = end + 2
+    while k < len(text) and text[k].isdigit():
+        k += 1
+    return k if k > end + 2 and not text[k : k + 1].isalpha() else end
 
 
 def _ssn(note: _Note, m: Any) -> Found | None:
@@ -214,8 +238,8 @@ def _long(note: _Note, m: Any) -> Found | None:
     ("20190423", "201904231139") is a DATE, a card number in one run (15 to 19 digits, Luhn
     valid) an ACCOUNT."""
     text, start, end = note.text, m.start(), m.end()
-    if start and (text[start - 1].isalnum() or text[start - 1] in "-/.,"):
-        return None
+    if start and (text[start - 1].isalnum() or text[start - 1] in "-/.,+~<>"):
+        return None  # "+1250000": a signed value, no code
     if text[end : end + 1].isdigit() or (
         text[end : end + 1] == "." and text[end + 1 : end + 2].isdigit()
     ):

@@ -37,8 +37,11 @@ from pipelines.phi.recognizers.location_words import (
     people,
     travelled,
 )
+from pipelines.phi.wordlists import word_set
 from pipelines.spans import Span
 
+_KIN: Final = word_set("place_kin")
+_TITLES: Final = frozenset({"dr", "mr", "mrs", "ms", "prof"})
 LOWER_CITY_CUES: Final = frozenset({"to", "from", "in"})
 WARD_CUES: Final = frozenset({"to", "from", "on", "at"})
 _FLOOR_CUES: Final = WARD_CUES
@@ -66,14 +69,17 @@ def after_cue(note: Note, c: int) -> Span | None:
     if mixed and not nxt.text[0].isupper():
         # "returned to new haven": a lower-case city of two or more words, after a verb
         return lower_city(words, c, text) if nxt.lower in lx.city_first_words() else None
-    if (
-        not mixed
-        and lx.zipf(nxt.lower) >= 5.0
-        and nxt.lower not in lx.city_first_words()
-        and nxt.lower not in lx.countries()
-    ):
+    if not mixed and _common_word(nxt.lower):
         return None  # a common word of a one-case note: no city, no country
     return cue_context(words, c, text, mixed)
+
+
+def _common_word(low: str) -> bool:
+    """A word of a one-case note too common to name a place after a cue: no city's first
+    word, no country, no large city's short form ("la")."""
+    if lx.zipf(low) < 5.0:
+        return False
+    return not (low in lx.city_first_words() or low in lx.countries() or low in towns.nicknames())
 
 
 class _Cue(NamedTuple):
@@ -146,7 +152,10 @@ def _cue_gap(words: tuple[Token, ...], c: int, j: int, text: str) -> str | None:
 
 
 def _of_person(words: tuple[Token, ...], c: int, mixed: bool) -> bool:
-    """ "Neil Smith of Elkbridge": a surname before "of" (a place may follow)."""
+    """ "Neil Smith of Elkbridge", "Dr. Okafor of KDH": a surname (or any word after a title)
+    before "of" (a place may follow)."""
+    if c > 1 and words[c - 2].lower in _TITLES and capital(words[c - 1], mixed):
+        return True
     return c > 0 and _person_before(words[c - 1], mixed)
 
 
@@ -235,7 +244,9 @@ def _after_cue_rest(ctx: _Cue) -> Span | None:
         return found
     words, j, text, mixed, cue = ctx.words, ctx.j, ctx.text, ctx.mixed, ctx.cue
     if cue in {"in", "of"} and not ctx.resident:
-        return shape.area(words, j, mixed) if cue == "in" else None
+        if cue == "of":  # "Dr. Dale Brinkman of KDH.": a person's hospital
+            return shape.bare_acronym(words, j, text, mixed)
+        return shape.area(words, j, mixed)
     if not ctx.moved or (cue == "from" and not ctx.before.isdisjoint(SAMPLED)):
         return None  # "blood sent from the A-line": a sample, not a patient, moves
     return (
@@ -274,7 +285,9 @@ def _near_cue(ctx: _Cue) -> Span | None:
 
 
 def _resident_cue(ctx: _Cue) -> bool:
-    """A cue that a town follows: "lives in", "resides near", "daughter from"."""
+    """A cue that a town follows: "lives in", "resides near", "daughter from", "son in"."""
+    if ctx.cue == "in" and ctx.prev in _KIN:
+        return True  # "son in KC", "family in LA and SF"
     if ctx.cue in {"in", "near"}:
         return ctx.resident
     return ctx.cue == "from" and (people(ctx.prev) or ctx.resident)

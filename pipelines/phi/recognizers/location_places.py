@@ -22,9 +22,11 @@ from pipelines.phi.recognizers.location_words import (
     UNIVERSITY,
     capital,
     named,
+    people,
     spaced,
 )
 from pipelines.phi.scan import compile_words, finditer
+from pipelines.phi.wordlists import word_set
 from pipelines.spans import Span
 
 WARD: Final = "locations.ward_number"
@@ -146,3 +148,63 @@ def wards_with_numbers(doc: Doc, mixed: bool) -> list[Span]:
         if span is not None:
             out.append(span)
     return out
+
+
+_OFFER_VERBS: Final = frozenset({"has", "have", "had", "offered", "offers", "offering"})
+_TITLES: Final = frozenset({"dr", "mr", "mrs", "ms", "miss"})
+# words before "has a bed" that name no facility: the patient, pronouns, services
+_NOT_BED_NAMES: Final = word_set("care_units") | word_set("facility_services")
+_BED_NAME_WORDS: Final = 3  # words of a name before "has a bed"
+
+
+def bed_offer(words: tuple[Token, ...], h: int, text: str, mixed: bool) -> Span | None:
+    """ "Oakvale has a bed for him", "Maple Crest offered a bed": a facility named with no
+    head noun before it offers a bed (word ``h``); the name written as a name (in a mixed-case
+    note), a word of it rare or a listed city, no person (a title before, a relative, a first
+    name alone) and no unit ("ICU has a bed")."""
+    last = _before_offer(words, h, text)
+    if last is None:
+        return None
+    first = _bed_name_start(words, last, text, mixed)
+    run = words[first : last + 1]
+    if not all(_bed_name_word(t, mixed) for t in run):
+        return None
+    if first > 0 and words[first - 1].lower in _TITLES:
+        return None  # "Dr. Oakes has a bed": a person
+    lows = [t.lower for t in run]
+    if len(run) == 1 and lx.is_first_name(lows[0]):
+        return None  # "Hilda has a bed": a person, as likely
+    if not any(lx.zipf(w) < 3.0 or w in lx.us_cities() for w in lows):
+        return None
+    return Span(run[0].start, run[-1].end, HOSPITAL, 0.6, "locations")
+
+
+def _before_offer(words: tuple[Token, ...], h: int, text: str) -> int | None:
+    """The last word before "has a bed", "has offered a bed" (``h``: "bed"), one space before
+    the verb; None where no offer verb and article stand before the bed."""
+    if h < 3 or words[h - 1].lower not in {"a", "the"} or words[h - 2].lower not in _OFFER_VERBS:
+        return None
+    last = h - 3
+    if words[last].lower in _OFFER_VERBS and last > 0:
+        last -= 1  # "Oakvale has offered a bed"
+    return last if text[words[last].end : words[last + 1].start] == " " else None
+
+
+def _bed_name_start(words: tuple[Token, ...], last: int, text: str, mixed: bool) -> int:
+    """The first word of the name that ends at ``last`` (up to ``_BED_NAME_WORDS`` words)."""
+    first = last
+    while first > 0 and last - first + 1 < _BED_NAME_WORDS:
+        prev = words[first - 1]
+        if not spaced(text, words[first - 1 : first + 1]) or not _bed_name_word(prev, mixed):
+            break
+        first -= 1
+    return first
+
+
+def _bed_name_word(tok: Token, mixed: bool) -> bool:
+    """A word that may name a facility before "has a bed": written as a name, no unit, no
+    service, no person's word."""
+    low = tok.lower
+    if not (capital(tok, mixed) and tok.text[0].isalpha()):
+        return False
+    return not (low in UNITS or low in _NOT_BED_NAMES or low in _OFFER_VERBS or people(low))

@@ -16,6 +16,7 @@ from pipelines.phi.recognizers.location_words import (
     HOSPITAL,
     NAMED_HEADS,
     NOT_NAMES,
+    NOT_PLACES,
     SAINTS,
     UNIT_AFTER,
     UNITS,
@@ -129,6 +130,8 @@ def bare_acronym(
     low = tok.lower
     if not 2 <= len(low) <= 4 or low in UNITS or (mixed and not tok.is_upper):
         return None
+    if low in NOT_PLACES:
+        return None  # "murmur at LUSB", "seen at PT": a landmark, a service
     if not mixed and not _short_unknown(low):
         return None  # one-case note: a short unknown word only ("at xyz.", "the wxyz.")
     if low in lx.us_states() or lx.zipf(low) >= 3.5 or low in GENERIC_MODIFIERS:

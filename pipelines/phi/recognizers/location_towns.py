@@ -16,6 +16,7 @@ from typing import Final
 from pipelines.phi import lexicons as lx
 from pipelines.phi.lexicons import Token
 from pipelines.phi.recognizers.location_words import (
+    CITY,
     CLAUSE_WORDS,
     NOT_PLACES,
     UNITS,
@@ -23,6 +24,9 @@ from pipelines.phi.recognizers.location_words import (
     ends_clause,
 )
 from pipelines.phi.wordlists import word_set
+from pipelines.spans import Span
+
+_AND: Final = frozenset({"and", "or", "&"})
 
 _PREFIX_CITIES: Final = 60  # a word opening this many US city names opens a town's name
 _RARE_TOWN_WORD: Final = 3.0  # the word after the opener: rarer than this, or a listed city
@@ -94,9 +98,18 @@ def town_abbreviation(
     return nxt is not None and nxt.lower in CLAUSE_WORDS and text[tok.end : nxt.start] == " "
 
 
+@cache
+def nicknames() -> frozenset[str]:
+    """Short forms of large cities ("LA", "KC", "philly"): towns after a residence cue."""
+    return word_set("city_nicknames")
+
+
 def _abbreviation_word(tok: Token, mixed: bool) -> bool:
-    """Two or three letters that may shorten a town's name ("WB"; "DC" is the District)."""
+    """Two or three letters that may shorten a town's name ("WB"; "DC" is the District), or
+    a large city's short form ("LA", "Philly"; in a mixed-case note as a name)."""
     low = tok.lower
+    if low in nicknames():
+        return not mixed or tok.is_upper or tok.is_title
     if not (2 <= len(low) <= 3 and low.isalpha()) or low in _not_towns():
         return False
     if mixed and not tok.is_upper:
@@ -107,3 +120,22 @@ def _abbreviation_word(tok: Token, mixed: bool) -> bool:
         return False
     # in capitals in a mixed-case note an abbreviation, unless a common word ("AM", "US")
     return lx.zipf(low) < (_COMMON_CAPITALS if mixed else _RARE_ABBREVIATION)
+
+
+def town_after_and(words: tuple[Token, ...], k: int, text: str, mixed: bool) -> Span | None:
+    """The second of two towns written short after a cue: "family in LA and SF", "lives in
+    WB or NB" (the first, word ``k``, was found as one); the second ends the clause too."""
+    if k + 2 >= len(words) or words[k + 1].lower not in _AND:
+        return None
+    tok = words[k + 2]
+    if text[words[k].end : tok.start] != f" {words[k + 1].text} ":
+        return None
+    if not towns_alike(words[k], tok, mixed) or not town_abbreviation(words, k + 2, text, mixed):
+        return None
+    return Span(tok.start, tok.end, CITY, 0.65, "locations")
+
+
+def towns_alike(first: Token, second: Token, mixed: bool) -> bool:
+    """Two words written alike: both in capitals in a mixed-case note, or both short forms."""
+    short = len(first.lower) <= 3 and len(second.lower) <= 3
+    return short and (not mixed or first.is_upper == second.is_upper)

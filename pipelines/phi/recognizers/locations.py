@@ -46,6 +46,7 @@ from pipelines.phi.recognizers.location_modifiers import (
 from pipelines.phi.recognizers.location_places import (
     GLUED_NUMBER,
     acronym_before_unit,
+    bed_offer,
     city_before_state,
     compass_state,
     region,
@@ -53,6 +54,7 @@ from pipelines.phi.recognizers.location_places import (
     wards_with_numbers,
 )
 from pipelines.phi.recognizers.location_shapes import saint_alone
+from pipelines.phi.recognizers.location_towns import town_after_and
 from pipelines.phi.recognizers.location_wards import building_floor
 from pipelines.phi.recognizers.location_words import (
     CITY,
@@ -183,6 +185,11 @@ def _saint(note: Note, h: int) -> Span | None:
     return saint_alone(note.words, h, note.text, upper=case is Case.UPPER, lower=case is Case.LOWER)
 
 
+def _bed_offer(note: Note, h: int) -> Span | None:
+    """ "Oakvale has a bed for him": a facility with no head noun that offers a bed."""
+    return bed_offer(note.words, h, note.text, note.mixed)
+
+
 def _titled(tok: lx.Token, case: Case) -> bool:
     """ "St" written as a name: Title case, or in the note's one case (capitals, lower case)."""
     return tok.is_title or (case is Case.UPPER and tok.is_upper) or case is Case.LOWER
@@ -218,6 +225,10 @@ FACILITY_HEAD: Final = Pass[Note, Span](
     "locations.facility_head", _facility_head, words=HEADS | {"home"}, before=5, after=2,
     vocabulary=_HEAD_WORDS, memo=True,
 )  # fmt: skip
+AFTER_CUE: Final = Pass[Note, Span](
+    "locations.after_cue", cues.after_cue, words=CUES, before=6, after=5,
+    vocabulary=(*_CUE_WORDS, "place_kin", "city_nicknames"), memo=True,
+)  # fmt: skip
 PASSES: Final = declare(
     Passes[Note, Span](
         "locations",
@@ -228,8 +239,7 @@ PASSES: Final = declare(
                  "facility_modifiers_alone_weak", "facility_clause_words", "facility_unit_after")),
             Pass("locations.suffixed_town", suffixed_town, words=TOWN_CUES, before=3,
                  after=2, vocabulary=("place_suffixes", *_BEFORE_CUE)),
-            Pass("locations.after_cue", cues.after_cue, words=CUES, before=6, after=5,
-                 vocabulary=_CUE_WORDS, memo=True),
+            AFTER_CUE,
             Pass("locations.university_of", _university_of, words=frozenset({"of"}), before=1,
                  after=1),
             Pass("locations.region", _region, words=REGION_WORDS, before=2),
@@ -242,6 +252,8 @@ PASSES: Final = declare(
                  vocabulary=("place_staff", "acronyms_not_places")),
             Pass("locations.saint", _saint, words=frozenset({"st", "saint"}), gate=_titled,
                  before=1, after=2),
+            Pass("locations.bed_offer", _bed_offer, words=frozenset({"bed"}), before=5,
+                 vocabulary=("care_units", "facility_services", "place_people")),
             Pass("locations.before_state", _before_state, anywhere=True, gate=_state_gate,
                  lexicon=_state_words, before=3),
         ],
@@ -296,6 +308,18 @@ class LocationRecognizer(Recognizer):
         return out + _unfound(named, out)
 
 
+def _second_of_pair(note: Note, h: int, step: Pass[Note, Span], span: Span) -> Span | None:
+    """A second place joined to the one a pass found at ``h``: "X and Y Hospitals" after a
+    head, "family in LA and SF" after a cue (a town written short)."""
+    words = note.words
+    if step is FACILITY_HEAD:
+        return facility_list(words, h, note.text, note.mixed)
+    if step is not AFTER_CUE or span.category is not CITY or span.end - span.start > 3:
+        return None
+    k = next((k for k in range(h + 1, min(h + 3, len(words))) if words[k].end == span.end), None)
+    return None if k is None else town_after_and(words, k, note.text, note.mixed)
+
+
 def _unfound(spans: list[Span], found: list[Span]) -> list[Span]:
     """``spans`` that overlap none of ``found``."""
     return [s for s in spans if not any(f.start < s.end and s.start < f.end for f in found)]
@@ -318,10 +342,9 @@ def _passes_at(note: Note, starts: Iterable[int]) -> list[Span]:
             span = judged(step, note, h, case) if remember and step.memo else step.run(note, h)
             if span is None:
                 continue
-            if step is FACILITY_HEAD:
-                also = facility_list(words, h, note.text, note.mixed)
-                if also is not None:
-                    out.append(also)
+            also = _second_of_pair(note, h, step, span)
+            if also is not None:
+                out.append(also)
             out.append(Passes.stamp(span, step))
             break
     return out

@@ -24,8 +24,10 @@ from pipelines.spans import Category, Span
 
 OTHER: Final = Category.LOCATION_OTHER
 WORK_WORDS: Final = word_set("org_work_verbs")
-JOB_TITLES: Final = word_set("org_job_titles")
+JOB_TITLES: Final = word_set("org_job_titles") | word_set("org_occupations")
 SUFFIXES: Final = word_set("org_suffixes")
+# legal forms, which may follow a comma ("Halvex, LLC")
+_LEGAL: Final = word_set("org_legal_forms")
 _AFTER_WORK: Final = frozenset({"for", "at", "by", "from"})
 _AFTER_TITLE: Final = frozenset({"of", "at", "for"})
 _ARTICLES: Final = frozenset({"the", "a", "an"})
@@ -81,14 +83,30 @@ def _suffixed(note: _Note, k: int) -> int | None:
     every name word is capitalised ("the construction company" is no name)."""
     words, n = note.words, len(note.words)
     for j in range(k + 1, min(k + _LONGEST + 1, n)):
+        if _legal_after_comma(note, j) and words[j - 1].lower not in _STOPS:
+            return _named(note, k, j)  # "works for quorvane, inc."
         if not _gap_ok(note, j - 1, j) or words[j - 1].lower in _STOPS:
             return None
         if words[j].lower in SUFFIXES:
-            name = words[k:j]
-            rare = any(lx.zipf(t.lower) < _COMMON for t in name)
-            capitals = note.case is Case.MIXED and all(t.is_title or t.is_upper for t in name)
-            return j if rare or capitals else None
+            last = _named(note, k, j)
+            legal = last is not None and last + 1 < n and _legal_after_comma(note, last + 1)
+            return last + 1 if legal and last is not None else last  # "Halvex Foods, LLC"
     return None
+
+
+def _legal_after_comma(note: _Note, j: int) -> bool:
+    """A legal-form word after a comma: "Halvex, LLC", "quorvane, inc."."""
+    gap = note.text[note.words[j - 1].end : note.words[j].start]
+    return gap in (", ", ",") and note.words[j].lower in _LEGAL
+
+
+def _named(note: _Note, k: int, j: int) -> int | None:
+    """``j`` when the words ``k`` to ``j`` (the last a legal-form word) name an organisation:
+    a name word rare, or every name word capitalised in a mixed-case note."""
+    name = note.words[k:j]
+    rare = any(lx.zipf(t.lower) < _COMMON for t in name)
+    capitals = note.case is Case.MIXED and all(t.is_title or t.is_upper for t in name)
+    return j if rare or capitals else None
 
 
 def _capitalised(note: _Note, k: int) -> int | None:
@@ -182,21 +200,21 @@ PASSES: Final = declare(
                 _after_work_word,
                 words=WORK_WORDS,
                 after=_JOB_GAP + 2 + _LONGEST,
-                vocabulary=("org_work_verbs", "org_suffixes"),
+                vocabulary=("org_work_verbs", "org_suffixes", "org_legal_forms"),
             ),
             Pass(
                 "organizations.employer",
                 _after_employer,
                 words=_EMPLOYER,
                 after=2 + _LONGEST,
-                vocabulary=("org_suffixes",),
+                vocabulary=("org_suffixes", "org_legal_forms"),
             ),
             Pass(
                 "organizations.after_job_title",
                 _after_job_title,
                 words=JOB_TITLES,
                 after=_GAP + 2 + _LONGEST,
-                vocabulary=("org_job_titles", "org_suffixes"),
+                vocabulary=("org_job_titles", "org_occupations", "org_suffixes", "org_legal_forms"),
             ),
         ],
     )
