@@ -25,6 +25,7 @@ from pipelines.phi.recognizers.name_words import (
     _surname_after_first,
     _tight,
     name_before_age,
+    person_after,
     surname_letter,
 )
 from pipelines.phi.wordlists import word_set
@@ -241,10 +242,13 @@ _AGE_APART: Final = re.compile(r"(?:(,)[ \t]?\d{2,3}[ \t]?,|[ \t]?\(\d{2,3}\))[ 
 
 def _age_set_apart(text: str, tok: Token) -> bool:
     """A census first name far more a name than a word, then an age set apart ("Amy, 95, lives
-    alone", "Hollis (91) seen", "Harry (97) seen"): a person and her age. Before brackets no
-    everyday word unless mostly a first name ("Walker (92)": a setting of a device as often)."""
+    alone", "Hollis (91) seen", "Harry (97) seen", "Walker (92) seen"): a person and her age."""
     m = _AGE_APART.match(text, tok.end)
-    return m is not None and name_before_age(_base(tok.lower), not m.group(1))
+    if m is None:
+        return False
+    brackets = not m.group(1)
+    lax = tok.text.islower() is False and person_after(text, m.end() - 1)
+    return name_before_age(_base(tok.lower), brackets and not lax)
 
 
 def _full_name_first(low: str) -> bool:

@@ -25,7 +25,7 @@ from pipelines.phi.recognizers.name_words import letter_pair, surname_letter
 from pipelines.phi.registry import register
 from pipelines.phi.tagger.features import BUILDING_PARTS, CUES
 from pipelines.phi.tagger.model import Label, TaggedSpan, Tagger
-from pipelines.phi.wordlists import word_set
+from pipelines.phi.wordlists import role_map, word_set
 from pipelines.spans import Category, Span
 
 _HEADS: Final = CUES["head"]
@@ -135,18 +135,28 @@ def _trimmed(text: str, tagged: TaggedSpan) -> TaggedSpan | None:
         return _whole_code(text, tagged)
     if tagged.label is not Label.NAME:
         return tagged
-    never = word_set("name_never_words")
+    never, titles = _leading_never()
     start = tagged.start
     while (m := _LEADING_WORD.match(text, start, tagged.end)) and m.group().lower() in never:
-        if m.end() < tagged.end and not text[m.end()].isspace():
+        stop = m.end()
+        if stop < tagged.end and text[stop] == "." and m.group().lower() in titles:
+            stop += 1  # "[Herr Hanlon]", "[Prof. Hanlon]": the title is no part of the name
+        if stop < tagged.end and not text[stop].isspace():
             break  # "Thebes", "And-" : the letters run on into the name
-        start = m.end()
+        start = stop
         while start < tagged.end and text[start].isspace():
             start += 1
     end = _without_trailing(text, start, tagged.end)
     if start == tagged.start and end == tagged.end:
         return tagged
     return replace(tagged, start=start, end=end) if start < end else None
+
+
+@cache
+def _leading_never() -> tuple[frozenset[str], frozenset[str]]:
+    """The words a name span never starts with: grammar words and titles; and the titles."""
+    titles = frozenset(role_map("name_titles"))
+    return word_set("name_never_words") | titles, titles
 
 
 # Prepositions a name span runs on to in capitals ("ROLAND IN TO SEE PT", "DR HALL IN"):
@@ -231,28 +241,43 @@ def _not_phi(text: str, tagged: TaggedSpan) -> bool:
     )
 
 
-_KIN_BEFORE: Final = re.compile(r"([A-Za-z]+)[ \t]+\Z")
+_KIN_BEFORE: Final = re.compile(r"([A-Za-z]+)(?:[ \t]+([A-Za-z]+))?[ \t]+\Z")
 
 
 def _kin_and_word(text: str, tagged: TaggedSpan) -> bool:
-    """A name span that is only a kin word and a common English word ("Son Home", "[Has]"
-    after "Son", "Son Will"): a note's capitals at a line's start, no one's name. The word is
-    common (Zipf 4 or more) and no more a name than a word ("Hope", not "Mark")."""
+    """A name span that is only a kin word and common English words or staff roles ("Son
+    Home", "[Has]" after "Son", "Son Will", "Son Home [Care]", "Son Social [Work]", "HER SON
+    [AIDE]"): a note's capitals at a line's start, a service or a role, no one's name. A
+    word is common (Zipf 4 or more) and no more a name than a word ("Hope", not "Mark"), or
+    a staff role (``exclusion_roles``)."""
     if tagged.label is not Label.NAME:
         return False
     words = text[tagged.start : tagged.end].split()
     kin = word_set("tagger_cues_kin")
     if len(words) == 2 and words[0].lower() in kin:
-        word = words[1]
+        rest = words[1:]
     elif len(words) == 1:
-        m = _KIN_BEFORE.search(text, max(0, tagged.start - 16), tagged.start)
-        if m is None or m.group(1).lower() not in kin:
+        m = _KIN_BEFORE.search(text, max(0, tagged.start - 32), tagged.start)
+        if m is None:
             return False
-        word = words[0]
+        if m.group(2) and m.group(1).lower() in kin:
+            rest = [m.group(2), words[0]]  # "Son Home [Care]": the word between counts too
+        elif (m.group(2) or m.group(1)).lower() in kin:
+            rest = words
+        else:
+            return False
     else:
         return False
-    low = word.lower()
-    return low.isalpha() and lexicons.zipf(low) >= 4.0 and lexicons.name_score(low) < 0.5
+    return all(_common_or_role(w.lower()) for w in rest)
+
+
+def _common_or_role(low: str) -> bool:
+    """A common English word no more a name than a word, or a staff role ("aide")."""
+    if not low.isalpha():
+        return False
+    return (lexicons.zipf(low) >= 4.0 and lexicons.name_score(low) < 0.5) or low in word_set(
+        "exclusion_roles"
+    )
 
 
 # A number that is a measurement, not a code: "3.4", "0.75", "120/80", "1,200", "3-4".
