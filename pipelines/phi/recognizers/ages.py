@@ -56,7 +56,7 @@ _AGES = compile_words(
     r"(?P<subj>\d{2,3})\b"
     # the bare age that opens a note: "94 s/p fall", "101 w/ CHF" (the note's first word only)
     # after "Pt" or a section label ("Pt 94 s/p fall", "HPI:\n94 s/p fall")
-    r"|\A[ \t\r\n]*(?:(?:pt|patient)[ \t]+|[A-Za-z]{2,12}[ \t]*:[ \t\r\n]*)?"
+    r"|\A[ \t\r\n]*(?:(?:pt|patient)[ \t]+|[A-Za-z]{1,12}[ \t]*:[ \t\r\n]*)?"
     r"(?P<opening>\d{2,3})[ \t]+(?:w/|(?:s/p|h/o|c/o|with|who|presents|presenting"
     r"|presented|admitted|brought|transferred|found|here)\b)"
     # an age in apposition: "Mrs Quell, 96, lives alone", "pt (93) seen" (the person before

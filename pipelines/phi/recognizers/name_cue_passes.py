@@ -63,8 +63,7 @@ def _title_role(note: _Note, i: int) -> Category | None:
     title = note.cues.titles.get(tok.lower) or _title_slip(note, tok.lower)
     if title is None or i + 1 >= note.n:
         return None
-    gap = note.gap(i, i + 1)
-    if ("\n" in gap and not line_wrap(note, i)) or gap.strip() not in {"", ".", "'"}:
+    if not _title_gap(note, i):
         return None
     if title is PT and note.mixed and tok.is_upper:
         return None  # "MS." in a mixed-case note is mental status / multiple sclerosis
@@ -74,6 +73,16 @@ def _title_role(note: _Note, i: int) -> Category | None:
         if lx.name_score(nw) < 0.5 and not (lx.name_score(nw) == -9.0 and lx.zipf(nw) < _RARE):
             return None
     return title
+
+
+def _title_gap(note: _Note, i: int) -> bool:
+    """Only blanks, a period or an apostrophe between the title ``i`` and the next word; a
+    line break only after the title's period ("Dr.\nQuist"; "follow ms\nlytes" is mental
+    status)."""
+    gap = note.gap(i, i + 1)
+    if "\n" in gap:
+        return gap.strip() == "." and line_wrap(note, i)
+    return gap.strip() in {"", ".", "'"}
 
 
 def _title_slip(note: _Note, low: str) -> Category | None:
@@ -223,6 +232,8 @@ def _name_slot(note: _Note, i: int) -> int | None:
     if j >= n:
         return None
     gap = _wrapped(note, i, j)
+    if gap == "-" and f"{words[i].lower}-{words[j].lower}" in word_set("eponyms"):
+        return None  # "Child-Pugh B": an eponym, no role word and name ("DAUGHTER-ANN" is)
     if len(gap) < 6 and "\n" not in gap and "." not in gap.strip(" ,:(-"):
         # "son tylenol'd him"; "Son Hospice worker called": a service, no one's name
         return None if clinical_stem(words[j].lower) or _service_word(words[j].lower) else j

@@ -80,8 +80,14 @@ def _one_case_newer(note: _Note, i: int, j: int) -> bool:
 @cache
 def _not_names() -> frozenset[str]:
     """Words after a kin word in a one-case note that are no name: words of mood, irregular
-    past forms, clinical abbreviations, care units ("HER SON TELE"), units of measure."""
-    lists = ("name_kin_not_names", "exclusion_clinical_abbreviations", "care_units")
+    past forms, clinical abbreviations, care units ("HER SON TELE"), units of measure, staff
+    roles ("HER SON CLERK")."""
+    lists = (
+        "name_kin_not_names",
+        "exclusion_clinical_abbreviations",
+        "care_units",
+        "exclusion_roles",
+    )
     return frozenset().union(*map(word_set, (*lists, "exclusion_units")))
 
 

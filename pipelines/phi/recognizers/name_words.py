@@ -119,7 +119,7 @@ def surname_letter(tok: Token, text: str) -> bool:
     if after[:1] in {".", "", ",", ";", ")", "\n"}:
         return True
     if after[:1] == ":":  # "Spoke with Greta Q: she agrees" (not "K: 3.4", "Q:4h")
-        return after[1:2] == " " and after[2:3].islower()
+        return after[1:2] == " " and (after[2:3].islower() or _pronoun_after(text, tok.end + 1))
     if after[:1] not in {" ", "\t"}:
         return False
     if after[1:2] in {"", "\n"}:
@@ -130,6 +130,16 @@ def surname_letter(tok: Token, text: str) -> bool:
 
 
 _NEXT_WORD: Final = re.compile(r"[ \t]+([A-Za-z]+)\b")
+# what follows "GRETA Q:" in capitals when the letter is her initial: a pronoun or a verb of
+# saying ("SPOKE WITH GRETA Q: SHE AGREES")
+_SAYS: Final = frozenset({"she", "he", "they", "states", "says", "said", "agrees", "reports"})
+
+
+def _pronoun_after(text: str, end: int) -> bool:
+    m = _NEXT_WORD.match(text, end)
+    return m is not None and m.group(1).lower() in _SAYS
+
+
 _LETTER_NEXT: Final = re.compile(r"[ \t]+[A-Za-z](?![A-Za-z0-9])")
 
 

@@ -135,6 +135,16 @@ def _trimmed(text: str, tagged: TaggedSpan) -> TaggedSpan | None:
         return _whole_code(text, tagged)
     if tagged.label is not Label.NAME:
         return tagged
+    start = _name_start(text, tagged)
+    end = _without_trailing(text, start, tagged.end)
+    if start == tagged.start and end == tagged.end:
+        return tagged
+    return replace(tagged, start=start, end=end) if start < end else None
+
+
+def _name_start(text: str, tagged: TaggedSpan) -> int:
+    """Where a name span's name starts, past the words it never starts with and the blanks
+    and label marks after them (``_leading_never``); its end when nothing is left."""
     never, titles = _leading_never()
     start = tagged.start
     while (m := _LEADING_WORD.match(text, start, tagged.end)) and m.group().lower() in never:
@@ -144,19 +154,18 @@ def _trimmed(text: str, tagged: TaggedSpan) -> TaggedSpan | None:
         if stop < tagged.end and not text[stop].isspace():
             break  # "Thebes", "And-" : the letters run on into the name
         start = stop
-        while start < tagged.end and text[start].isspace():
+        while start < tagged.end and (text[start].isspace() or text[start] in "-:="):
             start += 1
-    end = _without_trailing(text, start, tagged.end)
-    if start == tagged.start and end == tagged.end:
-        return tagged
-    return replace(tagged, start=start, end=end) if start < end else None
+    return start
 
 
 @cache
 def _leading_never() -> tuple[frozenset[str], frozenset[str]]:
-    """The words a name span never starts with: grammar words and titles; and the titles."""
-    titles = frozenset(role_map("name_titles"))
-    return word_set("name_never_words") | titles, titles
+    """The words a name span never starts with: grammar words, titles, credentials ("[APRN]"
+    alone) and labels of people ("[Visitors - kathleen]"); and the titles."""
+    titles = _titles()
+    labels = frozenset(role_map("name_people_labels"))
+    return word_set("name_never_words") | titles | word_set("name_credentials") | labels, titles
 
 
 # Prepositions a name span runs on to in capitals ("ROLAND IN TO SEE PT", "DR HALL IN"):
@@ -238,7 +247,45 @@ def _not_phi(text: str, tagged: TaggedSpan) -> bool:
         or _eponym(text, tagged)
         or _typo(words, tagged)
         or _kin_and_word(text, tagged)
+        or _score(text, tagged)
     )
+
+
+_HEAD_AFTER: Final = re.compile(r"(?:['’]s)?[ \t]+([A-Za-z]+)")
+# a score's value after its name: "Braden 18", "CIWA: 8", "Apache II 22", "Morse score 45"
+_VALUE_AFTER: Final = re.compile(r"(?:[ \t]+(?:[IV]{1,3}|score|scale))?[ \t]*[:=]?[ \t]*\d")
+_SCORE_BEFORE: Final = re.compile(r"([A-Za-z]+)\.?[ \t]+\Z")
+_PLACE_PREPOSITIONS: Final = frozenset({"in", "from", "to", "at", "near", "of"})
+
+
+def _score(text: str, tagged: TaggedSpan) -> bool:
+    """An eponymous sign, score or scale ("Braden score", "Murphy's sign", "Glasgow coma
+    scale", "Barthel index", "Braden 18", "CIWA 8"): a head of one after the span or as its
+    last word (``name_score_heads``), or a score's name with its value after it
+    (``name_score_eponyms``); not after a title ("Dr. Murphy") nor, for a value, after a
+    place's preposition ("moved to Glasgow 10 years ago")."""
+    if tagged.label is Label.ID:
+        return False
+    words = text[tagged.start : tagged.end].lower().split()
+    heads = word_set("name_score_heads")
+    after = _HEAD_AFTER.match(text, tagged.end)
+    if words[-1] in heads or (after is not None and after.group(1).lower() in heads):
+        return len(words) <= 3 and not _before_is(text, tagged.start, _titles())
+    if words[0].strip(":") not in word_set("name_score_eponyms"):
+        return False
+    if len(words) > 1 or not _VALUE_AFTER.match(text, tagged.end):
+        return len(words) == 2 and words[1] in {"ii", "iii", "iv"}  # "[Apache II] 22"
+    return not _before_is(text, tagged.start, _titles() | _PLACE_PREPOSITIONS)
+
+
+def _before_is(text: str, start: int, words: frozenset[str]) -> bool:
+    m = _SCORE_BEFORE.search(text, max(0, start - 16), start)
+    return m is not None and m.group(1).lower() in words
+
+
+@cache
+def _titles() -> frozenset[str]:
+    return frozenset(role_map("name_titles"))
 
 
 _KIN_BEFORE: Final = re.compile(r"([A-Za-z]+)(?:[ \t]+([A-Za-z]+))?[ \t]+\Z")
@@ -256,19 +303,23 @@ def _kin_and_word(text: str, tagged: TaggedSpan) -> bool:
     kin = word_set("tagger_cues_kin")
     if len(words) == 2 and words[0].lower() in kin:
         rest = words[1:]
-    elif len(words) == 1:
-        m = _KIN_BEFORE.search(text, max(0, tagged.start - 32), tagged.start)
-        if m is None:
-            return False
-        if m.group(2) and m.group(1).lower() in kin:
-            rest = [m.group(2), words[0]]  # "Son Home [Care]": the word between counts too
-        elif (m.group(2) or m.group(1)).lower() in kin:
-            rest = words
-        else:
-            return False
+    elif len(words) <= 2:
+        rest = _after_kin(text, tagged.start, words, kin)
     else:
         return False
-    return all(_common_or_role(w.lower()) for w in rest)
+    return bool(rest) and all(_common_or_role(w.lower()) for w in rest)
+
+
+def _after_kin(text: str, start: int, words: list[str], kin: frozenset[str]) -> list[str]:
+    """The words from a kin word one or two words before ``start`` to the span's end
+    ("Son [Home Care]", "Son Home [Care]"), less the kin word; none when no kin word is there
+    (or the span and the word between hold three words)."""
+    m = _KIN_BEFORE.search(text, max(0, start - 32), start)
+    if m is None:
+        return []
+    if m.group(2) and m.group(1).lower() in kin and len(words) == 1:
+        return [m.group(2), *words]  # "Son Home [Care]": the word between counts too
+    return words if (m.group(2) or m.group(1)).lower() in kin else []
 
 
 def _common_or_role(low: str) -> bool:
