@@ -118,7 +118,7 @@ def after_title(note: _Note, i: int) -> int | None:
     if particled is not None:
         return particled
     nxt = _surname_slot(note, nxt, title)
-    if note.ok(nxt, 3) or (title is P and not note.mixed and _word_surname_after_dr(words[nxt])):
+    if _surname_ok(note, i, nxt, title):
         if nxt != i + 1:
             note.take(i + 1, title, 0.9)
         end = note.run_right(nxt, title, 0.9, 3)
@@ -129,6 +129,25 @@ def after_title(note: _Note, i: int) -> int | None:
         note.take(i + 1, title, 0.85)
         return i + 2
     return None
+
+
+def _surname_ok(note: _Note, i: int, nxt: int, title: Category) -> bool:
+    """May word ``nxt`` be the surname after the title ``i``: a word a title may name, in a
+    one-case note after "Dr" a census surname that is a word too ("DR. PRICE"), and after
+    "Drs" one that opens a list ("DRS MONEY AND ERDMANN": ``one_case_surname``)."""
+    word = note.words[nxt]
+    if note.ok(nxt, 3):
+        return True
+    if title is not P or note.mixed:
+        return False
+    if _word_surname_after_dr(word):
+        return True
+    return (
+        note.words[i].lower in PLURAL_TITLES
+        and nxt + 2 < note.n
+        and note.words[nxt + 1].lower in note.cues.joiners
+        and note.one_case_surname(word)
+    )
 
 
 def _surname_slot(note: _Note, nxt: int, title: Category) -> int:

@@ -106,13 +106,25 @@ def _signature_goes_on(words: tuple[Token, ...], idx: int, text: str, mixed: boo
         return True
     if not _tight(text[words[idx - 1].end : tok.start]):
         return False
-    if not mixed and lx.name_score(tok.lower) == -9.0 and lx.zipf(tok.lower) >= _ENGLISH:
+    if _english_word(tok, mixed):
         return False  # "VISITORS:\nBRADLEY STAYED OVERNIGHT.": a clause, no signature
     return not (mixed and tok.text.islower())
 
 
 # Zipf from which a word in no census list is plain English, no name (a signature's)
 _ENGLISH: Final = 3.0
+
+
+def _english_word(tok: Token, mixed: bool) -> bool:
+    """In a one-case note, an English word in no census list that is no joiner of a list of
+    names ("HAL STAYED"; not "greta and hal")."""
+    low = tok.lower
+    return (
+        not mixed
+        and lx.name_score(low) == -9.0
+        and lx.zipf(low) >= _ENGLISH
+        and low not in cues().joiners
+    )
 
 
 def _word_end(tok: Token) -> int:

@@ -315,3 +315,32 @@ def lower_full_name(note: _Note, i: int) -> int | None:
         note.take(i, OTHER, 0.6)
         return note.run_right(i + 1, OTHER, 0.6, 3)
     return None
+
+
+@cache
+def surname_words() -> frozenset[str]:
+    """The census surnames far more names than words and no very common word (lower-case):
+    the lexicon of ``surname_before_age``."""
+    return frozenset(w for w in lx.last_names() if name_before_age(w, False))
+
+
+def surname_age_gate(tok: Token, case: Case) -> bool:
+    """A capitalised census surname far more a name than a word ("Evans", "WALKER")."""
+    return (lx.is_title(tok.text) or tok.is_upper) and tok.lower in surname_words()
+
+
+def surname_before_age(note: _Note, i: int) -> int | None:
+    """No cue: a capitalised census surname before an age set apart ("Evans (98) is here",
+    "SHAW, 102, LIVES ALONE", "Walker (92) seen"; not "Walker (92) ordered": the age's own
+    judgment, ``_age_set_apart``): a person and her age."""
+    tok = note.words[i]
+    if not (
+        surname_age_gate(tok, note.case)
+        and i not in note.taken
+        and tok.lower not in note.eponyms
+        and tok.lower not in note.cues.cue_words
+        and _age_set_apart(note.text, tok)
+    ):
+        return None
+    note.take(i, OTHER, 0.6)
+    return i + 1

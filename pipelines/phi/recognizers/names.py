@@ -469,6 +469,15 @@ def name_passes() -> Passes[_Note, int]:
             after=5,
         ),
         Pass(
+            "names.surname_before_age",
+            uncued.surname_before_age,
+            gate=uncued.surname_age_gate,
+            lexicon=uncued.surname_words,
+            shape="capital",
+            anywhere=True,
+            after=3,
+        ),
+        Pass(
             "names.lower_full_name",
             uncued.lower_full_name,
             gate=uncued.lower_full_gate,

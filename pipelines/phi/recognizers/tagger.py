@@ -89,7 +89,8 @@ class TaggerRecognizer(Recognizer):
         # the document's one tokenization, shared with the rules
         toks = lexicons.tokens(doc)
         tagged = self.tagger.tag(text, toks.columns, lexicons.Case.of_words(toks))
-        kept = (_opened(text, _lettered(text, _trimmed(text, t))) for t in tagged)
+        parts = (part for t in tagged for part in _list_parts(text, t))
+        kept = (_opened(text, _lettered(text, _trimmed(text, t))) for t in parts)
         spans = [
             Span(t.start, _before_possessive(text, t), _category(text, t), t.confidence, "tagger")
             for t in kept
@@ -107,6 +108,24 @@ class TaggerRecognizer(Recognizer):
 
 
 _LEADING_WORD = re.compile(r"[A-Za-z]+")
+# "and" between two names of a list the model took as one ("[HILLER AND BAKER]")
+_JOINER: Final = re.compile(r"[ \t]+(?:and|AND|And|&)[ \t]+")
+
+
+def _list_parts(text: str, tagged: TaggedSpan) -> tuple[TaggedSpan, ...]:
+    """A name span cut at the "and" of a list ("Drs [Hiller] and [Baker]"), and a place
+    span of one word each side of "and" (the model's place for "DRS [HILLER AND BAKER]"):
+    the joiner is no one's name; each part keeps the span's label and confidence."""
+    if tagged.label is Label.ID:
+        return (tagged,)
+    cuts = list(_JOINER.finditer(text, tagged.start, tagged.end))
+    if not cuts:
+        return (tagged,)
+    bounds = [tagged.start, *(x for m in cuts for x in (m.start(), m.end())), tagged.end]
+    pairs = list(zip(bounds[::2], bounds[1::2], strict=True))
+    if tagged.label is not Label.NAME and any(" " in text[a:b].strip() for a, b in pairs):
+        return (tagged,)  # a place's name with "and" in it
+    return tuple(replace(tagged, start=a, end=b) for a, b in pairs if a < b)
 
 
 _CODE_CHAR: Final = re.compile(r"[A-Za-z0-9]+(?:-[A-Za-z0-9]+)*")
