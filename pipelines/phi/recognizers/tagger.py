@@ -153,18 +153,24 @@ def _trimmed(text: str, tagged: TaggedSpan) -> TaggedSpan | None:
     if tagged.label is Label.ID:
         return _whole_code(text, tagged)
     if tagged.label is not Label.NAME:
-        return tagged
-    start = _name_start(text, tagged)
+        start = _name_start(text, tagged, _place_never())
+        return tagged if start == tagged.start else _rest(tagged, start, tagged.end)
+    start = _name_start(text, tagged, _leading_never())
     end = _without_trailing(text, start, tagged.end)
     if start == tagged.start and end == tagged.end:
         return tagged
+    return _rest(tagged, start, end)
+
+
+def _rest(tagged: TaggedSpan, start: int, end: int) -> TaggedSpan | None:
     return replace(tagged, start=start, end=end) if start < end else None
 
 
-def _name_start(text: str, tagged: TaggedSpan) -> int:
-    """Where a name span's name starts, past the words it never starts with and the blanks
-    and label marks after them (``_leading_never``); its end when nothing is left."""
-    never, titles = _leading_never()
+def _name_start(text: str, tagged: TaggedSpan, words: tuple[frozenset[str], ...]) -> int:
+    """Where a span's name starts, past the words it never starts with and the blanks and
+    label marks after them (``words``: those words and, second, the titles among them); its
+    end when nothing is left."""
+    never, titles = words
     start = tagged.start
     while (m := _LEADING_WORD.match(text, start, tagged.end)) and m.group().lower() in never:
         stop = m.end()
@@ -176,6 +182,15 @@ def _name_start(text: str, tagged: TaggedSpan) -> int:
         while start < tagged.end and (text[start].isspace() or text[start] in "-:="):
             start += 1
     return start
+
+
+@cache
+def _place_never() -> tuple[frozenset[str], frozenset[str]]:
+    """The words a place span never starts with: credentials ("[APRN]" alone) and labels of
+    people ("[Visitors - kathleen]") but words of a facility's name ("Family Practice"); no
+    title ("Dr" is a drive too)."""
+    labels = frozenset(role_map("name_people_labels")) - word_set("facility_modifiers")
+    return word_set("name_credentials") | labels, frozenset()
 
 
 @cache
