@@ -282,7 +282,14 @@ def _not_phi(text: str, tagged: TaggedSpan) -> bool:
         or _typo(words, tagged)
         or _kin_and_word(text, tagged)
         or _score(text, tagged)
+        or _person_word(words, tagged)
     )
+
+
+def _person_word(words: str, tagged: TaggedSpan) -> bool:
+    """A name or place span of one word for a person ("90, [LADY], S/P FALL", "[Gentleman]
+    in no distress": ``age_apposition_people``), no one's name nor a place."""
+    return tagged.label is not Label.ID and words.lower() in word_set("age_apposition_people")
 
 
 _HEAD_AFTER: Final = re.compile(r"(?:['’]s)?[ \t]+([A-Za-z]+)")
