@@ -317,16 +317,14 @@ def lower_full_name(note: _Note, i: int) -> int | None:
     return None
 
 
-@cache
-def surname_words() -> frozenset[str]:
-    """The census surnames far more names than words and no very common word (lower-case):
-    the lexicon of ``surname_before_age``."""
-    return frozenset(w for w in lx.last_names() if name_before_age(w, False))
-
-
 def surname_age_gate(tok: Token, case: Case) -> bool:
     """A capitalised census surname far more a name than a word ("Evans", "WALKER")."""
-    return (lx.is_title(tok.text) or tok.is_upper) and tok.lower in surname_words()
+    low = tok.lower
+    return (
+        (lx.is_title(tok.text) or tok.is_upper)
+        and low in lx.last_names()
+        and name_before_age(low, False)
+    )
 
 
 def surname_before_age(note: _Note, i: int) -> int | None:

@@ -472,7 +472,6 @@ def name_passes() -> Passes[_Note, int]:
             "names.surname_before_age",
             uncued.surname_before_age,
             gate=uncued.surname_age_gate,
-            lexicon=uncued.surname_words,
             shape="capital",
             anywhere=True,
             after=3,
