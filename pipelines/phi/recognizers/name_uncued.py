@@ -318,17 +318,13 @@ def lower_full_name(note: _Note, i: int) -> int | None:
 
 
 def surname_age_gate(tok: Token, case: Case) -> bool:
-    """A capitalised census surname far more a name than a word ("Evans", "WALKER")."""
-    low = tok.lower
-    return (
-        (lx.is_title(tok.text) or tok.is_upper)
-        and low in lx.last_names()
-        and name_before_age(low, False)
-    )
+    """A capitalised census name far more a name than a word ("Evans", "WALKER"): its name
+    score says it is in a census list (no look-up in the lists themselves, dear per word)."""
+    return (lx.is_title(tok.text) or tok.is_upper) and name_before_age(tok.lower, False)
 
 
 def surname_before_age(note: _Note, i: int) -> int | None:
-    """No cue: a capitalised census surname before an age set apart ("Evans (98) is here",
+    """No cue: a capitalised census name before an age set apart ("Evans (98) is here",
     "SHAW, 102, LIVES ALONE", "Walker (92) seen"; not "Walker (92) ordered": the age's own
     judgment, ``_age_set_apart``): a person and her age."""
     tok = note.words[i]
