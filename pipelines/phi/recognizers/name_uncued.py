@@ -318,14 +318,20 @@ def lower_full_name(note: _Note, i: int) -> int | None:
 
 
 def surname_age_gate(tok: Token, case: Case) -> bool:
-    """A capitalised census name far more a name than a word ("Evans", "WALKER"): its name
-    score says it is in a census list (no look-up in the lists themselves, dear per word)."""
-    return (lx.is_title(tok.text) or tok.is_upper) and name_before_age(tok.lower, False)
+    """A capitalised census name far more a name than a word ("Evans", "WALKER") where
+    capitals tell something: its name score says it is in a census list (no look-up in the
+    lists themselves, dear per word). Not in a note in capitals, where every word would be
+    asked (a first name there is ``one_case_full_name``'s)."""
+    return (
+        case is not Case.UPPER
+        and (lx.is_title(tok.text) or tok.is_upper)
+        and name_before_age(tok.lower, False)
+    )
 
 
 def surname_before_age(note: _Note, i: int) -> int | None:
     """No cue: a capitalised census name before an age set apart ("Evans (98) is here",
-    "SHAW, 102, LIVES ALONE", "Walker (92) seen"; not "Walker (92) ordered": the age's own
+    "Walker (92) seen"; not "Walker (92) ordered": the age's own
     judgment, ``_age_set_apart``): a person and her age."""
     tok = note.words[i]
     if not (

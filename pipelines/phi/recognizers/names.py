@@ -473,6 +473,7 @@ def name_passes() -> Passes[_Note, int]:
             uncued.surname_before_age,
             gate=uncued.surname_age_gate,
             shape="capital",
+            cases=_CAPITALS_TELL,
             anywhere=True,
             after=3,
         ),
