@@ -84,6 +84,12 @@ SHAPES: dict[str, dict[str, str]] = {
         "apposition-drug-first": "<drugfirst>, <age90>, still drives to church.",
         "bracket-common-first": "<commonfirst> (<age90>) seen in clinic with her son.",
         "caps-name-in-mixed": "<CAPSFIRST>, <age90>, lives with her niece.",
+        # session 19
+        "opening-pt": "Pt <age90> s/p fall at home.",
+        "opening-label": "{label}:\n<age90> s/p fall at home.",
+        "opening-sex-comma": "<age90>, {sexword}, s/p fall at home.",
+        "opening-lady": "<age90> {sexword}, fell at home.",
+        "bracket-surname": "<surnameword> (<age90>) {personverb} with her son.",
     },
     "places": {
         "saint-alone": "<saint> has a bed for him tomorrow.",
@@ -156,6 +162,22 @@ SHAPES: dict[str, dict[str, str]] = {
         "email-glued": "Results sent to Dr. <last> <gluedemail> today.",
         "drs-and-common": "SEEN BY DRS <LAST> AND <WORDLAST> THIS AM, PLAN UNCHANGED.",
         "hyphen-common-caps": "SPOKE WITH MRS. <LAST>-<WORDLAST> RE: PLAN.",
+        # session 19 (names, part five)
+        "initial-colon": "Spoke with <namefirst> <initial>: she agrees with the plan.",
+        "initial-pronoun": "<namefirst> <initial>. said she will call back.",
+        "wrap-link": "Spoke with\n<namefirst> <initial>. re plan.",
+        "wrap-title": "Seen by Dr.\n<last> this am, plan unchanged.",
+        "credential-after": "Seen by <namefirst> <last>, {cred} today.",
+        "foreign-title": "Spoke with {ftitle} <last> re plan.",
+        "nickname-quotes": "<namefirst> {q}<namefirst>{q} <last> called back.",
+        "mc-apart": "Seen by Dr. <mcapart> today.",
+        "apostrophe-kin": "{Kint} <namefirst> <apolast1> at bedside.",
+        "kin-initial": "{Kint} <initial>. called about the plan.",
+        "list-comma-drs": "<LAST> <LAST>, DRS <LAST> AND <LAST> IN TO SEE PT.",
+        "label-wrap": "Visitors:\n<lowernamefirst> stayed overnight.",
+        "label-dash": "Visitors - <lowernamefirst> stayed overnight.",
+        "label-list-lower": "Visitors: <lowernamefirst> and <lowernamefirst> stayed.",
+        "label-plural-s": "Visitor(s): <lowernamefirst>, {kin}.",
     },
     "identifiers": {
         "mrn-is": "His MRN is <code> per registration.",
@@ -231,6 +253,15 @@ SHAPES: dict[str, dict[str, str]] = {
         "kin-title-word": "Pt resting.\n{Kint} {wordt} with family tonight, updated.",
         "military": "{militaryline}",
         "as-a-job": "Husband works as a {job}; she worked as a {job} for years.",
+        # session 19 (names, part five)
+        "score-head": "{Score} {scorehead} {sat}, stable.",
+        "score-value": "{Score} {sat}; {Score} {sat} this am.",
+        "sign-possessive": "{Sign}'s sign negative; {Sign} sign neg.",
+        "kin-role-caps": "{POSS} {KIN} {ROLEW} AT BEDSIDE, UPDATED.",
+        "kin-hyphen-eponym": "Cirrhosis, Child-Pugh {letter}; MELD {sat}.",
+        "device-words": "Foley to gravity; Swan in place; Yankauer at bedside.",
+        "languages-nations": "Pt is {nation}, speaks {language}; interpreter used.",
+        "walker-ordered": "Walker ({sat}) ordered, Tele ({sat}) on.",
     },
 }
 # session 19, helper places: its shapes live in their own module
@@ -310,6 +341,20 @@ _TITLE_WORDS = ("Has", "Home", "Here", "Was", "Came", "Says", "Also", "Still")
 _CLINICAL_HOSPITAL = ("VCH", "CGH", "MCH", "CMC", "PMC", "MMC", "NMH", "BMC", "HMC", "OGH")
 _JOBS = ("driver", "cook", "farmer", "carpenter", "mechanic", "nurse", "teacher", "barber")
 _MILITARY_LINES = ("Ex-Marine, lives alone.", "Former Marine, smokes.", "Marine veteran.")
+# session 19 fillers (general knowledge, no corpus)
+_CREDENTIALS = ("NP", "PA-C", "RN", "MD", "CNM", "DNP", "APRN", "DO")
+_FOREIGN_TITLES = ("Sra.", "Mme", "Herr", "Frau", "Dra.", "Prof.", "Srta.", "Mlle")
+_QUOTES = ('"', "'")
+_AGE_LABELS = ("HPI", "CC", "Subjective", "S", "ID")
+_SEX_WORDS = ("female", "male", "woman", "lady", "gentleman")
+_PERSON_VERBS = ("seen in clinic", "lives alone", "is here", "presents", "was seen")
+# eponymous scores, scales and signs (general medical knowledge)
+_SCORES = ("Braden", "Norton", "Morse", "Glasgow", "Ballard", "Ranson", "Barthel", "Wells")
+_SCORE_HEADS = ("score", "scale", "criteria", "index", "coma scale")
+_SIGNS = ("Murphy", "Homan", "Babinski", "Kernig", "Chvostek", "Trousseau", "Tinel")
+_ROLE_WORDS = ("AIDE", "SITTER", "CLERK", "ESCORT")
+_NATIONS = ("Haitian", "Polish", "Vietnamese", "Brazilian", "Somali", "Russian")
+_LANGUAGES = ("Creole", "Portuguese", "Cantonese", "Mandarin", "Spanish", "Tagalog")
 _SLOT = re.compile(r"<(\w+(?:\.\w+)?)>|\{(\w+)\}")
 
 
@@ -327,6 +372,15 @@ class _Draw:
             for f in self.name_firsts
             if 4.0 <= lx.zipf(f.lower()) < 5.0
             and lx.first_names().get(f.lower(), 0) > lx.last_names().get(f.lower(), 0)
+        ]
+        # surnames that are everyday words too, given more as surnames ("Walker", "Lee")
+        self.surname_words = [
+            f.title()
+            for f in lx.last_names()
+            if lx.name_score(f) >= 1.5
+            and 4.0 <= lx.zipf(f) < 5.0
+            and lx.last_names()[f] > lx.first_names().get(f, 0)
+            and f.isalpha()
         ]
 
     def value(self, kind: str) -> str:
@@ -551,6 +605,30 @@ class _Draw:
         if clash:
             raise KeyError(f"slots defined twice: {sorted(clash)}")
         return {**table, **extra}[kind]()
+        table.update(self._names19())
+        return table[kind]()
+
+    def _names19(self) -> dict[str, Callable[[], str]]:
+        """Session 19's value kinds of the names, ages and false-alarm shapes."""
+        rng = self.rng
+        return {
+            "cred": lambda: rng.choice(_CREDENTIALS),
+            "ftitle": lambda: rng.choice(_FOREIGN_TITLES),
+            "q": lambda: rng.choice(_QUOTES),
+            "mcapart": lambda: "Mc " + rng.choice(_last_names()),
+            "apolast1": lambda: f"{rng.choice(('O', 'D'))}'{rng.choice(_last_names())}",
+            "label": lambda: rng.choice(_AGE_LABELS),
+            "sexword": lambda: rng.choice(_SEX_WORDS),
+            "personverb": lambda: rng.choice(_PERSON_VERBS),
+            "surnameword": lambda: rng.choice(self.surname_words),
+            "Score": lambda: rng.choice(_SCORES),
+            "scorehead": lambda: rng.choice(_SCORE_HEADS),
+            "Sign": lambda: rng.choice(_SIGNS),
+            "ROLEW": lambda: rng.choice(_ROLE_WORDS),
+            "letter": lambda: rng.choice("ABC"),
+            "nation": lambda: rng.choice(_NATIONS),
+            "language": lambda: rng.choice(_LANGUAGES),
+        }
 
     def _card(self) -> str:
         """A 16-digit card number of a network's first digit with a valid Luhn check digit,

@@ -20,7 +20,7 @@ from pipelines.phi import lexicons as lx
 from pipelines.phi.base import Doc, Recognizer
 from pipelines.phi.passes import declare
 from pipelines.phi.patterns import Found, PatternPass, PatternPasses
-from pipelines.phi.recognizers.name_words import name_before_age
+from pipelines.phi.recognizers.name_words import name_before_age, person_after
 from pipelines.phi.registry import register
 from pipelines.phi.scan import compile_words, finditer, grab, next_char, words_after, words_before
 from pipelines.phi.wordlists import word_set
@@ -46,14 +46,18 @@ _AGES = compile_words(
     r"|\b(?:(?P<owner>his|her|their|pt'?s|patient'?s|the)\s+)?(?P<rel>early|mid|late)?[\s\-]*"
     r"(?P<decade>nineties|9\d'?s|hundreds)\b"
     # a line that opens with age and sex: "93 M with CHF", "101F, resident of ..."
-    r"|(?m:^)[ \t]*(?P<lead>\d{2,3})[ \t]?(?:m|f|male|female|man|woman|gentleman|lady)\b"
+    r"|(?m:^)[ \t]*(?P<lead>\d{2,3})(?:[ \t]?(?:m|f|male|female|man|woman|gentleman|lady)\b"
     r"(?:,?[ \t]+(?:with|w/|who|presents|presenting|presented|s/p|h/o|c/o|pmh|hx|history"
     r"|admitted|brought|transferred|resident|from|is|was|here)\b)"
+    # the sex written out needs no clinical word after it: "94, female,", "94 lady, fell"
+    r"|(?:,[ \t]*|[ \t])(?:male|female|woman|gentleman|lady)[ \t]*[,;:\n])"
     # the patient is or turned an age: "pt is 92 and lives alone", "turned 95 in May"
     r"|\b(?:(?:pt|patient|she|he)[ \t]+(?:is|was)|turned|turns)[ \t]+(?:now[ \t]+)?"
     r"(?P<subj>\d{2,3})\b"
     # the bare age that opens a note: "94 s/p fall", "101 w/ CHF" (the note's first word only)
-    r"|\A[ \t\r\n]*(?P<opening>\d{2,3})[ \t]+(?:w/|(?:s/p|h/o|c/o|with|who|presents|presenting"
+    # after "Pt" or a section label ("Pt 94 s/p fall", "HPI:\n94 s/p fall")
+    r"|\A[ \t\r\n]*(?:(?:pt|patient)[ \t]+|[A-Za-z]{1,12}[ \t]*:[ \t\r\n]*)?"
+    r"(?P<opening>\d{2,3})[ \t]+(?:w/|(?:s/p|h/o|c/o|with|who|presents|presenting"
     r"|presented|admitted|brought|transferred|found|here)\b)"
     # an age in apposition: "Mrs Quell, 96, lives alone", "pt (93) seen" (the person before
     # and the closing mark are checked in Python)
@@ -164,12 +168,12 @@ def _apposition(note: _Note, m: Any) -> Found | None:
         return None
     if next_char(text, m.end())[:1].isdigit() or clinical.unit_follows(text, m.end()):
         return None  # a list of values, a quantity ("Glucerna (90) ml")
-    if not _person_before(text, m.start(), text[m.start()] == ","):
+    if not _person_before(text, m.start(), text[m.start()] == ",", m.end()):
         return None
     return (start, end, Category.AGE, 0.8)
 
 
-def _person_before(text: str, pos: int, commas: bool) -> bool:
+def _person_before(text: str, pos: int, commas: bool, end: int) -> bool:
     """A person right before ``pos``: a word for one ("pt", "the patient", "her mother"), a
     name after a title ("Mrs Quell", "MR HOLM"), a census name far more a name than a word
     ("Hilda, 95,", "HILDA, 95,", "Hollis (91) seen") or before commas a rare capitalised word
@@ -183,25 +187,23 @@ def _person_before(text: str, pos: int, commas: bool) -> bool:
     written = _WRITTEN_BEFORE.search(text, max(0, pos - 30), pos)
     if written is None or len(written.group(1)) < 3:
         return False
-    return _named_before(words[-1], written.group(1), commas)
+    return _named_before(words[-1], written.group(1), commas, person_after(text, end))
 
 
-def _named_before(word: str, as_written: str, commas: bool) -> bool:
-    """``_person_before`` of a word with no cue, lower-case ``word``, written ``as_written``."""
+def _named_before(word: str, as_written: str, commas: bool, verb: bool) -> bool:
+    """``_person_before`` of a word with no cue, lower-case ``word``, written ``as_written``;
+    ``verb``: a person's verb after the age ("Walker (92) seen")."""
+    strict = not (commas or verb)
     if word in clinical.UNIT_WORDS:
         return False
     if lx.clinical_word(word):
         # a drug list's false friend that is a census first name, capitalised: "Laura, 96,",
         # "BRENT, 99,", "Thomas (97)" (a drug's name is no census first name: "Lasix, 95,")
-        return (
-            not as_written.islower()
-            and lx.is_first_name(word)
-            and name_before_age(word, not commas)
-        )
-    if name_before_age(word, not commas):
+        return not as_written.islower() and lx.is_first_name(word) and name_before_age(word, strict)
+    if name_before_age(word, strict):
         # a census name far more a name than a word: in any case before commas, capitalised
-        # before brackets ("Hilda, 95,", "hilda, 95,", "Hollis (91)", "Harry (97)"; not "Will,
-        # 95,", "Walker (92)")
+        # before brackets ("Hilda, 95,", "hilda, 95,", "Hollis (91)", "Walker (92) seen";
+        # not "Will, 95,", "walker (92)", "Walker (92) ordered")
         return commas or not as_written.islower()
     if not commas or not as_written.istitle() or lx.zipf(word) >= 4.0:
         return False

@@ -13,7 +13,18 @@ from typing import TYPE_CHECKING, Final
 
 from pipelines.phi import lexicons as lx
 from pipelines.phi.recognizers.name_cues import _RARE, OTHER, PT, P, R
-from pipelines.phi.recognizers.name_kin import clinical_stem, initial_forms, newer_first_name
+from pipelines.phi.recognizers.name_kin import (
+    clinical_stem,
+    initial_forms,
+    newer_first_name,
+)
+from pipelines.phi.recognizers.name_lists import (
+    PLURAL_TITLES,
+    WRAP_LINKS,
+    and_list,
+    comma_list,
+    line_wrap,
+)
 from pipelines.phi.recognizers.name_words import (
     _base,
     _city_state,
@@ -42,8 +53,6 @@ TALK_LINKS: Final = frozenset({"with", "w", "by", "to"})
 # "LM for X", "left VM for X").
 MESSAGE_WORDS: Final = frozenset({"message", "msg", "lm", "vm", "voicemail"})
 _MESSAGE_LINKS: Final = TALK_LINKS | {"for"}
-# Titles of more than one person: "Smith and Drs Jones and Lee"
-PLURAL_TITLES: Final = frozenset({"drs", "doctors"})
 # Written after a name and a credential's first letter: "J. Doe R.N.", "A. Smith M.D."
 DOTTED_CREDENTIAL_LETTERS: Final = frozenset({"r", "m"})
 
@@ -54,8 +63,7 @@ def _title_role(note: _Note, i: int) -> Category | None:
     title = note.cues.titles.get(tok.lower) or _title_slip(note, tok.lower)
     if title is None or i + 1 >= note.n:
         return None
-    gap = note.gap(i, i + 1)
-    if "\n" in gap or gap.strip() not in {"", ".", "'"}:
+    if not _title_gap(note, i):
         return None
     if title is PT and note.mixed and tok.is_upper:
         return None  # "MS." in a mixed-case note is mental status / multiple sclerosis
@@ -65,6 +73,16 @@ def _title_role(note: _Note, i: int) -> Category | None:
         if lx.name_score(nw) < 0.5 and not (lx.name_score(nw) == -9.0 and lx.zipf(nw) < _RARE):
             return None
     return title
+
+
+def _title_gap(note: _Note, i: int) -> bool:
+    """Only blanks, a period or an apostrophe between the title ``i`` and the next word; a
+    line break only after the title's period ("Dr.\nQuist"; "follow ms\nlytes" is mental
+    status)."""
+    gap = note.gap(i, i + 1)
+    if "\n" in gap:
+        return gap.strip() == "." and line_wrap(note, i)
+    return gap.strip() in {"", ".", "'"}
 
 
 def _title_slip(note: _Note, low: str) -> Category | None:
@@ -100,45 +118,36 @@ def after_title(note: _Note, i: int) -> int | None:
     if particled is not None:
         return particled
     nxt = _surname_slot(note, nxt, title)
-    if note.ok(nxt, 3) or (title is P and not note.mixed and _word_surname_after_dr(words[nxt])):
+    if _surname_ok(note, i, nxt, title):
         if nxt != i + 1:
             note.take(i + 1, title, 0.9)
         end = note.run_right(nxt, title, 0.9, 3)
         if words[i].lower not in PLURAL_TITLES:
             return end
-        return _comma_list(note, _and_list(note, end, title), title)
+        return comma_list(note, and_list(note, end, title), title)
     if surname_letter(words[i + 1], text):  # "Dr. Q.", "Dr B today": the initial alone
         note.take(i + 1, title, 0.85)
         return i + 2
     return None
 
 
-def _comma_list(note: _Note, j: int, title: Category) -> int:
-    """ "Drs. Baker, Ward and Hill": after a plural title, a name after a comma is one of
-    the doctors' when the list goes on after it (another comma or a joiner)."""
-    words, n = note.words, note.n
-    while j + 1 < n and note.gap(j - 1, j).strip(" \t") == "," and note.ok(j, 3):
-        nxt, gap = words[j + 1].lower, note.gap(j, j + 1).strip(" \t")
-        if not (gap == "," or (gap == "" and nxt in note.cues.joiners)):
-            break
-        j = note.run_right(j, title, 0.9, 3)
-    return j
-
-
-def _and_list(note: _Note, j: int, title: Category) -> int:
-    """ "DRS HALE AND GLASS": in a one-case note, after a plural title, the word after "and"
-    is one of the doctors' though it is a common word (``one_case_surname``)."""
-    words, n = note.words, note.n
-    while (
-        j + 1 < n
-        and words[j].lower in note.cues.joiners
-        and note.gap(j - 1, j) == " "
-        and note.gap(j, j + 1) == " "
-        and note.one_case_surname(words[j + 1])
-    ):
-        note.take(j + 1, title, 0.85)
-        j += 2
-    return j
+def _surname_ok(note: _Note, i: int, nxt: int, title: Category) -> bool:
+    """May word ``nxt`` be the surname after the title ``i``: a word a title may name, in a
+    one-case note after "Dr" a census surname that is a word too ("DR. PRICE"), and after
+    "Drs" one that opens a list ("DRS MONEY AND ERDMANN": ``one_case_surname``)."""
+    word = note.words[nxt]
+    if note.ok(nxt, 3):
+        return True
+    if title is not P or note.mixed:
+        return False
+    if _word_surname_after_dr(word):
+        return True
+    return (
+        note.words[i].lower in PLURAL_TITLES
+        and nxt + 2 < note.n
+        and note.words[nxt + 1].lower in note.cues.joiners
+        and note.one_case_surname(word)
+    )
 
 
 def _surname_slot(note: _Note, nxt: int, title: Category) -> int:
@@ -152,22 +161,6 @@ def _surname_slot(note: _Note, nxt: int, title: Category) -> int:
         note.take(nxt, title, 0.85)
         return nxt + 1
     return nxt
-
-
-def list_before_title(note: _Note, i: int) -> None:
-    """ "Oda Vranje and Drs Lindqvist and Hanlon": a name right before "and Drs" is a
-    doctor's too (a list whose title comes after its first name)."""
-    words = note.words
-    if (
-        words[i].lower in PLURAL_TITLES
-        and 2 <= i < note.n - 1
-        and words[i - 1].lower in note.cues.joiners
-        and _tight(note.gap(i - 1, i))
-        and note.gap(i - 2, i - 1) == " "
-        and note.ok(i + 1, 3)
-    ):
-        # a list of doctors: a word before "and Drs" is as sure as one before a credential
-        note.run_left(i - 1, P, 0.8, words[i].lower)
 
 
 def before_credential(note: _Note, i: int) -> None:
@@ -257,11 +250,22 @@ def _name_slot(note: _Note, i: int) -> int | None:
         j += 1
     if j >= n:
         return None
-    gap = note.gap(j - 1, j)
+    gap = _wrapped(note, i, j)
+    if gap == "-" and f"{words[i].lower}-{words[j].lower}" in word_set("eponyms"):
+        return None  # "Child-Pugh B": an eponym, no role word and name ("DAUGHTER-ANN" is)
     if len(gap) < 6 and "\n" not in gap and "." not in gap.strip(" ,:(-"):
         # "son tylenol'd him"; "Son Hospice worker called": a service, no one's name
         return None if clinical_stem(words[j].lower) or _service_word(words[j].lower) else j
     return None
+
+
+def _wrapped(note: _Note, i: int, j: int) -> str:
+    """The gap before the name slot ``j`` after the cue ``i``, a line wrapped after a
+    preposition read as a blank ("spoke with\nGreta Q.")."""
+    gap = note.gap(j - 1, j)
+    if "\n" in gap and j == i + 1 and note.words[i].lower in WRAP_LINKS and line_wrap(note, i):
+        return " "
+    return gap
 
 
 def _capitalised_full_name(note: _Note, j: int) -> bool:
@@ -287,8 +291,8 @@ def _after_role(note: _Note, i: int, role: Category) -> int | None:
     # a first name newer than the census after a kin word ("her son Liam visited")
     if newer_first_name(note, i, j, role):
         return note.run_right(j, role, 0.75, 2)
-    # "per d ross", "wife j. ross": an initial, then the surname
-    after = initial_forms(note, j, role)
+    # "per d ross", "wife j. ross": an initial, then the surname; "Son V. called"
+    after = initial_forms(note, i, j, role)
     if after is not None:
         return after
     word = note.words[j]

@@ -8,8 +8,13 @@ from functools import cache
 from typing import TYPE_CHECKING, Final
 
 from pipelines.phi import lexicons as lx
-from pipelines.phi.recognizers.name_cues import R
-from pipelines.phi.recognizers.name_words import _is_initial, _tight
+from pipelines.phi.recognizers.name_cues import OTHER, R
+from pipelines.phi.recognizers.name_words import (
+    _initial_word_after,
+    _is_initial,
+    _tight,
+    surname_letter,
+)
 from pipelines.phi.wordlists import word_list, word_set
 from pipelines.spans import Category
 
@@ -75,8 +80,14 @@ def _one_case_newer(note: _Note, i: int, j: int) -> bool:
 @cache
 def _not_names() -> frozenset[str]:
     """Words after a kin word in a one-case note that are no name: words of mood, irregular
-    past forms, clinical abbreviations, care units ("HER SON TELE"), units of measure."""
-    lists = ("name_kin_not_names", "exclusion_clinical_abbreviations", "care_units")
+    past forms, clinical abbreviations, care units ("HER SON TELE"), units of measure, staff
+    roles ("HER SON CLERK")."""
+    lists = (
+        "name_kin_not_names",
+        "exclusion_clinical_abbreviations",
+        "care_units",
+        "exclusion_roles",
+    )
     return frozenset().union(*map(word_set, (*lists, "exclusion_units")))
 
 
@@ -100,8 +111,11 @@ def _little_used(low: str) -> bool:
     )
 
 
-def initial_forms(note: _Note, j: int, role: Category) -> int | None:
-    """The name from word ``j`` when it opens with an initial (lower-case, or dotted)."""
+def initial_forms(note: _Note, i: int, j: int, role: Category) -> int | None:
+    """The name from word ``j`` (after the role word ``i``) when it opens with an initial
+    (lower-case, or dotted, or a capital alone after a kin word: ``kin_initial``)."""
+    if role is R and j == i + 1 and kin_initial(note, i, j):
+        return j + 1  # "Son V. called": the initial (and "Son", maybe a first name) taken
     if _lower_initial_surname(note, j):
         note.take(j, role, 0.7)
         return note.run_right(j + 1, role, 0.7, 3)
@@ -132,3 +146,37 @@ def _dotted_initial_name(note: _Note, j: int) -> bool:
         and _tight(note.gap(j, j + 1))
         and note.ok(j + 1, 3)
     )
+
+
+def kin_initial(note: _Note, i: int, j: int) -> bool:
+    """ "Son V. called", "DAUGHTER K. AT BEDSIDE": right after a kin word, a capital with its
+    period standing for a name (``surname_letter``), no name after it: the initial is the
+    relative's, taken. A kin word that is a census first name as well ("Son"), capitalised
+    and with no possessive or article before it, may be that first name with its initial:
+    taken too (an uncovered first name leaks; a covered kin word costs one word)."""
+    tok, kin = note.words[j], note.words[i]
+    if not (
+        note.gap(i, j) == " "
+        and tok.text.isupper()
+        and _is_initial(tok, note.text)
+        and surname_letter(tok, note.text)
+        and tok.lower not in {"a", "i"}
+    ):
+        return False
+    if tok.lower in note.cues.clinical_letters and not _initial_word_after(note.text, tok.end + 1):
+        return False  # "Son L. arm pain", "Wife R. hip": a side, unless "Son L. called"
+    if kin.lower in lx.first_names() and not kin.text.islower() and not _owned(note, i):
+        note.take(i, OTHER, 0.6)
+        note.take(j, OTHER, 0.6)
+    else:
+        note.take(j, R, 0.7)
+    return True
+
+
+_OWNERS: Final = _POSSESSIVES | {"a", "the", "and", "her", "his", "your", "my", "our"}
+
+
+def _owned(note: _Note, i: int) -> bool:
+    """A possessive, an article or "and" right before word ``i`` ("her son", "the son"): a
+    kin word there is no first name."""
+    return i > 0 and note.words[i - 1].lower in _OWNERS

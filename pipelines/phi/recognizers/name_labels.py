@@ -21,18 +21,50 @@ def after_label(note: _Note, i: int) -> int | None:
     mixed-case note's lower-case words are names nowhere else without a title)."""
     words, n = note.words, note.n
     role = note.cues.people_labels.get(words[i].lower) or _role_word(note, i)
-    if role is None or i + 1 >= n or note.gap(i, i + 1).strip(" \t") != ":":
+    j = _after_mark(note, i)
+    if role is None or j is None or j in note.taken:
         return None
-    j = i + 1
     first = words[j]
-    if j in note.taken:
-        return None
     if not _label_first_name(note, first):
         return _label_word_names(note, j, role)
     if j + 1 < n and _lower_full_name(first, words[j + 1], note.text, note.eponyms):
         note.take(j, role, 0.7)  # "ann kowalski"
         return note.run_right(j + 1, role, 0.7, 3)
-    return note.run_right(j, role, 0.7, 2)
+    return _label_list(note, note.run_right(j, role, 0.7, 2), role)
+
+
+# What stands between a label and its first name: a colon, or a dash or an equals sign set
+# off by blanks ("Visitors - hal", "Visitors= hal"); the colon may end the line.
+_LABEL_MARKS: Final = frozenset({":", "-", "=", ":-"})
+
+
+def _after_mark(note: _Note, i: int) -> int | None:
+    """The word after the label at ``i`` and its mark ("Visitors: hal", "Visitors:\nhal",
+    "Visitor(s): hal", "Visitors - hal"), or None when no mark follows the label."""
+    words, n, j = note.words, note.n, i + 1
+    if j + 1 < n and words[j].text == "s" and note.gap(i, j) == "(":
+        j += 1  # "Visitor(s):"
+    if j >= n:
+        return None
+    gap = note.gap(j - 1, j).lstrip(")")
+    mark = gap.strip(" \t\r\n")
+    if mark not in _LABEL_MARKS or gap.count("\n") > 1 or ("\n" in gap and mark != ":"):
+        return None
+    if mark != ":" and not (gap[:1].isspace() or mark == "="):
+        return None  # "Family-centred", "visitors-only": a word joined by a hyphen
+    return j
+
+
+def _label_list(note: _Note, k: int, role: Category) -> int:
+    """ "Visitors: greta and hal": after the first name, a further first name after "and",
+    judged as the first (``_label_first_name``), on the same line."""
+    words, n = note.words, note.n
+    while k + 1 < n and words[k].lower in note.cues.joiners:
+        if "\n" in note.gap(k - 1, k + 1) or not _label_first_name(note, words[k + 1]):
+            break
+        note.take(k + 1, role, 0.7)
+        k += 2
+    return k
 
 
 def _label_word_names(note: _Note, j: int, role: Category) -> int | None:

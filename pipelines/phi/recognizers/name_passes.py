@@ -99,14 +99,32 @@ def _signature(
 def _signature_goes_on(words: tuple[Token, ...], idx: int, text: str, mixed: bool) -> bool:
     """Whether word ``idx`` still belongs to the signature that the word before it is in: only
     blanks, a hyphen or an initial's period between ("Jane Doe", "Jane Q. Doe"), a credential
-    after a comma ("Jane Doe, RN"), and in a mixed-case note no lower-case word ("Hilda lives
-    alone")."""
+    after a comma ("Jane Doe, RN"), in a mixed-case note no lower-case word ("Hilda lives
+    alone"), in a one-case note no English word that is no census name ("HAL STAYED")."""
     tok = words[idx]
     if tok.lower in cues().credentials:
         return True
     if not _tight(text[words[idx - 1].end : tok.start]):
         return False
+    if _english_word(tok, mixed):
+        return False  # "VISITORS:\nBRADLEY STAYED OVERNIGHT.": a clause, no signature
     return not (mixed and tok.text.islower())
+
+
+# Zipf from which a word in no census list is plain English, no name (a signature's)
+_ENGLISH: Final = 3.0
+
+
+def _english_word(tok: Token, mixed: bool) -> bool:
+    """In a one-case note, an English word in no census list that is no joiner of a list of
+    names ("HAL STAYED"; not "greta and hal")."""
+    low = tok.lower
+    return (
+        not mixed
+        and lx.name_score(low) == -9.0
+        and lx.zipf(low) >= _ENGLISH
+        and low not in cues().joiners
+    )
 
 
 def _word_end(tok: Token) -> int:

@@ -25,6 +25,7 @@ from pipelines.phi.recognizers.name_words import (
     _surname_after_first,
     _tight,
     name_before_age,
+    person_after,
     surname_letter,
 )
 from pipelines.phi.wordlists import word_set
@@ -241,10 +242,13 @@ _AGE_APART: Final = re.compile(r"(?:(,)[ \t]?\d{2,3}[ \t]?,|[ \t]?\(\d{2,3}\))[ 
 
 def _age_set_apart(text: str, tok: Token) -> bool:
     """A census first name far more a name than a word, then an age set apart ("Amy, 95, lives
-    alone", "Hollis (91) seen", "Harry (97) seen"): a person and her age. Before brackets no
-    everyday word unless mostly a first name ("Walker (92)": a setting of a device as often)."""
+    alone", "Hollis (91) seen", "Harry (97) seen", "Walker (92) seen"): a person and her age."""
     m = _AGE_APART.match(text, tok.end)
-    return m is not None and name_before_age(_base(tok.lower), not m.group(1))
+    if m is None:
+        return False
+    brackets = not m.group(1)
+    lax = tok.text.islower() is False and person_after(text, m.end() - 1)
+    return name_before_age(_base(tok.lower), brackets and not lax)
 
 
 def _full_name_first(low: str) -> bool:
@@ -311,3 +315,32 @@ def lower_full_name(note: _Note, i: int) -> int | None:
         note.take(i, OTHER, 0.6)
         return note.run_right(i + 1, OTHER, 0.6, 3)
     return None
+
+
+def surname_age_gate(tok: Token, case: Case) -> bool:
+    """A capitalised census name far more a name than a word ("Evans", "WALKER") where
+    capitals tell something: its name score says it is in a census list (no look-up in the
+    lists themselves, dear per word). Not in a note in capitals, where every word would be
+    asked (a first name there is ``one_case_full_name``'s)."""
+    return (
+        case is not Case.UPPER
+        and (lx.is_title(tok.text) or tok.is_upper)
+        and name_before_age(tok.lower, False)
+    )
+
+
+def surname_before_age(note: _Note, i: int) -> int | None:
+    """No cue: a capitalised census name before an age set apart ("Evans (98) is here",
+    "Walker (92) seen"; not "Walker (92) ordered": the age's own
+    judgment, ``_age_set_apart``): a person and her age."""
+    tok = note.words[i]
+    if not (
+        surname_age_gate(tok, note.case)
+        and i not in note.taken
+        and tok.lower not in note.eponyms
+        and tok.lower not in note.cues.cue_words
+        and _age_set_apart(note.text, tok)
+    ):
+        return None
+    note.take(i, OTHER, 0.6)
+    return i + 1

@@ -115,12 +115,14 @@ def surname_letter(tok: Token, text: str) -> bool:
     TO VISIT": ``name_initial_after``; not "Hanlon R arm")."""
     if len(tok.text) != 1 or not tok.text.isupper() or tok.lower in {"a", "i"}:
         return False
-    after = text[tok.end : tok.end + 2]
+    after = text[tok.end : tok.end + 3]
     if after[:1] in {".", "", ",", ";", ")", "\n"}:
         return True
+    if after[:1] == ":":  # "Spoke with Greta Q: she agrees" (not "K: 3.4", "Q:4h")
+        return after[1:2] == " " and (after[2:3].islower() or _pronoun_after(text, tok.end + 1))
     if after[:1] not in {" ", "\t"}:
         return False
-    if after[1:] in {"", "\n"}:
+    if after[1:2] in {"", "\n"}:
         return True
     if after[1].islower() and tok.lower not in cues().clinical_letters:
         return not letter_pair(text, tok.end)  # "Hanlon B and C": two lone letters
@@ -128,6 +130,16 @@ def surname_letter(tok: Token, text: str) -> bool:
 
 
 _NEXT_WORD: Final = re.compile(r"[ \t]+([A-Za-z]+)\b")
+# what follows "GRETA Q:" in capitals when the letter is her initial: a pronoun or a verb of
+# saying ("SPOKE WITH GRETA Q: SHE AGREES")
+_SAYS: Final = frozenset({"she", "he", "they", "states", "says", "said", "agrees", "reports"})
+
+
+def _pronoun_after(text: str, end: int) -> bool:
+    m = _NEXT_WORD.match(text, end)
+    return m is not None and m.group(1).lower() in _SAYS
+
+
 _LETTER_NEXT: Final = re.compile(r"[ \t]+[A-Za-z](?![A-Za-z0-9])")
 
 
@@ -381,20 +393,28 @@ def message_initial(words: tuple[Token, ...], text: str, taken: Container[int], 
 _NAME_OVER_WORD: Final = 1.5
 
 
-def name_before_age(low: str, brackets: bool) -> bool:
+def name_before_age(low: str, strict: bool) -> bool:
     """A word (lower-case ``low``) that names the person before an age set apart ("Hilda,
-    95,", "Hollis (91)"): a census name far more a name than a word and no very common word.
-    Before brackets an everyday word only when it is mostly a first name ("Harry (97)", "Rose
-    (93)"; not "Walker (92)", "Cooper (95)": a device or a surname as often)."""
+    95,", "Hollis (91)", "Walker (92) seen"): a census name far more a name than a word and
+    no very common word. ``strict`` (before brackets, unless the word is capitalised and a
+    person's verb follows: ``person_after``): an everyday word only when it is mostly a
+    first name ("Harry (97)"; not "Walker (92) ordered": a device's setting as often)."""
     if lx.name_score(low) < _NAME_OVER_WORD:
         return False
     f = lx.zipf(low)
     if f >= 5.0:
         return False
-    return not brackets or f < 4.0 or first_name_mostly(low)
+    return not strict or f < 4.0 or first_name_mostly(low)
 
 
 def first_name_mostly(low: str) -> bool:
     """A census word given more as a first name than as a surname ("laura", "harry"; not
     "walker", "miller")."""
     return lx.first_names().get(low, 0.0) > lx.last_names().get(low, 0.0)
+
+
+def person_after(text: str, at: int) -> bool:
+    """A verb of a person at ``at`` ("seen", "lives": ``age_person_after``), after an age in
+    brackets ("Walker (92) seen in clinic")."""
+    m = _WORD_AFTER.match(text, at)
+    return m is not None and m.group(1).lower() in word_set("age_person_after")

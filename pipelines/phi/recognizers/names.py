@@ -36,6 +36,7 @@ from pipelines.phi.base import Doc, Recognizer
 from pipelines.phi.passes import Case, Pass, Passes, declare
 from pipelines.phi.recognizers import name_cue_passes as cue
 from pipelines.phi.recognizers import name_labels as labels
+from pipelines.phi.recognizers import name_lists as lists
 from pipelines.phi.recognizers import name_uncued as uncued
 from pipelines.phi.recognizers.known import known_name_forms
 from pipelines.phi.recognizers.name_cues import OTHER, PT, Cues, P, R, cues
@@ -163,7 +164,7 @@ class _Note:
         and a word a title may name; None when ``j`` starts no such run."""
         words, k = self.words, j
         while k < self.n and k - j < 2 and words[k].lower in self.cues.particles:
-            if not words[k].text.islower() and self.mixed:
+            if self.mixed and not _particle_as_written(words[k]):
                 return None  # "De" or "La" capitalised: a name word of its own, judged as such
             k += 1
         if k == j or k >= self.n or any(self.gap(x - 1, x) != " " for x in range(j + 1, k + 1)):
@@ -280,7 +281,7 @@ class _Note:
         """ "FORD ANGLE AND DRS X": before "and Drs" a common-word surname of a one-case note
         (``one_case_surname``), not after a preposition ("at rounds and drs X")."""
         return (
-            credential in cue.PLURAL_TITLES
+            credential in lists.PLURAL_TITLES
             and self.one_case_surname(self.words[j])
             and not (j > 0 and self.words[j - 1].lower in _never_words())
         )
@@ -302,6 +303,15 @@ def _left_gap_ok(mark: str, credential: str) -> bool:
     if credential == "pa":  # "PA" is also a state and a chest film's view: a closer gap
         return mark in {"", ","}
     return mark in {"", ",", "(", "/"}
+
+
+# particles written capitalised as the name after them ("Dr. Mc Allister")
+_CAPITAL_PARTICLES: Final = frozenset({"mc"})
+
+
+def _particle_as_written(tok: lx.Token) -> bool:
+    """A particle written as one in a mixed-case note: in lower case ("van", "de"), or "Mc"."""
+    return tok.text.islower() or tok.lower in _CAPITAL_PARTICLES
 
 
 # the name score down to which a census surname that is a common word may be one ("post"
@@ -335,10 +345,10 @@ def name_passes() -> Passes[_Note, int]:
     passes: list[NamePass] = [
         Pass(
             "names.list_before_title",
-            cue.list_before_title,
-            cue.PLURAL_TITLES,
+            lists.list_before_title,
+            lists.PLURAL_TITLES,
             before=4,
-            after=1,
+            after=5,
             vocabulary=("name_joiners",),
         ),
         Pass(
@@ -457,6 +467,15 @@ def name_passes() -> Passes[_Note, int]:
             cases=_ONE_CASE,
             anywhere=True,
             after=5,
+        ),
+        Pass(
+            "names.surname_before_age",
+            uncued.surname_before_age,
+            gate=uncued.surname_age_gate,
+            shape="capital",
+            cases=_CAPITALS_TELL,
+            anywhere=True,
+            after=3,
         ),
         Pass(
             "names.lower_full_name",

@@ -25,7 +25,7 @@ from pipelines.phi.recognizers.name_words import letter_pair, surname_letter
 from pipelines.phi.registry import register
 from pipelines.phi.tagger.features import BUILDING_PARTS, CUES
 from pipelines.phi.tagger.model import Label, TaggedSpan, Tagger
-from pipelines.phi.wordlists import word_set
+from pipelines.phi.wordlists import role_map, word_set
 from pipelines.spans import Category, Span
 
 _HEADS: Final = CUES["head"]
@@ -89,7 +89,8 @@ class TaggerRecognizer(Recognizer):
         # the document's one tokenization, shared with the rules
         toks = lexicons.tokens(doc)
         tagged = self.tagger.tag(text, toks.columns, lexicons.Case.of_words(toks))
-        kept = (_opened(text, _lettered(text, _trimmed(text, t))) for t in tagged)
+        parts = (part for t in tagged for part in _list_parts(text, t))
+        kept = (_opened(text, _lettered(text, _trimmed(text, t))) for t in parts)
         spans = [
             Span(t.start, _before_possessive(text, t), _category(text, t), t.confidence, "tagger")
             for t in kept
@@ -107,6 +108,24 @@ class TaggerRecognizer(Recognizer):
 
 
 _LEADING_WORD = re.compile(r"[A-Za-z]+")
+# "and" between two names of a list the model took as one ("[HILLER AND BAKER]")
+_JOINER: Final = re.compile(r"[ \t]+(?:and|AND|And|&)[ \t]+")
+
+
+def _list_parts(text: str, tagged: TaggedSpan) -> tuple[TaggedSpan, ...]:
+    """A name span cut at the "and" of a list ("Drs [Hiller] and [Baker]"), and a place
+    span of one word each side of "and" (the model's place for "DRS [HILLER AND BAKER]"):
+    the joiner is no one's name; each part keeps the span's label and confidence."""
+    if tagged.label is Label.ID:
+        return (tagged,)
+    cuts = list(_JOINER.finditer(text, tagged.start, tagged.end))
+    if not cuts:
+        return (tagged,)
+    bounds = [tagged.start, *(x for m in cuts for x in (m.start(), m.end())), tagged.end]
+    pairs = list(zip(bounds[::2], bounds[1::2], strict=True))
+    if tagged.label is not Label.NAME and any(" " in text[a:b].strip() for a, b in pairs):
+        return (tagged,)  # a place's name with "and" in it
+    return tuple(replace(tagged, start=a, end=b) for a, b in pairs if a < b)
 
 
 _CODE_CHAR: Final = re.compile(r"[A-Za-z0-9]+(?:-[A-Za-z0-9]+)*")
@@ -134,19 +153,53 @@ def _trimmed(text: str, tagged: TaggedSpan) -> TaggedSpan | None:
     if tagged.label is Label.ID:
         return _whole_code(text, tagged)
     if tagged.label is not Label.NAME:
-        return tagged
-    never = word_set("name_never_words")
-    start = tagged.start
-    while (m := _LEADING_WORD.match(text, start, tagged.end)) and m.group().lower() in never:
-        if m.end() < tagged.end and not text[m.end()].isspace():
-            break  # "Thebes", "And-" : the letters run on into the name
-        start = m.end()
-        while start < tagged.end and text[start].isspace():
-            start += 1
+        start = _name_start(text, tagged, _place_never())
+        return tagged if start == tagged.start else _rest(tagged, start, tagged.end)
+    start = _name_start(text, tagged, _leading_never())
     end = _without_trailing(text, start, tagged.end)
     if start == tagged.start and end == tagged.end:
         return tagged
+    return _rest(tagged, start, end)
+
+
+def _rest(tagged: TaggedSpan, start: int, end: int) -> TaggedSpan | None:
     return replace(tagged, start=start, end=end) if start < end else None
+
+
+def _name_start(text: str, tagged: TaggedSpan, words: tuple[frozenset[str], ...]) -> int:
+    """Where a span's name starts, past the words it never starts with and the blanks and
+    label marks after them (``words``: those words and, second, the titles among them); its
+    end when nothing is left."""
+    never, titles = words
+    start = tagged.start
+    while (m := _LEADING_WORD.match(text, start, tagged.end)) and m.group().lower() in never:
+        stop = m.end()
+        if stop < tagged.end and text[stop] == "." and m.group().lower() in titles:
+            stop += 1  # "[Herr Hanlon]", "[Prof. Hanlon]": the title is no part of the name
+        if stop < tagged.end and not text[stop].isspace():
+            break  # "Thebes", "And-" : the letters run on into the name
+        start = stop
+        while start < tagged.end and (text[start].isspace() or text[start] in "-:="):
+            start += 1
+    return start
+
+
+@cache
+def _place_never() -> tuple[frozenset[str], frozenset[str]]:
+    """The words a place span never starts with: credentials ("[APRN]" alone) and labels of
+    people ("[Visitors - kathleen]") but words of a facility's name ("Family Practice"); no
+    title ("Dr" is a drive too)."""
+    labels = frozenset(role_map("name_people_labels")) - word_set("facility_modifiers")
+    return word_set("name_credentials") | labels, frozenset()
+
+
+@cache
+def _leading_never() -> tuple[frozenset[str], frozenset[str]]:
+    """The words a name span never starts with: grammar words, titles, credentials ("[APRN]"
+    alone) and labels of people ("[Visitors - kathleen]"); and the titles."""
+    titles = _titles()
+    labels = frozenset(role_map("name_people_labels"))
+    return word_set("name_never_words") | titles | word_set("name_credentials") | labels, titles
 
 
 # Prepositions a name span runs on to in capitals ("ROLAND IN TO SEE PT", "DR HALL IN"):
@@ -228,31 +281,95 @@ def _not_phi(text: str, tagged: TaggedSpan) -> bool:
         or _eponym(text, tagged)
         or _typo(words, tagged)
         or _kin_and_word(text, tagged)
+        or _score(text, tagged)
+        or _person_word(words, tagged)
     )
 
 
-_KIN_BEFORE: Final = re.compile(r"([A-Za-z]+)[ \t]+\Z")
+def _person_word(words: str, tagged: TaggedSpan) -> bool:
+    """A name or place span of one word for a person ("90, [LADY], S/P FALL", "[Gentleman]
+    in no distress": ``age_apposition_people``), no one's name nor a place."""
+    return tagged.label is not Label.ID and words.lower() in word_set("age_apposition_people")
+
+
+_HEAD_AFTER: Final = re.compile(r"(?:['’]s)?[ \t]+([A-Za-z]+)")
+# a score's value after its name: "Braden 18", "CIWA: 8", "Apache II 22", "Morse score 45"
+_VALUE_AFTER: Final = re.compile(r"(?:[ \t]+(?:[IV]{1,3}|score|scale))?[ \t]*[:=]?[ \t]*\d")
+_SCORE_BEFORE: Final = re.compile(r"([A-Za-z]+)\.?[ \t]+\Z")
+_PLACE_PREPOSITIONS: Final = frozenset({"in", "from", "to", "at", "near", "of"})
+
+
+def _score(text: str, tagged: TaggedSpan) -> bool:
+    """An eponymous sign, score or scale ("Braden score", "Murphy's sign", "Glasgow coma
+    scale", "Barthel index", "Braden 18", "CIWA 8"): a head of one after the span or as its
+    last word (``name_score_heads``), or a score's name with its value after it
+    (``name_score_eponyms``); not after a title ("Dr. Murphy") nor, for a value, after a
+    place's preposition ("moved to Glasgow 10 years ago")."""
+    if tagged.label is Label.ID:
+        return False
+    words = text[tagged.start : tagged.end].lower().split()
+    heads = word_set("name_score_heads")
+    after = _HEAD_AFTER.match(text, tagged.end)
+    if words[-1] in heads or (after is not None and after.group(1).lower() in heads):
+        return len(words) <= 3 and not _before_is(text, tagged.start, _titles())
+    if words[0].strip(":") not in word_set("name_score_eponyms"):
+        return False
+    if len(words) > 1 or not _VALUE_AFTER.match(text, tagged.end):
+        return len(words) == 2 and words[1] in {"ii", "iii", "iv"}  # "[Apache II] 22"
+    return not _before_is(text, tagged.start, _titles() | _PLACE_PREPOSITIONS)
+
+
+def _before_is(text: str, start: int, words: frozenset[str]) -> bool:
+    m = _SCORE_BEFORE.search(text, max(0, start - 16), start)
+    return m is not None and m.group(1).lower() in words
+
+
+@cache
+def _titles() -> frozenset[str]:
+    return frozenset(role_map("name_titles"))
+
+
+_KIN_BEFORE: Final = re.compile(r"([A-Za-z]+)(?:[ \t]+([A-Za-z]+))?[ \t]+\Z")
 
 
 def _kin_and_word(text: str, tagged: TaggedSpan) -> bool:
-    """A name span that is only a kin word and a common English word ("Son Home", "[Has]"
-    after "Son", "Son Will"): a note's capitals at a line's start, no one's name. The word is
-    common (Zipf 4 or more) and no more a name than a word ("Hope", not "Mark")."""
+    """A name span that is only a kin word and common English words or staff roles ("Son
+    Home", "[Has]" after "Son", "Son Will", "Son Home [Care]", "Son Social [Work]", "HER SON
+    [AIDE]"): a note's capitals at a line's start, a service or a role, no one's name. A
+    word is common (Zipf 4 or more) and no more a name than a word ("Hope", not "Mark"), or
+    a staff role (``exclusion_roles``)."""
     if tagged.label is not Label.NAME:
         return False
     words = text[tagged.start : tagged.end].split()
     kin = word_set("tagger_cues_kin")
     if len(words) == 2 and words[0].lower() in kin:
-        word = words[1]
-    elif len(words) == 1:
-        m = _KIN_BEFORE.search(text, max(0, tagged.start - 16), tagged.start)
-        if m is None or m.group(1).lower() not in kin:
-            return False
-        word = words[0]
+        rest = words[1:]
+    elif len(words) <= 2:
+        rest = _after_kin(text, tagged.start, words, kin)
     else:
         return False
-    low = word.lower()
-    return low.isalpha() and lexicons.zipf(low) >= 4.0 and lexicons.name_score(low) < 0.5
+    return bool(rest) and all(_common_or_role(w.lower()) for w in rest)
+
+
+def _after_kin(text: str, start: int, words: list[str], kin: frozenset[str]) -> list[str]:
+    """The words from a kin word one or two words before ``start`` to the span's end
+    ("Son [Home Care]", "Son Home [Care]"), less the kin word; none when no kin word is there
+    (or the span and the word between hold three words)."""
+    m = _KIN_BEFORE.search(text, max(0, start - 32), start)
+    if m is None:
+        return []
+    if m.group(2) and m.group(1).lower() in kin and len(words) == 1:
+        return [m.group(2), *words]  # "Son Home [Care]": the word between counts too
+    return words if (m.group(2) or m.group(1)).lower() in kin else []
+
+
+def _common_or_role(low: str) -> bool:
+    """A common English word no more a name than a word, or a staff role ("aide")."""
+    if not low.isalpha():
+        return False
+    return (lexicons.zipf(low) >= 4.0 and lexicons.name_score(low) < 0.5) or low in word_set(
+        "exclusion_roles"
+    )
 
 
 # A number that is a measurement, not a code: "3.4", "0.75", "120/80", "1,200", "3-4".
