@@ -600,13 +600,12 @@ class _Draw:
                 f"{y + self.rng.choice((1, 2, 3, 4, 6, 7, 8, 9))}"
             ),
         }
+        table.update(self._names19())
         extra = _places19.values(self)
         clash = extra.keys() & table.keys()
         if clash:
             raise KeyError(f"slots defined twice: {sorted(clash)}")
         return {**table, **extra}[kind]()
-        table.update(self._names19())
-        return table[kind]()
 
     def _names19(self) -> dict[str, Callable[[], str]]:
         """Session 19's value kinds of the names, ages and false-alarm shapes."""
