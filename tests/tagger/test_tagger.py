@@ -74,6 +74,21 @@ def test_lower_and_upper_case_notes_read_a_word_alike(word: str) -> None:
     assert featurizer.word(word, Case.MIXED) is not featurizer.word(word, Case.UPPER)
 
 
+@pytest.mark.parametrize("case", [Case.MIXED, Case.UPPER])
+def test_remembered_words_leave_the_garbage_collectors_watch(case: Case) -> None:
+    """A word the featurizer remembers is a plain tuple of bytes, strings and a bool: once a
+    collection has seen it, the collector stops tracking it, so a warm worker's full
+    collections do not walk its thousands of remembered words (a tuple subclass stays
+    tracked for as long as the memo keeps it)."""
+    import gc
+
+    featurizer = Featurizer()
+    words = [featurizer.word(w, case) for w in ("Smith", "clinic", "48213", "O'Neil")]
+    gc.collect()
+    assert not any(gc.is_tracked(w) for w in words)
+    assert featurizer.word("Smith", case) is words[0]
+
+
 def test_gazetteer_phrase_marks_every_word_of_a_facility() -> None:
     text = "transferred from Mercy Hospital yesterday"
     rows = Featurizer().features(text, tokenize(text))

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from functools import cache, partial
 from itertools import accumulate, compress, count, repeat
 from operator import add, floordiv, itemgetter
-from typing import Final, NamedTuple, TypeVar
+from typing import Final, TypeVar
 
 from pipelines.memo import Memo
 from pipelines.phi import lexicons
@@ -365,7 +365,7 @@ class Featurizer:
         self._word_records = (
             None if self.attributes.open else self.attributes.word_records(_CONTEXT_PREFIXES)
         )
-        self._pad = _Word(b"", m2, m1, p1, p2, "", False)  # beyond either end of the note
+        self._pad: _Entry = (b"", m2, m1, p1, p2, "", False)  # beyond either end of the note
         self._pairs = (
             None
             if self.attributes.open
@@ -413,13 +413,13 @@ class Featurizer:
         rows = self._rows(text, starts, entries, lowers, items) if items else Rows(b"", [])
         return Encoded(items, rows, lowers)
 
-    def word(self, word: str, case: Case) -> _Word:
+    def word(self, word: str, case: Case) -> _Entry:
         """What ``word`` is (its own features, whether the CRF labels it) and what tokens
         at each offset of ``_CONTEXT`` see of it (a subset, prefixed by the offset); memo
         per distinct word."""
         return self._words[case](word)
 
-    def _made(self, case: Case, word: str) -> _Word:
+    def _made(self, case: Case, word: str) -> _Entry:
         """:meth:`word` worked out."""
         features, low, item = _word_facts(word, case)
         if self._word_records is not None:
@@ -431,16 +431,17 @@ class Featurizer:
             seen = [f for f in features if f.startswith(_CONTEXT_KEEP)]
             m2, m1, p1, p2 = (pack([prefix + f for f in seen]) for prefix in _CONTEXT_PREFIXES)
             packed = (pack(features), m2, m1, p1, p2)
-        return _new_word(_Word, (*packed, low, item))
+        own, m2, m1, p1, p2 = packed
+        return (own, m2, m1, p1, p2, low, item)
 
-    def _entries(self, words: list[str], case: Case) -> list[_Word]:
+    def _entries(self, words: list[str], case: Case) -> list[_Entry]:
         return self._words[case].many(words)
 
     def _rows(
         self,
         text: str,
         starts: list[int],
-        entries: list[_Word],
+        entries: list[_Entry],
         lowers: list[str],
         items: list[int],
     ) -> Rows:
@@ -488,7 +489,7 @@ def _picker(items: list[int]) -> Callable[[Sequence[T]], Sequence[T]]:
     return itemgetter(*items)
 
 
-def _items(entries: list[_Word]) -> list[int]:
+def _items(entries: list[_Entry]) -> list[int]:
     return list(compress(count(), map(_item, entries)))
 
 
@@ -508,18 +509,14 @@ def _pairs(attributes: Attributes, prefix: str) -> dict[tuple[str, str], bytes]:
 _PAIR_PREFIXES: Final = ("bl=", "br=")
 
 
-class _Word(NamedTuple):
-    """What a word is (``Featurizer.word``). A tuple: the rows read its fields by index
-    in C (``_own``, ``_seen``, ``_lower``, ``_item``), faster than by attribute."""
-
-    own: bytes  # packed (``Attributes``)
-    # what the tokens at offsets -2, -1, +1, +2 of it see of it (``_CONTEXT``), packed
-    seen_m2: bytes
-    seen_m1: bytes
-    seen_p1: bytes
-    seen_p2: bytes
-    lower: str
-    item: bool  # ``may_be_phi``: the CRF labels it
+# What a word is (``Featurizer.word``) as the memo keeps it: a plain tuple whose fields
+# (``_FIELDS``) the rows read by index in C (``_own``, ``_seen``, ``_lower``, ``_item``). Not a
+# tuple subclass: the garbage collector stops tracking a plain tuple of bytes, strings and a
+# bool, where a subclass's stays tracked, walked by every full collection while remembered.
+_Entry = tuple[bytes, bytes, bytes, bytes, bytes, str, bool]
+# its own records (packed, ``Attributes``); what the tokens at offsets -2, -1, +1, +2 of it
+# see of it (``_CONTEXT``), packed; its lower case; ``may_be_phi`` (the CRF labels it)
+_FIELDS: Final = ("own", "seen_m2", "seen_m1", "seen_p1", "seen_p2", "lower", "item")
 
 
 @dataclass(frozen=True, slots=True)
@@ -550,8 +547,7 @@ class Encoded:
 
 _PAD: Final = tuple((f"{o}pad",) for o in _CONTEXT)
 _NOTHING: Final = (b"", b"", b"", b"", b"")  # a word no record of which is kept
-_new_word: Final = tuple.__new__
-_field: Final = _Word._fields.index
+_field: Final = _FIELDS.index
 _own: Final = itemgetter(_field("own"))
 _seen: Final = tuple(itemgetter(_field(f"seen_{o}")) for o in ("m2", "m1", "p1", "p2"))
 _lower: Final = itemgetter(_field("lower"))
