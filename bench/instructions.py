@@ -61,11 +61,24 @@ DEFAULT_CORPUS = ROOT.parent / "shared" / "data" / "physionet" / "dev"
 WARMUP_TEXT = "Seen by Dr. Smith on 3/4/2001 at Oakdale General, MRN 402913, age 93."
 
 
-def _notes(corpus: Path, count: int) -> list[str]:
+def notes(corpus: Path, count: int) -> list[str]:
     from pipelines.corpus import Note, read_notes
 
-    notes = read_notes(corpus / "id.text", "physionet")
-    return [n.text for n in notes if isinstance(n, Note) and n.text.strip()][:count]
+    read = read_notes(corpus / "id.text", "physionet")
+    return [n.text for n in read if isinstance(n, Note) and n.text.strip()][:count]
+
+
+def bench_module(name: str) -> Any:
+    """``bench/<name>.py`` as a module (bench/ is off the path: bench/keystore.py would shadow
+    the keystore package)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(f"bench_{name}", ROOT / "bench" / f"{name}.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[f"bench_{name}"] = module
+    spec.loader.exec_module(module)
+    return module
 
 
 def _detect(corpus: Path, count: int, first: int, warm: int = 0, total: int = 0) -> None:
@@ -76,7 +89,7 @@ def _detect(corpus: Path, count: int, first: int, warm: int = 0, total: int = 0)
     from pipelines.phi.detector import Detector
     from pipelines.policy import Policy
 
-    texts = _notes(corpus, max(count, first, 1, total + warm))
+    texts = notes(corpus, max(count, first, 1, total + warm))
     detector = Detector(Policy.load(None))
     detector.detect(Doc(WARMUP_TEXT, Identifiers()))
     for text in texts[total : total + warm] + texts[:first]:  # set-up: the same in both runs
@@ -88,13 +101,7 @@ def _detect(corpus: Path, count: int, first: int, warm: int = 0, total: int = 0)
 def _process(corpus: Path, count: int, first: int) -> None:
     """``first`` documents processed as set-up (both runs of ``process-again``), then
     ``count`` counted: with ``first``, the same texts again, each with its own visit."""
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location("bench_process", ROOT / "bench" / "process.py")
-    assert spec is not None and spec.loader is not None
-    bench_process = importlib.util.module_from_spec(spec)
-    sys.modules["bench_process"] = bench_process
-    spec.loader.exec_module(bench_process)
+    bench_process = bench_module("process")
 
     import surrogates
     from keystore import Keyring, open_store
@@ -167,13 +174,7 @@ def _stage_marks() -> tuple[Any, Any]:
 def _process_stages(corpus: Path, count: int) -> None:
     """``_process`` with a callgrind interval per stage (4 warm-up documents)."""
     timer, dump = _stage_marks()
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location("bench_process", ROOT / "bench" / "process.py")
-    assert spec is not None and spec.loader is not None
-    bench_process = importlib.util.module_from_spec(spec)
-    sys.modules["bench_process"] = bench_process
-    spec.loader.exec_module(bench_process)
+    bench_process = bench_module("process")
 
     import surrogates
     from keystore import Keyring, open_store
@@ -199,16 +200,8 @@ def _stages(args: argparse.Namespace) -> int:
     """Build the marking helper, run the workload once under callgrind with a dump at each
     stage boundary, and print the instructions per document of each stage."""
     with tempfile.TemporaryDirectory() as tmp:
-        helper = Path(tmp) / "cgmark.so"
-        (Path(tmp) / "cgmark.c").write_text(_MARK_C)
-        built = subprocess.run(
-            ["cc", "-O2", "-shared", "-fPIC", "-o", str(helper), str(Path(tmp) / "cgmark.c")],
-            capture_output=True,
-            text=True,
-            check=False,
-        )
-        if built.returncode != 0:
-            print(f"skipped: the marking helper did not build (valgrind headers?)\n{built.stderr}")
+        helper = build_marker(Path(tmp))
+        if helper is None:
             return 0
         out = Path(tmp) / "cg"
         env = dict(
@@ -234,10 +227,7 @@ def _stages(args: argparse.Namespace) -> int:
             "--corpus",
             str(args.corpus),
         ]
-        run = subprocess.run(cmd, env=env, capture_output=True, text=True, check=False)
-        if run.returncode != 0:
-            sys.exit(f"callgrind run failed ({run.returncode}):\n{run.stderr[-2000:]}")
-        per_stage = _stage_totals(sorted(Path(tmp).glob("cg.*"), key=_dump_number))
+        per_stage = interval_totals(run_marked(cmd, env, Path(tmp)), outside="outside")
     total = sum(per_stage.values())
     print(f"process: {args.count} documents, M instructions per document by stage")
     for stage, n in sorted(per_stage.items(), key=lambda kv: -kv[1]):
@@ -249,12 +239,14 @@ def _stages(args: argparse.Namespace) -> int:
     return 0
 
 
-def _dump_number(path: Path) -> int:
+def dump_number(path: Path) -> int:
     return int(path.suffix[1:]) if path.suffix[1:].isdigit() else -1
 
 
-def _stage_totals(dumps: list[Path]) -> dict[str, int]:
-    """Instructions per label over the dumps between BEGIN and END."""
+def interval_totals(dumps: list[Path], outside: str | None = None) -> dict[str, int]:
+    """Instructions per label over the callgrind dumps between BEGIN and END (a dump closes
+    the interval since the previous one and names it); with ``outside``, the interval that
+    END closes is counted under that name."""
     totals: dict[str, int] = {}
     counting = False
     for path in dumps:
@@ -264,15 +256,38 @@ def _stage_totals(dumps: list[Path]) -> dict[str, int]:
         if label is None or summary is None:
             continue
         name = label.group(1)
-        if name == "BEGIN":
-            counting = True
-        elif name == "END":
-            if counting:
-                totals["outside"] = totals.get("outside", 0) + int(summary.group(1))
-            counting = False
+        if name == "END" and counting and outside is not None:
+            totals[outside] = totals.get(outside, 0) + int(summary.group(1))
+        if name in ("BEGIN", "END"):
+            counting = name == "BEGIN"
         elif counting:
             totals[name] = totals.get(name, 0) + int(summary.group(1))
     return totals
+
+
+def build_marker(tmp: Path) -> Path | None:
+    """The marking helper (``mark(label)``: a callgrind dump named ``label``) built in ``tmp``
+    with ``cc``; None, said on stdout, when it does not build."""
+    helper = tmp / "cgmark.so"
+    (tmp / "cgmark.c").write_text(_MARK_C)
+    built = subprocess.run(
+        ["cc", "-O2", "-shared", "-fPIC", "-o", str(helper), str(tmp / "cgmark.c")],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if built.returncode != 0:
+        print(f"skipped: the marking helper did not build (valgrind headers?)\n{built.stderr}")
+        return None
+    return helper
+
+
+def run_marked(cmd: list[str], env: dict[str, str], tmp: Path) -> list[Path]:
+    """Run ``cmd`` (a valgrind command writing ``tmp/cg``) and return its dumps in order."""
+    run = subprocess.run(cmd, env=env, capture_output=True, text=True, check=False)
+    if run.returncode != 0:
+        sys.exit(f"callgrind run failed ({run.returncode}):\n{run.stderr[-2000:]}")
+    return sorted(tmp.glob("cg.*"), key=dump_number)
 
 
 def _child(args: argparse.Namespace) -> None:

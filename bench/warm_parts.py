@@ -34,9 +34,7 @@ import argparse
 import functools
 import importlib.util
 import os
-import re
 import shutil
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -48,9 +46,21 @@ sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != ROOT / "bench"
 sys.path.insert(0, str(ROOT))
 
 DEFAULT_CORPUS = ROOT.parent / "shared" / "data" / "physionet" / "dev"
-_MARK_C = """#include <valgrind/callgrind.h>
-void mark(const char *label) { CALLGRIND_DUMP_STATS_AT(label); }
-"""
+
+
+def _load_instructions() -> Any:
+    """bench/instructions.py, whose corpus reader and callgrind plumbing this script shares."""
+    spec = importlib.util.spec_from_file_location(
+        "bench_instructions", ROOT / "bench" / "instructions.py"
+    )
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["bench_instructions"] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+_instructions = _load_instructions()
 
 
 class _Marks:
@@ -146,20 +156,13 @@ def _cut_processor(marks: _Marks) -> Any:
     return timer
 
 
-def _notes(corpus: Path, count: int) -> list[str]:
-    from pipelines.corpus import Note, read_notes
-
-    notes = read_notes(corpus / "id.text", "physionet")
-    return [n.text for n in notes if isinstance(n, Note) and n.text.strip()][:count]
-
-
 def _detect(marks: _Marks, corpus: Path, count: int, warm: int) -> None:
     from pipelines.document import Identifiers
     from pipelines.phi.base import Doc
     from pipelines.phi.detector import Detector
     from pipelines.policy import Policy
 
-    texts = _notes(corpus, count + warm)
+    texts = _instructions.notes(corpus, count + warm)
     detector = Detector(Policy.load(None))
     for text in texts[count:]:
         detector.detect(Doc(text, Identifiers()))
@@ -170,11 +173,7 @@ def _detect(marks: _Marks, corpus: Path, count: int, warm: int) -> None:
 
 
 def _process_again(marks: _Marks, corpus: Path, count: int, timer: Any) -> None:
-    spec = importlib.util.spec_from_file_location("bench_process", ROOT / "bench" / "process.py")
-    assert spec is not None and spec.loader is not None
-    bench_process = importlib.util.module_from_spec(spec)
-    sys.modules["bench_process"] = bench_process
-    spec.loader.exec_module(bench_process)
+    bench_process = _instructions.bench_module("process")
 
     import surrogates
     from keystore import Keyring, open_store
@@ -200,28 +199,6 @@ def _process_again(marks: _Marks, corpus: Path, count: int, timer: Any) -> None:
         store.close()
 
 
-def _totals(dumps: list[Path]) -> dict[str, int]:
-    """Instructions per part over the dumps between BEGIN and END."""
-    totals: dict[str, int] = {}
-    counting = False
-    for path in dumps:
-        text = path.read_text(errors="replace")
-        label = re.search(r"Client Request: (\S+)", text)
-        summary = re.search(r"^summary: (\d+)", text, re.M)
-        if label is None or summary is None:
-            continue
-        name = label.group(1)
-        if name in ("BEGIN", "END"):
-            counting = name == "BEGIN"
-        elif counting:
-            totals[name] = totals.get(name, 0) + int(summary.group(1))
-    return totals
-
-
-def _dump_number(path: Path) -> int:
-    return int(path.suffix[1:]) if path.suffix[1:].isdigit() else -1
-
-
 def _run(args: argparse.Namespace) -> int:
     if not args.corpus.is_dir():
         print(f"skipped: no corpus at {args.corpus}")
@@ -230,16 +207,8 @@ def _run(args: argparse.Namespace) -> int:
         print("skipped: valgrind or cc not found")
         return 0
     with tempfile.TemporaryDirectory() as tmp:
-        helper = Path(tmp) / "cgmark.so"
-        (Path(tmp) / "cgmark.c").write_text(_MARK_C)
-        built = subprocess.run(
-            ["cc", "-O2", "-shared", "-fPIC", "-o", str(helper), str(Path(tmp) / "cgmark.c")],
-            capture_output=True,
-            text=True,
-            check=False,
-        )
-        if built.returncode != 0:
-            print(f"skipped: the marking helper did not build (valgrind headers?)\n{built.stderr}")
+        helper = _instructions.build_marker(Path(tmp))
+        if helper is None:
             return 0
         out = Path(tmp) / "cg"
         env = dict(os.environ, PYTHONHASHSEED="0", PYTHONDONTWRITEBYTECODE="1")
@@ -262,10 +231,7 @@ def _run(args: argparse.Namespace) -> int:
             "--corpus",
             str(args.corpus),
         ]
-        run = subprocess.run(cmd, env=env, capture_output=True, text=True, check=False)
-        if run.returncode != 0:
-            sys.exit(f"callgrind run failed ({run.returncode}):\n{run.stderr[-2000:]}")
-        totals = _totals(sorted(Path(tmp).glob("cg.*"), key=_dump_number))
+        totals = _instructions.interval_totals(_instructions.run_marked(cmd, env, Path(tmp)))
     _print(args, totals)
     return 0
 
