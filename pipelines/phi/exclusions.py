@@ -307,12 +307,7 @@ _CREDENTIAL_AFTER: Final = re.compile(r"[ \t]*,?[ \t]*([A-Za-z][A-Za-z-]*)")
 def _formula(text: str, span: Span, vocab: Vocabulary) -> bool:
     """The span lies in a chemical formula ("NaHCO3", "MgSO4"): its whole word is element
     symbols with counts, two capitals at least and a digit or a small letter."""
-    start, end = span.start, span.end
-    while start > 0 and text[start - 1].isalnum():
-        start -= 1
-    while end < len(text) and text[end].isalnum():
-        end += 1
-    word = text[start:end]
+    word = _alnum_run(text, span)
     if not word.isalpha() and any(map(str.isdigit, word)):  # "NaHCO3", "nahco3", "MgSO4"
         return vocab.formula_any_case.fullmatch(word) is not None
     if word.isupper() or word[1:].islower():
@@ -322,6 +317,16 @@ def _formula(text: str, span: Span, vocab: Vocabulary) -> bool:
         and any(map(str.islower, word))
         and vocab.formula.fullmatch(word) is not None
     )
+
+
+def _alnum_run(text: str, span: Span) -> str:
+    """The run of letters and digits the span lies in ("NaHCO3" around "Na")."""
+    start, end = span.start, span.end
+    while start > 0 and text[start - 1].isalnum():
+        start -= 1
+    while end < len(text) and text[end].isalnum():
+        end += 1
+    return text[start:end]
 
 
 def _after_procedure_cue(text: str, start: int, vocab: Vocabulary) -> bool:

@@ -91,12 +91,7 @@ def _specialty_plain(text: str, span: Span, vocab: exclusions.Vocabulary) -> boo
 
 def _formula_plain(text: str, span: Span, vocab: exclusions.Vocabulary) -> bool:
     """``_formula`` counting every word's capitals, small letters and digits."""
-    start, end = span.start, span.end
-    while start > 0 and text[start - 1].isalnum():
-        start -= 1
-    while end < len(text) and text[end].isalnum():
-        end += 1
-    word = text[start:end]
+    word = exclusions._alnum_run(text, span)
     if any(c.isdigit() for c in word):
         return vocab.formula_any_case.fullmatch(word) is not None
     return (
