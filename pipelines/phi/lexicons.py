@@ -28,6 +28,7 @@ from itertools import accumulate, compress, repeat
 from operator import itemgetter
 from typing import TYPE_CHECKING, Final, NamedTuple
 
+from pipelines import compiled
 from pipelines.memo import Memo
 from pipelines.phi.casing import Case, capitals_common
 from pipelines.phi.wordlists import word_list
@@ -131,8 +132,15 @@ ASCII_TOKEN: Final = re.compile(
 
 
 def token_columns(text: str) -> Columns:
-    """Every token of ``text`` (``Columns``), from one ``split``."""
-    parts = (ASCII_TOKEN if text.isascii() else TOKEN).split(text)
+    """Every token of ``text`` (``Columns``), from one ``split`` (or, on ASCII text, the
+    compiled loop that matches it: ``pipelines.compiled``)."""
+    if text.isascii():
+        fast = compiled.helper("tokens")
+        if fast is not None:
+            return Columns(*fast.columns(text))
+        parts = ASCII_TOKEN.split(text)
+    else:
+        parts = TOKEN.split(text)
     offsets = list(accumulate(map(len, parts)))
     return Columns(offsets[0:-1:2], offsets[1::2], parts[1::2])
 

@@ -1,0 +1,80 @@
+"""The compiled helpers (pipelines/compiled.py): built where a C compiler is, switchable off, and
+equal to the Python code they replace."""
+
+from __future__ import annotations
+
+import shutil
+import sysconfig
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from pipelines import compiled
+from pipelines.phi import lexicons
+
+
+@pytest.mark.skipif(
+    shutil.which(
+        sysconfig.get_config_var("CC").split()[0] if sysconfig.get_config_var("CC") else "cc"
+    )
+    is None,
+    reason="no C compiler here: the Python code runs in the helpers' place",
+)
+def test_every_helper_is_built_where_a_compiler_is() -> None:
+    assert compiled.missing() == []
+
+
+def test_the_switch_turns_every_helper_off_and_back() -> None:
+    built = {name: compiled.helper(name) for name in compiled.MODULES}
+    with compiled.compiled(False):
+        assert all(compiled.helper(name) is None for name in compiled.MODULES)
+        with compiled.compiled(True):
+            assert {name: compiled.helper(name) for name in compiled.MODULES} == compiled.BUILT
+    assert {name: compiled.helper(name) for name in compiled.MODULES} == built
+
+
+def _columns(text: str, enabled: bool) -> lexicons.Columns:
+    with compiled.compiled(enabled):
+        return lexicons.token_columns(text)
+
+
+# ASCII text dense in what the tokenizer decides on: letters, digits, apostrophes, every
+# ASCII space and separator, punctuation, control characters
+_ASCII_TEXT = st.lists(
+    st.sampled_from(
+        list("aZz'09 \t\n\r\x0b\x0c\x1c\x1d\x1e\x1f\x00\x7f-./,#") + ["Ab", "o'", "''"]
+    ),
+    max_size=40,
+).map("".join) | st.text(alphabet=st.characters(max_codepoint=127), max_size=80)
+
+
+@settings(max_examples=400, deadline=None)
+@given(_ASCII_TEXT)
+def test_compiled_token_columns_match_the_splitter(text: str) -> None:
+    assert _columns(text, True) == _columns(text, False)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "",
+        "   ",
+        "O'Brien's 12-3 Smith,J.",
+        "it's '90 x'",
+        "a''b",
+        "end'",
+        "\x1cfield\x1dsep\x1f99",
+        "Mr. Núñez",  # not ASCII: the splitter
+    ],
+)
+def test_compiled_token_columns_on_edges(text: str) -> None:
+    assert _columns(text, True) == _columns(text, False)
+
+
+def test_the_compiled_columns_refuse_text_that_is_not_ascii() -> None:
+    fast = compiled.BUILT["tokens"]
+    if fast is None:
+        pytest.skip("the tokens helper is not built here")
+    with pytest.raises(ValueError, match="ASCII"):
+        fast.columns("Núñez")
