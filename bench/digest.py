@@ -3,6 +3,7 @@ must not change behaviour (moving word lists to data files, say) prints the same
 before and after.
 
     .venv/bin/python bench/digest.py [--corpus DIR] [--policy FILE] [--dump FILE] [--no-memos]
+                                 [--no-compiled]
 
 Runs ``Detector`` (``Policy.load()`` unless ``--policy``) over every note of ``id.text``,
 twice: with the patients' known names (``pid_patientname.txt``, as ``deidstream evaluate
@@ -11,7 +12,9 @@ sha256 of the sorted ``note start end category`` lines. ``--dump`` writes those 
 with known names) so two dumps can be compared with ``diff`` when the digests differ; the dump
 holds offsets and categories only, never the text. ``--no-memos`` runs under
 ``memos(False)``: every memo computes without storing (the same digest shows the memos change
-nothing). Skips (exit 0) when the corpus is absent.
+nothing). ``--no-compiled`` runs the Python code in place of every compiled helper
+(``pipelines.compiled``): the same digest shows the helpers change nothing. Skips (exit 0) when
+the corpus is absent.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from pipelines.compiled import compiled  # noqa: E402
 from pipelines.corpus import Note, load_patient_names, read_notes  # noqa: E402
 from pipelines.document import Identifiers  # noqa: E402
 from pipelines.memo import memos  # noqa: E402
@@ -57,8 +61,11 @@ def main() -> int:
     ap.add_argument("--policy", type=Path, default=None)
     ap.add_argument("--dump", type=Path, default=None, help="write the span lines here")
     ap.add_argument("--no-memos", action="store_true", help="every memo off (memos(False))")
+    ap.add_argument(
+        "--no-compiled", action="store_true", help="the Python code of every compiled helper"
+    )
     args = ap.parse_args()
-    with memos(not args.no_memos):
+    with memos(not args.no_memos), compiled(not args.no_compiled):
         return _run(args)
 
 

@@ -186,6 +186,15 @@ def test_no_build_leftovers_compiler_or_host_ca_in_the_image(image: str) -> None
     _assert_no_host_ca(image)
 
 
+def test_the_compiled_helpers_are_built_into_the_image(image: str) -> None:
+    """The build stage compiles deidstream's own helpers (pipelines/compiled.py), so the
+    service in the image runs them, not their slower Python fallback."""
+    script = "from pipelines import compiled; print(compiled.missing())"
+    proc = podman("run", "--rm", "--no-healthcheck", "--entrypoint", "python3", image, "-c", script, check=False)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "[]", f"helpers not built in the image: {proc.stdout}"
+
+
 def _pem_blocks(text: str) -> list[str]:
     return re.findall(r"-----BEGIN CERTIFICATE-----\s+(.*?)\s+-----END", text, re.S)
 
