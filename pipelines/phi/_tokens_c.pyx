@@ -60,3 +60,115 @@ def columns(str text):
         texts.append(PyUnicode_Substring(text, i, j))
         i = j
     return starts, ends, texts
+
+
+ctypedef object (*_alloc)(_Type*, Py_ssize_t)
+
+
+cdef extern from "Python.h":
+    ctypedef struct _Type "PyTypeObject":
+        _alloc tp_alloc
+    void PyTuple_SET_ITEM(object, Py_ssize_t, object)
+    void Py_INCREF(object)
+
+
+cdef inline object _token(_Type* kind, object start, object end, object word, object lower):
+    """A ``kind`` (a tuple subclass of four items) made as ``tuple.__new__`` makes it, with no
+    call through Python."""
+    cdef object token = kind.tp_alloc(kind, 4)
+    Py_INCREF(start)
+    PyTuple_SET_ITEM(token, 0, start)
+    Py_INCREF(end)
+    PyTuple_SET_ITEM(token, 1, end)
+    Py_INCREF(word)
+    PyTuple_SET_ITEM(token, 2, word)
+    Py_INCREF(lower)
+    PyTuple_SET_ITEM(token, 3, lower)
+    return token
+
+
+def tokenize(str text, type token, Py_ssize_t first, Py_ssize_t span):
+    """``lexicons._tokenize``'s facts about the ASCII ``text`` in one pass: its columns (as
+    ``columns``), its words (the tokens starting with a letter) as ``token`` instances, their
+    texts and lower-case forms, the distinct words as written and their lower-case forms, and
+    the counts the note's case is decided from: words of two or more characters, of them
+    lower-case and upper-case; of the ``first`` first such words, how many and how many
+    lower-case; letters and capitals of the words starting before ``span``."""
+    if not text.isascii():
+        raise ValueError("tokenize() reads ASCII text only")
+    if not issubclass(token, tuple) or token.__basicsize__ != tuple.__basicsize__:
+        raise TypeError("tokenize() makes tuples of four items")
+    cdef _Type* kind = <_Type*>token
+    cdef const unsigned char* s = <const unsigned char*>PyUnicode_DATA(text)
+    cdef Py_ssize_t n = PyUnicode_GET_LENGTH(text)
+    cdef Py_ssize_t i = 0
+    cdef Py_ssize_t j
+    cdef unsigned char c
+    cdef int upper, lower
+    cdef Py_ssize_t longer = 0, lower_words = 0, upper_words = 0
+    cdef Py_ssize_t seen = 0, seen_lower = 0, letters = 0, capitals = 0
+    cdef list starts = []
+    cdef list ends = []
+    cdef list texts = []
+    cdef list words = []
+    cdef list word_texts = []
+    cdef list lowers = []
+    cdef dict lower_of = {}  # word as written -> its lower-case form
+    cdef dict lower_forms = {}  # lower-case form -> itself (one object per form)
+    cdef object start, end, word, low
+    while i < n:
+        c = s[i]
+        if _space(c):
+            i += 1
+            continue
+        j = i + 1
+        start = i
+        if _letter(c):
+            upper = c <= 90
+            lower = not upper
+            while True:
+                while j < n and _letter(s[j]):
+                    if s[j] <= 90:
+                        upper += 1
+                    else:
+                        lower += 1
+                    j += 1
+                if j + 1 < n and s[j] == 39 and _letter(s[j + 1]):
+                    j += 1
+                    continue
+                break
+            end = j
+            word = PyUnicode_Substring(text, i, j)
+            low = lower_of.get(word)
+            if low is None:
+                low = word.lower() if upper else word
+                low = lower_forms.setdefault(low, low)
+                lower_of[word] = low
+            words.append(_token(kind, start, end, word, low))
+            word_texts.append(word)
+            lowers.append(low)
+            if j - i > 1:
+                longer += 1
+                lower_words += upper == 0
+                upper_words += lower == 0
+                if seen < first:
+                    seen += 1
+                    seen_lower += upper == 0
+            if i < span:
+                letters += upper + lower
+                capitals += upper
+        else:
+            if _digit(c):
+                while j < n and _digit(s[j]):
+                    j += 1
+            end = j
+            word = PyUnicode_Substring(text, i, j)
+        starts.append(start)
+        ends.append(end)
+        texts.append(word)
+        i = j
+    counts = (longer, lower_words, upper_words, seen, seen_lower, letters, capitals)
+    return (
+        starts, ends, texts, tuple(words), tuple(word_texts), tuple(lowers),
+        frozenset(lower_of), frozenset(lower_forms), counts,
+    )

@@ -41,16 +41,16 @@ class Case(Enum):
 # The words of a note's first this many characters are asked for its capitals, and from this
 # share of capitals among their letters on a lower-case note's capitals are common (short of
 # ``_FEW_LETTERS`` letters, a note is not judged: its capitals are taken as common).
-_CAPITALS_SPAN: Final = 2000
+CAPITALS_SPAN: Final = 2000
 COMMON_CAPITALS: Final = 0.02
 _FEW_LETTERS: Final = 20
 
 
 def capitals_common(starts: list[int], texts: tuple[str, ...]) -> bool:
     """Are ``COMMON_CAPITALS`` or more of the letters of the words starting in the note's
-    first ``_CAPITALS_SPAN`` characters capitals? (``Tokens.capitals_common``, on a
+    first ``CAPITALS_SPAN`` characters capitals? (``Tokens.capitals_common``, on a
     lower-case note.)"""
-    joined = "".join(texts[: bisect_left(starts, _CAPITALS_SPAN)])
+    joined = "".join(texts[: bisect_left(starts, CAPITALS_SPAN)])
     if joined.isascii():  # counted by deleting the other bytes, in C
         raw = joined.encode("ascii")
         upper = len(raw.translate(None, _NOT_UPPER))
@@ -58,6 +58,11 @@ def capitals_common(starts: list[int], texts: tuple[str, ...]) -> bool:
     else:
         letters = sum(map(str.isalpha, joined))
         upper = sum(map(str.isupper, joined))
+    return capitals_counted(letters, upper)
+
+
+def capitals_counted(letters: int, upper: int) -> bool:
+    """``capitals_common`` from its counts: ``upper`` capitals of ``letters`` letters."""
     return letters < _FEW_LETTERS or upper >= COMMON_CAPITALS * letters
 
 

@@ -26,11 +26,11 @@ from dataclasses import dataclass, field
 from functools import cache
 from itertools import accumulate, compress, repeat
 from operator import itemgetter
-from typing import TYPE_CHECKING, Final, NamedTuple
+from typing import TYPE_CHECKING, Any, Final, NamedTuple
 
 from pipelines import compiled
 from pipelines.memo import Memo
-from pipelines.phi.casing import Case, capitals_common
+from pipelines.phi.casing import CAPITALS_SPAN, Case, capitals_common, capitals_counted
 from pipelines.phi.wordlists import word_list
 
 if TYPE_CHECKING:
@@ -161,7 +161,12 @@ def _tokenize(text: str) -> Tokens:
     """Built column by column (no match object and no Python-level loop per token: the
     tokenizer was a large share of the detector's time), from the text's one tokenization
     (``token_columns``): the words are its tokens that start with a letter, in any script
-    ("José Núñez" is two words, not "Jos", "N", "ez")."""
+    ("José Núñez" is two words, not "Jos", "N", "ez"). On ASCII text, the compiled helper
+    (``pipelines.compiled``) does it all in one loop (``_compiled_tokens``)."""
+    if text.isascii():
+        fast = compiled.helper("tokens")
+        if fast is not None:
+            return _compiled_tokens(fast.tokenize(text, Token, _FIRST_WORDS, CAPITALS_SPAN))
     columns = token_columns(text)
     is_word = list(map(str.isalpha, map(_first, columns.texts)))
     starts = list(compress(columns.starts, is_word))
@@ -170,12 +175,26 @@ def _tokenize(text: str) -> Tokens:
     facts = _per_word if len(texts) >= _PER_WORD_FROM else _per_token
     lowers, lower_set, written, mixed = facts(text, starts, ends, texts)
     words = tuple(map(_new_token, repeat(Token), zip(starts, ends, texts, lowers, strict=True)))
-    lower_note = not mixed and _mostly_lower(texts, 40)
+    lower_note = not mixed and _mostly_lower(texts, _FIRST_WORDS)
     common = lower_note and capitals_common(starts, texts)
     return Tokens(words, mixed, lower_set, lower_note, texts, lowers, written, common, columns)
 
 
 _first: Final = itemgetter(0)
+# A one-case note is judged lower-case on this many of its first words (``_mostly_lower``).
+_FIRST_WORDS: Final = 40
+
+
+def _compiled_tokens(found: tuple[Any, ...]) -> Tokens:
+    """``Tokens`` from the compiled helper's ``tokenize``: its columns, words and word sets,
+    and the counts the case facts are decided from as ``_tokenize`` decides them."""
+    starts, ends, all_texts, words, texts, lowers, written, lower_set, counts = found
+    longer, lower, upper, seen, seen_lower, letters, capitals = counts
+    mixed = _mixed_case(longer, lower, lambda: upper)
+    lower_note = not mixed and 2 * seen_lower > seen  # as ``_mostly_lower``
+    common = lower_note and capitals_counted(letters, capitals)
+    columns = Columns(starts, ends, all_texts)
+    return Tokens(words, mixed, lower_set, lower_note, texts, lowers, written, common, columns)
 
 
 def case_of(text: str) -> Case:
