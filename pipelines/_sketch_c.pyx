@@ -19,29 +19,28 @@ cdef extern from "Python.h":
     Py_ssize_t PyUnicode_GET_LENGTH(object)
 
 
-cdef uint32_t _CRC[256]
+cdef uint32_t _CRC[256]  # CRC-32 (zlib's: reflected polynomial 0xEDB88320) byte table
+cdef unsigned char _FOLD[256]  # a word character's folded byte, 0 for any other byte
 
 
-cdef void _crc_table():
+cdef void _tables():
+    cdef uint32_t poly = 0xEDB88320
     cdef uint32_t c
     cdef int n, k
     for n in range(256):
         c = <uint32_t>n
         for k in range(8):
-            c = (0xEDB88320 ^ (c >> 1)) if (c & 1) else (c >> 1)
+            c = (poly ^ (c >> 1)) if (c & 1) else (c >> 1)
         _CRC[n] = c
+        if 97 <= n <= 122 or 48 <= n <= 57 or n == 95:
+            _FOLD[n] = <unsigned char>n
+        elif 65 <= n <= 90:
+            _FOLD[n] = <unsigned char>(n + 32)
+        else:
+            _FOLD[n] = 0
 
 
-_crc_table()
-
-
-cdef inline unsigned char _word_byte(unsigned char c):
-    """The folded byte of a word character, 0 for any other byte."""
-    if 97 <= c <= 122 or 48 <= c <= 57 or c == 95:
-        return c
-    if 65 <= c <= 90:
-        return c + 32
-    return 0
+_tables()
 
 
 cdef Py_ssize_t _keep(uint32_t* best, Py_ssize_t m, Py_ssize_t size, uint32_t h):
@@ -87,32 +86,34 @@ def ascii_sketch(str text, uint64_t a1, uint64_t a2, uint64_t a3, uint64_t b, Py
     cdef uint64_t w1 = 0
     cdef uint64_t w2 = 0
     cdef uint64_t code
+    cdef uint64_t pad = (<uint64_t>1) << 32
     cdef uint32_t crc
+    cdef uint32_t ones = ~(<uint32_t>0)
     cdef unsigned char c
     try:
         while i < n:
-            c = _word_byte(s[i])
+            c = _FOLD[s[i]]
             if c == 0:
                 i += 1
                 continue
-            crc = 0xFFFFFFFF
+            crc = ones
             while True:
                 crc = _CRC[(crc ^ c) & 0xFF] ^ (crc >> 8)
                 i += 1
                 if i >= n:
                     break
-                c = _word_byte(s[i])
+                c = _FOLD[s[i]]
                 if c == 0:
                     break
-            code = <uint64_t>(crc ^ 0xFFFFFFFF)
+            code = <uint64_t>(crc ^ ones)
             words += 1
             if words >= 3:
                 m = _keep(best, m, cap, <uint32_t>((a1 * w1 + a2 * w2 + a3 * code + b) >> 32))
             w1, w2 = w2, code
         if 0 < words < 3:  # one shingle, padded with 2^32 (never a CRC-32)
             if words == 1:
-                w1, w2 = w2, (<uint64_t>1) << 32
-            m = _keep(best, m, cap, <uint32_t>((a1 * w1 + a2 * w2 + a3 * ((<uint64_t>1) << 32) + b) >> 32))
+                w1, w2 = w2, pad
+            m = _keep(best, m, cap, <uint32_t>((a1 * w1 + a2 * w2 + a3 * pad + b) >> 32))
         return tuple([best[j] for j in range(m)])
     finally:
         free(best)
