@@ -20,6 +20,7 @@ from array import array
 from collections.abc import Callable, MutableMapping, Sequence
 from itertools import islice
 
+from pipelines import compiled
 from pipelines.memo import memoized
 from surrogates.pieces import whitespace_pieces
 
@@ -48,7 +49,13 @@ def sketch(text: str, key: str, size: int = SKETCH_SIZE) -> tuple[int, ...]:
     not three multiplications per shingle in Python: the same values. A long text is read in
     pieces and hashed in blocks, so the memory it takes stays bounded at any length: the
     bottom ``size`` of a union is the bottom ``size`` of the blocks' bottoms.
+
+    An ASCII text goes to the compiled helper where it is built (``_sketch_c``: one pass over
+    the characters, the same values); this code is its reference.
     """
+    fast = compiled.helper("sketch")
+    if fast is not None and size > 0 and text.isascii():
+        return fast.ascii_sketch(text, *_coefficients(key), size)  # type: ignore[no-any-return]
     return _sketch(text, key, size, _PIECE_CHARS, _LANE_BLOCK)
 
 

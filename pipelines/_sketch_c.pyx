@@ -1,0 +1,119 @@
+# cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True
+"""The near-duplicate sketch of an ASCII text, compiled (``pipelines.compiled``); the reference
+is ``near_duplicates._sketch``, which it must match value for value: the ``size`` smallest
+distinct ``((a1·w1 + a2·w2 + a3·w3 + b) mod 2^64) >> 32`` over the CRC-32 codes of the
+case-folded text's word 3-shingles (one shingle padded with 2^32 when there are 1 or 2 words).
+
+One pass over the characters: each word's CRC-32 is computed as it is read (ASCII case folding
+is lowering; a word is a run of ``[0-9A-Za-z_]``, what ``\\w`` matches in ASCII), the shingle
+hash in 64-bit arithmetic (which wraps modulo 2^64), and the bottom ``size`` kept in a sorted
+array: no string, list or big integer per word, and memory bounded by ``size`` at any length."""
+
+from libc.stdint cimport uint32_t, uint64_t
+from libc.stdlib cimport free, malloc
+from libc.string cimport memmove
+
+
+cdef extern from "Python.h":
+    void* PyUnicode_DATA(object)
+    Py_ssize_t PyUnicode_GET_LENGTH(object)
+
+
+cdef uint32_t _CRC[256]  # CRC-32 (zlib's: reflected polynomial 0xEDB88320) byte table
+cdef unsigned char _FOLD[256]  # a word character's folded byte, 0 for any other byte
+
+
+cdef void _tables():
+    cdef uint32_t poly = 0xEDB88320
+    cdef uint32_t c
+    cdef int n, k
+    for n in range(256):
+        c = <uint32_t>n
+        for k in range(8):
+            c = (poly ^ (c >> 1)) if (c & 1) else (c >> 1)
+        _CRC[n] = c
+        if 97 <= n <= 122 or 48 <= n <= 57 or n == 95:
+            _FOLD[n] = <unsigned char>n
+        elif 65 <= n <= 90:
+            _FOLD[n] = <unsigned char>(n + 32)
+        else:
+            _FOLD[n] = 0
+
+
+_tables()
+
+
+cdef Py_ssize_t _keep(uint32_t* best, Py_ssize_t m, Py_ssize_t size, uint32_t h):
+    """Insert ``h`` into the ascending distinct ``best[:m]`` kept to ``size`` values; the new
+    count."""
+    if m == size and h >= best[m - 1]:
+        return m
+    cdef Py_ssize_t lo = 0
+    cdef Py_ssize_t hi = m
+    cdef Py_ssize_t mid
+    while lo < hi:
+        mid = (lo + hi) >> 1
+        if best[mid] < h:
+            lo = mid + 1
+        else:
+            hi = mid
+    if lo < m and best[lo] == h:
+        return m
+    if m < size:
+        m += 1
+    if m - 1 > lo:
+        memmove(&best[lo + 1], &best[lo], <size_t>(m - 1 - lo) * sizeof(uint32_t))
+    best[lo] = h
+    return m
+
+
+def ascii_sketch(str text, uint64_t a1, uint64_t a2, uint64_t a3, uint64_t b, Py_ssize_t size):
+    """The sketch of ``text`` (which must be ASCII; ``size`` > 0) with the key's coefficients,
+    ascending: what ``near_duplicates._sketch`` gives."""
+    if not text.isascii():
+        raise ValueError("ascii_sketch() reads ASCII text only")
+    if size <= 0:
+        raise ValueError("ascii_sketch() needs a positive size")
+    cdef const unsigned char* s = <const unsigned char*>PyUnicode_DATA(text)
+    cdef Py_ssize_t n = PyUnicode_GET_LENGTH(text)
+    cdef Py_ssize_t cap = size if size <= n + 1 else n + 1
+    cdef uint32_t* best = <uint32_t*>malloc(<size_t>cap * sizeof(uint32_t))
+    if best == NULL:
+        raise MemoryError()
+    cdef Py_ssize_t m = 0
+    cdef Py_ssize_t i = 0
+    cdef Py_ssize_t words = 0
+    cdef uint64_t w1 = 0
+    cdef uint64_t w2 = 0
+    cdef uint64_t code
+    cdef uint64_t pad = (<uint64_t>1) << 32
+    cdef uint32_t crc
+    cdef uint32_t ones = ~(<uint32_t>0)
+    cdef unsigned char c
+    try:
+        while i < n:
+            c = _FOLD[s[i]]
+            if c == 0:
+                i += 1
+                continue
+            crc = ones
+            while True:
+                crc = _CRC[(crc ^ c) & 0xFF] ^ (crc >> 8)
+                i += 1
+                if i >= n:
+                    break
+                c = _FOLD[s[i]]
+                if c == 0:
+                    break
+            code = <uint64_t>(crc ^ ones)
+            words += 1
+            if words >= 3:
+                m = _keep(best, m, cap, <uint32_t>((a1 * w1 + a2 * w2 + a3 * code + b) >> 32))
+            w1, w2 = w2, code
+        if 0 < words < 3:  # one shingle, padded with 2^32 (never a CRC-32)
+            if words == 1:
+                w1, w2 = w2, pad
+            m = _keep(best, m, cap, <uint32_t>((a1 * w1 + a2 * w2 + a3 * pad + b) >> 32))
+        return tuple([best[j] for j in range(m)])
+    finally:
+        free(best)
