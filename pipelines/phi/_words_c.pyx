@@ -32,7 +32,7 @@ cdef inline bint _before(const char* w, Py_ssize_t m, object other) except -1:
 
 def lookup(words, str word, Py_ssize_t block):
     """``words.lookup(word)`` (a ``SortedWords``) for an ASCII ``word``: the bisection of the
-    lines' first words, then " word " found in its line, both as bytes."""
+    lines' first words, then " word " found in its line (``_in_line``), both as bytes."""
     if not word.isascii():
         raise ValueError("lookup() reads ASCII words only")
     cdef Py_ssize_t m = PyUnicode_GET_LENGTH(word)
@@ -56,14 +56,47 @@ def lookup(words, str word, Py_ssize_t block):
     line = <object>PyList_GET_ITEM(lines, at)
     cdef const char* s = _ascii(line)
     cdef Py_ssize_t n = PyUnicode_GET_LENGTH(line)
-    cdef Py_ssize_t spaces = 0  # before i: the index of the word after it in the line
+    cdef Py_ssize_t found = _in_line(s, n, w, m)
+    if found < 0:
+        return None
+    cdef Py_ssize_t spaces = 0  # before the word: its index in the line
     cdef Py_ssize_t i
-    for i in range(n - m - 1):  # the first " word " in the line, as str.find
-        if s[i] == 32:
-            if s[i + m + 1] == 32 and memcmp(s + i + 1, w, m) == 0:
-                return words.values[words.buckets[at * block + spaces]]
-            spaces += 1
-    return None
+    for i in range(found):
+        spaces += s[i] == 32
+    return words.values[words.buckets[at * block + spaces]]
+
+
+cdef Py_ssize_t _in_line(const char* s, Py_ssize_t n, const char* w, Py_ssize_t m):
+    """Where " word " first is in the line ``s`` (" w1 w2 … wk ", sorted), or -1: bisected
+    by words (a sorted line holds a word once, or, in a list of one value, its repeats side by
+    side, which answer alike); a line not padded so is searched from its start."""
+    cdef Py_ssize_t a = 0
+    cdef Py_ssize_t b = n - 1
+    cdef Py_ssize_t p, q, size
+    cdef int c
+    if n < 2 or s[0] != 32 or s[b] != 32:
+        for p in range(n - m - 1):  # str.find
+            if s[p] == 32 and s[p + m + 1] == 32 and memcmp(s + p + 1, w, m) == 0:
+                return p
+        return -1
+    while a < b:  # s[a] and s[b] are spaces; the word sought is between them if anywhere
+        p = (a + b) >> 1
+        while s[p] != 32:
+            p -= 1
+        q = p + 1
+        while s[q] != 32:
+            q += 1
+        size = q - p - 1
+        c = memcmp(s + p + 1, w, size if size < m else m)
+        if c == 0:
+            c = (size > m) - (size < m)
+        if c == 0:
+            return p
+        if c < 0:
+            a = q
+        else:
+            b = p
+    return -1
 
 
 def entry(tuple features, dict records, tuple nothing, str low, item):

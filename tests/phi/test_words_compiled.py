@@ -74,6 +74,12 @@ def test_compiled_lookup_on_the_shipped_lists() -> None:
         fast, slow = _both(words, [*sample, *near, "a", "zzzzzz", "Smith", "o'neil"])
         assert fast == slow
         assert any(v is not None for v in fast)
+        # the compiled look-up bisects a line by its words: each line is sorted, and repeats
+        # (side by side) are in a list of one value
+        for line in words.lines:
+            listed = line.split()
+            assert listed == sorted(listed) and line == f" {' '.join(listed)} "
+            assert len(set(listed)) == len(listed) or len(words.values) == 1
 
 
 @needs_helper
@@ -132,3 +138,17 @@ def test_compiled_entry_joins_each_kind_in_order(
     packed = tuple(map(b"".join, zip(*found, strict=True))) if found else nothing
     got = _BUILT.entry(tuple(features), records, nothing, "low", True)  # type: ignore[union-attr]
     assert got == (*packed, "low", True)
+
+
+@needs_helper
+@settings(max_examples=100, deadline=None)
+@given(listed=st.lists(_WORD, min_size=1, max_size=BLOCK), queries=st.lists(_QUERY, max_size=20))
+def test_compiled_lookup_in_a_line_not_padded(listed: list[str], queries: list[str]) -> None:
+    """A line without its spaces at either end (not one ``sorted_words`` makes) is searched
+    from its start, as ``str.find`` does."""
+    plain = sorted(listed)
+    line = " ".join(plain) + " "
+    buckets = array("B", [i % 3 for i in range(len(plain))])
+    words = SortedWords([plain[0]], [line], buckets, (2.0, 3.0, 4.0), {})
+    fast, slow = _both(words, [*queries, *listed])
+    assert fast == slow
