@@ -26,6 +26,7 @@ from typing import Final
 MODULES: Final = {
     "tokens": "pipelines.phi._tokens_c",
     "sketch": "pipelines._sketch_c",
+    "words": "pipelines.phi._words_c",
 }
 
 

@@ -23,6 +23,8 @@ from operator import le
 from pathlib import Path
 from typing import Final
 
+from pipelines import compiled
+
 BLOCK: Final = 64  # words a line: a look-up searches one string of some 500 characters
 
 
@@ -44,6 +46,9 @@ class SortedWords:
         """The word's value, or None for a word not listed (a listed word may have 0.0)."""
         if not word.isascii():
             return self.apart.get(word)
+        fast = compiled.helper("words")
+        if fast is not None:  # the same, compiled (the lines are ASCII: ``sorted_words``)
+            return fast.lookup(self, word, BLOCK)
         if not word or " " in word:
             return None
         at = bisect_right(self.firsts, word) - 1

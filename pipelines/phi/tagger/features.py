@@ -21,6 +21,7 @@ from itertools import accumulate, compress, count, repeat
 from operator import add, floordiv, itemgetter
 from typing import Final, TypeVar
 
+from pipelines import compiled
 from pipelines.memo import Memo
 from pipelines.phi import lexicons
 from pipelines.phi.lexicons import Case
@@ -422,15 +423,17 @@ class Featurizer:
     def _made(self, case: Case, word: str) -> _Entry:
         """:meth:`word` worked out."""
         features, low, item = _word_facts(word, case)
-        if self._word_records is not None:
-            # each kept feature's own and seen records, then each kind's joined: one pass
-            records = list(filter(None, map(self._word_records.get, features)))
-            packed = tuple(map(b"".join, zip(*records, strict=True))) if records else _NOTHING
-        else:  # every attribute, numbered as first made: what the neighbours see first
+        records = self._word_records
+        if records is None:  # every attribute, numbered as first made: what neighbours see first
             pack = self.attributes.pack
             seen = [f for f in features if f.startswith(_CONTEXT_KEEP)]
             m2, m1, p1, p2 = (pack([prefix + f for f in seen]) for prefix in _CONTEXT_PREFIXES)
-            packed = (pack(features), m2, m1, p1, p2)
+            return (pack(features), m2, m1, p1, p2, low, item)
+        fast = compiled.helper("words")
+        if fast is not None:  # the lines below, compiled
+            return fast.entry(features, records, _NOTHING, low, item)
+        found = list(filter(None, map(records.get, features)))  # each kept feature's records
+        packed = tuple(map(b"".join, zip(*found, strict=True))) if found else _NOTHING  # by kind
         own, m2, m1, p1, p2 = packed
         return (own, m2, m1, p1, p2, low, item)
 

@@ -1,0 +1,10 @@
+from pipelines.phi.sorted_words import SortedWords
+
+def lookup(words: SortedWords, word: str, block: int) -> float | None: ...
+def entry(
+    features: tuple[str, ...],
+    records: dict[str, tuple[bytes, ...]],
+    nothing: tuple[bytes, ...],
+    low: str,
+    item: bool,
+) -> tuple[bytes | str | bool, ...]: ...

@@ -1,0 +1,144 @@
+# cython: language_level=3, boundscheck=False, wraparound=False
+"""What a word new to the detector costs, compiled (``pipelines.compiled``, helper "words"): a
+look-up in a sorted word list and the packing of a new word's records for the tagger. The
+references, which these must match for every input, are ``sorted_words.SortedWords.lookup``
+(its ASCII branch) and the end of ``tagger.features.Featurizer._made``."""
+
+from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
+from cpython.list cimport PyList_GET_ITEM, PyList_GET_SIZE
+from cpython.tuple cimport PyTuple_GET_ITEM, PyTuple_GET_SIZE
+from libc.string cimport memchr, memcmp, memcpy
+
+
+cdef extern from "Python.h":
+    void* PyUnicode_DATA(object)
+    Py_ssize_t PyUnicode_GET_LENGTH(object)
+    bint PyUnicode_IS_ASCII(object)
+
+
+cdef inline const char* _ascii(object text) except NULL:
+    if type(text) is not str or not PyUnicode_IS_ASCII(text):
+        raise ValueError("a sorted word list holds ASCII strings only")
+    return <const char*>PyUnicode_DATA(text)
+
+
+cdef inline bint _before(const char* w, Py_ssize_t m, object other) except -1:
+    """``word < other`` for ASCII strings (code points compare as bytes)."""
+    cdef const char* o = _ascii(other)
+    cdef Py_ssize_t n = PyUnicode_GET_LENGTH(other)
+    cdef int c = memcmp(w, o, m if m < n else n)
+    return c < 0 or (c == 0 and m < n)
+
+
+def lookup(words, str word, Py_ssize_t block):
+    """``words.lookup(word)`` (a ``SortedWords``) for an ASCII ``word``: the bisection of the
+    lines' first words, then " word " found in its line (``_in_line``), both as bytes."""
+    if not word.isascii():
+        raise ValueError("lookup() reads ASCII words only")
+    cdef Py_ssize_t m = PyUnicode_GET_LENGTH(word)
+    cdef const char* w = <const char*>PyUnicode_DATA(word)
+    if m == 0 or memchr(w, 32, m) != NULL:
+        return None
+    cdef list firsts = words.firsts
+    cdef Py_ssize_t lo = 0
+    cdef Py_ssize_t hi = PyList_GET_SIZE(firsts)
+    cdef Py_ssize_t mid
+    while lo < hi:  # bisect_right
+        mid = (lo + hi) >> 1
+        if _before(w, m, <object>PyList_GET_ITEM(firsts, mid)):
+            hi = mid
+        else:
+            lo = mid + 1
+    cdef Py_ssize_t at = lo - 1
+    if at < 0:
+        return None
+    cdef list lines = words.lines
+    line = <object>PyList_GET_ITEM(lines, at)
+    cdef const char* s = _ascii(line)
+    cdef Py_ssize_t n = PyUnicode_GET_LENGTH(line)
+    cdef Py_ssize_t found = _in_line(s, n, w, m)
+    if found < 0:
+        return None
+    cdef Py_ssize_t spaces = 0  # before the word: its index in the line
+    cdef Py_ssize_t i
+    for i in range(found):
+        spaces += s[i] == 32
+    return words.values[words.buckets[at * block + spaces]]
+
+
+cdef Py_ssize_t _in_line(const char* s, Py_ssize_t n, const char* w, Py_ssize_t m):
+    """Where " word " first is in the line ``s`` (" w1 w2 … wk ", sorted), or -1: bisected
+    by words (a sorted line holds a word once, or, in a list of one value, its repeats side by
+    side, which answer alike); a line not padded so is searched from its start."""
+    cdef Py_ssize_t a = 0
+    cdef Py_ssize_t b = n - 1
+    cdef Py_ssize_t p, q, size
+    cdef int c
+    if n < 2 or s[0] != 32 or s[b] != 32:
+        for p in range(n - m - 1):  # str.find
+            if s[p] == 32 and s[p + m + 1] == 32 and memcmp(s + p + 1, w, m) == 0:
+                return p
+        return -1
+    while a < b:  # s[a] and s[b] are spaces; the word sought is between them if anywhere
+        p = (a + b) >> 1
+        while s[p] != 32:
+            p -= 1
+        q = p + 1
+        while s[q] != 32:
+            q += 1
+        size = q - p - 1
+        c = memcmp(s + p + 1, w, size if size < m else m)
+        if c == 0:
+            c = (size > m) - (size < m)
+        if c == 0:
+            return p
+        if c < 0:
+            a = q
+        else:
+            b = p
+    return -1
+
+
+def entry(tuple features, dict records, tuple nothing, str low, item):
+    """A new word's entry (``Featurizer._made``): each kind's records of the ``features``
+    joined in their order (``records[feature]``: a tuple of bytes, one per kind; a feature not
+    listed has none; ``nothing`` when none is), then ``low`` and ``item``."""
+    cdef list kept = []
+    for feature in features:
+        got = records.get(feature)
+        if got:
+            kept.append(got)
+    if not kept:
+        return (*nothing, low, item)
+    cdef Py_ssize_t n = PyList_GET_SIZE(kept)
+    cdef Py_ssize_t width = -1
+    cdef Py_ssize_t j, k
+    for j in range(n):  # tuples of bytes of one width, else the reference's own code
+        got = <object>PyList_GET_ITEM(kept, j)
+        if type(got) is not tuple or (width >= 0 and PyTuple_GET_SIZE(got) != width):
+            return (*tuple(map(b"".join, zip(*kept, strict=True))), low, item)
+        width = PyTuple_GET_SIZE(got)
+        for k in range(width):
+            if type(<object>PyTuple_GET_ITEM(got, k)) is not bytes:
+                return (*tuple(map(b"".join, zip(*kept, strict=True))), low, item)
+    out = [None] * (width + 2)
+    cdef Py_ssize_t total, size
+    cdef char* p
+    for k in range(width):
+        total = 0
+        for j in range(n):
+            total += PyBytes_GET_SIZE(<object>PyTuple_GET_ITEM(<object>PyList_GET_ITEM(kept, j), k))
+        if n == 1 or total == 0:  # as b"".join: the one record itself, or b""
+            joined = b"" if total == 0 else <object>PyTuple_GET_ITEM(<object>PyList_GET_ITEM(kept, 0), k)
+        else:
+            joined = PyBytes_FromStringAndSize(NULL, total)
+            p = PyBytes_AS_STRING(joined)
+            for j in range(n):
+                one = <object>PyTuple_GET_ITEM(<object>PyList_GET_ITEM(kept, j), k)
+                size = PyBytes_GET_SIZE(one)
+                memcpy(p, PyBytes_AS_STRING(one), size)
+                p += size
+        out[k] = joined
+    out[width] = low
+    out[width + 1] = item
+    return tuple(out)
