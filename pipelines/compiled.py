@@ -25,6 +25,7 @@ from typing import Final
 # name -> the extension module (``pyproject.toml`` lists the same under ``ext-modules``)
 MODULES: Final = {
     "tokens": "pipelines.phi._tokens_c",
+    "rows": "pipelines.phi.tagger._rows_c",
 }
 
 

@@ -19,11 +19,10 @@ from pipelines.phi.tagger.features import (
     _TOKEN,
     CUES,
     Featurizer,
-    _extras,
-    _Plan,
     token_columns,
     tokenize,
 )
+from pipelines.phi.tagger.extras import _extras, _Plan
 from pipelines.phi.tagger.model import (
     OUTSIDE,
     Label,
