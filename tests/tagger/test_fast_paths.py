@@ -14,6 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pipelines.phi.lexicons import words_case_of
+from pipelines.phi.tagger.extras import _extras, _Plan
 from pipelines.phi.tagger.features import (
     _ASCII_TOKEN,
     _TOKEN,
@@ -22,7 +23,6 @@ from pipelines.phi.tagger.features import (
     token_columns,
     tokenize,
 )
-from pipelines.phi.tagger.extras import _extras, _Plan
 from pipelines.phi.tagger.model import (
     OUTSIDE,
     Label,

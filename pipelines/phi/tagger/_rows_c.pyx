@@ -221,3 +221,39 @@ def line_starts(str text, list starts):
             last = k
         p = line
     return out
+
+
+cdef extern from "Python.h":
+    int PySet_Contains(object, object) except -1
+    bint PyAnySet_Check(object)
+    bint PyUnicode_CheckExact(object)
+
+
+def marked(list lowers, frozenset marks, dict seconds, frozenset alone, frozenset kin):
+    """The tokens where some gazetteer's phrase may start and those of a kinship word
+    (``extras._marked``): of the tokens whose word is in ``marks``, those whose word's
+    ``seconds`` entry is ``alone`` or holds the next token's word, and those in ``kin``."""
+    cdef Py_ssize_t n = PyList_GET_SIZE(lowers)
+    cdef Py_ssize_t i
+    cdef object low
+    cdef PyObject* after
+    cdef list starts = []
+    cdef list kins = []
+    for i in range(n):
+        if not PyUnicode_CheckExact(<object>PyList_GET_ITEM(lowers, i)):
+            raise TypeError("a lower case is a str")
+    for i in range(n):
+        low = <object>PyList_GET_ITEM(lowers, i)
+        if not PySet_Contains(marks, low):
+            continue
+        after = PyDict_GetItem(seconds, low)
+        if after != NULL:
+            if not PyAnySet_Check(<object>after):
+                raise TypeError("a first word's seconds are a set")
+            if after == <PyObject*>alone or (
+                i < n - 1 and PySet_Contains(<object>after, <object>PyList_GET_ITEM(lowers, i + 1))
+            ):
+                starts.append(PyLong_FromSsize_t(i))
+        if PySet_Contains(kin, low):
+            kins.append(PyLong_FromSsize_t(i))
+    return starts, kins

@@ -28,6 +28,7 @@ if TYPE_CHECKING:
 
 _KIN: Final = word_set("tagger_cues_kin")
 
+
 @dataclass(frozen=True, slots=True)
 class _Plan:
     """What ``_extras`` looks for, worked out once per model: the records of the kept
@@ -55,17 +56,28 @@ def _extras(text: str, starts: list[int], lowers: list[str], plan: _Plan) -> dic
     if not (plan.gazetteers or plan.kin):
         return extras
     # the few tokens either family starts from, found in one pass over the note
-    marked = list(compress(count(), map(_marked_words().__contains__, lowers)))
-    if plan.gazetteers and marked:
-        add_gazetteer_features(lowers, extras, plan.gazetteers, _phrase_starts(lowers, marked))
-    if plan.kin and marked:
+    fast = compiled.helper("rows")
+    if fast is not None:
+        phrases, kins = fast.marked(lowers, _marked_words(), _second_words(), _ALONE, _KIN)
+    else:
+        phrases, kins = _marked(lowers)
+    if plan.gazetteers and phrases:
+        add_gazetteer_features(lowers, extras, plan.gazetteers, phrases)
+    if plan.kin:
         kin = plan.kin
         n = len(lowers)
-        for i in marked:
-            if lowers[i] in _KIN:
-                for j in range(i + 3, min(i + 6, n)):
-                    extras[j] = extras.get(j, b"") + kin
+        for i in kins:
+            for j in range(i + 3, min(i + 6, n)):
+                extras[j] = extras.get(j, b"") + kin
     return extras
+
+
+def _marked(lowers: list[str]) -> tuple[list[int], list[int]]:
+    """The tokens where some gazetteer's phrase may start (``_phrase_starts``) and those of a
+    kinship word, found among the few marked (``_marked_words``): the reference of
+    ``_rows_c.marked``."""
+    marked = list(compress(count(), map(_marked_words().__contains__, lowers)))
+    return _phrase_starts(lowers, marked), [i for i in marked if lowers[i] in _KIN]
 
 
 def _phrase_starts(lowers: list[str], marked: list[int]) -> list[int]:
@@ -111,7 +123,9 @@ def _add_line_features(text: str, starts: list[int], extras: dict[int, bytes], b
     if not starts:
         return
     fast = compiled.helper("rows")
-    after_breaks = fast.line_starts(text, starts) if fast is not None else _after_breaks(text, starts)
+    after_breaks = (
+        fast.line_starts(text, starts) if fast is not None else _after_breaks(text, starts)
+    )
     extras[0] = extras.get(0, b"") + bol
     for k in after_breaks:
         extras[k] = extras.get(k, b"") + bol

@@ -18,7 +18,7 @@ from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache, partial
 from itertools import accumulate, compress, count, repeat
-from operator import add, floordiv, itemgetter
+from operator import floordiv, itemgetter
 from typing import Final, TypeVar
 
 from pipelines import compiled
@@ -368,7 +368,9 @@ class Featurizer:
         )
         self._plan = _plan(self.attributes)
         # the pairs as first word -> second word -> record (``_rows_c.rows``)
-        self._nested_pairs = None if self._pairs is None else tuple(map(_nested, self._pairs))
+        self._nested_pairs = (
+            None if self._pairs is None else (_nested(self._pairs[0]), _nested(self._pairs[1]))
+        )
 
     def warm(self) -> None:
         lexicons.warm()
@@ -449,11 +451,10 @@ class Featurizer:
         is its word's own records, what its neighbours at -2, -1, +1, +2 show of
         themselves, its word pairs, and its ``_extras``, in that order."""
         extras = _extras(text, starts, lowers, self._plan)
-        fast = compiled.helper("rows") if self._nested_pairs is not None else None
-        if fast is not None:  # the same, one C loop copying the records into one buffer
-            packed, counts = fast.rows(
-                entries, items, lowers, self._pad, *self._nested_pairs, extras, _RECORD
-            )
+        fast, nested = compiled.helper("rows"), self._nested_pairs
+        if fast is not None and nested is not None:  # one C loop: the records into one buffer
+            bl, br = nested
+            packed, counts = fast.rows(entries, items, lowers, self._pad, bl, br, extras, _RECORD)
             return Rows(packed, counts)
         pick = _picker(items)
         # padded[k + 2] is token k; two sentinels either side stand for beyond the note
@@ -565,4 +566,3 @@ _own: Final = itemgetter(_field("own"))
 _seen: Final = tuple(itemgetter(_field(f"seen_{o}")) for o in ("m2", "m1", "p1", "p2"))
 _lower: Final = itemgetter(_field("lower"))
 _item: Final = itemgetter(_field("item"))
-
