@@ -27,6 +27,7 @@ MODULES: Final = {
     "tokens": "pipelines.phi._tokens_c",
     "sketch": "pipelines._sketch_c",
     "words": "pipelines.phi._words_c",
+    "rows": "pipelines.phi.tagger._rows_c",
 }
 
 

@@ -14,13 +14,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pipelines.phi.lexicons import words_case_of
+from pipelines.phi.tagger.extras import _extras, _Plan
 from pipelines.phi.tagger.features import (
     _ASCII_TOKEN,
     _TOKEN,
     CUES,
     Featurizer,
-    _extras,
-    _Plan,
     token_columns,
     tokenize,
 )

@@ -18,7 +18,7 @@ from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache, partial
 from itertools import accumulate, compress, count, repeat
-from operator import add, floordiv, itemgetter
+from operator import floordiv, itemgetter
 from typing import Final, TypeVar
 
 from pipelines import compiled
@@ -26,13 +26,7 @@ from pipelines.memo import Memo
 from pipelines.phi import lexicons
 from pipelines.phi.lexicons import Case
 from pipelines.phi.tagger.crf import ATTRIBUTE
-from pipelines.phi.tagger.gazetteers import (
-    _END,
-    GazetteerPlan,
-    add_gazetteer_features,
-    gazetteer_plans,
-)
-from pipelines.phi.tagger.gazetteers import _GAZETTEERS as _GAZETTEERS
+from pipelines.phi.tagger.extras import _extras, _marked_words, _plan
 from pipelines.phi.tagger.gazetteers import Gazetteer as Gazetteer
 from pipelines.phi.tagger.gazetteers import _any_first_word as _any_first_word
 from pipelines.phi.tagger.gazetteers import cities as cities
@@ -373,6 +367,10 @@ class Featurizer:
             else (_pairs(self.attributes, "bl="), _pairs(self.attributes, "br="))
         )
         self._plan = _plan(self.attributes)
+        # the pairs as first word -> second word -> record (``_rows_c.rows``)
+        self._nested_pairs = (
+            None if self._pairs is None else (_nested(self._pairs[0]), _nested(self._pairs[1]))
+        )
 
     def warm(self) -> None:
         lexicons.warm()
@@ -409,8 +407,11 @@ class Featurizer:
     def encode(self, text: str, starts: list[int], words: list[str], case: Case) -> Encoded:
         """``items`` and ``features`` in one pass over the columns of ``token_columns``."""
         entries = self._entries(words, case)
-        items = _items(entries)
-        lowers = list(map(_lower, entries))
+        fast = compiled.helper("rows")
+        if fast is not None:  # ``_items`` and the lower cases in one C loop
+            items, lowers = fast.scan(entries)
+        else:
+            items, lowers = _items(entries), list(map(_lower, entries))
         rows = self._rows(text, starts, entries, lowers, items) if items else Rows(b"", [])
         return Encoded(items, rows, lowers)
 
@@ -452,6 +453,11 @@ class Featurizer:
         is its word's own records, what its neighbours at -2, -1, +1, +2 show of
         themselves, its word pairs, and its ``_extras``, in that order."""
         extras = _extras(text, starts, lowers, self._plan)
+        fast, nested = compiled.helper("rows"), self._nested_pairs
+        if fast is not None and nested is not None:  # one C loop: the records into one buffer
+            bl, br = nested
+            packed, counts = fast.rows(entries, items, lowers, self._pad, bl, br, extras, _RECORD)
+            return Rows(packed, counts)
         pick = _picker(items)
         # padded[k + 2] is token k; two sentinels either side stand for beyond the note
         padded = [self._pad, self._pad, *entries, self._pad, self._pad]
@@ -509,6 +515,13 @@ def _pairs(attributes: Attributes, prefix: str) -> dict[tuple[str, str], bytes]:
     return found
 
 
+def _nested(pairs: dict[tuple[str, str], bytes]) -> dict[str, dict[str, bytes]]:
+    nested: dict[str, dict[str, bytes]] = {}
+    for (first, second), record in pairs.items():
+        nested.setdefault(first, {})[second] = record
+    return nested
+
+
 _PAIR_PREFIXES: Final = ("bl=", "br=")
 
 
@@ -555,95 +568,3 @@ _own: Final = itemgetter(_field("own"))
 _seen: Final = tuple(itemgetter(_field(f"seen_{o}")) for o in ("m2", "m1", "p1", "p2"))
 _lower: Final = itemgetter(_field("lower"))
 _item: Final = itemgetter(_field("item"))
-
-
-@dataclass(frozen=True, slots=True)
-class _Plan:
-    """What ``_extras`` looks for, worked out once per model: the records of the kept
-    note-level features (None: not kept, so not looked for)."""
-
-    bol: bytes | None
-    kin: bytes | None
-    gazetteers: tuple[GazetteerPlan, ...]
-
-
-def _plan(attributes: Attributes) -> _Plan:
-    def record(attribute: str) -> bytes | None:
-        return attributes.one(attribute) if attribute in attributes else None
-
-    return _Plan(record("bol"), record("kin<"), gazetteer_plans(attributes))
-
-
-def _extras(text: str, starts: list[int], lowers: list[str], plan: _Plan) -> dict[int, bytes]:
-    """Features of a token that depend on the note around it: line starts, gazetteer
-    phrases, a kinship word a few tokens back ("wife of 30 years, Ann"), each token's
-    records end to end. Only those kept by the model are added (``_plan``)."""
-    extras: dict[int, bytes] = {}
-    if plan.bol:
-        _add_line_features(text, starts, extras, plan.bol)
-    if not (plan.gazetteers or plan.kin):
-        return extras
-    # the few tokens either family starts from, found in one pass over the note
-    marked = list(compress(count(), map(_marked_words().__contains__, lowers)))
-    if plan.gazetteers and marked:
-        add_gazetteer_features(lowers, extras, plan.gazetteers, _phrase_starts(lowers, marked))
-    if plan.kin and marked:
-        kin = plan.kin
-        n = len(lowers)
-        for i in marked:
-            if lowers[i] in _KIN:
-                for j in range(i + 3, min(i + 6, n)):
-                    extras[j] = extras.get(j, b"") + kin
-    return extras
-
-
-def _phrase_starts(lowers: list[str], marked: list[int]) -> list[int]:
-    """The tokens of ``marked`` where some gazetteer's phrase may start: a phrase of one
-    word, or a first word the next token goes on from (``_second_words``). Most first
-    words of a note are common ("new", "st") and go on to no phrase."""
-    seconds = _second_words()
-    last = len(lowers) - 1
-    return [
-        i
-        for i in marked
-        if (after := seconds.get(lowers[i])) is not None
-        and (after is _ALONE or (i < last and lowers[i + 1] in after))
-    ]
-
-
-_ALONE: Final[frozenset[str]] = frozenset({""})  # a phrase of one word: it starts here
-
-
-@cache
-def _second_words() -> dict[str, frozenset[str]]:
-    """Each gazetteer's first word -> the words that go on from it in any gazetteer, or
-    ``_ALONE`` when it is a phrase of its own in one of them."""
-    seconds: dict[str, set[str]] = {}
-    alone: set[str] = set()
-    for gazetteer in _GAZETTEERS.values():
-        for word, node in gazetteer().trie.items():
-            seconds.setdefault(word, set()).update(node)
-            if _END in node:
-                alone.add(word)
-    return {w: _ALONE if w in alone else frozenset(after) for w, after in seconds.items()}
-
-
-@cache
-def _marked_words() -> frozenset[str]:
-    """The first words of the gazetteers' phrases and the kinship words."""
-    return _any_first_word() | _KIN
-
-
-def _add_line_features(text: str, starts: list[int], extras: dict[int, bytes], bol: bytes) -> None:
-    """``bol`` on the first token and on the first token after each line break (twice on
-    the first when a break comes before it), found in C: the first token at or after each
-    line's start, by bisection."""
-    if not starts:
-        return
-    n = len(starts)
-    line_starts = accumulate(map(add, map(len, text.split("\n")[:-1]), repeat(1)))
-    after_breaks = dict.fromkeys(map(bisect.bisect_left, repeat(starts), line_starts))
-    after_breaks.pop(n, None)  # breaks after the last token open no line of tokens
-    extras[0] = extras.get(0, b"") + bol
-    for k in after_breaks:
-        extras[k] = extras.get(k, b"") + bol

@@ -1,0 +1,21 @@
+def scan(
+    entries: list[tuple[bytes, bytes, bytes, bytes, bytes, str, bool]],
+) -> tuple[list[int], list[str]]: ...
+def rows(
+    entries: list[tuple[bytes, bytes, bytes, bytes, bytes, str, bool]],
+    items: list[int],
+    lowers: list[str],
+    pad: tuple[bytes, bytes, bytes, bytes, bytes, str, bool],
+    left: dict[str, dict[str, bytes]],
+    right: dict[str, dict[str, bytes]],
+    extras: dict[int, bytes],
+    record: int,
+) -> tuple[bytes, list[int]]: ...
+def line_starts(text: str, starts: list[int]) -> list[int]: ...
+def marked(
+    lowers: list[str],
+    marks: frozenset[str],
+    seconds: dict[str, frozenset[str]],
+    alone: frozenset[str],
+    kin: frozenset[str],
+) -> tuple[list[int], list[int]]: ...

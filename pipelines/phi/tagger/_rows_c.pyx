@@ -1,0 +1,259 @@
+# cython: language_level=3, boundscheck=False, wraparound=False
+"""The tagger's feature rows, compiled (``pipelines.compiled``): one C loop over a note's memo
+entries where ``Featurizer.encode``, ``Featurizer._rows`` and ``_add_line_features`` in
+``pipelines/phi/tagger/features.py`` take a C call per column and a Python object per step.
+Those are the reference; these must give the same rows byte for byte, the same counts, items,
+lower cases and line-start records (``tests/tagger/test_rows_compiled.py``).
+
+An entry is the memo's plain tuple (``features._FIELDS``): its own records, what the tokens at
+offsets -2, -1, +1, +2 see of it, its lower case, whether the CRF labels it."""
+
+from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
+from cpython.dict cimport PyDict_GetItem
+from cpython.list cimport PyList_New, PyList_SET_ITEM
+from cpython.long cimport PyLong_AsSsize_t, PyLong_FromSsize_t
+from cpython.mem cimport PyMem_Free, PyMem_Malloc
+from cpython.object cimport PyObject, PyObject_IsTrue
+from cpython.ref cimport Py_INCREF
+from libc.string cimport memchr, memcpy
+
+
+cdef extern from "Python.h":
+    PyObject* PyTuple_GET_ITEM(object, Py_ssize_t)
+    PyObject* PyList_GET_ITEM(object, Py_ssize_t)
+    Py_ssize_t PyList_GET_SIZE(object)
+    Py_ssize_t PyTuple_GET_SIZE(object)
+    bint PyTuple_CheckExact(object)
+    bint PyBytes_CheckExact(object)
+    void* PyUnicode_DATA(object)
+    Py_ssize_t PyUnicode_GET_LENGTH(object)
+    int PyUnicode_KIND(object)
+    Py_UCS4 PyUnicode_READ(int, void*, Py_ssize_t)
+
+
+# the fields of an entry (``features._FIELDS``)
+DEF _OWN = 0
+DEF _SEEN = 1  # _SEEN + 0 .. 3: seen at -2, -1, +1, +2
+DEF _LOWER = 5
+DEF _ITEM = 6
+DEF _WIDTH = 7
+
+# the word before the first token and after the last, as the pair features name them
+cdef str _BEGIN = "<s>"
+cdef str _END = "</s>"
+# the neighbours' offsets (``features._CONTEXT``), in the order their records are joined
+cdef Py_ssize_t[4] _OFFSETS = [-2, -1, 1, 2]
+
+
+cdef inline object _entry(list entries, Py_ssize_t k):
+    cdef object e = <object>PyList_GET_ITEM(entries, k)
+    if not PyTuple_CheckExact(e) or PyTuple_GET_SIZE(e) != _WIDTH:
+        raise TypeError("a tagger entry is a tuple of seven fields")
+    return e
+
+
+def scan(list entries):
+    """The indices of the entries the CRF labels, and every entry's lower case: ``_items``
+    and ``map(_lower, entries)`` in one pass."""
+    cdef Py_ssize_t n = PyList_GET_SIZE(entries)
+    cdef list items = []
+    cdef list lowers = PyList_New(n)
+    cdef Py_ssize_t k
+    cdef object e
+    cdef PyObject* flag
+    cdef PyObject* low
+    for k in range(n):
+        e = _entry(entries, k)
+        low = PyTuple_GET_ITEM(e, _LOWER)
+        Py_INCREF(<object>low)
+        PyList_SET_ITEM(lowers, k, <object>low)
+        flag = PyTuple_GET_ITEM(e, _ITEM)
+        if flag == <PyObject*>True or (
+            flag != <PyObject*>False and PyObject_IsTrue(<object>flag)
+        ):
+            items.append(PyLong_FromSsize_t(k))
+    return items, lowers
+
+
+cdef inline Py_ssize_t _size(PyObject* record) except -1:
+    """The length of a record taken from a table (None: no record)."""
+    if record == NULL or record == <PyObject*>None:
+        return 0
+    if not PyBytes_CheckExact(<object>record):
+        raise TypeError("a record is bytes")
+    return PyBytes_GET_SIZE(<object>record)
+
+
+cdef inline char* _put(char* at, PyObject* record):
+    cdef Py_ssize_t size
+    if record == NULL or record == <PyObject*>None:
+        return at
+    size = PyBytes_GET_SIZE(<object>record)
+    memcpy(at, PyBytes_AS_STRING(<object>record), size)
+    return at + size
+
+
+cdef inline PyObject* _pair(dict table, object first, object second):
+    """The record of the pair (``first``, ``second``) in a table of first word -> second
+    word -> record, or NULL."""
+    cdef PyObject* seconds = PyDict_GetItem(table, first)
+    if seconds == NULL:
+        return NULL
+    return PyDict_GetItem(<dict>seconds, second)
+
+
+def rows(
+    list entries,
+    list items,
+    list lowers,
+    tuple pad,
+    dict left,
+    dict right,
+    dict extras,
+    Py_ssize_t record,
+):
+    """The items' rows end to end and the records of each (``Featurizer._rows``): each
+    item's own records, what its neighbours at -2, -1, +1, +2 show (``pad`` beyond the
+    note), its pair records (``left``/``right``: first word -> second word -> record), and
+    its ``extras``."""
+    cdef Py_ssize_t n = PyList_GET_SIZE(entries)
+    cdef Py_ssize_t m = PyList_GET_SIZE(items)
+    cdef Py_ssize_t j, i, o, size, total = 0
+    cdef object e, item
+    cdef PyObject* seen
+    cdef PyObject** found
+    cdef list counts
+    cdef bytes packed
+    cdef char* at
+    if PyList_GET_SIZE(lowers) != n:
+        raise ValueError("one lower case per entry")
+    if PyTuple_GET_SIZE(pad) != _WIDTH:
+        raise TypeError("a tagger entry is a tuple of seven fields")
+    for i in range(n):
+        _entry(entries, i)
+        if type(<object>PyList_GET_ITEM(lowers, i)) is not str:
+            raise TypeError("a lower case is a str")
+    # per item: its own entry's index, then its two pairs' and its extras' records
+    found = <PyObject**>PyMem_Malloc(max(m, 1) * 3 * sizeof(PyObject*))
+    cdef Py_ssize_t* at_item = <Py_ssize_t*>PyMem_Malloc(max(m, 1) * sizeof(Py_ssize_t))
+    if found == NULL or at_item == NULL:
+        PyMem_Free(found)
+        PyMem_Free(at_item)
+        raise MemoryError()
+    try:
+        counts = PyList_New(m)
+        for j in range(m):
+            item = <object>PyList_GET_ITEM(items, j)
+            i = PyLong_AsSsize_t(item)
+            if i < 0 or i >= n:
+                raise IndexError("an item beyond the note's tokens")
+            at_item[j] = i
+            found[3 * j] = _pair(
+                left, _BEGIN if i == 0 else <object>PyList_GET_ITEM(lowers, i - 1),
+                <object>PyList_GET_ITEM(lowers, i),
+            )
+            found[3 * j + 1] = _pair(
+                right, <object>PyList_GET_ITEM(lowers, i),
+                _END if i == n - 1 else <object>PyList_GET_ITEM(lowers, i + 1),
+            )
+            found[3 * j + 2] = PyDict_GetItem(extras, item) if extras else NULL
+            e = <object>PyList_GET_ITEM(entries, i)
+            size = _size(PyTuple_GET_ITEM(e, _OWN))
+            for o in range(4):
+                seen = PyTuple_GET_ITEM(_near(entries, pad, i + _OFFSETS[o], n), _SEEN + o)
+                size += _size(seen)
+            size += _size(found[3 * j]) + _size(found[3 * j + 1]) + _size(found[3 * j + 2])
+            if size % record:
+                raise ValueError("a row that is not whole records")
+            PyList_SET_ITEM(counts, j, PyLong_FromSsize_t(size // record))
+            total += size
+        packed = PyBytes_FromStringAndSize(NULL, total)
+        at = PyBytes_AS_STRING(packed)
+        for j in range(m):
+            i = at_item[j]
+            at = _put(at, PyTuple_GET_ITEM(<object>PyList_GET_ITEM(entries, i), _OWN))
+            for o in range(4):
+                seen = PyTuple_GET_ITEM(_near(entries, pad, i + _OFFSETS[o], n), _SEEN + o)
+                at = _put(at, seen)
+            at = _put(at, found[3 * j])
+            at = _put(at, found[3 * j + 1])
+            at = _put(at, found[3 * j + 2])
+    finally:
+        PyMem_Free(found)
+        PyMem_Free(at_item)
+    return packed, counts
+
+
+cdef inline object _near(list entries, tuple pad, Py_ssize_t k, Py_ssize_t n):
+    if k < 0 or k >= n:
+        return pad
+    return <object>PyList_GET_ITEM(entries, k)
+
+
+def line_starts(str text, list starts):
+    """The tokens after a line break (``features._add_line_features``): for each break in
+    order, the first token at or after the next line's start, each once, none past the last
+    token. ``starts``: the tokens' starts, ascending."""
+    cdef Py_ssize_t n = PyList_GET_SIZE(starts)
+    cdef Py_ssize_t length = PyUnicode_GET_LENGTH(text)
+    cdef int kind = PyUnicode_KIND(text)
+    cdef void* data = PyUnicode_DATA(text)
+    cdef const char* chars = <const char*>data
+    cdef const char* hit
+    cdef Py_ssize_t p = 0, k = 0, last = -1, line
+    cdef list out = []
+    while k < n:
+        if kind == 1:
+            hit = <const char*>memchr(chars + p, 10, length - p)
+            if hit == NULL:
+                break
+            p = hit - chars
+        else:
+            while p < length and PyUnicode_READ(kind, data, p) != 10:
+                p += 1
+            if p >= length:
+                break
+        line = p + 1  # the line's start: the first token at or after it
+        while k < n and PyLong_AsSsize_t(<object>PyList_GET_ITEM(starts, k)) < line:
+            k += 1
+        if k < n and k != last:
+            out.append(PyLong_FromSsize_t(k))
+            last = k
+        p = line
+    return out
+
+
+cdef extern from "Python.h":
+    int PySet_Contains(object, object) except -1
+    bint PyAnySet_Check(object)
+    bint PyUnicode_CheckExact(object)
+
+
+def marked(list lowers, frozenset marks, dict seconds, frozenset alone, frozenset kin):
+    """The tokens where some gazetteer's phrase may start and those of a kinship word
+    (``extras._marked``): of the tokens whose word is in ``marks``, those whose word's
+    ``seconds`` entry is ``alone`` or holds the next token's word, and those in ``kin``."""
+    cdef Py_ssize_t n = PyList_GET_SIZE(lowers)
+    cdef Py_ssize_t i
+    cdef object low
+    cdef PyObject* after
+    cdef list starts = []
+    cdef list kins = []
+    for i in range(n):
+        if not PyUnicode_CheckExact(<object>PyList_GET_ITEM(lowers, i)):
+            raise TypeError("a lower case is a str")
+    for i in range(n):
+        low = <object>PyList_GET_ITEM(lowers, i)
+        if not PySet_Contains(marks, low):
+            continue
+        after = PyDict_GetItem(seconds, low)
+        if after != NULL:
+            if not PyAnySet_Check(<object>after):
+                raise TypeError("a first word's seconds are a set")
+            if after == <PyObject*>alone or (
+                i < n - 1 and PySet_Contains(<object>after, <object>PyList_GET_ITEM(lowers, i + 1))
+            ):
+                starts.append(PyLong_FromSsize_t(i))
+        if PySet_Contains(kin, low):
+            kins.append(PyLong_FromSsize_t(i))
+    return starts, kins
