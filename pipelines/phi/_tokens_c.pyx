@@ -24,6 +24,24 @@ cdef inline bint _space(unsigned char c):
     return c == 32 or (9 <= c <= 13) or (28 <= c <= 31)
 
 
+cdef inline Py_ssize_t _token_end(const unsigned char* s, Py_ssize_t n, Py_ssize_t i):
+    """Where the token starting at ``i`` (not a space) ends: a word (letters, inner
+    apostrophes before letters), a run of digits, or one other character."""
+    cdef Py_ssize_t j = i + 1
+    if _letter(s[i]):
+        while True:
+            while j < n and _letter(s[j]):
+                j += 1
+            if j + 1 < n and s[j] == 39 and _letter(s[j + 1]):
+                j += 1
+                continue
+            return j
+    if _digit(s[i]):
+        while j < n and _digit(s[j]):
+            j += 1
+    return j
+
+
 def columns(str text):
     """Starts, ends and texts of the tokens of ``text``, which must be ASCII: a word (letters,
     inner apostrophes before letters), a run of digits, or any other single visible
@@ -43,18 +61,7 @@ def columns(str text):
         if _space(c):
             i += 1
             continue
-        j = i + 1
-        if _letter(c):
-            while True:
-                while j < n and _letter(s[j]):
-                    j += 1
-                if j + 1 < n and s[j] == 39 and _letter(s[j + 1]):
-                    j += 1
-                    continue
-                break
-        elif _digit(c):
-            while j < n and _digit(s[j]):
-                j += 1
+        j = _token_end(s, n, i)
         starts.append(i)
         ends.append(j)
         texts.append(PyUnicode_Substring(text, i, j))
@@ -102,7 +109,7 @@ def tokenize(str text, type token, Py_ssize_t first, Py_ssize_t span):
     cdef const unsigned char* s = <const unsigned char*>PyUnicode_DATA(text)
     cdef Py_ssize_t n = PyUnicode_GET_LENGTH(text)
     cdef Py_ssize_t i = 0
-    cdef Py_ssize_t j
+    cdef Py_ssize_t j, k
     cdef unsigned char c
     cdef int upper, lower
     cdef Py_ssize_t longer = 0, lower_words = 0, upper_words = 0
@@ -121,22 +128,16 @@ def tokenize(str text, type token, Py_ssize_t first, Py_ssize_t span):
         if _space(c):
             i += 1
             continue
-        j = i + 1
+        j = _token_end(s, n, i)
         start = i
         if _letter(c):
-            upper = c <= 90
-            lower = not upper
-            while True:
-                while j < n and _letter(s[j]):
-                    if s[j] <= 90:
+            upper = lower = 0
+            for k in range(i, j):  # the word's capitals and lower-case letters
+                if s[k] != 39:
+                    if s[k] <= 90:
                         upper += 1
                     else:
                         lower += 1
-                    j += 1
-                if j + 1 < n and s[j] == 39 and _letter(s[j + 1]):
-                    j += 1
-                    continue
-                break
             end = j
             word = PyUnicode_Substring(text, i, j)
             low = lower_of.get(word)
