@@ -42,7 +42,9 @@ async def test_broker_outage_mid_stream_loses_nothing(
         )
         await wait_for(lambda: runner.counts["published"] >= 10)
         own_tansu.pause()
-        await wait_for(lambda: not runner.ready, within=20)
+        # readiness falls at the first failed publish or commit: aiokafka gives up on a
+        # frozen broker after its request timeout, later under a loaded CI machine
+        await wait_for(lambda: not runner.ready, within=60)
         assert runner.metrics.value("deidstream_ready") == 0
         await asyncio.sleep(1.0)
         own_tansu.resume()
