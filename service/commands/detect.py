@@ -6,9 +6,12 @@ only — never their content — and the run goes on; the exit status is 1 if an
 
 from __future__ import annotations
 
+import io
 import sys
 from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
 from enum import StrEnum
+from itertools import chain
 from pathlib import Path
 from typing import Annotated, TextIO
 
@@ -31,6 +34,14 @@ from pipelines.phi.explain import explained
 from pipelines.phi.passes import declared
 from pipelines.policy import Policy
 from pipelines.spans import Span
+from service.commands.detect_pool import (
+    Item,
+    Result,
+    available_cpus,
+    choose_jobs,
+    look_ahead,
+    ordered_results,
+)
 from service.commands.options import PolicyFile, known_names_file
 
 
@@ -128,6 +139,46 @@ def write_note(
         out.write(f"Patient {note.patient}\tNote {note.note}\n{text}\n")
 
 
+@dataclass(frozen=True)
+class NoteWriter:
+    """A chunk of notes to their output text (what :func:`write_note` writes) or errors; the
+    same in this process and in a ``--jobs`` worker, so the output is the same."""
+
+    detector: Detector
+    known: dict[str, Identifiers]
+    format: OutputFormat
+    explain: bool = False
+
+    def __call__(self, chunk: list[Item]) -> list[Result]:
+        results: list[Result] = []
+        for result in detect_notes(chunk, self.detector, self.known, self.explain):
+            if isinstance(result, RecordError):
+                results.append(result)
+                continue
+            buffer = io.StringIO()
+            write_note(buffer, self.format, *result, explain=self.explain)
+            results.append(buffer.getvalue())
+        return results
+
+
+def write_results(
+    items: Iterable[Item], writer: NoteWriter, jobs: int, out: TextIO
+) -> tuple[int, int]:
+    """Detect and write every note of ``items`` (``jobs``: 0 automatic); (records, failed)."""
+    head, rest = look_ahead(items)
+    jobs = choose_jobs(jobs, len(head), available_cpus())
+    seen = failed = 0
+    for result in ordered_results(chain(head, rest), writer, jobs):
+        seen += 1
+        if isinstance(result, RecordError):
+            failed += 1
+            report_error(result)
+        else:
+            out.write(result)
+    out.flush()
+    return seen, failed
+
+
 def write_passes(out: TextIO) -> None:
     """Every recognizer's declared passes: ``pass<TAB>what it does``, by recognizer."""
     registry.names()  # imports the built-in recognizers, which declare their passes
@@ -189,6 +240,14 @@ def register(app: typer.Typer) -> None:
             bool,
             typer.Option("--passes", help="List every recognizer's declared passes and exit."),
         ] = False,
+        jobs: Annotated[
+            int,
+            typer.Option(
+                "--jobs",
+                min=0,
+                help="Worker processes for detection (output as with 1). 0: the CPUs this process may use, one for a small input.",
+            ),
+        ] = 0,
     ) -> None:
         """Detect PHI spans in every note of FILE and write them to stdout.
 
@@ -203,17 +262,8 @@ def register(app: typer.Typer) -> None:
         items = _items(file, input_format)
         detector = Detector(Policy.load(policy))
         known = load_patient_names(known_names) if known_names else {}
-        failed = 0
-        seen = 0
-        out = sys.stdout
-        for result in detect_notes(items, detector, known, explain):
-            seen += 1
-            if isinstance(result, RecordError):
-                failed += 1
-                report_error(result)
-                continue
-            write_note(out, format, *result, explain=explain)
-        out.flush()
+        writer = NoteWriter(detector, known, format, explain)
+        seen, failed = write_results(items, writer, jobs, sys.stdout)
         if not seen:
             typer.echo(f"deidstream detect: no notes in {file}", err=True)
             raise typer.Exit(1)
