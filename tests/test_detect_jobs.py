@@ -3,8 +3,10 @@ byte, errors included; a small input stays in one process; a failing worker lose
 
 from __future__ import annotations
 
+import gc
 import os
 import re
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -61,6 +63,17 @@ class _Exploding(Recognizer):
             Span(m.start(), m.end(), Category.DATE, source=self.name)
             for m in re.finditer(r"\d+/\d+", doc.text)
         ]
+
+
+@pytest.fixture(autouse=True)
+def collector_as_it_was() -> Iterator[None]:
+    """``ordered_results`` settles the collector (freeze, thresholds) for the process that
+    runs it; the test process gets its own back."""
+    threshold = gc.get_threshold()
+    yield
+    gc.unfreeze()
+    gc.set_threshold(*threshold)
+    gc.enable()
 
 
 @pytest.fixture(scope="module")
@@ -147,6 +160,12 @@ def test_automatic_jobs_one_process_for_a_small_input() -> None:
     assert choose_jobs(0, small, cpus=2) == 2
     assert choose_jobs(0, small, cpus=1) == 1
     assert choose_jobs(3, 1, cpus=2) == 3  # asked for: as asked
+
+
+def test_the_collector_is_given_back_to_a_test_runner(app: typer.Typer, corpus: Path) -> None:
+    threshold = gc.get_threshold()
+    assert _run(app, str(corpus))[0] == 1
+    assert gc.isenabled() and gc.get_threshold() == threshold and gc.get_freeze_count() == 0
 
 
 def test_a_small_input_starts_no_pool(

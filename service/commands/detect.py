@@ -6,6 +6,7 @@ only — never their content — and the run goes on; the exit status is 1 if an
 
 from __future__ import annotations
 
+import gc
 import io
 import sys
 from collections.abc import Iterable, Iterator
@@ -179,6 +180,31 @@ def write_results(
     return seen, failed
 
 
+def _detect_all(
+    items: Iterable[Item],
+    policy: Path | None,
+    known_names: Path | None,
+    fmt: OutputFormat,
+    explain: bool,
+    jobs: int,
+) -> tuple[int, int]:
+    """Load the detector and write every note's output to stdout; (records, failed)."""
+    # Loading builds the detector's tables, none of it garbage: no collection walks them
+    # (on again once the first notes are done: detect_pool.settle_collector).
+    threshold = gc.get_threshold()
+    gc.disable()
+    try:
+        detector = Detector(Policy.load(policy))
+        known = load_patient_names(known_names) if known_names else {}
+        writer = NoteWriter(detector, known, fmt, explain)
+        return write_results(items, writer, jobs, sys.stdout)
+    finally:
+        gc.enable()
+        if sys.stdout is not sys.__stdout__:  # a test runner's, an embedding program's
+            gc.unfreeze()  # its collector as it was (a process that ends leaves it frozen)
+            gc.set_threshold(*threshold)
+
+
 def write_passes(out: TextIO) -> None:
     """Every recognizer's declared passes: ``pass<TAB>what it does``, by recognizer."""
     registry.names()  # imports the built-in recognizers, which declare their passes
@@ -260,10 +286,7 @@ def register(app: typer.Typer) -> None:
             typer.echo("deidstream detect: FILE is required (or --passes)", err=True)
             raise typer.Exit(2)
         items = _items(file, input_format)
-        detector = Detector(Policy.load(policy))
-        known = load_patient_names(known_names) if known_names else {}
-        writer = NoteWriter(detector, known, format, explain)
-        seen, failed = write_results(items, writer, jobs, sys.stdout)
+        seen, failed = _detect_all(items, policy, known_names, format, explain, jobs)
         if not seen:
             typer.echo(f"deidstream detect: no notes in {file}", err=True)
             raise typer.Exit(1)
