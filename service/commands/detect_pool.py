@@ -16,17 +16,18 @@ worker died the pool is broken, and the notes not yet sent are run in this proce
 from __future__ import annotations
 
 import gc
-import multiprocessing
 import os
 import sys
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
-from concurrent.futures import Future, ProcessPoolExecutor
-from concurrent.futures.process import BrokenProcessPool
 from itertools import islice
+from typing import TYPE_CHECKING
 
 from pipelines.corpus import Note, RecordError
 from pipelines.document import Identifiers
+
+if TYPE_CHECKING:  # multiprocessing's imports (~0.05 s) only for a pool: see _in_pool
+    from concurrent.futures import Future
 
 Item = Note | tuple[Note, Identifiers] | RecordError
 Result = str | RecordError  # a note's output, or why it has none
@@ -131,6 +132,10 @@ def _pooled(chunks: Iterator[list[Item]], run: Run, jobs: int) -> Iterator[list[
 
 
 def _in_pool(chunks: Iterator[list[Item]], run: Run, jobs: int) -> Iterator[list[Result]]:
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+    from concurrent.futures.process import BrokenProcessPool
+
     context = multiprocessing.get_context("fork")
     pending: deque[tuple[list[Item], Future[list[Result]]]] = deque()
     with ProcessPoolExecutor(jobs, mp_context=context) as pool:
