@@ -6,9 +6,13 @@ only — never their content — and the run goes on; the exit status is 1 if an
 
 from __future__ import annotations
 
+import gc
+import io
 import sys
 from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
 from enum import StrEnum
+from itertools import chain
 from pathlib import Path
 from typing import Annotated, TextIO
 
@@ -31,6 +35,14 @@ from pipelines.phi.explain import explained
 from pipelines.phi.passes import declared
 from pipelines.policy import Policy
 from pipelines.spans import Span
+from service.commands.detect_pool import (
+    Item,
+    Result,
+    available_cpus,
+    choose_jobs,
+    look_ahead,
+    ordered_results,
+)
 from service.commands.options import PolicyFile, known_names_file
 
 
@@ -128,6 +140,71 @@ def write_note(
         out.write(f"Patient {note.patient}\tNote {note.note}\n{text}\n")
 
 
+@dataclass(frozen=True)
+class NoteWriter:
+    """A chunk of notes to their output text (what :func:`write_note` writes) or errors; the
+    same in this process and in a ``--jobs`` worker, so the output is the same."""
+
+    detector: Detector
+    known: dict[str, Identifiers]
+    format: OutputFormat
+    explain: bool = False
+
+    def __call__(self, chunk: list[Item]) -> list[Result]:
+        results: list[Result] = []
+        for result in detect_notes(chunk, self.detector, self.known, self.explain):
+            if isinstance(result, RecordError):
+                results.append(result)
+                continue
+            buffer = io.StringIO()
+            write_note(buffer, self.format, *result, explain=self.explain)
+            results.append(buffer.getvalue())
+        return results
+
+
+def write_results(
+    items: Iterable[Item], writer: NoteWriter, jobs: int, out: TextIO
+) -> tuple[int, int]:
+    """Detect and write every note of ``items`` (``jobs``: 0 automatic); (records, failed)."""
+    head, rest = look_ahead(items)
+    jobs = choose_jobs(jobs, len(head), available_cpus())
+    seen = failed = 0
+    for result in ordered_results(chain(head, rest), writer, jobs):
+        seen += 1
+        if isinstance(result, RecordError):
+            failed += 1
+            report_error(result)
+        else:
+            out.write(result)
+    out.flush()
+    return seen, failed
+
+
+def _detect_all(
+    items: Iterable[Item],
+    policy: Path | None,
+    known_names: Path | None,
+    fmt: OutputFormat,
+    explain: bool,
+    jobs: int,
+) -> tuple[int, int]:
+    """Load the detector and write every note's output to stdout; (records, failed)."""
+    # Loading builds the detector's tables, none of it garbage: no collection walks them
+    # (on again once the first notes are done: detect_pool.settle_collector).
+    threshold = gc.get_threshold()
+    gc.disable()
+    try:
+        detector = Detector(Policy.load(policy))
+        known = load_patient_names(known_names) if known_names else {}
+        writer = NoteWriter(detector, known, fmt, explain)
+        return write_results(items, writer, jobs, sys.stdout)
+    finally:
+        gc.enable()
+        if sys.stdout is not sys.__stdout__:  # a test runner's, an embedding program's
+            gc.unfreeze()  # its collector as it was (a process that ends leaves it frozen)
+            gc.set_threshold(*threshold)
+
+
 def write_passes(out: TextIO) -> None:
     """Every recognizer's declared passes: ``pass<TAB>what it does``, by recognizer."""
     registry.names()  # imports the built-in recognizers, which declare their passes
@@ -189,6 +266,14 @@ def register(app: typer.Typer) -> None:
             bool,
             typer.Option("--passes", help="List every recognizer's declared passes and exit."),
         ] = False,
+        jobs: Annotated[
+            int,
+            typer.Option(
+                "--jobs",
+                min=0,
+                help="Worker processes for detection (output as with 1). 0: the CPUs this process may use, one for a small input.",
+            ),
+        ] = 0,
     ) -> None:
         """Detect PHI spans in every note of FILE and write them to stdout.
 
@@ -201,19 +286,7 @@ def register(app: typer.Typer) -> None:
             typer.echo("deidstream detect: FILE is required (or --passes)", err=True)
             raise typer.Exit(2)
         items = _items(file, input_format)
-        detector = Detector(Policy.load(policy))
-        known = load_patient_names(known_names) if known_names else {}
-        failed = 0
-        seen = 0
-        out = sys.stdout
-        for result in detect_notes(items, detector, known, explain):
-            seen += 1
-            if isinstance(result, RecordError):
-                failed += 1
-                report_error(result)
-                continue
-            write_note(out, format, *result, explain=explain)
-        out.flush()
+        seen, failed = _detect_all(items, policy, known_names, format, explain, jobs)
         if not seen:
             typer.echo(f"deidstream detect: no notes in {file}", err=True)
             raise typer.Exit(1)
