@@ -1,4 +1,8 @@
+from collections.abc import Iterable
+
 from pipelines.phi.sorted_words import SortedWords
+
+SHORT_BITS: int
 
 def lookup(words: SortedWords, word: str, block: int) -> float | None: ...
 def entry(
@@ -8,3 +12,5 @@ def entry(
     low: str,
     item: bool,
 ) -> tuple[bytes | str | bool, ...]: ...
+def short_forms(words: Iterable[str]) -> bytes: ...
+def may_be_short(forms: bytes, word: str) -> bool: ...

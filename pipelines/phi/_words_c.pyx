@@ -1,12 +1,14 @@
 # cython: language_level=3, boundscheck=False, wraparound=False
 """What a word new to the detector costs, compiled (``pipelines.compiled``, helper "words"): a
-look-up in a sorted word list and the packing of a new word's records for the tagger. The
-references, which these must match for every input, are ``sorted_words.SortedWords.lookup``
-(its ASCII branch) and the end of ``tagger.features.Featurizer._made``."""
+look-up in a sorted word list, the packing of a new word's records for the tagger, and a
+filter of the words one letter short of a common English word. The references, which these
+must match for every input, are ``sorted_words.SortedWords.lookup`` (its ASCII branch), the
+end of ``tagger.features.Featurizer._made`` and the loop of ``slips.letter_dropped``."""
 
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
 from cpython.list cimport PyList_GET_ITEM, PyList_GET_SIZE
 from cpython.tuple cimport PyTuple_GET_ITEM, PyTuple_GET_SIZE
+from libc.stdint cimport uint64_t
 from libc.string cimport memchr, memcmp, memcpy
 
 
@@ -142,3 +144,56 @@ def entry(tuple features, dict records, tuple nothing, str low, item):
     out[width] = low
     out[width + 1] = item
     return tuple(out)
+
+
+# The short-form filter: a bit array of ``SHORT_BITS`` bits, two bits set for each form.
+SHORT_BITS = 1 << 21
+cdef uint64_t _MASK = (1 << 21) - 1
+
+
+cdef inline uint64_t _fnv(const unsigned char* s, Py_ssize_t n, Py_ssize_t skip):
+    """FNV-1a of the ``n`` bytes at ``s`` less the one at ``skip`` (-1: none)."""
+    cdef uint64_t h = 14695981039346656037ULL
+    cdef Py_ssize_t i
+    for i in range(n):
+        if i != skip:
+            h = (h ^ s[i]) * 1099511628211ULL
+    return h
+
+
+def short_forms(words):
+    """The filter (bytes, ``SHORT_BITS`` bits) of every ASCII word of ``words`` with one of its
+    letters a-z after the first left out ("await" -> "awit", "awat"…)."""
+    buf = bytearray(SHORT_BITS >> 3)
+    cdef unsigned char[:] bits = buf
+    cdef const unsigned char* s
+    cdef Py_ssize_t n, i
+    cdef uint64_t h, a, b
+    for word in words:
+        if type(word) is not str or not PyUnicode_IS_ASCII(word):
+            continue  # no letter a-z left out makes it ASCII
+        s = <const unsigned char*>PyUnicode_DATA(word)
+        n = PyUnicode_GET_LENGTH(word)
+        for i in range(1, n):
+            if s[i] < 97 or s[i] > 122:
+                continue
+            h = _fnv(s, n, i)
+            a = h & _MASK
+            b = (h >> 32) & _MASK
+            bits[a >> 3] |= 1 << (a & 7)
+            bits[b >> 3] |= 1 << (b & 7)
+    return bytes(buf)
+
+
+def may_be_short(bytes forms, str word):
+    """False when ``word`` (ASCII) is surely none of the forms in the filter ``forms``
+    (``short_forms``); True when it may be one."""
+    if not PyUnicode_IS_ASCII(word):
+        raise ValueError("may_be_short() reads ASCII words only")
+    if PyBytes_GET_SIZE(forms) != SHORT_BITS >> 3:
+        raise ValueError("not a filter of short forms")
+    cdef const unsigned char* bits = <const unsigned char*>PyBytes_AS_STRING(forms)
+    cdef uint64_t h = _fnv(<const unsigned char*>PyUnicode_DATA(word), PyUnicode_GET_LENGTH(word), -1)
+    cdef uint64_t a = h & _MASK
+    cdef uint64_t b = (h >> 32) & _MASK
+    return bool(bits[a >> 3] & (1 << (a & 7))) and bool(bits[b >> 3] & (1 << (b & 7)))

@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any, Final, NamedTuple
 from pipelines import compiled
 from pipelines.memo import Memo
 from pipelines.phi.casing import CAPITALS_SPAN, Case, capitals_common, capitals_counted
+from pipelines.phi.slips import letter_dropped
 from pipelines.phi.wordlists import word_list
 
 if TYPE_CHECKING:
@@ -610,13 +611,10 @@ def slips(word: str) -> set[str]:
     return out
 
 
-_LETTERS: Final = "abcdefghijklmnopqrstuvwxyz"
-
-
 def near_english(word: str) -> bool:
     """A lower-case word one typing slip (a letter dropped or added) away from a common English
-    word: "notifed", "awating", "dertermine" — typos, not names. It tries some 26 variants a
-    letter (30 µs for a 6-letter word), each time: asked only of rare words after a weak cue,
+    word: "notifed", "awating", "dertermine" — typos, not names. A letter dropped is some 26
+    variants a letter to look up, a compiled filter asked first (``slips``): rare words only,
     a memo saved under 1 % (bench/README.md, "Memos"). The variants are looked up in wordfreq
     directly (no index kept: a 100k-entry index of variants slowed every note through the
     garbage collector)."""
@@ -628,12 +626,7 @@ def near_english(word: str) -> bool:
     for i in range(len(word) if len(word) > 4 else 0):  # a letter added ("dertermine")
         if english.get(word[:i] + word[i + 1 :], 0.0) >= _COMMON_ZIPF:
             return True
-    for i in range(1, len(word) + 1):  # a letter dropped (not the first)
-        head, tail = word[:i], word[i:]
-        for letter in _LETTERS:
-            if english.get(head + letter + tail, 0.0) >= _COMMON_ZIPF:
-                return True
-    return False
+    return letter_dropped(word, english, _COMMON_ZIPF)  # a letter dropped (not the first)
 
 
 def warm() -> None:

@@ -14,7 +14,7 @@ import bisect
 import re
 import threading
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, NamedTuple
 
 import re2
 
@@ -41,26 +41,59 @@ __all__ = [
 _WORD = re.compile(r"[A-Za-z](?:[A-Za-z0-9'/]*[A-Za-z0-9])?|\d+(?:\.\d+)?|[#@%&]")
 
 
-# Every re2 scan pattern asked about with ``may_match``: pattern -> index in one RE2::Set.
+# Every re2 scan pattern asked about with ``may_match``: pattern -> index (0, 1, …).
 _WATCHED: dict[str, int] = {}
-# the compiled sets (UTF-8, and Latin-1 for ASCII text) and how many patterns (indices
-# 0..n-1) they hold; rebuilt when one is added
-_SEARCH_SET: list[tuple[Any, Any, int]] = []
+# The patterns in ``_SET_PARTS`` RE2::Sets, each holding a run of indices (``_Part``); rebuilt
+# when a pattern is added. Why not one set: a set's DFA is built as text comes, and on a note
+# it has not seen (every note, in a worker) the states of one set of every pattern multiply
+# each other's: two half sets cost about half of one (bench/README.md, "Session 21").
+_SET_PARTS = 2
+_SEARCH_SET: list[tuple[_Part, ...]] = []
 _REGISTER = threading.Lock()  # indices and rebuilds: two threads must not interleave them
 # RE2::Set runs its DFA in "many match" mode, which never gives up for slowness; a large
 # budget keeps it from running out of state memory on long texts (it would report no match)
 _SET_MAX_MEM = 64 << 20
 
 
-def _search_sets(index: int) -> tuple[Any, Any, int]:
-    """The sets holding pattern ``index`` (built again, under the lock, if it is new)."""
-    if not _SEARCH_SET or index >= _SEARCH_SET[0][2]:
+class _Part(NamedTuple):
+    """A set of the patterns ``first`` to ``end - 1``: compiled for UTF-8 text, and for
+    ASCII text as Latin-1 (the UTF-8 set where a pattern will not compile so)."""
+
+    utf8: Any
+    latin1: Any
+    first: int
+    end: int
+
+
+def _search_sets(index: int) -> tuple[_Part, ...]:
+    """The sets holding every pattern up to ``index`` (built again, under the lock, if it is
+    new)."""
+    if not _SEARCH_SET or index >= _SEARCH_SET[0][-1].end:
         with _REGISTER:
-            if not _SEARCH_SET or index >= _SEARCH_SET[0][2]:
+            if not _SEARCH_SET or index >= _SEARCH_SET[0][-1].end:
                 patterns = list(_WATCHED)  # in index order: indices are given under the lock
-                utf8 = _compiled(patterns, latin1=False)
-                _SEARCH_SET[:] = [(utf8, _latin1_set(patterns) or utf8, len(patterns))]
+                _SEARCH_SET[:] = [tuple(_part(patterns, run) for run in _runs(patterns))]
     return _SEARCH_SET[0]
+
+
+def _runs(patterns: list[str]) -> list[range]:
+    """The indices of ``patterns`` in ``_SET_PARTS`` runs (fewer for fewer patterns) of
+    about equal length in characters (a rough measure of a pattern's automaton)."""
+    total = sum(map(len, patterns))
+    runs: list[range] = []
+    first, done = 0, 0
+    for i, pattern in enumerate(patterns):
+        if i > first and done + len(pattern) / 2 > total * (len(runs) + 1) / _SET_PARTS:
+            runs.append(range(first, i))
+            first = i
+        done += len(pattern)
+    return [*runs, range(first, len(patterns))]
+
+
+def _part(patterns: list[str], run: range) -> _Part:
+    some = patterns[run.start : run.stop]
+    utf8 = _compiled(some, latin1=False)
+    return _Part(utf8, _latin1_set(some) or utf8, run.start, run.stop)
 
 
 def _compiled(patterns: list[str], latin1: bool) -> Any:
@@ -98,22 +131,30 @@ def may_match(doc: Doc, pattern: Any) -> bool:
     """False when the re2 ``pattern`` matches nowhere in ``doc.text``, so its scan can be skipped.
 
     Why: most scans find nothing in most notes (ages, ids, phones, addresses, URLs…), yet each
-    re2 ``finditer`` costs wrapper and DFA work. One RE2::Set pass per document answers for
-    every watched pattern at once, kept in ``doc.artifacts.present``.
+    re2 ``finditer`` costs wrapper and DFA work. One pass of each RE2::Set per document answers
+    for every watched pattern at once, kept in ``doc.artifacts.present``.
     """
     index = _WATCHED.get(pattern.pattern)
     if index is None:  # first use of this pattern in the process
         with _REGISTER:
             index = _WATCHED.setdefault(pattern.pattern, len(_WATCHED))
-    utf8, latin1, _ = _search_sets(index)
-    text = doc.text
-    search = latin1 if text.isascii() else utf8
+    parts = _search_sets(index)
     artifacts = doc.artifacts
     present = artifacts.present
-    if present is None or present[0] is not search:
-        matched = search.Match(text.encode("ascii") if search is not utf8 else text)
-        present = artifacts.present = (search, frozenset(matched or ()))
+    if present is None or present[0] is not parts:
+        present = artifacts.present = (parts, _matched(parts, doc.text))
     return index in present[1]
+
+
+def _matched(parts: tuple[_Part, ...], text: str) -> frozenset[int]:
+    """The indices of the patterns that match somewhere in ``text``."""
+    data = text.encode("ascii") if text.isascii() else None
+    found: list[int] = []
+    for utf8, latin1, first, _ in parts:
+        hits = utf8.Match(text) if data is None or latin1 is utf8 else latin1.Match(data)
+        if hits:
+            found += map(first.__add__, hits)
+    return frozenset(found)
 
 
 def finditer(doc: Doc, pattern: Any) -> Iterator[Any]:

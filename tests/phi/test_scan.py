@@ -49,10 +49,11 @@ def test_ascii_text_gets_the_latin1_sets_answers_which_are_the_utf8_sets(text: s
     doc = Doc(text)
     for pattern in _PATTERNS:
         scan.may_match(doc, pattern)
-    utf8, latin1, _ = scan._search_sets(0)  # noqa: SLF001
-    assert latin1 is not utf8  # every watched pattern compiles as Latin-1
-    assert doc.artifacts.present is not None and doc.artifacts.present[0] is latin1
-    assert sorted(latin1.Match(text.encode("ascii")) or ()) == sorted(utf8.Match(text) or ())
+    parts = scan._search_sets(0)  # noqa: SLF001
+    assert doc.artifacts.present is not None and doc.artifacts.present[0] is parts
+    for utf8, latin1, _, _ in parts:
+        assert latin1 is not utf8  # every watched pattern compiles as Latin-1
+        assert sorted(latin1.Match(text.encode("ascii")) or ()) == sorted(utf8.Match(text) or ())
 
 
 def test_a_character_beyond_latin1_becomes_a_byte_no_ascii_text_holds() -> None:
