@@ -1,11 +1,14 @@
 # cython: language_level=3, boundscheck=False, wraparound=False
-"""What a word new to the detector costs, compiled (``pipelines.compiled``, helper "words"): a
-look-up in a sorted word list and the packing of a new word's records for the tagger. The
-references, which these must match for every input, are ``sorted_words.SortedWords.lookup``
-(its ASCII branch) and the end of ``tagger.features.Featurizer._made``."""
+"""What a word costs the detector, compiled (``pipelines.compiled``, helper "words"): a look-up
+in a sorted word list, the packing of a new word's records for the tagger, and the look-ups of
+a note's words in a memo. The references, which these must match for every input, are
+``sorted_words.SortedWords.lookup`` (its ASCII branch), the end of
+``tagger.features.Featurizer._made`` and ``memo.Memo.many``'s Python look-ups."""
 
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
-from cpython.list cimport PyList_GET_ITEM, PyList_GET_SIZE
+from cpython.list cimport PyList_GET_ITEM, PyList_GET_SIZE, PyList_New, PyList_SET_ITEM
+from cpython.object cimport PyObject
+from cpython.ref cimport Py_INCREF
 from cpython.tuple cimport PyTuple_GET_ITEM, PyTuple_GET_SIZE
 from libc.string cimport memchr, memcmp, memcpy
 
@@ -14,6 +17,7 @@ cdef extern from "Python.h":
     void* PyUnicode_DATA(object)
     Py_ssize_t PyUnicode_GET_LENGTH(object)
     bint PyUnicode_IS_ASCII(object)
+    PyObject* PyDict_GetItemWithError(object, object) except? NULL
 
 
 cdef inline const char* _ascii(object text) except NULL:
@@ -142,3 +146,22 @@ def entry(tuple features, dict records, tuple nothing, str low, item):
     out[width] = low
     out[width + 1] = item
     return tuple(out)
+
+
+
+def many(dict store, list keys, missing):
+    """``Memo.many``'s look-ups in one pass (``pipelines/memo.py``, its reference): each key's
+    value in ``store`` (``missing`` where it has none), and the positions of the misses."""
+    cdef Py_ssize_t n = PyList_GET_SIZE(keys)
+    cdef Py_ssize_t k
+    cdef PyObject* found
+    cdef list values = PyList_New(n)
+    cdef list missed = []
+    for k in range(n):
+        found = PyDict_GetItemWithError(store, <object>PyList_GET_ITEM(keys, k))
+        if found == NULL:
+            found = <PyObject*>missing
+            missed.append(k)
+        Py_INCREF(<object>found)
+        PyList_SET_ITEM(values, k, <object>found)
+    return values, missed
