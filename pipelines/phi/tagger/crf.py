@@ -226,8 +226,9 @@ def _items(counts: list[int], base: int) -> bytes:
     """crfsuite's items (``_ITEM``) of rows of ``counts`` records end to end from the
     address ``base``: in one C loop where the rows helper is built (``_rows_c.items``)."""
     fast = compiled.helper("rows")
-    if fast is not None and fast.ITEM_SIZE == _ITEM.size:
-        return fast.items(counts, base, ATTRIBUTE.size)
+    if fast is not None and _ITEM.size == fast.ITEM_SIZE:
+        items: bytes = fast.items(counts, base, ATTRIBUTE.size)
+        return items
     starts = accumulate(map(mul, counts, repeat(ATTRIBUTE.size)), initial=base)
     return b"".join(map(_ITEM.pack, counts, counts, starts))
 
