@@ -1,11 +1,11 @@
 def scan(
-    entries: list[tuple[bytes, bytes, bytes, bytes, bytes, str, bool]],
-) -> tuple[list[int], list[str]]: ...
+    entries: list[tuple[bytes, bytes, bytes, bytes, bytes, str, bool, bool]],
+) -> tuple[list[int], list[str], list[int]]: ...
 def rows(
-    entries: list[tuple[bytes, bytes, bytes, bytes, bytes, str, bool]],
+    entries: list[tuple[bytes, bytes, bytes, bytes, bytes, str, bool, bool]],
     items: list[int],
     lowers: list[str],
-    pad: tuple[bytes, bytes, bytes, bytes, bytes, str, bool],
+    pad: tuple[bytes, bytes, bytes, bytes, bytes, str, bool, bool],
     left: dict[str, dict[str, bytes]],
     right: dict[str, dict[str, bytes]],
     extras: dict[int, bytes],
