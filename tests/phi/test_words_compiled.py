@@ -116,7 +116,7 @@ def test_compiled_entry_matches_the_python_packing(
     with compiled.compiled(False):
         slow = featurizer._made(case, word)
     assert fast == slow
-    assert type(fast) is tuple and len(fast) == 8
+    assert type(fast) is tuple and len(fast) == 7
 
 
 _RECORD = st.binary(max_size=3)

@@ -1,11 +1,11 @@
 def scan(
-    entries: list[tuple[bytes, bytes, bytes, bytes, bytes, str, bool, bool]],
-) -> tuple[list[int], list[str], list[int]]: ...
+    entries: list[tuple[bytes, bytes, bytes, bytes, bytes, str, bool]],
+) -> tuple[list[int], list[str]]: ...
 def rows(
-    entries: list[tuple[bytes, bytes, bytes, bytes, bytes, str, bool, bool]],
+    entries: list[tuple[bytes, bytes, bytes, bytes, bytes, str, bool]],
     items: list[int],
     lowers: list[str],
-    pad: tuple[bytes, bytes, bytes, bytes, bytes, str, bool, bool],
+    pad: tuple[bytes, bytes, bytes, bytes, bytes, str, bool],
     left: dict[str, dict[str, bytes]],
     right: dict[str, dict[str, bytes]],
     extras: dict[int, bytes],

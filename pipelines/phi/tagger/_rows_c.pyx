@@ -6,8 +6,7 @@ Those are the reference; these must give the same rows byte for byte, the same c
 lower cases and line-start records (``tests/tagger/test_rows_compiled.py``).
 
 An entry is the memo's plain tuple (``features._FIELDS``): its own records, what the tokens at
-offsets -2, -1, +1, +2 see of it, its lower case, whether the CRF labels it, whether it is
-marked (a gazetteer phrase may start with it, or a kinship word)."""
+offsets -2, -1, +1, +2 see of it, its lower case, whether the CRF labels it."""
 
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
 from cpython.dict cimport PyDict_GetItem
@@ -37,8 +36,7 @@ DEF _OWN = 0
 DEF _SEEN = 1  # _SEEN + 0 .. 3: seen at -2, -1, +1, +2
 DEF _LOWER = 5
 DEF _ITEM = 6
-DEF _MARK = 7
-DEF _WIDTH = 8
+DEF _WIDTH = 7
 
 # the word before the first token and after the last, as the pair features name them
 cdef str _BEGIN = "<s>"
@@ -50,34 +48,31 @@ cdef Py_ssize_t[4] _OFFSETS = [-2, -1, 1, 2]
 cdef inline object _entry(list entries, Py_ssize_t k):
     cdef object e = <object>PyList_GET_ITEM(entries, k)
     if not PyTuple_CheckExact(e) or PyTuple_GET_SIZE(e) != _WIDTH:
-        raise TypeError("a tagger entry is a tuple of eight fields")
+        raise TypeError("a tagger entry is a tuple of seven fields")
     return e
 
 
-cdef inline bint _true(PyObject* flag) except -1:
-    return flag == <PyObject*>True or (flag != <PyObject*>False and PyObject_IsTrue(<object>flag))
-
-
 def scan(list entries):
-    """The indices of the entries the CRF labels, every entry's lower case, and the indices
-    of the marked entries: ``_items``, ``map(_lower, entries)`` and ``_marks`` in one pass."""
+    """The indices of the entries the CRF labels, and every entry's lower case: ``_items``
+    and ``map(_lower, entries)`` in one pass."""
     cdef Py_ssize_t n = PyList_GET_SIZE(entries)
     cdef list items = []
-    cdef list marked = []
     cdef list lowers = PyList_New(n)
     cdef Py_ssize_t k
     cdef object e
+    cdef PyObject* flag
     cdef PyObject* low
     for k in range(n):
         e = _entry(entries, k)
         low = PyTuple_GET_ITEM(e, _LOWER)
         Py_INCREF(<object>low)
         PyList_SET_ITEM(lowers, k, <object>low)
-        if _true(PyTuple_GET_ITEM(e, _ITEM)):
+        flag = PyTuple_GET_ITEM(e, _ITEM)
+        if flag == <PyObject*>True or (
+            flag != <PyObject*>False and PyObject_IsTrue(<object>flag)
+        ):
             items.append(PyLong_FromSsize_t(k))
-        if _true(PyTuple_GET_ITEM(e, _MARK)):
-            marked.append(PyLong_FromSsize_t(k))
-    return items, lowers, marked
+    return items, lowers
 
 
 cdef inline Py_ssize_t _size(PyObject* record) except -1:
@@ -133,7 +128,7 @@ def rows(
     if PyList_GET_SIZE(lowers) != n:
         raise ValueError("one lower case per entry")
     if PyTuple_GET_SIZE(pad) != _WIDTH:
-        raise TypeError("a tagger entry is a tuple of eight fields")
+        raise TypeError("a tagger entry is a tuple of seven fields")
     for i in range(n):
         _entry(entries, i)
         if type(<object>PyList_GET_ITEM(lowers, i)) is not str:

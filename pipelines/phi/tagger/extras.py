@@ -46,18 +46,10 @@ def _plan(attributes: Attributes) -> _Plan:
     return _Plan(record("bol"), record("kin<"), gazetteer_plans(attributes))
 
 
-def _extras(
-    text: str,
-    starts: list[int],
-    lowers: list[str],
-    plan: _Plan,
-    marked: list[int] | None = None,
-) -> dict[int, bytes]:
+def _extras(text: str, starts: list[int], lowers: list[str], plan: _Plan) -> dict[int, bytes]:
     """Features of a token that depend on the note around it: line starts, gazetteer
     phrases, a kinship word a few tokens back ("wife of 30 years, Ann"), each token's
-    records end to end. Only those kept by the model are added (``_plan``). ``marked``: the
-    tokens whose word is in ``_marked_words``, when the caller knows them (the words' memo
-    entries tell: ``Featurizer.encode``)."""
+    records end to end. Only those kept by the model are added (``_plan``)."""
     extras: dict[int, bytes] = {}
     if plan.bol:
         _add_line_features(text, starts, extras, plan.bol)
@@ -65,9 +57,7 @@ def _extras(
         return extras
     # the few tokens either family starts from, found in one pass over the note
     fast = compiled.helper("rows")
-    if marked is not None:  # a few tokens a note: what ``_marked`` does once it has them
-        phrases, kins = _marked(lowers, marked)
-    elif fast is not None:
+    if fast is not None:
         phrases, kins = fast.marked(lowers, _marked_words(), _second_words(), _ALONE, _KIN)
     else:
         phrases, kins = _marked(lowers)
@@ -82,12 +72,11 @@ def _extras(
     return extras
 
 
-def _marked(lowers: list[str], marked: list[int] | None = None) -> tuple[list[int], list[int]]:
+def _marked(lowers: list[str]) -> tuple[list[int], list[int]]:
     """The tokens where some gazetteer's phrase may start (``_phrase_starts``) and those of a
-    kinship word, found among the few marked (``_marked_words``; ``marked``: those tokens,
-    when known): the reference of ``_rows_c.marked``."""
-    if marked is None:
-        marked = list(compress(count(), map(_marked_words().__contains__, lowers)))
+    kinship word, found among the few marked (``_marked_words``): the reference of
+    ``_rows_c.marked``."""
+    marked = list(compress(count(), map(_marked_words().__contains__, lowers)))
     return _phrase_starts(lowers, marked), [i for i in marked if lowers[i] in _KIN]
 
 

@@ -360,7 +360,7 @@ class Featurizer:
         self._word_records = (
             None if self.attributes.open else self.attributes.word_records(_CONTEXT_PREFIXES)
         )
-        self._pad: _Entry = (b"", m2, m1, p1, p2, "", False, False)  # beyond the note's ends
+        self._pad: _Entry = (b"", m2, m1, p1, p2, "", False)  # beyond either end of the note
         self._pairs = (
             None
             if self.attributes.open
@@ -408,11 +408,11 @@ class Featurizer:
         """``items`` and ``features`` in one pass over the columns of ``token_columns``."""
         entries = self._entries(words, case)
         fast = compiled.helper("rows")
-        if fast is not None:  # ``_items``, the lower cases and ``_marks`` in one C loop
-            items, lowers, marked = fast.scan(entries)
+        if fast is not None:  # ``_items`` and the lower cases in one C loop
+            items, lowers = fast.scan(entries)
         else:
-            items, lowers, marked = _items(entries), list(map(_lower, entries)), _marks(entries)
-        rows = self._rows(text, starts, entries, lowers, items, marked) if items else Rows(b"", [])
+            items, lowers = _items(entries), list(map(_lower, entries))
+        rows = self._rows(text, starts, entries, lowers, items) if items else Rows(b"", [])
         return Encoded(items, rows, lowers)
 
     def word(self, word: str, case: Case) -> _Entry:
@@ -424,20 +424,19 @@ class Featurizer:
     def _made(self, case: Case, word: str) -> _Entry:
         """:meth:`word` worked out."""
         features, low, item = _word_facts(word, case)
-        mark = low in _marked_words()  # some gazetteer phrase's first word, or kinship
         records = self._word_records
         if records is None:  # every attribute, numbered as first made: what neighbours see first
             pack = self.attributes.pack
             seen = [f for f in features if f.startswith(_CONTEXT_KEEP)]
             m2, m1, p1, p2 = (pack([prefix + f for f in seen]) for prefix in _CONTEXT_PREFIXES)
-            return (pack(features), m2, m1, p1, p2, low, item, mark)
+            return (pack(features), m2, m1, p1, p2, low, item)
         fast = compiled.helper("words")
         if fast is not None:  # the lines below, compiled
-            return (*fast.entry(features, records, _NOTHING, low, item), mark)
+            return fast.entry(features, records, _NOTHING, low, item)
         found = list(filter(None, map(records.get, features)))  # each kept feature's records
         packed = tuple(map(b"".join, zip(*found, strict=True))) if found else _NOTHING  # by kind
         own, m2, m1, p1, p2 = packed
-        return (own, m2, m1, p1, p2, low, item, mark)
+        return (own, m2, m1, p1, p2, low, item)
 
     def _entries(self, words: list[str], case: Case) -> list[_Entry]:
         return self._words[case].many(words)
@@ -449,13 +448,11 @@ class Featurizer:
         entries: list[_Entry],
         lowers: list[str],
         items: list[int],
-        marked: list[int] | None = None,
     ) -> Rows:
         """The items' rows, built column by column in C (no Python step per item): a row
         is its word's own records, what its neighbours at -2, -1, +1, +2 show of
-        themselves, its word pairs, and its ``_extras`` (``marked``: ``_marks``, when
-        known)."""
-        extras = _extras(text, starts, lowers, self._plan, marked)
+        themselves, its word pairs, and its ``_extras``, in that order."""
+        extras = _extras(text, starts, lowers, self._plan)
         fast, nested = compiled.helper("rows"), self._nested_pairs
         if fast is not None and nested is not None:  # one C loop: the records into one buffer
             bl, br = nested
@@ -505,11 +502,6 @@ def _items(entries: list[_Entry]) -> list[int]:
     return list(compress(count(), map(_item, entries)))
 
 
-def _marks(entries: list[_Entry]) -> list[int]:
-    """The tokens whose word is marked (``extras._marked_words``), from their entries."""
-    return list(compress(count(), map(_mark, entries)))
-
-
 def _pairs(attributes: Attributes, prefix: str) -> dict[tuple[str, str], bytes]:
     """(first word, second word) -> the record of the kept word-pair attribute
     ``{prefix}{first}|{second}``; every split at a bar is listed ("|" is a token too)."""
@@ -534,15 +526,13 @@ _PAIR_PREFIXES: Final = ("bl=", "br=")
 
 
 # What a word is (``Featurizer.word``) as the memo keeps it: a plain tuple whose fields
-# (``_FIELDS``) the rows read by index in C (``_own``, ``_seen``, ``_lower``, ``_item``, ``_mark``). Not a
+# (``_FIELDS``) the rows read by index in C (``_own``, ``_seen``, ``_lower``, ``_item``). Not a
 # tuple subclass: the garbage collector stops tracking a plain tuple of bytes, strings and a
 # bool, where a subclass's stays tracked, walked by every full collection while remembered.
-_Entry = tuple[bytes, bytes, bytes, bytes, bytes, str, bool, bool]
+_Entry = tuple[bytes, bytes, bytes, bytes, bytes, str, bool]
 # its own records (packed, ``Attributes``); what the tokens at offsets -2, -1, +1, +2 of it
-# see of it (``_CONTEXT``), packed; its lower case; ``may_be_phi`` (the CRF labels it);
-# whether some gazetteer phrase may start with it or it is a kinship word (``_extras``
-# looks no further than these: ``extras._marked_words``, asked once per word, not per token)
-_FIELDS: Final = ("own", "seen_m2", "seen_m1", "seen_p1", "seen_p2", "lower", "item", "mark")
+# see of it (``_CONTEXT``), packed; its lower case; ``may_be_phi`` (the CRF labels it)
+_FIELDS: Final = ("own", "seen_m2", "seen_m1", "seen_p1", "seen_p2", "lower", "item")
 
 
 @dataclass(frozen=True, slots=True)
@@ -578,4 +568,3 @@ _own: Final = itemgetter(_field("own"))
 _seen: Final = tuple(itemgetter(_field(f"seen_{o}")) for o in ("m2", "m1", "p1", "p2"))
 _lower: Final = itemgetter(_field("lower"))
 _item: Final = itemgetter(_field("item"))
-_mark: Final = itemgetter(_field("mark"))
