@@ -25,6 +25,8 @@ from itertools import compress, count, repeat
 from operator import is_, itemgetter
 from typing import Final, Generic, ParamSpec, TypeVar
 
+from pipelines import compiled
+
 K = TypeVar("K", bound=Hashable)
 V = TypeVar("V")
 P = ParamSpec("P")
@@ -101,20 +103,14 @@ class Memo(Generic[K, V]):
             store[key] = value
 
     def many(self, keys: Sequence[K]) -> list[V]:
-        """``[self(k) for k in keys]``, with the hits looked up in one C-level pass."""
-        if len(keys) > 1:
-            try:  # every key a hit (a known vocabulary): one C call, no check per key
-                found = list(itemgetter(*keys)(self._store))
-            except KeyError:
-                pass
-            else:
-                self.hits += len(found)
-                return found
-        store = self._store
-        values: list[object] = list(map(store.get, keys, repeat(_MISS)))
-        # the misses by identity (``list.count`` would call each value's ``__eq__``)
-        missed = list(compress(count(), map(is_, values, repeat(_MISS))))
+        """``[self(k) for k in keys]``, with the look-ups in one C-level pass."""
+        fast = compiled.helper("words")
+        if fast is not None and type(keys) is list:  # hits and misses' positions in one C loop
+            values, missed = fast.many(self._store, keys, _MISS)
+        else:
+            values, missed = self._looked_up(keys)
         self.hits += len(values) - len(missed)
+        store = self._store
         for i in missed:  # what ``self(keys[i])`` does, inline: a key may repeat
             key = keys[i]
             value = store.get(key, _MISS)
@@ -123,7 +119,19 @@ class Memo(Generic[K, V]):
             else:
                 self.hits += 1
             values[i] = value
-        return values  # type: ignore[return-value]
+        return values
+
+    def _looked_up(self, keys: Sequence[K]) -> tuple[list[V], list[int]]:
+        """Each key's stored value (``_MISS`` where none) and the positions of the misses:
+        the reference of ``_words_c.many``."""
+        if len(keys) > 1:
+            try:  # every key a hit (a known vocabulary): one C call, no check per key
+                return list(itemgetter(*keys)(self._store)), []
+            except KeyError:
+                pass
+        values: list[object] = list(map(self._store.get, keys, repeat(_MISS)))
+        # the misses by identity (``list.count`` would call each value's ``__eq__``)
+        return values, list(compress(count(), map(is_, values, repeat(_MISS))))  # type: ignore[return-value]
 
     def _computed(self, key: K) -> V:
         self.misses += 1

@@ -1,12 +1,16 @@
 # cython: language_level=3, boundscheck=False, wraparound=False
-"""What a word new to the detector costs, compiled (``pipelines.compiled``, helper "words"): a
-look-up in a sorted word list, the packing of a new word's records for the tagger, and a
-filter of the words one letter short of a common English word. The references, which these
-must match for every input, are ``sorted_words.SortedWords.lookup`` (its ASCII branch), the
-end of ``tagger.features.Featurizer._made`` and the loop of ``slips.letter_dropped``."""
+"""What a word costs the detector, compiled (``pipelines.compiled``, helper "words"): a look-up
+in a sorted word list, the packing of a new word's records for the tagger, the look-ups of a
+note's words in a memo, and a filter of the words one letter short of a common English word.
+The references, which these must match for every input, are
+``sorted_words.SortedWords.lookup`` (its ASCII branch), the end of
+``tagger.features.Featurizer._made``, ``memo.Memo.many``'s Python look-ups and the loop of
+``slips.letter_dropped``."""
 
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
-from cpython.list cimport PyList_GET_ITEM, PyList_GET_SIZE
+from cpython.list cimport PyList_GET_ITEM, PyList_GET_SIZE, PyList_New, PyList_SET_ITEM
+from cpython.object cimport PyObject
+from cpython.ref cimport Py_INCREF
 from cpython.tuple cimport PyTuple_GET_ITEM, PyTuple_GET_SIZE
 from libc.stdint cimport uint64_t
 from libc.string cimport memchr, memcmp, memcpy
@@ -16,6 +20,7 @@ cdef extern from "Python.h":
     void* PyUnicode_DATA(object)
     Py_ssize_t PyUnicode_GET_LENGTH(object)
     bint PyUnicode_IS_ASCII(object)
+    PyObject* PyDict_GetItemWithError(object, object) except? NULL
 
 
 cdef inline const char* _ascii(object text) except NULL:
@@ -197,3 +202,21 @@ def may_be_short(bytes forms, str word):
     cdef uint64_t a = h & _MASK
     cdef uint64_t b = (h >> 32) & _MASK
     return bool(bits[a >> 3] & (1 << (a & 7))) and bool(bits[b >> 3] & (1 << (b & 7)))
+
+
+def many(dict store, list keys, missing):
+    """``Memo.many``'s look-ups in one pass (``pipelines/memo.py``, its reference): each key's
+    value in ``store`` (``missing`` where it has none), and the positions of the misses."""
+    cdef Py_ssize_t n = PyList_GET_SIZE(keys)
+    cdef Py_ssize_t k
+    cdef PyObject* found
+    cdef list values = PyList_New(n)
+    cdef list missed = []
+    for k in range(n):
+        found = PyDict_GetItemWithError(store, <object>PyList_GET_ITEM(keys, k))
+        if found == NULL:
+            found = <PyObject*>missing
+            missed.append(k)
+        Py_INCREF(<object>found)
+        PyList_SET_ITEM(values, k, <object>found)
+    return values, missed

@@ -19,3 +19,7 @@ def marked(
     alone: frozenset[str],
     kin: frozenset[str],
 ) -> tuple[list[int], list[int]]: ...
+
+ITEM_SIZE: int
+
+def items(counts: list[int], base: int, record: int) -> bytes: ...

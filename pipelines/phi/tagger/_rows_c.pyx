@@ -257,3 +257,32 @@ def marked(list lowers, frozenset marks, dict seconds, frozenset alone, frozense
         if PySet_Contains(kin, low):
             kins.append(PyLong_FromSsize_t(i))
     return starts, kins
+
+
+ctypedef struct _Item:  # crfsuite_item_t (``crf._ITEM``: "@iiP")
+    int num_contents
+    int cap_contents
+    void* contents
+
+
+ITEM_SIZE = sizeof(_Item)
+
+
+def items(list counts, size_t base, Py_ssize_t record):
+    """crfsuite's items of a note (``crf.CrfTagger.set``, its reference): for each count of
+    records, in order, the count twice and where its records start, the first at ``base``
+    and each ``record`` bytes long."""
+    cdef Py_ssize_t m = PyList_GET_SIZE(counts)
+    cdef Py_ssize_t j, c
+    cdef bytes out = PyBytes_FromStringAndSize(NULL, m * sizeof(_Item))
+    cdef _Item* at = <_Item*>PyBytes_AS_STRING(out)
+    cdef size_t start = base
+    for j in range(m):
+        c = PyLong_AsSsize_t(<object>PyList_GET_ITEM(counts, j))
+        if c < 0 or c > 2147483647:
+            raise OverflowError("a count of records outside an int")
+        at[j].num_contents = <int>c
+        at[j].cap_contents = <int>c
+        at[j].contents = <void*>start
+        start += <size_t>(c * record)
+    return out
