@@ -181,15 +181,18 @@ class MarkOwners:
 
 
 def add_mark_owners(backend: SqlBackend, rows: Sequence[tuple[bytes, str]]) -> None:
-    """Record the owner tag of each mark key hash (a key already owned keeps its owner)."""
+    """Record the owner tag of each mark key hash (a key already owned keeps its owner), the
+    rows with one ``executemany`` (a statement per row cost a driver call each, and on
+    PostgreSQL inside a group a round trip each)."""
+    if not rows:
+        return
     with backend._transaction() as cur:  # noqa: SLF001
-        for key_hash, owner in rows:
-            backend._exec(  # noqa: SLF001
-                cur,
-                "INSERT INTO mark_owners (key_hash, owner) VALUES (?, ?)"
-                " ON CONFLICT (key_hash) DO NOTHING",
-                (key_hash, owner),
-            )
+        backend._exec_many(  # noqa: SLF001
+            cur,
+            "INSERT INTO mark_owners (key_hash, owner) VALUES (?, ?)"
+            " ON CONFLICT (key_hash) DO NOTHING",
+            rows,
+        )
 
 
 def forget_marks(backend: SqlBackend, owner: str) -> int:

@@ -100,6 +100,12 @@ class SqlBase(ABC):
         cur.execute(self._sql(text), tuple(params))
         return cur
 
+    def _exec_many(self, cur: Any, text: str, rows: Sequence[Sequence[Any]]) -> Any:
+        """One statement run for each row of parameters (``executemany``: one call into the
+        driver instead of one per row; no result is read)."""
+        cur.executemany(self._sql(text), [tuple(r) for r in rows])
+        return cur
+
     def _audit_guard(self) -> list[str]:
         """Statements that further protect the audit table (none by default)."""
         return []

@@ -72,7 +72,11 @@ def remember_visit(state: PatientState, visit_id: str) -> bool:
     known = visits_of(state)
     if visit_id in known:
         return False
-    state.extra[VISITS_KEY] = orjson.dumps([*known, visit_id]).decode("utf-8")
+    visits = (*known, visit_id)
+    raw = orjson.dumps(visits).decode("utf-8")
+    state.extra[VISITS_KEY] = raw
+    # the patient's next document reads this text: its visits are known, not parsed again
+    _visits_from_json.memo.put((raw,), visits)
     return True
 
 

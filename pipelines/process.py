@@ -253,6 +253,8 @@ class Processor:
             else:
                 if doc.outcome.ack is not None:
                     flying.add(work.fp.key)
+            finally:
+                work.save_pending()
 
     def _parse_item(self, raw: bytes, content_hint: str | None) -> _Job:
         times: dict[str, float] = {}
@@ -319,6 +321,9 @@ class Processor:
             except Exception as exc:  # noqa: BLE001 - the item's result
                 job.error = exc
                 return
+            finally:
+                if doc.work is not None:  # decided or failed: its state changes saved
+                    doc.work.save_pending()
             job.outs.append(doc)
 
     def commit(self, outcomes: Iterable[Outcome]) -> None:
@@ -339,7 +344,11 @@ class Processor:
         doc = self._prepare(document, times)
         if doc.key is None:
             return self._context(doc)
-        return self._decide(self._work(doc), doc.times, frozenset())
+        work = self._work(doc)
+        try:
+            return self._decide(work, doc.times, frozenset())
+        finally:
+            work.save_pending()
 
     def _prepare(self, document: ClinicalDocument, times: dict[str, float]) -> _Doc:
         """The patient's state, the research key and the version fingerprint: everything a
@@ -349,8 +358,6 @@ class Processor:
         state = self.store.get_or_create(
             document.assigning_authority, document.patient_id, self._state_factory
         )
-        if remember_visit(state, document.visit_id):  # `keys reveal Encounter/...` finds it
-            self.store.save(document.assigning_authority, document.patient_id, state)
         if document.context_only:
             return _Doc(document, state, times)
         with stopwatch(times, "dedup", self._timer):
@@ -362,7 +369,9 @@ class Processor:
 
     def _context(self, doc: _Doc) -> Outcome:
         document, state = doc.document, doc.state
-        if remember_context(state, document.identifiers):
+        # the visit (`keys reveal Encounter/...` finds it) and the context: one save
+        visit = remember_visit(state, document.visit_id)
+        if remember_context(state, document.identifiers) or visit:
             self.store.save(document.assigning_authority, document.patient_id, state)
         return Outcome(
             kind=OutcomeKind.CONTEXT,
@@ -376,6 +385,9 @@ class Processor:
                 raise TypeError("a context-only document has no version decision")
             document = with_context(doc.document, doc.state)
             doc.work = Work(self, document, doc.state, doc.fp, doc.spent)
+            # the visit (`keys reveal Encounter/...` finds it), saved once the document is
+            # decided (Work.save_pending) unless a save of the work already carried it
+            doc.work.unsaved = remember_visit(doc.state, doc.document.visit_id)
         return doc.work
 
     def _decide_in_batch(self, doc: _Doc, batch: MarkBatch[_Doc]) -> Outcome:

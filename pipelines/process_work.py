@@ -72,6 +72,7 @@ class Work:
         "_renders",
         "near",
         "_timeout",
+        "unsaved",
     )
 
     def __init__(
@@ -91,6 +92,9 @@ class Work:
         # the budget was used up: the input is dead-lettered (too_costly), never redone
         self._timeout: DeadlineExceeded | None = None
         self._renders: dict[tuple[str | None, str], ResearchDocument] = {}
+        # the state changed and no save carried it yet (the processor sets it when the
+        # visit is new): ``save_pending`` saves it once the document is decided
+        self.unsaved = False
         self.near = NearDuplicates(
             state.extra,
             document.text,
@@ -201,8 +205,7 @@ class Work:
                 self._timeout = exc
                 raise
             if self._deid.state_changed:
-                doc = self.document
-                self.proc.store.save(doc.assigning_authority, doc.patient_id, self.state)
+                self._save_state()
             for stage, seconds in self._deid.stage_seconds.items():
                 times[stage] = times.get(stage, 0.0) + seconds
         return self._deid
@@ -215,6 +218,13 @@ class Work:
     def _save_state(self) -> None:
         doc = self.document
         self.proc.store.save(doc.assigning_authority, doc.patient_id, self.state)
+        self.unsaved = False
+
+    def save_pending(self) -> None:
+        """Save the state if it changed since the work's last save (the new visit): one
+        save per document where a later one carries it (the surrogate maps, the sketch)."""
+        if self.unsaved:
+            self._save_state()
 
     def _render(
         self,
