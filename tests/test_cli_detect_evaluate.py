@@ -14,9 +14,8 @@ import typer
 from typer.testing import CliRunner
 
 from pipelines.phi import registry
-from pipelines.phi.base import Doc, Recognizer
-from pipelines.spans import Category, Span
 from service.commands import detect, evaluate
+from tests.support.slash_numbers import SlashNumbers
 
 MINI = Path(__file__).resolve().parent / "fixtures" / "physionet_mini"
 ROOT = Path(__file__).resolve().parents[1]
@@ -217,25 +216,11 @@ def test_evaluate_error_category_filter(app: typer.Typer, tmp_path: Path) -> Non
     assert "missed gold phrases (first 5 of 0)" in hidden.stdout
 
 
-class _SlashNumbers(Recognizer):
-    """Test-only recognizer: digits/digits as DATE; a note containing 'EXPLODE' makes it fail."""
-
-    name = "test_cli_slash_numbers"
-
-    def detect(self, doc: Doc) -> list[Span]:
-        if "EXPLODE" in doc.text:
-            raise RuntimeError("boom")
-        return [
-            Span(m.start(), m.end(), Category.DATE, source=self.name)
-            for m in re.finditer(r"\d+/\d+", doc.text)
-        ]
-
-
 @pytest.fixture
 def slash_policy(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.setitem(registry._REGISTRY, _SlashNumbers.name, _SlashNumbers)
+    monkeypatch.setitem(registry._REGISTRY, SlashNumbers.name, SlashNumbers)
     policy = tmp_path / "policy.toml"
-    policy.write_text(f"[recognizers.{_SlashNumbers.name}]\n")
+    policy.write_text(f"[recognizers.{SlashNumbers.name}]\n")
     return policy
 
 
@@ -284,7 +269,7 @@ def test_detector_failure_is_reported_per_record(
                     "end": 6,
                     "category": "DATE",
                     "confidence": 1.0,
-                    "source": _SlashNumbers.name,
+                    "source": SlashNumbers.name,
                 }
             ],
         }

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import gc
 import os
-import re
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -15,8 +14,6 @@ from typer.testing import CliRunner
 
 from pipelines.corpus import Note, RecordError
 from pipelines.phi import registry
-from pipelines.phi.base import Doc, Recognizer
-from pipelines.spans import Category, Span
 from service.commands import detect, detect_pool
 from service.commands.detect_pool import (
     Item,
@@ -26,6 +23,7 @@ from service.commands.detect_pool import (
     failed,
     ordered_results,
 )
+from tests.support.slash_numbers import SlashNumbers
 
 runner = CliRunner()
 
@@ -49,20 +47,6 @@ def _corpus(notes: int) -> bytes:
     records.insert(11, b"START_OF_RECORD=bad header\nSECRETWORD\n||||END_OF_RECORD\n\n")
     records.insert(20, b"START_OF_RECORD=91||||1||||\nEXPLODE 3/4\n||||END_OF_RECORD\n\n")
     return b"".join(records) + b"START_OF_RECORD=92||||1||||\nno end marker SECRETWORD\n"
-
-
-class _Exploding(Recognizer):
-    """Test-only: digits/digits as DATE; a note containing 'EXPLODE' makes it fail."""
-
-    name = "test_jobs_exploding"
-
-    def detect(self, doc: Doc) -> list[Span]:
-        if "EXPLODE" in doc.text:
-            raise RuntimeError("boom")
-        return [
-            Span(m.start(), m.end(), Category.DATE, source=self.name)
-            for m in re.finditer(r"\d+/\d+", doc.text)
-        ]
 
 
 @pytest.fixture(autouse=True)
@@ -128,9 +112,9 @@ def test_two_jobs_write_what_one_writes(
 def test_a_recognizer_failing_in_a_worker_is_a_per_record_error(
     app: typer.Typer, corpus: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setitem(registry._REGISTRY, _Exploding.name, _Exploding)
+    monkeypatch.setitem(registry._REGISTRY, SlashNumbers.name, SlashNumbers)
     policy = tmp_path / "policy.toml"
-    policy.write_text(f"[recognizers.{_Exploding.name}]\n")
+    policy.write_text(f"[recognizers.{SlashNumbers.name}]\n")
     args = [str(corpus), "--format", "json", "--policy", str(policy)]
     one = _run(app, *args, "--jobs", "1")
     two = _run(app, *args, "--jobs", "2")
