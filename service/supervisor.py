@@ -35,7 +35,6 @@ import contextlib
 import itertools
 import json
 import logging
-import math
 import os
 import shutil
 import signal
@@ -51,6 +50,7 @@ import httpx
 from prometheus_client import CollectorRegistry, Counter, Gauge
 from pydantic import SecretStr
 
+from service.cpus import cgroup_cpu_limit, usable_cpus
 from service.runner.group import unassigned
 from service.settings import Settings
 
@@ -66,29 +66,6 @@ MULTIPROC_ENV = "PROMETHEUS_MULTIPROC_DIR"
 
 
 # --------------------------------------------------------------------------- sizing
-
-
-def cgroup_cpu_limit(root: Path = Path("/sys/fs/cgroup")) -> int | None:
-    """The CPU quota of this process's cgroup (v2 ``cpu.max``), rounded up to whole CPUs;
-    None without a quota. A Kubernetes CPU limit is a quota, not an affinity mask."""
-    try:
-        quota, period = (root / "cpu.max").read_text().split()[:2]
-    except (OSError, ValueError):
-        return None
-    if quota == "max":
-        return None
-    try:
-        return max(1, math.ceil(int(quota) / int(period)))
-    except (ValueError, ZeroDivisionError):
-        return None
-
-
-def usable_cpus() -> int:
-    """The CPUs this process may use: its affinity mask, capped by a cgroup CPU quota."""
-    allowed = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None
-    count = allowed or os.cpu_count() or 1
-    limit = cgroup_cpu_limit()
-    return min(count, limit) if limit else count
 
 
 def worker_count(settings: Settings) -> int:

@@ -38,12 +38,12 @@ from pipelines.spans import Span
 from service.commands.detect_pool import (
     Item,
     Result,
-    available_cpus,
     choose_jobs,
     look_ahead,
     ordered_results,
 )
 from service.commands.options import PolicyFile, known_names_file
+from service.cpus import usable_cpus
 
 
 class OutputFormat(StrEnum):
@@ -167,7 +167,7 @@ def write_results(
 ) -> tuple[int, int]:
     """Detect and write every note of ``items`` (``jobs``: 0 automatic); (records, failed)."""
     head, rest = look_ahead(items)
-    jobs = choose_jobs(jobs, len(head), available_cpus())
+    jobs = choose_jobs(jobs, len(head), usable_cpus())
     seen = failed = 0
     for result in ordered_results(chain(head, rest), writer, jobs):
         seen += 1
@@ -271,7 +271,7 @@ def register(app: typer.Typer) -> None:
             typer.Option(
                 "--jobs",
                 min=0,
-                help="Worker processes for detection (output as with 1). 0: the CPUs this process may use, one for a small input.",
+                help="Worker processes for detection (output as with 1). 0: the CPUs this process may use (affinity, capped by a cgroup CPU quota), one for a small input.",
             ),
         ] = 0,
     ) -> None:

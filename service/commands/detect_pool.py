@@ -16,7 +16,6 @@ worker died the pool is broken, and the notes not yet sent are run in this proce
 from __future__ import annotations
 
 import gc
-import os
 import sys
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
@@ -40,13 +39,6 @@ CHUNK = 32  # notes a task: ~60 ms of detection, against well under 1 ms of pick
 AHEAD = 4  # chunks in flight per worker
 
 _RUN: Run | None = None  # set before the fork; the workers inherit it
-
-
-def available_cpus() -> int:
-    """The CPUs this process may run on (its affinity mask, a container's cpuset)."""
-    if hasattr(os, "sched_getaffinity"):
-        return len(os.sched_getaffinity(0))
-    return os.cpu_count() or 1
 
 
 def choose_jobs(requested: int, head: int, cpus: int) -> int:
