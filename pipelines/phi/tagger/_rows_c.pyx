@@ -39,8 +39,10 @@ DEF _ITEM = 6
 DEF _WIDTH = 7
 
 # the word before the first token and after the last, as the pair features name them
-cdef str _BEGIN = "<s>"
-cdef str _END = "</s>"
+from pipelines.phi.tagger.bounds import BEGIN, END
+
+cdef str _BEGIN = BEGIN
+cdef str _END = END
 # the neighbours' offsets (``features._CONTEXT``), in the order their records are joined
 cdef Py_ssize_t[4] _OFFSETS = [-2, -1, 1, 2]
 

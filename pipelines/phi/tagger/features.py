@@ -25,6 +25,7 @@ from pipelines import compiled
 from pipelines.memo import Memo
 from pipelines.phi import lexicons
 from pipelines.phi.lexicons import Case
+from pipelines.phi.tagger.bounds import BEGIN, END
 from pipelines.phi.tagger.crf import ATTRIBUTE
 from pipelines.phi.tagger.extras import _extras, _marked_words, _plan
 from pipelines.phi.tagger.gazetteers import Gazetteer as Gazetteer
@@ -461,7 +462,7 @@ class Featurizer:
         pick = _picker(items)
         # padded[k + 2] is token k; two sentinels either side stand for beyond the note
         padded = [self._pad, self._pad, *entries, self._pad, self._pad]
-        left = ["<s>", *lowers, "</s>"]  # left[k + 1] is token k
+        left = [BEGIN, *lowers, END]  # left[k + 1] is token k
         before, low, after = pick(left), pick(left[1:]), pick(left[2:])
         columns = (
             map(_own, pick(padded[2:])),
