@@ -23,3 +23,13 @@ def marked(
 ITEM_SIZE: int
 
 def items(counts: list[int], base: int, record: int) -> bytes: ...
+def candidates(
+    alpha: int,
+    beta: int,
+    scale: int,
+    path: int,
+    n: int,
+    labels: int,
+    outside: int,
+    least: float,
+) -> tuple[list[int], list[int], list[float]]: ...

@@ -288,3 +288,41 @@ def items(list counts, size_t base, Py_ssize_t record):
         at[j].contents = <void*>start
         start += <size_t>(c * record)
     return out
+
+
+def candidates(
+    size_t alpha,
+    size_t beta,
+    size_t scale,
+    size_t path,
+    Py_ssize_t n,
+    Py_ssize_t labels,
+    Py_ssize_t outside,
+    double least,
+):
+    """The items that may be PHI (``crf.likely_phi``, the reference, over ``viterbi`` and
+    ``marginals``): of ``n`` items, those whose label on the Viterbi ``path`` (``n`` ints)
+    is not ``outside`` or whose probability of ``outside`` leaves at least ``least``; their
+    indices, path labels and that probability. The probability is computed as crfsuite's
+    ``crf1dc_marginal_point`` does, forward times backward score over the item's scale
+    factor, from the forward-backward arrays (``n`` × ``labels`` doubles, ``n`` scales)."""
+    cdef const double* forward = <const double*>alpha
+    cdef const double* backward = <const double*>beta
+    cdef const double* factor = <const double*>scale
+    cdef const int* best = <const int*>path
+    cdef list found = []
+    cdef list picked = []
+    cdef list p_out = []
+    cdef Py_ssize_t i, at
+    cdef double p
+    if n < 0 or labels <= 0 or outside < 0 or outside >= labels:
+        raise ValueError("no such label or items")
+    for i in range(n):
+        at = i * labels + outside
+        p = forward[at] * backward[at]
+        p = p / factor[i]
+        if best[i] != outside or 1.0 - p >= least:
+            found.append(PyLong_FromSsize_t(i))
+            picked.append(PyLong_FromSsize_t(best[i]))
+            p_out.append(p)
+    return found, picked, p_out

@@ -108,6 +108,24 @@ class ItemTagger(Protocol):
     def viterbi(self) -> list[int]: ...
     def marginal(self, label: int, item: int) -> float: ...
     def marginals(self, label: int) -> list[float]: ...
+    def candidates(self, outside: int, least: float) -> Candidates: ...
+
+
+# The items that may be PHI (``likely_phi``): their indices, their labels on the Viterbi
+# path and their probability of the label ``outside``, in item order.
+Candidates = tuple[list[int], list[int], list[float]]
+
+
+def likely_phi(path: list[int], p_out: list[float], outside: int, least: float) -> Candidates:
+    """The items whose label on the Viterbi ``path`` is not ``outside`` or whose probability
+    of it (``p_out``) leaves at least ``least`` for the others: the reference of
+    ``_rows_c.candidates``."""
+    found = [
+        i
+        for i, (label, p) in enumerate(zip(path, p_out, strict=True))
+        if label != outside or 1.0 - p >= least
+    ]
+    return found, [path[i] for i in found], [p_out[i] for i in found]
 
 
 class CrfError(DeidstreamError):
@@ -221,6 +239,9 @@ class PublicTagger:
     def marginals(self, label: int) -> list[float]:
         return [self.marginal(label, i) for i in range(self.length)]
 
+    def candidates(self, outside: int, least: float) -> Candidates:
+        return likely_phi(self.viterbi(), self.marginals(outside), outside, least)
+
 
 def _items(counts: list[int], base: int) -> bytes:
     """crfsuite's items (``_ITEM``) of rows of ``counts`` records end to end from the
@@ -266,11 +287,15 @@ class CrfTagger:
         """The likeliest label of each item (label ids: ``CrfModel.labels``)."""
         if self.length == 0:
             return []
+        return list(_ffi.unpack(self._path(), self.length))
+
+    def _path(self) -> Any:
+        """The Viterbi path as crfsuite writes it (``int[]``, one label id per item)."""
         labels = _ffi.new(_C_TYPES["int[]"], self.length)
         tagger = self._tagger
         if tagger.viterbi(tagger, labels, _ffi.NULL) != 0:
             raise CrfError("crfsuite could not find a path")
-        return list(_ffi.unpack(labels, self.length))
+        return labels
 
     def marginal(self, label: int, item: int) -> float:
         """The probability that ``item`` has ``label``."""
@@ -286,8 +311,7 @@ class CrfTagger:
         n = self.length
         if n == 0:
             return []
-        self.marginal(label, 0)
-        context = _ffi.cast(_C_TYPES["crf1dt_head_t *"], self._tagger.internal).ctx
+        context = self._forward_backward(label)
         labels = context.num_labels
         size = n * labels * _DOUBLE
         forward, backward, scale = array("d"), array("d"), array("d")
@@ -296,3 +320,35 @@ class CrfTagger:
         scale.frombytes(_ffi.buffer(context.scale_factor, n * _DOUBLE))
         column = slice(label, None, labels)
         return list(map(truediv, map(mul, forward[column], backward[column]), scale))
+
+    def _forward_backward(self, label: int) -> Any:
+        """crfsuite's context after its forward-backward pass, which the API runs for the
+        first marginal asked of a note (``label``'s at the first item)."""
+        self.marginal(label, 0)
+        return _ffi.cast(_C_TYPES["crf1dt_head_t *"], self._tagger.internal).ctx
+
+    def candidates(self, outside: int, least: float) -> Candidates:
+        """The items that may be PHI (``likely_phi``), with their path labels and their
+        probability of ``outside``: in one C loop over the Viterbi path and the
+        forward-backward arrays where the rows helper is built (``_rows_c.candidates``),
+        from :meth:`viterbi` and :meth:`marginals` otherwise (the reference). Most items are
+        neither, and no Python object is made for them. Once per note set: crfsuite's
+        Viterbi pass writes over the forward scores the marginals are read from."""
+        fast = compiled.helper("rows")
+        n = self.length
+        if fast is None or n == 0:
+            return likely_phi(self.viterbi(), self.marginals(outside), outside, least)
+        path = self._path()
+        context = self._forward_backward(outside)
+        cast, address = _ffi.cast, _C_TYPES["uintptr_t"]
+        found: Candidates = fast.candidates(
+            int(cast(address, context.alpha_score)),
+            int(cast(address, context.beta_score)),
+            int(cast(address, context.scale_factor)),
+            int(cast(address, path)),
+            n,
+            context.num_labels,
+            outside,
+            least,
+        )
+        return found

@@ -159,20 +159,22 @@ class Tagger:
         tagger = self._open()
         tagger.set(note.rows.packed, note.rows.counts)
         names = self._model.labels
-        predicted = [names[label] for label in tagger.viterbi()]
-        p_out = tagger.marginals(self._outside)  # P(not PHI) of every item
+        # the items that may be PHI, their labels on the best path and P(not PHI); the
+        # others (most items) are not PHI and only end the phrase open before them
+        found, path, p_out = tagger.candidates(self._outside, self._least)
         spans: list[TaggedSpan] = []
         run: list[int] = []  # the items (indices into ``items``) of the phrase open
         run_label: Label | None = None
         run_conf = 1.0
-        for i in self._candidates(predicted, p_out):
-            p_phi = 1.0 - p_out[i]
-            label = self._decide(tagger, i, predicted[i], p_phi)
+        for i, best, p in zip(found, path, p_out, strict=True):
+            predicted = names[best]
+            p_phi = 1.0 - p
+            label = self._decide(tagger, i, predicted, p_phi)
             if run and (
                 label is None
                 or label != run_label
                 or run[-1] != i - 1  # an item between that is no PHI
-                or predicted[i].startswith("B-")
+                or predicted.startswith("B-")
                 or _breaks(text, ends[items[run[-1]]], starts[items[i]], run_label)
             ):
                 spans.append(_span(starts, ends, items, run, run_label, run_conf))
@@ -197,16 +199,6 @@ class Tagger:
         starts, ends, words = token_columns(text) if columns is None else columns
         case = words_case_of(text) if case is None else case
         return starts, ends, self.featurizer.encode(text, starts, words, case)
-
-    def _candidates(self, predicted: list[str], p_out: list[float]) -> list[int]:
-        """The items that may be PHI: labelled so, or given at least the least threshold.
-        The others (most items) are not PHI and only end the phrase open before them."""
-        least = self._least
-        return [
-            i
-            for i, (label, p) in enumerate(zip(predicted, p_out, strict=True))
-            if label != OUTSIDE or 1.0 - p >= least
-        ]
 
 
 # Words a name or a place runs on over though the CRF does not label them (they are common
