@@ -8,11 +8,12 @@ asks one (``shape``: a single letter, a capital first letter, all lower-case) â€
 function, ``run(note, i)``.
 One driver, :class:`Passes`, derives from those declarations everything that used to be
 written twice: which passes are tried at which word (:meth:`Passes.steps`), which words a
-recognizer must visit at all (:meth:`Passes.triggers`, :meth:`Passes.may_start`), the memo of
-a pass's verdict on a repeated stretch of text (:meth:`Passes.judged`, keyed by the pass's own
-window), and the name every span carries in ``Span.source`` (:meth:`Passes.stamp`). So a gate
-can never disagree with its pass: loosen the pass's declared words or gate and its dispatch
-follows.
+recognizer must visit at all (:meth:`Passes.triggers`, :meth:`Passes.may_start`; and
+:meth:`Passes.prefilter`, a necessary condition that spares judging most of a note's words),
+the memo of a pass's verdict on a repeated stretch of text (:meth:`Passes.judged`, keyed by
+the pass's own window), and the name every span carries in ``Span.source``
+(:meth:`Passes.stamp`). So a gate can never disagree with its pass: loosen the pass's
+declared words or gate and its dispatch follows.
 
 The contract a pass keeps, and tests check (``tests/phi/test_passes.py`` and the window
 tests of each recognizer): ``run`` reads no word outside ``[i - before, i + after]`` and
