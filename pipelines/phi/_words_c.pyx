@@ -220,3 +220,77 @@ def many(dict store, list keys, missing):
         Py_INCREF(<object>found)
         PyList_SET_ITEM(values, k, <object>found)
     return values, missed
+
+
+# The starting-word filter of a recognizer's passes (``passes.Passes.candidates``): a bit
+# array of ``START_BITS`` bits, two bits set for each word (ASCII, lower-case) of the bound.
+START_BITS = 1 << 17
+cdef uint64_t _START_MASK = (1 << 17) - 1
+
+
+cdef inline uint64_t _fnv_lower(const unsigned char* s, Py_ssize_t n):
+    """FNV-1a of the ``n`` ASCII bytes at ``s``, lower-cased (A-Z as a-z)."""
+    cdef uint64_t h = 14695981039346656037ULL
+    cdef Py_ssize_t i
+    cdef unsigned char c
+    for i in range(n):
+        c = s[i]
+        if 65 <= c <= 90:
+            c += 32
+        h = (h ^ c) * 1099511628211ULL
+    return h
+
+
+def start_filter(words):
+    """The filter (bytes, ``START_BITS`` bits) of the ASCII words of ``words``, as their
+    lower-case forms (a word that is not ASCII is left out: a note with one is judged by the
+    Python code)."""
+    buf = bytearray(START_BITS >> 3)
+    cdef unsigned char[:] bits = buf
+    cdef uint64_t h, a, b
+    for word in words:
+        if type(word) is not str or not PyUnicode_IS_ASCII(word):
+            continue
+        h = _fnv_lower(<const unsigned char*>PyUnicode_DATA(word), PyUnicode_GET_LENGTH(word))
+        a = h & _START_MASK
+        b = (h >> 32) & _START_MASK
+        bits[a >> 3] |= 1 << (a & 7)
+        bits[b >> 3] |= 1 << (b & 7)
+    return bytes(buf)
+
+
+def may_start(bytes starts, list words, bint capitals):
+    """Those of ``words`` (ASCII strings) whose lower-case form the filter ``starts``
+    (``start_filter``) may hold, and (``capitals``) every word with a capital letter: a
+    superset of ``Passes.candidates``' Python answer (the filter says yes too often, never no
+    too often)."""
+    if PyBytes_GET_SIZE(starts) != START_BITS >> 3:
+        raise ValueError("not a starting-word filter")
+    cdef const unsigned char* bits = <const unsigned char*>PyBytes_AS_STRING(starts)
+    cdef list kept = []
+    cdef Py_ssize_t k, i, m
+    cdef Py_ssize_t n = PyList_GET_SIZE(words)
+    cdef const unsigned char* s
+    cdef uint64_t h, a, b
+    cdef bint upper
+    for k in range(n):
+        word = <object>PyList_GET_ITEM(words, k)
+        if type(word) is not str or not PyUnicode_IS_ASCII(word):
+            raise ValueError("may_start() reads ASCII words only")
+        s = <const unsigned char*>PyUnicode_DATA(word)
+        m = PyUnicode_GET_LENGTH(word)
+        if capitals:
+            upper = False
+            for i in range(m):
+                if 65 <= s[i] <= 90:
+                    upper = True
+                    break
+            if upper:
+                kept.append(word)
+                continue
+        h = _fnv_lower(s, m)
+        a = h & _START_MASK
+        b = (h >> 32) & _START_MASK
+        if bits[a >> 3] & (1 << (a & 7)) and bits[b >> 3] & (1 << (b & 7)):
+            kept.append(word)
+    return kept

@@ -8,11 +8,12 @@ asks one (``shape``: a single letter, a capital first letter, all lower-case) â€
 function, ``run(note, i)``.
 One driver, :class:`Passes`, derives from those declarations everything that used to be
 written twice: which passes are tried at which word (:meth:`Passes.steps`), which words a
-recognizer must visit at all (:meth:`Passes.triggers`, :meth:`Passes.may_start`), the memo of
-a pass's verdict on a repeated stretch of text (:meth:`Passes.judged`, keyed by the pass's own
-window), and the name every span carries in ``Span.source`` (:meth:`Passes.stamp`). So a gate
-can never disagree with its pass: loosen the pass's declared words or gate and its dispatch
-follows.
+recognizer must visit at all (:meth:`Passes.triggers`, :meth:`Passes.may_start`; and
+:meth:`Passes.prefilter`, a necessary condition that spares judging most of a note's words),
+the memo of a pass's verdict on a repeated stretch of text (:meth:`Passes.judged`, keyed by
+the pass's own window), and the name every span carries in ``Span.source``
+(:meth:`Passes.stamp`). So a gate can never disagree with its pass: loosen the pass's
+declared words or gate and its dispatch follows.
 
 The contract a pass keeps, and tests check (``tests/phi/test_passes.py`` and the window
 tests of each recognizer): ``run`` reads no word outside ``[i - before, i + after]`` and
@@ -23,9 +24,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass, field
-from itertools import compress
+from itertools import compress, filterfalse
+from string import ascii_lowercase
+from types import ModuleType
 from typing import Final, Generic, Protocol, TypeVar, cast
 
+from pipelines import compiled
 from pipelines.memo import Memo
 from pipelines.phi.lexicons import Case, Token
 from pipelines.spans import Category, Span
@@ -200,6 +204,52 @@ def _lexicon_bound(passes: tuple[Pass[N, R], ...]) -> frozenset[str] | None:
     return frozenset().union(*(p.lexicon() for p in passes if p.lexicon is not None))
 
 
+@dataclass
+class Prefilter:
+    """A necessary condition for a word of an ASCII note to start some pass of a case, derived
+    from the passes' declarations (``Passes.prefilter``): its lower-case form is in ``bound``,
+    or (when ``capitals``) it is not all lower-case. A word meeting it is then judged by
+    :meth:`Passes.steps`, which stays the answer; the condition only spares the look-ups of
+    the many words that meet it not."""
+
+    # the trigger words, the lexicons of the ``anywhere`` passes that declare one, and every
+    # ASCII letter when a pass with no lexicon starts at a single letter
+    bound: frozenset[str]
+    # a pass with no lexicon starts at a capital first letter: every word not all lower-case
+    capitals: bool
+    # ``bound`` as the compiled helper's bit filter, made on its first use
+    bits: bytes = field(default=b"", compare=False, repr=False)
+
+    def filter_bits(self, fast: ModuleType) -> bytes:
+        """``bound`` as the compiled filter (``_words_c.start_filter``), made once."""
+        if not self.bits:
+            self.bits = fast.start_filter(self.bound)
+        return self.bits
+
+
+_LOWER_OR_ANY: Final = _WORD | SHAPES["lower"]
+
+
+def _prefilter(passes: tuple[Pass[N, R], ...]) -> Prefilter | None:
+    """:class:`Prefilter` of ``passes`` (the passes of one case), or None when any word may
+    start one of them. Why it holds: a word starts a pass when it is one of the pass's words,
+    or the pass is ``anywhere`` and the word is in its lexicon, or has no lexicon and fits its
+    shape; an ASCII word of one letter is in ``bound``, one with a capital first letter is not
+    all lower-case."""
+    free = 0  # the shape bits of the ``anywhere`` passes with no lexicon
+    for p in passes:
+        if p.anywhere and p.lexicon is None:
+            free |= p.shape_bits
+    if free & _LOWER_OR_ANY:
+        return None
+    bound = frozenset().union(
+        *(p.words for p in passes),
+        *(p.lexicon() for p in passes if p.lexicon is not None),
+        ascii_lowercase if free & SHAPES["letter"] else (),
+    )
+    return Prefilter(bound, bool(free & SHAPES["capital"]))
+
+
 class Passes(Generic[N, R]):
     """A recognizer's passes in the order they are tried, and what derives from them."""
 
@@ -226,6 +276,7 @@ class Passes(Generic[N, R]):
         }
         self._shared: dict[tuple[Pass[N, R], ...], tuple[Pass[N, R], ...]] = {}
         self._starting: frozenset[str] | None = None  # ``starting_words``, once loaded
+        self._prefilters: dict[Case, Prefilter | None] = {}  # ``prefilter``, once loaded
 
     def _steps_maker(self, case: Case) -> Callable[[str], tuple[Pass[N, R], ...]]:
         named, roaming = self._named[case], self._roaming[case]
@@ -275,6 +326,36 @@ class Passes(Generic[N, R]):
         if self._starting is None:
             self._starting = self.triggers.union(*(p.lexicon() for p in self.anywhere if p.lexicon))
         return self._starting
+
+    def prefilter(self, case: Case) -> Prefilter | None:
+        """What a word of an ASCII note of ``case`` must be for some pass to start there, from
+        the declarations alone (``_prefilter``); None when any word may (a pass of the case
+        starts anywhere with no lexicon and asks for no shape, or all lower-case). Loaded on
+        first call (the lexicons)."""
+        if case not in self._prefilters:
+            self._prefilters[case] = _prefilter(self._in_case[case])
+        return self._prefilters[case]
+
+    def candidates(self, written: frozenset[str], case: Case) -> Collection[str]:
+        """Those of ``written`` (the distinct words of an ASCII note, as written) that meet
+        the case's :meth:`prefilter` (all of them when there is none): the only words
+        :meth:`starts` need judge. The compiled helper "words" tests each word against a bit
+        filter of the bound (16 KB, so no look-up in a table the other recognizers pushed out
+        of the caches) and may keep a few more; the Python code, the reference, keeps exactly
+        those whose lower-case form is in the bound (a lower-case word is its own, so one set
+        intersection), and where capitals may start a pass every word not all lower-case."""
+        pre = self.prefilter(case)
+        if pre is None:
+            return written
+        fast = compiled.helper("words")
+        if fast is not None:
+            return cast(
+                "list[str]", fast.may_start(pre.filter_bits(fast), list(written), pre.capitals)
+            )
+        if pre.capitals:
+            return written.intersection(pre.bound).union(filterfalse(str.islower, written))
+        words = list(written)
+        return list(compress(words, map(pre.bound.__contains__, map(str.lower, words))))
 
     def steps_of(self, toks: Sequence[Token], case: Case) -> list[tuple[Pass[N, R], ...]]:
         """:meth:`steps` of each of ``toks`` (the words a recognizer visits in a note), those

@@ -505,7 +505,7 @@ def _rule_starts(note: _Note, toks: lx.Tokens) -> Starts:
     if note.written is None:  # each word works its passes out (on its lower-case form)
         found = ((i, passes.plan(tok, case)) for i, tok in enumerate(toks.words))
         return [(i, steps) for i, steps in found if steps]
-    kept = passes.starts(note.written, case)
+    kept = passes.starts(passes.candidates(note.written, case), case)
     texts = toks.texts
     at = compress(range(len(texts)), map(kept.__contains__, texts))
     return [(i, kept[texts[i]]) for i in at]
