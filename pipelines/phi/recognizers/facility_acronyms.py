@@ -59,22 +59,28 @@ def _acronym_word() -> re.Pattern[str]:
 
 @cache
 def _shaped_scan() -> re.Pattern[str]:
-    """A line of ASCII letters of a hospital acronym's shape: in capitals (``_acronym_word``
-    or ``_TWO``: "XYZMC", "XH"), or in small letters ("xmh", length unchecked)."""
-    endings = sorted(word_set("hospital_acronyms"), key=len)
-    small = "|".join(endings)
-    return re.compile(rf"\n({_acronym_body()}|[A-Z]H|[a-z]{{1,4}}(?:{small}))(?=\n)")
+    """A line of ASCII letters of a hospital acronym's shape, written backwards: in capitals
+    (``_acronym_word`` or ``_TWO``: "XYZMC", "XH"), or in small letters ("xmh", length
+    unchecked), each read from its last letter. Every shape ends in an ending's last letter
+    or "H", so a line that does not (most words) fails at its first character, where read
+    forwards the scan tried each ending after each of the first four letters."""
+    endings = sorted(word_set("hospital_acronyms"), key=lambda e: (-len(e), e))
+    upper = "|".join(e[::-1].upper() for e in endings)
+    lower = "|".join(e[::-1] for e in endings)
+    last = "".join(sorted({e[-1] for e in endings} | {"h"}))
+    shapes = rf"(?:{upper})[A-Z]{{1,4}}|H[A-Z]|(?:{lower})[a-z]{{1,4}}"
+    return re.compile(rf"\n(?=[{last}{last.upper()}])({shapes})(?=\n)")
 
 
 def _shaped(written: frozenset[str]) -> tuple[set[str], set[str]]:
     """The note's distinct words of a hospital acronym's shape: in capitals (for
     ``hospital_acronyms``), and in small letters, of three to five (for
-    ``lower_hospital_acronyms``). On ASCII words one scan over them all, a line each, instead
-    of a Python test per word; the capitals' shape takes ASCII letters only."""
+    ``lower_hospital_acronyms``). On ASCII words one scan over them all (backwards), a line
+    each, instead of a Python test per word; the capitals' shape takes ASCII letters only."""
     joined = "\n" + "\n".join(written) + "\n"
     if not joined.isascii():  # "\ufb00mc" is lower-case and upper-cases to "FFMC"
         return _upper_shaped(written), _lower_shaped(written)
-    found = _shaped_scan().findall(joined)
+    found = [word[::-1] for word in _shaped_scan().findall(joined[::-1])]
     upper = {word for word in found if word.isupper()}
     return upper, {word for word in found if word.islower() and 3 <= len(word) <= 5}
 

@@ -10,6 +10,7 @@ end. ``tests/phi/test_location_windows.py`` checks it keeps to that window."""
 
 from __future__ import annotations
 
+from functools import cache
 from typing import Final, NamedTuple
 
 from pipelines.phi import lexicons as lx
@@ -71,13 +72,13 @@ def after_cue(note: Note, c: int) -> Span | None:
         return lower_city(words, c, text) if nxt.lower in lx.city_first_words() else None
     if not mixed and _common_word(nxt.lower):
         return None  # a common word of a one-case note: no city, no country
-    return cue_context(words, c, text, mixed)
+    return cue_context(words, c, text, mixed, note.lowers)
 
 
 def _common_word(low: str) -> bool:
     """A word of a one-case note too common to name a place after a cue: no city's first
     word, no country, no large city's short form ("la")."""
-    if lx.zipf(low) < 5.0:
+    if lx.common_zipf(low) < 5.0:  # ``zipf``'s answer for this bound, no rare-tail search
         return False
     return not (low in lx.city_first_words() or low in lx.countries() or low in towns.nicknames())
 
@@ -93,40 +94,42 @@ class _Cue(NamedTuple):
     j: int
     cue: str
     prev: str
-    before: frozenset[str]
+    before: tuple[str, ...]  # the lower-case forms of the three words before the cue
     moved: bool
     resident: bool
 
 
-def cue_context(words: tuple[Token, ...], c: int, text: str, mixed: bool) -> Span | None:
+def cue_context(
+    words: tuple[Token, ...], c: int, text: str, mixed: bool, lowers: tuple[str, ...]
+) -> Span | None:
     """The rules behind a cue that read the words around it: the movement verbs before it,
-    the city, facility or acronym after it."""
-    cue = words[c].lower
-    before = frozenset(map(lower_of, words[max(0, c - 3) : c]))
-    resident = not before.isdisjoint(RESIDENCE_VERBS)
+    the city, facility or acronym after it (``lowers``: the words' lower-case forms)."""
+    cue = lowers[c]
+    before = lowers[max(0, c - 3) : c]
+    resident = not RESIDENCE_VERBS.isdisjoint(before)
     j = c + 1
     if j < len(words) and words[j].lower == "the":
         j += 1
     if j >= len(words) or (cue == "of" and not resident and not _of_person(words, c, mixed)):
         return None
-    moved = _moved(words, c, before)
     gap = _cue_gap(words, c, j, text)
     if gap is None:
         return None
     if cue in {"to", "from"} and gap.strip().isdigit() and gap[:1] == gap[-1:] == " ":
         # "transferred to 209 Xward.": a room number, then the ward or building
-        return wards.ward_after_room(words, j, text) if moved else None
+        return wards.ward_after_room(words, j, text) if _moved(words, c, before) else None
     if gap.strip() not in {"", ":"}:
         return None
+    moved = _moved(words, c, before)
     prev = words[c - 1].lower if c > 0 else ""
     ctx = _Cue(words, text, mixed, c, j, cue, prev, before, moved, resident)
     return _city_after_cue(ctx) or _after_cue_rest(ctx)
 
 
-def _moved(words: tuple[Token, ...], c: int, before: frozenset[str]) -> bool:
+def _moved(words: tuple[Token, ...], c: int, before: tuple[str, ...]) -> bool:
     """A movement verb among the three words before the cue at ``c`` (``before``), or the
     verb of a "from ... to" pair before it."""
-    return not before.isdisjoint(MOVE_VERBS) or (words[c].lower == "to" and _moved_from(words, c))
+    return not MOVE_VERBS.isdisjoint(before) or (words[c].lower == "to" and _moved_from(words, c))
 
 
 def _moved_from(words: tuple[Token, ...], c: int) -> bool:
@@ -247,7 +250,7 @@ def _after_cue_rest(ctx: _Cue) -> Span | None:
         if cue == "of":  # "Dr. Dale Brinkman of KDH.": a person's hospital
             return shape.bare_acronym(words, j, text, mixed)
         return shape.area(words, j, mixed)
-    if not ctx.moved or (cue == "from" and not ctx.before.isdisjoint(SAMPLED)):
+    if not ctx.moved or (cue == "from" and not SAMPLED.isdisjoint(ctx.before)):
         return None  # "blood sent from the A-line": a sample, not a patient, moves
     return (
         shape.facility_after_cue(words, j, text, mixed)
@@ -258,7 +261,15 @@ def _after_cue_rest(ctx: _Cue) -> Span | None:
 
 def _two_word_state(words: tuple[Token, ...], j: int) -> bool:
     """ "North Carolina", "NEW MEXICO": the word ``j`` and the next name a state."""
-    return j + 1 < len(words) and f"{words[j].lower} {words[j + 1].lower}" in lx.us_states()
+    if j + 1 >= len(words) or words[j].lower not in _state_openers():
+        return False
+    return f"{words[j].lower} {words[j + 1].lower}" in lx.us_states()
+
+
+@cache
+def _state_openers() -> frozenset[str]:
+    """The first words of the states' names of two words or more ("north", "new")."""
+    return frozenset(name.split(" ", 1)[0] for name in lx.us_states() if " " in name)
 
 
 def _near_cue(ctx: _Cue) -> Span | None:

@@ -22,9 +22,9 @@ def building_floor(
     """ "to X 2", "on X 2": a rare word and a one-digit floor (not a dose: "lasix 2 mg")."""
     tok = words[j]
     low = tok.lower
-    if not _floor_after(words, j, text):
+    if len(low) < 5 or not _floor_after(words, j, text):  # the word's length first: cheaper
         return None
-    if low in UNITS or len(low) < 5 or lx.zipf(low) >= 3.0 or lx.clinical_word(low):
+    if low in UNITS or lx.zipf(low) >= 3.0 or lx.clinical_word(low):
         return None
     if lx.name_score(low) >= 1.0 and not cued:
         return None  # "Smith 2" alone; "to Smith 2" names a building after its donor

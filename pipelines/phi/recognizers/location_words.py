@@ -131,12 +131,19 @@ def spaced(text: str, parts: tuple[Token, ...]) -> bool:
 
 @dataclass(frozen=True, slots=True)
 class Note:
-    """What the location passes read of a note: its words, its text and its case."""
+    """What the location passes read of a note: its words, its text and its case (and the
+    words' lower-case forms as a plain tuple: a rule that reads the words before a cue slices
+    it, without touching each word's token)."""
 
     words: tuple[Token, ...]
     text: str
     case: Case
     mixed: bool  # ``case is Case.MIXED``, asked by most rules
+    lowers: tuple[str, ...] = ()  # ``Tokens.lowers``; filled from ``words`` when not given
+
+    def __post_init__(self) -> None:
+        if len(self.lowers) != len(self.words):
+            object.__setattr__(self, "lowers", tuple(map(lower_of, self.words)))
 
 
 def named(span: Span | None, source: str) -> Span | None:

@@ -304,7 +304,7 @@ class LocationRecognizer(Recognizer):
         with_head = bool(self.options.get("facility_heads", True))
         out += fp.facility_phrases(toks.words, lowers, text, mixed, stops(), with_head, heads)
         starts = compress(picked, map(_visited().__contains__, map(lowers.__getitem__, picked)))
-        out += _passes_at(Note(toks.words, text, Case.of(toks), mixed), starts)
+        out += _passes_at(Note(toks.words, text, Case.of(toks), mixed, lowers), starts)
         return out + _unfound(named, out)
 
 
