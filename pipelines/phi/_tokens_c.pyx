@@ -12,6 +12,7 @@ cdef extern from "Python.h":
     PyObject* PyDict_SetDefault(object, object, object) except NULL
     object PyFrozenSet_New(PyObject*)
     void* PyUnicode_DATA(object)
+    object PyUnicode_New(Py_ssize_t, Py_UCS4)
     Py_ssize_t PyUnicode_GET_LENGTH(object)
     int PyUnicode_KIND(object)
 
@@ -145,6 +146,16 @@ cdef inline void _set(object items, Py_ssize_t k, object item, bint is_list) noe
         PyTuple_SET_ITEM(items, k, item)
 
 
+cdef inline object _lower(const unsigned char* s, Py_ssize_t i, Py_ssize_t j):
+    """The ASCII ``s[i:j]`` in lower case, as a new string (``str.lower``)."""
+    cdef object low = PyUnicode_New(j - i, 127)
+    cdef unsigned char* d = <unsigned char*>PyUnicode_DATA(low)
+    cdef Py_ssize_t k
+    for k in range(i, j):
+        d[k - i] = s[k] + 32 if 65 <= s[k] <= 90 else s[k]
+    return low
+
+
 def tokenize(str text, type token, Py_ssize_t first, Py_ssize_t span):
     """``lexicons._tokenize``'s facts about the ASCII ``text`` in one pass: its columns (as
     ``columns``), its words (the tokens starting with a letter) as ``token`` instances, their
@@ -199,7 +210,7 @@ def tokenize(str text, type token, Py_ssize_t first, Py_ssize_t span):
             if upper:
                 low = lower_of.get(word)
                 if low is None:
-                    low = word.lower()
+                    low = _lower(s, i, j)
                     lower_of[word] = low
             else:  # its own lower-case form
                 low = word
