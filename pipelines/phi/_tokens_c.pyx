@@ -9,7 +9,6 @@ from cpython.unicode cimport PyUnicode_Substring
 cdef extern from "Python.h":
     ctypedef struct PyObject
     PyObject* PyList_GET_ITEM(object, Py_ssize_t)
-    PyObject* PyDict_SetDefault(object, object, object) except NULL
     object PyFrozenSet_New(PyObject*)
     void* PyUnicode_DATA(object)
     object PyUnicode_New(Py_ssize_t, Py_UCS4)
