@@ -2,11 +2,16 @@
 """The tokenizer's loop over an ASCII text, compiled (``pipelines.compiled``); the reference is
 ``lexicons.token_columns`` with ``lexicons.ASCII_TOKEN``, which it must match token for token."""
 
+from cpython.set cimport PySet_Add
 from cpython.unicode cimport PyUnicode_Substring
 
 
 cdef extern from "Python.h":
+    ctypedef struct PyObject
+    PyObject* PyList_GET_ITEM(object, Py_ssize_t)
+    object PyFrozenSet_New(PyObject*)
     void* PyUnicode_DATA(object)
+    object PyUnicode_New(Py_ssize_t, Py_UCS4)
     Py_ssize_t PyUnicode_GET_LENGTH(object)
     int PyUnicode_KIND(object)
 
@@ -76,6 +81,9 @@ cdef extern from "Python.h":
     ctypedef struct _Type "PyTypeObject":
         _alloc tp_alloc
     void PyTuple_SET_ITEM(object, Py_ssize_t, object)
+    void PyList_SET_ITEM(object, Py_ssize_t, object)
+    object PyTuple_New(Py_ssize_t)
+    object PyList_New(Py_ssize_t)
     void Py_INCREF(object)
 
 
@@ -92,6 +100,59 @@ cdef inline object _token(_Type* kind, object start, object end, object word, ob
     Py_INCREF(lower)
     PyTuple_SET_ITEM(token, 3, lower)
     return token
+
+
+# Python ints for the offsets 0.._INTS_MAX - 1, made once (``_offsets``): a text's token starts
+# and ends are mostly above 256, where CPython makes a new int object for each of them
+cdef enum:
+    _INTS_MAX = 65536
+cdef list _ints = list(range(257))
+
+
+cdef inline void _offsets(Py_ssize_t n):
+    """``_ints`` up to ``n`` (at most ``_INTS_MAX - 1``)."""
+    cdef Py_ssize_t have = len(_ints)
+    if n >= have and have < _INTS_MAX:
+        _ints.extend(range(have, min(n + 1, _INTS_MAX)))
+
+
+cdef inline object _int(Py_ssize_t i, Py_ssize_t have):
+    if i < have:
+        return <object>PyList_GET_ITEM(_ints, i)
+    return i
+
+
+cdef inline Py_ssize_t _count(const unsigned char* s, Py_ssize_t n, Py_ssize_t* words):
+    """How many tokens ``s`` holds (``_token_end``), and in ``words`` how many are words."""
+    cdef Py_ssize_t i = 0, tokens = 0
+    words[0] = 0
+    while i < n:
+        if _space(s[i]):
+            i += 1
+            continue
+        tokens += 1
+        words[0] += _letter(s[i])
+        i = _token_end(s, n, i)
+    return tokens
+
+
+cdef inline void _set(object items, Py_ssize_t k, object item, bint is_list) noexcept:
+    """Item ``k`` of a new list or tuple (one of the exact size made up front)."""
+    Py_INCREF(item)
+    if is_list:
+        PyList_SET_ITEM(items, k, item)
+    else:
+        PyTuple_SET_ITEM(items, k, item)
+
+
+cdef inline object _lower(const unsigned char* s, Py_ssize_t i, Py_ssize_t j):
+    """The ASCII ``s[i:j]`` in lower case, as a new string (``str.lower``)."""
+    cdef object low = PyUnicode_New(j - i, 127)
+    cdef unsigned char* d = <unsigned char*>PyUnicode_DATA(low)
+    cdef Py_ssize_t k
+    for k in range(i, j):
+        d[k - i] = s[k] + 32 if 65 <= s[k] <= 90 else s[k]
+    return low
 
 
 def tokenize(str text, type token, Py_ssize_t first, Py_ssize_t span):
@@ -114,14 +175,19 @@ def tokenize(str text, type token, Py_ssize_t first, Py_ssize_t span):
     cdef int upper, lower
     cdef Py_ssize_t longer = 0, lower_words = 0, upper_words = 0
     cdef Py_ssize_t seen = 0, seen_lower = 0, letters = 0, capitals = 0
-    cdef list starts = []
-    cdef list ends = []
-    cdef list texts = []
-    cdef list words = []
-    cdef list word_texts = []
-    cdef list lowers = []
-    cdef dict lower_of = {}  # word as written -> its lower-case form
-    cdef dict lower_forms = {}  # lower-case form -> itself (one object per form)
+    _offsets(n)
+    cdef Py_ssize_t have = len(_ints)
+    cdef Py_ssize_t nwords, t = 0, w = 0
+    cdef Py_ssize_t ntokens = _count(s, n, &nwords)
+    cdef object starts = PyList_New(ntokens)
+    cdef object ends = PyList_New(ntokens)
+    cdef object texts = PyList_New(ntokens)
+    cdef object words = PyTuple_New(nwords)
+    cdef object word_texts = PyTuple_New(nwords)
+    cdef object lowers = PyTuple_New(nwords)
+    cdef dict lower_of = {}  # word as written with a capital -> its lower-case form
+    cdef object written = PyFrozenSet_New(NULL)
+    cdef object lower_set = PyFrozenSet_New(NULL)
     cdef object start, end, word, low
     while i < n:
         c = s[i]
@@ -129,7 +195,8 @@ def tokenize(str text, type token, Py_ssize_t first, Py_ssize_t span):
             i += 1
             continue
         j = _token_end(s, n, i)
-        start = i
+        start = _int(i, have)
+        end = _int(j, have)
         if _letter(c):
             upper = lower = 0
             for k in range(i, j):  # the word's capitals and lower-case letters
@@ -138,16 +205,20 @@ def tokenize(str text, type token, Py_ssize_t first, Py_ssize_t span):
                         upper += 1
                     else:
                         lower += 1
-            end = j
             word = PyUnicode_Substring(text, i, j)
-            low = lower_of.get(word)
-            if low is None:
-                low = word.lower() if upper else word
-                low = lower_forms.setdefault(low, low)
-                lower_of[word] = low
-            words.append(_token(kind, start, end, word, low))
-            word_texts.append(word)
-            lowers.append(low)
+            if upper:
+                low = lower_of.get(word)
+                if low is None:
+                    low = _lower(s, i, j)
+                    lower_of[word] = low
+            else:  # its own lower-case form
+                low = word
+            PySet_Add(written, word)
+            PySet_Add(lower_set, low)
+            _set(words, w, _token(kind, start, end, word, low), False)
+            _set(word_texts, w, word, False)
+            _set(lowers, w, low, False)
+            w += 1
             if j - i > 1:
                 longer += 1
                 lower_words += upper == 0
@@ -159,17 +230,14 @@ def tokenize(str text, type token, Py_ssize_t first, Py_ssize_t span):
                 letters += upper + lower
                 capitals += upper
         else:
-            if _digit(c):
-                while j < n and _digit(s[j]):
-                    j += 1
-            end = j
             word = PyUnicode_Substring(text, i, j)
-        starts.append(start)
-        ends.append(end)
-        texts.append(word)
+        _set(starts, t, start, True)
+        _set(ends, t, end, True)
+        _set(texts, t, word, True)
+        t += 1
         i = j
     counts = (longer, lower_words, upper_words, seen, seen_lower, letters, capitals)
     return (
-        starts, ends, texts, tuple(words), tuple(word_texts), tuple(lowers),
-        frozenset(lower_of), frozenset(lower_forms), counts,
+        starts, ends, texts, words, word_texts, lowers,
+        written, lower_set, counts,
     )
