@@ -68,6 +68,48 @@ def rebuilt(parts: tuple[type[DeidstreamError], str, dict[str, Any]]) -> Deidstr
     return error
 
 
+Answer = tuple[bool, Any, float]  # ``_in_child``'s: ok, the value or error, seconds taken
+POLL_SECONDS = 0.5  # how often a wait for a child's answer looks whether its pool broke
+
+
+class _PoolBroke(Exception):
+    """The pool stopped before the task reached a child (see ``_settled``)."""
+
+
+def _broken(pool: Any) -> bool:
+    """Has ``pool`` stopped working (pebble marks it so when one of its threads ended, as
+    when every child died at start)?"""
+    return pool is not None and not pool.active
+
+
+def _settled(future: Future[Answer], pool: Any) -> Answer:
+    """``future.result()``, but never a wait on a pool that broke: pebble fails the tasks
+    it holds when its children cannot start, but a task still on its way to them (a large
+    one, blocked writing to a pipe no child reads) waits forever; it raises ``_PoolBroke``
+    instead, within ``POLL_SECONDS``."""
+    while True:
+        if not future.done() and _broken(pool):
+            raise _PoolBroke
+        try:
+            return future.result(timeout=POLL_SECONDS)
+        except FutureTimeout:
+            if future.done():
+                raise  # the task's own timeout, set by the pool's watch
+
+
+async def _until_settled(future: Future[Answer], pool: Any) -> None:
+    """Wait, on the event loop, until ``future`` is done or its pool broke (``_settled``
+    then answers without waiting)."""
+    waiting = asyncio.wrap_future(future)
+    while not waiting.done() and not _broken(pool):
+        await asyncio.wait({waiting}, timeout=POLL_SECONDS)
+    if waiting.done():
+        if not waiting.cancelled():
+            waiting.exception()  # read below, from the future itself
+    else:
+        waiting.cancel()
+
+
 def _ready() -> None:
     """Runs in the child: nothing (the child answered: it is started)."""
 
@@ -155,18 +197,18 @@ class BudgetedParse:
             raise late
         return documents
 
-    def _schedule(self, fn: Callable[..., Any], *args: Any) -> Future[tuple[bool, Any, float]]:
-        future: Future[tuple[bool, Any, float]] = self._pool_now().schedule(
-            _in_child, args=(fn, *args), timeout=self.budget
-        )
-        return future
+    def _schedule(self, fn: Callable[..., Any], *args: Any) -> tuple[Future[Answer], Any]:
+        """The child's future answer, and the pool it was given to."""
+        pool = self._pool_now()
+        future: Future[Answer] = pool.schedule(_in_child, args=(fn, *args), timeout=self.budget)
+        return future, pool
 
-    def _result(self, future: Future[tuple[bool, Any, float]]) -> Any:
+    def _result(self, future: Future[Answer], pool: Any = None) -> Any:
         """The child's answer; past the budget (the pool kills a child at its timeout, but
         its watch runs on a thread that a busy process may wake late, after a child that
         overran has answered) ``DeadlineExceeded`` all the same, as for a parse in place."""
         try:
-            ok, value, took = future.result()
+            ok, value, took = _settled(future, pool)
         except FutureTimeout:
             self.killed += 1
             raise DeadlineExceeded(
@@ -194,7 +236,7 @@ class BudgetedParse:
             return self._inline(raw, content_hint)
         try:
             documents: list[ClinicalDocument] = self._result(
-                self._schedule(_parse, raw, content_hint, self.max_bytes)
+                *self._schedule(_parse, raw, content_hint, self.max_bytes)
             )
         except _ChildFailed:
             return self._inline(raw, content_hint)
@@ -214,11 +256,10 @@ class BudgetedParse:
     async def call_async(self, fn: Callable[..., T], *args: Any) -> T:
         """``fn(*args)`` (a module-level function: it is pickled by name) in a child under
         the budget, awaited from the event loop; its input errors are raised here."""
-        future = self._schedule(fn, *args)
-        with contextlib.suppress(BaseException):  # read below, from the future itself
-            await asyncio.wrap_future(future)
+        future, pool = self._schedule(fn, *args)
+        await _until_settled(future, pool)
         try:
-            result: T = self._result(future)
+            result: T = self._result(future, pool)
         except _ChildFailed:  # in place, off the loop, held against the budget when it returns
             started = time.monotonic()
             result = await asyncio.to_thread(fn, *args)

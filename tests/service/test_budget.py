@@ -37,7 +37,7 @@ def test_a_large_input_is_parsed_in_a_child_with_the_same_result(parse: Budgeted
 
 
 def test_a_parse_over_the_budget_is_killed_and_too_costly(parse: BudgetedParse) -> None:
-    raw = big_report(2, 6_000_000)
+    raw = big_report(2, 15_000_000)  # ~0.5 s to parse: well over the kill (0.1-0.2 s)
     parse(big_report(3, 10_000), content_hint="hl7v2")  # the child is up (its start is free)
     parse.budget = 0.001
     started = time.monotonic()
