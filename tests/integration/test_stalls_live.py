@@ -76,7 +76,7 @@ async def test_a_costly_document_is_dead_lettered_and_the_others_go_on(
         topic_partitions=1,  # the costly input and the others on one partition, in order
     )
     topic = s.input_topics[0]
-    costly = big_report(900, 3_000_000)  # an ordinary note, only long: seconds to process
+    costly = big_report(900, 6_000_000)  # an ordinary note, only long: ~2.5 s to detect
     warm = [(f"{700000 + n}".encode(), report(n + 900)) for n in range(4)]
     after = [(f"{701000 + n}".encode(), report(n + 1000)) for n in range(8)]
     metrics = Metrics()
