@@ -17,7 +17,7 @@ fast path off for a block (the equivalence tests use it).
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from importlib import metadata
 from typing import Any
@@ -74,6 +74,13 @@ def plain_finditer(pattern: Any, text: str) -> Iterator[Any]:
     return iter(pattern.finditer(text))
 
 
+def plain_finditer_resuming(pattern: Any, text: str, resume: Callable[[Any], int]) -> Iterator[Any]:
+    pos = 0
+    while (m := pattern.search(text, pos)) is not None:
+        yield m
+        pos = resume(m)
+
+
 def plain_group(match: Any, group: int) -> str:
     return match.group(group) or ""
 
@@ -96,6 +103,15 @@ def finditer(pattern: Any, text: str) -> Iterator[Any]:
     if _on[0] and text.isascii():
         return _ascii_finditer(pattern, text)
     return plain_finditer(pattern, text)
+
+
+def finditer_resuming(pattern: Any, text: str, resume: Callable[[Any], int]) -> Iterator[Any]:
+    """``finditer(pattern, text)``, each search after a match starting at ``resume(match)``
+    (at or before its end, past its start): a match may hold a character it only looks at,
+    as re2 has no look-ahead, and the next search starts at that character."""
+    if _on[0] and text.isascii():
+        return _ascii_finditer(pattern, text, resume)
+    return plain_finditer_resuming(pattern, text, resume)
 
 
 def group(text: str, match: Any, index: int) -> str:
@@ -176,9 +192,11 @@ if AVAILABLE:
             return spans[group]
 
 
-def _ascii_finditer(pattern: Any, text: str) -> Iterator[Any]:
+def _ascii_finditer(
+    pattern: Any, text: str, resume: Callable[[Any], int] | None = None
+) -> Iterator[Any]:
     """``pattern.finditer(text)`` for ASCII ``text``: the same matches, as re2's match
-    objects, from re2's own bytes loop."""
+    objects, from re2's own bytes loop (``resume``: ``finditer_resuming``'s)."""
     data = text.encode("ascii")
     regexp, end, pos = pattern._regexp, len(data), 0
     unanchored, null = re2._Anchor.UNANCHORED, re2._NULL_SPAN
@@ -186,7 +204,11 @@ def _ascii_finditer(pattern: Any, text: str) -> Iterator[Any]:
         spans = regexp.Match(unanchored, data, pos, end)
         if spans[0] == null:
             return
-        yield _AsciiMatch(pattern, text, 0, end, spans)
+        match = _AsciiMatch(pattern, text, 0, end, spans)
+        yield match
         if pos == end:
             return
-        pos = pos + 1 if pos == spans[0][1] else spans[0][1]
+        if resume is not None:
+            pos = resume(match)
+        else:
+            pos = pos + 1 if pos == spans[0][1] else spans[0][1]

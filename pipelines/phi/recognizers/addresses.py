@@ -26,27 +26,34 @@ from pipelines.phi.scan import (
     grab,
     may_match,
     next_char,
+    stand_in,
     words_before,
 )
 from pipelines.phi.wordlists import word_list, word_set
 from pipelines.spans import Category, Span
 
 _SUFFIXES = " ".join(word_list("street_suffixes"))
-_STREET = (
+# A street up to its suffix: where it matches, the street with its unit after it does too
+# (the prefilter's stand-in, ``scan.stand_in``).
+_STREET_CORE = (
     r"\b(?P<house>\d{1,6}(?:-\d{1,4})?)\s+"
     r"(?P<street>(?:(?i:n|s|e|w|ne|nw|se|sw|north|south|east|west)\.?\s+)?"
     r"(?:(?:[A-Z][A-Za-z'\-]*|[A-Z]{2,}|\d{1,3}(?:st|nd|rd|th|ST|ND|RD|TH))\.?\s+){1,4}?"
-    r"(?i:" + _SUFFIXES.replace(" ", "|") + r"))\b\.?"
-    r"(?:,?\s*(?i:apt|apartment|suite|ste|unit|fl|floor|rm|room|#)\.?\s*#?\s*[A-Za-z0-9\-]{1,6}\b)?"
+    r"(?i:" + _SUFFIXES.replace(" ", "|") + r"))\b"
+)
+_STREET = (
+    _STREET_CORE
+    + r"\.?"
+    + r"(?:,?\s*(?i:apt|apartment|suite|ste|unit|fl|floor|rm|room|#)\.?\s*#?\s*[A-Za-z0-9\-]{1,6}\b)?"
 )
 # Highways and rural routes by number: "Route 9", "200 Rte 28", "Hwy 61", "Interstate 95",
 # "RR 2 Box 14". "Rt"/"Rte"/"Route" (a side, a route of giving) only as written so, with a
 # house number or a place word before (checked in ``_highway``).
-_HIGHWAY = (
-    r"(?P<hw>(?:\b\d{1,6}[ \t]+)?\b(?P<hwkind>Rt|RT|Rte|RTE|Route|ROUTE|(?i:hwy|highway|interstate"
+_HIGHWAY_CORE = (
+    r"\b(?P<hwkind>Rt|RT|Rte|RTE|Route|ROUTE|(?i:hwy|highway|interstate"
     r"|state[ \t]+route|rural[ \t]+route|county[ \t]+road|rr))\.?[ \t]*#?[ \t]*\d{1,3}\b"
-    r"(?:[ \t]+(?i:box)[ \t]+\d{1,5}\b)?)"
 )
+_HIGHWAY = r"(?P<hw>(?:\b\d{1,6}[ \t]+)?" + _HIGHWAY_CORE + r"(?:[ \t]+(?i:box)[ \t]+\d{1,5}\b)?)"
 # A house number with a letter ("12B Oak Street", "14A ELM AVE"): a scan of its own, run
 # where the shared pre-check saw a cheap probe of its start (in the address scan it cost
 # every note 7 % more, session 17; as an alternative of the highway scan 0.9 %; the whole
@@ -85,15 +92,18 @@ def address_scan() -> Any:
         r"|\b(?:" + "|".join(abbrs) + r")|(?i:\bzip(?:\s*code)?|\bpostal\s+code))"
         r"\.?,?\s*[:#]?\s*(?P<zip>\d{5}(?:-\d{4})?)\b"
     )
-    return compile_words(
-        _STREET + "|" + _PO_BOX + "|" + zip_context + r"|\b(?P<zip4>\d{5}-\d{4})\b"
-    )
+    others = "|" + _PO_BOX + "|" + zip_context + r"|\b(?P<zip4>\d{5}-\d{4})\b"
+    scan = compile_words(_STREET + others)
+    stand_in(scan, _STREET_CORE + others)
+    return scan
 
 
 # A scan of its own: in the address scan its alternatives cost every note more
 @lru_cache(maxsize=1)
 def _highway_scan() -> Any:
-    return compile_words(_HIGHWAY)
+    scan = compile_words(_HIGHWAY)
+    stand_in(scan, _HIGHWAY_CORE)  # the house number before and the box after are optional
+    return scan
 
 
 @lru_cache(maxsize=1)

@@ -22,7 +22,15 @@ from pipelines.phi.passes import declare
 from pipelines.phi.patterns import Found, PatternPass, PatternPasses
 from pipelines.phi.recognizers.name_words import name_before_age, person_after
 from pipelines.phi.registry import register
-from pipelines.phi.scan import compile_words, finditer, grab, next_char, words_after, words_before
+from pipelines.phi.scan import (
+    compile_words,
+    finditer,
+    grab,
+    next_char,
+    stand_in,
+    words_after,
+    words_before,
+)
 from pipelines.phi.wordlists import word_set
 from pipelines.spans import Category, Span
 
@@ -34,7 +42,7 @@ _UNITS = {
 }  # fmt: skip
 _UNIT_RE = "|".join(sorted(_UNITS, key=len, reverse=True))
 # One re2 scan for every age form (one scan costs about what each of four separate ones did).
-_AGES = compile_words(
+_AGE_WORDS = (
     r"(?i)(?P<num>\d{2,3})(?:st|nd|rd|th|\+)?[ \t]*-?[ \t]*"
     r"(?P<unit>y/o|y\.o\.?|yo\b|yrs?\.?\b(?:[ \t-]*old)?|years?\b(?:[ \t-]*old|\s+of\s+age)?"
     r"|year-old|birthday|bday)"
@@ -45,6 +53,17 @@ _AGES = compile_words(
     r"|years?\s+of\s+age|birthday|bday)?"
     r"|\b(?:(?P<owner>his|her|their|pt'?s|patient'?s|the)\s+)?(?P<rel>early|mid|late)?[\s\-]*"
     r"(?P<decade>nineties|9\d'?s|hundreds)\b"
+)
+# Where ``_AGE_WORDS`` matches, for the prefilter's sets (``scan.stand_in``): each alternative
+# without its optional ends (a number's third digit, a unit's "old", the words after "ninety",
+# the owner before a decade); "year-old" starts with "year" at a word's end.
+_AGE_WORDS_PRESENCE = (
+    r"(?i)\d\d(?:st|nd|rd|th|\+)?[ \t]*-?[ \t]*(?:y/o|y\.o|yo\b|yrs?\.?\b|years?\b|birthday|bday)"
+    r"|\b(?:age[ds]?|aged)\b\s*(?::|=|of|is|was)?\s*\d{2,3}\b"
+    r"|\b(?:ninety|ninetieth|(?:one|a)\s+hundred|hundredth)\b"
+    r"|\b(?:early|mid|late)?[\s\-]*(?:nineties|9\d'?s|hundreds)\b"
+)
+_AGE_LINES = (
     # a line that opens with age and sex: "93 M with CHF", "101F, resident of ..."
     r"|(?m:^)[ \t]*(?P<lead>\d{2,3})(?:[ \t]?(?:m|f|male|female|man|woman|gentleman|lady)\b"
     r"(?:,?[ \t]+(?:with|w/|who|presents|presenting|presented|s/p|h/o|c/o|pmh|hx|history"
@@ -63,6 +82,8 @@ _AGES = compile_words(
     # and the closing mark are checked in Python)
     r"|(?P<apopen>[,(])[ \t]*(?P<appo>\d{2,3})[ \t]*[,)]"
 )
+_AGES = compile_words(_AGE_WORDS + _AGE_LINES)
+stand_in(_AGES, _AGE_WORDS_PRESENCE + _AGE_LINES)
 _G = dict(_AGES.groupindex)  # numbers: re2 name lookups are slow
 _AGE_UNITS = frozenset({"y", "yo", "yr", "yrs", "year", "years"})
 _OPENING_MAX = 110

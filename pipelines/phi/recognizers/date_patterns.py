@@ -13,7 +13,7 @@ from functools import lru_cache
 from typing import Any
 
 from pipelines.phi.recognizers.date_numeric import COMPACT_WEAK_CUES, STRONG_CUES
-from pipelines.phi.scan import compile_words
+from pipelines.phi.scan import compile_words, stand_in
 
 # Slash dates (with ranges and pairs), dash and dot dates with a year. The left boundary is
 # checked in Python: a leading look-behind would cost the regex its fast digit prefix search.
@@ -32,6 +32,15 @@ _NUMERIC = re.compile(r"\d\d{0,3}" + _NUMERIC_BODY.removeprefix(r"\d{1,4}") + _N
 # where it matches nowhere, ``_NUMERIC`` cannot match either (half the notes). ``\p{Nd}``:
 # Python's ``\d`` takes every Unicode decimal digit, re2's only 0-9.
 _NUMERIC_SHAPE = compile_words(_NUMERIC_BODY.replace(r"\d", r"\p{Nd}"))
+# Its stand-in in the prefilter's sets (``scan.stand_in``): a digit and what must follow the
+# first run of digits match somewhere exactly where the shape does (a leading run of digits
+# holds its last digit; an optional or repeated tail its first step), with fewer states.
+_ND = r"\p{Nd}"
+stand_in(
+    _NUMERIC_SHAPE,
+    _ND + r"(?:/" + _ND + r"|-" + _ND + r"{1,2}-" + _ND + _ND + r"|\." + _ND + r"{1,2}\." + _ND + _ND
+    + r"|[-.](?:19|20)" + _ND + _ND + r")",
+)  # fmt: skip
 
 # Month words that are also common words or clinical abbreviations ("may", "MAR" = the
 # medication administration record, "dec" = decreased, "Jan"/"June" names): need a day/year.
@@ -72,6 +81,10 @@ _NAMED = (
     r"(?:(?:,?" + _B + r"*(?:of" + _B + r"+)?|" + _B + r"*[\-/]" + _B + r"*)"
     r"(?P<y>'?(?:1[89]|20)\d\d\b|'\d{2}\b|," + _B + r"*\d{2}\b|of" + _B + r"+'?\d{2}\b))?"
 )
+# Where ``_NAMED`` matches, for the prefilter's sets (``scan.stand_in``): its month, alone as a
+# word or with its day glued on; what may stand around them (weekday, day, range, year) is
+# optional, so the two match somewhere in the same texts.
+_NAMED_PRESENCE = r"\b(?:" + _MONTH + r"\b|" + _MONTH + r"\d{1,2}\b)"
 # Other word-led forms, scanned in the same re2 pass: month-day with a dash after a date
 # cue ("BC from 3-5", "back to OR on 7-8", "DOS: 3-5"), "the 11th", vague years ("mid-2012").
 _OTHER_WORD_FORMS = (
@@ -116,7 +129,10 @@ def word_scan() -> Any:
     """One re2 pass for every word-led date form (month names, weekdays, ordinals, holidays):
     one scan costs about what each separate scan did."""
     holidays_alt = holiday_pattern().pattern[len("(?i)") :]
-    return compile_words(r"(?i)" + _NAMED + _OTHER_WORD_FORMS + r"|(?P<hol>" + holidays_alt + r")")
+    others = _OTHER_WORD_FORMS + r"|(?P<hol>" + holidays_alt + r")"
+    scan = compile_words(r"(?i)" + _NAMED + others)
+    stand_in(scan, r"(?i)" + _NAMED_PRESENCE + others)
+    return scan
 
 
 # Numeric dates whose separators stand between spaces, with a four-digit year.

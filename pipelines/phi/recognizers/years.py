@@ -31,9 +31,11 @@ _TIME_CUES = word_set("date_time_cues")
 _EVENTS_RE = "|".join(sorted(EVENT_WORDS, key=len, reverse=True))
 
 # One re2 pass: '95, 74', 4-digit years and 2-digit years after an event word. re2 has no
-# look-around, so the edges are checked in Python (few matches: ~0.2 a note).
+# look-around, so the edges are checked in Python (few matches: ~0.2 a note). "74'" takes the
+# character after it, so that "the 80's" (the commonest match, always refused) is none: the
+# next search starts at that character again (``_resume``).
 _YEAR_SCAN = compile_words(
-    r"(?i)'(?P<a1>\d{2})|(?P<a2>\d{2})'"
+    r"(?i)'(?P<a1>\d{2})|(?P<a2>\d{2})'(?-i:[^sS]|\z)"
     r"|(?P<four>(?:1[89]|20)\d\d)"
     r"|\b(?:" + _EVENTS_RE + r"|\w{1,4}mi)\b"
     r"(?:\s+(?:in|x\s?\d))?\s*,?\s+(?P<ev>\d{2})\b"
@@ -274,6 +276,14 @@ def _chain(note: _Note, found: list[Span]) -> list[Span]:
     return extra
 
 
+def _resume(m: Any) -> int:
+    """Where the scan searches on after ``m``: its end, or for "74'" the character after it
+    (looked at, not taken: as the scan without it would)."""
+    end: int = m.end()
+    digits: int = m.end(_A2)  # -1 when no "74'"
+    return end - 1 if digits >= 0 and end == digits + 2 else end
+
+
 @register("years")
 class YearRecognizer(Recognizer):
     """Years alone where they date the patient's history: apostrophe years ('95, 74'),
@@ -286,7 +296,7 @@ class YearRecognizer(Recognizer):
         text = doc.text
         found: list[Span] = []
         note = _Note(text)
-        for m in re2_boundary.finditer(_YEAR_SCAN, text):
+        for m in re2_boundary.finditer_resuming(_YEAR_SCAN, text, _resume):
             PASSES.judge(_TABLE, note, text, m, found)
         found += [PASSES.make("years.span", pair) for pair in note.ranges]
         return found + _chain(note, found)
