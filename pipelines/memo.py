@@ -149,6 +149,15 @@ class Memo(Generic[K, V]):
     def clear(self) -> None:
         self._store.clear()
 
+    def count_hits(self, hits: int) -> None:
+        """Add ``hits`` look-ups answered from :meth:`table` by a caller's own loop."""
+        self.hits += hits
+
+    def table(self) -> dict[K, V]:
+        """The remembered answers, for a compiled loop that looks keys up itself (read only:
+        a miss goes through the memo, ``self(key)``, which counts and stores it)."""
+        return self._store
+
     def __len__(self) -> int:
         return len(self._store)
 

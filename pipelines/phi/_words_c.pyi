@@ -1,4 +1,4 @@
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 from pipelines.phi.sorted_words import SortedWords
 
@@ -17,3 +17,12 @@ def may_be_short(forms: bytes, word: str) -> bool: ...
 def many(
     store: dict[object, object], keys: list[object], missing: object
 ) -> tuple[list[object], list[int]]: ...
+def start_filter(words: Iterable[str]) -> bytes: ...
+def may_start(starts: bytes, words: list[str], capitals: bool) -> list[str]: ...
+def start_positions(
+    starts: bytes,
+    capitals: bool,
+    store: dict[str, tuple[object, ...]],
+    texts: tuple[str, ...],
+    compute: Callable[[str], tuple[object, ...]],
+) -> tuple[list[tuple[int, tuple[object, ...]]], int]: ...

@@ -294,3 +294,50 @@ def may_start(bytes starts, list words, bint capitals):
         if bits[a >> 3] & (1 << (a & 7)) and bits[b >> 3] & (1 << (b & 7)):
             kept.append(word)
     return kept
+
+
+def start_positions(bytes starts, bint capitals, dict store, tuple texts, compute):
+    """The words of an ASCII note (``texts``, its words as written, in order) where some pass
+    is tried, with their steps, in one pass (``passes.Passes.positions``; its reference is the
+    Python code there): each word ``may_start`` keeps, its steps from ``store`` (the steps
+    memo's table) or, where it has none, from ``compute(word)`` (the memo itself), kept when
+    not empty. Returns the ``(index, steps)`` pairs in order and the number of words found in
+    ``store``."""
+    if PyBytes_GET_SIZE(starts) != START_BITS >> 3:
+        raise ValueError("not a starting-word filter")
+    cdef const unsigned char* bits = <const unsigned char*>PyBytes_AS_STRING(starts)
+    cdef list found = []
+    cdef Py_ssize_t k, i, m, hits = 0
+    cdef Py_ssize_t n = PyTuple_GET_SIZE(texts)
+    cdef const unsigned char* s
+    cdef uint64_t h, a, b
+    cdef bint keep
+    cdef PyObject* got
+    for k in range(n):
+        word = <object>PyTuple_GET_ITEM(texts, k)
+        if type(word) is not str or not PyUnicode_IS_ASCII(word):
+            raise ValueError("start_positions() reads ASCII words only")
+        s = <const unsigned char*>PyUnicode_DATA(word)
+        m = PyUnicode_GET_LENGTH(word)
+        keep = False
+        if capitals:
+            for i in range(m):
+                if 65 <= s[i] <= 90:
+                    keep = True
+                    break
+        if not keep:
+            h = _fnv_lower(s, m)
+            a = h & _START_MASK
+            b = (h >> 32) & _START_MASK
+            keep = bits[a >> 3] & (1 << (a & 7)) and bits[b >> 3] & (1 << (b & 7))
+        if not keep:
+            continue
+        got = PyDict_GetItemWithError(store, word)
+        if got == NULL:
+            steps = compute(word)
+        else:
+            hits += 1
+            steps = <object>got
+        if steps:
+            found.append((k, steps))
+    return found, hits

@@ -357,6 +357,29 @@ class Passes(Generic[N, R]):
         words = list(written)
         return list(compress(words, map(pre.bound.__contains__, map(str.lower, words))))
 
+    def positions(
+        self, texts: tuple[str, ...], written: frozenset[str], case: Case
+    ) -> list[tuple[int, tuple[Pass[N, R], ...]]]:
+        """Each word of an ASCII note (``texts``, its words as written, in order; ``written``
+        their set) where some pass is tried, with its :meth:`steps`, in order: the words of
+        :meth:`starts` (of the :meth:`candidates`) found in ``texts``. The compiled helper
+        "words" does it in one pass over the note's words, with no list of candidates or dict
+        of starts made on the way: each word through the filter, then the steps memo's table
+        (its misses through the memo); the Python code, the reference, judges each candidate
+        word once, then finds the note's words among those that start something."""
+        pre = self.prefilter(case)
+        fast = compiled.helper("words")
+        if fast is not None and pre is not None:
+            memo = self._steps[case]
+            found, hits = fast.start_positions(
+                pre.filter_bits(fast), pre.capitals, memo.table(), texts, memo
+            )
+            memo.count_hits(hits)
+            return cast("list[tuple[int, tuple[Pass[N, R], ...]]]", found)
+        kept = self.starts(self.candidates(written, case), case)
+        at = compress(range(len(texts)), map(kept.__contains__, texts))
+        return [(i, kept[texts[i]]) for i in at]
+
     def steps_of(self, toks: Sequence[Token], case: Case) -> list[tuple[Pass[N, R], ...]]:
         """:meth:`steps` of each of ``toks`` (the words a recognizer visits in a note), those
         of ASCII words looked up in one C-level pass."""

@@ -25,6 +25,7 @@ from pipelines.phi.recognizers.name_words import (
     _surname_after_first,
     _tight,
     name_before_age,
+    namey_zipf,
     person_after,
     surname_letter,
 )
@@ -45,12 +46,17 @@ def first_name_words() -> frozenset[str]:
 
 def title_pair_gate(tok: Token, case: Case) -> bool:
     """A Title-case word more a name than a word, where capitals tell something."""
+    if case is Case.UPPER or not lx.is_title(tok.text):
+        return False
     low = tok.lower
+    base = _base(low)
+    f = namey_zipf(base)  # ``_namey``
+    if f is None:
+        return False
+    # a rare unknown word (``_rare_unknown``) is one in no census list of Zipf under 1.5:
+    # without a possessive, one of Zipf under 2.5 already passes
     return (
-        case is not Case.UPPER
-        and lx.is_title(tok.text)
-        and _namey(tok)
-        and (low in lx.first_names() or _rare_unknown(tok) or lx.zipf(low) < 2.5)
+        low in lx.first_names() or (f if base == low else lx.zipf(low)) < 2.5 or _rare_unknown(tok)
     )
 
 

@@ -307,10 +307,22 @@ def _common_first_name(tok: Token, text: str, lowered: Container[str], eponyms: 
 
 def _namey(tok: Token) -> bool:
     """A word that is more a name than an English word, or is almost never seen in English."""
-    low = _base(tok.lower)
-    return (lx.name_score(low) >= 1.0 and lx.zipf(low) < 5.0) or (
-        lx.name_score(low) == -9.0 and lx.zipf(low) < 2.5 and len(low) >= 3
-    )
+    return namey_zipf(_base(tok.lower)) is not None
+
+
+def namey_zipf(low: str) -> float | None:
+    """``_namey`` of a word without its possessive (``low``): its Zipf frequency when it is
+    more a name than an English word or almost never seen in English, else None. The word's
+    name score and frequency asked once each (the frequency of a rare word is a search in
+    wordfreq's rare tail), and the frequency not at all when the score rules it out."""
+    ns = lx.name_score(low)
+    if ns >= 1.0:
+        f = lx.zipf(low)
+        return f if f < 5.0 else None
+    if ns != -9.0 or len(low) < 3:
+        return None
+    f = lx.zipf(low)
+    return f if f < 2.5 else None
 
 
 def _city_state(words: tuple[Token, ...], i: int, text: str) -> bool:

@@ -500,15 +500,13 @@ def _rule_starts(note: _Note, toks: lx.Tokens) -> Starts:
 
     Why the ASCII path: a per-token look-up in a big table misses the CPU cache once the other
     recognizers have run (slower than in a tight loop), so each distinct word as written is
-    judged once (``Passes.starts``) and each token then asks only the note's few starters."""
+    judged once (``Passes.starts``) and each token then asks only the note's few starters; the
+    compiled helper filters and looks up the note's words in one pass (``Passes.positions``)."""
     passes, case = name_passes(), note.case
     if note.written is None:  # each word works its passes out (on its lower-case form)
         found = ((i, passes.plan(tok, case)) for i, tok in enumerate(toks.words))
         return [(i, steps) for i, steps in found if steps]
-    kept = passes.starts(passes.candidates(note.written, case), case)
-    texts = toks.texts
-    at = compress(range(len(texts)), map(kept.__contains__, texts))
-    return [(i, kept[texts[i]]) for i in at]
+    return passes.positions(toks.texts, note.written, case)
 
 
 def _scan(note: _Note, starts: Starts) -> None:
