@@ -67,3 +67,14 @@ def test_compiled_rows_write_each_id_over_the_template() -> None:
     assert [i for i, _ in ATTRIBUTE.iter_unpack(packed)] == [3, 4, 10, 11, 12, 13]
     assert counts == [6]
     assert packed == b"".join(ATTRIBUTE.pack(i, 1.0) for i in (3, 4, 10, 11, 12, 13))
+
+
+@pytest.mark.skipif(_BUILT is None, reason="the rows helper is not built here")
+def test_compiled_rows_write_ids_over_a_template_of_any_size() -> None:
+    assert _BUILT is not None
+    word = _entry([[3], [], [], [], [4]], "a", True)
+    template = bytes(range(100, 124))  # 24 bytes: the id over the first four
+    packed, counts = _BUILT.rows([word, word], [1], ["a", "b"], word, {}, {}, {}, template)
+    ids = (3, 4)  # its own, then what the pad at +2 shows (at -2, -1, +1: nothing seen)
+    assert counts == [len(ids)]
+    assert packed == b"".join(array("i", [i]).tobytes() + template[4:] for i in ids)

@@ -93,6 +93,12 @@ cdef inline char* _put_ids(char* at, object e, int k, const char* template, Py_s
     cdef const int* ids
     cdef Py_ssize_t count = _kind(e, k, &ids)
     cdef Py_ssize_t q
+    if record == 16:  # crfsuite's records (``crf.ATTRIBUTE``): copies of a known size, inlined
+        for q in range(count):
+            memcpy(at, template, 16)
+            memcpy(at, &ids[q], sizeof(int))
+            at += 16
+        return at
     for q in range(count):
         memcpy(at, template, record)
         memcpy(at, &ids[q], sizeof(int))
