@@ -1,6 +1,6 @@
 # cython: language_level=3, boundscheck=False, wraparound=False
 """What a word costs the detector, compiled (``pipelines.compiled``, helper "words"): a look-up
-in a sorted word list, the packing of a new word's records for the tagger, the look-ups of a
+in a sorted word list, a new word's attribute ids for the tagger (its entry), the look-ups of a
 note's words in a memo, and a filter of the words one letter short of a common English word.
 The references, which these must match for every input, are
 ``sorted_words.SortedWords.lookup`` (its ASCII branch), the end of
