@@ -1,6 +1,6 @@
 # cython: language_level=3, boundscheck=False, wraparound=False
 """What a word costs the detector, compiled (``pipelines.compiled``, helper "words"): a look-up
-in a sorted word list, the packing of a new word's records for the tagger, the look-ups of a
+in a sorted word list, a new word's attribute ids for the tagger (its entry), the look-ups of a
 note's words in a memo, and a filter of the words one letter short of a common English word.
 The references, which these must match for every input, are
 ``sorted_words.SortedWords.lookup`` (its ASCII branch), the end of
@@ -106,49 +106,47 @@ cdef Py_ssize_t _in_line(const char* s, Py_ssize_t n, const char* w, Py_ssize_t 
     return -1
 
 
-def entry(tuple features, dict records, tuple nothing, str low, item):
-    """A new word's entry (``Featurizer._made``): each kind's records of the ``features``
-    joined in their order (``records[feature]``: a tuple of bytes, one per kind; a feature not
-    listed has none; ``nothing`` when none is), then ``low`` and ``item``."""
+def entry(tuple features, dict table, str low, item):
+    """A new word's entry (``Featurizer._made``, ``features._entry``): the ids of each kind
+    of the ``features`` (``table[feature]``: a tuple of five ints, one per kind, -1 where the
+    kind is not kept; a feature not listed has none), as one bytes of native ints: where the
+    first four kinds end among the ids, then the ids kind after kind, each in the features'
+    order; then ``low`` and ``item``."""
     cdef list kept = []
+    cdef Py_ssize_t counts[5]
+    cdef Py_ssize_t j, k, n, total = 0
+    cdef long value
+    for k in range(5):
+        counts[k] = 0
     for feature in features:
-        got = records.get(feature)
-        if got:
-            kept.append(got)
-    if not kept:
-        return (*nothing, low, item)
-    cdef Py_ssize_t n = PyList_GET_SIZE(kept)
-    cdef Py_ssize_t width = -1
-    cdef Py_ssize_t j, k
-    for j in range(n):  # tuples of bytes of one width, else the reference's own code
-        got = <object>PyList_GET_ITEM(kept, j)
-        if type(got) is not tuple or (width >= 0 and PyTuple_GET_SIZE(got) != width):
-            return (*tuple(map(b"".join, zip(*kept, strict=True))), low, item)
-        width = PyTuple_GET_SIZE(got)
-        for k in range(width):
-            if type(<object>PyTuple_GET_ITEM(got, k)) is not bytes:
-                return (*tuple(map(b"".join, zip(*kept, strict=True))), low, item)
-    out = [None] * (width + 2)
-    cdef Py_ssize_t total, size
-    cdef char* p
-    for k in range(width):
-        total = 0
+        got = table.get(feature)
+        if got is None:
+            continue
+        if type(got) is not tuple or PyTuple_GET_SIZE(got) != 5:
+            raise TypeError("a feature's ids are a tuple of five ints")
+        for k in range(5):
+            value = <object>PyTuple_GET_ITEM(got, k)  # an int, or TypeError
+            if value < -1 or value > 2147483647:
+                raise OverflowError("an attribute id outside an int")
+            if value >= 0:
+                counts[k] += 1
+                total += 1
+        kept.append(got)
+    n = PyList_GET_SIZE(kept)
+    out = PyBytes_FromStringAndSize(NULL, (4 + total) * sizeof(int))
+    cdef int* at = <int*>PyBytes_AS_STRING(out)
+    cdef Py_ssize_t end = 0
+    for k in range(4):
+        end += counts[k]
+        at[k] = <int>end
+    at += 4
+    for k in range(5):
         for j in range(n):
-            total += PyBytes_GET_SIZE(<object>PyTuple_GET_ITEM(<object>PyList_GET_ITEM(kept, j), k))
-        if n == 1 or total == 0:  # as b"".join: the one record itself, or b""
-            joined = b"" if total == 0 else <object>PyTuple_GET_ITEM(<object>PyList_GET_ITEM(kept, 0), k)
-        else:
-            joined = PyBytes_FromStringAndSize(NULL, total)
-            p = PyBytes_AS_STRING(joined)
-            for j in range(n):
-                one = <object>PyTuple_GET_ITEM(<object>PyList_GET_ITEM(kept, j), k)
-                size = PyBytes_GET_SIZE(one)
-                memcpy(p, PyBytes_AS_STRING(one), size)
-                p += size
-        out[k] = joined
-    out[width] = low
-    out[width + 1] = item
-    return tuple(out)
+            value = <object>PyTuple_GET_ITEM(<object>PyList_GET_ITEM(kept, j), k)
+            if value >= 0:
+                at[0] = <int>value
+                at += 1
+    return (out, low, item)
 
 
 # The short-form filter: a bit array of ``SHORT_BITS`` bits, two bits set for each form.

@@ -14,7 +14,7 @@ from pipelines import compiled
 from pipelines.phi import lexicons
 from pipelines.phi.casing import Case
 from pipelines.phi.sorted_words import BLOCK, SortedWords, one_value, sorted_words
-from pipelines.phi.tagger.features import Featurizer, _word_facts
+from pipelines.phi.tagger.features import Featurizer, _entry, _kinds, _word_facts
 
 _BUILT = compiled.BUILT["words"]
 needs_helper = pytest.mark.skipif(_BUILT is None, reason="the words helper is not built here")
@@ -116,28 +116,37 @@ def test_compiled_entry_matches_the_python_packing(
     with compiled.compiled(False):
         slow = featurizer._made(case, word)
     assert fast == slow
-    assert type(fast) is tuple and len(fast) == 7
+    assert type(fast) is tuple and len(fast) == 3
 
 
-_RECORD = st.binary(max_size=3)
+_ID = st.integers(min_value=-1, max_value=2**31 - 1)
 
 
 @needs_helper
 @settings(max_examples=300, deadline=None)
 @given(
-    records=st.dictionaries(
-        st.text(alphabet="abc", max_size=2), st.tuples(*[_RECORD] * 5), max_size=6
-    ),
+    table=st.dictionaries(st.text(alphabet="abc", max_size=2), st.tuples(*[_ID] * 5), max_size=6),
     features=st.lists(st.text(alphabet="abcd", max_size=2), max_size=8),
 )
-def test_compiled_entry_joins_each_kind_in_order(
-    records: dict[str, tuple[bytes, ...]], features: list[str]
+def test_compiled_entry_lists_each_kind_in_order(
+    table: dict[str, tuple[int, ...]], features: list[str]
 ) -> None:
-    nothing = (b"",) * 5
-    found = list(filter(None, map(records.get, features)))
-    packed = tuple(map(b"".join, zip(*found, strict=True))) if found else nothing
-    got = _BUILT.entry(tuple(features), records, nothing, "low", True)  # type: ignore[union-attr]
-    assert got == (*packed, "low", True)
+    found = [table[f] for f in features if f in table]
+    kinds = [[i for i in column if i >= 0] for column in zip(*found, strict=True)] or [[]] * 5
+    got = _BUILT.entry(tuple(features), table, "low", True)  # type: ignore[union-attr]
+    assert got == _entry(kinds, "low", True)
+    assert [list(k) for k in _kinds(got)] == kinds
+
+
+@needs_helper
+def test_compiled_entry_refuses_ids_that_are_not_five_ints() -> None:
+    assert _BUILT is not None
+    with pytest.raises(TypeError):
+        _BUILT.entry(("a",), {"a": (1, 2)}, "low", True)
+    with pytest.raises(TypeError):
+        _BUILT.entry(("a",), {"a": (1, 2, 3, 4, "5")}, "low", True)
+    with pytest.raises(OverflowError):
+        _BUILT.entry(("a",), {"a": (1, 2, 3, 4, 2**31)}, "low", True)
 
 
 @needs_helper

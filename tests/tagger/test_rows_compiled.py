@@ -88,7 +88,7 @@ def test_compiled_rows_refuse_what_is_not_an_entry(shipped: Featurizer) -> None:
     with pytest.raises(TypeError):
         _BUILT.scan([("a", "b")])
     with pytest.raises(IndexError):
-        _BUILT.rows([pad], [1], [""], pad, {}, {}, {}, 16)
+        _BUILT.rows([pad], [1], [""], pad, {}, {}, {}, shipped._template)
 
 
 @settings(max_examples=200, deadline=None)

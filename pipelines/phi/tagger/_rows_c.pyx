@@ -5,8 +5,10 @@ entries where ``Featurizer.encode``, ``Featurizer._rows`` and ``_add_line_featur
 Those are the reference; these must give the same rows byte for byte, the same counts, items,
 lower cases and line-start records (``tests/tagger/test_rows_compiled.py``).
 
-An entry is the memo's plain tuple (``features._FIELDS``): its own records, what the tokens at
-offsets -2, -1, +1, +2 see of it, its lower case, whether the CRF labels it."""
+An entry is the memo's plain tuple (``features._FIELDS``): its attribute ids (``features._entry``:
+one bytes of native ints, where its first four kinds end, then its own ids and those the tokens
+at offsets -2, -1, +1, +2 see), its lower case, whether the CRF labels it. A row's record of an
+id is the ``template`` record with the id written over its first bytes."""
 
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
 from cpython.dict cimport PyDict_GetItem
@@ -32,11 +34,12 @@ cdef extern from "Python.h":
 
 
 # the fields of an entry (``features._FIELDS``)
-DEF _OWN = 0
-DEF _SEEN = 1  # _SEEN + 0 .. 3: seen at -2, -1, +1, +2
-DEF _LOWER = 5
-DEF _ITEM = 6
-DEF _WIDTH = 7
+DEF _IDS = 0
+DEF _LOWER = 1
+DEF _ITEM = 2
+DEF _WIDTH = 3
+DEF _HEAD = 4  # the ints before an entry's ids: where its kinds 0 .. 3 end
+# the kinds of ids: its own (0), then seen at -2, -1, +1, +2 (1 .. 4)
 
 # the word before the first token and after the last, as the pair features name them
 from pipelines.phi.tagger.bounds import BEGIN, END
@@ -50,8 +53,57 @@ cdef Py_ssize_t[4] _OFFSETS = [-2, -1, 1, 2]
 cdef inline object _entry(list entries, Py_ssize_t k):
     cdef object e = <object>PyList_GET_ITEM(entries, k)
     if not PyTuple_CheckExact(e) or PyTuple_GET_SIZE(e) != _WIDTH:
-        raise TypeError("a tagger entry is a tuple of seven fields")
+        raise TypeError("a tagger entry is a tuple of three fields")
     return e
+
+
+cdef int _check_ids(object e) except -1:
+    """That an entry's ids are whole: bytes of native ints, its ends ascending within them."""
+    cdef object ids = <object>PyTuple_GET_ITEM(e, _IDS)
+    cdef Py_ssize_t size, n, k, last = 0
+    cdef const int* head
+    if not PyBytes_CheckExact(ids):
+        raise TypeError("an entry's ids are bytes")
+    size = PyBytes_GET_SIZE(ids)
+    if size % sizeof(int) or size < <Py_ssize_t>(_HEAD * sizeof(int)):
+        raise ValueError("an entry's ids are not whole ints")
+    n = size // sizeof(int) - _HEAD
+    head = <const int*>PyBytes_AS_STRING(ids)
+    for k in range(_HEAD):
+        if head[k] < last or head[k] > n:
+            raise ValueError("an entry's kinds do not end in order")
+        last = head[k]
+    return 0
+
+
+cdef inline Py_ssize_t _kind(object e, int k, const int** start):
+    """The ids of kind ``k`` of a checked entry: how many, and (``start``) where they are."""
+    cdef object ids = <object>PyTuple_GET_ITEM(e, _IDS)
+    cdef const int* head = <const int*>PyBytes_AS_STRING(ids)
+    cdef Py_ssize_t begin = 0 if k == 0 else head[k - 1]
+    cdef Py_ssize_t end = (
+        head[k] if k < _HEAD else <Py_ssize_t>(PyBytes_GET_SIZE(ids) // sizeof(int)) - _HEAD
+    )
+    start[0] = head + _HEAD + begin
+    return end - begin
+
+
+cdef inline char* _put_ids(char* at, object e, int k, const char* template, Py_ssize_t record):
+    """The records of an entry's ids of kind ``k``, written at ``at``."""
+    cdef const int* ids
+    cdef Py_ssize_t count = _kind(e, k, &ids)
+    cdef Py_ssize_t q
+    if record == 16:  # crfsuite's records (``crf.ATTRIBUTE``): copies of a known size, inlined
+        for q in range(count):
+            memcpy(at, template, 16)
+            memcpy(at, &ids[q], sizeof(int))
+            at += 16
+        return at
+    for q in range(count):
+        memcpy(at, template, record)
+        memcpy(at, &ids[q], sizeof(int))
+        at += record
+    return at
 
 
 def scan(list entries):
@@ -112,27 +164,32 @@ def rows(
     dict left,
     dict right,
     dict extras,
-    Py_ssize_t record,
+    bytes template,
 ):
     """The items' rows end to end and the records of each (``Featurizer._rows``): each
     item's own records, what its neighbours at -2, -1, +1, +2 show (``pad`` beyond the
     note), its pair records (``left``/``right``: first word -> second word -> record), and
-    its ``extras``."""
+    its ``extras``. An id's record is ``template`` with the id over its first bytes."""
     cdef Py_ssize_t n = PyList_GET_SIZE(entries)
     cdef Py_ssize_t m = PyList_GET_SIZE(items)
+    cdef Py_ssize_t record = PyBytes_GET_SIZE(template)
+    cdef const char* stamp = PyBytes_AS_STRING(template)
     cdef Py_ssize_t j, i, o, size, total = 0
+    cdef const int* unused
     cdef object e, item
-    cdef PyObject* seen
     cdef PyObject** found
     cdef list counts
     cdef bytes packed
     cdef char* at
+    if record < <Py_ssize_t>sizeof(int):
+        raise ValueError("a record shorter than an id")
     if PyList_GET_SIZE(lowers) != n:
         raise ValueError("one lower case per entry")
-    if PyTuple_GET_SIZE(pad) != _WIDTH:
-        raise TypeError("a tagger entry is a tuple of seven fields")
+    if not PyTuple_CheckExact(pad) or PyTuple_GET_SIZE(pad) != _WIDTH:
+        raise TypeError("a tagger entry is a tuple of three fields")
+    _check_ids(pad)
     for i in range(n):
-        _entry(entries, i)
+        _check_ids(_entry(entries, i))
         if type(<object>PyList_GET_ITEM(lowers, i)) is not str:
             raise TypeError("a lower case is a str")
     # per item: its own entry's index, then its two pairs' and its extras' records
@@ -159,11 +216,10 @@ def rows(
                 _END if i == n - 1 else <object>PyList_GET_ITEM(lowers, i + 1),
             )
             found[3 * j + 2] = PyDict_GetItem(extras, item) if extras else NULL
-            e = <object>PyList_GET_ITEM(entries, i)
-            size = _size(PyTuple_GET_ITEM(e, _OWN))
+            size = _kind(<object>PyList_GET_ITEM(entries, i), 0, &unused)
             for o in range(4):
-                seen = PyTuple_GET_ITEM(_near(entries, pad, i + _OFFSETS[o], n), _SEEN + o)
-                size += _size(seen)
+                size += _kind(_near(entries, pad, i + _OFFSETS[o], n), o + 1, &unused)
+            size *= record
             size += _size(found[3 * j]) + _size(found[3 * j + 1]) + _size(found[3 * j + 2])
             if size % record:
                 raise ValueError("a row that is not whole records")
@@ -173,10 +229,9 @@ def rows(
         at = PyBytes_AS_STRING(packed)
         for j in range(m):
             i = at_item[j]
-            at = _put(at, PyTuple_GET_ITEM(<object>PyList_GET_ITEM(entries, i), _OWN))
+            at = _put_ids(at, <object>PyList_GET_ITEM(entries, i), 0, stamp, record)
             for o in range(4):
-                seen = PyTuple_GET_ITEM(_near(entries, pad, i + _OFFSETS[o], n), _SEEN + o)
-                at = _put(at, seen)
+                at = _put_ids(at, _near(entries, pad, i + _OFFSETS[o], n), o + 1, stamp, record)
             at = _put(at, found[3 * j])
             at = _put(at, found[3 * j + 1])
             at = _put(at, found[3 * j + 2])

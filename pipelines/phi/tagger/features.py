@@ -14,10 +14,11 @@ credentials, kinship, movement words): they are general English, not corpus stri
 from __future__ import annotations
 
 import bisect
+from array import array
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache, partial
-from itertools import accumulate, compress, count, repeat
+from itertools import accumulate, chain, compress, count, pairwise, repeat
 from operator import floordiv, itemgetter
 from typing import Final, TypeVar
 
@@ -302,24 +303,30 @@ class Attributes:
             return b"".join([_pack(self._id(a), 1.0) for a in attributes])
         return b"".join(filter(None, map(self._records.get, attributes)))
 
-    def word_records(self, prefixes: tuple[str, ...]) -> dict[str, tuple[bytes, ...]]:
-        """A closed set's records of each feature of a word: its own (``pack``), then that
-        of the attribute ``{prefix}{feature}`` for each of ``prefixes`` where the feature is
-        one a neighbour sees (``_CONTEXT_KEEP``); b"" where a record is not kept. Listed: the
-        features kept one way or another."""
-        tables = [self._records]
+    def word_ids(self, prefixes: tuple[str, ...]) -> dict[str, tuple[int, ...]]:
+        """A closed set's ids of each feature of a word: its own, then that of the attribute
+        ``{prefix}{feature}`` for each of ``prefixes`` where the feature is one a neighbour
+        sees (``_CONTEXT_KEEP``); -1 where an attribute is not kept. Listed: the features
+        kept one way or another."""
+        tables = [self._ids]
         for prefix in prefixes:
             tables.append(
                 {
-                    a[len(prefix) :]: record
-                    for a, record in self._records.items()
+                    a[len(prefix) :]: i
+                    for a, i in self._ids.items()
                     if a.startswith(prefix) and a[len(prefix) :].startswith(_CONTEXT_KEEP)
                 }
             )
         return {
-            feature: tuple(table.get(feature, b"") for table in tables)
+            feature: tuple(table.get(feature, -1) for table in tables)
             for feature in set().union(*tables)
         }
+
+    def ids(self, attributes: Iterable[str]) -> list[int]:
+        """The kept ``attributes``' ids, in their order (numbered as first met when open)."""
+        if self.open:
+            return [self._id(a) for a in attributes]
+        return [i for i in map(self._ids.get, attributes) if i is not None]
 
     def kept(self) -> list[str]:
         """The attributes a closed set keeps (none listed when open)."""
@@ -355,13 +362,14 @@ class Featurizer:
         mixed = Memo("tagger.words", partial(self._made, Case.MIXED), _MEMO_LIMIT)
         one_case = Memo("tagger.words", partial(self._made, Case.UPPER), _MEMO_LIMIT)
         self._words = {Case.MIXED: mixed, Case.LOWER: one_case, Case.UPPER: one_case}
-        m2, m1, p1, p2 = (self.attributes.pack(p) for p in _PAD)
-        # a closed set: a feature -> its own record and what a neighbour at each offset
-        # sees of it (``_CONTEXT_KEEP``); None: every attribute (training)
-        self._word_records = (
-            None if self.attributes.open else self.attributes.word_records(_CONTEXT_PREFIXES)
+        pads = [self.attributes.ids(p) for p in _PAD]
+        # a closed set: a feature -> its own id and what a neighbour at each offset sees of
+        # it (``_CONTEXT_KEEP``); None: every attribute (training)
+        self._word_ids = (
+            None if self.attributes.open else self.attributes.word_ids(_CONTEXT_PREFIXES)
         )
-        self._pad: _Entry = (b"", m2, m1, p1, p2, "", False)  # beyond either end of the note
+        self._pad: _Entry = _entry([[], *pads], "", False)  # beyond either end of the note
+        self._template = _pack(0, 1.0)  # a record: its id is written over the first bytes
         self._pairs = (
             None
             if self.attributes.open
@@ -425,19 +433,18 @@ class Featurizer:
     def _made(self, case: Case, word: str) -> _Entry:
         """:meth:`word` worked out."""
         features, low, item = _word_facts(word, case)
-        records = self._word_records
-        if records is None:  # every attribute, numbered as first made: what neighbours see first
-            pack = self.attributes.pack
+        table = self._word_ids
+        if table is None:  # every attribute, numbered as first made: what neighbours see first
+            ids = self.attributes.ids
             seen = [f for f in features if f.startswith(_CONTEXT_KEEP)]
-            m2, m1, p1, p2 = (pack([prefix + f for f in seen]) for prefix in _CONTEXT_PREFIXES)
-            return (pack(features), m2, m1, p1, p2, low, item)
+            kinds = [ids(features), *(ids([p + f for f in seen]) for p in _CONTEXT_PREFIXES)]
+            return _entry(kinds, low, item)
         fast = compiled.helper("words")
         if fast is not None:  # the lines below, compiled
-            return fast.entry(features, records, _NOTHING, low, item)
-        found = list(filter(None, map(records.get, features)))  # each kept feature's records
-        packed = tuple(map(b"".join, zip(*found, strict=True))) if found else _NOTHING  # by kind
-        own, m2, m1, p1, p2 = packed
-        return (own, m2, m1, p1, p2, low, item)
+            return fast.entry(features, table, low, item)
+        found = list(filter(None, map(table.get, features)))  # each kept feature's ids
+        columns = zip(*found, strict=True) if found else repeat((), _KINDS)
+        return _entry([[i for i in column if i >= 0] for column in columns], low, item)
 
     def _entries(self, words: list[str], case: Case) -> list[_Entry]:
         return self._words[case].many(words)
@@ -457,11 +464,15 @@ class Featurizer:
         fast, nested = compiled.helper("rows"), self._nested_pairs
         if fast is not None and nested is not None:  # one C loop: the records into one buffer
             bl, br = nested
-            packed, counts = fast.rows(entries, items, lowers, self._pad, bl, br, extras, _RECORD)
+            packed, counts = fast.rows(
+                entries, items, lowers, self._pad, bl, br, extras, self._template
+            )
             return Rows(packed, counts)
         pick = _picker(items)
-        # padded[k + 2] is token k; two sentinels either side stand for beyond the note
-        padded = [self._pad, self._pad, *entries, self._pad, self._pad]
+        # padded[k + 2] is token k's records by kind; two sentinels either side stand for
+        # beyond the note
+        pad = _records(self._pad)
+        padded = [pad, pad, *map(_records, entries), pad, pad]
         left = [BEGIN, *lowers, END]  # left[k + 1] is token k
         before, low, after = pick(left), pick(left[1:]), pick(left[2:])
         columns = (
@@ -526,14 +537,38 @@ def _nested(pairs: dict[tuple[str, str], bytes]) -> dict[str, dict[str, bytes]]:
 _PAIR_PREFIXES: Final = ("bl=", "br=")
 
 
-# What a word is (``Featurizer.word``) as the memo keeps it: a plain tuple whose fields
-# (``_FIELDS``) the rows read by index in C (``_own``, ``_seen``, ``_lower``, ``_item``). Not a
-# tuple subclass: the garbage collector stops tracking a plain tuple of bytes, strings and a
-# bool, where a subclass's stays tracked, walked by every full collection while remembered.
-_Entry = tuple[bytes, bytes, bytes, bytes, bytes, str, bool]
-# its own records (packed, ``Attributes``); what the tokens at offsets -2, -1, +1, +2 of it
-# see of it (``_CONTEXT``), packed; its lower case; ``may_be_phi`` (the CRF labels it)
-_FIELDS: Final = ("own", "seen_m2", "seen_m1", "seen_p1", "seen_p2", "lower", "item")
+# What a word is (``Featurizer.word``) as the memo keeps it: a plain tuple of three fields
+# (``_FIELDS``) the rows read by index in C. Not a tuple subclass: the garbage collector stops
+# tracking a plain tuple of bytes, a string and a bool, where a subclass's stays tracked,
+# walked by every full collection while remembered. The ids are one object, and four bytes an
+# attribute where its record is sixteen: a note's rows touch a few cache lines per word.
+_Entry = tuple[bytes, str, bool]
+# its ids (``_entry``); its lower case; ``may_be_phi`` (the CRF labels it)
+_FIELDS: Final = ("ids", "lower", "item")
+_KINDS: Final = 5  # its own, then what the tokens at offsets -2, -1, +1, +2 see of it
+
+
+def _entry(kinds: Sequence[Sequence[int]], low: str, item: bool) -> _Entry:
+    """An entry from the attribute ids of each kind (its own, then those seen at the offsets
+    of ``_CONTEXT``): where the first four kinds end among the ids, then the ids in order,
+    all native ints."""
+    ends = accumulate(map(len, kinds[: _KINDS - 1]))
+    ids = array("i", [*ends, *chain.from_iterable(kinds)])
+    return (ids.tobytes(), low, item)
+
+
+def _kinds(entry: _Entry) -> list[array[int]]:
+    """An entry's ids by kind (``_entry`` read back)."""
+    ids = array("i")
+    ids.frombytes(entry[0])
+    head = _KINDS - 1
+    bounds = [head, *(head + end for end in ids[:head]), len(ids)]
+    return [ids[a:b] for a, b in pairwise(bounds)]
+
+
+def _records(entry: _Entry) -> tuple[bytes, ...]:
+    """An entry's records by kind, packed (``Attributes``): what the rows join."""
+    return tuple(b"".join(map(_pack, ids, repeat(1.0))) for ids in _kinds(entry))
 
 
 @dataclass(frozen=True, slots=True)
@@ -563,9 +598,9 @@ class Encoded:
 
 
 _PAD: Final = tuple((f"{o}pad",) for o in _CONTEXT)
-_NOTHING: Final = (b"", b"", b"", b"", b"")  # a word no record of which is kept
 _field: Final = _FIELDS.index
-_own: Final = itemgetter(_field("own"))
-_seen: Final = tuple(itemgetter(_field(f"seen_{o}")) for o in ("m2", "m1", "p1", "p2"))
+# an entry's records by kind (``_records``): its own, then seen at -2, -1, +1, +2
+_own: Final = itemgetter(0)
+_seen: Final = tuple(itemgetter(k) for k in range(1, _KINDS))
 _lower: Final = itemgetter(_field("lower"))
 _item: Final = itemgetter(_field("item"))
