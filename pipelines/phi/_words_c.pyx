@@ -4,13 +4,14 @@ in a sorted word list, the packing of a new word's records for the tagger, the l
 note's words in a memo, and a filter of the words one letter short of a common English word.
 The references, which these must match for every input, are
 ``sorted_words.SortedWords.lookup`` (its ASCII branch), the end of
-``tagger.features.Featurizer._made``, ``memo.Memo.many``'s Python look-ups and the loop of
-``slips.letter_dropped``."""
+``tagger.features.Featurizer._made``, ``memo.Memo.many``'s Python look-ups, the loop of
+``slips.letter_dropped`` and the pick of ``location_words.positions_in``."""
 
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
 from cpython.list cimport PyList_GET_ITEM, PyList_GET_SIZE, PyList_New, PyList_SET_ITEM
 from cpython.object cimport PyObject
 from cpython.ref cimport Py_INCREF
+from cpython.set cimport PySet_Contains
 from cpython.tuple cimport PyTuple_GET_ITEM, PyTuple_GET_SIZE
 from libc.stdint cimport uint64_t
 from libc.string cimport memchr, memcmp, memcpy
@@ -294,3 +295,18 @@ def may_start(bytes starts, list words, bint capitals):
         if bits[a >> 3] & (1 << (a & 7)) and bits[b >> 3] & (1 << (b & 7)):
             kept.append(word)
     return kept
+
+
+def positions_in(words, tuple column):
+    """Indices, ascending, of the items of ``column`` that the set ``words`` holds: the
+    Python code of ``location_words.positions_in`` (``compress`` over ``map(words.__contains__,
+    column)``) in one loop, with no call per item."""
+    if not isinstance(words, (set, frozenset)):
+        raise TypeError("positions_in() looks words up in a set")
+    cdef Py_ssize_t n = PyTuple_GET_SIZE(column)
+    cdef Py_ssize_t k
+    cdef list found = []
+    for k in range(n):
+        if PySet_Contains(words, <object>PyTuple_GET_ITEM(column, k)):
+            found.append(k)
+    return found

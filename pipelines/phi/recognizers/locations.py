@@ -70,6 +70,7 @@ from pipelines.phi.recognizers.location_words import (
     UNITS,
     UNIVERSITY,
     Note,
+    positions_in,
     stops,
 )
 from pipelines.phi.registry import register
@@ -297,7 +298,7 @@ class LocationRecognizer(Recognizer):
             return out + _unfound(named, out)
         # the words at which a pass or a facility phrase starts, picked in one pass
         lowers = toks.lowers
-        picked = list(compress(range(len(lowers)), map(_picked_words().__contains__, lowers)))
+        picked = positions_in(_picked_words(), lowers)
         heads = compress(picked, map(fp.head_words().__contains__, map(lowers.__getitem__, picked)))
         # whole facility names, head included unless the policy says otherwise
         # ("Sacred Heart Memorial Hospital"; option facility_heads = false: "Sacred Heart")
