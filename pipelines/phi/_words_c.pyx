@@ -297,16 +297,28 @@ def may_start(bytes starts, list words, bint capitals):
     return kept
 
 
-def positions_in(words, tuple column):
-    """Indices, ascending, of the items of ``column`` that the set ``words`` holds: the
-    Python code of ``location_words.positions_in`` (``compress`` over ``map(words.__contains__,
-    column)``) in one loop, with no call per item."""
+def positions_in(words, tuple column, among=None):
+    """Indices, ascending, of the items of ``column`` that the set ``words`` holds (of the
+    indices ``among``, a list of them, when given): the Python code of
+    ``location_words.positions_in`` (``compress`` over ``map(words.__contains__, ...)``) in
+    one loop, with no call per item."""
     if not isinstance(words, (set, frozenset)):
         raise TypeError("positions_in() looks words up in a set")
     cdef Py_ssize_t n = PyTuple_GET_SIZE(column)
-    cdef Py_ssize_t k
+    cdef Py_ssize_t k, i, m
     cdef list found = []
-    for k in range(n):
+    if among is None:
+        for k in range(n):
+            if PySet_Contains(words, <object>PyTuple_GET_ITEM(column, k)):
+                found.append(k)
+        return found
+    cdef list at = <list?>among
+    m = PyList_GET_SIZE(at)
+    for i in range(m):
+        item = <object>PyList_GET_ITEM(at, i)
+        k = item
+        if k < 0 or k >= n:
+            raise IndexError("positions_in(): an index out of the column")
         if PySet_Contains(words, <object>PyTuple_GET_ITEM(column, k)):
-            found.append(k)
+            found.append(item)
     return found

@@ -127,15 +127,19 @@ def ends_clause(text: str, tok: Token) -> bool:
     return next_char(text, tok) in CLAUSE_MARKS
 
 
-def positions_in(words: AbstractSet[str], column: tuple[str, ...]) -> list[int]:
+def positions_in(
+    words: AbstractSet[str], column: tuple[str, ...], among: list[int] | None = None
+) -> list[int]:
     """Indices, ascending, of the items of ``column`` (a note's lower-case words) that
-    ``words`` holds: where the passes start, where a gazetteer name may end. The compiled
-    helper "words" loops in C (no call per word: a note's words are looked up this way twice
-    per note, bench/README.md "Session 23"); this code is its reference."""
+    ``words`` holds, of the indices ``among`` (ascending) when given: where the passes start,
+    where a gazetteer name may end. The compiled helper "words" loops in C (no call per word:
+    bench/README.md "Session 23"); this code is its reference."""
     fast = compiled.helper("words")
     if fast is not None and isinstance(words, (set, frozenset)):
-        return cast("list[int]", fast.positions_in(words, column))
-    return list(compress(range(len(column)), map(words.__contains__, column)))
+        return cast("list[int]", fast.positions_in(words, column, among))
+    if among is None:
+        return list(compress(range(len(column)), map(words.__contains__, column)))
+    return list(compress(among, map(words.__contains__, map(column.__getitem__, among))))
 
 
 def spaced(text: str, parts: tuple[Token, ...]) -> bool:
