@@ -26,3 +26,6 @@ def start_positions(
     texts: tuple[str, ...],
     compute: Callable[[str], tuple[object, ...]],
 ) -> tuple[list[tuple[int, tuple[object, ...]]], int]: ...
+def positions_in(
+    words: set[str] | frozenset[str], column: tuple[str, ...], among: list[int] | None = None
+) -> list[int]: ...

@@ -4,13 +4,14 @@ in a sorted word list, a new word's attribute ids for the tagger (its entry), th
 note's words in a memo, and a filter of the words one letter short of a common English word.
 The references, which these must match for every input, are
 ``sorted_words.SortedWords.lookup`` (its ASCII branch), the end of
-``tagger.features.Featurizer._made``, ``memo.Memo.many``'s Python look-ups and the loop of
-``slips.letter_dropped``."""
+``tagger.features.Featurizer._made``, ``memo.Memo.many``'s Python look-ups, the loop of
+``slips.letter_dropped`` and the pick of ``location_words.positions_in``."""
 
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
 from cpython.list cimport PyList_GET_ITEM, PyList_GET_SIZE, PyList_New, PyList_SET_ITEM
 from cpython.object cimport PyObject
 from cpython.ref cimport Py_INCREF
+from cpython.set cimport PySet_Contains
 from cpython.tuple cimport PyTuple_GET_ITEM, PyTuple_GET_SIZE
 from libc.stdint cimport uint64_t
 from libc.string cimport memchr, memcmp, memcpy
@@ -339,3 +340,30 @@ def start_positions(bytes starts, bint capitals, dict store, tuple texts, comput
         if steps:
             found.append((k, steps))
     return found, hits
+
+
+def positions_in(words, tuple column, among=None):
+    """Indices, ascending, of the items of ``column`` that the set ``words`` holds (of the
+    indices ``among``, a list of them, when given): the Python code of
+    ``location_words.positions_in`` (``compress`` over ``map(words.__contains__, ...)``) in
+    one loop, with no call per item."""
+    if not isinstance(words, (set, frozenset)):
+        raise TypeError("positions_in() looks words up in a set")
+    cdef Py_ssize_t n = PyTuple_GET_SIZE(column)
+    cdef Py_ssize_t k, i, m
+    cdef list found = []
+    if among is None:
+        for k in range(n):
+            if PySet_Contains(words, <object>PyTuple_GET_ITEM(column, k)):
+                found.append(k)
+        return found
+    cdef list at = <list?>among
+    m = PyList_GET_SIZE(at)
+    for i in range(m):
+        item = <object>PyList_GET_ITEM(at, i)
+        k = item
+        if k < 0 or k >= n:
+            raise IndexError("positions_in(): an index out of the column")
+        if PySet_Contains(words, <object>PyTuple_GET_ITEM(column, k)):
+            found.append(item)
+    return found

@@ -408,6 +408,11 @@ def common_zipf(word: str) -> float:
     return _english().common.get(word, 0.0)
 
 
+def common_words(at_least: float) -> frozenset[str]:
+    """The words of Zipf ``at_least`` or more (a bound of 3.3 or more: all in the common list)."""
+    return frozenset(w for w, f in _english().common.items() if f >= at_least)
+
+
 # English month names, for the invented texts and augmentation that write dates out
 MONTH_NAMES: Final = (
     "January",

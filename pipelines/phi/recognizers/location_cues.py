@@ -30,6 +30,7 @@ from pipelines.phi.recognizers.location_words import (
     OTHER,
     PLACE_SUFFIXES,
     RESIDENCE_VERBS,
+    SAINTS,
     SAMPLED,
     UNITS,
     Note,
@@ -52,35 +53,48 @@ def after_cue(note: Note, c: int) -> Span | None:
     """A place right after "to/from/at/in/of" when a movement verb or place shape says so:
     a ward glued to its floor ("to Xyzward3"), a lower-case city in a mixed-case note
     ("returned to new haven"), or what the words around the cue tell (``cue_context``)."""
-    words, text, mixed = note.words, note.text, note.mixed
-    if c + 1 >= len(words):
+    words, lowers = note.words, note.lowers
+    j = c + 1
+    if j >= len(words):
         return None
-    cue = words[c].lower
-    nxt = words[c + 1]
-    if nxt.lower == "the" and c + 2 < len(words):
-        nxt = words[c + 2]
+    if lowers[j] == "the":
+        j += 1  # the place word, past an article (none when "the" ends the note)
+    k = j if j < len(words) else c + 1  # the word read: "the" when it ends the note
+    low = lowers[k]
     # every rule below wants a capitalised word in a mixed-case note, and a rare word, a city
     # or a country in a one-case note; none wants a care unit
-    if nxt.lower in UNITS:
+    if low in UNITS:
         return None
-    if cue in WARD_CUES and text[nxt.end : nxt.end + 1].isdigit():
+    nxt, text, mixed = words[k], note.text, note.mixed
+    if lowers[c] in WARD_CUES and text[nxt.end : nxt.end + 1].isdigit():
         glued = wards.ward_glued_to_digit(nxt, text, mixed)  # "to Xyzward3", "on xyzward4"
         if glued is not None:
             return glued
     if mixed and not nxt.text[0].isupper():
-        # "returned to new haven": a lower-case city of two or more words, after a verb
-        return lower_city(words, c, text) if nxt.lower in lx.city_first_words() else None
-    if not mixed and _common_word(nxt.lower):
+        # "returned to new haven": a lower-case city of two or more words, after a verb (a
+        # common word is none: the small set of common words answers most words here)
+        if low in _common_words() or low not in lx.city_first_words():
+            return None
+        return lower_city(words, c, text)
+    if not mixed and low in _common_words():
         return None  # a common word of a one-case note: no city, no country
-    return cue_context(words, c, text, mixed, note.lowers)
+    return cue_context(words, c, j, text, mixed, lowers)
 
 
 def _common_word(low: str) -> bool:
     """A word of a one-case note too common to name a place after a cue: no city's first
     word, no country, no large city's short form ("la")."""
-    if lx.common_zipf(low) < 5.0:  # ``zipf``'s answer for this bound, no rare-tail search
-        return False
-    return not (low in lx.city_first_words() or low in lx.countries() or low in towns.nicknames())
+    return low in _common_words()
+
+
+@cache
+def _common_words() -> frozenset[str]:
+    """The words ``_common_word`` holds (Zipf >= 5.0, no city's first word, no country, no
+    nickname), worked out once: some 900 words, a set small enough to stay in the caches
+    where the look-ups it replaces (the common list, the cities' first words) went to cold
+    memory for most cues (bench/README.md, "Session 23")."""
+    places = lx.city_first_words() | lx.countries() | towns.nicknames()
+    return lx.common_words(5.0) - places
 
 
 class _Cue(NamedTuple):
@@ -92,6 +106,7 @@ class _Cue(NamedTuple):
     mixed: bool
     c: int
     j: int
+    low: str  # the lower-case form of the word ``j``
     cue: str
     prev: str
     before: tuple[str, ...]  # the lower-case forms of the three words before the cue
@@ -99,17 +114,18 @@ class _Cue(NamedTuple):
     resident: bool
 
 
+_new_cue = tuple.__new__  # ``_Cue(...)`` without the Python-level ``__new__``
+
+
 def cue_context(
-    words: tuple[Token, ...], c: int, text: str, mixed: bool, lowers: tuple[str, ...]
+    words: tuple[Token, ...], c: int, j: int, text: str, mixed: bool, lowers: tuple[str, ...]
 ) -> Span | None:
     """The rules behind a cue that read the words around it: the movement verbs before it,
-    the city, facility or acronym after it (``lowers``: the words' lower-case forms)."""
+    the city, facility or acronym after it (``j``: the word after the cue, past an article;
+    ``lowers``: the words' lower-case forms)."""
     cue = lowers[c]
     before = lowers[max(0, c - 3) : c]
     resident = not RESIDENCE_VERBS.isdisjoint(before)
-    j = c + 1
-    if j < len(words) and words[j].lower == "the":
-        j += 1
     if j >= len(words) or (cue == "of" and not resident and not _of_person(words, c, mixed)):
         return None
     gap = _cue_gap(words, c, j, text)
@@ -121,9 +137,13 @@ def cue_context(
     if gap.strip() not in {"", ":"}:
         return None
     moved = _moved(words, c, before)
-    prev = words[c - 1].lower if c > 0 else ""
-    ctx = _Cue(words, text, mixed, c, j, cue, prev, before, moved, resident)
-    return _city_after_cue(ctx) or _after_cue_rest(ctx)
+    prev = lowers[c - 1] if c > 0 else ""
+    low = lowers[j]
+    ctx = _new_cue(_Cue, (words, text, mixed, c, j, low, cue, prev, before, moved, resident))
+    # a city, or a town opened by a word many cities open with, starts with a city's first
+    # word (``city_at``, ``towns.prefixed_town``): most words after a cue are none
+    found = _city_after_cue(ctx) if low in lx.city_first_words() else None
+    return found or _after_cue_rest(ctx)
 
 
 def _moved(words: tuple[Token, ...], c: int, before: tuple[str, ...]) -> bool:
@@ -237,7 +257,7 @@ def _suffix_follows(ctx: _Cue, last: int) -> bool:
 
 def _after_cue_rest(ctx: _Cue) -> Span | None:
     """The rules behind a cue after the city look-up, for the word ``ctx.j`` after the cue."""
-    if _two_word_state(ctx.words, ctx.j):
+    if ctx.low in _state_openers() and _two_word_state(ctx.words, ctx.j):
         return None  # "from North Carolina": a state, kept under Safe Harbor
     found = _near_cue(ctx)
     if found is not None or ctx.cue == "on":
@@ -281,22 +301,27 @@ def _near_cue(ctx: _Cue) -> Span | None:
     if cue == "in" and ctx.prev in HEADS and _rare_name(tok, mixed):
         return Span(tok.start, tok.end, CITY, 0.6, "locations")
     kin_from = cue == "from" and people(ctx.prev)
-    if _resident_cue(ctx) and towns.town_abbreviation(words, j, text, mixed, kin_from):
+    resident_cue = cue in _RESIDENT_CUES and _resident_cue(ctx)
+    if resident_cue and towns.town_abbreviation(words, j, text, mixed, kin_from):
         return Span(tok.start, tok.end, CITY, 0.7, "locations")  # "lives in WB", "in DC"
     if cue in {"in", "at"} and ctx.prev in BEING:
         where = shape.bare_acronym(words, j, text, mixed, clause=True)
         if where is not None:
             return where
     # a country after a residence or travel cue ("lives in Italy"): not identifying alone
-    if tok.lower in lx.countries() and (ctx.resident or travelled(words, ctx.c)):
+    if ctx.low in lx.countries() and (ctx.resident or travelled(words, ctx.c)):
         return Span(tok.start, tok.end, OTHER, 0.55, "locations")
     if cue in _FLOOR_CUES:
         return wards.building_floor(words, j, text, mixed, cued=True)
     return None
 
 
+_RESIDENT_CUES: Final = frozenset({"in", "near", "from"})  # the cues ``_resident_cue`` takes
+
+
 def _resident_cue(ctx: _Cue) -> bool:
-    """A cue that a town follows: "lives in", "resides near", "daughter from", "son in"."""
+    """A cue that a town follows: "lives in", "resides near", "daughter from", "son in"
+    (one of ``_RESIDENT_CUES``)."""
     if ctx.cue == "in" and ctx.prev in _KIN:
         return True  # "son in KC", "family in LA and SF"
     if ctx.cue in {"in", "near"}:
@@ -318,7 +343,7 @@ def _named_after_cue(ctx: _Cue) -> Span | None:
     """A saint's name ("to St. Mary's"), an acronym ending a clause ("at XYZ,", "leave XYZ.",
     "a consult from the XYZ."), Title-case words after "at"/"from" ("at Holy Cross")."""
     words, j, text, mixed, cue = ctx.words, ctx.j, ctx.text, ctx.mixed, ctx.cue
-    if cue in {"to", "from", "at"}:
+    if cue in {"to", "from", "at"} and ctx.low in SAINTS:  # ``shape.saint``'s first test
         found = shape.saint(words, j, text, mixed)
         if found is not None:
             return found

@@ -14,10 +14,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from functools import cache
-from itertools import compress
 from typing import Final
 
 from pipelines.phi.lexicons import Token
+from pipelines.phi.recognizers.location_words import positions_in
 from pipelines.phi.tagger.gazetteers import facility_names
 from pipelines.phi.wordlists import word_set
 from pipelines.spans import Category, Span
@@ -58,7 +58,7 @@ def gazetteer_names(
     """The facilities of common words in a mixed-case note (see the module)."""
     if not mixed:
         return []
-    ends = compress(range(len(lowers)), map(last_words().__contains__, lowers))
+    ends = positions_in(last_words(), lowers)
     return [span for end in ends if (span := _name_ending(words, lowers, text, end)) is not None]
 
 

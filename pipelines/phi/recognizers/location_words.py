@@ -4,11 +4,14 @@ passes share. Nothing here loads a lexicon at import (``lx`` loads on first use)
 
 from __future__ import annotations
 
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from functools import cache
+from itertools import compress
 from operator import attrgetter
-from typing import Final
+from typing import Final, cast
 
+from pipelines import compiled
 from pipelines.phi import lexicons as lx
 from pipelines.phi.lexicons import Token
 from pipelines.phi.passes import Case
@@ -122,6 +125,21 @@ def next_char(text: str, tok: Token) -> str:
 def ends_clause(text: str, tok: Token) -> bool:
     """ "at XYZ.", "at XYZ" at the end: a clause mark (or nothing) right after the word."""
     return next_char(text, tok) in CLAUSE_MARKS
+
+
+def positions_in(
+    words: AbstractSet[str], column: tuple[str, ...], among: list[int] | None = None
+) -> list[int]:
+    """Indices, ascending, of the items of ``column`` (a note's lower-case words) that
+    ``words`` holds, of the indices ``among`` (ascending) when given: where the passes start,
+    where a gazetteer name may end. The compiled helper "words" loops in C (no call per word:
+    bench/README.md "Session 23"); this code is its reference."""
+    fast = compiled.helper("words")
+    if fast is not None and isinstance(words, (set, frozenset)):
+        return cast("list[int]", fast.positions_in(words, column, among))
+    if among is None:
+        return list(compress(range(len(column)), map(words.__contains__, column)))
+    return list(compress(among, map(words.__contains__, map(column.__getitem__, among))))
 
 
 def spaced(text: str, parts: tuple[Token, ...]) -> bool:

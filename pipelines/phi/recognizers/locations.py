@@ -70,6 +70,7 @@ from pipelines.phi.recognizers.location_words import (
     UNITS,
     UNIVERSITY,
     Note,
+    positions_in,
     stops,
 )
 from pipelines.phi.registry import register
@@ -297,13 +298,13 @@ class LocationRecognizer(Recognizer):
             return out + _unfound(named, out)
         # the words at which a pass or a facility phrase starts, picked in one pass
         lowers = toks.lowers
-        picked = list(compress(range(len(lowers)), map(_picked_words().__contains__, lowers)))
-        heads = compress(picked, map(fp.head_words().__contains__, map(lowers.__getitem__, picked)))
+        picked = positions_in(_picked_words(), lowers)
+        heads = positions_in(fp.head_words(), lowers, picked)
         # whole facility names, head included unless the policy says otherwise
         # ("Sacred Heart Memorial Hospital"; option facility_heads = false: "Sacred Heart")
         with_head = bool(self.options.get("facility_heads", True))
         out += fp.facility_phrases(toks.words, lowers, text, mixed, stops(), with_head, heads)
-        starts = compress(picked, map(_visited().__contains__, map(lowers.__getitem__, picked)))
+        starts = positions_in(_visited(), lowers, picked)
         out += _passes_at(Note(toks.words, text, Case.of(toks), mixed, lowers), starts)
         return out + _unfound(named, out)
 
