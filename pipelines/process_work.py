@@ -59,6 +59,35 @@ def span_counts(spans: Sequence[Span]) -> Mapping[str, int]:
     return MappingProxyType({category.value: n for category, n in counts.items()})
 
 
+class _Saver:
+    """A work's patient state's saving and its sketch key, apart from the work: the
+    near-duplicate bookkeeping calls these back, and bound methods of the work itself made a
+    reference cycle per document (work -> near -> bound method -> work), so every
+    document's work, parse and de-identification stayed alive until the garbage
+    collector's next young collection, which then walked and freed hundreds of them at
+    once (bench/README.md, "Session 23: ... (s23-gc)")."""
+
+    __slots__ = ("document", "proc", "state", "unsaved")
+
+    def __init__(self, proc: Processor, document: ClinicalDocument, state: PatientState) -> None:
+        self.proc = proc
+        self.document = document
+        self.state = state
+        # the state changed and no save carried it yet (the processor sets it when the
+        # visit is new): ``Work.save_pending`` saves it once the document is decided
+        self.unsaved = False
+
+    def sketch_key(self) -> str:
+        """The (patient, report type)'s sketch hashing key; the kind names the sketch format
+        (``near_duplicates.sketch``), so sketches of an older format are never compared."""
+        return self.proc._pseudonym("near-duplicate/2", self.state.seed, type_key(self.document))
+
+    def save(self) -> None:
+        doc = self.document
+        self.proc.store.save(doc.assigning_authority, doc.patient_id, self.state)
+        self.unsaved = False
+
+
 class Work:
     """Per-document work that survives a lost compare-and-set (de-identify only once)."""
 
@@ -72,7 +101,7 @@ class Work:
         "_renders",
         "near",
         "_timeout",
-        "unsaved",
+        "_saver",
     )
 
     def __init__(
@@ -92,22 +121,20 @@ class Work:
         # the budget was used up: the input is dead-lettered (too_costly), never redone
         self._timeout: DeadlineExceeded | None = None
         self._renders: dict[tuple[str | None, str], ResearchDocument] = {}
-        # the state changed and no save carried it yet (the processor sets it when the
-        # visit is new): ``save_pending`` saves it once the document is decided
-        self.unsaved = False
+        saver = self._saver = _Saver(proc, document, state)
         self.near = NearDuplicates(
-            state.extra,
-            document.text,
-            fp.key,
-            fp.order.filing_us,
-            self._sketch_key,
-            self._save_state,
+            state.extra, document.text, fp.key, fp.order.filing_us, saver.sketch_key, saver.save
         )
 
-    def _sketch_key(self) -> str:
-        """The (patient, report type)'s sketch hashing key; the kind names the sketch format
-        (``near_duplicates.sketch``), so sketches of an older format are never compared."""
-        return self.proc._pseudonym("near-duplicate/2", self.state.seed, type_key(self.document))
+    @property
+    def unsaved(self) -> bool:
+        """The state changed and no save carried it yet (the processor sets it when the
+        visit is new): :meth:`save_pending` saves it once the document is decided."""
+        return self._saver.unsaved
+
+    @unsaved.setter
+    def unsaved(self, value: bool) -> None:
+        self._saver.unsaved = value
 
     def _base_headers(self, kind: str) -> list[tuple[str, str]]:
         return [
@@ -216,9 +243,7 @@ class Work:
         return self.near.nearest(self.proc.near_duplicate_threshold)
 
     def _save_state(self) -> None:
-        doc = self.document
-        self.proc.store.save(doc.assigning_authority, doc.patient_id, self.state)
-        self.unsaved = False
+        self._saver.save()
 
     def save_pending(self) -> None:
         """Save the state if it changed since the work's last save (the new visit): one
