@@ -257,9 +257,9 @@ def _laid_out() -> bool:
     fields = ("num_labels", "alpha_score", "beta_score", "scale_factor")
     offsets = tuple(_ffi.offsetof("crf1d_context_t", f) for f in fields)
     return bool(
-        fast.ITEM_SIZE == _ITEM.size
-        and fast.INSTANCE_SIZE == _ffi.sizeof("crfsuite_instance_t")
-        and fast.CONTEXT_OFFSETS == offsets
+        _ITEM.size == fast.ITEM_SIZE
+        and _ffi.sizeof("crfsuite_instance_t") == fast.INSTANCE_SIZE
+        and offsets == fast.CONTEXT_OFFSETS
     )
 
 
