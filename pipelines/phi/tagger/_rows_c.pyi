@@ -18,10 +18,7 @@ def marked(
     seconds: dict[str, frozenset[str]],
     alone: frozenset[str],
     kin: frozenset[str],
-    bits: bytes | None = None,
 ) -> tuple[list[int], list[int]]: ...
-
-MARK_BITS: int
 
 ITEM_SIZE: int
 

@@ -281,57 +281,26 @@ def line_starts(str text, list starts):
 
 
 cdef extern from "Python.h":
-    Py_hash_t PyObject_Hash(object) except -1
     int PySet_Contains(object, object) except -1
     bint PyAnySet_Check(object)
     bint PyUnicode_CheckExact(object)
 
 
-# the filter of ``marked``'s words (``extras._marked_filter``): MARK_BITS bits, two set for
-# each word, at its str hash's low bits and at the bits 32 above
-MARK_BITS = 1 << 17
-cdef size_t _MARK_MASK = (1 << 17) - 1
-
-
-cdef inline bint _may_be_marked(const unsigned char* bits, object low) except -1:
-    """Whether ``low`` may be in the filter's words (False: surely not)."""
-    cdef size_t h = <size_t>PyObject_Hash(low)  # a str's hash is cached in it
-    cdef size_t a = h & _MARK_MASK
-    cdef size_t b = (h >> 32) & _MARK_MASK
-    return (bits[a >> 3] & (1 << (a & 7))) and (bits[b >> 3] & (1 << (b & 7)))
-
-
-def marked(
-    list lowers,
-    frozenset marks,
-    dict seconds,
-    frozenset alone,
-    frozenset kin,
-    bytes bits=None,
-):
+def marked(list lowers, frozenset marks, dict seconds, frozenset alone, frozenset kin):
     """The tokens where some gazetteer's phrase may start and those of a kinship word
     (``extras._marked``): of the tokens whose word is in ``marks``, those whose word's
-    ``seconds`` entry is ``alone`` or holds the next token's word, and those in ``kin``.
-    ``bits``: the filter of ``marks`` (``MARK_BITS``), which turns most words away before
-    their set look-up."""
+    ``seconds`` entry is ``alone`` or holds the next token's word, and those in ``kin``."""
     cdef Py_ssize_t n = PyList_GET_SIZE(lowers)
     cdef Py_ssize_t i
     cdef object low
     cdef PyObject* after
     cdef list starts = []
     cdef list kins = []
-    cdef const unsigned char* filter = NULL
-    if bits is not None:
-        if PyBytes_GET_SIZE(bits) != MARK_BITS >> 3:
-            raise ValueError("not a filter of MARK_BITS bits")
-        filter = <const unsigned char*>PyBytes_AS_STRING(bits)
     for i in range(n):
         if not PyUnicode_CheckExact(<object>PyList_GET_ITEM(lowers, i)):
             raise TypeError("a lower case is a str")
     for i in range(n):
         low = <object>PyList_GET_ITEM(lowers, i)
-        if filter != NULL and not _may_be_marked(filter, low):
-            continue
         if not PySet_Contains(marks, low):
             continue
         after = PyDict_GetItem(seconds, low)

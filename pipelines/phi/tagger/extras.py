@@ -58,10 +58,7 @@ def _extras(text: str, starts: list[int], lowers: list[str], plan: _Plan) -> dic
     # the few tokens either family starts from, found in one pass over the note
     fast = compiled.helper("rows")
     if fast is not None:
-        marks = _marked_words()
-        phrases, kins = fast.marked(
-            lowers, marks, _second_words(), _ALONE, _KIN, _marked_filter(fast.MARK_BITS)
-        )
+        phrases, kins = fast.marked(lowers, _marked_words(), _second_words(), _ALONE, _KIN)
     else:
         phrases, kins = _marked(lowers)
     if plan.gazetteers and phrases:
@@ -118,20 +115,6 @@ def _second_words() -> dict[str, frozenset[str]]:
 def _marked_words() -> frozenset[str]:
     """The first words of the gazetteers' phrases and the kinship words."""
     return _any_first_word() | _KIN
-
-
-@cache
-def _marked_filter(size: int) -> bytes:
-    """The filter (``size`` bits, a power of two) of ``_marked_words``, as ``_rows_c.marked``
-    reads it: for each word, the bits at its ``hash``'s low bits and at the bits 32 above.
-    Hashes differ from process to process: built in the process that reads it."""
-    bits = bytearray(size >> 3)
-    mask = size - 1
-    for word in _marked_words():
-        h = hash(word) & 0xFFFF_FFFF_FFFF_FFFF
-        for at in (h & mask, (h >> 32) & mask):
-            bits[at >> 3] |= 1 << (at & 7)
-    return bytes(bits)
 
 
 def _add_line_features(text: str, starts: list[int], extras: dict[int, bytes], bol: bytes) -> None:
