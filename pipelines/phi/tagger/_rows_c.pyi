@@ -33,3 +33,16 @@ def candidates(
     outside: int,
     least: float,
 ) -> tuple[list[int], list[int], list[float]]: ...
+
+INSTANCE_SIZE: int
+CONTEXT_OFFSETS: tuple[int, int, int, int]
+
+def set_items(tagger: int, function: int, packed: bytes, counts: list[int], record: int) -> int: ...
+def tagged(
+    tagger: int,
+    viterbi: int,
+    marginal: int,
+    n: int,
+    outside: int,
+    least: float,
+) -> tuple[list[int], list[int], list[float]] | None: ...

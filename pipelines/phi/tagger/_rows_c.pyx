@@ -381,3 +381,121 @@ def candidates(
             picked.append(PyLong_FromSsize_t(best[i]))
             p_out.append(p)
     return found, picked, p_out
+
+
+# crfsuite's tagger, reached through its function table (``crf.CrfTagger``): one C call per
+# note where cffi took a dozen conversions and two calls through libffi.
+ctypedef struct _Instance:  # crfsuite_instance_t
+    int num_items
+    int cap_items
+    _Item* items
+    int* labels
+    double weight
+    int group
+
+ctypedef struct _Context:  # crf1d_context_t's head (``crf_ffi.CDEF``)
+    int flag
+    int num_labels
+    int num_items
+    int cap_items
+    double log_norm
+    double* state
+    double* trans
+    double* alpha_score
+    double* beta_score
+    double* scale_factor
+
+ctypedef struct _Head:  # crf1dt_t's head: the tagger's ``internal``
+    void* model
+    _Context* ctx
+
+ctypedef struct _Tagger:  # crfsuite_tagger_t's head
+    _Head* internal
+
+ctypedef int (*_Set)(void*, _Instance*) noexcept nogil
+ctypedef int (*_Viterbi)(void*, int*, double*) noexcept nogil
+ctypedef int (*_Marginal)(void*, int, int, double*) noexcept nogil
+
+# where the fields read here lie, for ``crf`` to check against cffi's layout
+INSTANCE_SIZE = sizeof(_Instance)
+CONTEXT_OFFSETS = (
+    <Py_ssize_t>&(<_Context*>NULL).num_labels,
+    <Py_ssize_t>&(<_Context*>NULL).alpha_score,
+    <Py_ssize_t>&(<_Context*>NULL).beta_score,
+    <Py_ssize_t>&(<_Context*>NULL).scale_factor,
+)
+
+
+def set_items(size_t tagger, size_t function, bytes packed, list counts, Py_ssize_t record):
+    """crfsuite's ``tagger->set`` (``function``) of a note's items (``crf.CrfTagger.set``,
+    whose cffi path is the reference): the records ``packed`` end to end, ``counts`` of them
+    per item, handed over as the items ``items`` builds; crfsuite reads them during the call
+    only. Its return code."""
+    cdef Py_ssize_t m = PyList_GET_SIZE(counts)
+    cdef Py_ssize_t j, c, total = 0
+    cdef _Instance instance
+    cdef _Item* at = <_Item*>PyMem_Malloc(max(m, 1) * sizeof(_Item))
+    cdef char* start = PyBytes_AS_STRING(packed)
+    cdef int rc
+    if at == NULL:
+        raise MemoryError()
+    try:
+        for j in range(m):
+            c = PyLong_AsSsize_t(<object>PyList_GET_ITEM(counts, j))
+            if c < 0 or c > 2147483647:
+                raise OverflowError("a count of records outside an int")
+            at[j].num_contents = <int>c
+            at[j].cap_contents = <int>c
+            at[j].contents = start + total
+            total += c * record
+        if total != PyBytes_GET_SIZE(packed):
+            raise ValueError("the items' attribute counts do not add up to the records given")
+        instance.num_items = instance.cap_items = <int>m
+        instance.items = at
+        instance.labels = NULL
+        instance.weight = 0.0
+        instance.group = 0
+        rc = (<_Set>function)(<void*>tagger, &instance)
+    finally:
+        PyMem_Free(at)
+    return rc
+
+
+def tagged(
+    size_t tagger,
+    size_t viterbi,
+    size_t marginal,
+    Py_ssize_t n,
+    Py_ssize_t outside,
+    double least,
+):
+    """``candidates`` of the note crfsuite's ``tagger`` holds (``n`` items): its Viterbi
+    path (``viterbi``), then the forward-backward pass its first marginal runs
+    (``marginal``, of ``outside`` at the first item), read from its context
+    (``crf.CrfTagger.candidates``, whose cffi path is the reference). None where crfsuite
+    fails."""
+    cdef int* path
+    cdef double unused
+    cdef const _Context* ctx
+    if n <= 0 or outside < 0 or n > 2147483647 or outside > 2147483647:
+        raise ValueError("no such label or items")
+    path = <int*>PyMem_Malloc(n * sizeof(int))
+    if path == NULL:
+        raise MemoryError()
+    try:
+        if (<_Viterbi>viterbi)(<void*>tagger, path, NULL) != 0:
+            return None
+        (<_Marginal>marginal)(<void*>tagger, <int>outside, 0, &unused)  # as ``marginal``
+        ctx = (<_Tagger*>tagger).internal.ctx
+        return candidates(
+            <size_t>ctx.alpha_score,
+            <size_t>ctx.beta_score,
+            <size_t>ctx.scale_factor,
+            <size_t>path,
+            n,
+            ctx.num_labels,
+            outside,
+            least,
+        )
+    finally:
+        PyMem_Free(path)

@@ -243,6 +243,29 @@ class PublicTagger:
         return likely_phi(self.viterbi(), self.marginals(outside), outside, least)
 
 
+def _fast() -> Any:
+    """The rows helper where built and its crfsuite structs are laid out as cffi's."""
+    fast = compiled.helper("rows")
+    return fast if fast is not None and _LAID_OUT else None
+
+
+def _laid_out() -> bool:
+    """Whether the rows helper reads crfsuite's instance and context as cffi declares them."""
+    fast = compiled.BUILT.get("rows")
+    if fast is None or not C_API:
+        return False
+    fields = ("num_labels", "alpha_score", "beta_score", "scale_factor")
+    offsets = tuple(_ffi.offsetof("crf1d_context_t", f) for f in fields)
+    return bool(
+        _ITEM.size == fast.ITEM_SIZE
+        and _ffi.sizeof("crfsuite_instance_t") == fast.INSTANCE_SIZE
+        and offsets == fast.CONTEXT_OFFSETS
+    )
+
+
+_LAID_OUT: Final = _laid_out()
+
+
 def _items(counts: list[int], base: int) -> bytes:
     """crfsuite's items (``_ITEM``) of rows of ``counts`` records end to end from the
     address ``base``: in one C loop where the rows helper is built (``_rows_c.items``)."""
@@ -266,10 +289,27 @@ class CrfTagger:
         self._tagger = _ffi.gc(pointer[0], lambda t: t.release(t))
         self._out = _ffi.new("floatval_t *")
         self.length = 0
+        # the tagger and its functions as addresses, for the rows helper's one call a step
+        tagger, address = self._tagger, _C_TYPES["uintptr_t"]
+        self._calls = tuple(
+            int(_ffi.cast(address, f))
+            for f in (tagger, tagger.set, tagger.viterbi, tagger.marginal_point)
+        )
 
     def set(self, packed: bytes | bytearray, counts: list[int]) -> None:
         """Score a note: its items' ``ATTRIBUTE`` records end to end, and how many records
         each item has, in order."""
+        fast = _fast()
+        if fast is not None and type(packed) is bytes:  # the lines below in one C call
+            tagger, function = self._calls[:2]
+            try:
+                done = fast.set_items(tagger, function, packed, counts, ATTRIBUTE.size)
+            except ValueError as e:
+                raise CrfError(str(e)) from None
+            if done != 0:
+                raise CrfError("crfsuite could not score a note")
+            self.length = len(counts)
+            return
         if sum(counts) * ATTRIBUTE.size != len(packed):
             raise CrfError("the items' attribute counts do not add up to the records given")
         buffer = _ffi.from_buffer(packed)
@@ -333,15 +373,29 @@ class CrfTagger:
         forward-backward arrays where the rows helper is built (``_rows_c.candidates``),
         from :meth:`viterbi` and :meth:`marginals` otherwise (the reference). Most items are
         neither, and no Python object is made for them. Once per note set: crfsuite's
-        Viterbi pass writes over the forward scores the marginals are read from."""
+        Viterbi pass writes over the forward scores the marginals are read from. Where the
+        helper reads crfsuite's structs as declared, the passes and the loop are one C call
+        (``_rows_c.tagged``)."""
         fast = compiled.helper("rows")
         n = self.length
         if fast is None or n == 0:
             return likely_phi(self.viterbi(), self.marginals(outside), outside, least)
+        if not _LAID_OUT:
+            return self._candidates(fast, outside, least)
+        tagger, _, viterbi, marginal = self._calls
+        found: Candidates | None = fast.tagged(tagger, viterbi, marginal, n, outside, least)
+        if found is None:
+            raise CrfError("crfsuite could not find a path")
+        return found
+
+    def _candidates(self, fast: Any, outside: int, least: float) -> Candidates:
+        """:meth:`candidates` from the cffi path and the rows helper's ``candidates``: the
+        reference of its ``tagged``."""
+        n = self.length
         path = self._path()
         context = self._forward_backward(outside)
         cast, address = _ffi.cast, _C_TYPES["uintptr_t"]
-        found: Candidates = fast.candidates(
+        listed: Candidates = fast.candidates(
             int(cast(address, context.alpha_score)),
             int(cast(address, context.beta_score)),
             int(cast(address, context.scale_factor)),
@@ -351,4 +405,4 @@ class CrfTagger:
             outside,
             least,
         )
-        return found
+        return listed
