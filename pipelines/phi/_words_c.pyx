@@ -367,3 +367,29 @@ def positions_in(words, tuple column, among=None):
         if PySet_Contains(words, <object>PyTuple_GET_ITEM(column, k)):
             found.append(item)
     return found
+
+
+def with_tail(words, bytes tails, Py_ssize_t longest):
+    """The words of ``words`` (strings, ASCII) of 2 to ``longest`` characters whose last two,
+    ``a`` then ``b``, have bit ``a * 128 + b`` set in ``tails`` (2,048 bytes), in the order
+    met; None when a word is not an ASCII string (its caller then reads every word in Python).
+    The pick of ``facility_acronyms._shaped``: only such words can have a hospital acronym's
+    shape, so its scan reads these instead of every word of the note."""
+    if PyBytes_GET_SIZE(tails) != 2048:
+        raise ValueError("not a table of last two characters")
+    cdef const unsigned char* bits = <const unsigned char*>PyBytes_AS_STRING(tails)
+    cdef list kept = []
+    cdef const unsigned char* s
+    cdef Py_ssize_t m, pair
+    for word in words:
+        if type(word) is not str or not PyUnicode_IS_ASCII(word):
+            return None
+        m = PyUnicode_GET_LENGTH(word)
+        if m < 2 or m > longest:
+            continue
+        s = <const unsigned char*>PyUnicode_DATA(word)
+        pair = (s[m - 2] << 7) | s[m - 1]
+        if bits[pair >> 3] & (1 << (pair & 7)):
+            kept.append(word)
+    return kept
+
