@@ -393,3 +393,53 @@ def with_tail(words, bytes tails, Py_ssize_t longest):
             kept.append(word)
     return kept
 
+
+cdef extern from "Python.h":
+    int PyUnicode_KIND(object)
+
+
+def positions(tuple column, present, Py_ssize_t few):
+    """``word_positions.positions`` (its reference): the indices, ascending, of the items of
+    ``column`` (strings) in ``present`` (a set of strings); up to ``few`` words each item is
+    compared with each word (length, kind, then bytes: no hash, no call), more are looked up
+    in the set."""
+    if not isinstance(present, (set, frozenset)):
+        raise TypeError("positions() looks words up in a set")
+    cdef Py_ssize_t n = PyTuple_GET_SIZE(column)
+    cdef Py_ssize_t count = len(present)
+    cdef list found = []
+    cdef Py_ssize_t k, j, m
+    cdef PyObject* wants[8]
+    cdef Py_ssize_t sizes[8]
+    cdef int kinds[8]
+    cdef PyObject* item
+    if count == 0:
+        return found
+    if count > few or count > 8:
+        for k in range(n):
+            if PySet_Contains(present, <object>PyTuple_GET_ITEM(column, k)):
+                found.append(k)
+        return found
+    j = 0
+    for word in present:
+        if type(word) is not str:
+            raise TypeError("positions() compares strings")
+        wants[j] = <PyObject*>word
+        sizes[j] = PyUnicode_GET_LENGTH(word)
+        kinds[j] = PyUnicode_KIND(word)
+        j += 1
+    for k in range(n):
+        item = PyTuple_GET_ITEM(column, k)
+        if type(<object>item) is not str:
+            raise TypeError("positions() compares strings")
+        m = PyUnicode_GET_LENGTH(<object>item)
+        for j in range(count):
+            if item == wants[j] or (
+                m == sizes[j]
+                and PyUnicode_KIND(<object>item) == kinds[j]
+                and memcmp(PyUnicode_DATA(<object>item), PyUnicode_DATA(<object>wants[j]),
+                           m * kinds[j]) == 0
+            ):
+                found.append(k)
+                break
+    return found
