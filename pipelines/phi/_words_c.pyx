@@ -367,3 +367,79 @@ def positions_in(words, tuple column, among=None):
         if PySet_Contains(words, <object>PyTuple_GET_ITEM(column, k)):
             found.append(item)
     return found
+
+
+def with_tail(words, bytes tails, Py_ssize_t longest):
+    """The words of ``words`` (strings, ASCII) of 2 to ``longest`` characters whose last two,
+    ``a`` then ``b``, have bit ``a * 128 + b`` set in ``tails`` (2,048 bytes), in the order
+    met; None when a word is not an ASCII string (its caller then reads every word in Python).
+    The pick of ``facility_acronyms._shaped``: only such words can have a hospital acronym's
+    shape, so its scan reads these instead of every word of the note."""
+    if PyBytes_GET_SIZE(tails) != 2048:
+        raise ValueError("not a table of last two characters")
+    cdef const unsigned char* bits = <const unsigned char*>PyBytes_AS_STRING(tails)
+    cdef list kept = []
+    cdef const unsigned char* s
+    cdef Py_ssize_t m, pair
+    for word in words:
+        if type(word) is not str or not PyUnicode_IS_ASCII(word):
+            return None
+        m = PyUnicode_GET_LENGTH(word)
+        if m < 2 or m > longest:
+            continue
+        s = <const unsigned char*>PyUnicode_DATA(word)
+        pair = (s[m - 2] << 7) | s[m - 1]
+        if bits[pair >> 3] & (1 << (pair & 7)):
+            kept.append(word)
+    return kept
+
+
+cdef extern from "Python.h":
+    int PyUnicode_KIND(object)
+
+
+def positions(tuple column, present, Py_ssize_t few):
+    """``word_positions.positions`` (its reference): the indices, ascending, of the items of
+    ``column`` (strings) in ``present`` (a set of strings); up to ``few`` words each item is
+    compared with each word (length, kind, then bytes: no hash, no call), more are looked up
+    in the set."""
+    if not isinstance(present, (set, frozenset)):
+        raise TypeError("positions() looks words up in a set")
+    cdef Py_ssize_t n = PyTuple_GET_SIZE(column)
+    cdef Py_ssize_t count = len(present)
+    cdef list found = []
+    cdef Py_ssize_t k, j, m
+    cdef PyObject* wants[8]
+    cdef Py_ssize_t sizes[8]
+    cdef int kinds[8]
+    cdef PyObject* item
+    if count == 0:
+        return found
+    if count > few or count > 8:
+        for k in range(n):
+            if PySet_Contains(present, <object>PyTuple_GET_ITEM(column, k)):
+                found.append(k)
+        return found
+    j = 0
+    for word in present:
+        if type(word) is not str:
+            raise TypeError("positions() compares strings")
+        wants[j] = <PyObject*>word
+        sizes[j] = PyUnicode_GET_LENGTH(word)
+        kinds[j] = PyUnicode_KIND(word)
+        j += 1
+    for k in range(n):
+        item = PyTuple_GET_ITEM(column, k)
+        if type(<object>item) is not str:
+            raise TypeError("positions() compares strings")
+        m = PyUnicode_GET_LENGTH(<object>item)
+        for j in range(count):
+            if item == wants[j] or (
+                m == sizes[j]
+                and PyUnicode_KIND(<object>item) == kinds[j]
+                and memcmp(PyUnicode_DATA(<object>item), PyUnicode_DATA(<object>wants[j]),
+                           m * kinds[j]) == 0
+            ):
+                found.append(k)
+                break
+    return found

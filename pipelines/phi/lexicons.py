@@ -32,11 +32,11 @@ from pipelines import compiled
 from pipelines.memo import Memo
 from pipelines.phi.casing import CAPITALS_SPAN, Case, capitals_common, capitals_counted
 from pipelines.phi.slips import letter_dropped
+from pipelines.phi.word_positions import positions as positions
 from pipelines.phi.wordlists import word_list
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Collection, Mapping
-    from collections.abc import Set as AbstractSet
 
     from pipelines.phi.base import Doc
     from pipelines.phi.sorted_words import SortedWords
@@ -274,38 +274,15 @@ def _mostly_lower(texts: tuple[str, ...], first: int) -> bool:
     return 2 * lower > seen
 
 
-# Up to this many distinct words wanted, ``where`` finds each with ``tuple.index``.
-_FEW_WORDS: Final = 4
-
-
 def where(toks: Tokens, wanted: Collection[str]) -> list[int]:
     """Indices, ascending, of the words whose lower-case form is in ``wanted``: the same as
     ``list(compress(range(len(toks.lowers)), map(wanted.__contains__, toks.lowers)))``.
 
     Most of the words a recognizer looks for again (an eponym head, a place or a name found
     once, a known name) occur in a note as one to four distinct words. Each is then found
-    with ``tuple.index``, a C scan comparing string lengths and bytes, about half the cost of
-    a set look-up per word of the note; more words are picked with one look-up each."""
+    by comparing string lengths and bytes (``positions``: ``tuple.index``, or the compiled
+    loop), cheaper than a set look-up per word of the note; more are looked up in the set."""
     return positions(toks.lowers, toks.lower_set.intersection(wanted))
-
-
-def positions(column: tuple[str, ...], present: AbstractSet[str]) -> list[int]:
-    """Indices, ascending, of the items of ``column`` in ``present``, a set of items that
-    occur in it (``where``: a few are found with ``tuple.index``)."""
-    if len(present) > _FEW_WORDS:
-        return list(compress(range(len(column)), map(present.__contains__, column)))
-    found: list[int] = []
-    for word in present:
-        at = column.index(word)
-        while True:
-            found.append(at)
-            try:
-                at = column.index(word, at + 1)
-            except ValueError:
-                break
-    if len(present) > 1:
-        found.sort()
-    return found
 
 
 @cache

@@ -388,6 +388,10 @@ class Passes(Generic[N, R]):
             return self._steps[case].many(texts)
         return [self.steps(tok, case, tok.text.isascii()) for tok in toks]
 
+    def ascii_steps(self, texts: list[str], case: Case) -> list[tuple[Pass[N, R], ...]]:
+        """:meth:`steps_of` of ASCII words given as written (``texts``: no token read)."""
+        return self._steps[case].many(texts)
+
     def starts(self, written: Collection[str], case: Case) -> dict[str, tuple[Pass[N, R], ...]]:
         """The words of a note where some pass is tried, with their :meth:`steps`: each
         distinct word as written (``written``, of a note whose words' lower-case forms are

@@ -16,6 +16,7 @@ from collections.abc import Iterable
 from functools import cache
 from typing import Final
 
+from pipelines import compiled
 from pipelines.phi import lexicons as lx
 from pipelines.phi.lexicons import Token
 from pipelines.phi.wordlists import word_set
@@ -68,16 +69,40 @@ def _shaped_scan() -> re.Pattern[str]:
     upper = "|".join(e[::-1].upper() for e in endings)
     lower = "|".join(e[::-1] for e in endings)
     last = "".join(sorted({e[-1] for e in endings} | {"h"}))
-    shapes = rf"(?:{upper})[A-Z]{{1,4}}|H[A-Z]|(?:{lower})[a-z]{{1,4}}"
+    few = f"{{1,{_LEADING}}}"
+    shapes = rf"(?:{upper})[A-Z]{few}|H[A-Z]|(?:{lower})[a-z]{few}"
     return re.compile(rf"\n(?=[{last}{last.upper()}])({shapes})(?=\n)")
+
+
+# The most letters before a hospital-acronym ending in a word of its shape ("XYZW" + "MC").
+_LEADING: Final = 4
+
+
+@cache
+def _tails() -> tuple[bytes, int]:
+    """What a word of a hospital acronym's shape (``_shaped_scan``) ends in, for the compiled
+    pick (``_words_c.with_tail``): a table of its possible last two characters (an ending's,
+    in capitals or small letters, or a capital and "H"), and its longest length."""
+    endings = word_set("hospital_acronyms")
+    pairs = {e[-2:] for e in endings} | {e[-2:].upper() for e in endings}
+    pairs |= {chr(c) + "H" for c in range(ord("A"), ord("Z") + 1)}
+    bits = bytearray(2048)
+    for two in pairs:
+        pair = ord(two[0]) << 7 | ord(two[1])
+        bits[pair >> 3] |= 1 << (pair & 7)
+    return bytes(bits), max(map(len, endings)) + _LEADING
 
 
 def _shaped(written: frozenset[str]) -> tuple[set[str], set[str]]:
     """The note's distinct words of a hospital acronym's shape: in capitals (for
     ``hospital_acronyms``), and in small letters, of three to five (for
     ``lower_hospital_acronyms``). On ASCII words one scan over them all (backwards), a line
-    each, instead of a Python test per word; the capitals' shape takes ASCII letters only."""
-    joined = "\n" + "\n".join(written) + "\n"
+    each, instead of a Python test per word; the capitals' shape takes ASCII letters only.
+    The compiled helper "words" first keeps the words whose last two letters and length fit
+    a shape (``_tails``; a word of another shape fails the scan alone on its own line)."""
+    fast = compiled.helper("words")
+    picked = None if fast is None else fast.with_tail(written, *_tails())
+    joined = "\n" + "\n".join(written if picked is None else picked) + "\n"
     if not joined.isascii():  # "\ufb00mc" is lower-case and upper-cases to "FFMC"
         return _upper_shaped(written), _lower_shaped(written)
     found = [word[::-1] for word in _shaped_scan().findall(joined[::-1])]

@@ -305,7 +305,8 @@ class LocationRecognizer(Recognizer):
         with_head = bool(self.options.get("facility_heads", True))
         out += fp.facility_phrases(toks.words, lowers, text, mixed, stops(), with_head, heads)
         starts = positions_in(_visited(), lowers, picked)
-        out += _passes_at(Note(toks.words, text, Case.of(toks), mixed, lowers), starts)
+        note = Note(toks.words, text, Case.of(toks), mixed, lowers)
+        out += _passes_at(note, starts, toks.texts)
         return out + _unfound(named, out)
 
 
@@ -326,16 +327,20 @@ def _unfound(spans: list[Span], found: list[Span]) -> list[Span]:
     return [s for s in spans if not any(f.start < s.end and s.start < f.end for f in found)]
 
 
-def _passes_at(note: Note, starts: Iterable[int]) -> list[Span]:
+def _passes_at(note: Note, starts: Iterable[int], texts: tuple[str, ...] = ()) -> list[Span]:
     """What the passes find at the words ``starts``: at each, the first pass that finds a
     place (a facility found by its head may have a second one joined to it: "X and Y").
 
     ``Passes.first`` written out for the loop's sake: the steps of every word looked up at
-    once, and a short note's passes asked directly, as ``Passes.judged`` would."""
+    once (of an ASCII note, from its words as written, ``texts``), and a short note's
+    passes asked directly, as ``Passes.judged`` would."""
     out: list[Span] = []
     words, case = note.words, note.case
     at = list(starts)
-    plans = PASSES.steps_of(list(map(words.__getitem__, at)), case)
+    if note.text.isascii() and len(texts) == len(words):
+        plans = PASSES.ascii_steps(list(map(texts.__getitem__, at)), case)
+    else:
+        plans = PASSES.steps_of(list(map(words.__getitem__, at)), case)
     judged = PASSES.judged
     remember = len(note.text) >= JUDGED_MIN_TEXT
     for h, steps in compress(zip(at, plans, strict=True), plans):
