@@ -258,6 +258,22 @@ def start_filter(words):
     return bytes(buf)
 
 
+cdef inline bint _kept(const unsigned char* bits, const unsigned char* s, Py_ssize_t m,
+                       bint capitals):
+    """Whether a word (``m`` ASCII bytes at ``s``) may start a pass: any capital when
+    ``capitals``, else its lower-case form in the filter ``bits`` (``start_filter``)."""
+    cdef Py_ssize_t i
+    cdef uint64_t h, a, b
+    if capitals:
+        for i in range(m):
+            if 65 <= s[i] <= 90:
+                return True
+    h = _fnv_lower(s, m)
+    a = h & _START_MASK
+    b = (h >> 32) & _START_MASK
+    return (bits[a >> 3] & (1 << (a & 7))) != 0 and (bits[b >> 3] & (1 << (b & 7))) != 0
+
+
 def may_start(bytes starts, list words, bint capitals):
     """Those of ``words`` (ASCII strings) whose lower-case form the filter ``starts``
     (``start_filter``) may hold, and (``capitals``) every word with a capital letter: a
@@ -267,30 +283,14 @@ def may_start(bytes starts, list words, bint capitals):
         raise ValueError("not a starting-word filter")
     cdef const unsigned char* bits = <const unsigned char*>PyBytes_AS_STRING(starts)
     cdef list kept = []
-    cdef Py_ssize_t k, i, m
+    cdef Py_ssize_t k
     cdef Py_ssize_t n = PyList_GET_SIZE(words)
-    cdef const unsigned char* s
-    cdef uint64_t h, a, b
-    cdef bint upper
     for k in range(n):
         word = <object>PyList_GET_ITEM(words, k)
         if type(word) is not str or not PyUnicode_IS_ASCII(word):
             raise ValueError("may_start() reads ASCII words only")
-        s = <const unsigned char*>PyUnicode_DATA(word)
-        m = PyUnicode_GET_LENGTH(word)
-        if capitals:
-            upper = False
-            for i in range(m):
-                if 65 <= s[i] <= 90:
-                    upper = True
-                    break
-            if upper:
-                kept.append(word)
-                continue
-        h = _fnv_lower(s, m)
-        a = h & _START_MASK
-        b = (h >> 32) & _START_MASK
-        if bits[a >> 3] & (1 << (a & 7)) and bits[b >> 3] & (1 << (b & 7)):
+        if _kept(bits, <const unsigned char*>PyUnicode_DATA(word), PyUnicode_GET_LENGTH(word),
+                 capitals):
             kept.append(word)
     return kept
 
@@ -306,30 +306,15 @@ def start_positions(bytes starts, bint capitals, dict store, tuple texts, comput
         raise ValueError("not a starting-word filter")
     cdef const unsigned char* bits = <const unsigned char*>PyBytes_AS_STRING(starts)
     cdef list found = []
-    cdef Py_ssize_t k, i, m, hits = 0
+    cdef Py_ssize_t k, hits = 0
     cdef Py_ssize_t n = PyTuple_GET_SIZE(texts)
-    cdef const unsigned char* s
-    cdef uint64_t h, a, b
-    cdef bint keep
     cdef PyObject* got
     for k in range(n):
         word = <object>PyTuple_GET_ITEM(texts, k)
         if type(word) is not str or not PyUnicode_IS_ASCII(word):
             raise ValueError("start_positions() reads ASCII words only")
-        s = <const unsigned char*>PyUnicode_DATA(word)
-        m = PyUnicode_GET_LENGTH(word)
-        keep = False
-        if capitals:
-            for i in range(m):
-                if 65 <= s[i] <= 90:
-                    keep = True
-                    break
-        if not keep:
-            h = _fnv_lower(s, m)
-            a = h & _START_MASK
-            b = (h >> 32) & _START_MASK
-            keep = bits[a >> 3] & (1 << (a & 7)) and bits[b >> 3] & (1 << (b & 7))
-        if not keep:
+        if not _kept(bits, <const unsigned char*>PyUnicode_DATA(word),
+                     PyUnicode_GET_LENGTH(word), capitals):
             continue
         got = PyDict_GetItemWithError(store, word)
         if got == NULL:

@@ -330,19 +330,23 @@ def items(list counts, size_t base, Py_ssize_t record):
     records, in order, the count twice and where its records start, the first at ``base``
     and each ``record`` bytes long."""
     cdef Py_ssize_t m = PyList_GET_SIZE(counts)
-    cdef Py_ssize_t j, c
     cdef bytes out = PyBytes_FromStringAndSize(NULL, m * sizeof(_Item))
-    cdef _Item* at = <_Item*>PyBytes_AS_STRING(out)
-    cdef size_t start = base
-    for j in range(m):
+    _fill(<_Item*>PyBytes_AS_STRING(out), counts, base, record)
+    return out
+
+
+cdef Py_ssize_t _fill(_Item* at, list counts, size_t base, Py_ssize_t record) except -1:
+    """The items ``at`` (one per count) filled as ``items`` says; the records' bytes in all."""
+    cdef Py_ssize_t j, c, total = 0
+    for j in range(PyList_GET_SIZE(counts)):
         c = PyLong_AsSsize_t(<object>PyList_GET_ITEM(counts, j))
         if c < 0 or c > 2147483647:
             raise OverflowError("a count of records outside an int")
         at[j].num_contents = <int>c
         at[j].cap_contents = <int>c
-        at[j].contents = <void*>start
-        start += <size_t>(c * record)
-    return out
+        at[j].contents = <void*>(base + <size_t>total)
+        total += c * record
+    return total
 
 
 def candidates(
@@ -432,23 +436,13 @@ def set_items(size_t tagger, size_t function, bytes packed, list counts, Py_ssiz
     per item, handed over as the items ``items`` builds; crfsuite reads them during the call
     only. Its return code."""
     cdef Py_ssize_t m = PyList_GET_SIZE(counts)
-    cdef Py_ssize_t j, c, total = 0
     cdef _Instance instance
     cdef _Item* at = <_Item*>PyMem_Malloc(max(m, 1) * sizeof(_Item))
-    cdef char* start = PyBytes_AS_STRING(packed)
     cdef int rc
     if at == NULL:
         raise MemoryError()
     try:
-        for j in range(m):
-            c = PyLong_AsSsize_t(<object>PyList_GET_ITEM(counts, j))
-            if c < 0 or c > 2147483647:
-                raise OverflowError("a count of records outside an int")
-            at[j].num_contents = <int>c
-            at[j].cap_contents = <int>c
-            at[j].contents = start + total
-            total += c * record
-        if total != PyBytes_GET_SIZE(packed):
+        if _fill(at, counts, <size_t>PyBytes_AS_STRING(packed), record) != PyBytes_GET_SIZE(packed):
             raise ValueError("the items' attribute counts do not add up to the records given")
         instance.num_items = instance.cap_items = <int>m
         instance.items = at
