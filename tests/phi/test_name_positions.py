@@ -5,6 +5,8 @@ formula it replaced. Invented words only."""
 
 from __future__ import annotations
 
+from functools import partial
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -13,12 +15,12 @@ from pipelines.compiled import compiled
 from pipelines.compiled import helper as compiled_helper
 from pipelines.memo import memos
 from pipelines.phi import lexicons as lx
-from pipelines.phi.base import Doc
 from pipelines.phi.lexicons import Token
 from pipelines.phi.passes import Case
 from pipelines.phi.recognizers.name_uncued import title_pair_gate
 from pipelines.phi.recognizers.name_words import _base, _namey, _rare_unknown, namey_zipf
-from pipelines.phi.recognizers.names import _Note, _rule_starts, name_passes
+from pipelines.phi.recognizers.names import _rule_starts, name_passes
+from tests.support.name_texts import name_note, note_texts
 
 _WORD_TEXT = (
     "Oriel Vantmoor Brazzolini Quist Hazel Kowalczyk Tamsin Okonkwo Whitcombe J E Q x o a I "
@@ -30,20 +32,10 @@ _WORDS = tuple(_WORD_TEXT.split())
 _SEPARATORS = (" ", " ", ". ", ", ", "\n", " (", ") ", "-", ": ", " / ")
 
 
-@st.composite
-def _texts(draw: st.DrawFn) -> str:
-    parts: list[str] = []
-    for _ in range(draw(st.integers(1, 20))):
-        word = draw(st.sampled_from(_WORDS))
-        case = draw(st.sampled_from((str, str, str.upper, str.lower, str.capitalize)))
-        parts += [case(word), draw(st.sampled_from(_SEPARATORS))]
-    return "".join(parts)
+_texts = partial(note_texts, _WORDS, _SEPARATORS, 20)
 
 
-def _note(text: str, case: Case | None = None) -> tuple[_Note, lx.Tokens]:
-    doc = Doc(text)
-    toks = lx.tokens(doc)
-    return _Note(doc, toks, case), toks
+_note = name_note
 
 
 def _planned(toks: lx.Tokens, case: Case) -> list[tuple[int, tuple[object, ...]]]:

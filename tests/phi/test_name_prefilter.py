@@ -4,6 +4,7 @@ starts. Invented names only."""
 
 from __future__ import annotations
 
+from functools import partial
 from string import ascii_lowercase
 
 import pytest
@@ -12,11 +13,10 @@ from hypothesis import strategies as st
 
 from pipelines.compiled import compiled
 from pipelines.compiled import helper as compiled_helper
-from pipelines.phi import lexicons as lx
-from pipelines.phi.base import Doc
 from pipelines.phi.lexicons import Token
 from pipelines.phi.passes import Case, Pass, Passes
-from pipelines.phi.recognizers.names import _Note, _rule_starts, _scan, name_passes
+from pipelines.phi.recognizers.names import _rule_starts, _scan, name_passes
+from tests.support.name_texts import name_note, note_texts
 
 
 def _run(note: object, i: int) -> None:
@@ -79,20 +79,10 @@ _WORDS = tuple(_WORD_TEXT.split())
 _SEPARATORS = (" ", " ", ". ", ", ", "\n", " (", ") ", "-", ": ")
 
 
-@st.composite
-def _texts(draw: st.DrawFn) -> str:
-    parts: list[str] = []
-    for _ in range(draw(st.integers(1, 14))):
-        word = draw(st.sampled_from(_WORDS))
-        case = draw(st.sampled_from((str, str, str.upper, str.lower, str.capitalize)))
-        parts += [case(word), draw(st.sampled_from(_SEPARATORS))]
-    return "".join(parts)
+_texts = partial(note_texts, _WORDS, _SEPARATORS, 14)
 
 
-def _note(text: str, case: Case | None = None) -> tuple[_Note, lx.Tokens]:
-    doc = Doc(text)
-    toks = lx.tokens(doc)
-    return _Note(doc, toks, case), toks
+_note = name_note
 
 
 @settings(max_examples=300, deadline=None)
