@@ -15,6 +15,10 @@ and ``--count`` documents, and prints the difference per document. Workloads:
   after the counted ones) in both runs, so the counted notes meet a worker's warm caches (the
   regex set's DFA states, the common words' memos) rather than a fresh process's; a fresh
   process pays most of a first sight building those (bench/README.md, "Session 18");
+- ``--frozen`` (``detect``, ``again``): the heap frozen after the set-up by the service's own
+  ``freeze_after_warmup``, so a full collection of what the set-up built does not fall in the
+  counted window by chance (it moved totals by ~0.4 M a document; bench/README.md,
+  "Session 23");
 - ``process``: ``Processor.process`` (parse, detect, surrogates, leak guard, render, the
   encrypted SQLite key store) over the first ``--count`` documents ``bench/stream.py``
   sends (half HL7 v2, half FHIR), after a warm-up on other documents;
@@ -81,9 +85,12 @@ def bench_module(name: str) -> Any:
     return module
 
 
-def _detect(corpus: Path, count: int, first: int, warm: int = 0, total: int = 0) -> None:
+def _detect(
+    corpus: Path, count: int, first: int, warm: int = 0, total: int = 0, frozen: bool = False
+) -> None:
     """``warm`` other notes (after the first ``total``) and ``first`` notes seen once as
-    set-up (both runs of ``again``), then ``count`` counted."""
+    set-up (both runs of ``again``), then ``count`` counted; ``frozen``: the heap frozen after
+    the set-up, as the service does after its warm-up."""
     from pipelines.document import Identifiers
     from pipelines.phi.base import Doc
     from pipelines.phi.detector import Detector
@@ -94,8 +101,18 @@ def _detect(corpus: Path, count: int, first: int, warm: int = 0, total: int = 0)
     detector.detect(Doc(WARMUP_TEXT, Identifiers()))
     for text in texts[total : total + warm] + texts[:first]:  # set-up: the same in both runs
         detector.detect(Doc(text, Identifiers()))
+    if frozen:
+        _freeze()
     for text in texts[:count]:
         detector.detect(Doc(text, Identifiers()))
+
+
+def _freeze() -> None:
+    """The service's own freeze after its warm-up (``service.wiring.freeze_after_warmup``):
+    what was built so far leaves the collector's reach, and its threshold is the service's."""
+    from service.wiring import freeze_after_warmup
+
+    freeze_after_warmup()
 
 
 def _process(corpus: Path, count: int, first: int) -> None:
@@ -296,7 +313,7 @@ def _child(args: argparse.Namespace) -> None:
     elif args.workload in ("process", "process-again"):
         _process(args.corpus, args.count, args.first)
     else:
-        _detect(args.corpus, args.count, args.first, args.warm, args.total)
+        _detect(args.corpus, args.count, args.first, args.warm, args.total, args.frozen)
 
 
 def _instructions(args: argparse.Namespace, count: int) -> int:
@@ -320,6 +337,7 @@ def _instructions(args: argparse.Namespace, count: int) -> int:
         str(args.warm),
         "--total",
         str(args.count),
+        *(["--frozen"] if args.frozen else []),
     ]
     run = subprocess.run(cmd, env=env, capture_output=True, text=True, check=False)
     found = re.search(r"Collected : (\d+)", run.stderr)
@@ -343,6 +361,13 @@ def main() -> int:
     )
     ap.add_argument(
         "--stages", action="store_true", help="process: instructions per document by stage"
+    )
+    ap.add_argument(
+        "--frozen",
+        action="store_true",
+        help="detect/again: freeze the heap after the set-up, as the service does after its "
+        "warm-up (a full collection then falls in the counted window only if the counted "
+        "notes cause one)",
     )
     args = ap.parse_args()
     if not (args.corpus / "id.text").is_file():
