@@ -1,9 +1,9 @@
 """The cue pass's shortcuts of session 23 give the answers of the tests they stand for: the
 common-word test as one small set (``location_cues._common_words``), the city look-up asked
 only after a city's first word (``city_at`` and ``towns.prefixed_town`` want one), the saint
-and town-abbreviation rules asked only where their first test can hold (``SAINTS``,
-``_RESIDENT_CUES``), and the word after the cue picked once by ``after_cue`` for
-``cue_context`` (an article ending the note included). Checked on every common word, on
+rule asked only where its first test can hold (``SAINTS``), a town abbreviation only after
+"in", "near" or "from" (``_resident_cue``), and the word after the cue picked once by
+``after_cue`` for ``cue_context`` (an article ending the note included). Checked on every common word, on
 drawn words and on invented notes and places."""
 
 from __future__ import annotations
@@ -22,12 +22,7 @@ from pipelines.phi.recognizers.location_words import CUES, SAINTS, Note
 from pipelines.phi.recognizers.locations import LocationRecognizer
 from pipelines.phi.synthetic import generate
 from pipelines.spans import Category
-
-
-def _plain_common_word(low: str) -> bool:
-    if lx.zipf(low) < 5.0:
-        return False
-    return not (low in lx.city_first_words() or low in lx.countries() or low in towns.nicknames())
+from tests.phi.test_location_shortcuts import _plain_common_word
 
 
 def test_the_common_words_set_answers_as_the_plain_test_on_every_common_word() -> None:
@@ -68,7 +63,7 @@ def test_a_saint_starts_with_a_saint_word(parts: list[str]) -> None:
 def test_only_the_resident_cues_take_a_town_abbreviation() -> None:
     text = "son lives near WB"
     words = lx.tokens(Doc(text)).words
-    for cue in CUES - lc._RESIDENT_CUES:
+    for cue in CUES - {"in", "near", "from"}:
         ctx = lc._Cue(words, text, True, 2, 3, "wb", cue, "lives", ("son", "lives"), True, True)
         assert not lc._resident_cue(ctx)
 

@@ -301,8 +301,7 @@ def _near_cue(ctx: _Cue) -> Span | None:
     if cue == "in" and ctx.prev in HEADS and _rare_name(tok, mixed):
         return Span(tok.start, tok.end, CITY, 0.6, "locations")
     kin_from = cue == "from" and people(ctx.prev)
-    resident_cue = cue in _RESIDENT_CUES and _resident_cue(ctx)
-    if resident_cue and towns.town_abbreviation(words, j, text, mixed, kin_from):
+    if _resident_cue(ctx) and towns.town_abbreviation(words, j, text, mixed, kin_from):
         return Span(tok.start, tok.end, CITY, 0.7, "locations")  # "lives in WB", "in DC"
     if cue in {"in", "at"} and ctx.prev in BEING:
         where = shape.bare_acronym(words, j, text, mixed, clause=True)
@@ -316,12 +315,8 @@ def _near_cue(ctx: _Cue) -> Span | None:
     return None
 
 
-_RESIDENT_CUES: Final = frozenset({"in", "near", "from"})  # the cues ``_resident_cue`` takes
-
-
 def _resident_cue(ctx: _Cue) -> bool:
-    """A cue that a town follows: "lives in", "resides near", "daughter from", "son in"
-    (one of ``_RESIDENT_CUES``)."""
+    """A cue that a town follows: "lives in", "resides near", "daughter from", "son in"."""
     if ctx.cue == "in" and ctx.prev in _KIN:
         return True  # "son in KC", "family in LA and SF"
     if ctx.cue in {"in", "near"}:
