@@ -81,18 +81,13 @@ def after_cue(note: Note, c: int) -> Span | None:
     return cue_context(words, c, j, text, mixed, lowers)
 
 
-def _common_word(low: str) -> bool:
-    """A word of a one-case note too common to name a place after a cue: no city's first
-    word, no country, no large city's short form ("la")."""
-    return low in _common_words()
-
-
 @cache
 def _common_words() -> frozenset[str]:
-    """The words ``_common_word`` holds (Zipf >= 5.0, no city's first word, no country, no
-    nickname), worked out once: some 900 words, a set small enough to stay in the caches
-    where the look-ups it replaces (the common list, the cities' first words) went to cold
-    memory for most cues (bench/README.md, "Session 23")."""
+    """The words of a one-case note too common to name a place after a cue (Zipf >= 5.0, no
+    city's first word, no country, no nickname such as "la"), worked out once: some 900
+    words, a set small enough to stay in the caches where the look-ups it replaces (the
+    common list, the cities' first words) went to cold memory for most cues
+    (bench/README.md, "Session 23")."""
     places = lx.city_first_words() | lx.countries() | towns.nicknames()
     return lx.common_words(5.0) - places
 
