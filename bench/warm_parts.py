@@ -151,8 +151,8 @@ def _cut_processor(marks: _Marks) -> Any:
     marks.wrap(near_duplicates, "sketch", "near.sketch")
     marks.wrap(near_duplicates.VisitSketches, "nearest", "near.nearest")
     marks.wrap(near_duplicates.VisitSketches, "add", "near.add")
-    marks.wrap(process_work.Work, "_sketch_key", "near.key")
-    marks.wrap(process_work.Work, "_save_state", "save_state")
+    marks.wrap(process_work._Saver, "sketch_key", "near.key")
+    marks.wrap(process_work._Saver, "save", "save_state")
     return timer
 
 
