@@ -14,6 +14,7 @@ from typing import TypeVar
 from pipelines.document import Address, Identifier, Identifiers, PersonName, Sex
 
 _T = TypeVar("_T")
+_SEXES = {"m": Sex.MALE, "male": Sex.MALE, "f": Sex.FEMALE, "female": Sex.FEMALE}
 
 
 def unique(items: Iterable[_T]) -> tuple[_T, ...]:
@@ -44,9 +45,7 @@ class CollectedIdentifiers:
     def record_sex(self, value: str) -> None:
         """The first male or female value read (HL7 ``M``/``F``, FHIR ``male``/``female``)."""
         if self.sex is Sex.UNKNOWN:
-            self.sex = {"m": Sex.MALE, "male": Sex.MALE, "f": Sex.FEMALE, "female": Sex.FEMALE}.get(
-                value.strip().lower(), Sex.UNKNOWN
-            )
+            self.sex = _SEXES.get(value.strip().lower(), Sex.UNKNOWN)
 
     def freeze(self) -> Identifiers:
         return Identifiers(

@@ -167,7 +167,10 @@ class _Reader:
         """Every identifier of the message, segment kind by segment kind (the order of
         :data:`_IDENTIFYING_SEGMENTS`, which is the order of each list in the result)."""
         for name, read in _IDENTIFYING_SEGMENTS:
-            for seg in self.msg.all(name):
+            segments = self.msg.all(name)
+            if name == "OBX":  # many a message, OBX-16 rarely there: _Reader.obx, inline
+                segments = [s for s in segments if len(s.fields) > 16 and s.fields[16]]
+            for seg in segments:
                 read(self, seg)
 
     def pid(self, seg: Segment) -> None:
@@ -249,8 +252,7 @@ class _Reader:
             self.names(seg, n, self.c.providers, dt.ndl)
 
     def obx(self, seg: Segment) -> None:
-        if len(seg.fields) > 16 and seg.fields[16]:  # many OBX per message, rarely OBX-16
-            self.providers(seg, 16)
+        self.providers(seg, 16)
 
     def evn(self, seg: Segment) -> None:
         self.providers(seg, 5)
@@ -556,9 +558,9 @@ def patient_groups(msg: Er7Message) -> list[Er7Message]:
     Each PID starts a group; the segments before the first PID (MSH, SFT, EVN…) are shared.
     Mixing two patients' results in one document would file one under the other's key.
     """
-    starts = [i for i, seg in enumerate(msg.segments) if seg.name == "PID"]
-    if len(starts) <= 1:
+    if len(msg.all("PID")) <= 1:
         return [msg]
+    starts = [i for i, seg in enumerate(msg.segments) if seg.name == "PID"]
     header = msg.segments[: starts[0]]
     bounds = [*starts, len(msg.segments)]
     return [

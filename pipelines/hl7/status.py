@@ -80,8 +80,14 @@ def _txa_status(msg: Er7Message, trigger: str) -> Status | None:
 
 def _obx_statuses(obx: list[Segment]) -> Status:
     """The status the OBX-11 of the narrative OBX give together (final when none says)."""
-    found = [_obx_status(seg) for seg in obx]
-    statuses = [s for s in found if s is not None]
+    statuses = []
+    for seg in obx:  # _obx_status, its usual case inline: a bare code ("F") in OBX-11
+        f = seg.fields
+        s = OBX_STATUS.get(f[11]) if len(f) > 11 else None
+        if s is None:
+            s = _obx_status(seg)
+        if s is not None:
+            statuses.append(s)
     if not statuses:
         return Status.FINAL
     if all(s is Status.ENTERED_IN_ERROR for s in statuses):

@@ -1,0 +1,179 @@
+"""Session 24's shortcuts in the parse stage, each against the code it replaced.
+
+- the plain-message pattern of ``split_messages`` (possessive quantifiers) matches exactly the
+  inputs the backtracking pattern matched;
+- ``input_errors_only`` (a class now) lets our errors and non-errors through and turns any
+  other exception into ``MalformedInput`` naming its type only;
+- the content hint read from a table gives the kind the hint rules give;
+- the OBX-11 statuses read inline give the statuses ``_obx_status`` gives;
+- OBX-16 providers (read only where present) are still collected.
+"""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from pipelines.document import Status
+from pipelines.errors import EmptyInput, InputError, MalformedInput, NotHL7, input_errors_only
+from pipelines.hl7.er7 import Er7Message
+from pipelines.hl7.framing import _ONE_PLAIN_MESSAGE, looks_like_hl7
+from pipelines.hl7.mapping import to_document
+from pipelines.hl7.status import _obx_status, _obx_statuses
+from pipelines.ingest import (
+    _HL7_HINTS,
+    _JSON_HINTS,
+    _NDJSON_HINTS,
+    _first_line_is_json,
+    _hinted,
+    _kind,
+    parse_input,
+)
+
+# the pattern before session 24 (backtracking quantifiers)
+_BACKTRACKING = re.compile(
+    rb"MSH([^A-Za-z0-9\s])(?:[^\r]*[^\r \t])?"
+    rb"(?:\r+(?!FHS|BHS|BTS|FTS|MSH)[A-Z][A-Z0-9]{2}\1(?:[^\r]*[^\r \t])?)*\r*"
+)
+
+_PIECES = st.sampled_from(
+    [b"MSH", b"PID", b"OBX", b"FHS", b"BTS", b"P1D", b"1AB", b"|", b"^", b"#", b"a", b"Z"]
+    + [b" ", b"\t", b"\r", b"\r\r", b"\n", b"x y", b"\\", b"\x00", b"\xc3\xa9"]
+)
+_SOUP = st.lists(_PIECES, max_size=24).map(b"".join)
+
+
+@settings(max_examples=600, deadline=None)
+@given(_SOUP, st.booleans())
+def test_plain_message_pattern_matches_what_the_backtracking_one_matched(
+    body: bytes, header: bool
+) -> None:
+    data = b"MSH|^~\\&|" + body if header else body
+    assert bool(_ONE_PLAIN_MESSAGE.fullmatch(data)) == bool(_BACKTRACKING.fullmatch(data))
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        b"MSH|^~\\&|A\rPID|1\r",
+        b"MSH|^~\\&|A \rPID|1\r",  # a line ending in a space
+        b"MSH|^~\\&|A\rPID|1\t",
+        b"MSH|\rPID|\r\r\r",
+        b"MSH|^~\\&|A\rMSH|^~\\&|B\r",  # two messages
+        b"MSH|^~\\&|A\rpid|1\r",  # a continuation line
+        b"MSH#^~\\&#A\rPID#1\r",
+        b"MSH#^~\\&#A\rPID|1\r",  # another separator than MSH's
+    ],
+)
+def test_plain_message_pattern_examples(data: bytes) -> None:
+    assert bool(_ONE_PLAIN_MESSAGE.fullmatch(data)) == bool(_BACKTRACKING.fullmatch(data))
+
+
+def test_input_errors_only_turns_a_parser_bug_into_malformed_input() -> None:
+    with pytest.raises(MalformedInput) as caught, input_errors_only("the parser"):
+        raise ValueError("MRN 123456 in the text")  # a bug's text may quote the input
+    assert caught.value.coordinates == {"error": "ValueError"}
+    assert "123456" not in str(caught.value)
+    assert caught.value.__cause__ is None and caught.value.__suppress_context__
+
+
+def test_input_errors_only_lets_our_errors_and_non_errors_through() -> None:
+    with pytest.raises(EmptyInput), input_errors_only("the parser"):
+        raise EmptyInput("input holds no data")
+    with pytest.raises(KeyboardInterrupt), input_errors_only("the parser"):
+        raise KeyboardInterrupt
+    with input_errors_only("the parser"):
+        pass
+
+
+def _reference_kind(data: bytes, hint: str | None) -> str:
+    """``ingest._kind`` before session 24 (every hint read by the rules)."""
+    h = (hint or "").lower().strip()
+    if _hinted(h, _NDJSON_HINTS):
+        return "ndjson"
+    if _hinted(h, _HL7_HINTS):
+        return "hl7v2"
+    head = data.lstrip(b" \t\r\n")[:1]
+    if _hinted(h, _JSON_HINTS) or head in (b"{", b"["):
+        return "ndjson" if _first_line_is_json(data.strip()) else "json"
+    if looks_like_hl7(data):
+        return "hl7v2"
+    raise NotHL7("input is neither HL7 v2 (no segment at the start) nor FHIR JSON")
+
+
+_HINTS = st.one_of(
+    st.none(),
+    st.sampled_from(["hl7v2", "fhir", "ndjson", "JSON", " Hl7 ", "text/plain", "", "x-fhir"]),
+    st.sampled_from(_HL7_HINTS + _NDJSON_HINTS + _JSON_HINTS),
+    st.text(max_size=12),
+)
+_DATA = st.sampled_from(
+    [b'{"a": 1}', b'{"a": 1}\n{"b": 2}', b"[1]", b"MSH|^~\\&|A", b"PID|1", b"hello", b" {}"]
+)
+
+
+def _kind_or_error(kind: object, data: bytes, hint: str | None) -> str:
+    try:
+        return kind(data, hint)  # type: ignore[operator, no-any-return]
+    except InputError as e:
+        return type(e).__name__
+
+
+@settings(max_examples=300, deadline=None)
+@given(_DATA, _HINTS)
+def test_kind_from_the_hint_table_is_the_kind_from_the_rules(data: bytes, hint: str | None) -> None:
+    assert _kind_or_error(_kind, data, hint) == _kind_or_error(_reference_kind, data, hint)
+
+
+_OBX11 = st.sampled_from(["", "F", "f", " F", "D", "W", "X", "C", "A", "P", "R", "S", "I"])
+
+
+def _obx(status: str, present: bool) -> str:
+    return f"OBX|1|TX|||text||||||{status}" if present else "OBX|1|TX|||text"
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(_OBX11, st.booleans(), st.sampled_from(["", "^x", "~Y"])), max_size=6))
+def test_obx_statuses_inline_are_those_of_obx_status(
+    rows: list[tuple[str, bool, str]],
+) -> None:
+    lines = ["MSH|^~\\&|A|B|C|D|20260101||ORU^R01|1|P|2.5.1", "PID|1||M1^^^H^MR"]
+    lines += [_obx(status + more, present) for status, present, more in rows]
+    msg = Er7Message("\r".join(lines))
+    obx = msg.all("OBX")
+    found = [s for s in (_obx_status(seg) for seg in obx) if s is not None]
+    expected = _obx_statuses_reference(found)
+    assert _obx_statuses(obx) is expected
+
+
+def _obx_statuses_reference(statuses: list[object]) -> object:
+    if not statuses:
+        return Status.FINAL
+    if all(s is Status.ENTERED_IN_ERROR for s in statuses):
+        return Status.ENTERED_IN_ERROR
+    for s in (Status.CORRECTED, Status.AMENDED, Status.PRELIMINARY):
+        if s in statuses:
+            return s
+    return Status.FINAL
+
+
+def test_obx16_providers_are_still_collected() -> None:
+    text = "\r".join(
+        [
+            "MSH|^~\\&|A|B|C|D|20260101||ORU^R01|1|P|2.5.1",
+            "PID|1||M1^^^H^MR||DOE^JANE",
+            "OBR|1||D1|1^Note",
+            "OBX|1|TX|||first line||||||F",
+            "OBX|2|TX|||second line||||||F|||||77^HOUSE^GREGORY",
+            "OBX|3|TX|||third line||||||F",
+        ]
+    )
+    doc = to_document(Er7Message(text))
+    assert [(p.family, p.given) for p in doc.identifiers.provider_names] == [
+        ("HOUSE", ("GREGORY",))
+    ]
+    again = parse_input(text.encode(), content_hint="hl7v2", max_bytes=1 << 20)
+    assert again == [doc]
