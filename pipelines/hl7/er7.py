@@ -276,7 +276,7 @@ class Er7Message:
         lines = text.split("\r")
         self.delimiters = d = Delimiters.from_msh(lines[0])
         self.charset = charset
-        self._index([Segment(line, d, i) for i, line in enumerate(lines) if line])
+        self._index(_segments(lines, d))
 
     def _index(self, segments: list[Segment]) -> None:
         self.segments = segments
@@ -314,6 +314,25 @@ class Er7Message:
         if occ >= len(segs):
             return ""
         return segs[occ].raw(n, rep, comp, sub)
+
+
+def _segments(lines: list[str], d: Delimiters) -> list[Segment]:
+    """``[Segment(line, d, i) for i, line in enumerate(lines) if line]``, each segment built
+    here rather than by a call to its class (one frame for the message, not one a line)."""
+    fs = d.field
+    new = object.__new__
+    segments = []
+    for i, line in enumerate(lines):
+        if line:
+            seg = new(Segment)
+            seg.fields = fields = line.split(fs)
+            seg.name = name = fields[0]
+            if name in _HEADER_SEGMENTS:
+                fields.insert(1, fs)  # MSH-1 is the field separator itself
+            seg.delimiters = d
+            seg.position = i
+            segments.append(seg)
+    return segments
 
 
 def read_message(data: bytes) -> Er7Message:

@@ -332,17 +332,18 @@ class _Reader:
         sources: list[Segment] = []
         skipped_binary = False
         in_report = False
+        d, cs = self.d, self.cs
+        repetition, esc = d.repetition, d.escape
         for seg in self.msg.segments:
             name = seg.name
-            if name in ("OBR", "TXA"):
-                in_report = True
-            elif name == "OBX":
+            if name == "OBX":
                 in_report = True
                 f = seg.fields
-                if len(f) > 5 and f[2] in TEXT_TYPES and f[5] and self.d.repetition not in f[5]:
-                    # a bare text type code and one value: obx_block's first case, inline
-                    # (an ORU often carries one OBX per line of the report)
-                    blocks.append(decode_escapes(f[5], self.d, charset=self.cs))
+                value = f[5] if len(f) > 5 else ""
+                if len(f) > 2 and f[2] in TEXT_TYPES and repetition not in value:
+                    # a bare text type code and one value (or none): obx_block's first case,
+                    # inline (an ORU often carries one OBX per line of the report)
+                    blocks.append(decode_escapes(value, d, charset=cs) if esc in value else value)
                     sources.append(seg)
                     continue
                 block, binary = self.obx_block(seg)
@@ -350,10 +351,10 @@ class _Reader:
                 if block is not None:
                     blocks.append(block)
                     sources.append(seg)
+            elif name in ("OBR", "TXA"):
+                in_report = True
             elif name == "NTE" and in_report:
-                comment = "\n".join(
-                    decode_escapes(r, self.d, charset=self.cs) for r in seg.repetitions(3)
-                )
+                comment = "\n".join(decode_escapes(r, d, charset=cs) for r in seg.repetitions(3))
                 blocks.append(comment)
         text = "\n".join(blocks).strip()
         return text, sources, skipped_binary

@@ -6,7 +6,9 @@
   other exception into ``MalformedInput`` naming its type only;
 - the content hint read from a table gives the kind the hint rules give;
 - the OBX-11 statuses read inline give the statuses ``_obx_status`` gives;
-- OBX-16 providers (read only where present) are still collected.
+- OBX-16 providers (read only where present) are still collected;
+- segments built inline are those ``Segment`` builds; the narrative read with its text OBX
+  inline is the narrative ``obx_block`` gives.
 """
 
 from __future__ import annotations
@@ -19,9 +21,10 @@ from hypothesis import strategies as st
 
 from pipelines.document import Status
 from pipelines.errors import EmptyInput, InputError, MalformedInput, NotHL7, input_errors_only
-from pipelines.hl7.er7 import Er7Message
+from pipelines.hl7.er7 import Delimiters, Er7Message, Segment, _segments
+from pipelines.hl7.escapes import decode_escapes
 from pipelines.hl7.framing import _ONE_PLAIN_MESSAGE, looks_like_hl7
-from pipelines.hl7.mapping import to_document
+from pipelines.hl7.mapping import _Reader, to_document
 from pipelines.hl7.status import _obx_status, _obx_statuses
 from pipelines.ingest import (
     _HL7_HINTS,
@@ -177,3 +180,66 @@ def test_obx16_providers_are_still_collected() -> None:
     ]
     again = parse_input(text.encode(), content_hint="hl7v2", max_bytes=1 << 20)
     assert again == [doc]
+
+
+_FIELD = st.sampled_from(["", "a", "b^c", "x~y", "\\T\\", "\\E\\n", "TX", "F", "12&3"])
+_SEG_NAME = st.sampled_from(["MSH", "PID", "OBX", "NTE", "OBR", "TXA", "FHS", "BHS", "ZZ1"])
+_LINE = st.tuples(_SEG_NAME, st.lists(_FIELD, max_size=7)).map(lambda t: "|".join([t[0], *t[1]]))
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.one_of(_LINE, st.just("")), max_size=8))
+def test_segments_built_inline_are_those_the_class_builds(lines: list[str]) -> None:
+    d = Delimiters()
+    made = _segments(lines, d)
+    expected = [Segment(line, d, i) for i, line in enumerate(lines) if line]
+    assert [(s.name, s.fields, s.position, s.delimiters) for s in made] == [
+        (s.name, s.fields, s.position, s.delimiters) for s in expected
+    ]
+
+
+def _reference_narrative(r: _Reader) -> tuple[str, list[Segment], bool]:
+    """``_Reader.narrative`` before session 24 (obx_block for every OBX but the first case)."""
+    blocks: list[str] = []
+    sources: list[Segment] = []
+    skipped_binary = False
+    in_report = False
+    for seg in r.msg.segments:
+        if seg.name in ("OBR", "TXA", "OBX"):
+            in_report = True
+        if seg.name == "OBX":
+            block, binary = r.obx_block(seg)
+            skipped_binary |= binary
+            if block is not None:
+                blocks.append(block)
+                sources.append(seg)
+        elif seg.name == "NTE" and in_report:
+            blocks.append("\n".join(decode_escapes(x, r.d) for x in seg.repetitions(3)))
+    return "\n".join(blocks).strip(), sources, skipped_binary
+
+
+_OBX_TYPE = st.sampled_from(["TX", "FT", "ST", "TN", "CE", "NM", "ED", "tx", " TX", "TX^x", ""])
+_OBX_VALUE = st.sampled_from(
+    ["", "plain text", "a~b", "\\H\\bold\\N\\", "a\\F\\b", "x^Text^y", "^^text/plain^A^hi", "~"]
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(
+        st.one_of(
+            st.tuples(_OBX_TYPE, _OBX_VALUE, st.booleans()).map(
+                lambda t: f"OBX|1|{t[0]}|||{t[1]}" if t[2] else f"OBX|1|{t[0]}"
+            ),
+            st.sampled_from(["NTE|1||a comment", "NTE|1||one~two", "OBR|1", "PV1|1"]),
+        ),
+        max_size=8,
+    )
+)
+def test_narrative_inline_is_the_narrative_of_obx_block(lines: list[str]) -> None:
+    head = ["MSH|^~\\&|A|B|C|D|20260101||ORU^R01|1|P|2.5.1", "PID|1||M1^^^H^MR"]
+    msg = Er7Message("\r".join(head + lines))
+    text, sources, binary = _Reader(msg).narrative()
+    ref_text, ref_sources, ref_binary = _reference_narrative(_Reader(msg))
+    assert (text, binary) == (ref_text, ref_binary)
+    assert [s.position for s in sources] == [s.position for s in ref_sources]
