@@ -8,12 +8,16 @@
 - the OBX-11 statuses read inline give the statuses ``_obx_status`` gives;
 - OBX-16 providers (read only where present) are still collected;
 - segments built inline are those ``Segment`` builds; the narrative read with its text OBX
-  inline is the narrative ``obx_block`` gives.
+  inline is the narrative ``obx_block`` gives;
+- an attachment's base64 decoded as it is first gives what the decode without whitespace gave.
 """
 
 from __future__ import annotations
 
+import base64
+import binascii
 import re
+from collections.abc import Callable
 
 import pytest
 from hypothesis import given, settings
@@ -21,6 +25,7 @@ from hypothesis import strategies as st
 
 from pipelines.document import Status
 from pipelines.errors import EmptyInput, InputError, MalformedInput, NotHL7, input_errors_only
+from pipelines.fhir.documents import _base64
 from pipelines.hl7.er7 import Delimiters, Er7Message, Segment, _segments
 from pipelines.hl7.escapes import decode_escapes
 from pipelines.hl7.framing import _ONE_PLAIN_MESSAGE, looks_like_hl7
@@ -243,3 +248,29 @@ def test_narrative_inline_is_the_narrative_of_obx_block(lines: list[str]) -> Non
     ref_text, ref_sources, ref_binary = _reference_narrative(_Reader(msg))
     assert (text, binary) == (ref_text, ref_binary)
     assert [s.position for s in sources] == [s.position for s in ref_sources]
+
+
+def _decoded_or_error(decode: Callable[[str], bytes], data: str) -> bytes | str:
+    try:
+        return decode(data)
+    except (binascii.Error, ValueError) as e:
+        return type(e).__name__
+
+
+_B64_TEXT = st.one_of(
+    st.binary(max_size=40).map(lambda b: base64.b64encode(b).decode()),
+    st.text(alphabet="QUJDREVGab+/=\n\r \t\x1c\x85\u00a0é", max_size=24),
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(_B64_TEXT, st.sampled_from(["", "\n", " ", "\r\n", "\x1c", "\u2028"]), st.integers(0, 30))
+def test_attachment_base64_is_the_strict_decode_of_the_payload_without_whitespace(
+    data: str, space: str, at: int
+) -> None:
+    data = data[:at] + space + data[at:]
+
+    def reference(value: str) -> bytes:
+        return base64.b64decode("".join(value.split()), validate=True)
+
+    assert _decoded_or_error(_base64, data) == _decoded_or_error(reference, data)
