@@ -81,9 +81,10 @@ def _txa_status(msg: Er7Message, trigger: str) -> Status | None:
 def _obx_statuses(obx: list[Segment]) -> Status:
     """The status the OBX-11 of the narrative OBX give together (final when none says)."""
     statuses = []
+    code = OBX_STATUS.get
     for seg in obx:  # _obx_status, its usual case inline: a bare code ("F") in OBX-11
         f = seg.fields
-        s = OBX_STATUS.get(f[11]) if len(f) > 11 else None
+        s = code(f[11]) if len(f) > 11 else None
         if s is None:
             s = _obx_status(seg)
         if s is not None:

@@ -24,7 +24,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pipelines.document import Status
-from pipelines.errors import EmptyInput, InputError, MalformedInput, NotHL7, input_errors_only
+from pipelines.errors import (
+    BadEncodingCharacters,
+    EmptyInput,
+    InputError,
+    MalformedInput,
+    NotHL7,
+    input_errors_only,
+)
 from pipelines.fhir.documents import _base64
 from pipelines.hl7.er7 import Delimiters, Er7Message, Segment, _segments
 from pipelines.hl7.escapes import decode_escapes
@@ -196,11 +203,23 @@ _LINE = st.tuples(_SEG_NAME, st.lists(_FIELD, max_size=7)).map(lambda t: "|".joi
 @given(st.lists(st.one_of(_LINE, st.just("")), max_size=8))
 def test_segments_built_inline_are_those_the_class_builds(lines: list[str]) -> None:
     d = Delimiters()
-    made = _segments(lines, d)
+    made, by_name = _segments(lines, d)
     expected = [Segment(line, d, i) for i, line in enumerate(lines) if line]
     assert [(s.name, s.fields, s.position, s.delimiters) for s in made] == [
         (s.name, s.fields, s.position, s.delimiters) for s in expected
     ]
+    indexed = Er7Message("MSH|^~\\&|").subset(made)  # Er7Message._index of those segments
+    assert by_name == {name: indexed.all(name) for name in by_name}
+    assert sorted(by_name) == sorted({s.name for s in made})
+
+
+def test_standard_delimiters_are_those_the_checks_give() -> None:
+    standard = Delimiters.from_msh("MSH|^~\\&|A|B")
+    assert standard == Delimiters("|", "^", "~", "\\", "&", "")
+    assert Delimiters.from_msh("MSH|^~\\&|") is standard  # one shared (frozen) value
+    assert Delimiters.from_msh("MSH|^~\\&#|A").truncation == "#"
+    with pytest.raises(BadEncodingCharacters):
+        Delimiters.from_msh("MSH|^~\\^|A")
 
 
 def _reference_narrative(r: _Reader) -> tuple[str, list[Segment], bool]:
