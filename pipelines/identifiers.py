@@ -48,17 +48,18 @@ class CollectedIdentifiers:
             self.sex = _SEXES.get(value.strip().lower(), Sex.UNKNOWN)
 
     def freeze(self) -> Identifiers:
+        # most lists are empty: those skip the call (it costs more than the work)
         return Identifiers(
-            patient_names=unique(self.patient_names),
+            patient_names=unique(self.patient_names) if self.patient_names else (),
             birth_date=self.birth_date,
-            patient_ids=unique(self.patient_ids),
-            ssn=unique(self.ssn),
-            account_numbers=unique(self.accounts),
-            addresses=unique(self.addresses),
-            phones=unique(self.phones),
-            emails=unique(self.emails),
-            provider_names=unique(self.providers),
-            relative_names=unique(self.relatives),
-            other_ids=unique(self.other_ids),
+            patient_ids=unique(self.patient_ids) if self.patient_ids else (),
+            ssn=unique(self.ssn) if self.ssn else (),
+            account_numbers=unique(self.accounts) if self.accounts else (),
+            addresses=unique(self.addresses) if self.addresses else (),
+            phones=unique(self.phones) if self.phones else (),
+            emails=unique(self.emails) if self.emails else (),
+            provider_names=unique(self.providers) if self.providers else (),
+            relative_names=unique(self.relatives) if self.relatives else (),
+            other_ids=unique(self.other_ids) if self.other_ids else (),
             sex=self.sex,
         )

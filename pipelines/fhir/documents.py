@@ -194,9 +194,7 @@ class _DocumentReader:
         if display and target is None:
             name = name_from_display(display)
             if name is not None:
-                {"subject": self.c.patient_names, "author": self.c.providers}.get(
-                    role, self.c.providers
-                ).append(name)
+                (self.c.patient_names if role == "subject" else self.c.providers).append(name)
         return target
 
     def patient(self) -> tuple[str, str]:

@@ -9,6 +9,7 @@
 - OBX-16 providers (read only where present) are still collected;
 - segments built inline are those ``Segment`` builds; the narrative read with its text OBX
   inline is the narrative ``obx_block`` gives;
+- identifiers frozen without calls for empty lists are those ``unique`` gives;
 - an attachment's base64 decoded as it is first gives what the decode without whitespace gave.
 """
 
@@ -23,7 +24,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pipelines.document import Status
+from pipelines.document import Identifier, Identifiers, Status
 from pipelines.errors import (
     BadEncodingCharacters,
     EmptyInput,
@@ -38,6 +39,7 @@ from pipelines.hl7.escapes import decode_escapes
 from pipelines.hl7.framing import _ONE_PLAIN_MESSAGE, looks_like_hl7
 from pipelines.hl7.mapping import _Reader, to_document
 from pipelines.hl7.status import _obx_status, _obx_statuses
+from pipelines.identifiers import CollectedIdentifiers, unique
 from pipelines.ingest import (
     _HL7_HINTS,
     _JSON_HINTS,
@@ -293,3 +295,23 @@ def test_attachment_base64_is_the_strict_decode_of_the_payload_without_whitespac
         return base64.b64decode("".join(value.split()), validate=True)
 
     assert _decoded_or_error(_base64, data) == _decoded_or_error(reference, data)
+
+
+_IDS = st.lists(st.sampled_from([Identifier("1"), Identifier("2", "A"), Identifier("1")]))
+_TEXTS = st.lists(st.sampled_from(["a", "b", "a", ""]))
+
+
+@settings(max_examples=200, deadline=None)
+@given(_IDS, _TEXTS, _TEXTS, _IDS)
+def test_freeze_skipping_empty_lists_is_unique_of_each(
+    ids: list[Identifier], ssn: list[str], phones: list[str], others: list[Identifier]
+) -> None:
+    c = CollectedIdentifiers(patient_ids=ids, ssn=ssn, phones=phones, other_ids=others)
+    frozen = c.freeze()
+    assert frozen == Identifiers(
+        patient_ids=unique(ids),
+        ssn=unique(ssn),
+        phones=unique(phones),
+        other_ids=unique(others),
+    )
+    assert frozen.patient_names == () and type(frozen.patient_ids) is tuple
