@@ -169,7 +169,8 @@ def _offset(sign: str, off: str) -> timezone | None:
 
 def parse_offset(value: str) -> timezone | None:
     ts = parse_ts(value)
-    if ts is None or not any(s in value[4:] for s in "+-"):
+    tail = value[4:]
+    if ts is None or ("+" not in tail and "-" not in tail):
         return None
     return ts.tzinfo if isinstance(ts.tzinfo, timezone) else None
 

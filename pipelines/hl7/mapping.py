@@ -240,9 +240,9 @@ class _Reader:
         if not self._visit_read:  # the first PV1's PV1-19, even when absent
             self._visit_read = True
             self.visit = visit
-        if visit is not None:
+        if visit is not None:  # a visit number ("VN") unless PV1-19 says otherwise
             self.c.other_ids.append(
-                Identifier(visit.value, visit.authority, visit.type_code or "VN")
+                visit if visit.type_code else Identifier(visit.value, visit.authority, "VN")
             )
         self.ids(seg, 50, self.c.other_ids, "VN")
 
@@ -463,9 +463,10 @@ def to_document(msg: Er7Message) -> ClinicalDocument:
     txa = msg.first("TXA")
     if txa is not None:
         facts.read_txa(r, txa, clock)
-    obr = next((s for s in msg.all("OBR") if s.field(4)), None)
-    if obr is not None:
-        facts.read_obr(r, obr, clock)
+    for obr in msg.all("OBR"):  # the first with a service id
+        if obr.field(4):
+            facts.read_obr(r, obr, clock)
+            break
     return ClinicalDocument(
         text=text,
         document_id=facts.document_id,
@@ -512,11 +513,14 @@ class _Clock:
         return self.message_time if raw == self.msh7 else dt.parse_ts(raw, self.default_tz)
 
 
+_NO_REPORT_TYPE = ReportType()  # frozen: one shared value
+
+
 class _Facts:
     """What TXA, else the first OBR with a service id, say of the document."""
 
     def __init__(self) -> None:
-        self.report_type = ReportType()
+        self.report_type = _NO_REPORT_TYPE
         self.document_id = ""
         self.replaces: str | None = None
         self.filing: datetime | None = None
