@@ -10,6 +10,7 @@
 - segments built inline are those ``Segment`` builds; the narrative read with its text OBX
   inline is the narrative ``obx_block`` gives;
 - identifiers frozen without calls for empty lists are those ``unique`` gives;
+- names and CX authorities read without generators are those read with them;
 - an attachment's base64 decoded as it is first gives what the decode without whitespace gave.
 """
 
@@ -24,7 +25,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pipelines.document import Identifier, Identifiers, Status
+from pipelines.document import Identifier, Identifiers, PersonName, Status
 from pipelines.errors import (
     BadEncodingCharacters,
     EmptyInput,
@@ -34,6 +35,7 @@ from pipelines.errors import (
     input_errors_only,
 )
 from pipelines.fhir.documents import _base64
+from pipelines.hl7 import datatypes as dt
 from pipelines.hl7.er7 import Delimiters, Er7Message, Segment, _segments
 from pipelines.hl7.escapes import decode_escapes
 from pipelines.hl7.framing import _ONE_PLAIN_MESSAGE, looks_like_hl7
@@ -315,3 +317,39 @@ def test_freeze_skipping_empty_lists_is_unique_of_each(
         other_ids=unique(others),
     )
     assert frozen.patient_names == () and type(frozen.patient_ids) is tuple
+
+
+_PART = st.sampled_from(["", "A", "B c", " ", "Jr", "MD", "x\\T\\y"])
+
+
+@settings(max_examples=300, deadline=None)
+@given(_PART, _PART, _PART, _PART, _PART, _PART)
+def test_name_parts_joined_without_generators_as_before(
+    family: str, given_name: str, middle: str, suffix: str, prefix: str, degree: str
+) -> None:
+    expected = (
+        None
+        if not (family or given_name or middle)
+        else PersonName(
+            family=family,
+            given=tuple(p for p in (given_name, *middle.split()) if p),
+            prefix=prefix,
+            suffix=" ".join(p for p in (suffix, degree) if p),
+        )
+    )
+    assert dt._name(family, given_name, middle, suffix, prefix, degree) == expected
+
+
+_CX_PART = st.sampled_from(["", "M1", "&U", "H&U", "&&", "\\T\\", " X "])
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(_CX_PART, max_size=6))
+def test_cx_authority_is_the_first_given_part_of_cx4(parts: list[str]) -> None:
+    raw = "^".join(parts)
+    d = Delimiters()
+    found = dt.cx(raw, d, "utf-8")
+    hd = parts[3].split("&") if len(parts) > 3 and parts[3] else []
+    authority = next((decode_escapes(h, d) for h in hd if h), "").strip()
+    if found is not None:
+        assert found.authority == authority
