@@ -91,7 +91,7 @@ def _obx_statuses(obx: list[Segment]) -> Status:
             statuses.append(s)
     if not statuses:
         return Status.FINAL
-    if all(s is Status.ENTERED_IN_ERROR for s in statuses):
+    if statuses.count(Status.ENTERED_IN_ERROR) == len(statuses):  # all retracted
         return Status.ENTERED_IN_ERROR
     for s in (Status.CORRECTED, Status.AMENDED, Status.PRELIMINARY):
         if s in statuses:
