@@ -6,8 +6,8 @@ Re-exports the base hierarchy from :mod:`keystore.errors` so callers import one 
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
+from types import TracebackType
 from typing import TYPE_CHECKING
 
 from keystore.errors import (
@@ -175,16 +175,30 @@ class DeadlineExceeded(InputError):
     reason_class = "too_costly"
 
 
-@contextmanager
-def input_errors_only(what: str) -> Iterator[None]:
+class input_errors_only:  # noqa: N801 - a context manager read as the verb it names
     """Around a parser: our own errors pass; any other exception (a parser bug met on some
     input: ``ValueError``, ``IndexError``, ``RecursionError``…) becomes :class:`MalformedInput`
-    — named by its type only, since its text may quote the input — and a WARNING line."""
-    try:
-        yield
-    except DeidstreamError:
-        raise
-    except Exception as exc:  # noqa: BLE001 - the net under the parsers: see the docstring
+    — named by its type only, since its text may quote the input — and a WARNING line.
+
+    A class rather than a ``contextlib.contextmanager`` generator: it wraps every input the
+    service parses, and a generator costs its creation, two resumptions and its closing."""
+
+    __slots__ = ("what",)
+
+    def __init__(self, what: str) -> None:
+        self.what = what
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        if exc is None or isinstance(exc, DeidstreamError) or not isinstance(exc, Exception):
+            return  # nothing raised, our own error, or not an error (KeyboardInterrupt…)
         name = type(exc).__name__
-        _log.warning("%s: unexpected %s on an input, dead-lettered as malformed", what, name)
-        raise MalformedInput(f"{what} could not read the input", error=name) from None
+        _log.warning("%s: unexpected %s on an input, dead-lettered as malformed", self.what, name)
+        raise MalformedInput(f"{self.what} could not read the input", error=name) from None

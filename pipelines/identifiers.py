@@ -14,6 +14,7 @@ from typing import TypeVar
 from pipelines.document import Address, Identifier, Identifiers, PersonName, Sex
 
 _T = TypeVar("_T")
+_SEXES = {"m": Sex.MALE, "male": Sex.MALE, "f": Sex.FEMALE, "female": Sex.FEMALE}
 
 
 def unique(items: Iterable[_T]) -> tuple[_T, ...]:
@@ -44,22 +45,21 @@ class CollectedIdentifiers:
     def record_sex(self, value: str) -> None:
         """The first male or female value read (HL7 ``M``/``F``, FHIR ``male``/``female``)."""
         if self.sex is Sex.UNKNOWN:
-            self.sex = {"m": Sex.MALE, "male": Sex.MALE, "f": Sex.FEMALE, "female": Sex.FEMALE}.get(
-                value.strip().lower(), Sex.UNKNOWN
-            )
+            self.sex = _SEXES.get(value.strip().lower(), Sex.UNKNOWN)
 
     def freeze(self) -> Identifiers:
+        # most lists are empty: those skip the call (it costs more than the work)
         return Identifiers(
-            patient_names=unique(self.patient_names),
+            patient_names=unique(self.patient_names) if self.patient_names else (),
             birth_date=self.birth_date,
-            patient_ids=unique(self.patient_ids),
-            ssn=unique(self.ssn),
-            account_numbers=unique(self.accounts),
-            addresses=unique(self.addresses),
-            phones=unique(self.phones),
-            emails=unique(self.emails),
-            provider_names=unique(self.providers),
-            relative_names=unique(self.relatives),
-            other_ids=unique(self.other_ids),
+            patient_ids=unique(self.patient_ids) if self.patient_ids else (),
+            ssn=unique(self.ssn) if self.ssn else (),
+            account_numbers=unique(self.accounts) if self.accounts else (),
+            addresses=unique(self.addresses) if self.addresses else (),
+            phones=unique(self.phones) if self.phones else (),
+            emails=unique(self.emails) if self.emails else (),
+            provider_names=unique(self.providers) if self.providers else (),
+            relative_names=unique(self.relatives) if self.relatives else (),
+            other_ids=unique(self.other_ids) if self.other_ids else (),
             sex=self.sex,
         )

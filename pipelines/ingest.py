@@ -54,13 +54,11 @@ class IngestResult:
 
 
 def _kind(data: bytes, hint: str | None) -> str:
-    h = (hint or "").lower().strip()
-    if _hinted(h, _NDJSON_HINTS):
-        return "ndjson"
-    if _hinted(h, _HL7_HINTS):
-        return "hl7v2"
+    kind = _USUAL_HINTS[hint] if hint in _USUAL_HINTS else _hint_kind((hint or "").lower().strip())
+    if kind == "ndjson" or kind == "hl7v2":
+        return kind
     head = data.lstrip(b" \t\r\n")[:1]
-    if _hinted(h, _JSON_HINTS) or head in (b"{", b"["):
+    if kind == "json" or head in (b"{", b"["):
         # a JSON hint still tells NDJSON from one document
         return "ndjson" if _first_line_is_json(data.strip()) else "json"
     if looks_like_hl7(data):
@@ -68,9 +66,28 @@ def _kind(data: bytes, hint: str | None) -> str:
     raise NotHL7("input is neither HL7 v2 (no segment at the start) nor FHIR JSON")
 
 
+def _hint_kind(hint: str) -> str | None:
+    """What a (lower-cased, stripped) content hint says alone: "ndjson", "hl7v2", "json" (one
+    document or NDJSON: the data tells) or None (the data decides)."""
+    if _hinted(hint, _NDJSON_HINTS):
+        return "ndjson"
+    if _hinted(hint, _HL7_HINTS):
+        return "hl7v2"
+    if _hinted(hint, _JSON_HINTS):
+        return "json"
+    return None
+
+
 def _hinted(hint: str, names: tuple[str, ...]) -> bool:
     """The (lower-cased) content hint names one of ``names``."""
     return bool(hint) and any(x in hint for x in names)
+
+
+# the hints the service and the tools pass, read once (every input carries one)
+_USUAL_HINTS: dict[str | None, str | None] = {
+    hint: _hint_kind(hint) for hint in ("hl7v2", *_HL7_HINTS, *_NDJSON_HINTS, *_JSON_HINTS)
+}
+_USUAL_HINTS[None] = None
 
 
 def _first_line_is_json(body: bytes) -> bool:
@@ -140,8 +157,8 @@ def _ingest(raw: bytes, content_hint: str | None, max_bytes: int) -> IngestResul
     data = b"\n".join(chunks)
     outcomes = parse_ndjson(data) if kind == "ndjson" else parse_resource(loads(data))
     return IngestResult(
-        tuple(o.document for o in outcomes if o.document is not None),
-        tuple((o.index, o.error) for o in outcomes if o.error is not None),
+        tuple([o.document for o in outcomes if o.document is not None]),
+        tuple([(o.index, o.error) for o in outcomes if o.error is not None]),
         "fhir" if kind == "json" else "ndjson",
     )
 

@@ -411,9 +411,12 @@ def to_text(content: str, media_type: str) -> str:
     return content.replace("\r\n", "\n").replace("\r", "\n").strip()
 
 
+_CHARSET = re.compile(r"charset\s*=\s*\"?([A-Za-z0-9_.:-]+)")
+
+
 def decode_bytes(data: bytes, media_type: str = "") -> str:
     """Bytes of an embedded document → str: the declared charset, else UTF-8, else cp1252."""
-    m = re.search(r"charset\s*=\s*\"?([A-Za-z0-9_.:-]+)", media_type)
+    m = _CHARSET.search(media_type)
     candidates = [m.group(1)] if m else []
     candidates += ["utf-8", "cp1252"]
     for enc in candidates:

@@ -94,6 +94,16 @@ def parse_instant(value: str) -> datetime | None:
     return dt if dt.tzinfo is not None else dt.replace(tzinfo=UTC)
 
 
+def _base64(data: str) -> bytes:
+    """``b64decode("".join(data.split()), validate=True)``. The strict decode refuses any
+    whitespace, so the payload is first decoded as it is (most hold none) and split (a pass
+    over all of it) only when that failed."""
+    try:
+        return base64.b64decode(data, validate=True)
+    except (binascii.Error, ValueError):
+        return base64.b64decode("".join(data.split()), validate=True)
+
+
 def _kind(media: str) -> str:
     t = media.split(";", 1)[0].strip().lower()
     if "rtf" in t:
@@ -119,7 +129,7 @@ def attachment_text(content: list[Json], path: str) -> tuple[str, str, str]:
             binary += 1
             continue
         try:
-            raw = base64.b64decode("".join(data.split()), validate=True)
+            raw = _base64(data)
         except (binascii.Error, ValueError):
             raise BadEncoding(
                 "attachment data is not valid base64", element=f"{apath}.data"
@@ -184,9 +194,7 @@ class _DocumentReader:
         if display and target is None:
             name = name_from_display(display)
             if name is not None:
-                {"subject": self.c.patient_names, "author": self.c.providers}.get(
-                    role, self.c.providers
-                ).append(name)
+                (self.c.patient_names if role == "subject" else self.c.providers).append(name)
         return target
 
     def patient(self) -> tuple[str, str]:

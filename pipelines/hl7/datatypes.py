@@ -45,9 +45,9 @@ def _name(
         return None
     return PersonName(
         family=family,
-        given=tuple(p for p in (given, *middle.split()) if p),
+        given=tuple([p for p in (given, *middle.split()) if p]),
         prefix=prefix,
-        suffix=" ".join(p for p in (suffix, degree) if p),
+        suffix=f"{suffix} {degree}" if suffix and degree else suffix or degree,
     )
 
 
@@ -116,7 +116,10 @@ def cx(raw: str, d: Delimiters, charset: str) -> Identifier | None:
     authority = ""
     if len(comps) > 3 and comps[3]:
         hd = comps[3].split(d.subcomponent) if d.subcomponent else [comps[3]]
-        authority = next((decode_escapes(h, d, charset=charset) for h in hd if h), "")
+        for h in hd:  # the first part given (a loop: no generator left unfinished)
+            if h:
+                authority = decode_escapes(h, d, charset=charset)
+                break
     type_code = decode_escapes(comps[4], d, charset=charset).strip() if len(comps) > 4 else ""
     return Identifier(value=value, authority=authority.strip(), type_code=type_code)
 
@@ -169,7 +172,8 @@ def _offset(sign: str, off: str) -> timezone | None:
 
 def parse_offset(value: str) -> timezone | None:
     ts = parse_ts(value)
-    if ts is None or not any(s in value[4:] for s in "+-"):
+    tail = value[4:]
+    if ts is None or ("+" not in tail and "-" not in tail):
         return None
     return ts.tzinfo if isinstance(ts.tzinfo, timezone) else None
 

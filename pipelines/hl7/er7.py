@@ -78,6 +78,8 @@ class Delimiters:
         fs = msh[3]
         end = msh.find(fs, 4)
         enc = msh[4:] if end == -1 else msh[4:end]
+        if fs == "|" and enc == "^~\\&":  # the standard's set (nearly every message): valid
+            return _STANDARD
         chars = fs + enc
         if not 2 <= len(enc) <= 5:
             raise BadEncodingCharacters(
@@ -98,6 +100,9 @@ class Delimiters:
             subcomponent=enc[3].strip("\0"),
             truncation=enc[4].strip("\0"),
         )
+
+
+_STANDARD = Delimiters()  # "|^~\\&", what from_msh reads from "MSH|^~\\&|"
 
 
 def msh_charset(msh_line: bytes) -> str:
@@ -276,7 +281,7 @@ class Er7Message:
         lines = text.split("\r")
         self.delimiters = d = Delimiters.from_msh(lines[0])
         self.charset = charset
-        self._index([Segment(line, d, i) for i, line in enumerate(lines) if line])
+        self.segments, self._by_name = _segments(lines, d)
 
     def _index(self, segments: list[Segment]) -> None:
         self.segments = segments
@@ -314,6 +319,32 @@ class Er7Message:
         if occ >= len(segs):
             return ""
         return segs[occ].raw(n, rep, comp, sub)
+
+
+def _segments(lines: list[str], d: Delimiters) -> tuple[list[Segment], dict[str, list[Segment]]]:
+    """``[Segment(line, d, i) for i, line in enumerate(lines) if line]`` and those segments by
+    name (what ``Er7Message._index`` makes of them), each segment built here rather than by a
+    call to its class: one frame and one loop for the message, not a frame a line."""
+    fs = d.field
+    new = object.__new__
+    segments: list[Segment] = []
+    by_name: dict[str, list[Segment]] = {}
+    for i, line in enumerate(lines):
+        if line:
+            seg = new(Segment)
+            seg.fields = fields = line.split(fs)
+            seg.name = name = fields[0]
+            if name in _HEADER_SEGMENTS:
+                fields.insert(1, fs)  # MSH-1 is the field separator itself
+            seg.delimiters = d
+            seg.position = i
+            segments.append(seg)
+            same = by_name.get(name)
+            if same is None:
+                by_name[name] = [seg]
+            else:
+                same.append(seg)
+    return segments, by_name
 
 
 def read_message(data: bytes) -> Er7Message:

@@ -30,9 +30,11 @@ BATCH_SEGMENTS = frozenset((b"FHS", b"BHS", b"BTS", b"FTS"))
 _LINES = re.compile(rb"\r\n|\r|\n")
 # One message, CR-terminated, every line after MSH an ordinary segment of it (head, then
 # MSH's field separator), none ending in a space or tab: what nearly every sender sends.
+# Possessive quantifiers: no shorter run could match instead (a line ends at a CR, a head
+# never starts with one), so the engine keeps no backtracking state per byte.
 _ONE_PLAIN_MESSAGE = re.compile(
-    rb"MSH([^A-Za-z0-9\s])(?:[^\r]*[^\r \t])?"
-    rb"(?:\r+(?!FHS|BHS|BTS|FTS|MSH)[A-Z][A-Z0-9]{2}\1(?:[^\r]*[^\r \t])?)*\r*"
+    rb"MSH([^A-Za-z0-9\s])[^\r]*+(?<![ \t])"
+    rb"(?:\r++(?!FHS|BHS|BTS|FTS|MSH)[A-Z][A-Z0-9]{2}\1[^\r]*+(?<![ \t]))*+\r*+"
 )
 
 

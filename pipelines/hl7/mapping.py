@@ -167,7 +167,10 @@ class _Reader:
         """Every identifier of the message, segment kind by segment kind (the order of
         :data:`_IDENTIFYING_SEGMENTS`, which is the order of each list in the result)."""
         for name, read in _IDENTIFYING_SEGMENTS:
-            for seg in self.msg.all(name):
+            segments = self.msg.all(name)
+            if name == "OBX":  # many a message, OBX-16 rarely there: _Reader.obx, inline
+                segments = [s for s in segments if len(s.fields) > 16 and s.fields[16]]
+            for seg in segments:
                 read(self, seg)
 
     def pid(self, seg: Segment) -> None:
@@ -237,9 +240,9 @@ class _Reader:
         if not self._visit_read:  # the first PV1's PV1-19, even when absent
             self._visit_read = True
             self.visit = visit
-        if visit is not None:
+        if visit is not None:  # a visit number ("VN") unless PV1-19 says otherwise
             self.c.other_ids.append(
-                Identifier(visit.value, visit.authority, visit.type_code or "VN")
+                visit if visit.type_code else Identifier(visit.value, visit.authority, "VN")
             )
         self.ids(seg, 50, self.c.other_ids, "VN")
 
@@ -249,8 +252,7 @@ class _Reader:
             self.names(seg, n, self.c.providers, dt.ndl)
 
     def obx(self, seg: Segment) -> None:
-        if len(seg.fields) > 16 and seg.fields[16]:  # many OBX per message, rarely OBX-16
-            self.providers(seg, 16)
+        self.providers(seg, 16)
 
     def evn(self, seg: Segment) -> None:
         self.providers(seg, 5)
@@ -330,17 +332,18 @@ class _Reader:
         sources: list[Segment] = []
         skipped_binary = False
         in_report = False
+        d, cs = self.d, self.cs
+        repetition, esc = d.repetition, d.escape
         for seg in self.msg.segments:
             name = seg.name
-            if name in ("OBR", "TXA"):
-                in_report = True
-            elif name == "OBX":
+            if name == "OBX":
                 in_report = True
                 f = seg.fields
-                if len(f) > 5 and f[2] in TEXT_TYPES and f[5] and self.d.repetition not in f[5]:
-                    # a bare text type code and one value: obx_block's first case, inline
-                    # (an ORU often carries one OBX per line of the report)
-                    blocks.append(decode_escapes(f[5], self.d, charset=self.cs))
+                value = f[5] if len(f) > 5 else ""
+                if len(f) > 2 and f[2] in TEXT_TYPES and repetition not in value:
+                    # a bare text type code and one value (or none): obx_block's first case,
+                    # inline (an ORU often carries one OBX per line of the report)
+                    blocks.append(decode_escapes(value, d, charset=cs) if esc in value else value)
                     sources.append(seg)
                     continue
                 block, binary = self.obx_block(seg)
@@ -348,10 +351,10 @@ class _Reader:
                 if block is not None:
                     blocks.append(block)
                     sources.append(seg)
+            elif name in ("OBR", "TXA"):
+                in_report = True
             elif name == "NTE" and in_report:
-                comment = "\n".join(
-                    decode_escapes(r, self.d, charset=self.cs) for r in seg.repetitions(3)
-                )
+                comment = "\n".join(decode_escapes(r, d, charset=cs) for r in seg.repetitions(3))
                 blocks.append(comment)
         text = "\n".join(blocks).strip()
         return text, sources, skipped_binary
@@ -460,9 +463,10 @@ def to_document(msg: Er7Message) -> ClinicalDocument:
     txa = msg.first("TXA")
     if txa is not None:
         facts.read_txa(r, txa, clock)
-    obr = next((s for s in msg.all("OBR") if s.field(4)), None)
-    if obr is not None:
-        facts.read_obr(r, obr, clock)
+    for obr in msg.all("OBR"):  # the first with a service id
+        if obr.field(4):
+            facts.read_obr(r, obr, clock)
+            break
     return ClinicalDocument(
         text=text,
         document_id=facts.document_id,
@@ -509,11 +513,14 @@ class _Clock:
         return self.message_time if raw == self.msh7 else dt.parse_ts(raw, self.default_tz)
 
 
+_NO_REPORT_TYPE = ReportType()  # frozen: one shared value
+
+
 class _Facts:
     """What TXA, else the first OBR with a service id, say of the document."""
 
     def __init__(self) -> None:
-        self.report_type = ReportType()
+        self.report_type = _NO_REPORT_TYPE
         self.document_id = ""
         self.replaces: str | None = None
         self.filing: datetime | None = None
@@ -556,9 +563,9 @@ def patient_groups(msg: Er7Message) -> list[Er7Message]:
     Each PID starts a group; the segments before the first PID (MSH, SFT, EVN…) are shared.
     Mixing two patients' results in one document would file one under the other's key.
     """
-    starts = [i for i, seg in enumerate(msg.segments) if seg.name == "PID"]
-    if len(starts) <= 1:
+    if len(msg.all("PID")) <= 1:
         return [msg]
+    starts = [i for i, seg in enumerate(msg.segments) if seg.name == "PID"]
     header = msg.segments[: starts[0]]
     bounds = [*starts, len(msg.segments)]
     return [

@@ -80,11 +80,18 @@ def _txa_status(msg: Er7Message, trigger: str) -> Status | None:
 
 def _obx_statuses(obx: list[Segment]) -> Status:
     """The status the OBX-11 of the narrative OBX give together (final when none says)."""
-    found = [_obx_status(seg) for seg in obx]
-    statuses = [s for s in found if s is not None]
+    statuses = []
+    code = OBX_STATUS.get
+    for seg in obx:  # _obx_status, its usual case inline: a bare code ("F") in OBX-11
+        f = seg.fields
+        s = code(f[11]) if len(f) > 11 else None
+        if s is None:
+            s = _obx_status(seg)
+        if s is not None:
+            statuses.append(s)
     if not statuses:
         return Status.FINAL
-    if all(s is Status.ENTERED_IN_ERROR for s in statuses):
+    if statuses.count(Status.ENTERED_IN_ERROR) == len(statuses):  # all retracted
         return Status.ENTERED_IN_ERROR
     for s in (Status.CORRECTED, Status.AMENDED, Status.PRELIMINARY):
         if s in statuses:
