@@ -10,9 +10,11 @@ pseudonyms cannot be recomputed by anyone, and the patient's next identity is un
 from __future__ import annotations
 
 import base64
-import hmac
 import os
 from collections.abc import Callable
+
+from cryptography.hazmat.primitives.hashes import SHA256
+from cryptography.hazmat.primitives.hmac import HMAC
 
 from keystore.api import PatientState
 
@@ -34,19 +36,21 @@ def encode_parts(*parts: str | bytes) -> bytes:
 
 
 class KeyedHash:
-    """HMAC-SHA256 under one key, prepared once: stdlib ``hmac`` with the key set up at
-    construction, each call copies the prepared context (the same bytes as
-    ``hmac.digest(key, data, "sha256")``; the one-shot form sets the key up every call)."""
+    """HMAC-SHA256 under one key, prepared once: ``cryptography``'s HMAC with the key set up
+    at construction, each call copies the prepared context (the same bytes as
+    ``hmac.digest(key, data, "sha256")``; the one-shot form sets the key up every call, and
+    the stdlib ``hmac`` object's copy and digest add Python calls around the same OpenSSL
+    work)."""
 
     __slots__ = ("_prepared",)
 
     def __init__(self, key: bytes) -> None:
-        self._prepared = hmac.new(key, digestmod="sha256")
+        self._prepared = HMAC(key, SHA256())
 
     def digest(self, data: bytes) -> bytes:
         mac = self._prepared.copy()
         mac.update(data)
-        return mac.digest()
+        return mac.finalize()
 
 
 _B32 = "abcdefghijklmnopqrstuvwxyz234567"

@@ -15,6 +15,8 @@ from typing import Any
 
 from keystore.schema import Dialect
 
+_DIALECTED_KEPT = 1024  # statements kept translated (IN lists of every length included)
+
 
 class SqlBase(ABC):
     """What every SQL backend rests on: the primitives a concrete backend provides, one
@@ -26,6 +28,7 @@ class SqlBase(ABC):
     def __init__(self) -> None:
         self._lock = threading.RLock()
         self._in_group = False  # a group() transaction is open (on the thread holding _lock)
+        self._dialected: dict[str, str] = {}  # statement → its text in the dialect (_sql)
 
     # -- what a concrete backend provides -------------------------------------------------
     @abstractmethod
@@ -92,6 +95,16 @@ class SqlBase(ABC):
 
     # -- helpers --------------------------------------------------------------------------
     def _sql(self, text: str) -> str:
+        """``text`` in the backend's dialect; each statement translated once (the same few
+        statements run for every mark and record)."""
+        found = self._dialected.get(text)
+        if found is None:
+            if len(self._dialected) >= _DIALECTED_KEPT:
+                self._dialected.clear()
+            found = self._dialected[text] = self._translate(text)
+        return found
+
+    def _translate(self, text: str) -> str:
         d = self.dialect
         text = text.format(blob=d.blob, real=d.real, bigint=d.bigint, serial=d.serial)
         return text.replace("?", d.placeholder) if d.placeholder != "?" else text

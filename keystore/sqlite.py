@@ -19,6 +19,14 @@ SQLITE = Dialect(
     serial="INTEGER PRIMARY KEY AUTOINCREMENT",
     placeholder="?",
 )
+# sqlite3 binds an int, float, str or bytearray as it is, but any other value only after its
+# adapter registry, the protocol's ``__adapt__`` and the value's ``__conform__`` were asked
+# (two failed attribute look-ups, each formatting an AttributeError message): for every bytes
+# and None parameter of every statement (lookup hashes, sealed blobs, NULLs). Identity
+# adapters answer at the first step, and the very same value is bound (tests check it).
+_NO_VALUE: dict[object, None] = {}
+sqlite3.register_adapter(bytes, bytes)  # bytes(b) is b for a bytes object
+sqlite3.register_adapter(type(None), _NO_VALUE.get)  # None for None
 _GUARD = "deidstream: master key"  # our triggers' messages start with this (no data in them)
 # SQLite result code names (extended codes start with the primary one) → why
 _CODE_KINDS: tuple[tuple[str, FaultKind], ...] = (

@@ -53,7 +53,7 @@ from keystore.subkeys import ROOT_BINDING_ANCHORED, StoreKeys, open_root
 log = logging.getLogger("deidstream.keystore")
 _MAX_CONFLICT_RETRIES = 8
 _ABSENT_HINTS = 4096  # patients a prefetch found without a record (their create skips a read)
-_MARK_CACHE = 4096  # marks whose sealed form is remembered (see ``_sealed_mark``): a
+_MARK_CACHE = 4096  # marks whose sealed form is remembered (see ``_sealed_pair``): a
 # CAS follows its read within one document, and commit carries the mark itself
 
 
@@ -462,15 +462,15 @@ class EncryptedStore:
 
     def get_marks(self, keys: Sequence[str]) -> dict[str, bytes | None]:
         """Several marks with one database call (one round trip on PostgreSQL)."""
-        hashes = {key: self._mark_hash(key) for key in keys}
+        with self._lock:
+            known = {key: self._marks.get(key) for key in keys}
+        hashes = {k: self._keys.mark_key(k) if f is None else f[0] for k, f in known.items()}
         stored = self._backend.get_marks(list(hashes.values()))
-        found: dict[str, bytes | None] = {}
-        for key, key_hash in hashes.items():
-            sealed = stored.get(key_hash)
-            value = None if sealed is None else self._keys.open_mark(key_hash, sealed)
-            self._remember_mark(key, key_hash, value, sealed)
-            found[key] = value
-        return found
+        opened = {h: self._keys.open_mark(h, sealed) for h, sealed in stored.items()}
+        with self._lock:
+            for key, h in hashes.items():
+                self._remember_mark_locked(key, h, opened.get(h), stored.get(h))
+        return {key: opened.get(h) for key, h in hashes.items()}
 
     def compare_and_set_mark(self, key: str, expected: bytes | None, value: bytes) -> bool:
         return self.compare_and_set_marks([(key, expected, value)])[0]
@@ -503,21 +503,20 @@ class EncryptedStore:
     def _cas_marks(
         self, items: Sequence[tuple[str, bytes | None, bytes]], ttl_seconds: float | None
     ) -> list[bool]:
-        hashes = [self._mark_hash(key) for key, _, _ in items]
-        sealed = [
-            (h, self._sealed_mark(key, h, expected), self._keys.seal_mark(h, value))
-            for h, (key, expected, value) in zip(hashes, items, strict=True)
-        ]
+        with self._lock:  # each key's hash and last known value (nothing moves them here)
+            known = [self._marks.get(key) for key, _, _ in items]
+        pair = self._keys.sealed_pair
+        sealed = [pair(*item, found) for item, found in zip(items, known, strict=True)]
         now = self._clock()
         if ttl_seconds is None:  # the version marks' path: the backend call as before
             results = self._backend.cas_marks(sealed, now)
         else:
             results = self._backend.cas_marks(sealed, now, now + ttl_seconds)
-        for (key, _, value), (key_hash, _, new), ok in zip(items, sealed, results, strict=True):
-            if ok:
-                self._remember_mark(key, key_hash, value, new)
-            else:
-                with self._lock:
+        with self._lock:
+            for (key, _, value), (key_hash, _, new), ok in zip(items, sealed, results, strict=True):
+                if ok:
+                    self._remember_mark_locked(key, key_hash, value, new)
+                else:
                     self._marks.pop(key, None)
         return results
 
@@ -535,23 +534,20 @@ class EncryptedStore:
             found = self._marks.get(key)
         return found[0] if found is not None else self._keys.mark_key(key)
 
-    def _sealed_mark(self, key: str, key_hash: bytes, plain: bytes | None) -> bytes | None:
-        if plain is None:
-            return None
-        with self._lock:
-            found = self._marks.get(key)
-        if found is not None and found[1] == plain and found[2] is not None:
-            return found[2]
-        return self._keys.seal_mark(key_hash, plain)
-
     def _remember_mark(
         self, key: str, key_hash: bytes, plain: bytes | None, sealed: bytes | None
     ) -> None:
         with self._lock:
-            self._marks[key] = (key_hash, plain, sealed)
-            self._marks.move_to_end(key)
-            while len(self._marks) > _MARK_CACHE:
-                self._marks.popitem(last=False)
+            self._remember_mark_locked(key, key_hash, plain, sealed)
+
+    def _remember_mark_locked(
+        self, key: str, key_hash: bytes, plain: bytes | None, sealed: bytes | None
+    ) -> None:
+        marks = self._marks
+        marks[key] = (key_hash, plain, sealed)
+        marks.move_to_end(key)
+        while len(marks) > _MARK_CACHE:
+            marks.popitem(last=False)
 
     def stats(self) -> dict[str, object]:
         counts = self._backend.counts()

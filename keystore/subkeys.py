@@ -65,6 +65,26 @@ class StoreKeys:
     def seal_mark(self, key_hash: bytes, value: bytes) -> bytes:
         return self._mark_siv.encrypt(value, [key_hash])
 
+    def sealed_pair(
+        self,
+        key: str,
+        expected: bytes | None,
+        value: bytes,
+        known: tuple[bytes, bytes | None, bytes | None] | None = None,
+    ) -> tuple[bytes, bytes | None, bytes]:
+        """One compare-and-set of mark ``key`` sealed: (key hash, ``expected`` sealed or None,
+        ``value`` sealed). ``known``: (key hash, value, its ciphertext) last read or written
+        for the key; its hash, and its ciphertext when it is ``expected``, are re-used (the
+        seal is deterministic: the bytes are the same)."""
+        key_hash = self.mark_key(key) if known is None else known[0]
+        if expected is None:
+            old = None
+        elif known is not None and known[1] == expected and known[2] is not None:
+            old = known[2]
+        else:
+            old = self.seal_mark(key_hash, expected)
+        return key_hash, old, self.seal_mark(key_hash, value)
+
     def open_mark(self, key_hash: bytes, sealed: bytes) -> bytes:
         try:
             return self._mark_siv.decrypt(sealed, [key_hash])

@@ -26,6 +26,7 @@ from typing import Final
 MODULES: Final = {
     "tokens": "pipelines.phi._tokens_c",
     "sketch": "pipelines._sketch_c",
+    "normalise": "pipelines._normalise_c",
     "words": "pipelines.phi._words_c",
     "rows": "pipelines.phi.tagger._rows_c",
 }

@@ -54,13 +54,12 @@ from __future__ import annotations
 import contextlib
 import threading
 import time
+from collections import OrderedDict
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from types import MappingProxyType
 from typing import Protocol
-
-from cachetools import LRUCache
 
 from keystore.api import MarkStore, PatientState, PatientStore, StateMinter
 from keystore.api import Pseudonymizer as PseudonymSource
@@ -168,7 +167,7 @@ class Processor:
         self._pseudonym_of: Pseudonymizer = pseudonyms or store.pseudonym
         # Pseudonyms are pure functions of (kind, parts): the versions of one report, and
         # every report of a patient's type (near-duplicate key), ask for the same ones.
-        self._pseudonyms: LRUCache[tuple[str | bytes, ...], str] = LRUCache(PSEUDONYM_CACHE)
+        self._pseudonyms: OrderedDict[tuple[str | bytes, ...], str] = OrderedDict()
         self._pseudonyms_lock = threading.Lock()
         self._deidentify = deidentify or defaults.deidentify(policy, timer)
         self._parse = parse or defaults.parse(max_bytes)
@@ -180,13 +179,18 @@ class Processor:
 
     def _pseudonym(self, kind: str, *parts: str | bytes) -> str:
         key = (kind, *parts)
+        cache = self._pseudonyms  # least recently used first
         with self._pseudonyms_lock:
-            found = self._pseudonyms.get(key)
-        if found is not None:
-            return found
+            found = cache.get(key)
+            if found is not None:
+                cache.move_to_end(key)
+                return found
         made = self._pseudonym_of(kind, *parts)
         with self._pseudonyms_lock:
-            self._pseudonyms[key] = made
+            cache[key] = made
+            cache.move_to_end(key)
+            if len(cache) > PSEUDONYM_CACHE:
+                cache.popitem(last=False)
         return made
 
     # -- the facade -------------------------------------------------------------------

@@ -52,6 +52,7 @@ from typing import Protocol, TypeVar
 import orjson
 
 from keystore.api import MarkStore
+from pipelines import compiled
 from pipelines.document import ClinicalDocument, Status
 from pipelines.errors import TransientError
 from surrogates.pieces import whitespace_pieces
@@ -100,15 +101,26 @@ _NORMALISE_PIECE_CHARS = 1 << 18  # a long text is normalised and hashed this mu
 def normalised_hash(key: str, text: str, piece_chars: int = _NORMALISE_PIECE_CHARS) -> bytes:
     """``keyed_hash(key, normalise(text))`` without the normalised copy of a long text and a
     string per word of it at once: pieces cut at whitespace, each normalised and hashed in
-    turn (``casefold`` is per character, so the pieces' folds join into the text's)."""
+    turn (``casefold`` is per character, so the pieces' folds join into the text's). An
+    ASCII text's pieces are normalised by the compiled helper (``pipelines.compiled``,
+    "normalise": one pass, no string per word) where it is built; :func:`_normalised_piece`
+    is its reference."""
     digest = hashlib.blake2b(key=key.encode("utf-8")[:64], digest_size=16)
+    fast = compiled.helper("normalise")
+    piece = fast.ascii_normalised if fast is not None and text.isascii() else _normalised_piece
     separator = b""
     for start, end in whitespace_pieces(text, piece_chars):
-        words = text[start:end].split()
-        if words:
-            digest.update(separator + " ".join(words).casefold().encode("utf-8"))
+        normal: bytes = piece(text, start, end)
+        if normal:
+            digest.update(separator)
+            digest.update(normal)
             separator = b" "
     return digest.digest()
+
+
+def _normalised_piece(text: str, start: int, end: int) -> bytes:
+    """``text[start:end]`` normalised (:func:`normalise`), UTF-8; empty when it has no word."""
+    return " ".join(text[start:end].split()).casefold().encode("utf-8")
 
 
 def keyed_hash(key: str, data: str, size: int = 16) -> bytes:
