@@ -20,17 +20,16 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from datetime import date
 from operator import attrgetter
 from types import MappingProxyType
+from typing import Any, cast
 
 from keystore.api import MintingStore, PatientState, StateMinter
 from pipelines.deadline import check
 from pipelines.document import ClinicalDocument, Identifiers, PersonName
-from pipelines.leak_guard import (
-    leak_guard,
-)
+from pipelines.leak_guard import is_mixed_case, leak_guard
 from pipelines.memo import memoized
 from pipelines.occurrences import occurrences
 from pipelines.phi.detector import Detector
@@ -47,7 +46,7 @@ _NAME_WORDS = frozenset(TITLES | SUFFIXES)  # parts of a name that are no one's 
 CHUNK_OVERLAP_CHARS = 2_000  # chunks of a split note share this much text (whole paragraphs)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, init=False)
 class DeidResult:
     """What one document became. Field names match ``pipelines.process.Deidentified``."""
 
@@ -62,6 +61,30 @@ class DeidResult:
     chosen: tuple[Span, ...] = ()
     held_class: str = "leak_guard"  # why it was held: leak_guard | oversize_note
 
+    def __init__(
+        self,
+        text: str,
+        spans: tuple[Span, ...],
+        held_reason: str | None,
+        stage_seconds: Mapping[str, float] = _EMPTY,
+        state_changed: bool = False,
+        leaks: Mapping[str, int] | None = None,
+        detected: int = 0,
+        chosen: tuple[Span, ...] = (),
+        held_class: str = "leak_guard",
+    ) -> None:
+        """The dataclass's ``__init__`` written out: a frozen dataclass sets each field
+        through ``object.__setattr__``; this writes the slots directly (as ``Span``)."""
+        _set_text(self, text)
+        _set_spans(self, spans)
+        _set_held_reason(self, held_reason)
+        _set_stage_seconds(self, stage_seconds)
+        _set_state_changed(self, state_changed)
+        _set_leaks(self, {} if leaks is None else leaks)
+        _set_detected(self, detected)
+        _set_chosen(self, chosen)
+        _set_held_class(self, held_class)
+
     @property
     def replaced(self) -> tuple[Span, ...]:
         """The spans acted on, offsets in the *input* text."""
@@ -75,6 +98,20 @@ class DeidResult:
     @property
     def held(self) -> bool:
         return self.held_reason is not None
+
+
+# The slots' own setters (member descriptors), used by ``DeidResult.__init__`` only.
+(
+    _set_text,
+    _set_spans,
+    _set_held_reason,
+    _set_stage_seconds,
+    _set_state_changed,
+    _set_leaks,
+    _set_detected,
+    _set_chosen,
+    _set_held_class,
+) = (cast("Any", vars(DeidResult)[f.name]).__set__ for f in fields(DeidResult))
 
 
 def surrogate_settings(policy: Policy) -> SurrogateSettings:
@@ -169,7 +206,8 @@ class Deidentifier:
             else merge_spans(s for s in spans if s.end <= len(text))
         )
         tick = self._lap(times, "detect", tick)
-        known_given, known_family = _known_name_parts(document.identifiers)
+        identifiers = document.identifiers
+        known_given, known_family, patient_given = _name_contexts(identifiers)
         ctx = ReplaceContext(
             state=state,
             text=text,
@@ -177,14 +215,17 @@ class Deidentifier:
             reference_date=_reference_date(document),
             known_given=known_given,
             known_family=known_family,
-            recorded_sex=document.identifiers.sex.value,
-            patient_given=_name_parts(document.identifiers.patient_names, (), (), True),
+            recorded_sex=str(identifiers.sex),  # a StrEnum's str is its value (in C)
+            patient_given=patient_given,
         )
-        acted = found + occurrences(text, found, self._acts)
+        mixed_case = is_mixed_case(text)  # asked once: the occurrences and the guard need it
+        acted = found + occurrences(text, found, self._acts, mixed_case)
         out_text, out_spans, replaced = self._replace(text, _regions(acted), ctx)
         tick = self._lap(times, "replace", tick)
         check("replace")  # the per-document deadline, if the caller set one
-        leaks = leak_guard(text, out_text, out_spans, replaced, document.identifiers, self.policy)
+        leaks = leak_guard(
+            text, out_text, out_spans, replaced, identifiers, self.policy, mixed_case
+        )
         self._lap(times, "guard", tick)
         held = None
         if leaks:
@@ -398,6 +439,31 @@ def _known_name_parts(identifiers: Identifiers) -> tuple[frozenset[str], frozens
     look-up (hashing the name tuples once: a dataclass hash runs in Python)."""
     return _both_name_parts(
         identifiers.patient_names, identifiers.provider_names, identifiers.relative_names
+    )
+
+
+def _name_contexts(
+    identifiers: Identifiers,
+) -> tuple[frozenset[str], frozenset[str], frozenset[str]]:
+    """``_known_name_parts(identifiers)`` and the patient's own given-name parts
+    (``_name_parts(identifiers.patient_names, (), (), True)``) with one cache look-up: the
+    name tuples hashed and compared once a document, not once per set."""
+    return _all_name_parts(
+        identifiers.patient_names, identifiers.provider_names, identifiers.relative_names
+    )
+
+
+@memoized("deidentify.all_name_parts", 2048)
+def _all_name_parts(
+    patient: tuple[PersonName, ...],
+    provider: tuple[PersonName, ...],
+    relative: tuple[PersonName, ...],
+) -> tuple[frozenset[str], frozenset[str], frozenset[str]]:
+    parts = _name_parts.__wrapped__
+    return (
+        parts(patient, provider, relative, True),
+        parts(patient, provider, relative, False),
+        parts(patient, (), (), True),
     )
 
 

@@ -20,6 +20,7 @@ from collections import Counter
 from collections.abc import Sequence
 from datetime import date
 from functools import lru_cache
+from operator import attrgetter
 from typing import NamedTuple
 
 from pipelines.deadline import check
@@ -61,17 +62,25 @@ def _digits(digits: str) -> str:
     return r"(?<!\d)" + _SEPARATORS.join(digits) + r"(?!\d)"
 
 
-def _alnum_id(value: str) -> str | None:
-    chars = [c for c in value if c.isalnum()]
+def _alnum_chars(value: str) -> str:
+    """The alphanumeric characters of ``value`` (filtered in C: an id is new per note)."""
+    return "".join(filter(str.isalnum, value))
+
+
+def _alnum_id(value: str, chars: str | None = None) -> str | None:
+    """``chars``: ``_alnum_chars(value)`` if the caller has it."""
+    if chars is None:
+        chars = _alnum_chars(value)
     if len(chars) < MIN_ID_CHARS:
         return None
     # re.escape leaves alphanumerics (any script) as they are: no escaping needed
     return r"(?<![A-Za-z0-9])" + r"[\s\-./]?".join(chars) + r"(?![A-Za-z0-9])"
 
 
-def _alnum_needle(value: str) -> str:
+def _alnum_needle(value: str, chars: str | None = None) -> str:
     """The id's characters, lower-cased, for :data:`PROBE_SQUEEZED` ("" if not ASCII)."""
-    chars = "".join(c for c in value if c.isalnum())
+    if chars is None:
+        chars = _alnum_chars(value)
     return chars.lower() if chars.isascii() else ""
 
 
@@ -135,6 +144,9 @@ def _name_part_pattern(part: str, mixed_case: bool) -> str:
     return rf"{titled}|(?<!\w)(?:{cased})(?!\w)(?!['’](?![sS]\b)\w)"
 
 
+_ASCII_LETTER = re.compile(rb"[A-Za-z]")
+
+
 def is_mixed_case(text: str) -> bool:
     """Does the text hold both a lower-case and an upper-case letter?
 
@@ -147,8 +159,9 @@ def is_mixed_case(text: str) -> bool:
         raw = text.encode("ascii")
         if raw.isupper() or raw.islower():
             return False
-        # neither: a lower-case letter and an upper-case one, or no letter at all
-        return raw.lower() != raw
+        # neither: a lower-case letter and an upper-case one, or no letter at all; the
+        # first letter tells (no lower-cased copy of the text to compare)
+        return _ASCII_LETTER.search(raw) is not None
     if text.isupper() or text.islower():
         return False
     return any(c.islower() for c in text) and any(c.isupper() for c in text)
@@ -172,6 +185,20 @@ def known_terms(identifiers: Identifiers, policy: Policy, text: str = "") -> lis
 
 
 def _kept(policy: Policy) -> tuple[Category, ...]:
+    """The categories ``policy`` keeps, read once per policy object (not per note)."""
+    last = _KEPT_OF[0]
+    if last is not None and last[0] is policy:
+        return last[1]
+    kept = _kept_by(policy)
+    _KEPT_OF[0] = (policy, kept)
+    return kept
+
+
+# the last policy asked of ``_kept`` and its answer (a policy is frozen: its actions too)
+_KEPT_OF: list[tuple[Policy, tuple[Category, ...]] | None] = [None]
+
+
+def _kept_by(policy: Policy) -> tuple[Category, ...]:
     if policy.default_action is Action.KEEP:
         return tuple(c for c in Category if policy.action_for(c) is Action.KEEP)
     return tuple(sorted(c for c, a in policy.actions.items() if a is Action.KEEP))
@@ -231,7 +258,8 @@ def _short_part_pattern(part: str, others: tuple[str, ...], mixed_case: bool) ->
 
 @lru_cache(maxsize=8192)
 def _id_term(value: str, category: Category) -> Term | None:
-    return _term(category, _alnum_id(value), _alnum_needle(value), PROBE_SQUEEZED)
+    chars = _alnum_chars(value)
+    return _term(category, _alnum_id(value, chars), _alnum_needle(value, chars), PROBE_SQUEEZED)
 
 
 @lru_cache(maxsize=4096)
@@ -328,16 +356,15 @@ def _optional_terms(identifiers: Identifiers) -> list[Term | None]:
     """The terms of the known identifiers other than names, in :func:`_known_terms`'s
     order (None for a value too short or plain to be a term)."""
     optional: list[Term | None] = []
-    for ids, category in (
-        (identifiers.patient_ids, Category.MRN),
-        (identifiers.other_ids, Category.ID),
-    ):
-        optional += [_id_term(ident.value, category) for ident in ids]
-    for values, category in (
-        (identifiers.account_numbers, Category.ACCOUNT),
-        (identifiers.ssn, Category.SSN),
-    ):
-        optional += [_id_term(value, category) for value in values]
+    # each kind asked only when present: most documents have an MRN and a visit at most
+    if identifiers.patient_ids:
+        optional += [_id_term(ident.value, Category.MRN) for ident in identifiers.patient_ids]
+    if identifiers.other_ids:
+        optional += [_id_term(ident.value, Category.ID) for ident in identifiers.other_ids]
+    if identifiers.account_numbers:
+        optional += [_id_term(value, Category.ACCOUNT) for value in identifiers.account_numbers]
+    if identifiers.ssn:
+        optional += [_id_term(value, Category.SSN) for value in identifiers.ssn]
     if identifiers.phones or identifiers.emails or identifiers.addresses:
         optional += _contact_terms(identifiers.phones, identifiers.emails, identifiers.addresses)
     if identifiers.birth_date is not None:
@@ -491,17 +518,20 @@ def leak_guard(
     replaced: Sequence[tuple[Span, str]],
     identifiers: Identifiers,
     policy: Policy,
+    mixed_case: bool | None = None,
 ) -> Counter[str]:
     """Count, by category, the known identifiers and detected PHI strings left in ``output``.
 
     Text we generated (surrogates, tags) is masked first: a surrogate that happens to read
     like another original of the note is not a leak. A surrogate equal to its own original is.
+    ``mixed_case``: ``is_mixed_case(original)`` if the caller has it.
     """
     scan = masked(output, out_spans)
     probe = _Probe(scan)
     leaks: Counter[str] = Counter()
     seen: set[str] = set()
-    mixed_case = is_mixed_case(original)
+    if mixed_case is None:
+        mixed_case = is_mixed_case(original)
     phrases = _detected_phrases(original, replaced)
     found = _found_terms_of(phrases, mixed_case)
     index = None
@@ -525,13 +555,21 @@ def _count_known(
     """Count the known identifiers' terms found in ``scan`` (each pattern once); with
     ``plain`` (``_plain_copy``), also a term found there with the accents set aside on
     both sides ("NUNEZ" in the message, "Núñez" in the note, or the other way round)."""
-    plain_probe = _Probe(plain) if plain is not None else None
+    if plain is None:  # no accent on either side: the scan alone
+        for category, pattern, needle, how in terms:
+            if pattern in seen:
+                continue
+            seen.add(pattern)
+            if (not needle or probe.may_hold(needle, how)) and _compiled(pattern).search(scan):
+                leaks[category] += 1
+        return
+    plain_probe = _Probe(plain)
     same_text = plain == scan  # the output has no accent: only a folded pattern differs
     for category, pattern, needle, how in terms:
         if pattern in seen:
             continue
         hit = _holds(scan, probe, pattern, needle, how)
-        if not hit and plain is not None and plain_probe is not None:
+        if not hit:
             plain_pattern = _plain_pattern(pattern)
             if not same_text or plain_pattern != pattern:  # else the same search again
                 hit = _holds(plain, plain_probe, plain_pattern, folded(needle), how)
@@ -551,12 +589,19 @@ def _plain_copy(scan: str, known: list[Term]) -> str | None:
     any (else None: nothing to compare that the plain scan has not). A pattern is not
     ASCII for its apostrophes alone (``word_pattern``'s "’"): it counts only where folding
     changes it."""
-    if scan.isascii() and all(_plain_pattern(t.pattern) == t.pattern for t in known):
+    if scan.isascii() and all(map(_is_plain, map(_PATTERN, known))):
         return None
     return folded(scan)
 
 
 _plain_pattern = lru_cache(maxsize=4096)(folded)  # a known term's pattern, accents aside
+_PATTERN = attrgetter("pattern")
+
+
+@lru_cache(maxsize=4096)
+def _is_plain(pattern: str) -> bool:
+    """Does folding the accents leave ``pattern`` as it is?"""
+    return _plain_pattern(pattern) == pattern
 
 
 def _count_found(

@@ -53,10 +53,12 @@ class _Probe:
 
     def may_hold(self, needle: str, how: str) -> bool:
         low = self.lowered
+        if how == PROBE_WORD:  # the most asked (names, detected phrases): mostly absent
+            if needle not in low:
+                return False
+            return _whole_word(low, needle) if self.ascii else True
         if how == PROBE_TEXT:
             return needle in low
-        if how == PROBE_WORD:
-            return _whole_word(low, needle) if self.ascii else needle in low
         if not self.ascii:
             return True
         if how in (PROBE_SQUEEZED, PROBE_DIGITS) and not needle.isascii():

@@ -17,7 +17,12 @@ from pipelines.phi.propagate import RULES, spread
 from pipelines.spans import Category, Span
 
 
-def occurrences(text: str, spans: Sequence[Span], acts: Callable[[Category], bool]) -> list[Span]:
+def occurrences(
+    text: str,
+    spans: Sequence[Span],
+    acts: Callable[[Category], bool],
+    mixed_case: bool | None = None,
+) -> list[Span]:
     """Spans for the other occurrences in ``text`` of the strings detected and acted on.
 
     A string detected as PHI somewhere in a note is PHI wherever the note writes it again:
@@ -27,6 +32,9 @@ def occurrences(text: str, spans: Sequence[Span], acts: Callable[[Category], boo
     phrases and, of a name, its parts of three letters or more; not propagated (the leak
     guard still holds a note where those survive): short strings, strings with digits under
     four, common English words, clinical words and, in a mixed-case note, short all-capital
-    abbreviations (``propagate.RULES["every_occurrence"]``).
+    abbreviations (``propagate.RULES["every_occurrence"]``). ``mixed_case``:
+    ``is_mixed_case(text)`` if the caller has it.
     """
-    return spread(text, spans, RULES["every_occurrence"], is_mixed_case(text), acts)
+    if mixed_case is None:
+        mixed_case = is_mixed_case(text)
+    return spread(text, spans, RULES["every_occurrence"], mixed_case, acts)
