@@ -217,21 +217,39 @@ _LITTLE = sys.byteorder == "little"
 
 
 def _pack(signature: Sequence[int]) -> str:
-    """The sketch as base64 of its values as little-endian 32-bit words: what
+    """The sketch as base64 of its values as little-endian 32-bit words."""
+    return _packed(signature)[0]
+
+
+def _packed(signature: Sequence[int]) -> tuple[str, bytes | None]:
+    """``_pack(signature)``, and the values as native 32-bit words where those are the words
+    packed (what :func:`_stored_words` gives back for it), else None: the base64 is what
     ``base64.b64encode(struct.pack(f"<{n}I", *signature))`` gives, without a call argument
     per value."""
     words = array("I", signature)
     if words.itemsize != 4:  # pragma: no cover - exotic platforms
-        return base64.b64encode(struct.pack(f"<{len(signature)}I", *signature)).decode("ascii")
+        raw = struct.pack(f"<{len(signature)}I", *signature)
+        return base64.b64encode(raw).decode("ascii"), None
     if not _LITTLE:  # pragma: no cover - big-endian platforms
         words.byteswap()
-    return binascii.b2a_base64(words.tobytes(), newline=False).decode("ascii")
+        return binascii.b2a_base64(words.tobytes(), newline=False).decode("ascii"), None
+    raw = words.tobytes()
+    return binascii.b2a_base64(raw, newline=False).decode("ascii"), raw
 
 
 def _stored_set(entry: str) -> frozenset[int]:
     """A stored table entry's sketch as a set."""
     return frozenset(array("I", binascii.a2b_base64(entry.partition(":")[2])))
 
+
+def _stored_words(entry: str) -> bytes:
+    """A stored table entry's values as native 32-bit words, decoded as :func:`_stored_set`
+    decodes them (the same errors): what the compiled comparison reads."""
+    return array("I", binascii.a2b_base64(entry.partition(":")[2])).tobytes()
+
+
+# The same for the compiled comparison (``VisitSketches.nearest``): ~0.3 KB each.
+_WORDS: Memo[str, bytes] = Memo("near_duplicates.stored_words", _stored_words, 4096)
 
 # A stored entry's sketch as a set, decoded once per entry string (whose hash the string
 # keeps): every document of the patient compares against the same visits. ~4.3 KB each:
@@ -335,12 +353,46 @@ class VisitSketches:
         share nothing: they are ruled out first by a few of this sketch's values (see
         :func:`_probe_size`) — a visit holding none of them scores below ``at_least`` —
         and such a visit could never be the answer (nor tie with it).
+
+        The compiled helper compares every visit in one C loop over the packed entries
+        (``_sketch_c.nearest``: no set built or decoded), given the sorted tuple
+        :func:`sketch` returns; this code is its reference, and decides when it declines.
         """
+        own = self.prefix + research_key
+        found = self._compiled_nearest(own, signature)
+        best, top = self._nearest(own, signature, at_least) if found is None else found
+        if best is None or top < at_least:
+            return None
+        return best[len(self.prefix) :], top
+
+    def _compiled_nearest(
+        self, own: str, signature: Collection[int]
+    ) -> tuple[str | None, float] | None:
+        """The first best entry and its score by ``_sketch_c.nearest``; None when it is not
+        built or declines (the Python code then decides)."""
+        fast = compiled.helper("sketch")
+        if fast is None or not _LITTLE or type(self.table) is not dict:
+            return None
+        if type(signature) is not tuple:
+            return None
+        found = fast.nearest(
+            self.table, self.prefix, own, signature, SKETCH_SIZE, _WORDS.table(), _WORDS
+        )
+        if found is None:
+            return None
+        name, score, hits = found
+        _WORDS.count_hits(hits)
+        return name, score
+
+    def _nearest(
+        self, own: str, signature: Collection[int], at_least: float
+    ) -> tuple[str | None, float]:
+        """The first best entry (or one that cannot be the answer when none reaches
+        ``at_least``) and its score: the reference of ``_compiled_nearest``."""
         best: str | None = None
         top = 0.0
-        mine = frozenset(signature)  # the same object when given a frozenset
+        mine = frozenset(signature)
         prefix = self.prefix
-        own = prefix + research_key
         probe = _probe(mine, at_least)
         sets = _SETS.table()  # the decoded visits, looked up here (a miss goes through _SETS)
         hits = 0
@@ -358,9 +410,7 @@ class VisitSketches:
             if score is not None and (best is None or score > top):
                 best, top = name, score
         _SETS.count_hits(hits)
-        if best is None or top < at_least:
-            return None
-        return best[len(prefix) :], top
+        return best, top
 
     def add(
         self,
@@ -372,13 +422,17 @@ class VisitSketches:
         """Remember the visit's sketch (evicting the oldest visits); True if the table changed.
         ``as_set``: ``frozenset(signature)`` if the caller has it (the new entry's decoded
         form: later documents then find it without decoding it)."""
-        value = f"{filed_us}:{_pack(signature)}"
+        packed, words = _packed(signature)
+        value = f"{filed_us}:{packed}"
         table = self.table
         name = self.prefix + research_key
         if table.get(name) == value:
             return False
         table[name] = value
-        _SETS.put(value, frozenset(signature) if as_set is None else as_set)
+        if compiled.helper("sketch") is None:  # the memo of the comparison that will run
+            _SETS.put(value, frozenset(signature) if as_set is None else as_set)
+        elif words is not None:
+            _WORDS.put(value, words)
         prefix = self.prefix
         visits = [n for n in table if n.startswith(prefix)]
         extra = len(visits) - SKETCH_VISITS
@@ -406,7 +460,6 @@ class NearDuplicates:
         "_key",
         "_research_key",
         "_save",
-        "_set",
         "_signature",
         "_sketch_key",
         "_sketches",
@@ -433,7 +486,6 @@ class NearDuplicates:
         self._key: str | None = None
         self._sketches: VisitSketches | None = None
         self._signature: tuple[int, ...] | None = None
-        self._set: frozenset[int] = frozenset()  # the signature's values (once it is made)
         self._undo: tuple[str, str | None] | None = None  # (entry, value before)
 
     def _visits(self) -> tuple[str, VisitSketches]:
@@ -450,15 +502,14 @@ class NearDuplicates:
         key, sketches = self._visits()
         if self._signature is None:
             self._signature = sketch(self._text, key)
-            self._set = frozenset(self._signature)
-        return sketches.nearest(self._research_key, self._set, at_least=at_least)
+        return sketches.nearest(self._research_key, self._signature, at_least=at_least)
 
     def remember(self) -> None:
         """The document was published: its sketch stands for its visit (if it was made)."""
         if self._signature is None:
             return
         sketches = self._note_undo()
-        if sketches.add(self._research_key, self._filed_us, self._signature, self._set):
+        if sketches.add(self._research_key, self._filed_us, self._signature):
             self._save()
 
     def forget(self) -> None:

@@ -19,6 +19,7 @@ treated (v3 ObservationValue PSEUDED for surrogates, REDACTED for tags).
 from __future__ import annotations
 
 import base64
+import binascii
 import re
 from collections import OrderedDict
 from collections.abc import Iterable, Sequence
@@ -185,7 +186,7 @@ def build_resource(
         ]
     attachment: dict[str, Any] = {
         "contentType": CONTENT_TYPE,
-        "data": base64.b64encode(text.encode("utf-8")).decode("ascii"),
+        "data": binascii.b2a_base64(text.encode("utf-8"), newline=False).decode("ascii"),
     }
     if document.language:
         attachment["language"] = document.language
