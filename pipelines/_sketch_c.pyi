@@ -1,1 +1,12 @@
+from collections.abc import Callable
+
 def ascii_sketch(text: str, a1: int, a2: int, a3: int, b: int, size: int) -> tuple[int, ...]: ...
+def nearest(
+    table: dict[str, str],
+    prefix: str,
+    own: str,
+    signature: tuple[int, ...],
+    size: int,
+    words: dict[str, bytes],
+    decode: Callable[[str], bytes],
+) -> tuple[str | None, float, int] | None: ...
