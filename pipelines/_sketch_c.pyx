@@ -123,6 +123,7 @@ def ascii_sketch(str text, uint64_t a1, uint64_t a2, uint64_t a3, uint64_t b, Py
 
 cdef extern from "Python.h":
     PyObject* PyDict_GetItemWithError(object, object) except? NULL
+    bint PyUnicode_IS_ASCII(object)
 
 
 cdef Py_ssize_t _ascending(const uint32_t* v, Py_ssize_t n):
@@ -227,3 +228,42 @@ def nearest(dict table, str prefix, str own, tuple signature, Py_ssize_t size, d
         return (best, top, hits)
     finally:
         free(mine)
+
+
+cdef long long _filing_time(str value):
+    """The filing time a stored entry starts with (ASCII digits, then ':'), -1 for any other
+    start (the caller then leaves it to the Python code)."""
+    if not PyUnicode_IS_ASCII(value):
+        return -1
+    cdef const unsigned char* s = <const unsigned char*>PyUnicode_DATA(value)
+    cdef Py_ssize_t n = PyUnicode_GET_LENGTH(value)
+    cdef Py_ssize_t i = 0
+    cdef long long at = 0
+    while i < n and 48 <= s[i] <= 57 and i < 18:
+        at = at * 10 + (s[i] - 48)
+        i += 1
+    if i == 0 or i >= n or s[i] != 58:
+        return -1
+    return at
+
+
+def oldest(dict table, str prefix, Py_ssize_t keep):
+    """``VisitSketches.add``'s eviction: the names of the entries under ``prefix`` beyond the
+    ``keep`` filed last, by (filing time, name). None when the Python code must decide (an
+    entry's filing time not plain digits)."""
+    visits = []
+    cdef long long at
+    for name, value in table.items():
+        if type(name) is not str or not (<str>name).startswith(prefix):
+            continue
+        if type(value) is not str:
+            return None
+        at = _filing_time(<str>value)
+        if at < 0:
+            return None
+        visits.append((at, name))
+    cdef Py_ssize_t extra = len(visits) - keep
+    if extra <= 0:
+        return []
+    visits.sort()
+    return [visit[1] for visit in visits[:extra]]

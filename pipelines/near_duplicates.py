@@ -433,13 +433,22 @@ class VisitSketches:
             _SETS.put(value, frozenset(signature) if as_set is None else as_set)
         elif words is not None:
             _WORDS.put(value, words)
-        prefix = self.prefix
+        for oldest in self._oldest():
+            del table[oldest]
+        return True
+
+    def _oldest(self) -> list[str]:
+        """The entries to evict: those filed first beyond ``SKETCH_VISITS``, found in one C
+        loop by the sketch helper where it is built and the filing times are plain digits."""
+        table, prefix = self.table, self.prefix
+        fast = compiled.helper("sketch")
+        if fast is not None and type(table) is dict:
+            found: list[str] | None = fast.oldest(table, prefix, SKETCH_VISITS)
+            if found is not None:
+                return found
         visits = [n for n in table if n.startswith(prefix)]
         extra = len(visits) - SKETCH_VISITS
-        if extra > 0:
-            for oldest in _oldest(table, visits, extra):
-                del table[oldest]
-        return True
+        return _oldest(table, visits, extra) if extra > 0 else []
 
     def remove(self, research_key: str) -> bool:
         return self.table.pop(self.prefix + research_key, None) is not None

@@ -81,3 +81,32 @@ def test_an_entry_that_does_not_decode_raises_as_in_python() -> None:
     table["p:v2"] = "3:" + base64.b64encode(b"\x01\x02\x03").decode()  # 3 bytes: no words
     assert _answer(table, (1, 2), 0.0, True) == _answer(table, (1, 2), 0.0, False)
     assert _answer(table, (1, 2), 0.0, True)[0] == "error"
+
+
+filed_texts = st.sampled_from(["7", "007", "12", "3", "+3", " 4", "1_0", "9" * 19, "", "x"])
+
+
+def _after_add(table: dict[str, str], filed: int, on: bool) -> Any:
+    table = dict(table)
+    with compiled.compiled(on), memos(on):
+        try:
+            VisitSketches(table, "p:").add("new", filed, (1, 2, 3))
+        except ValueError as exc:
+            return ("error", str(exc))
+    return table
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(st.tuples(st.integers(0, 30), filed_texts, st.booleans()), max_size=22),
+    st.integers(0, 20),
+)
+def test_compiled_eviction_is_the_python_eviction(
+    entries_: list[tuple[int, str, bool]], filed: int
+) -> None:
+    """The entries evicted (ties on filing time by name, several at once) and the errors of
+    filing times ``int`` reads otherwise, or not at all, as the Python code has them."""
+    table: dict[str, str] = {"other": "1:z"}
+    for key, filed_text, colon in entries_:
+        table[f"p:k{key:02d}"] = filed_text + (":AAAA" if colon else "")
+    assert _after_add(table, filed, True) == _after_add(table, filed, False)
