@@ -17,11 +17,11 @@ import struct
 import sys
 import zlib
 from array import array
-from collections.abc import Callable, MutableMapping, Sequence
+from collections.abc import Callable, Collection, Mapping, MutableMapping, Sequence
 from itertools import islice
 
 from pipelines import compiled
-from pipelines.memo import memoized
+from pipelines.memo import Memo, memoized
 from surrogates.pieces import whitespace_pieces
 
 SKETCH_SIZE = 64  # bottom-k sketch size: Jaccard estimate error ~ 1/sqrt(k)
@@ -204,22 +204,57 @@ def _similarity(sa: frozenset[int], sb: frozenset[int], size: int) -> float:
     return sum(1 for v in shared if v <= cutoff) / size
 
 
-@memoized("near_duplicates.filed", 4096)
 def _filed(entry: str) -> int:
-    """A stored table entry's filing time, parsed once per entry string (a patient's visits
-    are looked at again on each of its later documents)."""
+    """A stored table entry's filing time."""
     return int(entry[: entry.index(":")])
 
 
+# A stored entry's filing time, parsed once per entry string (a patient's visits are looked
+# at again on each of its later documents); read through ``table()`` in ``add``'s loop.
+_FILED: Memo[str, int] = Memo("near_duplicates.filed", _filed, 4096)
+
+_LITTLE = sys.byteorder == "little"
+
+
 def _pack(signature: Sequence[int]) -> str:
-    return base64.b64encode(struct.pack(f"<{len(signature)}I", *signature)).decode("ascii")
+    """The sketch as base64 of its values as little-endian 32-bit words."""
+    return _packed(signature)[0]
 
 
-@memoized("near_duplicates.stored_set", 4096)  # ~4.3 KB each: ~18 MB when full
+def _packed(signature: Sequence[int]) -> tuple[str, bytes | None]:
+    """``_pack(signature)``, and the values as native 32-bit words where those are the words
+    packed (what :func:`_stored_words` gives back for it), else None: the base64 is what
+    ``base64.b64encode(struct.pack(f"<{n}I", *signature))`` gives, without a call argument
+    per value."""
+    words = array("I", signature)
+    if words.itemsize != 4:  # pragma: no cover - exotic platforms
+        raw = struct.pack(f"<{len(signature)}I", *signature)
+        return base64.b64encode(raw).decode("ascii"), None
+    if not _LITTLE:  # pragma: no cover - big-endian platforms
+        words.byteswap()
+        return binascii.b2a_base64(words.tobytes(), newline=False).decode("ascii"), None
+    raw = words.tobytes()
+    return binascii.b2a_base64(raw, newline=False).decode("ascii"), raw
+
+
 def _stored_set(entry: str) -> frozenset[int]:
-    """A stored table entry's sketch as a set, decoded once per entry string (whose hash
-    the string keeps): every document of the patient compares against the same visits."""
+    """A stored table entry's sketch as a set."""
     return frozenset(array("I", binascii.a2b_base64(entry.partition(":")[2])))
+
+
+def _stored_words(entry: str) -> bytes:
+    """A stored table entry's values as native 32-bit words, decoded as :func:`_stored_set`
+    decodes them (the same errors): what the compiled comparison reads."""
+    return array("I", binascii.a2b_base64(entry.partition(":")[2])).tobytes()
+
+
+# The same for the compiled comparison (``VisitSketches.nearest``): ~0.3 KB each.
+_WORDS: Memo[str, bytes] = Memo("near_duplicates.stored_words", _stored_words, 4096)
+
+# A stored entry's sketch as a set, decoded once per entry string (whose hash the string
+# keeps): every document of the patient compares against the same visits. ~4.3 KB each:
+# ~18 MB when full. ``add`` puts the set it was given, so a new entry is never decoded.
+_SETS: Memo[str, frozenset[int]] = Memo("near_duplicates.stored_set", _stored_set, 4096)
 
 
 @memoized("near_duplicates.probe_size", 256)
@@ -235,11 +270,12 @@ def _probe_size(count: int, at_least: float) -> int:
     return next(h for h in range(count + 1) if (count - h) / count < at_least)
 
 
-def _probe(mine: frozenset[int], at_least: float) -> frozenset[int] | None:
+def _probe(mine: frozenset[int], at_least: float) -> tuple[int, ...] | None:
     """A few of ``mine``'s values: a visit holding none of them scores below ``at_least``
-    (None when there is no bound, or the sketch is larger than ``SKETCH_SIZE``)."""
+    (None when there is no bound, or the sketch is larger than ``SKETCH_SIZE``). A tuple:
+    ``isdisjoint`` looks each up in the visit's set, as it would a smaller set's."""
     if at_least > 0 and 0 < len(mine) <= SKETCH_SIZE:
-        return frozenset(islice(mine, _probe_size(len(mine), at_least)))
+        return tuple(islice(mine, _probe_size(len(mine), at_least)))
     return None
 
 
@@ -257,6 +293,27 @@ def _visit_score(
     if top is not None and shared / size <= top or shared / size < at_least:
         return None
     return _similarity(mine, theirs, size)
+
+
+def _oldest(table: Mapping[str, str], names: list[str], count: int) -> list[str]:
+    """The ``count`` entries of ``names`` filed first, by (filing time, entry name): the
+    names share the prefix, so they order as the research keys do. Only the time is parsed
+    (once per entry string: see ``_FILED``)."""
+    filed = _FILED.table()
+    hits = 0
+    visits: list[tuple[int, str]] = []
+    for name in names:
+        value = table[name]
+        at = filed.get(value)
+        if at is None:
+            at = _FILED(value)
+        else:
+            hits += 1
+        visits.append((at, name))
+    _FILED.count_hits(hits)
+    if count == 1:
+        return [min(visits)[1]]
+    return [name for _, name in sorted(visits)[:count]]
 
 
 class VisitSketches:
@@ -286,7 +343,7 @@ class VisitSketches:
         return sum(1 for name in self.table if name.startswith(prefix))
 
     def nearest(
-        self, research_key: str, signature: Sequence[int], at_least: float = 0.0
+        self, research_key: str, signature: Collection[int], at_least: float = 0.0
     ) -> tuple[str, float] | None:
         """The most similar *other* visit and its score, if any (the first of equals).
 
@@ -296,44 +353,102 @@ class VisitSketches:
         share nothing: they are ruled out first by a few of this sketch's values (see
         :func:`_probe_size`) — a visit holding none of them scores below ``at_least`` —
         and such a visit could never be the answer (nor tie with it).
+
+        The compiled helper compares every visit in one C loop over the packed entries
+        (``_sketch_c.nearest``: no set built or decoded), given the sorted tuple
+        :func:`sketch` returns; this code is its reference, and decides when it declines.
         """
+        own = self.prefix + research_key
+        found = self._compiled_nearest(own, signature)
+        best, top = self._nearest(own, signature, at_least) if found is None else found
+        if best is None or top < at_least:
+            return None
+        return best[len(self.prefix) :], top
+
+    def _compiled_nearest(
+        self, own: str, signature: Collection[int]
+    ) -> tuple[str | None, float] | None:
+        """The first best entry and its score by ``_sketch_c.nearest``; None when it is not
+        built or declines (the Python code then decides)."""
+        fast = compiled.helper("sketch")
+        if fast is None or not _LITTLE or type(self.table) is not dict:
+            return None
+        if type(signature) is not tuple:
+            return None
+        found = fast.nearest(
+            self.table, self.prefix, own, signature, SKETCH_SIZE, _WORDS.table(), _WORDS
+        )
+        if found is None:
+            return None
+        name, score, hits = found
+        _WORDS.count_hits(hits)
+        return name, score
+
+    def _nearest(
+        self, own: str, signature: Collection[int], at_least: float
+    ) -> tuple[str | None, float]:
+        """The first best entry (or one that cannot be the answer when none reaches
+        ``at_least``) and its score: the reference of ``_compiled_nearest``."""
         best: str | None = None
         top = 0.0
         mine = frozenset(signature)
         prefix = self.prefix
-        own = prefix + research_key
         probe = _probe(mine, at_least)
+        sets = _SETS.table()  # the decoded visits, looked up here (a miss goes through _SETS)
+        hits = 0
         for name, value in self.table.items():
             if not name.startswith(prefix) or name == own:
                 continue
-            theirs = _stored_set(value)
+            theirs = sets.get(value)
+            if theirs is None:
+                theirs = _SETS(value)
+            else:
+                hits += 1
             if probe is not None and theirs.isdisjoint(probe):
                 continue
             score = _visit_score(mine, theirs, None if best is None else top, at_least)
             if score is not None and (best is None or score > top):
                 best, top = name, score
-        if best is None or top < at_least:
-            return None
-        return best[len(prefix) :], top
+        _SETS.count_hits(hits)
+        return best, top
 
-    def add(self, research_key: str, filed_us: int, signature: Sequence[int]) -> bool:
-        """Remember the visit's sketch (evicting the oldest visits); True if the table changed."""
-        value = f"{filed_us}:{_pack(signature)}"
+    def add(
+        self,
+        research_key: str,
+        filed_us: int,
+        signature: Sequence[int],
+        as_set: frozenset[int] | None = None,
+    ) -> bool:
+        """Remember the visit's sketch (evicting the oldest visits); True if the table changed.
+        ``as_set``: ``frozenset(signature)`` if the caller has it (the new entry's decoded
+        form: later documents then find it without decoding it)."""
+        packed, words = _packed(signature)
+        value = f"{filed_us}:{packed}"
+        table = self.table
         name = self.prefix + research_key
-        if self.table.get(name) == value:
+        if table.get(name) == value:
             return False
-        self.table[name] = value
-        prefix = self.prefix
-        # (filing time, entry name) of this (patient, type)'s visits; the names share the
-        # prefix, so they order as the research keys do. Only the time is parsed.
-        visits = [(_filed(v), n) for n, v in self.table.items() if n.startswith(prefix)]
-        extra = len(visits) - SKETCH_VISITS
-        if extra == 1:
-            del self.table[min(visits)[1]]
-        elif extra > 1:
-            for _, oldest in sorted(visits)[:extra]:
-                del self.table[oldest]
+        table[name] = value
+        if compiled.helper("sketch") is None:  # the memo of the comparison that will run
+            _SETS.put(value, frozenset(signature) if as_set is None else as_set)
+        elif words is not None:
+            _WORDS.put(value, words)
+        for oldest in self._oldest():
+            del table[oldest]
         return True
+
+    def _oldest(self) -> list[str]:
+        """The entries to evict: those filed first beyond ``SKETCH_VISITS``, found in one C
+        loop by the sketch helper where it is built and the filing times are plain digits."""
+        table, prefix = self.table, self.prefix
+        fast = compiled.helper("sketch")
+        if fast is not None and type(table) is dict:
+            found: list[str] | None = fast.oldest(table, prefix, SKETCH_VISITS)
+            if found is not None:
+                return found
+        visits = [n for n in table if n.startswith(prefix)]
+        extra = len(visits) - SKETCH_VISITS
+        return _oldest(table, visits, extra) if extra > 0 else []
 
     def remove(self, research_key: str) -> bool:
         return self.table.pop(self.prefix + research_key, None) is not None
