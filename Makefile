@@ -6,7 +6,8 @@ STAMP := $(VENV)/.installed-stamp
 
 .PHONY: demo test lint unit integration bench evaluate fuzz explore clean chromium image image-test
 
-$(STAMP): pyproject.toml
+# the compiled helpers too: an edited .pyx is built again by the same install
+$(STAMP): pyproject.toml $(wildcard setup.py pipelines/*.pyx pipelines/*/*.pyx pipelines/*/*/*.pyx)
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -e '.[dev]'
