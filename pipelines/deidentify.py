@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import dataclass, field, replace
 from datetime import date
 from operator import attrgetter
 from types import MappingProxyType
@@ -100,18 +100,22 @@ class DeidResult:
         return self.held_reason is not None
 
 
-# The slots' own setters (member descriptors), used by ``DeidResult.__init__`` only.
-(
-    _set_text,
-    _set_spans,
-    _set_held_reason,
-    _set_stage_seconds,
-    _set_state_changed,
-    _set_leaks,
-    _set_detected,
-    _set_chosen,
-    _set_held_class,
-) = (cast("Any", vars(DeidResult)[f.name]).__set__ for f in fields(DeidResult))
+def _setter(name: str) -> Callable[[DeidResult, Any], None]:
+    """The slot ``name``'s own setter (its member descriptor), taken by name."""
+    setter: Callable[[DeidResult, Any], None] = cast("Any", vars(DeidResult)[name]).__set__
+    return setter
+
+
+# used by ``DeidResult.__init__`` only; one per field, each by its field's name
+_set_text = _setter("text")
+_set_spans = _setter("spans")
+_set_held_reason = _setter("held_reason")
+_set_stage_seconds = _setter("stage_seconds")
+_set_state_changed = _setter("state_changed")
+_set_leaks = _setter("leaks")
+_set_detected = _setter("detected")
+_set_chosen = _setter("chosen")
+_set_held_class = _setter("held_class")
 
 
 def surrogate_settings(policy: Policy) -> SurrogateSettings:
